@@ -1,0 +1,119 @@
+#include "auth/client_negotiation.h"
+
+#include "rpc/messages.h"
+
+namespace authrpc {
+namespace {
+
+using wire::FrameType;
+
+Result<ClientNegotiationResult> fail(FrameChannel& channel, Status status, bool tell_server) {
+  if (tell_server) {
+    wire::append_error(channel.out(), static_cast<std::uint16_t>(to_wire_errc(status.code)),
+                       status.message);
+    channel.close_after_flush();
+  } else {
+    channel.close();
+  }
+  return status;
+}
+
+Status from_error_frame(const Frame& frame) {
+  auto body = wire::parse_error(frame.body);
+  if (!body.ok()) return body.status();
+  return {errc_from_wire(body->code), "server: " + body->message};
+}
+
+std::string join(const std::vector<std::string>& names) {
+  std::string out;
+  for (const auto& n : names) out += (out.empty() ? "" : ", ") + n;
+  return out;
+}
+
+}  // namespace
+
+asio::awaitable<Result<ClientNegotiationResult>> negotiate_client(
+    FrameChannel& channel, const std::vector<std::shared_ptr<ClientMechanism>>& allowed,
+    const ChannelInfo& info, const std::function<void(NegotiationEvent)>& on_event) {
+  if (allowed.empty()) {
+    co_return fail(channel, {Errc::kConfigError, "no client mechanism configured"}, false);
+  }
+  const auto preamble = wire::make_preamble();
+  channel.out().append(reinterpret_cast<const char*>(preamble.data()), preamble.size());
+
+  ClientMechanism* mechanism = allowed.front().get();
+  bool refused_once = false;
+  for (;;) {
+    auto session = mechanism->start(info);
+    ClientStep step = co_await session->initial();
+    if (step.kind == ClientStep::Kind::kFailure) co_return fail(channel, step.error, false);
+    wire::append_hello(channel.out(), {wire::kNoFeatures, std::string(mechanism->name()), step.token});
+    if (step.final) on_event(NegotiationEvent::kFinalTokenQueued);
+    channel.schedule_flush();
+
+    for (;;) {
+      auto frame = co_await channel.read_frame();
+      if (!frame.ok()) co_return fail(channel, frame.status(), false);
+      switch (frame->header.type) {
+        case FrameType::kAuthChallenge: {
+          auto challenge = wire::parse_auth_token(frame->body);
+          if (!challenge.ok()) co_return fail(channel, challenge.status(), true);
+          step = co_await session->challenge(challenge->token);
+          if (step.kind == ClientStep::Kind::kFailure) co_return fail(channel, step.error, true);
+          wire::append_auth_token(channel.out(), FrameType::kAuthResponse, step.token);
+          if (step.final) on_event(NegotiationEvent::kFinalTokenQueued);
+          channel.schedule_flush();
+          continue;
+        }
+        case FrameType::kAuthSuccess: {
+          auto success = wire::parse_auth_success(frame->body);
+          if (!success.ok()) co_return fail(channel, success.status(), true);
+          if (Status s = co_await session->complete(success->token); !s.ok()) {
+            co_return fail(channel, s, true);
+          }
+          co_return ClientNegotiationResult{std::string(mechanism->name()), success->user};
+        }
+        case FrameType::kMechanisms: {
+          auto list = wire::parse_mechanisms(frame->body);
+          if (!list.ok()) co_return fail(channel, list.status(), true);
+          if (refused_once) {
+            co_return fail(channel, {Errc::kProtocolError, "server refused a mechanism twice"}, true);
+          }
+          refused_once = true;
+          on_event(NegotiationEvent::kMechanismRefused);
+          ClientMechanism* next = nullptr;
+          for (const auto& name : list->names) {
+            for (const auto& m : allowed) {
+              if (m->name() == name && m.get() != mechanism) {
+                next = m.get();
+                break;
+              }
+            }
+            if (next != nullptr) break;
+          }
+          if (next == nullptr) {
+            std::vector<std::string> mine;
+            for (const auto& m : allowed) mine.emplace_back(m->name());
+            co_return fail(channel,
+                           {Errc::kMechanismUnavailable, "server offers [" + join(list->names) +
+                                                             "], client allows [" + join(mine) + "]"},
+                           true);
+          }
+          mechanism = next;
+          break;
+        }
+        case FrameType::kError:
+          co_return fail(channel, from_error_frame(*frame), false);
+        default:
+          co_return fail(channel,
+                         {Errc::kProtocolError, "unexpected " +
+                                                    std::string(wire::frame_type_name(frame->header.type)) +
+                                                    " during negotiation"},
+                         true);
+      }
+      break;  // restart with the next mechanism
+    }
+  }
+}
+
+}  // namespace authrpc

@@ -1,0 +1,37 @@
+// Client side of connection negotiation (docs/PROTOCOL.md, "Negotiation").
+// Called by the client connection on a fresh channel. The client proposes its
+// first allowed mechanism optimistically in HELLO; if the server refuses, it
+// picks the first mechanism of the server's list that it also allows — and
+// never one it does not allow.
+#pragma once
+
+#include <asio/awaitable.hpp>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "auth/mechanism.h"
+#include "rpc/frame_channel.h"
+
+namespace authrpc {
+
+struct ClientNegotiationResult {
+  std::string mechanism;
+  std::string server_user;  // the name the server authenticated us as
+};
+
+// Events the connection needs in order to pipeline calls behind negotiation.
+enum class NegotiationEvent {
+  kFinalTokenQueued,   // the client's last token is queued: calls may follow it
+  kMechanismRefused,   // the server dropped anything pipelined: hold calls again
+};
+
+// Queues the preamble and HELLO, then runs negotiation until AUTH_SUCCESS
+// (verified through the mechanism's complete()) or a failure. On failure the
+// channel is closed.
+asio::awaitable<Result<ClientNegotiationResult>> negotiate_client(
+    FrameChannel& channel, const std::vector<std::shared_ptr<ClientMechanism>>& allowed,
+    const ChannelInfo& info, const std::function<void(NegotiationEvent)>& on_event);
+
+}  // namespace authrpc

@@ -1,0 +1,46 @@
+// MechanismRegistry: mechanism names → factories, so that configuration files
+// and command lines can name mechanisms. Applications register their own next
+// to the built-ins; the connection code only ever sees the interfaces.
+#pragma once
+
+#include <functional>
+#include <map>
+#include <memory>
+#include <nlohmann/json_fwd.hpp>
+#include <string>
+#include <vector>
+
+#include "auth/mechanism.h"
+
+namespace authrpc {
+
+class MechanismRegistry {
+ public:
+  using ServerFactory =
+      std::function<Result<std::shared_ptr<ServerMechanism>>(const nlohmann::json& options)>;
+  using ClientFactory =
+      std::function<Result<std::shared_ptr<ClientMechanism>>(const nlohmann::json& options)>;
+
+  // An empty registry; see with_builtins().
+  MechanismRegistry() = default;
+  // `simple` (options: client {"user": "..."}), plus later built-ins.
+  static MechanismRegistry with_builtins();
+
+  void register_server(std::string name, ServerFactory factory);
+  void register_client(std::string name, ClientFactory factory);
+
+  // kMechanismUnavailable for an unknown name, the factory's error otherwise.
+  Result<std::shared_ptr<ServerMechanism>> make_server(std::string_view name,
+                                                       const nlohmann::json& options) const;
+  Result<std::shared_ptr<ClientMechanism>> make_client(std::string_view name,
+                                                       const nlohmann::json& options) const;
+
+  std::vector<std::string> server_names() const;
+  std::vector<std::string> client_names() const;
+
+ private:
+  std::map<std::string, ServerFactory, std::less<>> server_;
+  std::map<std::string, ClientFactory, std::less<>> client_;
+};
+
+}  // namespace authrpc

@@ -1,0 +1,105 @@
+#include "auth/server_negotiation.h"
+
+#include "rpc/messages.h"
+
+namespace authrpc {
+namespace {
+
+using wire::FrameType;
+
+// Reads the next negotiation frame, skipping REQUEST frames the client
+// pipelined behind a HELLO that was refused.
+asio::awaitable<Result<Frame>> next_frame(FrameChannel& channel, bool drop_requests) {
+  for (;;) {
+    auto frame = co_await channel.read_frame();
+    if (!frame.ok()) co_return frame;
+    if (drop_requests && frame->header.type == FrameType::kRequest) continue;
+    co_return frame;
+  }
+}
+
+Status unexpected(const Frame& frame, std::string_view expected) {
+  return {Errc::kProtocolError, "expected " + std::string(expected) + " during negotiation, got " +
+                                    std::string(wire::frame_type_name(frame.header.type))};
+}
+
+Result<Identity> fail(FrameChannel& channel, Status status) {
+  wire::append_error(channel.out(), static_cast<std::uint16_t>(to_wire_errc(status.code)),
+                     status.message);
+  channel.close_after_flush();
+  return status;
+}
+
+std::string offered(const std::vector<std::shared_ptr<ServerMechanism>>& mechanisms) {
+  std::string out;
+  for (const auto& m : mechanisms) out += (out.empty() ? "" : ", ") + std::string(m->name());
+  return out;
+}
+
+}  // namespace
+
+asio::awaitable<Result<Identity>> negotiate_server(
+    FrameChannel& channel, const std::vector<std::shared_ptr<ServerMechanism>>& mechanisms,
+    const ChannelInfo& info) {
+  bool refused_once = false;
+  ServerMechanism* mechanism = nullptr;
+  std::string first_token;
+  while (mechanism == nullptr) {
+    auto frame = co_await next_frame(channel, refused_once);
+    if (!frame.ok()) {
+      if (frame.code() == Errc::kConnectionClosed) co_return frame.status();
+      co_return fail(channel, frame.status());
+    }
+    if (frame->header.type != FrameType::kHello || frame->header.call_id != 0) {
+      co_return fail(channel, unexpected(*frame, "HELLO"));
+    }
+    auto hello = wire::parse_hello(frame->body);
+    if (!hello.ok()) co_return fail(channel, hello.status());
+    for (const auto& m : mechanisms) {
+      if (m->name() == hello->mechanism) {
+        mechanism = m.get();
+        break;
+      }
+    }
+    if (mechanism != nullptr) {
+      first_token = std::move(hello->token);
+      break;
+    }
+    if (refused_once) {
+      co_return fail(channel, {Errc::kMechanismUnavailable,
+                               "mechanism '" + hello->mechanism + "' not enabled (offered: " +
+                                   offered(mechanisms) + ")"});
+    }
+    refused_once = true;
+    wire::Mechanisms list;
+    for (const auto& m : mechanisms) list.names.emplace_back(m->name());
+    wire::append_mechanisms(channel.out(), list);
+    channel.schedule_flush();
+  }
+
+  auto session = mechanism->start(info);
+  ServerStep step = co_await session->step(first_token);
+  while (step.kind == ServerStep::Kind::kChallenge) {
+    wire::append_auth_token(channel.out(), FrameType::kAuthChallenge, step.token);
+    channel.schedule_flush();
+    auto frame = co_await channel.read_frame();
+    if (!frame.ok()) {
+      if (frame.code() == Errc::kConnectionClosed) co_return frame.status();
+      co_return fail(channel, frame.status());
+    }
+    if (frame->header.type != FrameType::kAuthResponse) {
+      co_return fail(channel, unexpected(*frame, "AUTH_RESPONSE"));
+    }
+    auto response = wire::parse_auth_token(frame->body);
+    if (!response.ok()) co_return fail(channel, response.status());
+    step = co_await session->step(response->token);
+  }
+  if (step.kind == ServerStep::Kind::kFailure) co_return fail(channel, step.error);
+
+  step.identity.mechanism = std::string(mechanism->name());
+  step.identity.peer_address = info.peer_address;
+  wire::append_auth_success(channel.out(), {wire::kNoFeatures, step.token, step.identity.user});
+  co_return std::move(step.identity);
+}
+
+}  // namespace authrpc

@@ -1,0 +1,25 @@
+// Server side of connection negotiation (docs/PROTOCOL.md, "Negotiation"):
+// HELLO → [MECHANISMS → HELLO] → (AUTH_CHALLENGE ↔ AUTH_RESPONSE)* →
+// AUTH_SUCCESS | ERROR. Called by the server connection right after the
+// preamble; does not log — the caller decides what to report.
+#pragma once
+
+#include <asio/awaitable.hpp>
+#include <memory>
+#include <vector>
+
+#include "auth/mechanism.h"
+#include "rpc/frame_channel.h"
+
+namespace authrpc {
+
+// Runs negotiation. On success AUTH_SUCCESS is queued (not yet flushed, so the
+// first responses leave with it) and the identity is returned. On failure an
+// ERROR frame is queued, the channel closes after flushing it, and the error
+// is returned. REQUEST frames pipelined behind a refused HELLO are dropped
+// unexecuted; REQUEST frames behind an accepted one stay buffered for the caller.
+asio::awaitable<Result<Identity>> negotiate_server(
+    FrameChannel& channel, const std::vector<std::shared_ptr<ServerMechanism>>& mechanisms,
+    const ChannelInfo& info);
+
+}  // namespace authrpc

@@ -1,0 +1,85 @@
+#include "auth/simple.h"
+
+#include <pwd.h>
+#include <unistd.h>
+
+#include <vector>
+
+namespace authrpc {
+namespace {
+
+class SimpleServerSession final : public ServerAuthSession {
+ public:
+  explicit SimpleServerSession(const ChannelInfo& channel) : peer_(channel.peer_address) {}
+
+  asio::awaitable<ServerStep> step(std::string_view client_token) override {
+    if (auto why = check_simple_user_name(client_token); !why.empty()) {
+      co_return ServerStep::failure({Errc::kAuthenticationFailed, "simple: " + why});
+    }
+    Identity id;
+    id.user = std::string(client_token);
+    id.principal = id.user;
+    id.mechanism = std::string(kSimpleMechanism);
+    id.peer_address = peer_;
+    co_return ServerStep::success(std::move(id));
+  }
+
+ private:
+  std::string peer_;
+};
+
+class SimpleClientSession final : public ClientAuthSession {
+ public:
+  explicit SimpleClientSession(std::string user) : user_(std::move(user)) {}
+
+  asio::awaitable<ClientStep> initial() override { co_return ClientStep::send(user_, true); }
+
+  asio::awaitable<ClientStep> challenge(std::string_view) override {
+    co_return ClientStep::failure({Errc::kProtocolError, "simple: unexpected server challenge"});
+  }
+
+  asio::awaitable<Status> complete(std::string_view server_final_token) override {
+    if (!server_final_token.empty()) {
+      co_return Status(Errc::kProtocolError, "simple: unexpected final token from server");
+    }
+    co_return Status();
+  }
+
+ private:
+  std::string user_;
+};
+
+}  // namespace
+
+std::unique_ptr<ServerAuthSession> SimpleServerMechanism::start(const ChannelInfo& channel) {
+  return std::make_unique<SimpleServerSession>(channel);
+}
+
+SimpleClientMechanism::SimpleClientMechanism(std::string user)
+    : user_(user.empty() ? current_os_user() : std::move(user)) {}
+
+std::unique_ptr<ClientAuthSession> SimpleClientMechanism::start(const ChannelInfo&) {
+  return std::make_unique<SimpleClientSession>(user_);
+}
+
+std::string current_os_user() {
+  const uid_t uid = ::geteuid();
+  std::vector<char> buf(16384);
+  passwd pw{};
+  passwd* found = nullptr;
+  if (::getpwuid_r(uid, &pw, buf.data(), buf.size(), &found) == 0 && found != nullptr) {
+    return found->pw_name;
+  }
+  return "uid:" + std::to_string(uid);
+}
+
+std::string check_simple_user_name(std::string_view user) {
+  if (user.empty()) return "empty user name";
+  if (user.size() > 255) return "user name longer than 255 bytes";
+  for (const unsigned char c : user) {
+    if (c <= 0x20 || c == 0x7F) return "user name contains whitespace or control characters";
+  }
+  return {};
+}
+
+}  // namespace authrpc

@@ -1,0 +1,41 @@
+// The `simple` mechanism: the client asserts a user name and the server
+// believes it. No secret, no proof — for trusted networks, tests and Unix
+// sockets whose permissions already say who may connect. One message (the
+// name in HELLO), so calls can follow in the same flight.
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "auth/mechanism.h"
+
+namespace authrpc {
+
+inline constexpr std::string_view kSimpleMechanism = "simple";
+
+// Accepts any well-formed user name: 1–255 bytes, no whitespace or control
+// characters.
+class SimpleServerMechanism final : public ServerMechanism {
+ public:
+  std::string_view name() const noexcept override { return kSimpleMechanism; }
+  std::unique_ptr<ServerAuthSession> start(const ChannelInfo& channel) override;
+};
+
+class SimpleClientMechanism final : public ClientMechanism {
+ public:
+  // An empty user means the OS user running the process.
+  explicit SimpleClientMechanism(std::string user = {});
+  std::string_view name() const noexcept override { return kSimpleMechanism; }
+  std::unique_ptr<ClientAuthSession> start(const ChannelInfo& channel) override;
+  const std::string& user() const noexcept { return user_; }
+
+ private:
+  std::string user_;
+};
+
+// The name of the effective OS user ("uid:<n>" if it has no passwd entry).
+std::string current_os_user();
+// Empty if `user` is acceptable as a simple user name, else why not.
+std::string check_simple_user_name(std::string_view user);
+
+}  // namespace authrpc

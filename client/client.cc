@@ -1,0 +1,403 @@
+#include "client/client.h"
+
+#include <asio/co_spawn.hpp>
+#include <asio/detached.hpp>
+#include <asio/dispatch.hpp>
+#include <asio/post.hpp>
+#include <asio/redirect_error.hpp>
+#include <asio/steady_timer.hpp>
+#include <asio/use_awaitable.hpp>
+#include <asio/use_future.hpp>
+#include <mutex>
+#include <unordered_map>
+
+#include "auth/client_negotiation.h"
+#include "rpc/frame_channel.h"
+#include "rpc/messages.h"
+
+namespace authrpc {
+
+using Clock = std::chrono::steady_clock;
+using wire::FrameType;
+
+// The connection behind a Client. Everything but the mutex-guarded summary
+// runs on the connection's executor; the reader coroutine (run) owns a
+// reference, so the connection outlives its Client until the reader ends.
+class Client::Connection : public std::enable_shared_from_this<Client::Connection> {
+ public:
+  Connection(asio::any_io_executor ex, ClientOptions options)
+      : executor_(std::move(ex)), options_(std::move(options)), auth_event_(executor_),
+        negotiation_timer_(executor_) {}
+
+  asio::awaitable<Status> open() {
+    const auto deadline = Clock::now() + options_.connect_timeout;
+    auto stream = co_await transport_for(options_.endpoint.scheme)
+                      .connect(executor_, options_.endpoint, deadline);
+    if (!stream.ok()) co_return stream.status();
+    ChannelInfo info;
+    info.peer_address = (*stream)->peer_address();
+    info.scheme = options_.endpoint.scheme;
+    info.server_host = options_.endpoint.host;
+    channel_ = std::make_shared<FrameChannel>(std::move(*stream), options_.max_frame_size);
+
+    negotiation_timer_.expires_at(deadline);
+    negotiation_timer_.async_wait([self = shared_from_this()](std::error_code ec) {
+      if (ec || (self->state_ != State::kHolding && self->state_ != State::kOptimistic)) return;
+      self->negotiation_timed_out_ = true;
+      self->channel_->close();
+    });
+    asio::co_spawn(executor_, [self = shared_from_this(), info]() { return self->run(info); },
+                   asio::detached);
+    if (options_.wait_for_authentication) co_return co_await wait_authenticated();
+    co_return Status();
+  }
+
+  asio::awaitable<Status> wait_authenticated() {
+    while (state_ == State::kHolding || state_ == State::kOptimistic) {
+      auth_event_.expires_at(Clock::time_point::max());
+      std::error_code ec;
+      co_await auth_event_.async_wait(asio::redirect_error(asio::use_awaitable, ec));
+    }
+    co_return state_ == State::kReady ? Status() : closed_status_;
+  }
+
+  asio::awaitable<Result<std::string>> call(std::string_view service, std::string_view method,
+                                            std::string_view request, CallOptions call_options) {
+    if (state_ == State::kClosed) co_return closed_status_;
+    if (going_away_) co_return Status(Errc::kUnavailable, "server is shutting down (GOAWAY)");
+    const auto timeout = call_options.timeout.count() > 0 ? call_options.timeout
+                                                          : options_.default_call_timeout;
+    const auto deadline = timeout.count() > 0 ? Clock::now() + timeout : Clock::time_point::max();
+    std::uint32_t id = next_call_id_++;
+    if (id == 0) id = next_call_id_++;
+
+    std::string& out = state_ == State::kHolding ? held_ : channel_->out();
+    const std::size_t start = out.size();
+    wire::append_request(out, id, {service, method, static_cast<std::uint32_t>(timeout.count())},
+                         request);
+    if (out.size() - start > options_.max_frame_size) {
+      out.resize(start);
+      co_return Status(Errc::kFrameTooLarge, "request of " + std::to_string(request.size()) +
+                                                 " bytes exceeds the frame limit");
+    }
+    // Until the server confirms authentication, keep a copy: if it refuses our
+    // mechanism it drops pipelined requests and we send them again.
+    if (state_ == State::kOptimistic) held_.append(out, start, std::string::npos);
+    if (state_ != State::kHolding) channel_->schedule_flush();
+
+    Pending pending(executor_);
+    pending.timer.expires_at(deadline);
+    pending_[id] = &pending;
+    std::error_code ec;
+    co_await pending.timer.async_wait(asio::redirect_error(asio::use_awaitable, ec));
+    if (!pending.done) {
+      pending_.erase(id);
+      if (state_ == State::kReady && !channel_->closed()) {
+        wire::append_cancel(channel_->out(), id);
+        channel_->schedule_flush();
+      }
+      co_return Status(Errc::kDeadlineExceeded,
+                       std::string(service) + "." + std::string(method) + " timed out after " +
+                           std::to_string(timeout.count()) + " ms");
+    }
+    co_return std::move(pending.result);
+  }
+
+  void close(Status why) {
+    if (state_ == State::kClosed) return;
+    fail(std::move(why));
+    if (channel_) channel_->close();
+  }
+
+  std::string mechanism() const {
+    std::lock_guard lock(summary_mu_);
+    return mechanism_;
+  }
+  std::string authenticated_user() const {
+    std::lock_guard lock(summary_mu_);
+    return server_user_;
+  }
+  Status status() const {
+    std::lock_guard lock(summary_mu_);
+    return summary_status_;
+  }
+  const asio::any_io_executor& executor() const noexcept { return executor_; }
+
+ private:
+  enum class State {
+    kHolding,     // negotiating; calls wait in held_
+    kOptimistic,  // our last token is queued; calls follow it (and are kept in held_)
+    kReady,       // authenticated
+    kClosed,
+  };
+
+  struct Pending {
+    explicit Pending(const asio::any_io_executor& ex) : timer(ex) {}
+    asio::steady_timer timer;
+    bool done = false;
+    Result<std::string> result = Status(Errc::kInternal, "no result");
+  };
+
+  asio::awaitable<void> run(ChannelInfo info) {
+    auto self = shared_from_this();
+    auto negotiated = co_await negotiate_client(
+        *channel_, options_.mechanisms, info, [this](NegotiationEvent event) {
+          if (event == NegotiationEvent::kFinalTokenQueued) {
+            channel_->out().append(held_);
+            state_ = State::kOptimistic;
+          } else {
+            state_ = State::kHolding;
+          }
+        });
+    negotiation_timer_.cancel();
+    if (!negotiated.ok()) {
+      Status why = negotiated.status();
+      if (negotiation_timed_out_) {
+        why = Status(Errc::kNegotiationTimeout,
+                     "connect + negotiation took longer than " +
+                         std::to_string(options_.connect_timeout.count()) + " ms");
+      }
+      close(std::move(why));
+      co_return;
+    }
+    held_.clear();
+    held_.shrink_to_fit();
+    state_ = State::kReady;
+    {
+      std::lock_guard lock(summary_mu_);
+      mechanism_ = negotiated->mechanism;
+      server_user_ = negotiated->server_user;
+    }
+    auth_event_.cancel();
+
+    for (;;) {
+      auto frame = co_await channel_->read_frame();
+      if (!frame.ok()) {
+        Status why = frame.status();
+        if (why.code == Errc::kConnectionClosed) {
+          why = going_away_ ? Status(Errc::kUnavailable, "server shut down the connection (GOAWAY)")
+                            : Status(Errc::kConnectionClosed, "server closed the connection");
+        }
+        close(std::move(why));
+        co_return;
+      }
+      switch (frame->header.type) {
+        case FrameType::kResponse:
+          if (!deliver(*frame)) co_return;
+          break;
+        case FrameType::kGoAway: {
+          auto body = wire::parse_goaway(frame->body);
+          going_away_ = true;
+          if (body.ok()) fail_calls_after(body->last_call_id);
+          break;
+        }
+        case FrameType::kPing:
+          wire::append_ping(channel_->out(), FrameType::kPong, frame->body);
+          channel_->schedule_flush();
+          break;
+        case FrameType::kPong:
+          break;
+        case FrameType::kError: {
+          auto body = wire::parse_error(frame->body);
+          close(body.ok() ? Status(errc_from_wire(body->code), "server: " + body->message)
+                          : body.status());
+          co_return;
+        }
+        default:
+          protocol_error("unexpected " + std::string(wire::frame_type_name(frame->header.type)) +
+                         " frame from server");
+          co_return;
+      }
+    }
+  }
+
+  bool deliver(const Frame& frame) {
+    std::string_view payload;
+    auto header = wire::parse_response(frame.body, payload);
+    if (!header.ok()) {
+      protocol_error(header.status().message);
+      return false;
+    }
+    const auto it = pending_.find(frame.header.call_id);
+    if (it == pending_.end()) return true;  // timed out or cancelled: ignore
+    Pending& p = *it->second;
+    pending_.erase(it);
+    if (header->status == 0) {
+      p.result = std::string(payload);
+    } else {
+      p.result = Status(errc_from_wire(header->status), std::string(header->error_message));
+    }
+    p.done = true;
+    p.timer.cancel();
+    return true;
+  }
+
+  void fail_calls_after(std::uint32_t last_call_id) {
+    for (auto it = pending_.begin(); it != pending_.end();) {
+      if (it->first > last_call_id) {
+        it->second->result = Status(Errc::kUnavailable, "server is shutting down; call not run");
+        it->second->done = true;
+        it->second->timer.cancel();
+        it = pending_.erase(it);
+      } else {
+        ++it;
+      }
+    }
+  }
+
+  void protocol_error(std::string message) {
+    Status why(Errc::kProtocolError, std::move(message));
+    wire::append_error(channel_->out(), static_cast<std::uint16_t>(Errc::kProtocolError),
+                       why.message);
+    channel_->close_after_flush();
+    fail(std::move(why));
+  }
+
+  void fail(Status why) {
+    if (state_ == State::kClosed) return;
+    state_ = State::kClosed;
+    closed_status_ = why;
+    {
+      std::lock_guard lock(summary_mu_);
+      summary_status_ = why;
+    }
+    for (auto& [id, p] : pending_) {
+      p->result = why;
+      p->done = true;
+      p->timer.cancel();
+    }
+    pending_.clear();
+    negotiation_timer_.cancel();
+    auth_event_.cancel();
+  }
+
+  asio::any_io_executor executor_;
+  ClientOptions options_;
+  std::shared_ptr<FrameChannel> channel_;
+  State state_ = State::kHolding;
+  std::string held_;
+  std::unordered_map<std::uint32_t, Pending*> pending_;
+  std::uint32_t next_call_id_ = 1;
+  bool going_away_ = false;
+  bool negotiation_timed_out_ = false;
+  Status closed_status_;
+  asio::steady_timer auth_event_;
+  asio::steady_timer negotiation_timer_;
+
+  mutable std::mutex summary_mu_;
+  std::string mechanism_;
+  std::string server_user_;
+  Status summary_status_;
+};
+
+Client::Client(std::shared_ptr<Connection> connection, std::unique_ptr<ClientRuntime> own_runtime,
+               asio::io_context* context)
+    : own_runtime_(std::move(own_runtime)), connection_(std::move(connection)), context_(context) {}
+
+Client::~Client() { close(); }
+
+asio::awaitable<Result<std::unique_ptr<Client>>> Client::async_connect(
+    asio::any_io_executor executor, ClientOptions options) {
+  auto connection = std::make_shared<Connection>(executor, std::move(options));
+  Status s = co_await connection->open();
+  if (!s.ok()) {
+    connection->close(s);
+    co_return s;
+  }
+  co_return std::unique_ptr<Client>(new Client(std::move(connection), nullptr, nullptr));
+}
+
+Result<std::unique_ptr<Client>> Client::connect(ClientRuntime& runtime, ClientOptions options) {
+  asio::io_context& io = runtime.next_context();
+  if (io.get_executor().running_in_this_thread()) {
+    return Status(Errc::kFailedPrecondition, "blocking connect on the runtime's own IO thread");
+  }
+  auto future = asio::co_spawn(io, async_connect(io.get_executor(), std::move(options)),
+                               asio::use_future);
+  auto result = future.get();
+  if (result.ok()) (*result)->context_ = &io;
+  return result;
+}
+
+Result<std::unique_ptr<Client>> Client::connect(ClientOptions options) {
+  auto runtime = std::make_unique<ClientRuntime>(1);
+  auto result = connect(*runtime, std::move(options));
+  if (!result.ok()) return result;
+  (*result)->own_runtime_ = std::move(runtime);
+  return result;
+}
+
+Status Client::check_not_on_io_thread() const {
+  if (context_ != nullptr && context_->get_executor().running_in_this_thread()) {
+    return {Errc::kFailedPrecondition,
+            "blocking call on the client's own IO thread would deadlock; use async_call"};
+  }
+  return {};
+}
+
+asio::awaitable<Result<std::string>> Client::async_call(std::string_view service,
+                                                        std::string_view method,
+                                                        std::string_view request,
+                                                        CallOptions options) {
+  // Keep the connection alive even if the Client is destroyed meanwhile.
+  auto connection = connection_;
+  co_return co_await connection->call(service, method, request, options);
+}
+
+std::future<Result<std::string>> Client::call_future(std::string_view service,
+                                                     std::string_view method,
+                                                     std::string_view request,
+                                                     CallOptions options) {
+  return asio::co_spawn(
+      connection_->executor(),
+      [connection = connection_, service = std::string(service), method = std::string(method),
+       request = std::string(request), options]() -> asio::awaitable<Result<std::string>> {
+        co_return co_await connection->call(service, method, request, options);
+      },
+      asio::use_future);
+}
+
+Result<std::string> Client::call(std::string_view service, std::string_view method,
+                                 std::string_view request, CallOptions options) {
+  if (Status s = check_not_on_io_thread(); !s.ok()) return s;
+  return call_future(service, method, request, options).get();
+}
+
+Result<nlohmann::json> Client::call_json(std::string_view service, std::string_view method,
+                                         const nlohmann::json& request, CallOptions options) {
+  auto raw = call(service, method, request.dump(), options);
+  if (!raw.ok()) return raw.status();
+  auto parsed = nlohmann::json::parse(raw.value(), nullptr, false);
+  if (parsed.is_discarded()) return Status(Errc::kDataLoss, "response is not valid JSON");
+  return parsed;
+}
+
+asio::awaitable<Status> Client::async_wait_authenticated() {
+  auto connection = connection_;
+  co_return co_await connection->wait_authenticated();
+}
+
+std::string Client::mechanism() const { return connection_->mechanism(); }
+std::string Client::authenticated_user() const { return connection_->authenticated_user(); }
+Status Client::connection_status() const { return connection_->status(); }
+const asio::any_io_executor& Client::executor() const noexcept { return connection_->executor(); }
+
+void Client::close() {
+  if (!connection_) return;
+  auto do_close = [connection = connection_] {
+    connection->close(Status(Errc::kCancelled, "client closed the connection"));
+  };
+  if (context_ != nullptr && !context_->get_executor().running_in_this_thread()) {
+    // Wait, so that the runtime (perhaps our own) outlives the close.
+    std::promise<void> closed;
+    asio::post(connection_->executor(), [&] {
+      do_close();
+      closed.set_value();
+    });
+    closed.get_future().wait();
+    return;
+  }
+  asio::dispatch(connection_->executor(), do_close);
+}
+
+}  // namespace authrpc

@@ -1,0 +1,100 @@
+// Client: one authenticated connection to a server, carrying any number of
+// concurrent calls (multiplexed by call id). Calls are blocking (call),
+// future-based (call_future) or coroutines (async_call, on the client's
+// executor). Errors are typed: see rpc/status.h and retry_advice().
+//
+// A Client lives on one executor; its blocking methods may be called from any
+// thread except that executor's own (they would deadlock and fail instead).
+#pragma once
+
+#include <asio/any_io_executor.hpp>
+#include <asio/awaitable.hpp>
+#include <chrono>
+#include <future>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "auth/mechanism.h"
+#include "client/client_runtime.h"
+#include "rpc/endpoint.h"
+#include "rpc/result.h"
+
+namespace authrpc {
+
+struct ClientOptions {
+  Endpoint endpoint;
+  // Mechanisms the client allows, in its order of preference. The first is
+  // proposed at once; if the server refuses it, the client picks the first of
+  // the server's mechanisms it allows. It never uses a mechanism not listed.
+  std::vector<std::shared_ptr<ClientMechanism>> mechanisms;
+  // Bound on connect + negotiation.
+  std::chrono::milliseconds connect_timeout{10'000};
+  // Deadline for calls that set none; 0: none.
+  std::chrono::milliseconds default_call_timeout{0};
+  std::size_t max_frame_size = 16 * 1024 * 1024;
+  // true: connect returns once the server has authenticated us (and we it).
+  // false: connect returns once the client's last negotiation token is queued;
+  // the first calls then travel in the same flight as the negotiation and
+  // report any authentication failure themselves (fewest round trips).
+  bool wait_for_authentication = true;
+};
+
+struct CallOptions {
+  std::chrono::milliseconds timeout{0};  // 0: ClientOptions::default_call_timeout
+};
+
+class Client {
+ public:
+  // Blocking connect on a private runtime with one IO thread.
+  static Result<std::unique_ptr<Client>> connect(ClientOptions options);
+  // Blocking connect on a shared runtime.
+  static Result<std::unique_ptr<Client>> connect(ClientRuntime& runtime, ClientOptions options);
+  // Coroutine connect; the client then lives on `executor`.
+  static asio::awaitable<Result<std::unique_ptr<Client>>> async_connect(
+      asio::any_io_executor executor, ClientOptions options);
+
+  ~Client();  // closes the connection; pending calls fail with kCancelled
+  Client(const Client&) = delete;
+  Client& operator=(const Client&) = delete;
+
+  Result<std::string> call(std::string_view service, std::string_view method,
+                           std::string_view request, CallOptions options = {});
+  std::future<Result<std::string>> call_future(std::string_view service, std::string_view method,
+                                               std::string_view request, CallOptions options = {});
+  // Must be awaited on the client's executor.
+  asio::awaitable<Result<std::string>> async_call(std::string_view service,
+                                                  std::string_view method,
+                                                  std::string_view request,
+                                                  CallOptions options = {});
+  // JSON in, JSON out; a response that is not JSON is kDataLoss.
+  Result<nlohmann::json> call_json(std::string_view service, std::string_view method,
+                                   const nlohmann::json& request, CallOptions options = {});
+
+  // Waits until negotiation has finished (immediate with wait_for_authentication).
+  asio::awaitable<Status> async_wait_authenticated();
+  // The mechanism negotiated ("" until then) and the user the server saw.
+  std::string mechanism() const;
+  std::string authenticated_user() const;
+  // Why the connection is unusable, or OK while it is usable.
+  Status connection_status() const;
+  const asio::any_io_executor& executor() const noexcept;
+
+  // Closes the connection; pending calls fail with kCancelled. Idempotent.
+  void close();
+
+  class Connection;
+
+ private:
+  Client(std::shared_ptr<Connection> connection, std::unique_ptr<ClientRuntime> own_runtime,
+         asio::io_context* context);
+  Status check_not_on_io_thread() const;
+
+  std::unique_ptr<ClientRuntime> own_runtime_;  // destroyed last
+  std::shared_ptr<Connection> connection_;
+  asio::io_context* context_;  // to detect calls from the IO thread; may be null
+};
+
+}  // namespace authrpc

@@ -1,0 +1,88 @@
+// FrameChannel: the framing layer of one connection, shared by the client and
+// server halves. It owns the Stream, reads whole frames into one growing
+// buffer, and coalesces outgoing frames: everything queued during one turn of
+// the event loop leaves in a single write.
+//
+// Threading: every method runs on the stream's executor. There is one reader
+// (the connection's coroutine) and an internal writer coroutine.
+#pragma once
+
+#include <asio/awaitable.hpp>
+#include <asio/steady_timer.hpp>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "rpc/transport.h"
+#include "rpc/wire.h"
+
+namespace authrpc {
+
+struct Frame {
+  wire::FrameHeader header;
+  std::string_view body;  // valid until the next read on the channel
+};
+
+class FrameChannel : public std::enable_shared_from_this<FrameChannel> {
+ public:
+  FrameChannel(std::unique_ptr<Stream> stream, std::size_t max_frame_size);
+  ~FrameChannel();
+
+  // Reads exactly `n` raw bytes (the preamble).
+  asio::awaitable<Status> read_exact(std::uint8_t* out, std::size_t n);
+  // The next complete frame. kConnectionClosed on a clean end of stream,
+  // kProtocolError for a stream ending inside a frame, kFrameTooLarge and
+  // kProtocolError for bad headers, the transport's code otherwise.
+  asio::awaitable<Result<Frame>> read_frame();
+  // True if a complete frame is already buffered (no read would block).
+  bool frame_buffered() const noexcept;
+
+  // The buffer to append whole frames to (see rpc/messages.h); call
+  // schedule_flush() after appending.
+  std::string& out() noexcept { return out_; }
+  void schedule_flush();
+  // Writes what is queued, then closes the stream.
+  void close_after_flush();
+  // Writes what is queued, then ends the sending side only, so the peer reads
+  // every frame before end of stream (closing with unread input would reset
+  // the connection and could destroy the last frames). The caller keeps
+  // reading — see discard_input() — and closes.
+  void shutdown_after_flush();
+  // Reads and drops input until end of stream or an error.
+  asio::awaitable<void> discard_input();
+  // Closes at once; queued bytes are dropped.
+  void close() noexcept;
+  bool closed() const noexcept { return closed_; }
+
+  // Bytes queued or being written; waits until that drops to `limit`.
+  std::size_t pending_bytes() const noexcept { return out_.size() + in_flight_; }
+  asio::awaitable<void> wait_pending_below(std::size_t limit);
+
+  Stream& stream() noexcept { return *stream_; }
+  std::size_t max_frame_size() const noexcept { return max_frame_size_; }
+  std::error_code write_error() const noexcept { return write_error_; }
+
+ private:
+  asio::awaitable<void> write_loop();
+  asio::awaitable<std::error_code> fill(std::size_t need);
+
+  std::unique_ptr<Stream> stream_;
+  std::size_t max_frame_size_;
+  std::vector<char> in_;
+  std::size_t in_begin_ = 0;     // first unconsumed byte
+  std::size_t in_end_ = 0;       // one past the last buffered byte
+  std::size_t consume_next_ = 0; // bytes of the last returned frame
+  std::string out_;
+  std::string writing_;
+  std::size_t in_flight_ = 0;
+  bool writer_active_ = false;
+  bool close_when_flushed_ = false;
+  bool shutdown_when_flushed_ = false;
+  bool closed_ = false;
+  std::error_code write_error_;
+  asio::steady_timer drained_;  // signalled when the writer drains
+};
+
+}  // namespace authrpc

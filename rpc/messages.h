@@ -1,0 +1,84 @@
+// The bodies of v1 frames as structs, with encoders that append a whole frame
+// (header included) to an output buffer and decoders that validate a body.
+// Decoders return kProtocolError on truncated or trailing bytes.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "rpc/result.h"
+#include "rpc/wire.h"
+
+namespace authrpc::wire {
+
+struct Hello {  // kHello
+  std::uint32_t features = kNoFeatures;
+  std::string mechanism;  // empty: "tell me what you support"
+  std::string token;
+};
+
+struct Mechanisms {  // kMechanisms
+  std::uint32_t features = kNoFeatures;
+  std::vector<std::string> names;  // server preference order
+};
+
+struct AuthToken {  // kAuthChallenge / kAuthResponse
+  std::string token;
+};
+
+struct AuthSuccess {  // kAuthSuccess
+  std::uint32_t features = kNoFeatures;
+  std::string token;  // final server token (mutual authentication), may be empty
+  std::string user;   // the identity the server authenticated
+};
+
+struct ErrorBody {  // kError
+  std::uint16_t code = 0;
+  std::string message;
+};
+
+struct GoAway {  // kGoAway
+  std::uint32_t last_call_id = 0;  // highest call id the server will still answer
+  std::string reason;
+};
+
+// A request's header; the payload is the rest of the frame body.
+struct RequestHeader {
+  std::string_view service;
+  std::string_view method;
+  std::uint32_t timeout_ms = 0;  // 0: no deadline
+};
+
+// A response's header; the payload is the rest of the frame body.
+struct ResponseHeader {
+  std::uint16_t status = 0;
+  std::string_view error_message;
+};
+
+void append_hello(std::string& out, const Hello& m);
+void append_mechanisms(std::string& out, const Mechanisms& m);
+void append_auth_token(std::string& out, FrameType type, std::string_view token);
+void append_auth_success(std::string& out, const AuthSuccess& m);
+void append_error(std::string& out, std::uint16_t code, std::string_view message);
+void append_goaway(std::string& out, const GoAway& m);
+void append_ping(std::string& out, FrameType type, std::string_view body);
+void append_request(std::string& out, std::uint32_t call_id, const RequestHeader& h,
+                    std::string_view payload);
+void append_response(std::string& out, std::uint32_t call_id, std::uint16_t status,
+                     std::string_view error_message, std::string_view payload);
+void append_cancel(std::string& out, std::uint32_t call_id);
+
+Result<Hello> parse_hello(std::string_view body);
+Result<Mechanisms> parse_mechanisms(std::string_view body);
+Result<AuthToken> parse_auth_token(std::string_view body);
+Result<AuthSuccess> parse_auth_success(std::string_view body);
+Result<ErrorBody> parse_error(std::string_view body);
+Result<GoAway> parse_goaway(std::string_view body);
+// On success `payload` views the rest of `body`.
+Result<RequestHeader> parse_request(std::string_view body, std::string_view& payload);
+Result<ResponseHeader> parse_response(std::string_view body, std::string_view& payload);
+
+}  // namespace authrpc::wire

@@ -1,0 +1,79 @@
+// The transport seam: a Stream is a connected, ordered byte stream; a Listener
+// yields Streams; a Transport makes both for one endpoint scheme. TCP and Unix
+// sockets implement it here; TLS and shared memory plug in the same way.
+//
+// Threading: a Stream and a Listener belong to the executor they were created
+// on and must only be used from it.
+#pragma once
+
+#include <asio/any_io_executor.hpp>
+#include <asio/awaitable.hpp>
+#include <asio/buffer.hpp>
+#include <asio/io_context.hpp>
+#include <chrono>
+#include <memory>
+#include <span>
+#include <string>
+
+#include "rpc/endpoint.h"
+#include "rpc/result.h"
+
+namespace authrpc {
+
+class Stream {
+ public:
+  virtual ~Stream() = default;
+  // Reads at least one byte; 0 with ec set at end of stream or on error.
+  virtual asio::awaitable<std::size_t> read_some(asio::mutable_buffer buffer,
+                                                 std::error_code& ec) = 0;
+  // Writes every byte of the buffers (gathered), or fails.
+  virtual asio::awaitable<void> write_all(std::span<const asio::const_buffer> buffers,
+                                          std::error_code& ec) = 0;
+  // Sends end-of-stream to the peer; reading stays possible.
+  virtual void shutdown_send() noexcept = 0;
+  // Ends the stream; pending reads and writes complete with operation_aborted.
+  // Idempotent.
+  virtual void close() noexcept = 0;
+  // "127.0.0.1:51234", "[::1]:51234" or "unix:<path>" (or "unix" if unnamed).
+  virtual std::string peer_address() const = 0;
+  virtual Endpoint::Scheme scheme() const noexcept = 0;
+  virtual const asio::any_io_executor& executor() const noexcept = 0;
+};
+
+class Listener {
+ public:
+  virtual ~Listener() = default;
+  // Waits for the next connection. Fails with operation_aborted after close().
+  virtual asio::awaitable<Result<std::unique_ptr<Stream>>> accept() = 0;
+  virtual void close() noexcept = 0;
+  // The bound endpoint (with the real port when 0 was asked for).
+  virtual Endpoint local_endpoint() const = 0;
+  // Another listener on `io` accepting from the same socket, so that each IO
+  // thread accepts its own connections without a hand-off.
+  virtual Result<std::unique_ptr<Listener>> share_with(asio::io_context& io) = 0;
+};
+
+struct ListenOptions {
+  int backlog = 1024;
+  // Unix: remove a stale socket file (nobody accepting on it) before binding.
+  bool remove_stale_unix_socket = true;
+  // Unix: file mode for the socket path; 0 leaves the umask's choice.
+  unsigned unix_socket_mode = 0;
+};
+
+class Transport {
+ public:
+  virtual ~Transport() = default;
+  virtual Endpoint::Scheme scheme() const noexcept = 0;
+  // Connects, failing with kDeadlineExceeded if not connected by `deadline`.
+  virtual asio::awaitable<Result<std::unique_ptr<Stream>>> connect(
+      asio::any_io_executor ex, const Endpoint& endpoint,
+      std::chrono::steady_clock::time_point deadline) = 0;
+  virtual Result<std::unique_ptr<Listener>> listen(asio::io_context& io, const Endpoint& endpoint,
+                                                   const ListenOptions& options) = 0;
+};
+
+// The built-in transport for an endpoint's scheme (lives for the process).
+Transport& transport_for(Endpoint::Scheme scheme);
+
+}  // namespace authrpc

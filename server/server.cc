@@ -1,0 +1,236 @@
+#include "server/server.h"
+
+#include <asio/co_spawn.hpp>
+#include <asio/detached.hpp>
+#include <asio/post.hpp>
+#include <asio/steady_timer.hpp>
+#include <asio/use_awaitable.hpp>
+
+#include "server/server_connection.h"
+#include "server/server_impl.h"
+
+namespace authrpc {
+namespace {
+
+Service make_sys_service() {
+  Service sys("sys");
+  sys.add("whoami", [](CallContext& ctx, std::string_view) -> Result<std::string> {
+    return ctx.identity().to_json();
+  });
+  sys.add("echo", [](CallContext&, std::string_view request) -> Result<std::string> {
+    return std::string(request);
+  });
+  return sys;
+}
+
+Status validate(const ServerOptions& o) {
+  auto bad = [](std::string m) { return Status(Errc::kConfigError, std::move(m)); };
+  if (o.endpoints.empty()) return bad("no endpoint to listen on");
+  if (o.mechanisms.empty()) return bad("no authentication mechanism enabled");
+  for (std::size_t i = 0; i < o.mechanisms.size(); ++i) {
+    if (!o.mechanisms[i]) return bad("null mechanism");
+    for (std::size_t j = 0; j < i; ++j) {
+      if (o.mechanisms[j]->name() == o.mechanisms[i]->name()) {
+        return bad("mechanism '" + std::string(o.mechanisms[i]->name()) + "' enabled twice");
+      }
+    }
+  }
+  if (o.max_frame_size < 4096 || o.max_frame_size > (std::size_t{1} << 30)) {
+    return bad("max_frame_size must be between 4096 bytes and 1 GiB");
+  }
+  if (o.negotiation_timeout.count() <= 0) return bad("negotiation_timeout must be positive");
+  if (o.idle_timeout.count() < 0) return bad("idle_timeout must not be negative");
+  if (o.max_connections == 0) return bad("max_connections must be at least 1");
+  if (o.blocking_threads == 0) return bad("blocking_threads must be at least 1");
+  if (o.max_pending_output < o.max_frame_size) {
+    return bad("max_pending_output must be at least max_frame_size");
+  }
+  return {};
+}
+
+asio::awaitable<void> accept_loop(Server::Impl& server, Reactor& reactor, Listener& listener) {
+  for (;;) {
+    auto stream = co_await listener.accept();
+    if (!stream.ok()) {
+      if (stream.code() == asio::error::operation_aborted) co_return;
+      {
+        std::lock_guard lock(server.mu);
+        if (server.state != Server::Impl::State::kRunning) co_return;
+      }
+      // Out of file descriptors and the like: report, back off, keep serving.
+      server.log(LogLevel::kError, "accept failed: " + stream.status().to_string());
+      asio::steady_timer pause(reactor.io, std::chrono::milliseconds(100));
+      co_await pause.async_wait(asio::use_awaitable);
+      continue;
+    }
+    ++server.connections_accepted;
+    Status refuse;
+    if (server.connections_active.load() >= server.options.max_connections) {
+      ++server.connections_refused_busy;
+      refuse = Status(Errc::kServerBusy, "too many connections (limit " +
+                                              std::to_string(server.options.max_connections) + ")");
+    } else {
+      ++server.connections_active;
+    }
+    auto connection = std::make_shared<ServerConnection>(server, reactor, std::move(*stream));
+    reactor.connections.insert(connection);
+    asio::co_spawn(
+        reactor.io,
+        [&server, &reactor, connection, refuse]() -> asio::awaitable<void> {
+          co_await connection->run(refuse);
+          reactor.connections.erase(connection);
+          if (refuse.ok() && --server.connections_active == 0) {
+            { std::lock_guard lock(server.mu); }
+            server.cv.notify_all();
+          }
+        },
+        asio::detached);
+  }
+}
+
+}  // namespace
+
+Server::Impl::Impl(ServerOptions o) : options(std::move(o)) {
+  services.emplace("sys", make_sys_service());
+}
+
+const Service::Method* Server::Impl::find_method(std::string_view service,
+                                                 std::string_view method,
+                                                 std::string_view* service_name,
+                                                 std::string_view* method_name) const {
+  const auto s = services.find(service);
+  if (s == services.end()) return nullptr;
+  const auto m = s->second.methods().find(method);
+  if (m == s->second.methods().end()) return nullptr;
+  *service_name = s->first;
+  *method_name = m->first;
+  return &m->second;
+}
+
+Server::Server(ServerOptions options) : impl_(std::make_unique<Impl>(std::move(options))) {}
+
+Server::~Server() { stop(); }
+
+Status Server::add_service(Service service) {
+  std::lock_guard lock(impl_->mu);
+  if (impl_->state != Impl::State::kNew) {
+    return {Errc::kFailedPrecondition, "add_service after start"};
+  }
+  if (service.name().empty()) return {Errc::kInvalidArgument, "service name is empty"};
+  const std::string name = service.name();
+  if (!impl_->services.emplace(name, std::move(service)).second) {
+    return {Errc::kAlreadyExists, "service '" + name + "' already registered (or reserved)"};
+  }
+  return {};
+}
+
+Status Server::start() {
+  std::unique_lock lock(impl_->mu);
+  if (impl_->state != Impl::State::kNew) return {Errc::kFailedPrecondition, "already started"};
+  if (Status s = validate(impl_->options); !s.ok()) return s;
+
+  std::size_t threads = impl_->options.io_threads;
+  if (threads == 0) threads = std::max(1u, std::thread::hardware_concurrency());
+  for (std::size_t i = 0; i < threads; ++i) impl_->reactors.push_back(std::make_unique<Reactor>());
+
+  for (const auto& endpoint : impl_->options.endpoints) {
+    auto& first = *impl_->reactors.front();
+    auto listener = transport_for(endpoint.scheme).listen(first.io, endpoint, impl_->options.listen);
+    if (!listener.ok()) {
+      impl_->reactors.clear();
+      return listener.status();
+    }
+    impl_->bound.push_back((*listener)->local_endpoint());
+    for (std::size_t i = 1; i < threads; ++i) {
+      auto shared = (*listener)->share_with(impl_->reactors[i]->io);
+      if (!shared.ok()) {
+        impl_->reactors.clear();
+        return shared.status();
+      }
+      impl_->reactors[i]->listeners.push_back(std::move(*shared));
+    }
+    first.listeners.push_back(std::move(*listener));
+  }
+
+  impl_->blocking_pool = std::make_unique<asio::thread_pool>(impl_->options.blocking_threads);
+  for (auto& reactor : impl_->reactors) {
+    reactor->work.emplace(reactor->io.get_executor());
+    for (auto& listener : reactor->listeners) {
+      asio::co_spawn(reactor->io, accept_loop(*impl_, *reactor, *listener), asio::detached);
+    }
+    reactor->thread = std::thread([r = reactor.get()] { r->io.run(); });
+  }
+  impl_->state = Impl::State::kRunning;
+  std::string where;
+  for (const auto& ep : impl_->bound) where += " " + ep.to_string();
+  impl_->log(LogLevel::kInfo, "serving on" + where);
+  return {};
+}
+
+std::vector<Endpoint> Server::bound_endpoints() const {
+  std::lock_guard lock(impl_->mu);
+  return impl_->bound;
+}
+
+void Server::stop() {
+  {
+    std::lock_guard lock(impl_->mu);
+    if (impl_->state != Impl::State::kRunning) {
+      if (impl_->state == Impl::State::kNew) impl_->state = Impl::State::kStopped;
+      return;
+    }
+    impl_->state = Impl::State::kStopping;
+  }
+  auto each_reactor = [this](auto fn) {
+    for (auto& reactor : impl_->reactors) {
+      asio::post(reactor->io, [r = reactor.get(), fn] { fn(*r); });
+    }
+  };
+  each_reactor([](Reactor& r) {
+    for (auto& l : r.listeners) l->close();
+    for (auto& c : r.connections) c->go_away();
+  });
+  {
+    std::unique_lock lock(impl_->mu);
+    impl_->cv.wait_for(lock, impl_->options.stop_grace,
+                       [this] { return impl_->connections_active.load() == 0; });
+  }
+  each_reactor([](Reactor& r) {
+    for (auto& c : r.connections) c->force_close();
+  });
+  for (auto& reactor : impl_->reactors) {
+    asio::post(reactor->io, [r = reactor.get()] { r->work.reset(); });
+  }
+  for (auto& reactor : impl_->reactors) {
+    if (reactor->thread.joinable()) reactor->thread.join();
+  }
+  impl_->blocking_pool->join();
+  for (auto& reactor : impl_->reactors) reactor->listeners.clear();
+  {
+    std::lock_guard lock(impl_->mu);
+    impl_->state = Impl::State::kStopped;
+  }
+  impl_->cv.notify_all();
+  impl_->log(LogLevel::kInfo, "stopped");
+}
+
+void Server::wait() {
+  std::unique_lock lock(impl_->mu);
+  impl_->cv.wait(lock, [this] {
+    return impl_->state == Impl::State::kStopped || impl_->state == Impl::State::kNew;
+  });
+}
+
+ServerStats Server::stats() const {
+  ServerStats s;
+  s.connections_accepted = impl_->connections_accepted.load();
+  s.connections_active = impl_->connections_active.load();
+  s.connections_refused_busy = impl_->connections_refused_busy.load();
+  s.negotiation_failures = impl_->negotiation_failures.load();
+  s.protocol_errors = impl_->protocol_errors.load();
+  s.calls_ok = impl_->calls_ok.load();
+  s.calls_failed = impl_->calls_failed.load();
+  return s;
+}
+
+}  // namespace authrpc

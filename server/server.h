@@ -1,0 +1,85 @@
+// Server: listens on one or more endpoints, negotiates authentication on each
+// connection and dispatches calls to registered services. Owns its IO threads
+// (one event loop per thread; each thread accepts and serves its own
+// connections) and a pool for blocking handlers.
+//
+// Lifecycle: construct → add_service()… → start() → stop(). Services are
+// fixed once started. All methods are thread-safe except add_service(), which
+// must precede start().
+#pragma once
+
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "auth/mechanism.h"
+#include "rpc/endpoint.h"
+#include "rpc/log.h"
+#include "rpc/result.h"
+#include "rpc/transport.h"
+#include "server/service.h"
+
+namespace authrpc {
+
+struct ServerOptions {
+  std::vector<Endpoint> endpoints;
+  // Enabled mechanisms, most preferred first. Empty: refused by start().
+  std::vector<std::shared_ptr<ServerMechanism>> mechanisms;
+  std::size_t io_threads = 0;         // 0: std::thread::hardware_concurrency()
+  std::size_t blocking_threads = 8;   // pool for add_blocking() handlers
+  std::chrono::milliseconds negotiation_timeout{10'000};
+  std::chrono::milliseconds idle_timeout{300'000};  // 0: never
+  std::size_t max_connections = 10'000;
+  std::size_t max_frame_size = 16 * 1024 * 1024;
+  // Reading pauses while this many response bytes wait to be sent.
+  std::size_t max_pending_output = 64 * 1024 * 1024;
+  // stop() waits this long for in-flight calls before closing connections.
+  std::chrono::milliseconds stop_grace{30'000};
+  ListenOptions listen;
+  LogSink log = stderr_log_sink(LogLevel::kInfo);
+};
+
+struct ServerStats {
+  std::uint64_t connections_accepted = 0;
+  std::uint64_t connections_active = 0;
+  std::uint64_t connections_refused_busy = 0;
+  std::uint64_t negotiation_failures = 0;
+  std::uint64_t protocol_errors = 0;
+  std::uint64_t calls_ok = 0;
+  std::uint64_t calls_failed = 0;
+};
+
+class Server {
+ public:
+  explicit Server(ServerOptions options);
+  ~Server();  // stop()s if running
+  Server(const Server&) = delete;
+  Server& operator=(const Server&) = delete;
+
+  // Registers a service. The name "sys" is reserved for built-ins
+  // (sys.whoami, sys.echo). Fails after start() or for a duplicate name.
+  Status add_service(Service service);
+
+  // Validates the options, binds every endpoint and starts serving. A bind
+  // failure or invalid option fails here, before any connection is accepted.
+  Status start();
+  // The endpoints actually bound (port 0 resolved), after start().
+  std::vector<Endpoint> bound_endpoints() const;
+  // Graceful stop: stop accepting, send GOAWAY, let in-flight calls finish
+  // (up to stop_grace), close connections, join threads. Idempotent.
+  void stop();
+  // Blocks until stop() has completed (from any thread).
+  void wait();
+
+  ServerStats stats() const;
+
+  class Impl;
+
+ private:
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace authrpc

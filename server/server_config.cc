@@ -1,0 +1,135 @@
+#include "server/server_config.h"
+
+#include <fstream>
+#include <set>
+#include <sstream>
+
+namespace authrpc {
+namespace {
+
+Status config_error(const std::string& message) { return {Errc::kConfigError, message}; }
+
+Status check_keys(const nlohmann::json& object, const std::string& where,
+                  const std::set<std::string>& allowed) {
+  for (const auto& [key, _] : object.items()) {
+    if (!allowed.contains(key)) return config_error("unknown key '" + where + key + "'");
+  }
+  return {};
+}
+
+template <typename T>
+Status read_number(const nlohmann::json& object, const char* key, T& out) {
+  if (!object.contains(key)) return {};
+  const auto& v = object[key];
+  if (!v.is_number_unsigned()) {
+    return config_error(std::string("'") + key + "' must be a non-negative integer");
+  }
+  out = v.get<T>();
+  return {};
+}
+
+Status read_ms(const nlohmann::json& object, const char* key, std::chrono::milliseconds& out) {
+  std::uint64_t ms = static_cast<std::uint64_t>(out.count());
+  if (Status s = read_number(object, key, ms); !s.ok()) return s;
+  out = std::chrono::milliseconds(ms);
+  return {};
+}
+
+Result<LogLevel> parse_level(const std::string& name) {
+  if (name == "debug") return LogLevel::kDebug;
+  if (name == "info") return LogLevel::kInfo;
+  if (name == "warning") return LogLevel::kWarning;
+  if (name == "error") return LogLevel::kError;
+  return config_error("log_level must be debug, info, warning or error");
+}
+
+}  // namespace
+
+Result<ServerOptions> server_options_from_json(const nlohmann::json& config,
+                                               const MechanismRegistry& registry) {
+  if (!config.is_object()) return config_error("configuration must be a JSON object");
+  if (Status s = check_keys(config, "",
+                            {"listen", "auth", "io_threads", "blocking_threads",
+                             "negotiation_timeout_ms", "idle_timeout_ms", "max_connections",
+                             "max_frame_size", "max_pending_output", "stop_grace_ms",
+                             "unix_socket_mode", "log_level"});
+      !s.ok()) {
+    return s;
+  }
+  ServerOptions o;
+
+  if (!config.contains("listen") || !config["listen"].is_array() || config["listen"].empty()) {
+    return config_error("'listen' must be a non-empty array of endpoint URIs");
+  }
+  for (const auto& uri : config["listen"]) {
+    if (!uri.is_string()) return config_error("'listen' entries must be strings");
+    auto ep = Endpoint::parse(uri.get<std::string>());
+    if (!ep.ok()) return config_error(ep.status().message);
+    o.endpoints.push_back(*ep);
+  }
+
+  const nlohmann::json auth = config.value("auth", nlohmann::json::object());
+  if (!auth.is_object()) return config_error("'auth' must be an object");
+  if (Status s = check_keys(auth, "auth.", {"mechanisms", "options"}); !s.ok()) return s;
+  const nlohmann::json names = auth.value("mechanisms", nlohmann::json::array({"simple"}));
+  if (!names.is_array() || names.empty()) {
+    return config_error("'auth.mechanisms' must be a non-empty array of mechanism names");
+  }
+  const nlohmann::json mech_options = auth.value("options", nlohmann::json::object());
+  if (!mech_options.is_object()) return config_error("'auth.options' must be an object");
+  for (const auto& [key, _] : mech_options.items()) {
+    if (std::find(names.begin(), names.end(), key) == names.end()) {
+      return config_error("'auth.options." + key + "' given but '" + key + "' is not enabled");
+    }
+  }
+  for (const auto& name : names) {
+    if (!name.is_string()) return config_error("'auth.mechanisms' entries must be strings");
+    const auto n = name.get<std::string>();
+    auto mechanism = registry.make_server(
+        n, mech_options.contains(n) ? mech_options[n] : nlohmann::json::object());
+    if (!mechanism.ok()) return config_error(mechanism.status().message);
+    o.mechanisms.push_back(*mechanism);
+  }
+
+  if (Status s = read_number(config, "io_threads", o.io_threads); !s.ok()) return s;
+  if (Status s = read_number(config, "blocking_threads", o.blocking_threads); !s.ok()) return s;
+  if (Status s = read_number(config, "max_connections", o.max_connections); !s.ok()) return s;
+  if (Status s = read_number(config, "max_frame_size", o.max_frame_size); !s.ok()) return s;
+  if (Status s = read_number(config, "max_pending_output", o.max_pending_output); !s.ok()) return s;
+  if (Status s = read_ms(config, "negotiation_timeout_ms", o.negotiation_timeout); !s.ok()) return s;
+  if (Status s = read_ms(config, "idle_timeout_ms", o.idle_timeout); !s.ok()) return s;
+  if (Status s = read_ms(config, "stop_grace_ms", o.stop_grace); !s.ok()) return s;
+  if (config.contains("unix_socket_mode")) {
+    const auto& mode = config["unix_socket_mode"];
+    if (!mode.is_string()) return config_error("'unix_socket_mode' must be an octal string like \"0660\"");
+    try {
+      std::size_t used = 0;
+      o.listen.unix_socket_mode = static_cast<unsigned>(std::stoul(mode.get<std::string>(), &used, 8));
+      if (used != mode.get<std::string>().size() || o.listen.unix_socket_mode > 07777) throw 0;
+    } catch (...) {
+      return config_error("'unix_socket_mode' must be an octal string like \"0660\"");
+    }
+  }
+  if (config.contains("log_level")) {
+    if (!config["log_level"].is_string()) return config_error("'log_level' must be a string");
+    auto level = parse_level(config["log_level"].get<std::string>());
+    if (!level.ok()) return level.status();
+    o.log = stderr_log_sink(*level);
+  }
+  return o;
+}
+
+Result<ServerOptions> load_server_config(const std::string& path,
+                                         const MechanismRegistry& registry) {
+  std::ifstream in(path);
+  if (!in) return config_error("cannot read configuration file " + path);
+  std::stringstream text;
+  text << in.rdbuf();
+  auto config = nlohmann::json::parse(text.str(), nullptr, false, true);
+  if (config.is_discarded()) return config_error(path + " is not valid JSON");
+  auto options = server_options_from_json(config, registry);
+  if (!options.ok()) return config_error(path + ": " + options.status().message);
+  return options;
+}
+
+}  // namespace authrpc

@@ -1,0 +1,369 @@
+#include "server/server_connection.h"
+
+#include <asio/co_spawn.hpp>
+#include <asio/detached.hpp>
+#include <asio/post.hpp>
+#include <exception>
+
+#include "auth/server_negotiation.h"
+#include "rpc/messages.h"
+
+namespace authrpc {
+namespace {
+
+using wire::FrameType;
+constexpr auto kLingerTime = std::chrono::seconds(2);
+
+Result<std::string> handler_threw(const char* what) {
+  return Status(Errc::kInternal, std::string("handler threw: ") + what);
+}
+
+}  // namespace
+
+ServerConnection::ServerConnection(Server::Impl& server, Reactor& reactor,
+                                   std::unique_ptr<Stream> stream)
+    : server_(server),
+      reactor_(reactor),
+      peer_(stream->peer_address()),
+      timer_(stream->executor()) {
+  channel_ = std::make_shared<FrameChannel>(std::move(stream), server.options.max_frame_size);
+}
+
+asio::awaitable<void> ServerConnection::run(Status refuse) {
+  if (!refuse.ok()) {
+    co_await linger(std::move(refuse));
+    co_return;
+  }
+  arm_timer(Clock::now() + server_.options.negotiation_timeout);
+
+  std::uint8_t preamble[wire::kPreambleSize];
+  Status status = co_await channel_->read_exact(preamble, sizeof preamble);
+  if (status.ok()) status = wire::check_preamble(preamble);
+  if (!status.ok()) {
+    if (negotiation_timed_out_) {
+      status = Status(Errc::kNegotiationTimeout, "no preamble within the negotiation timeout");
+    }
+    if (status.code != Errc::kConnectionClosed) {
+      ++server_.negotiation_failures;
+      server_.log(LogLevel::kWarning, "connection from " + peer_ + " refused: " + status.to_string());
+      co_await linger(std::move(status));
+    }
+    co_return;
+  }
+
+  ChannelInfo info;
+  info.peer_address = peer_;
+  info.scheme = channel_->stream().scheme();
+  auto identity = co_await negotiate_server(*channel_, server_.options.mechanisms, info);
+  if (!identity.ok()) {
+    Status why = identity.status();
+    if (negotiation_timed_out_) {
+      why = Status(Errc::kNegotiationTimeout, "negotiation did not finish within " +
+                                                  std::to_string(server_.options.negotiation_timeout.count()) + " ms");
+    }
+    if (why.code != Errc::kConnectionClosed) {
+      ++server_.negotiation_failures;
+      server_.log(LogLevel::kWarning,
+                  "negotiation with " + peer_ + " failed: " + why.to_string());
+    }
+    timer_.cancel();
+    co_return;
+  }
+  identity_ = std::move(*identity);
+  state_ = State::kServing;
+  // Deferred to the end of this turn: calls pipelined behind the negotiation
+  // are answered in the same write as AUTH_SUCCESS.
+  channel_->schedule_flush();
+  server_.log(LogLevel::kDebug, "authenticated " + identity_.user + " from " + peer_ + " via " +
+                                    identity_.mechanism);
+  last_activity_ = Clock::now();
+  if (server_.options.idle_timeout.count() > 0) {
+    arm_timer(last_activity_ + server_.options.idle_timeout);
+  } else {
+    timer_.cancel();
+  }
+  co_await serve();
+}
+
+asio::awaitable<void> ServerConnection::serve() {
+  for (;;) {
+    auto frame = co_await channel_->read_frame();
+    if (!frame.ok()) {
+      const Status& s = frame.status();
+      if (s.code == Errc::kConnectionClosed || channel_->closed() || state_ == State::kLingering) {
+        break;
+      }
+      ++server_.protocol_errors;
+      server_.log(LogLevel::kWarning, "closing connection from " + peer_ + " (" + identity_.user +
+                                          "): " + s.to_string());
+      co_await linger(s);
+      co_return;
+    }
+    last_activity_ = Clock::now();
+    switch (frame->header.type) {
+      case FrameType::kRequest:
+        handle_request(*frame);
+        break;
+      case FrameType::kCancel:
+        handle_cancel(frame->header.call_id);
+        break;
+      case FrameType::kPing:
+        wire::append_ping(channel_->out(), FrameType::kPong, frame->body);
+        break;
+      case FrameType::kPong:
+        break;
+      case FrameType::kError: {
+        auto body = wire::parse_error(frame->body);
+        server_.log(LogLevel::kInfo, "client " + peer_ + " closed with an error: " +
+                                         (body.ok() ? body->message : std::string("(malformed)")));
+        channel_->close();
+        break;
+      }
+      default:
+        fatal_ = Status(Errc::kProtocolError,
+                        "unexpected " + std::string(wire::frame_type_name(frame->header.type)) +
+                            " frame after negotiation");
+        break;
+    }
+    if (!fatal_.ok()) {
+      ++server_.protocol_errors;
+      server_.log(LogLevel::kWarning, "closing connection from " + peer_ + " (" + identity_.user +
+                                          "): " + fatal_.to_string());
+      co_await linger(fatal_);
+      co_return;
+    }
+    if (channel_->closed()) break;
+    channel_->schedule_flush();
+    if (channel_->pending_bytes() > server_.options.max_pending_output) {
+      co_await channel_->wait_pending_below(server_.options.max_pending_output / 2);
+    }
+  }
+  timer_.cancel();
+  channel_->close();
+}
+
+void ServerConnection::handle_request(const Frame& frame) {
+  const std::uint32_t call_id = frame.header.call_id;
+  std::string_view payload;
+  auto header = wire::parse_request(frame.body, payload);
+  if (!header.ok()) {
+    fatal_ = header.status();
+    return;
+  }
+  if (call_id == 0) {
+    fatal_ = Status(Errc::kProtocolError, "REQUEST with call id 0");
+    return;
+  }
+  last_call_id_ = std::max(last_call_id_, call_id);
+  const auto deadline = header->timeout_ms == 0
+                            ? Clock::time_point::max()
+                            : Clock::now() + std::chrono::milliseconds(header->timeout_ms);
+  if (state_ != State::kServing) {
+    respond(call_id, Status(Errc::kUnavailable, "server is shutting down"), deadline);
+    return;
+  }
+  std::string_view service_name, method_name;
+  const Service::Method* method =
+      server_.find_method(header->service, header->method, &service_name, &method_name);
+  if (method == nullptr) {
+    respond(call_id,
+            Status(Errc::kNotFound, "no method " + std::string(header->service) + "." +
+                                        std::string(header->method)),
+            deadline);
+    return;
+  }
+  switch (method->execution) {
+    case Execution::kInline: {
+      CallContext ctx(identity_, service_name, method_name, call_id, deadline);
+      try {
+        respond(call_id, method->handler(ctx, payload), deadline);
+      } catch (const std::exception& e) {
+        respond(call_id, handler_threw(e.what()), deadline);
+      } catch (...) {
+        respond(call_id, handler_threw("unknown exception"), deadline);
+      }
+      break;
+    }
+    case Execution::kAsync:
+      start_async_call(*method, service_name, method_name, call_id, deadline, payload);
+      break;
+    case Execution::kBlocking:
+      start_blocking_call(*method, service_name, method_name, call_id, deadline, payload);
+      break;
+  }
+}
+
+void ServerConnection::start_async_call(const Service::Method& method,
+                                        std::string_view service_name,
+                                        std::string_view method_name, std::uint32_t call_id,
+                                        Clock::time_point deadline, std::string_view payload) {
+  ++in_flight_;
+  auto cancelled = std::make_shared<std::atomic<bool>>(false);
+  cancel_flags_[call_id] = cancelled;
+  asio::co_spawn(
+      channel_->stream().executor(),
+      [self = shared_from_this(), &method, service_name, method_name, call_id, deadline,
+       request = std::string(payload), cancelled]() mutable -> asio::awaitable<void> {
+        CallContext ctx(self->identity_, service_name, method_name, call_id, deadline,
+                        cancelled.get());
+        Result<std::string> result = Status(Errc::kInternal, "handler did not complete");
+        try {
+          result = co_await method.async_handler(ctx, std::move(request));
+        } catch (const std::exception& e) {
+          result = handler_threw(e.what());
+        } catch (...) {
+          result = handler_threw("unknown exception");
+        }
+        self->finish_call(call_id, result, deadline);
+      },
+      asio::detached);
+}
+
+void ServerConnection::start_blocking_call(const Service::Method& method,
+                                           std::string_view service_name,
+                                           std::string_view method_name, std::uint32_t call_id,
+                                           Clock::time_point deadline,
+                                           std::string_view payload) {
+  ++in_flight_;
+  auto cancelled = std::make_shared<std::atomic<bool>>(false);
+  cancel_flags_[call_id] = cancelled;
+  asio::post(*server_.blocking_pool, [self = shared_from_this(), &method, service_name,
+                                      method_name, call_id, deadline,
+                                      request = std::string(payload), cancelled]() {
+    CallContext ctx(self->identity_, service_name, method_name, call_id, deadline,
+                    cancelled.get());
+    Result<std::string> result = Status(Errc::kInternal, "handler did not complete");
+    if (ctx.cancelled()) {
+      result = Status(Errc::kCancelled, "cancelled before it started");
+    } else if (ctx.deadline_passed()) {
+      result = Status(Errc::kDeadlineExceeded, "deadline passed while queued");
+    } else {
+      try {
+        result = method.handler(ctx, request);
+      } catch (const std::exception& e) {
+        result = handler_threw(e.what());
+      } catch (...) {
+        result = handler_threw("unknown exception");
+      }
+    }
+    auto& ex = self->channel_->stream().executor();
+    asio::post(ex, [self = std::move(self), call_id, result = std::move(result), deadline]() {
+      self->finish_call(call_id, result, deadline);
+    });
+  });
+}
+
+void ServerConnection::finish_call(std::uint32_t call_id, const Result<std::string>& result,
+                                   Clock::time_point deadline) {
+  --in_flight_;
+  const auto it = cancel_flags_.find(call_id);
+  const bool cancelled = it != cancel_flags_.end() && it->second->load();
+  if (it != cancel_flags_.end()) cancel_flags_.erase(it);
+  if (!cancelled) respond(call_id, result, deadline);
+  channel_->schedule_flush();
+  if (state_ == State::kGoingAway && in_flight_ == 0) close_when_drained();
+}
+
+void ServerConnection::respond(std::uint32_t call_id, const Result<std::string>& result,
+                               Clock::time_point deadline) {
+  if (channel_->closed()) return;
+  if (result.ok()) {
+    if (Clock::now() > deadline) {
+      ++server_.calls_failed;
+      wire::append_response(channel_->out(), call_id,
+                            static_cast<std::uint16_t>(Errc::kDeadlineExceeded),
+                            "deadline exceeded", {});
+      return;
+    }
+    ++server_.calls_ok;
+    wire::append_response(channel_->out(), call_id, 0, {}, result.value());
+  } else {
+    ++server_.calls_failed;
+    const Status s = result.status();
+    wire::append_response(channel_->out(), call_id,
+                          static_cast<std::uint16_t>(to_wire_errc(s.code)), s.message, {});
+  }
+}
+
+void ServerConnection::handle_cancel(std::uint32_t call_id) {
+  const auto it = cancel_flags_.find(call_id);
+  if (it == cancel_flags_.end()) return;  // finished already, or never existed
+  it->second->store(true);
+}
+
+void ServerConnection::go_away() {
+  switch (state_) {
+    case State::kNegotiating:
+      force_close();
+      return;
+    case State::kServing:
+      state_ = State::kGoingAway;
+      wire::append_goaway(channel_->out(), {last_call_id_, "server is shutting down"});
+      channel_->schedule_flush();
+      if (in_flight_ == 0) close_when_drained();
+      return;
+    case State::kGoingAway:
+    case State::kLingering:
+      return;
+  }
+}
+
+void ServerConnection::force_close() {
+  for (auto& [id, flag] : cancel_flags_) flag->store(true);
+  timer_.cancel();
+  channel_->close();
+}
+
+void ServerConnection::close_when_drained() {
+  state_ = State::kLingering;
+  channel_->shutdown_after_flush();
+  arm_timer(Clock::now() + kLingerTime);
+}
+
+asio::awaitable<void> ServerConnection::linger(Status error) {
+  state_ = State::kLingering;
+  wire::append_error(channel_->out(), static_cast<std::uint16_t>(to_wire_errc(error.code)),
+                     error.message);
+  channel_->shutdown_after_flush();
+  arm_timer(Clock::now() + kLingerTime);
+  co_await channel_->discard_input();
+  timer_.cancel();
+  channel_->close();
+}
+
+void ServerConnection::arm_timer(Clock::time_point at) {
+  timer_.expires_at(at);
+  timer_.async_wait([self = shared_from_this()](std::error_code ec) {
+    if (!ec) self->on_timer();
+  });
+}
+
+void ServerConnection::on_timer() {
+  switch (state_) {
+    case State::kNegotiating:
+      negotiation_timed_out_ = true;
+      wire::append_error(channel_->out(), static_cast<std::uint16_t>(Errc::kNegotiationTimeout),
+                         "negotiation timed out");
+      channel_->close_after_flush();
+      return;
+    case State::kServing:
+    case State::kGoingAway: {
+      const auto idle_until = last_activity_ + server_.options.idle_timeout;
+      if (in_flight_ > 0 || idle_until > Clock::now()) {
+        arm_timer(std::max(idle_until, Clock::now() + std::chrono::milliseconds(10)));
+        return;
+      }
+      server_.log(LogLevel::kDebug, "closing idle connection from " + peer_);
+      wire::append_error(channel_->out(), static_cast<std::uint16_t>(Errc::kIdleTimeout),
+                         "connection idle for " +
+                             std::to_string(server_.options.idle_timeout.count()) + " ms");
+      close_when_drained();
+      return;
+    }
+    case State::kLingering:
+      channel_->close();
+      return;
+  }
+}
+
+}  // namespace authrpc

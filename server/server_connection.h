@@ -1,0 +1,69 @@
+// Internal: one accepted connection, from preamble to close, as a single
+// coroutine on its reactor's thread (read preamble → negotiate → serve calls
+// → close). Owned by its Reactor's connection set while it runs; in-flight
+// async and blocking calls hold it alive until they respond.
+#pragma once
+
+#include <asio/awaitable.hpp>
+#include <asio/steady_timer.hpp>
+#include <atomic>
+#include <chrono>
+#include <memory>
+#include <unordered_map>
+
+#include "auth/identity.h"
+#include "rpc/frame_channel.h"
+#include "server/server_impl.h"
+
+namespace authrpc {
+
+class ServerConnection : public std::enable_shared_from_this<ServerConnection> {
+ public:
+  using Clock = std::chrono::steady_clock;
+
+  ServerConnection(Server::Impl& server, Reactor& reactor, std::unique_ptr<Stream> stream);
+
+  // The connection's whole life. `refuse` set: send it as an ERROR and close.
+  asio::awaitable<void> run(Status refuse = {});
+  // Stop taking calls (GOAWAY), finish in-flight ones, then close.
+  void go_away();
+  // Close now; in-flight results are dropped.
+  void force_close();
+
+ private:
+  enum class State { kNegotiating, kServing, kGoingAway, kLingering };
+
+  asio::awaitable<void> serve();
+  asio::awaitable<void> linger(Status error);
+  void handle_request(const Frame& frame);
+  void handle_cancel(std::uint32_t call_id);
+  void start_async_call(const Service::Method& method, std::string_view service_name,
+                        std::string_view method_name, std::uint32_t call_id,
+                        Clock::time_point deadline, std::string_view payload);
+  void start_blocking_call(const Service::Method& method, std::string_view service_name,
+                           std::string_view method_name, std::uint32_t call_id,
+                           Clock::time_point deadline, std::string_view payload);
+  void respond(std::uint32_t call_id, const Result<std::string>& result,
+               Clock::time_point deadline);
+  void finish_call(std::uint32_t call_id, const Result<std::string>& result,
+                   Clock::time_point deadline);
+  void arm_timer(Clock::time_point at);
+  void on_timer();
+  void close_when_drained();
+
+  Server::Impl& server_;
+  Reactor& reactor_;
+  std::shared_ptr<FrameChannel> channel_;
+  std::string peer_;
+  asio::steady_timer timer_;
+  State state_ = State::kNegotiating;
+  Identity identity_;
+  bool negotiation_timed_out_ = false;
+  Status fatal_;  // why the server is closing the connection, if it is
+  std::size_t in_flight_ = 0;
+  std::uint32_t last_call_id_ = 0;
+  Clock::time_point last_activity_;
+  std::unordered_map<std::uint32_t, std::shared_ptr<std::atomic<bool>>> cancel_flags_;
+};
+
+}  // namespace authrpc

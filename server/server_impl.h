@@ -1,0 +1,61 @@
+// Internal: the state a Server shares with its connections. Not installed.
+#pragma once
+
+#include <asio/executor_work_guard.hpp>
+#include <asio/io_context.hpp>
+#include <asio/thread_pool.hpp>
+#include <atomic>
+#include <condition_variable>
+#include <map>
+#include <mutex>
+#include <optional>
+#include <thread>
+#include <unordered_set>
+
+#include "server/server.h"
+
+namespace authrpc {
+
+class ServerConnection;
+
+// One IO thread: its event loop, its share of every listener, and the
+// connections it serves. `connections` is touched only on `thread`.
+struct Reactor {
+  asio::io_context io{1};
+  std::optional<asio::executor_work_guard<asio::io_context::executor_type>> work;
+  std::vector<std::unique_ptr<Listener>> listeners;
+  std::unordered_set<std::shared_ptr<ServerConnection>> connections;
+  std::thread thread;
+};
+
+class Server::Impl {
+ public:
+  explicit Impl(ServerOptions options);
+
+  const Service::Method* find_method(std::string_view service, std::string_view method,
+                                     std::string_view* service_name,
+                                     std::string_view* method_name) const;
+  void log(LogLevel level, const std::string& message) const {
+    if (options.log) options.log(level, message);
+  }
+
+  ServerOptions options;
+  std::map<std::string, Service, std::less<>> services;
+  std::vector<std::unique_ptr<Reactor>> reactors;
+  std::unique_ptr<asio::thread_pool> blocking_pool;
+  std::vector<Endpoint> bound;
+
+  std::atomic<std::uint64_t> connections_accepted{0};
+  std::atomic<std::uint64_t> connections_active{0};
+  std::atomic<std::uint64_t> connections_refused_busy{0};
+  std::atomic<std::uint64_t> negotiation_failures{0};
+  std::atomic<std::uint64_t> protocol_errors{0};
+  std::atomic<std::uint64_t> calls_ok{0};
+  std::atomic<std::uint64_t> calls_failed{0};
+
+  std::mutex mu;
+  std::condition_variable cv;
+  enum class State { kNew, kRunning, kStopping, kStopped } state = State::kNew;
+};
+
+}  // namespace authrpc

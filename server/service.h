@@ -1,0 +1,96 @@
+// Service: a named set of methods an application registers with a Server.
+// A method takes the request bytes and returns response bytes or a Status;
+// it runs in one of three ways:
+//   add()          plain function on the IO thread — must not block;
+//   add_async()    Asio coroutine on the IO thread — may co_await;
+//   add_blocking() plain function on the server's blocking pool.
+// add_json() wraps a handler that takes and returns nlohmann::json.
+#pragma once
+
+#include <asio/awaitable.hpp>
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <string_view>
+
+#include "auth/identity.h"
+#include "rpc/result.h"
+
+namespace authrpc {
+
+// What a handler knows about its call. Valid until the handler returns (for a
+// coroutine: until its awaitable completes).
+class CallContext {
+ public:
+  using Clock = std::chrono::steady_clock;
+
+  CallContext(const Identity& identity, std::string_view service, std::string_view method,
+              std::uint32_t call_id, Clock::time_point deadline,
+              const std::atomic<bool>* cancelled = nullptr)
+      : identity_(identity), service_(service), method_(method), call_id_(call_id),
+        deadline_(deadline), cancelled_(cancelled) {}
+
+  const Identity& identity() const noexcept { return identity_; }
+  std::string_view service() const noexcept { return service_; }
+  std::string_view method() const noexcept { return method_; }
+  std::uint32_t call_id() const noexcept { return call_id_; }
+  // Clock::time_point::max() when the caller set no deadline.
+  Clock::time_point deadline() const noexcept { return deadline_; }
+  bool deadline_passed() const noexcept { return Clock::now() >= deadline_; }
+  // True once the client cancelled the call or the connection went away.
+  bool cancelled() const noexcept { return cancelled_ != nullptr && cancelled_->load(); }
+
+ private:
+  const Identity& identity_;
+  std::string_view service_;
+  std::string_view method_;
+  std::uint32_t call_id_;
+  Clock::time_point deadline_;
+  const std::atomic<bool>* cancelled_;
+};
+
+using Handler = std::function<Result<std::string>(CallContext& ctx, std::string_view request)>;
+using AsyncHandler =
+    std::function<asio::awaitable<Result<std::string>>(CallContext& ctx, std::string request)>;
+using JsonHandler =
+    std::function<Result<nlohmann::json>(CallContext& ctx, const nlohmann::json& request)>;
+
+enum class Execution {
+  kInline,     // on the IO thread (the handler must not block)
+  kAsync,      // a coroutine on the IO thread
+  kBlocking,   // on the blocking pool
+};
+
+class Service {
+ public:
+  struct Method {
+    Execution execution = Execution::kInline;
+    Handler handler;              // kInline, kBlocking
+    AsyncHandler async_handler;   // kAsync
+  };
+
+  explicit Service(std::string name);
+
+  Service& add(std::string method, Handler handler);
+  Service& add_blocking(std::string method, Handler handler);
+  Service& add_async(std::string method, AsyncHandler handler);
+  // Request bytes must parse as JSON (else INVALID_ARGUMENT); the result is
+  // serialized compactly. `execution` must be kInline or kBlocking.
+  Service& add_json(std::string method, JsonHandler handler,
+                    Execution execution = Execution::kInline);
+
+  const std::string& name() const noexcept { return name_; }
+  // nullptr if there is no such method.
+  const Method* find(std::string_view method) const;
+  const std::map<std::string, Method, std::less<>>& methods() const noexcept { return methods_; }
+
+ private:
+  std::string name_;
+  std::map<std::string, Method, std::less<>> methods_;
+};
+
+}  // namespace authrpc
