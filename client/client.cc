@@ -177,6 +177,9 @@ class Client::Connection : public std::enable_shared_from_this<Client::Connectio
         if (why.code == Errc::kConnectionClosed) {
           why = going_away_ ? Status(Errc::kUnavailable, "server shut down the connection (GOAWAY)")
                             : Status(Errc::kConnectionClosed, "server closed the connection");
+        } else if (why.code == Errc::kProtocolError || why.code == Errc::kFrameTooLarge) {
+          protocol_error(std::move(why));
+          co_return;
         }
         close(std::move(why));
         co_return;
@@ -246,8 +249,12 @@ class Client::Connection : public std::enable_shared_from_this<Client::Connectio
   }
 
   void protocol_error(std::string message) {
-    Status why(Errc::kProtocolError, std::move(message));
-    wire::append_error(channel_->out(), static_cast<std::uint16_t>(Errc::kProtocolError),
+    protocol_error(Status(Errc::kProtocolError, std::move(message)));
+  }
+
+  // Tells the server why we give up on the connection, then closes it.
+  void protocol_error(Status why) {
+    wire::append_error(channel_->out(), static_cast<std::uint16_t>(to_wire_errc(why.code)),
                        why.message);
     channel_->close_after_flush();
     fail(std::move(why));

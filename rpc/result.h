@@ -27,6 +27,8 @@ class [[nodiscard]] Result {
   T* operator->() { return &value(); }
   const T* operator->() const { return &value(); }
   T& operator*() & { return value(); }
+  const T& operator*() const& { return value(); }
+  T&& operator*() && { return std::move(*this).value(); }
 
   // The failure; an OK status when a value is held.
   Status status() const { return ok() ? Status() : std::get<1>(v_); }

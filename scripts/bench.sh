@@ -1,0 +1,10 @@
+#!/usr/bin/env bash
+# The README's first command: install what is missing, build (Release), and run
+# minibench (sessions and calls, every method and transport, with floors).
+# Extra arguments go to minibench, e.g.: scripts/bench.sh sessions -n 5000
+set -euo pipefail
+cd "$(dirname "$0")/.."
+bash scripts/setup.sh
+BUILD_TYPE=Release bash scripts/build.sh build-release -DAUTHRPC_BUILD_TESTS=OFF
+mkdir -p build-release/results
+exec build-release/minibench/minibench "$@" --json build-release/results/minibench.json
