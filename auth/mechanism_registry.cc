@@ -2,7 +2,10 @@
 
 #include <nlohmann/json.hpp>
 
+#include "auth/kerberos.h"
 #include "auth/simple.h"
+
+#include <algorithm>
 
 namespace authrpc {
 namespace {
@@ -19,6 +22,86 @@ std::string known(const Map& m) {
   std::string out;
   for (const auto& [name, _] : m) out += (out.empty() ? "" : ", ") + name;
   return out;
+}
+
+template <typename Map>
+auto make(const Map& factories, std::string_view side, std::string_view name,
+          const nlohmann::json& options) -> decltype(factories.begin()->second(options)) {
+  const auto it = factories.find(name);
+  if (it == factories.end()) {
+    return Status(Errc::kMechanismUnavailable, "unknown " + std::string(side) + " mechanism '" +
+                                                   std::string(name) + "' (known: " +
+                                                   known(factories) + ")");
+  }
+  return it->second(options);
+}
+
+// Reads a mechanism's options object: only the listed keys, with the right
+// types, so that a typo is an error rather than a silent default.
+class Options {
+ public:
+  Options(std::string_view mechanism, const nlohmann::json& json)
+      : mechanism_(mechanism), json_(json) {}
+
+  Status check(std::initializer_list<std::string_view> allowed) const {
+    if (json_.is_null()) return {};
+    if (!json_.is_object()) return error("options must be an object");
+    for (const auto& [key, _] : json_.items()) {
+      if (std::find(allowed.begin(), allowed.end(), key) == allowed.end()) {
+        return error("unknown option '" + key + "'");
+      }
+    }
+    return {};
+  }
+  Status read(const char* key, std::string& out) const {
+    if (!json_.is_object() || !json_.contains(key)) return {};
+    if (!json_[key].is_string()) return error(std::string("'") + key + "' must be a string");
+    out = json_[key].get<std::string>();
+    return {};
+  }
+  Status read(const char* key, bool& out) const {
+    if (!json_.is_object() || !json_.contains(key)) return {};
+    if (!json_[key].is_boolean()) return error(std::string("'") + key + "' must be true or false");
+    out = json_[key].get<bool>();
+    return {};
+  }
+
+ private:
+  Status error(const std::string& message) const {
+    return {Errc::kConfigError, std::string(mechanism_) + ": " + message};
+  }
+  std::string_view mechanism_;
+  const nlohmann::json& json_;
+};
+
+Result<std::shared_ptr<ServerMechanism>> make_kerberos_server(const nlohmann::json& json) {
+  Options o(kKerberosMechanism, json);
+  KerberosServerOptions k;
+  for (Status s : {o.check({"keytab", "principal", "service", "host", "replay_cache",
+                            "replay_cache_dir"}),
+                   o.read("keytab", k.keytab), o.read("principal", k.principal),
+                   o.read("service", k.service), o.read("host", k.host),
+                   o.read("replay_cache", k.replay_cache),
+                   o.read("replay_cache_dir", k.replay_cache_dir)}) {
+    if (!s.ok()) return s;
+  }
+  auto mechanism = KerberosServerMechanism::create(k);
+  if (!mechanism.ok()) return mechanism.status();
+  return std::shared_ptr<ServerMechanism>(*mechanism);
+}
+
+Result<std::shared_ptr<ClientMechanism>> make_kerberos_client(const nlohmann::json& json) {
+  Options o(kKerberosMechanism, json);
+  KerberosClientOptions k;
+  for (Status s : {o.check({"ccache", "principal", "keytab", "service_principal", "service"}),
+                   o.read("ccache", k.ccache), o.read("principal", k.principal),
+                   o.read("keytab", k.keytab), o.read("service_principal", k.service_principal),
+                   o.read("service", k.service)}) {
+    if (!s.ok()) return s;
+  }
+  auto mechanism = KerberosClientMechanism::create(k);
+  if (!mechanism.ok()) return mechanism.status();
+  return std::shared_ptr<ClientMechanism>(*mechanism);
 }
 
 }  // namespace
@@ -45,6 +128,8 @@ MechanismRegistry MechanismRegistry::with_builtins() {
         }
         return std::shared_ptr<ClientMechanism>(std::make_shared<SimpleClientMechanism>(user));
       });
+  r.register_server(std::string(kKerberosMechanism), make_kerberos_server);
+  r.register_client(std::string(kKerberosMechanism), make_kerberos_client);
   return r;
 }
 
@@ -58,22 +143,12 @@ void MechanismRegistry::register_client(std::string name, ClientFactory factory)
 
 Result<std::shared_ptr<ServerMechanism>> MechanismRegistry::make_server(
     std::string_view name, const nlohmann::json& options) const {
-  const auto it = server_.find(name);
-  if (it == server_.end()) {
-    return Status(Errc::kMechanismUnavailable, "unknown server mechanism '" + std::string(name) +
-                                                   "' (known: " + known(server_) + ")");
-  }
-  return it->second(options);
+  return make(server_, "server", name, options);
 }
 
 Result<std::shared_ptr<ClientMechanism>> MechanismRegistry::make_client(
     std::string_view name, const nlohmann::json& options) const {
-  const auto it = client_.find(name);
-  if (it == client_.end()) {
-    return Status(Errc::kMechanismUnavailable, "unknown client mechanism '" + std::string(name) +
-                                                   "' (known: " + known(client_) + ")");
-  }
-  return it->second(options);
+  return make(client_, "client", name, options);
 }
 
 std::vector<std::string> MechanismRegistry::server_names() const { return keys(server_); }

@@ -26,7 +26,6 @@ Status unexpected(const Frame& frame, std::string_view expected) {
 Result<Identity> fail(FrameChannel& channel, Status status) {
   wire::append_error(channel.out(), static_cast<std::uint16_t>(to_wire_errc(status.code)),
                      status.message);
-  channel.close_after_flush();
   return status;
 }
 

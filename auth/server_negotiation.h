@@ -15,9 +15,10 @@ namespace authrpc {
 
 // Runs negotiation. On success AUTH_SUCCESS is queued (not yet flushed, so the
 // first responses leave with it) and the identity is returned. On failure an
-// ERROR frame is queued, the channel closes after flushing it, and the error
-// is returned. REQUEST frames pipelined behind a refused HELLO are dropped
-// unexecuted; REQUEST frames behind an accepted one stay buffered for the caller.
+// ERROR frame is queued and the error is returned; the caller closes the
+// connection. REQUEST frames pipelined behind a refused HELLO are dropped
+// unexecuted; REQUEST frames behind an accepted one stay buffered for the
+// caller.
 asio::awaitable<Result<Identity>> negotiate_server(
     FrameChannel& channel, const std::vector<std::shared_ptr<ServerMechanism>>& mechanisms,
     const ChannelInfo& info);

@@ -73,12 +73,33 @@ std::string current_os_user() {
   return "uid:" + std::to_string(uid);
 }
 
+namespace {
+
+bool valid_utf8(std::string_view s) {
+  std::size_t i = 0;
+  while (i < s.size()) {
+    const auto c = static_cast<unsigned char>(s[i]);
+    const std::size_t n = c < 0x80 ? 1 : (c >> 5) == 0x6 ? 2 : (c >> 4) == 0xE ? 3
+                        : (c >> 3) == 0x1E ? 4 : 0;
+    if (n == 0 || i + n > s.size()) return false;
+    for (std::size_t k = 1; k < n; ++k) {
+      if ((static_cast<unsigned char>(s[i + k]) >> 6) != 0x2) return false;
+    }
+    if ((n == 2 && c < 0xC2) || (n == 4 && c > 0xF4)) return false;  // overlong / > U+10FFFF
+    i += n;
+  }
+  return true;
+}
+
+}  // namespace
+
 std::string check_simple_user_name(std::string_view user) {
   if (user.empty()) return "empty user name";
   if (user.size() > 255) return "user name longer than 255 bytes";
   for (const unsigned char c : user) {
     if (c <= 0x20 || c == 0x7F) return "user name contains whitespace or control characters";
   }
+  if (!valid_utf8(user)) return "user name is not valid UTF-8";
   return {};
 }
 

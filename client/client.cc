@@ -46,7 +46,8 @@ class Client::Connection : public std::enable_shared_from_this<Client::Connectio
       self->negotiation_timed_out_ = true;
       self->channel_->close();
     });
-    asio::co_spawn(executor_, [self = shared_from_this(), info]() { return self->run(info); },
+    info_ = std::move(info);
+    asio::co_spawn(executor_, [self = shared_from_this()]() { return self->run(); },
                    asio::detached);
     if (options_.wait_for_authentication) co_return co_await wait_authenticated();
     co_return Status();
@@ -83,7 +84,7 @@ class Client::Connection : public std::enable_shared_from_this<Client::Connectio
     // Until the server confirms authentication, keep a copy: if it refuses our
     // mechanism it drops pipelined requests and we send them again.
     if (state_ == State::kOptimistic) held_.append(out, start, std::string::npos);
-    if (state_ != State::kHolding) channel_->schedule_flush();
+    if (state_ != State::kHolding) channel_->flush_now();
 
     Pending pending(executor_);
     pending.timer.expires_at(deadline);
@@ -138,10 +139,9 @@ class Client::Connection : public std::enable_shared_from_this<Client::Connectio
     Result<std::string> result = Status(Errc::kInternal, "no result");
   };
 
-  asio::awaitable<void> run(ChannelInfo info) {
-    auto self = shared_from_this();
+  asio::awaitable<void> run() {
     auto negotiated = co_await negotiate_client(
-        *channel_, options_.mechanisms, info, [this](NegotiationEvent event) {
+        *channel_, options_.mechanisms, info_, [this](NegotiationEvent event) {
           if (event == NegotiationEvent::kFinalTokenQueued) {
             channel_->out().append(held_);
             state_ = State::kOptimistic;
@@ -187,6 +187,10 @@ class Client::Connection : public std::enable_shared_from_this<Client::Connectio
       switch (frame->header.type) {
         case FrameType::kResponse:
           if (!deliver(*frame)) co_return;
+          // Let the callers we just woke run before we wait for more input.
+          if (!channel_->frame_buffered()) {
+            co_await asio::post(executor_, asio::use_awaitable);
+          }
           break;
         case FrameType::kGoAway: {
           auto body = wire::parse_goaway(frame->body);
@@ -281,6 +285,7 @@ class Client::Connection : public std::enable_shared_from_this<Client::Connectio
   asio::any_io_executor executor_;
   ClientOptions options_;
   std::shared_ptr<FrameChannel> channel_;
+  ChannelInfo info_;
   State state_ = State::kHolding;
   std::string held_;
   std::unordered_map<std::uint32_t, Pending*> pending_;
@@ -372,7 +377,8 @@ Result<std::string> Client::call(std::string_view service, std::string_view meth
 
 Result<nlohmann::json> Client::call_json(std::string_view service, std::string_view method,
                                          const nlohmann::json& request, CallOptions options) {
-  auto raw = call(service, method, request.dump(), options);
+  auto raw = call(service, method,
+                  request.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace), options);
   if (!raw.ok()) return raw.status();
   auto parsed = nlohmann::json::parse(raw.value(), nullptr, false);
   if (parsed.is_discarded()) return Status(Errc::kDataLoss, "response is not valid JSON");

@@ -64,7 +64,8 @@ class Client {
                            std::string_view request, CallOptions options = {});
   std::future<Result<std::string>> call_future(std::string_view service, std::string_view method,
                                                std::string_view request, CallOptions options = {});
-  // Must be awaited on the client's executor.
+  // Must be awaited on the client's executor. The views must stay valid until
+  // the call completes (the coroutine reads them after it starts).
   asio::awaitable<Result<std::string>> async_call(std::string_view service,
                                                   std::string_view method,
                                                   std::string_view request,

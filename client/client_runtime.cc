@@ -1,13 +1,41 @@
 #include "client/client_runtime.h"
 
 #include <asio/executor_work_guard.hpp>
+#include <future>
+#include <asio/post.hpp>
+#include <asio/steady_timer.hpp>
 
 namespace authrpc {
 
+namespace {
+
+// Keeps one timer of the loop armed at all times, a second ahead. A timer
+// that expires later than the earliest armed one is queued without a syscall,
+// so the connect, negotiation and call timers of a session — all seconds
+// away — cost no timerfd_settime; only this tick does, once a second.
+constexpr auto kAnchorInterval = std::chrono::seconds(1);
+
+void rearm_anchor(asio::steady_timer& anchor) {
+  anchor.expires_after(kAnchorInterval);
+  anchor.async_wait([&anchor](std::error_code ec) {
+    if (!ec) rearm_anchor(anchor);
+  });
+}
+
+}  // namespace
+
 struct ClientRuntime::Loop {
-  asio::io_context io{1};
+  // One thread runs `io` and sockets are only touched from it: no per-socket
+  // locks (posting from other threads stays safe).
+  asio::io_context io{ASIO_CONCURRENCY_HINT_UNSAFE_IO};
   asio::executor_work_guard<asio::io_context::executor_type> work{io.get_executor()};
-  std::thread thread{[this] { io.run(); }};
+  asio::steady_timer anchor{io};
+  std::promise<void> exited;
+  std::thread thread{[this] {
+    rearm_anchor(anchor);
+    io.run();
+    exited.set_value();
+  }};
 };
 
 ClientRuntime::ClientRuntime(std::size_t threads) {
@@ -16,11 +44,20 @@ ClientRuntime::ClientRuntime(std::size_t threads) {
 }
 
 ClientRuntime::~ClientRuntime() {
+  // Let the loops finish what is queued (e.g. calls failing with kCancelled
+  // after their Client closed); stop a loop that still has work after 2 s
+  // (a Client that outlives its runtime).
   for (auto& loop : loops_) {
     loop->work.reset();
-    loop->io.stop();
+    asio::post(loop->io, [l = loop.get()] { l->anchor.cancel(); });
   }
-  for (auto& loop : loops_) loop->thread.join();
+  for (auto& loop : loops_) {
+    if (loop->exited.get_future().wait_for(std::chrono::seconds(2)) !=
+        std::future_status::ready) {
+      loop->io.stop();
+    }
+    loop->thread.join();
+  }
 }
 
 asio::io_context& ClientRuntime::next_context() {

@@ -40,6 +40,9 @@ Result<Endpoint> Endpoint::parse(std::string_view uri) {
     if (colon == std::string_view::npos) return bad(uri, "missing port");
     host = rest.substr(0, colon);
     port = rest.substr(colon + 1);
+    if (host.find(':') != std::string_view::npos) {
+      return bad(uri, "an IPv6 address must be written in brackets: tcp://[::1]:PORT");
+    }
   }
   if (host.empty()) return bad(uri, "missing host");
   unsigned value = 0;
@@ -53,7 +56,7 @@ Result<Endpoint> Endpoint::parse(std::string_view uri) {
 }
 
 std::string Endpoint::to_string() const {
-  if (scheme == Scheme::kUnix) return "unix:" + path;
+  if (scheme == Scheme::kUnix) return (path.starts_with("//") ? "unix://" : "unix:") + path;
   if (host.find(':') != std::string::npos) return "tcp://[" + host + "]:" + std::to_string(port);
   return "tcp://" + host + ":" + std::to_string(port);
 }

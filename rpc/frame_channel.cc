@@ -1,7 +1,5 @@
 #include "rpc/frame_channel.h"
 
-#include <asio/co_spawn.hpp>
-#include <asio/detached.hpp>
 #include <asio/error.hpp>
 #include <asio/post.hpp>
 #include <asio/redirect_error.hpp>
@@ -12,29 +10,41 @@ namespace authrpc {
 namespace {
 
 constexpr std::size_t kInitialReadBuffer = 16 * 1024;
+constexpr std::size_t kInitialWriteBuffer = 512;
 
 }  // namespace
 
 FrameChannel::FrameChannel(std::unique_ptr<Stream> stream, std::size_t max_frame_size)
     : stream_(std::move(stream)),
       max_frame_size_(max_frame_size),
-      in_(kInitialReadBuffer),
-      drained_(stream_->executor()) {}
+      in_(std::make_unique_for_overwrite<char[]>(kInitialReadBuffer)),
+      in_capacity_(kInitialReadBuffer),
+      drained_(stream_->executor()) {
+  out_.reserve(kInitialWriteBuffer);
+}
 
 FrameChannel::~FrameChannel() { close(); }
 
 asio::awaitable<std::error_code> FrameChannel::fill(std::size_t need) {
   while (in_end_ - in_begin_ < need) {
-    if (in_.size() - in_begin_ < need) {
-      // Compact, then grow if the frame is larger than the buffer.
-      std::memmove(in_.data(), in_.data() + in_begin_, in_end_ - in_begin_);
-      in_end_ -= in_begin_;
+    if (in_capacity_ - in_begin_ < need) {
+      // Compact, into a larger buffer if the frame does not fit.
+      const std::size_t live = in_end_ - in_begin_;
+      if (in_capacity_ < need) {
+        const std::size_t capacity = std::max(need, in_capacity_ * 2);
+        auto bigger = std::make_unique_for_overwrite<char[]>(capacity);
+        std::memcpy(bigger.get(), in_.get() + in_begin_, live);
+        in_ = std::move(bigger);
+        in_capacity_ = capacity;
+      } else {
+        std::memmove(in_.get(), in_.get() + in_begin_, live);
+      }
       in_begin_ = 0;
-      if (in_.size() < need) in_.resize(std::max(need, in_.size() * 2));
+      in_end_ = live;
     }
     std::error_code ec;
     const auto n = co_await stream_->read_some(
-        asio::buffer(in_.data() + in_end_, in_.size() - in_end_), ec);
+        asio::buffer(in_.get() + in_end_, in_capacity_ - in_end_), ec);
     if (ec) co_return ec;
     in_end_ += n;
   }
@@ -48,7 +58,7 @@ asio::awaitable<Status> FrameChannel::read_exact(std::uint8_t* out, std::size_t 
     if (ec == asio::error::eof) co_return Status(Errc::kConnectionClosed, "peer closed");
     co_return Status(ec, "read");
   }
-  std::memcpy(out, in_.data() + in_begin_, n);
+  std::memcpy(out, in_.get() + in_begin_, n);
   in_begin_ += n;
   co_return Status();
 }
@@ -58,7 +68,7 @@ bool FrameChannel::frame_buffered() const noexcept {
   const std::size_t have = in_end_ - begin;
   if (have < wire::kFrameHeaderSize) return false;
   auto header = wire::parse_frame_header(
-      reinterpret_cast<const std::uint8_t*>(in_.data() + begin), max_frame_size_);
+      reinterpret_cast<const std::uint8_t*>(in_.get() + begin), max_frame_size_);
   return !header.ok() || have >= wire::kLengthFieldSize + header->length;
 }
 
@@ -73,42 +83,88 @@ asio::awaitable<Result<Frame>> FrameChannel::read_frame() {
     return Status(Errc::kProtocolError, "connection closed inside a frame (truncated frame)");
   };
 
-  if (auto ec = co_await fill(wire::kFrameHeaderSize)) co_return closed_status(ec);
+  // Output queued this turn leaves before we wait for input: the peer is
+  // probably waiting for it, and a read now would only find nothing.
+  if (writer_deferred_ && in_end_ - in_begin_ < wire::kFrameHeaderSize) {
+    co_await asio::post(stream_->executor(), asio::use_awaitable);
+  }
+  if (in_end_ - in_begin_ < wire::kFrameHeaderSize) {
+    if (auto ec = co_await fill(wire::kFrameHeaderSize)) co_return closed_status(ec);
+  }
   auto header = wire::parse_frame_header(
-      reinterpret_cast<const std::uint8_t*>(in_.data() + in_begin_), max_frame_size_);
+      reinterpret_cast<const std::uint8_t*>(in_.get() + in_begin_), max_frame_size_);
   if (!header.ok()) co_return header.status();
   const std::size_t total = wire::kLengthFieldSize + header->length;
-  if (auto ec = co_await fill(total)) co_return closed_status(ec);
+  if (in_end_ - in_begin_ < total) {
+    if (auto ec = co_await fill(total)) co_return closed_status(ec);
+  }
   consume_next_ = total;
-  co_return Frame{*header, std::string_view(in_.data() + in_begin_ + wire::kFrameHeaderSize,
+  co_return Frame{*header, std::string_view(in_.get() + in_begin_ + wire::kFrameHeaderSize,
                                             total - wire::kFrameHeaderSize)};
 }
 
 void FrameChannel::schedule_flush() {
   if (writer_active_ || closed_ || out_.empty()) return;
-  writer_active_ = true;
-  asio::co_spawn(stream_->executor(),
-                 [self = shared_from_this()]() { return self->write_loop(); }, asio::detached);
+  start_writer(true);
 }
 
-asio::awaitable<void> FrameChannel::write_loop() {
-  // Let the current turn of the event loop queue more frames first.
-  co_await asio::post(stream_->executor(), asio::use_awaitable);
-  while (!out_.empty() && !closed_) {
-    writing_.swap(out_);
-    out_.clear();
-    in_flight_ = writing_.size();
-    std::error_code ec;
-    const asio::const_buffer buffer(writing_.data(), writing_.size());
-    co_await stream_->write_all(std::span(&buffer, 1), ec);
-    in_flight_ = 0;
-    writing_.clear();
-    if (ec) {
-      write_error_ = ec;
-      close();
-      break;
-    }
+void FrameChannel::flush_now() {
+  if (closed_ || out_.empty()) return;
+  if (!writer_active_) {
+    start_writer(false);
+  } else if (writer_deferred_) {
+    // A deferred writer has not run yet: write now; the deferred one will
+    // find nothing left to do.
+    writer_deferred_ = false;
+    write_next();
   }
+}
+
+void FrameChannel::start_writer(bool defer) {
+  writer_active_ = true;
+  if (!defer) {
+    write_next();
+    return;
+  }
+  // Let the current turn of the event loop queue more frames first.
+  writer_deferred_ = true;
+  asio::post(stream_->executor(), [self = shared_from_this()] {
+    if (!self->writer_deferred_) return;  // flush_now() started it already
+    self->writer_deferred_ = false;
+    self->write_next();
+  });
+}
+
+void FrameChannel::write_next() {
+  if (closed_ || write_error_ || out_.empty()) {
+    out_.clear();
+    finish_writer();
+    return;
+  }
+  writing_.swap(out_);
+  out_.clear();
+  in_flight_ = writing_.size();
+  write_buffer_ = asio::buffer(writing_);
+  keepalive_ = shared_from_this();
+  stream_->write_all(std::span(&write_buffer_, 1), *this);
+}
+
+void FrameChannel::write_done(std::error_code ec) {
+  const auto self = std::move(keepalive_);
+  in_flight_ = 0;
+  writing_.clear();
+  if (ec) {
+    // Stop writing, but leave the stream open: the peer may have sent an
+    // ERROR saying why it went away, and the reader should get to see it.
+    write_error_ = ec;
+    out_.clear();
+    finish_writer();
+    return;
+  }
+  write_next();
+}
+
+void FrameChannel::finish_writer() {
   writer_active_ = false;
   if (close_when_flushed_) {
     close();
@@ -142,7 +198,7 @@ asio::awaitable<void> FrameChannel::discard_input() {
   in_begin_ = in_end_ = consume_next_ = 0;
   for (;;) {
     std::error_code ec;
-    co_await stream_->read_some(asio::buffer(in_.data(), in_.size()), ec);
+    co_await stream_->read_some(asio::buffer(in_.get(), in_capacity_), ec);
     if (ec) co_return;
   }
 }

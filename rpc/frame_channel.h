@@ -4,7 +4,7 @@
 // the event loop leaves in a single write.
 //
 // Threading: every method runs on the stream's executor. There is one reader
-// (the connection's coroutine) and an internal writer coroutine.
+// (the connection's coroutine) and one write in flight at a time.
 #pragma once
 
 #include <asio/awaitable.hpp>
@@ -13,7 +13,6 @@
 #include <memory>
 #include <string>
 #include <string_view>
-#include <vector>
 
 #include "rpc/transport.h"
 #include "rpc/wire.h"
@@ -25,7 +24,8 @@ struct Frame {
   std::string_view body;  // valid until the next read on the channel
 };
 
-class FrameChannel : public std::enable_shared_from_this<FrameChannel> {
+class FrameChannel final : public std::enable_shared_from_this<FrameChannel>,
+                           private WriteCompletion {
  public:
   FrameChannel(std::unique_ptr<Stream> stream, std::size_t max_frame_size);
   ~FrameChannel();
@@ -42,7 +42,12 @@ class FrameChannel : public std::enable_shared_from_this<FrameChannel> {
   // The buffer to append whole frames to (see rpc/messages.h); call
   // schedule_flush() after appending.
   std::string& out() noexcept { return out_; }
+  // Sends what is queued once the current turn of the event loop is over, so
+  // that frames queued in the same turn leave in one write.
   void schedule_flush();
+  // Starts writing what is queued now (the write is attempted inline). For
+  // the end of a batch, when nothing else will be queued this turn.
+  void flush_now();
   // Writes what is queued, then closes the stream.
   void close_after_flush();
   // Writes what is queued, then ends the sending side only, so the peer reads
@@ -65,19 +70,28 @@ class FrameChannel : public std::enable_shared_from_this<FrameChannel> {
   std::error_code write_error() const noexcept { return write_error_; }
 
  private:
-  asio::awaitable<void> write_loop();
+  void start_writer(bool defer);
+  void write_next();
+  void write_done(std::error_code ec) override;
+  void finish_writer();
   asio::awaitable<std::error_code> fill(std::size_t need);
 
   std::unique_ptr<Stream> stream_;
   std::size_t max_frame_size_;
-  std::vector<char> in_;
+  // Read buffer, left uninitialized (zeroing it cost more than a whole
+  // negotiation); grows to the largest frame seen.
+  std::unique_ptr<char[]> in_;
+  std::size_t in_capacity_ = 0;
   std::size_t in_begin_ = 0;     // first unconsumed byte
   std::size_t in_end_ = 0;       // one past the last buffered byte
   std::size_t consume_next_ = 0; // bytes of the last returned frame
   std::string out_;
   std::string writing_;
+  asio::const_buffer write_buffer_;
+  std::shared_ptr<FrameChannel> keepalive_;  // set while a write is pending
   std::size_t in_flight_ = 0;
   bool writer_active_ = false;
+  bool writer_deferred_ = false;  // a writer is scheduled but has not written yet
   bool close_when_flushed_ = false;
   bool shutdown_when_flushed_ = false;
   bool closed_ = false;

@@ -2,6 +2,7 @@
 #include <asio/connect.hpp>
 #include <asio/ip/tcp.hpp>
 #include <asio/local/stream_protocol.hpp>
+#include <asio/post.hpp>
 #include <asio/redirect_error.hpp>
 #include <asio/steady_timer.hpp>
 #include <asio/use_awaitable.hpp>
@@ -20,70 +21,67 @@ using asio::use_awaitable;
 using Tcp = asio::ip::tcp;
 using Local = asio::local::stream_protocol;
 
-std::string format_peer(const Tcp::socket& s) {
-  std::error_code ec;
-  const auto ep = s.remote_endpoint(ec);
-  if (ec) return "tcp:?";
+std::string format_tcp(const Tcp::endpoint& ep) {
   const auto addr = ep.address();
   return addr.is_v6() ? "[" + addr.to_string() + "]:" + std::to_string(ep.port())
                       : addr.to_string() + ":" + std::to_string(ep.port());
 }
 
-std::string format_peer(const Local::socket& s) {
-  std::error_code ec;
-  const auto ep = s.local_endpoint(ec);
-  if (ec || ep.path().empty()) return "unix";
-  const auto& p = ep.path();
-  return p[0] == '\0' ? "unix:@" + p.substr(1) : "unix:" + p;
-}
-
-// Closes a connecting socket when its deadline passes. The handler may run
-// after the guard is gone (an expired timer's handler is already queued), so
-// it checks a shared flag before touching the socket.
+// Closes a connecting socket when its deadline passes. The timer is armed
+// only if the connect is still pending after the current turn of the event
+// loop (a Unix or loopback connect usually is not), which keeps a timer
+// syscall off the session's critical path. Handlers may run after the guard
+// is gone, so they check shared state before touching the socket.
 class ConnectDeadline {
  public:
   template <typename Socket>
   ConnectDeadline(const asio::any_io_executor& ex, Socket& socket,
                   std::chrono::steady_clock::time_point deadline)
-      : timer_(ex), state_(std::make_shared<State>()) {
+      : state_(std::make_shared<State>(ex)) {
     if (deadline == std::chrono::steady_clock::time_point::max()) return;
-    timer_.expires_at(deadline);
-    timer_.async_wait([&socket, state = state_](std::error_code ec) {
-      if (ec || state->done) return;
-      state->expired = true;
-      std::error_code ignored;
-      socket.close(ignored);
+    asio::post(ex, [&socket, deadline, state = state_] {
+      if (state->done) return;
+      state->timer.expires_at(deadline);
+      state->timer.async_wait([&socket, state](std::error_code ec) {
+        if (ec || state->done) return;
+        state->expired = true;
+        std::error_code ignored;
+        socket.close(ignored);
+      });
     });
   }
   ~ConnectDeadline() {
     state_->done = true;
-    timer_.cancel();
+    state_->timer.cancel();
   }
   bool expired() const noexcept { return state_->expired; }
 
  private:
   struct State {
+    explicit State(const asio::any_io_executor& ex) : timer(ex) {}
+    asio::steady_timer timer;
     bool expired = false;
     bool done = false;
   };
-  asio::steady_timer timer_;
   std::shared_ptr<State> state_;
 };
 
 template <typename Protocol>
 class SocketStream final : public Stream {
  public:
-  explicit SocketStream(typename Protocol::socket socket)
-      : socket_(std::move(socket)), executor_(socket_.get_executor()) {}
+  // `peer` is how peer_address() describes the other end; passing it in
+  // saves a getpeername() per connection.
+  SocketStream(typename Protocol::socket socket, std::string peer)
+      : socket_(std::move(socket)), executor_(socket_.get_executor()), peer_(std::move(peer)) {}
 
   asio::awaitable<std::size_t> read_some(asio::mutable_buffer buffer,
                                          std::error_code& ec) override {
     co_return co_await socket_.async_read_some(buffer, redirect_error(use_awaitable, ec));
   }
 
-  asio::awaitable<void> write_all(std::span<const asio::const_buffer> buffers,
-                                  std::error_code& ec) override {
-    co_await asio::async_write(socket_, buffers, redirect_error(use_awaitable, ec));
+  void write_all(std::span<const asio::const_buffer> buffers, WriteCompletion& done) override {
+    asio::async_write(socket_, buffers,
+                      [&done](std::error_code ec, std::size_t) { done.write_done(ec); });
   }
 
   void shutdown_send() noexcept override {
@@ -98,7 +96,7 @@ class SocketStream final : public Stream {
     socket_.close(ignored);
   }
 
-  std::string peer_address() const override { return format_peer(socket_); }
+  std::string peer_address() const override { return peer_; }
 
   Endpoint::Scheme scheme() const noexcept override {
     return std::is_same_v<Protocol, Tcp> ? Endpoint::Scheme::kTcp : Endpoint::Scheme::kUnix;
@@ -109,7 +107,21 @@ class SocketStream final : public Stream {
  private:
   typename Protocol::socket socket_;
   asio::any_io_executor executor_;
+  std::string peer_;
 };
+
+// The outcome of a client connect: a Stream, or why not.
+template <typename Protocol>
+Result<std::unique_ptr<Stream>> connected(typename Protocol::socket socket,
+                                          const ConnectDeadline& guard, std::error_code ec,
+                                          const Endpoint& endpoint) {
+  if (guard.expired()) {
+    return Status(Errc::kDeadlineExceeded, "connect " + endpoint.to_string() + ": timed out");
+  }
+  if (ec) return Status(ec, "connect " + endpoint.to_string());
+  if constexpr (std::is_same_v<Protocol, Tcp>) socket.set_option(Tcp::no_delay(true), ec);
+  return std::unique_ptr<Stream>(new SocketStream<Protocol>(std::move(socket), endpoint.to_string()));
+}
 
 template <typename Protocol>
 class SocketListener final : public Listener {
@@ -121,10 +133,17 @@ class SocketListener final : public Listener {
 
   asio::awaitable<Result<std::unique_ptr<Stream>>> accept() override {
     std::error_code ec;
-    auto socket = co_await acceptor_.async_accept(redirect_error(use_awaitable, ec));
+    typename Protocol::endpoint peer;
+    auto socket = co_await acceptor_.async_accept(peer, redirect_error(use_awaitable, ec));
     if (ec) co_return Status(ec, "accept on " + bound_.to_string());
-    if constexpr (std::is_same_v<Protocol, Tcp>) socket.set_option(Tcp::no_delay(true), ec);
-    co_return std::unique_ptr<Stream>(new SocketStream<Protocol>(std::move(socket)));
+    std::string peer_name;
+    if constexpr (std::is_same_v<Protocol, Tcp>) {
+      socket.set_option(Tcp::no_delay(true), ec);
+      peer_name = format_tcp(peer);
+    } else {
+      peer_name = bound_.to_string();  // Unix peers are unnamed: say where they came in
+    }
+    co_return std::unique_ptr<Stream>(new SocketStream<Protocol>(std::move(socket), std::move(peer_name)));
   }
 
   void close() noexcept override {
@@ -179,10 +198,7 @@ class TcpTransport final : public Transport {
       if (ec) co_return Status(ec, "resolve " + endpoint.host);
       co_await asio::async_connect(socket, results, redirect_error(use_awaitable, ec));
     }
-    if (guard.expired()) co_return Status(Errc::kDeadlineExceeded, "connect " + endpoint.to_string() + ": timed out");
-    if (ec) co_return Status(ec, "connect " + endpoint.to_string());
-    socket.set_option(Tcp::no_delay(true), ec);
-    co_return std::unique_ptr<Stream>(new SocketStream<Tcp>(std::move(socket)));
+    co_return connected<Tcp>(std::move(socket), guard, ec, endpoint);
   }
 
   Result<std::unique_ptr<Listener>> listen(asio::io_context& io, const Endpoint& endpoint,
@@ -219,9 +235,7 @@ class UnixTransport final : public Transport {
     Local::socket socket(ex);
     ConnectDeadline guard(ex, socket, deadline);
     co_await socket.async_connect(native(endpoint), redirect_error(use_awaitable, ec));
-    if (guard.expired()) co_return Status(Errc::kDeadlineExceeded, "connect " + endpoint.to_string() + ": timed out");
-    if (ec) co_return Status(ec, "connect " + endpoint.to_string());
-    co_return std::unique_ptr<Stream>(new SocketStream<Local>(std::move(socket)));
+    co_return connected<Local>(std::move(socket), guard, ec, endpoint);
   }
 
   Result<std::unique_ptr<Listener>> listen(asio::io_context& io, const Endpoint& endpoint,

@@ -1,6 +1,7 @@
 #include "rpc/status.h"
 
 #include <asio/error.hpp>
+#include <cerrno>
 
 namespace authrpc {
 namespace {
@@ -12,6 +13,13 @@ class AuthrpcCategory final : public std::error_category {
     return std::string(errc_name(static_cast<Errc>(value)));
   }
 };
+
+// True for codes that carry an errno value (asio 1.22 has its own system
+// category, which does not map to std::errc).
+bool is_errno(std::error_code ec) noexcept {
+  return ec.category() == std::system_category() || ec.category() == std::generic_category() ||
+         ec.category() == asio::error::get_system_category();
+}
 
 }  // namespace
 
@@ -70,7 +78,23 @@ Errc to_wire_errc(std::error_code ec) noexcept {
   if (ec.category() == authrpc_category()) return static_cast<Errc>(ec.value());
   if (ec == asio::error::operation_aborted) return Errc::kCancelled;
   if (ec == asio::error::timed_out) return Errc::kDeadlineExceeded;
-  return Errc::kUnavailable;
+  if (ec == asio::error::eof) return Errc::kUnavailable;
+  // Network failures mean "not reachable now"; anything else a handler
+  // passes on is an unknown failure (not worth a blind retry).
+  if (!is_errno(ec)) return Errc::kUnknown;
+  switch (ec.value()) {
+    case ECONNREFUSED:
+    case ECONNRESET:
+    case ECONNABORTED:
+    case EPIPE:
+    case ENETUNREACH:
+    case ENETDOWN:
+    case EHOSTUNREACH:
+    case ETIMEDOUT:
+      return Errc::kUnavailable;
+    default:
+      return Errc::kUnknown;
+  }
 }
 
 RetryAdvice retry_advice(std::error_code ec) noexcept {
@@ -78,11 +102,17 @@ RetryAdvice retry_advice(std::error_code ec) noexcept {
   if (ec.category() != authrpc_category()) {
     // Transport failures (refused, reset, unreachable, timed out) are transient;
     // a bad address or a missing socket path will not fix itself.
-    if (ec == asio::error::address_family_not_supported || ec == asio::error::invalid_argument ||
-        ec == std::errc::no_such_file_or_directory || ec == std::errc::permission_denied) {
-      return RetryAdvice::kGiveUp;
+    if (!is_errno(ec)) return RetryAdvice::kRetry;
+    switch (ec.value()) {
+      case EAFNOSUPPORT:
+      case EINVAL:
+      case ENOENT:
+      case EACCES:
+      case ENOTDIR:
+        return RetryAdvice::kGiveUp;
+      default:
+        return RetryAdvice::kRetry;
     }
-    return RetryAdvice::kRetry;
   }
   switch (static_cast<Errc>(ec.value())) {
     case Errc::kOk: return RetryAdvice::kNone;

@@ -20,15 +20,28 @@
 
 namespace authrpc {
 
+// Receives the outcome of Stream::write_all(). Implemented by the writer
+// (FrameChannel); it must stay alive until write_done() has been called.
+class WriteCompletion {
+ public:
+  virtual void write_done(std::error_code ec) = 0;
+
+ protected:
+  ~WriteCompletion() = default;
+};
+
 class Stream {
  public:
   virtual ~Stream() = default;
   // Reads at least one byte; 0 with ec set at end of stream or on error.
   virtual asio::awaitable<std::size_t> read_some(asio::mutable_buffer buffer,
                                                  std::error_code& ec) = 0;
-  // Writes every byte of the buffers (gathered), or fails.
-  virtual asio::awaitable<void> write_all(std::span<const asio::const_buffer> buffers,
-                                          std::error_code& ec) = 0;
+  // Starts writing every byte of `buffers` (gathered); the buffers and the
+  // span must stay valid until `done.write_done()` is called, on the
+  // stream's executor and never from inside this call. One write at a time.
+  // (A callback rather than a coroutine: the write path runs once per batch
+  // of frames and a coroutine per write cost more than the write itself.)
+  virtual void write_all(std::span<const asio::const_buffer> buffers, WriteCompletion& done) = 0;
   // Sends end-of-stream to the peer; reading stays possible.
   virtual void shutdown_send() noexcept = 0;
   // Ends the stream; pending reads and writes complete with operation_aborted.

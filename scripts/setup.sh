@@ -4,10 +4,33 @@
 set -euo pipefail
 
 PACKAGES=(
-  g++ cmake make
+  g++ cmake make pkg-config
   libasio-dev nlohmann-json3-dev
   libgtest-dev libgmock-dev googletest
+  # Kerberos: a real MIT KDC for tests/benchmarks (scripts/kdc, tests/mini_kdc.*),
+  # the GSSAPI/krb5 headers, and Cyrus SASL with its GSSAPI plugin.
+  krb5-kdc krb5-admin-server krb5-user libkrb5-dev
+  libsasl2-dev libsasl2-modules-gssapi-mit
+  iproute2  # ss(8), used by scripts/kdc to check its port
 )
+
+# Tests run their own throwaway KDCs on free loopback ports; the system KDC and
+# kadmind are never used. krb5kdc sets SO_REUSEPORT, so a stray one is worse than
+# useless: stop them if a package script (or a boot) started them, by their pidfiles.
+stop_system_kdc() {
+  local svc name pidfile
+  for svc in krb5-kdc:krb5kdc krb5-admin-server:kadmind; do
+    name=${svc#*:} svc=${svc%%:*}
+    pidfile=/run/$name.pid
+    [[ -s $pidfile ]] && kill -0 "$(cat "$pidfile")" 2>/dev/null || continue
+    echo "setup: stopping the system $svc service (tests start their own KDC)"
+    if [[ -d /run/systemd/system ]]; then
+      systemctl stop "$svc" && systemctl disable --quiet "$svc" || true
+    else
+      "/etc/init.d/$svc" stop || true
+    fi
+  done
+}
 
 missing=()
 for p in "${PACKAGES[@]}"; do
@@ -18,6 +41,7 @@ done
 
 if ((${#missing[@]} == 0)); then
   echo "setup: all ${#PACKAGES[@]} packages present"
+  stop_system_kdc
   exit 0
 fi
 
@@ -29,3 +53,4 @@ echo "setup: installing ${missing[*]}"
 export DEBIAN_FRONTEND=noninteractive
 apt-get update -qq
 apt-get install -y -qq --no-install-recommends "${missing[@]}"
+stop_system_kdc

@@ -4,7 +4,11 @@
 #include <asio/detached.hpp>
 #include <asio/post.hpp>
 #include <asio/steady_timer.hpp>
+#include <asio/redirect_error.hpp>
 #include <asio/use_awaitable.hpp>
+
+#include <algorithm>
+#include <future>
 
 #include "server/server_connection.h"
 #include "server/server_impl.h"
@@ -65,12 +69,11 @@ asio::awaitable<void> accept_loop(Server::Impl& server, Reactor& reactor, Listen
     }
     ++server.connections_accepted;
     Status refuse;
-    if (server.connections_active.load() >= server.options.max_connections) {
+    if (server.connections_active.fetch_add(1) >= server.options.max_connections) {
+      --server.connections_active;
       ++server.connections_refused_busy;
       refuse = Status(Errc::kServerBusy, "too many connections (limit " +
                                               std::to_string(server.options.max_connections) + ")");
-    } else {
-      ++server.connections_active;
     }
     auto connection = std::make_shared<ServerConnection>(server, reactor, std::move(*stream));
     reactor.connections.insert(connection);
@@ -85,6 +88,27 @@ asio::awaitable<void> accept_loop(Server::Impl& server, Reactor& reactor, Listen
           }
         },
         asio::detached);
+  }
+}
+
+// How often the sweeper visits connections: a quarter of the shortest
+// timeout, between 10 ms and 1 s.
+std::chrono::milliseconds sweep_interval(const ServerOptions& o) {
+  auto shortest = std::min(o.negotiation_timeout, std::chrono::milliseconds(2000));
+  if (o.idle_timeout.count() > 0) shortest = std::min(shortest, o.idle_timeout);
+  return std::clamp(shortest / 4, std::chrono::milliseconds(10), std::chrono::milliseconds(1000));
+}
+
+asio::awaitable<void> sweep_loop(Reactor& reactor, std::chrono::milliseconds interval) {
+  for (;;) {
+    reactor.sweeper.expires_after(interval);
+    std::error_code ec;
+    co_await reactor.sweeper.async_wait(asio::redirect_error(asio::use_awaitable, ec));
+    if (ec || reactor.stopping) co_return;
+    const auto now = std::chrono::steady_clock::now();
+    // on_tick may end a connection, which erases it from the set later (on
+    // its own coroutine), never during this loop.
+    for (const auto& connection : reactor.connections) connection->on_tick(now);
   }
 }
 
@@ -138,6 +162,7 @@ Status Server::start() {
     auto listener = transport_for(endpoint.scheme).listen(first.io, endpoint, impl_->options.listen);
     if (!listener.ok()) {
       impl_->reactors.clear();
+      impl_->bound.clear();
       return listener.status();
     }
     impl_->bound.push_back((*listener)->local_endpoint());
@@ -145,6 +170,7 @@ Status Server::start() {
       auto shared = (*listener)->share_with(impl_->reactors[i]->io);
       if (!shared.ok()) {
         impl_->reactors.clear();
+        impl_->bound.clear();
         return shared.status();
       }
       impl_->reactors[i]->listeners.push_back(std::move(*shared));
@@ -158,7 +184,12 @@ Status Server::start() {
     for (auto& listener : reactor->listeners) {
       asio::co_spawn(reactor->io, accept_loop(*impl_, *reactor, *listener), asio::detached);
     }
-    reactor->thread = std::thread([r = reactor.get()] { r->io.run(); });
+    asio::co_spawn(reactor->io, sweep_loop(*reactor, sweep_interval(impl_->options)),
+                   asio::detached);
+    reactor->thread = std::thread([r = reactor.get()] {
+      r->io.run();
+      r->exited.set_value();
+    });
   }
   impl_->state = Impl::State::kRunning;
   std::string where;
@@ -199,9 +230,21 @@ void Server::stop() {
     for (auto& c : r.connections) c->force_close();
   });
   for (auto& reactor : impl_->reactors) {
-    asio::post(reactor->io, [r = reactor.get()] { r->work.reset(); });
+    asio::post(reactor->io, [r = reactor.get()] {
+      r->stopping = true;
+      r->sweeper.cancel();
+      r->work.reset();
+    });
   }
+  // Closed connections end within a turn or two of the loop. An async
+  // handler that ignores cancellation would keep its loop running: after a
+  // short drain the loop is stopped and such handlers are abandoned.
   for (auto& reactor : impl_->reactors) {
+    if (reactor->exited.get_future().wait_for(std::chrono::milliseconds(250)) !=
+        std::future_status::ready) {
+      impl_->log(LogLevel::kWarning, "abandoning async handlers still running at stop");
+      reactor->io.stop();
+    }
     if (reactor->thread.joinable()) reactor->thread.join();
   }
   impl_->blocking_pool->join();

@@ -1,6 +1,8 @@
 #include "server/server_config.h"
 
+#include <cstdlib>
 #include <fstream>
+#include <limits>
 #include <set>
 #include <sstream>
 
@@ -21,16 +23,25 @@ template <typename T>
 Status read_number(const nlohmann::json& object, const char* key, T& out) {
   if (!object.contains(key)) return {};
   const auto& v = object[key];
-  if (!v.is_number_unsigned()) {
+  const bool non_negative_integer =
+      v.is_number_unsigned() || (v.is_number_integer() && v.get<std::int64_t>() >= 0);
+  if (!non_negative_integer || v.get<std::uint64_t>() > std::numeric_limits<T>::max()) {
     return config_error(std::string("'") + key + "' must be a non-negative integer");
   }
-  out = v.get<T>();
+  out = static_cast<T>(v.get<std::uint64_t>());
   return {};
 }
+
+// Durations are bounded so that now + duration cannot overflow.
+constexpr std::uint64_t kMaxDurationMs = 30ull * 24 * 3600 * 1000;  // 30 days
 
 Status read_ms(const nlohmann::json& object, const char* key, std::chrono::milliseconds& out) {
   std::uint64_t ms = static_cast<std::uint64_t>(out.count());
   if (Status s = read_number(object, key, ms); !s.ok()) return s;
+  if (ms > kMaxDurationMs) {
+    return config_error(std::string("'") + key + "' must be at most 30 days (" +
+                        std::to_string(kMaxDurationMs) + " ms)");
+  }
   out = std::chrono::milliseconds(ms);
   return {};
 }
@@ -64,7 +75,7 @@ Result<ServerOptions> server_options_from_json(const nlohmann::json& config,
   for (const auto& uri : config["listen"]) {
     if (!uri.is_string()) return config_error("'listen' entries must be strings");
     auto ep = Endpoint::parse(uri.get<std::string>());
-    if (!ep.ok()) return config_error(ep.status().message);
+    if (!ep.ok()) return config_error("'listen': " + ep.status().message);
     o.endpoints.push_back(*ep);
   }
 
@@ -87,7 +98,7 @@ Result<ServerOptions> server_options_from_json(const nlohmann::json& config,
     const auto n = name.get<std::string>();
     auto mechanism = registry.make_server(
         n, mech_options.contains(n) ? mech_options[n] : nlohmann::json::object());
-    if (!mechanism.ok()) return config_error(mechanism.status().message);
+    if (!mechanism.ok()) return config_error("'auth.mechanisms': " + mechanism.status().message);
     o.mechanisms.push_back(*mechanism);
   }
 
@@ -101,14 +112,13 @@ Result<ServerOptions> server_options_from_json(const nlohmann::json& config,
   if (Status s = read_ms(config, "stop_grace_ms", o.stop_grace); !s.ok()) return s;
   if (config.contains("unix_socket_mode")) {
     const auto& mode = config["unix_socket_mode"];
-    if (!mode.is_string()) return config_error("'unix_socket_mode' must be an octal string like \"0660\"");
-    try {
-      std::size_t used = 0;
-      o.listen.unix_socket_mode = static_cast<unsigned>(std::stoul(mode.get<std::string>(), &used, 8));
-      if (used != mode.get<std::string>().size() || o.listen.unix_socket_mode > 07777) throw 0;
-    } catch (...) {
+    const std::string text = mode.is_string() ? mode.get<std::string>() : std::string();
+    char* end = nullptr;
+    const unsigned long value = text.empty() ? 0 : std::strtoul(text.c_str(), &end, 8);
+    if (text.empty() || end != text.c_str() + text.size() || value > 07777) {
       return config_error("'unix_socket_mode' must be an octal string like \"0660\"");
     }
+    o.listen.unix_socket_mode = static_cast<unsigned>(value);
   }
   if (config.contains("log_level")) {
     if (!config["log_level"].is_string()) return config_error("'log_level' must be a string");

@@ -24,8 +24,7 @@ ServerConnection::ServerConnection(Server::Impl& server, Reactor& reactor,
                                    std::unique_ptr<Stream> stream)
     : server_(server),
       reactor_(reactor),
-      peer_(stream->peer_address()),
-      timer_(stream->executor()) {
+      peer_(stream->peer_address()) {
   channel_ = std::make_shared<FrameChannel>(std::move(stream), server.options.max_frame_size);
 }
 
@@ -34,7 +33,7 @@ asio::awaitable<void> ServerConnection::run(Status refuse) {
     co_await linger(std::move(refuse));
     co_return;
   }
-  arm_timer(Clock::now() + server_.options.negotiation_timeout);
+  deadline_ = Clock::now() + server_.options.negotiation_timeout;
 
   std::uint8_t preamble[wire::kPreambleSize];
   Status status = co_await channel_->read_exact(preamble, sizeof preamble);
@@ -66,22 +65,16 @@ asio::awaitable<void> ServerConnection::run(Status refuse) {
       server_.log(LogLevel::kWarning,
                   "negotiation with " + peer_ + " failed: " + why.to_string());
     }
-    timer_.cancel();
+    // negotiate_server() queued the ERROR (the timeout path sent its own).
+    if (!negotiation_timed_out_) co_await linger(std::nullopt);
     co_return;
   }
   identity_ = std::move(*identity);
   state_ = State::kServing;
-  // Deferred to the end of this turn: calls pipelined behind the negotiation
-  // are answered in the same write as AUTH_SUCCESS.
-  channel_->schedule_flush();
-  server_.log(LogLevel::kDebug, "authenticated " + identity_.user + " from " + peer_ + " via " +
-                                    identity_.mechanism);
   last_activity_ = Clock::now();
-  if (server_.options.idle_timeout.count() > 0) {
-    arm_timer(last_activity_ + server_.options.idle_timeout);
-  } else {
-    timer_.cancel();
-  }
+  // Calls pipelined behind the negotiation are answered in the same write as
+  // AUTH_SUCCESS: flush only once no further frame is buffered.
+  flush_if_idle();
   co_await serve();
 }
 
@@ -133,13 +126,21 @@ asio::awaitable<void> ServerConnection::serve() {
       co_return;
     }
     if (channel_->closed()) break;
-    channel_->schedule_flush();
+    flush_if_idle();
     if (channel_->pending_bytes() > server_.options.max_pending_output) {
       co_await channel_->wait_pending_below(server_.options.max_pending_output / 2);
     }
   }
-  timer_.cancel();
+  cancel_all_calls();
   channel_->close();
+}
+
+void ServerConnection::cancel_all_calls() {
+  for (auto& [id, flag] : cancel_flags_) flag->store(true);
+}
+
+void ServerConnection::flush_if_idle() {
+  if (!channel_->frame_buffered()) channel_->flush_now();
 }
 
 void ServerConnection::handle_request(const Frame& frame) {
@@ -256,6 +257,7 @@ void ServerConnection::start_blocking_call(const Service::Method& method,
 void ServerConnection::finish_call(std::uint32_t call_id, const Result<std::string>& result,
                                    Clock::time_point deadline) {
   --in_flight_;
+  last_activity_ = Clock::now();
   const auto it = cancel_flags_.find(call_id);
   const bool cancelled = it != cancel_flags_.end() && it->second->load();
   if (it != cancel_flags_.end()) cancel_flags_.erase(it);
@@ -309,38 +311,34 @@ void ServerConnection::go_away() {
 }
 
 void ServerConnection::force_close() {
-  for (auto& [id, flag] : cancel_flags_) flag->store(true);
-  timer_.cancel();
+  cancel_all_calls();
   channel_->close();
 }
 
 void ServerConnection::close_when_drained() {
   state_ = State::kLingering;
   channel_->shutdown_after_flush();
-  arm_timer(Clock::now() + kLingerTime);
+  deadline_ = Clock::now() + kLingerTime;
 }
 
-asio::awaitable<void> ServerConnection::linger(Status error) {
+asio::awaitable<void> ServerConnection::linger(std::optional<Status> error) {
   state_ = State::kLingering;
-  wire::append_error(channel_->out(), static_cast<std::uint16_t>(to_wire_errc(error.code)),
-                     error.message);
+  cancel_all_calls();
+  if (error) {
+    wire::append_error(channel_->out(), static_cast<std::uint16_t>(to_wire_errc(error->code)),
+                       error->message);
+  }
   channel_->shutdown_after_flush();
-  arm_timer(Clock::now() + kLingerTime);
+  deadline_ = Clock::now() + kLingerTime;
   co_await channel_->discard_input();
-  timer_.cancel();
   channel_->close();
 }
 
-void ServerConnection::arm_timer(Clock::time_point at) {
-  timer_.expires_at(at);
-  timer_.async_wait([self = shared_from_this()](std::error_code ec) {
-    if (!ec) self->on_timer();
-  });
-}
-
-void ServerConnection::on_timer() {
+void ServerConnection::on_tick(Clock::time_point now) {
+  if (channel_->closed()) return;
   switch (state_) {
     case State::kNegotiating:
+      if (now < deadline_) return;
       negotiation_timed_out_ = true;
       wire::append_error(channel_->out(), static_cast<std::uint16_t>(Errc::kNegotiationTimeout),
                          "negotiation timed out");
@@ -348,20 +346,16 @@ void ServerConnection::on_timer() {
       return;
     case State::kServing:
     case State::kGoingAway: {
-      const auto idle_until = last_activity_ + server_.options.idle_timeout;
-      if (in_flight_ > 0 || idle_until > Clock::now()) {
-        arm_timer(std::max(idle_until, Clock::now() + std::chrono::milliseconds(10)));
-        return;
-      }
+      const auto idle = server_.options.idle_timeout;
+      if (idle.count() == 0 || in_flight_ > 0 || now < last_activity_ + idle) return;
       server_.log(LogLevel::kDebug, "closing idle connection from " + peer_);
       wire::append_error(channel_->out(), static_cast<std::uint16_t>(Errc::kIdleTimeout),
-                         "connection idle for " +
-                             std::to_string(server_.options.idle_timeout.count()) + " ms");
+                         "connection idle for " + std::to_string(idle.count()) + " ms");
       close_when_drained();
       return;
     }
     case State::kLingering:
-      channel_->close();
+      if (now >= deadline_) channel_->close();
       return;
   }
 }

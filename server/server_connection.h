@@ -5,10 +5,10 @@
 #pragma once
 
 #include <asio/awaitable.hpp>
-#include <asio/steady_timer.hpp>
 #include <atomic>
 #include <chrono>
 #include <memory>
+#include <optional>
 #include <unordered_map>
 
 #include "auth/identity.h"
@@ -29,12 +29,19 @@ class ServerConnection : public std::enable_shared_from_this<ServerConnection> {
   void go_away();
   // Close now; in-flight results are dropped.
   void force_close();
+  // Called by the reactor's sweeper every tick: enforces the negotiation,
+  // idle and linger deadlines.
+  void on_tick(Clock::time_point now);
 
  private:
   enum class State { kNegotiating, kServing, kGoingAway, kLingering };
 
   asio::awaitable<void> serve();
-  asio::awaitable<void> linger(Status error);
+  // Ends the connection on the server's initiative: queues `error` (if any)
+  // as an ERROR frame, sends it, then reads until the peer closes or 2 s pass
+  // so that the frame is not destroyed by a reset.
+  asio::awaitable<void> linger(std::optional<Status> error);
+  void cancel_all_calls();
   void handle_request(const Frame& frame);
   void handle_cancel(std::uint32_t call_id);
   void start_async_call(const Service::Method& method, std::string_view service_name,
@@ -47,15 +54,14 @@ class ServerConnection : public std::enable_shared_from_this<ServerConnection> {
                Clock::time_point deadline);
   void finish_call(std::uint32_t call_id, const Result<std::string>& result,
                    Clock::time_point deadline);
-  void arm_timer(Clock::time_point at);
-  void on_timer();
+  void flush_if_idle();
   void close_when_drained();
 
   Server::Impl& server_;
   Reactor& reactor_;
   std::shared_ptr<FrameChannel> channel_;
   std::string peer_;
-  asio::steady_timer timer_;
+  Clock::time_point deadline_;  // when on_tick acts; see on_tick()
   State state_ = State::kNegotiating;
   Identity identity_;
   bool negotiation_timed_out_ = false;

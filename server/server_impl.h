@@ -3,11 +3,13 @@
 
 #include <asio/executor_work_guard.hpp>
 #include <asio/io_context.hpp>
+#include <asio/steady_timer.hpp>
 #include <asio/thread_pool.hpp>
 #include <atomic>
 #include <condition_variable>
 #include <map>
 #include <mutex>
+#include <future>
 #include <optional>
 #include <thread>
 #include <unordered_set>
@@ -20,12 +22,21 @@ class ServerConnection;
 
 // One IO thread: its event loop, its share of every listener, and the
 // connections it serves. `connections` is touched only on `thread`.
+// Timeouts are enforced by one sweeper timer per reactor that visits every
+// connection each tick (as Kudu's reactors do), so that a session arms no
+// timer of its own.
 struct Reactor {
-  asio::io_context io{1};
+  // One thread runs `io`, and sockets are only touched from it, so the
+  // per-socket locks of the reactor are off (posting from other threads stays
+  // safe: the scheduler keeps its lock).
+  asio::io_context io{ASIO_CONCURRENCY_HINT_UNSAFE_IO};
+  asio::steady_timer sweeper{io};
+  bool stopping = false;  // set on `thread` by Server::stop()
   std::optional<asio::executor_work_guard<asio::io_context::executor_type>> work;
   std::vector<std::unique_ptr<Listener>> listeners;
   std::unordered_set<std::shared_ptr<ServerConnection>> connections;
   std::thread thread;
+  std::promise<void> exited;  // set when `thread` leaves io.run()
 };
 
 class Server::Impl {

@@ -1,0 +1,283 @@
+#include "auth/kerberos.h"
+
+#include <asio/co_spawn.hpp>
+#include <asio/thread_pool.hpp>
+#include <asio/use_awaitable.hpp>
+#include <gssapi/gssapi_krb5.h>
+#include <unistd.h>
+
+#include <mutex>
+#include <set>
+
+#include "auth/kerberos_errors.h"
+
+namespace authrpc {
+namespace {
+
+using security::GssName;
+using security::GssStatus;
+using security::KerberosCredentials;
+
+class GssBuffer {
+ public:
+  ~GssBuffer() {
+    OM_uint32 minor = 0;
+    gss_release_buffer(&minor, &buffer_);
+  }
+  gss_buffer_t get() noexcept { return &buffer_; }
+  std::string str() const {
+    return {static_cast<const char*>(buffer_.value), buffer_.length};
+  }
+
+ private:
+  gss_buffer_desc buffer_ = GSS_C_EMPTY_BUFFER;
+};
+
+gss_buffer_desc view(std::string_view bytes) {
+  return {bytes.size(), const_cast<char*>(bytes.data())};
+}
+
+class GssContext {
+ public:
+  ~GssContext() {
+    OM_uint32 minor = 0;
+    if (ctx_ != GSS_C_NO_CONTEXT) gss_delete_sec_context(&minor, &ctx_, GSS_C_NO_BUFFER);
+  }
+  gss_ctx_id_t* get() noexcept { return &ctx_; }
+
+ private:
+  gss_ctx_id_t ctx_ = GSS_C_NO_CONTEXT;
+};
+
+std::string local_host_name() {
+  char name[256] = {};
+  if (::gethostname(name, sizeof name - 1) != 0) return "localhost";
+  return name;
+}
+
+std::string realm_of(const std::string& principal) {
+  const auto at = principal.rfind('@');
+  return at == std::string::npos ? std::string() : principal.substr(at + 1);
+}
+
+}  // namespace
+
+struct KerberosServerMechanism::State {
+  std::unique_ptr<KerberosCredentials> credentials;
+  std::string principal;
+};
+
+struct KerberosClientMechanism::State {
+  KerberosClientOptions options;
+  std::unique_ptr<KerberosCredentials> credentials;  // null: default ccache each time
+  std::string principal;
+  // Targets we already hold a service ticket for: their first token needs no
+  // KDC request, so it is made on the IO thread. The first one per target may
+  // wait for the KDC and is made on `kdc_pool`.
+  std::mutex mu;
+  std::set<std::string> warm_targets;
+  asio::thread_pool kdc_pool{1};
+};
+
+namespace {
+
+class KerberosServerSession final : public ServerAuthSession {
+ public:
+  explicit KerberosServerSession(std::shared_ptr<KerberosServerMechanism::State> state)
+      : state_(std::move(state)) {}
+
+  asio::awaitable<ServerStep> step(std::string_view client_token) override {
+    gss_buffer_desc input = view(client_token);
+    gss_name_t source = GSS_C_NO_NAME;
+    GssBuffer output;
+    OM_uint32 minor = 0, flags = 0;
+    const OM_uint32 major = gss_accept_sec_context(
+        &minor, context_.get(), state_->credentials->handle(), &input,
+        GSS_C_NO_CHANNEL_BINDINGS, &source, nullptr, output.get(), &flags, nullptr, nullptr);
+    GssName client(source);
+    if (GSS_ERROR(major)) {
+      co_return ServerStep::failure(kerberos_status(GssStatus::from(major, minor, "accept")));
+    }
+    if (major & GSS_S_CONTINUE_NEEDED) {
+      co_return ServerStep::failure(
+          {Errc::kAuthenticationFailed, "kerberos: the exchange needs more than one token"});
+    }
+    if ((flags & GSS_C_MUTUAL_FLAG) == 0) {
+      co_return ServerStep::failure(
+          {Errc::kAuthenticationFailed, "kerberos: client did not ask for mutual authentication"});
+    }
+    Identity id;
+    id.principal = client.display();
+    id.user = id.principal;
+    id.realm = realm_of(id.principal);
+    co_return ServerStep::success(std::move(id), output.str());
+  }
+
+ private:
+  std::shared_ptr<KerberosServerMechanism::State> state_;
+  GssContext context_;
+};
+
+class KerberosClientSession final : public ClientAuthSession {
+ public:
+  KerberosClientSession(std::shared_ptr<KerberosClientMechanism::State> state,
+                        const ChannelInfo& channel)
+      : state_(std::move(state)) {
+    const auto& o = state_->options;
+    if (!o.service_principal.empty()) {
+      target_label_ = o.service_principal;
+      target_ = GssName::principal(o.service_principal, &target_status_);
+    } else {
+      const std::string host =
+          channel.scheme == Endpoint::Scheme::kUnix || channel.server_host.empty()
+              ? std::string("localhost")
+              : channel.server_host;
+      target_label_ = o.service + "@" + host;
+      target_ = GssName::host_based(o.service, host, &target_status_);
+    }
+  }
+
+  asio::awaitable<ClientStep> initial() override {
+    if (!target_status_.ok()) co_return ClientStep::failure(kerberos_status(target_status_));
+    bool warm = false;
+    {
+      std::lock_guard lock(state_->mu);
+      warm = state_->warm_targets.contains(target_label_);
+    }
+    if (warm) co_return first_token();
+    co_return co_await asio::co_spawn(
+        state_->kdc_pool.get_executor(),
+        [this]() -> asio::awaitable<ClientStep> { co_return first_token(); }, asio::use_awaitable);
+  }
+
+  asio::awaitable<ClientStep> challenge(std::string_view) override {
+    co_return ClientStep::failure(
+        {Errc::kProtocolError, "kerberos: unexpected challenge (one token each way)"});
+  }
+
+  asio::awaitable<Status> complete(std::string_view server_token) override {
+    if (server_token.empty()) {
+      co_return Status(Errc::kAuthenticationFailed,
+                       "kerberos: server sent no AP-REP; mutual authentication failed");
+    }
+    gss_buffer_desc input = view(server_token);
+    GssBuffer output;
+    OM_uint32 minor = 0, flags = 0;
+    const OM_uint32 major = gss_init_sec_context(
+        &minor, cred(), context_.get(), target_.get(), const_cast<gss_OID>(gss_mech_krb5),
+        kFlags, 0, GSS_C_NO_CHANNEL_BINDINGS, &input, nullptr, output.get(), &flags, nullptr);
+    if (GSS_ERROR(major)) {
+      co_return kerberos_status(GssStatus::from(major, minor, "verify server (AP-REP)"));
+    }
+    if (major != GSS_S_COMPLETE || (flags & GSS_C_MUTUAL_FLAG) == 0) {
+      co_return Status(Errc::kAuthenticationFailed,
+                       "kerberos: mutual authentication with " + target_label_ + " not completed");
+    }
+    std::lock_guard lock(state_->mu);
+    state_->warm_targets.insert(target_label_);
+    co_return Status();
+  }
+
+ private:
+  static constexpr OM_uint32 kFlags = GSS_C_MUTUAL_FLAG | GSS_C_INTEG_FLAG;
+
+  gss_cred_id_t cred() const {
+    return state_->credentials ? state_->credentials->handle() : GSS_C_NO_CREDENTIAL;
+  }
+
+  ClientStep first_token() {
+    GssBuffer output;
+    OM_uint32 minor = 0;
+    const OM_uint32 major = gss_init_sec_context(
+        &minor, cred(), context_.get(), target_.get(), const_cast<gss_OID>(gss_mech_krb5),
+        kFlags, 0, GSS_C_NO_CHANNEL_BINDINGS, GSS_C_NO_BUFFER, nullptr, output.get(), nullptr,
+        nullptr);
+    if (GSS_ERROR(major)) {
+      std::lock_guard lock(state_->mu);
+      state_->warm_targets.erase(target_label_);
+      return ClientStep::failure(
+          kerberos_status(GssStatus::from(major, minor, "ticket for " + target_label_)));
+    }
+    if ((major & GSS_S_CONTINUE_NEEDED) == 0) {
+      return ClientStep::failure(
+          {Errc::kAuthenticationFailed, "kerberos: mechanism completed without mutual authentication"});
+    }
+    return ClientStep::send(output.str(), true);
+  }
+
+  std::shared_ptr<KerberosClientMechanism::State> state_;
+  GssStatus target_status_;
+  GssName target_;
+  std::string target_label_;
+  GssContext context_;
+};
+
+}  // namespace
+
+KerberosServerMechanism::KerberosServerMechanism(std::shared_ptr<State> state)
+    : state_(std::move(state)) {}
+KerberosServerMechanism::~KerberosServerMechanism() = default;
+
+Result<std::shared_ptr<KerberosServerMechanism>> KerberosServerMechanism::create(
+    const KerberosServerOptions& options) {
+  KerberosCredentials::AcceptorOptions acceptor;
+  acceptor.keytab = options.keytab;
+  acceptor.principal = options.principal.empty()
+                           ? options.service + "/" +
+                                 (options.host.empty() ? local_host_name() : options.host)
+                           : options.principal;
+  acceptor.replay_cache = options.replay_cache;
+  acceptor.replay_cache_dir = options.replay_cache_dir;
+  GssStatus status;
+  auto credentials = KerberosCredentials::acceptor(acceptor, &status);
+  if (!credentials) return Status(Errc::kConfigError, "kerberos: " + status.message);
+  auto state = std::make_shared<State>();
+  state->credentials = std::move(credentials);
+  state->principal = acceptor.principal;
+  return std::shared_ptr<KerberosServerMechanism>(new KerberosServerMechanism(std::move(state)));
+}
+
+std::unique_ptr<ServerAuthSession> KerberosServerMechanism::start(const ChannelInfo&) {
+  return std::make_unique<KerberosServerSession>(state_);
+}
+
+const std::string& KerberosServerMechanism::principal() const noexcept { return state_->principal; }
+
+KerberosClientMechanism::KerberosClientMechanism(std::shared_ptr<State> state)
+    : state_(std::move(state)) {}
+KerberosClientMechanism::~KerberosClientMechanism() = default;
+
+Result<std::shared_ptr<KerberosClientMechanism>> KerberosClientMechanism::create(
+    const KerberosClientOptions& options) {
+  if (!options.keytab.empty() && options.principal.empty()) {
+    return Status(Errc::kConfigError, "kerberos: a client keytab needs a principal");
+  }
+  KerberosCredentials::InitiatorOptions initiator{options.ccache, options.principal,
+                                                  options.keytab};
+  GssStatus status;
+  auto credentials = KerberosCredentials::initiator(initiator, &status);
+  if (!credentials) {
+    Status s = kerberos_status(status);
+    if (s.code == Errc::kAuthenticationFailed && status.major == GSS_S_FAILURE &&
+        status.minor == 0) {
+      s.code = make_error_code(Errc::kCredentialsExpired);
+    }
+    return s;
+  }
+  auto state = std::make_shared<State>();
+  state->options = options;
+  state->principal = credentials->principal();
+  // A ticket-cache client re-reads the cache on every session, so that a
+  // kinit (or a renewal by another process) is picked up; a keytab client
+  // keeps its handle, whose tickets GSSAPI renews from the keytab.
+  if (!options.keytab.empty() || !options.ccache.empty()) state->credentials = std::move(credentials);
+  return std::shared_ptr<KerberosClientMechanism>(new KerberosClientMechanism(std::move(state)));
+}
+
+std::unique_ptr<ClientAuthSession> KerberosClientMechanism::start(const ChannelInfo& channel) {
+  return std::make_unique<KerberosClientSession>(state_, channel);
+}
+
+const std::string& KerberosClientMechanism::principal() const noexcept { return state_->principal; }
+
+}  // namespace authrpc

@@ -1,0 +1,83 @@
+// The `kerberos` mechanism: Kerberos V5 through MIT GSSAPI, one token each
+// way. The client's AP-REQ travels in HELLO (so calls can follow in the same
+// flight); the server's AP-REP comes back in AUTH_SUCCESS and the client
+// checks it before it accepts any response — mutual authentication is
+// required. No KDC traffic once the client holds a service ticket.
+//
+// The standard SASL GSSAPI mechanism (for interop) is `kerberos-sasl`, in
+// auth/kerberos_sasl.h.
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "auth/mechanism.h"
+#include "rpc/result.h"
+
+namespace authrpc {
+
+inline constexpr std::string_view kKerberosMechanism = "kerberos";
+
+struct KerberosServerOptions {
+  std::string keytab;     // empty: KRB5_KTNAME, else the system default keytab
+  std::string principal;  // "rpc/host@REALM"; empty: service/host
+  std::string service = "rpc";
+  std::string host;       // empty: this machine's host name
+  // The replay cache rejects a second use of the same authenticator. Turning
+  // it off saves ~15–20 µs per session and is safe only when every connection
+  // is bound to a TLS channel.
+  bool replay_cache = true;
+  std::string replay_cache_dir;  // empty: KRB5RCACHEDIR or /var/tmp
+};
+
+struct KerberosClientOptions {
+  std::string ccache;     // empty: KRB5CCNAME, else the default cache
+  std::string principal;  // with keytab: log in as this principal
+  std::string keytab;     // set: keytab login, renewed before the TGT expires
+  // The server principal to expect. Empty: "<service>@<host connected to>"
+  // ("localhost" for Unix sockets), as a host-based service name.
+  std::string service_principal;
+  std::string service = "rpc";
+};
+
+// Errors are typed: CREDENTIALS_EXPIRED (kinit / renew), UNAVAILABLE (KDC
+// unreachable), AUTHENTICATION_FAILED (clock skew, replay, unknown principal,
+// keytab out of date), CONFIG_ERROR (missing or unreadable keytab).
+class KerberosServerMechanism final : public ServerMechanism {
+ public:
+  // Loads the acceptor credentials now: a bad keytab fails here, at startup.
+  static Result<std::shared_ptr<KerberosServerMechanism>> create(
+      const KerberosServerOptions& options);
+  ~KerberosServerMechanism() override;
+
+  std::string_view name() const noexcept override { return kKerberosMechanism; }
+  std::unique_ptr<ServerAuthSession> start(const ChannelInfo& channel) override;
+  const std::string& principal() const noexcept;
+
+  struct State;
+
+ private:
+  explicit KerberosServerMechanism(std::shared_ptr<State> state);
+  std::shared_ptr<State> state_;
+};
+
+class KerberosClientMechanism final : public ClientMechanism {
+ public:
+  // With a keytab, logs in now; otherwise checks the ticket cache has a TGT.
+  static Result<std::shared_ptr<KerberosClientMechanism>> create(
+      const KerberosClientOptions& options);
+  ~KerberosClientMechanism() override;
+
+  std::string_view name() const noexcept override { return kKerberosMechanism; }
+  std::unique_ptr<ClientAuthSession> start(const ChannelInfo& channel) override;
+  // The client's own principal, e.g. "alice@EXAMPLE.COM".
+  const std::string& principal() const noexcept;
+
+  struct State;
+
+ private:
+  explicit KerberosClientMechanism(std::shared_ptr<State> state);
+  std::shared_ptr<State> state_;
+};
+
+}  // namespace authrpc

@@ -1,0 +1,32 @@
+#include "auth/kerberos_errors.h"
+
+#include <krb5/krb5.h>
+
+namespace authrpc {
+
+Status kerberos_status(const security::GssStatus& status) {
+  if (status.ok()) return {};
+  Errc code = Errc::kAuthenticationFailed;
+  switch (static_cast<krb5_error_code>(static_cast<std::int32_t>(status.minor))) {
+    case KRB5KRB_AP_ERR_TKT_EXPIRED:
+    case KRB5KDC_ERR_TGT_REVOKED:
+    case KRB5_FCC_NOFILE:
+    case KRB5_CC_NOTFOUND:
+    case KRB5_CC_END:
+      code = Errc::kCredentialsExpired;
+      break;
+    case KRB5_KDC_UNREACH:
+    case KRB5_REALM_CANT_RESOLVE:
+      code = Errc::kUnavailable;
+      break;
+    default:
+      if (GSS_ROUTINE_ERROR(status.major) == GSS_S_NO_CRED ||
+          GSS_ROUTINE_ERROR(status.major) == GSS_S_CREDENTIALS_EXPIRED) {
+        code = Errc::kCredentialsExpired;
+      }
+      break;
+  }
+  return {code, "kerberos: " + status.message};
+}
+
+}  // namespace authrpc

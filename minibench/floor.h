@@ -1,0 +1,67 @@
+// The bare floors: what a session or a call costs on a socket with no
+// framework at all — no framing, no negotiation, no dispatch, no timers.
+//
+// Both halves run as Asio coroutines on a single-threaded io_context — the
+// same event-loop machinery the authrpc server (one IO thread) and the
+// benchmark's authrpc client run on — rather than as a blocking accept loop.
+// The floor thereby pays the same epoll reactor and coroutine resumptions as
+// authrpc does, and the ratio isolates what authrpc adds on top of "a socket
+// on an Asio event loop". (A blocking loop would also save the epoll_wait per
+// wake-up, which no event-driven server can; that is not a cost authrpc could
+// remove.) Nothing here allocates per byte or arms a timer.
+//
+// Threading: a FloorServer and everything it accepts live on the executor
+// given to start(); FloorClient coroutines run on the executor they are given.
+#pragma once
+
+#include <asio/any_io_executor.hpp>
+#include <asio/awaitable.hpp>
+#include <asio/io_context.hpp>
+#include <memory>
+
+#include "minibench/stats.h"
+#include "rpc/endpoint.h"
+#include "rpc/result.h"
+
+namespace minibench {
+
+// Echo listener: for each connection it reads whatever arrives and writes it
+// back, until end of stream, then closes. It serves both floors: a session
+// floor client sends 1 byte, reads it back and closes; a ping-pong client
+// does the 1-byte exchange repeatedly on one connection.
+class FloorServer {
+ public:
+  // Binds `endpoint` (tcp port 0: any free port; unix:@name: abstract) and
+  // starts accepting on `ex`, which must be a single-threaded io_context's.
+  static authrpc::Result<std::unique_ptr<FloorServer>> start(const asio::any_io_executor& ex,
+                                                             const authrpc::Endpoint& endpoint);
+  virtual ~FloorServer() = default;
+  // The bound endpoint (the real port for tcp port 0).
+  virtual authrpc::Endpoint endpoint() const = 0;
+  // Stops accepting; open connections end when their peers close. Call on
+  // the executor's thread, or after its io_context has stopped.
+  virtual void close() noexcept = 0;
+};
+
+// A ping-pong connection to an echo server: 1 byte out, 1 byte back.
+class PingPong {
+ public:
+  virtual ~PingPong() = default;
+  // One round trip, timed from before the write to the reply.
+  virtual asio::awaitable<authrpc::Result<Clock::duration>> round_trip() = 0;
+};
+
+// The client half of the floors, for one echo server's endpoint.
+class FloorClient {
+ public:
+  // Resolves `endpoint` once, so that no name lookup lands inside a timing.
+  static authrpc::Result<std::unique_ptr<FloorClient>> make(const authrpc::Endpoint& endpoint);
+  virtual ~FloorClient() = default;
+  // One floor session: connect + write 1 byte + read it back + close, timed
+  // from before connect to the reply (the close is not timed).
+  virtual asio::awaitable<authrpc::Result<Clock::duration>> session(asio::any_io_executor ex) = 0;
+  virtual asio::awaitable<authrpc::Result<std::unique_ptr<PingPong>>> connect(
+      asio::any_io_executor ex) = 0;
+};
+
+}  // namespace minibench

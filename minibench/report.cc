@@ -1,0 +1,148 @@
+#include "minibench/report.h"
+
+#include <algorithm>
+#include <cerrno>
+#include <cmath>
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+namespace minibench {
+namespace {
+
+using Json = nlohmann::ordered_json;  // keys in the order written
+
+std::vector<double> block_p50s(const Samples& samples) {
+  std::vector<double> p50s;
+  for (const auto& block : samples.blocks_us()) {
+    if (!block.empty()) p50s.push_back(median(block));
+  }
+  return p50s;
+}
+
+double rounded(double v) { return std::round(v * 100.0) / 100.0; }
+
+Json or_null(const std::optional<double>& v) { return v ? Json(rounded(*v)) : Json(nullptr); }
+Json or_null(const std::optional<std::string>& v) { return v ? Json(*v) : Json(nullptr); }
+
+}  // namespace
+
+Row floor_row(std::string name, std::string transport, const Samples& samples) {
+  Row row;
+  row.floor = name;
+  row.name = std::move(name);
+  row.method = "none";
+  row.transport = std::move(transport);
+  row.summary = summarize(samples);
+  row.block_p50_us = block_p50s(samples);
+  row.ratio = 1.0;
+  row.block_ratios.assign(row.block_p50_us.size(), 1.0);
+  return row;
+}
+
+Row compared_row(std::string name, std::string method, std::string transport,
+                 const Samples& samples, const Row* floor) {
+  Row row;
+  row.name = std::move(name);
+  row.method = std::move(method);
+  row.transport = std::move(transport);
+  row.summary = summarize(samples);
+  row.block_p50_us = block_p50s(samples);
+  if (floor != nullptr && floor->summary.p50_us > 0) {
+    row.floor = floor->name;
+    row.ratio = row.summary.p50_us / floor->summary.p50_us;
+    const std::size_t paired = std::min(row.block_p50_us.size(), floor->block_p50_us.size());
+    for (std::size_t i = 0; i < paired; ++i) {
+      row.block_ratios.push_back(row.block_p50_us[i] / floor->block_p50_us[i]);
+    }
+  }
+  return row;
+}
+
+void Report::add_target(std::string row, double limit) {
+  targets_.push_back({std::move(row), limit});
+}
+
+const Row* Report::find(const std::string& name) const {
+  for (const auto& row : rows_) {
+    if (row.name == name) return &row;
+  }
+  return nullptr;
+}
+
+void Report::print_rows(std::FILE* out) const {
+  std::fprintf(out, "%-22s %6s %9s %9s %9s %9s %9s %10s  %s\n", "name", "n", "mean_us", "p50_us",
+               "p95_us", "p99_us", "max_us", "per_s", "ratio (p50/floor p50)");
+  for (const auto& r : rows_) {
+    const auto& s = r.summary;
+    std::fprintf(out, "%-22s %6zu %9.1f %9.1f %9.1f %9.1f %9.1f %10.0f  ", r.name.c_str(), s.n,
+                 s.mean_us, s.p50_us, s.p95_us, s.p99_us, s.max_us, s.per_s);
+    if (!r.ratio) {
+      std::fprintf(out, "-    (no floor measured)\n");
+    } else if (r.floor == r.name) {
+      std::fprintf(out, "%.2f (floor)\n", *r.ratio);
+    } else {
+      std::fprintf(out, "%.2f vs %s\n", *r.ratio, r.floor->c_str());
+    }
+  }
+}
+
+void Report::print_targets(std::FILE* out) const {
+  if (targets_.empty()) return;
+  std::fprintf(out, "targets:\n");
+  for (const auto& t : targets_) {
+    const Row* r = find(t.row);
+    if (r == nullptr || !r->ratio) {
+      std::fprintf(out, "  %-12s p50 <= %.2f x floor p50: not measured\n", t.row.c_str(),
+                   t.limit);
+      continue;
+    }
+    std::fprintf(out, "  %-12s p50 <= %.2f x %s p50: ratio %.2f -> %s", t.row.c_str(), t.limit,
+                 r->floor->c_str(), *r->ratio, *r->ratio <= t.limit ? "met" : "NOT met");
+    if (!r->block_ratios.empty()) {
+      const auto [lo, hi] = std::minmax_element(r->block_ratios.begin(), r->block_ratios.end());
+      std::fprintf(out, "  (per-block ratio: median %.2f, range %.2f-%.2f)",
+                   median(r->block_ratios), *lo, *hi);
+    }
+    std::fprintf(out, "\n");
+  }
+}
+
+authrpc::Status Report::write_json(const std::string& path) const {
+  Json rows = Json::array();
+  for (const auto& r : rows_) {
+    const auto& s = r.summary;
+    rows.push_back({{"name", r.name},
+                    {"method", r.method},
+                    {"transport", r.transport},
+                    {"tls", r.tls},
+                    {"n", s.n},
+                    {"mean_us", rounded(s.mean_us)},
+                    {"p50_us", rounded(s.p50_us)},
+                    {"p95_us", rounded(s.p95_us)},
+                    {"p99_us", rounded(s.p99_us)},
+                    {"max_us", rounded(s.max_us)},
+                    {"per_s", rounded(s.per_s)},
+                    {"floor", or_null(r.floor)},
+                    {"ratio", or_null(r.ratio)}});
+  }
+  Json targets = Json::array();
+  for (const auto& t : targets_) {
+    const Row* r = find(t.row);
+    const bool measured = r != nullptr && r->ratio.has_value();
+    targets.push_back({{"row", t.row},
+                       {"floor", measured ? Json(*r->floor) : Json(nullptr)},
+                       {"limit", t.limit},
+                       {"ratio", measured ? or_null(r->ratio) : Json(nullptr)},
+                       {"met", measured ? Json(*r->ratio <= t.limit) : Json(nullptr)}});
+  }
+  const Json doc = {{"rows", rows}, {"targets", targets}};
+  std::ofstream file(path, std::ios::trunc);
+  file << doc.dump(2) << "\n";
+  file.close();
+  if (!file) {
+    return authrpc::Status(std::error_code(errno, std::generic_category()), "write " + path);
+  }
+  return {};
+}
+
+}  // namespace minibench

@@ -1,0 +1,267 @@
+#include "minibench/server_child.h"
+
+#include <asio/executor_work_guard.hpp>
+#include <asio/io_context.hpp>
+#include <asio/this_coro.hpp>
+#include <fcntl.h>
+#include <poll.h>
+#include <sched.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <chrono>
+#include <csignal>
+#include <cstdio>
+#include <nlohmann/json.hpp>
+#include <thread>
+#include <vector>
+
+#include "auth/mechanism_registry.h"
+#include "client/client.h"
+#include "minibench/floor.h"
+#include "server/server.h"
+#include "server/service.h"
+
+namespace minibench {
+namespace {
+
+using authrpc::Endpoint;
+using authrpc::Errc;
+using authrpc::Status;
+
+constexpr auto kStartTimeout = std::chrono::seconds(10);
+constexpr auto kStopTimeout = std::chrono::seconds(5);
+
+void write_line(int fd, const std::string& line) {
+  const std::string text = line + "\n";
+  std::size_t done = 0;
+  while (done < text.size()) {
+    const ssize_t n = ::write(fd, text.data() + done, text.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return;
+    done += static_cast<std::size_t>(n);
+  }
+}
+
+[[noreturn]] void fail_child(int fd, const std::string& why) {
+  write_line(fd, "error " + why);
+  ::_exit(1);
+}
+
+Endpoint must_parse(const std::string& uri) { return *Endpoint::parse(uri); }
+
+// The floor listeners' endpoints, for a child with tag `tag`.
+std::vector<Endpoint> floor_endpoints(const std::string& tag) {
+  return {must_parse("tcp://127.0.0.1:0"), must_parse("unix:@" + tag + "-floor")};
+}
+
+// A service whose start_floors method starts the floor listeners on the IO
+// thread that runs it (an async handler runs on its connection's IO thread).
+authrpc::Service floor_starter(std::vector<std::unique_ptr<FloorServer>>& floors) {
+  authrpc::Service service("minibench");
+  service.add_async("start_floors",
+                    [&floors](authrpc::CallContext&,
+                              std::string tag) -> asio::awaitable<authrpc::Result<std::string>> {
+                      const auto ex = co_await asio::this_coro::executor;
+                      for (const auto& endpoint : floor_endpoints(tag)) {
+                        auto floor = FloorServer::start(ex, endpoint);
+                        if (!floor.ok()) co_return floor.status();
+                        floors.push_back(std::move(*floor));
+                      }
+                      co_return std::string();
+                    });
+  return service;
+}
+
+// Calls minibench.start_floors on the server at `endpoint` and waits for it.
+Status call_start_floors(const Endpoint& endpoint, const std::string& method,
+                         const std::string& tag) {
+  const auto registry = authrpc::MechanismRegistry::with_builtins();
+  auto mechanism = registry.make_client(method, nlohmann::json::object());
+  if (!mechanism.ok()) return mechanism.status();
+  authrpc::ClientOptions options;
+  options.endpoint = endpoint;
+  options.mechanisms = {*mechanism};
+  auto client = authrpc::Client::connect(std::move(options));
+  if (!client.ok()) return client.status();
+  auto reply = (*client)->call("minibench", "start_floors", tag);
+  return reply.ok() ? Status() : reply.status();
+}  // the setup client and its IO thread end here
+
+// The child process: never returns. Runs with the parent's memory image but
+// only the forking thread, so it builds everything it needs from scratch.
+[[noreturn]] void child_main(int fd, pid_t parent, const ServerChildOptions& options) {
+  ::prctl(PR_SET_PDEATHSIG, SIGTERM);
+  if (::getppid() != parent) ::_exit(1);  // the parent died before prctl
+  sigset_t signals;
+  sigemptyset(&signals);
+  sigaddset(&signals, SIGTERM);
+  sigaddset(&signals, SIGINT);
+  pthread_sigmask(SIG_BLOCK, &signals, nullptr);  // before any thread starts
+  std::signal(SIGPIPE, SIG_IGN);
+  if (options.cpu >= 0 && !pin_to_cpu(options.cpu)) {
+    fail_child(fd, "cannot pin to CPU " + std::to_string(options.cpu));
+  }
+
+  const std::string tag = "minibench-" + std::to_string(::getpid());
+  const auto registry = authrpc::MechanismRegistry::with_builtins();
+  auto mechanism = registry.make_server(options.method, nlohmann::json::object());
+  if (!mechanism.ok()) fail_child(fd, mechanism.status().to_string());
+
+  authrpc::ServerOptions server_options;
+  server_options.endpoints = {must_parse("tcp://127.0.0.1:0"),
+                              must_parse("unix:@" + tag + "-authrpc")};
+  server_options.mechanisms = {*mechanism};
+  server_options.io_threads = options.server_threads;
+  server_options.blocking_threads = 1;  // sys.* handlers run inline
+  server_options.log = authrpc::stderr_log_sink(authrpc::LogLevel::kWarning);
+  authrpc::Server server(std::move(server_options));
+  std::vector<std::unique_ptr<FloorServer>> floors;  // written on the IO thread that starts them
+  if (options.floors_on_server_thread) {
+    Status s = server.add_service(floor_starter(floors));
+    if (!s.ok()) fail_child(fd, s.to_string());
+  }
+  if (Status s = server.start(); !s.ok()) fail_child(fd, s.to_string());
+  const auto bound = server.bound_endpoints();
+
+  asio::io_context floor_io{1};
+  std::thread floor_thread;
+  if (options.floors_on_server_thread) {
+    // The call's reply orders the IO thread's writes to `floors` before this.
+    if (Status s = call_start_floors(bound.at(0), options.method, tag); !s.ok()) {
+      fail_child(fd, "starting the floors: " + s.to_string());
+    }
+  } else {
+    for (const auto& endpoint : floor_endpoints(tag)) {
+      auto floor = FloorServer::start(floor_io.get_executor(), endpoint);
+      if (!floor.ok()) fail_child(fd, floor.status().to_string());
+      floors.push_back(std::move(*floor));
+    }
+    floor_thread = std::thread([&floor_io] {
+      auto work = asio::make_work_guard(floor_io);
+      floor_io.run();
+    });
+  }
+
+  write_line(fd, "authrpc/tcp " + bound.at(0).to_string());
+  write_line(fd, "authrpc/unix " + bound.at(1).to_string());
+  write_line(fd, "floor/tcp " + floors.at(0)->endpoint().to_string());
+  write_line(fd, "floor/unix " + floors.at(1)->endpoint().to_string());
+  write_line(fd, "ready");
+  ::close(fd);
+
+  int received = 0;
+  sigwait(&signals, &received);
+  // Nothing to flush or hand over (every benchmark connection is closed), so
+  // the kernel's cleanup at exit is the whole shutdown; Server::stop() would
+  // also wait on the floors' pending accepts when they share its thread.
+  ::_exit(0);
+}
+
+// Reads the child's report; false with `error` set on failure or timeout.
+bool read_report(int fd, std::map<std::string, Endpoint>& endpoints, std::string& error) {
+  const auto deadline = std::chrono::steady_clock::now() + kStartTimeout;
+  std::string buffer;
+  for (;;) {
+    std::size_t eol;
+    while ((eol = buffer.find('\n')) != std::string::npos) {
+      const std::string line = buffer.substr(0, eol);
+      buffer.erase(0, eol + 1);
+      if (line == "ready") return true;
+      if (line.starts_with("error ")) {
+        error = "server child: " + line.substr(6);
+        return false;
+      }
+      const auto space = line.find(' ');
+      auto endpoint = Endpoint::parse(space == std::string::npos ? "" : line.substr(space + 1));
+      if (!endpoint.ok()) {
+        error = "server child sent '" + line + "'";
+        return false;
+      }
+      endpoints[line.substr(0, space)] = *endpoint;
+    }
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+        deadline - std::chrono::steady_clock::now());
+    if (left.count() <= 0) {
+      error = "server child did not report its endpoints within 10 s";
+      return false;
+    }
+    pollfd p{fd, POLLIN, 0};
+    if (::poll(&p, 1, static_cast<int>(left.count())) < 0 && errno != EINTR) {
+      error = "poll on the server child's pipe failed";
+      return false;
+    }
+    char chunk[512];
+    const ssize_t n = ::read(fd, chunk, sizeof chunk);
+    if (n < 0 && (errno == EINTR || errno == EAGAIN)) continue;
+    if (n <= 0) {
+      error = "server child exited before reporting its endpoints";
+      return false;
+    }
+    buffer.append(chunk, static_cast<std::size_t>(n));
+  }
+}
+
+}  // namespace
+
+bool pin_to_cpu(int cpu) {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  CPU_SET(cpu, &set);
+  return ::sched_setaffinity(0, sizeof set, &set) == 0;
+}
+
+authrpc::Result<std::unique_ptr<ServerChild>> ServerChild::spawn(
+    const ServerChildOptions& options) {
+  int fds[2];
+  if (::pipe2(fds, O_CLOEXEC) != 0) {
+    return Status(std::error_code(errno, std::system_category()), "pipe");
+  }
+  std::fflush(stdout);
+  std::fflush(stderr);
+  const pid_t parent = ::getpid();
+  const pid_t pid = ::fork();
+  if (pid < 0) {
+    const int e = errno;
+    ::close(fds[0]);
+    ::close(fds[1]);
+    return Status(std::error_code(e, std::system_category()), "fork");
+  }
+  if (pid == 0) {
+    ::close(fds[0]);
+    child_main(fds[1], parent, options);
+  }
+  ::close(fds[1]);
+  std::unique_ptr<ServerChild> child(new ServerChild(pid));  // stops the child on every return
+  std::string error;
+  const bool ok = read_report(fds[0], child->endpoints_, error);
+  ::close(fds[0]);
+  if (!ok) return Status(Errc::kUnavailable, error);
+  return child;
+}
+
+ServerChild::~ServerChild() { stop(); }
+
+void ServerChild::stop() noexcept {
+  if (pid_ <= 0) return;
+  ::kill(pid_, SIGTERM);
+  const auto deadline = std::chrono::steady_clock::now() + kStopTimeout;
+  int status = 0;
+  pid_t done = 0;
+  while ((done = ::waitpid(pid_, &status, WNOHANG)) == 0 &&
+         std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  }
+  if (done == 0) {
+    std::fprintf(stderr, "minibench: server child %d ignored SIGTERM; killing it\n", pid_);
+    ::kill(pid_, SIGKILL);
+    ::waitpid(pid_, &status, 0);
+  } else if (done > 0 && !(WIFEXITED(status) && WEXITSTATUS(status) == 0)) {
+    std::fprintf(stderr, "minibench: server child %d ended abnormally (status %d)\n", pid_, status);
+  }
+  pid_ = -1;
+}
+
+}  // namespace minibench

@@ -1,0 +1,69 @@
+// ServerChild: the benchmark's server side, in a separate process so that the
+// client and server never share an address space, an allocator or a lock.
+//
+// spawn() fork()s: it must run before the parent creates any thread. The
+// child serves on loopback only —
+//   authrpc/tcp   an authrpc::Server on tcp://127.0.0.1:0
+//   authrpc/unix  the same Server on unix:@minibench-<pid>-authrpc
+//   floor/tcp     a bare echo listener (see floor.h) on tcp://127.0.0.1:0
+//   floor/unix    a bare echo listener on unix:@minibench-<pid>-floor
+// — and reports the bound endpoints over a pipe, one "<key> <uri>" line each,
+// then "ready" (or one "error <message>" line, then exits 1). The Server has
+// the requested number of IO threads; both floor listeners share one thread
+// (see ServerChildOptions::floors_on_server_thread for which).
+//
+// The parent owns the child: the destructor (and stop()) sends SIGTERM and
+// waits for it (SIGKILL after 5 s); the child exits at once on SIGTERM or
+// SIGINT. It also gets SIGTERM if the parent dies (PR_SET_PDEATHSIG).
+#pragma once
+
+#include <sys/types.h>
+
+#include <cstddef>
+#include <map>
+#include <memory>
+#include <string>
+
+#include "rpc/endpoint.h"
+#include "rpc/result.h"
+
+namespace minibench {
+
+struct ServerChildOptions {
+  std::string method = "simple";  // mechanism the authrpc Server enables
+  std::size_t server_threads = 1;
+  int cpu = -1;  // ≥ 0: pin the whole child (every thread) to this CPU
+  // true: the floor listeners run on an IO thread of the authrpc Server (the
+  // one that serves the child's own setup connection, a call to the child's
+  // "minibench.start_floors"), so that with one server thread the floor and
+  // authrpc are served by the same thread and the scheduler cannot place them
+  // differently (a floor on its own thread was seen to land on the client's
+  // CPU while the server thread did not, or the reverse, which swung ratios
+  // between 0.5 and 5). false: a thread of their own.
+  bool floors_on_server_thread = true;
+};
+
+class ServerChild {
+ public:
+  static authrpc::Result<std::unique_ptr<ServerChild>> spawn(const ServerChildOptions& options);
+  ~ServerChild();
+  ServerChild(const ServerChild&) = delete;
+  ServerChild& operator=(const ServerChild&) = delete;
+
+  // Keyed "authrpc/tcp", "authrpc/unix", "floor/tcp", "floor/unix".
+  const std::map<std::string, authrpc::Endpoint>& endpoints() const noexcept { return endpoints_; }
+  pid_t pid() const noexcept { return pid_; }
+  // SIGTERM, then wait. Idempotent.
+  void stop() noexcept;
+
+ private:
+  explicit ServerChild(pid_t pid) : pid_(pid) {}
+
+  pid_t pid_;
+  std::map<std::string, authrpc::Endpoint> endpoints_;
+};
+
+// Pins the calling thread, and the threads it starts later, to `cpu`.
+bool pin_to_cpu(int cpu);
+
+}  // namespace minibench

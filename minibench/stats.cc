@@ -1,0 +1,49 @@
+#include "minibench/stats.h"
+
+#include <algorithm>
+#include <cmath>
+#include <numeric>
+
+namespace minibench {
+
+void Samples::begin_block() { blocks_.emplace_back(); }
+
+void Samples::add(Clock::duration d) {
+  if (blocks_.empty()) begin_block();
+  blocks_.back().push_back(std::chrono::duration<double, std::micro>(d).count());
+}
+
+std::vector<double> Samples::all_us() const {
+  std::vector<double> all;
+  for (const auto& block : blocks_) all.insert(all.end(), block.begin(), block.end());
+  return all;
+}
+
+double percentile(const std::vector<double>& sorted, double q) {
+  if (sorted.empty()) return 0;
+  const auto rank = static_cast<std::size_t>(std::ceil(q * static_cast<double>(sorted.size())));
+  return sorted[std::clamp<std::size_t>(rank, 1, sorted.size()) - 1];
+}
+
+double median(std::vector<double> values) {
+  std::sort(values.begin(), values.end());
+  return percentile(values, 0.5);
+}
+
+Summary summarize(const Samples& samples) {
+  auto us = samples.all_us();
+  std::sort(us.begin(), us.end());
+  Summary s;
+  s.n = us.size();
+  if (us.empty()) return s;
+  s.mean_us = std::accumulate(us.begin(), us.end(), 0.0) / static_cast<double>(us.size());
+  s.p50_us = percentile(us, 0.50);
+  s.p95_us = percentile(us, 0.95);
+  s.p99_us = percentile(us, 0.99);
+  s.max_us = us.back();
+  const double wall_s = std::chrono::duration<double>(samples.wall()).count();
+  s.per_s = wall_s > 0 ? static_cast<double>(us.size()) / wall_s : 0;
+  return s;
+}
+
+}  // namespace minibench

@@ -1,0 +1,43 @@
+// Latency samples and their summary. A row's samples are kept per block (the
+// interleaved slices of a run) so that ratios can also be compared block by
+// block, which shows how much of a difference is noise.
+#pragma once
+
+#include <chrono>
+#include <cstddef>
+#include <string>
+#include <vector>
+
+namespace minibench {
+
+using Clock = std::chrono::steady_clock;
+
+class Samples {
+ public:
+  // Starts a new block; later add() calls land in it.
+  void begin_block();
+  void add(Clock::duration d);
+  // Wall time spent on the row's iterations (including the untimed close).
+  void add_wall(Clock::duration d) { wall_ += d; }
+
+  std::vector<double> all_us() const;
+  const std::vector<std::vector<double>>& blocks_us() const noexcept { return blocks_; }
+  Clock::duration wall() const noexcept { return wall_; }
+
+ private:
+  std::vector<std::vector<double>> blocks_;
+  Clock::duration wall_{};
+};
+
+struct Summary {
+  std::size_t n = 0;
+  double mean_us = 0, p50_us = 0, p95_us = 0, p99_us = 0, max_us = 0;
+  double per_s = 0;  // iterations per second of wall time (closes included)
+};
+
+// Nearest-rank percentile (q in [0, 1]) of sorted values; 0 for none.
+double percentile(const std::vector<double>& sorted, double q);
+double median(std::vector<double> values);
+Summary summarize(const Samples& samples);
+
+}  // namespace minibench

@@ -1,0 +1,209 @@
+#include "security/kerberos_credentials.h"
+
+#include <gssapi/gssapi_ext.h>
+#include <gssapi/gssapi_krb5.h>
+
+#include <atomic>
+#include <random>
+#include <vector>
+
+namespace authrpc::security {
+namespace {
+
+std::string display_status(OM_uint32 code, int type) {
+  std::string out;
+  OM_uint32 context = 0;
+  do {
+    OM_uint32 minor = 0;
+    gss_buffer_desc text = GSS_C_EMPTY_BUFFER;
+    if (gss_display_status(&minor, code, type, GSS_C_NO_OID, &context, &text) != GSS_S_COMPLETE) {
+      break;
+    }
+    if (!out.empty()) out += "; ";
+    out.append(static_cast<const char*>(text.value), text.length);
+    gss_release_buffer(&minor, &text);
+  } while (context != 0);
+  return out;
+}
+
+// A credential store: the key/value pairs gss_acquire_cred_from reads.
+class CredStore {
+ public:
+  void add(const char* key, const std::string& value) {
+    if (value.empty()) return;
+    values_.push_back(value);
+    keys_.push_back(key);
+  }
+  gss_key_value_set_desc* get() {
+    elements_.clear();
+    for (std::size_t i = 0; i < keys_.size(); ++i) {
+      elements_.push_back({keys_[i], values_[i].c_str()});
+    }
+    set_ = {static_cast<OM_uint32>(elements_.size()), elements_.data()};
+    return &set_;
+  }
+
+ private:
+  std::vector<const char*> keys_;
+  std::vector<std::string> values_;
+  std::vector<gss_key_value_element_desc> elements_;
+  gss_key_value_set_desc set_{};
+};
+
+std::string unique_memory_cache() {
+  static std::atomic<unsigned> counter{0};
+  std::random_device rd;
+  return "MEMORY:authrpc-" + std::to_string(rd()) + "-" + std::to_string(++counter);
+}
+
+}  // namespace
+
+GssStatus GssStatus::from(OM_uint32 major, OM_uint32 minor, std::string_view what) {
+  GssStatus s;
+  s.major = major;
+  s.minor = minor;
+  if (GSS_ERROR(major)) {
+    s.message = std::string(what) + ": " + display_status(major, GSS_C_GSS_CODE);
+    if (minor != 0) s.message += " (" + display_status(minor, GSS_C_MECH_CODE) + ")";
+  }
+  return s;
+}
+
+GssStatus GssStatus::failure(std::string message) {
+  GssStatus s;
+  s.major = GSS_S_FAILURE;
+  s.message = std::move(message);
+  return s;
+}
+
+GssName::~GssName() {
+  OM_uint32 minor = 0;
+  if (name_ != GSS_C_NO_NAME) gss_release_name(&minor, &name_);
+}
+
+GssName& GssName::operator=(GssName&& other) noexcept {
+  if (this != &other) {
+    OM_uint32 minor = 0;
+    if (name_ != GSS_C_NO_NAME) gss_release_name(&minor, &name_);
+    name_ = other.name_;
+    other.name_ = GSS_C_NO_NAME;
+  }
+  return *this;
+}
+
+GssName GssName::principal(const std::string& name, GssStatus* status) {
+  gss_buffer_desc buffer{name.size(), const_cast<char*>(name.data())};
+  gss_name_t out = GSS_C_NO_NAME;
+  OM_uint32 minor = 0;
+  const OM_uint32 major =
+      gss_import_name(&minor, &buffer, const_cast<gss_OID>(GSS_KRB5_NT_PRINCIPAL_NAME), &out);
+  *status = GssStatus::from(major, minor, "principal name '" + name + "'");
+  return GssName(out);
+}
+
+GssName GssName::host_based(const std::string& service, const std::string& host,
+                            GssStatus* status) {
+  const std::string name = service + "@" + host;
+  gss_buffer_desc buffer{name.size(), const_cast<char*>(name.data())};
+  gss_name_t out = GSS_C_NO_NAME;
+  OM_uint32 minor = 0;
+  const OM_uint32 major = gss_import_name(&minor, &buffer, GSS_C_NT_HOSTBASED_SERVICE, &out);
+  *status = GssStatus::from(major, minor, "service name '" + name + "'");
+  return GssName(out);
+}
+
+std::string GssName::display() const {
+  if (name_ == GSS_C_NO_NAME) return {};
+  OM_uint32 minor = 0;
+  gss_buffer_desc text = GSS_C_EMPTY_BUFFER;
+  if (gss_display_name(&minor, name_, &text, nullptr) != GSS_S_COMPLETE) return {};
+  std::string out(static_cast<const char*>(text.value), text.length);
+  gss_release_buffer(&minor, &text);
+  return out;
+}
+
+std::unique_ptr<KerberosCredentials> KerberosCredentials::acceptor(const AcceptorOptions& options,
+                                                                   GssStatus* status) {
+  GssName name;
+  if (!options.principal.empty()) {
+    name = GssName::principal(options.principal, status);
+    if (!status->ok()) return nullptr;
+  }
+  CredStore store;
+  store.add("keytab", options.keytab);
+  if (!options.replay_cache) {
+    store.add("rcache", "none:");
+  } else if (!options.replay_cache_dir.empty()) {
+    store.add("rcache", "dfl:" + options.replay_cache_dir + "/authrpc_rcache");
+  }
+  gss_OID_set_desc mechs{1, const_cast<gss_OID>(gss_mech_krb5)};
+  gss_cred_id_t cred = GSS_C_NO_CREDENTIAL;
+  OM_uint32 minor = 0;
+  const OM_uint32 major = gss_acquire_cred_from(&minor, name.get(), GSS_C_INDEFINITE, &mechs,
+                                                GSS_C_ACCEPT, store.get(), &cred, nullptr, nullptr);
+  const std::string where = options.keytab.empty() ? "the default keytab" : options.keytab;
+  *status = GssStatus::from(
+      major, minor,
+      "acceptor credentials for " +
+          (options.principal.empty() ? std::string("any principal") : options.principal) +
+          " from " + where);
+  if (!status->ok()) return nullptr;
+  return std::unique_ptr<KerberosCredentials>(new KerberosCredentials(cred, options.principal));
+}
+
+std::unique_ptr<KerberosCredentials> KerberosCredentials::initiator(
+    const InitiatorOptions& options, GssStatus* status) {
+  GssName name;
+  if (!options.principal.empty()) {
+    name = GssName::principal(options.principal, status);
+    if (!status->ok()) return nullptr;
+  } else if (!options.keytab.empty()) {
+    *status = GssStatus::failure("a client keytab needs a principal to log in as");
+    return nullptr;
+  }
+  CredStore store;
+  if (!options.keytab.empty()) {
+    store.add("client_keytab", options.keytab);
+    store.add("ccache", options.ccache.empty() ? unique_memory_cache() : options.ccache);
+  } else {
+    store.add("ccache", options.ccache);
+  }
+  gss_OID_set_desc mechs{1, const_cast<gss_OID>(gss_mech_krb5)};
+  gss_cred_id_t cred = GSS_C_NO_CREDENTIAL;
+  OM_uint32 minor = 0;
+  OM_uint32 lifetime = 0;
+  const OM_uint32 major = gss_acquire_cred_from(&minor, name.get(), GSS_C_INDEFINITE, &mechs,
+                                                GSS_C_INITIATE, store.get(), &cred, nullptr,
+                                                &lifetime);
+  const std::string source = !options.keytab.empty() ? "keytab " + options.keytab
+                             : options.ccache.empty() ? std::string("the default ticket cache")
+                                                      : "ticket cache " + options.ccache;
+  *status = GssStatus::from(major, minor, "Kerberos credentials from " + source);
+  if (!status->ok()) return nullptr;
+  auto creds = std::unique_ptr<KerberosCredentials>(new KerberosCredentials(cred, {}));
+  OM_uint32 m = 0;
+  gss_name_t own = GSS_C_NO_NAME;
+  if (gss_inquire_cred(&m, cred, &own, nullptr, nullptr, nullptr) == GSS_S_COMPLETE) {
+    creds->principal_ = GssName(own).display();
+  }
+  if (lifetime == 0 && options.keytab.empty()) {
+    *status = GssStatus::failure("Kerberos credentials from " + source + " have expired");
+    return nullptr;
+  }
+  return creds;
+}
+
+KerberosCredentials::~KerberosCredentials() {
+  OM_uint32 minor = 0;
+  if (cred_ != GSS_C_NO_CREDENTIAL) gss_release_cred(&minor, &cred_);
+}
+
+OM_uint32 KerberosCredentials::remaining_lifetime() const {
+  OM_uint32 minor = 0, lifetime = 0;
+  if (gss_inquire_cred(&minor, cred_, nullptr, &lifetime, nullptr, nullptr) != GSS_S_COMPLETE) {
+    return 0;
+  }
+  return lifetime;
+}
+
+}  // namespace authrpc::security

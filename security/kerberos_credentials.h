@@ -1,0 +1,93 @@
+// Kerberos credentials for authrpc's Kerberos mechanisms, through MIT GSSAPI:
+// acceptor credentials from a keytab (servers) and initiator credentials from
+// a ticket cache or a client keytab (clients). Owns the gss_cred_id_t and
+// gss_name_t handles it creates. MIT credentials may be used from several
+// threads at once.
+//
+// Nothing here touches the process environment: keytab, cache and replay
+// cache locations travel in a GSSAPI credential store (gss_acquire_cred_from).
+#pragma once
+
+#include <gssapi/gssapi.h>
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+
+namespace authrpc::security {
+
+// The outcome of a GSSAPI call: codes plus readable text from
+// gss_display_status. Never contains key material.
+struct GssStatus {
+  OM_uint32 major = GSS_S_COMPLETE;
+  OM_uint32 minor = 0;  // for the krb5 mechanism: a krb5_error_code
+  std::string message;
+
+  bool ok() const noexcept { return GSS_ERROR(major) == 0; }
+  static GssStatus from(OM_uint32 major, OM_uint32 minor, std::string_view what);
+  static GssStatus failure(std::string message);
+};
+
+// An owned gss_name_t.
+class GssName {
+ public:
+  GssName() = default;
+  explicit GssName(gss_name_t name) : name_(name) {}
+  ~GssName();
+  GssName(GssName&& other) noexcept : name_(other.name_) { other.name_ = GSS_C_NO_NAME; }
+  GssName& operator=(GssName&& other) noexcept;
+
+  // "rpc/host@REALM" or "alice" (default realm).
+  static GssName principal(const std::string& name, GssStatus* status);
+  // "service@host": the host-based service name GSSAPI maps to service/host@REALM.
+  static GssName host_based(const std::string& service, const std::string& host,
+                            GssStatus* status);
+
+  gss_name_t get() const noexcept { return name_; }
+  std::string display() const;
+
+ private:
+  gss_name_t name_ = GSS_C_NO_NAME;
+};
+
+class KerberosCredentials {
+ public:
+  struct AcceptorOptions {
+    std::string keytab;     // empty: KRB5_KTNAME or the default keytab
+    std::string principal;  // empty: accept for any principal in the keytab
+    bool replay_cache = true;
+    std::string replay_cache_dir;  // empty: KRB5RCACHEDIR or the system default
+  };
+  struct InitiatorOptions {
+    std::string ccache;     // empty: KRB5CCNAME or the default cache
+    std::string principal;  // with keytab: log in as this principal
+    std::string keytab;     // set: keytab login (tickets renewed automatically)
+  };
+
+  // Fails if the keytab is missing or unreadable or has no key for the
+  // principal — so that a server finds out at startup.
+  static std::unique_ptr<KerberosCredentials> acceptor(const AcceptorOptions& options,
+                                                       GssStatus* status);
+  // With a keytab, logs in now (a KDC request) into a private memory cache.
+  // Without one, checks that the cache holds a usable TGT.
+  static std::unique_ptr<KerberosCredentials> initiator(const InitiatorOptions& options,
+                                                        GssStatus* status);
+  ~KerberosCredentials();
+  KerberosCredentials(const KerberosCredentials&) = delete;
+  KerberosCredentials& operator=(const KerberosCredentials&) = delete;
+
+  gss_cred_id_t handle() const noexcept { return cred_; }
+  // The credentials' principal ("" for an acceptor without one).
+  const std::string& principal() const noexcept { return principal_; }
+  // Seconds of validity left (GSS_C_INDEFINITE for acceptors).
+  OM_uint32 remaining_lifetime() const;
+
+ private:
+  KerberosCredentials(gss_cred_id_t cred, std::string principal)
+      : cred_(cred), principal_(std::move(principal)) {}
+  gss_cred_id_t cred_ = GSS_C_NO_CREDENTIAL;
+  std::string principal_;
+};
+
+}  // namespace authrpc::security

@@ -1,0 +1,727 @@
+// Integration tests: a running Server fed malformed, hostile or silent input
+// over raw loopback sockets. Each test checks what the server answers (an
+// ERROR frame with the right code, or a close) and that a well-behaved Client
+// is served normally right afterwards.
+#include <arpa/inet.h>
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cerrno>
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <functional>
+#include <future>
+#include <memory>
+#include <optional>
+#include <random>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "auth/simple.h"
+#include "client/client.h"
+#include "rpc/endpoint.h"
+#include "rpc/log.h"
+#include "rpc/messages.h"
+#include "rpc/status.h"
+#include "rpc/wire.h"
+#include "server/server.h"
+
+namespace authrpc {
+
+// Readable failure messages.
+void PrintTo(const Endpoint& endpoint, std::ostream* os) { *os << endpoint.to_string(); }
+void PrintTo(RetryAdvice advice, std::ostream* os) { *os << to_string(advice); }
+
+namespace {
+
+using namespace std::chrono_literals;
+using Clock = std::chrono::steady_clock;
+using ::testing::Contains;
+
+template <typename T>
+std::string Describe(const Result<T>& r) {
+  return r.ok() ? std::string("OK") : r.status().to_string();
+}
+
+constexpr std::uint8_t kTypeMechanisms = 0x02;
+constexpr std::uint8_t kTypeAuthSuccess = 0x05;
+constexpr std::uint8_t kTypeError = 0x06;
+constexpr std::uint8_t kTypePong = 0x09;
+constexpr std::uint8_t kTypeResponse = 0x11;
+
+std::string Preamble(std::uint8_t version = 1) {
+  return std::string("ARPC", 4) + static_cast<char>(version) + std::string(3, '\0');
+}
+
+void Put32(std::string& out, std::uint32_t v) {
+  out.push_back(static_cast<char>(v >> 24));
+  out.push_back(static_cast<char>(v >> 16));
+  out.push_back(static_cast<char>(v >> 8));
+  out.push_back(static_cast<char>(v));
+}
+
+// A frame written by hand: header (length, type, flags, reserved, call id) + body.
+std::string RawFrame(std::uint8_t type, std::uint32_t call_id, const std::string& body,
+                     std::optional<std::uint32_t> length_override = std::nullopt) {
+  std::string out;
+  Put32(out, length_override.value_or(static_cast<std::uint32_t>(8 + body.size())));
+  out.push_back(static_cast<char>(type));
+  out.push_back('\0');
+  out.append(2, '\0');
+  Put32(out, call_id);
+  return out + body;
+}
+
+std::string Hello(const std::string& mechanism, const std::string& token) {
+  std::string out;
+  wire::append_hello(out, {wire::kNoFeatures, mechanism, token});
+  return out;
+}
+
+std::string Request(std::uint32_t call_id, std::string_view service, std::string_view method,
+                    std::string_view payload) {
+  std::string out;
+  wire::append_request(out, call_id, {service, method, 0}, payload);
+  return out;
+}
+
+struct ReceivedFrame {
+  std::uint32_t length = 0;
+  std::uint8_t type = 0;
+  std::uint8_t flags = 0;
+  std::uint16_t reserved = 0;
+  std::uint32_t call_id = 0;
+  std::string body;
+};
+
+std::uint16_t Load16(const std::string& s, std::size_t at) {
+  return static_cast<std::uint16_t>((static_cast<std::uint8_t>(s[at]) << 8) |
+                                    static_cast<std::uint8_t>(s[at + 1]));
+}
+std::uint32_t Load32(const std::string& s, std::size_t at) {
+  return (std::uint32_t{static_cast<std::uint8_t>(s[at])} << 24) |
+         (std::uint32_t{static_cast<std::uint8_t>(s[at + 1])} << 16) |
+         (std::uint32_t{static_cast<std::uint8_t>(s[at + 2])} << 8) |
+         std::uint32_t{static_cast<std::uint8_t>(s[at + 3])};
+}
+
+// An ERROR body: u16 code, u16 length, message.
+struct ErrorReply {
+  std::uint16_t code = 0;
+  std::string message;
+};
+std::optional<ErrorReply> ParseErrorBody(const std::string& body) {
+  if (body.size() < 4) return std::nullopt;
+  const std::uint16_t n = Load16(body, 2);
+  if (body.size() != 4u + n) return std::nullopt;
+  return ErrorReply{Load16(body, 0), body.substr(4)};
+}
+
+// A MECHANISMS body: u32 features, u16 count, count × (u16 length, name).
+std::optional<std::vector<std::string>> ParseMechanismsBody(const std::string& body) {
+  if (body.size() < 6) return std::nullopt;
+  const std::uint16_t count = Load16(body, 4);
+  std::size_t at = 6;
+  std::vector<std::string> names;
+  for (std::uint16_t i = 0; i < count; ++i) {
+    if (body.size() < at + 2) return std::nullopt;
+    const std::uint16_t n = Load16(body, at);
+    at += 2;
+    if (body.size() < at + n) return std::nullopt;
+    names.push_back(body.substr(at, n));
+    at += n;
+  }
+  if (at != body.size()) return std::nullopt;
+  return names;
+}
+
+// A blocking POSIX socket to the server, with every read bounded in time.
+class RawConnection {
+ public:
+  explicit RawConnection(const Endpoint& endpoint) {
+    if (endpoint.scheme == Endpoint::Scheme::kTcp) {
+      fd_ = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+      sockaddr_in addr{};
+      addr.sin_family = AF_INET;
+      addr.sin_port = htons(endpoint.port);
+      ::inet_pton(AF_INET, "127.0.0.1", &addr.sin_addr);
+      if (::connect(fd_, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) Close();
+    } else {
+      fd_ = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+      sockaddr_un addr{};
+      addr.sun_family = AF_UNIX;
+      socklen_t len = 0;
+      if (endpoint.path.starts_with("@")) {
+        const std::string name = endpoint.path.substr(1);
+        addr.sun_path[0] = '\0';
+        std::memcpy(addr.sun_path + 1, name.data(), name.size());
+        len = static_cast<socklen_t>(offsetof(sockaddr_un, sun_path) + 1 + name.size());
+      } else {
+        std::memcpy(addr.sun_path, endpoint.path.data(), endpoint.path.size());
+        len = static_cast<socklen_t>(offsetof(sockaddr_un, sun_path) + endpoint.path.size() + 1);
+      }
+      if (::connect(fd_, reinterpret_cast<sockaddr*>(&addr), len) != 0) Close();
+    }
+  }
+  ~RawConnection() { Close(); }
+  RawConnection(const RawConnection&) = delete;
+  RawConnection& operator=(const RawConnection&) = delete;
+
+  bool connected() const { return fd_ >= 0; }
+
+  bool Send(const std::string& bytes) {
+    std::size_t sent = 0;
+    while (sent < bytes.size()) {
+      const ssize_t n = ::send(fd_, bytes.data() + sent, bytes.size() - sent, MSG_NOSIGNAL);
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0) return false;
+      sent += static_cast<std::size_t>(n);
+    }
+    return true;
+  }
+
+  void ShutdownWrite() { ::shutdown(fd_, SHUT_WR); }
+
+  void Close() {
+    if (fd_ >= 0) ::close(fd_);
+    fd_ = -1;
+  }
+
+  enum class ReadOutcome { kOk, kEof, kTimeout, kError };
+
+  // Reads exactly n bytes unless the stream ends, fails or `timeout` passes.
+  ReadOutcome ReadExact(std::string& out, std::size_t n, Clock::duration timeout = 3s) {
+    const auto until = Clock::now() + timeout;
+    out.clear();
+    while (out.size() < n) {
+      const auto left =
+          std::chrono::duration_cast<std::chrono::milliseconds>(until - Clock::now()).count();
+      if (left <= 0) return ReadOutcome::kTimeout;
+      pollfd p{fd_, POLLIN, 0};
+      const int ready = ::poll(&p, 1, static_cast<int>(left));
+      if (ready < 0 && errno == EINTR) continue;
+      if (ready == 0) return ReadOutcome::kTimeout;
+      char buf[4096];
+      const ssize_t got = ::recv(fd_, buf, std::min(sizeof buf, n - out.size()), 0);
+      if (got == 0) return ReadOutcome::kEof;
+      if (got < 0) {
+        if (errno == EINTR || errno == EAGAIN) continue;
+        return errno == ECONNRESET ? ReadOutcome::kEof : ReadOutcome::kError;
+      }
+      out.append(buf, static_cast<std::size_t>(got));
+    }
+    return ReadOutcome::kOk;
+  }
+
+  // The next whole frame, or nullopt (end of stream, error or timeout).
+  std::optional<ReceivedFrame> ReadFrame(Clock::duration timeout = 3s) {
+    std::string header;
+    if (ReadExact(header, 12, timeout) != ReadOutcome::kOk) return std::nullopt;
+    ReceivedFrame f;
+    f.length = Load32(header, 0);
+    f.type = static_cast<std::uint8_t>(header[4]);
+    f.flags = static_cast<std::uint8_t>(header[5]);
+    f.reserved = Load16(header, 6);
+    f.call_id = Load32(header, 8);
+    if (f.length < 8 || f.length > (1u << 24)) return std::nullopt;
+    if (ReadExact(f.body, f.length - 8, timeout) != ReadOutcome::kOk) return std::nullopt;
+    return f;
+  }
+
+  // True if the server ends the stream (FIN or reset) within `timeout`;
+  // whatever arrives before is dropped.
+  bool SeesEndOfStream(Clock::duration timeout = 3s) {
+    const auto until = Clock::now() + timeout;
+    for (;;) {
+      const auto left =
+          std::chrono::duration_cast<std::chrono::milliseconds>(until - Clock::now()).count();
+      if (left <= 0) return false;
+      pollfd p{fd_, POLLIN, 0};
+      const int ready = ::poll(&p, 1, static_cast<int>(left));
+      if (ready < 0 && errno == EINTR) continue;
+      if (ready == 0) return false;
+      char buf[4096];
+      const ssize_t got = ::recv(fd_, buf, sizeof buf, 0);
+      if (got == 0) return true;
+      if (got < 0 && errno != EINTR && errno != EAGAIN) return true;
+    }
+  }
+
+ private:
+  int fd_ = -1;
+};
+
+enum class Kind { kTcp, kUnix };
+
+void PrintTo(Kind kind, std::ostream* os) { *os << (kind == Kind::kTcp ? "tcp" : "unix"); }
+
+std::string KindName(const ::testing::TestParamInfo<Kind>& info) {
+  return info.param == Kind::kTcp ? "Tcp" : "Unix";
+}
+
+Endpoint FreshEndpoint(Kind kind) {
+  static std::atomic<int> counter{0};
+  const std::string uri = kind == Kind::kTcp
+                              ? std::string("tcp://127.0.0.1:0")
+                              : "unix:@authrpc-bad-input-test-" + std::to_string(::getpid()) +
+                                    "-" + std::to_string(counter++);
+  auto ep = Endpoint::parse(uri);
+  EXPECT_TRUE(ep.ok()) << Describe(ep);
+  return ep.ok() ? *ep : Endpoint{};
+}
+
+bool Eventually(const std::function<bool()>& done, Clock::duration timeout = 3s) {
+  const auto until = Clock::now() + timeout;
+  while (!done()) {
+    if (Clock::now() >= until) return false;
+    std::this_thread::sleep_for(5ms);
+  }
+  return true;
+}
+
+// Stops and destroys `server`, failing the test instead of hanging if stop()
+// does not return within `limit`. A server whose stop() hung is leaked:
+// destroying it would std::terminate on its still-joinable IO threads.
+bool StopAndDestroy(std::unique_ptr<Server>& server, Clock::duration limit = 10s) {
+  if (!server) return true;
+  Server* raw = server.release();
+  auto stopped = std::make_shared<std::promise<void>>();
+  auto future = stopped->get_future();
+  std::thread stopper([raw, stopped] {
+    raw->stop();
+    stopped->set_value();
+  });
+  if (future.wait_for(limit) != std::future_status::ready) {
+    stopper.detach();
+    ADD_FAILURE() << "Server::stop() did not return within "
+                  << std::chrono::duration_cast<std::chrono::seconds>(limit).count() << " s";
+    return false;
+  }
+  stopper.join();
+  delete raw;
+  return true;
+}
+
+class BadInputTest : public ::testing::TestWithParam<Kind> {
+ protected:
+  void SetUp() override { ASSERT_NO_FATAL_FAILURE(StartServer()); }
+  void TearDown() override { StopAndDestroy(server_); }
+
+  void StartServer(const std::function<void(ServerOptions&)>& tweak = {}) {
+    ASSERT_TRUE(StopAndDestroy(server_));
+    ServerOptions o;
+    o.endpoints = {FreshEndpoint(GetParam())};
+    o.mechanisms = {std::make_shared<SimpleServerMechanism>()};
+    o.io_threads = 2;
+    o.blocking_threads = 2;
+    o.negotiation_timeout = 3s;
+    o.idle_timeout = 60s;
+    o.stop_grace = 3s;
+    o.log = null_log_sink();
+    if (tweak) tweak(o);
+    server_ = std::make_unique<Server>(std::move(o));
+    const Status started = server_->start();
+    ASSERT_TRUE(started.ok()) << started.to_string();
+    endpoint_ = server_->bound_endpoints().at(0);
+  }
+
+  std::unique_ptr<RawConnection> Raw() {
+    auto raw = std::make_unique<RawConnection>(endpoint_);
+    EXPECT_TRUE(raw->connected()) << "cannot connect to " << endpoint_.to_string();
+    return raw;
+  }
+
+  // Reads the next frame and checks it is ERROR with `code`; then checks the
+  // server closes the connection.
+  void ExpectErrorThenClose(RawConnection& raw, Errc code) {
+    auto frame = raw.ReadFrame();
+    ASSERT_TRUE(frame.has_value()) << "no ERROR frame before end of stream";
+    ASSERT_EQ(frame->type, kTypeError) << "frame type " << int(frame->type);
+    EXPECT_EQ(frame->call_id, 0u);
+    EXPECT_EQ(frame->reserved, 0u);
+    auto error = ParseErrorBody(frame->body);
+    ASSERT_TRUE(error.has_value()) << "malformed ERROR body";
+    EXPECT_EQ(error->code, static_cast<std::uint16_t>(code))
+        << "got " << errc_name(errc_from_wire(error->code)) << ": " << error->message;
+    EXPECT_FALSE(error->message.empty());
+    EXPECT_TRUE(raw.SeesEndOfStream()) << "the server kept the connection open after ERROR";
+  }
+
+  // Negotiates `simple` by hand and checks AUTH_SUCCESS.
+  void Authenticate(RawConnection& raw, const std::string& user = "mallory") {
+    ASSERT_TRUE(raw.Send(Preamble() + Hello("simple", user)));
+    auto frame = raw.ReadFrame();
+    ASSERT_TRUE(frame.has_value()) << "no answer to HELLO";
+    ASSERT_EQ(frame->type, kTypeAuthSuccess) << "frame type " << int(frame->type);
+  }
+
+  // A normal Client connects and is served.
+  void ExpectServerStillServes() {
+    ClientOptions o;
+    o.endpoint = endpoint_;
+    o.mechanisms = {std::make_shared<SimpleClientMechanism>("alice")};
+    o.connect_timeout = 3s;
+    auto client = Client::connect(o);
+    ASSERT_TRUE(client.ok()) << "a good client could not connect: " << Describe(client);
+    auto reply = (*client)->call("sys", "echo", "still serving");
+    ASSERT_TRUE(reply.ok()) << Describe(reply);
+    EXPECT_EQ(*reply, "still serving");
+  }
+
+  std::unique_ptr<Server> server_;
+  Endpoint endpoint_;
+};
+
+INSTANTIATE_TEST_SUITE_P(Transports, BadInputTest, ::testing::Values(Kind::kTcp, Kind::kUnix),
+                         KindName);
+
+// --- preamble -----------------------------------------------------------------
+
+TEST_P(BadInputTest, GarbageInsteadOfAPreambleGetsProtocolError) {
+  const auto before = server_->stats().negotiation_failures;
+  auto raw = Raw();
+  ASSERT_TRUE(raw->Send("GET / HTTP/1.1\r\n\r\n"));
+  ExpectErrorThenClose(*raw, Errc::kProtocolError);
+  EXPECT_TRUE(Eventually([&] { return server_->stats().negotiation_failures > before; }));
+  ExpectServerStillServes();
+}
+
+TEST_P(BadInputTest, APreambleWithVersionTwoGetsUnsupportedVersion) {
+  auto raw = Raw();
+  ASSERT_TRUE(raw->Send(Preamble(2)));
+  ExpectErrorThenClose(*raw, Errc::kUnsupportedVersion);
+  ExpectServerStillServes();
+}
+
+TEST_P(BadInputTest, APreambleWithReservedBytesSetGetsProtocolError) {
+  auto raw = Raw();
+  ASSERT_TRUE(raw->Send(std::string("ARPC\x01\x00\x00\x07", 8)));
+  ExpectErrorThenClose(*raw, Errc::kProtocolError);
+  ExpectServerStillServes();
+}
+
+TEST_P(BadInputTest, AClientThatHangsUpInsideThePreambleIsClosedAtOnce) {
+  // The server must not keep the socket (and the connection) until the
+  // negotiation timeout.
+  ASSERT_NO_FATAL_FAILURE(StartServer([](ServerOptions& o) { o.negotiation_timeout = 1500ms; }));
+  auto raw = Raw();
+  ASSERT_TRUE(raw->Send("ARP"));
+  raw->ShutdownWrite();
+  EXPECT_TRUE(raw->SeesEndOfStream(750ms))
+      << "the server kept a connection whose client hung up inside the preamble";
+  ExpectServerStillServes();
+}
+
+TEST_P(BadInputTest, AConnectThenCloseProbeDoesNotDelayStop) {
+  ASSERT_NO_FATAL_FAILURE(StartServer([](ServerOptions& o) { o.negotiation_timeout = 1500ms; }));
+  {  // What a port scanner or a TCP health check does.
+    auto raw = Raw();
+  }
+  ExpectServerStillServes();
+  std::this_thread::sleep_for(50ms);  // let the server see the probe's end
+  const auto start = Clock::now();
+  server_->stop();
+  EXPECT_LT(Clock::now() - start, 750ms)
+      << "stop() waited for the negotiation timeout of a connection that was already gone";
+}
+
+// --- negotiation ----------------------------------------------------------------
+
+TEST_P(BadInputTest, AFrameHeaderAnnouncingOneGibibyteGetsFrameTooLarge) {
+  auto raw = Raw();
+  ASSERT_TRUE(raw->Send(Preamble() + RawFrame(0x01, 0, "", 1u << 30)));
+  ExpectErrorThenClose(*raw, Errc::kFrameTooLarge);
+  ExpectServerStillServes();
+}
+
+TEST_P(BadInputTest, AnUnknownFrameTypeGetsProtocolError) {
+  auto raw = Raw();
+  ASSERT_TRUE(raw->Send(Preamble() + RawFrame(0x7F, 0, "whatever")));
+  ExpectErrorThenClose(*raw, Errc::kProtocolError);
+  ExpectServerStillServes();
+}
+
+TEST_P(BadInputTest, AFrameWithReservedHeaderBitsSetGetsProtocolError) {
+  std::string frame = Hello("simple", "alice");
+  frame[7] = 1;  // reserved u16
+  auto raw = Raw();
+  ASSERT_TRUE(raw->Send(Preamble() + frame));
+  ExpectErrorThenClose(*raw, Errc::kProtocolError);
+  ExpectServerStillServes();
+}
+
+TEST_P(BadInputTest, ARequestBeforeHelloGetsProtocolError) {
+  auto raw = Raw();
+  ASSERT_TRUE(raw->Send(Preamble() + Request(1, "sys", "echo", "sneaky")));
+  ExpectErrorThenClose(*raw, Errc::kProtocolError);
+  ExpectServerStillServes();
+}
+
+TEST_P(BadInputTest, AMalformedHelloGetsProtocolError) {
+  std::string body;
+  Put32(body, 0);
+  body += std::string("\x00\x06sim", 5);  // says 6 bytes of name, has 3
+  auto raw = Raw();
+  ASSERT_TRUE(raw->Send(Preamble() + RawFrame(0x01, 0, body)));
+  ExpectErrorThenClose(*raw, Errc::kProtocolError);
+  ExpectServerStillServes();
+}
+
+TEST_P(BadInputTest, AnUnacceptableSimpleUserNameGetsAuthenticationFailed) {
+  auto raw = Raw();
+  ASSERT_TRUE(raw->Send(Preamble() + Hello("simple", "bad user")));
+  ExpectErrorThenClose(*raw, Errc::kAuthenticationFailed);
+  ExpectServerStillServes();
+}
+
+TEST_P(BadInputTest, AnUnknownMechanismGetsTheListThenASecondGetsMechanismUnavailable) {
+  const auto before = server_->stats().negotiation_failures;
+  auto raw = Raw();
+  ASSERT_TRUE(raw->Send(Preamble() + Hello("nope", "token")));
+  auto list = raw->ReadFrame();
+  ASSERT_TRUE(list.has_value()) << "no answer to a HELLO with an unknown mechanism";
+  ASSERT_EQ(list->type, kTypeMechanisms) << "frame type " << int(list->type);
+  EXPECT_EQ(list->call_id, 0u);
+  auto names = ParseMechanismsBody(list->body);
+  ASSERT_TRUE(names.has_value()) << "malformed MECHANISMS body";
+  EXPECT_THAT(*names, Contains("simple"));
+
+  ASSERT_TRUE(raw->Send(Hello("nope-again", "token")));
+  ExpectErrorThenClose(*raw, Errc::kMechanismUnavailable);
+  EXPECT_TRUE(Eventually([&] { return server_->stats().negotiation_failures > before; }));
+  ExpectServerStillServes();
+}
+
+TEST_P(BadInputTest, AnUnknownMechanismThenSimpleAuthenticates) {
+  auto raw = Raw();
+  // A request pipelined behind the refused HELLO is dropped, not run.
+  ASSERT_TRUE(raw->Send(Preamble() + Hello("nope", "token") + Request(1, "sys", "echo", "dropped")));
+  auto list = raw->ReadFrame();
+  ASSERT_TRUE(list.has_value());
+  ASSERT_EQ(list->type, kTypeMechanisms);
+  ASSERT_TRUE(raw->Send(Hello("simple", "mallory") + Request(2, "sys", "echo", "kept")));
+  auto success = raw->ReadFrame();
+  ASSERT_TRUE(success.has_value());
+  ASSERT_EQ(success->type, kTypeAuthSuccess) << "frame type " << int(success->type);
+  auto response = raw->ReadFrame();
+  ASSERT_TRUE(response.has_value());
+  ASSERT_EQ(response->type, kTypeResponse);
+  EXPECT_EQ(response->call_id, 2u) << "the request behind the refused HELLO was answered";
+  // status 0, empty message, payload "kept"
+  EXPECT_EQ(response->body, std::string("\x00\x00\x00\x00kept", 8));
+}
+
+TEST_P(BadInputTest, AHandWrittenClientCanPipelineARequestBehindHello) {
+  auto raw = Raw();
+  ASSERT_TRUE(raw->Send(Preamble() + Hello("simple", "mallory") +
+                        Request(7, "sys", "echo", "in the same flight")));
+  auto success = raw->ReadFrame();
+  ASSERT_TRUE(success.has_value());
+  ASSERT_EQ(success->type, kTypeAuthSuccess);
+  auto response = raw->ReadFrame();
+  ASSERT_TRUE(response.has_value());
+  ASSERT_EQ(response->type, kTypeResponse);
+  EXPECT_EQ(response->call_id, 7u);
+  EXPECT_EQ(response->body, std::string("\x00\x00\x00\x00", 4) + "in the same flight");
+}
+
+TEST_P(BadInputTest, ATruncatedFrameThenCloseDoesNotHurtTheServer) {
+  const std::string hello = Hello("simple", "alice");
+  {  // Half a header, then a full close.
+    auto raw = Raw();
+    ASSERT_TRUE(raw->Send(Preamble() + hello.substr(0, 6)));
+  }
+  {  // A whole header and half the body, then end of stream: the server says why.
+    auto raw = Raw();
+    ASSERT_TRUE(raw->Send(Preamble() + hello.substr(0, hello.size() - 3)));
+    raw->ShutdownWrite();
+    ExpectErrorThenClose(*raw, Errc::kProtocolError);
+  }
+  {  // The same after negotiation.
+    auto raw = Raw();
+    ASSERT_NO_FATAL_FAILURE(Authenticate(*raw));
+    const std::string request = Request(1, "sys", "echo", "cut short");
+    ASSERT_TRUE(raw->Send(request.substr(0, request.size() - 4)));
+    raw->ShutdownWrite();
+    ExpectErrorThenClose(*raw, Errc::kProtocolError);
+  }
+  ExpectServerStillServes();
+}
+
+// --- timeouts -------------------------------------------------------------------
+
+TEST_P(BadInputTest, ASilentClientGetsNegotiationTimeoutAndIsClosed) {
+  ASSERT_NO_FATAL_FAILURE(
+      StartServer([](ServerOptions& o) { o.negotiation_timeout = 200ms; }));
+  const auto before = server_->stats().negotiation_failures;
+  const auto start = Clock::now();
+  auto raw = Raw();
+  auto frame = raw->ReadFrame(5s);
+  const auto took = Clock::now() - start;
+  ASSERT_TRUE(frame.has_value()) << "no ERROR frame for a silent client";
+  ASSERT_EQ(frame->type, kTypeError);
+  auto error = ParseErrorBody(frame->body);
+  ASSERT_TRUE(error.has_value());
+  EXPECT_EQ(error->code, static_cast<std::uint16_t>(Errc::kNegotiationTimeout))
+      << errc_name(errc_from_wire(error->code)) << ": " << error->message;
+  EXPECT_GE(took, 150ms) << "the server did not wait for the negotiation timeout";
+  EXPECT_TRUE(raw->SeesEndOfStream(2s));
+  EXPECT_LT(Clock::now() - start, 2s) << "closing the silent connection took too long";
+  EXPECT_TRUE(Eventually([&] { return server_->stats().negotiation_failures > before; }));
+  ExpectServerStillServes();
+}
+
+TEST_P(BadInputTest, AClientThatStallsAfterThePreambleGetsNegotiationTimeout) {
+  ASSERT_NO_FATAL_FAILURE(
+      StartServer([](ServerOptions& o) { o.negotiation_timeout = 200ms; }));
+  const auto start = Clock::now();
+  auto raw = Raw();
+  ASSERT_TRUE(raw->Send(Preamble()));
+  ExpectErrorThenClose(*raw, Errc::kNegotiationTimeout);
+  EXPECT_LT(Clock::now() - start, 2s);
+  ExpectServerStillServes();
+}
+
+TEST_P(BadInputTest, IdleTimeoutClosesAnIdleAuthenticatedConnection) {
+  ASSERT_NO_FATAL_FAILURE(StartServer([](ServerOptions& o) { o.idle_timeout = 200ms; }));
+  ClientOptions o;
+  o.endpoint = endpoint_;
+  o.mechanisms = {std::make_shared<SimpleClientMechanism>("idler")};
+  auto client = Client::connect(o);
+  ASSERT_TRUE(client.ok()) << Describe(client);
+  const auto start = Clock::now();
+  ASSERT_TRUE((*client)->call("sys", "echo", "once").ok());
+  ASSERT_TRUE(Eventually([&] { return !(*client)->connection_status().ok(); }, 3s))
+      << "an idle connection was never closed";
+  const auto took = Clock::now() - start;
+  EXPECT_GE(took, 150ms);
+  const Status why = (*client)->connection_status();
+  EXPECT_EQ(why.code, make_error_code(Errc::kIdleTimeout)) << why.to_string();
+  EXPECT_EQ(retry_advice(why.code), RetryAdvice::kRetry);
+  auto after = (*client)->call("sys", "echo", "too late");
+  EXPECT_FALSE(after.ok());
+  ExpectServerStillServes();
+}
+
+TEST_P(BadInputTest, IdleTimeoutSendsIdleTimeoutOnTheWire) {
+  ASSERT_NO_FATAL_FAILURE(StartServer([](ServerOptions& o) { o.idle_timeout = 200ms; }));
+  auto raw = Raw();
+  ASSERT_NO_FATAL_FAILURE(Authenticate(*raw));
+  ExpectErrorThenClose(*raw, Errc::kIdleTimeout);
+}
+
+TEST_P(BadInputTest, PingsKeepAnAuthenticatedConnectionFromIdlingOut) {
+  ASSERT_NO_FATAL_FAILURE(StartServer([](ServerOptions& o) { o.idle_timeout = 200ms; }));
+  auto raw = Raw();
+  ASSERT_NO_FATAL_FAILURE(Authenticate(*raw));
+  for (int i = 0; i < 6; ++i) {  // ~480 ms, well past the idle timeout
+    std::this_thread::sleep_for(80ms);
+    const std::string body = "ping-" + std::to_string(i);
+    ASSERT_TRUE(raw->Send(RawFrame(0x08, 0, body)));
+    auto pong = raw->ReadFrame();
+    ASSERT_TRUE(pong.has_value()) << "connection closed despite pings (ping " << i << ")";
+    ASSERT_EQ(pong->type, kTypePong) << "frame type " << int(pong->type);
+    EXPECT_EQ(pong->body, body);
+  }
+}
+
+// --- after negotiation ----------------------------------------------------------
+
+TEST_P(BadInputTest, ARequestWithCallIdZeroGetsProtocolError) {
+  const auto before = server_->stats().protocol_errors;
+  auto raw = Raw();
+  ASSERT_NO_FATAL_FAILURE(Authenticate(*raw));
+  ASSERT_TRUE(raw->Send(Request(0, "sys", "echo", "id zero")));
+  ExpectErrorThenClose(*raw, Errc::kProtocolError);
+  EXPECT_TRUE(Eventually([&] { return server_->stats().protocol_errors > before; }));
+  ExpectServerStillServes();
+}
+
+TEST_P(BadInputTest, ANegotiationFrameAfterNegotiationGetsProtocolError) {
+  auto raw = Raw();
+  ASSERT_NO_FATAL_FAILURE(Authenticate(*raw));
+  ASSERT_TRUE(raw->Send(Hello("simple", "someone-else")));
+  ExpectErrorThenClose(*raw, Errc::kProtocolError);
+  ExpectServerStillServes();
+}
+
+TEST_P(BadInputTest, AnOversizeRequestAfterNegotiationGetsFrameTooLarge) {
+  ASSERT_NO_FATAL_FAILURE(StartServer([](ServerOptions& o) { o.max_frame_size = 64 * 1024; }));
+  auto raw = Raw();
+  ASSERT_NO_FATAL_FAILURE(Authenticate(*raw));
+  ASSERT_TRUE(raw->Send(Request(1, "sys", "echo", std::string(100 * 1024, 'x'))));
+  ExpectErrorThenClose(*raw, Errc::kFrameTooLarge);
+  ExpectServerStillServes();
+}
+
+TEST_P(BadInputTest, AMalformedRequestBodyGetsProtocolError) {
+  auto raw = Raw();
+  ASSERT_NO_FATAL_FAILURE(Authenticate(*raw));
+  ASSERT_TRUE(raw->Send(RawFrame(0x10, 3, std::string("\x00\x09sys", 5))));
+  ExpectErrorThenClose(*raw, Errc::kProtocolError);
+  ExpectServerStillServes();
+}
+
+// --- volume -----------------------------------------------------------------------
+
+TEST_P(BadInputTest, AHundredConnectionsOfRandomBytesDoNotStopAWellBehavedClient) {
+  const auto before = server_->stats();
+  std::mt19937 rng(20240601);
+  std::uniform_int_distribution<int> byte(0, 255);
+  std::uniform_int_distribution<int> size(9, 3000);
+  constexpr int kConnections = 100;
+  int ended = 0;
+  for (int i = 0; i < kConnections; ++i) {
+    std::string junk;
+    // Every other one gets past the preamble, so the frame parser sees junk too.
+    if (i % 2 == 1) junk = Preamble();
+    const int n = size(rng);
+    for (int k = 0; k < n; ++k) junk.push_back(static_cast<char>(byte(rng)));
+    RawConnection raw(endpoint_);
+    ASSERT_TRUE(raw.connected()) << "connection " << i << " refused";
+    raw.Send(junk);  // the server may hang up before reading everything
+    raw.ShutdownWrite();
+    if (raw.SeesEndOfStream(3s)) ++ended;
+  }
+  EXPECT_EQ(ended, kConnections) << "the server left junk connections open";
+  EXPECT_TRUE(Eventually([&] {
+    return server_->stats().negotiation_failures >= before.negotiation_failures + kConnections;
+  })) << "negotiation_failures went from " << before.negotiation_failures << " to "
+      << server_->stats().negotiation_failures;
+  // A refused connection counts as active until its lingering close ends.
+  EXPECT_TRUE(Eventually([&] { return server_->stats().connections_active == 0u; }))
+      << server_->stats().connections_active << " connections still active";
+  ExpectServerStillServes();
+}
+
+TEST_P(BadInputTest, JunkAfterNegotiationIsAProtocolErrorForThatConnectionOnly) {
+  std::mt19937 rng(7);
+  std::uniform_int_distribution<int> byte(0, 255);
+  const auto before = server_->stats().protocol_errors;
+  for (int i = 0; i < 20; ++i) {
+    RawConnection raw(endpoint_);
+    ASSERT_NO_FATAL_FAILURE(Authenticate(raw));
+    std::string junk;
+    for (int k = 0; k < 64; ++k) junk.push_back(static_cast<char>(byte(rng)));
+    junk[0] = 0x7F;  // a length far above the limit: never a valid frame
+    raw.Send(junk);
+    raw.ShutdownWrite();
+    EXPECT_TRUE(raw.SeesEndOfStream(3s)) << "connection " << i;
+  }
+  EXPECT_TRUE(Eventually([&] { return server_->stats().protocol_errors >= before + 20; }))
+      << "protocol_errors went from " << before << " to " << server_->stats().protocol_errors;
+  ExpectServerStillServes();
+}
+
+}  // namespace
+}  // namespace authrpc

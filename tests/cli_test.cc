@@ -1,0 +1,379 @@
+// Integration tests of the command-line tools: runs the built authrpc-server
+// and authrpc binaries as subprocesses on loopback.
+#include <fcntl.h>
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <poll.h>
+#include <signal.h>
+#include <spawn.h>
+#include <stdlib.h>
+#include <sys/stat.h>
+#include <sys/types.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <chrono>
+#include <cstring>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#ifndef AUTHRPC_SERVER_BIN
+#error "AUTHRPC_SERVER_BIN must name the authrpc-server binary"
+#endif
+#ifndef AUTHRPC_CLI_BIN
+#error "AUTHRPC_CLI_BIN must name the authrpc binary"
+#endif
+
+extern char** environ;
+
+namespace {
+
+using namespace std::chrono_literals;
+using Clock = std::chrono::steady_clock;
+using ::testing::HasSubstr;
+using ::testing::StartsWith;
+
+const std::string kServerBin = AUTHRPC_SERVER_BIN;
+const std::string kCliBin = AUTHRPC_CLI_BIN;
+
+// A child process with its stdout and stderr on pipes. The destructor kills
+// (SIGKILL) and reaps it if it is still running, so no test leaves one behind.
+class Child {
+ public:
+  static std::unique_ptr<Child> Spawn(const std::vector<std::string>& args) {
+    int out[2], err[2];
+    if (::pipe2(out, O_CLOEXEC) != 0) return nullptr;
+    if (::pipe2(err, O_CLOEXEC) != 0) {
+      ::close(out[0]);
+      ::close(out[1]);
+      return nullptr;
+    }
+    posix_spawn_file_actions_t actions;
+    posix_spawn_file_actions_init(&actions);
+    posix_spawn_file_actions_adddup2(&actions, out[1], STDOUT_FILENO);
+    posix_spawn_file_actions_adddup2(&actions, err[1], STDERR_FILENO);
+    posix_spawn_file_actions_addopen(&actions, STDIN_FILENO, "/dev/null", O_RDONLY, 0);
+    std::vector<char*> argv;
+    for (const auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
+    argv.push_back(nullptr);
+    pid_t pid = -1;
+    const int rc = ::posix_spawn(&pid, argv[0], &actions, nullptr, argv.data(), environ);
+    posix_spawn_file_actions_destroy(&actions);
+    ::close(out[1]);
+    ::close(err[1]);
+    if (rc != 0) {
+      ::close(out[0]);
+      ::close(err[0]);
+      ADD_FAILURE() << "cannot spawn " << args[0] << ": " << std::strerror(rc);
+      return nullptr;
+    }
+    return std::unique_ptr<Child>(new Child(pid, out[0], err[0]));
+  }
+
+  ~Child() {
+    if (!exit_status_) {
+      ::kill(pid_, SIGKILL);
+      int status = 0;
+      while (::waitpid(pid_, &status, 0) < 0 && errno == EINTR) {
+      }
+    }
+    ::close(out_);
+    ::close(err_);
+  }
+  Child(const Child&) = delete;
+  Child& operator=(const Child&) = delete;
+
+  pid_t pid() const { return pid_; }
+
+  // One line of stdout (without the newline), or nullopt on end of stream or
+  // timeout. Bytes after the line stay buffered for the next call.
+  std::optional<std::string> ReadStdoutLine(Clock::duration timeout = 10s) {
+    const auto until = Clock::now() + timeout;
+    for (;;) {
+      const auto nl = out_buffer_.find('\n');
+      if (nl != std::string::npos) {
+        std::string line = out_buffer_.substr(0, nl);
+        out_buffer_.erase(0, nl + 1);
+        return line;
+      }
+      if (!ReadSome(out_, out_buffer_, until)) return std::nullopt;
+    }
+  }
+
+  // Sends `sig` and waits for the exit; the raw waitpid status, or nullopt
+  // if the child is still running after `timeout`.
+  std::optional<int> Signal(int sig, Clock::duration timeout = 10s) {
+    ::kill(pid_, sig);
+    return Wait(timeout);
+  }
+
+  // Waits for the child to exit, draining both pipes meanwhile.
+  std::optional<int> Wait(Clock::duration timeout = 10s) {
+    const auto until = Clock::now() + timeout;
+    bool out_open = true, err_open = true;
+    while (out_open || err_open) {
+      pollfd fds[2] = {{out_, POLLIN, 0}, {err_, POLLIN, 0}};
+      const auto left =
+          std::chrono::duration_cast<std::chrono::milliseconds>(until - Clock::now()).count();
+      if (left <= 0) return std::nullopt;
+      const int ready = ::poll(fds, 2, static_cast<int>(left));
+      if (ready < 0 && errno == EINTR) continue;
+      if (ready == 0) return std::nullopt;
+      if (out_open && (fds[0].revents & (POLLIN | POLLHUP))) out_open = Drain(out_, out_buffer_);
+      if (err_open && (fds[1].revents & (POLLIN | POLLHUP))) err_open = Drain(err_, err_buffer_);
+    }
+    while (Clock::now() < until) {
+      int status = 0;
+      const pid_t r = ::waitpid(pid_, &status, WNOHANG);
+      if (r == pid_) {
+        exit_status_ = status;
+        return status;
+      }
+      if (r < 0 && errno != EINTR) return std::nullopt;
+      std::this_thread::sleep_for(5ms);
+    }
+    return std::nullopt;
+  }
+
+  const std::string& stdout_text() const { return out_buffer_; }
+  const std::string& stderr_text() const { return err_buffer_; }
+
+ private:
+  Child(pid_t pid, int out, int err) : pid_(pid), out_(out), err_(err) {}
+
+  // Appends what is readable; false at end of stream.
+  static bool Drain(int fd, std::string& into) {
+    char buf[4096];
+    const ssize_t n = ::read(fd, buf, sizeof buf);
+    if (n < 0) return errno == EINTR || errno == EAGAIN;
+    if (n == 0) return false;
+    into.append(buf, static_cast<std::size_t>(n));
+    return true;
+  }
+
+  bool ReadSome(int fd, std::string& into, Clock::time_point until) {
+    for (;;) {
+      const auto left =
+          std::chrono::duration_cast<std::chrono::milliseconds>(until - Clock::now()).count();
+      if (left <= 0) return false;
+      pollfd p{fd, POLLIN, 0};
+      const int ready = ::poll(&p, 1, static_cast<int>(left));
+      if (ready < 0 && errno == EINTR) continue;
+      if (ready == 0) return false;
+      const std::size_t before = into.size();
+      if (!Drain(fd, into)) return false;
+      if (into.size() > before) return true;
+    }
+  }
+
+  pid_t pid_;
+  int out_;
+  int err_;
+  std::string out_buffer_;
+  std::string err_buffer_;
+  std::optional<int> exit_status_;
+};
+
+struct RunResult {
+  int exit_code = -1;  // -1: did not exit normally (signal or timeout)
+  std::string out;
+  std::string err;
+};
+
+// Runs a command to completion (10 s at most).
+RunResult RunCommand(const std::vector<std::string>& args) {
+  RunResult r;
+  auto child = Child::Spawn(args);
+  if (!child) return r;
+  const auto status = child->Wait(10s);
+  r.out = child->stdout_text();
+  r.err = child->stderr_text();
+  if (status && WIFEXITED(*status)) r.exit_code = WEXITSTATUS(*status);
+  return r;
+}
+
+std::string Describe(const RunResult& r) {
+  return "exit " + std::to_string(r.exit_code) + "\n--- stdout\n" + r.out + "\n--- stderr\n" +
+         r.err;
+}
+
+// A private temporary directory, removed with its files.
+class TempDir {
+ public:
+  TempDir() {
+    std::string pattern = ::testing::TempDir() + "authrpc-cli-test-XXXXXX";
+    if (::mkdtemp(pattern.data()) != nullptr) path_ = pattern;
+  }
+  ~TempDir() {
+    for (const auto& f : files_) ::unlink(f.c_str());
+    if (!path_.empty()) ::rmdir(path_.c_str());
+  }
+  const std::string& path() const { return path_; }
+
+  std::string Write(const std::string& name, const std::string& content) {
+    const std::string file = path_ + "/" + name;
+    std::ofstream(file) << content;
+    files_.push_back(file);
+    return file;
+  }
+
+ private:
+  std::string path_;
+  std::vector<std::string> files_;
+};
+
+const char* kGoodConfig = R"({
+  "listen": ["tcp://127.0.0.1:0"],
+  "auth": {"mechanisms": ["simple"]},
+  "io_threads": 1,
+  "blocking_threads": 1,
+  "negotiation_timeout_ms": 2000,
+  "stop_grace_ms": 2000,
+  "log_level": "error"
+})";
+
+class CliTest : public ::testing::Test {
+ protected:
+  void SetUp() override { ASSERT_FALSE(dir_.path().empty()) << "mkdtemp failed"; }
+
+  // Starts authrpc-server on a config listening on port 0 and reads the bound
+  // endpoint it prints.
+  void StartServer() {
+    const std::string config = dir_.Write("server.json", kGoodConfig);
+    server_ = Child::Spawn({kServerBin, "--config", config, "--print-endpoints"});
+    ASSERT_NE(server_, nullptr);
+    auto line = server_->ReadStdoutLine(10s);
+    ASSERT_TRUE(line.has_value()) << "authrpc-server printed no endpoint; stderr:\n"
+                                  << server_->stderr_text();
+    endpoint_ = *line;
+    ASSERT_THAT(endpoint_, StartsWith("tcp://127.0.0.1:"));
+    ASSERT_NE(endpoint_, "tcp://127.0.0.1:0") << "the port was not resolved";
+  }
+
+  TempDir dir_;
+  std::unique_ptr<Child> server_;
+  std::string endpoint_;
+};
+
+TEST_F(CliTest, TheCliCallsWhoamiOnAServerStartedFromAConfigFile) {
+  ASSERT_NO_FATAL_FAILURE(StartServer());
+  const auto r = RunCommand({kCliBin, "call", "--server", endpoint_, "--auth", "simple", "--user",
+                      "alice", "sys", "whoami"});
+  ASSERT_EQ(r.exit_code, 0) << Describe(r);
+  const auto identity = nlohmann::json::parse(r.out, nullptr, false);
+  ASSERT_FALSE(identity.is_discarded()) << "stdout is not JSON: " << r.out;
+  EXPECT_EQ(identity.value("user", ""), "alice");
+  EXPECT_EQ(identity.value("mechanism", ""), "simple");
+}
+
+TEST_F(CliTest, TheCliSendsDataAndPrintsTheResponseVerbatim) {
+  ASSERT_NO_FATAL_FAILURE(StartServer());
+  const auto r = RunCommand({kCliBin, "call", "--server", endpoint_, "--user", "bob", "--data",
+                      "hello there", "--timeout", "5000", "sys", "echo"});
+  ASSERT_EQ(r.exit_code, 0) << Describe(r);
+  EXPECT_EQ(r.out, "hello there");
+}
+
+TEST_F(CliTest, AnUnknownMethodExitsOneWithNotFoundOnStderr) {
+  ASSERT_NO_FATAL_FAILURE(StartServer());
+  const auto r = RunCommand({kCliBin, "call", "--server", endpoint_, "--auth", "simple", "--user",
+                      "alice", "sys", "nosuchmethod"});
+  EXPECT_EQ(r.exit_code, 1) << Describe(r);
+  EXPECT_THAT(r.err, HasSubstr("NOT_FOUND")) << Describe(r);
+  EXPECT_TRUE(r.out.empty()) << Describe(r);
+}
+
+TEST_F(CliTest, ACallToAStoppedServerExitsOne) {
+  ASSERT_NO_FATAL_FAILURE(StartServer());
+  const auto status = server_->Signal(SIGTERM);
+  ASSERT_TRUE(status.has_value());
+  const auto r = RunCommand({kCliBin, "call", "--server", endpoint_, "--connect-timeout", "2000", "sys",
+                      "whoami"});
+  EXPECT_EQ(r.exit_code, 1) << Describe(r);
+  EXPECT_THAT(r.err, HasSubstr("retry")) << Describe(r);
+}
+
+TEST_F(CliTest, HelpOfBothBinariesExitsZero) {
+  for (const auto& args : std::vector<std::vector<std::string>>{
+           {kServerBin, "--help"}, {kCliBin, "--help"}, {kCliBin, "help"},
+           {kCliBin, "call", "--help"}}) {
+    const auto r = RunCommand(args);
+    EXPECT_EQ(r.exit_code, 0) << args.back() << ": " << Describe(r);
+    EXPECT_THAT(r.out, HasSubstr("usage")) << Describe(r);
+  }
+}
+
+TEST_F(CliTest, UsageErrorsExitTwo) {
+  for (const auto& args : std::vector<std::vector<std::string>>{
+           {kServerBin},
+           {kServerBin, "--bogus"},
+           {kCliBin},
+           {kCliBin, "frobnicate"},
+           {kCliBin, "call", "sys", "whoami"},
+           {kCliBin, "call", "--server", "ftp://nowhere", "sys", "whoami"},
+           {kCliBin, "call", "--server", "tcp://127.0.0.1:1", "--auth", "nope", "sys", "whoami"}}) {
+    const auto r = RunCommand(args);
+    EXPECT_EQ(r.exit_code, 2) << args.back() << ": " << Describe(r);
+  }
+}
+
+TEST_F(CliTest, ABadConfigFileExitsTwo) {
+  const std::vector<std::pair<std::string, std::string>> configs = {
+      {"not-json.json", "{ this is not json"},
+      {"unknown-key.json", R"({"listen": ["tcp://127.0.0.1:0"], "listne": []})"},
+      {"no-listen.json", R"({"auth": {"mechanisms": ["simple"]}})"},
+      {"bad-endpoint.json", R"({"listen": ["http://127.0.0.1:0"]})"},
+      {"bad-mechanism.json", R"({"listen": ["tcp://127.0.0.1:0"], "auth": {"mechanisms": ["nope"]}})"},
+  };
+  for (const auto& [name, content] : configs) {
+    const std::string path = dir_.Write(name, content);
+    const auto r = RunCommand({kServerBin, "--config", path});
+    EXPECT_EQ(r.exit_code, 2) << name << ": " << Describe(r);
+    EXPECT_FALSE(r.err.empty()) << name << ": no explanation on stderr";
+  }
+  const auto missing = RunCommand({kServerBin, "--config", dir_.path() + "/does-not-exist.json"});
+  EXPECT_EQ(missing.exit_code, 2) << Describe(missing);
+}
+
+TEST_F(CliTest, SigtermStopsTheServerWithExitZero) {
+  ASSERT_NO_FATAL_FAILURE(StartServer());
+  // Serving first, so that the stop has a connection history to clean up.
+  const auto r = RunCommand({kCliBin, "call", "--server", endpoint_, "--user", "alice", "sys", "echo"});
+  ASSERT_EQ(r.exit_code, 0) << Describe(r);
+
+  const auto start = Clock::now();
+  const auto status = server_->Signal(SIGTERM, 10s);
+  ASSERT_TRUE(status.has_value()) << "authrpc-server did not exit after SIGTERM";
+  EXPECT_TRUE(WIFEXITED(*status)) << "killed by signal " << WTERMSIG(*status);
+  EXPECT_EQ(WEXITSTATUS(*status), 0) << server_->stderr_text();
+  EXPECT_LT(Clock::now() - start, 5s);
+}
+
+TEST_F(CliTest, SigintAlsoStopsTheServerWithExitZero) {
+  ASSERT_NO_FATAL_FAILURE(StartServer());
+  const auto status = server_->Signal(SIGINT, 10s);
+  ASSERT_TRUE(status.has_value()) << "authrpc-server did not exit after SIGINT";
+  ASSERT_TRUE(WIFEXITED(*status)) << "killed by signal " << WTERMSIG(*status);
+  EXPECT_EQ(WEXITSTATUS(*status), 0) << server_->stderr_text();
+}
+
+TEST_F(CliTest, TheServerCanListenWhereTheCommandLineSays) {
+  const std::string config = dir_.Write("server.json", kGoodConfig);
+  const std::string unix_ep = "unix:@authrpc-cli-test-" + std::to_string(::getpid());
+  server_ = Child::Spawn({kServerBin, "--config", config, "--listen", unix_ep, "--print-endpoints"});
+  ASSERT_NE(server_, nullptr);
+  auto line = server_->ReadStdoutLine(10s);
+  ASSERT_TRUE(line.has_value()) << server_->stderr_text();
+  EXPECT_EQ(*line, unix_ep);
+  const auto r = RunCommand({kCliBin, "call", "--server", unix_ep, "--user", "carol", "sys", "whoami"});
+  ASSERT_EQ(r.exit_code, 0) << Describe(r);
+  EXPECT_EQ(nlohmann::json::parse(r.out, nullptr, false).value("user", ""), "carol");
+}
+
+}  // namespace
