@@ -26,13 +26,20 @@ authrpc call --server URI [options] SERVICE METHOD
                      preference (default: simple). Never falls back to one
                      not listed.
   --user NAME        user name for --auth simple (default: the OS user)
+  --service-principal P  kerberos: the server principal to expect, e.g.
+                     rpc/host@REALM (default: rpc@<host of --server>,
+                     localhost for unix:)
+  --principal P --keytab F   kerberos: log in from a keytab instead of
+                     using the ticket cache
+  --ccache C         kerberos: ticket cache (default: KRB5CCNAME)
   --data TEXT        request payload (default: empty)
   --data-file FILE   request payload from FILE ('-' for stdin)
   --timeout MS       call deadline in milliseconds (default: none)
   --connect-timeout MS  connect + negotiation bound (default: 10000)
 
-Example:
+Examples:
   authrpc call --server tcp://127.0.0.1:7000 --auth simple sys whoami
+  authrpc call --server tcp://localhost:7000 --auth kerberos sys whoami
 
 Exit status: 0 on success; 1 when the call fails (the error is printed on
 stderr as CODE: message, with what to do about it); 2 for usage errors.
@@ -53,6 +60,7 @@ int call_command(int argc, char** argv) {
   std::string server;
   std::vector<std::string> mechanisms;
   std::string user, data;
+  nlohmann::json kerberos = nlohmann::json::object();
   long timeout_ms = 0, connect_timeout_ms = 10'000;
   std::vector<std::string> positional;
   for (int i = 0; i < argc; ++i) {
@@ -75,6 +83,11 @@ int call_command(int argc, char** argv) {
     } else if (arg == "--user") {
       if (!(v = value("--user"))) return usage_error("--user needs a value");
       user = v;
+    } else if (arg == "--service-principal" || arg == "--principal" || arg == "--keytab" ||
+               arg == "--ccache") {
+      if (!(v = value(arg.c_str()))) return usage_error(arg + " needs a value");
+      const std::string key = arg == "--service-principal" ? "service_principal" : arg.substr(2);
+      kerberos[key] = v;
     } else if (arg == "--data") {
       if (!(v = value("--data"))) return usage_error("--data needs a value");
       data = v;
@@ -115,6 +128,7 @@ int call_command(int argc, char** argv) {
   for (const auto& name : mechanisms) {
     nlohmann::json mech_options = nlohmann::json::object();
     if (name == "simple" && !user.empty()) mech_options["user"] = user;
+    if (name == "kerberos") mech_options = kerberos;
     auto mechanism = registry.make_client(name, mech_options);
     if (!mechanism.ok()) return usage_error(mechanism.status().message);
     options.mechanisms.push_back(*mechanism);

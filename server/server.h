@@ -69,7 +69,9 @@ class Server {
   // The endpoints actually bound (port 0 resolved), after start().
   std::vector<Endpoint> bound_endpoints() const;
   // Graceful stop: stop accepting, send GOAWAY, let in-flight calls finish
-  // (up to stop_grace), close connections, join threads. Idempotent.
+  // (up to stop_grace), then close connections (handlers see cancelled()),
+  // abandon coroutine handlers still running 250 ms later, wait for
+  // blocking handlers, join threads. Idempotent.
   void stop();
   // Blocks until stop() has completed (from any thread).
   void wait();
