@@ -19,6 +19,7 @@ if [[ "${AUTHRPC_SKIP_ASAN:-0}" != 1 ]]; then
   echo "== build and test (ASan + UBSan)"
   BUILD_TYPE=Debug bash scripts/build.sh build-asan -DAUTHRPC_SANITIZE=ON -DAUTHRPC_BUILD_MINIBENCH=OFF
   ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+  LSAN_OPTIONS=suppressions=$PWD/tests/lsan.supp \
     ctest --test-dir build-asan -j "$JOBS" --output-on-failure --timeout 600
 fi
 

@@ -941,19 +941,27 @@ TEST_P(ServerTest, DestroyingAClientFailsItsPendingCallsWithCancelled) {
   }
   ASSERT_TRUE(client->call("sys", "echo", "all sent").ok());
   client.reset();  // "pending calls fail with kCancelled"
-  int cancelled = 0, abandoned = 0, other = 0;
+  // Calls the server answered before the Client went away (a slow build,
+  // e.g. under sanitizers, takes longer than the handler's 400 ms to send
+  // them all) succeed; every other one must fail with kCancelled.
+  int cancelled = 0, answered = 0, abandoned = 0, other = 0;
   for (auto& f : pending) {
     ASSERT_EQ(f.wait_for(2s), std::future_status::ready) << "a pending call never ended";
     try {
       auto reply = f.get();
-      reply.code() == Code(Errc::kCancelled) ? ++cancelled : ++other;
+      if (reply.ok()) {
+        ++answered;
+      } else {
+        reply.code() == Code(Errc::kCancelled) ? ++cancelled : ++other;
+      }
     } catch (const std::future_error&) {
       ++abandoned;  // broken promise: the call's coroutine was destroyed unfinished
     }
   }
   EXPECT_EQ(abandoned, 0) << abandoned << " of " << kPending
                           << " futures were abandoned (std::future_error) instead of failing";
-  EXPECT_EQ(cancelled, kPending - abandoned - other);
+  EXPECT_GT(cancelled, 0);
+  EXPECT_EQ(cancelled + answered, kPending);
   EXPECT_EQ(other, 0);
 }
 
