@@ -134,7 +134,8 @@ std::unique_ptr<KerberosCredentials> KerberosCredentials::acceptor(const Accepto
   if (!options.replay_cache) {
     store.add("rcache", "none:");
   } else if (!options.replay_cache_dir.empty()) {
-    store.add("rcache", "dfl:" + options.replay_cache_dir + "/authrpc_rcache");
+    // "file2:" names the file; MIT's "dfl:" ignores the path it is given.
+    store.add("rcache", "file2:" + options.replay_cache_dir + "/authrpc_rcache");
   }
   gss_OID_set_desc mechs{1, const_cast<gss_OID>(gss_mech_krb5)};
   gss_cred_id_t cred = GSS_C_NO_CREDENTIAL;
@@ -183,9 +184,9 @@ std::unique_ptr<KerberosCredentials> KerberosCredentials::initiator(
   auto creds = std::unique_ptr<KerberosCredentials>(new KerberosCredentials(cred, {}));
   OM_uint32 m = 0;
   gss_name_t own = GSS_C_NO_NAME;
-  if (gss_inquire_cred(&m, cred, &own, nullptr, nullptr, nullptr) == GSS_S_COMPLETE) {
-    creds->principal_ = GssName(own).display();
-  }
+  const OM_uint32 inquired = gss_inquire_cred(&m, cred, &own, nullptr, nullptr, nullptr);
+  GssName own_name(own);  // released whatever gss_inquire_cred returned
+  if (inquired == GSS_S_COMPLETE) creds->principal_ = own_name.display();
   if (lifetime == 0 && options.keytab.empty()) {
     *status = GssStatus::failure("Kerberos credentials from " + source + " have expired");
     return nullptr;

@@ -1,0 +1,880 @@
+// Integration tests for the `kerberos` mechanism (auth/kerberos.h) against a
+// real MIT KDC started by the test (tests/mini_kdc.h): real tickets, real
+// keytabs, real replay cache, real Servers and Clients over loopback TCP and
+// abstract Unix sockets.
+//
+// Realm layout (every suite): principals alice (keys in client_keytab()) and
+// rpc/localhost (keys in service_keytab()); the shared suite also has
+// rpc/otherhost in the KDC database but in no server keytab.
+//
+// MIT GSSAPI reads krb5.conf (and the default ccache, keytab and rcache
+// directory) from the environment, so every suite calls
+// set_env_for_process(); the tests still pass explicit keytab / ccache /
+// replay-cache options wherever the mechanism has them.
+#include <arpa/inet.h>
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <asio/co_spawn.hpp>
+#include <asio/detached.hpp>
+#include <asio/io_context.hpp>
+#include <atomic>
+#include <cerrno>
+#include <chrono>
+#include <cstdlib>
+#include <filesystem>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "auth/kerberos.h"
+#include "auth/mechanism_registry.h"
+#include "auth/simple.h"
+#include "client/client.h"
+#include "rpc/endpoint.h"
+#include "rpc/log.h"
+#include "rpc/messages.h"
+#include "rpc/status.h"
+#include "rpc/wire.h"
+#include "server/server.h"
+#include "tests/mini_kdc.h"
+
+namespace authrpc {
+
+void PrintTo(RetryAdvice advice, std::ostream* os) { *os << to_string(advice); }
+
+namespace {
+
+using namespace std::chrono_literals;
+using authrpc::testing::MiniKdc;
+using Clock = std::chrono::steady_clock;
+using ::testing::AnyOf;
+using ::testing::HasSubstr;
+
+#define ASSERT_OK(expr)                                      \
+  do {                                                       \
+    const ::authrpc::Status _s = (expr);                     \
+    ASSERT_TRUE(_s.ok()) << #expr << ": " << _s.to_string(); \
+  } while (0)
+
+std::error_code Code(Errc e) { return make_error_code(e); }
+
+template <typename T>
+std::string Describe(const Result<T>& r) {
+  return r.ok() ? std::string("OK") : r.status().to_string();
+}
+
+// --- realm and mechanisms ------------------------------------------------------
+
+std::string ServicePrincipal(const MiniKdc& kdc, const std::string& host = "localhost") {
+  return "rpc/" + host + "@" + kdc.realm();
+}
+
+// Adds alice (client keytab) and rpc/localhost (service keytab) to a started realm.
+Status PopulateRealm(MiniKdc& kdc) {
+  if (Status s = kdc.add_principal("alice"); !s.ok()) return s;
+  if (Status s = kdc.create_keytab("alice", kdc.client_keytab()); !s.ok()) return s;
+  return kdc.create_service_keytab("rpc/localhost");
+}
+
+KerberosServerOptions ServerOptionsFor(const MiniKdc& kdc) {
+  KerberosServerOptions o;
+  o.keytab = kdc.service_keytab();
+  o.principal = ServicePrincipal(kdc);
+  o.replay_cache = true;
+  o.replay_cache_dir = kdc.rcache_dir();
+  return o;
+}
+
+// A ticket-cache client (kinit first) expecting rpc/localhost.
+KerberosClientOptions CcacheClientOptions(const MiniKdc& kdc) {
+  KerberosClientOptions o;
+  o.ccache = kdc.ccache();
+  o.service_principal = ServicePrincipal(kdc);
+  return o;
+}
+
+// A keytab-login client (no kinit, no ticket cache) expecting rpc/localhost.
+KerberosClientOptions KeytabClientOptions(const MiniKdc& kdc) {
+  KerberosClientOptions o;
+  o.principal = "alice";
+  o.keytab = kdc.client_keytab();
+  o.service_principal = ServicePrincipal(kdc);
+  return o;
+}
+
+std::shared_ptr<ClientMechanism> Simple(const std::string& user = "bob") {
+  return std::make_shared<SimpleClientMechanism>(user);
+}
+
+// --- servers and clients -----------------------------------------------------------
+
+std::string UniqueSuffix() {
+  static std::atomic<int> counter{0};
+  return std::to_string(::getpid()) + "-" + std::to_string(++counter);
+}
+
+std::string UniqueAbstractName() { return "unix:@authrpc-kerberos-itest-" + UniqueSuffix(); }
+
+// A MEMORY ccache name no earlier test (or earlier realm, with --gtest_repeat) used.
+std::string UniqueMemoryCache() { return "MEMORY:authrpc-kerberos-itest-" + UniqueSuffix(); }
+
+struct RunningServer {
+  std::unique_ptr<Server> server;
+  Endpoint endpoint;  // as bound (port resolved)
+};
+
+Result<RunningServer> StartServer(std::vector<std::shared_ptr<ServerMechanism>> mechanisms,
+                                  const std::string& uri = "tcp://127.0.0.1:0") {
+  auto endpoint = Endpoint::parse(uri);
+  if (!endpoint.ok()) return endpoint.status();
+  ServerOptions o;
+  o.endpoints = {*endpoint};
+  o.mechanisms = std::move(mechanisms);
+  o.io_threads = 1;
+  o.blocking_threads = 1;
+  o.negotiation_timeout = 5s;
+  o.stop_grace = 1s;
+  o.log = null_log_sink();
+  auto server = std::make_unique<Server>(std::move(o));
+  if (Status s = server->start(); !s.ok()) return s;
+  auto bound = server->bound_endpoints();
+  if (bound.empty()) return Status(Errc::kInternal, "server bound no endpoint");
+  return RunningServer{std::move(server), bound.front()};
+}
+
+Result<std::unique_ptr<Client>> Connect(const Endpoint& endpoint,
+                                        std::vector<std::shared_ptr<ClientMechanism>> mechanisms,
+                                        bool wait_for_authentication = true) {
+  ClientOptions o;
+  o.endpoint = endpoint;
+  o.mechanisms = std::move(mechanisms);
+  o.connect_timeout = 10s;
+  o.default_call_timeout = 10s;
+  o.wait_for_authentication = wait_for_authentication;
+  return Client::connect(std::move(o));
+}
+
+Result<std::unique_ptr<Client>> Connect(const Endpoint& endpoint,
+                                        std::shared_ptr<ClientMechanism> mechanism,
+                                        bool wait_for_authentication = true) {
+  return Connect(endpoint, std::vector<std::shared_ptr<ClientMechanism>>{std::move(mechanism)},
+                 wait_for_authentication);
+}
+
+// The same endpoint reached through the host name "localhost" (so that a client
+// without service_principal expects rpc@localhost, i.e. rpc/localhost@REALM).
+Endpoint ViaLocalhost(Endpoint endpoint) {
+  endpoint.host = "localhost";
+  return endpoint;
+}
+
+Result<nlohmann::json> Whoami(Client& client) {
+  return client.call_json("sys", "whoami", nlohmann::json::object());
+}
+
+// sys.whoami shows alice authenticated by kerberos.
+void ExpectAlice(Client& client, const MiniKdc& kdc) {
+  EXPECT_EQ(client.mechanism(), "kerberos");
+  auto who = Whoami(client);
+  ASSERT_TRUE(who.ok()) << Describe(who);
+  EXPECT_EQ((*who)["principal"], "alice@" + kdc.realm()) << who->dump();
+  EXPECT_EQ((*who)["realm"], kdc.realm()) << who->dump();
+  EXPECT_EQ((*who)["mechanism"], "kerberos") << who->dump();
+  EXPECT_THAT((*who)["user"].get<std::string>(), AnyOf("alice", "alice@" + kdc.realm()))
+      << who->dump();
+  EXPECT_EQ(client.mechanism(), "kerberos");
+}
+
+// One whole kerberos session: connect, sys.whoami as alice, close.
+void ExpectKerberosSession(const Endpoint& endpoint, std::shared_ptr<ClientMechanism> mechanism,
+                           const MiniKdc& kdc, bool wait_for_authentication = true) {
+  auto client = Connect(endpoint, std::move(mechanism), wait_for_authentication);
+  ASSERT_TRUE(client.ok()) << Describe(client);
+  ExpectAlice(**client, kdc);
+}
+
+// After a failure: the server still authenticates a `simple` client.
+void ExpectServesSimple(const Endpoint& endpoint) {
+  SCOPED_TRACE("server still serves a simple client");
+  auto client = Connect(endpoint, Simple("bob"));
+  ASSERT_TRUE(client.ok()) << Describe(client);
+  auto who = Whoami(**client);
+  ASSERT_TRUE(who.ok()) << Describe(who);
+  EXPECT_EQ((*who)["mechanism"], "simple");
+  EXPECT_EQ((*who)["user"], "bob");
+}
+
+// --- raw frames (replay test) ---------------------------------------------------
+
+struct RawFrame {
+  wire::FrameType type = wire::FrameType::kError;
+  std::string body;
+};
+
+// A blocking TCP connection to 127.0.0.1 with bounded reads.
+class RawConnection {
+ public:
+  explicit RawConnection(std::uint16_t port) {
+    fd_ = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_port = htons(port);
+    ::inet_pton(AF_INET, "127.0.0.1", &addr.sin_addr);
+    if (::connect(fd_, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) Close();
+  }
+  ~RawConnection() { Close(); }
+  RawConnection(const RawConnection&) = delete;
+  RawConnection& operator=(const RawConnection&) = delete;
+
+  bool connected() const { return fd_ >= 0; }
+
+  bool Send(const std::string& bytes) {
+    std::size_t sent = 0;
+    while (sent < bytes.size()) {
+      const ssize_t n = ::send(fd_, bytes.data() + sent, bytes.size() - sent, MSG_NOSIGNAL);
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0) return false;
+      sent += static_cast<std::size_t>(n);
+    }
+    return true;
+  }
+
+  bool ReadExact(std::string& out, std::size_t n, Clock::duration timeout) {
+    const auto until = Clock::now() + timeout;
+    out.clear();
+    while (out.size() < n) {
+      const auto left =
+          std::chrono::duration_cast<std::chrono::milliseconds>(until - Clock::now()).count();
+      if (left <= 0) return false;
+      pollfd p{fd_, POLLIN, 0};
+      const int ready = ::poll(&p, 1, static_cast<int>(left));
+      if (ready < 0 && errno == EINTR) continue;
+      if (ready <= 0) return false;
+      char buf[4096];
+      const ssize_t got = ::recv(fd_, buf, std::min(sizeof buf, n - out.size()), 0);
+      if (got < 0 && (errno == EINTR || errno == EAGAIN)) continue;
+      if (got <= 0) return false;
+      out.append(buf, static_cast<std::size_t>(got));
+    }
+    return true;
+  }
+
+  std::optional<RawFrame> ReadFrame(Clock::duration timeout = 5s) {
+    std::string header;
+    if (!ReadExact(header, wire::kFrameHeaderSize, timeout)) return std::nullopt;
+    auto parsed = wire::parse_frame_header(reinterpret_cast<const std::uint8_t*>(header.data()),
+                                           wire::kDefaultMaxFrameSize);
+    if (!parsed.ok()) return std::nullopt;
+    RawFrame frame;
+    frame.type = parsed->type;
+    if (!ReadExact(frame.body, parsed->body_size(), timeout)) return std::nullopt;
+    return frame;
+  }
+
+ private:
+  void Close() {
+    if (fd_ >= 0) ::close(fd_);
+    fd_ = -1;
+  }
+  int fd_ = -1;
+};
+
+// Runs the client mechanism's initial() to completion: the AP-REQ token that
+// a real client would put in HELLO.
+Result<std::string> FirstToken(ClientMechanism& mechanism, const ChannelInfo& info) {
+  asio::io_context io;
+  auto session = mechanism.start(info);
+  ClientStep step = ClientStep::failure({Errc::kInternal, "initial() did not finish"});
+  asio::co_spawn(
+      io, [&]() -> asio::awaitable<void> { step = co_await session->initial(); }, asio::detached);
+  io.run();
+  if (step.kind != ClientStep::Kind::kSend) return step.error;
+  return std::move(step.token);
+}
+
+// Preamble + HELLO(mechanism, token) on a fresh connection; the server's reply.
+std::optional<RawFrame> SendHello(std::uint16_t port, const std::string& mechanism,
+                                  const std::string& token) {
+  RawConnection connection(port);
+  if (!connection.connected()) return std::nullopt;
+  std::string out;
+  const auto preamble = wire::make_preamble();
+  out.append(reinterpret_cast<const char*>(preamble.data()), preamble.size());
+  wire::append_hello(out, {wire::kNoFeatures, mechanism, token});
+  if (!connection.Send(out)) return std::nullopt;
+  return connection.ReadFrame();
+}
+
+// --- the shared realm -------------------------------------------------------------
+
+// One KDC for the suite: alice has a TGT in kdc->ccache(); rpc/otherhost exists
+// in the KDC but in no server keytab.
+class KerberosTest : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    kdc_ = std::make_unique<MiniKdc>();
+    setup_ = kdc_->start();
+    if (setup_.ok()) setup_ = PopulateRealm(*kdc_);
+    if (setup_.ok()) setup_ = kdc_->add_principal("rpc/otherhost");
+    if (setup_.ok()) setup_ = kdc_->kinit("alice", kdc_->client_keytab());
+    if (setup_.ok()) kdc_->set_env_for_process();
+  }
+  static void TearDownTestSuite() { kdc_.reset(); }
+
+  void SetUp() override {
+    ASSERT_OK(setup_);
+    kdc_->set_env_for_process();  // a per-test suite may have run in between
+  }
+
+  // A server enabling kerberos (the suite's keytab) and simple, on URI.
+  static Result<RunningServer> StartKerberosServer(const std::string& uri = "tcp://127.0.0.1:0") {
+    auto kerberos = KerberosServerMechanism::create(ServerOptionsFor(*kdc_));
+    if (!kerberos.ok()) return kerberos.status();
+    return StartServer({*kerberos, std::make_shared<SimpleServerMechanism>()}, uri);
+  }
+
+  static std::shared_ptr<KerberosClientMechanism> CcacheClient() {
+    auto m = KerberosClientMechanism::create(CcacheClientOptions(*kdc_));
+    EXPECT_TRUE(m.ok()) << Describe(m);
+    return m.ok() ? *m : nullptr;
+  }
+
+  static inline std::unique_ptr<MiniKdc> kdc_;
+  static inline Status setup_;
+};
+
+// Case 1: kinit, then a ticket-cache client over TCP.
+TEST_F(KerberosTest, TicketCacheClientOverTcp) {
+  auto server = StartKerberosServer();
+  ASSERT_TRUE(server.ok()) << Describe(server);
+  auto mechanism = CcacheClient();
+  ASSERT_TRUE(mechanism);
+  EXPECT_EQ(mechanism->principal(), "alice@" + kdc_->realm());
+  // Explicit service principal, connecting to 127.0.0.1.
+  ExpectKerberosSession(server->endpoint, mechanism, *kdc_);
+
+  // No service principal: the target is rpc@<host connected to>.
+  KerberosClientOptions by_host;
+  by_host.ccache = kdc_->ccache();
+  auto host_based = KerberosClientMechanism::create(by_host);
+  ASSERT_TRUE(host_based.ok()) << Describe(host_based);
+  ExpectKerberosSession(ViaLocalhost(server->endpoint), *host_based, *kdc_);
+}
+
+// Case 1 over an abstract Unix socket: the target defaults to rpc@localhost.
+TEST_F(KerberosTest, TicketCacheClientOverUnixSocket) {
+  auto server = StartKerberosServer(UniqueAbstractName());
+  ASSERT_TRUE(server.ok()) << Describe(server);
+  ASSERT_EQ(server->endpoint.scheme, Endpoint::Scheme::kUnix);
+  KerberosClientOptions o;
+  o.ccache = kdc_->ccache();
+  auto mechanism = KerberosClientMechanism::create(o);
+  ASSERT_TRUE(mechanism.ok()) << Describe(mechanism);
+  ExpectKerberosSession(server->endpoint, *mechanism, *kdc_);
+}
+
+// The default ticket cache (KRB5CCNAME), re-read on every session.
+TEST_F(KerberosTest, DefaultTicketCacheFromEnvironment) {
+  auto server = StartKerberosServer();
+  ASSERT_TRUE(server.ok()) << Describe(server);
+  KerberosClientOptions o;
+  o.service_principal = ServicePrincipal(*kdc_);
+  auto mechanism = KerberosClientMechanism::create(o);
+  ASSERT_TRUE(mechanism.ok()) << Describe(mechanism);
+  EXPECT_EQ((*mechanism)->principal(), "alice@" + kdc_->realm());
+  ExpectKerberosSession(server->endpoint, *mechanism, *kdc_);
+}
+
+// Case 2: keytab login, no kinit and no ticket cache.
+TEST_F(KerberosTest, ClientKeytabLogin) {
+  auto server = StartKerberosServer();
+  ASSERT_TRUE(server.ok()) << Describe(server);
+  const auto before = kdc_->kdc_request_counts();
+  auto mechanism = KerberosClientMechanism::create(KeytabClientOptions(*kdc_));
+  ASSERT_TRUE(mechanism.ok()) << Describe(mechanism);
+  EXPECT_EQ((*mechanism)->principal(), "alice@" + kdc_->realm());
+  ExpectKerberosSession(server->endpoint, *mechanism, *kdc_);
+  const auto after = kdc_->kdc_request_counts();
+  EXPECT_GE(after.as - before.as, 1) << "a keytab login asks the KDC for a TGT";
+  EXPECT_EQ(after.tgs - before.tgs, 1) << "one service ticket";
+}
+
+// Case 3: the first call travels behind HELLO, before AUTH_SUCCESS.
+TEST_F(KerberosTest, PipelinedFirstCall) {
+  auto server = StartKerberosServer();
+  ASSERT_TRUE(server.ok()) << Describe(server);
+  auto mechanism = CcacheClient();
+  ASSERT_TRUE(mechanism);
+  for (int i = 0; i < 3; ++i) {  // the first may need a TGS request, the others not
+    SCOPED_TRACE("session " + std::to_string(i));
+    auto client = Connect(server->endpoint, mechanism, /*wait_for_authentication=*/false);
+    ASSERT_TRUE(client.ok()) << Describe(client);
+    auto who = Whoami(**client);
+    ASSERT_TRUE(who.ok()) << Describe(who);
+    EXPECT_EQ((*who)["principal"], "alice@" + kdc_->realm());
+    EXPECT_EQ((*who)["mechanism"], "kerberos");
+    EXPECT_EQ((*client)->mechanism(), "kerberos");
+  }
+}
+
+// Case 4: once the service ticket is cached, a session costs no KDC request.
+TEST_F(KerberosTest, NoKdcTrafficPerSession) {
+  auto server = StartKerberosServer();
+  ASSERT_TRUE(server.ok()) << Describe(server);
+
+  auto shared = CcacheClient();
+  ASSERT_TRUE(shared);
+  ASSERT_NO_FATAL_FAILURE(ExpectKerberosSession(server->endpoint, shared, *kdc_));  // warm-up
+  const int before = kdc_->kdc_requests();
+  const auto t0 = Clock::now();
+  for (int i = 0; i < 20; ++i) {
+    SCOPED_TRACE("session " + std::to_string(i));
+    ASSERT_NO_FATAL_FAILURE(ExpectKerberosSession(server->endpoint, shared, *kdc_));
+  }
+  const auto t1 = Clock::now();
+  EXPECT_EQ(kdc_->kdc_requests(), before) << "20 sessions with one ccache mechanism";
+  RecordProperty("ccache_20_sessions_ms",
+                 std::to_string(std::chrono::duration_cast<std::chrono::milliseconds>(t1 - t0).count()));
+
+  // A new mechanism object per session reads the same ticket cache.
+  for (int i = 0; i < 5; ++i) {
+    SCOPED_TRACE("fresh mechanism " + std::to_string(i));
+    auto fresh = CcacheClient();
+    ASSERT_TRUE(fresh);
+    ASSERT_NO_FATAL_FAILURE(ExpectKerberosSession(server->endpoint, fresh, *kdc_));
+  }
+  EXPECT_EQ(kdc_->kdc_requests(), before) << "new mechanism objects on the same ccache";
+
+  // A keytab client keeps its tickets in its own memory cache.
+  auto keytab = KerberosClientMechanism::create(KeytabClientOptions(*kdc_));
+  ASSERT_TRUE(keytab.ok()) << Describe(keytab);
+  ASSERT_NO_FATAL_FAILURE(ExpectKerberosSession(server->endpoint, *keytab, *kdc_));  // warm-up
+  const int keytab_before = kdc_->kdc_requests();
+  for (int i = 0; i < 20; ++i) {
+    SCOPED_TRACE("keytab session " + std::to_string(i));
+    ASSERT_NO_FATAL_FAILURE(ExpectKerberosSession(server->endpoint, *keytab, *kdc_));
+  }
+  EXPECT_EQ(kdc_->kdc_requests(), keytab_before) << "20 sessions with one keytab mechanism";
+}
+
+// Case 5: a bad keytab fails at startup, with CONFIG_ERROR.
+TEST_F(KerberosTest, StartupErrors) {
+  const std::string missing = kdc_->dir() + "/no-such.keytab";
+  KerberosServerOptions o = ServerOptionsFor(*kdc_);
+  o.keytab = missing;
+  auto r = KerberosServerMechanism::create(o);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.code(), Code(Errc::kConfigError)) << Describe(r);
+  EXPECT_THAT(r.status().message, HasSubstr(missing));
+
+  // A keytab that exists but has no key for the principal (alice's keytab).
+  o = ServerOptionsFor(*kdc_);
+  o.keytab = kdc_->client_keytab();
+  r = KerberosServerMechanism::create(o);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.code(), Code(Errc::kConfigError)) << Describe(r);
+  EXPECT_THAT(r.status().message, HasSubstr("rpc/localhost"));
+
+  // A principal the keytab lacks although the KDC knows it.
+  o = ServerOptionsFor(*kdc_);
+  o.principal = ServicePrincipal(*kdc_, "otherhost");
+  r = KerberosServerMechanism::create(o);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.code(), Code(Errc::kConfigError)) << Describe(r);
+  EXPECT_THAT(r.status().message, HasSubstr("rpc/otherhost"));
+
+  // The good configuration is accepted.
+  auto good = KerberosServerMechanism::create(ServerOptionsFor(*kdc_));
+  ASSERT_TRUE(good.ok()) << Describe(good);
+  EXPECT_EQ((*good)->name(), "kerberos");
+  EXPECT_EQ((*good)->principal(), ServicePrincipal(*kdc_));
+}
+
+// Sets an environment variable for one scope (the suite's env is otherwise kept).
+class ScopedEnv {
+ public:
+  ScopedEnv(const char* name, const std::string& value) : name_(name) {
+    if (const char* old = std::getenv(name)) old_ = old;
+    ::setenv(name, value.c_str(), 1);
+  }
+  ~ScopedEnv() {
+    if (old_) {
+      ::setenv(name_, old_->c_str(), 1);
+    } else {
+      ::unsetenv(name_);
+    }
+  }
+
+ private:
+  const char* name_;
+  std::optional<std::string> old_;
+};
+
+// Case 6: no ticket and no keytab → CREDENTIALS_EXPIRED (run kinit).
+TEST_F(KerberosTest, ClientWithoutTicket) {
+  // MIT falls back on the default client keytab (KRB5_CLIENT_KTNAME, which
+  // MiniKdc points at alice's keys) when a cache is empty: a client with "no
+  // keytab" must not have one there either.
+  ScopedEnv no_client_keytab("KRB5_CLIENT_KTNAME", "FILE:" + kdc_->dir() + "/none.keytab");
+  const std::vector<std::string> caches = {
+      "FILE:" + kdc_->dir() + "/no-such-ccache",  // does not exist
+      UniqueMemoryCache(),                        // exists only in name
+  };
+  for (const auto& ccache : caches) {
+    SCOPED_TRACE(ccache);
+    KerberosClientOptions o;
+    o.ccache = ccache;
+    o.service_principal = ServicePrincipal(*kdc_);
+    auto r = KerberosClientMechanism::create(o);
+    ASSERT_FALSE(r.ok());
+    EXPECT_EQ(r.code(), Code(Errc::kCredentialsExpired)) << Describe(r);
+    EXPECT_EQ(retry_advice(r.code()), RetryAdvice::kReauthenticate);
+    RecordProperty("no_ticket_" + ccache.substr(0, ccache.find(':')), r.status().message);
+  }
+  {
+    SCOPED_TRACE("default cache (KRB5CCNAME) empty");
+    ScopedEnv no_ccache("KRB5CCNAME", "FILE:" + kdc_->dir() + "/no-such-default-ccache");
+    KerberosClientOptions o;
+    o.service_principal = ServicePrincipal(*kdc_);
+    auto r = KerberosClientMechanism::create(o);
+    ASSERT_FALSE(r.ok());
+    EXPECT_EQ(r.code(), Code(Errc::kCredentialsExpired)) << Describe(r);
+    EXPECT_EQ(retry_advice(r.code()), RetryAdvice::kReauthenticate);
+    RecordProperty("no_ticket_default", r.status().message);
+  }
+}
+
+// MIT behaviour to know about: with a default client keytab (KRB5_CLIENT_KTNAME,
+// which MiniKdc points at alice's keys) an empty ticket cache is filled from it
+// by gss_acquire_cred, so "no ticket" is not CREDENTIALS_EXPIRED there.
+TEST_F(KerberosTest, DefaultClientKeytabFillsAnEmptyCache) {
+  KerberosClientOptions o;
+  o.ccache = UniqueMemoryCache();
+  o.service_principal = ServicePrincipal(*kdc_);
+  auto mechanism = KerberosClientMechanism::create(o);
+  ASSERT_TRUE(mechanism.ok()) << Describe(mechanism);
+  EXPECT_EQ((*mechanism)->principal(), "alice@" + kdc_->realm());
+  auto server = StartKerberosServer();
+  ASSERT_TRUE(server.ok()) << Describe(server);
+  ExpectKerberosSession(server->endpoint, *mechanism, *kdc_);
+}
+
+// Case 8: the client expects a principal the server has no key for.
+// Observed and asserted: AUTHENTICATION_FAILED (retry advice: give up), from the
+// server's gss_accept_sec_context ("Cannot decrypt ticket for rpc/otherhost@R
+// using keytab key for rpc/localhost@R"), carried to the client in ERROR. A
+// principal the KDC does not know fails on the client side, also
+// AUTHENTICATION_FAILED ("Server ... not found in Kerberos database").
+TEST_F(KerberosTest, WrongServicePrincipal) {
+  auto server = StartKerberosServer();
+  ASSERT_TRUE(server.ok()) << Describe(server);
+  KerberosClientOptions o = CcacheClientOptions(*kdc_);
+  o.service_principal = ServicePrincipal(*kdc_, "otherhost");
+  auto mechanism = KerberosClientMechanism::create(o);
+  ASSERT_TRUE(mechanism.ok()) << Describe(mechanism);
+
+  auto client = Connect(server->endpoint, *mechanism);
+  ASSERT_FALSE(client.ok());
+  EXPECT_EQ(client.code(), Code(Errc::kAuthenticationFailed)) << Describe(client);
+  EXPECT_EQ(retry_advice(client.code()), RetryAdvice::kGiveUp);
+  RecordProperty("wrong_service_principal", client.status().message);
+
+  // Pipelined: the first call reports the failure.
+  auto pipelined = Connect(server->endpoint, *mechanism, /*wait_for_authentication=*/false);
+  if (pipelined.ok()) {
+    auto who = Whoami(**pipelined);
+    ASSERT_FALSE(who.ok());
+    EXPECT_EQ(who.code(), Code(Errc::kAuthenticationFailed)) << Describe(who);
+  } else {
+    EXPECT_EQ(pipelined.code(), Code(Errc::kAuthenticationFailed)) << Describe(pipelined);
+  }
+
+  // A principal the KDC does not know: the client cannot get a ticket.
+  o.service_principal = ServicePrincipal(*kdc_, "nohost");
+  auto unknown = KerberosClientMechanism::create(o);
+  ASSERT_TRUE(unknown.ok()) << Describe(unknown);
+  client = Connect(server->endpoint, *unknown);
+  ASSERT_FALSE(client.ok());
+  EXPECT_EQ(client.code(), Code(Errc::kAuthenticationFailed)) << Describe(client);
+  RecordProperty("unknown_service_principal", client.status().message);
+
+  ExpectServesSimple(server->endpoint);
+  ExpectKerberosSession(server->endpoint, CcacheClient(), *kdc_);
+}
+
+// Case 10: the same AP-REQ twice — the replay cache refuses the second.
+TEST_F(KerberosTest, ReplayedFirstTokenIsRefused) {
+  auto server = StartKerberosServer();
+  ASSERT_TRUE(server.ok()) << Describe(server);
+  auto mechanism = CcacheClient();
+  ASSERT_TRUE(mechanism);
+  ChannelInfo info;
+  info.scheme = Endpoint::Scheme::kTcp;
+  info.server_host = "127.0.0.1";
+  info.peer_address = "127.0.0.1:" + std::to_string(server->endpoint.port);
+  auto token = FirstToken(*mechanism, info);
+  ASSERT_TRUE(token.ok()) << Describe(token);
+  ASSERT_FALSE(token->empty());
+
+  auto first = SendHello(server->endpoint.port, "kerberos", *token);
+  ASSERT_TRUE(first.has_value()) << "no reply to the first HELLO";
+  ASSERT_EQ(static_cast<int>(first->type), 0x05) << "AUTH_SUCCESS expected";
+  auto success = wire::parse_auth_success(first->body);
+  ASSERT_TRUE(success.ok()) << Describe(success);
+  EXPECT_FALSE(success->token.empty()) << "AP-REP for mutual authentication";
+
+  auto second = SendHello(server->endpoint.port, "kerberos", *token);
+  ASSERT_TRUE(second.has_value()) << "no reply to the replayed HELLO";
+  ASSERT_EQ(static_cast<int>(second->type), 0x06) << "ERROR expected";
+  auto error = wire::parse_error(second->body);
+  ASSERT_TRUE(error.ok()) << Describe(error);
+  EXPECT_EQ(error->code, 104) << error->message;  // AUTHENTICATION_FAILED
+  RecordProperty("replay_error", error->message);
+
+  ExpectServesSimple(server->endpoint);
+  ExpectKerberosSession(server->endpoint, mechanism, *kdc_);
+}
+
+// The replay_cache_dir option decides where the replay cache lives, whatever
+// KRB5RCACHEDIR says. (MIT's "dfl:" rcache type ignores its residual and always
+// uses $KRB5RCACHEDIR/krb5_<euid>.rcache2; "file2:<path>" honours the path.)
+TEST_F(KerberosTest, ReplayCacheDirOptionIsHonoured) {
+  const std::string dir = kdc_->dir() + "/rcache-option";
+  std::filesystem::create_directories(dir);
+  KerberosServerOptions o = ServerOptionsFor(*kdc_);
+  o.replay_cache_dir = dir;
+  auto kerberos = KerberosServerMechanism::create(o);
+  ASSERT_TRUE(kerberos.ok()) << Describe(kerberos);
+  auto server = StartServer({*kerberos});
+  ASSERT_TRUE(server.ok()) << Describe(server);
+  ExpectKerberosSession(server->endpoint, CcacheClient(), *kdc_);
+
+  std::vector<std::string> in_option_dir, in_env_dir;
+  for (const auto& e : std::filesystem::directory_iterator(dir)) {
+    in_option_dir.push_back(e.path().filename().string());
+  }
+  for (const auto& e : std::filesystem::directory_iterator(kdc_->rcache_dir())) {
+    in_env_dir.push_back(e.path().filename().string());
+  }
+  EXPECT_FALSE(in_option_dir.empty())
+      << "no replay cache file in replay_cache_dir " << dir << "; KRB5RCACHEDIR ("
+      << kdc_->rcache_dir() << ") holds: " << ::testing::PrintToString(in_env_dir);
+}
+
+// Case 11: a client never falls back to a mechanism it does not allow.
+TEST_F(KerberosTest, DowngradeRefused) {
+  auto simple_only = StartServer({std::make_shared<SimpleServerMechanism>()});
+  ASSERT_TRUE(simple_only.ok()) << Describe(simple_only);
+  auto kerberos = KerberosServerMechanism::create(ServerOptionsFor(*kdc_));
+  ASSERT_TRUE(kerberos.ok()) << Describe(kerberos);
+  auto kerberos_only = StartServer({*kerberos});
+  ASSERT_TRUE(kerberos_only.ok()) << Describe(kerberos_only);
+
+  auto client = Connect(simple_only->endpoint, CcacheClient());
+  ASSERT_FALSE(client.ok());
+  EXPECT_EQ(client.code(), Code(Errc::kMechanismUnavailable)) << Describe(client);
+
+  client = Connect(kerberos_only->endpoint, Simple("mallory"));
+  ASSERT_FALSE(client.ok());
+  EXPECT_EQ(client.code(), Code(Errc::kMechanismUnavailable)) << Describe(client);
+
+  // Both servers still serve what they enable.
+  ExpectServesSimple(simple_only->endpoint);
+  ExpectKerberosSession(kerberos_only->endpoint, CcacheClient(), *kdc_);
+
+  // A client allowing both picks what the server offers.
+  client = Connect(kerberos_only->endpoint, {Simple("mallory"), CcacheClient()});
+  ASSERT_TRUE(client.ok()) << Describe(client);
+  ExpectAlice(**client, *kdc_);
+}
+
+// Case 13: the registry builds both sides from JSON options.
+TEST_F(KerberosTest, ViaRegistry) {
+  const auto registry = MechanismRegistry::with_builtins();
+  auto server_mechanism = registry.make_server(
+      "kerberos", {{"keytab", kdc_->service_keytab()},
+                   {"principal", ServicePrincipal(*kdc_)},
+                   {"replay_cache", true},
+                   {"replay_cache_dir", kdc_->rcache_dir()}});
+  ASSERT_TRUE(server_mechanism.ok()) << Describe(server_mechanism);
+  EXPECT_EQ((*server_mechanism)->name(), "kerberos");
+  auto client_mechanism = registry.make_client("kerberos", {{"ccache", kdc_->ccache()}});
+  ASSERT_TRUE(client_mechanism.ok()) << Describe(client_mechanism);
+  EXPECT_EQ((*client_mechanism)->name(), "kerberos");
+
+  auto server = StartServer({*server_mechanism});
+  ASSERT_TRUE(server.ok()) << Describe(server);
+  ExpectKerberosSession(ViaLocalhost(server->endpoint), *client_mechanism, *kdc_);
+
+  auto explicit_target = registry.make_client(
+      "kerberos", {{"ccache", kdc_->ccache()}, {"service_principal", ServicePrincipal(*kdc_)}});
+  ASSERT_TRUE(explicit_target.ok()) << Describe(explicit_target);
+  ExpectKerberosSession(server->endpoint, *explicit_target, *kdc_);
+
+  // Unknown keys and wrong types are configuration errors, not silent defaults.
+  auto bad = registry.make_server("kerberos", {{"keytab", kdc_->service_keytab()},
+                                               {"principal", ServicePrincipal(*kdc_)},
+                                               {"keytabb", "typo"}});
+  ASSERT_FALSE(bad.ok());
+  EXPECT_EQ(bad.code(), Code(Errc::kConfigError)) << Describe(bad);
+  EXPECT_THAT(bad.status().message, HasSubstr("keytabb"));
+  bad = registry.make_server("kerberos", {{"keytab", kdc_->service_keytab()},
+                                          {"principal", ServicePrincipal(*kdc_)},
+                                          {"replay_cache", "yes"}});
+  ASSERT_FALSE(bad.ok());
+  EXPECT_EQ(bad.code(), Code(Errc::kConfigError)) << Describe(bad);
+  bad = registry.make_server("kerberos", {{"keytab", kdc_->dir() + "/no-such.keytab"},
+                                          {"principal", ServicePrincipal(*kdc_)}});
+  ASSERT_FALSE(bad.ok());
+  EXPECT_EQ(bad.code(), Code(Errc::kConfigError)) << Describe(bad);
+
+  auto bad_client = registry.make_client("kerberos", {{"ccache", kdc_->ccache()}, {"cache", "x"}});
+  ASSERT_FALSE(bad_client.ok());
+  EXPECT_EQ(bad_client.code(), Code(Errc::kConfigError)) << Describe(bad_client);
+  EXPECT_THAT(bad_client.status().message, HasSubstr("cache"));
+  bad_client = registry.make_client("kerberos", {{"keytab", kdc_->client_keytab()}});
+  ASSERT_FALSE(bad_client.ok());
+  EXPECT_EQ(bad_client.code(), Code(Errc::kConfigError)) << Describe(bad_client)
+                                                          << " (a keytab without a principal)";
+}
+
+// --- tests that change the KDC: one realm per test ------------------------------
+
+class KerberosKdcStateTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    ASSERT_OK(kdc_.start());
+    ASSERT_OK(PopulateRealm(kdc_));
+    kdc_.set_env_for_process();
+  }
+
+  Result<RunningServer> StartKerberosServer(KerberosServerOptions options) {
+    auto kerberos = KerberosServerMechanism::create(options);
+    if (!kerberos.ok()) return kerberos.status();
+    return StartServer({*kerberos, std::make_shared<SimpleServerMechanism>()});
+  }
+
+  MiniKdc kdc_;
+};
+
+// Case 7: a TGT that has expired → CREDENTIALS_EXPIRED, at create() and at
+// connect() for a mechanism created while the ticket was valid.
+TEST_F(KerberosKdcStateTest, ExpiredTicket) {
+  auto server = StartKerberosServer(ServerOptionsFor(kdc_));
+  ASSERT_TRUE(server.ok()) << Describe(server);
+  ASSERT_OK(kdc_.set_ticket_lifetime(2s));
+  // Ticket times have a resolution of one second: the TGT ends between
+  // kinit_start + 1 s and kinit_end + 2 s.
+  const auto kinit_start = Clock::now();
+  ASSERT_OK(kdc_.kinit("alice", kdc_.client_keytab()));
+  const auto kinit_end = Clock::now();
+
+  auto mechanism = KerberosClientMechanism::create(CcacheClientOptions(kdc_));
+  ASSERT_TRUE(mechanism.ok()) << Describe(mechanism);
+  ASSERT_NO_FATAL_FAILURE(ExpectKerberosSession(server->endpoint, *mechanism, kdc_));
+  ASSERT_LT(Clock::now() - kinit_start, 1s) << "too slow to use the ticket before it expires";
+
+  std::this_thread::sleep_until(kinit_end + 2s + 1100ms);
+
+  ScopedEnv no_client_keytab("KRB5_CLIENT_KTNAME", "FILE:" + kdc_.dir() + "/none.keytab");
+  auto expired = KerberosClientMechanism::create(CcacheClientOptions(kdc_));
+  ASSERT_FALSE(expired.ok());
+  EXPECT_EQ(expired.code(), Code(Errc::kCredentialsExpired)) << Describe(expired);
+  EXPECT_EQ(retry_advice(expired.code()), RetryAdvice::kReauthenticate);
+  RecordProperty("expired_at_create", expired.status().message);
+
+  auto client = Connect(server->endpoint, *mechanism);
+  ASSERT_FALSE(client.ok()) << "an expired (cached) service ticket was used";
+  EXPECT_EQ(client.code(), Code(Errc::kCredentialsExpired)) << Describe(client);
+  EXPECT_EQ(retry_advice(client.code()), RetryAdvice::kReauthenticate);
+  RecordProperty("expired_at_connect", client.status().message);
+
+  ExpectServesSimple(server->endpoint);
+
+  // kinit again: the same mechanism object works again.
+  ASSERT_OK(kdc_.set_ticket_lifetime(1h));
+  ASSERT_OK(kdc_.kinit("alice", kdc_.client_keytab()));
+  ExpectKerberosSession(server->endpoint, *mechanism, kdc_);
+}
+
+// Case 9: the service key changes in the KDC, the server's keytab does not.
+TEST_F(KerberosKdcStateTest, StaleServiceKeytab) {
+  ASSERT_OK(kdc_.kinit("alice", kdc_.client_keytab()));
+  auto server = StartKerberosServer(ServerOptionsFor(kdc_));
+  ASSERT_TRUE(server.ok()) << Describe(server);
+  {
+    auto before = KerberosClientMechanism::create(CcacheClientOptions(kdc_));
+    ASSERT_TRUE(before.ok()) << Describe(before);
+    ASSERT_NO_FATAL_FAILURE(ExpectKerberosSession(server->endpoint, *before, kdc_));
+  }
+
+  ASSERT_OK(kdc_.change_key("rpc/localhost"));
+  ASSERT_OK(kdc_.kinit("alice", kdc_.client_keytab()));  // fresh ccache: no kvno 1 ticket
+  auto mechanism = KerberosClientMechanism::create(CcacheClientOptions(kdc_));
+  ASSERT_TRUE(mechanism.ok()) << Describe(mechanism);
+  auto client = Connect(server->endpoint, *mechanism);
+  ASSERT_FALSE(client.ok());
+  EXPECT_EQ(client.code(), Code(Errc::kAuthenticationFailed)) << Describe(client);
+  EXPECT_EQ(retry_advice(client.code()), RetryAdvice::kGiveUp);
+  RecordProperty("stale_keytab", client.status().message);
+
+  ExpectServesSimple(server->endpoint);
+
+  // Appending the new key to the keytab fixes it without a restart.
+  ASSERT_OK(kdc_.create_keytab("rpc/localhost", kdc_.service_keytab()));
+  ExpectKerberosSession(server->endpoint, *mechanism, kdc_);
+}
+
+// Case 12: the KDC is down when a service ticket is needed → UNAVAILABLE
+// (retry); the same mechanism works once the KDC is back.
+TEST_F(KerberosKdcStateTest, KdcDown) {
+  const std::string other_keytab = kdc_.dir() + "/otherhost.keytab";
+  ASSERT_OK(kdc_.add_principal("rpc/otherhost"));
+  ASSERT_OK(kdc_.create_keytab("rpc/otherhost", other_keytab));
+  ASSERT_OK(kdc_.kinit("alice", kdc_.client_keytab()));
+
+  auto local = StartKerberosServer(ServerOptionsFor(kdc_));
+  ASSERT_TRUE(local.ok()) << Describe(local);
+  KerberosServerOptions other_options = ServerOptionsFor(kdc_);
+  other_options.keytab = other_keytab;
+  other_options.principal = ServicePrincipal(kdc_, "otherhost");
+  auto other = StartKerberosServer(other_options);
+  ASSERT_TRUE(other.ok()) << Describe(other);
+
+  // A warm target (service ticket cached) for rpc/localhost; none yet for rpc/otherhost.
+  auto warm = KerberosClientMechanism::create(CcacheClientOptions(kdc_));
+  ASSERT_TRUE(warm.ok()) << Describe(warm);
+  ASSERT_NO_FATAL_FAILURE(ExpectKerberosSession(local->endpoint, *warm, kdc_));
+  KerberosClientOptions cold_options = CcacheClientOptions(kdc_);
+  cold_options.service_principal = ServicePrincipal(kdc_, "otherhost");
+  auto cold = KerberosClientMechanism::create(cold_options);
+  ASSERT_TRUE(cold.ok()) << Describe(cold);
+
+  const int old_port = kdc_.port();
+  ASSERT_OK(kdc_.stop());
+
+  auto client = Connect(other->endpoint, *cold);
+  ASSERT_FALSE(client.ok());
+  EXPECT_EQ(client.code(), Code(Errc::kUnavailable)) << Describe(client);
+  EXPECT_EQ(retry_advice(client.code()), RetryAdvice::kRetry);
+  RecordProperty("kdc_down", client.status().message);
+
+  // No KDC needed for a target whose ticket is cached.
+  ExpectKerberosSession(local->endpoint, *warm, kdc_);
+
+  ASSERT_OK(kdc_.start());
+  RecordProperty("kdc_port_before_after",
+                 std::to_string(old_port) + " -> " + std::to_string(kdc_.port()));
+  ExpectKerberosSession(other->endpoint, *cold, kdc_);
+}
+
+}  // namespace
+}  // namespace authrpc
