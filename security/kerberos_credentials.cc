@@ -182,15 +182,17 @@ std::unique_ptr<KerberosCredentials> KerberosCredentials::initiator(
   *status = GssStatus::from(major, minor, "Kerberos credentials from " + source);
   if (!status->ok()) return nullptr;
   auto creds = std::unique_ptr<KerberosCredentials>(new KerberosCredentials(cred, {}));
+  if (lifetime == 0 && options.keytab.empty()) {
+    // (Checked before gss_inquire_cred, which leaks inside MIT 1.20 when
+    // asked about expired credentials.)
+    *status = GssStatus::failure("Kerberos credentials from " + source + " have expired");
+    return nullptr;
+  }
   OM_uint32 m = 0;
   gss_name_t own = GSS_C_NO_NAME;
   const OM_uint32 inquired = gss_inquire_cred(&m, cred, &own, nullptr, nullptr, nullptr);
   GssName own_name(own);  // released whatever gss_inquire_cred returned
   if (inquired == GSS_S_COMPLETE) creds->principal_ = own_name.display();
-  if (lifetime == 0 && options.keytab.empty()) {
-    *status = GssStatus::failure("Kerberos credentials from " + source + " have expired");
-    return nullptr;
-  }
   return creds;
 }
 
