@@ -186,11 +186,13 @@ void FrameChannel::close_after_flush() {
 
 void FrameChannel::shutdown_after_flush() {
   shutdown_when_flushed_ = true;
-  if (writer_active_ || closed_) return;
-  if (out_.empty()) {
+  if (closed_) return;
+  if (writer_active_) {
+    flush_now();  // a deferred writer: start it now
+  } else if (out_.empty()) {
     stream_->shutdown_send();
   } else {
-    schedule_flush();
+    flush_now();
   }
 }
 

@@ -331,6 +331,8 @@ asio::awaitable<void> ServerConnection::linger(std::optional<Status> error) {
   channel_->shutdown_after_flush();
   deadline_ = Clock::now() + kLingerTime;
   co_await channel_->discard_input();
+  // The peer may have closed before our last frame was written: finish it.
+  co_await channel_->wait_pending_below(0);
   channel_->close();
 }
 
