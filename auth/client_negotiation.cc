@@ -52,7 +52,9 @@ asio::awaitable<Result<ClientNegotiationResult>> negotiate_client(
     channel.schedule_flush();
 
     for (;;) {
-      auto frame = co_await channel.read_frame();
+      auto next = channel.buffered_frame();
+      if (!next) next = co_await channel.read_frame();
+      auto& frame = *next;
       if (!frame.ok()) co_return fail(channel, frame.status(), false);
       switch (frame->header.type) {
         case FrameType::kAuthChallenge: {

@@ -26,6 +26,11 @@ Status kerberos_status(const security::GssStatus& status) {
       }
       break;
   }
+  if (static_cast<krb5_error_code>(status.minor) == KRB5KRB_AP_ERR_SKEW) {
+    return {code, "kerberos: " + status.message +
+                      "; clocks differ by more than the allowed skew (krb5.conf clockskew, "
+                      "300 s by default): check NTP on client, server and KDC"};
+  }
   return {code, "kerberos: " + status.message};
 }
 

@@ -3,6 +3,7 @@
 #include <nlohmann/json.hpp>
 
 #include "auth/kerberos.h"
+#include "auth/kerberos_sasl.h"
 #include "auth/simple.h"
 
 #include <algorithm>
@@ -74,8 +75,11 @@ class Options {
   const nlohmann::json& json_;
 };
 
-Result<std::shared_ptr<ServerMechanism>> make_kerberos_server(const nlohmann::json& json) {
-  Options o(kKerberosMechanism, json);
+// `kerberos` and `kerberos-sasl` take the same options.
+template <typename Mechanism>
+Result<std::shared_ptr<ServerMechanism>> make_kerberos_server(std::string_view name,
+                                                              const nlohmann::json& json) {
+  Options o(name, json);
   KerberosServerOptions k;
   for (Status s : {o.check({"keytab", "principal", "service", "host", "replay_cache",
                             "replay_cache_dir"}),
@@ -85,13 +89,15 @@ Result<std::shared_ptr<ServerMechanism>> make_kerberos_server(const nlohmann::js
                    o.read("replay_cache_dir", k.replay_cache_dir)}) {
     if (!s.ok()) return s;
   }
-  auto mechanism = KerberosServerMechanism::create(k);
+  auto mechanism = Mechanism::create(k);
   if (!mechanism.ok()) return mechanism.status();
   return std::shared_ptr<ServerMechanism>(*mechanism);
 }
 
-Result<std::shared_ptr<ClientMechanism>> make_kerberos_client(const nlohmann::json& json) {
-  Options o(kKerberosMechanism, json);
+template <typename Mechanism>
+Result<std::shared_ptr<ClientMechanism>> make_kerberos_client(std::string_view name,
+                                                              const nlohmann::json& json) {
+  Options o(name, json);
   KerberosClientOptions k;
   for (Status s : {o.check({"ccache", "principal", "keytab", "service_principal", "service"}),
                    o.read("ccache", k.ccache), o.read("principal", k.principal),
@@ -99,7 +105,7 @@ Result<std::shared_ptr<ClientMechanism>> make_kerberos_client(const nlohmann::js
                    o.read("service", k.service)}) {
     if (!s.ok()) return s;
   }
-  auto mechanism = KerberosClientMechanism::create(k);
+  auto mechanism = Mechanism::create(k);
   if (!mechanism.ok()) return mechanism.status();
   return std::shared_ptr<ClientMechanism>(*mechanism);
 }
@@ -128,8 +134,18 @@ MechanismRegistry MechanismRegistry::with_builtins() {
         }
         return std::shared_ptr<ClientMechanism>(std::make_shared<SimpleClientMechanism>(user));
       });
-  r.register_server(std::string(kKerberosMechanism), make_kerberos_server);
-  r.register_client(std::string(kKerberosMechanism), make_kerberos_client);
+  r.register_server(std::string(kKerberosMechanism), [](const nlohmann::json& options) {
+    return make_kerberos_server<KerberosServerMechanism>(kKerberosMechanism, options);
+  });
+  r.register_client(std::string(kKerberosMechanism), [](const nlohmann::json& options) {
+    return make_kerberos_client<KerberosClientMechanism>(kKerberosMechanism, options);
+  });
+  r.register_server(std::string(kKerberosSaslMechanism), [](const nlohmann::json& options) {
+    return make_kerberos_server<KerberosSaslServerMechanism>(kKerberosSaslMechanism, options);
+  });
+  r.register_client(std::string(kKerberosSaslMechanism), [](const nlohmann::json& options) {
+    return make_kerberos_client<KerberosSaslClientMechanism>(kKerberosSaslMechanism, options);
+  });
   return r;
 }
 

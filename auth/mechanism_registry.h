@@ -23,7 +23,8 @@ class MechanismRegistry {
 
   // An empty registry; see with_builtins().
   MechanismRegistry() = default;
-  // `simple` (options: client {"user": "..."}), plus later built-ins.
+  // `simple` (options: client {"user": "..."}), `kerberos` and
+  // `kerberos-sasl` (the same options: docs/KERBEROS.md).
   static MechanismRegistry with_builtins();
 
   void register_server(std::string name, ServerFactory factory);

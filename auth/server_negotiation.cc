@@ -11,7 +11,9 @@ using wire::FrameType;
 // pipelined behind a HELLO that was refused.
 asio::awaitable<Result<Frame>> next_frame(FrameChannel& channel, bool drop_requests) {
   for (;;) {
-    auto frame = co_await channel.read_frame();
+    auto next = channel.buffered_frame();
+    if (!next) next = co_await channel.read_frame();
+    auto& frame = *next;
     if (!frame.ok()) co_return frame;
     if (drop_requests && frame->header.type == FrameType::kRequest) continue;
     co_return frame;
@@ -81,7 +83,9 @@ asio::awaitable<Result<Identity>> negotiate_server(
   while (step.kind == ServerStep::Kind::kChallenge) {
     wire::append_auth_token(channel.out(), FrameType::kAuthChallenge, step.token);
     channel.schedule_flush();
-    auto frame = co_await channel.read_frame();
+    auto next = channel.buffered_frame();
+    if (!next) next = co_await channel.read_frame();
+    auto& frame = *next;
     if (!frame.ok()) {
       if (frame.code() == Errc::kConnectionClosed) co_return frame.status();
       co_return fail(channel, frame.status());

@@ -26,12 +26,13 @@ authrpc call --server URI [options] SERVICE METHOD
                      preference (default: simple). Never falls back to one
                      not listed.
   --user NAME        user name for --auth simple (default: the OS user)
-  --service-principal P  kerberos: the server principal to expect, e.g.
-                     rpc/host@REALM (default: rpc@<host of --server>,
-                     localhost for unix:)
-  --principal P --keytab F   kerberos: log in from a keytab instead of
-                     using the ticket cache
-  --ccache C         kerberos: ticket cache (default: KRB5CCNAME)
+  --service-principal P  kerberos, kerberos-sasl: the server principal to
+                     expect, e.g. rpc/host@REALM (default: rpc@<host of
+                     --server>, localhost for unix:)
+  --principal P --keytab F   kerberos, kerberos-sasl: log in from a keytab
+                     instead of using the ticket cache
+  --ccache C         kerberos, kerberos-sasl: ticket cache (default:
+                     KRB5CCNAME)
   --data TEXT        request payload (default: empty)
   --data-file FILE   request payload from FILE ('-' for stdin)
   --timeout MS       call deadline in milliseconds (default: none)
@@ -40,6 +41,7 @@ authrpc call --server URI [options] SERVICE METHOD
 Examples:
   authrpc call --server tcp://127.0.0.1:7000 --auth simple sys whoami
   authrpc call --server tcp://localhost:7000 --auth kerberos sys whoami
+  authrpc call --server tcp://localhost:7000 --auth kerberos-sasl sys whoami
 
 Exit status: 0 on success; 1 when the call fails (the error is printed on
 stderr as CODE: message, with what to do about it); 2 for usage errors.
@@ -128,7 +130,7 @@ int call_command(int argc, char** argv) {
   for (const auto& name : mechanisms) {
     nlohmann::json mech_options = nlohmann::json::object();
     if (name == "simple" && !user.empty()) mech_options["user"] = user;
-    if (name == "kerberos") mech_options = kerberos;
+    if (name == "kerberos" || name == "kerberos-sasl") mech_options = kerberos;
     auto mechanism = registry.make_client(name, mech_options);
     if (!mechanism.ok()) return usage_error(mechanism.status().message);
     options.mechanisms.push_back(*mechanism);

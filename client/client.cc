@@ -12,6 +12,7 @@
 #include <unordered_map>
 
 #include "auth/client_negotiation.h"
+#include "rpc/deadline_queue.h"
 #include "rpc/frame_channel.h"
 #include "rpc/messages.h"
 
@@ -26,8 +27,8 @@ using wire::FrameType;
 class Client::Connection : public std::enable_shared_from_this<Client::Connection> {
  public:
   Connection(asio::any_io_executor ex, ClientOptions options)
-      : executor_(std::move(ex)), options_(std::move(options)), auth_event_(executor_),
-        negotiation_timer_(executor_) {}
+      : executor_(std::move(ex)), options_(std::move(options)),
+        negotiation_deadline_(*this) {}
 
   asio::awaitable<Status> open() {
     const auto deadline = Clock::now() + options_.connect_timeout;
@@ -40,12 +41,7 @@ class Client::Connection : public std::enable_shared_from_this<Client::Connectio
     info.server_host = options_.endpoint.host;
     channel_ = std::make_shared<FrameChannel>(std::move(*stream), options_.max_frame_size);
 
-    negotiation_timer_.expires_at(deadline);
-    negotiation_timer_.async_wait([self = shared_from_this()](std::error_code ec) {
-      if (ec || (self->state_ != State::kHolding && self->state_ != State::kOptimistic)) return;
-      self->negotiation_timed_out_ = true;
-      self->channel_->close();
-    });
+    DeadlineQueue::of(executor_).add(negotiation_deadline_, deadline, executor_);
     info_ = std::move(info);
     asio::co_spawn(executor_, [self = shared_from_this()]() { return self->run(); },
                    asio::detached);
@@ -55,9 +51,10 @@ class Client::Connection : public std::enable_shared_from_this<Client::Connectio
 
   asio::awaitable<Status> wait_authenticated() {
     while (state_ == State::kHolding || state_ == State::kOptimistic) {
-      auth_event_.expires_at(Clock::time_point::max());
+      if (!auth_event_) auth_event_.emplace(executor_);
+      auth_event_->expires_at(Clock::time_point::max());
       std::error_code ec;
-      co_await auth_event_.async_wait(asio::redirect_error(asio::use_awaitable, ec));
+      co_await auth_event_->async_wait(asio::redirect_error(asio::use_awaitable, ec));
     }
     co_return state_ == State::kReady ? Status() : closed_status_;
   }
@@ -132,6 +129,21 @@ class Client::Connection : public std::enable_shared_from_this<Client::Connectio
     kClosed,
   };
 
+  // Closes the channel if negotiation is not over by the connect deadline.
+  class NegotiationDeadline final : public DeadlineQueue::Entry {
+   public:
+    explicit NegotiationDeadline(Connection& c) : connection_(c) {}
+    ~NegotiationDeadline() { cancel(); }
+
+   private:
+    void expired() override {
+      if (connection_.state_ != State::kHolding && connection_.state_ != State::kOptimistic) return;
+      connection_.negotiation_timed_out_ = true;
+      connection_.channel_->close();
+    }
+    Connection& connection_;
+  };
+
   struct Pending {
     explicit Pending(const asio::any_io_executor& ex) : timer(ex) {}
     asio::steady_timer timer;
@@ -149,7 +161,7 @@ class Client::Connection : public std::enable_shared_from_this<Client::Connectio
             state_ = State::kHolding;
           }
         });
-    negotiation_timer_.cancel();
+    negotiation_deadline_.cancel();
     if (!negotiated.ok()) {
       Status why = negotiated.status();
       if (negotiation_timed_out_) {
@@ -168,10 +180,12 @@ class Client::Connection : public std::enable_shared_from_this<Client::Connectio
       mechanism_ = negotiated->mechanism;
       server_user_ = negotiated->server_user;
     }
-    auth_event_.cancel();
+    if (auth_event_) auth_event_->cancel();
 
     for (;;) {
-      auto frame = co_await channel_->read_frame();
+      auto next = channel_->buffered_frame();
+      if (!next) next = co_await channel_->read_frame();
+      auto& frame = *next;
       if (!frame.ok()) {
         Status why = frame.status();
         if (why.code == Errc::kConnectionClosed) {
@@ -278,8 +292,8 @@ class Client::Connection : public std::enable_shared_from_this<Client::Connectio
       p->timer.cancel();
     }
     pending_.clear();
-    negotiation_timer_.cancel();
-    auth_event_.cancel();
+    negotiation_deadline_.cancel();
+    if (auth_event_) auth_event_->cancel();
   }
 
   asio::any_io_executor executor_;
@@ -293,8 +307,8 @@ class Client::Connection : public std::enable_shared_from_this<Client::Connectio
   bool going_away_ = false;
   bool negotiation_timed_out_ = false;
   Status closed_status_;
-  asio::steady_timer auth_event_;
-  asio::steady_timer negotiation_timer_;
+  std::optional<asio::steady_timer> auth_event_;  // made by the first wait_authenticated()
+  NegotiationDeadline negotiation_deadline_;
 
   mutable std::mutex summary_mu_;
   std::string mechanism_;

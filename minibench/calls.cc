@@ -28,7 +28,9 @@ asio::awaitable<Result<Clock::duration>> echo_call(Client& client) {
 asio::awaitable<Status> run_calls(asio::any_io_executor ex, const BenchPlan& plan,
                                   Report& report) {
   const auto registry = authrpc::MechanismRegistry::with_builtins();
-  auto mechanism = registry.make_client(plan.method, nlohmann::json::object());
+  const MethodPlan* method = plan.method(plan.calls_method);
+  auto mechanism = registry.make_client(
+      plan.calls_method, method != nullptr ? method->client_options : nlohmann::json::object());
   if (!mechanism.ok()) co_return mechanism.status();
 
   for (const auto& target : plan.transports) {
@@ -64,7 +66,7 @@ asio::awaitable<Status> run_calls(asio::any_io_executor ex, const BenchPlan& pla
                                 floor_samples);
       report.add(*floor_summary);
     }
-    report.add(compared_row(name, plan.method, target.transport, samples,
+    report.add(compared_row(name, plan.calls_method, target.transport, samples,
                             floor_summary ? &*floor_summary : nullptr));
     report.add_target(name, kCallTarget);
   }

@@ -2,16 +2,13 @@
 
 #include <asio/co_spawn.hpp>
 #include <asio/detached.hpp>
-#include <asio/ip/tcp.hpp>
-#include <asio/local/stream_protocol.hpp>
 #include <asio/read.hpp>
 #include <asio/redirect_error.hpp>
 #include <asio/use_awaitable.hpp>
 #include <asio/write.hpp>
 #include <array>
-#include <sys/stat.h>
-#include <type_traits>
-#include <unistd.h>
+
+#include "minibench/floor_sockets.h"
 
 namespace minibench {
 namespace {
@@ -21,38 +18,9 @@ using asio::use_awaitable;
 using authrpc::Endpoint;
 using authrpc::Result;
 using authrpc::Status;
-using Tcp = asio::ip::tcp;
-using Local = asio::local::stream_protocol;
-
-template <typename Protocol>
-constexpr bool kIsTcp = std::is_same_v<Protocol, Tcp>;
-
-// The same socket option authrpc sets on both ends of a TCP connection.
-template <typename Socket>
-void set_no_delay(Socket& socket) {
-  if constexpr (std::is_same_v<Socket, Tcp::socket>) {
-    std::error_code ignored;
-    socket.set_option(Tcp::no_delay(true), ignored);
-  }
-}
-
-Local::endpoint unix_native(const Endpoint& endpoint) {
-  if (endpoint.path.starts_with("@")) {
-    return Local::endpoint(std::string(1, '\0') + endpoint.path.substr(1));
-  }
-  return Local::endpoint(endpoint.path);
-}
-
-Result<Tcp::endpoint> tcp_native(const Endpoint& endpoint) {
-  std::error_code ec;
-  const auto address = asio::ip::make_address(endpoint.host, ec);
-  if (!ec) return Tcp::endpoint(address, endpoint.port);
-  asio::io_context io;
-  Tcp::resolver resolver(io);
-  const auto results = resolver.resolve(endpoint.host, std::to_string(endpoint.port), ec);
-  if (ec || results.empty()) return Status(ec, "resolve " + endpoint.host);
-  return results.begin()->endpoint();
-}
+using net::Local;
+using net::set_no_delay;
+using net::Tcp;
 
 template <typename Protocol>
 class EchoServer final : public FloorServer {
@@ -159,44 +127,18 @@ class BareClient final : public FloorClient {
   typename Protocol::endpoint endpoint_;
 };
 
-template <typename Protocol>
-Result<std::unique_ptr<FloorServer>> listen(const asio::any_io_executor& ex,
-                                            typename Protocol::endpoint native, Endpoint bound) {
-  std::error_code ec;
-  typename Protocol::acceptor acceptor(ex);
-  acceptor.open(native.protocol(), ec);
-  if constexpr (kIsTcp<Protocol>) {
-    if (!ec) acceptor.set_option(Tcp::acceptor::reuse_address(true), ec);
-  }
-  if (!ec) acceptor.bind(native, ec);
-  if (!ec) acceptor.listen(asio::socket_base::max_listen_connections, ec);
-  if (ec) return Status(ec, "floor listen on " + bound.to_string());
-  if constexpr (kIsTcp<Protocol>) bound.port = acceptor.local_endpoint().port();
-  return std::unique_ptr<FloorServer>(new EchoServer<Protocol>(std::move(acceptor), bound));
-}
-
 }  // namespace
 
 Result<std::unique_ptr<FloorServer>> FloorServer::start(const asio::any_io_executor& ex,
                                                         const Endpoint& endpoint) {
-  if (endpoint.scheme == Endpoint::Scheme::kUnix) {
-    struct stat st {};
-    if (!endpoint.path.starts_with("@") && ::lstat(endpoint.path.c_str(), &st) == 0 &&
-        S_ISSOCK(st.st_mode)) {
-      ::unlink(endpoint.path.c_str());
-    }
-    return listen<Local>(ex, unix_native(endpoint), endpoint);
-  }
-  auto native = tcp_native(endpoint);
-  if (!native.ok()) return native.status();
-  return listen<Tcp>(ex, *native, endpoint);
+  return net::start_listener<EchoServer, FloorServer>(ex, endpoint);
 }
 
 Result<std::unique_ptr<FloorClient>> FloorClient::make(const Endpoint& endpoint) {
   if (endpoint.scheme == Endpoint::Scheme::kUnix) {
-    return std::unique_ptr<FloorClient>(new BareClient<Local>(unix_native(endpoint)));
+    return std::unique_ptr<FloorClient>(new BareClient<Local>(net::unix_native(endpoint)));
   }
-  auto native = tcp_native(endpoint);
+  auto native = net::tcp_native(endpoint);
   if (!native.ok()) return native.status();
   return std::unique_ptr<FloorClient>(new BareClient<Tcp>(*native));
 }

@@ -24,6 +24,7 @@
 #include "client/client_runtime.h"
 #include "minibench/calls.h"
 #include "minibench/floor.h"
+#include "minibench/realm.h"
 #include "minibench/report.h"
 #include "minibench/server_child.h"
 #include "minibench/sessions.h"
@@ -41,10 +42,17 @@ Measures authrpc against a bare-socket floor in the same run. Each row prints
 n, mean, p50, p95, p99, max (µs), iterations per second and its ratio to its
 floor (p50 / floor p50).
 
-  sessions   N sequential sessions per transport: new connection + negotiation
-             + one sys.whoami call + close, timed from before connect to the
-             reply; floor: connect + 1-byte echo + close on a bare listener.
-             Target: p50 <= 1.25 x floor p50.
+  sessions   N sequential sessions per method and transport: new connection
+             + negotiation + one sys.whoami call + close, timed from before
+             connect to the reply; floor: connect + 1-byte echo + close on a
+             bare listener. Target: p50 <= 1.25 x floor p50.
+             Kerberos rows (kerberos/tcp, kerberos/unix, kerberos-sasl/tcp)
+             are held to floor/gss (floor/gss-unix): connect + one GSSAPI
+             token each way (AP-REQ, AP-REP, mutual authentication) + close
+             on a bare socket, with the same credentials and replay cache.
+             Targets: kerberos p50 <= 1.15 x floor/gss p50 and <= 0.6 x
+             kerberos-sasl/tcp p50; 0 KDC requests per session after the
+             warm-up (each Kerberos row prints its KDC requests per session).
   calls      N 1-byte sys.echo calls on one open connection; floor: a 1-byte
              ping-pong on one raw connection. Target: p50 <= 1.3 x floor p50.
   (none)     sessions, then calls.
@@ -53,7 +61,11 @@ floor (p50 / floor p50).
              SIGINT/SIGTERM, for --floor-server.
 
 options:
-  --method M          authentication method (default simple)
+  --method M[,M...]   authentication methods, or "all" (default: all = simple,
+                      kerberos, kerberos-sasl; with --server: simple). One of
+                      these that this build does not register is skipped with
+                      a note. calls uses simple if listed, else the first
+                      method.
   --transport T       tcp, unix or all (default all)
   -n N                timed iterations per row (default 1000)
   --warmup W          untimed iterations per row before timing (default 100)
@@ -73,9 +85,28 @@ options:
   --quiet             no progress lines on stderr
   --help              this text
 
+Kerberos (the kerberos and kerberos-sasl rows): without the flags below,
+minibench starts a throwaway realm — krb5kdc on a free 127.0.0.1 port in a
+temporary directory, alice and rpc/localhost with keytabs; clients log in as
+alice from her keytab (memory cache) — and stops it at the end; KDC requests
+are counted in its log. If the Kerberos tools are missing and no realm is
+named, or a Kerberos mechanism cannot be set up, its rows are skipped with a
+note on stderr (an error if --method names it). To use a realm:
+  --krb5-conf FILE          its krb5.conf (else KRB5_CONFIG, else the system's)
+  --keytab FILE             the service keytab (else KRB5_KTNAME / default)
+  --service-principal P     the service principal, e.g. rpc/host@REALM
+                            (required to name a realm)
+  --principal P --client-keytab FILE
+                            the client logs in from a keytab; without them it
+                            uses the ticket cache (KRB5CCNAME, after kinit)
+  --kdc-log FILE            the KDC's log, to count KDC requests per session
+  --replay-cache on|off     the server's (and floor/gss's) replay cache
+                            (default on)
+
 The server runs in a child process: an authrpc server on tcp://127.0.0.1:0 and
-an abstract unix socket, plus a bare echo listener per transport (the floors),
-by default on the authrpc server's IO thread. The client runs on one IO thread
+an abstract unix socket, plus a bare echo listener per transport (the floors)
+and, with Kerberos rows, a floor/gss listener per transport, by default on the
+authrpc server's IO thread. The client runs on one IO thread
 in this process. Nothing is pinned unless asked: where the scheduler puts the
 two threads (same CPU or not) moves every number, so compare ratios, not
 absolute times, and use --client-cpu/--server-cpu for a fixed layout.
@@ -87,7 +118,9 @@ struct Args {
   bool calls = true;
   bool floor_server_mode = false;
   std::vector<std::string> floor_listen;
-  std::string method = "simple";
+  std::vector<std::string> methods;  // empty: the default set
+  bool methods_given = false;
+  RealmFlags realm;
   std::string transport = "all";
   bool transport_given = false;
   std::size_t n = 1000;
@@ -103,6 +136,36 @@ struct Args {
   std::string json;
   bool progress = true;
 };
+
+// The methods minibench knows how to set up, in the order "all" measures
+// them. Any other registered method can be named too (no options, held to
+// the bare floor like simple).
+struct KnownMethod {
+  const char* name;
+  FloorKind floor;
+  bool tcp_only;  // kerberos-sasl: the interop mechanism; its unix row adds nothing
+  bool kerberos;
+  std::optional<double> target;
+};
+constexpr KnownMethod kKnownMethods[] = {
+    {"simple", FloorKind::kBare, false, false, kSessionTarget},
+    {"kerberos", FloorKind::kGss, false, true, kKerberosSessionTarget},
+    {"kerberos-sasl", FloorKind::kGss, true, true, std::nullopt},
+};
+
+const KnownMethod* known_method(const std::string& name) {
+  for (const auto& m : kKnownMethods) {
+    if (name == m.name) return &m;
+  }
+  return nullptr;
+}
+
+bool registered(const authrpc::MechanismRegistry& registry, const std::string& name) {
+  const auto clients = registry.client_names();
+  const auto servers = registry.server_names();
+  return std::find(clients.begin(), clients.end(), name) != clients.end() &&
+         std::find(servers.begin(), servers.end(), name) != servers.end();
+}
 
 int usage_error(const std::string& message) {
   std::fprintf(stderr, "minibench: %s\n(minibench --help for usage)\n", message.c_str());
@@ -154,7 +217,34 @@ int parse_args(int argc, char** argv, Args& args) {
     } else if (!value(v)) {
       return usage_error("unknown option or missing value: '" + arg + "'");
     } else if (arg == "--method") {
-      args.method = v;
+      args.methods.clear();
+      if (v != "all") {
+        for (std::size_t start = 0; start <= v.size();) {
+          const std::size_t comma = std::min(v.find(',', start), v.size());
+          const std::string name = v.substr(start, comma - start);
+          if (name.empty()) return usage_error("--method: a comma-separated list of methods");
+          if (std::find(args.methods.begin(), args.methods.end(), name) == args.methods.end()) {
+            args.methods.push_back(name);
+          }
+          start = comma + 1;
+        }
+      }
+      args.methods_given = true;
+    } else if (arg == "--krb5-conf") {
+      args.realm.krb5_conf = v;
+    } else if (arg == "--keytab") {
+      args.realm.keytab = v;
+    } else if (arg == "--service-principal") {
+      args.realm.service_principal = v;
+    } else if (arg == "--principal") {
+      args.realm.principal = v;
+    } else if (arg == "--client-keytab") {
+      args.realm.client_keytab = v;
+    } else if (arg == "--kdc-log") {
+      args.realm.kdc_log = v;
+    } else if (arg == "--replay-cache") {
+      if (v != "on" && v != "off") return usage_error("--replay-cache: on or off");
+      args.realm.replay_cache = v == "on";
     } else if (arg == "--transport") {
       if (v != "tcp" && v != "unix" && v != "all") {
         return usage_error("--transport: tcp, unix or all");
@@ -190,12 +280,12 @@ int parse_args(int argc, char** argv, Args& args) {
     }
   }
   const auto registry = authrpc::MechanismRegistry::with_builtins();
-  bool known = false;
-  for (const auto& name : registry.client_names()) known = known || name == args.method;
-  if (!known) {
-    std::string names;
-    for (const auto& name : registry.client_names()) names += (names.empty() ? "" : ", ") + name;
-    return usage_error("--method: unknown method '" + args.method + "' (available: " + names + ")");
+  for (const auto& method : args.methods) {
+    if (known_method(method) == nullptr && !registered(registry, method)) {
+      std::string names;
+      for (const auto& name : registry.client_names()) names += (names.empty() ? "" : ", ") + name;
+      return usage_error("--method: unknown method '" + method + "' (available: " + names + ")");
+    }
   }
   if (!args.floor_server.empty() && args.server.empty()) {
     return usage_error("--floor-server needs --server");
@@ -249,7 +339,7 @@ authrpc::Result<std::vector<TransportServers>> servers_for(const Args& args,
   if (child == nullptr) {
     auto server = Endpoint::parse(args.server);
     if (!server.ok()) return server.status();
-    TransportServers t{std::string(server->scheme_name()), *server, std::nullopt};
+    TransportServers t{std::string(server->scheme_name()), *server, std::nullopt, std::nullopt};
     if (args.transport_given && args.transport != "all" && args.transport != t.transport) {
       return Status(authrpc::Errc::kInvalidArgument,
                     "--transport " + args.transport + " but --server is " + t.transport);
@@ -268,24 +358,142 @@ authrpc::Result<std::vector<TransportServers>> servers_for(const Args& args,
   }
   for (const std::string transport : {"tcp", "unix"}) {
     if (args.transport != "all" && args.transport != transport) continue;
-    servers.push_back({transport, child->endpoints().at("authrpc/" + transport),
-                       child->endpoints().at("floor/" + transport)});
+    TransportServers t{transport, child->endpoints().at("authrpc/" + transport),
+                       child->endpoints().at("floor/" + transport), std::nullopt};
+    if (const auto gss = child->endpoints().find("gss-floor/" + transport);
+        gss != child->endpoints().end()) {
+      t.gss_floor = gss->second;
+    }
+    servers.push_back(std::move(t));
   }
   return servers;
 }
 
+// The methods to measure and the realm the Kerberos ones need.
+struct Selection {
+  std::vector<MethodPlan> methods;
+  std::string calls_method;
+  std::unique_ptr<BenchRealm> realm;  // null: no Kerberos method
+};
+
+// Drops methods this build does not register, and the Kerberos ones when no
+// realm can be had and they were not asked for by name (each with a note on
+// stderr); opens the realm (setenv: before any thread starts).
+authrpc::Result<Selection> select_methods(const Args& args) {
+  std::vector<std::string> names = args.methods;
+  if (!args.methods_given) {
+    names.clear();
+    if (!args.server.empty() || !args.sessions) {
+      names.push_back("simple");
+    } else {
+      for (const auto& m : kKnownMethods) names.emplace_back(m.name);
+    }
+  } else if (!args.sessions) {
+    const bool simple = std::find(names.begin(), names.end(), "simple") != names.end();
+    names = {simple ? std::string("simple") : names.front()};
+  }
+  const auto registry = authrpc::MechanismRegistry::with_builtins();
+  std::vector<std::string> kept;
+  for (const auto& name : names) {
+    if (registered(registry, name)) {
+      kept.push_back(name);
+    } else {
+      std::fprintf(stderr,
+                   "minibench: the %s mechanism is not registered in this build: its rows are "
+                   "skipped\n",
+                   name.c_str());
+    }
+  }
+  auto is_kerberos = [](const std::string& name) {
+    const KnownMethod* m = known_method(name);
+    return m != nullptr && m->kerberos;
+  };
+  Selection selection;
+  if (std::any_of(kept.begin(), kept.end(), is_kerberos)) {
+    if (!args.server.empty() && !args.realm.names_realm()) {
+      return Status(authrpc::Errc::kInvalidArgument,
+                    "Kerberos rows against --server need its realm: --service-principal (and "
+                    "--krb5-conf, --principal/--client-keytab or KRB5CCNAME as needed)");
+    }
+    auto realm = BenchRealm::open(args.realm);
+    if (realm.ok()) {
+      selection.realm = std::move(*realm);
+    } else if (realm.code() == authrpc::Errc::kNotFound && !args.methods_given) {
+      std::fprintf(stderr, "minibench: the Kerberos rows are skipped: %s\n",
+                   realm.status().message.c_str());
+      std::erase_if(kept, is_kerberos);
+    } else {
+      return Status(realm.code(), "Kerberos realm: " + realm.status().message);
+    }
+  }
+  if (kept.empty()) return Status(authrpc::Errc::kInvalidArgument, "no method left to measure");
+
+  for (const auto& name : kept) {
+    MethodPlan m;
+    m.name = name;
+    m.target = kSessionTarget;
+    if (const KnownMethod* known = known_method(name)) {
+      m.floor = known->floor;
+      m.tcp_only = known->tcp_only;
+      m.kerberos = known->kerberos;
+      m.target = known->target;
+    }
+    if (m.kerberos) m.client_options = selection.realm->setup().client_options();
+    m.optional = !args.methods_given;
+    selection.methods.push_back(std::move(m));
+  }
+  const bool simple = std::find(kept.begin(), kept.end(), "simple") != kept.end();
+  selection.calls_method = simple ? std::string("simple") : kept.front();
+  return selection;
+}
+
+std::string joined_names(const std::vector<MethodPlan>& methods) {
+  std::string out;
+  for (const auto& m : methods) out += (out.empty() ? "" : ", ") + m.name;
+  return out;
+}
+
 int run(const Args& args) {
   std::signal(SIGPIPE, SIG_IGN);
+  // Sets the Kerberos environment: before the fork, before any thread.
+  auto selected = select_methods(args);
+  if (!selected.ok()) {
+    std::fprintf(stderr, "minibench: %s\n", selected.status().to_string().c_str());
+    return selected.code() == authrpc::Errc::kInvalidArgument ? 2 : 1;
+  }
+  Selection& selection = *selected;
+  const KerberosSetup* kerberos = selection.realm ? &selection.realm->setup() : nullptr;
+
   std::unique_ptr<ServerChild> child;
   if (args.server.empty()) {
+    ServerChildOptions options;
+    for (const auto& m : selection.methods) {
+      options.mechanisms.push_back(
+          {m.name, m.kerberos ? kerberos->server_options() : nlohmann::json::object(),
+           m.optional});
+    }
+    const bool gss_rows =
+        std::any_of(selection.methods.begin(), selection.methods.end(),
+                    [](const MethodPlan& m) { return m.floor == FloorKind::kGss; });
+    if (args.sessions && gss_rows) options.gss_floor = kerberos->acceptor();
+    options.server_threads = args.server_threads;
+    options.cpu = args.server_cpu;
+    options.floors_on_server_thread = args.floors_on_server_thread;
     // Forks: no thread may exist in this process yet.
-    auto spawned = ServerChild::spawn(
-        {args.method, args.server_threads, args.server_cpu, args.floors_on_server_thread});
+    auto spawned = ServerChild::spawn(options);
     if (!spawned.ok()) {
       std::fprintf(stderr, "minibench: %s\n", spawned.status().to_string().c_str());
       return 1;
     }
     child = std::move(*spawned);
+    for (const auto& [name, why] : child->skipped()) {
+      std::fprintf(stderr, "minibench: the %s rows are skipped: %s\n", name.c_str(), why.c_str());
+      std::erase_if(selection.methods, [&](const MethodPlan& m) { return m.name == name; });
+    }
+    if (selection.methods.empty()) {
+      std::fprintf(stderr, "minibench: no method left to measure\n");
+      return 1;
+    }
   }
   if (args.client_cpu >= 0 && !pin_to_cpu(args.client_cpu)) {
     std::fprintf(stderr, "minibench: cannot pin the client to CPU %d\n", args.client_cpu);
@@ -295,28 +503,44 @@ int run(const Args& args) {
   if (!servers.ok()) return usage_error(servers.status().to_string());
 
   BenchPlan plan;
-  plan.method = args.method;
+  plan.methods = std::move(selection.methods);
+  plan.calls_method = selection.calls_method;
+  if (kerberos != nullptr) plan.kerberos = *kerberos;
   plan.n = args.n;
   plan.warmup = args.warmup;
   plan.blocks = args.blocks;
   plan.progress = args.progress;
   plan.transports = std::move(*servers);
 
+  const std::string methods = joined_names(plan.methods);
   if (child) {
-    std::printf("minibench: method %s; server: child pid %d, %zu IO thread(s); floors: bare "
-                "echo listeners on %s; client: 1 IO thread\n",
-                args.method.c_str(), static_cast<int>(child->pid()), args.server_threads,
+    std::printf("minibench: methods %s; server: child pid %d, %zu IO thread(s); floors: bare "
+                "echo listeners%s on %s; client: 1 IO thread\n",
+                methods.c_str(), static_cast<int>(child->pid()), args.server_threads,
+                child->endpoints().contains("gss-floor/tcp") ? " and floor/gss" : "",
                 args.floors_on_server_thread ? "the server's IO thread" : "a thread of their own");
     if (args.client_cpu >= 0 || args.server_cpu >= 0) {
       std::printf("minibench: pinned: client to CPU %d, server to CPU %d (-1: not pinned)\n",
                   args.client_cpu, args.server_cpu);
     }
   } else {
-    std::printf("minibench: method %s; server: %s (not spawned); client: 1 IO thread\n",
-                args.method.c_str(), args.server.c_str());
+    std::printf("minibench: methods %s; server: %s (not spawned); client: 1 IO thread\n",
+                methods.c_str(), args.server.c_str());
     if (args.floor_server.empty()) {
       std::printf("minibench: no --floor-server: floor rows are left out, rows have no ratio\n");
     }
+  }
+  if (kerberos != nullptr) {
+    std::printf("minibench: kerberos: %s; service %s; client: %s; replay cache %s; KDC requests "
+                "%s\n",
+                kerberos->description.c_str(), kerberos->service_principal.c_str(),
+                kerberos->client_credentials().c_str(),
+                !kerberos->replay_cache ? "off"
+                : kerberos->replay_cache_dir.empty()
+                    ? "on"
+                    : ("on (" + kerberos->replay_cache_dir + ")").c_str(),
+                kerberos->kdc_log.empty() ? "not counted (no --kdc-log)"
+                                          : ("counted in " + kerberos->kdc_log).c_str());
   }
   std::printf("minibench: n %zu, warm-up %zu, %zu interleaved blocks; times in µs\n", plan.n,
               plan.warmup, plan.blocks);

@@ -1,13 +1,15 @@
 // BenchPlan: what one benchmark mode (sessions, calls) is asked to measure —
-// the sizes, and for each transport where the authrpc server and its bare
-// floor listen. Shared by sessions.cc and calls.cc.
+// the sizes, the methods, and for each transport where the authrpc server and
+// its floors listen. Shared by sessions.cc and calls.cc.
 #pragma once
 
 #include <cstddef>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <vector>
 
+#include "minibench/realm.h"
 #include "rpc/endpoint.h"
 
 namespace minibench {
@@ -17,15 +19,44 @@ struct TransportServers {
   std::string transport;                   // "tcp" or "unix"
   authrpc::Endpoint authrpc;               // an authrpc server
   std::optional<authrpc::Endpoint> floor;  // a bare echo server; none: no floor row
+  std::optional<authrpc::Endpoint> gss_floor;  // a floor/gss server; none: no floor/gss row
+};
+
+// Which floor a method's session rows are held to.
+enum class FloorKind {
+  kBare,  // floor/<transport>: connect + 1-byte echo + close
+  kGss,   // floor/gss (tcp), floor/gss-unix: connect + one GSSAPI token each way + close
+};
+
+// One authentication method to measure, by its MechanismRegistry name.
+struct MethodPlan {
+  std::string name;                                      // "simple", "kerberos", ...
+  nlohmann::json client_options = nlohmann::json::object();  // for make_client
+  FloorKind floor = FloorKind::kBare;
+  bool tcp_only = false;       // no unix row
+  bool kerberos = false;       // its rows report KDC requests per session
+  // Not asked for by name (--method): if its client cannot be created, its
+  // rows are skipped with a note rather than ending the run.
+  bool optional = false;
+  std::optional<double> target;  // session p50 ≤ target × floor p50
 };
 
 struct BenchPlan {
-  std::string method = "simple";
+  std::vector<MethodPlan> methods;  // sessions: measured in this order on each transport
+  std::string calls_method = "simple";  // calls: the connection authenticates with it
+  std::optional<KerberosSetup> kerberos;  // set when a Kerberos method is measured
   std::size_t n = 1000;       // measured iterations per row
   std::size_t warmup = 100;   // untimed iterations per row first
   std::size_t blocks = 10;    // a row and its floor alternate in this many blocks
   bool progress = true;       // progress lines on stderr
   std::vector<TransportServers> transports;  // measured in this order
+
+  const MethodPlan* method(const std::string& name) const {
+    for (const auto& m : methods) {
+      if (m.name == name) return &m;
+    }
+    return nullptr;
+  }
 };
 
 }  // namespace minibench

@@ -24,6 +24,14 @@ double rounded(double v) { return std::round(v * 100.0) / 100.0; }
 Json or_null(const std::optional<double>& v) { return v ? Json(rounded(*v)) : Json(nullptr); }
 Json or_null(const std::optional<std::string>& v) { return v ? Json(*v) : Json(nullptr); }
 
+void add_kdc_requests(Row& row, const Samples& samples) {
+  row.kerberos = samples.timed_events().has_value() || row.kerberos;
+  if (const auto timed = samples.timed_events(); timed && row.summary.n > 0) {
+    row.kdc_requests_per_session = static_cast<double>(*timed) / static_cast<double>(row.summary.n);
+  }
+  row.kdc_requests_warmup = samples.warmup_events();
+}
+
 }  // namespace
 
 Row floor_row(std::string name, std::string transport, const Samples& samples) {
@@ -36,6 +44,7 @@ Row floor_row(std::string name, std::string transport, const Samples& samples) {
   row.block_p50_us = block_p50s(samples);
   row.ratio = 1.0;
   row.block_ratios.assign(row.block_p50_us.size(), 1.0);
+  add_kdc_requests(row, samples);
   return row;
 }
 
@@ -55,11 +64,29 @@ Row compared_row(std::string name, std::string method, std::string transport,
       row.block_ratios.push_back(row.block_p50_us[i] / floor->block_p50_us[i]);
     }
   }
+  add_kdc_requests(row, samples);
   return row;
 }
 
-void Report::add_target(std::string row, double limit) {
-  targets_.push_back({std::move(row), limit});
+void Report::add_target(std::string row, double limit, std::string reference) {
+  targets_.push_back({std::move(row), limit, std::move(reference)});
+}
+
+std::optional<Report::Comparison> Report::compare(const Target& t) const {
+  const Row* r = find(t.row);
+  if (r == nullptr) return std::nullopt;
+  if (t.reference.empty()) {
+    if (!r->ratio) return std::nullopt;
+    return Comparison{r, *r->floor, *r->ratio, r->block_ratios};
+  }
+  const Row* ref = find(t.reference);
+  if (ref == nullptr || ref->summary.p50_us <= 0) return std::nullopt;
+  Comparison c{r, ref->name, r->summary.p50_us / ref->summary.p50_us, {}};
+  const std::size_t paired = std::min(r->block_p50_us.size(), ref->block_p50_us.size());
+  for (std::size_t i = 0; i < paired; ++i) {
+    c.block_ratios.push_back(r->block_p50_us[i] / ref->block_p50_us[i]);
+  }
+  return c;
 }
 
 const Row* Report::find(const std::string& name) const {
@@ -83,27 +110,48 @@ void Report::print_rows(std::FILE* out) const {
     } else {
       std::fprintf(out, "%.2f vs %s\n", *r.ratio, r.floor->c_str());
     }
+    if (!r.kerberos) continue;
+    if (r.kdc_requests_per_session) {
+      std::fprintf(out, "  %s: KDC requests per session %.3f (%ld in %zu timed sessions; %ld in "
+                   "the warm-up)\n",
+                   r.name.c_str(), *r.kdc_requests_per_session,
+                   std::lround(*r.kdc_requests_per_session * static_cast<double>(s.n)), s.n,
+                   r.kdc_requests_warmup.value_or(0));
+    } else {
+      std::fprintf(out, "  %s: KDC requests per session not counted (no KDC log: --kdc-log)\n",
+                   r.name.c_str());
+    }
   }
 }
 
 void Report::print_targets(std::FILE* out) const {
-  if (targets_.empty()) return;
+  const bool kdc_rows = std::any_of(rows_.begin(), rows_.end(), [](const Row& r) {
+    return r.kdc_requests_per_session.has_value();
+  });
+  if (targets_.empty() && !kdc_rows) return;
   std::fprintf(out, "targets:\n");
   for (const auto& t : targets_) {
-    const Row* r = find(t.row);
-    if (r == nullptr || !r->ratio) {
-      std::fprintf(out, "  %-12s p50 <= %.2f x floor p50: not measured\n", t.row.c_str(),
-                   t.limit);
+    const auto c = compare(t);
+    const std::string against = t.reference.empty() ? "floor" : t.reference;
+    if (!c) {
+      std::fprintf(out, "  %-12s p50 <= %.2f x %s p50: not measured\n", t.row.c_str(), t.limit,
+                   against.c_str());
       continue;
     }
     std::fprintf(out, "  %-12s p50 <= %.2f x %s p50: ratio %.2f -> %s", t.row.c_str(), t.limit,
-                 r->floor->c_str(), *r->ratio, *r->ratio <= t.limit ? "met" : "NOT met");
-    if (!r->block_ratios.empty()) {
-      const auto [lo, hi] = std::minmax_element(r->block_ratios.begin(), r->block_ratios.end());
+                 c->against.c_str(), c->ratio, c->ratio <= t.limit ? "met" : "NOT met");
+    if (!c->block_ratios.empty()) {
+      const auto [lo, hi] = std::minmax_element(c->block_ratios.begin(), c->block_ratios.end());
       std::fprintf(out, "  (per-block ratio: median %.2f, range %.2f-%.2f)",
-                   median(r->block_ratios), *lo, *hi);
+                   median(c->block_ratios), *lo, *hi);
     }
     std::fprintf(out, "\n");
+  }
+  for (const auto& r : rows_) {
+    if (!r.kdc_requests_per_session || r.method == "none") continue;
+    std::fprintf(out, "  %-12s KDC requests per session after warm-up = 0: %.3f -> %s\n",
+                 r.name.c_str(), *r.kdc_requests_per_session,
+                 *r.kdc_requests_per_session == 0 ? "met" : "NOT met");
   }
 }
 
@@ -124,16 +172,19 @@ authrpc::Status Report::write_json(const std::string& path) const {
                     {"per_s", rounded(s.per_s)},
                     {"floor", or_null(r.floor)},
                     {"ratio", or_null(r.ratio)}});
+    if (r.kerberos) {
+      rows.back()["kdc_requests_per_session"] =
+          r.kdc_requests_per_session ? Json(*r.kdc_requests_per_session) : Json(nullptr);
+    }
   }
   Json targets = Json::array();
   for (const auto& t : targets_) {
-    const Row* r = find(t.row);
-    const bool measured = r != nullptr && r->ratio.has_value();
+    const auto c = compare(t);
     targets.push_back({{"row", t.row},
-                       {"floor", measured ? Json(*r->floor) : Json(nullptr)},
+                       {"floor", c ? Json(c->against) : Json(nullptr)},
                        {"limit", t.limit},
-                       {"ratio", measured ? or_null(r->ratio) : Json(nullptr)},
-                       {"met", measured ? Json(*r->ratio <= t.limit) : Json(nullptr)}});
+                       {"ratio", c ? Json(rounded(c->ratio)) : Json(nullptr)},
+                       {"met", c ? Json(c->ratio <= t.limit) : Json(nullptr)}});
   }
   const Json doc = {{"rows", rows}, {"targets", targets}};
   std::ofstream file(path, std::ios::trunc);

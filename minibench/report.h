@@ -1,11 +1,16 @@
 // Report: the rows a run measured, the targets they are held to, and their
 // two renderings — the text table on stdout and the --json file:
 //   {"rows": [{"name", "method", "transport", "tls", "n", "mean_us", "p50_us",
-//              "p95_us", "p99_us", "max_us", "per_s", "floor", "ratio"}, …],
+//              "p95_us", "p99_us", "max_us", "per_s", "floor", "ratio"
+//              [, "kdc_requests_per_session"]}, …],
 //    "targets": [{"row", "floor", "limit", "ratio", "met"}, …]}
 // A row's ratio is its p50 over its floor's p50 (same run, interleaved
 // blocks); a floor row is its own floor (ratio 1). Without a floor, "floor"
-// and "ratio" are null.
+// and "ratio" are null. Kerberos rows (and floor/gss) also carry
+// "kdc_requests_per_session": the KDC's requests during the row's timed
+// sessions over their number (null: not counted). A target's "floor" is what
+// the row is compared with: its floor, or another row of the same run
+// (kerberos/tcp ≤ 0.6 × kerberos-sasl/tcp).
 #pragma once
 
 #include <cstdio>
@@ -28,6 +33,9 @@ struct Row {
   std::optional<std::string> floor;
   std::optional<double> ratio;
   std::vector<double> block_ratios;  // paired blocks: p50 / floor's p50
+  bool kerberos = false;             // reports KDC requests (below)
+  std::optional<double> kdc_requests_per_session;  // timed sessions; unset: not counted
+  std::optional<long> kdc_requests_warmup;          // during the warm-up
 };
 
 Row floor_row(std::string name, std::string transport, const Samples& samples);
@@ -38,11 +46,13 @@ Row compared_row(std::string name, std::string method, std::string transport,
 class Report {
  public:
   void add(Row row) { rows_.push_back(std::move(row)); }
-  // The row named `row` must have p50 ≤ limit × its floor's p50.
-  void add_target(std::string row, double limit);
+  // The row named `row` must have p50 ≤ limit × its floor's p50, or with
+  // `reference`, ≤ limit × that row's p50.
+  void add_target(std::string row, double limit, std::string reference = {});
 
   void print_rows(std::FILE* out) const;
-  // One line per target: ratio, limit, met / NOT met / not measured.
+  // One line per target: ratio, limit, met / NOT met / not measured; then
+  // one per row that counted KDC requests (0 per session after warm-up).
   void print_targets(std::FILE* out) const;
   authrpc::Status write_json(const std::string& path) const;
 
@@ -50,7 +60,17 @@ class Report {
   struct Target {
     std::string row;
     double limit;
+    std::string reference;  // empty: the row's floor
   };
+  // What a target compares: the row, the row or floor it is held to, and the
+  // ratio of their p50s with per-block ratios; null if either is missing.
+  struct Comparison {
+    const Row* row;
+    std::string against;
+    double ratio;
+    std::vector<double> block_ratios;
+  };
+  std::optional<Comparison> compare(const Target& target) const;
   const Row* find(const std::string& name) const;
 
   std::vector<Row> rows_;

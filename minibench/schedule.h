@@ -1,8 +1,8 @@
-// The measurement schedule every mode shares: `warmup` untimed iterations of a
-// row and of its floor, then `n` timed iterations of each in `blocks`
-// alternating blocks — the floor first in even blocks, the row first in odd
-// ones — so that drift and bursts of noise hit both alike, and each block
-// yields a paired ratio.
+// The measurement schedule every mode shares: `warmup` untimed iterations of
+// each row and of its floor, then `n` timed iterations of each in `blocks`
+// blocks whose order rotates — with one row and its floor, the floor first in
+// even blocks and the row first in odd ones — so that drift and bursts of
+// noise hit all of them alike, and each block yields a paired ratio.
 //
 // Runs on the caller's executor; iterations never overlap.
 #pragma once
@@ -11,6 +11,7 @@
 #include <functional>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "minibench/plan.h"
 #include "minibench/stats.h"
@@ -24,11 +25,23 @@ using Iteration = std::function<asio::awaitable<authrpc::Result<Clock::duration>
 struct Measured {
   Iteration iteration;
   Samples* samples;
+  // Optional: a running total of events outside this process (the KDC's
+  // requests), read before and after each of the row's blocks — outside the
+  // block's timing — and credited to it with samples->add_events().
+  std::function<long()> events = {};
 };
 
-// `label` names the pair in progress lines ("sessions tcp").
+// `label` names the group in progress lines ("sessions tcp"). `floor`
+// (optional) is measured alongside `row`.
 asio::awaitable<authrpc::Status> run_interleaved(const BenchPlan& plan, const std::string& label,
                                                  Measured row, std::optional<Measured> floor);
+
+// The same for several rows measured against one floor in the same blocks:
+// group[0] is the floor (or, without one, the first row). Warm-up runs the
+// rows in order, then group[0]; block b starts with group[b % size] and goes
+// round.
+asio::awaitable<authrpc::Status> run_group(const BenchPlan& plan, const std::string& label,
+                                           std::vector<Measured> group, bool has_floor);
 
 // "[minibench] <message>" on stderr, if plan.progress.
 void progress(const BenchPlan& plan, const std::string& message);

@@ -10,6 +10,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <csignal>
@@ -19,8 +20,10 @@
 #include <vector>
 
 #include "auth/mechanism_registry.h"
+#include "auth/simple.h"
 #include "client/client.h"
 #include "minibench/floor.h"
+#include "minibench/gss_floor.h"
 #include "server/server.h"
 #include "server/service.h"
 
@@ -30,6 +33,7 @@ namespace {
 using authrpc::Endpoint;
 using authrpc::Errc;
 using authrpc::Status;
+using authrpc::security::KerberosCredentials;
 
 constexpr auto kStartTimeout = std::chrono::seconds(10);
 constexpr auto kStopTimeout = std::chrono::seconds(5);
@@ -52,41 +56,66 @@ void write_line(int fd, const std::string& line) {
 
 Endpoint must_parse(const std::string& uri) { return *Endpoint::parse(uri); }
 
-// The floor listeners' endpoints, for a child with tag `tag`.
-std::vector<Endpoint> floor_endpoints(const std::string& tag) {
-  return {must_parse("tcp://127.0.0.1:0"), must_parse("unix:@" + tag + "-floor")};
+// One floor listener of the child: its report key and where it listens.
+struct FloorSpec {
+  std::string key;
+  Endpoint endpoint;
+  bool gss;
+};
+
+// The floor listeners of a child with tag `tag`.
+std::vector<FloorSpec> floor_specs(const std::string& tag, bool gss) {
+  std::vector<FloorSpec> specs = {
+      {"floor/tcp", must_parse("tcp://127.0.0.1:0"), false},
+      {"floor/unix", must_parse("unix:@" + tag + "-floor"), false}};
+  if (gss) {
+    specs.push_back({"gss-floor/tcp", must_parse("tcp://127.0.0.1:0"), true});
+    specs.push_back({"gss-floor/unix", must_parse("unix:@" + tag + "-gss-floor"), true});
+  }
+  return specs;
 }
+
+// What the floors are made of; starts them on `ex` into `floors`, in the
+// order of `specs`.
+struct FloorPlan {
+  std::vector<FloorSpec> specs;
+  std::shared_ptr<const KerberosCredentials> acceptor;  // for the gss floors
+
+  Status start(const asio::any_io_executor& ex,
+               std::vector<std::unique_ptr<FloorServer>>& floors) const {
+    for (const auto& spec : specs) {
+      auto floor = spec.gss ? start_gss_floor_server(ex, spec.endpoint, acceptor)
+                            : FloorServer::start(ex, spec.endpoint);
+      if (!floor.ok()) return floor.status();
+      floors.push_back(std::move(*floor));
+    }
+    return {};
+  }
+};
 
 // A service whose start_floors method starts the floor listeners on the IO
 // thread that runs it (an async handler runs on its connection's IO thread).
-authrpc::Service floor_starter(std::vector<std::unique_ptr<FloorServer>>& floors) {
+authrpc::Service floor_starter(const FloorPlan& plan,
+                               std::vector<std::unique_ptr<FloorServer>>& floors) {
   authrpc::Service service("minibench");
   service.add_async("start_floors",
-                    [&floors](authrpc::CallContext&,
-                              std::string tag) -> asio::awaitable<authrpc::Result<std::string>> {
+                    [&plan, &floors](authrpc::CallContext&,
+                                     std::string) -> asio::awaitable<authrpc::Result<std::string>> {
                       const auto ex = co_await asio::this_coro::executor;
-                      for (const auto& endpoint : floor_endpoints(tag)) {
-                        auto floor = FloorServer::start(ex, endpoint);
-                        if (!floor.ok()) co_return floor.status();
-                        floors.push_back(std::move(*floor));
-                      }
+                      if (Status s = plan.start(ex, floors); !s.ok()) co_return s;
                       co_return std::string();
                     });
   return service;
 }
 
 // Calls minibench.start_floors on the server at `endpoint` and waits for it.
-Status call_start_floors(const Endpoint& endpoint, const std::string& method,
-                         const std::string& tag) {
-  const auto registry = authrpc::MechanismRegistry::with_builtins();
-  auto mechanism = registry.make_client(method, nlohmann::json::object());
-  if (!mechanism.ok()) return mechanism.status();
+Status call_start_floors(const Endpoint& endpoint) {
   authrpc::ClientOptions options;
   options.endpoint = endpoint;
-  options.mechanisms = {*mechanism};
+  options.mechanisms = {std::make_shared<authrpc::SimpleClientMechanism>("minibench")};
   auto client = authrpc::Client::connect(std::move(options));
   if (!client.ok()) return client.status();
-  auto reply = (*client)->call("minibench", "start_floors", tag);
+  auto reply = (*client)->call("minibench", "start_floors", "");
   return reply.ok() ? Status() : reply.status();
 }  // the setup client and its IO thread end here
 
@@ -107,20 +136,41 @@ Status call_start_floors(const Endpoint& endpoint, const std::string& method,
 
   const std::string tag = "minibench-" + std::to_string(::getpid());
   const auto registry = authrpc::MechanismRegistry::with_builtins();
-  auto mechanism = registry.make_server(options.method, nlohmann::json::object());
-  if (!mechanism.ok()) fail_child(fd, mechanism.status().to_string());
-
   authrpc::ServerOptions server_options;
+  bool simple = false;
+  for (const auto& spec : options.mechanisms) {
+    auto mechanism = registry.make_server(spec.name, spec.options);
+    if (!mechanism.ok()) {
+      std::string why = spec.name + " server: " + mechanism.status().to_string();
+      std::replace(why.begin(), why.end(), '\n', ' ');  // one report line
+      if (!spec.optional) fail_child(fd, why);
+      write_line(fd, "skipped " + spec.name + " " + why);
+      continue;
+    }
+    server_options.mechanisms.push_back(*mechanism);
+    simple = simple || spec.name == authrpc::kSimpleMechanism;
+  }
+  if (!simple) {
+    server_options.mechanisms.push_back(std::make_shared<authrpc::SimpleServerMechanism>());
+  }
+
+  FloorPlan floor_plan{floor_specs(tag, options.gss_floor.has_value()), nullptr};
+  if (options.gss_floor) {
+    authrpc::security::GssStatus status;
+    auto acceptor = KerberosCredentials::acceptor(*options.gss_floor, &status);
+    if (!acceptor) fail_child(fd, "floor/gss: " + status.message);
+    floor_plan.acceptor = std::move(acceptor);
+  }
+
   server_options.endpoints = {must_parse("tcp://127.0.0.1:0"),
                               must_parse("unix:@" + tag + "-authrpc")};
-  server_options.mechanisms = {*mechanism};
   server_options.io_threads = options.server_threads;
   server_options.blocking_threads = 1;  // sys.* handlers run inline
   server_options.log = authrpc::stderr_log_sink(authrpc::LogLevel::kWarning);
   authrpc::Server server(std::move(server_options));
   std::vector<std::unique_ptr<FloorServer>> floors;  // written on the IO thread that starts them
   if (options.floors_on_server_thread) {
-    Status s = server.add_service(floor_starter(floors));
+    Status s = server.add_service(floor_starter(floor_plan, floors));
     if (!s.ok()) fail_child(fd, s.to_string());
   }
   if (Status s = server.start(); !s.ok()) fail_child(fd, s.to_string());
@@ -130,14 +180,12 @@ Status call_start_floors(const Endpoint& endpoint, const std::string& method,
   std::thread floor_thread;
   if (options.floors_on_server_thread) {
     // The call's reply orders the IO thread's writes to `floors` before this.
-    if (Status s = call_start_floors(bound.at(0), options.method, tag); !s.ok()) {
+    if (Status s = call_start_floors(bound.at(0)); !s.ok()) {
       fail_child(fd, "starting the floors: " + s.to_string());
     }
   } else {
-    for (const auto& endpoint : floor_endpoints(tag)) {
-      auto floor = FloorServer::start(floor_io.get_executor(), endpoint);
-      if (!floor.ok()) fail_child(fd, floor.status().to_string());
-      floors.push_back(std::move(*floor));
+    if (Status s = floor_plan.start(floor_io.get_executor(), floors); !s.ok()) {
+      fail_child(fd, s.to_string());
     }
     floor_thread = std::thread([&floor_io] {
       auto work = asio::make_work_guard(floor_io);
@@ -147,8 +195,9 @@ Status call_start_floors(const Endpoint& endpoint, const std::string& method,
 
   write_line(fd, "authrpc/tcp " + bound.at(0).to_string());
   write_line(fd, "authrpc/unix " + bound.at(1).to_string());
-  write_line(fd, "floor/tcp " + floors.at(0)->endpoint().to_string());
-  write_line(fd, "floor/unix " + floors.at(1)->endpoint().to_string());
+  for (std::size_t i = 0; i < floor_plan.specs.size(); ++i) {
+    write_line(fd, floor_plan.specs[i].key + " " + floors.at(i)->endpoint().to_string());
+  }
   write_line(fd, "ready");
   ::close(fd);
 
@@ -161,7 +210,8 @@ Status call_start_floors(const Endpoint& endpoint, const std::string& method,
 }
 
 // Reads the child's report; false with `error` set on failure or timeout.
-bool read_report(int fd, std::map<std::string, Endpoint>& endpoints, std::string& error) {
+bool read_report(int fd, std::map<std::string, Endpoint>& endpoints,
+                 std::map<std::string, std::string>& skipped, std::string& error) {
   const auto deadline = std::chrono::steady_clock::now() + kStartTimeout;
   std::string buffer;
   for (;;) {
@@ -175,6 +225,11 @@ bool read_report(int fd, std::map<std::string, Endpoint>& endpoints, std::string
         return false;
       }
       const auto space = line.find(' ');
+      if (line.starts_with("skipped ")) {
+        const auto end = line.find(' ', 8);
+        skipped[line.substr(8, end - 8)] = end == std::string::npos ? "" : line.substr(end + 1);
+        continue;
+      }
       auto endpoint = Endpoint::parse(space == std::string::npos ? "" : line.substr(space + 1));
       if (!endpoint.ok()) {
         error = "server child sent '" + line + "'";
@@ -236,7 +291,7 @@ authrpc::Result<std::unique_ptr<ServerChild>> ServerChild::spawn(
   ::close(fds[1]);
   std::unique_ptr<ServerChild> child(new ServerChild(pid));  // stops the child on every return
   std::string error;
-  const bool ok = read_report(fds[0], child->endpoints_, error);
+  const bool ok = read_report(fds[0], child->endpoints_, child->skipped_, error);
   ::close(fds[0]);
   if (!ok) return Status(Errc::kUnavailable, error);
   return child;

@@ -1,15 +1,20 @@
 // ServerChild: the benchmark's server side, in a separate process so that the
 // client and server never share an address space, an allocator or a lock.
 //
-// spawn() fork()s: it must run before the parent creates any thread. The
-// child serves on loopback only —
-//   authrpc/tcp   an authrpc::Server on tcp://127.0.0.1:0
-//   authrpc/unix  the same Server on unix:@minibench-<pid>-authrpc
-//   floor/tcp     a bare echo listener (see floor.h) on tcp://127.0.0.1:0
-//   floor/unix    a bare echo listener on unix:@minibench-<pid>-floor
-// — and reports the bound endpoints over a pipe, one "<key> <uri>" line each,
-// then "ready" (or one "error <message>" line, then exits 1). The Server has
-// the requested number of IO threads; both floor listeners share one thread
+// spawn() fork()s: it must run before the parent creates any thread (and
+// after it has set the Kerberos environment, minibench/realm.h: the child
+// inherits it). The child serves on loopback only —
+//   authrpc/tcp     an authrpc::Server on tcp://127.0.0.1:0
+//   authrpc/unix    the same Server on unix:@minibench-<pid>-authrpc
+//   floor/tcp       a bare echo listener (see floor.h) on tcp://127.0.0.1:0
+//   floor/unix      a bare echo listener on unix:@minibench-<pid>-floor
+//   gss-floor/tcp   with gss_floor: a floor/gss listener (gss_floor.h) on
+//                   tcp://127.0.0.1:0
+//   gss-floor/unix  and on unix:@minibench-<pid>-gss-floor
+// — and reports the bound endpoints over a pipe, one "<key> <uri>" line each
+// (and a "skipped <mechanism> <why>" line for each optional mechanism it could
+// not create), then "ready" (or one "error <message>" line, then exits 1). The Server has
+// the requested number of IO threads; all floor listeners share one thread
 // (see ServerChildOptions::floors_on_server_thread for which).
 //
 // The parent owns the child: the destructor (and stop()) sends SIGTERM and
@@ -22,15 +27,32 @@
 #include <cstddef>
 #include <map>
 #include <memory>
+#include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
+#include <vector>
 
 #include "rpc/endpoint.h"
 #include "rpc/result.h"
+#include "security/kerberos_credentials.h"
 
 namespace minibench {
 
+// A mechanism the child's authrpc Server enables.
+struct ServerMechanismSpec {
+  std::string name;  // registry name
+  nlohmann::json options = nlohmann::json::object();
+  // If it cannot be created, leave it out (see ServerChild::skipped())
+  // instead of failing.
+  bool optional = false;
+};
+
 struct ServerChildOptions {
-  std::string method = "simple";  // mechanism the authrpc Server enables
+  // `simple` is enabled as well: the child's own setup call uses it.
+  std::vector<ServerMechanismSpec> mechanisms;
+  // Set: floor/gss listeners too, accepting with these credentials (the
+  // kerberos mechanism's: same keytab, principal and replay cache).
+  std::optional<authrpc::security::KerberosCredentials::AcceptorOptions> gss_floor;
   std::size_t server_threads = 1;
   int cpu = -1;  // ≥ 0: pin the whole child (every thread) to this CPU
   // true: the floor listeners run on an IO thread of the authrpc Server (the
@@ -50,8 +72,11 @@ class ServerChild {
   ServerChild(const ServerChild&) = delete;
   ServerChild& operator=(const ServerChild&) = delete;
 
-  // Keyed "authrpc/tcp", "authrpc/unix", "floor/tcp", "floor/unix".
+  // Keyed "authrpc/tcp", "authrpc/unix", "floor/tcp", "floor/unix" and with
+  // gss_floor "gss-floor/tcp", "gss-floor/unix".
   const std::map<std::string, authrpc::Endpoint>& endpoints() const noexcept { return endpoints_; }
+  // Optional mechanisms the child could not create: name → why.
+  const std::map<std::string, std::string>& skipped() const noexcept { return skipped_; }
   pid_t pid() const noexcept { return pid_; }
   // SIGTERM, then wait. Idempotent.
   void stop() noexcept;
@@ -61,6 +86,7 @@ class ServerChild {
 
   pid_t pid_;
   std::map<std::string, authrpc::Endpoint> endpoints_;
+  std::map<std::string, std::string> skipped_;
 };
 
 // Pins the calling thread, and the threads it starts later, to `cpu`.

@@ -2,20 +2,30 @@
 
 #include <asio/post.hpp>
 #include <asio/use_awaitable.hpp>
+#include <algorithm>
+#include <cstdio>
+#include <deque>
+#include <functional>
+#include <map>
+#include <memory>
 #include <nlohmann/json.hpp>
 
 #include "auth/mechanism_registry.h"
 #include "client/client.h"
 #include "minibench/floor.h"
+#include "minibench/gss_floor.h"
+#include "minibench/kdc_log.h"
 #include "minibench/schedule.h"
 
 namespace minibench {
 namespace {
 
 using authrpc::Client;
+using authrpc::ClientMechanism;
 using authrpc::ClientOptions;
 using authrpc::Result;
 using authrpc::Status;
+using authrpc::security::KerberosCredentials;
 
 asio::awaitable<Result<Clock::duration>> authrpc_session(asio::any_io_executor ex,
                                                          const ClientOptions& base) {
@@ -37,44 +47,141 @@ asio::awaitable<Result<Clock::duration>> authrpc_session(asio::any_io_executor e
   co_return elapsed;
 }
 
+std::string floor_name(FloorKind kind, const std::string& transport) {
+  if (kind == FloorKind::kBare) return "floor/" + transport;
+  return transport == "tcp" ? "floor/gss" : "floor/gss-" + transport;
+}
+
+// What the Kerberos rows share: the floor/gss client's credentials and the
+// KDC's log.
+struct KerberosContext {
+  std::shared_ptr<const KerberosCredentials> initiator;  // null: the default cache
+  std::unique_ptr<KdcLog> kdc_log;                        // null: not counted
+
+  std::function<long()> events() {
+    if (!kdc_log) return {};
+    return [log = kdc_log.get()] { return static_cast<long>(log->counts().total()); };
+  }
+};
+
+Result<KerberosContext> kerberos_context(const KerberosSetup& setup) {
+  KerberosContext k;
+  if (setup.client_keeps_handle()) {
+    authrpc::security::GssStatus status;
+    auto credentials = KerberosCredentials::initiator(setup.initiator(), &status);
+    if (!credentials) {
+      return Status(authrpc::Errc::kConfigError, "floor/gss client: " + status.message);
+    }
+    k.initiator = std::move(credentials);
+  }
+  if (!setup.kdc_log.empty()) k.kdc_log = std::make_unique<KdcLog>(setup.kdc_log);
+  return k;
+}
+
+using Mechanisms = std::map<std::string, std::shared_ptr<ClientMechanism>>;
+
+// One transport's rows held to one kind of floor, measured as one group.
+asio::awaitable<Status> run_floor_group(asio::any_io_executor ex, const BenchPlan& plan,
+                                        const TransportServers& target, FloorKind kind,
+                                        const Mechanisms& mechanisms, KerberosContext* kerberos,
+                                        Report& report) {
+  std::vector<const MethodPlan*> methods;
+  for (const auto& m : plan.methods) {
+    if (m.floor == kind && (!m.tcp_only || target.transport == "tcp") &&
+        mechanisms.contains(m.name)) {
+      methods.push_back(&m);
+    }
+  }
+  if (methods.empty()) co_return Status();
+
+  std::deque<Samples> samples(methods.size() + 1);  // [0]: the floor's
+  std::deque<ClientOptions> options;
+  std::vector<Measured> group;
+  std::unique_ptr<FloorClient> bare_floor;
+  std::unique_ptr<GssFloorClient> gss_floor;
+  const auto& floor_endpoint = kind == FloorKind::kBare ? target.floor : target.gss_floor;
+  if (floor_endpoint && kind == FloorKind::kBare) {
+    auto made = FloorClient::make(*floor_endpoint);
+    if (!made.ok()) co_return made.status();
+    bare_floor = std::move(*made);
+    group.push_back({[&]() { return bare_floor->session(ex); }, &samples[0]});
+  } else if (floor_endpoint && kerberos != nullptr) {
+    auto made = GssFloorClient::make(*floor_endpoint, kerberos->initiator,
+                                     plan.kerberos->service_principal);
+    if (!made.ok()) co_return made.status();
+    gss_floor = std::move(*made);
+    group.push_back({[&]() { return gss_floor->session(ex); }, &samples[0], kerberos->events()});
+  }
+  const bool has_floor = !group.empty();
+  for (std::size_t i = 0; i < methods.size(); ++i) {
+    ClientOptions& o = options.emplace_back();
+    o.endpoint = target.authrpc;
+    o.mechanisms = {mechanisms.at(methods[i]->name)};
+    o.wait_for_authentication = false;
+    group.push_back({[&ex, &o]() { return authrpc_session(ex, o); }, &samples[i + 1],
+                     methods[i]->kerberos && kerberos ? kerberos->events() : nullptr});
+  }
+
+  const std::string label =
+      "sessions " + target.transport + (kind == FloorKind::kGss ? " (Kerberos)" : "");
+  if (Status s = co_await run_group(plan, label, std::move(group), has_floor); !s.ok()) {
+    co_return s;
+  }
+
+  std::optional<Row> floor;
+  if (has_floor) {
+    floor = floor_row(floor_name(kind, target.transport), target.transport, samples[0]);
+    report.add(*floor);
+  }
+  for (std::size_t i = 0; i < methods.size(); ++i) {
+    const std::string name = methods[i]->name + "/" + target.transport;
+    Row row = compared_row(name, methods[i]->name, target.transport, samples[i + 1],
+                           floor ? &*floor : nullptr);
+    row.kerberos = methods[i]->kerberos;
+    report.add(std::move(row));
+    if (methods[i]->target) report.add_target(name, *methods[i]->target);
+  }
+  co_return Status();
+}
+
 }  // namespace
 
 asio::awaitable<Status> run_sessions(asio::any_io_executor ex, const BenchPlan& plan,
                                      Report& report) {
   const auto registry = authrpc::MechanismRegistry::with_builtins();
-  auto mechanism = registry.make_client(plan.method, nlohmann::json::object());
-  if (!mechanism.ok()) co_return mechanism.status();
+  Mechanisms mechanisms;
+  for (const auto& m : plan.methods) {
+    auto mechanism = registry.make_client(m.name, m.client_options);
+    if (!mechanism.ok() && m.optional) {
+      std::fprintf(stderr, "minibench: the %s rows are skipped: %s client: %s\n", m.name.c_str(),
+                   m.name.c_str(), mechanism.status().to_string().c_str());
+      continue;
+    }
+    if (!mechanism.ok()) {
+      co_return Status(mechanism.code(), m.name + " client: " + mechanism.status().message);
+    }
+    mechanisms[m.name] = *mechanism;
+  }
+  std::optional<KerberosContext> kerberos;
+  if (plan.kerberos) {
+    auto made = kerberos_context(*plan.kerberos);
+    if (!made.ok()) co_return made.status();
+    kerberos = std::move(*made);
+  }
 
   for (const auto& target : plan.transports) {
-    ClientOptions options;
-    options.endpoint = target.authrpc;
-    options.mechanisms = {*mechanism};
-    options.wait_for_authentication = false;
-
-    Samples samples, floor_samples;
-    Measured row{[&]() { return authrpc_session(ex, options); }, &samples};
-    std::unique_ptr<FloorClient> floor_client;
-    std::optional<Measured> floor;
-    if (target.floor) {
-      auto made = FloorClient::make(*target.floor);
-      if (!made.ok()) co_return made.status();
-      floor_client = std::move(*made);
-      floor = Measured{[&]() { return floor_client->session(ex); }, &floor_samples};
+    for (const FloorKind kind : {FloorKind::kBare, FloorKind::kGss}) {
+      if (Status s = co_await run_floor_group(ex, plan, target, kind, mechanisms,
+                                              kerberos ? &*kerberos : nullptr, report);
+          !s.ok()) {
+        co_return s;
+      }
     }
-    if (Status s = co_await run_interleaved(plan, "sessions " + target.transport, row, floor);
-        !s.ok()) {
-      co_return s;
-    }
-
-    const std::string name = plan.method + "/" + target.transport;
-    std::optional<Row> floor_summary;
-    if (floor) {
-      floor_summary = floor_row("floor/" + target.transport, target.transport, floor_samples);
-      report.add(*floor_summary);
-    }
-    report.add(compared_row(name, plan.method, target.transport, samples,
-                            floor_summary ? &*floor_summary : nullptr));
-    report.add_target(name, kSessionTarget);
+  }
+  const bool tcp = std::any_of(plan.transports.begin(), plan.transports.end(),
+                               [](const TransportServers& t) { return t.transport == "tcp"; });
+  if (tcp && mechanisms.contains("kerberos") && plan.method("kerberos-sasl") != nullptr) {
+    report.add_target("kerberos/tcp", kKerberosVsSaslTarget, "kerberos-sasl/tcp");
   }
   co_return Status();
 }

@@ -13,6 +13,11 @@ void Samples::add(Clock::duration d) {
   blocks_.back().push_back(std::chrono::duration<double, std::micro>(d).count());
 }
 
+void Samples::add_events(long n, bool timed) {
+  std::optional<long>& total = timed ? timed_events_ : warmup_events_;
+  total = total.value_or(0) + n;
+}
+
 std::vector<double> Samples::all_us() const {
   std::vector<double> all;
   for (const auto& block : blocks_) all.insert(all.end(), block.begin(), block.end());

@@ -5,6 +5,7 @@
 
 #include <chrono>
 #include <cstddef>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -20,13 +21,20 @@ class Samples {
   // Wall time spent on the row's iterations (including the untimed close).
   void add_wall(Clock::duration d) { wall_ += d; }
 
+  // Events outside this process (KDC requests) that happened during the
+  // row's timed blocks or its warm-up; unset: not counted.
+  void add_events(long n, bool timed);
+
   std::vector<double> all_us() const;
   const std::vector<std::vector<double>>& blocks_us() const noexcept { return blocks_; }
   Clock::duration wall() const noexcept { return wall_; }
+  std::optional<long> timed_events() const noexcept { return timed_events_; }
+  std::optional<long> warmup_events() const noexcept { return warmup_events_; }
 
  private:
   std::vector<std::vector<double>> blocks_;
   Clock::duration wall_{};
+  std::optional<long> timed_events_, warmup_events_;
 };
 
 struct Summary {

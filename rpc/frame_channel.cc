@@ -4,12 +4,17 @@
 #include <asio/post.hpp>
 #include <asio/redirect_error.hpp>
 #include <asio/use_awaitable.hpp>
+#include <algorithm>
 #include <cstring>
 
 namespace authrpc {
 namespace {
 
-constexpr std::size_t kInitialReadBuffer = 16 * 1024;
+// Reads start in a buffer small enough for the allocator's per-thread cache
+// (a session's frames are a few hundred bytes) and move to a larger one once
+// a read fills it, so that streams of frames take few reads.
+constexpr std::size_t kInitialReadBuffer = 1000;
+constexpr std::size_t kSteadyReadBuffer = 16 * 1024;
 constexpr std::size_t kInitialWriteBuffer = 512;
 
 }  // namespace
@@ -18,8 +23,7 @@ FrameChannel::FrameChannel(std::unique_ptr<Stream> stream, std::size_t max_frame
     : stream_(std::move(stream)),
       max_frame_size_(max_frame_size),
       in_(std::make_unique_for_overwrite<char[]>(kInitialReadBuffer)),
-      in_capacity_(kInitialReadBuffer),
-      drained_(stream_->executor()) {
+      in_capacity_(kInitialReadBuffer) {
   out_.reserve(kInitialWriteBuffer);
 }
 
@@ -27,11 +31,12 @@ FrameChannel::~FrameChannel() { close(); }
 
 asio::awaitable<std::error_code> FrameChannel::fill(std::size_t need) {
   while (in_end_ - in_begin_ < need) {
-    if (in_capacity_ - in_begin_ < need) {
-      // Compact, into a larger buffer if the frame does not fit.
+    if (in_capacity_ - in_begin_ < need || (in_end_ == in_capacity_ && in_capacity_ < kSteadyReadBuffer)) {
+      // Compact, into a larger buffer if the frame does not fit or the small
+      // first buffer has filled up.
       const std::size_t live = in_end_ - in_begin_;
-      if (in_capacity_ < need) {
-        const std::size_t capacity = std::max(need, in_capacity_ * 2);
+      if (in_capacity_ < need || in_capacity_ < kSteadyReadBuffer) {
+        const std::size_t capacity = std::max({need, in_capacity_ * 2, kSteadyReadBuffer});
         auto bigger = std::make_unique_for_overwrite<char[]>(capacity);
         std::memcpy(bigger.get(), in_.get() + in_begin_, live);
         in_ = std::move(bigger);
@@ -42,9 +47,16 @@ asio::awaitable<std::error_code> FrameChannel::fill(std::size_t need) {
       in_begin_ = 0;
       in_end_ = live;
     }
+    const auto space = asio::buffer(in_.get() + in_end_, in_capacity_ - in_end_);
     std::error_code ec;
-    const auto n = co_await stream_->read_some(
-        asio::buffer(in_.get() + in_end_, in_capacity_ - in_end_), ec);
+    std::size_t n = 0;
+    if (try_read_first_) {
+      try_read_first_ = false;
+      n = stream_->try_read_some(space, ec);
+      if (ec == asio::error::would_block) n = co_await stream_->read_some(space, ec);
+    } else {
+      n = co_await stream_->read_some(space, ec);
+    }
     if (ec) co_return ec;
     in_end_ += n;
   }
@@ -72,10 +84,23 @@ bool FrameChannel::frame_buffered() const noexcept {
   return !header.ok() || have >= wire::kLengthFieldSize + header->length;
 }
 
-asio::awaitable<Result<Frame>> FrameChannel::read_frame() {
+std::optional<Result<Frame>> FrameChannel::buffered_frame() {
   in_begin_ += consume_next_;
   consume_next_ = 0;
   if (in_begin_ == in_end_) in_begin_ = in_end_ = 0;
+  if (in_end_ - in_begin_ < wire::kFrameHeaderSize) return std::nullopt;
+  auto header = wire::parse_frame_header(
+      reinterpret_cast<const std::uint8_t*>(in_.get() + in_begin_), max_frame_size_);
+  if (!header.ok()) return Result<Frame>(header.status());
+  const std::size_t total = wire::kLengthFieldSize + header->length;
+  if (in_end_ - in_begin_ < total) return std::nullopt;
+  consume_next_ = total;
+  return Result<Frame>(Frame{*header, std::string_view(in_.get() + in_begin_ + wire::kFrameHeaderSize,
+                                                       total - wire::kFrameHeaderSize)});
+}
+
+asio::awaitable<Result<Frame>> FrameChannel::read_frame() {
+  if (auto frame = buffered_frame()) co_return std::move(*frame);
 
   auto closed_status = [this](std::error_code ec) {
     if (ec != asio::error::eof) return Status(ec, "read");
@@ -171,7 +196,7 @@ void FrameChannel::finish_writer() {
   } else if (shutdown_when_flushed_ && !closed_) {
     stream_->shutdown_send();
   }
-  drained_.cancel();
+  if (drained_) drained_->cancel();
 }
 
 void FrameChannel::close_after_flush() {
@@ -210,14 +235,15 @@ void FrameChannel::close() noexcept {
   closed_ = true;
   out_.clear();
   stream_->close();
-  drained_.cancel();
+  if (drained_) drained_->cancel();
 }
 
 asio::awaitable<void> FrameChannel::wait_pending_below(std::size_t limit) {
   while (pending_bytes() > limit && !closed_) {
-    drained_.expires_at(asio::steady_timer::time_point::max());
+    if (!drained_) drained_.emplace(stream_->executor());
+    drained_->expires_at(asio::steady_timer::time_point::max());
     std::error_code ec;
-    co_await drained_.async_wait(asio::redirect_error(asio::use_awaitable, ec));
+    co_await drained_->async_wait(asio::redirect_error(asio::use_awaitable, ec));
   }
 }
 

@@ -11,6 +11,7 @@
 #include <asio/steady_timer.hpp>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -36,6 +37,13 @@ class FrameChannel final : public std::enable_shared_from_this<FrameChannel>,
   // kProtocolError for a stream ending inside a frame, kFrameTooLarge and
   // kProtocolError for bad headers, the transport's code otherwise.
   asio::awaitable<Result<Frame>> read_frame();
+  // The next frame if it is already buffered (or the error its header makes),
+  // without a coroutine; nullopt when more input is needed — then call
+  // read_frame(). For loops that often find the next frame already read.
+  std::optional<Result<Frame>> buffered_frame();
+  // Says input is probably waiting already (a server's fresh connection): the
+  // next read tries the stream without waiting before it suspends.
+  void expect_input() noexcept { try_read_first_ = true; }
   // True if a complete frame is already buffered (no read would block).
   bool frame_buffered() const noexcept;
 
@@ -95,8 +103,9 @@ class FrameChannel final : public std::enable_shared_from_this<FrameChannel>,
   bool close_when_flushed_ = false;
   bool shutdown_when_flushed_ = false;
   bool closed_ = false;
+  bool try_read_first_ = false;
   std::error_code write_error_;
-  asio::steady_timer drained_;  // signalled when the writer drains
+  std::optional<asio::steady_timer> drained_;  // signalled when the writer drains; made on first use
 };
 
 }  // namespace authrpc

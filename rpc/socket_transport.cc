@@ -4,13 +4,14 @@
 #include <asio/local/stream_protocol.hpp>
 #include <asio/post.hpp>
 #include <asio/redirect_error.hpp>
-#include <asio/steady_timer.hpp>
 #include <asio/use_awaitable.hpp>
 #include <asio/write.hpp>
+#include <cerrno>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "rpc/deadline_queue.h"
 #include "rpc/transport.h"
 
 namespace authrpc {
@@ -27,44 +28,67 @@ std::string format_tcp(const Tcp::endpoint& ep) {
                       : addr.to_string() + ":" + std::to_string(ep.port());
 }
 
-// Closes a connecting socket when its deadline passes. The timer is armed
-// only if the connect is still pending after the current turn of the event
-// loop (a Unix or loopback connect usually is not), which keeps a timer
-// syscall off the session's critical path. Handlers may run after the guard
-// is gone, so they check shared state before touching the socket.
-class ConnectDeadline {
+// Closes a connecting socket if its deadline passes first. A DeadlineQueue
+// entry rather than a timer of its own: most connects (Unix sockets, loopback
+// TCP) finish long before, and a timer armed and cancelled for each would
+// cost more than the connect's own work.
+template <typename Socket>
+class ConnectDeadline final : public DeadlineQueue::Entry {
  public:
-  template <typename Socket>
-  ConnectDeadline(const asio::any_io_executor& ex, Socket& socket,
-                  std::chrono::steady_clock::time_point deadline)
-      : state_(std::make_shared<State>(ex)) {
+  explicit ConnectDeadline(Socket& socket) : socket_(socket) {}
+  ~ConnectDeadline() { cancel(); }
+
+  void start(const asio::any_io_executor& ex, std::chrono::steady_clock::time_point deadline) {
     if (deadline == std::chrono::steady_clock::time_point::max()) return;
-    asio::post(ex, [&socket, deadline, state = state_] {
-      if (state->done) return;
-      state->timer.expires_at(deadline);
-      state->timer.async_wait([&socket, state](std::error_code ec) {
-        if (ec || state->done) return;
-        state->expired = true;
-        std::error_code ignored;
-        socket.close(ignored);
-      });
-    });
+    DeadlineQueue::of(ex).add(*this, deadline, ex);
   }
-  ~ConnectDeadline() {
-    state_->done = true;
-    state_->timer.cancel();
-  }
-  bool expired() const noexcept { return state_->expired; }
+  bool timed_out() const noexcept { return timed_out_; }
 
  private:
-  struct State {
-    explicit State(const asio::any_io_executor& ex) : timer(ex) {}
-    asio::steady_timer timer;
-    bool expired = false;
-    bool done = false;
-  };
-  std::shared_ptr<State> state_;
+  void expired() override {
+    timed_out_ = true;
+    std::error_code ignored;
+    socket_.close(ignored);  // the pending wait or connect completes with an error
+  }
+
+  Socket& socket_;
+  bool timed_out_ = false;
 };
+
+// Connects `socket` to `peer`: at once when the kernel can (a Unix socket,
+// often a loopback TCP connect), otherwise by waiting for the socket to
+// become writable, until `deadline`. Trying the connect inline saves a trip
+// through the event loop on every session.
+template <typename Protocol>
+asio::awaitable<std::error_code> connect_socket(typename Protocol::socket& socket,
+                                                const typename Protocol::endpoint& peer,
+                                                std::chrono::steady_clock::time_point deadline,
+                                                bool& timed_out) {
+  std::error_code ec;
+  socket.open(peer.protocol(), ec);
+  if (!ec) socket.non_blocking(true, ec);
+  if (ec) co_return ec;
+  if (::connect(socket.native_handle(), peer.data(), static_cast<socklen_t>(peer.size())) == 0) {
+    co_return std::error_code();
+  }
+  if (errno != EINPROGRESS && errno != EAGAIN && errno != EINTR) {
+    co_return std::error_code(errno, std::system_category());
+  }
+  ConnectDeadline guard(socket);
+  guard.start(socket.get_executor(), deadline);
+  co_await socket.async_wait(Protocol::socket::wait_write, redirect_error(use_awaitable, ec));
+  if (guard.timed_out()) {
+    timed_out = true;
+    co_return asio::error::timed_out;
+  }
+  if (ec) co_return ec;
+  int error = 0;
+  socklen_t length = sizeof error;
+  if (::getsockopt(socket.native_handle(), SOL_SOCKET, SO_ERROR, &error, &length) != 0) {
+    error = errno;
+  }
+  co_return error == 0 ? std::error_code() : std::error_code(error, std::system_category());
+}
 
 template <typename Protocol>
 class SocketStream final : public Stream {
@@ -77,6 +101,25 @@ class SocketStream final : public Stream {
   asio::awaitable<std::size_t> read_some(asio::mutable_buffer buffer,
                                          std::error_code& ec) override {
     co_return co_await socket_.async_read_some(buffer, redirect_error(use_awaitable, ec));
+  }
+
+  std::size_t try_read_some(asio::mutable_buffer buffer, std::error_code& ec) override {
+    for (;;) {
+      const ssize_t n = ::recv(socket_.native_handle(), buffer.data(), buffer.size(), MSG_DONTWAIT);
+      if (n > 0) {
+        ec.clear();
+        return static_cast<std::size_t>(n);
+      }
+      if (n == 0) {
+        ec = buffer.size() == 0 ? std::error_code() : asio::error::eof;
+        return 0;
+      }
+      if (errno == EINTR) continue;
+      ec = (errno == EAGAIN || errno == EWOULDBLOCK)
+               ? asio::error::would_block
+               : std::error_code(errno, std::system_category());
+      return 0;
+    }
   }
 
   void write_all(std::span<const asio::const_buffer> buffers, WriteCompletion& done) override {
@@ -112,10 +155,9 @@ class SocketStream final : public Stream {
 
 // The outcome of a client connect: a Stream, or why not.
 template <typename Protocol>
-Result<std::unique_ptr<Stream>> connected(typename Protocol::socket socket,
-                                          const ConnectDeadline& guard, std::error_code ec,
-                                          const Endpoint& endpoint) {
-  if (guard.expired()) {
+Result<std::unique_ptr<Stream>> connected(typename Protocol::socket socket, bool timed_out,
+                                          std::error_code ec, const Endpoint& endpoint) {
+  if (timed_out) {
     return Status(Errc::kDeadlineExceeded, "connect " + endpoint.to_string() + ": timed out");
   }
   if (ec) return Status(ec, "connect " + endpoint.to_string());
@@ -185,20 +227,23 @@ class TcpTransport final : public Transport {
       std::chrono::steady_clock::time_point deadline) override {
     std::error_code ec;
     Tcp::socket socket(ex);
-    ConnectDeadline guard(ex, socket, deadline);
+    bool timed_out = false;
     const auto address = asio::ip::make_address(endpoint.host, ec);
     if (!ec) {
-      co_await socket.async_connect(Tcp::endpoint(address, endpoint.port),
-                                    redirect_error(use_awaitable, ec));
+      ec = co_await connect_socket<Tcp>(socket, Tcp::endpoint(address, endpoint.port), deadline,
+                                        timed_out);
     } else {
+      ConnectDeadline guard(socket);
+      guard.start(ex, deadline);
       Tcp::resolver resolver(ex);
       ec.clear();
       auto results = co_await resolver.async_resolve(
           endpoint.host, std::to_string(endpoint.port), redirect_error(use_awaitable, ec));
       if (ec) co_return Status(ec, "resolve " + endpoint.host);
       co_await asio::async_connect(socket, results, redirect_error(use_awaitable, ec));
+      timed_out = guard.timed_out();
     }
-    co_return connected<Tcp>(std::move(socket), guard, ec, endpoint);
+    co_return connected<Tcp>(std::move(socket), timed_out, ec, endpoint);
   }
 
   Result<std::unique_ptr<Listener>> listen(asio::io_context& io, const Endpoint& endpoint,
@@ -231,11 +276,10 @@ class UnixTransport final : public Transport {
   asio::awaitable<Result<std::unique_ptr<Stream>>> connect(
       asio::any_io_executor ex, const Endpoint& endpoint,
       std::chrono::steady_clock::time_point deadline) override {
-    std::error_code ec;
     Local::socket socket(ex);
-    ConnectDeadline guard(ex, socket, deadline);
-    co_await socket.async_connect(native(endpoint), redirect_error(use_awaitable, ec));
-    co_return connected<Local>(std::move(socket), guard, ec, endpoint);
+    bool timed_out = false;
+    const auto ec = co_await connect_socket<Local>(socket, native(endpoint), deadline, timed_out);
+    co_return connected<Local>(std::move(socket), timed_out, ec, endpoint);
   }
 
   Result<std::unique_ptr<Listener>> listen(asio::io_context& io, const Endpoint& endpoint,

@@ -9,6 +9,7 @@
 #include <asio/any_io_executor.hpp>
 #include <asio/awaitable.hpp>
 #include <asio/buffer.hpp>
+#include <asio/error.hpp>
 #include <asio/io_context.hpp>
 #include <chrono>
 #include <memory>
@@ -36,6 +37,16 @@ class Stream {
   // Reads at least one byte; 0 with ec set at end of stream or on error.
   virtual asio::awaitable<std::size_t> read_some(asio::mutable_buffer buffer,
                                                  std::error_code& ec) = 0;
+  // Reads what has already arrived, without waiting: the bytes read (> 0);
+  // or 0 with ec == asio::error::would_block if nothing is there yet (then
+  // use read_some); or 0 with ec set at end of stream or on error. Saves a
+  // trip through the event loop when input is known to be waiting (a server
+  // reading a fresh connection's first bytes). The default never has input.
+  virtual std::size_t try_read_some(asio::mutable_buffer buffer, std::error_code& ec) {
+    (void)buffer;
+    ec = asio::error::would_block;
+    return 0;
+  }
   // Starts writing every byte of `buffers` (gathered); the buffers and the
   // span must stay valid until `done.write_done()` is called, on the
   // stream's executor and never from inside this call. One write at a time.

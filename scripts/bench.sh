@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # The README's first command: install what is missing, build (Release), and run
-# minibench (sessions and calls, every method and transport, with floors).
+# minibench (sessions and calls, every method and transport, with floors). The
+# Kerberos rows run against a throwaway realm that minibench starts itself
+# (krb5kdc on a free 127.0.0.1 port, in a temporary directory) and stops.
 # Extra arguments go to minibench, e.g.: scripts/bench.sh sessions -n 5000
 set -euo pipefail
 cd "$(dirname "$0")/.."

@@ -6,12 +6,14 @@ set -euo pipefail
 PACKAGES=(
   g++ cmake make pkg-config
   libasio-dev nlohmann-json3-dev
+  libssl-dev  # OpenSSL 3: HMAC, digests, CSPRNG, base64 (delegation tokens)
   libgtest-dev libgmock-dev googletest
   # Kerberos: a real MIT KDC for tests/benchmarks (scripts/kdc, tests/mini_kdc.*),
   # the GSSAPI/krb5 headers, and Cyrus SASL with its GSSAPI plugin.
   krb5-kdc krb5-admin-server krb5-user libkrb5-dev
   libsasl2-dev libsasl2-modules-gssapi-mit
   iproute2  # ss(8), used by scripts/kdc to check its port
+  faketime  # libfaketime: the clock-skew case of tests/kerberos_itest.cc
 )
 
 # Tests run their own throwaway KDCs on free loopback ports; the system KDC and

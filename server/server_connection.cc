@@ -26,6 +26,9 @@ ServerConnection::ServerConnection(Server::Impl& server, Reactor& reactor,
       reactor_(reactor),
       peer_(stream->peer_address()) {
   channel_ = std::make_shared<FrameChannel>(std::move(stream), server.options.max_frame_size);
+  // Clients send the preamble and HELLO right after connecting, so they have
+  // usually arrived by the time the connection is accepted.
+  channel_->expect_input();
 }
 
 asio::awaitable<void> ServerConnection::run(Status refuse) {
@@ -80,7 +83,9 @@ asio::awaitable<void> ServerConnection::run(Status refuse) {
 
 asio::awaitable<void> ServerConnection::serve() {
   for (;;) {
-    auto frame = co_await channel_->read_frame();
+    auto next = channel_->buffered_frame();
+    if (!next) next = co_await channel_->read_frame();
+    auto& frame = *next;
     if (!frame.ok()) {
       const Status& s = frame.status();
       if (s.code == Errc::kConnectionClosed || channel_->closed() || state_ == State::kLingering) {

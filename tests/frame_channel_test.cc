@@ -245,7 +245,7 @@ TEST_F(FrameChannelTest, ManyFramesInOneWriteComeOutInOrder) {
     wire::append_request(bytes, static_cast<std::uint32_t>(i), {"s", "m", 0},
                          "payload-" + std::to_string(i));
   }
-  ASSERT_LT(bytes.size(), 16u * 1024);  // fits the initial read buffer
+  ASSERT_LT(bytes.size(), 16u * 1024);  // fits the read buffer once it has grown
   std::vector<Got> got;
   std::vector<bool> buffered;
   ASSERT_TRUE(run({[&]() -> asio::awaitable<void> {
@@ -258,16 +258,20 @@ TEST_F(FrameChannelTest, ManyFramesInOneWriteComeOutInOrder) {
     }
   }}));
   ASSERT_EQ(got.size(), static_cast<std::size_t>(kFrames + 1));
+  int reads_between_frames = 0;
   for (int i = 0; i < kFrames; ++i) {
     ASSERT_TRUE(got[i].status.ok()) << i << ": " << got[i].status.to_string();
     EXPECT_EQ(got[i].call_id, static_cast<std::uint32_t>(i + 1));
     std::string_view payload;
     ASSERT_TRUE(wire::parse_request(got[i].body, payload).ok());
     EXPECT_EQ(payload, "payload-" + std::to_string(i + 1));
-    // One read_some brought everything: every frame but the last is buffered
-    // behind the one just returned.
-    EXPECT_EQ(buffered[i], i + 1 < kFrames) << "after frame " << i + 1;
+    if (i + 1 < kFrames && !buffered[i]) ++reads_between_frames;
   }
+  // The first read fills the small first buffer; the next, into the grown
+  // buffer, brings the rest: at most one more read between frames, and after
+  // the last frame nothing is buffered.
+  EXPECT_LE(reads_between_frames, 1);
+  EXPECT_FALSE(buffered[kFrames - 1]);
   EXPECT_EQ(got[kFrames].status.code, Errc::kConnectionClosed);
 }
 

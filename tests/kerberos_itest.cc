@@ -11,6 +11,10 @@
 // directory) from the environment, so every suite calls
 // set_env_for_process(); the tests still pass explicit keytab / ccache /
 // replay-cache options wherever the mechanism has them.
+//
+// The clock-skew test runs the `authrpc` CLI (AUTHRPC_CLI_BIN) under Debian's
+// `faketime` (package faketime, scripts/setup.sh); it is skipped if faketime
+// is not installed.
 #include <arpa/inet.h>
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -28,6 +32,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <memory>
+#include <mutex>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
@@ -46,6 +51,10 @@
 #include "server/server.h"
 #include "tests/mini_kdc.h"
 
+#ifndef AUTHRPC_CLI_BIN
+#error "AUTHRPC_CLI_BIN must name the authrpc binary"
+#endif
+
 namespace authrpc {
 
 void PrintTo(RetryAdvice advice, std::ostream* os) { *os << to_string(advice); }
@@ -53,6 +62,7 @@ void PrintTo(RetryAdvice advice, std::ostream* os) { *os << to_string(advice); }
 namespace {
 
 using namespace std::chrono_literals;
+using authrpc::testing::CommandResult;
 using authrpc::testing::MiniKdc;
 using Clock = std::chrono::steady_clock;
 using ::testing::AnyOf;
@@ -132,7 +142,8 @@ struct RunningServer {
 };
 
 Result<RunningServer> StartServer(std::vector<std::shared_ptr<ServerMechanism>> mechanisms,
-                                  const std::string& uri = "tcp://127.0.0.1:0") {
+                                  const std::string& uri = "tcp://127.0.0.1:0",
+                                  LogSink log = null_log_sink()) {
   auto endpoint = Endpoint::parse(uri);
   if (!endpoint.ok()) return endpoint.status();
   ServerOptions o;
@@ -142,7 +153,7 @@ Result<RunningServer> StartServer(std::vector<std::shared_ptr<ServerMechanism>> 
   o.blocking_threads = 1;
   o.negotiation_timeout = 5s;
   o.stop_grace = 1s;
-  o.log = null_log_sink();
+  o.log = std::move(log);
   auto server = std::make_unique<Server>(std::move(o));
   if (Status s = server->start(); !s.ok()) return s;
   auto bound = server->bound_endpoints();
@@ -756,10 +767,12 @@ class KerberosKdcStateTest : public ::testing::Test {
     kdc_.set_env_for_process();
   }
 
-  Result<RunningServer> StartKerberosServer(KerberosServerOptions options) {
+  Result<RunningServer> StartKerberosServer(KerberosServerOptions options,
+                                            LogSink log = null_log_sink()) {
     auto kerberos = KerberosServerMechanism::create(options);
     if (!kerberos.ok()) return kerberos.status();
-    return StartServer({*kerberos, std::make_shared<SimpleServerMechanism>()});
+    return StartServer({*kerberos, std::make_shared<SimpleServerMechanism>()},
+                       "tcp://127.0.0.1:0", std::move(log));
   }
 
   MiniKdc kdc_;
@@ -874,6 +887,162 @@ TEST_F(KerberosKdcStateTest, KdcDown) {
   RecordProperty("kdc_port_before_after",
                  std::to_string(old_port) + " -> " + std::to_string(kdc_.port()));
   ExpectKerberosSession(other->endpoint, *cold, kdc_);
+}
+
+// --- clock skew: the authrpc CLI under faketime -----------------------------------
+
+// Absolute path of PROGRAM found in PATH, or empty.
+std::string FindInPath(const std::string& program) {
+  const char* path = std::getenv("PATH");
+  std::string dirs = path ? path : "/usr/bin:/bin";
+  std::size_t begin = 0;
+  while (begin <= dirs.size()) {
+    const std::size_t end = std::min(dirs.find(':', begin), dirs.size());
+    const std::string candidate = dirs.substr(begin, end - begin) + "/" + program;
+    if (end > begin && ::access(candidate.c_str(), X_OK) == 0) return candidate;
+    begin = end + 1;
+  }
+  return {};
+}
+
+// A server LogSink that keeps every line, for assertions on the server side.
+class CapturedLog {
+ public:
+  LogSink sink() {
+    return [this](LogLevel, std::string_view message) {
+      std::lock_guard lock(mutex_);
+      lines_.emplace_back(message);
+    };
+  }
+  // The first line containing NEEDLE, waiting up to TIMEOUT for it.
+  std::optional<std::string> WaitFor(const std::string& needle, Clock::duration timeout = 5s) {
+    const auto until = Clock::now() + timeout;
+    for (;;) {
+      {
+        std::lock_guard lock(mutex_);
+        for (const auto& line : lines_) {
+          if (line.find(needle) != std::string::npos) return line;
+        }
+      }
+      if (Clock::now() >= until) return std::nullopt;
+      std::this_thread::sleep_for(5ms);
+    }
+  }
+  std::vector<std::string> lines() const {
+    std::lock_guard lock(mutex_);
+    return lines_;
+  }
+
+ private:
+  mutable std::mutex mutex_;
+  std::vector<std::string> lines_;
+};
+
+struct SkewCase {
+  const char* offset;        // faketime -f offset of the client's clock
+  bool server_refuses;       // the service sees the AP-REQ and refuses it
+  const char* krb5_message;  // MIT's text in the error the CLI prints
+  const char* advice;        // what authrpc adds to it (kerberos_errors.cc), or ""
+};
+
+// Case 14: the client's clock is off by more than the allowed skew (300 s).
+// The service ticket is obtained with a correct clock first (an unskewed CLI
+// call), so that no KDC is involved afterwards: a skewed client cannot ask the
+// KDC for anything here, and its KRB5_CLIENT_KTNAME points nowhere so that it
+// cannot log in again either. (MIT's kdc_timesync would otherwise learn the
+// offset from the KDC's KRB_AP_ERR_SKEW and store it in the shared ccache.)
+//  - Client 10 min ahead: the service's gss_accept_sec_context refuses the
+//    authenticator (KRB5KRB_AP_ERR_SKEW) — what users hit. AUTHENTICATION_FAILED
+//    on both sides: in the server's log and stats, and in the CLI's error.
+//  - Client 10 min behind: the client's own library refuses the cached ticket
+//    ("Ticket not yet valid", KRB5KRB_AP_ERR_TKT_NYV) and no token reaches the
+//    server, which records no failure.
+// In both cases the server keeps serving: the same CLI call without skew
+// succeeds right after, with the same ticket cache and no KDC request.
+TEST_F(KerberosKdcStateTest, ClockSkewedClient) {
+  const std::string faketime = FindInPath("faketime");
+  if (faketime.empty()) {
+    GTEST_SKIP() << "faketime not found in PATH: install the Debian package faketime "
+                    "(scripts/setup.sh does) to run the clock-skew test";
+  }
+  ASSERT_OK(kdc_.kinit("alice", kdc_.client_keytab()));
+  CapturedLog log;
+  auto server = StartKerberosServer(ServerOptionsFor(kdc_), log.sink());
+  ASSERT_TRUE(server.ok()) << Describe(server);
+  const std::string server_uri = "tcp://127.0.0.1:" + std::to_string(server->endpoint.port);
+
+  // The CLI with kdc_.env() (KRB5CCNAME = kdc_.ccache(), where alice's TGT is),
+  // optionally under faketime. libfaketime is LD_PRELOADed: an ASan build of
+  // the CLI must be told not to insist on coming first.
+  const char* asan = std::getenv("ASAN_OPTIONS");
+  const std::string asan_options = "ASAN_OPTIONS=" + std::string(asan ? asan : "") +
+                                   (asan && *asan ? ":" : "") + "verify_asan_link_order=0";
+  auto cli = [&](const std::string& offset) {
+    std::vector<std::string> argv = {"env", "KRB5_CLIENT_KTNAME=FILE:" + kdc_.dir() + "/none.keytab",
+                                     asan_options};
+    if (!offset.empty()) argv.insert(argv.end(), {faketime, "-f", offset});
+    argv.insert(argv.end(), {AUTHRPC_CLI_BIN, "call", "--server", server_uri, "--auth", "kerberos",
+                             "--service-principal", ServicePrincipal(kdc_), "--connect-timeout",
+                             "5000", "sys", "whoami"});
+    return kdc_.run(argv);
+  };
+  auto expect_alice = [&](const Result<CommandResult>& r) {
+    ASSERT_TRUE(r.ok()) << Describe(r);
+    ASSERT_EQ(r->exit_code, 0) << "stderr: " << r->err;
+    const auto who = nlohmann::json::parse(r->out, nullptr, false);
+    ASSERT_FALSE(who.is_discarded()) << "stdout is not JSON: " << r->out;
+    EXPECT_EQ(who.value("principal", ""), "alice@" + kdc_.realm()) << r->out;
+    EXPECT_EQ(who.value("mechanism", ""), "kerberos") << r->out;
+  };
+
+  {
+    SCOPED_TRACE("no skew: gets and caches the service ticket");
+    ASSERT_NO_FATAL_FAILURE(expect_alice(cli("")));
+  }
+  const auto kdc_before = kdc_.kdc_request_counts();
+
+  const SkewCase cases[] = {
+      {"+10m", true, "Clock skew too great", "check NTP"},
+      {"-10m", false, "Ticket not yet valid", ""},
+  };
+  for (const auto& c : cases) {
+    SCOPED_TRACE(std::string("client clock ") + c.offset);
+    const auto failures_before = server->server->stats().negotiation_failures;
+
+    const auto r = cli(c.offset);
+    ASSERT_TRUE(r.ok()) << Describe(r);
+    EXPECT_EQ(r->exit_code, 1) << "stdout: " << r->out << "\nstderr: " << r->err;
+    EXPECT_TRUE(r->out.empty()) << r->out;
+    EXPECT_THAT(r->err, ::testing::StartsWith("error: AUTHENTICATION_FAILED: ")) << r->err;
+    EXPECT_THAT(r->err, HasSubstr(c.krb5_message)) << r->err;
+    EXPECT_THAT(r->err, HasSubstr(c.advice)) << r->err;
+    EXPECT_THAT(r->err, ::testing::EndsWith("[give-up]\n")) << r->err;
+    RecordProperty(std::string("cli_error_") + c.offset, r->err);
+
+    if (c.server_refuses) {
+      // The server's own status travels to the client in ERROR.
+      EXPECT_THAT(r->err, HasSubstr("server: kerberos: accept: ")) << r->err;
+      const auto line = log.WaitFor(c.krb5_message);
+      ASSERT_TRUE(line.has_value()) << "the server logged no skew failure; its log:\n"
+                                    << ::testing::PrintToString(log.lines());
+      EXPECT_THAT(*line, HasSubstr("negotiation with 127.0.0.1:")) << *line;
+      EXPECT_THAT(*line, HasSubstr("failed: AUTHENTICATION_FAILED: kerberos: accept: ")) << *line;
+      EXPECT_THAT(*line, HasSubstr(c.advice)) << *line;
+      EXPECT_EQ(server->server->stats().negotiation_failures, failures_before + 1);
+      RecordProperty(std::string("server_log_") + c.offset, *line);
+    }
+
+    SCOPED_TRACE("the same call without skew, right after");
+    ASSERT_NO_FATAL_FAILURE(expect_alice(cli("")));
+    if (!c.server_refuses) {
+      EXPECT_EQ(server->server->stats().negotiation_failures, failures_before)
+          << ::testing::PrintToString(log.lines());
+    }
+  }
+
+  const auto kdc_after = kdc_.kdc_request_counts();
+  EXPECT_EQ(kdc_after.as, kdc_before.as) << "the skewed clients asked the KDC for a TGT";
+  EXPECT_EQ(kdc_after.tgs, kdc_before.tgs) << "the skewed clients asked the KDC for a ticket";
 }
 
 }  // namespace

@@ -1,4 +1,4 @@
-#include "tests/mini_kdc.h"
+#include "minibench/local_kdc.h"
 
 #include <arpa/inet.h>
 #include <dirent.h>
@@ -24,7 +24,12 @@
 
 extern char** environ;
 
-namespace authrpc::testing {
+namespace minibench {
+
+using authrpc::Errc;
+using authrpc::Result;
+using authrpc::Status;
+
 namespace {
 
 using Clock = std::chrono::steady_clock;
@@ -381,12 +386,12 @@ std::string trimmed(std::string s) {
 
 }  // namespace
 
-// --- MiniKdc -----------------------------------------------------------------------
+// --- LocalKdc -----------------------------------------------------------------------
 
-MiniKdc::MiniKdc(MiniKdcOptions options)
+LocalKdc::LocalKdc(LocalKdcOptions options)
     : options_(std::move(options)), requested_lifetime_(options_.ticket_lifetime) {}
 
-MiniKdc::~MiniKdc() {
+LocalKdc::~LocalKdc() {
   (void)stop();
   if (!dir_.empty() && !options_.keep_dir) {
     std::error_code ignored;
@@ -394,10 +399,20 @@ MiniKdc::~MiniKdc() {
   }
 }
 
-Status MiniKdc::start() {
+bool LocalKdc::tools_installed(std::string* missing) {
+  for (const char* tool : {"krb5kdc", "kdb5_util", "kadmin.local", "kinit"}) {
+    if (find_tool(tool).empty()) {
+      if (missing) *missing = tool;
+      return false;
+    }
+  }
+  return true;
+}
+
+Status LocalKdc::start() {
   if (running()) {
     return Status(Errc::kFailedPrecondition,
-                  "MiniKdc already running on port " + std::to_string(port_));
+                  "LocalKdc already running on port " + std::to_string(port_));
   }
   if (!plain_word(options_.realm)) return Status(Errc::kInvalidArgument, "bad realm name");
   if (dir_.empty()) {
@@ -419,7 +434,7 @@ Status MiniKdc::start() {
   return last;
 }
 
-Status MiniKdc::create_dir() {
+Status LocalKdc::create_dir() {
   std::string parent = options_.parent_dir;
   if (parent.empty()) parent = std::getenv("TMPDIR") ? std::getenv("TMPDIR") : "/tmp";
   std::string tmpl = parent + "/authrpc-kdc.XXXXXX";
@@ -434,7 +449,7 @@ Status MiniKdc::create_dir() {
 }
 
 // The same configuration as scripts/kdc writes.
-std::string MiniKdc::kdc_conf_text() const {
+std::string LocalKdc::kdc_conf_text() const {
   const std::string listen = "127.0.0.1:" + std::to_string(port_);
   std::ostringstream o;
   o << "[kdcdefaults]\n"
@@ -464,7 +479,7 @@ std::string MiniKdc::kdc_conf_text() const {
   return o.str();
 }
 
-std::string MiniKdc::krb5_conf_text() const {
+std::string LocalKdc::krb5_conf_text() const {
   std::ostringstream o;
   o << "[libdefaults]\n"
     << "  default_realm = " << options_.realm << "\n"
@@ -488,13 +503,13 @@ std::string MiniKdc::krb5_conf_text() const {
   return o.str();
 }
 
-Status MiniKdc::write_configs() const {
+Status LocalKdc::write_configs() const {
   if (auto s = write_file(kdc_conf(), kdc_conf_text()); !s.ok()) return s;
   if (auto s = write_file(krb5_conf(), krb5_conf_text()); !s.ok()) return s;
   return write_file(dir_ + "/kadm5.acl", "# No kadmind runs for this realm.\n");
 }
 
-Status MiniKdc::create_database() {
+Status LocalKdc::create_database() {
   std::string master = random_hex(16);  // lives only in the stash file
   auto s = check_command({"kdb5_util", "create", "-s", "-r", options_.realm},
                          master + "\n" + master + "\n");
@@ -502,7 +517,7 @@ Status MiniKdc::create_database() {
   return s;
 }
 
-Status MiniKdc::start_on_port(int port) {
+Status LocalKdc::start_on_port(int port) {
   std::string krb5kdc = find_tool("krb5kdc");
   if (krb5kdc.empty()) {
     return Status(Errc::kConfigError, "krb5kdc not found: install krb5-kdc (scripts/setup.sh)");
@@ -523,7 +538,7 @@ Status MiniKdc::start_on_port(int port) {
   return {};
 }
 
-Status MiniKdc::wait_until_serving(int port) {
+Status LocalKdc::wait_until_serving(int port) {
   const std::string where = "krb5kdc on 127.0.0.1:" + std::to_string(port);
   const auto deadline = Clock::now() + kKdcStartTimeout;
   while (!accepts_connections(port)) {
@@ -546,7 +561,7 @@ Status MiniKdc::wait_until_serving(int port) {
   return {};
 }
 
-Status MiniKdc::stop() {
+Status LocalKdc::stop() {
   if (pid_ <= 0) return {};
   kill(pid_, SIGTERM);
   bool exited = false;
@@ -563,32 +578,33 @@ Status MiniKdc::stop() {
   return {};
 }
 
-Status MiniKdc::add_principal(const std::string& name, const std::optional<std::string>& password) {
+Status LocalKdc::add_principal(const std::string& name,
+                               const std::optional<std::string>& password) {
   if (!plain_word(name)) return Status(Errc::kInvalidArgument, "bad principal name");
   if (password) return kadmin("addprinc " + name, *password + "\n" + *password + "\n");
   return kadmin("addprinc -randkey " + name);
 }
 
-Status MiniKdc::create_keytab(const std::string& principal, const std::string& path) {
+Status LocalKdc::create_keytab(const std::string& principal, const std::string& path) {
   if (!plain_word(principal) || !plain_word(path)) {
     return Status(Errc::kInvalidArgument, "bad principal or keytab path");
   }
   return kadmin("ktadd -k " + path + " -norandkey " + principal);
 }
 
-Status MiniKdc::create_service_keytab(const std::string& principal) {
+Status LocalKdc::create_service_keytab(const std::string& principal) {
   if (!key_version(principal).ok()) {
     if (auto s = add_principal(principal); !s.ok()) return s;
   }
   return create_keytab(principal, service_keytab());
 }
 
-Status MiniKdc::change_key(const std::string& principal) {
+Status LocalKdc::change_key(const std::string& principal) {
   if (!plain_word(principal)) return Status(Errc::kInvalidArgument, "bad principal name");
   return kadmin("cpw -randkey " + principal);
 }
 
-Result<int> MiniKdc::key_version(const std::string& principal) {
+Result<int> LocalKdc::key_version(const std::string& principal) {
   if (!plain_word(principal)) return Status(Errc::kInvalidArgument, "bad principal name");
   auto r = run({"kadmin.local", "-r", options_.realm, "-q", "getprinc " + principal});
   if (!r.ok()) return r.status();
@@ -599,15 +615,15 @@ Result<int> MiniKdc::key_version(const std::string& principal) {
   return Status(Errc::kNotFound, "getprinc " + principal + ": " + trimmed(r->err));
 }
 
-Status MiniKdc::kinit(const std::string& principal, const std::string& keytab) {
+Status LocalKdc::kinit(const std::string& principal, const std::string& keytab) {
   return check_command({"kinit", "-kt", keytab, principal});
 }
 
-Status MiniKdc::kinit_with_password(const std::string& principal, const std::string& password) {
+Status LocalKdc::kinit_with_password(const std::string& principal, const std::string& password) {
   return check_command({"kinit", principal}, password + "\n");
 }
 
-Status MiniKdc::set_ticket_lifetime(std::chrono::seconds lifetime) {
+Status LocalKdc::set_ticket_lifetime(std::chrono::seconds lifetime) {
   if (lifetime <= 0s || lifetime > options_.ticket_lifetime) {
     return Status(Errc::kInvalidArgument,
                   "ticket lifetime must be in (0, " + seconds(options_.ticket_lifetime) + "]");
@@ -616,7 +632,7 @@ Status MiniKdc::set_ticket_lifetime(std::chrono::seconds lifetime) {
   return dir_.empty() ? Status() : write_configs();
 }
 
-std::map<std::string, std::string> MiniKdc::env() const {
+std::map<std::string, std::string> LocalKdc::env() const {
   return {
       {"KRB5_CONFIG", krb5_conf()},
       {"KRB5_KDC_PROFILE", kdc_conf()},
@@ -629,16 +645,17 @@ std::map<std::string, std::string> MiniKdc::env() const {
   };
 }
 
-void MiniKdc::set_env_for_process() const {
+void LocalKdc::set_env_for_process() const {
   for (const auto& [name, value] : env()) setenv(name.c_str(), value.c_str(), 1);
 }
 
-Result<CommandResult> MiniKdc::run(const std::vector<std::string>& argv,
+Result<CommandResult> LocalKdc::run(const std::vector<std::string>& argv,
                                    const std::string& stdin_data) const {
   return run_command(argv, env(), stdin_data);
 }
 
-Status MiniKdc::check_command(const std::vector<std::string>& argv, const std::string& stdin_data) {
+Status LocalKdc::check_command(const std::vector<std::string>& argv,
+                               const std::string& stdin_data) {
   auto r = run(argv, stdin_data);
   if (!r.ok()) return r.status();
   if (r->exit_code != 0) {
@@ -649,7 +666,7 @@ Status MiniKdc::check_command(const std::vector<std::string>& argv, const std::s
 }
 
 // QUERY never holds a secret (passwords go on stdin), so errors may show it.
-Status MiniKdc::kadmin(const std::string& query, const std::string& stdin_data) {
+Status LocalKdc::kadmin(const std::string& query, const std::string& stdin_data) {
   auto r = run({"kadmin.local", "-r", options_.realm, "-q", query}, stdin_data);
   if (!r.ok()) return r.status();
   if (r->exit_code != 0 || kadmin_reported_error(r->err)) {
@@ -658,19 +675,8 @@ Status MiniKdc::kadmin(const std::string& query, const std::string& stdin_data) 
   return {};
 }
 
-KdcRequestCounts MiniKdc::kdc_request_counts() const {
-  KdcRequestCounts counts;
-  std::ifstream in(kdc_log());
-  for (std::string line; std::getline(in, line);) {
-    if (line.find("): AS_REQ ") != std::string::npos) ++counts.as;
-    if (line.find("): TGS_REQ ") != std::string::npos) ++counts.tgs;
-  }
-  return counts;
-}
+KdcRequestCounts LocalKdc::kdc_request_counts() const { return KdcLog(kdc_log()).counts(); }
 
-int MiniKdc::kdc_requests() const {
-  auto c = kdc_request_counts();
-  return c.as + c.tgs;
-}
+int LocalKdc::kdc_requests() const { return kdc_request_counts().total(); }
 
-}  // namespace authrpc::testing
+}  // namespace minibench

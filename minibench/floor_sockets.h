@@ -1,0 +1,82 @@
+// Socket plumbing the floors share (floor.cc: the bare echo floors;
+// gss_floor.cc: floor/gss): authrpc endpoints as Asio endpoints, listening
+// sockets, and the socket options authrpc sets, so that every floor's
+// sockets are made the way authrpc makes its own.
+#pragma once
+
+#include <asio/any_io_executor.hpp>
+#include <asio/ip/tcp.hpp>
+#include <asio/local/stream_protocol.hpp>
+#include <memory>
+#include <type_traits>
+#include <utility>
+
+#include "rpc/endpoint.h"
+#include "rpc/result.h"
+
+namespace minibench::net {
+
+using Tcp = asio::ip::tcp;
+using Local = asio::local::stream_protocol;
+
+template <typename Protocol>
+inline constexpr bool kIsTcp = std::is_same_v<Protocol, Tcp>;
+
+// unix:@name is an abstract socket; unix:/path a file.
+Local::endpoint unix_native(const authrpc::Endpoint& endpoint);
+// Resolves a host name (once: no lookup may land inside a timing).
+authrpc::Result<Tcp::endpoint> tcp_native(const authrpc::Endpoint& endpoint);
+// Removes a socket file left at a unix:/path endpoint by an earlier run.
+void remove_stale_socket_file(const authrpc::Endpoint& endpoint);
+
+// The same socket option authrpc sets on both ends of a TCP connection.
+template <typename Socket>
+void set_no_delay(Socket& socket) {
+  if constexpr (std::is_same_v<Socket, Tcp::socket>) {
+    std::error_code ignored;
+    socket.set_option(Tcp::no_delay(true), ignored);
+  }
+}
+
+// A listening acceptor on `native`; for tcp port 0, `bound.port` becomes the
+// port the kernel chose.
+template <typename Protocol>
+authrpc::Result<typename Protocol::acceptor> listen(const asio::any_io_executor& ex,
+                                                    const typename Protocol::endpoint& native,
+                                                    authrpc::Endpoint& bound) {
+  std::error_code ec;
+  typename Protocol::acceptor acceptor(ex);
+  acceptor.open(native.protocol(), ec);
+  if constexpr (kIsTcp<Protocol>) {
+    if (!ec) acceptor.set_option(Tcp::acceptor::reuse_address(true), ec);
+  }
+  if (!ec) acceptor.bind(native, ec);
+  if (!ec) acceptor.listen(asio::socket_base::max_listen_connections, ec);
+  if (ec) return authrpc::Status(ec, "floor listen on " + bound.to_string());
+  if constexpr (kIsTcp<Protocol>) bound.port = acceptor.local_endpoint().port();
+  return acceptor;
+}
+
+// Starts a `Server<Protocol>` (constructed from the acceptor, the bound
+// endpoint and `args`) for `endpoint`'s kind of socket.
+template <template <typename> class Server, typename Base, typename... Args>
+authrpc::Result<std::unique_ptr<Base>> start_listener(const asio::any_io_executor& ex,
+                                                      const authrpc::Endpoint& endpoint,
+                                                      Args&&... args) {
+  authrpc::Endpoint bound = endpoint;
+  if (endpoint.scheme == authrpc::Endpoint::Scheme::kUnix) {
+    remove_stale_socket_file(endpoint);
+    auto acceptor = listen<Local>(ex, unix_native(endpoint), bound);
+    if (!acceptor.ok()) return acceptor.status();
+    return std::unique_ptr<Base>(
+        new Server<Local>(std::move(*acceptor), bound, std::forward<Args>(args)...));
+  }
+  auto native = tcp_native(endpoint);
+  if (!native.ok()) return native.status();
+  auto acceptor = listen<Tcp>(ex, *native, bound);
+  if (!acceptor.ok()) return acceptor.status();
+  return std::unique_ptr<Base>(
+      new Server<Tcp>(std::move(*acceptor), bound, std::forward<Args>(args)...));
+}
+
+}  // namespace minibench::net

@@ -1,0 +1,104 @@
+#include "rpc/deadline_queue.h"
+
+#include <asio/error.hpp>
+#include <asio/execution/context.hpp>
+#include <asio/query.hpp>
+#include <asio/require.hpp>
+#include <type_traits>
+#include <utility>
+
+namespace authrpc {
+namespace {
+
+// The io_context behind `ex`, if that is what it is.
+asio::io_context* io_context_of(const asio::any_io_executor& ex) {
+  using Plain = asio::io_context::executor_type;
+  using Tracked = std::decay_t<decltype(asio::require(std::declval<Plain>(),
+                                                      asio::execution::outstanding_work.tracked))>;
+  if (const auto* e = ex.target<Plain>()) return &e->context();
+  if (const auto* e = ex.target<Tracked>()) return &e->context();
+  return nullptr;
+}
+
+}  // namespace
+
+void DeadlineQueue::Entry::cancel() noexcept {
+  if (queue_ != nullptr) queue_->unlink(*this);
+}
+
+DeadlineQueue::DeadlineQueue(asio::execution_context& context)
+    : asio::execution_context::service(context) {}
+
+DeadlineQueue::~DeadlineQueue() { shutdown(); }
+
+DeadlineQueue& DeadlineQueue::of(const asio::any_io_executor& ex) {
+  return asio::use_service<DeadlineQueue>(asio::query(ex, asio::execution::context));
+}
+
+void DeadlineQueue::add(Entry& entry, Clock::time_point deadline, const asio::any_io_executor& ex) {
+  entry.cancel();
+  if (shut_down_) return;  // the context is going away: nothing will run
+  entry.deadline_ = deadline;
+  entry.queue_ = this;
+  // Deadlines mostly arrive in order: look for the place from the back.
+  Entry* after = tail_;
+  while (after != nullptr && after->deadline_ > deadline) after = after->prev_;
+  entry.prev_ = after;
+  entry.next_ = after != nullptr ? after->next_ : head_;
+  (entry.next_ != nullptr ? entry.next_->prev_ : tail_) = &entry;
+  (after != nullptr ? after->next_ : head_) = &entry;
+
+  if (!timer_) {
+    timer_.emplace(ex);
+    io_ = io_context_of(ex);
+  }
+  // A timer armed for later than this deadline must be brought forward; one
+  // armed earlier fires, finds nothing due, and re-arms for the head.
+  if (deadline < armed_for_) arm(deadline);
+}
+
+void DeadlineQueue::unlink(Entry& entry) noexcept {
+  (entry.prev_ != nullptr ? entry.prev_->next_ : head_) = entry.next_;
+  (entry.next_ != nullptr ? entry.next_->prev_ : tail_) = entry.prev_;
+  entry.prev_ = entry.next_ = nullptr;
+  entry.queue_ = nullptr;
+  // The timer stays armed: it is cheaper to let it fire once for nothing
+  // than to cancel it for every entry removed.
+}
+
+void DeadlineQueue::arm(Clock::time_point when) {
+  armed_for_ = when;
+  timer_->expires_at(when);  // cancels a wait in progress (its handler sees aborted)
+  // A pending wait must not keep run() going once nothing else is left to do
+  // (a program whose last session ended would otherwise wait for the timer),
+  // so the wait gives back the work it takes — but only from inside one of
+  // the context's handlers, where that handler's own work keeps the count
+  // above zero (reaching zero would stop the context).
+  const bool untracked = io_ != nullptr && io_->get_executor().running_in_this_thread();
+  timer_->async_wait([this, untracked](std::error_code ec) {
+    if (untracked) io_->get_executor().on_work_started();  // the context ends this handler's work
+    if (ec != asio::error::operation_aborted) on_timer();
+  });
+  if (untracked) io_->get_executor().on_work_finished();
+}
+
+void DeadlineQueue::on_timer() {
+  armed_for_ = Clock::time_point::max();
+  const auto now = Clock::now();
+  while (head_ != nullptr && head_->deadline_ <= now) {
+    Entry& due = *head_;
+    unlink(due);
+    due.expired();  // may add or cancel entries
+  }
+  if (head_ != nullptr && head_->deadline_ < armed_for_) arm(head_->deadline_);
+}
+
+void DeadlineQueue::shutdown() {
+  shut_down_ = true;
+  while (head_ != nullptr) unlink(*head_);
+  // The timer belongs to a service of the same context that may be destroyed
+  // before this one: let go of it while every service is still there.
+  timer_.reset();
+}
+
+}  // namespace authrpc

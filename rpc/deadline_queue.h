@@ -1,0 +1,87 @@
+// DeadlineQueue: cheap deadlines for everything that runs on one io_context
+// (an Asio service, one per context). All deadlines share one steady_timer
+// armed for the earliest; adding a deadline later than the one the timer is
+// armed for (the usual case: the same timeout, started later) and removing
+// one are a few pointer updates, where a timer per deadline costs an arm, a
+// cancel and a cancelled-handler run — about 2,000 instructions each, on the
+// critical path of every session (docs/DESIGN.md, "Performance").
+//
+// Who uses it: the client connection (connect and negotiation deadlines, call
+// deadlines) and the socket transport's connect.
+//
+// The timer's wait does not count as work of an io_context when it was armed
+// from one of the context's handlers (as connections do): with no entry left,
+// run() returns as it would without the queue. (The wait is left armed
+// because cancelling it would cost what the queue saves.)
+//
+// Threading: like the connections that use it, a queue belongs to an
+// io_context run by one thread (each ClientRuntime loop, each server
+// reactor); entries are added, cancelled and fired on that thread.
+#pragma once
+
+#include <asio/any_io_executor.hpp>
+#include <asio/execution_context.hpp>
+#include <asio/io_context.hpp>
+#include <asio/steady_timer.hpp>
+#include <chrono>
+#include <optional>
+
+namespace authrpc {
+
+class DeadlineQueue final : public asio::execution_context::service {
+ public:
+  using Clock = std::chrono::steady_clock;
+
+  // One deadline. The owner implements expired(), which runs on the queue's
+  // thread once the deadline has passed unless cancel() came first. An entry
+  // is in at most one queue; destroying it cancels it.
+  class Entry {
+   public:
+    Entry() = default;
+    Entry(const Entry&) = delete;
+    Entry& operator=(const Entry&) = delete;
+    // Removes the entry if it is queued; a no-op otherwise.
+    void cancel() noexcept;
+    bool queued() const noexcept { return queue_ != nullptr; }
+
+   protected:
+    virtual ~Entry() { cancel(); }
+    virtual void expired() = 0;
+
+   private:
+    friend class DeadlineQueue;
+    DeadlineQueue* queue_ = nullptr;
+    Entry* prev_ = nullptr;
+    Entry* next_ = nullptr;
+    Clock::time_point deadline_;
+  };
+
+  static inline asio::execution_context::id id;
+
+  explicit DeadlineQueue(asio::execution_context& context);
+  ~DeadlineQueue() override;
+
+  // The queue of the context behind `ex` (created on first use). Looking it
+  // up takes the context's service-registry lock: look it up once per
+  // connection, not per call.
+  static DeadlineQueue& of(const asio::any_io_executor& ex);
+
+  // Queues `entry` (cancelling any earlier registration) to expire at
+  // `deadline`. `ex` must belong to this queue's context.
+  void add(Entry& entry, Clock::time_point deadline, const asio::any_io_executor& ex);
+
+ private:
+  void shutdown() override;
+  void unlink(Entry& entry) noexcept;
+  void arm(Clock::time_point when);
+  void on_timer();
+
+  asio::io_context* io_ = nullptr;  // null for other kinds of context: their waits count as work
+  Entry* head_ = nullptr;  // earliest deadline first
+  Entry* tail_ = nullptr;
+  std::optional<asio::steady_timer> timer_;
+  Clock::time_point armed_for_ = Clock::time_point::max();
+  bool shut_down_ = false;
+};
+
+}  // namespace authrpc

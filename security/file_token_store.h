@@ -1,0 +1,114 @@
+// FileTokenStore: the embedded durable TokenStore, one directory per server.
+//
+//   LOCK        flock()ed while open: a second open (any process) is refused
+//   snapshot    the whole state as of generation G (absent before the first
+//               compaction: generation 0)
+//   journal.G   records appended since that snapshot, each fsync'd before
+//               the call that wrote it returns
+//
+// Records carry a checked length and a truncated SHA-256 digest. At open the
+// snapshot is read, then the journal is replayed: a damaged region at the end
+// with no intact record after it is a torn last append (never acknowledged)
+// and is truncated away; a damaged record followed by intact ones is reported
+// as kStoreCorrupt, never skipped. Compaction writes snapshot.tmp, fsyncs it,
+// creates journal.G+1, renames snapshot.tmp over snapshot and fsyncs the
+// directory; a crash at any point leaves either the old or the new pair.
+// Files are created mode 0600, the directory 0700. docs/TOKENS.md has the
+// byte layout and the recovery rules.
+//
+// Every mutation blocks on fdatasync (milliseconds on a disk): call it from
+// the secret manager on a blocking thread, never on an IO thread. Thread-safe;
+// calls are serialised.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <string>
+
+#include "security/memory_token_store.h"
+#include "security/token_store.h"
+
+namespace authrpc::security {
+
+struct FileTokenStoreOptions {
+  // Compact once the journal is larger than this and larger than the last
+  // snapshot (so that compaction costs stay proportional to the state).
+  std::size_t compact_after_bytes = std::size_t{1} << 20;
+};
+
+class FileTokenStore final : public TokenStore {
+ public:
+  static constexpr const char* kLockFile = "LOCK";
+  static constexpr const char* kSnapshotFile = "snapshot";
+  static constexpr const char* kJournalPrefix = "journal.";
+
+  // What open() found.
+  struct Recovery {
+    std::uint64_t generation = 0;
+    std::size_t snapshot_records = 0;
+    std::size_t journal_records = 0;
+    std::size_t dropped_tail_bytes = 0;  // a torn last record, truncated away
+    std::size_t stale_files_removed = 0;  // left over by an interrupted compaction
+  };
+  struct Stats {
+    std::uint64_t generation = 0;
+    std::size_t journal_bytes = 0;
+    std::size_t snapshot_bytes = 0;
+    std::uint64_t compactions = 0;
+    std::uint64_t compaction_failures = 0;  // the mutation itself was durable
+  };
+
+  // Creates dir (one level) if missing. kStoreLocked if it is open elsewhere,
+  // kStoreCorrupt if its files fail their checks, kIoError for system errors.
+  static TokenResult<std::unique_ptr<FileTokenStore>> open(const std::string& dir,
+                                                           FileTokenStoreOptions options = {});
+  ~FileTokenStore() override;
+  FileTokenStore(const FileTokenStore&) = delete;
+  FileTokenStore& operator=(const FileTokenStore&) = delete;
+
+  TokenResult<TokenStoreState> load() override;
+  TokenResult<std::uint64_t> allocate_sequence_number() override;
+  TokenResult<std::uint32_t> allocate_master_key_id() override;
+  TokenStatus put_master_key(const MasterKey& key) override;
+  TokenStatus remove_master_key(std::uint32_t id) override;
+  TokenStatus add_token(const StoredToken& token) override;
+  TokenStatus update_token(std::uint64_t sequence_number, TokenTime renew_date) override;
+  TokenStatus remove_tokens(std::span<const std::uint64_t> sequence_numbers) override;
+
+  // Writes a snapshot of the current state and starts an empty journal.
+  TokenStatus compact();
+
+  const Recovery& recovery() const noexcept { return recovery_; }
+  Stats stats() const;
+  const std::string& dir() const noexcept { return dir_; }
+  // The journal now being appended to.
+  std::string journal_path() const;
+
+ private:
+  FileTokenStore(std::string dir, FileTokenStoreOptions options);
+  TokenStatus recover();
+  TokenStatus read_snapshot(bool* found);
+  TokenStatus open_journal();
+  TokenStatus append(std::string* body);  // wipes *body
+  TokenStatus compact_locked();
+  TokenStatus broken_status() const;
+
+  const std::string dir_;
+  const FileTokenStoreOptions options_;
+  mutable std::mutex mu_;
+  MemoryTokenStore mirror_;
+  int dir_fd_ = -1;
+  int lock_fd_ = -1;
+  int journal_fd_ = -1;
+  std::uint64_t generation_ = 0;
+  std::size_t journal_bytes_ = 0;
+  std::size_t snapshot_bytes_ = 0;
+  std::uint64_t compactions_ = 0;
+  std::uint64_t compaction_failures_ = 0;
+  bool broken_ = false;  // a failed write could not be undone: refuse further writes
+  Recovery recovery_;
+};
+
+}  // namespace authrpc::security

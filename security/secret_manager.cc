@@ -1,0 +1,330 @@
+#include "security/secret_manager.h"
+
+#include <algorithm>
+
+namespace authrpc::security {
+namespace {
+
+constexpr std::size_t kMasterKeyBytes = 32;
+
+std::string seq_name(std::uint64_t seq) { return "token " + std::to_string(seq); }
+
+}  // namespace
+
+SecretManager::SecretManager(std::shared_ptr<TokenStore> store, SecretManagerOptions options)
+    : options_(std::move(options)), store_(std::move(store)) {}
+
+TokenResult<std::unique_ptr<SecretManager>> SecretManager::open(std::shared_ptr<TokenStore> store,
+                                                                SecretManagerOptions options) {
+  using R = TokenResult<std::unique_ptr<SecretManager>>;
+  if (!store) return R(TokenErrc::kInvalidArgument, "no token store");
+  if (options.kind.empty() || options.kind.size() > TokenIdentifier::kMaxFieldBytes) {
+    return R(TokenErrc::kInvalidArgument, "token kind empty or over-long");
+  }
+  using std::chrono::milliseconds;
+  if (options.key_roll_interval <= milliseconds(0) || options.max_lifetime <= milliseconds(0) ||
+      options.renew_interval <= milliseconds(0)) {
+    return R(TokenErrc::kInvalidArgument, "key roll interval, max lifetime and renew interval must be positive");
+  }
+  if (!options.clock) options.clock = std::make_shared<SystemClock>();
+  std::unique_ptr<SecretManager> manager(new SecretManager(std::move(store), std::move(options)));
+  if (auto s = manager->load(); !s.ok()) return s;
+  return manager;
+}
+
+TokenStatus SecretManager::load() {
+  auto state = store_->load();
+  if (!state.ok()) return state.status();
+  for (auto& key : state->keys) {
+    current_key_ = std::max(current_key_, key.id);
+    keys_.insert_or_assign(key.id, std::move(key));
+  }
+  for (auto& stored : state->tokens) {
+    auto id = TokenIdentifier::decode(stored.identifier);
+    if (!id.ok()) {
+      return TokenStatus(TokenErrc::kStoreCorrupt,
+                         "stored " + seq_name(stored.sequence_number) + ": " + id.status().to_string());
+    }
+    if (id->sequence_number != stored.sequence_number) {
+      return TokenStatus(TokenErrc::kStoreCorrupt, "stored " + seq_name(stored.sequence_number) +
+                                                       " has an identifier with sequence number " +
+                                                       std::to_string(id->sequence_number));
+    }
+    Entry entry{std::move(*id), std::move(stored.identifier), std::move(stored.password),
+                stored.renew_date};
+    tokens_.insert_or_assign(stored.sequence_number, std::move(entry));
+  }
+  return {};
+}
+
+TokenResult<const SecretManager::Entry*> SecretManager::check(
+    std::string_view identifier, const std::span<const std::uint8_t>* password, TokenTime now,
+    Use use) const {
+  using R = TokenResult<const Entry*>;
+  auto id = TokenIdentifier::decode(identifier);
+  if (!id.ok()) return id.status();
+  if (id->kind != options_.kind) {
+    return R(TokenErrc::kUnknownToken, "a " + id->kind + " token is not issued here (kind " + options_.kind + ")");
+  }
+  const std::uint64_t seq = id->sequence_number;
+  auto key = keys_.find(id->master_key_id);
+  if (key == keys_.end()) {
+    // Another server's token, one whose key was dropped after its max date,
+    // or (with a shared store) a key this server has not loaded yet.
+    if (now > id->max_date) {
+      return R(TokenErrc::kExpired, seq_name(seq) + " expired at its max date " + format_token_time(id->max_date));
+    }
+    return R(TokenErrc::kUnknownKey, seq_name(seq) + " was made with master key " +
+                                         std::to_string(id->master_key_id) + ", which is not known here");
+  }
+  auto it = tokens_.find(seq);
+  if (it == tokens_.end()) {
+    // The key is known: a wrong password means the token was not made here.
+    if (password != nullptr && !token_password(key->second.secret, identifier).equals(*password)) {
+      return R(TokenErrc::kForged, seq_name(seq) + ": password does not match");
+    }
+    if (auto removed = removed_.find(seq); removed != removed_.end()) {
+      if (removed->second.why == TokenErrc::kCancelled) {
+        return R(TokenErrc::kCancelled, seq_name(seq) + " was cancelled");
+      }
+      return R(TokenErrc::kExpired, seq_name(seq) + " expired and was removed");
+    }
+    if (now > id->max_date) {
+      return R(TokenErrc::kExpired, seq_name(seq) + " expired at its max date " + format_token_time(id->max_date));
+    }
+    return R(TokenErrc::kUnknownToken,
+             seq_name(seq) + " is not known here (expired and removed, cancelled before a restart, "
+                             "or never issued)");
+  }
+  const Entry& entry = it->second;
+  // Compare the whole identifier, not only its sequence number: the password
+  // was made over all of it.
+  if (entry.identifier != identifier) {
+    return R(TokenErrc::kForged, seq_name(seq) + ": identifier does not match the issued token");
+  }
+  if (password != nullptr && !entry.password.equals(*password)) {
+    return R(TokenErrc::kForged, seq_name(seq) + ": password does not match");
+  }
+  if (use != Use::kCancel && now > entry.renew_date) {
+    bool at_max = entry.renew_date >= entry.id.max_date;
+    return R(TokenErrc::kExpired, seq_name(seq) + " expired at " + format_token_time(entry.renew_date) +
+                                      (at_max ? " (its max date)" : ""));
+  }
+  return &entry;
+}
+
+TokenResult<TokenIdentifier> SecretManager::verify(std::string_view identifier,
+                                                   std::span<const std::uint8_t> password) const {
+  const TokenTime now = options_.clock->now();
+  std::shared_lock lock(view_mu_);
+  auto entry = check(identifier, &password, now, Use::kVerify);
+  if (!entry.ok()) return entry.status();
+  return (*entry)->id;
+}
+
+TokenResult<TokenSecret> SecretManager::retrieve_password(std::string_view identifier) const {
+  const TokenTime now = options_.clock->now();
+  std::shared_lock lock(view_mu_);
+  auto entry = check(identifier, nullptr, now, Use::kVerify);
+  if (!entry.ok()) return entry.status();
+  return TokenSecret{(*entry)->id, (*entry)->password};
+}
+
+bool SecretManager::roll_due(TokenTime now) const {
+  if (current_key_ == 0) return true;
+  auto it = keys_.find(current_key_);
+  return it == keys_.end() || now >= it->second.created + options_.key_roll_interval;
+}
+
+TokenStatus SecretManager::roll_locked(TokenTime now) {
+  auto id = store_->allocate_master_key_id();
+  if (!id.ok()) return id.status();
+  MasterKey key;
+  key.id = *id;
+  key.created = now;
+  // An upper bound until the key retires: no token made with it can outlive
+  // its last day of signing plus the max lifetime.
+  key.expires = now + options_.key_roll_interval + options_.max_lifetime;
+  key.secret = SecretBytes::random(kMasterKeyBytes);
+  if (key.secret.empty()) return TokenStatus(TokenErrc::kIoError, "the CSPRNG failed to make a master key");
+  if (auto s = store_->put_master_key(key); !s.ok()) return s;
+
+  const std::uint32_t old_id = current_key_;
+  {
+    std::unique_lock lock(view_mu_);
+    keys_.insert_or_assign(key.id, key);
+    current_key_ = key.id;
+  }
+  auto old = keys_.find(old_id);
+  if (old == keys_.end()) return {};
+  // The retired key signs nothing new: it is needed until the last max date
+  // of its tokens. If storing that fails, the key keeps its (later) bound.
+  TokenTime last = now;
+  for (const auto& [seq, entry] : tokens_) {
+    if (entry.id.master_key_id == old_id) last = std::max(last, entry.id.max_date);
+  }
+  MasterKey retired = old->second;
+  retired.expires = std::min(retired.expires, last);
+  if (store_->put_master_key(retired).ok()) {
+    std::unique_lock lock(view_mu_);
+    old->second.expires = retired.expires;
+  }
+  return {};
+}
+
+TokenStatus SecretManager::roll_master_key() {
+  std::lock_guard write(write_mu_);
+  return roll_locked(options_.clock->now());
+}
+
+TokenResult<Token> SecretManager::issue(const TokenRequest& request) {
+  using R = TokenResult<Token>;
+  if (request.owner.empty()) return R(TokenErrc::kInvalidArgument, "a token needs an owner");
+  if (request.service.size() > TokenIdentifier::kMaxFieldBytes) {
+    return R(TokenErrc::kInvalidArgument, "token service over-long");
+  }
+  std::lock_guard write(write_mu_);
+  const TokenTime now = options_.clock->now();
+  if (roll_due(now)) {
+    if (auto s = roll_locked(now); !s.ok()) return s;
+  }
+  const MasterKey& key = keys_.at(current_key_);
+
+  TokenIdentifier id;
+  id.kind = options_.kind;
+  id.owner = request.owner;
+  id.renewer = request.renewer;
+  id.real_user = request.real_user;
+  id.issue_date = now;
+  id.max_date = now + options_.max_lifetime;
+  id.master_key_id = key.id;
+  // Validate before using up a sequence number.
+  if (auto probe = id.encode(); !probe.ok()) return probe.status();
+  auto seq = store_->allocate_sequence_number();
+  if (!seq.ok()) return seq.status();
+  id.sequence_number = *seq;
+  auto bytes = id.encode();
+  if (!bytes.ok()) return bytes.status();
+
+  StoredToken stored;
+  stored.sequence_number = id.sequence_number;
+  stored.identifier = *bytes;
+  stored.password = token_password(key.secret, *bytes);
+  stored.renew_date = std::min(id.max_date, now + options_.renew_interval);
+  if (stored.password.empty()) return R(TokenErrc::kIoError, "HMAC-SHA256 failed");
+  if (auto s = store_->add_token(stored); !s.ok()) return s;
+
+  Token token;
+  token.identifier = *bytes;
+  token.password = stored.password;
+  token.kind = options_.kind;
+  token.service = request.service;
+  {
+    std::unique_lock lock(view_mu_);
+    tokens_.insert_or_assign(id.sequence_number,
+                             Entry{std::move(id), std::move(stored.identifier),
+                                   std::move(stored.password), stored.renew_date});
+  }
+  return token;
+}
+
+TokenResult<TokenTime> SecretManager::renew(const Token& token, std::string_view caller) {
+  using R = TokenResult<TokenTime>;
+  std::lock_guard write(write_mu_);
+  const TokenTime now = options_.clock->now();
+  auto password = token.password.span();
+  auto found = check(token.identifier, &password, now, Use::kRenew);
+  if (!found.ok()) return found.status();
+  const Entry& entry = **found;
+  const std::uint64_t seq = entry.id.sequence_number;
+  if (entry.id.renewer.empty() || caller != entry.id.renewer) {
+    return R(TokenErrc::kPermissionDenied,
+             "'" + std::string(caller) + "' may not renew " + seq_name(seq) + " (renewer: " +
+                 (entry.id.renewer.empty() ? std::string("none") : "'" + entry.id.renewer + "'") + ")");
+  }
+  const TokenTime renew_date = std::min(entry.id.max_date, now + options_.renew_interval);
+  if (auto s = store_->update_token(seq, renew_date); !s.ok()) return s;
+  {
+    std::unique_lock lock(view_mu_);
+    tokens_.at(seq).renew_date = renew_date;
+  }
+  return renew_date;
+}
+
+TokenStatus SecretManager::cancel(const Token& token, std::string_view caller) {
+  std::lock_guard write(write_mu_);
+  const TokenTime now = options_.clock->now();
+  auto password = token.password.span();
+  auto found = check(token.identifier, &password, now, Use::kCancel);
+  if (!found.ok()) return found.status();
+  const Entry& entry = **found;
+  const std::uint64_t seq = entry.id.sequence_number;
+  const bool allowed =
+      !caller.empty() && (caller == entry.id.owner || (!entry.id.renewer.empty() && caller == entry.id.renewer));
+  if (!allowed) {
+    return TokenStatus(TokenErrc::kPermissionDenied, "'" + std::string(caller) + "' may not cancel " +
+                                                         seq_name(seq) + " (only its owner or renewer)");
+  }
+  const TokenTime max_date = entry.id.max_date;
+  const std::uint64_t seqs[] = {seq};
+  if (auto s = store_->remove_tokens(seqs); !s.ok()) return s;
+  std::unique_lock lock(view_mu_);
+  tokens_.erase(seq);
+  removed_.insert_or_assign(seq, Removed{TokenErrc::kCancelled, max_date});
+  return {};
+}
+
+TokenResult<SweepResult> SecretManager::sweep() {
+  std::lock_guard write(write_mu_);
+  const TokenTime now = options_.clock->now();
+  SweepResult result;
+
+  std::vector<std::uint64_t> expired;
+  for (const auto& [seq, entry] : tokens_) {
+    if (now > entry.renew_date) expired.push_back(seq);
+  }
+  if (!expired.empty()) {
+    if (auto s = store_->remove_tokens(expired); !s.ok()) return s;
+  }
+  {
+    std::unique_lock lock(view_mu_);
+    std::erase_if(removed_, [&](const auto& kv) { return now > kv.second.max_date; });
+    for (auto seq : expired) {
+      auto it = tokens_.find(seq);
+      if (it->second.id.max_date >= now) removed_.insert_or_assign(seq, Removed{TokenErrc::kExpired, it->second.id.max_date});
+      tokens_.erase(it);
+    }
+  }
+  result.tokens_removed = expired.size();
+
+  std::vector<std::uint32_t> dropped;
+  for (const auto& [id, key] : keys_) {
+    if (id != current_key_ && now > key.expires) dropped.push_back(id);
+  }
+  for (auto id : dropped) {
+    if (auto s = store_->remove_master_key(id); !s.ok()) return s;
+    std::unique_lock lock(view_mu_);
+    keys_.erase(id);
+    ++result.keys_removed;
+  }
+
+  if (roll_due(now)) {
+    if (auto s = roll_locked(now); !s.ok()) return s;
+    result.key_rolled = true;
+  }
+  return result;
+}
+
+std::vector<MasterKeyInfo> SecretManager::master_keys() const {
+  std::shared_lock lock(view_mu_);
+  std::vector<MasterKeyInfo> out;
+  for (const auto& [id, key] : keys_) out.push_back({id, key.created, key.expires, id == current_key_});
+  return out;
+}
+
+std::size_t SecretManager::token_count() const {
+  std::shared_lock lock(view_mu_);
+  return tokens_.size();
+}
+
+}  // namespace authrpc::security

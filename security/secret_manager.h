@@ -1,0 +1,161 @@
+// SecretManager: issues, renews, cancels and verifies delegation tokens, and
+// owns the master keys their passwords are made with (after Hadoop's
+// AbstractDelegationTokenSecretManager and Kafka's KIP-48).
+//
+// Lifetimes (docs/TOKENS.md has the timeline):
+//  - A master key (32 bytes from RAND_priv_bytes) signs new tokens for
+//    key_roll_interval, then a new key replaces it. The retired key is kept,
+//    for its tokens, until the last of them reaches its max date, then the
+//    sweeper drops it.
+//  - A token is valid until its renew date: issue date + renew_interval at
+//    first, then, at each renewal by its renewer, min(max date, now +
+//    renew_interval). max date = issue date + max_lifetime.
+//  - Cancelling (owner or renewer) removes it at once. The sweeper removes
+//    tokens past their renew date.
+//
+// Threads: verify() and retrieve_password() read an in-memory view under a
+// shared lock — no store I/O, no allocation beyond decoding the identifier —
+// and may be called from IO threads concurrently. issue(), renew(),
+// cancel(), sweep() and roll_master_key() are serialised among themselves
+// and block on the store (fsync for the file store): call them from a
+// blocking thread. They never block verify() during store I/O: each change
+// is made durable first, then published to the view.
+//
+// Times come from options.clock. Error text names tokens by their
+// describe() fields (sequence number, owner, ...), never a key or password.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <shared_mutex>  // std::shared_lock
+#include <span>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+#include "security/clock.h"
+#include "security/rw_lock.h"
+#include "security/token.h"
+#include "security/token_errors.h"
+#include "security/token_store.h"
+
+namespace authrpc::security {
+
+struct SecretManagerOptions {
+  std::string kind = "authrpc-delegation";
+  std::chrono::milliseconds key_roll_interval = std::chrono::hours(24);
+  std::chrono::milliseconds max_lifetime = std::chrono::hours(24 * 7);
+  std::chrono::milliseconds renew_interval = std::chrono::hours(24);
+  std::shared_ptr<const Clock> clock;  // null: SystemClock
+};
+
+// Who a token is for. The caller (the token service) fills owner and
+// real_user from the authenticated connection, never from the request.
+struct TokenRequest {
+  std::string owner;
+  std::string renewer;    // empty: nobody may renew it
+  std::string real_user;  // empty unless issued on the owner's behalf
+  std::string service;    // where the token is to be used
+};
+
+// A valid token's identifier and password (what SASL DIGEST-MD5 and SCRAM
+// servers need to check a client's proof).
+struct TokenSecret {
+  TokenIdentifier identifier;
+  SecretBytes password;
+};
+
+// A master key without its secret, for introspection.
+struct MasterKeyInfo {
+  std::uint32_t id = 0;
+  TokenTime created{};
+  TokenTime expires{};
+  bool current = false;
+};
+
+struct SweepResult {
+  std::size_t tokens_removed = 0;
+  std::size_t keys_removed = 0;
+  bool key_rolled = false;
+};
+
+class SecretManager {
+ public:
+  // Loads the store's state. kInvalidArgument for bad options,
+  // kStoreCorrupt if a stored token does not decode, store errors as they come.
+  static TokenResult<std::unique_ptr<SecretManager>> open(std::shared_ptr<TokenStore> store,
+                                                          SecretManagerOptions options = {});
+  SecretManager(const SecretManager&) = delete;
+  SecretManager& operator=(const SecretManager&) = delete;
+
+  // Rolls the master key first if it is due (or there is none yet).
+  TokenResult<Token> issue(const TokenRequest& request);
+  // Only the renewer; returns the new renew date. kExpired past the renew
+  // date (or max date), kPermissionDenied for anyone but the renewer.
+  TokenResult<TokenTime> renew(const Token& token, std::string_view caller);
+  // The owner or the renewer. An expired token that is still stored may be
+  // cancelled too.
+  TokenStatus cancel(const Token& token, std::string_view caller);
+
+  // Known, not expired, not cancelled, password right (constant-time
+  // comparison). Returns the identifier: who the token speaks for.
+  TokenResult<TokenIdentifier> verify(std::string_view identifier,
+                                      std::span<const std::uint8_t> password) const;
+  TokenResult<TokenIdentifier> verify(const Token& token) const {
+    return verify(token.identifier, token.password.span());
+  }
+  // The same checks, short of the password, which it returns.
+  TokenResult<TokenSecret> retrieve_password(std::string_view identifier) const;
+
+  // Removes expired tokens and retired keys past their expiry, and rolls the
+  // master key if due. The server calls it periodically (e.g. every minute).
+  TokenResult<SweepResult> sweep();
+  // Replaces the current master key now.
+  TokenStatus roll_master_key();
+
+  std::vector<MasterKeyInfo> master_keys() const;
+  std::size_t token_count() const;
+  const SecretManagerOptions& options() const noexcept { return options_; }
+
+ private:
+  struct Entry {
+    TokenIdentifier id;
+    std::string identifier;
+    SecretBytes password;
+    TokenTime renew_date{};
+  };
+  enum class Use { kVerify, kRenew, kCancel };
+
+  SecretManager(std::shared_ptr<TokenStore> store, SecretManagerOptions options);
+  TokenStatus load();
+  // The stored entry for identifier after the checks for `use`; the view
+  // must be read-locked (or write_mu_ held).
+  TokenResult<const Entry*> check(std::string_view identifier,
+                                  const std::span<const std::uint8_t>* password, TokenTime now,
+                                  Use use) const;
+  TokenStatus roll_locked(TokenTime now);
+  bool roll_due(TokenTime now) const;
+
+  const SecretManagerOptions options_;
+  const std::shared_ptr<TokenStore> store_;
+
+  std::mutex write_mu_;                // serialises mutations and store I/O
+  mutable RwLock view_mu_;             // guards the view below; writers first
+  std::map<std::uint32_t, MasterKey> keys_;
+  std::uint32_t current_key_ = 0;  // 0: none yet
+  std::unordered_map<std::uint64_t, Entry> tokens_;
+  // Tokens cancelled or swept, until their max date: so that verify can say
+  // CANCELLED or EXPIRED instead of UNKNOWN_TOKEN. Not stored: after a
+  // restart such a token is reported as unknown.
+  struct Removed {
+    TokenErrc why = TokenErrc::kCancelled;  // or kExpired
+    TokenTime max_date{};
+  };
+  std::unordered_map<std::uint64_t, Removed> removed_;
+};
+
+}  // namespace authrpc::security

@@ -1,0 +1,233 @@
+// DeadlineQueue: many deadlines on one timer (rpc/deadline_queue.h), and the
+// socket transport's connect deadline that is built on it.
+#include "rpc/deadline_queue.h"
+
+#include <arpa/inet.h>
+#include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <asio/co_spawn.hpp>
+#include <asio/io_context.hpp>
+#include <asio/post.hpp>
+#include <asio/steady_timer.hpp>
+#include <asio/use_future.hpp>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "rpc/transport.h"
+
+namespace authrpc {
+namespace {
+
+using namespace std::chrono_literals;
+using Clock = std::chrono::steady_clock;
+
+// Runs `io` for `d`: the queue's own timer does not keep run() going (see
+// AnIdleTimerDoesNotKeepRunGoing), as a connection's pending read would.
+void RunFor(asio::io_context& io, std::chrono::milliseconds d) {
+  asio::steady_timer keep_alive(io, d);
+  keep_alive.async_wait([](std::error_code) {});
+  io.run();
+}
+
+// An entry that records when it expired.
+class Recorder final : public DeadlineQueue::Entry {
+ public:
+  Recorder(std::string name, std::vector<std::string>& log, std::function<void()> then = {})
+      : name_(std::move(name)), log_(log), then_(std::move(then)) {}
+  ~Recorder() override { cancel(); }
+  Clock::time_point fired_at;
+
+ private:
+  void expired() override {
+    fired_at = Clock::now();
+    log_.push_back(name_);
+    if (then_) then_();
+  }
+  std::string name_;
+  std::vector<std::string>& log_;
+  std::function<void()> then_;
+};
+
+TEST(DeadlineQueueTest, EntriesExpireInDeadlineOrderWhateverTheOrderAdded) {
+  asio::io_context io;
+  auto& queue = DeadlineQueue::of(io.get_executor());
+  std::vector<std::string> log;
+  Recorder a("a", log), b("b", log), c("c", log), d("d", log);
+  const auto start = Clock::now();
+  queue.add(b, start + 40ms, io.get_executor());
+  queue.add(d, start + 80ms, io.get_executor());
+  queue.add(a, start + 20ms, io.get_executor());  // earlier than the armed timer: re-arms
+  queue.add(c, start + 60ms, io.get_executor());  // lands in the middle
+  EXPECT_TRUE(a.queued());
+  RunFor(io, 150ms);
+  EXPECT_EQ(log, (std::vector<std::string>{"a", "b", "c", "d"}));
+  EXPECT_GE(a.fired_at, start + 20ms);
+  EXPECT_GE(d.fired_at, start + 80ms);
+  EXPECT_FALSE(a.queued());
+}
+
+TEST(DeadlineQueueTest, CancelledAndDestroyedEntriesNeverFire) {
+  asio::io_context io;
+  auto& queue = DeadlineQueue::of(io.get_executor());
+  std::vector<std::string> log;
+  Recorder kept("kept", log), cancelled("cancelled", log);
+  const auto start = Clock::now();
+  queue.add(cancelled, start + 10ms, io.get_executor());
+  {
+    Recorder gone("gone", log);
+    queue.add(gone, start + 5ms, io.get_executor());
+  }
+  queue.add(kept, start + 30ms, io.get_executor());
+  cancelled.cancel();
+  cancelled.cancel();  // idempotent
+  RunFor(io, 150ms);
+  EXPECT_EQ(log, (std::vector<std::string>{"kept"}));
+}
+
+TEST(DeadlineQueueTest, ReAddingMovesTheDeadline) {
+  asio::io_context io;
+  auto& queue = DeadlineQueue::of(io.get_executor());
+  std::vector<std::string> log;
+  Recorder first("first", log), moved("moved", log);
+  const auto start = Clock::now();
+  queue.add(moved, start + 10ms, io.get_executor());
+  queue.add(first, start + 30ms, io.get_executor());
+  queue.add(moved, start + 60ms, io.get_executor());
+  RunFor(io, 150ms);
+  EXPECT_EQ(log, (std::vector<std::string>{"first", "moved"}));
+  EXPECT_GE(moved.fired_at, start + 60ms);
+}
+
+TEST(DeadlineQueueTest, ExpiryMayQueueAndCancelOthers) {
+  asio::io_context io;
+  auto& queue = DeadlineQueue::of(io.get_executor());
+  std::vector<std::string> log;
+  Recorder later("later", log), doomed("doomed", log);
+  Recorder trigger("trigger", log, [&] {
+    doomed.cancel();
+    queue.add(later, Clock::now() + 5ms, io.get_executor());
+  });
+  const auto start = Clock::now();
+  queue.add(trigger, start + 5ms, io.get_executor());
+  queue.add(doomed, start + 20ms, io.get_executor());
+  RunFor(io, 150ms);
+  EXPECT_EQ(log, (std::vector<std::string>{"trigger", "later"}));
+}
+
+TEST(DeadlineQueueTest, ContextDestroyedWithEntriesQueued) {
+  std::vector<std::string> log;
+  Recorder outlives("outlives", log);
+  {
+    asio::io_context io;
+    DeadlineQueue::of(io.get_executor()).add(outlives, Clock::now() + 1h, io.get_executor());
+    EXPECT_TRUE(outlives.queued());
+  }
+  EXPECT_FALSE(outlives.queued());  // let go by the queue's shutdown
+  EXPECT_TRUE(log.empty());
+}
+
+// An armed timer with no entry left must not keep run() going: a program
+// whose last connection finished negotiating would otherwise wait for the
+// connect timeout before run() returned.
+TEST(DeadlineQueueTest, AnIdleTimerDoesNotKeepRunGoing) {
+  asio::io_context io;
+  std::vector<std::string> log;
+  Recorder entry("entry", log);
+  // Added from a handler, as connections do.
+  asio::post(io, [&] {
+    DeadlineQueue::of(io.get_executor()).add(entry, Clock::now() + 1h, io.get_executor());
+  });
+  asio::steady_timer other(io, 20ms);
+  other.async_wait([&](std::error_code) { entry.cancel(); });
+  const auto start = Clock::now();
+  io.run();
+  EXPECT_LT(Clock::now() - start, 5s);
+  EXPECT_TRUE(log.empty());
+
+  // The context stays usable: a new deadline still fires on a later run().
+  io.restart();
+  asio::post(io, [&] {
+    DeadlineQueue::of(io.get_executor()).add(entry, Clock::now() + 10ms, io.get_executor());
+  });
+  RunFor(io, 50ms);
+  EXPECT_EQ(log, (std::vector<std::string>{"entry"}));
+}
+
+// Added from outside run() (no handler of the context running), the wait
+// counts as work: run() goes on until the deadline.
+TEST(DeadlineQueueTest, AddedFromOutsideTheLoopTheWaitKeepsRunGoing) {
+  asio::io_context io;
+  std::vector<std::string> log;
+  Recorder entry("entry", log);
+  const auto start = Clock::now();
+  DeadlineQueue::of(io.get_executor()).add(entry, start + 30ms, io.get_executor());
+  io.run();
+  EXPECT_EQ(log, (std::vector<std::string>{"entry"}));
+  EXPECT_GE(entry.fired_at, start + 30ms);
+}
+
+TEST(DeadlineQueueTest, OneQueuePerContext) {
+  asio::io_context io1, io2;
+  EXPECT_EQ(&DeadlineQueue::of(io1.get_executor()), &DeadlineQueue::of(io1.get_executor()));
+  EXPECT_NE(&DeadlineQueue::of(io1.get_executor()), &DeadlineQueue::of(io2.get_executor()));
+}
+
+// A TCP listener whose accept queue is full drops new SYNs, so a connect to it
+// stays in progress: the transport's deadline must end it.
+TEST(ConnectDeadlineTest, TcpConnectToAFullBacklogTimesOut) {
+  const int listener = ::socket(AF_INET, SOCK_STREAM, 0);
+  ASSERT_GE(listener, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ASSERT_EQ(::bind(listener, reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0);
+  ASSERT_EQ(::listen(listener, 0), 0);
+  socklen_t len = sizeof addr;
+  ASSERT_EQ(::getsockname(listener, reinterpret_cast<sockaddr*>(&addr), &len), 0);
+  // Fill the accept queue (nobody accepts).
+  std::vector<int> fillers;
+  for (int i = 0; i < 4; ++i) {
+    const int s = ::socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK, 0);
+    ::connect(s, reinterpret_cast<sockaddr*>(&addr), sizeof addr);
+    fillers.push_back(s);
+  }
+  ::usleep(50'000);
+
+  asio::io_context io;
+  const Endpoint endpoint = Endpoint::parse("tcp://127.0.0.1:" + std::to_string(ntohs(addr.sin_port))).value();
+  const auto start = Clock::now();
+  auto future = asio::co_spawn(
+      io, transport_for(Endpoint::Scheme::kTcp).connect(io.get_executor(), endpoint, start + 300ms),
+      asio::use_future);
+  io.run();
+  auto result = future.get();
+  const auto took = Clock::now() - start;
+  ASSERT_FALSE(result.ok());
+  EXPECT_EQ(result.code(), Errc::kDeadlineExceeded) << result.status().to_string();
+  EXPECT_GE(took, 300ms);
+  EXPECT_LT(took, 5s);
+  for (int s : fillers) ::close(s);
+  ::close(listener);
+}
+
+TEST(ConnectDeadlineTest, UnixConnectsAtOnceAndRefusalIsTyped) {
+  asio::io_context io;
+  const Endpoint endpoint = Endpoint::parse("unix:@authrpc-nobody-listens-here").value();
+  auto refused = asio::co_spawn(
+      io, transport_for(Endpoint::Scheme::kUnix).connect(io.get_executor(), endpoint, Clock::now() + 1s),
+      asio::use_future);
+  io.run();
+  auto result = refused.get();
+  ASSERT_FALSE(result.ok());
+  EXPECT_EQ(result.code(), std::errc::connection_refused) << result.status().to_string();
+  EXPECT_NE(result.status().to_string().find("connect unix:@authrpc-nobody-listens-here"),
+            std::string::npos)
+      << result.status().to_string();
+}
+
+}  // namespace
+}  // namespace authrpc
