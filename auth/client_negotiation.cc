@@ -34,7 +34,8 @@ std::string join(const std::vector<std::string>& names) {
 
 asio::awaitable<Result<ClientNegotiationResult>> negotiate_client(
     FrameChannel& channel, const std::vector<std::shared_ptr<ClientMechanism>>& allowed,
-    const ChannelInfo& info, const std::function<void(NegotiationEvent)>& on_event) {
+    const ChannelInfo& info, const std::function<void(NegotiationEvent)>& on_event,
+    std::unique_ptr<ClientAuthSession>* spent) {
   if (allowed.empty()) {
     co_return fail(channel, {Errc::kConfigError, "no client mechanism configured"}, false);
   }
@@ -52,9 +53,9 @@ asio::awaitable<Result<ClientNegotiationResult>> negotiate_client(
     channel.schedule_flush();
 
     for (;;) {
-      auto next = channel.buffered_frame();
-      if (!next) next = co_await channel.read_frame();
-      auto& frame = *next;
+      auto incoming = channel.buffered_frame();
+      if (!incoming) incoming = co_await channel.read_frame();
+      auto& frame = *incoming;
       if (!frame.ok()) co_return fail(channel, frame.status(), false);
       switch (frame->header.type) {
         case FrameType::kAuthChallenge: {
@@ -73,7 +74,9 @@ asio::awaitable<Result<ClientNegotiationResult>> negotiate_client(
           if (Status s = co_await session->complete(success->token); !s.ok()) {
             co_return fail(channel, s, true);
           }
-          co_return ClientNegotiationResult{std::string(mechanism->name()), success->user};
+          ClientNegotiationResult result{std::string(mechanism->name()), success->user};
+          if (spent != nullptr) *spent = std::move(session);
+          co_return result;
         }
         case FrameType::kMechanisms: {
           auto list = wire::parse_mechanisms(frame->body);

@@ -6,6 +6,7 @@
 #include <gssapi/gssapi_krb5.h>
 #include <unistd.h>
 
+#include <map>
 #include <mutex>
 #include <set>
 
@@ -76,6 +77,8 @@ struct KerberosClientMechanism::State {
   // wait for the KDC and is made on `kdc_pool`.
   std::mutex mu;
   std::set<std::string> warm_targets;
+  // Targets already turned into Kerberos names (see KerberosClientSession).
+  std::map<std::string, std::shared_ptr<const GssName>, std::less<>> canonical_targets;
   asio::thread_pool kdc_pool{1};
 };
 
@@ -124,17 +127,38 @@ class KerberosClientSession final : public ClientAuthSession {
                         const ChannelInfo& channel)
       : state_(std::move(state)) {
     const auto& o = state_->options;
+    std::string host;
     if (!o.service_principal.empty()) {
       target_label_ = o.service_principal;
-      target_ = GssName::principal(o.service_principal, &target_status_);
     } else {
-      const std::string host =
-          channel.scheme == Endpoint::Scheme::kUnix || channel.server_host.empty()
-              ? std::string("localhost")
-              : channel.server_host;
+      host = channel.scheme == Endpoint::Scheme::kUnix || channel.server_host.empty()
+                 ? std::string("localhost")
+                 : channel.server_host;
       target_label_ = o.service + "@" + host;
-      target_ = GssName::host_based(o.service, host, &target_status_);
     }
+    // gss_init_sec_context turns an imported name into a Kerberos name on
+    // every call, twice per session (~130k instructions, more than the rest
+    // of a session's client side). Do it once per target and share the
+    // result: GSSAPI only reads a mechanism name (copying one with
+    // gss_duplicate_name costs as much as making it). A host-based name is
+    // thus resolved once per process.
+    std::lock_guard lock(state_->mu);
+    auto& cached = state_->canonical_targets[target_label_];
+    if (!cached) {
+      GssName imported = o.service_principal.empty()
+                             ? GssName::host_based(o.service, host, &target_status_)
+                             : GssName::principal(o.service_principal, &target_status_);
+      if (!target_status_.ok()) {
+        state_->canonical_targets.erase(target_label_);
+        return;
+      }
+      GssStatus status;
+      GssName canonical = imported.canonical(&status);
+      // If that fails, gss_init_sec_context will say what is wrong with the name.
+      cached = std::make_shared<const GssName>(status.ok() ? std::move(canonical)
+                                                           : std::move(imported));
+    }
+    target_ = cached;
   }
 
   asio::awaitable<ClientStep> initial() override {
@@ -164,7 +188,7 @@ class KerberosClientSession final : public ClientAuthSession {
     GssBuffer output;
     OM_uint32 minor = 0, flags = 0;
     const OM_uint32 major = gss_init_sec_context(
-        &minor, cred(), context_.get(), target_.get(), const_cast<gss_OID>(gss_mech_krb5),
+        &minor, cred(), context_.get(), target_->get(), const_cast<gss_OID>(gss_mech_krb5),
         kFlags, 0, GSS_C_NO_CHANNEL_BINDINGS, &input, nullptr, output.get(), &flags, nullptr);
     if (GSS_ERROR(major)) {
       co_return kerberos_status(GssStatus::from(major, minor, "verify server (AP-REP)"));
@@ -189,7 +213,7 @@ class KerberosClientSession final : public ClientAuthSession {
     GssBuffer output;
     OM_uint32 minor = 0;
     const OM_uint32 major = gss_init_sec_context(
-        &minor, cred(), context_.get(), target_.get(), const_cast<gss_OID>(gss_mech_krb5),
+        &minor, cred(), context_.get(), target_->get(), const_cast<gss_OID>(gss_mech_krb5),
         kFlags, 0, GSS_C_NO_CHANNEL_BINDINGS, GSS_C_NO_BUFFER, nullptr, output.get(), nullptr,
         nullptr);
     if (GSS_ERROR(major)) {
@@ -207,7 +231,7 @@ class KerberosClientSession final : public ClientAuthSession {
 
   std::shared_ptr<KerberosClientMechanism::State> state_;
   GssStatus target_status_;
-  GssName target_;
+  std::shared_ptr<const GssName> target_;  // shared by the sessions of a target
   std::string target_label_;
   GssContext context_;
 };

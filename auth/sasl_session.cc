@@ -2,8 +2,8 @@
 
 #include <sasl/sasl.h>
 
-#include <algorithm>
 #include <cstring>
+#include <vector>
 
 #include "auth/sasl_library.h"
 
@@ -12,8 +12,8 @@ namespace {
 
 using Callback = int (*)();
 
-// Cyrus stores every callback as int (*)(); the cast goes through void (*)(),
-// the one function type casts to and from which are not type-punning warnings.
+// Cyrus stores every callback as int (*)(). Casting through void (*)() says
+// the signature change is intended (-Wcast-function-type).
 template <typename F>
 Callback as_callback(F* f) {
   return reinterpret_cast<Callback>(reinterpret_cast<void (*)()>(f));
@@ -57,25 +57,6 @@ struct Connection {
     o.done = done;
     if (out != nullptr && out_len > 0) o.token.assign(out, out_len);
     return o;
-  }
-
-  std::vector<std::string> mechanisms() const {
-    const char* list = nullptr;
-    unsigned length = 0;
-    int count = 0;
-    std::vector<std::string> names;
-    if (sasl_listmech(conn, nullptr, "", " ", "", &list, &length, &count) != SASL_OK ||
-        list == nullptr) {
-      return names;
-    }
-    const std::string_view all(list, length);
-    std::size_t begin = 0;
-    while (begin < all.size()) {
-      const std::size_t end = std::min(all.find(' ', begin), all.size());
-      if (end > begin) names.emplace_back(all.substr(begin, end - begin));
-      begin = end + 1;
-    }
-    return names;
   }
 };
 
@@ -221,8 +202,6 @@ std::string ServerSession::authorization_id() const {
   return impl_->done ? string_property(impl_->conn, SASL_USERNAME) : std::string();
 }
 
-std::vector<std::string> ServerSession::mechanisms() const { return impl_->mechanisms(); }
-
 // --- client ----------------------------------------------------------------------
 
 struct ClientSession::Impl : Connection {};
@@ -285,8 +264,6 @@ Result<Output> ClientSession::step(std::string_view server_token) {
 }
 
 bool ClientSession::done() const noexcept { return impl_->done; }
-
-std::vector<std::string> ClientSession::mechanisms() const { return impl_->mechanisms(); }
 
 // --- result codes -------------------------------------------------------------------
 

@@ -26,7 +26,6 @@
 #include <memory>
 #include <string>
 #include <string_view>
-#include <vector>
 
 #include "rpc/result.h"
 #include "rpc/status.h"
@@ -98,9 +97,6 @@ class ServerSession {
   std::string authentication_id() const;
   std::string authorization_id() const;
 
-  // The mechanisms this connection may use under its security properties.
-  std::vector<std::string> mechanisms() const;
-
   struct Impl;
 
  private:
@@ -121,8 +117,6 @@ class ClientSession {
   // sasl_client_step with the server's next message.
   Result<Output> step(std::string_view server_token);
   bool done() const noexcept;
-
-  std::vector<std::string> mechanisms() const;
 
   struct Impl;
 

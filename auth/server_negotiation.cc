@@ -11,9 +11,9 @@ using wire::FrameType;
 // pipelined behind a HELLO that was refused.
 asio::awaitable<Result<Frame>> next_frame(FrameChannel& channel, bool drop_requests) {
   for (;;) {
-    auto next = channel.buffered_frame();
-    if (!next) next = co_await channel.read_frame();
-    auto& frame = *next;
+    auto incoming = channel.buffered_frame();
+    if (!incoming) incoming = co_await channel.read_frame();
+    auto& frame = *incoming;
     if (!frame.ok()) co_return frame;
     if (drop_requests && frame->header.type == FrameType::kRequest) continue;
     co_return frame;
@@ -41,7 +41,7 @@ std::string offered(const std::vector<std::shared_ptr<ServerMechanism>>& mechani
 
 asio::awaitable<Result<Identity>> negotiate_server(
     FrameChannel& channel, const std::vector<std::shared_ptr<ServerMechanism>>& mechanisms,
-    const ChannelInfo& info) {
+    const ChannelInfo& info, std::unique_ptr<ServerAuthSession>* spent) {
   bool refused_once = false;
   ServerMechanism* mechanism = nullptr;
   std::string first_token;
@@ -83,9 +83,9 @@ asio::awaitable<Result<Identity>> negotiate_server(
   while (step.kind == ServerStep::Kind::kChallenge) {
     wire::append_auth_token(channel.out(), FrameType::kAuthChallenge, step.token);
     channel.schedule_flush();
-    auto next = channel.buffered_frame();
-    if (!next) next = co_await channel.read_frame();
-    auto& frame = *next;
+    auto incoming = channel.buffered_frame();
+    if (!incoming) incoming = co_await channel.read_frame();
+    auto& frame = *incoming;
     if (!frame.ok()) {
       if (frame.code() == Errc::kConnectionClosed) co_return frame.status();
       co_return fail(channel, frame.status());
@@ -102,6 +102,7 @@ asio::awaitable<Result<Identity>> negotiate_server(
   step.identity.mechanism = std::string(mechanism->name());
   step.identity.peer_address = info.peer_address;
   wire::append_auth_success(channel.out(), {wire::kNoFeatures, step.token, step.identity.user});
+  if (spent != nullptr) *spent = std::move(session);
   co_return std::move(step.identity);
 }
 

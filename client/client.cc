@@ -160,7 +160,8 @@ class Client::Connection : public std::enable_shared_from_this<Client::Connectio
           } else {
             state_ = State::kHolding;
           }
-        });
+        },
+        &spent_session_);
     negotiation_deadline_.cancel();
     if (!negotiated.ok()) {
       Status why = negotiated.status();
@@ -183,9 +184,9 @@ class Client::Connection : public std::enable_shared_from_this<Client::Connectio
     if (auth_event_) auth_event_->cancel();
 
     for (;;) {
-      auto next = channel_->buffered_frame();
-      if (!next) next = co_await channel_->read_frame();
-      auto& frame = *next;
+      auto incoming = channel_->buffered_frame();
+      if (!incoming) incoming = co_await channel_->read_frame();
+      auto& frame = *incoming;
       if (!frame.ok()) {
         Status why = frame.status();
         if (why.code == Errc::kConnectionClosed) {
@@ -204,6 +205,7 @@ class Client::Connection : public std::enable_shared_from_this<Client::Connectio
           // Let the callers we just woke run before we wait for more input.
           if (!channel_->frame_buffered()) {
             co_await asio::post(executor_, asio::use_awaitable);
+            spent_session_.reset();  // see negotiate_client()
           }
           break;
         case FrameType::kGoAway: {
@@ -302,6 +304,7 @@ class Client::Connection : public std::enable_shared_from_this<Client::Connectio
   ChannelInfo info_;
   State state_ = State::kHolding;
   std::string held_;
+  std::unique_ptr<ClientAuthSession> spent_session_;  // dropped after the first response
   std::unordered_map<std::uint32_t, Pending*> pending_;
   std::uint32_t next_call_id_ = 1;
   bool going_away_ = false;

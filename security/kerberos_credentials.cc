@@ -112,6 +112,15 @@ GssName GssName::host_based(const std::string& service, const std::string& host,
   return GssName(out);
 }
 
+GssName GssName::canonical(GssStatus* status) const {
+  gss_name_t out = GSS_C_NO_NAME;
+  OM_uint32 minor = 0;
+  const OM_uint32 major =
+      gss_canonicalize_name(&minor, name_, const_cast<gss_OID>(gss_mech_krb5), &out);
+  *status = GssStatus::from(major, minor, "canonicalize name");
+  return GssName(out);
+}
+
 std::string GssName::display() const {
   if (name_ == GSS_C_NO_NAME) return {};
   OM_uint32 minor = 0;

@@ -44,6 +44,11 @@ class GssName {
   static GssName host_based(const std::string& service, const std::string& host,
                             GssStatus* status);
 
+  // The Kerberos mechanism name (MN) this name stands for. Expensive (the
+  // krb5 library resolves and parses it, ~60k instructions): do it once and
+  // share the result; GSSAPI calls only read a mechanism name.
+  GssName canonical(GssStatus* status) const;
+
   gss_name_t get() const noexcept { return name_; }
   std::string display() const;
 

@@ -56,7 +56,8 @@ asio::awaitable<void> ServerConnection::run(Status refuse) {
   ChannelInfo info;
   info.peer_address = peer_;
   info.scheme = channel_->stream().scheme();
-  auto identity = co_await negotiate_server(*channel_, server_.options.mechanisms, info);
+  auto identity =
+      co_await negotiate_server(*channel_, server_.options.mechanisms, info, &spent_session_);
   if (!identity.ok()) {
     Status why = identity.status();
     if (negotiation_timed_out_) {
@@ -83,9 +84,9 @@ asio::awaitable<void> ServerConnection::run(Status refuse) {
 
 asio::awaitable<void> ServerConnection::serve() {
   for (;;) {
-    auto next = channel_->buffered_frame();
-    if (!next) next = co_await channel_->read_frame();
-    auto& frame = *next;
+    auto incoming = channel_->buffered_frame();
+    if (!incoming) incoming = co_await channel_->read_frame();
+    auto& frame = *incoming;
     if (!frame.ok()) {
       const Status& s = frame.status();
       if (s.code == Errc::kConnectionClosed || channel_->closed() || state_ == State::kLingering) {
@@ -145,7 +146,9 @@ void ServerConnection::cancel_all_calls() {
 }
 
 void ServerConnection::flush_if_idle() {
-  if (!channel_->frame_buffered()) channel_->flush_now();
+  if (channel_->frame_buffered()) return;
+  channel_->flush_now();
+  spent_session_.reset();  // after the first replies have left (negotiate_server)
 }
 
 void ServerConnection::handle_request(const Frame& frame) {

@@ -64,6 +64,7 @@ class ServerConnection : public std::enable_shared_from_this<ServerConnection> {
   Clock::time_point deadline_;  // when on_tick acts; see on_tick()
   State state_ = State::kNegotiating;
   Identity identity_;
+  std::unique_ptr<ServerAuthSession> spent_session_;  // see negotiate_server()
   bool negotiation_timed_out_ = false;
   Status fatal_;  // why the server is closing the connection, if it is
   std::size_t in_flight_ = 0;
