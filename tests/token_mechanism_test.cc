@@ -7,6 +7,7 @@
 #include <asio/co_spawn.hpp>
 #include <asio/io_context.hpp>
 #include <asio/use_future.hpp>
+#include <functional>
 #include <memory>
 #include <string>
 
