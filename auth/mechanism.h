@@ -24,7 +24,11 @@ struct ChannelInfo {
   std::string peer_address;
   Endpoint::Scheme scheme = Endpoint::Scheme::kTcp;
   std::string server_host;  // client side: the host the client connected to
-  // Later: TLS state and channel-binding data.
+  std::string server_uri;   // client side: the endpoint URI (Endpoint::to_string())
+  // Data that identifies this channel to both ends (the TLS exporter value
+  // when the connection uses TLS; empty without TLS). Mechanisms that bind
+  // to the channel (token) include it in their proofs.
+  std::string channel_binding;
 };
 
 // One server-side step: send a challenge, succeed, or fail.

@@ -5,6 +5,7 @@
 #include "auth/kerberos.h"
 #include "auth/kerberos_sasl.h"
 #include "auth/simple.h"
+#include "auth/token_mechanism.h"
 
 #include <algorithm>
 
@@ -146,7 +147,32 @@ MechanismRegistry MechanismRegistry::with_builtins() {
   r.register_client(std::string(kKerberosSaslMechanism), [](const nlohmann::json& options) {
     return make_kerberos_client<KerberosSaslClientMechanism>(kKerberosSaslMechanism, options);
   });
+  register_token_builtins(r);
   return r;
+}
+
+// `token`: the client half reads a credentials file; the server half needs
+// the server's token service (server/token_service.h), which replaces this
+// placeholder with a factory sharing its SecretManager.
+void MechanismRegistry::register_token_builtins(MechanismRegistry& r) {
+  r.register_server(std::string(kTokenMechanism),
+                    [](const nlohmann::json&) -> Result<std::shared_ptr<ServerMechanism>> {
+                      return Status(Errc::kConfigError,
+                                    "token: enable the token service (the 'tokens' section) to "
+                                    "use the token mechanism");
+                    });
+  r.register_client(std::string(kTokenMechanism),
+                    [](const nlohmann::json& json) -> Result<std::shared_ptr<ClientMechanism>> {
+                      Options o(kTokenMechanism, json);
+                      TokenClientOptions t;
+                      for (Status s : {o.check({"token_file", "service"}),
+                                       o.read("token_file", t.token_file),
+                                       o.read("service", t.service)}) {
+                        if (!s.ok()) return s;
+                      }
+                      return std::shared_ptr<ClientMechanism>(
+                          std::make_shared<TokenClientMechanism>(std::move(t)));
+                    });
 }
 
 void MechanismRegistry::register_server(std::string name, ServerFactory factory) {

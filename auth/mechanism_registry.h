@@ -24,7 +24,9 @@ class MechanismRegistry {
   // An empty registry; see with_builtins().
   MechanismRegistry() = default;
   // `simple` (options: client {"user": "..."}), `kerberos` and
-  // `kerberos-sasl` (the same options: docs/KERBEROS.md).
+  // `kerberos-sasl` (the same options: docs/KERBEROS.md), and `token`
+  // (client options {"token_file", "service"}; the server half comes from
+  // the server's token service: docs/TOKENS.md).
   static MechanismRegistry with_builtins();
 
   void register_server(std::string name, ServerFactory factory);
@@ -40,6 +42,7 @@ class MechanismRegistry {
   std::vector<std::string> client_names() const;
 
  private:
+  static void register_token_builtins(MechanismRegistry& r);
   std::map<std::string, ServerFactory, std::less<>> server_;
   std::map<std::string, ClientFactory, std::less<>> client_;
 };

@@ -11,6 +11,7 @@
 
 #include "auth/mechanism_registry.h"
 #include "client/client.h"
+#include "client/token_commands.h"
 
 namespace {
 
@@ -18,6 +19,7 @@ constexpr const char* kUsage = R"(usage: authrpc <command> [options]
 
 commands:
   call     make one call and print the response
+  token    fetch, renew, cancel or print delegation tokens (authrpc token --help)
   help     this text
 
 authrpc call --server URI [options] SERVICE METHOD
@@ -33,6 +35,8 @@ authrpc call --server URI [options] SERVICE METHOD
                      instead of using the ticket cache
   --ccache C         kerberos, kerberos-sasl: ticket cache (default:
                      KRB5CCNAME)
+  --token-file F     token: credentials file holding a token for --server
+                     (default: AUTHRPC_TOKEN_FILE)
   --data TEXT        request payload (default: empty)
   --data-file FILE   request payload from FILE ('-' for stdin)
   --timeout MS       call deadline in milliseconds (default: none)
@@ -42,6 +46,7 @@ Examples:
   authrpc call --server tcp://127.0.0.1:7000 --auth simple sys whoami
   authrpc call --server tcp://localhost:7000 --auth kerberos sys whoami
   authrpc call --server tcp://localhost:7000 --auth kerberos-sasl sys whoami
+  authrpc call --server tcp://localhost:7000 --auth token --token-file job.tokens sys whoami
 
 Exit status: 0 on success; 1 when the call fails (the error is printed on
 stderr as CODE: message, with what to do about it); 2 for usage errors.
@@ -61,7 +66,7 @@ int print_failure(const authrpc::Status& s) {
 int call_command(int argc, char** argv) {
   std::string server;
   std::vector<std::string> mechanisms;
-  std::string user, data;
+  std::string user, data, token_file;
   nlohmann::json kerberos = nlohmann::json::object();
   long timeout_ms = 0, connect_timeout_ms = 10'000;
   std::vector<std::string> positional;
@@ -90,6 +95,9 @@ int call_command(int argc, char** argv) {
       if (!(v = value(arg.c_str()))) return usage_error(arg + " needs a value");
       const std::string key = arg == "--service-principal" ? "service_principal" : arg.substr(2);
       kerberos[key] = v;
+    } else if (arg == "--token-file") {
+      if (!(v = value("--token-file"))) return usage_error("--token-file needs a value");
+      token_file = v;
     } else if (arg == "--data") {
       if (!(v = value("--data"))) return usage_error("--data needs a value");
       data = v;
@@ -131,6 +139,7 @@ int call_command(int argc, char** argv) {
     nlohmann::json mech_options = nlohmann::json::object();
     if (name == "simple" && !user.empty()) mech_options["user"] = user;
     if (name == "kerberos" || name == "kerberos-sasl") mech_options = kerberos;
+    if (name == "token" && !token_file.empty()) mech_options["token_file"] = token_file;
     auto mechanism = registry.make_client(name, mech_options);
     if (!mechanism.ok()) return usage_error(mechanism.status().message);
     options.mechanisms.push_back(*mechanism);
@@ -159,5 +168,6 @@ int main(int argc, char** argv) {
     return 0;
   }
   if (command == "call") return call_command(argc - 2, argv + 2);
+  if (command == "token") return authrpc::cli::token_command(argc - 2, argv + 2);
   return usage_error("unknown command '" + command + "'");
 }

@@ -39,6 +39,7 @@ class Client::Connection : public std::enable_shared_from_this<Client::Connectio
     info.peer_address = (*stream)->peer_address();
     info.scheme = options_.endpoint.scheme;
     info.server_host = options_.endpoint.host;
+    info.server_uri = options_.endpoint.to_string();
     channel_ = std::make_shared<FrameChannel>(std::move(*stream), options_.max_frame_size);
 
     DeadlineQueue::of(executor_).add(negotiation_deadline_, deadline, executor_);

@@ -8,6 +8,7 @@
 #include <asio/executor_work_guard.hpp>
 #include <asio/io_context.hpp>
 #include <algorithm>
+#include <filesystem>
 #include <cerrno>
 #include <csignal>
 #include <sched.h>
@@ -28,6 +29,7 @@
 #include "minibench/report.h"
 #include "minibench/server_child.h"
 #include "minibench/sessions.h"
+#include "minibench/tokens.h"
 
 namespace minibench {
 namespace {
@@ -53,6 +55,10 @@ floor (p50 / floor p50).
              Targets: kerberos p50 <= 1.15 x floor/gss p50 and <= 0.6 x
              kerberos-sasl/tcp p50; 0 KDC requests per session after the
              warm-up (each Kerberos row prints its KDC requests per session).
+             Token rows (token/tcp, token/unix) authenticate with a
+             delegation token minibench fetches over Kerberos from the
+             server first; held to the bare floor. Target: token/tcp p50
+             <= 1.3 x simple/tcp p50.
   calls      N 1-byte sys.echo calls on one open connection; floor: a 1-byte
              ping-pong on one raw connection. Target: p50 <= 1.3 x floor p50.
   (none)     sessions, then calls.
@@ -81,6 +87,9 @@ options:
                       alike by the scheduler) or "own" (a thread of their own)
   --server-cpu C      pin the spawned server (all its threads) to CPU C
   --client-cpu C      pin the client (this process) to CPU C
+  --token-ops N       also N x (token.get, token.renew, token.cancel) through
+                      the spawned server's token service and file store (in
+                      $TMPDIR), printing ops/s and p50/p99 per operation
   --json FILE         also write {"rows": [...], "targets": [...]} to FILE
   --quiet             no progress lines on stderr
   --help              this text
@@ -134,6 +143,7 @@ struct Args {
   int server_cpu = -1;
   int client_cpu = -1;
   std::string json;
+  std::size_t token_ops = 0;
   bool progress = true;
 };
 
@@ -151,6 +161,8 @@ constexpr KnownMethod kKnownMethods[] = {
     {"simple", FloorKind::kBare, false, false, kSessionTarget},
     {"kerberos", FloorKind::kGss, false, true, kKerberosSessionTarget},
     {"kerberos-sasl", FloorKind::kGss, true, true, std::nullopt},
+    // Needs the realm to fetch its token over Kerberos (tokens.h).
+    {"token", FloorKind::kBare, false, true, std::nullopt},
 };
 
 const KnownMethod* known_method(const std::string& name) {
@@ -275,6 +287,8 @@ int parse_args(int argc, char** argv, Args& args) {
       (arg == "--server-cpu" ? args.server_cpu : args.client_cpu) = static_cast<int>(cpu);
     } else if (arg == "--json") {
       args.json = v;
+    } else if (arg == "--token-ops") {
+      if (!parse_count(v, args.token_ops, 0)) return usage_error("--token-ops: a count");
     } else {
       return usage_error("unknown option '" + arg + "'");
     }
@@ -447,6 +461,13 @@ authrpc::Result<Selection> select_methods(const Args& args) {
   return selection;
 }
 
+// A private directory for the token rows (credentials file, token store).
+std::string make_token_dir() {
+  const char* tmp = std::getenv("TMPDIR");
+  std::string t = std::string(tmp && *tmp ? tmp : "/tmp") + "/minibench-tokens-XXXXXX";
+  return ::mkdtemp(t.data()) != nullptr ? t : std::string();
+}
+
 std::string joined_names(const std::vector<MethodPlan>& methods) {
   std::string out;
   for (const auto& m : methods) out += (out.empty() ? "" : ", ") + m.name;
@@ -465,12 +486,35 @@ int run(const Args& args) {
   const KerberosSetup* kerberos = selection.realm ? &selection.realm->setup() : nullptr;
 
   std::unique_ptr<ServerChild> child;
+  std::string token_dir;  // the token rows' credentials file and store
+  struct RemoveDir {
+    std::string* dir;
+    ~RemoveDir() {
+      if (!dir->empty()) std::filesystem::remove_all(*dir);
+    }
+  } remove_token_dir{&token_dir};
   if (args.server.empty()) {
     ServerChildOptions options;
+    bool has_kerberos = false, has_token = false;
     for (const auto& m : selection.methods) {
+      const bool token = m.name == "token";
+      has_token = has_token || token;
+      has_kerberos = has_kerberos || m.name == "kerberos";
       options.mechanisms.push_back(
-          {m.name, m.kerberos ? kerberos->server_options() : nlohmann::json::object(),
+          {m.name, m.kerberos && !token ? kerberos->server_options() : nlohmann::json::object(),
            m.optional});
+    }
+    // The token is fetched over Kerberos; --token-ops uses the file store.
+    if (has_token && !has_kerberos) {
+      options.mechanisms.push_back({"kerberos", kerberos->server_options(), false});
+    }
+    if (has_token) {
+      token_dir = make_token_dir();
+      if (token_dir.empty()) {
+        std::fprintf(stderr, "minibench: cannot create a token store directory\n");
+        return 1;
+      }
+      options.token_store_dir = token_dir + "/store";
     }
     const bool gss_rows =
         std::any_of(selection.methods.begin(), selection.methods.end(),
@@ -501,6 +545,21 @@ int run(const Args& args) {
   }
   auto servers = servers_for(args, child.get());
   if (!servers.ok()) return usage_error(servers.status().to_string());
+
+  for (auto& m : selection.methods) {
+    if (m.name != "token") continue;
+    if (token_dir.empty()) {
+      std::fprintf(stderr, "minibench: the token rows need a spawned server\n");
+      return 2;
+    }
+    auto fetched = fetch_token(servers->front().authrpc, kerberos->client_options(),
+                               token_dir + "/bench.tokens");
+    if (!fetched.ok()) {
+      std::fprintf(stderr, "minibench: %s\n", fetched.status().to_string().c_str());
+      return 1;
+    }
+    m.client_options = *fetched;
+  }
 
   BenchPlan plan;
   plan.methods = std::move(selection.methods);
@@ -569,6 +628,10 @@ int run(const Args& args) {
         done.set_value();
       });
   done.get_future().wait();
+  if (status.ok() && args.token_ops > 0 && !token_dir.empty()) {
+    status = run_token_ops(plan.transports.front().authrpc, kerberos->client_options(),
+                           args.token_ops, stdout);
+  }
   if (child) child->stop();
 
   if (!status.ok()) {

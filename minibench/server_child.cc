@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "auth/mechanism_registry.h"
+#include "server/token_service.h"
 #include "auth/simple.h"
 #include "client/client.h"
 #include "minibench/floor.h"
@@ -135,7 +136,24 @@ Status call_start_floors(const Endpoint& endpoint) {
   }
 
   const std::string tag = "minibench-" + std::to_string(::getpid());
-  const auto registry = authrpc::MechanismRegistry::with_builtins();
+  auto registry = authrpc::MechanismRegistry::with_builtins();
+  // The `token` rows: a token service sharing its SecretManager with the
+  // token mechanism (server/token_service.h).
+  std::unique_ptr<authrpc::TokenService> tokens;
+  if (std::any_of(options.mechanisms.begin(), options.mechanisms.end(),
+                  [](const ServerMechanismSpec& m) { return m.name == "token"; })) {
+    authrpc::TokenServiceOptions t;
+    if (options.token_store_dir.empty()) {
+      t.store = authrpc::TokenServiceOptions::Store::kMemory;
+    } else {
+      t.dir = options.token_store_dir;
+    }
+    t.log = authrpc::stderr_log_sink(authrpc::LogLevel::kWarning);
+    auto opened = authrpc::TokenService::open(std::move(t));
+    if (!opened.ok()) fail_child(fd, "token service: " + opened.status().to_string());
+    tokens = std::move(*opened);
+    tokens->register_mechanism(registry);
+  }
   authrpc::ServerOptions server_options;
   bool simple = false;
   for (const auto& spec : options.mechanisms) {
@@ -169,6 +187,9 @@ Status call_start_floors(const Endpoint& endpoint) {
   server_options.log = authrpc::stderr_log_sink(authrpc::LogLevel::kWarning);
   authrpc::Server server(std::move(server_options));
   std::vector<std::unique_ptr<FloorServer>> floors;  // written on the IO thread that starts them
+  if (tokens) {
+    if (Status s = server.add_service(tokens->service()); !s.ok()) fail_child(fd, s.to_string());
+  }
   if (options.floors_on_server_thread) {
     Status s = server.add_service(floor_starter(floor_plan, floors));
     if (!s.ok()) fail_child(fd, s.to_string());

@@ -63,6 +63,9 @@ struct ServerChildOptions {
   // CPU while the server thread did not, or the reverse, which swung ratios
   // between 0.5 and 5). false: a thread of their own.
   bool floors_on_server_thread = true;
+  // With a `token` mechanism: the token service's file store directory
+  // (empty: a memory store). The child serves token.get/renew/cancel.
+  std::string token_store_dir;
 };
 
 class ServerChild {

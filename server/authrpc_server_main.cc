@@ -1,15 +1,20 @@
 // authrpc-server: runs an authrpc server from a JSON configuration file,
-// serving the built-in sys service (whoami, echo). SIGINT/SIGTERM stop it
+// serving the built-in sys service (whoami, echo) and, when configured, the
+// delegation-token service (token.get/renew/cancel). SIGINT/SIGTERM stop it
 // gracefully.
 #include <csignal>
 #include <cstdio>
 #include <cstring>
+#include <fstream>
 #include <iostream>
+#include <memory>
+#include <sstream>
 #include <string>
 
 #include "auth/mechanism_registry.h"
 #include "server/server.h"
 #include "server/server_config.h"
+#include "server/token_service.h"
 
 namespace {
 
@@ -28,6 +33,32 @@ GOAWAY, lets in-flight calls finish (stop_grace_ms) and exits 0.
 Exit status: 0 after a clean stop, 2 for usage or configuration errors,
 1 if the server cannot start.
 )";
+
+// The delegation-token service, if the configuration has a "tokens" section
+// (docs/CONFIG.md): opens its store and makes the `token` mechanism available
+// to the configuration's auth.mechanisms. 0, or the exit status.
+int open_token_service(const std::string& config_path, authrpc::MechanismRegistry& registry,
+                       std::unique_ptr<authrpc::TokenService>& out) {
+  std::ifstream in(config_path);
+  std::stringstream text;
+  text << in.rdbuf();
+  const auto config = nlohmann::json::parse(text.str(), nullptr, false, true);
+  if (!config.is_object() || !config.contains("tokens")) return 0;  // load_server_config reports
+  auto options = authrpc::token_service_options_from_json(config["tokens"]);
+  if (!options.ok()) {
+    std::fprintf(stderr, "authrpc-server: %s: %s\n", config_path.c_str(),
+                 options.status().to_string().c_str());
+    return 2;
+  }
+  auto service = authrpc::TokenService::open(std::move(*options));
+  if (!service.ok()) {
+    std::fprintf(stderr, "authrpc-server: token service: %s\n", service.status().to_string().c_str());
+    return 1;
+  }
+  (*service)->register_mechanism(registry);
+  out = std::move(*service);
+  return 0;
+}
 
 }  // namespace
 
@@ -55,7 +86,18 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "authrpc-server: --config is required\n%s", kUsage);
     return 2;
   }
-  const auto registry = authrpc::MechanismRegistry::with_builtins();
+  // Block the stop signals before any thread (the token
+  // sweeper, the server's) starts, then wait for them here.
+  sigset_t signals;
+  sigemptyset(&signals);
+  sigaddset(&signals, SIGINT);
+  sigaddset(&signals, SIGTERM);
+  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+  std::signal(SIGPIPE, SIG_IGN);
+
+  auto registry = authrpc::MechanismRegistry::with_builtins();
+  std::unique_ptr<authrpc::TokenService> tokens;
+  if (int rc = open_token_service(config_path, registry, tokens); rc != 0) return rc;
   auto options = authrpc::load_server_config(config_path, registry);
   if (!options.ok()) {
     std::fprintf(stderr, "authrpc-server: %s\n", options.status().to_string().c_str());
@@ -73,15 +115,13 @@ int main(int argc, char** argv) {
     }
   }
 
-  // Block the stop signals before any thread starts, then wait for them here.
-  sigset_t signals;
-  sigemptyset(&signals);
-  sigaddset(&signals, SIGINT);
-  sigaddset(&signals, SIGTERM);
-  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
-  std::signal(SIGPIPE, SIG_IGN);
-
   authrpc::Server server(std::move(*options));
+  if (tokens) {
+    if (auto s = server.add_service(tokens->service()); !s.ok()) {
+      std::fprintf(stderr, "authrpc-server: %s\n", s.to_string().c_str());
+      return 1;
+    }
+  }
   if (auto s = server.start(); !s.ok()) {
     std::fprintf(stderr, "authrpc-server: cannot start: %s\n", s.to_string().c_str());
     return s.code == authrpc::Errc::kConfigError ? 2 : 1;

@@ -63,7 +63,8 @@ Result<ServerOptions> server_options_from_json(const nlohmann::json& config,
                             {"listen", "auth", "io_threads", "blocking_threads",
                              "negotiation_timeout_ms", "idle_timeout_ms", "max_connections",
                              "max_frame_size", "max_pending_output", "stop_grace_ms",
-                             "unix_socket_mode", "log_level"});
+                             "unix_socket_mode", "log_level",
+                             "tokens"});  // "tokens": server/token_service.h
       !s.ok()) {
     return s;
   }

@@ -1,0 +1,303 @@
+#include "auth/token_mechanism.h"
+
+#include <openssl/crypto.h>
+#include <openssl/evp.h>
+#include <openssl/hmac.h>
+#include <openssl/rand.h>
+#include <sys/stat.h>
+
+#include <algorithm>
+#include <cstring>
+
+#include "auth/token_status.h"
+#include "security/byte_codec.h"
+#include "security/credentials_file.h"
+
+namespace authrpc {
+
+using security::ByteReader;
+using security::ByteWriter;
+using security::SecretBytes;
+using security::TokenErrc;
+
+namespace token_wire {
+namespace {
+
+constexpr std::string_view kClientLabel{"authrpc token client\0", 21};
+constexpr std::string_view kServerLabel{"authrpc token server\0", 21};
+
+std::string_view view(const std::uint8_t* p, std::size_t n) {
+  return {reinterpret_cast<const char*>(p), n};
+}
+
+// The bytes both proofs cover (docs/PROTOCOL.md): everything in HELLO but
+// the proof, plus the channel binding.
+std::string transcript(const Hello& h, std::string_view channel_binding) {
+  std::string out;
+  out.reserve(64 + h.identifier.size() + h.service.size() + channel_binding.size());
+  ByteWriter w(&out);
+  w.u8(kVersion);
+  w.str16(h.identifier);
+  w.str16(h.service);
+  w.raw(view(h.nonce.data(), h.nonce.size()));
+  w.i64(h.time_ms);
+  w.str16(channel_binding);
+  return out;
+}
+
+std::array<std::uint8_t, kProofBytes> hmac(const SecretBytes& key, std::string_view label,
+                                           std::string_view a, std::string_view b = {}) {
+  std::array<std::uint8_t, kProofBytes> out{};
+  std::string data;
+  data.reserve(label.size() + a.size() + b.size());
+  data.append(label).append(a).append(b);
+  unsigned int len = 0;
+  if (key.empty() ||
+      HMAC(EVP_sha256(), key.data(), static_cast<int>(key.size()),
+           reinterpret_cast<const unsigned char*>(data.data()), data.size(), out.data(),
+           &len) == nullptr ||
+      len != kProofBytes) {
+    // Never a usable proof: random bytes match nothing.
+    RAND_bytes(out.data(), static_cast<int>(out.size()));
+  }
+  return out;
+}
+
+}  // namespace
+
+std::string Hello::encode() const {
+  std::string out;
+  ByteWriter w(&out);
+  w.u8(kVersion);
+  w.str16(identifier);
+  w.str16(service);
+  w.raw(view(nonce.data(), nonce.size()));
+  w.i64(time_ms);
+  w.raw(view(proof.data(), proof.size()));
+  return out;
+}
+
+std::optional<Hello> Hello::decode(std::string_view bytes) {
+  ByteReader r(bytes);
+  std::uint8_t version = 0;
+  std::string_view identifier, service, nonce, proof;
+  Hello h;
+  if (!r.u8(&version) || version != kVersion) return std::nullopt;
+  if (!r.str16(&identifier, security::Token::kMaxIdentifierBytes) || identifier.empty()) {
+    return std::nullopt;
+  }
+  if (!r.str16(&service, kMaxServiceBytes) || !r.raw(kNonceBytes, &nonce) || !r.i64(&h.time_ms) ||
+      !r.raw(kProofBytes, &proof) || !r.at_end()) {
+    return std::nullopt;
+  }
+  h.identifier = std::string(identifier);
+  h.service = std::string(service);
+  std::memcpy(h.nonce.data(), nonce.data(), kNonceBytes);
+  std::memcpy(h.proof.data(), proof.data(), kProofBytes);
+  return h;
+}
+
+std::array<std::uint8_t, kProofBytes> client_proof(const SecretBytes& password, const Hello& hello,
+                                                   std::string_view channel_binding) {
+  return hmac(password, kClientLabel, transcript(hello, channel_binding));
+}
+
+std::array<std::uint8_t, kProofBytes> server_proof(const SecretBytes& password, const Hello& hello,
+                                                   std::string_view channel_binding) {
+  return hmac(password, kServerLabel, transcript(hello, channel_binding),
+              view(hello.proof.data(), hello.proof.size()));
+}
+
+std::string encode_success(const std::array<std::uint8_t, kProofBytes>& proof) {
+  std::string out;
+  out.push_back(static_cast<char>(kVersion));
+  out.append(view(proof.data(), proof.size()));
+  return out;
+}
+
+Hello make_hello(const security::Token& token, std::string_view channel_binding,
+                 security::TokenTime now) {
+  Hello h;
+  h.identifier = token.identifier;
+  h.service = token.service.substr(0, kMaxServiceBytes);
+  if (RAND_bytes(h.nonce.data(), static_cast<int>(h.nonce.size())) != 1) h.nonce.fill(0);
+  h.time_ms = now.time_since_epoch().count();
+  h.proof = client_proof(token.password, h, channel_binding);
+  return h;
+}
+
+}  // namespace token_wire
+
+namespace {
+
+Status auth_failed(std::string what) {
+  return {Errc::kAuthenticationFailed, "token: " + std::move(what)};
+}
+
+// --- server ------------------------------------------------------------------
+
+class TokenServerSession final : public ServerAuthSession {
+ public:
+  TokenServerSession(TokenServerMechanism& mechanism, const ChannelInfo& channel)
+      : mechanism_(mechanism), channel_binding_(channel.channel_binding),
+        peer_(channel.peer_address) {}
+
+  asio::awaitable<ServerStep> step(std::string_view client_token) override {
+    co_return verify(client_token);
+  }
+
+ private:
+  ServerStep verify(std::string_view client_token) {
+    auto hello = token_wire::Hello::decode(client_token);
+    if (!hello) return ServerStep::failure(auth_failed("MALFORMED: malformed token HELLO"));
+    const auto& services = mechanism_.options().services;
+    if (!services.empty() &&
+        std::find(services.begin(), services.end(), hello->service) == services.end()) {
+      return ServerStep::failure(auth_failed("WRONG_SERVICE: the token is for service '" +
+                                             hello->service + "', not this server"));
+    }
+    const std::int64_t now = mechanism_.clock().now().time_since_epoch().count();
+    const std::int64_t skew = mechanism_.options().max_clock_skew.count();
+    const std::int64_t diff = hello->time_ms - now;
+    if (diff > skew || diff < -skew) {
+      return ServerStep::failure(auth_failed("CLOCK_SKEW: the client's clock is " +
+                                             std::to_string(diff) + " ms off the server's (at most " +
+                                             std::to_string(skew) + " ms allowed)"));
+    }
+    auto secret = mechanism_.secrets().retrieve_password(hello->identifier);
+    if (!secret.ok()) {
+      return ServerStep::failure(token_status(secret.status(), TokenUse::kAuthentication));
+    }
+    const auto expected = token_wire::client_proof(secret->password, *hello, channel_binding_);
+    if (CRYPTO_memcmp(expected.data(), hello->proof.data(), expected.size()) != 0) {
+      return ServerStep::failure(auth_failed(
+          "FORGED: wrong proof for " + secret->identifier.describe() +
+          (channel_binding_.empty() ? std::string() : " (or made for another channel)")));
+    }
+    const std::string_view proof(reinterpret_cast<const char*>(hello->proof.data()),
+                                 hello->proof.size());
+    switch (mechanism_.replay_cache().check_and_insert(now, hello->time_ms, proof)) {
+      case TokenReplayCache::Verdict::kFresh:
+        break;
+      case TokenReplayCache::Verdict::kReplay:
+        return ServerStep::failure(auth_failed("REPLAY: this HELLO was presented before"));
+      case TokenReplayCache::Verdict::kTooOld:
+        return ServerStep::failure({Errc::kUnavailable,
+                                    "token: REPLAY_WINDOW: the server's replay cache is full and "
+                                    "this HELLO is older than what it can vouch for; retry"});
+    }
+    Identity id;
+    id.user = secret->identifier.owner;
+    id.principal = secret->identifier.owner;
+    if (auto at = id.principal.rfind('@'); at != std::string::npos) {
+      id.realm = id.principal.substr(at + 1);
+    }
+    id.mechanism = std::string(kTokenMechanism);
+    id.peer_address = peer_;
+    if (!secret->identifier.real_user.empty()) id.real_user = secret->identifier.real_user;
+    return ServerStep::success(
+        std::move(id),
+        token_wire::encode_success(
+            token_wire::server_proof(secret->password, *hello, channel_binding_)));
+  }
+
+  TokenServerMechanism& mechanism_;
+  std::string channel_binding_;
+  std::string peer_;
+};
+
+// --- client ------------------------------------------------------------------
+
+class TokenClientSession final : public ClientAuthSession {
+ public:
+  TokenClientSession(Result<security::Token> token, std::string channel_binding,
+                     security::TokenTime now)
+      : token_(std::move(token)), channel_binding_(std::move(channel_binding)), now_(now) {}
+
+  asio::awaitable<ClientStep> initial() override {
+    if (!token_.ok()) co_return ClientStep::failure(token_.status());
+    const auto hello = token_wire::make_hello(*token_, channel_binding_, now_);
+    expected_ = token_wire::server_proof(token_->password, hello, channel_binding_);
+    token_ = Status(Errc::kInternal, "token: already used");  // wipes the password copy
+    co_return ClientStep::send(hello.encode(), true);
+  }
+
+  asio::awaitable<ClientStep> challenge(std::string_view) override {
+    co_return ClientStep::failure({Errc::kProtocolError, "token: unexpected server challenge"});
+  }
+
+  asio::awaitable<Status> complete(std::string_view server_final_token) override {
+    if (server_final_token.size() != 1 + token_wire::kProofBytes ||
+        static_cast<std::uint8_t>(server_final_token[0]) != token_wire::kVersion) {
+      co_return auth_failed("the server's final token is malformed");
+    }
+    if (CRYPTO_memcmp(server_final_token.data() + 1, expected_.data(), expected_.size()) != 0) {
+      co_return auth_failed(
+          "the server did not prove it knows the token's password (not the server that issued it?)");
+    }
+    co_return Status();
+  }
+
+ private:
+  Result<security::Token> token_;
+  std::string channel_binding_;
+  security::TokenTime now_;
+  std::array<std::uint8_t, token_wire::kProofBytes> expected_{};
+};
+
+}  // namespace
+
+TokenServerMechanism::TokenServerMechanism(std::shared_ptr<const security::SecretManager> secrets,
+                                           TokenServerOptions options)
+    : secrets_(std::move(secrets)), options_(std::move(options)),
+      clock_(secrets_->options().clock ? secrets_->options().clock
+                                       : std::make_shared<security::SystemClock>()),
+      replay_(options_.max_clock_skew.count(), options_.replay_cache_capacity) {}
+
+std::unique_ptr<ServerAuthSession> TokenServerMechanism::start(const ChannelInfo& channel) {
+  return std::make_unique<TokenServerSession>(*this, channel);
+}
+
+TokenClientMechanism::TokenClientMechanism(TokenClientOptions options)
+    : options_(std::move(options)),
+      clock_(options_.clock ? options_.clock : std::make_shared<security::SystemClock>()) {}
+
+Result<security::Token> TokenClientMechanism::find_token(const std::string& service) {
+  if (options_.token) {
+    if (!options_.service.empty() || options_.token->service == service) return *options_.token;
+    return Status(Errc::kUnauthenticated, "token: NOT_FOUND: the token given is for service '" +
+                                              options_.token->service + "', not " + service);
+  }
+  const std::string path = security::CredentialsFile::locate(options_.token_file);
+  if (path.empty()) {
+    return Status(Errc::kUnauthenticated,
+                  std::string("token: no credentials file (set ") + security::kTokenFileEnv +
+                      " or the token_file option)");
+  }
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0) {
+    return token_status(security::io_error("stat " + path, errno), TokenUse::kAuthentication);
+  }
+  FileStamp stamp{path, static_cast<std::int64_t>(st.st_mtim.tv_sec) * 1'000'000'000 + st.st_mtim.tv_nsec,
+                  static_cast<std::int64_t>(st.st_size), static_cast<std::uint64_t>(st.st_ino)};
+  std::lock_guard lock(mu_);
+  if (!(stamp == cached_stamp_)) {
+    auto file = security::CredentialsFile::read(path);
+    if (!file.ok()) return token_status(file.status(), TokenUse::kAuthentication);
+    cached_tokens_ = file->tokens();
+    cached_stamp_ = stamp;
+  }
+  for (const auto& t : cached_tokens_) {
+    if (t.service == service) return t;
+  }
+  return Status(Errc::kUnauthenticated, "token: NOT_FOUND: no token for service " + service +
+                                            " in " + path + " (authrpc token fetch)");
+}
+
+std::unique_ptr<ClientAuthSession> TokenClientMechanism::start(const ChannelInfo& channel) {
+  const std::string service = options_.service.empty() ? channel.server_uri : options_.service;
+  return std::make_unique<TokenClientSession>(find_token(service), channel.channel_binding,
+                                              clock_->now());
+}
+
+}  // namespace authrpc

@@ -1,0 +1,142 @@
+// The `token` mechanism: authentication with a delegation token
+// (docs/TOKENS.md, wire format in docs/PROTOCOL.md "The token mechanism").
+//
+// One message each way, no extra round trip: the client's HELLO carries the
+// token identifier, the service it was fetched for, a client nonce, the
+// client's clock and a proof HMAC-SHA256(password, transcript); the server
+// looks the password up in its SecretManager (memory only, constant-time
+// comparison), checks the proof, the clock window and the replay cache, and
+// answers AUTH_SUCCESS with its own proof, which the client checks in
+// complete(). Both proofs cover the channel binding (ChannelInfo), so a proof
+// made for one TLS channel is worthless on another. The password is already a
+// random 32-byte HMAC: no key stretching.
+//
+// TokenServerMechanism is created by the server's token runtime
+// (server/token_service.h), which shares its SecretManager with the token
+// service. TokenClientMechanism finds its token in a credentials file by
+// service (the endpoint URI it connects to), or is given one.
+#pragma once
+
+#include <array>
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "auth/mechanism.h"
+#include "auth/token_replay_cache.h"
+#include "security/clock.h"
+#include "security/secret_manager.h"
+#include "security/token.h"
+
+namespace authrpc {
+
+inline constexpr std::string_view kTokenMechanism = "token";
+
+// The messages of the `token` mechanism, encoded and decoded (and signed)
+// here so that tests can build hostile ones.
+namespace token_wire {
+
+inline constexpr std::uint8_t kVersion = 1;
+inline constexpr std::size_t kNonceBytes = 16;
+inline constexpr std::size_t kProofBytes = 32;
+inline constexpr std::size_t kMaxServiceBytes = 1024;
+
+struct Hello {
+  std::string identifier;  // TokenIdentifier bytes
+  std::string service;     // the token's service, as the client holds it
+  std::array<std::uint8_t, kNonceBytes> nonce{};
+  std::int64_t time_ms = 0;  // client clock, ms since the epoch
+  std::array<std::uint8_t, kProofBytes> proof{};
+
+  std::string encode() const;
+  static std::optional<Hello> decode(std::string_view bytes);
+};
+
+// HMAC-SHA256(password, "authrpc token client\0" || transcript).
+std::array<std::uint8_t, kProofBytes> client_proof(const security::SecretBytes& password,
+                                                   const Hello& hello,
+                                                   std::string_view channel_binding);
+// HMAC-SHA256(password, "authrpc token server\0" || transcript || client proof).
+std::array<std::uint8_t, kProofBytes> server_proof(const security::SecretBytes& password,
+                                                   const Hello& hello,
+                                                   std::string_view channel_binding);
+// AUTH_SUCCESS token: version byte + server proof.
+std::string encode_success(const std::array<std::uint8_t, kProofBytes>& proof);
+
+// A complete HELLO for token, made at time `now`.
+Hello make_hello(const security::Token& token, std::string_view channel_binding,
+                 security::TokenTime now);
+
+}  // namespace token_wire
+
+struct TokenServerOptions {
+  // HELLOs stamped further than this from the server's clock are refused.
+  std::chrono::milliseconds max_clock_skew{std::chrono::minutes(5)};
+  // Accepted client proofs remembered (TokenReplayCache).
+  std::size_t replay_cache_capacity = 1 << 17;
+  // If not empty: tokens presented for any other service are refused
+  // (AUTHENTICATION_FAILED, "WRONG_SERVICE").
+  std::vector<std::string> services;
+};
+
+class TokenServerMechanism final : public ServerMechanism {
+ public:
+  TokenServerMechanism(std::shared_ptr<const security::SecretManager> secrets,
+                       TokenServerOptions options = {});
+  std::string_view name() const noexcept override { return kTokenMechanism; }
+  std::unique_ptr<ServerAuthSession> start(const ChannelInfo& channel) override;
+
+  const TokenServerOptions& options() const noexcept { return options_; }
+  const security::SecretManager& secrets() const noexcept { return *secrets_; }
+  TokenReplayCache& replay_cache() noexcept { return replay_; }
+  const security::Clock& clock() const noexcept { return *clock_; }
+
+ private:
+  std::shared_ptr<const security::SecretManager> secrets_;
+  const TokenServerOptions options_;
+  std::shared_ptr<const security::Clock> clock_;
+  TokenReplayCache replay_;
+};
+
+struct TokenClientOptions {
+  // Credentials file; empty: CredentialsFile::locate("") ($AUTHRPC_TOKEN_FILE).
+  std::string token_file;
+  // The service to look up; empty: the endpoint URI the client connects to.
+  std::string service;
+  // A token to use instead of the file (programs that hold one in memory).
+  std::optional<security::Token> token;
+  std::shared_ptr<const security::Clock> clock;  // null: SystemClock
+};
+
+class TokenClientMechanism final : public ClientMechanism {
+ public:
+  explicit TokenClientMechanism(TokenClientOptions options);
+  std::string_view name() const noexcept override { return kTokenMechanism; }
+  std::unique_ptr<ClientAuthSession> start(const ChannelInfo& channel) override;
+
+  // The token this mechanism would present for `service`: the given one, or
+  // the file's (re-read when the file changes). NOT_FOUND-typed errors map
+  // to UNAUTHENTICATED.
+  Result<security::Token> find_token(const std::string& service);
+
+ private:
+  TokenClientOptions options_;
+  std::shared_ptr<const security::Clock> clock_;
+  std::mutex mu_;  // guards the cache below
+  struct FileStamp {
+    std::string path;
+    std::int64_t mtime_ns = -1;
+    std::int64_t size = -1;
+    std::uint64_t inode = 0;
+    bool operator==(const FileStamp&) const = default;
+  };
+  FileStamp cached_stamp_;
+  std::vector<security::Token> cached_tokens_;
+};
+
+}  // namespace authrpc

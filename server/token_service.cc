@@ -1,0 +1,273 @@
+#include "server/token_service.h"
+
+#include <algorithm>
+#include <limits>
+#include <nlohmann/json.hpp>
+#include <set>
+
+#include "auth/token_status.h"
+#include "security/file_token_store.h"
+#include "security/memory_token_store.h"
+
+namespace authrpc {
+
+using security::Token;
+using security::TokenResult;
+
+namespace {
+
+Status config_error(const std::string& message) {
+  return {Errc::kConfigError, "'tokens" + message};
+}
+
+Status read_ms(const nlohmann::json& o, const char* key, std::chrono::milliseconds& out,
+               std::int64_t min_ms) {
+  if (!o.contains(key)) return {};
+  const auto& v = o[key];
+  constexpr std::int64_t kMax = 3650ll * 24 * 3600 * 1000;  // ten years
+  if (!v.is_number_integer() || v.get<std::int64_t>() < min_ms || v.get<std::int64_t>() > kMax) {
+    return config_error(std::string(".") + key + "' must be an integer number of milliseconds from " +
+                        std::to_string(min_ms) + " to " + std::to_string(kMax));
+  }
+  out = std::chrono::milliseconds(v.get<std::int64_t>());
+  return {};
+}
+
+Status read_strings(const nlohmann::json& o, const char* key, std::vector<std::string>& out) {
+  if (!o.contains(key)) return {};
+  const auto& v = o[key];
+  if (!v.is_array()) return config_error(std::string(".") + key + "' must be an array of strings");
+  out.clear();
+  for (const auto& s : v) {
+    if (!s.is_string()) return config_error(std::string(".") + key + "' must be an array of strings");
+    out.push_back(s.get<std::string>());
+  }
+  return {};
+}
+
+nlohmann::json describe_json(const security::TokenIdentifier& id) {
+  return {{"kind", id.kind},
+          {"owner", id.owner},
+          {"renewer", id.renewer},
+          {"real_user", id.real_user},
+          {"issue_date", security::format_token_time(id.issue_date)},
+          {"max_date", security::format_token_time(id.max_date)},
+          {"sequence_number", id.sequence_number},
+          {"master_key_id", id.master_key_id}};
+}
+
+// The token in a renew/cancel request.
+Result<Token> request_token(const nlohmann::json& request) {
+  if (!request.is_object() || !request.contains("token") || !request["token"].is_string()) {
+    return Status(Errc::kInvalidArgument, "request must be {\"token\": \"<token string>\"}");
+  }
+  auto token = Token::from_string(request["token"].get_ref<const std::string&>());
+  if (!token.ok()) return token_status(token.status(), TokenUse::kService);
+  return std::move(*token);
+}
+
+std::string caller_of(const Identity& identity) {
+  return identity.principal.empty() ? identity.user : identity.principal;
+}
+
+}  // namespace
+
+Result<TokenServiceOptions> token_service_options_from_json(const nlohmann::json& config) {
+  TokenServiceOptions o;
+  if (!config.is_object()) return config_error("' must be an object");
+  static const std::set<std::string> kKeys = {
+      "store", "dir", "key_roll_interval_ms", "max_lifetime_ms", "renew_interval_ms",
+      "sweep_interval_ms", "issue_mechanisms", "services", "max_clock_skew_ms",
+      "replay_cache_capacity"};
+  for (const auto& [key, _] : config.items()) {
+    if (!kKeys.contains(key)) return config_error("." + key + "' is not a known key");
+  }
+  const std::string store = config.value("store", std::string("file"));
+  if (config.contains("store") && !config["store"].is_string()) {
+    return config_error(".store' must be \"file\" or \"memory\"");
+  }
+  if (store == "file") {
+    o.store = TokenServiceOptions::Store::kFile;
+    if (!config.contains("dir") || !config["dir"].is_string() ||
+        config["dir"].get<std::string>().empty()) {
+      return config_error(".dir' (the token store directory) is required with the file store");
+    }
+    o.dir = config["dir"].get<std::string>();
+  } else if (store == "memory") {
+    o.store = TokenServiceOptions::Store::kMemory;
+    if (config.contains("dir")) return config_error(".dir' is only for the file store");
+  } else {
+    return config_error(".store' must be \"file\" or \"memory\"");
+  }
+  for (Status s : {read_ms(config, "key_roll_interval_ms", o.secrets.key_roll_interval, 1000),
+                   read_ms(config, "max_lifetime_ms", o.secrets.max_lifetime, 1000),
+                   read_ms(config, "renew_interval_ms", o.secrets.renew_interval, 1000),
+                   read_ms(config, "sweep_interval_ms", o.sweep_interval, 100),
+                   read_ms(config, "max_clock_skew_ms", o.mechanism.max_clock_skew, 1000),
+                   read_strings(config, "issue_mechanisms", o.issue_mechanisms),
+                   read_strings(config, "services", o.mechanism.services)}) {
+    if (!s.ok()) return s;
+  }
+  if (std::find(o.issue_mechanisms.begin(), o.issue_mechanisms.end(), "token") !=
+      o.issue_mechanisms.end()) {
+    return config_error(".issue_mechanisms' must not contain \"token\": a token never begets a token");
+  }
+  if (config.contains("replay_cache_capacity")) {
+    const auto& v = config["replay_cache_capacity"];
+    if (!v.is_number_unsigned() || v.get<std::uint64_t>() < 1 ||
+        v.get<std::uint64_t>() > (std::uint64_t{1} << 26)) {
+      return config_error(".replay_cache_capacity' must be an integer from 1 to 67108864");
+    }
+    o.mechanism.replay_cache_capacity = v.get<std::size_t>();
+  }
+  return o;
+}
+
+Result<std::unique_ptr<TokenService>> TokenService::open(TokenServiceOptions options) {
+  std::shared_ptr<security::TokenStore> store;
+  if (options.store == TokenServiceOptions::Store::kFile) {
+    auto file = security::FileTokenStore::open(options.dir);
+    if (!file.ok()) return token_status(file.status(), TokenUse::kService, "token store");
+    store = std::move(*file);
+  } else {
+    store = std::make_shared<security::MemoryTokenStore>();
+  }
+  auto secrets = security::SecretManager::open(store, options.secrets);
+  if (!secrets.ok()) return token_status(secrets.status(), TokenUse::kService, "token store");
+  std::unique_ptr<TokenService> service(
+      new TokenService(std::move(options), std::shared_ptr<security::SecretManager>(std::move(*secrets))));
+  return service;
+}
+
+TokenService::TokenService(TokenServiceOptions options,
+                           std::shared_ptr<security::SecretManager> secrets)
+    : options_(std::move(options)), secrets_(std::move(secrets)),
+      mechanism_(std::make_shared<TokenServerMechanism>(secrets_, options_.mechanism)) {
+  sweeper_ = std::thread([this] { sweeper(); });
+}
+
+TokenService::~TokenService() {
+  {
+    std::lock_guard lock(mu_);
+    stopping_ = true;
+  }
+  wake_.notify_all();
+  if (sweeper_.joinable()) sweeper_.join();
+}
+
+void TokenService::sweeper() {
+  std::unique_lock lock(mu_);
+  while (!wake_.wait_for(lock, options_.sweep_interval, [this] { return stopping_; })) {
+    lock.unlock();
+    auto result = secrets_->sweep();
+    if (!result.ok()) {
+      if (options_.log) options_.log(LogLevel::kWarning, "token sweeper: " + result.status().to_string());
+    } else if (options_.log && (result->tokens_removed > 0 || result->keys_removed > 0 ||
+                                result->key_rolled)) {
+      options_.log(LogLevel::kInfo,
+                   "token sweeper: removed " + std::to_string(result->tokens_removed) +
+                       " expired tokens and " + std::to_string(result->keys_removed) + " keys" +
+                       (result->key_rolled ? "; rolled the master key" : ""));
+    }
+    lock.lock();
+  }
+}
+
+bool TokenService::may_issue(const Identity& identity) const {
+  return identity.mechanism != kTokenMechanism &&
+         std::find(options_.issue_mechanisms.begin(), options_.issue_mechanisms.end(),
+                   identity.mechanism) != options_.issue_mechanisms.end();
+}
+
+void TokenService::register_mechanism(MechanismRegistry& registry) const {
+  registry.register_server(
+      std::string(kTokenMechanism),
+      [m = mechanism_](const nlohmann::json& options) -> Result<std::shared_ptr<ServerMechanism>> {
+        if (options.is_object() && !options.empty()) {
+          return Status(Errc::kConfigError,
+                        "token: the token mechanism's options live in the 'tokens' section");
+        }
+        return std::shared_ptr<ServerMechanism>(m);
+      });
+}
+
+Service TokenService::service() {
+  Service s{std::string(kTokenServiceName)};
+  s.add_json(
+      "get",
+      [this](CallContext& ctx, const nlohmann::json& request) -> Result<nlohmann::json> {
+        const Identity& who = ctx.identity();
+        if (!may_issue(who)) {
+          return Status(Errc::kPermissionDenied,
+                        "token.get needs a connection authenticated by Kerberos; this one used '" +
+                            who.mechanism + "'");
+        }
+        if (!request.is_object()) return Status(Errc::kInvalidArgument, "request must be an object");
+        for (const auto& [key, _] : request.items()) {
+          if (key != "renewer" && key != "service") {
+            return Status(Errc::kInvalidArgument, "token.get: unknown key '" + key + "'");
+          }
+        }
+        security::TokenRequest r;
+        r.owner = caller_of(who);
+        if (who.real_user) r.real_user = *who.real_user;
+        for (auto [key, out] : {std::pair{"renewer", &r.renewer}, std::pair{"service", &r.service}}) {
+          if (!request.contains(key)) continue;
+          if (!request[key].is_string()) {
+            return Status(Errc::kInvalidArgument, std::string("token.get: '") + key + "' must be a string");
+          }
+          *out = request[key].get<std::string>();
+        }
+        const auto& services = options_.mechanism.services;
+        if (!services.empty() && std::find(services.begin(), services.end(), r.service) == services.end()) {
+          return Status(Errc::kInvalidArgument,
+                        "token.get: this server does not accept tokens for service '" + r.service + "'");
+        }
+        auto token = secrets_->issue(r);
+        if (!token.ok()) return token_status(token.status(), TokenUse::kService);
+        auto id = token->decode_identifier();
+        if (!id.ok()) return token_status(id.status(), TokenUse::kService);
+        auto text = token->to_string();
+        if (!text.ok()) return token_status(text.status(), TokenUse::kService);
+        nlohmann::json out = describe_json(*id);
+        out["token"] = *text;
+        security::cleanse(text->data(), text->size());
+        out["service"] = token->service;
+        const auto renew = std::min(id->max_date, id->issue_date + secrets_->options().renew_interval);
+        out["renew_date"] = security::format_token_time(renew);
+        out["renew_date_ms"] = renew.time_since_epoch().count();
+        return out;
+      },
+      Execution::kBlocking);
+  s.add_json(
+      "renew",
+      [this](CallContext& ctx, const nlohmann::json& request) -> Result<nlohmann::json> {
+        const Identity& who = ctx.identity();
+        if (!may_issue(who)) {
+          return Status(Errc::kPermissionDenied,
+                        "token.renew needs a connection authenticated by Kerberos; this one used '" +
+                            who.mechanism + "'");
+        }
+        auto token = request_token(request);
+        if (!token.ok()) return token.status();
+        auto renewed = secrets_->renew(*token, caller_of(who));
+        if (!renewed.ok()) return token_status(renewed.status(), TokenUse::kService);
+        return nlohmann::json{{"renew_date", security::format_token_time(*renewed)},
+                              {"renew_date_ms", renewed->time_since_epoch().count()}};
+      },
+      Execution::kBlocking);
+  s.add_json(
+      "cancel",
+      [this](CallContext& ctx, const nlohmann::json& request) -> Result<nlohmann::json> {
+        auto token = request_token(request);
+        if (!token.ok()) return token.status();
+        if (auto st = secrets_->cancel(*token, caller_of(ctx.identity())); !st.ok()) {
+          return token_status(st, TokenUse::kService);
+        }
+        return nlohmann::json::object();
+      },
+      Execution::kBlocking);
+  return s;
+}
+
+}  // namespace authrpc

@@ -1,0 +1,94 @@
+// TokenService: the delegation-token service built into the server
+// (docs/TOKENS.md §9, docs/CONFIG.md "tokens"). Owns the SecretManager and
+// its store (the embedded FileTokenStore by default, or memory), the
+// sweeper thread that expires tokens and rolls master keys on a timer, the
+// `token` server mechanism that shares the SecretManager, and the `token`
+// RPC service:
+//
+//   token.get     {"renewer": R, "service": S}  → {"token": ..., ...}
+//                 only on connections authenticated by one of
+//                 issue_mechanisms (Kerberos by default, never `token`)
+//   token.renew   {"token": T} → {"renew_date": ..., "renew_date_ms": ...}
+//                 only the renewer, on a Kerberos-authenticated connection
+//   token.cancel  {"token": T} → {} — the owner or the renewer
+//
+// The handlers run on the server's blocking pool (each mutation fsyncs the
+// store). Created by authrpc-server when its configuration has a "tokens"
+// section, or by applications and tests directly; then
+// `options.mechanisms.push_back(mechanism())` and
+// `server.add_service(service())`.
+#pragma once
+
+#include <chrono>
+#include <condition_variable>
+#include <memory>
+#include <mutex>
+#include <nlohmann/json_fwd.hpp>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "auth/mechanism_registry.h"
+#include "auth/token_mechanism.h"
+#include "rpc/log.h"
+#include "rpc/result.h"
+#include "security/secret_manager.h"
+#include "security/token_store.h"
+#include "server/service.h"
+
+namespace authrpc {
+
+inline constexpr std::string_view kTokenServiceName = "token";
+
+struct TokenServiceOptions {
+  enum class Store { kFile, kMemory };
+  Store store = Store::kFile;
+  std::string dir;  // kFile: the store directory (required)
+  security::SecretManagerOptions secrets;  // lifetimes, key roll, clock
+  // How often the sweeper runs (expired tokens, retired keys, key roll).
+  std::chrono::milliseconds sweep_interval{std::chrono::minutes(1)};
+  // Connections authenticated by these may get (and renew) tokens.
+  std::vector<std::string> issue_mechanisms{"kerberos", "kerberos-sasl"};
+  // The `token` mechanism's options; `services` also limits what token.get
+  // will stamp into a token.
+  TokenServerOptions mechanism;
+  LogSink log = stderr_log_sink(LogLevel::kInfo);
+};
+
+// The "tokens" object of the server configuration; unknown keys and wrong
+// types are kConfigError.
+Result<TokenServiceOptions> token_service_options_from_json(const nlohmann::json& config);
+
+class TokenService {
+ public:
+  // Opens the store and the secret manager; starts the sweeper thread.
+  static Result<std::unique_ptr<TokenService>> open(TokenServiceOptions options);
+  ~TokenService();  // stops the sweeper
+  TokenService(const TokenService&) = delete;
+  TokenService& operator=(const TokenService&) = delete;
+
+  // The `token` mechanism to enable on the server (shares the SecretManager).
+  std::shared_ptr<TokenServerMechanism> mechanism() const { return mechanism_; }
+  // The `token` service (get, renew, cancel); add it to the server.
+  Service service();
+  // Makes registry.make_server("token") return mechanism().
+  void register_mechanism(MechanismRegistry& registry) const;
+
+  security::SecretManager& secrets() { return *secrets_; }
+  const TokenServiceOptions& options() const noexcept { return options_; }
+
+ private:
+  TokenService(TokenServiceOptions options, std::shared_ptr<security::SecretManager> secrets);
+  void sweeper();
+  bool may_issue(const Identity& identity) const;
+
+  const TokenServiceOptions options_;
+  std::shared_ptr<security::SecretManager> secrets_;
+  std::shared_ptr<TokenServerMechanism> mechanism_;
+  std::mutex mu_;
+  std::condition_variable wake_;
+  bool stopping_ = false;
+  std::thread sweeper_;
+};
+
+}  // namespace authrpc

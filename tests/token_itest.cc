@@ -1,0 +1,602 @@
+// Integration tests for delegation tokens end to end, against a real MIT KDC
+// (tests/mini_kdc.h), real Servers and Clients on loopback, the real file
+// token store, and the real authrpc-server and authrpc binaries:
+//  - fetch over Kerberos (token.get), then authenticate with the token alone
+//    while KRB5CCNAME points at an empty cache;
+//  - expired, cancelled, forged, unknown-key and wrong-service tokens refused
+//    with typed errors on both sides, and the server keeps serving;
+//  - a replayed HELLO refused; token.get over a token connection refused;
+//    renew by a non-renewer refused;
+//  - tokens valid after a server restart (file store);
+//  - a crash test: authrpc-server SIGKILLed during a burst of token
+//    operations, restarted on the same store: every acknowledged issue,
+//    renew and cancel is there;
+//  - the CLI: authrpc token fetch / renew / cancel / print.
+// Principals: alice (owner), yarn (renewer), mallory (neither), rpc/localhost.
+#include <fcntl.h>
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <map>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <set>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "auth/kerberos.h"
+#include "auth/token_mechanism.h"
+#include "client/client.h"
+#include "security/clock.h"
+#include "security/credentials_file.h"
+#include "security/file_token_store.h"
+#include "server/server.h"
+#include "server/token_service.h"
+#include "tests/mini_kdc.h"
+
+#ifndef AUTHRPC_CLI_BIN
+#error "AUTHRPC_CLI_BIN must name the authrpc binary"
+#endif
+#ifndef AUTHRPC_SERVER_BIN
+#error "AUTHRPC_SERVER_BIN must name the authrpc-server binary"
+#endif
+
+namespace authrpc {
+namespace {
+
+using namespace std::chrono_literals;
+using authrpc::testing::MiniKdc;
+using security::Token;
+
+#define ASSERT_OK(expr)                                      \
+  do {                                                       \
+    const ::authrpc::Status _s = (expr);                     \
+    ASSERT_TRUE(_s.ok()) << #expr << ": " << _s.to_string(); \
+  } while (0)
+
+template <typename T>
+std::string Describe(const Result<T>& r) {
+  return r.ok() ? std::string("OK") : r.status().to_string();
+}
+
+std::string TempDir(const std::string& tag) {
+  std::string t = (std::filesystem::temp_directory_path() / ("authrpc-token-itest-" + tag + "-XXXXXX")).string();
+  return ::mkdtemp(t.data()) ? t : std::string();
+}
+
+struct Running {
+  std::unique_ptr<TokenService> tokens;
+  std::unique_ptr<Server> server;
+  Endpoint endpoint;
+};
+
+class TokenItest : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    kdc_ = std::make_unique<MiniKdc>();
+    setup_ = kdc_->start();
+    for (const char* p : {"alice", "yarn", "mallory"}) {
+      if (setup_.ok()) setup_ = kdc_->add_principal(p);
+      if (setup_.ok()) setup_ = kdc_->create_keytab(p, kdc_->client_keytab());
+    }
+    if (setup_.ok()) setup_ = kdc_->create_service_keytab("rpc/localhost");
+    if (setup_.ok()) kdc_->set_env_for_process();
+  }
+  static void TearDownTestSuite() { kdc_.reset(); }
+
+  void SetUp() override {
+    ASSERT_OK(setup_);
+    kdc_->set_env_for_process();
+    dir_ = TempDir("case");
+    ASSERT_FALSE(dir_.empty());
+  }
+  void TearDown() override { std::filesystem::remove_all(dir_); }
+
+  static std::string Principal(const std::string& name) { return name + "@" + kdc_->realm(); }
+
+  static std::shared_ptr<ClientMechanism> KerberosAs(const std::string& user) {
+    KerberosClientOptions o;
+    o.principal = user;
+    o.keytab = kdc_->client_keytab();
+    o.service_principal = "rpc/localhost@" + kdc_->realm();
+    auto m = KerberosClientMechanism::create(o);
+    EXPECT_TRUE(m.ok()) << Describe(m);
+    return *m;
+  }
+
+  // A server with kerberos + token and the token service (file store in
+  // store_dir unless memory), on tcp or unix.
+  Result<Running> Start(TokenServiceOptions t, const std::string& uri = "tcp://127.0.0.1:0") {
+    Running r;
+    t.log = null_log_sink();
+    if (t.store == TokenServiceOptions::Store::kFile && t.dir.empty()) t.dir = dir_ + "/store";
+    auto tokens = TokenService::open(std::move(t));
+    if (!tokens.ok()) return tokens.status();
+    r.tokens = std::move(*tokens);
+    KerberosServerOptions k;
+    k.keytab = kdc_->service_keytab();
+    k.principal = "rpc/localhost@" + kdc_->realm();
+    auto kerberos = KerberosServerMechanism::create(k);
+    if (!kerberos.ok()) return kerberos.status();
+    ServerOptions o;
+    o.endpoints = {*Endpoint::parse(uri)};
+    o.mechanisms = {*kerberos, r.tokens->mechanism()};
+    o.io_threads = 1;
+    o.blocking_threads = 2;
+    o.stop_grace = 1s;
+    o.log = null_log_sink();
+    r.server = std::make_unique<Server>(std::move(o));
+    if (Status s = r.server->add_service(r.tokens->service()); !s.ok()) return s;
+    if (Status s = r.server->start(); !s.ok()) return s;
+    r.endpoint = r.server->bound_endpoints().front();
+    return r;
+  }
+
+  static Result<std::unique_ptr<Client>> Connect(const Endpoint& ep,
+                                                 std::shared_ptr<ClientMechanism> m) {
+    ClientOptions o;
+    o.endpoint = ep;
+    o.mechanisms = {std::move(m)};
+    o.connect_timeout = 10s;
+    o.default_call_timeout = 10s;
+    return Client::connect(std::move(o));
+  }
+
+  static Result<Token> Fetch(const Endpoint& ep, const std::string& as, const std::string& renewer) {
+    auto client = Connect(ep, KerberosAs(as));
+    if (!client.ok()) return client.status();
+    auto r = (*client)->call_json("token", "get", {{"renewer", renewer}, {"service", ep.to_string()}});
+    if (!r.ok()) return r.status();
+    auto t = Token::from_string((*r)["token"].get<std::string>());
+    if (!t.ok()) return Status(Errc::kDataLoss, t.status().to_string());
+    return std::move(*t);
+  }
+
+  static std::shared_ptr<ClientMechanism> WithToken(const Token& t) {
+    TokenClientOptions o;
+    o.token = t;
+    return std::make_shared<TokenClientMechanism>(o);
+  }
+
+  static inline std::unique_ptr<MiniKdc> kdc_;
+  static inline Status setup_;
+  std::string dir_;
+};
+
+// Points KRB5CCNAME at an empty cache for the scope: the token alone must do.
+class NoTicket {
+ public:
+  explicit NoTicket(const std::string& dir) : old_(std::getenv("KRB5CCNAME") ? std::getenv("KRB5CCNAME") : "") {
+    ::setenv("KRB5CCNAME", ("FILE:" + dir + "/empty-ccache").c_str(), 1);
+  }
+  ~NoTicket() { ::setenv("KRB5CCNAME", old_.c_str(), 1); }
+
+ private:
+  std::string old_;
+};
+
+TEST_F(TokenItest, FetchOverKerberosThenConnectWithTheTokenOnly) {
+  for (const char* uri : {"tcp://127.0.0.1:0", "unix:@authrpc-token-itest-fetch"}) {
+    SCOPED_TRACE(uri);
+    auto running = Start({}, uri);
+    ASSERT_TRUE(running.ok()) << Describe(running);
+    auto token = Fetch(running->endpoint, "alice", Principal("yarn"));
+    ASSERT_TRUE(token.ok()) << Describe(token);
+    // Through a credentials file, as a job would get it.
+    security::CredentialsFile file;
+    file.add(*token);
+    const std::string path = dir_ + "/job.tokens";
+    ASSERT_TRUE(file.write(path).ok());
+    NoTicket no_ticket(dir_);
+    TokenClientOptions o;
+    o.token_file = path;
+    auto client = Connect(running->endpoint, std::make_shared<TokenClientMechanism>(o));
+    ASSERT_TRUE(client.ok()) << Describe(client);
+    EXPECT_EQ((*client)->mechanism(), "token");
+    auto who = (*client)->call_json("sys", "whoami", nlohmann::json::object());
+    ASSERT_TRUE(who.ok()) << Describe(who);
+    EXPECT_EQ((*who)["user"], Principal("alice"));
+    EXPECT_EQ((*who)["mechanism"], "token");
+    // token.get over a token-authenticated connection: refused.
+    auto again = (*client)->call_json("token", "get", {{"renewer", ""}});
+    ASSERT_FALSE(again.ok());
+    EXPECT_EQ(again.code(), make_error_code(Errc::kPermissionDenied)) << Describe(again);
+    // The same holds for renew; cancel by the owner over the token works.
+    auto renew = (*client)->call_json("token", "renew", {{"token", *token->to_string()}});
+    EXPECT_EQ(renew.code(), make_error_code(Errc::kPermissionDenied)) << Describe(renew);
+    running->server->stop();
+  }
+}
+
+TEST_F(TokenItest, BadTokensAreRefusedWithTypedErrorsAndTheServerKeepsServing) {
+  auto clock = std::make_shared<security::ManualClock>(
+      std::chrono::time_point_cast<std::chrono::milliseconds>(std::chrono::system_clock::now()));
+  TokenServiceOptions t;
+  t.secrets.clock = clock;
+  t.mechanism.max_clock_skew = std::chrono::hours(24 * 365);  // the client uses the real clock
+  auto running = Start(t);
+  ASSERT_TRUE(running.ok()) << Describe(running);
+  auto& secrets = running->tokens->secrets();
+  const std::string service = running->endpoint.to_string();
+  auto issue = [&](const std::string& owner) {
+    auto tok = secrets.issue({Principal(owner), Principal("yarn"), "", service});
+    EXPECT_TRUE(tok.ok());
+    return *tok;
+  };
+  struct Case {
+    const char* name;
+    std::function<Token()> make;
+    Errc code;
+    const char* text;
+  };
+  TokenServiceOptions other_options;
+  other_options.store = TokenServiceOptions::Store::kMemory;
+  other_options.log = null_log_sink();
+  auto other = TokenService::open(other_options);
+  ASSERT_TRUE(other.ok());
+  for (int i = 0; i < 3; ++i) ASSERT_TRUE((*other)->secrets().roll_master_key().ok());
+  const std::vector<Case> cases = {
+      {"expired", [&] { Token x = issue("alice"); clock->advance(25h); return x; },
+       Errc::kCredentialsExpired, "EXPIRED"},
+      {"cancelled", [&] { Token x = issue("alice"); EXPECT_TRUE(secrets.cancel(x, Principal("alice")).ok()); return x; },
+       Errc::kCredentialsExpired, "CANCELLED"},
+      {"forged", [&] { Token x = issue("alice"); x.password.data()[5] ^= 0x40; return x; },
+       Errc::kAuthenticationFailed, "FORGED"},
+      {"unknown key", [&] {
+         auto x = (*other)->secrets().issue({Principal("alice"), "", "", service});
+         return *x; },
+       Errc::kUnavailable, "UNKNOWN_KEY"},
+  };
+  for (const auto& c : cases) {
+    SCOPED_TRACE(c.name);
+    auto client = Connect(running->endpoint, WithToken(c.make()));
+    ASSERT_FALSE(client.ok());
+    EXPECT_EQ(client.code(), make_error_code(c.code)) << Describe(client);
+    EXPECT_NE(client.status().message.find(c.text), std::string::npos) << Describe(client);
+    auto good = Connect(running->endpoint, WithToken(issue("alice")));
+    EXPECT_TRUE(good.ok()) << Describe(good);
+  }
+  running->server->stop();
+}
+
+TEST_F(TokenItest, WrongServiceIsRefusedOnBothSides) {
+  TokenServiceOptions t;
+  t.store = TokenServiceOptions::Store::kMemory;
+  t.mechanism.services = {"tcp://db1.example.com:7000"};
+  auto running = Start(t);
+  ASSERT_TRUE(running.ok()) << Describe(running);
+  auto token = running->tokens->secrets().issue({Principal("alice"), "", "", "tcp://db1.example.com:7000"});
+  ASSERT_TRUE(token.ok());
+  // Client side: it holds no token for the endpoint it connects to.
+  auto client = Connect(running->endpoint, WithToken(*token));
+  ASSERT_FALSE(client.ok());
+  EXPECT_EQ(client.code(), make_error_code(Errc::kUnauthenticated)) << Describe(client);
+  // Server side: presented anyway (service override), for a service the server does not serve.
+  Token elsewhere = *token;
+  elsewhere.service = "tcp://db2.example.com:7000";
+  TokenClientOptions o;
+  o.token = elsewhere;
+  o.service = "anything";
+  client = Connect(running->endpoint, std::make_shared<TokenClientMechanism>(o));
+  ASSERT_FALSE(client.ok());
+  EXPECT_EQ(client.code(), make_error_code(Errc::kAuthenticationFailed)) << Describe(client);
+  EXPECT_NE(client.status().message.find("WRONG_SERVICE"), std::string::npos);
+  // token.get refuses to stamp a service the server does not serve.
+  auto k = Connect(running->endpoint, KerberosAs("alice"));
+  ASSERT_TRUE(k.ok()) << Describe(k);
+  auto r = (*k)->call_json("token", "get", {{"renewer", ""}, {"service", "tcp://db2.example.com:7000"}});
+  EXPECT_EQ(r.code(), make_error_code(Errc::kInvalidArgument)) << Describe(r);
+  running->server->stop();
+}
+
+// Sends a recorded HELLO token instead of making a fresh one.
+class ReplayingClient final : public ClientMechanism {
+ public:
+  explicit ReplayingClient(std::string hello) : hello_(std::move(hello)) {}
+  std::string_view name() const noexcept override { return kTokenMechanism; }
+  std::unique_ptr<ClientAuthSession> start(const ChannelInfo&) override {
+    struct Session final : ClientAuthSession {
+      std::string hello;
+      asio::awaitable<ClientStep> initial() override { co_return ClientStep::send(hello, true); }
+      asio::awaitable<ClientStep> challenge(std::string_view) override {
+        co_return ClientStep::failure({Errc::kProtocolError, "no challenge expected"});
+      }
+      asio::awaitable<Status> complete(std::string_view) override { co_return Status(); }
+    };
+    auto s = std::make_unique<Session>();
+    s->hello = hello_;
+    return s;
+  }
+
+ private:
+  std::string hello_;
+};
+
+TEST_F(TokenItest, ReplayedHelloIsRefused) {
+  TokenServiceOptions t;
+  t.store = TokenServiceOptions::Store::kMemory;
+  auto running = Start(t);
+  ASSERT_TRUE(running.ok()) << Describe(running);
+  auto token = Fetch(running->endpoint, "alice", "");
+  ASSERT_TRUE(token.ok()) << Describe(token);
+  const std::string hello = token_wire::make_hello(*token, "", security::SystemClock().now()).encode();
+  auto first = Connect(running->endpoint, std::make_shared<ReplayingClient>(hello));
+  ASSERT_TRUE(first.ok()) << Describe(first);
+  auto second = Connect(running->endpoint, std::make_shared<ReplayingClient>(hello));
+  ASSERT_FALSE(second.ok());
+  EXPECT_EQ(second.code(), make_error_code(Errc::kAuthenticationFailed)) << Describe(second);
+  EXPECT_NE(second.status().message.find("REPLAY"), std::string::npos);
+  running->server->stop();
+}
+
+TEST_F(TokenItest, OnlyTheRenewerRenewsAndOwnerOrRenewerCancel) {
+  TokenServiceOptions t;
+  auto running = Start(t);
+  ASSERT_TRUE(running.ok()) << Describe(running);
+  auto token = Fetch(running->endpoint, "alice", Principal("yarn"));
+  ASSERT_TRUE(token.ok()) << Describe(token);
+  const nlohmann::json request = {{"token", *token->to_string()}};
+  struct Case {
+    const char* as;
+    const char* method;
+    Errc code;
+  };
+  for (const Case& c : {Case{"mallory", "renew", Errc::kPermissionDenied},
+                        Case{"alice", "renew", Errc::kPermissionDenied},
+                        Case{"yarn", "renew", Errc::kOk},
+                        Case{"mallory", "cancel", Errc::kPermissionDenied},
+                        Case{"yarn", "cancel", Errc::kOk},
+                        Case{"alice", "cancel", Errc::kFailedPrecondition}}) {
+    SCOPED_TRACE(std::string(c.as) + " " + c.method);
+    auto client = Connect(running->endpoint, KerberosAs(c.as));
+    ASSERT_TRUE(client.ok()) << Describe(client);
+    auto r = (*client)->call_json("token", c.method, request);
+    EXPECT_EQ(r.code(), c.code == Errc::kOk ? std::error_code() : make_error_code(c.code)) << Describe(r);
+    if (c.code == Errc::kOk && std::string(c.method) == "renew") EXPECT_TRUE(r->contains("renew_date"));
+  }
+  running->server->stop();
+}
+
+TEST_F(TokenItest, TokensSurviveAServerRestart) {
+  Token token;
+  {
+    auto running = Start({});
+    ASSERT_TRUE(running.ok()) << Describe(running);
+    auto t = Fetch(running->endpoint, "alice", Principal("yarn"));
+    ASSERT_TRUE(t.ok()) << Describe(t);
+    token = *t;
+    running->server->stop();
+  }
+  auto running = Start({});  // same store directory, new process state
+  ASSERT_TRUE(running.ok()) << Describe(running);
+  token.service = running->endpoint.to_string();  // the port changed
+  NoTicket no_ticket(dir_);
+  auto client = Connect(running->endpoint, WithToken(token));
+  ASSERT_TRUE(client.ok()) << Describe(client);
+  EXPECT_EQ((*client)->authenticated_user(), Principal("alice"));
+  running->server->stop();
+}
+
+// --- child processes -------------------------------------------------------------
+
+struct Child {
+  pid_t pid = -1;
+  Endpoint endpoint;
+};
+
+// Starts authrpc-server with CONFIG and reads its endpoint from stdout.
+Result<Child> SpawnServer(const std::string& config) {
+  int out[2];
+  if (::pipe(out) != 0) return Status(Errc::kInternal, "pipe");
+  const pid_t pid = ::fork();
+  if (pid < 0) return Status(Errc::kInternal, "fork");
+  if (pid == 0) {
+    ::dup2(out[1], 1);
+    ::close(out[0]);
+    ::close(out[1]);
+    ::execl(AUTHRPC_SERVER_BIN, AUTHRPC_SERVER_BIN, "--config", config.c_str(), "--print-endpoints",
+            static_cast<char*>(nullptr));
+    ::_exit(127);
+  }
+  ::close(out[1]);
+  std::string line;
+  char c;
+  while (::read(out[0], &c, 1) == 1 && c != '\n') line.push_back(c);
+  ::close(out[0]);
+  auto ep = Endpoint::parse(line);
+  if (!ep.ok()) {
+    ::kill(pid, SIGKILL);
+    ::waitpid(pid, nullptr, 0);
+    return Status(Errc::kInternal, "authrpc-server printed '" + line + "'");
+  }
+  return Child{pid, *ep};
+}
+
+std::string WriteServerConfig(const std::string& dir, const std::string& realm) {
+  const nlohmann::json config = {
+      {"listen", {"tcp://127.0.0.1:0"}},
+      {"log_level", "error"},
+      {"stop_grace_ms", 1000},
+      {"auth",
+       {{"mechanisms", {"kerberos", "token"}},
+        {"options", {{"kerberos", {{"principal", "rpc/localhost@" + realm}}}}}}},
+      {"tokens", {{"store", "file"}, {"dir", dir + "/store"}}}};
+  const std::string path = dir + "/server.json";
+  std::ofstream(path) << config.dump(2);
+  return path;
+}
+
+TEST_F(TokenItest, CrashDuringABurstLosesNothingAcknowledged) {
+  const std::string config = WriteServerConfig(dir_, kdc_->realm());
+  auto child = SpawnServer(config);
+  ASSERT_TRUE(child.ok()) << Describe(child);
+
+  // The burst: issue, renew every token, cancel every third; record what the
+  // server acknowledged.
+  struct Acked {
+    std::map<std::uint64_t, Token> issued;
+    std::map<std::uint64_t, std::int64_t> renewed;  // seq → acknowledged renew date
+    std::set<std::uint64_t> cancelled;
+  };
+  Acked acked;
+  std::atomic<bool> done{false};
+  std::thread burst([&] {
+    auto alice = Connect(child->endpoint, KerberosAs("alice"));
+    auto yarn = Connect(child->endpoint, KerberosAs("yarn"));
+    if (!alice.ok() || !yarn.ok()) return done.store(true);
+    for (int i = 0; i < 100000; ++i) {
+      auto r = (*alice)->call_json("token", "get", {{"renewer", Principal("yarn")}});
+      if (!r.ok()) break;
+      Token t = *Token::from_string((*r)["token"].get<std::string>());
+      const std::uint64_t seq = (*r)["sequence_number"].get<std::uint64_t>();
+      acked.issued.emplace(seq, t);
+      const nlohmann::json req = {{"token", *t.to_string()}};
+      auto renewed = (*yarn)->call_json("token", "renew", req);
+      if (!renewed.ok()) break;
+      acked.renewed[seq] = (*renewed)["renew_date_ms"].get<std::int64_t>();
+      if (i % 3 == 0) {
+        if (!(*alice)->call_json("token", "cancel", req).ok()) break;
+        acked.cancelled.insert(seq);
+      }
+    }
+    done.store(true);
+  });
+  std::this_thread::sleep_for(1500ms);
+  ASSERT_EQ(::kill(child->pid, SIGKILL), 0);
+  ::waitpid(child->pid, nullptr, 0);
+  burst.join();
+  ASSERT_GT(acked.issued.size(), 3u) << "the burst made too little progress to test anything";
+
+  // Restart on the same store: an acknowledged, uncancelled token works.
+  auto again = SpawnServer(config);
+  ASSERT_TRUE(again.ok()) << Describe(again);
+  for (const auto& [seq, t] : acked.issued) {
+    if (acked.cancelled.contains(seq)) continue;
+    Token here = t;
+    here.service = again->endpoint.to_string();
+    auto c = Connect(again->endpoint, WithToken(here));
+    EXPECT_TRUE(c.ok()) << "token " << seq << ": " << Describe(c);
+    break;  // one connection is enough here; the store check below covers all
+  }
+  ::kill(again->pid, SIGTERM);
+  ::waitpid(again->pid, nullptr, 0);
+
+  // And the store holds every acknowledged change.
+  auto store = security::FileTokenStore::open(dir_ + "/store");
+  ASSERT_TRUE(store.ok()) << store.status().to_string();
+  auto state = (*store)->load();
+  ASSERT_TRUE(state.ok());
+  std::map<std::uint64_t, std::int64_t> stored;
+  for (const auto& t : state->tokens) stored[t.sequence_number] = t.renew_date.time_since_epoch().count();
+  std::size_t checked = 0;
+  for (const auto& [seq, t] : acked.issued) {
+    if (acked.cancelled.contains(seq)) {
+      EXPECT_FALSE(stored.contains(seq)) << "cancelled token " << seq << " came back";
+      continue;
+    }
+    ASSERT_TRUE(stored.contains(seq)) << "acknowledged token " << seq << " lost";
+    if (acked.renewed.contains(seq)) EXPECT_GE(stored[seq], acked.renewed[seq]) << "renewal of " << seq << " lost";
+    ++checked;
+  }
+  EXPECT_GT(checked, 0u);
+  std::printf("crash test: %zu issued, %zu renewed, %zu cancelled acknowledged before SIGKILL\n",
+              acked.issued.size(), acked.renewed.size(), acked.cancelled.size());
+}
+
+// --- CLI ----------------------------------------------------------------------------
+
+struct Cmd {
+  int status = -1;
+  std::string out;
+};
+
+Cmd RunCli(const std::string& args) {
+  Cmd c;
+  const std::string cmd = std::string(AUTHRPC_CLI_BIN) + " " + args + " 2>&1";
+  FILE* p = ::popen(cmd.c_str(), "r");
+  if (!p) return c;
+  char buf[4096];
+  std::size_t n;
+  while ((n = std::fread(buf, 1, sizeof buf, p)) > 0) c.out.append(buf, n);
+  const int st = ::pclose(p);
+  c.status = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+  return c;
+}
+
+TEST_F(TokenItest, CliFetchPrintUseRenewCancel) {
+  auto running = Start({});
+  ASSERT_TRUE(running.ok()) << Describe(running);
+  const std::string uri = running->endpoint.to_string();
+  const std::string file = dir_ + "/cli.tokens";
+  const std::string kt = " --principal alice --keytab " + kdc_->client_keytab() +
+                         " --service-principal rpc/localhost@" + kdc_->realm();
+  const std::string yarn = " --principal yarn --keytab " + kdc_->client_keytab() +
+                           " --service-principal rpc/localhost@" + kdc_->realm();
+  for (const char* sub : {"fetch", "renew", "cancel", "print"}) {
+    Cmd help = RunCli(std::string("token ") + sub + " --help");
+    EXPECT_EQ(help.status, 0);
+    EXPECT_NE(help.out.find("authrpc token fetch"), std::string::npos);
+  }
+  Cmd fetch = RunCli("token fetch --server " + uri + kt + " --renewer " + Principal("yarn") + " -o " + file);
+  ASSERT_EQ(fetch.status, 0) << fetch.out;
+  struct stat st {};
+  ASSERT_EQ(::stat(file.c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 0777, 0600u);
+  auto held = security::CredentialsFile::read(file);
+  ASSERT_TRUE(held.ok());
+  auto token = held->find(uri);
+  ASSERT_TRUE(token.ok());
+  const std::string secret = *token->to_string();
+
+  Cmd print = RunCli("token print --token-file " + file);
+  ASSERT_EQ(print.status, 0) << print.out;
+  for (const char* field : {"owner:", "renewer:", "issue date:", "max date:", "sequence number:", "master key id:"}) {
+    EXPECT_NE(print.out.find(field), std::string::npos) << field;
+  }
+  EXPECT_NE(print.out.find(Principal("alice")), std::string::npos);
+  EXPECT_EQ(print.out.find(secret), std::string::npos) << "print showed the token string";
+  EXPECT_EQ(fetch.out.find(secret), std::string::npos) << "fetch showed the token string";
+  Cmd json = RunCli("token print --json --token-file " + file);
+  ASSERT_EQ(json.status, 0);
+  EXPECT_EQ(nlohmann::json::parse(json.out)[0]["owner"], Principal("alice"));
+
+  {
+    NoTicket no_ticket(dir_);
+    Cmd who = RunCli("call --server " + uri + " --auth token --token-file " + file + " sys whoami");
+    ASSERT_EQ(who.status, 0) << who.out;
+    EXPECT_NE(who.out.find("\"mechanism\":\"token\""), std::string::npos) << who.out;
+  }
+  Cmd bad_renew = RunCli("token renew --server " + uri + kt + " --token-file " + file);
+  EXPECT_EQ(bad_renew.status, 1);
+  EXPECT_NE(bad_renew.out.find("PERMISSION_DENIED"), std::string::npos) << bad_renew.out;
+  Cmd renew = RunCli("token renew --server " + uri + yarn + " --token-file " + file);
+  EXPECT_EQ(renew.status, 0) << renew.out;
+  EXPECT_NE(renew.out.find("valid until"), std::string::npos) << renew.out;
+  Cmd cancel = RunCli("token cancel --server " + uri + kt + " --token-file " + file);
+  EXPECT_EQ(cancel.status, 0) << cancel.out;
+  // The cancelled token no longer authenticates (re-add it to try).
+  security::CredentialsFile again;
+  again.add(*token);
+  ASSERT_TRUE(again.write(file).ok());
+  Cmd refused = RunCli("call --server " + uri + " --auth token --token-file " + file + " sys whoami");
+  EXPECT_EQ(refused.status, 1);
+  EXPECT_NE(refused.out.find("CREDENTIALS_EXPIRED"), std::string::npos) << refused.out;
+  EXPECT_NE(refused.out.find("CANCELLED"), std::string::npos) << refused.out;
+  EXPECT_NE(refused.out.find("reauthenticate"), std::string::npos) << refused.out;
+  Cmd usage = RunCli("token fetch --server " + uri);
+  EXPECT_EQ(usage.status, 2);
+  running->server->stop();
+}
+
+}  // namespace
+}  // namespace authrpc
