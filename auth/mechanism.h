@@ -24,7 +24,12 @@ struct ChannelInfo {
   std::string peer_address;
   Endpoint::Scheme scheme = Endpoint::Scheme::kTcp;
   std::string server_host;  // client side: the host the client connected to
-  // Later: TLS state and channel-binding data.
+  // TLS channel binding (RFC 9266 tls-exporter, 32 bytes); empty without TLS.
+  // Mechanisms bind their proofs to it so they are useless on another connection.
+  std::string channel_binding;
+  bool tls = false;
+  // DER of the peer's verified certificate (server: the client's, with mutual TLS).
+  std::string peer_certificate;
 };
 
 // One server-side step: send a challenge, succeed, or fail.
