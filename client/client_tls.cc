@@ -62,4 +62,61 @@ asio::awaitable<Result<std::unique_ptr<Stream>>> connect_stream(
   co_return co_await transport_for(Endpoint::Scheme::kTcp).connect(ex, plain, deadline);
 }
 
+int TlsFlags::parse(const std::string& arg, const char* next, std::string* error) {
+  if (arg == "--tls") {
+    tls = true;
+    return 1;
+  }
+  if (arg != "--ca" && arg != "--cert" && arg != "--key" && arg != "--tls-min-version" &&
+      arg != "--encryption" && arg != "--authentication") {
+    return 0;
+  }
+  if (next == nullptr) {
+    *error = arg + " needs a value";
+    return 0;
+  }
+  const std::string v = next;
+  if (arg == "--ca") ca = v;
+  if (arg == "--cert") cert = v;
+  if (arg == "--key") key = v;
+  if (arg == "--tls-min-version") min_version = v;
+  if (arg == "--encryption" || arg == "--authentication") {
+    Policy p;
+    if (!parse_policy(v, &p)) {
+      *error = arg + " must be disabled, optional or required";
+      return 0;
+    }
+    (arg == "--encryption" ? encryption : authentication) = p;
+  }
+  return 2;
+}
+
+Status TlsFlags::apply(ClientOptions& options) const {
+  if (tls && options.endpoint.scheme == Endpoint::Scheme::kTcp) {
+    options.endpoint.scheme = Endpoint::Scheme::kTls;
+  }
+  if (encryption) options.encryption = *encryption;
+  if (authentication) options.authentication = *authentication;
+  const bool wants_tls = options.endpoint.scheme == Endpoint::Scheme::kTls ||
+                         (encryption && *encryption != Policy::kDisabled);
+  if (!wants_tls) {
+    if (!ca.empty() || !cert.empty() || !key.empty()) {
+      return Status(Errc::kConfigError, "--ca/--cert/--key need --tls or a tls:// server");
+    }
+    return {};
+  }
+  security::TlsClientOptions t;
+  t.ca_file = ca;
+  t.certificate_file = cert;
+  t.private_key_file = key;
+  if (!min_version.empty() && !security::parse_tls_version(min_version, &t.min_version)) {
+    return Status(Errc::kConfigError, "--tls-min-version must be 1.2 or 1.3");
+  }
+  if (t.ca_file.empty()) return Status(Errc::kConfigError, "TLS needs --ca FILE (the CA bundle)");
+  std::string error;
+  options.tls = security::TlsClientContext::create(t, &error);
+  if (!options.tls) return Status(Errc::kConfigError, error);
+  return {};
+}
+
 }  // namespace authrpc

@@ -6,6 +6,7 @@
 
 #include <asio/io_context.hpp>
 #include <memory>
+#include <nlohmann/json.hpp>
 
 #include "rpc/policy.h"
 #include "rpc/result.h"
@@ -19,6 +20,11 @@ Policy server_encryption_policy(const ServerOptions& options);
 
 // kConfigError naming the conflict, or OK.
 Status validate_server_policies(const ServerOptions& options);
+
+// Reads the configuration file's "tls", "encryption" and "authentication"
+// keys (docs/CONFIG.md) into `options`, building the TLS context. kConfigError
+// naming the key on a bad value or unreadable file.
+Status apply_tls_config(const nlohmann::json& config, ServerOptions& options);
 
 // A listener for `endpoint`: TLS (with or without plaintext, by policy) for
 // tls://, sockets otherwise.

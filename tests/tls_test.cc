@@ -27,6 +27,8 @@
 #include "rpc/tls_errors.h"
 #include "security/tls_context.h"
 #include "server/server.h"
+#include "server/server_config.h"
+#include "auth/mechanism_registry.h"
 #include "tests/tls_test_certs.h"
 
 namespace authrpc {
@@ -566,6 +568,69 @@ INSTANTIATE_TEST_SUITE_P(
                       o.mechanisms = {std::make_shared<ProvingClientMechanism>()};
                     },
                     "authentication is disabled"}),
+    [](const auto& info) { return info.param.name; });
+
+// --- Configuration file ------------------------------------------------------
+
+nlohmann::json TlsConfig() {
+  return {{"listen", {"tls://127.0.0.1:0"}},
+          {"encryption", "required"},
+          {"tls",
+           {{"certificate", certs().ca->cert_file("server")},
+            {"private_key", certs().ca->key_file("server")},
+            {"ca", certs().ca->ca_file()},
+            {"client_certificates", "optional"},
+            {"min_version", "1.2"}}},
+          {"auth", {{"mechanisms", {"x509", "simple"}}}}};
+}
+
+TEST(TlsConfig, AServerConfiguredFromJsonServesTlsAndX509) {
+  const auto registry = MechanismRegistry::with_builtins();
+  auto options = server_options_from_json(TlsConfig(), registry);
+  ASSERT_TRUE(options.ok()) << Describe(options);
+  ASSERT_TRUE(options->tls);
+  EXPECT_EQ(options->tls->options().min_version, TlsVersion::kTls12);
+  options->log = null_log_sink();
+  options->io_threads = 1;
+  auto server = Start(std::move(*options));
+  ASSERT_TRUE(server);
+  ClientOptions co = TlsClientOptionsFor(server->endpoint, ClientContext(true));
+  co.mechanisms = {std::make_shared<X509ClientMechanism>()};
+  auto client = Client::connect(co);
+  ASSERT_TRUE(client.ok()) << Describe(client);
+  EXPECT_EQ(Whoami(**client), "alice");
+}
+
+struct BadConfigCase {
+  std::string name;
+  std::function<void(nlohmann::json&)> change;
+  std::string message;
+};
+
+class TlsBadConfig : public ::testing::TestWithParam<BadConfigCase> {};
+
+TEST_P(TlsBadConfig, IsRefusedNamingTheKey) {
+  nlohmann::json config = TlsConfig();
+  GetParam().change(config);
+  auto options = server_options_from_json(config, MechanismRegistry::with_builtins());
+  Status s = options.ok() ? Server(std::move(*options)).start() : options.status();
+  EXPECT_EQ(s.code, Errc::kConfigError) << s.to_string();
+  EXPECT_THAT(s.message, ::testing::HasSubstr(GetParam().message));
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Tls, TlsBadConfig,
+    ::testing::Values(
+        BadConfigCase{"unknown_tls_key", [](auto& c) { c["tls"]["cert"] = "x"; }, "tls.cert"},
+        BadConfigCase{"bad_policy", [](auto& c) { c["encryption"] = "maybe"; }, "'encryption'"},
+        BadConfigCase{"bad_min_version", [](auto& c) { c["tls"]["min_version"] = "1.1"; },
+                      "tls.min_version"},
+        BadConfigCase{"missing_key_file", [](auto& c) { c["tls"]["private_key"] = "/nonexistent.key"; },
+                      "nonexistent.key"},
+        BadConfigCase{"plaintext_listener_with_required",
+                      [](auto& c) { c["listen"].push_back("tcp://127.0.0.1:0"); }, "not a TLS endpoint"},
+        BadConfigCase{"authentication_required_with_simple",
+                      [](auto& c) { c["authentication"] = "required"; }, "'simple'"}),
     [](const auto& info) { return info.param.name; });
 
 // --- Failures: typed, and the server goes on serving ------------------------
