@@ -28,6 +28,7 @@
 #include "minibench/report.h"
 #include "minibench/server_child.h"
 #include "minibench/sessions.h"
+#include "minibench/tls_sessions.h"
 
 namespace minibench {
 namespace {
@@ -465,8 +466,20 @@ int run(const Args& args) {
   const KerberosSetup* kerberos = selection.realm ? &selection.realm->setup() : nullptr;
 
   std::unique_ptr<ServerChild> child;
+  std::unique_ptr<ThrowawayCerts> tls_certs;  // removed at the end of the run
   if (args.server.empty()) {
     ServerChildOptions options;
+    if (args.sessions && (args.transport == "all" || args.transport == "tcp")) {
+      auto certs = ThrowawayCerts::make();
+      if (certs.ok()) {
+        tls_certs = std::move(*certs);
+        options.tls = ServerChildOptions::TlsFiles{tls_certs->dir() + "/server.pem",
+                                                   tls_certs->dir() + "/server.key"};
+      } else {
+        std::fprintf(stderr, "minibench: the TLS rows are skipped: %s\n",
+                     certs.status().to_string().c_str());
+      }
+    }
     for (const auto& m : selection.methods) {
       options.mechanisms.push_back(
           {m.name, m.kerberos ? kerberos->server_options() : nlohmann::json::object(),
@@ -511,6 +524,10 @@ int run(const Args& args) {
   plan.blocks = args.blocks;
   plan.progress = args.progress;
   plan.transports = std::move(*servers);
+  if (child && child->endpoints().contains("authrpc/tls")) {
+    plan.tls = TlsServers{child->endpoints().at("authrpc/tls"), child->endpoints().at("floor/tls"),
+                          tls_certs->dir() + "/ca.pem"};
+  }
 
   const std::string methods = joined_names(plan.methods);
   if (child) {

@@ -11,6 +11,8 @@
 //   gss-floor/tcp   with gss_floor: a floor/gss listener (gss_floor.h) on
 //                   tcp://127.0.0.1:0
 //   gss-floor/unix  and on unix:@minibench-<pid>-gss-floor
+//   authrpc/tls     with tls: the same Server on tls://127.0.0.1:0
+//   floor/tls       with tls: a bare TLS echo listener (tls_floor.h)
 // — and reports the bound endpoints over a pipe, one "<key> <uri>" line each
 // (and a "skipped <mechanism> <why>" line for each optional mechanism it could
 // not create), then "ready" (or one "error <message>" line, then exits 1). The Server has
@@ -63,6 +65,12 @@ struct ServerChildOptions {
   // CPU while the server thread did not, or the reverse, which swung ratios
   // between 0.5 and 5). false: a thread of their own.
   bool floors_on_server_thread = true;
+  // Set: a TLS endpoint and floor/tls, with this certificate chain and key.
+  struct TlsFiles {
+    std::string certificate;
+    std::string private_key;
+  };
+  std::optional<TlsFiles> tls;
 };
 
 class ServerChild {
