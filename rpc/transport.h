@@ -114,6 +114,8 @@ class Transport {
 };
 
 // The built-in transport for an endpoint's scheme (lives for the process).
+// For kTls it refuses (kConfigError): TLS needs a context, see
+// rpc/tls_transport.h.
 Transport& transport_for(Endpoint::Scheme scheme);
 
 }  // namespace authrpc
