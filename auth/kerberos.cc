@@ -50,6 +50,24 @@ class GssContext {
   gss_ctx_id_t ctx_ = GSS_C_NO_CONTEXT;
 };
 
+// GSS channel bindings for a TLS connection (RFC 9266: "tls-exporter:" and
+// the exporter value as application data). Without TLS: no bindings.
+class ChannelBindings {
+ public:
+  explicit ChannelBindings(const ChannelInfo& channel) {
+    if (channel.channel_binding.empty()) return;
+    data_ = "tls-exporter:" + channel.channel_binding;
+    bindings_.application_data = view(data_);
+  }
+  gss_channel_bindings_t get() noexcept {
+    return data_.empty() ? GSS_C_NO_CHANNEL_BINDINGS : &bindings_;
+  }
+
+ private:
+  std::string data_;
+  gss_channel_bindings_struct bindings_{};
+};
+
 std::string local_host_name() {
   char name[256] = {};
   if (::gethostname(name, sizeof name - 1) != 0) return "localhost";
@@ -86,8 +104,9 @@ namespace {
 
 class KerberosServerSession final : public ServerAuthSession {
  public:
-  explicit KerberosServerSession(std::shared_ptr<KerberosServerMechanism::State> state)
-      : state_(std::move(state)) {}
+  KerberosServerSession(std::shared_ptr<KerberosServerMechanism::State> state,
+                        const ChannelInfo& channel)
+      : state_(std::move(state)), bindings_(channel) {}
 
   asio::awaitable<ServerStep> step(std::string_view client_token) override {
     gss_buffer_desc input = view(client_token);
@@ -96,7 +115,7 @@ class KerberosServerSession final : public ServerAuthSession {
     OM_uint32 minor = 0, flags = 0;
     const OM_uint32 major = gss_accept_sec_context(
         &minor, context_.get(), state_->credentials->handle(), &input,
-        GSS_C_NO_CHANNEL_BINDINGS, &source, nullptr, output.get(), &flags, nullptr, nullptr);
+        bindings_.get(), &source, nullptr, output.get(), &flags, nullptr, nullptr);
     GssName client(source);
     if (GSS_ERROR(major)) {
       co_return ServerStep::failure(kerberos_status(GssStatus::from(major, minor, "accept")));
@@ -118,6 +137,7 @@ class KerberosServerSession final : public ServerAuthSession {
 
  private:
   std::shared_ptr<KerberosServerMechanism::State> state_;
+  ChannelBindings bindings_;
   GssContext context_;
 };
 
@@ -125,7 +145,7 @@ class KerberosClientSession final : public ClientAuthSession {
  public:
   KerberosClientSession(std::shared_ptr<KerberosClientMechanism::State> state,
                         const ChannelInfo& channel)
-      : state_(std::move(state)) {
+      : state_(std::move(state)), bindings_(channel) {
     const auto& o = state_->options;
     std::string host;
     if (!o.service_principal.empty()) {
@@ -189,7 +209,7 @@ class KerberosClientSession final : public ClientAuthSession {
     OM_uint32 minor = 0, flags = 0;
     const OM_uint32 major = gss_init_sec_context(
         &minor, cred(), context_.get(), target_->get(), const_cast<gss_OID>(gss_mech_krb5),
-        kFlags, 0, GSS_C_NO_CHANNEL_BINDINGS, &input, nullptr, output.get(), &flags, nullptr);
+        kFlags, 0, bindings_.get(), &input, nullptr, output.get(), &flags, nullptr);
     if (GSS_ERROR(major)) {
       co_return kerberos_status(GssStatus::from(major, minor, "verify server (AP-REP)"));
     }
@@ -214,7 +234,7 @@ class KerberosClientSession final : public ClientAuthSession {
     OM_uint32 minor = 0;
     const OM_uint32 major = gss_init_sec_context(
         &minor, cred(), context_.get(), target_->get(), const_cast<gss_OID>(gss_mech_krb5),
-        kFlags, 0, GSS_C_NO_CHANNEL_BINDINGS, GSS_C_NO_BUFFER, nullptr, output.get(), nullptr,
+        kFlags, 0, bindings_.get(), GSS_C_NO_BUFFER, nullptr, output.get(), nullptr,
         nullptr);
     if (GSS_ERROR(major)) {
       std::lock_guard lock(state_->mu);
@@ -233,6 +253,7 @@ class KerberosClientSession final : public ClientAuthSession {
   GssStatus target_status_;
   std::shared_ptr<const GssName> target_;  // shared by the sessions of a target
   std::string target_label_;
+  ChannelBindings bindings_;
   GssContext context_;
 };
 
@@ -261,8 +282,8 @@ Result<std::shared_ptr<KerberosServerMechanism>> KerberosServerMechanism::create
   return std::shared_ptr<KerberosServerMechanism>(new KerberosServerMechanism(std::move(state)));
 }
 
-std::unique_ptr<ServerAuthSession> KerberosServerMechanism::start(const ChannelInfo&) {
-  return std::make_unique<KerberosServerSession>(state_);
+std::unique_ptr<ServerAuthSession> KerberosServerMechanism::start(const ChannelInfo& channel) {
+  return std::make_unique<KerberosServerSession>(state_, channel);
 }
 
 const std::string& KerberosServerMechanism::principal() const noexcept { return state_->principal; }

@@ -25,10 +25,12 @@ struct ChannelInfo {
   Endpoint::Scheme scheme = Endpoint::Scheme::kTcp;
   std::string server_host;  // client side: the host the client connected to
   std::string server_uri;   // client side: the endpoint URI (Endpoint::to_string())
-  // Data that identifies this channel to both ends (the TLS exporter value
-  // when the connection uses TLS; empty without TLS). Mechanisms that bind
-  // to the channel (token) include it in their proofs.
+  // TLS channel binding (RFC 9266 tls-exporter, 32 bytes); empty without TLS.
+  // Mechanisms bind their proofs to it so they are useless on another connection.
   std::string channel_binding;
+  bool tls = false;
+  // DER of the peer's verified certificate (server: the client's, with mutual TLS).
+  std::string peer_certificate;
 };
 
 // One server-side step: send a challenge, succeed, or fail.

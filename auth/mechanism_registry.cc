@@ -6,6 +6,7 @@
 #include "auth/kerberos_sasl.h"
 #include "auth/simple.h"
 #include "auth/token_mechanism.h"
+#include "auth/x509.h"
 
 #include <algorithm>
 
@@ -148,6 +149,24 @@ MechanismRegistry MechanismRegistry::with_builtins() {
     return make_kerberos_client<KerberosSaslClientMechanism>(kKerberosSaslMechanism, options);
   });
   register_token_builtins(r);
+  r.register_server(std::string(kX509Mechanism),
+                    [](const nlohmann::json& options) -> Result<std::shared_ptr<ServerMechanism>> {
+                      auto rule = security::X509UserFrom::kCommonName;
+                      if (options.is_object()) {
+                        for (const auto& [key, value] : options.items()) {
+                          if (key != "user_from") return Status(Errc::kConfigError, "x509: unknown option '" + key + "'");
+                          if (!value.is_string() || !security::parse_x509_user_from(value.get<std::string>(), &rule)) {
+                            return Status(Errc::kConfigError,
+                                          "x509: 'user_from' must be cn, san-email, san-email-local or san-dns");
+                          }
+                        }
+                      }
+                      return std::shared_ptr<ServerMechanism>(std::make_shared<X509ServerMechanism>(rule));
+                    });
+  r.register_client(std::string(kX509Mechanism),
+                    [](const nlohmann::json&) -> Result<std::shared_ptr<ClientMechanism>> {
+                      return std::shared_ptr<ClientMechanism>(std::make_shared<X509ClientMechanism>());
+                    });
   return r;
 }
 

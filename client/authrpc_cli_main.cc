@@ -12,6 +12,7 @@
 #include "auth/mechanism_registry.h"
 #include "client/client.h"
 #include "client/token_commands.h"
+#include "client/client_tls.h"
 
 namespace {
 
@@ -23,7 +24,8 @@ commands:
   help     this text
 
 authrpc call --server URI [options] SERVICE METHOD
-  --server URI       tcp://HOST:PORT, tcp://[::1]:PORT or unix:/path.sock (required)
+  --server URI       tcp://HOST:PORT, tcp://[::1]:PORT, tls://HOST:PORT or
+                     unix:/path.sock (required)
   --auth NAME        mechanism to use; repeat to allow several, in order of
                      preference (default: simple). Never falls back to one
                      not listed.
@@ -41,12 +43,20 @@ authrpc call --server URI [options] SERVICE METHOD
   --data-file FILE   request payload from FILE ('-' for stdin)
   --timeout MS       call deadline in milliseconds (default: none)
   --connect-timeout MS  connect + negotiation bound (default: 10000)
+  --tls              use TLS (same as a tls:// server URI); needs --ca
+  --ca FILE          CA bundle (PEM) the server's certificate must chain to
+  --cert F --key F   client certificate and key (PEM) for mutual TLS / --auth x509
+  --tls-min-version V   1.3 (default) or 1.2
+  --encryption P     disabled|optional|required (default: required for
+                     tls://, else disabled); optional falls back to plaintext
+  --authentication P disabled|optional|required: required refuses simple
 
 Examples:
   authrpc call --server tcp://127.0.0.1:7000 --auth simple sys whoami
   authrpc call --server tcp://localhost:7000 --auth kerberos sys whoami
   authrpc call --server tcp://localhost:7000 --auth kerberos-sasl sys whoami
   authrpc call --server tcp://localhost:7000 --auth token --token-file job.tokens sys whoami
+  authrpc call --server tls://localhost:7443 --ca ca.pem --auth kerberos sys whoami
 
 Exit status: 0 on success; 1 when the call fails (the error is printed on
 stderr as CODE: message, with what to do about it); 2 for usage errors.
@@ -70,6 +80,7 @@ int call_command(int argc, char** argv) {
   nlohmann::json kerberos = nlohmann::json::object();
   long timeout_ms = 0, connect_timeout_ms = 10'000;
   std::vector<std::string> positional;
+  authrpc::TlsFlags tls_flags;
   for (int i = 0; i < argc; ++i) {
     const std::string arg = argv[i];
     auto value = [&](const char* name) -> const char* {
@@ -78,7 +89,12 @@ int call_command(int argc, char** argv) {
       return argv[++i];
     };
     const char* v = nullptr;
-    if (arg == "--help" || arg == "-h") {
+    std::string tls_error;
+    if (const int used = tls_flags.parse(arg, i + 1 < argc ? argv[i + 1] : nullptr, &tls_error);
+        used > 0 || !tls_error.empty()) {
+      if (!tls_error.empty()) return usage_error(tls_error);
+      i += used - 1;
+    } else if (arg == "--help" || arg == "-h") {
       std::fputs(kUsage, stdout);
       return 0;
     } else if (arg == "--server") {
@@ -135,6 +151,7 @@ int call_command(int argc, char** argv) {
   authrpc::ClientOptions options;
   options.endpoint = *endpoint;
   options.connect_timeout = std::chrono::milliseconds(connect_timeout_ms);
+  if (authrpc::Status s = tls_flags.apply(options); !s.ok()) return usage_error(s.message);
   for (const auto& name : mechanisms) {
     nlohmann::json mech_options = nlohmann::json::object();
     if (name == "simple" && !user.empty()) mech_options["user"] = user;

@@ -12,6 +12,7 @@
 #include <unordered_map>
 
 #include "auth/client_negotiation.h"
+#include "client/client_tls.h"
 #include "rpc/deadline_queue.h"
 #include "rpc/frame_channel.h"
 #include "rpc/messages.h"
@@ -32,14 +33,20 @@ class Client::Connection : public std::enable_shared_from_this<Client::Connectio
 
   asio::awaitable<Status> open() {
     const auto deadline = Clock::now() + options_.connect_timeout;
-    auto stream = co_await transport_for(options_.endpoint.scheme)
-                      .connect(executor_, options_.endpoint, deadline);
+    if (Status s = validate_client_policies(options_); !s.ok()) co_return s;
+    auto stream = co_await connect_stream(executor_, options_, deadline);
     if (!stream.ok()) co_return stream.status();
     ChannelInfo info;
     info.peer_address = (*stream)->peer_address();
-    info.scheme = options_.endpoint.scheme;
+    info.scheme = (*stream)->scheme();
     info.server_host = options_.endpoint.host;
     info.server_uri = options_.endpoint.to_string();
+    if (const TlsInfo* tls = (*stream)->tls()) {
+      info.tls = true;
+      info.channel_binding = tls->channel_binding;
+      info.peer_certificate = tls->peer_certificate;
+      tls_info_ = *tls;
+    }
     channel_ = std::make_shared<FrameChannel>(std::move(*stream), options_.max_frame_size);
 
     DeadlineQueue::of(executor_).add(negotiation_deadline_, deadline, executor_);
@@ -121,6 +128,8 @@ class Client::Connection : public std::enable_shared_from_this<Client::Connectio
     return summary_status_;
   }
   const asio::any_io_executor& executor() const noexcept { return executor_; }
+  // Set in open(), before the Client is handed out; read-only afterwards.
+  const std::optional<TlsInfo>& tls_info() const noexcept { return tls_info_; }
 
  private:
   enum class State {
@@ -303,6 +312,7 @@ class Client::Connection : public std::enable_shared_from_this<Client::Connectio
   ClientOptions options_;
   std::shared_ptr<FrameChannel> channel_;
   ChannelInfo info_;
+  std::optional<TlsInfo> tls_info_;
   State state_ = State::kHolding;
   std::string held_;
   std::unique_ptr<ClientAuthSession> spent_session_;  // dropped after the first response
@@ -410,6 +420,7 @@ asio::awaitable<Status> Client::async_wait_authenticated() {
 
 std::string Client::mechanism() const { return connection_->mechanism(); }
 std::string Client::authenticated_user() const { return connection_->authenticated_user(); }
+std::optional<TlsInfo> Client::tls_info() const { return connection_->tls_info(); }
 Status Client::connection_status() const { return connection_->status(); }
 const asio::any_io_executor& Client::executor() const noexcept { return connection_->executor(); }
 

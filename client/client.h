@@ -13,6 +13,7 @@
 #include <future>
 #include <memory>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -20,9 +21,14 @@
 #include "auth/mechanism.h"
 #include "client/client_runtime.h"
 #include "rpc/endpoint.h"
+#include "rpc/policy.h"
 #include "rpc/result.h"
+#include "rpc/transport.h"
 
 namespace authrpc {
+namespace security {
+class TlsClientContext;
+}
 
 struct ClientOptions {
   Endpoint endpoint;
@@ -40,6 +46,14 @@ struct ClientOptions {
   // the first calls then travel in the same flight as the negotiation and
   // report any authentication failure themselves (fewest round trips).
   bool wait_for_authentication = true;
+  // TLS (docs/TLS.md): the context (CA bundle, optional client certificate,
+  // session cache), shared by every client of the process. Encryption policy
+  // unset: required for a tls:// endpoint, else disabled. `optional` tries
+  // TLS and falls back to plaintext if the server does not speak it.
+  // Authentication: `required` never uses `simple`; `disabled` only `simple`.
+  std::shared_ptr<security::TlsClientContext> tls;
+  std::optional<Policy> encryption;
+  Policy authentication = Policy::kOptional;
 };
 
 struct CallOptions {
@@ -79,6 +93,8 @@ class Client {
   // The mechanism negotiated ("" until then) and the user the server saw.
   std::string mechanism() const;
   std::string authenticated_user() const;
+  // The TLS parameters of the connection; nullopt if it is not TLS.
+  std::optional<TlsInfo> tls_info() const;
   // Why the connection is unusable, or OK while it is usable.
   Status connection_status() const;
   const asio::any_io_executor& executor() const noexcept;

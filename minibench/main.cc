@@ -30,6 +30,7 @@
 #include "minibench/server_child.h"
 #include "minibench/sessions.h"
 #include "minibench/tokens.h"
+#include "minibench/tls_sessions.h"
 
 namespace minibench {
 namespace {
@@ -493,9 +494,21 @@ int run(const Args& args) {
       if (!dir->empty()) std::filesystem::remove_all(*dir);
     }
   } remove_token_dir{&token_dir};
+  std::unique_ptr<ThrowawayCerts> tls_certs;  // removed at the end of the run
   if (args.server.empty()) {
     ServerChildOptions options;
     bool has_kerberos = false, has_token = false;
+    if (args.sessions && (args.transport == "all" || args.transport == "tcp")) {
+      auto certs = ThrowawayCerts::make();
+      if (certs.ok()) {
+        tls_certs = std::move(*certs);
+        options.tls = ServerChildOptions::TlsFiles{tls_certs->dir() + "/server.pem",
+                                                   tls_certs->dir() + "/server.key"};
+      } else {
+        std::fprintf(stderr, "minibench: the TLS rows are skipped: %s\n",
+                     certs.status().to_string().c_str());
+      }
+    }
     for (const auto& m : selection.methods) {
       const bool token = m.name == "token";
       has_token = has_token || token;
@@ -570,6 +583,10 @@ int run(const Args& args) {
   plan.blocks = args.blocks;
   plan.progress = args.progress;
   plan.transports = std::move(*servers);
+  if (child && child->endpoints().contains("authrpc/tls")) {
+    plan.tls = TlsServers{child->endpoints().at("authrpc/tls"), child->endpoints().at("floor/tls"),
+                          tls_certs->dir() + "/ca.pem"};
+  }
 
   const std::string methods = joined_names(plan.methods);
   if (child) {

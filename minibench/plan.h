@@ -41,6 +41,13 @@ struct MethodPlan {
   std::optional<double> target;  // session p50 ≤ target × floor p50
 };
 
+// The TLS server and floor of a run (the +tls rows and floor/tls).
+struct TlsServers {
+  authrpc::Endpoint authrpc;  // tls://127.0.0.1:<port>
+  authrpc::Endpoint floor;    // floor/tls
+  std::string ca_file;        // the CA the clients trust
+};
+
 struct BenchPlan {
   std::vector<MethodPlan> methods;  // sessions: measured in this order on each transport
   std::string calls_method = "simple";  // calls: the connection authenticates with it
@@ -50,6 +57,7 @@ struct BenchPlan {
   std::size_t blocks = 10;    // a row and its floor alternate in this many blocks
   bool progress = true;       // progress lines on stderr
   std::vector<TransportServers> transports;  // measured in this order
+  std::optional<TlsServers> tls;             // set: TLS rows after the others
 
   const MethodPlan* method(const std::string& name) const {
     for (const auto& m : methods) {

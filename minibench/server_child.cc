@@ -25,6 +25,8 @@
 #include "client/client.h"
 #include "minibench/floor.h"
 #include "minibench/gss_floor.h"
+#include "minibench/tls_floor.h"
+#include "security/tls_context.h"
 #include "server/server.h"
 #include "server/service.h"
 
@@ -62,6 +64,7 @@ struct FloorSpec {
   std::string key;
   Endpoint endpoint;
   bool gss;
+  bool tls = false;
 };
 
 // The floor listeners of a child with tag `tag`.
@@ -81,12 +84,14 @@ std::vector<FloorSpec> floor_specs(const std::string& tag, bool gss) {
 struct FloorPlan {
   std::vector<FloorSpec> specs;
   std::shared_ptr<const KerberosCredentials> acceptor;  // for the gss floors
+  std::shared_ptr<authrpc::security::TlsServerContext> tls;  // for floor/tls
 
   Status start(const asio::any_io_executor& ex,
                std::vector<std::unique_ptr<FloorServer>>& floors) const {
     for (const auto& spec : specs) {
-      auto floor = spec.gss ? start_gss_floor_server(ex, spec.endpoint, acceptor)
-                            : FloorServer::start(ex, spec.endpoint);
+      auto floor = spec.tls   ? start_tls_floor_server(ex, spec.endpoint, tls)
+                   : spec.gss ? start_gss_floor_server(ex, spec.endpoint, acceptor)
+                              : FloorServer::start(ex, spec.endpoint);
       if (!floor.ok()) return floor.status();
       floors.push_back(std::move(*floor));
     }
@@ -172,7 +177,7 @@ Status call_start_floors(const Endpoint& endpoint) {
     server_options.mechanisms.push_back(std::make_shared<authrpc::SimpleServerMechanism>());
   }
 
-  FloorPlan floor_plan{floor_specs(tag, options.gss_floor.has_value()), nullptr};
+  FloorPlan floor_plan{floor_specs(tag, options.gss_floor.has_value()), nullptr, nullptr};
   if (options.gss_floor) {
     authrpc::security::GssStatus status;
     auto acceptor = KerberosCredentials::acceptor(*options.gss_floor, &status);
@@ -182,6 +187,18 @@ Status call_start_floors(const Endpoint& endpoint) {
 
   server_options.endpoints = {must_parse("tcp://127.0.0.1:0"),
                               must_parse("unix:@" + tag + "-authrpc")};
+  if (options.tls) {
+    authrpc::security::TlsServerOptions tls;
+    tls.certificate_file = options.tls->certificate;
+    tls.private_key_file = options.tls->private_key;
+    std::string error;
+    floor_plan.tls = authrpc::security::TlsServerContext::create(tls, &error);
+    if (!floor_plan.tls) fail_child(fd, "TLS: " + error);
+    server_options.tls = floor_plan.tls;  // one context for authrpc and floor/tls
+    server_options.encryption = authrpc::Policy::kOptional;  // tcp:// and unix stay plaintext
+    server_options.endpoints.push_back(must_parse("tls://127.0.0.1:0"));
+    floor_plan.specs.push_back({"floor/tls", must_parse("tcp://127.0.0.1:0"), false, true});
+  }
   server_options.io_threads = options.server_threads;
   server_options.blocking_threads = 1;  // sys.* handlers run inline
   server_options.log = authrpc::stderr_log_sink(authrpc::LogLevel::kWarning);
@@ -216,6 +233,7 @@ Status call_start_floors(const Endpoint& endpoint) {
 
   write_line(fd, "authrpc/tcp " + bound.at(0).to_string());
   write_line(fd, "authrpc/unix " + bound.at(1).to_string());
+  if (options.tls) write_line(fd, "authrpc/tls " + bound.at(2).to_string());
   for (std::size_t i = 0; i < floor_plan.specs.size(); ++i) {
     write_line(fd, floor_plan.specs[i].key + " " + floors.at(i)->endpoint().to_string());
   }

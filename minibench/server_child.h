@@ -11,6 +11,8 @@
 //   gss-floor/tcp   with gss_floor: a floor/gss listener (gss_floor.h) on
 //                   tcp://127.0.0.1:0
 //   gss-floor/unix  and on unix:@minibench-<pid>-gss-floor
+//   authrpc/tls     with tls: the same Server on tls://127.0.0.1:0
+//   floor/tls       with tls: a bare TLS echo listener (tls_floor.h)
 // — and reports the bound endpoints over a pipe, one "<key> <uri>" line each
 // (and a "skipped <mechanism> <why>" line for each optional mechanism it could
 // not create), then "ready" (or one "error <message>" line, then exits 1). The Server has
@@ -66,6 +68,12 @@ struct ServerChildOptions {
   // With a `token` mechanism: the token service's file store directory
   // (empty: a memory store). The child serves token.get/renew/cancel.
   std::string token_store_dir;
+  // Set: a TLS endpoint and floor/tls, with this certificate chain and key.
+  struct TlsFiles {
+    std::string certificate;
+    std::string private_key;
+  };
+  std::optional<TlsFiles> tls;
 };
 
 class ServerChild {

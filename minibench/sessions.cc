@@ -16,6 +16,7 @@
 #include "minibench/gss_floor.h"
 #include "minibench/kdc_log.h"
 #include "minibench/schedule.h"
+#include "minibench/tls_sessions.h"
 
 namespace minibench {
 namespace {
@@ -177,6 +178,9 @@ asio::awaitable<Status> run_sessions(asio::any_io_executor ex, const BenchPlan& 
         co_return s;
       }
     }
+  }
+  if (plan.tls) {
+    if (Status s = co_await run_tls_sessions(ex, plan, mechanisms, report); !s.ok()) co_return s;
   }
   const bool tcp = std::any_of(plan.transports.begin(), plan.transports.end(),
                                [](const TransportServers& t) { return t.transport == "tcp"; });

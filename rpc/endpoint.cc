@@ -24,7 +24,11 @@ Result<Endpoint> Endpoint::parse(std::string_view uri) {
     ep.path = std::string(path);
     return ep;
   }
-  if (!uri.starts_with("tcp://")) return bad(uri, "scheme must be tcp:// or unix:");
+  if (uri.starts_with("tls://")) {
+    ep.scheme = Scheme::kTls;
+  } else if (!uri.starts_with("tcp://")) {
+    return bad(uri, "scheme must be tcp://, tls:// or unix:");
+  }
   std::string_view rest = uri.substr(6);
   if (!rest.empty() && rest.back() == '/') rest.remove_suffix(1);
   std::string_view host, port;
@@ -57,12 +61,18 @@ Result<Endpoint> Endpoint::parse(std::string_view uri) {
 
 std::string Endpoint::to_string() const {
   if (scheme == Scheme::kUnix) return (path.starts_with("//") ? "unix://" : "unix:") + path;
-  if (host.find(':') != std::string::npos) return "tcp://[" + host + "]:" + std::to_string(port);
-  return "tcp://" + host + ":" + std::to_string(port);
+  const std::string prefix = scheme == Scheme::kTls ? "tls://" : "tcp://";
+  if (host.find(':') != std::string::npos) return prefix + "[" + host + "]:" + std::to_string(port);
+  return prefix + host + ":" + std::to_string(port);
 }
 
 std::string_view Endpoint::scheme_name() const noexcept {
-  return scheme == Scheme::kUnix ? "unix" : "tcp";
+  switch (scheme) {
+    case Scheme::kUnix: return "unix";
+    case Scheme::kTls: return "tls";
+    case Scheme::kTcp: break;
+  }
+  return "tcp";
 }
 
 }  // namespace authrpc

@@ -320,12 +320,35 @@ class UnixTransport final : public Transport {
   }
 };
 
+// tls:// needs a TLS context, which a process-wide transport does not have:
+// refuse rather than carry the connection in plaintext (rpc/tls_transport.h).
+class TlsWithoutContext final : public Transport {
+ public:
+  Endpoint::Scheme scheme() const noexcept override { return Endpoint::Scheme::kTls; }
+  asio::awaitable<Result<std::unique_ptr<Stream>>> connect(
+      asio::any_io_executor, const Endpoint& endpoint,
+      std::chrono::steady_clock::time_point) override {
+    co_return refused(endpoint);
+  }
+  Result<std::unique_ptr<Listener>> listen(asio::io_context&, const Endpoint& endpoint,
+                                           const ListenOptions&) override {
+    return refused(endpoint);
+  }
+
+ private:
+  static Status refused(const Endpoint& endpoint) {
+    return Status(Errc::kConfigError, endpoint.to_string() + " needs a TLS context");
+  }
+};
+
 }  // namespace
 
 Transport& transport_for(Endpoint::Scheme scheme) {
   static TcpTransport tcp;
   static UnixTransport unix_transport;
+  static TlsWithoutContext tls;
   if (scheme == Endpoint::Scheme::kUnix) return unix_transport;
+  if (scheme == Endpoint::Scheme::kTls) return tls;
   return tcp;
 }
 

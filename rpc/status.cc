@@ -76,6 +76,10 @@ Errc errc_from_wire(std::uint16_t value) noexcept {
 Errc to_wire_errc(std::error_code ec) noexcept {
   if (!ec) return Errc::kOk;
   if (ec.category() == authrpc_category()) return static_cast<Errc>(ec.value());
+  // Other authrpc categories (TLS) name their Errc as the default condition.
+  if (const auto cond = ec.default_error_condition(); cond.category() == authrpc_category()) {
+    return static_cast<Errc>(cond.value());
+  }
   if (ec == asio::error::operation_aborted) return Errc::kCancelled;
   if (ec == asio::error::timed_out) return Errc::kDeadlineExceeded;
   if (ec == asio::error::eof) return Errc::kUnavailable;
@@ -99,6 +103,10 @@ Errc to_wire_errc(std::error_code ec) noexcept {
 
 RetryAdvice retry_advice(std::error_code ec) noexcept {
   if (!ec) return RetryAdvice::kNone;
+  if (const auto cond = ec.default_error_condition();
+      ec.category() != authrpc_category() && cond.category() == authrpc_category()) {
+    return retry_advice(make_error_code(static_cast<Errc>(cond.value())));
+  }
   if (ec.category() != authrpc_category()) {
     // Transport failures (refused, reset, unreachable, timed out) are transient;
     // a bad address or a missing socket path will not fix itself.

@@ -31,6 +31,20 @@ class WriteCompletion {
   ~WriteCompletion() = default;
 };
 
+// What a TLS stream knows once its handshake is done (rpc/tls_transport.h).
+struct TlsInfo {
+  std::string version;  // "TLSv1.3"
+  std::string cipher;   // "TLS_AES_128_GCM_SHA256"
+  bool resumed = false;
+  // RFC 9266 tls-exporter: 32 bytes exported with label
+  // "EXPORTER-Channel-Binding" and no context. Not secret from the two ends,
+  // unique to this TLS connection.
+  std::string channel_binding;
+  // DER of the peer's leaf certificate, present only if it was verified
+  // against the CA bundle (a server with client certificates on, a client).
+  std::string peer_certificate;
+};
+
 class Stream {
  public:
   virtual ~Stream() = default;
@@ -62,6 +76,8 @@ class Stream {
   virtual std::string peer_address() const = 0;
   virtual Endpoint::Scheme scheme() const noexcept = 0;
   virtual const asio::any_io_executor& executor() const noexcept = 0;
+  // TLS parameters once the handshake is done; null for plaintext streams.
+  virtual const TlsInfo* tls() const noexcept { return nullptr; }
 };
 
 class Listener {
@@ -98,6 +114,8 @@ class Transport {
 };
 
 // The built-in transport for an endpoint's scheme (lives for the process).
+// For kTls it refuses (kConfigError): TLS needs a context, see
+// rpc/tls_transport.h.
 Transport& transport_for(Endpoint::Scheme scheme);
 
 }  // namespace authrpc

@@ -11,6 +11,7 @@
 #include <future>
 
 #include "server/server_connection.h"
+#include "server/server_tls.h"
 #include "server/server_impl.h"
 
 namespace authrpc {
@@ -49,7 +50,7 @@ Status validate(const ServerOptions& o) {
   if (o.max_pending_output < o.max_frame_size) {
     return bad("max_pending_output must be at least max_frame_size");
   }
-  return {};
+  return validate_server_policies(o);
 }
 
 asio::awaitable<void> accept_loop(Server::Impl& server, Reactor& reactor, Listener& listener) {
@@ -159,7 +160,7 @@ Status Server::start() {
 
   for (const auto& endpoint : impl_->options.endpoints) {
     auto& first = *impl_->reactors.front();
-    auto listener = transport_for(endpoint.scheme).listen(first.io, endpoint, impl_->options.listen);
+    auto listener = listen_endpoint(first.io, endpoint, impl_->options);
     if (!listener.ok()) {
       impl_->reactors.clear();
       impl_->bound.clear();

@@ -12,17 +12,22 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "auth/mechanism.h"
 #include "rpc/endpoint.h"
 #include "rpc/log.h"
+#include "rpc/policy.h"
 #include "rpc/result.h"
 #include "rpc/transport.h"
 #include "server/service.h"
 
 namespace authrpc {
+namespace security {
+class TlsServerContext;
+}
 
 struct ServerOptions {
   std::vector<Endpoint> endpoints;
@@ -39,6 +44,13 @@ struct ServerOptions {
   // stop() waits this long for in-flight calls before closing connections.
   std::chrono::milliseconds stop_grace{30'000};
   ListenOptions listen;
+  // TLS (docs/TLS.md): the context tls:// endpoints use, shared by all their
+  // connections. Encryption policy unset: required if an endpoint is tls://,
+  // else disabled. Authentication policy: whether `simple` (no proof) is
+  // refused (required), allowed (optional) or the only one (disabled).
+  std::shared_ptr<security::TlsServerContext> tls;
+  std::optional<Policy> encryption;
+  Policy authentication = Policy::kOptional;
   LogSink log = stderr_log_sink(LogLevel::kInfo);
 };
 

@@ -1,5 +1,7 @@
 #include "server/server_config.h"
 
+#include "server/server_tls.h"
+
 #include <cstdlib>
 #include <fstream>
 #include <limits>
@@ -63,7 +65,8 @@ Result<ServerOptions> server_options_from_json(const nlohmann::json& config,
                             {"listen", "auth", "io_threads", "blocking_threads",
                              "negotiation_timeout_ms", "idle_timeout_ms", "max_connections",
                              "max_frame_size", "max_pending_output", "stop_grace_ms",
-                             "unix_socket_mode", "log_level",
+                             "unix_socket_mode", "log_level", "tls", "encryption",
+                             "authentication",
                              "tokens"});  // "tokens": server/token_service.h
       !s.ok()) {
     return s;
@@ -121,6 +124,7 @@ Result<ServerOptions> server_options_from_json(const nlohmann::json& config,
     }
     o.listen.unix_socket_mode = static_cast<unsigned>(value);
   }
+  if (Status s = apply_tls_config(config, o); !s.ok()) return s;
   if (config.contains("log_level")) {
     if (!config["log_level"].is_string()) return config_error("'log_level' must be a string");
     auto level = parse_level(config["log_level"].get<std::string>());

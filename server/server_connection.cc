@@ -56,6 +56,11 @@ asio::awaitable<void> ServerConnection::run(Status refuse) {
   ChannelInfo info;
   info.peer_address = peer_;
   info.scheme = channel_->stream().scheme();
+  if (const TlsInfo* tls = channel_->stream().tls()) {
+    info.tls = true;
+    info.channel_binding = tls->channel_binding;
+    info.peer_certificate = tls->peer_certificate;
+  }
   auto identity =
       co_await negotiate_server(*channel_, server_.options.mechanisms, info, &spent_session_);
   if (!identity.ok()) {

@@ -34,7 +34,9 @@ TEST_P(EndpointParseGoodTest, Parses) {
   EXPECT_EQ(ep->host, c.host);
   EXPECT_EQ(ep->port, c.port);
   EXPECT_EQ(ep->path, c.path);
-  EXPECT_EQ(ep->scheme_name(), c.scheme == Scheme::kTcp ? "tcp" : "unix");
+  EXPECT_EQ(ep->scheme_name(), c.scheme == Scheme::kTcp   ? "tcp"
+                               : c.scheme == Scheme::kTls ? "tls"
+                                                          : "unix");
   EXPECT_EQ(ep->to_string(), c.canonical);
 }
 
@@ -68,6 +70,9 @@ INSTANTIATE_TEST_SUITE_P(
                  "", "tcp://example.com:65535"},
         GoodCase{"tcp_trailing_slash", "tcp://127.0.0.1:80/", Scheme::kTcp, "127.0.0.1", 80, "",
                  "tcp://127.0.0.1:80"},
+        GoodCase{"tls_name", "tls://localhost:7443", Scheme::kTls, "localhost", 7443, "",
+                 "tls://localhost:7443"},
+        GoodCase{"tls_ipv6", "tls://[::1]:7443", Scheme::kTls, "::1", 7443, "", "tls://[::1]:7443"},
         GoodCase{"unix_path", "unix:/tmp/x.sock", Scheme::kUnix, "", 0, "/tmp/x.sock",
                  "unix:/tmp/x.sock"},
         GoodCase{"unix_url_form", "unix:///tmp/x.sock", Scheme::kUnix, "", 0, "/tmp/x.sock",

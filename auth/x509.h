@@ -1,0 +1,35 @@
+// The `x509` mechanism: the identity is the client certificate verified by the
+// TLS handshake (mutual TLS), mapped to a user name by a documented rule
+// (security/x509_identity.h, docs/TLS.md). No token of its own: the proof of
+// possession of the key was the TLS handshake. Refused on connections without
+// a verified client certificate.
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "auth/mechanism.h"
+#include "security/x509_identity.h"
+
+namespace authrpc {
+
+inline constexpr std::string_view kX509Mechanism = "x509";
+
+class X509ServerMechanism final : public ServerMechanism {
+ public:
+  explicit X509ServerMechanism(security::X509UserFrom rule = security::X509UserFrom::kCommonName)
+      : rule_(rule) {}
+  std::string_view name() const noexcept override { return kX509Mechanism; }
+  std::unique_ptr<ServerAuthSession> start(const ChannelInfo& channel) override;
+
+ private:
+  security::X509UserFrom rule_;
+};
+
+class X509ClientMechanism final : public ClientMechanism {
+ public:
+  std::string_view name() const noexcept override { return kX509Mechanism; }
+  std::unique_ptr<ClientAuthSession> start(const ChannelInfo& channel) override;
+};
+
+}  // namespace authrpc

@@ -1,0 +1,138 @@
+#include "minibench/tls_sessions.h"
+
+#include <asio/post.hpp>
+#include <asio/use_awaitable.hpp>
+#include <cerrno>
+#include <cstdlib>
+#include <deque>
+#include <filesystem>
+#include <optional>
+
+#include "client/client.h"
+#include "minibench/schedule.h"
+#include "minibench/tls_floor.h"
+#include "security/tls_context.h"
+
+namespace minibench {
+namespace {
+
+using authrpc::Client;
+using authrpc::ClientOptions;
+using authrpc::Result;
+using authrpc::Status;
+
+// One TLS row: a method, with or without session resumption, and what its
+// p50 is held to (nullopt: no target; "" reference: floor/tls).
+struct TlsRowSpec {
+  const char* method;
+  bool resume;
+  std::optional<double> target;
+  const char* reference;
+};
+
+// Rows for methods the run has no client for (not registered, not selected)
+// are left out; the token row appears once the token mechanism is registered.
+constexpr TlsRowSpec kTlsRows[] = {
+    {"simple", false, kTlsSessionTarget, ""},
+    {"kerberos", false, std::nullopt, ""},
+    {"token", false, kTokenTlsTarget, "simple+tls/tcp"},
+    {"simple", true, kTlsResumeTarget, "simple+tls/tcp"},
+};
+
+std::string row_name(const TlsRowSpec& spec) {
+  return std::string(spec.method) + (spec.resume ? "+tls-resume" : "+tls") + "/tcp";
+}
+
+asio::awaitable<Result<Clock::duration>> tls_session(asio::any_io_executor ex,
+                                                     const ClientOptions& base) {
+  ClientOptions options = base;
+  const auto start = Clock::now();
+  auto client = co_await Client::async_connect(ex, std::move(options));
+  if (!client.ok()) co_return client.status();
+  auto reply = co_await (*client)->async_call("sys", "whoami", "");
+  const auto elapsed = Clock::now() - start;
+  if (!reply.ok()) co_return reply.status();
+  client->reset();
+  co_await asio::post(ex, asio::use_awaitable);  // let the close finish, untimed
+  co_await asio::post(ex, asio::use_awaitable);
+  co_return elapsed;
+}
+
+Result<std::shared_ptr<authrpc::security::TlsClientContext>> client_context(
+    const std::string& ca_file, bool resume) {
+  authrpc::security::TlsClientOptions o;
+  o.ca_file = ca_file;
+  o.session_resumption = resume;
+  std::string error;
+  auto ctx = authrpc::security::TlsClientContext::create(o, &error);
+  if (!ctx) return Status(authrpc::Errc::kConfigError, "TLS client: " + error);
+  return ctx;
+}
+
+}  // namespace
+
+Result<std::unique_ptr<ThrowawayCerts>> ThrowawayCerts::make() {
+  char tmpl[] = "/tmp/minibench-tls-XXXXXX";
+  if (::mkdtemp(tmpl) == nullptr) {
+    return Status(std::error_code(errno, std::system_category()), "mkdtemp");
+  }
+  std::unique_ptr<ThrowawayCerts> certs(new ThrowawayCerts(tmpl));
+  const std::string command =
+      std::string("bash '") + MINIBENCH_CERTS_SCRIPT + "' '" + certs->dir_ + "' >/dev/null 2>&1";
+  if (std::system(command.c_str()) != 0) {
+    return Status(authrpc::Errc::kUnavailable, "scripts/certs.sh failed (is openssl installed?)");
+  }
+  return certs;
+}
+
+ThrowawayCerts::~ThrowawayCerts() {
+  std::error_code ignored;
+  std::filesystem::remove_all(dir_, ignored);
+}
+
+asio::awaitable<Status> run_tls_sessions(
+    asio::any_io_executor ex, const BenchPlan& plan,
+    const std::map<std::string, std::shared_ptr<authrpc::ClientMechanism>>& mechanisms,
+    Report& report) {
+  const TlsServers& tls = *plan.tls;
+  auto full = client_context(tls.ca_file, false);
+  auto resuming = client_context(tls.ca_file, true);
+  if (!full.ok()) co_return full.status();
+  if (!resuming.ok()) co_return resuming.status();
+
+  std::vector<const TlsRowSpec*> rows;
+  for (const auto& spec : kTlsRows) {
+    if (mechanisms.contains(spec.method)) rows.push_back(&spec);
+  }
+  if (rows.empty()) co_return Status();
+
+  std::deque<Samples> samples(rows.size() + 1);  // [0]: floor/tls
+  std::deque<ClientOptions> options;
+  TlsFloorClient floor(tls.floor, *full);
+  std::vector<Measured> group;
+  group.push_back({[&]() { return floor.session(ex); }, &samples[0]});
+  for (std::size_t i = 0; i < rows.size(); ++i) {
+    ClientOptions& o = options.emplace_back();
+    o.endpoint = tls.authrpc;
+    o.tls = rows[i]->resume ? *resuming : *full;
+    o.mechanisms = {mechanisms.at(rows[i]->method)};
+    o.wait_for_authentication = false;
+    group.push_back({[&ex, &o]() { return tls_session(ex, o); }, &samples[i + 1]});
+  }
+  if (Status s = co_await run_group(plan, "sessions tls", std::move(group), true); !s.ok()) {
+    co_return s;
+  }
+  Row floor_tls = floor_row("floor/tls", "tcp", samples[0]);
+  floor_tls.tls = true;
+  report.add(floor_tls);
+  for (std::size_t i = 0; i < rows.size(); ++i) {
+    const std::string name = row_name(*rows[i]);
+    Row row = compared_row(name, rows[i]->method, "tcp", samples[i + 1], &floor_tls);
+    row.tls = true;
+    report.add(std::move(row));
+    if (rows[i]->target) report.add_target(name, *rows[i]->target, rows[i]->reference);
+  }
+  co_return Status();
+}
+
+}  // namespace minibench

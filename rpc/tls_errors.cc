@@ -1,0 +1,134 @@
+#include "rpc/tls_errors.h"
+
+#include <openssl/err.h>
+#include <openssl/x509_vfy.h>
+
+#include "security/tls_context.h"
+
+namespace authrpc {
+namespace {
+
+class TlsCategory final : public std::error_category {
+ public:
+  const char* name() const noexcept override { return "authrpc.tls"; }
+  std::string message(int value) const override {
+    switch (static_cast<TlsErrc>(value)) {
+      case TlsErrc::kHandshakeFailed: return "TLS handshake failed";
+      case TlsErrc::kCertificateExpired: return "certificate expired or not yet valid";
+      case TlsErrc::kUnknownCa: return "certificate not issued by a trusted CA";
+      case TlsErrc::kNameMismatch: return "certificate does not match the server name";
+      case TlsErrc::kCertificateRequired: return "client certificate required";
+      case TlsErrc::kCertificateRejected: return "peer rejected our certificate";
+      case TlsErrc::kNotTls: return "peer does not speak TLS";
+      case TlsErrc::kTlsRequired: return "TLS required";
+      case TlsErrc::kProtocolVersion: return "no common TLS version or cipher suite";
+      case TlsErrc::kTlsDisabled: return "TLS disabled by policy";
+    }
+    return "TLS error";
+  }
+  std::error_condition default_error_condition(int value) const noexcept override {
+    Errc e = Errc::kAuthenticationFailed;
+    switch (static_cast<TlsErrc>(value)) {
+      case TlsErrc::kNotTls:
+      case TlsErrc::kProtocolVersion:
+        e = Errc::kProtocolError;
+        break;
+      case TlsErrc::kTlsRequired:
+      case TlsErrc::kTlsDisabled:
+        e = Errc::kFailedPrecondition;
+        break;
+      default:
+        break;
+    }
+    return {static_cast<int>(e), authrpc_category()};
+  }
+};
+
+TlsErrc from_verify_result(long result) {
+  switch (result) {
+    case X509_V_ERR_CERT_HAS_EXPIRED:
+    case X509_V_ERR_CERT_NOT_YET_VALID:
+      return TlsErrc::kCertificateExpired;
+    case X509_V_ERR_HOSTNAME_MISMATCH:
+    case X509_V_ERR_IP_ADDRESS_MISMATCH:
+    case X509_V_ERR_EMAIL_MISMATCH:
+      return TlsErrc::kNameMismatch;
+    case X509_V_ERR_UNABLE_TO_GET_ISSUER_CERT_LOCALLY:
+    case X509_V_ERR_UNABLE_TO_GET_ISSUER_CERT:
+    case X509_V_ERR_SELF_SIGNED_CERT_IN_CHAIN:
+    case X509_V_ERR_DEPTH_ZERO_SELF_SIGNED_CERT:
+    case X509_V_ERR_UNABLE_TO_VERIFY_LEAF_SIGNATURE:
+    case X509_V_ERR_CERT_SIGNATURE_FAILURE:
+      return TlsErrc::kUnknownCa;
+    default:
+      return TlsErrc::kHandshakeFailed;
+  }
+}
+
+TlsErrc from_reason(int reason) {
+  switch (reason) {
+    case SSL_R_WRONG_VERSION_NUMBER:
+    case SSL_R_PACKET_LENGTH_TOO_LONG:
+    case SSL_R_RECORD_LENGTH_MISMATCH:
+    case SSL_R_HTTP_REQUEST:
+    case SSL_R_HTTPS_PROXY_REQUEST:
+    case SSL_R_UNEXPECTED_RECORD:
+    case SSL_R_UNEXPECTED_MESSAGE:
+    case SSL_R_LENGTH_MISMATCH:
+    case SSL_R_BAD_PACKET_LENGTH:
+    case SSL_R_RECORD_TOO_SMALL:
+    case SSL_R_UNKNOWN_PROTOCOL:
+      return TlsErrc::kNotTls;
+    case SSL_R_PEER_DID_NOT_RETURN_A_CERTIFICATE:
+    case SSL_R_TLSV13_ALERT_CERTIFICATE_REQUIRED:
+      return TlsErrc::kCertificateRequired;
+    case SSL_R_SSLV3_ALERT_BAD_CERTIFICATE:
+    case SSL_R_TLSV1_ALERT_UNKNOWN_CA:
+    case SSL_R_SSLV3_ALERT_CERTIFICATE_EXPIRED:
+    case SSL_R_SSLV3_ALERT_CERTIFICATE_UNKNOWN:
+    case SSL_R_SSLV3_ALERT_UNSUPPORTED_CERTIFICATE:
+    case SSL_R_SSLV3_ALERT_CERTIFICATE_REVOKED:
+      return TlsErrc::kCertificateRejected;
+    case SSL_R_UNSUPPORTED_PROTOCOL:
+    case SSL_R_TLSV1_ALERT_PROTOCOL_VERSION:
+    case SSL_R_NO_SHARED_CIPHER:
+    case SSL_R_NO_PROTOCOLS_AVAILABLE:
+    case SSL_R_SSLV3_ALERT_HANDSHAKE_FAILURE:
+    case SSL_R_NO_SUITABLE_SIGNATURE_ALGORITHM:
+    case SSL_R_VERSION_TOO_LOW:
+      return TlsErrc::kProtocolVersion;
+    default:
+      return TlsErrc::kHandshakeFailed;
+  }
+}
+
+}  // namespace
+
+const std::error_category& tls_category() noexcept {
+  static const TlsCategory category;
+  return category;
+}
+
+std::error_code make_error_code(TlsErrc e) noexcept {
+  return {static_cast<int>(e), tls_category()};
+}
+
+Status tls_handshake_status(SSL* ssl, std::string_view context) {
+  const long verify = SSL_get_verify_result(ssl);
+  const unsigned long first = ERR_peek_error();
+  TlsErrc kind = TlsErrc::kHandshakeFailed;
+  std::string detail;
+  if (verify != X509_V_OK && ERR_GET_REASON(first) == SSL_R_CERTIFICATE_VERIFY_FAILED) {
+    kind = from_verify_result(verify);
+    detail = X509_verify_cert_error_string(verify);
+  } else if (first != 0) {
+    kind = from_reason(ERR_GET_REASON(first));
+  }
+  const std::string reasons = security::drain_openssl_errors();
+  if (detail.empty()) detail = reasons;
+  std::string message(context);
+  if (!detail.empty()) message += ": " + detail;
+  return Status(make_error_code(kind), std::move(message));
+}
+
+}  // namespace authrpc

@@ -1,0 +1,260 @@
+// Channel binding: `kerberos` over TLS binds its AP-REQ to the TLS channel
+// (RFC 9266 tls-exporter as GSS channel bindings), so that authentication
+// relayed through a different TLS connection fails. A real MIT KDC
+// (tests/mini_kdc.h) and a test-only relaying proxy: a man in the middle that
+// terminates the client's TLS with its own certificate — one the client
+// trusts, the worst case — and re-originates TLS to the real server.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <asio/co_spawn.hpp>
+#include <asio/detached.hpp>
+#include <asio/io_context.hpp>
+#include <asio/redirect_error.hpp>
+#include <asio/steady_timer.hpp>
+#include <asio/use_awaitable.hpp>
+#include <chrono>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <thread>
+
+#include "auth/kerberos.h"
+#include "auth/simple.h"
+#include "client/client.h"
+#include "rpc/tls_transport.h"
+#include "security/tls_context.h"
+#include "server/server.h"
+#include "tests/mini_kdc.h"
+#include "tests/tls_test_certs.h"
+
+namespace authrpc {
+namespace {
+
+using namespace std::chrono_literals;
+using authrpc::testing::MiniKdc;
+using authrpc::testing::TestCa;
+
+template <typename T>
+std::string Describe(const Result<T>& r) {
+  return r.ok() ? std::string("OK") : r.status().to_string();
+}
+
+// Waits for one Stream::write_all() inside a coroutine.
+class AwaitWrite final : public WriteCompletion {
+ public:
+  explicit AwaitWrite(const asio::any_io_executor& ex) : timer_(ex) {}
+  asio::awaitable<std::error_code> write(Stream& stream, const char* data, std::size_t size) {
+    const asio::const_buffer buffer(data, size);
+    done_ = false;
+    stream.write_all(std::span<const asio::const_buffer>(&buffer, 1), *this);
+    while (!done_) {
+      timer_.expires_at(std::chrono::steady_clock::time_point::max());
+      std::error_code ignored;
+      co_await timer_.async_wait(asio::redirect_error(asio::use_awaitable, ignored));
+    }
+    co_return ec_;
+  }
+  void write_done(std::error_code ec) override {
+    ec_ = ec;
+    done_ = true;
+    timer_.cancel();
+  }
+
+ private:
+  asio::steady_timer timer_;
+  bool done_ = false;
+  std::error_code ec_;
+};
+
+// The relaying proxy: TLS in (its own certificate), TLS out (to `target`),
+// bytes copied both ways unchanged.
+class RelayingProxy {
+ public:
+  RelayingProxy(std::shared_ptr<security::TlsServerContext> own,
+                std::shared_ptr<security::TlsClientContext> upstream, Endpoint target)
+      : upstream_(std::move(upstream)), target_(std::move(target)) {
+    auto ep = Endpoint::parse("tls://127.0.0.1:0");
+    auto listener = listen_tls(io_, *ep, {}, std::move(own), false);
+    EXPECT_TRUE(listener.ok()) << Describe(listener);
+    listener_ = std::move(*listener);
+    endpoint_ = listener_->local_endpoint();
+    asio::co_spawn(io_, accept_loop(), asio::detached);
+    thread_ = std::thread([this] { io_.run(); });
+  }
+  ~RelayingProxy() {
+    io_.stop();
+    thread_.join();
+  }
+  const Endpoint& endpoint() const { return endpoint_; }
+
+ private:
+  asio::awaitable<void> accept_loop() {
+    for (;;) {
+      auto in = co_await listener_->accept();
+      if (!in.ok()) co_return;
+      asio::co_spawn(io_, relay(std::shared_ptr<Stream>(std::move(*in))), asio::detached);
+    }
+  }
+
+  asio::awaitable<void> relay(std::shared_ptr<Stream> in) {
+    auto out = co_await connect_tls(io_.get_executor(), target_,
+                                    std::chrono::steady_clock::now() + 5s, upstream_);
+    if (!out.ok()) {
+      in->close();
+      co_return;
+    }
+    std::shared_ptr<Stream> upstream(std::move(*out));
+    asio::co_spawn(io_, copy(in, upstream), asio::detached);
+    co_await copy(upstream, in);
+  }
+
+  asio::awaitable<void> copy(std::shared_ptr<Stream> from, std::shared_ptr<Stream> to) {
+    AwaitWrite writer(io_.get_executor());
+    char buffer[16384];
+    for (;;) {
+      std::error_code ec;
+      const std::size_t n = co_await from->read_some(asio::buffer(buffer), ec);
+      if (ec || n == 0) break;
+      if (co_await writer.write(*to, buffer, n)) break;
+    }
+    from->close();
+    to->close();
+  }
+
+  asio::io_context io_;
+  std::unique_ptr<Listener> listener_;
+  std::shared_ptr<security::TlsClientContext> upstream_;
+  Endpoint target_;
+  Endpoint endpoint_;
+  std::thread thread_;
+};
+
+class KerberosTlsTest : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    kdc_ = std::make_unique<MiniKdc>();
+    setup_ = kdc_->start();
+    if (setup_.ok()) setup_ = kdc_->add_principal("alice");
+    if (setup_.ok()) setup_ = kdc_->create_keytab("alice", kdc_->client_keytab());
+    if (setup_.ok()) setup_ = kdc_->create_service_keytab("rpc/localhost");
+    if (setup_.ok()) setup_ = kdc_->kinit("alice", kdc_->client_keytab());
+    if (setup_.ok()) kdc_->set_env_for_process();
+    char tmpl[] = "/tmp/authrpc-tls-cb-XXXXXX";
+    dir_ = ::mkdtemp(tmpl);
+    ca_ = std::make_unique<TestCa>(dir_, "ca");
+    ca_->issue({"server", "localhost", {"DNS:localhost", "IP:127.0.0.1"}});
+    ca_->issue({"mitm", "mitm", {"IP:127.0.0.1"}});
+  }
+  static void TearDownTestSuite() {
+    ca_.reset();
+    std::error_code ec;
+    std::filesystem::remove_all(dir_, ec);
+    kdc_.reset();
+  }
+  void SetUp() override {
+    ASSERT_TRUE(setup_.ok()) << setup_.to_string();
+    kdc_->set_env_for_process();
+  }
+
+  static std::shared_ptr<security::TlsServerContext> ServerContext(const std::string& leaf) {
+    security::TlsServerOptions o;
+    o.certificate_file = ca_->cert_file(leaf);
+    o.private_key_file = ca_->key_file(leaf);
+    std::string error;
+    auto ctx = security::TlsServerContext::create(o, &error);
+    EXPECT_TRUE(ctx) << error;
+    return ctx;
+  }
+  static std::shared_ptr<security::TlsClientContext> ClientContext() {
+    security::TlsClientOptions o;
+    o.ca_file = ca_->ca_file();
+    std::string error;
+    auto ctx = security::TlsClientContext::create(o, &error);
+    EXPECT_TRUE(ctx) << error;
+    return ctx;
+  }
+
+  // A TLS-only server enabling kerberos and simple.
+  std::unique_ptr<Server> StartServer() {
+    KerberosServerOptions k;
+    k.keytab = kdc_->service_keytab();
+    k.principal = "rpc/localhost@" + kdc_->realm();
+    k.replay_cache_dir = kdc_->rcache_dir();
+    auto kerberos = KerberosServerMechanism::create(k);
+    EXPECT_TRUE(kerberos.ok()) << Describe(kerberos);
+    if (!kerberos.ok()) return nullptr;
+    ServerOptions o;
+    o.endpoints = {*Endpoint::parse("tls://127.0.0.1:0")};
+    o.mechanisms = {*kerberos, std::make_shared<SimpleServerMechanism>()};
+    o.tls = ServerContext("server");
+    o.io_threads = 1;
+    o.blocking_threads = 1;
+    o.stop_grace = 1s;
+    o.log = null_log_sink();
+    auto server = std::make_unique<Server>(std::move(o));
+    const Status s = server->start();
+    EXPECT_TRUE(s.ok()) << s.to_string();
+    return s.ok() ? std::move(server) : nullptr;
+  }
+
+  Result<std::unique_ptr<Client>> Connect(const Endpoint& endpoint, bool kerberos) {
+    ClientOptions o;
+    o.endpoint = endpoint;
+    o.tls = ClientContext();
+    o.connect_timeout = 10s;
+    if (kerberos) {
+      KerberosClientOptions k;
+      k.ccache = kdc_->ccache();
+      k.service_principal = "rpc/localhost@" + kdc_->realm();
+      auto m = KerberosClientMechanism::create(k);
+      if (!m.ok()) return m.status();
+      o.mechanisms = {*m};
+    } else {
+      o.mechanisms = {std::make_shared<SimpleClientMechanism>("bob")};
+    }
+    return Client::connect(std::move(o));
+  }
+
+  static inline std::unique_ptr<MiniKdc> kdc_;
+  static inline Status setup_;
+  static inline std::filesystem::path dir_;
+  static inline std::unique_ptr<TestCa> ca_;
+};
+
+TEST_F(KerberosTlsTest, KerberosOverTlsIsBoundToTheChannelAndSucceedsDirectly) {
+  auto server = StartServer();
+  ASSERT_TRUE(server);
+  auto client = Connect(server->bound_endpoints().front(), true);
+  ASSERT_TRUE(client.ok()) << Describe(client);
+  auto who = (*client)->call_json("sys", "whoami", nlohmann::json::object());
+  ASSERT_TRUE(who.ok()) << Describe(who);
+  EXPECT_EQ((*who)["principal"], "alice@" + kdc_->realm());
+  ASSERT_TRUE((*client)->tls_info().has_value());
+}
+
+TEST_F(KerberosTlsTest, AuthenticationRelayedThroughAnotherTlsConnectionFails) {
+  auto server = StartServer();
+  ASSERT_TRUE(server);
+  RelayingProxy proxy(ServerContext("mitm"), ClientContext(), server->bound_endpoints().front());
+
+  // The relay itself works: an unauthenticated (`simple`) session passes.
+  auto plain = Connect(proxy.endpoint(), false);
+  ASSERT_TRUE(plain.ok()) << "relay broken: " << Describe(plain);
+  auto who = (*plain)->call_json("sys", "whoami", nlohmann::json::object());
+  ASSERT_TRUE(who.ok()) << Describe(who);
+  EXPECT_EQ((*who)["user"], "bob");
+
+  // Kerberos through it does not: the AP-REQ is bound to the client↔proxy
+  // channel, the server checks it against the proxy↔server channel.
+  auto relayed = Connect(proxy.endpoint(), true);
+  ASSERT_FALSE(relayed.ok());
+  EXPECT_EQ(relayed.status().code, Errc::kAuthenticationFailed) << Describe(relayed);
+  EXPECT_GE(server->stats().negotiation_failures, 1u);
+
+  // The server goes on serving kerberos to a client that reaches it directly.
+  auto direct = Connect(server->bound_endpoints().front(), true);
+  ASSERT_TRUE(direct.ok()) << Describe(direct);
+}
+
+}  // namespace
+}  // namespace authrpc
