@@ -29,9 +29,12 @@ enum class NegotiationEvent {
 
 // Queues the preamble and HELLO, then runs negotiation until AUTH_SUCCESS
 // (verified through the mechanism's complete()) or a failure. On failure the
-// channel is closed.
+// channel is closed. A non-empty `do_as` asks the server to let the
+// authenticated user act as that user (proxy user); an AUTH_SUCCESS that does
+// not confirm it fails with PERMISSION_DENIED.
 asio::awaitable<Result<ClientNegotiationResult>> negotiate_client(
     FrameChannel& channel, const std::vector<std::shared_ptr<ClientMechanism>>& allowed,
-    const ChannelInfo& info, const std::function<void(NegotiationEvent)>& on_event);
+    const ChannelInfo& info, const std::function<void(NegotiationEvent)>& on_event,
+    std::string do_as = {});
 
 }  // namespace authrpc

@@ -160,7 +160,8 @@ class Client::Connection : public std::enable_shared_from_this<Client::Connectio
           } else {
             state_ = State::kHolding;
           }
-        });
+        },
+        options_.do_as);
     negotiation_deadline_.cancel();
     if (!negotiated.ok()) {
       Status why = negotiated.status();

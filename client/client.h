@@ -40,6 +40,10 @@ struct ClientOptions {
   // the first calls then travel in the same flight as the negotiation and
   // report any authentication failure themselves (fewest round trips).
   bool wait_for_authentication = true;
+  // Non-empty: act as this user (proxy user, "doAs"). The server must allow
+  // the authenticated user to impersonate it (docs/AUTHZ.md), else the
+  // connection fails with PERMISSION_DENIED. Never allowed over tokens.
+  std::string do_as;
 };
 
 struct CallOptions {
