@@ -467,6 +467,88 @@ TEST(AuthzReloadTest, ConcurrentReloadsAreAtomic) {
   EXPECT_GT(ok + denied, 0);
 }
 
+// SIGHUP to a real authrpc-server child: a good file is taken, a broken one
+// refused while the old policy stays in force.
+TEST(AuthzReloadTest, SighupToServerProcess) {
+  const fs::path dir = MakeTempDir();
+  const fs::path acl = dir / "acl.json", out = dir / "out.txt", err = dir / "err.txt";
+  WriteFile(acl, R"({"services": {"sys": {"users": ["alice"]}}})");
+  WriteFile(dir / "server.json",
+            nlohmann::json{{"listen", {"tcp://127.0.0.1:0"}},
+                           {"authorization", {{"acl_file", acl.string()}}},
+                           {"audit_log", {{"path", (dir / "audit.jsonl").string()}}}}
+                .dump());
+  const std::string config = (dir / "server.json").string();
+  std::vector<std::string> args = {AUTHRPC_SERVER_BIN, "--config", config, "--print-endpoints"};
+  std::vector<char*> argv;
+  for (auto& a : args) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  posix_spawn_file_actions_addopen(&actions, STDOUT_FILENO, out.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
+  posix_spawn_file_actions_addopen(&actions, STDERR_FILENO, err.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
+  pid_t pid = -1;
+  ASSERT_EQ(::posix_spawn(&pid, argv[0], &actions, nullptr, argv.data(), environ), 0);
+  posix_spawn_file_actions_destroy(&actions);
+  struct Reaper {
+    pid_t pid;
+    ~Reaper() {
+      if (pid <= 0) return;
+      ::kill(pid, SIGKILL);
+      int status;
+      ::waitpid(pid, &status, 0);
+    }
+  } reaper{pid};
+
+  std::string endpoint;
+  for (int i = 0; i < 500 && endpoint.empty(); ++i) {
+    const std::string text = ReadFile(out);
+    if (text.find('\n') != std::string::npos) endpoint = text.substr(0, text.find('\n'));
+    else std::this_thread::sleep_for(10ms);
+  }
+  ASSERT_FALSE(endpoint.empty()) << ReadFile(err);
+  auto call_as = [&](const std::string& user) {
+    ClientOptions o;
+    o.endpoint = *Endpoint::parse(endpoint);
+    o.mechanisms.push_back(std::make_shared<SimpleClientMechanism>(user));
+    auto c = Client::connect(std::move(o));
+    if (!c.ok()) return c.status();
+    return (*c)->call("sys", "echo", "x").status();
+  };
+  auto wait_for = [&](const std::string& user, Errc expected) {
+    for (int i = 0; i < 300; ++i) {
+      const Status s = call_as(user);
+      if (expected == Errc::kOk ? s.ok() : s.code == make_error_code(expected)) return true;
+      std::this_thread::sleep_for(10ms);
+    }
+    return false;
+  };
+  EXPECT_TRUE(call_as("alice").ok());
+  EXPECT_EQ(call_as("bob").code, make_error_code(Errc::kPermissionDenied));
+
+  WriteFile(acl, R"({"services": {"sys": {"users": ["bob"]}}})");
+  ASSERT_EQ(::kill(pid, SIGHUP), 0);
+  EXPECT_TRUE(wait_for("bob", Errc::kOk)) << ReadFile(err);
+  EXPECT_EQ(call_as("alice").code, make_error_code(Errc::kPermissionDenied));
+
+  WriteFile(acl, R"({"services": {"sys": {"users": ["alice"]}}, "typo": 1})");
+  ASSERT_EQ(::kill(pid, SIGHUP), 0);
+  for (int i = 0; i < 300 && ReadFile(err).find("reload refused") == std::string::npos; ++i) {
+    std::this_thread::sleep_for(10ms);
+  }
+  EXPECT_THAT(ReadFile(err), HasSubstr("reload refused, old policy stays"));
+  EXPECT_THAT(ReadFile(err), HasSubstr("typo"));
+  EXPECT_TRUE(call_as("bob").ok());
+  EXPECT_EQ(call_as("alice").code, make_error_code(Errc::kPermissionDenied));
+  // The server is still serving and stops cleanly.
+  ASSERT_EQ(::kill(pid, SIGTERM), 0);
+  int status = 0;
+  ASSERT_EQ(::waitpid(pid, &status, 0), pid);
+  reaper.pid = -1;
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << ReadFile(err);
+  fs::remove_all(dir);
+}
+
 // ---------------------------------------------------------------- audit log
 
 TEST(AuditLogTest, LinesHaveContentAndNoSecrets) {
