@@ -206,6 +206,19 @@ class AuthzServer {
   std::string log_;
 };
 
+TEST(AuthzPolicyTest, ExampleAclFileLoads) {
+  auto policy = AuthzPolicy::load(std::string(AUTHRPC_SOURCE_DIR) + "/examples/acl.json");
+  ASSERT_TRUE(policy.ok()) << policy.status().to_string();
+  Identity id;
+  id.user = id.principal = "nn/nn1.example.com@EXAMPLE.COM";
+  id.peer_address = "127.0.0.1:4000";
+  std::vector<std::string> groups;
+  ASSERT_TRUE((*policy)->establish(id, {}, groups).ok());
+  EXPECT_EQ(id.user, "hdfs");
+  EXPECT_FALSE((*policy)->check_call({id.user, &groups, id.peer_address}, "data", "write"));
+  EXPECT_TRUE((*policy)->check_call({"bob", nullptr, id.peer_address}, "data", "write"));
+}
+
 // ---------------------------------------------------------------- matrix
 
 const nlohmann::json kRealmPolicy = R"({
