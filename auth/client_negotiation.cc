@@ -35,7 +35,7 @@ std::string join(const std::vector<std::string>& names) {
 asio::awaitable<Result<ClientNegotiationResult>> negotiate_client(
     FrameChannel& channel, const std::vector<std::shared_ptr<ClientMechanism>>& allowed,
     const ChannelInfo& info, const std::function<void(NegotiationEvent)>& on_event,
-    std::unique_ptr<ClientAuthSession>* spent) {
+    std::string do_as, std::unique_ptr<ClientAuthSession>* spent) {
   if (allowed.empty()) {
     co_return fail(channel, {Errc::kConfigError, "no client mechanism configured"}, false);
   }
@@ -48,7 +48,9 @@ asio::awaitable<Result<ClientNegotiationResult>> negotiate_client(
     auto session = mechanism->start(info);
     ClientStep step = co_await session->initial();
     if (step.kind == ClientStep::Kind::kFailure) co_return fail(channel, step.error, false);
-    wire::append_hello(channel.out(), {wire::kNoFeatures, std::string(mechanism->name()), step.token});
+    wire::append_hello(channel.out(),
+                       {do_as.empty() ? wire::kNoFeatures : wire::kFeatureDoAs,
+                        std::string(mechanism->name()), step.token, do_as});
     if (step.final) on_event(NegotiationEvent::kFinalTokenQueued);
     channel.schedule_flush();
 
@@ -73,6 +75,11 @@ asio::awaitable<Result<ClientNegotiationResult>> negotiate_client(
           if (!success.ok()) co_return fail(channel, success.status(), true);
           if (Status s = co_await session->complete(success->token); !s.ok()) {
             co_return fail(channel, s, true);
+          }
+          if (!do_as.empty() && !(success->features & wire::kFeatureDoAs)) {
+            co_return fail(channel,
+                           {Errc::kPermissionDenied, "server did not confirm acting as " + do_as},
+                           true);
           }
           ClientNegotiationResult result{std::string(mechanism->name()), success->user};
           if (spent != nullptr) *spent = std::move(session);

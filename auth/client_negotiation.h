@@ -29,12 +29,15 @@ enum class NegotiationEvent {
 
 // Queues the preamble and HELLO, then runs negotiation until AUTH_SUCCESS
 // (verified through the mechanism's complete()) or a failure. On failure the
-// channel is closed. With `spent`, a successful session is handed to the
-// caller instead of being destroyed here: ending a GSSAPI context costs ~15k
-// instructions, better spent after the first response has been delivered.
+// channel is closed. A non-empty `do_as` asks the server to let the
+// authenticated user act as that user (proxy user); an AUTH_SUCCESS that does
+// not confirm it fails with PERMISSION_DENIED. With `spent`, a successful
+// session is handed to the caller instead of being destroyed here: ending a
+// GSSAPI context costs ~15k instructions, better spent after the first
+// response has been delivered.
 asio::awaitable<Result<ClientNegotiationResult>> negotiate_client(
     FrameChannel& channel, const std::vector<std::shared_ptr<ClientMechanism>>& allowed,
     const ChannelInfo& info, const std::function<void(NegotiationEvent)>& on_event,
-    std::unique_ptr<ClientAuthSession>* spent = nullptr);
+    std::string do_as = {}, std::unique_ptr<ClientAuthSession>* spent = nullptr);
 
 }  // namespace authrpc

@@ -41,10 +41,12 @@ std::string offered(const std::vector<std::shared_ptr<ServerMechanism>>& mechani
 
 asio::awaitable<Result<Identity>> negotiate_server(
     FrameChannel& channel, const std::vector<std::shared_ptr<ServerMechanism>>& mechanisms,
-    const ChannelInfo& info, std::unique_ptr<ServerAuthSession>* spent) {
+    const ChannelInfo& info, ServerNegotiationHooks* hooks,
+    std::unique_ptr<ServerAuthSession>* spent) {
   bool refused_once = false;
   ServerMechanism* mechanism = nullptr;
   std::string first_token;
+  std::string do_as;
   while (mechanism == nullptr) {
     auto frame = co_await next_frame(channel, refused_once);
     if (!frame.ok()) {
@@ -63,7 +65,9 @@ asio::awaitable<Result<Identity>> negotiate_server(
       }
     }
     if (mechanism != nullptr) {
+      if (hooks != nullptr) hooks->mechanism = hello->mechanism;
       first_token = std::move(hello->token);
+      do_as = std::move(hello->do_as);
       break;
     }
     if (refused_once) {
@@ -101,7 +105,18 @@ asio::awaitable<Result<Identity>> negotiate_server(
 
   step.identity.mechanism = std::string(mechanism->name());
   step.identity.peer_address = info.peer_address;
-  wire::append_auth_success(channel.out(), {wire::kNoFeatures, step.token, step.identity.user});
+  std::uint32_t features = wire::kNoFeatures;
+  if (hooks != nullptr && hooks->authorize) {
+    if (Status s = hooks->authorize(step.identity, do_as); !s.ok()) {
+      hooks->refused_by_authorize = true;
+      co_return fail(channel, std::move(s));
+    }
+    if (!do_as.empty()) features |= wire::kFeatureDoAs;
+  } else if (!do_as.empty()) {
+    co_return fail(channel, {Errc::kPermissionDenied,
+                             "this server does not allow acting as another user"});
+  }
+  wire::append_auth_success(channel.out(), {features, step.token, step.identity.user});
   if (spent != nullptr) *spent = std::move(session);
   co_return std::move(step.identity);
 }

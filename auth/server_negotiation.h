@@ -5,6 +5,8 @@
 #pragma once
 
 #include <asio/awaitable.hpp>
+#include <functional>
+#include <string>
 #include <memory>
 #include <vector>
 
@@ -18,11 +20,24 @@ namespace authrpc {
 // ERROR frame is queued and the error is returned; the caller closes the
 // connection. REQUEST frames pipelined behind a refused HELLO are dropped
 // unexecuted; REQUEST frames behind an accepted one stay buffered for the
-// caller. With `spent`, a successful session is handed to the caller instead
-// of being destroyed here: ending a GSSAPI context costs ~15k instructions,
-// better spent after the first reply has left.
+// caller. With `spent`, a successful session is handed to the caller
+// instead of being destroyed here: ending a GSSAPI context costs ~15k
+// instructions, better spent after the first reply has left.
+//
+// `hooks` (optional) adds a step between the mechanism's success and
+// AUTH_SUCCESS: `authorize` may rewrite the identity (principal mapping,
+// proxy users) or refuse it, its Status then being sent as the ERROR. A HELLO
+// asking to act as another user (do_as) without an `authorize` hook is
+// refused with PERMISSION_DENIED.
+struct ServerNegotiationHooks {
+  std::function<Status(Identity& id, std::string_view do_as)> authorize;
+  std::string mechanism;            // out: the mechanism chosen, once known
+  bool refused_by_authorize = false;  // out: failure came from `authorize`
+};
+
 asio::awaitable<Result<Identity>> negotiate_server(
     FrameChannel& channel, const std::vector<std::shared_ptr<ServerMechanism>>& mechanisms,
-    const ChannelInfo& info, std::unique_ptr<ServerAuthSession>* spent = nullptr);
+    const ChannelInfo& info, ServerNegotiationHooks* hooks = nullptr,
+    std::unique_ptr<ServerAuthSession>* spent = nullptr);
 
 }  // namespace authrpc

@@ -30,6 +30,8 @@ authrpc call --server URI [options] SERVICE METHOD
                      preference (default: simple). Never falls back to one
                      not listed.
   --user NAME        user name for --auth simple (default: the OS user)
+  --do-as USER       act as USER (proxy user); the server must allow the
+                     authenticated user to impersonate USER (docs/AUTHZ.md)
   --service-principal P  kerberos, kerberos-sasl: the server principal to
                      expect, e.g. rpc/host@REALM (default: rpc@<host of
                      --server>, localhost for unix:)
@@ -76,7 +78,7 @@ int print_failure(const authrpc::Status& s) {
 int call_command(int argc, char** argv) {
   std::string server;
   std::vector<std::string> mechanisms;
-  std::string user, data, token_file;
+  std::string user, data, token_file, do_as;
   nlohmann::json kerberos = nlohmann::json::object();
   long timeout_ms = 0, connect_timeout_ms = 10'000;
   std::vector<std::string> positional;
@@ -103,6 +105,9 @@ int call_command(int argc, char** argv) {
     } else if (arg == "--auth") {
       if (!(v = value("--auth"))) return usage_error("--auth needs a value");
       mechanisms.emplace_back(v);
+    } else if (arg == "--do-as") {
+      if (!(v = value("--do-as"))) return usage_error("--do-as needs a value");
+      do_as = v;
     } else if (arg == "--user") {
       if (!(v = value("--user"))) return usage_error("--user needs a value");
       user = v;
@@ -152,6 +157,7 @@ int call_command(int argc, char** argv) {
   options.endpoint = *endpoint;
   options.connect_timeout = std::chrono::milliseconds(connect_timeout_ms);
   if (authrpc::Status s = tls_flags.apply(options); !s.ok()) return usage_error(s.message);
+  options.do_as = do_as;
   for (const auto& name : mechanisms) {
     nlohmann::json mech_options = nlohmann::json::object();
     if (name == "simple" && !user.empty()) mech_options["user"] = user;

@@ -171,7 +171,7 @@ class Client::Connection : public std::enable_shared_from_this<Client::Connectio
             state_ = State::kHolding;
           }
         },
-        &spent_session_);
+        options_.do_as, &spent_session_);
     negotiation_deadline_.cancel();
     if (!negotiated.ok()) {
       Status why = negotiated.status();

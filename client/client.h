@@ -54,6 +54,10 @@ struct ClientOptions {
   std::shared_ptr<security::TlsClientContext> tls;
   std::optional<Policy> encryption;
   Policy authentication = Policy::kOptional;
+  // Non-empty: act as this user (proxy user, "doAs"). The server must allow
+  // the authenticated user to impersonate it (docs/AUTHZ.md), else the
+  // connection fails with PERMISSION_DENIED. Never allowed over tokens.
+  std::string do_as;
 };
 
 struct CallOptions {

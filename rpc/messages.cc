@@ -25,6 +25,7 @@ void append_hello(std::string& out, const Hello& m) {
     w.u32(m.features);
     w.str(m.mechanism);
     w.bytes(m.token);
+    if (m.features & kFeatureDoAs) w.str(m.do_as);
   });
 }
 
@@ -95,6 +96,10 @@ Result<Hello> parse_hello(std::string_view body) {
   m.features = r.u32();
   m.mechanism = r.str();
   m.token = r.bytes();
+  if (m.features & kFeatureDoAs) {
+    m.do_as = r.str();
+    if (m.do_as.empty()) return malformed("HELLO");
+  }
   if (!r.ok() || !r.at_end()) return malformed("HELLO");
   return m;
 }

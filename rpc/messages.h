@@ -18,6 +18,7 @@ struct Hello {  // kHello
   std::uint32_t features = kNoFeatures;
   std::string mechanism;  // empty: "tell me what you support"
   std::string token;
+  std::string do_as = {};  // carried only when features has kFeatureDoAs
 };
 
 struct Mechanisms {  // kMechanisms

@@ -53,6 +53,9 @@ bool is_known_frame_type(std::uint8_t type) noexcept;
 // Feature flags exchanged in kHello / kMechanisms / kAuthSuccess. No flags are
 // defined in v1; unknown bits are ignored by receivers.
 inline constexpr std::uint32_t kNoFeatures = 0;
+// HELLO: a `str do_as` follows the token (the client asks to act as that
+// user); AUTH_SUCCESS: the server honored it (docs/PROTOCOL.md, "Proxy users").
+inline constexpr std::uint32_t kFeatureDoAs = 0x1;
 
 struct FrameHeader {
   std::uint32_t length = 0;  // bytes after the length field

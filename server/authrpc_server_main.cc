@@ -28,6 +28,8 @@ Runs an authrpc server configured by FILE (JSON; see docs/CONFIG.md).
   --print-endpoints  print each bound endpoint on stdout once serving
   --help          this text
 
+SIGHUP reloads the authorization ACL file (a broken file is refused and the
+old policy stays in force) and reopens the audit log.
 SIGINT or SIGTERM stops the server gracefully: it stops accepting, sends
 GOAWAY, lets in-flight calls finish (stop_grace_ms) and exits 0.
 Exit status: 0 after a clean stop, 2 for usage or configuration errors,
@@ -86,12 +88,13 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "authrpc-server: --config is required\n%s", kUsage);
     return 2;
   }
-  // Block the stop signals before any thread (the token
-  // sweeper, the server's) starts, then wait for them here.
+  // Block the stop and reload signals before any thread (the token
+  // sweeper, the server's, the audit writer) starts, then wait for them here.
   sigset_t signals;
   sigemptyset(&signals);
   sigaddset(&signals, SIGINT);
   sigaddset(&signals, SIGTERM);
+  sigaddset(&signals, SIGHUP);
   pthread_sigmask(SIG_BLOCK, &signals, nullptr);
   std::signal(SIGPIPE, SIG_IGN);
 
@@ -115,6 +118,8 @@ int main(int argc, char** argv) {
     }
   }
 
+  const auto authorizer = options->authorizer;
+  const auto audit_log = options->audit_log;
   authrpc::Server server(std::move(*options));
   if (tokens) {
     if (auto s = server.add_service(tokens->service()); !s.ok()) {
@@ -131,7 +136,26 @@ int main(int argc, char** argv) {
     std::cout.flush();
   }
   int received = 0;
-  sigwait(&signals, &received);
+  for (;;) {
+    sigwait(&signals, &received);
+    if (received != SIGHUP) break;
+    if (audit_log) {
+      if (auto s = audit_log->reopen(); !s.ok()) {
+        std::fprintf(stderr, "authrpc-server: %s\n", s.to_string().c_str());
+      }
+    }
+    if (!authorizer) {
+      std::fprintf(stderr, "authrpc-server: SIGHUP: no authorization configured\n");
+      continue;
+    }
+    if (auto s = authorizer->reload(); !s.ok()) {
+      std::fprintf(stderr, "authrpc-server: SIGHUP: reload refused, old policy stays: %s\n",
+                   s.to_string().c_str());
+    } else {
+      std::fprintf(stderr, "authrpc-server: SIGHUP: authorization policy reloaded (generation %llu)\n",
+                   static_cast<unsigned long long>(authorizer->generation()));
+    }
+  }
   std::fprintf(stderr, "authrpc-server: %s received, stopping\n", strsignal(received));
   server.stop();
   return 0;

@@ -17,8 +17,36 @@
 namespace authrpc {
 namespace {
 
-Service make_sys_service() {
+// sys.reload_authz: re-reads the ACL file; only for the policy's admins.
+Result<std::string> reload_authz(Server::Impl& server, CallContext& ctx) {
+  const auto& authorizer = server.options.authorizer;
+  if (!authorizer) return Status(Errc::kFailedPrecondition, "no authorization policy configured");
+  const auto policy = authorizer->current();
+  const Identity& id = ctx.identity();
+  const auto groups = policy->groups_of(id.user);
+  if (!policy->is_admin({id.user, &groups, id.peer_address})) {
+    const std::string reason = "user '" + id.user + "' is not an authorization admin";
+    if (server.options.audit_log) {
+      server.options.audit_log->record({"authorization", "denied", id.peer_address, id.mechanism,
+                                        id.principal, id.user, id.real_user, ctx.service(),
+                                        ctx.method(), reason});
+    }
+    return Status(Errc::kPermissionDenied, reason);
+  }
+  if (Status s = authorizer->reload(); !s.ok()) {
+    server.log(LogLevel::kWarning, "authorization reload refused, old policy stays: " + s.message);
+    return Status(Errc::kFailedPrecondition, "reload refused, old policy stays: " + s.message);
+  }
+  server.log(LogLevel::kInfo, "authorization policy reloaded by " + id.user + " (generation " +
+                                  std::to_string(authorizer->generation()) + ")");
+  return "{\"generation\":" + std::to_string(authorizer->generation()) + "}";
+}
+
+Service make_sys_service(Server::Impl& server) {
   Service sys("sys");
+  sys.add_blocking("reload_authz", [&server](CallContext& ctx, std::string_view) {
+    return reload_authz(server, ctx);
+  });
   sys.add("whoami", [](CallContext& ctx, std::string_view) -> Result<std::string> {
     return ctx.identity().to_json();
   });
@@ -116,7 +144,7 @@ asio::awaitable<void> sweep_loop(Reactor& reactor, std::chrono::milliseconds int
 }  // namespace
 
 Server::Impl::Impl(ServerOptions o) : options(std::move(o)) {
-  services.emplace("sys", make_sys_service());
+  services.emplace("sys", make_sys_service(*this));
 }
 
 const Service::Method* Server::Impl::find_method(std::string_view service,

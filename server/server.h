@@ -16,12 +16,14 @@
 #include <string>
 #include <vector>
 
+#include "auth/authorizer.h"
 #include "auth/mechanism.h"
 #include "rpc/endpoint.h"
 #include "rpc/log.h"
 #include "rpc/policy.h"
 #include "rpc/result.h"
 #include "rpc/transport.h"
+#include "server/audit_log.h"
 #include "server/service.h"
 
 namespace authrpc {
@@ -52,6 +54,13 @@ struct ServerOptions {
   std::optional<Policy> encryption;
   Policy authentication = Policy::kOptional;
   LogSink log = stderr_log_sink(LogLevel::kInfo);
+  // Authorization (docs/AUTHZ.md): principal mapping, groups, service and
+  // method ACLs, proxy users; reloadable. Null: names stay as the mechanism
+  // gave them, every authenticated user may call every method, and a client
+  // asking to act as another user is refused.
+  std::shared_ptr<Authorizer> authorizer;
+  // Null: no audit log.
+  std::shared_ptr<AuditLog> audit_log;
 };
 
 struct ServerStats {
@@ -72,7 +81,7 @@ class Server {
   Server& operator=(const Server&) = delete;
 
   // Registers a service. The name "sys" is reserved for built-ins
-  // (sys.whoami, sys.echo). Fails after start() or for a duplicate name.
+  // (sys.whoami, sys.echo, sys.reload_authz). Fails after start() or for a duplicate name.
   Status add_service(Service service);
 
   // Validates the options, binds every endpoint and starts serving. A bind

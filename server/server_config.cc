@@ -48,6 +48,39 @@ Status read_ms(const nlohmann::json& object, const char* key, std::chrono::milli
   return {};
 }
 
+// "authorization": {"acl_file": PATH} and "audit_log": {"enabled": BOOL,
+// "path": PATH} (docs/AUTHZ.md).
+Status read_authz(const nlohmann::json& config, ServerOptions& o) {
+  if (config.contains("authorization")) {
+    const auto& a = config["authorization"];
+    if (!a.is_object()) return config_error("'authorization' must be an object");
+    if (Status s = check_keys(a, "authorization.", {"acl_file"}); !s.ok()) return s;
+    if (!a.contains("acl_file") || !a["acl_file"].is_string()) {
+      return config_error("'authorization.acl_file' must be a path string");
+    }
+    auto authorizer = Authorizer::from_file(a["acl_file"].get<std::string>());
+    if (!authorizer.ok()) return config_error("'authorization': " + authorizer.status().message);
+    o.authorizer = std::move(*authorizer);
+  }
+  if (config.contains("audit_log")) {
+    const auto& a = config["audit_log"];
+    if (!a.is_object()) return config_error("'audit_log' must be an object");
+    if (Status s = check_keys(a, "audit_log.", {"enabled", "path"}); !s.ok()) return s;
+    if (a.contains("enabled") && !a["enabled"].is_boolean()) {
+      return config_error("'audit_log.enabled' must be true or false");
+    }
+    if (!a.contains("path") || !a["path"].is_string()) {
+      return config_error("'audit_log.path' must be a path string");
+    }
+    if (a.value("enabled", true)) {
+      auto log = AuditLog::open(a["path"].get<std::string>());
+      if (!log.ok()) return config_error("'audit_log': " + log.status().message);
+      o.audit_log = std::move(*log);
+    }
+  }
+  return {};
+}
+
 Result<LogLevel> parse_level(const std::string& name) {
   if (name == "debug") return LogLevel::kDebug;
   if (name == "info") return LogLevel::kInfo;
@@ -66,7 +99,7 @@ Result<ServerOptions> server_options_from_json(const nlohmann::json& config,
                              "negotiation_timeout_ms", "idle_timeout_ms", "max_connections",
                              "max_frame_size", "max_pending_output", "stop_grace_ms",
                              "unix_socket_mode", "log_level", "tls", "encryption",
-                             "authentication",
+                             "authentication", "authorization", "audit_log",
                              "tokens"});  // "tokens": server/token_service.h
       !s.ok()) {
     return s;
@@ -131,6 +164,7 @@ Result<ServerOptions> server_options_from_json(const nlohmann::json& config,
     if (!level.ok()) return level.status();
     o.log = stderr_log_sink(*level);
   }
+  if (Status s = read_authz(config, o); !s.ok()) return s;
   return o;
 }
 

@@ -61,8 +61,24 @@ asio::awaitable<void> ServerConnection::run(Status refuse) {
     info.channel_binding = tls->channel_binding;
     info.peer_certificate = tls->peer_certificate;
   }
-  auto identity =
-      co_await negotiate_server(*channel_, server_.options.mechanisms, info, &spent_session_);
+  // Without authorization or audit log, negotiation runs with no hooks (the
+  // fast path).
+  ServerNegotiationHooks hooks;
+  const bool hooked = server_.options.authorizer || server_.options.audit_log;
+  if (server_.options.authorizer) {
+    hooks.authorize = [this](Identity& id, std::string_view do_as) {
+      return authorize_identity(id, do_as);
+    };
+  }
+  auto identity = co_await negotiate_server(*channel_, server_.options.mechanisms, info,
+                                            hooked ? &hooks : nullptr, &spent_session_);
+  if (!identity.ok() && server_.options.audit_log && !hooks.refused_by_authorize &&
+      identity.code() != Errc::kConnectionClosed) {
+    const Status why = negotiation_timed_out_
+                           ? Status(Errc::kNegotiationTimeout, "negotiation timed out")
+                           : identity.status();
+    audit_authentication("failure", hooks.mechanism, why.to_string());
+  }
   if (!identity.ok()) {
     Status why = identity.status();
     if (negotiation_timed_out_) {
@@ -79,6 +95,7 @@ asio::awaitable<void> ServerConnection::run(Status refuse) {
     co_return;
   }
   identity_ = std::move(*identity);
+  if (server_.options.audit_log) audit_authentication("success", identity_.mechanism, {});
   state_ = State::kServing;
   last_activity_ = Clock::now();
   // Calls pipelined behind the negotiation are answered in the same write as
@@ -185,6 +202,12 @@ void ServerConnection::handle_request(const Frame& frame) {
                                         std::string(header->method)),
             deadline);
     return;
+  }
+  if (server_.options.authorizer) {
+    if (auto why = authorize_call(service_name, method_name)) {
+      respond(call_id, Status(Errc::kPermissionDenied, *why), deadline);
+      return;
+    }
   }
   switch (method->execution) {
     case Execution::kInline: {
@@ -298,6 +321,46 @@ void ServerConnection::respond(std::uint32_t call_id, const Result<std::string>&
     wire::append_response(channel_->out(), call_id,
                           static_cast<std::uint16_t>(to_wire_errc(s.code)), s.message, {});
   }
+}
+
+Status ServerConnection::authorize_identity(Identity& id, std::string_view do_as) {
+  const std::string principal = id.principal.empty() ? id.user : id.principal;
+  Status s = server_.options.authorizer->current()->establish(id, do_as, groups_);
+  if (!s.ok()) {
+    server_.log(LogLevel::kWarning, "connection from " + peer_ + " (" + principal +
+                                        ") refused: " + s.to_string());
+    if (server_.options.audit_log) {
+      const std::string target(do_as);
+      server_.options.audit_log->record(
+          {do_as.empty() ? "authentication" : "proxy", do_as.empty() ? "failure" : "denied",
+           peer_, id.mechanism, principal, do_as.empty() ? std::string_view(id.user) : target,
+           do_as.empty() ? std::nullopt : std::optional<std::string_view>(principal), {}, {},
+           s.to_string()});
+    }
+  }
+  return s;
+}
+
+std::optional<std::string> ServerConnection::authorize_call(std::string_view service,
+                                                            std::string_view method) {
+  auto why = server_.options.authorizer->current()->check_call({identity_.user, &groups_, peer_},
+                                                               service, method);
+  if (why && server_.options.audit_log) {
+    const auto& id = identity_;
+    server_.options.audit_log->record({"authorization", "denied", peer_, id.mechanism,
+                                       id.real_user ? *id.real_user : id.principal, id.user,
+                                       id.real_user, service, method, *why});
+  }
+  return why;
+}
+
+void ServerConnection::audit_authentication(std::string_view outcome, std::string_view mechanism,
+                                            std::string_view reason) {
+  const auto& id = identity_;
+  server_.options.audit_log->record({"authentication", outcome, peer_, mechanism,
+                                     id.real_user ? std::string_view(*id.real_user)
+                                                  : std::string_view(id.principal),
+                                     id.user, id.real_user, {}, {}, reason});
 }
 
 void ServerConnection::handle_cancel(std::uint32_t call_id) {

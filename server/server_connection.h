@@ -44,6 +44,12 @@ class ServerConnection : public std::enable_shared_from_this<ServerConnection> {
   void cancel_all_calls();
   void handle_request(const Frame& frame);
   void handle_cancel(std::uint32_t call_id);
+  // Connection-time authorization (mapping, proxy users); see negotiate_server.
+  Status authorize_identity(Identity& id, std::string_view do_as);
+  // Call-time ACL check: nullopt when allowed, else the reason (audited).
+  std::optional<std::string> authorize_call(std::string_view service, std::string_view method);
+  void audit_authentication(std::string_view outcome, std::string_view mechanism,
+                            std::string_view reason);
   void start_async_call(const Service::Method& method, std::string_view service_name,
                         std::string_view method_name, std::uint32_t call_id,
                         Clock::time_point deadline, std::string_view payload);
@@ -65,6 +71,7 @@ class ServerConnection : public std::enable_shared_from_this<ServerConnection> {
   State state_ = State::kNegotiating;
   Identity identity_;
   std::unique_ptr<ServerAuthSession> spent_session_;  // see negotiate_server()
+  std::vector<std::string> groups_;  // the effective user's groups, when authorization is on
   bool negotiation_timed_out_ = false;
   Status fatal_;  // why the server is closing the connection, if it is
   std::size_t in_flight_ = 0;

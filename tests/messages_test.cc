@@ -43,10 +43,11 @@ const std::string kBinary("\x00\x01\xFF\x00tok\x00", 8);
 
 TEST(MessagesTest, HelloRoundTrip) {
   const Hello cases[] = {
-      {kNoFeatures, "simple", "alice"},
-      {0xFFFFFFFF, "kerberos", kBinary},
-      {kNoFeatures, "", ""},  // "tell me what you support"
-      {0x12345678, std::string(300, 'm'), std::string(70000, 't')},
+      {kNoFeatures, "simple", "alice", {}},
+      {0xFFFFFFFE, "kerberos", kBinary, {}},  // every bit but kFeatureDoAs
+      {kNoFeatures, "", "", {}},  // "tell me what you support"
+      {0x12345678, std::string(300, 'm'), std::string(70000, 't'), {}},
+      {kFeatureDoAs, "simple", "svc", "alice"},  // proxy user: do_as follows the token
   };
   for (const auto& m : cases) {
     std::string out;
@@ -59,13 +60,25 @@ TEST(MessagesTest, HelloRoundTrip) {
     EXPECT_EQ(parsed->features, m.features);
     EXPECT_EQ(parsed->mechanism, m.mechanism);
     EXPECT_EQ(parsed->token, m.token);
+    EXPECT_EQ(parsed->do_as, m.do_as);
   }
+}
+
+TEST(MessagesTest, HelloDoAsMustBeNonEmptyAndPresent) {
+  std::string out;
+  append_hello(out, {kFeatureDoAs, "simple", "svc", ""});
+  EXPECT_EQ(parse_hello(split_frame(out).body).code(), Errc::kProtocolError);
+  out.clear();
+  append_hello(out, {kNoFeatures, "simple", "svc", {}});
+  std::string body(split_frame(out).body);
+  body[3] = 1;  // claims do_as but carries none
+  EXPECT_EQ(parse_hello(body).code(), Errc::kProtocolError);
 }
 
 TEST(MessagesTest, HelloBodyBytes) {
   std::string out;
-  append_hello(out, {1, "ab", "xyz"});
-  const std::string expected_body("\x00\x00\x00\x01"   // features
+  append_hello(out, {2, "ab", "xyz", {}});
+  const std::string expected_body("\x00\x00\x00\x02"   // features
                                   "\x00\x02" "ab"       // mechanism
                                   "\x00\x00\x00\x03" "xyz", 15);  // token
   EXPECT_EQ(out.substr(kFrameHeaderSize), expected_body);
@@ -294,7 +307,7 @@ std::vector<DecoderCase> decoder_cases() {
       {"hello",
        [] {
          std::string f;
-         append_hello(f, {5, "simple", "alice"});
+         append_hello(f, {4, "simple", "alice", {}});
          return body_of(f);
        },
        [](std::string_view b) { return status_of(parse_hello(b)); }, false},

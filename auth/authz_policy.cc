@@ -1,0 +1,284 @@
+#include "auth/authz_policy.h"
+
+#include <grp.h>
+#include <krb5.h>
+#include <pwd.h>
+#include <unistd.h>
+
+#include <fstream>
+#include <set>
+#include <sstream>
+
+namespace authrpc {
+namespace {
+
+Status config_error(std::string m) { return {Errc::kConfigError, std::move(m)}; }
+Status denied(std::string m) { return {Errc::kPermissionDenied, std::move(m)}; }
+
+Status check_keys(const nlohmann::json& j, const std::string& where,
+                  const std::set<std::string>& allowed) {
+  if (!j.is_object()) return config_error("'" + where + "' must be an object");
+  for (const auto& [key, _] : j.items()) {
+    if (!allowed.contains(key)) return config_error("unknown key '" + where + "." + key + "'");
+  }
+  return {};
+}
+
+// The default realm of krb5.conf (KRB5_CONFIG), or "" if there is none.
+std::string krb5_default_realm() {
+  krb5_context ctx = nullptr;
+  if (krb5_init_context(&ctx) != 0) return {};
+  std::string out;
+  char* realm = nullptr;
+  if (krb5_get_default_realm(ctx, &realm) == 0) {
+    out = realm;
+    krb5_free_default_realm(ctx, realm);
+  }
+  krb5_free_context(ctx);
+  return out;
+}
+
+// getgrouplist() for `user`: names of its primary and supplementary groups.
+// Empty if the OS does not know the user.
+std::vector<std::string> os_groups(const std::string& user) {
+  std::vector<std::string> out;
+  long size = sysconf(_SC_GETPW_R_SIZE_MAX);
+  std::vector<char> buf(size > 0 ? static_cast<std::size_t>(size) : 16384);
+  passwd pw{};
+  passwd* found = nullptr;
+  if (getpwnam_r(user.c_str(), &pw, buf.data(), buf.size(), &found) != 0 || found == nullptr) {
+    return out;
+  }
+  int n = 32;
+  std::vector<gid_t> gids(static_cast<std::size_t>(n));
+  while (getgrouplist(user.c_str(), pw.pw_gid, gids.data(), &n) == -1) {
+    gids.resize(static_cast<std::size_t>(n) + 32);
+    n = static_cast<int>(gids.size());
+  }
+  gids.resize(static_cast<std::size_t>(n));
+  long gsize = sysconf(_SC_GETGR_R_SIZE_MAX);
+  std::vector<char> gbuf(gsize > 0 ? static_cast<std::size_t>(gsize) : 16384);
+  for (const gid_t gid : gids) {
+    group gr{};
+    group* g = nullptr;
+    int rc;
+    while ((rc = getgrgid_r(gid, &gr, gbuf.data(), gbuf.size(), &g)) == ERANGE) {
+      gbuf.resize(gbuf.size() * 2);
+    }
+    if (rc == 0 && g != nullptr) out.emplace_back(g->gr_name);
+  }
+  return out;
+}
+
+}  // namespace
+
+Result<std::shared_ptr<const AuthzPolicy>> AuthzPolicy::from_json(const nlohmann::json& j) {
+  if (Status s = check_keys(j, "(acl file)",
+                            {"auth_to_local", "groups", "admins", "default", "services",
+                             "proxy_users"});
+      !s.ok()) {
+    return s;
+  }
+  auto p = std::make_shared<AuthzPolicy>();
+
+  if (j.contains("auth_to_local")) {
+    const auto& a = j["auth_to_local"];
+    if (Status s = check_keys(a, "auth_to_local", {"rules", "default_realm", "mechanism"}); !s.ok()) {
+      return s;
+    }
+    std::vector<std::string> rules;
+    if (!a.contains("rules") || !a["rules"].is_array()) {
+      return config_error("'auth_to_local.rules' must be an array of rule strings");
+    }
+    for (const auto& r : a["rules"]) {
+      if (!r.is_string()) return config_error("'auth_to_local.rules' entries must be strings");
+      rules.push_back(r.get<std::string>());
+    }
+    std::string realm;
+    if (a.contains("default_realm")) {
+      if (!a["default_realm"].is_string()) {
+        return config_error("'auth_to_local.default_realm' must be a string");
+      }
+      realm = a["default_realm"].get<std::string>();
+    } else {
+      realm = krb5_default_realm();
+    }
+    auto fallback = PrincipalMapper::Fallback::kRefuse;
+    if (a.contains("mechanism")) {
+      const auto& m = a["mechanism"];
+      if (m == "mit") {
+        fallback = PrincipalMapper::Fallback::kKeepFullName;
+      } else if (m != "hadoop") {
+        return config_error("'auth_to_local.mechanism' must be \"hadoop\" or \"mit\"");
+      }
+    }
+    auto mapper = PrincipalMapper::create(rules, realm, fallback);
+    if (!mapper.ok()) return config_error("'auth_to_local.rules': " + mapper.status().message);
+    p->mapper_ = std::move(*mapper);
+    p->map_principals_ = true;
+  }
+
+  if (j.contains("groups")) {
+    const auto& g = j["groups"];
+    if (Status s = check_keys(g, "groups", {"source", "static"}); !s.ok()) return s;
+    const std::string source = g.value("source", std::string("os"));
+    if (source != "os" && source != "static") {
+      return config_error("'groups.source' must be \"os\" or \"static\"");
+    }
+    p->os_groups_ = source == "os";
+    if (g.contains("static")) {
+      if (!g["static"].is_object()) return config_error("'groups.static' must be an object");
+      for (const auto& [user, list] : g["static"].items()) {
+        if (!list.is_array()) return config_error("'groups.static." + user + "' must be an array");
+        auto& out = p->static_groups_[user];
+        for (const auto& name : list) {
+          if (!name.is_string()) {
+            return config_error("'groups.static." + user + "' entries must be strings");
+          }
+          out.push_back(name.get<std::string>());
+        }
+      }
+    }
+  }
+
+  if (j.contains("admins")) {
+    auto admins = Acl::from_json(j["admins"], "admins");
+    if (!admins.ok()) return admins.status();
+    p->admins_ = std::move(*admins);
+  }
+
+  if (j.contains("default")) {
+    if (j["default"] != "allow" && j["default"] != "deny") {
+      return config_error("'default' must be \"allow\" or \"deny\"");
+    }
+    p->default_allow_ = j["default"] == "allow";
+  }
+
+  if (j.contains("services")) {
+    if (!j["services"].is_object()) return config_error("'services' must be an object");
+    for (const auto& [name, entry] : j["services"].items()) {
+      const std::string where = "services." + name;
+      if (!entry.is_object()) return config_error("'" + where + "' must be an object");
+      ServiceAcl service;
+      nlohmann::json own = entry;
+      if (entry.contains("methods")) {
+        if (!entry["methods"].is_object()) {
+          return config_error("'" + where + ".methods' must be an object");
+        }
+        for (const auto& [method, acl] : entry["methods"].items()) {
+          auto parsed = Acl::from_json(acl, where + ".methods." + method);
+          if (!parsed.ok()) return parsed.status();
+          service.methods.emplace(method, std::move(*parsed));
+        }
+        own.erase("methods");
+      }
+      if (!own.empty()) {
+        auto parsed = Acl::from_json(own, where);
+        if (!parsed.ok()) return parsed.status();
+        service.acl = std::move(*parsed);
+      }
+      p->services_.emplace(name, std::move(service));
+    }
+  }
+
+  if (j.contains("proxy_users")) {
+    if (!j["proxy_users"].is_object()) return config_error("'proxy_users' must be an object");
+    for (const auto& [proxy, entry] : j["proxy_users"].items()) {
+      const std::string where = "proxy_users." + proxy;
+      if (Status s = check_keys(entry, where, {"users", "groups", "hosts"}); !s.ok()) return s;
+      nlohmann::json targets = nlohmann::json::object();
+      if (entry.contains("users")) targets["users"] = entry["users"];
+      if (entry.contains("groups")) targets["groups"] = entry["groups"];
+      auto acl = Acl::from_json(targets, where);
+      if (!acl.ok()) return acl.status();
+      if (!entry.contains("hosts") || !entry["hosts"].is_array()) {
+        return config_error("'" + where + ".hosts' must be an array (\"*\" for any host)");
+      }
+      std::vector<std::string> hosts;
+      for (const auto& h : entry["hosts"]) {
+        if (!h.is_string()) return config_error("'" + where + ".hosts' entries must be strings");
+        hosts.push_back(h.get<std::string>());
+      }
+      auto set = NetworkSet::parse(hosts);
+      if (!set.ok()) return config_error("'" + where + ".hosts': " + set.status().message);
+      p->proxy_users_.emplace(proxy, ProxyRule{std::move(*acl), std::move(*set)});
+    }
+  }
+  return std::shared_ptr<const AuthzPolicy>(std::move(p));
+}
+
+Result<std::shared_ptr<const AuthzPolicy>> AuthzPolicy::load(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) return config_error("cannot read ACL file " + path);
+  std::stringstream text;
+  text << in.rdbuf();
+  auto j = nlohmann::json::parse(text.str(), nullptr, false, true);
+  if (j.is_discarded()) return config_error(path + " is not valid JSON");
+  auto policy = from_json(j);
+  if (!policy.ok()) return config_error(path + ": " + policy.status().message);
+  return policy;
+}
+
+std::vector<std::string> AuthzPolicy::groups_of(const std::string& user) const {
+  if (!os_groups_) {
+    const auto it = static_groups_.find(user);
+    return it == static_groups_.end() ? std::vector<std::string>() : it->second;
+  }
+  return os_groups(user);
+}
+
+Status AuthzPolicy::establish(Identity& id, std::string_view do_as,
+                              std::vector<std::string>& groups) const {
+  if (map_principals_) {
+    auto name = mapper_.map(id.principal.empty() ? id.user : id.principal);
+    if (!name.ok()) return name.status();
+    id.user = std::move(*name);
+  }
+  groups = groups_of(id.user);
+  if (do_as.empty() || do_as == id.user) return {};
+
+  const std::string who = id.principal.empty() ? id.user : id.principal;
+  if (id.mechanism == kTokenMechanismName) {
+    return denied(who + " may not act as another user on a token-authenticated connection");
+  }
+  const auto rule = proxy_users_.find(id.user);
+  if (rule == proxy_users_.end()) {
+    return denied(id.user + " is not allowed to impersonate anyone");
+  }
+  if (!rule->second.hosts.contains(id.peer_address)) {
+    return denied(id.user + " may not impersonate from " + id.peer_address);
+  }
+  const std::string target(do_as);
+  std::vector<std::string> target_groups = groups_of(target);
+  if (rule->second.targets.check({target, &target_groups, id.peer_address})) {
+    return denied(id.user + " is not allowed to impersonate " + target);
+  }
+  id.real_user = who;
+  id.user = target;
+  id.principal = target;
+  id.realm.clear();
+  groups = std::move(target_groups);
+  return {};
+}
+
+std::optional<std::string> AuthzPolicy::check_call(const Subject& who, std::string_view service,
+                                                   std::string_view method) const {
+  const auto s = services_.find(service);
+  if (s == services_.end()) {
+    if (default_allow_) return std::nullopt;
+    return "service '" + std::string(service) + "' is not listed and the default is deny";
+  }
+  if (s->second.acl) {
+    if (auto why = s->second.acl->check(who)) return why;
+  } else if (!default_allow_ && s->second.methods.find(method) == s->second.methods.end()) {
+    return "method '" + std::string(service) + "." + std::string(method) +
+           "' has no ACL and the default is deny";
+  }
+  const auto m = s->second.methods.find(method);
+  if (m != s->second.methods.end()) {
+    if (auto why = m->second.check(who)) return why;
+  }
+  return std::nullopt;
+}
+
+}  // namespace authrpc

@@ -1,0 +1,148 @@
+#include "server/audit_log.h"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <chrono>
+#include <cstring>
+#include <ctime>
+#include <nlohmann/json.hpp>
+
+namespace authrpc {
+namespace {
+
+int open_append(const std::string& path) {
+  return ::open(path.c_str(), O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0600);
+}
+
+// RFC 3339 UTC with milliseconds: 2024-05-01T12:00:00.123Z
+std::string now_utc() {
+  const auto now = std::chrono::system_clock::now();
+  const auto t = std::chrono::system_clock::to_time_t(now);
+  const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(now.time_since_epoch()).count() % 1000;
+  std::tm tm{};
+  gmtime_r(&t, &tm);
+  char buf[40];
+  const auto n = std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%S", &tm);
+  std::snprintf(buf + n, sizeof buf - n, ".%03dZ", static_cast<int>(ms));
+  return buf;
+}
+
+void write_all(int fd, const std::string& data) {
+  std::size_t off = 0;
+  while (off < data.size()) {
+    const ssize_t n = ::write(fd, data.data() + off, data.size() - off);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return;  // nothing sensible to do: the audit log cannot log its own failure
+    off += static_cast<std::size_t>(n);
+  }
+}
+
+}  // namespace
+
+Result<std::shared_ptr<AuditLog>> AuditLog::open(const std::string& path,
+                                                 std::size_t max_queued_lines) {
+  const int fd = open_append(path);
+  if (fd < 0) {
+    return Status(Errc::kConfigError,
+                  "cannot open audit log " + path + ": " + std::strerror(errno));
+  }
+  return std::shared_ptr<AuditLog>(new AuditLog(path, fd, max_queued_lines));
+}
+
+AuditLog::AuditLog(std::string path, int fd, std::size_t max_queued)
+    : path_(std::move(path)), max_queued_(max_queued == 0 ? 1 : max_queued), fd_(fd) {
+  writer_ = std::thread([this] { run(); });
+}
+
+AuditLog::~AuditLog() {
+  {
+    std::lock_guard lock(mu_);
+    stop_ = true;
+  }
+  wake_.notify_all();
+  writer_.join();
+  if (fd_ >= 0) ::close(fd_);
+}
+
+std::string AuditLog::format(const AuditEvent& e) {
+  nlohmann::json j;
+  j["time"] = now_utc();
+  j["event"] = e.event;
+  j["outcome"] = e.outcome;
+  j["peer"] = e.peer;
+  j["mechanism"] = e.mechanism;
+  j["principal"] = e.principal;
+  j["user"] = e.user;
+  j["real_user"] = e.real_user ? nlohmann::json(*e.real_user) : nlohmann::json(nullptr);
+  j["service"] = e.service;
+  j["method"] = e.method;
+  j["reason"] = e.reason;
+  // Replace invalid UTF-8 (a hostile client's name) instead of throwing.
+  return j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+}
+
+void AuditLog::record(const AuditEvent& e) {
+  std::string line = format(e);
+  line += '\n';
+  {
+    std::lock_guard lock(mu_);
+    if (queue_.size() >= max_queued_) {
+      ++dropped_;
+      return;
+    }
+    queue_.push_back(std::move(line));
+  }
+  wake_.notify_one();
+}
+
+void AuditLog::run() {
+  std::unique_lock lock(mu_);
+  for (;;) {
+    wake_.wait(lock, [this] { return stop_ || !queue_.empty(); });
+    if (queue_.empty() && stop_) return;
+    std::string batch;
+    while (!queue_.empty()) {
+      batch += queue_.front();
+      queue_.pop_front();
+    }
+    if (dropped_ != dropped_reported_) {
+      batch += "{\"event\":\"audit\",\"outcome\":\"dropped\",\"count\":" +
+               std::to_string(dropped_ - dropped_reported_) + ",\"time\":\"" + now_utc() + "\"}\n";
+      dropped_reported_ = dropped_;
+    }
+    writing_ = true;
+    const int fd = fd_;
+    lock.unlock();
+    write_all(fd, batch);  // one write(2) per batch with O_APPEND
+    lock.lock();
+    writing_ = false;
+    drained_.notify_all();
+  }
+}
+
+void AuditLog::flush() {
+  std::unique_lock lock(mu_);
+  drained_.wait(lock, [this] { return queue_.empty() && !writing_; });
+}
+
+Status AuditLog::reopen() {
+  const int fd = open_append(path_);
+  if (fd < 0) {
+    return Status(Errc::kConfigError,
+                  "cannot reopen audit log " + path_ + ": " + std::strerror(errno));
+  }
+  std::unique_lock lock(mu_);
+  drained_.wait(lock, [this] { return !writing_; });
+  ::close(fd_);
+  fd_ = fd;
+  return {};
+}
+
+std::uint64_t AuditLog::dropped() const {
+  std::lock_guard lock(mu_);
+  return dropped_;
+}
+
+}  // namespace authrpc

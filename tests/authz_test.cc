@@ -1,0 +1,616 @@
+// Authorization end to end (docs/AUTHZ.md): a real Server and real Clients
+// over loopback. A table-driven matrix (principal × rules × ACL × call →
+// outcome), proxy users, ACL reload (admin RPC, and SIGHUP to a real
+// authrpc-server child), and the audit log's content. Principals are asserted
+// with the `simple` mechanism (which accepts "nn/host@REALM" as a name); a
+// test mechanism named "token" stands for token-authenticated connections.
+#include <fcntl.h>
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+#include <thread>
+
+#include "auth/acl.h"
+#include "auth/authorizer.h"
+#include "auth/simple.h"
+#include "client/client.h"
+#include "server/audit_log.h"
+#include "server/server.h"
+
+extern char** environ;
+
+namespace authrpc {
+namespace {
+
+using namespace std::chrono_literals;
+using ::testing::HasSubstr;
+using ::testing::Not;
+namespace fs = std::filesystem;
+
+constexpr const char* kSecret = "s3cret-Proof-42";
+
+// "token" for tests: the client sends "user:proof"; the server accepts the
+// proof kSecret. Its only purpose is a mechanism named "token" carrying a
+// secret, so that proxy-user refusal over tokens and secret-free audit lines
+// can be tested without the real token mechanism.
+class TestTokenServer final : public ServerMechanism {
+  class Session final : public ServerAuthSession {
+   public:
+    asio::awaitable<ServerStep> step(std::string_view t) override {
+      const auto colon = t.find(':');
+      if (colon == std::string_view::npos || t.substr(colon + 1) != kSecret) {
+        co_return ServerStep::failure({Errc::kAuthenticationFailed, "token: bad proof"});
+      }
+      Identity id;
+      id.user = id.principal = std::string(t.substr(0, colon));
+      co_return ServerStep::success(std::move(id));
+    }
+  };
+
+ public:
+  std::string_view name() const noexcept override { return "token"; }
+  std::unique_ptr<ServerAuthSession> start(const ChannelInfo&) override {
+    return std::make_unique<Session>();
+  }
+};
+
+class TestTokenClient final : public ClientMechanism {
+  class Session final : public ClientAuthSession {
+   public:
+    explicit Session(std::string t) : t_(std::move(t)) {}
+    asio::awaitable<ClientStep> initial() override { co_return ClientStep::send(t_, true); }
+    asio::awaitable<ClientStep> challenge(std::string_view) override {
+      co_return ClientStep::failure({Errc::kProtocolError, "no challenge expected"});
+    }
+    asio::awaitable<Status> complete(std::string_view) override { co_return Status(); }
+
+   private:
+    std::string t_;
+  };
+
+ public:
+  explicit TestTokenClient(std::string token) : token_(std::move(token)) {}
+  std::string_view name() const noexcept override { return "token"; }
+  std::unique_ptr<ClientAuthSession> start(const ChannelInfo&) override {
+    return std::make_unique<Session>(token_);
+  }
+
+ private:
+  std::string token_;
+};
+
+std::string ReadFile(const fs::path& p) {
+  std::ifstream in(p);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+void WriteFile(const fs::path& p, const std::string& text) {
+  const fs::path tmp = p.string() + ".tmp";
+  std::ofstream(tmp) << text;
+  fs::rename(tmp, p);  // readers see the old or the new file, never half of one
+}
+
+fs::path MakeTempDir() {
+  std::string templ = (fs::temp_directory_path() / "authz_test.XXXXXX").string();
+  if (::mkdtemp(templ.data()) == nullptr) std::abort();
+  return templ;
+}
+
+Service DataService() {
+  Service data("data");
+  data.add("read", [](CallContext&, std::string_view) -> Result<std::string> { return std::string("r"); });
+  data.add("write", [](CallContext&, std::string_view) -> Result<std::string> { return std::string("w"); });
+  return data;
+}
+
+Service AdminService() {
+  Service admin("admin");
+  admin.add("shutdown", [](CallContext&, std::string_view) -> Result<std::string> { return std::string("ok"); });
+  return admin;
+}
+
+Service MiscService() {
+  Service misc("misc");
+  misc.add_blocking("ping", [](CallContext&, std::string_view) -> Result<std::string> { return std::string("pong"); });
+  return misc;
+}
+
+// A server with the ACL file in a temp dir, an audit log, and the
+// simple + token mechanisms.
+class AuthzServer {
+ public:
+  explicit AuthzServer(const nlohmann::json& acl, bool with_authorizer = true,
+                       std::string endpoint = "tcp://127.0.0.1:0")
+      : dir_(MakeTempDir()) {
+    WriteAcl(acl);
+    ServerOptions o;
+    o.endpoints.push_back(*Endpoint::parse(endpoint == "unix" ? "unix:" + (dir_ / "s.sock").string()
+                                                               : endpoint));
+    o.mechanisms = {std::make_shared<SimpleServerMechanism>(), std::make_shared<TestTokenServer>()};
+    o.io_threads = 1;
+    o.log = [this](LogLevel, std::string_view line) {
+      std::lock_guard lock(log_mu_);
+      log_.append(line).append("\n");
+    };
+    if (with_authorizer) {
+      auto a = Authorizer::from_file(acl_path().string());
+      EXPECT_TRUE(a.ok()) << a.status().to_string();
+      if (a.ok()) o.authorizer = *a;
+    }
+    audit_ = *AuditLog::open(audit_path().string());
+    o.audit_log = audit_;
+    server_ = std::make_unique<Server>(std::move(o));
+    EXPECT_TRUE(server_->add_service(DataService()).ok());
+    EXPECT_TRUE(server_->add_service(AdminService()).ok());
+    EXPECT_TRUE(server_->add_service(MiscService()).ok());
+    const Status s = server_->start();
+    EXPECT_TRUE(s.ok()) << s.to_string();
+  }
+  ~AuthzServer() {
+    server_->stop();
+    fs::remove_all(dir_);
+  }
+
+  fs::path acl_path() const { return dir_ / "acl.json"; }
+  fs::path audit_path() const { return dir_ / "audit.jsonl"; }
+  void WriteAcl(const nlohmann::json& acl) { WriteFile(acl_path(), acl.dump(2)); }
+  void WriteAclText(const std::string& text) { WriteFile(acl_path(), text); }
+
+  Result<std::unique_ptr<Client>> Connect(const std::string& user, std::string do_as = {},
+                                          bool token = false,
+                                          const std::string& proof = kSecret) {
+    ClientOptions o;
+    o.endpoint = server_->bound_endpoints().front();
+    if (token) {
+      o.mechanisms.push_back(std::make_shared<TestTokenClient>(user + ":" + proof));
+    } else {
+      o.mechanisms.push_back(std::make_shared<SimpleClientMechanism>(user));
+    }
+    o.do_as = std::move(do_as);
+    return Client::connect(std::move(o));
+  }
+
+  std::vector<nlohmann::json> AuditLines() {
+    audit_->flush();
+    std::vector<nlohmann::json> out;
+    std::istringstream in(ReadFile(audit_path()));
+    for (std::string line; std::getline(in, line);) {
+      auto j = nlohmann::json::parse(line, nullptr, false);
+      EXPECT_FALSE(j.is_discarded()) << "not JSON: " << line;
+      out.push_back(j);
+    }
+    return out;
+  }
+  std::string Log() {
+    std::lock_guard lock(log_mu_);
+    return log_;
+  }
+
+ private:
+  fs::path dir_;
+  std::shared_ptr<AuditLog> audit_;
+  std::unique_ptr<Server> server_;
+  std::mutex log_mu_;
+  std::string log_;
+};
+
+TEST(AuthzPolicyTest, ExampleAclFileLoads) {
+  auto policy = AuthzPolicy::load(std::string(AUTHRPC_SOURCE_DIR) + "/examples/acl.json");
+  ASSERT_TRUE(policy.ok()) << policy.status().to_string();
+  Identity id;
+  id.user = id.principal = "nn/nn1.example.com@EXAMPLE.COM";
+  id.peer_address = "127.0.0.1:4000";
+  std::vector<std::string> groups;
+  ASSERT_TRUE((*policy)->establish(id, {}, groups).ok());
+  EXPECT_EQ(id.user, "hdfs");
+  EXPECT_FALSE((*policy)->check_call({id.user, &groups, id.peer_address}, "data", "write"));
+  EXPECT_TRUE((*policy)->check_call({"bob", nullptr, id.peer_address}, "data", "write"));
+}
+
+// ---------------------------------------------------------------- matrix
+
+const nlohmann::json kRealmPolicy = R"({
+  "auth_to_local": {
+    "default_realm": "EXAMPLE.COM",
+    "rules": ["RULE:[2:$1@$0](nn@EXAMPLE\\.COM)s/.*/hdfs/",
+              "RULE:[1:$1@$0](.*@PARTNER\\.ORG)s/@.*//L",
+              "DEFAULT"]
+  },
+  "groups": {"source": "static", "static": {
+    "alice": ["staff"], "bob": ["staff", "interns"], "hdfs": ["supergroup", "staff"],
+    "carol": ["ops"]}},
+  "default": "deny",
+  "admins": {"users": ["carol"]},
+  "services": {
+    "sys": {"users": ["*"]},
+    "data": {"users": ["dave"], "groups": ["staff"], "blocked_groups": ["interns"],
+             "methods": {"write": {"users": ["alice"], "groups": ["supergroup"]}}},
+    "admin": {"groups": ["ops"], "networks": ["10.0.0.0/8"]}
+  }
+})"_json;
+
+const nlohmann::json kNetworkPolicy = R"({
+  "default": "allow",
+  "services": {
+    "data": {"users": ["*"], "networks": ["127.0.0.0/8", "::1"], "blocked_users": ["mallory"]},
+    "admin": {"users": ["*"], "networks": ["unix"]},
+    "misc": {"users": ["*"], "blocked_networks": ["127.0.0.1/32"]}
+  }
+})"_json;
+
+enum class Outcome { kOk, kDenied, kRefused, kNotFound };
+
+struct MatrixCase {
+  const char* name;
+  const nlohmann::json* policy;
+  const char* principal;
+  const char* service;
+  const char* method;
+  Outcome expected;
+};
+
+class AuthzMatrixTest : public ::testing::TestWithParam<MatrixCase> {};
+
+TEST_P(AuthzMatrixTest, Call) {
+  const auto& c = GetParam();
+  AuthzServer server(*c.policy);
+  auto client = server.Connect(c.principal);
+  if (c.expected == Outcome::kRefused) {
+    ASSERT_FALSE(client.ok());
+    EXPECT_EQ(client.code(), Errc::kPermissionDenied) << client.status().to_string();
+    return;
+  }
+  ASSERT_TRUE(client.ok()) << client.status().to_string();
+  auto r = (*client)->call(c.service, c.method, "");
+  switch (c.expected) {
+    case Outcome::kOk:
+      EXPECT_TRUE(r.ok()) << r.status().to_string();
+      break;
+    case Outcome::kDenied:
+      ASSERT_FALSE(r.ok());
+      EXPECT_EQ(r.code(), Errc::kPermissionDenied) << r.status().to_string();
+      break;
+    case Outcome::kNotFound:
+      EXPECT_EQ(r.code(), Errc::kNotFound) << r.status().to_string();
+      break;
+    case Outcome::kRefused:
+      break;
+  }
+  // A refusal is for that call only: the connection stays usable.
+  auto echo = (*client)->call("sys", "echo", "still here");
+  ASSERT_TRUE(echo.ok()) << echo.status().to_string();
+  EXPECT_EQ(*echo, "still here");
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Matrix, AuthzMatrixTest,
+    ::testing::Values(
+        MatrixCase{"staff_reads", &kRealmPolicy, "alice@EXAMPLE.COM", "data", "read", Outcome::kOk},
+        MatrixCase{"listed_user_writes", &kRealmPolicy, "alice@EXAMPLE.COM", "data", "write", Outcome::kOk},
+        MatrixCase{"blocked_group_wins", &kRealmPolicy, "bob@EXAMPLE.COM", "data", "read", Outcome::kDenied},
+        MatrixCase{"service_mapped_to_hdfs_writes", &kRealmPolicy, "nn/nn1.example.com@EXAMPLE.COM", "data", "write", Outcome::kOk},
+        MatrixCase{"other_instance_by_default", &kRealmPolicy, "dn/dn1.example.com@EXAMPLE.COM", "data", "read", Outcome::kDenied},
+        MatrixCase{"partner_realm_lowercased", &kRealmPolicy, "Dave@PARTNER.ORG", "data", "read", Outcome::kOk},
+        MatrixCase{"method_acl_also_applies", &kRealmPolicy, "Dave@PARTNER.ORG", "data", "write", Outcome::kDenied},
+        MatrixCase{"unmapped_realm_refused", &kRealmPolicy, "eve@OTHER.ORG", "sys", "echo", Outcome::kRefused},
+        MatrixCase{"instance_in_other_realm_refused", &kRealmPolicy, "nn/x@OTHER.ORG", "sys", "echo", Outcome::kRefused},
+        MatrixCase{"no_realm_name_unchanged", &kRealmPolicy, "alice", "data", "read", Outcome::kOk},
+        MatrixCase{"network_restricted_service", &kRealmPolicy, "carol@EXAMPLE.COM", "admin", "shutdown", Outcome::kDenied},
+        MatrixCase{"unlisted_service_default_deny", &kRealmPolicy, "alice@EXAMPLE.COM", "misc", "ping", Outcome::kDenied},
+        MatrixCase{"unknown_method_not_found", &kRealmPolicy, "alice@EXAMPLE.COM", "data", "nope", Outcome::kNotFound},
+        MatrixCase{"loopback_network_allowed", &kNetworkPolicy, "anyone", "data", "read", Outcome::kOk},
+        MatrixCase{"blocked_user_in_allowed_network", &kNetworkPolicy, "mallory", "data", "read", Outcome::kDenied},
+        MatrixCase{"unix_only_service_over_tcp", &kNetworkPolicy, "anyone", "admin", "shutdown", Outcome::kDenied},
+        MatrixCase{"blocked_network", &kNetworkPolicy, "anyone", "misc", "ping", Outcome::kDenied},
+        MatrixCase{"unlisted_service_default_allow", &kNetworkPolicy, "anyone", "sys", "whoami", Outcome::kOk}),
+    [](const auto& param_info) { return std::string(param_info.param.name); });
+
+TEST(AuthzTest, WhoamiShowsShortNameAndPrincipal) {
+  AuthzServer server(kRealmPolicy);
+  auto client = server.Connect("nn/nn1.example.com@EXAMPLE.COM");
+  ASSERT_TRUE(client.ok()) << client.status().to_string();
+  EXPECT_EQ((*client)->authenticated_user(), "hdfs");
+  auto who = (*client)->call_json("sys", "whoami", nullptr);
+  ASSERT_TRUE(who.ok()) << who.status().to_string();
+  EXPECT_EQ((*who)["user"], "hdfs");
+  EXPECT_EQ((*who)["principal"], "nn/nn1.example.com@EXAMPLE.COM");
+  EXPECT_TRUE((*who)["real_user"].is_null());
+}
+
+TEST(AuthzTest, UnixSocketPeersMatchOnlyUnix) {
+  AuthzServer server(kNetworkPolicy, true, "unix");
+  auto client = server.Connect("anyone");
+  ASSERT_TRUE(client.ok()) << client.status().to_string();
+  EXPECT_TRUE((*client)->call("admin", "shutdown", "").ok());
+  EXPECT_EQ((*client)->call("data", "read", "").code(), Errc::kPermissionDenied);
+}
+
+// ---------------------------------------------------------------- proxy users
+
+const nlohmann::json kProxyPolicy = R"({
+  "groups": {"source": "static", "static": {"alice": ["staff"], "root": ["wheel"]}},
+  "proxy_users": {
+    "svc": {"users": ["bob"], "groups": ["staff"], "hosts": ["127.0.0.1"]},
+    "remote": {"users": ["*"], "hosts": ["10.0.0.0/8"]}
+  },
+  "default": "allow",
+  "services": {"data": {"users": ["alice", "bob"]}}
+})"_json;
+
+struct ProxyCase {
+  const char* name;
+  const char* user;
+  const char* do_as;
+  bool token;
+  bool allowed;
+  const char* reason;  // substring of the refusal
+};
+
+class ProxyUserTest : public ::testing::TestWithParam<ProxyCase> {};
+
+TEST_P(ProxyUserTest, DoAs) {
+  const auto& c = GetParam();
+  AuthzServer server(kProxyPolicy);
+  auto client = server.Connect(c.user, c.do_as, c.token);
+  if (!c.allowed) {
+    ASSERT_FALSE(client.ok());
+    EXPECT_EQ(client.code(), Errc::kPermissionDenied);
+    EXPECT_THAT(client.status().message, HasSubstr(c.reason));
+    bool audited = false;
+    for (const auto& line : server.AuditLines()) {
+      if (line["event"] == "proxy" && line["outcome"] == "denied" && line["user"] == c.do_as &&
+          line["real_user"] == c.user) {
+        audited = true;
+      }
+    }
+    EXPECT_TRUE(audited) << ReadFile(server.audit_path());
+    return;
+  }
+  ASSERT_TRUE(client.ok()) << client.status().to_string();
+  auto who = (*client)->call_json("sys", "whoami", nullptr);
+  ASSERT_TRUE(who.ok());
+  EXPECT_EQ((*who)["user"], c.do_as);
+  EXPECT_EQ((*who)["real_user"], c.user);
+  // ACLs apply to the effective user.
+  EXPECT_TRUE((*client)->call("data", "read", "").ok());
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Proxy, ProxyUserTest,
+    ::testing::Values(
+        ProxyCase{"listed_user", "svc", "bob", false, true, ""},
+        ProxyCase{"member_of_listed_group", "svc", "alice", false, true, ""},
+        ProxyCase{"wrong_group", "svc", "root", false, false, "not allowed to impersonate root"},
+        ProxyCase{"wrong_host", "remote", "alice", false, false, "may not impersonate from"},
+        ProxyCase{"not_a_proxy", "alice", "bob", false, false, "not allowed to impersonate anyone"},
+        ProxyCase{"over_token", "svc", "alice", true, false, "token-authenticated"}),
+    [](const auto& param_info) { return std::string(param_info.param.name); });
+
+TEST(ProxyUserTest, SelfIsNotImpersonation) {
+  AuthzServer server(kProxyPolicy);
+  auto client = server.Connect("alice", "alice");
+  ASSERT_TRUE(client.ok()) << client.status().to_string();
+  auto who = (*client)->call_json("sys", "whoami", nullptr);
+  ASSERT_TRUE(who.ok());
+  EXPECT_TRUE((*who)["real_user"].is_null());
+}
+
+TEST(ProxyUserTest, RefusedWithoutAuthorization) {
+  AuthzServer server(kProxyPolicy, /*with_authorizer=*/false);
+  auto client = server.Connect("svc", "bob");
+  ASSERT_FALSE(client.ok());
+  EXPECT_EQ(client.code(), Errc::kPermissionDenied);
+}
+
+// ---------------------------------------------------------------- reload
+
+TEST(AuthzReloadTest, AdminRpcGoodAndBrokenFile) {
+  nlohmann::json policy = R"({"admins": {"users": ["carol"]},
+    "services": {"data": {"users": ["alice"]}}})"_json;
+  AuthzServer server(policy);
+  auto alice = server.Connect("alice");
+  auto carol = server.Connect("carol");
+  ASSERT_TRUE(alice.ok() && carol.ok());
+  EXPECT_TRUE((*alice)->call("data", "read", "").ok());
+
+  policy["services"]["data"]["users"] = {"bob"};
+  server.WriteAcl(policy);
+  // Only admins may reload; until then the old policy is in force.
+  auto denied = (*alice)->call("sys", "reload_authz", "");
+  EXPECT_EQ(denied.code(), Errc::kPermissionDenied);
+  EXPECT_TRUE((*alice)->call("data", "read", "").ok());
+  auto reloaded = (*carol)->call("sys", "reload_authz", "");
+  ASSERT_TRUE(reloaded.ok()) << reloaded.status().to_string();
+  EXPECT_EQ(*reloaded, R"({"generation":2})");
+  // Existing connections see the new policy on their next call.
+  EXPECT_EQ((*alice)->call("data", "read", "").code(), Errc::kPermissionDenied);
+
+  for (const std::string& broken : {std::string("{\"services\": "), std::string(R"({"servces": {}})"),
+                                   std::string(R"({"services": {"data": {"networks": ["10.0.0.0/33"]}}})"),
+                                   std::string(R"({"auth_to_local": {"rules": ["RULE:[1:$1]("]}})")}) {
+    server.WriteAclText(broken);
+    auto refused = (*carol)->call("sys", "reload_authz", "");
+    EXPECT_EQ(refused.code(), Errc::kFailedPrecondition) << broken;
+    EXPECT_THAT(refused.status().message, HasSubstr("old policy stays")) << broken;
+    // The old (second) policy is still in force.
+    EXPECT_EQ((*alice)->call("data", "read", "").code(), Errc::kPermissionDenied);
+  }
+  auto bob = server.Connect("bob");
+  ASSERT_TRUE(bob.ok());
+  EXPECT_TRUE((*bob)->call("data", "read", "").ok());
+}
+
+// Calls racing a stream of reloads always see one whole policy: every call
+// is answered either OK (policy A) or PERMISSION_DENIED (policy B).
+TEST(AuthzReloadTest, ConcurrentReloadsAreAtomic) {
+  const auto a = R"({"admins": {"users": ["carol"]}, "services": {"data": {"users": ["alice"]}}})"_json;
+  const auto b = R"({"admins": {"users": ["carol"]}, "services": {"data": {"users": ["bob"]}}})"_json;
+  AuthzServer server(a);
+  auto alice = server.Connect("alice");
+  auto carol = server.Connect("carol");
+  ASSERT_TRUE(alice.ok() && carol.ok());
+  std::atomic<bool> done{false};
+  std::thread reloader([&] {
+    for (int i = 0; i < 50; ++i) {
+      server.WriteAcl(i % 2 ? a : b);
+      EXPECT_TRUE((*carol)->call("sys", "reload_authz", "").ok());
+    }
+    done = true;
+  });
+  int ok = 0, denied = 0;
+  while (!done) {
+    auto r = (*alice)->call("data", "read", "");
+    if (r.ok()) ++ok;
+    else if (r.code() == Errc::kPermissionDenied) ++denied;
+    else ADD_FAILURE() << r.status().to_string();
+  }
+  reloader.join();
+  EXPECT_GT(ok + denied, 0);
+}
+
+// SIGHUP to a real authrpc-server child: a good file is taken, a broken one
+// refused while the old policy stays in force.
+TEST(AuthzReloadTest, SighupToServerProcess) {
+  const fs::path dir = MakeTempDir();
+  const fs::path acl = dir / "acl.json", out = dir / "out.txt", err = dir / "err.txt";
+  WriteFile(acl, R"({"services": {"sys": {"users": ["alice"]}}})");
+  WriteFile(dir / "server.json",
+            nlohmann::json{{"listen", {"tcp://127.0.0.1:0"}},
+                           {"authorization", {{"acl_file", acl.string()}}},
+                           {"audit_log", {{"path", (dir / "audit.jsonl").string()}}}}
+                .dump());
+  const std::string config = (dir / "server.json").string();
+  std::vector<std::string> args = {AUTHRPC_SERVER_BIN, "--config", config, "--print-endpoints"};
+  std::vector<char*> argv;
+  for (auto& a : args) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  posix_spawn_file_actions_addopen(&actions, STDOUT_FILENO, out.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
+  posix_spawn_file_actions_addopen(&actions, STDERR_FILENO, err.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
+  pid_t pid = -1;
+  ASSERT_EQ(::posix_spawn(&pid, argv[0], &actions, nullptr, argv.data(), environ), 0);
+  posix_spawn_file_actions_destroy(&actions);
+  struct Reaper {
+    pid_t pid;
+    ~Reaper() {
+      if (pid <= 0) return;
+      ::kill(pid, SIGKILL);
+      int status;
+      ::waitpid(pid, &status, 0);
+    }
+  } reaper{pid};
+
+  std::string endpoint;
+  for (int i = 0; i < 500 && endpoint.empty(); ++i) {
+    const std::string text = ReadFile(out);
+    if (text.find('\n') != std::string::npos) endpoint = text.substr(0, text.find('\n'));
+    else std::this_thread::sleep_for(10ms);
+  }
+  ASSERT_FALSE(endpoint.empty()) << ReadFile(err);
+  auto call_as = [&](const std::string& user) {
+    ClientOptions o;
+    o.endpoint = *Endpoint::parse(endpoint);
+    o.mechanisms.push_back(std::make_shared<SimpleClientMechanism>(user));
+    auto c = Client::connect(std::move(o));
+    if (!c.ok()) return c.status();
+    return (*c)->call("sys", "echo", "x").status();
+  };
+  auto wait_for = [&](const std::string& user, Errc expected) {
+    for (int i = 0; i < 300; ++i) {
+      const Status s = call_as(user);
+      if (expected == Errc::kOk ? s.ok() : s.code == make_error_code(expected)) return true;
+      std::this_thread::sleep_for(10ms);
+    }
+    return false;
+  };
+  EXPECT_TRUE(call_as("alice").ok());
+  EXPECT_EQ(call_as("bob").code, make_error_code(Errc::kPermissionDenied));
+
+  WriteFile(acl, R"({"services": {"sys": {"users": ["bob"]}}})");
+  ASSERT_EQ(::kill(pid, SIGHUP), 0);
+  EXPECT_TRUE(wait_for("bob", Errc::kOk)) << ReadFile(err);
+  EXPECT_EQ(call_as("alice").code, make_error_code(Errc::kPermissionDenied));
+
+  WriteFile(acl, R"({"services": {"sys": {"users": ["alice"]}}, "typo": 1})");
+  ASSERT_EQ(::kill(pid, SIGHUP), 0);
+  for (int i = 0; i < 300 && ReadFile(err).find("reload refused") == std::string::npos; ++i) {
+    std::this_thread::sleep_for(10ms);
+  }
+  EXPECT_THAT(ReadFile(err), HasSubstr("reload refused, old policy stays"));
+  EXPECT_THAT(ReadFile(err), HasSubstr("typo"));
+  EXPECT_TRUE(call_as("bob").ok());
+  EXPECT_EQ(call_as("alice").code, make_error_code(Errc::kPermissionDenied));
+  // The server is still serving and stops cleanly.
+  ASSERT_EQ(::kill(pid, SIGTERM), 0);
+  int status = 0;
+  ASSERT_EQ(::waitpid(pid, &status, 0), pid);
+  reaper.pid = -1;
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << ReadFile(err);
+  fs::remove_all(dir);
+}
+
+// ---------------------------------------------------------------- audit log
+
+TEST(AuditLogTest, LinesHaveContentAndNoSecrets) {
+  AuthzServer server(kRealmPolicy);
+  ASSERT_TRUE(server.Connect("alice@EXAMPLE.COM", {}, /*token=*/true).ok());
+  {
+    auto alice = server.Connect("alice@EXAMPLE.COM");
+    ASSERT_TRUE(alice.ok());
+    EXPECT_EQ((*alice)->call("misc", "ping", "").code(), Errc::kPermissionDenied);
+  }
+  EXPECT_FALSE(server.Connect("eve@OTHER.ORG").ok());
+  const std::string wrong_proof = std::string(kSecret) + "-but-wrong";
+  auto bad = server.Connect("alice", {}, /*token=*/true, wrong_proof);
+  EXPECT_EQ(bad.code(), Errc::kAuthenticationFailed);
+  const auto lines = server.AuditLines();
+  ASSERT_GE(lines.size(), 4u) << ReadFile(server.audit_path());
+  bool token_success = false, denied = false, unmapped = false;
+  for (const auto& l : lines) {
+    for (const char* key : {"time", "event", "outcome", "peer", "mechanism", "principal", "user",
+                            "real_user", "service", "method", "reason"}) {
+      EXPECT_TRUE(l.contains(key)) << key << " missing in " << l.dump();
+    }
+    EXPECT_THAT(l["peer"].get<std::string>(), HasSubstr("127.0.0.1:"));
+    if (l["event"] == "authentication" && l["outcome"] == "success" && l["mechanism"] == "token") {
+      token_success |= l["principal"] == "alice@EXAMPLE.COM" && l["user"] == "alice";
+    }
+    if (l["event"] == "authorization" && l["outcome"] == "denied") {
+      denied |= l["service"] == "misc" && l["method"] == "ping" && l["user"] == "alice" &&
+               l["mechanism"] == "simple" &&
+               l["reason"].get<std::string>().find("default is deny") != std::string::npos;
+    }
+    if (l["event"] == "authentication" && l["outcome"] == "failure") {
+      unmapped |= l["principal"] == "eve@OTHER.ORG" &&
+                 l["reason"].get<std::string>().find("no auth_to_local rule") != std::string::npos;
+    }
+  }
+  bool bad_proof = false;
+  for (const auto& l : lines) {
+    if (l["event"] == "authentication" && l["outcome"] == "failure" && l["mechanism"] == "token") {
+      bad_proof |= l["reason"].get<std::string>().find("bad proof") != std::string::npos;
+    }
+  }
+  EXPECT_TRUE(bad_proof) << ReadFile(server.audit_path());
+  EXPECT_TRUE(token_success);
+  EXPECT_TRUE(denied);
+  EXPECT_TRUE(unmapped);
+  EXPECT_THAT(ReadFile(server.audit_path()), Not(HasSubstr(kSecret)));
+  EXPECT_THAT(server.Log(), Not(HasSubstr(kSecret)));
+}
+
+}  // namespace
+}  // namespace authrpc
