@@ -27,6 +27,7 @@
 #include <fstream>
 #include <functional>
 #include <map>
+#include <optional>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <set>
@@ -362,7 +363,9 @@ TEST_F(TokenItest, OnlyTheRenewerRenewsAndOwnerOrRenewerCancel) {
     ASSERT_TRUE(client.ok()) << Describe(client);
     auto r = (*client)->call_json("token", c.method, request);
     EXPECT_EQ(r.code(), c.code == Errc::kOk ? std::error_code() : make_error_code(c.code)) << Describe(r);
-    if (c.code == Errc::kOk && std::string(c.method) == "renew") EXPECT_TRUE(r->contains("renew_date"));
+    if (c.code == Errc::kOk && std::string(c.method) == "renew") {
+      EXPECT_TRUE(r->contains("renew_date"));
+    }
   }
   running->server->stop();
 }
@@ -449,6 +452,9 @@ TEST_F(TokenItest, CrashDuringABurstLosesNothingAcknowledged) {
     std::set<std::uint64_t> cancelled;
   };
   Acked acked;
+  // A cancel the server carried out but whose reply the kill cut off is not
+  // acknowledged, yet gone from the store: allowed for that one operation.
+  std::optional<std::uint64_t> cancel_in_flight;
   std::atomic<bool> done{false};
   std::thread burst([&] {
     auto alice = Connect(child->endpoint, KerberosAs("alice"));
@@ -465,8 +471,10 @@ TEST_F(TokenItest, CrashDuringABurstLosesNothingAcknowledged) {
       if (!renewed.ok()) break;
       acked.renewed[seq] = (*renewed)["renew_date_ms"].get<std::int64_t>();
       if (i % 3 == 0) {
+        cancel_in_flight = seq;
         if (!(*alice)->call_json("token", "cancel", req).ok()) break;
         acked.cancelled.insert(seq);
+        cancel_in_flight.reset();
       }
     }
     done.store(true);
@@ -504,8 +512,11 @@ TEST_F(TokenItest, CrashDuringABurstLosesNothingAcknowledged) {
       EXPECT_FALSE(stored.contains(seq)) << "cancelled token " << seq << " came back";
       continue;
     }
+    if (!stored.contains(seq) && cancel_in_flight == seq) continue;
     ASSERT_TRUE(stored.contains(seq)) << "acknowledged token " << seq << " lost";
-    if (acked.renewed.contains(seq)) EXPECT_GE(stored[seq], acked.renewed[seq]) << "renewal of " << seq << " lost";
+    if (acked.renewed.contains(seq)) {
+      EXPECT_GE(stored[seq], acked.renewed[seq]) << "renewal of " << seq << " lost";
+    }
     ++checked;
   }
   EXPECT_GT(checked, 0u);
