@@ -362,7 +362,9 @@ TEST_F(TokenItest, OnlyTheRenewerRenewsAndOwnerOrRenewerCancel) {
     ASSERT_TRUE(client.ok()) << Describe(client);
     auto r = (*client)->call_json("token", c.method, request);
     EXPECT_EQ(r.code(), c.code == Errc::kOk ? std::error_code() : make_error_code(c.code)) << Describe(r);
-    if (c.code == Errc::kOk && std::string(c.method) == "renew") EXPECT_TRUE(r->contains("renew_date"));
+    if (c.code == Errc::kOk && std::string(c.method) == "renew") {
+      EXPECT_TRUE(r->contains("renew_date"));
+    }
   }
   running->server->stop();
 }
@@ -505,7 +507,9 @@ TEST_F(TokenItest, CrashDuringABurstLosesNothingAcknowledged) {
       continue;
     }
     ASSERT_TRUE(stored.contains(seq)) << "acknowledged token " << seq << " lost";
-    if (acked.renewed.contains(seq)) EXPECT_GE(stored[seq], acked.renewed[seq]) << "renewal of " << seq << " lost";
+    if (acked.renewed.contains(seq)) {
+      EXPECT_GE(stored[seq], acked.renewed[seq]) << "renewal of " << seq << " lost";
+    }
     ++checked;
   }
   EXPECT_GT(checked, 0u);
