@@ -228,7 +228,9 @@ class TokenSaslClientSession final : public ClientAuthSession {
     if (!sasl_) co_return ClientStep::failure({Errc::kProtocolError, name_ + ": challenge first"});
     auto out = sasl_->step(server_token);
     if (!out.ok()) co_return ClientStep::failure(prefixed(name_, out.status()));
-    co_return ClientStep::send(std::move(out->token), false);
+    // DIGEST-MD5's response and SCRAM's client-final are the last messages
+    // the server needs (it answers with SASL_SUCCESS_DATA): calls may follow.
+    co_return ClientStep::send(std::move(out->token), true);
   }
 
   asio::awaitable<Status> complete(std::string_view server_final_token) override {
