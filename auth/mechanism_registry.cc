@@ -6,6 +6,7 @@
 #include "auth/kerberos_sasl.h"
 #include "auth/simple.h"
 #include "auth/token_mechanism.h"
+#include "auth/token_sasl.h"
 #include "auth/x509.h"
 
 #include <algorithm>
@@ -192,6 +193,31 @@ void MechanismRegistry::register_token_builtins(MechanismRegistry& r) {
                       return std::shared_ptr<ClientMechanism>(
                           std::make_shared<TokenClientMechanism>(std::move(t)));
                     });
+  // The interop mechanisms (auth/token_sasl.h): the same tokens through
+  // Cyrus DIGEST-MD5 and SCRAM-SHA-256; their server halves come from the
+  // token service too.
+  for (std::string_view name : {kTokenDigestMechanism, kTokenScramMechanism}) {
+    r.register_server(std::string(name),
+                      [name](const nlohmann::json&) -> Result<std::shared_ptr<ServerMechanism>> {
+                        return Status(Errc::kConfigError,
+                                      std::string(name) +
+                                          ": enable the token service (the 'tokens' section)");
+                      });
+    r.register_client(
+        std::string(name),
+        [name](const nlohmann::json& json) -> Result<std::shared_ptr<ClientMechanism>> {
+          Options o(name, json);
+          TokenClientOptions t;
+          TokenSaslServerOptions n;
+          for (Status s : {o.check({"token_file", "service", "sasl_service", "server_fqdn"}),
+                           o.read("token_file", t.token_file), o.read("service", t.service),
+                           o.read("sasl_service", n.service), o.read("server_fqdn", n.server_fqdn)}) {
+            if (!s.ok()) return s;
+          }
+          return std::shared_ptr<ClientMechanism>(
+              std::make_shared<TokenSaslClientMechanism>(name, std::move(t), std::move(n)));
+        });
+  }
 }
 
 void MechanismRegistry::register_server(std::string name, ServerFactory factory) {

@@ -1,5 +1,6 @@
 #include "auth/sasl_session.h"
 
+#include <openssl/crypto.h>
 #include <sasl/sasl.h>
 
 #include <cstring>
@@ -27,6 +28,8 @@ struct Connection {
   sasl_conn_t* conn = nullptr;
   OptionMap options;
   std::string authorization_id;   // client: SASL_CB_USER
+  std::string authentication_id;  // client: SASL_CB_AUTHNAME
+  std::vector<unsigned char> secret;  // client: SASL_CB_PASS (a sasl_secret_t), wiped
   std::string logged;             // failures a plugin logged during this call
   std::vector<sasl_callback_t> callbacks;
   bool done = false;
@@ -36,6 +39,7 @@ struct Connection {
   Connection& operator=(const Connection&) = delete;
   ~Connection() {
     if (conn != nullptr) sasl_dispose(&conn);
+    if (!secret.empty()) OPENSSL_cleanse(secret.data(), secret.size());
   }
 
   Status failure(int rc, std::string_view what) const {
@@ -105,6 +109,23 @@ int get_user(void* context, int id, const char** result, unsigned* len) {
   if (id != SASL_CB_USER || result == nullptr) return SASL_BADPARAM;
   *result = c->authorization_id.c_str();
   if (len != nullptr) *len = static_cast<unsigned>(c->authorization_id.size());
+  return SASL_OK;
+}
+
+// SASL_CB_AUTHNAME (client): who authenticates.
+int get_authname(void* context, int id, const char** result, unsigned* len) {
+  const auto* c = static_cast<const Connection*>(context);
+  if (id != SASL_CB_AUTHNAME || result == nullptr) return SASL_BADPARAM;
+  *result = c->authentication_id.c_str();
+  if (len != nullptr) *len = static_cast<unsigned>(c->authentication_id.size());
+  return SASL_OK;
+}
+
+// SASL_CB_PASS (client): the secret, as a sasl_secret_t kept by the session.
+int get_secret(sasl_conn_t*, void* context, int id, sasl_secret_t** result) {
+  auto* c = static_cast<Connection*>(context);
+  if (id != SASL_CB_PASS || result == nullptr || c->secret.empty()) return SASL_BADPARAM;
+  *result = reinterpret_cast<sasl_secret_t*>(c->secret.data());
   return SASL_OK;
 }
 
@@ -219,8 +240,19 @@ Result<std::unique_ptr<ClientSession>> ClientSession::create(ClientConfig config
       {SASL_CB_GETOPT, as_callback(&get_option), self},
       {SASL_CB_LOG, as_callback(&log_message), self},
       {SASL_CB_USER, as_callback(&get_user), self},
-      {SASL_CB_LIST_END, nullptr, nullptr},
   };
+  if (!config.authentication_id.empty()) {
+    impl->authentication_id = std::move(config.authentication_id);
+    // sasl_secret_t: an unsigned long length, then the bytes (+ a NUL).
+    impl->secret.assign(sizeof(unsigned long) + config.password.size() + 1, 0);
+    auto* secret = reinterpret_cast<sasl_secret_t*>(impl->secret.data());
+    secret->len = config.password.size();
+    std::memcpy(secret->data, config.password.data(), config.password.size());
+    OPENSSL_cleanse(config.password.data(), config.password.size());
+    impl->callbacks.push_back({SASL_CB_AUTHNAME, as_callback(&get_authname), self});
+    impl->callbacks.push_back({SASL_CB_PASS, as_callback(&get_secret), self});
+  }
+  impl->callbacks.push_back({SASL_CB_LIST_END, nullptr, nullptr});
   const int rc = sasl_client_new(config.service.c_str(), config.server_fqdn.c_str(), nullptr,
                                  nullptr, impl->callbacks.data(), config.flags, &impl->conn);
   if (rc != SASL_OK) return impl->failure(rc, "sasl_client_new");

@@ -69,6 +69,11 @@ struct ClientConfig {
   // SASL_GSS_CREDS: GSSAPI initiator credentials, not owned. Null: Cyrus
   // acquires the default ones itself.
   void* gss_credentials = nullptr;
+  // SASL_CB_AUTHNAME and SASL_CB_PASS, for password mechanisms (DIGEST-MD5,
+  // SCRAM: auth/token_sasl.h). Offered only when authentication_id is set;
+  // the password is wiped when the session is freed.
+  std::string authentication_id;
+  std::string password;
 };
 
 // What one step produced.

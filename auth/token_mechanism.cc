@@ -2,16 +2,17 @@
 
 #include <openssl/crypto.h>
 #include <openssl/evp.h>
-#include <openssl/hmac.h>
 #include <openssl/rand.h>
 #include <sys/stat.h>
 
 #include <algorithm>
 #include <cstring>
+#include <mutex>
 
 #include "auth/token_status.h"
 #include "security/byte_codec.h"
 #include "security/credentials_file.h"
+#include "security/hmac_sha256.h"
 
 namespace authrpc {
 
@@ -47,23 +48,46 @@ std::string transcript(const Hello& h, std::string_view channel_binding) {
 
 std::array<std::uint8_t, kProofBytes> hmac(const SecretBytes& key, std::string_view label,
                                            std::string_view a, std::string_view b = {}) {
+  static_assert(kProofBytes == security::kHmacSha256Bytes);
   std::array<std::uint8_t, kProofBytes> out{};
-  std::string data;
-  data.reserve(label.size() + a.size() + b.size());
-  data.append(label).append(a).append(b);
-  unsigned int len = 0;
-  if (key.empty() ||
-      HMAC(EVP_sha256(), key.data(), static_cast<int>(key.size()),
-           reinterpret_cast<const unsigned char*>(data.data()), data.size(), out.data(),
-           &len) == nullptr ||
-      len != kProofBytes) {
+  if (!security::hmac_sha256(key.span(), {label, a, b}, &out)) {
     // Never a usable proof: random bytes match nothing.
     RAND_bytes(out.data(), static_cast<int>(out.size()));
   }
   return out;
 }
 
+// Client nonces come from the CSPRNG 64 at a time: one RAND_bytes call
+// costs about as much as the two HMACs of a HELLO. Nonces are not secret
+// (they travel in the clear); each is handed out once.
+class NonceBatch {
+ public:
+  bool next(std::array<std::uint8_t, kNonceBytes>* out) {
+    std::lock_guard lock(mu_);
+    if (used_ == kNonces) {
+      if (RAND_bytes(buffer_.data(), static_cast<int>(buffer_.size())) != 1) return false;
+      used_ = 0;
+    }
+    std::memcpy(out->data(), buffer_.data() + used_ * kNonceBytes, kNonceBytes);
+    ++used_;
+    return true;
+  }
+
+ private:
+  static constexpr std::size_t kNonces = 64;
+  std::mutex mu_;
+  std::array<std::uint8_t, kNonces * kNonceBytes> buffer_{};
+  std::size_t used_ = kNonces;
+};
+
+NonceBatch& nonces() {
+  static NonceBatch batch;
+  return batch;
+}
+
 }  // namespace
+
+bool next_nonce(std::array<std::uint8_t, kNonceBytes>* out) { return nonces().next(out); }
 
 std::string Hello::encode() const {
   std::string out;
@@ -120,10 +144,18 @@ Hello make_hello(const security::Token& token, std::string_view channel_binding,
   Hello h;
   h.identifier = token.identifier;
   h.service = token.service.substr(0, kMaxServiceBytes);
-  if (RAND_bytes(h.nonce.data(), static_cast<int>(h.nonce.size())) != 1) h.nonce.fill(0);
+  if (!next_nonce(&h.nonce)) h.nonce.fill(0);
   h.time_ms = now.time_since_epoch().count();
   h.proof = client_proof(token.password, h, channel_binding);
   return h;
+}
+
+Proofs proofs(const SecretBytes& password, const Hello& hello, std::string_view channel_binding) {
+  const std::string t = transcript(hello, channel_binding);
+  Proofs out;
+  out.client = hmac(password, kClientLabel, t);
+  out.server = hmac(password, kServerLabel, t, view(out.client.data(), out.client.size()));
+  return out;
 }
 
 }  // namespace token_wire
@@ -168,8 +200,10 @@ class TokenServerSession final : public ServerAuthSession {
     if (!secret.ok()) {
       return ServerStep::failure(token_status(secret.status(), TokenUse::kAuthentication));
     }
-    const auto expected = token_wire::client_proof(secret->password, *hello, channel_binding_);
-    if (CRYPTO_memcmp(expected.data(), hello->proof.data(), expected.size()) != 0) {
+    // Both proofs from one transcript; the server's covers the client's
+    // expected proof, which equals the received one when it is used.
+    const auto proofs = token_wire::proofs(secret->password, *hello, channel_binding_);
+    if (CRYPTO_memcmp(proofs.client.data(), hello->proof.data(), proofs.client.size()) != 0) {
       return ServerStep::failure(auth_failed(
           "FORGED: wrong proof for " + secret->identifier.describe() +
           (channel_binding_.empty() ? std::string() : " (or made for another channel)")));
@@ -195,10 +229,7 @@ class TokenServerSession final : public ServerAuthSession {
     id.mechanism = std::string(kTokenMechanism);
     id.peer_address = peer_;
     if (!secret->identifier.real_user.empty()) id.real_user = secret->identifier.real_user;
-    return ServerStep::success(
-        std::move(id),
-        token_wire::encode_success(
-            token_wire::server_proof(secret->password, *hello, channel_binding_)));
+    return ServerStep::success(std::move(id), token_wire::encode_success(proofs.server));
   }
 
   TokenServerMechanism& mechanism_;
@@ -216,8 +247,16 @@ class TokenClientSession final : public ClientAuthSession {
 
   asio::awaitable<ClientStep> initial() override {
     if (!token_.ok()) co_return ClientStep::failure(token_.status());
-    const auto hello = token_wire::make_hello(*token_, channel_binding_, now_);
-    expected_ = token_wire::server_proof(token_->password, hello, channel_binding_);
+    token_wire::Hello hello;
+    hello.identifier = std::move(token_->identifier);
+    hello.service = token_->service.substr(0, token_wire::kMaxServiceBytes);
+    if (!token_wire::next_nonce(&hello.nonce)) {
+      co_return ClientStep::failure({Errc::kInternal, "token: the CSPRNG failed"});
+    }
+    hello.time_ms = now_.time_since_epoch().count();
+    const auto proofs = token_wire::proofs(token_->password, hello, channel_binding_);
+    hello.proof = proofs.client;
+    expected_ = proofs.server;
     token_ = Status(Errc::kInternal, "token: already used");  // wipes the password copy
     co_return ClientStep::send(hello.encode(), true);
   }

@@ -65,6 +65,15 @@ std::array<std::uint8_t, kProofBytes> client_proof(const security::SecretBytes& 
 std::array<std::uint8_t, kProofBytes> server_proof(const security::SecretBytes& password,
                                                    const Hello& hello,
                                                    std::string_view channel_binding);
+// Both proofs from one transcript (what each side computes per session).
+struct Proofs {
+  std::array<std::uint8_t, kProofBytes> client{};
+  std::array<std::uint8_t, kProofBytes> server{};  // covers `client`
+};
+Proofs proofs(const security::SecretBytes& password, const Hello& hello,
+              std::string_view channel_binding);
+// A fresh client nonce from the CSPRNG (drawn in batches); false if it fails.
+bool next_nonce(std::array<std::uint8_t, kNonceBytes>* out);
 // AUTH_SUCCESS token: version byte + server proof.
 std::string encode_success(const std::array<std::uint8_t, kProofBytes>& proof);
 

@@ -17,6 +17,7 @@
 #include <exception>
 #include <future>
 #include <memory>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -56,10 +57,11 @@ floor (p50 / floor p50).
              Targets: kerberos p50 <= 1.15 x floor/gss p50 and <= 0.6 x
              kerberos-sasl/tcp p50; 0 KDC requests per session after the
              warm-up (each Kerberos row prints its KDC requests per session).
-             Token rows (token/tcp, token/unix) authenticate with a
-             delegation token minibench fetches over Kerberos from the
-             server first; held to the bare floor. Target: token/tcp p50
-             <= 1.3 x simple/tcp p50.
+             Token rows (token/tcp, token/unix, and the interop rows
+             token-digest/tcp, token-scram/tcp: Cyrus DIGEST-MD5 and
+             SCRAM-SHA-256) authenticate with a delegation token minibench
+             fetches over Kerberos from the server first; held to the bare
+             floor. Target: token/tcp p50 <= 1.3 x simple/tcp p50.
   calls      N 1-byte sys.echo calls on one open connection; floor: a 1-byte
              ping-pong on one raw connection. Target: p50 <= 1.3 x floor p50.
   (none)     sessions, then calls.
@@ -164,7 +166,15 @@ constexpr KnownMethod kKnownMethods[] = {
     {"kerberos-sasl", FloorKind::kGss, true, true, std::nullopt},
     // Needs the realm to fetch its token over Kerberos (tokens.h).
     {"token", FloorKind::kBare, false, true, std::nullopt},
+    // The same token through Cyrus DIGEST-MD5 / SCRAM-SHA-256 (interop).
+    {"token-digest", FloorKind::kBare, true, true, std::nullopt},
+    {"token-scram", FloorKind::kBare, true, true, std::nullopt},
 };
+
+// The rows that authenticate with a delegation token fetched first.
+bool is_token_method(const std::string& name) {
+  return name == "token" || name == "token-digest" || name == "token-scram";
+}
 
 const KnownMethod* known_method(const std::string& name) {
   for (const auto& m : kKnownMethods) {
@@ -510,7 +520,7 @@ int run(const Args& args) {
       }
     }
     for (const auto& m : selection.methods) {
-      const bool token = m.name == "token";
+      const bool token = is_token_method(m.name);
       has_token = has_token || token;
       has_kerberos = has_kerberos || m.name == "kerberos";
       options.mechanisms.push_back(
@@ -559,19 +569,23 @@ int run(const Args& args) {
   auto servers = servers_for(args, child.get());
   if (!servers.ok()) return usage_error(servers.status().to_string());
 
+  std::optional<nlohmann::json> token_options;  // one token for all token rows
   for (auto& m : selection.methods) {
-    if (m.name != "token") continue;
+    if (!is_token_method(m.name)) continue;
     if (token_dir.empty()) {
       std::fprintf(stderr, "minibench: the token rows need a spawned server\n");
       return 2;
     }
-    auto fetched = fetch_token(servers->front().authrpc, kerberos->client_options(),
-                               token_dir + "/bench.tokens");
-    if (!fetched.ok()) {
-      std::fprintf(stderr, "minibench: %s\n", fetched.status().to_string().c_str());
-      return 1;
+    if (!token_options) {
+      auto fetched = fetch_token(servers->front().authrpc, kerberos->client_options(),
+                                 token_dir + "/bench.tokens");
+      if (!fetched.ok()) {
+        std::fprintf(stderr, "minibench: %s\n", fetched.status().to_string().c_str());
+        return 1;
+      }
+      token_options = *fetched;
     }
-    m.client_options = *fetched;
+    m.client_options = *token_options;
   }
 
   BenchPlan plan;

@@ -142,11 +142,11 @@ Status call_start_floors(const Endpoint& endpoint) {
 
   const std::string tag = "minibench-" + std::to_string(::getpid());
   auto registry = authrpc::MechanismRegistry::with_builtins();
-  // The `token` rows: a token service sharing its SecretManager with the
-  // token mechanism (server/token_service.h).
+  // The `token`, `token-digest` and `token-scram` rows: a token service
+  // sharing its SecretManager with those mechanisms (server/token_service.h).
   std::unique_ptr<authrpc::TokenService> tokens;
   if (std::any_of(options.mechanisms.begin(), options.mechanisms.end(),
-                  [](const ServerMechanismSpec& m) { return m.name == "token"; })) {
+                  [](const ServerMechanismSpec& m) { return m.name.starts_with("token"); })) {
     authrpc::TokenServiceOptions t;
     if (options.token_store_dir.empty()) {
       t.store = authrpc::TokenServiceOptions::Store::kMemory;

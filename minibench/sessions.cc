@@ -187,6 +187,9 @@ asio::awaitable<Status> run_sessions(asio::any_io_executor ex, const BenchPlan& 
   if (tcp && mechanisms.contains("kerberos") && plan.method("kerberos-sasl") != nullptr) {
     report.add_target("kerberos/tcp", kKerberosVsSaslTarget, "kerberos-sasl/tcp");
   }
+  if (tcp && mechanisms.contains("token") && mechanisms.contains("simple")) {
+    report.add_target("token/tcp", kTokenVsSimpleTarget, "simple/tcp");
+  }
   co_return Status();
 }
 

@@ -12,6 +12,7 @@ PACKAGES=(
   # the GSSAPI/krb5 headers, and Cyrus SASL with its GSSAPI plugin.
   krb5-kdc krb5-admin-server krb5-user libkrb5-dev
   libsasl2-dev libsasl2-modules-gssapi-mit
+  libsasl2-modules  # DIGEST-MD5 and SCRAM plugins (token interop, docs/TOKENS.md)
   iproute2  # ss(8), used by scripts/kdc to check its port
   faketime  # libfaketime: the clock-skew case of tests/kerberos_itest.cc
 )

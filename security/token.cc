@@ -1,13 +1,13 @@
 #include "security/token.h"
 
-#include <openssl/evp.h>
-#include <openssl/hmac.h>
 
+#include <array>
 #include <cstdio>
 #include <ctime>
 
 #include "security/base64url.h"
 #include "security/byte_codec.h"
+#include "security/hmac_sha256.h"
 
 namespace authrpc::security {
 namespace {
@@ -103,16 +103,11 @@ std::string TokenIdentifier::describe() const {
 }
 
 SecretBytes token_password(const SecretBytes& master_key, std::string_view identifier) {
+  static_assert(kPasswordBytes == kHmacSha256Bytes);
+  std::array<std::uint8_t, kHmacSha256Bytes> mac{};
   SecretBytes out;
-  out.reset(kPasswordBytes);
-  unsigned int len = 0;
-  if (master_key.empty() ||
-      HMAC(EVP_sha256(), master_key.data(), static_cast<int>(master_key.size()),
-           reinterpret_cast<const unsigned char*>(identifier.data()), identifier.size(), out.data(),
-           &len) == nullptr ||
-      len != kPasswordBytes) {
-    out.reset(0);
-  }
+  if (hmac_sha256(master_key.span(), {identifier}, &mac)) out = SecretBytes(std::span<const std::uint8_t>(mac));
+  cleanse(mac.data(), mac.size());
   return out;
 }
 

@@ -5,6 +5,7 @@
 #include <nlohmann/json.hpp>
 #include <set>
 
+#include "auth/token_sasl.h"
 #include "auth/token_status.h"
 #include "security/file_token_store.h"
 #include "security/memory_token_store.h"
@@ -174,7 +175,8 @@ void TokenService::sweeper() {
 }
 
 bool TokenService::may_issue(const Identity& identity) const {
-  return identity.mechanism != kTokenMechanism &&
+  return identity.mechanism != kTokenMechanism && identity.mechanism != kTokenDigestMechanism &&
+         identity.mechanism != kTokenScramMechanism &&
          std::find(options_.issue_mechanisms.begin(), options_.issue_mechanisms.end(),
                    identity.mechanism) != options_.issue_mechanisms.end();
 }
@@ -189,6 +191,29 @@ void TokenService::register_mechanism(MechanismRegistry& registry) const {
         }
         return std::shared_ptr<ServerMechanism>(m);
       });
+  // The interop mechanisms (auth/token_sasl.h) share the SecretManager.
+  for (std::string_view name : {kTokenDigestMechanism, kTokenScramMechanism}) {
+    registry.register_server(
+        std::string(name),
+        [name, secrets = std::shared_ptr<const security::SecretManager>(secrets_)](
+            const nlohmann::json& json) -> Result<std::shared_ptr<ServerMechanism>> {
+          TokenSaslServerOptions o;
+          if (json.is_object()) {
+            for (const auto& [key, value] : json.items()) {
+              std::string* field = key == "sasl_service"  ? &o.service
+                                   : key == "server_fqdn" ? &o.server_fqdn
+                                                          : nullptr;
+              if (field == nullptr || !value.is_string()) {
+                return Status(Errc::kConfigError, std::string(name) + ": unknown or non-string option '" +
+                                                      key + "' (sasl_service, server_fqdn)");
+              }
+              *field = value.get<std::string>();
+            }
+          }
+          return std::shared_ptr<ServerMechanism>(
+              std::make_shared<TokenSaslServerMechanism>(name, secrets, std::move(o)));
+        });
+  }
 }
 
 Service TokenService::service() {

@@ -1,0 +1,294 @@
+#include "auth/token_sasl.h"
+
+#include <sasl/sasl.h>
+#include <sasl/saslplug.h>
+
+#include <cstdio>
+#include <cstring>
+#include <mutex>
+#include <optional>
+
+#include "auth/sasl_library.h"
+#include "auth/sasl_session.h"
+#include "auth/token_status.h"
+#include "security/base64url.h"
+
+namespace authrpc {
+namespace {
+
+constexpr char kAuxpropName[] = "authrpc-token";
+// The SASL_CB_GETOPT option through which a server session tells the plugin
+// where its LookupContext is (a pointer, in this process only).
+constexpr char kContextOption[] = "authrpc_token_context";
+
+// What one server session's lookups need and found. Owned by the session,
+// outlives its sasl_conn_t.
+struct LookupContext {
+  std::shared_ptr<const security::SecretManager> secrets;
+  std::optional<security::TokenSecret> found;  // the authentication id's token
+  std::optional<security::TokenStatus> refused;  // why the lookup refused it
+};
+
+// --- the auxprop plugin -------------------------------------------------------
+
+LookupContext* context_of(sasl_server_params_t* sparams) {
+  const char* value = nullptr;
+  unsigned len = 0;
+  if (sparams->utils->getopt == nullptr ||
+      sparams->utils->getopt(sparams->utils->getopt_context, kAuxpropName, kContextOption, &value,
+                             &len) != SASL_OK ||
+      value == nullptr) {
+    return nullptr;
+  }
+  void* p = nullptr;
+  if (std::sscanf(value, "%p", &p) != 1) return nullptr;
+  return static_cast<LookupContext*>(p);
+}
+
+int token_lookup(void*, sasl_server_params_t* sparams, unsigned flags, const char* user,
+                 unsigned ulen) {
+  if (sparams == nullptr || user == nullptr) return SASL_BADPARAM;
+  LookupContext* context = context_of(sparams);
+  if (context == nullptr) return SASL_NOUSER;  // not one of ours
+  // Cyrus may append "@realm"; base64url has no '@'.
+  std::string_view name(user, ulen);
+  name = name.substr(0, name.find('@'));
+  auto identifier = security::base64url_decode(name);
+  if (!identifier) {
+    if (!(flags & SASL_AUXPROP_AUTHZID)) {
+      context->refused = security::TokenStatus(security::TokenErrc::kMalformed,
+                                               "the SASL user name is not a base64url token id");
+    }
+    return SASL_NOUSER;
+  }
+  auto secret = context->secrets->retrieve_password(*identifier);
+  if (!secret.ok()) {
+    if (!(flags & SASL_AUXPROP_AUTHZID)) context->refused = secret.status();
+    return SASL_NOUSER;
+  }
+  std::string password = security::base64url_encode(secret->password.view());
+  const propval* to_fetch = sparams->utils->prop_get(sparams->propctx);
+  for (const propval* cur = to_fetch; cur != nullptr && cur->name != nullptr; ++cur) {
+    // "*name": a property of the authentication id; "name": of the authzid.
+    const bool authid_prop = cur->name[0] == '*';
+    if (authid_prop == ((flags & SASL_AUXPROP_AUTHZID) != 0)) continue;
+    const char* real = authid_prop ? cur->name + 1 : cur->name;
+    if (std::strcmp(real, "userPassword") != 0) continue;
+    if (cur->values != nullptr && !(flags & SASL_AUXPROP_OVERRIDE)) continue;
+    if (cur->values != nullptr) sparams->utils->prop_erase(sparams->propctx, cur->name);
+    sparams->utils->prop_set(sparams->propctx, cur->name, password.c_str(),
+                             static_cast<int>(password.size()));
+  }
+  security::cleanse(password.data(), password.size());
+  if (!(flags & SASL_AUXPROP_AUTHZID)) context->found = std::move(*secret);
+  return SASL_OK;
+}
+
+sasl_auxprop_plug_t token_plugin = {
+    0,               // features
+    0,               // spare
+    nullptr,         // glob_context
+    nullptr,         // auxprop_free
+    &token_lookup,   // auxprop_lookup
+    const_cast<char*>(kAuxpropName),
+    nullptr,         // auxprop_store: tokens are never written through SASL
+};
+
+int token_plugin_init(const sasl_utils_t*, int max_version, int* out_version,
+                      sasl_auxprop_plug_t** plug, const char*) {
+  if (max_version < SASL_AUXPROP_PLUG_VERSION) return SASL_BADVERS;
+  *out_version = SASL_AUXPROP_PLUG_VERSION;
+  *plug = &token_plugin;
+  return SASL_OK;
+}
+
+Status register_plugin() {
+  static const Status status = []() -> Status {
+    if (Status s = sasl::init_sasl_library(); !s.ok()) return s;
+    if (int rc = sasl_auxprop_add_plugin(kAuxpropName, &token_plugin_init); rc != SASL_OK) {
+      return {Errc::kConfigError, std::string("sasl_auxprop_add_plugin: ") +
+                                      sasl_errstring(rc, nullptr, nullptr)};
+    }
+    return {};
+  }();
+  return status;
+}
+
+std::string cyrus_name(std::string_view mechanism) {
+  return mechanism == kTokenScramMechanism ? "SCRAM-SHA-256" : "DIGEST-MD5";
+}
+
+Status prefixed(std::string_view name, const Status& s) {
+  return {s.code, std::string(name) + ": " + s.message};
+}
+
+// --- server --------------------------------------------------------------------
+
+class TokenSaslServerSession final : public ServerAuthSession {
+ public:
+  TokenSaslServerSession(std::string name, std::string cyrus, TokenSaslServerOptions options,
+                         std::shared_ptr<const security::SecretManager> secrets, std::string peer)
+      : name_(std::move(name)), cyrus_(std::move(cyrus)), options_(std::move(options)),
+        peer_(std::move(peer)) {
+    context_.secrets = std::move(secrets);
+  }
+
+  asio::awaitable<ServerStep> step(std::string_view client_token) override {
+    co_return next(client_token);
+  }
+
+ private:
+  ServerStep next(std::string_view client_token) {
+    Result<sasl::Output> out = Status(Errc::kInternal, "no step");
+    if (!sasl_) {
+      if (Status s = register_plugin(); !s.ok()) return ServerStep::failure(prefixed(name_, s));
+      sasl::ServerConfig config;
+      config.service = options_.service;
+      config.server_fqdn = options_.server_fqdn;
+      config.flags = SASL_SUCCESS_DATA;
+      char pointer[32];
+      std::snprintf(pointer, sizeof pointer, "%p", static_cast<void*>(&context_));
+      config.options = {{"auxprop_plugin", kAuxpropName},
+                        {"pwcheck_method", "auxprop"},
+                        {"mech_list", cyrus_},
+                        {kContextOption, pointer}};
+      auto session = sasl::ServerSession::create(std::move(config));
+      if (!session.ok()) return ServerStep::failure(prefixed(name_, session.status()));
+      sasl_ = std::move(*session);
+      out = sasl_->start(cyrus_, client_token);
+    } else {
+      out = sasl_->step(client_token);
+    }
+    if (!out.ok()) return ServerStep::failure(refusal(out.status()));
+    if (!out->done) return ServerStep::challenge(std::move(out->token));
+    if (!context_.found) {
+      return ServerStep::failure({Errc::kAuthenticationFailed, name_ + ": no token looked up"});
+    }
+    const security::TokenIdentifier& token = context_.found->identifier;
+    Identity id;
+    id.user = token.owner;
+    id.principal = token.owner;
+    if (auto at = id.principal.rfind('@'); at != std::string::npos) {
+      id.realm = id.principal.substr(at + 1);
+    }
+    id.mechanism = name_;
+    id.peer_address = peer_;
+    if (!token.real_user.empty()) id.real_user = token.real_user;
+    return ServerStep::success(std::move(id), std::move(out->token));
+  }
+
+  // The typed reason the plugin recorded, else a failed proof: FORGED.
+  Status refusal(const Status& cyrus) const {
+    if (context_.refused) {
+      return token_status(*context_.refused, TokenUse::kAuthentication, name_);
+    }
+    if (cyrus.code == Errc::kAuthenticationFailed && context_.found) {
+      return {Errc::kAuthenticationFailed,
+              name_ + ": FORGED: wrong proof for " + context_.found->identifier.describe()};
+    }
+    return prefixed(name_, cyrus);
+  }
+
+  std::string name_;
+  std::string cyrus_;
+  TokenSaslServerOptions options_;
+  std::string peer_;
+  LookupContext context_;
+  std::unique_ptr<sasl::ServerSession> sasl_;  // after context_: disposed first
+};
+
+// --- client --------------------------------------------------------------------
+
+class TokenSaslClientSession final : public ClientAuthSession {
+ public:
+  TokenSaslClientSession(std::string name, std::string cyrus, TokenSaslServerOptions names,
+                         Result<security::Token> token)
+      : name_(std::move(name)), cyrus_(std::move(cyrus)), names_(std::move(names)),
+        token_(std::move(token)) {}
+
+  asio::awaitable<ClientStep> initial() override {
+    if (!token_.ok()) co_return ClientStep::failure(token_.status());
+    if (Status s = sasl::init_sasl_library(); !s.ok()) co_return ClientStep::failure(prefixed(name_, s));
+    sasl::ClientConfig config;
+    config.service = names_.service;
+    config.server_fqdn = names_.server_fqdn;
+    config.flags = SASL_SUCCESS_DATA;
+    config.authentication_id = token_sasl_user(*token_);
+    config.password = token_sasl_password(*token_);
+    token_ = Status(Errc::kInternal, "already used");  // wipes the password copy
+    auto session = sasl::ClientSession::create(std::move(config));
+    if (!session.ok()) co_return ClientStep::failure(prefixed(name_, session.status()));
+    sasl_ = std::move(*session);
+    auto out = sasl_->start(cyrus_);
+    if (!out.ok()) co_return ClientStep::failure(prefixed(name_, out.status()));
+    co_return ClientStep::send(std::move(out->token), false);
+  }
+
+  asio::awaitable<ClientStep> challenge(std::string_view server_token) override {
+    if (!sasl_) co_return ClientStep::failure({Errc::kProtocolError, name_ + ": challenge first"});
+    auto out = sasl_->step(server_token);
+    if (!out.ok()) co_return ClientStep::failure(prefixed(name_, out.status()));
+    // DIGEST-MD5's response and SCRAM's client-final are the last messages
+    // the server needs (it answers with SASL_SUCCESS_DATA): calls may follow.
+    co_return ClientStep::send(std::move(out->token), true);
+  }
+
+  asio::awaitable<Status> complete(std::string_view server_final_token) override {
+    if (!sasl_) co_return Status(Errc::kProtocolError, name_ + ": success before any exchange");
+    if (!sasl_->done()) {
+      auto out = sasl_->step(server_final_token);
+      if (!out.ok()) {
+        co_return Status(Errc::kAuthenticationFailed,
+                         name_ + ": the server did not prove it knows the token's password: " +
+                             out.status().message);
+      }
+      if (!out->done) {
+        co_return Status(Errc::kProtocolError, name_ + ": the server ended the exchange early");
+      }
+    }
+    co_return Status();
+  }
+
+ private:
+  std::string name_;
+  std::string cyrus_;
+  TokenSaslServerOptions names_;
+  Result<security::Token> token_;
+  std::unique_ptr<sasl::ClientSession> sasl_;
+};
+
+}  // namespace
+
+std::string token_sasl_user(const security::Token& token) {
+  return security::base64url_encode(token.identifier);
+}
+
+std::string token_sasl_password(const security::Token& token) {
+  return security::base64url_encode(token.password.view());
+}
+
+TokenSaslServerMechanism::TokenSaslServerMechanism(
+    std::string_view mechanism, std::shared_ptr<const security::SecretManager> secrets,
+    TokenSaslServerOptions options)
+    : name_(mechanism), cyrus_mechanism_(cyrus_name(mechanism)), secrets_(std::move(secrets)),
+      options_(std::move(options)) {}
+
+std::unique_ptr<ServerAuthSession> TokenSaslServerMechanism::start(const ChannelInfo& channel) {
+  return std::make_unique<TokenSaslServerSession>(name_, cyrus_mechanism_, options_, secrets_,
+                                                  channel.peer_address);
+}
+
+TokenSaslClientMechanism::TokenSaslClientMechanism(std::string_view mechanism,
+                                                   TokenClientOptions options,
+                                                   TokenSaslServerOptions names)
+    : name_(mechanism), cyrus_mechanism_(cyrus_name(mechanism)), service_(options.service),
+      names_(std::move(names)), tokens_(std::move(options)) {}
+
+std::unique_ptr<ClientAuthSession> TokenSaslClientMechanism::start(const ChannelInfo& channel) {
+  const std::string service = service_.empty() ? channel.server_uri : service_;
+  auto token = tokens_.find_token(service);
+  return std::make_unique<TokenSaslClientSession>(name_, cyrus_mechanism_, names_,
+                                                  std::move(token));
+}
+
+}  // namespace authrpc
