@@ -28,10 +28,13 @@
 #include "minibench/floor.h"
 #include "minibench/realm.h"
 #include "minibench/report.h"
+#include "minibench/plot.h"
 #include "minibench/server_child.h"
 #include "minibench/sessions.h"
+#include "minibench/summary.h"
 #include "minibench/tokens.h"
 #include "minibench/tls_sessions.h"
+#include "security/tls_context.h"
 
 namespace minibench {
 namespace {
@@ -43,25 +46,32 @@ constexpr const char* kUsage = R"(usage: minibench [sessions|calls] [options]
        minibench floor-server URI...
 
 Measures authrpc against a bare-socket floor in the same run. Each row prints
-n, mean, p50, p95, p99, max (µs), iterations per second and its ratio to its
-floor (p50 / floor p50).
+n, mean, p50, p95, p99, max (µs), iterations per second, its ratio to its
+floor (p50 / floor p50) and, for Kerberos rows, KDC requests per session;
+then a summary table shaped like HADOOP-6637's (transport x TLS by No
+security | Kerberos | Delegation token: mean ms / p50 µs, ratio to No
+security) and the targets.
 
-  sessions   N sequential sessions per method and transport: new connection
-             + negotiation + one sys.whoami call + close, timed from before
-             connect to the reply; floor: connect + 1-byte echo + close on a
-             bare listener. Target: p50 <= 1.25 x floor p50.
-             Kerberos rows (kerberos/tcp, kerberos/unix, kerberos-sasl/tcp)
-             are held to floor/gss (floor/gss-unix): connect + one GSSAPI
-             token each way (AP-REQ, AP-REP, mutual authentication) + close
-             on a bare socket, with the same credentials and replay cache.
-             Targets: kerberos p50 <= 1.15 x floor/gss p50 and <= 0.6 x
-             kerberos-sasl/tcp p50; 0 KDC requests per session after the
-             warm-up (each Kerberos row prints its KDC requests per session).
-             Token rows (token/tcp, token/unix, and the interop rows
-             token-digest/tcp, token-scram/tcp: Cyrus DIGEST-MD5 and
-             SCRAM-SHA-256) authenticate with a delegation token minibench
-             fetches over Kerberos from the server first; held to the bare
-             floor. Target: token/tcp p50 <= 1.3 x simple/tcp p50.
+  sessions   N sequential sessions per method, transport and TLS setting:
+             new connection + negotiation + one sys.whoami call + close,
+             timed from before connect to the reply; each session opens a
+             connection of its own (the server's accepted connections are
+             counted per row and checked: warm-up + n). With no options:
+             every method below over tcp and unix, plaintext and TLS (TLS
+             runs on tcp: tls://), with the floors tcp, unix, gss, gss-unix
+             and tls, against a throwaway local KDC, throwaway certificates
+             and a delegation token, server in a child process.
+             Floors: floor/<transport> = connect + 1-byte echo + close on a
+             bare listener (simple and token rows); floor/gss, floor/gss-unix
+             = connect + one GSSAPI token each way (AP-REQ, AP-REP, mutual
+             authentication) + close with the same credentials and replay
+             cache (kerberos, kerberos-sasl rows); floor/tls = connect + bare
+             OpenSSL handshake + 1-byte echo + close (every +tls row).
+             Targets: simple p50 <= 1.25 x floor p50; kerberos p50 <= 1.15 x
+             floor/gss p50 and <= 0.6 x kerberos-sasl/tcp p50; token/tcp
+             p50 <= 1.3 x simple/tcp p50; simple+tls <= 1.15 x floor/tls;
+             token+tls <= 1.2 x simple+tls; simple+tls-resume <= 0.8 x
+             simple+tls; 0 KDC requests per session after the warm-up.
   calls      N 1-byte sys.echo calls on one open connection; floor: a 1-byte
              ping-pong on one raw connection. Target: p50 <= 1.3 x floor p50.
   (none)     sessions, then calls.
@@ -69,22 +79,46 @@ floor (p50 / floor p50).
              run bare echo listeners (the floors) on the given endpoints until
              SIGINT/SIGTERM, for --floor-server.
 
+Methods (--method M[,M...] or "all"; default all; with --server: simple):
+  simple         no security (the "No security" column)
+  kerberos       Kerberos V5 through GSSAPI, authrpc's fast path
+  token          delegation token, authrpc's fast path; minibench first
+                 fetches one over Kerberos from the server (as HADOOP-6637)
+  kerberos-sasl  Kerberos through Cyrus SASL GSSAPI (interop)
+  token-digest   the same token through Cyrus SASL DIGEST-MD5 (interop)
+  token-scram    the same token through Cyrus SASL SCRAM-SHA-256 (interop)
+A method this build does not register, or whose realm cannot be had when it
+was not named, is skipped with a note on stderr.
+
 options:
-  --method M[,M...]   authentication methods, or "all" (default: all = simple,
-                      kerberos, kerberos-sasl; with --server: simple). One of
-                      these that this build does not register is skipped with
-                      a note. calls uses simple if listed, else the first
-                      method.
-  --transport T       tcp, unix or all (default all)
+  --method M[,M...]   the methods above, or "all"
+  --transport T       tcp, unix or all (default all); plaintext rows
+  --tls on|off|both   sessions over TLS (on: only the +tls rows), plaintext
+                      only (off) or both (default both); TLS rows run on tcp
   -n N                timed iterations per row (default 1000)
   --warmup W          untimed iterations per row before timing (default 100)
   --blocks B          each row and its floor alternate in B blocks (default 10)
-  --server-threads K  IO threads of the spawned authrpc server (default 1)
-  --server URI        measure a running authrpc-server at URI instead of
-                      spawning one (its transport only; no floor unless
-                      --floor-server is given)
+  --concurrency K     sessions: K client threads establish sessions at once,
+                      each on an event loop of its own (default 1); every
+                      block of a row — and of its floor, which runs the same
+                      way, so ratios compare K concurrent sessions with K
+                      concurrent bare ones — is spread over the K threads.
+                      Rows then report sessions/s (per_s: sessions over the
+                      blocks' wall time) and latency percentiles per session.
+                      calls stay sequential on one connection.
+  --server-threads K  IO threads of the spawned authrpc server (default 1;
+                      raise it with --concurrency)
+  --server URI        measure a running authrpc-server at URI (tcp://,
+                      unix: or tls://) instead of spawning one; no floor
+                      unless --floor-server is given, no connection count
   --floor-server URI  with --server: a bare echo server (minibench floor-server)
                       on the same kind of socket, for the floor rows
+  --token-file FILE   with --server: the token rows use the token for the
+                      server's URI from this credentials file (as `authrpc
+                      call --token-file`); without it they fetch one over
+                      Kerberos from the server (needs the realm flags)
+  --ca FILE           with a tls:// --server: trust this CA bundle (PEM)
+                      (default: the system's trust store)
   --floor-thread T    where the spawned floor listeners run: "server" (default:
                       on the authrpc server's IO thread, so both are placed
                       alike by the scheduler) or "own" (a thread of their own)
@@ -93,17 +127,21 @@ options:
   --token-ops N       also N x (token.get, token.renew, token.cancel) through
                       the spawned server's token service and file store (in
                       $TMPDIR), printing ops/s and p50/p99 per operation
-  --json FILE         also write {"rows": [...], "targets": [...]} to FILE
-  --quiet             no progress lines on stderr
+  --json FILE         also write {"rows": [...], "targets": [...], "run": {...}}
+  --plot FILE.svg     also draw every row's latency CDF on one chart (log time
+                      axis, cumulative %, legend with each row's p50)
+  --quiet             no progress lines on stderr (otherwise: each group's
+                      rows, then row i/N, block and elapsed time, rewritten in
+                      place on a terminal, every 2 s otherwise)
   --help              this text
 
-Kerberos (the kerberos and kerberos-sasl rows): without the flags below,
-minibench starts a throwaway realm — krb5kdc on a free 127.0.0.1 port in a
-temporary directory, alice and rpc/localhost with keytabs; clients log in as
-alice from her keytab (memory cache) — and stops it at the end; KDC requests
-are counted in its log. If the Kerberos tools are missing and no realm is
-named, or a Kerberos mechanism cannot be set up, its rows are skipped with a
-note on stderr (an error if --method names it). To use a realm:
+Kerberos (kerberos, kerberos-sasl and the token fetch): without the flags
+below, minibench starts a throwaway realm — krb5kdc on a free 127.0.0.1 port
+in a temporary directory, alice and rpc/localhost with keytabs; clients log
+in as alice from her keytab (memory cache) — and stops it at the end; KDC
+requests are counted in its log. If the Kerberos tools are missing and no
+realm is named, the Kerberos and token rows are skipped with a note on stderr
+(an error if --method names them). To use a realm:
   --krb5-conf FILE          its krb5.conf (else KRB5_CONFIG, else the system's)
   --keytab FILE             the service keytab (else KRB5_KTNAME / default)
   --service-principal P     the service principal, e.g. rpc/host@REALM
@@ -115,13 +153,17 @@ note on stderr (an error if --method names it). To use a realm:
   --replay-cache on|off     the server's (and floor/gss's) replay cache
                             (default on)
 
-The server runs in a child process: an authrpc server on tcp://127.0.0.1:0 and
-an abstract unix socket, plus a bare echo listener per transport (the floors)
-and, with Kerberos rows, a floor/gss listener per transport, by default on the
-authrpc server's IO thread. The client runs on one IO thread
-in this process. Nothing is pinned unless asked: where the scheduler puts the
-two threads (same CPU or not) moves every number, so compare ratios, not
-absolute times, and use --client-cpu/--server-cpu for a fixed layout.
+Honest measurement: the server runs in a child process (an authrpc server on
+tcp://127.0.0.1:0, an abstract unix socket and tls://127.0.0.1:0, plus a bare
+echo listener per transport, floor/gss and floor/tls listeners, by default
+on the authrpc server's IO thread); the client runs on one IO thread in this
+process (K with --concurrency). Every row makes the same sys.whoami call.
+Nothing is cached across sessions except what a real client keeps: the
+Kerberos service ticket in its credential cache, and the TLS session ticket
+in the simple+tls-resume row (labelled; JSON "caching"). Nothing is pinned
+unless asked: where the scheduler puts the threads moves every number, so
+compare ratios, not absolute times, and use --client-cpu/--server-cpu for a
+fixed layout.
 Exit status: 0 when measured (targets met or not), 1 on a failure, 2 for usage.
 )";
 
@@ -148,6 +190,11 @@ struct Args {
   std::string json;
   std::size_t token_ops = 0;
   bool progress = true;
+  std::string tls = "both";  // sessions: "on", "off", "both"
+  std::size_t concurrency = 1;
+  std::string plot;          // --plot FILE.svg
+  std::string token_file;    // --token-file, with --server
+  std::string ca;            // --ca, with a tls:// --server
 };
 
 // The methods minibench knows how to set up, in the order "all" measures
@@ -156,19 +203,19 @@ struct Args {
 struct KnownMethod {
   const char* name;
   FloorKind floor;
-  bool tcp_only;  // kerberos-sasl: the interop mechanism; its unix row adds nothing
+  bool tcp_only;  // no unix row (none today: every method runs over tcp and unix)
   bool kerberos;
   std::optional<double> target;
 };
 constexpr KnownMethod kKnownMethods[] = {
     {"simple", FloorKind::kBare, false, false, kSessionTarget},
     {"kerberos", FloorKind::kGss, false, true, kKerberosSessionTarget},
-    {"kerberos-sasl", FloorKind::kGss, true, true, std::nullopt},
+    {"kerberos-sasl", FloorKind::kGss, false, true, std::nullopt},
     // Needs the realm to fetch its token over Kerberos (tokens.h).
     {"token", FloorKind::kBare, false, true, std::nullopt},
     // The same token through Cyrus DIGEST-MD5 / SCRAM-SHA-256 (interop).
-    {"token-digest", FloorKind::kBare, true, true, std::nullopt},
-    {"token-scram", FloorKind::kBare, true, true, std::nullopt},
+    {"token-digest", FloorKind::kBare, false, true, std::nullopt},
+    {"token-scram", FloorKind::kBare, false, true, std::nullopt},
 };
 
 // The rows that authenticate with a delegation token fetched first.
@@ -298,6 +345,19 @@ int parse_args(int argc, char** argv, Args& args) {
       (arg == "--server-cpu" ? args.server_cpu : args.client_cpu) = static_cast<int>(cpu);
     } else if (arg == "--json") {
       args.json = v;
+    } else if (arg == "--tls") {
+      if (v != "on" && v != "off" && v != "both") return usage_error("--tls: on, off or both");
+      args.tls = v;
+    } else if (arg == "--concurrency") {
+      if (!parse_count(v, args.concurrency, 1) || args.concurrency > 1024) {
+        return usage_error("--concurrency: a count from 1 to 1024");
+      }
+    } else if (arg == "--plot") {
+      args.plot = v;
+    } else if (arg == "--token-file") {
+      args.token_file = v;
+    } else if (arg == "--ca") {
+      args.ca = v;
     } else if (arg == "--token-ops") {
       if (!parse_count(v, args.token_ops, 0)) return usage_error("--token-ops: a count");
     } else {
@@ -314,6 +374,9 @@ int parse_args(int argc, char** argv, Args& args) {
   }
   if (!args.floor_server.empty() && args.server.empty()) {
     return usage_error("--floor-server needs --server");
+  }
+  if (args.server.empty() && (!args.token_file.empty() || !args.ca.empty())) {
+    return usage_error("--token-file and --ca apply to --server (the spawned server makes its own)");
   }
   if (!args.server.empty() && (args.server_threads_given || args.server_cpu >= 0)) {
     return usage_error("--server-threads and --server-cpu apply to the spawned server only");
@@ -364,6 +427,13 @@ authrpc::Result<std::vector<TransportServers>> servers_for(const Args& args,
   if (child == nullptr) {
     auto server = Endpoint::parse(args.server);
     if (!server.ok()) return server.status();
+    if (server->scheme == Endpoint::Scheme::kTls) {
+      if (!args.floor_server.empty()) {
+        return Status(authrpc::Errc::kInvalidArgument,
+                      "--floor-server: no TLS floor server exists; leave it out for tls://");
+      }
+      return servers;  // the TLS rows only (tls_plan)
+    }
     TransportServers t{std::string(server->scheme_name()), *server, std::nullopt, std::nullopt};
     if (args.transport_given && args.transport != "all" && args.transport != t.transport) {
       return Status(authrpc::Errc::kInvalidArgument,
@@ -429,9 +499,11 @@ authrpc::Result<Selection> select_methods(const Args& args) {
                    name.c_str());
     }
   }
-  auto is_kerberos = [](const std::string& name) {
+  // Kerberos rows, and token rows that fetch their token over Kerberos
+  // (not with --token-file).
+  auto is_kerberos = [&args](const std::string& name) {
     const KnownMethod* m = known_method(name);
-    return m != nullptr && m->kerberos;
+    return m != nullptr && m->kerberos && (args.token_file.empty() || !is_token_method(name));
   };
   Selection selection;
   if (std::any_of(kept.begin(), kept.end(), is_kerberos)) {
@@ -460,7 +532,7 @@ authrpc::Result<Selection> select_methods(const Args& args) {
     if (const KnownMethod* known = known_method(name)) {
       m.floor = known->floor;
       m.tcp_only = known->tcp_only;
-      m.kerberos = known->kerberos;
+      m.kerberos = known->kerberos && selection.realm != nullptr;
       m.target = known->target;
     }
     if (m.kerberos) m.client_options = selection.realm->setup().client_options();
@@ -483,6 +555,39 @@ std::string joined_names(const std::vector<MethodPlan>& methods) {
   std::string out;
   for (const auto& m : methods) out += (out.empty() ? "" : ", ") + m.name;
   return out;
+}
+
+// A tls:// --server's client settings (its CA); tcp:// and unix: need none.
+authrpc::Result<authrpc::ClientOptions> external_server_options(const Args& args) {
+  auto endpoint = Endpoint::parse(args.server);
+  if (!endpoint.ok()) return endpoint.status();
+  authrpc::ClientOptions o;
+  o.endpoint = *endpoint;
+  if (endpoint->scheme == Endpoint::Scheme::kTls) {
+    authrpc::security::TlsClientOptions tls;
+    tls.ca_file = args.ca;
+    std::string error;
+    o.tls = authrpc::security::TlsClientContext::create(tls, &error);
+    if (!o.tls) return Status(authrpc::Errc::kConfigError, "--ca: " + error);
+  } else if (!args.ca.empty()) {
+    return Status(authrpc::Errc::kInvalidArgument, "--ca needs a tls:// --server");
+  }
+  return o;
+}
+
+// The --json file's "run" object: what was measured, how.
+nlohmann::ordered_json run_info(const Args& args, const BenchPlan& plan, const ServerChild* child) {
+  nlohmann::ordered_json methods = nlohmann::ordered_json::array();
+  for (const auto& m : plan.methods) methods.push_back(m.name);
+  return {{"mode", args.sessions && args.calls ? "all" : args.sessions ? "sessions" : "calls"},
+          {"n", plan.n},
+          {"warmup", plan.warmup},
+          {"blocks", plan.blocks},
+          {"concurrency", plan.concurrency},
+          {"tls", args.tls},
+          {"methods", methods},
+          {"server", child ? "child process" : args.server},
+          {"server_threads", child ? nlohmann::ordered_json(args.server_threads) : nullptr}};
 }
 
 int run(const Args& args) {
@@ -508,7 +613,7 @@ int run(const Args& args) {
   if (args.server.empty()) {
     ServerChildOptions options;
     bool has_kerberos = false, has_token = false;
-    if (args.sessions && (args.transport == "all" || args.transport == "tcp")) {
+    if (args.sessions && args.tls != "off") {
       auto certs = ThrowawayCerts::make();
       if (certs.ok()) {
         tls_certs = std::move(*certs);
@@ -569,15 +674,33 @@ int run(const Args& args) {
   auto servers = servers_for(args, child.get());
   if (!servers.ok()) return usage_error(servers.status().to_string());
 
+  // Where the token is fetched (and --token-ops run): the server's first
+  // endpoint, plaintext or TLS.
+  std::optional<authrpc::ClientOptions> token_server;
+  if (child) {
+    token_server.emplace();
+    token_server->endpoint = child->endpoints().at("authrpc/tcp");
+  } else {
+    auto fetch = external_server_options(args);
+    if (!fetch.ok()) return usage_error(fetch.status().to_string());
+    token_server = *fetch;
+  }
   std::optional<nlohmann::json> token_options;  // one token for all token rows
+  if (!args.token_file.empty()) {
+    // As `authrpc call --token-file`: the token for the server's URI.
+    token_options = nlohmann::json{{"token_file", args.token_file}};
+  }
   for (auto& m : selection.methods) {
     if (!is_token_method(m.name)) continue;
-    if (token_dir.empty()) {
-      std::fprintf(stderr, "minibench: the token rows need a spawned server\n");
-      return 2;
+    if (!token_options && token_dir.empty()) {
+      token_dir = make_token_dir();
+      if (token_dir.empty()) {
+        std::fprintf(stderr, "minibench: cannot create a token directory\n");
+        return 1;
+      }
     }
     if (!token_options) {
-      auto fetched = fetch_token(servers->front().authrpc, kerberos->client_options(),
+      auto fetched = fetch_token(*token_server, kerberos->client_options(),
                                  token_dir + "/bench.tokens");
       if (!fetched.ok()) {
         std::fprintf(stderr, "minibench: %s\n", fetched.status().to_string().c_str());
@@ -597,9 +720,21 @@ int run(const Args& args) {
   plan.blocks = args.blocks;
   plan.progress = args.progress;
   plan.transports = std::move(*servers);
-  if (child && child->endpoints().contains("authrpc/tls")) {
+  plan.plaintext = args.tls != "on";
+  plan.concurrency = args.concurrency;
+  if (child && args.tls != "off" && child->endpoints().contains("authrpc/tls")) {
     plan.tls = TlsServers{child->endpoints().at("authrpc/tls"), child->endpoints().at("floor/tls"),
                           tls_certs->dir() + "/ca.pem"};
+  } else if (!child && token_server->endpoint.scheme == Endpoint::Scheme::kTls) {
+    plan.tls = TlsServers{token_server->endpoint, std::nullopt, args.ca};
+  }
+  if (child) {
+    auto counter = child->connection_counter();
+    if (!counter.ok()) {
+      std::fprintf(stderr, "minibench: %s\n", counter.status().to_string().c_str());
+      return 1;
+    }
+    plan.server_connections = std::move(*counter);
   }
 
   const std::string methods = joined_names(plan.methods);
@@ -659,9 +794,9 @@ int run(const Args& args) {
         done.set_value();
       });
   done.get_future().wait();
-  if (status.ok() && args.token_ops > 0 && !token_dir.empty()) {
-    status = run_token_ops(plan.transports.front().authrpc, kerberos->client_options(),
-                           args.token_ops, stdout);
+  if (status.ok() && args.token_ops > 0 && child && kerberos != nullptr) {
+    status = run_token_ops(token_server->endpoint, kerberos->client_options(), args.token_ops,
+                           stdout);
   }
   if (child) child->stop();
 
@@ -670,7 +805,24 @@ int run(const Args& args) {
     return 1;
   }
   report.print_rows(stdout);
+  if (args.sessions) print_summary(stdout, report.rows(), plan.warmup);
   report.print_targets(stdout);
+  report.set_run_info(run_info(args, plan, child.get()));
+  if (!args.plot.empty()) {
+    const std::string title = std::string("minibench ") +
+                              (args.sessions && args.calls ? "sessions and calls"
+                               : args.sessions           ? "sessions"
+                                                         : "calls") +
+                              ": latency CDF (n " + std::to_string(plan.n) + " per row" +
+                              (plan.concurrency > 1
+                                   ? ", " + std::to_string(plan.concurrency) + " client threads"
+                                   : std::string()) +
+                              ")";
+    if (Status s = write_plot(args.plot, report.rows(), title); !s.ok()) {
+      std::fprintf(stderr, "minibench: %s\n", s.to_string().c_str());
+      return 1;
+    }
+  }
   if (!args.json.empty()) {
     if (Status s = report.write_json(args.json); !s.ok()) {
       std::fprintf(stderr, "minibench: %s\n", s.to_string().c_str());

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstddef>
+#include <functional>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
@@ -44,7 +45,7 @@ struct MethodPlan {
 // The TLS server and floor of a run (the +tls rows and floor/tls).
 struct TlsServers {
   authrpc::Endpoint authrpc;  // tls://127.0.0.1:<port>
-  authrpc::Endpoint floor;    // floor/tls
+  std::optional<authrpc::Endpoint> floor;  // floor/tls; none: no floor row (--server)
   std::string ca_file;        // the CA the clients trust
 };
 
@@ -56,8 +57,16 @@ struct BenchPlan {
   std::size_t warmup = 100;   // untimed iterations per row first
   std::size_t blocks = 10;    // a row and its floor alternate in this many blocks
   bool progress = true;       // progress lines on stderr
+  // Client threads establishing sessions at once (sessions only): 1 runs
+  // every iteration on the caller's executor, K > 1 runs each block on K
+  // threads (concurrency.h).
+  std::size_t concurrency = 1;
   std::vector<TransportServers> transports;  // measured in this order
+  bool plaintext = true;  // sessions over `transports` (false: --tls on, TLS rows only)
   std::optional<TlsServers> tls;             // set: TLS rows after the others
+  // The authrpc server's accepted-connection total (all its endpoints),
+  // read outside the timings; null: not available (--server).
+  std::function<long()> server_connections;
 
   const MethodPlan* method(const std::string& name) const {
     for (const auto& m : methods) {

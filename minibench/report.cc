@@ -24,6 +24,12 @@ double rounded(double v) { return std::round(v * 100.0) / 100.0; }
 Json or_null(const std::optional<double>& v) { return v ? Json(rounded(*v)) : Json(nullptr); }
 Json or_null(const std::optional<std::string>& v) { return v ? Json(*v) : Json(nullptr); }
 
+void add_samples(Row& row, const Samples& samples) {
+  row.sorted_us = samples.all_us();
+  std::sort(row.sorted_us.begin(), row.sorted_us.end());
+  row.server_connections = samples.connections();
+}
+
 void add_kdc_requests(Row& row, const Samples& samples) {
   row.kerberos = samples.timed_events().has_value() || row.kerberos;
   if (const auto timed = samples.timed_events(); timed && row.summary.n > 0) {
@@ -45,6 +51,7 @@ Row floor_row(std::string name, std::string transport, const Samples& samples) {
   row.ratio = 1.0;
   row.block_ratios.assign(row.block_p50_us.size(), 1.0);
   add_kdc_requests(row, samples);
+  add_samples(row, samples);
   return row;
 }
 
@@ -65,7 +72,17 @@ Row compared_row(std::string name, std::string method, std::string transport,
     }
   }
   add_kdc_requests(row, samples);
+  add_samples(row, samples);
   return row;
+}
+
+std::string caching(const Row& row) {
+  if (row.resumed) return "TLS session ticket (resumed handshake)";
+  if (row.method == "kerberos" || row.method == "kerberos-sasl" || row.name == "floor/gss" ||
+      row.name == "floor/gss-unix") {
+    return "Kerberos service ticket in the client's credential cache";
+  }
+  return {};
 }
 
 void Report::add_target(std::string row, double limit, std::string reference) {
@@ -171,7 +188,10 @@ authrpc::Status Report::write_json(const std::string& path) const {
                     {"max_us", rounded(s.max_us)},
                     {"per_s", rounded(s.per_s)},
                     {"floor", or_null(r.floor)},
-                    {"ratio", or_null(r.ratio)}});
+                    {"ratio", or_null(r.ratio)},
+                    {"caching", caching(r).empty() ? Json(nullptr) : Json(caching(r))},
+                    {"server_connections", r.server_connections ? Json(*r.server_connections)
+                                                                : Json(nullptr)}});
     if (r.kerberos) {
       rows.back()["kdc_requests_per_session"] =
           r.kdc_requests_per_session ? Json(*r.kdc_requests_per_session) : Json(nullptr);
@@ -186,7 +206,7 @@ authrpc::Status Report::write_json(const std::string& path) const {
                        {"ratio", c ? Json(rounded(c->ratio)) : Json(nullptr)},
                        {"met", c ? Json(c->ratio <= t.limit) : Json(nullptr)}});
   }
-  const Json doc = {{"rows", rows}, {"targets", targets}};
+  const Json doc = {{"rows", rows}, {"targets", targets}, {"run", run_info_}};
   std::ofstream file(path, std::ios::trunc);
   file << doc.dump(2) << "\n";
   file.close();

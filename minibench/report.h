@@ -1,9 +1,13 @@
 // Report: the rows a run measured, the targets they are held to, and their
 // two renderings — the text table on stdout and the --json file:
 //   {"rows": [{"name", "method", "transport", "tls", "n", "mean_us", "p50_us",
-//              "p95_us", "p99_us", "max_us", "per_s", "floor", "ratio"
-//              [, "kdc_requests_per_session"]}, …],
-//    "targets": [{"row", "floor", "limit", "ratio", "met"}, …]}
+//              "p95_us", "p99_us", "max_us", "per_s", "floor", "ratio",
+//              "caching", "server_connections" [, "kdc_requests_per_session"]}, …],
+//    "targets": [{"row", "floor", "limit", "ratio", "met"}, …],
+//    "run": {"n", "warmup", "blocks", "concurrency", "server", …}}
+// "caching": what the row keeps across sessions as a real client would
+// (null: nothing); "server_connections": connections the server accepted
+// during the row's warm-up and timed sessions (null: not counted).
 // A row's ratio is its p50 over its floor's p50 (same run, interleaved
 // blocks); a floor row is its own floor (ratio 1). Without a floor, "floor"
 // and "ratio" are null. Kerberos rows (and floor/gss) also carry
@@ -14,6 +18,7 @@
 #pragma once
 
 #include <cstdio>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <vector>
@@ -36,7 +41,15 @@ struct Row {
   bool kerberos = false;             // reports KDC requests (below)
   std::optional<double> kdc_requests_per_session;  // timed sessions; unset: not counted
   std::optional<long> kdc_requests_warmup;          // during the warm-up
+  bool resumed = false;  // keeps TLS session tickets across sessions (the one cached row)
+  // Connections the server accepted during the row (warm-up + timed); unset:
+  // not counted. Equal to warmup + n when each session opened its own.
+  std::optional<long> server_connections;
+  std::vector<double> sorted_us;  // every timed sample, ascending (for --plot)
 };
+
+// What a row keeps across sessions, as a real client would; empty: nothing.
+std::string caching(const Row& row);
 
 Row floor_row(std::string name, std::string transport, const Samples& samples);
 // `floor` null: no floor was measured, the row has no ratio.
@@ -49,6 +62,10 @@ class Report {
   // The row named `row` must have p50 ≤ limit × its floor's p50, or with
   // `reference`, ≤ limit × that row's p50.
   void add_target(std::string row, double limit, std::string reference = {});
+
+  const std::vector<Row>& rows() const noexcept { return rows_; }
+  // Written into the --json file's "run" object (n, warmup, concurrency, ...).
+  void set_run_info(nlohmann::ordered_json info) { run_info_ = std::move(info); }
 
   void print_rows(std::FILE* out) const;
   // One line per target: ratio, limit, met / NOT met / not measured; then
@@ -75,6 +92,7 @@ class Report {
 
   std::vector<Row> rows_;
   std::vector<Target> targets_;
+  nlohmann::ordered_json run_info_ = nlohmann::ordered_json::object();
 };
 
 }  // namespace minibench

@@ -7,6 +7,7 @@
 // Runs on the caller's executor; iterations never overlap.
 #pragma once
 
+#include <asio/any_io_executor.hpp>
 #include <asio/awaitable.hpp>
 #include <functional>
 #include <optional>
@@ -21,6 +22,9 @@ namespace minibench {
 
 // One iteration: its timed part, or why it failed (which ends the run).
 using Iteration = std::function<asio::awaitable<authrpc::Result<Clock::duration>>()>;
+// The same on a given executor (the concurrent schedule runs one per thread).
+using IterationOn =
+    std::function<asio::awaitable<authrpc::Result<Clock::duration>>(asio::any_io_executor)>;
 
 struct Measured {
   Iteration iteration;
@@ -29,6 +33,16 @@ struct Measured {
   // requests), read before and after each of the row's blocks — outside the
   // block's timing — and credited to it with samples->add_events().
   std::function<long()> events = {};
+  // Optional: the row's name for progress lines.
+  std::string name = {};
+  // Optional: the iteration on any executor. Needed when plan.concurrency > 1:
+  // every block (and the warm-up) then runs on plan.concurrency threads of
+  // its own at once, each with its own io_context (concurrency.h).
+  IterationOn on = {};
+  // Optional: the server's accepted-connection total, read around each block
+  // like `events` and credited with samples->add_connections(), so that a
+  // test can check each session opened a connection of its own.
+  std::function<long()> connections = {};
 };
 
 // `label` names the group in progress lines ("sessions tcp"). `floor`

@@ -15,6 +15,8 @@
 #include <chrono>
 #include <csignal>
 #include <cstdio>
+#include <cstdlib>
+#include <functional>
 #include <nlohmann/json.hpp>
 #include <thread>
 #include <vector>
@@ -114,6 +116,17 @@ authrpc::Service floor_starter(const FloorPlan& plan,
   return service;
 }
 
+// minibench_stats.connections: the server's accepted-connection total, as
+// decimal text. The parent reads it around each block over one connection it
+// keeps open (ServerChild::connection_counter).
+authrpc::Service stats_service(const authrpc::Server& server) {
+  authrpc::Service service("minibench_stats");
+  service.add("connections", [&server](authrpc::CallContext&, std::string_view) {
+    return authrpc::Result<std::string>(std::to_string(server.stats().connections_accepted));
+  });
+  return service;
+}
+
 // Calls minibench.start_floors on the server at `endpoint` and waits for it.
 Status call_start_floors(const Endpoint& endpoint) {
   authrpc::ClientOptions options;
@@ -207,6 +220,7 @@ Status call_start_floors(const Endpoint& endpoint) {
   if (tokens) {
     if (Status s = server.add_service(tokens->service()); !s.ok()) fail_child(fd, s.to_string());
   }
+  if (Status s = server.add_service(stats_service(server)); !s.ok()) fail_child(fd, s.to_string());
   if (options.floors_on_server_thread) {
     Status s = server.add_service(floor_starter(floor_plan, floors));
     if (!s.ok()) fail_child(fd, s.to_string());
@@ -299,6 +313,19 @@ bool read_report(int fd, std::map<std::string, Endpoint>& endpoints,
 }
 
 }  // namespace
+
+authrpc::Result<std::function<long()>> ServerChild::connection_counter() const {
+  authrpc::ClientOptions options;
+  options.endpoint = endpoints_.at("authrpc/unix");
+  options.mechanisms = {std::make_shared<authrpc::SimpleClientMechanism>("minibench")};
+  auto client = authrpc::Client::connect(std::move(options));
+  if (!client.ok()) return client.status();
+  std::shared_ptr<authrpc::Client> shared(std::move(*client));
+  return std::function<long()>([shared]() -> long {
+    auto reply = shared->call("minibench_stats", "connections", "");
+    return reply.ok() ? std::atol(reply->c_str()) : -1;
+  });
+}
 
 bool pin_to_cpu(int cpu) {
   cpu_set_t set;

@@ -13,6 +13,8 @@
 //   gss-floor/unix  and on unix:@minibench-<pid>-gss-floor
 //   authrpc/tls     with tls: the same Server on tls://127.0.0.1:0
 //   floor/tls       with tls: a bare TLS echo listener (tls_floor.h)
+// The Server also serves minibench_stats.connections (its accepted
+// connections, for the one-connection-per-session check).
 // — and reports the bound endpoints over a pipe, one "<key> <uri>" line each
 // (and a "skipped <mechanism> <why>" line for each optional mechanism it could
 // not create), then "ready" (or one "error <message>" line, then exits 1). The Server has
@@ -27,6 +29,7 @@
 #include <sys/types.h>
 
 #include <cstddef>
+#include <functional>
 #include <map>
 #include <memory>
 #include <nlohmann/json.hpp>
@@ -89,6 +92,10 @@ class ServerChild {
   // Optional mechanisms the child could not create: name → why.
   const std::map<std::string, std::string>& skipped() const noexcept { return skipped_; }
   pid_t pid() const noexcept { return pid_; }
+  // A reader of the authrpc server's accepted-connection total (its
+  // minibench_stats.connections call) over one connection it opens now and
+  // keeps; -1 if a call fails. Call it from one thread at a time.
+  authrpc::Result<std::function<long()>> connection_counter() const;
   // SIGTERM, then wait. Idempotent.
   void stop() noexcept;
 

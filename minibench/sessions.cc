@@ -105,13 +105,17 @@ asio::awaitable<Status> run_floor_group(asio::any_io_executor ex, const BenchPla
     auto made = FloorClient::make(*floor_endpoint);
     if (!made.ok()) co_return made.status();
     bare_floor = std::move(*made);
-    group.push_back({[&]() { return bare_floor->session(ex); }, &samples[0]});
+    group.push_back({[&]() { return bare_floor->session(ex); }, &samples[0], {},
+                     floor_name(kind, target.transport),
+                     [&](asio::any_io_executor e) { return bare_floor->session(e); }});
   } else if (floor_endpoint && kerberos != nullptr) {
     auto made = GssFloorClient::make(*floor_endpoint, kerberos->initiator,
                                      plan.kerberos->service_principal);
     if (!made.ok()) co_return made.status();
     gss_floor = std::move(*made);
-    group.push_back({[&]() { return gss_floor->session(ex); }, &samples[0], kerberos->events()});
+    group.push_back({[&]() { return gss_floor->session(ex); }, &samples[0], kerberos->events(),
+                     floor_name(kind, target.transport),
+                     [&](asio::any_io_executor e) { return gss_floor->session(e); }});
   }
   const bool has_floor = !group.empty();
   for (std::size_t i = 0; i < methods.size(); ++i) {
@@ -120,7 +124,10 @@ asio::awaitable<Status> run_floor_group(asio::any_io_executor ex, const BenchPla
     o.mechanisms = {mechanisms.at(methods[i]->name)};
     o.wait_for_authentication = false;
     group.push_back({[&ex, &o]() { return authrpc_session(ex, o); }, &samples[i + 1],
-                     methods[i]->kerberos && kerberos ? kerberos->events() : nullptr});
+                     methods[i]->kerberos && kerberos ? kerberos->events() : nullptr,
+                     methods[i]->name + "/" + target.transport,
+                     [&o](asio::any_io_executor e) { return authrpc_session(e, o); },
+                     plan.server_connections});
   }
 
   const std::string label =
@@ -171,6 +178,7 @@ asio::awaitable<Status> run_sessions(asio::any_io_executor ex, const BenchPlan& 
   }
 
   for (const auto& target : plan.transports) {
+    if (!plan.plaintext) break;
     for (const FloorKind kind : {FloorKind::kBare, FloorKind::kGss}) {
       if (Status s = co_await run_floor_group(ex, plan, target, kind, mechanisms,
                                               kerberos ? &*kerberos : nullptr, report);

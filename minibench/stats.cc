@@ -13,6 +13,11 @@ void Samples::add(Clock::duration d) {
   blocks_.back().push_back(std::chrono::duration<double, std::micro>(d).count());
 }
 
+void Samples::add_all(const std::vector<double>& us) {
+  if (blocks_.empty()) begin_block();
+  blocks_.back().insert(blocks_.back().end(), us.begin(), us.end());
+}
+
 void Samples::add_events(long n, bool timed) {
   std::optional<long>& total = timed ? timed_events_ : warmup_events_;
   total = total.value_or(0) + n;

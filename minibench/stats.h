@@ -24,17 +24,24 @@ class Samples {
   // Events outside this process (KDC requests) that happened during the
   // row's timed blocks or its warm-up; unset: not counted.
   void add_events(long n, bool timed);
+  // Connections the server accepted during the row's blocks (warm-up
+  // included); unset: not counted.
+  void add_connections(long n) { connections_ = connections_.value_or(0) + n; }
+  // Merges one thread's share of the current block (concurrent schedule).
+  void add_all(const std::vector<double>& us);
 
   std::vector<double> all_us() const;
   const std::vector<std::vector<double>>& blocks_us() const noexcept { return blocks_; }
   Clock::duration wall() const noexcept { return wall_; }
   std::optional<long> timed_events() const noexcept { return timed_events_; }
   std::optional<long> warmup_events() const noexcept { return warmup_events_; }
+  std::optional<long> connections() const noexcept { return connections_; }
 
  private:
   std::vector<std::vector<double>> blocks_;
   Clock::duration wall_{};
   std::optional<long> timed_events_, warmup_events_;
+  std::optional<long> connections_;
 };
 
 struct Summary {

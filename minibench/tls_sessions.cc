@@ -35,7 +35,12 @@ struct TlsRowSpec {
 constexpr TlsRowSpec kTlsRows[] = {
     {"simple", false, kTlsSessionTarget, ""},
     {"kerberos", false, std::nullopt, ""},
+    {"kerberos-sasl", false, std::nullopt, ""},
     {"token", false, kTokenTlsTarget, "simple+tls/tcp"},
+    {"token-digest", false, std::nullopt, ""},
+    {"token-scram", false, std::nullopt, ""},
+    // The one row with caching across sessions: the client keeps its TLS
+    // session tickets and resumes (labelled "-resume").
     {"simple", true, kTlsResumeTarget, "simple+tls/tcp"},
 };
 
@@ -108,26 +113,40 @@ asio::awaitable<Status> run_tls_sessions(
 
   std::deque<Samples> samples(rows.size() + 1);  // [0]: floor/tls
   std::deque<ClientOptions> options;
-  TlsFloorClient floor(tls.floor, *full);
+  std::optional<TlsFloorClient> floor;
+  if (tls.floor) floor.emplace(*tls.floor, *full);
   std::vector<Measured> group;
-  group.push_back({[&]() { return floor.session(ex); }, &samples[0]});
+  if (floor) {
+    group.push_back({[&]() { return floor->session(ex); }, &samples[0], {}, "floor/tls",
+                     [&](asio::any_io_executor e) { return floor->session(e); }});
+  }
   for (std::size_t i = 0; i < rows.size(); ++i) {
     ClientOptions& o = options.emplace_back();
     o.endpoint = tls.authrpc;
     o.tls = rows[i]->resume ? *resuming : *full;
     o.mechanisms = {mechanisms.at(rows[i]->method)};
     o.wait_for_authentication = false;
-    group.push_back({[&ex, &o]() { return tls_session(ex, o); }, &samples[i + 1]});
+    Samples* row_samples = &samples[i + 1];
+    group.push_back({[&ex, &o]() { return tls_session(ex, o); }, row_samples, {},
+                     row_name(*rows[i]),
+                     [&o](asio::any_io_executor e) { return tls_session(e, o); },
+                     plan.server_connections});
   }
-  if (Status s = co_await run_group(plan, "sessions tls", std::move(group), true); !s.ok()) {
+  if (Status s = co_await run_group(plan, "sessions tls", std::move(group), floor.has_value());
+      !s.ok()) {
     co_return s;
   }
-  Row floor_tls = floor_row("floor/tls", "tcp", samples[0]);
-  floor_tls.tls = true;
-  report.add(floor_tls);
+  std::optional<Row> floor_tls;
+  if (floor) {
+    floor_tls = floor_row("floor/tls", "tcp", samples[0]);
+    floor_tls->tls = true;
+    report.add(*floor_tls);
+  }
   for (std::size_t i = 0; i < rows.size(); ++i) {
     const std::string name = row_name(*rows[i]);
-    Row row = compared_row(name, rows[i]->method, "tcp", samples[i + 1], &floor_tls);
+    Row row = compared_row(name, rows[i]->method, "tcp", samples[i + 1],
+                           floor_tls ? &*floor_tls : nullptr);
+    row.resumed = rows[i]->resume;
     row.tls = true;
     report.add(std::move(row));
     if (rows[i]->target) report.add_target(name, *rows[i]->target, rows[i]->reference);

@@ -16,13 +16,12 @@ using authrpc::Errc;
 using authrpc::Status;
 using Clock = std::chrono::steady_clock;
 
-authrpc::Result<std::unique_ptr<authrpc::Client>> connect_kerberos(const authrpc::Endpoint& server,
-                                                                   const nlohmann::json& options) {
+authrpc::Result<std::unique_ptr<authrpc::Client>> connect_kerberos(
+    const authrpc::ClientOptions& server, const nlohmann::json& options) {
   const auto registry = authrpc::MechanismRegistry::with_builtins();
   auto mechanism = registry.make_client("kerberos", options);
   if (!mechanism.ok()) return mechanism.status();
-  authrpc::ClientOptions o;
-  o.endpoint = server;
+  authrpc::ClientOptions o = server;
   o.mechanisms = {*mechanism};
   return authrpc::Client::connect(std::move(o));
 }
@@ -42,7 +41,7 @@ double percentile(std::vector<double> v, double p) {
 
 }  // namespace
 
-authrpc::Result<nlohmann::json> fetch_token(const authrpc::Endpoint& server,
+authrpc::Result<nlohmann::json> fetch_token(const authrpc::ClientOptions& server,
                                             const nlohmann::json& kerberos_client_options,
                                             const std::string& path) {
   auto client = connect_kerberos(server, kerberos_client_options);
@@ -64,7 +63,9 @@ authrpc::Result<nlohmann::json> fetch_token(const authrpc::Endpoint& server,
 authrpc::Status run_token_ops(const authrpc::Endpoint& server,
                               const nlohmann::json& kerberos_client_options, std::size_t n,
                               std::FILE* out) {
-  auto client = connect_kerberos(server, kerberos_client_options);
+  authrpc::ClientOptions o;
+  o.endpoint = server;
+  auto client = connect_kerberos(o, kerberos_client_options);
   if (!client.ok()) return client.status();
   auto me = whoami(**client);
   if (!me.ok()) return me.status();

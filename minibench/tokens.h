@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
+#include "client/client.h"
 #include "rpc/endpoint.h"
 #include "rpc/result.h"
 
@@ -19,10 +20,11 @@ namespace minibench {
 // transport (the client's `service` option names it).
 inline constexpr const char* kBenchTokenService = "minibench";
 
-// Connects to `server` with `kerberos_client_options`, calls token.get with
-// the client itself as renewer, and writes the token to a credentials file
-// at `path`. Returns the token mechanism's client options.
-authrpc::Result<nlohmann::json> fetch_token(const authrpc::Endpoint& server,
+// Connects to `server` (its endpoint and TLS context; mechanisms are
+// replaced) with `kerberos_client_options`, calls token.get with the client
+// itself as renewer, and writes the token to a credentials file at `path`.
+// Returns the token mechanism's client options.
+authrpc::Result<nlohmann::json> fetch_token(const authrpc::ClientOptions& server,
                                             const nlohmann::json& kerberos_client_options,
                                             const std::string& path);
 
