@@ -6,9 +6,12 @@
 #include <cstdlib>
 #include <deque>
 #include <filesystem>
+#include <functional>
+#include <memory>
 #include <optional>
 
 #include "client/client.h"
+#include "minibench/kdc_log.h"
 #include "minibench/schedule.h"
 #include "minibench/tls_floor.h"
 #include "security/tls_context.h"
@@ -113,6 +116,19 @@ asio::awaitable<Status> run_tls_sessions(
 
   std::deque<Samples> samples(rows.size() + 1);  // [0]: floor/tls
   std::deque<ClientOptions> options;
+  // The Kerberos (and token) rows count the KDC's requests, as on plaintext.
+  std::unique_ptr<KdcLog> kdc_log;
+  if (plan.kerberos && !plan.kerberos->kdc_log.empty()) {
+    kdc_log = std::make_unique<KdcLog>(plan.kerberos->kdc_log);
+  }
+  auto counts_kdc = [&](const TlsRowSpec& spec) {
+    const MethodPlan* m = plan.method(spec.method);
+    return m != nullptr && m->kerberos;
+  };
+  std::function<long()> kdc_events;
+  if (kdc_log) {
+    kdc_events = [log = kdc_log.get()] { return static_cast<long>(log->counts().total()); };
+  }
   std::optional<TlsFloorClient> floor;
   if (tls.floor) floor.emplace(*tls.floor, *full);
   std::vector<Measured> group;
@@ -127,7 +143,8 @@ asio::awaitable<Status> run_tls_sessions(
     o.mechanisms = {mechanisms.at(rows[i]->method)};
     o.wait_for_authentication = false;
     Samples* row_samples = &samples[i + 1];
-    group.push_back({[&ex, &o]() { return tls_session(ex, o); }, row_samples, {},
+    group.push_back({[&ex, &o]() { return tls_session(ex, o); }, row_samples,
+                     counts_kdc(*rows[i]) ? kdc_events : nullptr,
                      row_name(*rows[i]),
                      [&o](asio::any_io_executor e) { return tls_session(e, o); },
                      plan.server_connections});
@@ -147,6 +164,7 @@ asio::awaitable<Status> run_tls_sessions(
     Row row = compared_row(name, rows[i]->method, "tcp", samples[i + 1],
                            floor_tls ? &*floor_tls : nullptr);
     row.resumed = rows[i]->resume;
+    row.kerberos = counts_kdc(*rows[i]);
     row.tls = true;
     report.add(std::move(row));
     if (rows[i]->target) report.add_target(name, *rows[i]->target, rows[i]->reference);
