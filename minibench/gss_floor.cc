@@ -212,7 +212,10 @@ class GssClient final : public GssFloorClient {
       ec = co_await write_token(socket, ap_req.view());
       if (ec) co_return Status(ec, "floor/gss write");
     }
-    auto ap_rep = co_await read_token(socket, in_);
+    // The read buffer, reused by the sessions of one thread (they never
+    // overlap there; --concurrency runs sessions on several threads at once).
+    thread_local std::string in;
+    auto ap_rep = co_await read_token(socket, in);
     if (!ap_rep.ok()) {
       co_return Status(ap_rep.code(), ap_rep.status().message + " (see the server's message)");
     }
@@ -235,7 +238,6 @@ class GssClient final : public GssFloorClient {
   typename Protocol::endpoint endpoint_;
   std::shared_ptr<const KerberosCredentials> credentials_;
   GssName target_;
-  std::string in_;  // read buffer, reused: sessions never overlap
 };
 
 }  // namespace

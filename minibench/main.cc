@@ -12,6 +12,7 @@
 #include <cerrno>
 #include <csignal>
 #include <sched.h>
+#include <unistd.h>
 #include <cstdio>
 #include <cstdlib>
 #include <exception>
@@ -117,8 +118,11 @@ options:
                       server's URI from this credentials file (as `authrpc
                       call --token-file`); without it they fetch one over
                       Kerberos from the server (needs the realm flags)
-  --ca FILE           with a tls:// --server: trust this CA bundle (PEM)
-                      (default: the system's trust store)
+  --ca FILE           with a tls:// --server: the CA bundle (PEM) its
+                      certificate must chain to (required for tls://)
+  --in-process        run the server on threads of this process instead of a
+                      child process (shares the allocator and CPU accounting
+                      with the client: for comparison only)
   --floor-thread T    where the spawned floor listeners run: "server" (default:
                       on the authrpc server's IO thread, so both are placed
                       alike by the scheduler) or "own" (a thread of their own)
@@ -195,6 +199,7 @@ struct Args {
   std::string plot;          // --plot FILE.svg
   std::string token_file;    // --token-file, with --server
   std::string ca;            // --ca, with a tls:// --server
+  bool in_process = false;   // --in-process
 };
 
 // The methods minibench knows how to set up, in the order "all" measures
@@ -282,6 +287,8 @@ int parse_args(int argc, char** argv, Args& args) {
       return -1;
     } else if (arg == "--quiet") {
       args.progress = false;
+    } else if (arg == "--in-process") {
+      args.in_process = true;
     } else if (arg == "sessions" || arg == "calls" || arg == "floor-server") {
       return usage_error("the mode '" + arg + "' must come first");
     } else if (!value(v)) {
@@ -377,6 +384,9 @@ int parse_args(int argc, char** argv, Args& args) {
   }
   if (args.server.empty() && (!args.token_file.empty() || !args.ca.empty())) {
     return usage_error("--token-file and --ca apply to --server (the spawned server makes its own)");
+  }
+  if (!args.server.empty() && args.in_process) {
+    return usage_error("--in-process applies to the spawned server, not --server");
   }
   if (!args.server.empty() && (args.server_threads_given || args.server_cpu >= 0)) {
     return usage_error("--server-threads and --server-cpu apply to the spawned server only");
@@ -586,7 +596,9 @@ nlohmann::ordered_json run_info(const Args& args, const BenchPlan& plan, const S
           {"concurrency", plan.concurrency},
           {"tls", args.tls},
           {"methods", methods},
-          {"server", child ? "child process" : args.server},
+          {"server", !child                ? args.server
+                     : child->in_process() ? std::string("in process")
+                                           : std::string("child process")},
           {"server_threads", child ? nlohmann::ordered_json(args.server_threads) : nullptr}};
 }
 
@@ -651,6 +663,7 @@ int run(const Args& args) {
     options.server_threads = args.server_threads;
     options.cpu = args.server_cpu;
     options.floors_on_server_thread = args.floors_on_server_thread;
+    options.in_process = args.in_process;
     // Forks: no thread may exist in this process yet.
     auto spawned = ServerChild::spawn(options);
     if (!spawned.ok()) {
@@ -739,11 +752,17 @@ int run(const Args& args) {
 
   const std::string methods = joined_names(plan.methods);
   if (child) {
-    std::printf("minibench: methods %s; server: child pid %d, %zu IO thread(s); floors: bare "
-                "echo listeners%s on %s; client: 1 IO thread\n",
-                methods.c_str(), static_cast<int>(child->pid()), args.server_threads,
+    const std::string where = child->in_process()
+                                  ? std::string("in this process (--in-process)")
+                                  : "child pid " + std::to_string(child->pid());
+    std::printf("minibench: methods %s; server: %s, %zu IO thread(s); floors: bare "
+                "echo listeners%s on %s; client: %s\n",
+                methods.c_str(), where.c_str(), args.server_threads,
                 child->endpoints().contains("gss-floor/tcp") ? " and floor/gss" : "",
-                args.floors_on_server_thread ? "the server's IO thread" : "a thread of their own");
+                args.floors_on_server_thread ? "the server's IO thread" : "a thread of their own",
+                args.concurrency > 1
+                    ? (std::to_string(args.concurrency) + " threads at once (--concurrency)").c_str()
+                    : "1 IO thread");
     if (args.client_cpu >= 0 || args.server_cpu >= 0) {
       std::printf("minibench: pinned: client to CPU %d, server to CPU %d (-1: not pinned)\n",
                   args.client_cpu, args.server_cpu);
@@ -839,5 +858,12 @@ int main(int argc, char** argv) {
   minibench::Args args;
   if (int rc = minibench::parse_args(argc, argv, args); rc != 0) return rc < 0 ? 0 : rc;
   if (args.floor_server_mode) return minibench::run_floor_server(args);
-  return minibench::run(args);
+  const int rc = minibench::run(args);
+  if (args.in_process) {
+    // The in-process server's threads run until the end: no static
+    // destructors under them.
+    std::fflush(nullptr);
+    ::_exit(rc);
+  }
+  return rc;
 }

@@ -17,6 +17,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <functional>
+#include <future>
 #include <nlohmann/json.hpp>
 #include <thread>
 #include <vector>
@@ -54,8 +55,14 @@ void write_line(int fd, const std::string& line) {
   }
 }
 
+// In process (--in-process), fail_child throws this once the parent has been
+// told, ending serve(); a forked child just exits.
+struct ChildFailed {};
+thread_local bool t_in_process = false;
+
 [[noreturn]] void fail_child(int fd, const std::string& why) {
   write_line(fd, "error " + why);
+  if (t_in_process) throw ChildFailed{};
   ::_exit(1);
 }
 
@@ -138,11 +145,12 @@ Status call_start_floors(const Endpoint& endpoint) {
   return reply.ok() ? Status() : reply.status();
 }  // the setup client and its IO thread end here
 
-// The child process: never returns. Runs with the parent's memory image but
-// only the forking thread, so it builds everything it needs from scratch.
-[[noreturn]] void child_main(int fd, pid_t parent, const ServerChildOptions& options) {
-  ::prctl(PR_SET_PDEATHSIG, SIGTERM);
-  if (::getppid() != parent) ::_exit(1);  // the parent died before prctl
+// The server side: builds the server and floors, reports them on `fd`, then
+// calls `wait()` (which returns when it is time to exit, or never). Throws
+// ChildFailed after reporting an error. In a forked child it runs with the
+// parent's memory image but only the forking thread, so it builds everything
+// it needs from scratch; with --in-process it runs on a thread of its own.
+void serve(int fd, const ServerChildOptions& options, const std::function<void()>& wait) {
   sigset_t signals;
   sigemptyset(&signals);
   sigaddset(&signals, SIGTERM);
@@ -254,12 +262,44 @@ Status call_start_floors(const Endpoint& endpoint) {
   write_line(fd, "ready");
   ::close(fd);
 
-  int received = 0;
-  sigwait(&signals, &received);
+  wait();
   // Nothing to flush or hand over (every benchmark connection is closed), so
   // the kernel's cleanup at exit is the whole shutdown; Server::stop() would
   // also wait on the floors' pending accepts when they share its thread.
   ::_exit(0);
+}
+
+// The child process: never returns.
+[[noreturn]] void child_main(int fd, pid_t parent, const ServerChildOptions& options) {
+  ::prctl(PR_SET_PDEATHSIG, SIGTERM);
+  if (::getppid() != parent) ::_exit(1);  // the parent died before prctl
+  {
+    serve(fd, options, [] {
+      sigset_t signals;
+      sigemptyset(&signals);
+      sigaddset(&signals, SIGTERM);
+      sigaddset(&signals, SIGINT);
+      int received = 0;
+      sigwait(&signals, &received);  // blocked by serve() before any thread started
+    });
+  }
+  ::_exit(0);
+}
+
+// --in-process: serve() on a detached thread of this process that never
+// returns once the server is up; the process ends with _exit (main.cc).
+void start_in_process(int fd, const ServerChildOptions& options) {
+  std::thread([fd, options] {
+    t_in_process = true;
+    try {
+      serve(fd, options, [] {
+        std::promise<void> never;
+        never.get_future().wait();
+      });
+    } catch (const ChildFailed&) {
+      ::close(fd);
+    }
+  }).detach();
 }
 
 // Reads the child's report; false with `error` set on failure or timeout.
@@ -339,6 +379,16 @@ authrpc::Result<std::unique_ptr<ServerChild>> ServerChild::spawn(
   int fds[2];
   if (::pipe2(fds, O_CLOEXEC) != 0) {
     return Status(std::error_code(errno, std::system_category()), "pipe");
+  }
+  if (options.in_process) {
+    start_in_process(fds[1], options);
+    std::unique_ptr<ServerChild> self(new ServerChild(-1));
+    self->in_process_ = true;
+    std::string error;
+    const bool ok = read_report(fds[0], self->endpoints_, self->skipped_, error);
+    ::close(fds[0]);
+    if (!ok) return Status(Errc::kUnavailable, error);
+    return self;
   }
   std::fflush(stdout);
   std::fflush(stderr);

@@ -77,6 +77,10 @@ struct ServerChildOptions {
     std::string private_key;
   };
   std::optional<TlsFiles> tls;
+  // --in-process: the same server on threads of this process instead of a
+  // child (shared allocator and scheduler accounting: less honest, for
+  // comparison). They run until the process ends; end it with _exit().
+  bool in_process = false;
 };
 
 class ServerChild {
@@ -91,7 +95,8 @@ class ServerChild {
   const std::map<std::string, authrpc::Endpoint>& endpoints() const noexcept { return endpoints_; }
   // Optional mechanisms the child could not create: name → why.
   const std::map<std::string, std::string>& skipped() const noexcept { return skipped_; }
-  pid_t pid() const noexcept { return pid_; }
+  pid_t pid() const noexcept { return pid_; }  // -1 in process
+  bool in_process() const noexcept { return in_process_; }
   // A reader of the authrpc server's accepted-connection total (its
   // minibench_stats.connections call) over one connection it opens now and
   // keeps; -1 if a call fails. Call it from one thread at a time.
@@ -103,6 +108,7 @@ class ServerChild {
   explicit ServerChild(pid_t pid) : pid_(pid) {}
 
   pid_t pid_;
+  bool in_process_ = false;
   std::map<std::string, authrpc::Endpoint> endpoints_;
   std::map<std::string, std::string> skipped_;
 };

@@ -361,6 +361,25 @@ TEST(MinibenchTest, TlsOnMeasuresOnlyTlsRows) {
             (std::set<std::string>{"floor/tls", "simple+tls/tcp", "simple+tls-resume/tcp"}));
 }
 
+// --in-process: the same rows, the server on threads of minibench itself.
+TEST(MinibenchTest, InProcessServerCountsConnectionsToo) {
+  TempDir dir;
+  ASSERT_TRUE(dir.ok());
+  const std::string json = dir.file("out.json");
+  const RunResult r = run_minibench(dir, {"sessions", "--method", "simple", "--tls", "off",
+                                          "--in-process", "-n", "6", "--warmup", "2", "--blocks",
+                                          "1", "--json", json, "--quiet"});
+  ASSERT_EQ(r.exit_code, 0) << describe(r);
+  const Json doc = Json::parse(read_file(json), nullptr, false);
+  ASSERT_FALSE(doc.is_discarded());
+  EXPECT_EQ(row_names(doc),
+            (std::set<std::string>{"floor/tcp", "floor/unix", "simple/tcp", "simple/unix"}));
+  for (const auto& row : doc.at("rows")) {
+    if (row.at("method") != "none") EXPECT_EQ(row.at("server_connections"), 8) << row.at("name");
+  }
+  EXPECT_EQ(doc.at("run").at("server"), "in process");
+}
+
 TEST(MinibenchTest, RefusesBadOptions) {
   TempDir dir;
   ASSERT_TRUE(dir.ok());
