@@ -1,241 +1,47 @@
 #!/usr/bin/env bash
 # Entry point of the KDC image (docker/kdc/Dockerfile): the throwaway realm of
-# scripts/kdc (same realm name, enctypes, lifetimes, pre-authentication and
-# krb5.conf settings), served to other containers instead of to one host.
+# scripts/kdc — the very script people run on a workstation, copied into the
+# image as /usr/local/bin/authrpc-kdc — served to other containers.
 #
-#   kdc-entrypoint           set the realm up (first start) or check it, then
-#                            run krb5kdc in the foreground
-#   kdc-entrypoint --init    only set the realm up (or check it), then exit
-#   kdc-entrypoint --health  exit 0 once the realm is set up and krb5kdc
+#   kdc-entrypoint           set the realm up (first start) or restart it,
+#                            then run krb5kdc in the foreground:
+#                              authrpc-kdc start $REALM_DIR --foreground ...
+#   kdc-entrypoint --health  exit 0 once the realm is ready and krb5kdc
 #                            accepts TCP connections (compose healthcheck)
 #
-# Two directories:
-#   KDC_STATE_DIR  private to the KDC: kdc.conf, database, master key stash
-#   REALM_DIR      shared (read-only) with clients and servers:
-#                    krb5.conf        the client profile (KRB5_CONFIG)
-#                    <client>.keytab  one per CLIENT_PRINCIPALS entry
-#                    rpc.keytab       the keys of every SERVICE_PRINCIPALS entry
-#                    env              KRB5_CONFIG, KRB5_KTNAME, ... for `.`
-#                    kdc.log          the KDC's log (minibench --kdc-log counts it)
-#                    ready            exists once everything above is written
-# A second start on the same directories keeps the database and the keytabs
-# (a keytab is only exported for a principal it lacks), like scripts/kdc.
+# REALM_DIR (a volume shared read-only with clients and servers) is the
+# scripts/kdc directory: krb5.conf (KRB5_CONFIG), alice.keytab, rpc.keytab
+# (the keys of every service principal), env, kdc.log (minibench --kdc-log
+# counts it), the database and stash (a throwaway test realm: every container
+# of the project may read them), and ready, written last. A restart keeps the
+# database and the keytabs (a keytab is only added to for a principal it
+# lacks), like scripts/kdc.
 #
 # Environment (defaults fit docker/compose.yml):
 #   REALM               AUTHRPC.TEST
 #   REALM_DIR           /realm
-#   KDC_STATE_DIR       /var/lib/authrpc-kdc
 #   KDC_LISTEN          0.0.0.0        address krb5kdc binds (UDP and TCP)
 #   KDC_PORT            88
 #   KDC_HOST            kdc            how clients reach the KDC (krb5.conf)
-#   CLIENT_PRINCIPALS   alice
-#   SERVICE_PRINCIPALS  "rpc/authrpc-server rpc/localhost"
+#   SERVICE_PRINCIPALS  "rpc/authrpc-server" (rpc/localhost is always there)
 #   TICKET_LIFETIME     1h             REALM max_life and krb5.conf ticket_lifetime
 #   RENEW_LIFETIME      4h
 #   PREAUTH             yes            "no": new principals need no pre-authentication
+# The client principal is scripts/kdc's: alice (alice.keytab).
 set -euo pipefail
-
-readonly ENCTYPES="aes256-cts-hmac-sha1-96 aes128-cts-hmac-sha1-96"
 
 REALM=${REALM:-AUTHRPC.TEST}
 REALM_DIR=${REALM_DIR:-/realm}
-KDC_STATE_DIR=${KDC_STATE_DIR:-/var/lib/authrpc-kdc}
 KDC_LISTEN=${KDC_LISTEN:-0.0.0.0}
 KDC_PORT=${KDC_PORT:-88}
 KDC_HOST=${KDC_HOST:-kdc}
-CLIENT_PRINCIPALS=${CLIENT_PRINCIPALS:-alice}
-SERVICE_PRINCIPALS=${SERVICE_PRINCIPALS:-rpc/authrpc-server rpc/localhost}
+SERVICE_PRINCIPALS=${SERVICE_PRINCIPALS:-rpc/authrpc-server}
 TICKET_LIFETIME=${TICKET_LIFETIME:-1h}
 RENEW_LIFETIME=${RENEW_LIFETIME:-4h}
 PREAUTH=${PREAUTH:-yes}
+KDC_SCRIPT=${KDC_SCRIPT:-/usr/local/bin/authrpc-kdc}
 
 die() { echo "kdc-entrypoint: $*" >&2; exit 1; }
-log() { echo "kdc-entrypoint: $*" >&2; }
-
-check_settings() {
-  [[ $REALM =~ ^[A-Z0-9][A-Z0-9.-]*$ ]] || die "REALM '$REALM': use upper-case letters, digits, . and -"
-  if ! [[ $KDC_PORT =~ ^[1-9][0-9]{0,4}$ ]] || ((KDC_PORT > 65535)); then
-    die "KDC_PORT '$KDC_PORT' is not a port"
-  fi
-  [[ -n $KDC_HOST && -n $KDC_LISTEN ]] || die "KDC_HOST and KDC_LISTEN must not be empty"
-  [[ $PREAUTH == yes || $PREAUTH == no ]] || die "PREAUTH must be yes or no"
-  local p
-  for p in $CLIENT_PRINCIPALS $SERVICE_PRINCIPALS; do
-    [[ $p =~ ^[A-Za-z0-9._-]+(/[A-Za-z0-9._-]+)?$ ]] || die "principal '$p': give it without @REALM"
-  done
-  [[ -n $CLIENT_PRINCIPALS && -n $SERVICE_PRINCIPALS ]] || die "no client or no service principal"
-  REALM_DIR=$(realpath -m -- "$REALM_DIR")
-  KDC_STATE_DIR=$(realpath -m -- "$KDC_STATE_DIR")
-  [[ $REALM_DIR != "$KDC_STATE_DIR" ]] || die "REALM_DIR and KDC_STATE_DIR must differ (the stash stays private)"
-}
-
-# Runs a Kerberos tool against this realm only (never /etc/krb5*).
-krb() {
-  KRB5_CONFIG="$REALM_DIR/krb5.conf" KRB5_KDC_PROFILE="$KDC_STATE_DIR/kdc.conf" "$@"
-}
-
-# kadmin.local with its chatter kept out of sight unless it fails. It exits 0
-# on most errors, so a "command_name: message" line also counts as failure.
-kadmin_q() {
-  local out
-  if ! out=$(krb kadmin.local -r "$REALM" -q "$1" 2>&1) || grep -qE '^[a-z_.]+: ' <<<"$out"; then
-    die "kadmin.local -q \"$1\" failed: $(grep -v '^Authenticating as' <<<"$out")"
-  fi
-}
-
-# Writes FILE from stdin in one rename, so that readers never see half of it.
-write_file() {
-  cat >"$1.tmp"
-  mv -f "$1.tmp" "$1"
-}
-
-write_kdc_conf() {
-  local flags=+preauth
-  [[ $PREAUTH == yes ]] || flags=-preauth
-  write_file "$KDC_STATE_DIR/kdc.conf" <<EOF
-# Generated by kdc-entrypoint (docker/kdc). KDC profile for $REALM.
-[kdcdefaults]
-  kdc_listen = $KDC_LISTEN:$KDC_PORT
-  kdc_tcp_listen = $KDC_LISTEN:$KDC_PORT
-
-[realms]
-  $REALM = {
-    database_name = $KDC_STATE_DIR/principal
-    key_stash_file = $KDC_STATE_DIR/stash
-    acl_file = $KDC_STATE_DIR/kadm5.acl
-    kdc_listen = $KDC_LISTEN:$KDC_PORT
-    kdc_tcp_listen = $KDC_LISTEN:$KDC_PORT
-    max_life = $TICKET_LIFETIME
-    max_renewable_life = $RENEW_LIFETIME
-    master_key_type = aes256-cts-hmac-sha1-96
-    supported_enctypes = aes256-cts-hmac-sha1-96:normal aes128-cts-hmac-sha1-96:normal
-    default_principal_flags = $flags
-  }
-
-[logging]
-  kdc = FILE:$REALM_DIR/kdc.log
-  kdc = STDERR
-  admin_server = FILE:$KDC_STATE_DIR/kadmin.log
-  default = FILE:$KDC_STATE_DIR/kadmin.log
-
-[plugins]
-  kdcpreauth = {
-    # SPAKE needs groups configured; without them the KDC logs an error at start.
-    disable = spake
-  }
-EOF
-}
-
-# The client profile. Host names are taken as given (no DNS canonicalization,
-# no reverse lookup): container names and addresses must not turn into other
-# principal names.
-write_krb5_conf() {
-  local domain_realm="" p host
-  for p in $SERVICE_PRINCIPALS; do
-    [[ $p == */* ]] || continue
-    host=${p#*/}
-    grep -qxF "  $host = $REALM" <<<"$domain_realm" || domain_realm+="  $host = $REALM"$'\n'
-  done
-  write_file "$REALM_DIR/krb5.conf" <<EOF
-# Generated by kdc-entrypoint (docker/kdc). Client profile (KRB5_CONFIG) for $REALM.
-[libdefaults]
-  default_realm = $REALM
-  dns_lookup_kdc = false
-  dns_lookup_realm = false
-  dns_canonicalize_hostname = false
-  rdns = false
-  udp_preference_limit = 1
-  ignore_acceptor_hostname = true
-  ticket_lifetime = $TICKET_LIFETIME
-  renew_lifetime = $RENEW_LIFETIME
-  default_tkt_enctypes = $ENCTYPES
-  default_tgs_enctypes = $ENCTYPES
-  permitted_enctypes = $ENCTYPES
-
-[realms]
-  $REALM = {
-    kdc = $KDC_HOST:$KDC_PORT
-  }
-
-[domain_realm]
-${domain_realm%$'\n'}
-EOF
-}
-
-write_env() {
-  local first_client=${CLIENT_PRINCIPALS%% *}
-  write_file "$REALM_DIR/env" <<EOF
-# Generated by kdc-entrypoint (docker/kdc): source this to use realm $REALM.
-export KRB5_CONFIG=$REALM_DIR/krb5.conf
-export KRB5_KTNAME=FILE:$REALM_DIR/rpc.keytab
-export KRB5_CLIENT_KTNAME=FILE:$REALM_DIR/$first_client.keytab
-export AUTHRPC_REALM=$REALM
-export AUTHRPC_KDC=$KDC_HOST:$KDC_PORT
-EOF
-}
-
-# The realm is bound to its directories: refuse to serve another realm's database.
-check_existing_realm() {
-  local old
-  [[ -f $KDC_STATE_DIR/realm ]] || return 0
-  old=$(<"$KDC_STATE_DIR/realm")
-  [[ $old == "$REALM" ]] || die "$KDC_STATE_DIR holds realm $old, not $REALM (remove the volume to start over)"
-}
-
-create_database() {
-  if [[ -f $KDC_STATE_DIR/principal ]]; then
-    log "keeping the existing database of $REALM"
-    return
-  fi
-  local master out
-  master=$(head -c 24 /dev/urandom | base64)  # lives only in the stash
-  out=$(krb kdb5_util create -s -r "$REALM" -P "$master" 2>&1) || die "kdb5_util create failed: $out"
-  echo "# No kadmind runs for this realm; kadmin.local needs no ACL." >"$KDC_STATE_DIR/kadm5.acl"
-  echo "$REALM" >"$KDC_STATE_DIR/realm"
-  log "created realm $REALM"
-}
-
-ensure_principal() {
-  krb kadmin.local -r "$REALM" -q "getprinc $1" 2>/dev/null | grep -q '^Principal:' \
-    || kadmin_q "addprinc -randkey $1"
-}
-
-# Appends NAME's current keys to KEYTAB unless it has them already
-# (-norandkey: keytabs exported earlier stay valid).
-ensure_keytab() {
-  local name=$1 keytab=$2
-  if [[ -s $keytab ]] && klist -k "$keytab" 2>/dev/null | grep -qE "[[:space:]]$name@$REALM\$"; then
-    return
-  fi
-  kadmin_q "ktadd -k $keytab -norandkey $name"
-  chmod 600 "$keytab"
-  log "exported $name@$REALM to $keytab"
-}
-
-setup() {
-  check_settings
-  mkdir -p "$REALM_DIR" "$KDC_STATE_DIR"
-  chmod 700 "$KDC_STATE_DIR"
-  check_existing_realm
-  rm -f "$REALM_DIR/ready"
-  write_kdc_conf
-  write_krb5_conf
-  create_database
-  local p
-  for p in $CLIENT_PRINCIPALS; do
-    ensure_principal "$p"
-    ensure_keytab "$p" "$REALM_DIR/${p//\//_}.keytab"
-  done
-  for p in $SERVICE_PRINCIPALS; do
-    ensure_principal "$p"
-    ensure_keytab "$p" "$REALM_DIR/rpc.keytab"
-  done
-  write_env
-  : >>"$REALM_DIR/kdc.log"
-  chmod 644 "$REALM_DIR/krb5.conf" "$REALM_DIR/env" "$REALM_DIR/kdc.log"
-  date -u +%FT%TZ | write_file "$REALM_DIR/ready"
-  log "realm $REALM ready in $REALM_DIR: clients $CLIENT_PRINCIPALS; services $SERVICE_PRINCIPALS; KDC $KDC_HOST:$KDC_PORT"
-}
 
 # True if something accepts TCP connections on KDC_LISTEN:KDC_PORT.
 kdc_port_open() {
@@ -245,25 +51,22 @@ kdc_port_open() {
   (exec 3<>"/dev/tcp/$addr/$KDC_PORT") 2>/dev/null
 }
 
-health() {
-  [[ -f $REALM_DIR/ready ]] && kdc_port_open
-}
-
 main() {
   case ${1:-} in
-    --health) check_settings; health ;;
-    --init) setup ;;
+    --health) [[ -f $REALM_DIR/ready ]] && kdc_port_open ;;
     "")
-      check_settings
-      # krb5kdc sets SO_REUSEPORT: a second KDC on the port (with host
-      # networking) would silently share it and answer with other keys.
-      if kdc_port_open; then
-        die "something already listens on $KDC_LISTEN:$KDC_PORT (another KDC?); set KDC_PORT"
-      fi
-      setup
-      log "starting krb5kdc on $KDC_LISTEN:$KDC_PORT"
-      KRB5_CONFIG="$REALM_DIR/krb5.conf" KRB5_KDC_PROFILE="$KDC_STATE_DIR/kdc.conf" \
-        exec krb5kdc -n
+      [[ $PREAUTH == yes || $PREAUTH == no ]] || die "PREAUTH must be yes or no"
+      local args=(start "$REALM_DIR" --realm "$REALM" --port "$KDC_PORT" --listen "$KDC_LISTEN"
+                  --kdc-host "$KDC_HOST" --ticket-lifetime "$TICKET_LIFETIME"
+                  --renew-lifetime "$RENEW_LIFETIME" --foreground)
+      [[ $PREAUTH == yes ]] || args+=(--no-preauth)
+      local p
+      for p in $SERVICE_PRINCIPALS; do args+=(--service "$p"); done
+      # scripts/kdc refuses a port in use (krb5kdc sets SO_REUSEPORT, so a
+      # second KDC on it would silently share it) and another realm's
+      # directory; a pid file left by a killed container is stale here.
+      rm -f "$REALM_DIR/kdc.pid"
+      exec bash "$KDC_SCRIPT" "${args[@]}"
       ;;
     -h|--help) sed -n '2,/^set -euo/{/^set -euo/d;s/^# \{0,1\}//;p}' "$0" ;;
     *) die "unknown argument $1 (see --help)" ;;
