@@ -738,7 +738,8 @@ int run(const Args& args) {
   if (child && args.tls != "off" && child->endpoints().contains("authrpc/tls")) {
     plan.tls = TlsServers{child->endpoints().at("authrpc/tls"), child->endpoints().at("floor/tls"),
                           tls_certs->dir() + "/ca.pem"};
-  } else if (!child && token_server->endpoint.scheme == Endpoint::Scheme::kTls) {
+  } else if (!child && args.tls != "off" &&
+             token_server->endpoint.scheme == Endpoint::Scheme::kTls) {
     plan.tls = TlsServers{token_server->endpoint, std::nullopt, args.ca};
   }
   if (child) {
