@@ -93,9 +93,10 @@ was not named, is skipped with a note on stderr.
 
 options:
   --method M[,M...]   the methods above, or "all"
-  --transport T       tcp, unix or all (default all); plaintext rows
+  --transport T       tcp, unix or all (default all)
   --tls on|off|both   sessions over TLS (on: only the +tls rows), plaintext
-                      only (off) or both (default both); TLS rows run on tcp
+                      only (off) or both (default both). TLS rows run on tcp
+                      (tls://): --transport unix leaves them out unless --tls on
   -n N                timed iterations per row (default 1000)
   --warmup W          untimed iterations per row before timing (default 100)
   --blocks B          each row and its floor alternate in B blocks (default 10)
@@ -567,6 +568,12 @@ std::string joined_names(const std::vector<MethodPlan>& methods) {
   return out;
 }
 
+// TLS rows run on tcp (tls://): by default unless --transport unix, always
+// with --tls on, never with --tls off.
+bool tls_rows(const Args& args) {
+  return args.tls == "on" || (args.tls == "both" && args.transport != "unix");
+}
+
 // A tls:// --server's client settings (its CA); tcp:// and unix: need none.
 authrpc::Result<authrpc::ClientOptions> external_server_options(const Args& args) {
   auto endpoint = Endpoint::parse(args.server);
@@ -625,7 +632,7 @@ int run(const Args& args) {
   if (args.server.empty()) {
     ServerChildOptions options;
     bool has_kerberos = false, has_token = false;
-    if (args.sessions && args.tls != "off") {
+    if (args.sessions && tls_rows(args)) {
       auto certs = ThrowawayCerts::make();
       if (certs.ok()) {
         tls_certs = std::move(*certs);
@@ -735,7 +742,7 @@ int run(const Args& args) {
   plan.transports = std::move(*servers);
   plan.plaintext = args.tls != "on";
   plan.concurrency = args.concurrency;
-  if (child && args.tls != "off" && child->endpoints().contains("authrpc/tls")) {
+  if (child && tls_rows(args) && child->endpoints().contains("authrpc/tls")) {
     plan.tls = TlsServers{child->endpoints().at("authrpc/tls"), child->endpoints().at("floor/tls"),
                           tls_certs->dir() + "/ca.pem"};
   } else if (!child && args.tls != "off" &&
