@@ -176,6 +176,7 @@ TokenResult<const SecretManager::Entry*> SecretManager::check_or_fetch_locked(
   {
     std::unique_lock lock(view_mu_);
     tokens_.insert_or_assign(seq, std::move(**fetched));
+    touched_.insert(seq);
     removed_.erase(seq);
   }
   auto it = tokens_.find(seq);
@@ -192,9 +193,19 @@ void SecretManager::forget_locked(std::uint64_t seq, TokenTime now) {
 }
 
 void SecretManager::apply(const std::function<TokenResult<TokenStoreChanges>()>& read) {
-  std::lock_guard write(write_mu_);
+  // The read runs without write_mu_, so that issuing here does not wait for
+  // it. What this server changed meanwhile is newer than what was read (a
+  // change made before the read began is in it: one session reads its own
+  // writes), so those tokens and a fresh roll are left as they are.
+  {
+    std::lock_guard write(write_mu_);
+    touched_.clear();
+    key_rolled_ = false;
+  }
   auto changes = read();
   if (!changes.ok()) return;
+  std::lock_guard write(write_mu_);
+  auto fresher_here = [&](std::uint64_t seq) { return touched_.contains(seq); };
   const TokenTime now = options_.clock->now();
   auto decode = [](StoredToken& stored) -> std::optional<Entry> {
     auto id = TokenIdentifier::decode(stored.identifier);
@@ -203,20 +214,29 @@ void SecretManager::apply(const std::function<TokenResult<TokenStoreChanges>()>&
   };
   std::unique_lock lock(view_mu_);
   if (changes->reset) {
+    auto old_keys = std::move(keys_);
     keys_.clear();
     for (auto& key : changes->reset->keys) keys_.insert_or_assign(key.id, std::move(key));
+    if (key_rolled_) keys_.merge(old_keys);
     std::unordered_map<std::uint64_t, Entry> tokens;
     for (auto& stored : changes->reset->tokens) {
       if (auto entry = decode(stored)) tokens.insert_or_assign(stored.sequence_number, std::move(*entry));
     }
     std::vector<std::uint64_t> gone;
-    for (const auto& [seq, entry] : tokens_) {
-      if (!tokens.contains(seq)) gone.push_back(seq);
+    for (auto& [seq, entry] : tokens_) {
+      if (fresher_here(seq)) {
+        tokens.insert_or_assign(seq, std::move(entry));
+      } else if (!tokens.contains(seq)) {
+        gone.push_back(seq);
+      }
     }
     for (auto seq : gone) forget_locked(seq, now);
+    for (auto seq : touched_) {
+      if (removed_.contains(seq)) tokens.erase(seq);
+    }
     tokens_ = std::move(tokens);
   }
-  if (changes->all_keys) {
+  if (changes->all_keys && !key_rolled_) {
     std::erase_if(keys_, [&](const auto& kv) {
       return std::none_of(changes->keys_put.begin(), changes->keys_put.end(),
                           [&](const MasterKey& k) { return k.id == kv.first; });
@@ -228,12 +248,15 @@ void SecretManager::apply(const std::function<TokenResult<TokenStoreChanges>()>&
   current_key_ = keys_.empty() ? 0 : keys_.rbegin()->first;
   for (auto& stored : changes->tokens_put) {
     const std::uint64_t seq = stored.sequence_number;
+    if (fresher_here(seq)) continue;
     if (auto entry = decode(stored)) {
       tokens_.insert_or_assign(seq, std::move(*entry));
       removed_.erase(seq);
     }
   }
-  for (auto seq : changes->tokens_removed) forget_locked(seq, now);
+  for (auto seq : changes->tokens_removed) {
+    if (!fresher_here(seq)) forget_locked(seq, now);
+  }
 }
 
 TokenResult<TokenIdentifier> SecretManager::verify(std::string_view identifier,
@@ -311,6 +334,7 @@ TokenStatus SecretManager::roll_locked(TokenTime now) {
     std::unique_lock lock(view_mu_);
     keys_.insert_or_assign(key.id, key);
     current_key_ = key.id;
+    key_rolled_ = true;
   }
   auto old = keys_.find(old_id);
   // With a shared store this view may not hold every token of the old key
@@ -380,6 +404,7 @@ TokenResult<Token> SecretManager::issue(const TokenRequest& request) {
   token.service = request.service;
   {
     std::unique_lock lock(view_mu_);
+    touched_.insert(id.sequence_number);
     tokens_.insert_or_assign(id.sequence_number,
                              Entry{std::move(id), std::move(stored.identifier),
                                    std::move(stored.password), stored.renew_date});
@@ -406,6 +431,7 @@ TokenResult<TokenTime> SecretManager::renew(const Token& token, std::string_view
   {
     std::unique_lock lock(view_mu_);
     tokens_.at(seq).renew_date = renew_date;
+    touched_.insert(seq);
   }
   return renew_date;
 }
@@ -429,6 +455,7 @@ TokenStatus SecretManager::cancel(const Token& token, std::string_view caller) {
   if (auto s = store_->remove_tokens(seqs); !s.ok()) return s;
   std::unique_lock lock(view_mu_);
   tokens_.erase(seq);
+  touched_.insert(seq);
   removed_.insert_or_assign(seq, Removed{TokenErrc::kCancelled, max_date});
   return {};
 }

@@ -47,6 +47,7 @@
 #include <string>
 #include <string_view>
 #include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
 #include "security/clock.h"
@@ -190,6 +191,10 @@ class SecretManager final : private TokenStoreObserver {
     TokenTime max_date{};
   };
   std::unordered_map<std::uint64_t, Removed> removed_;
+  // Shared stores: tokens this server changed, and whether it rolled the
+  // key, since apply() began its read (write_mu_).
+  std::unordered_set<std::uint64_t> touched_;
+  bool key_rolled_ = false;
 };
 
 }  // namespace authrpc::security

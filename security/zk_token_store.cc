@@ -190,7 +190,10 @@ TokenStatus ZkTokenStore::connect_locked() {
     if (rc != ZOK && rc != ZNODEEXISTS) return zk_status(rc, "create " + *path);
   }
   session_ = std::move(*session);
-  watched_tokens_.clear();
+  {
+    std::lock_guard watch_lock(watch_mu_);
+    watched_tokens_.clear();
+  }
   ++stats_.sessions;
   cut_off_since_ = 0;
   return {};
@@ -239,6 +242,7 @@ TokenResult<TokenStoreState> ZkTokenStore::read_all_locked() {
   paths.clear();
   for (const auto& name : names) paths.push_back(tokens_dir_ + "/" + name);
   nodes = session_->get_many(paths, true);
+  std::lock_guard watch_lock(watch_mu_);
   watched_tokens_.clear();
   for (std::size_t i = 0; i < nodes.size(); ++i) {
     if (nodes[i].rc == ZNONODE) continue;
@@ -506,14 +510,22 @@ void ZkTokenStore::deliver(const std::function<TokenResult<TokenStoreChanges>()>
 }
 
 TokenResult<TokenStoreChanges> ZkTokenStore::read_changes(const std::vector<ZkEvent>& events, bool* retry) {
-  std::lock_guard lock(mu_);
-  if (!session_) return unavailable_locked();
+  // Without mu_, so that store calls do not wait for these reads: only this
+  // (the watch) thread replaces session_, and watch_mu_ guards the rest.
+  {
+    std::lock_guard stats_lock(mu_);
+    stats_.events += events.size();
+  }
+  std::lock_guard lock(watch_mu_);
+  if (!session_) {
+    *retry = true;
+    return TokenStatus(TokenErrc::kStoreUnavailable, "no ZooKeeper session");
+  }
   TokenStoreChanges changes;
   bool relist_tokens = false, reread_keys = false;
   std::set<std::uint64_t> reads;
   const std::string token_prefix = tokens_dir_ + "/";
   for (const auto& e : events) {
-    ++stats_.events;
     if (e.path == tokens_dir_) {
       relist_tokens = true;
     } else if (e.path == keys_dir_ || e.path.starts_with(keys_dir_ + "/")) {

@@ -127,8 +127,9 @@ class ZkTokenStore final : public TokenStore {
   mutable std::mutex mu_;  // serialises calls; guards everything below
   std::unique_ptr<ZkSession> session_;
   std::uint64_t next_seq_ = 1, seq_block_end_ = 0;  // reserved: [next_seq_, seq_block_end_]
-  std::set<std::uint64_t> watched_tokens_;  // holding a data watch, reported to the observer
   Stats stats_;
+  std::mutex watch_mu_;  // after mu_ if both
+  std::set<std::uint64_t> watched_tokens_;  // holding a data watch, reported to the observer
 
   std::mutex observer_mu_;  // held while the observer is called
   TokenStoreObserver* observer_ = nullptr;
