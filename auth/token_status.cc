@@ -35,6 +35,7 @@ Errc map(TokenErrc e, TokenUse use) {
     case TokenErrc::kStoreLocked:
       return auth ? Errc::kUnavailable : Errc::kFailedPrecondition;
     case TokenErrc::kIoError:
+    case TokenErrc::kStoreUnavailable:
       return Errc::kUnavailable;
   }
   return Errc::kInternal;

@@ -132,6 +132,8 @@ options:
   --token-ops N       also N x (token.get, token.renew, token.cancel) through
                       the spawned server's token service and file store (in
                       $TMPDIR), printing ops/s and p50/p99 per operation
+  --zk-connect H:P    the spawned server's token store is ZooKeeper at H:P
+                      (root /minibench/<pid>, no ACLs) instead of the file store
   --json FILE         also write {"rows": [...], "targets": [...], "run": {...}}
   --plot FILE.svg     also draw every row's latency CDF on one chart (log time
                       axis, cumulative %, legend with each row's p50)
@@ -194,6 +196,7 @@ struct Args {
   int client_cpu = -1;
   std::string json;
   std::size_t token_ops = 0;
+  std::string zk_connect;  // --zk-connect: the token rows' store
   bool progress = true;
   std::string tls = "both";  // sessions: "on", "off", "both"
   std::size_t concurrency = 1;
@@ -366,6 +369,8 @@ int parse_args(int argc, char** argv, Args& args) {
       args.token_file = v;
     } else if (arg == "--ca") {
       args.ca = v;
+    } else if (arg == "--zk-connect") {
+      args.zk_connect = v;
     } else if (arg == "--token-ops") {
       if (!parse_count(v, args.token_ops, 0)) return usage_error("--token-ops: a count");
     } else {
@@ -662,6 +667,7 @@ int run(const Args& args) {
         return 1;
       }
       options.token_store_dir = token_dir + "/store";
+      options.token_zk_connect = args.zk_connect;
     }
     const bool gss_rows =
         std::any_of(selection.methods.begin(), selection.methods.end(),

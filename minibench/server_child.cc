@@ -169,7 +169,11 @@ void serve(int fd, const ServerChildOptions& options, const std::function<void()
   if (std::any_of(options.mechanisms.begin(), options.mechanisms.end(),
                   [](const ServerMechanismSpec& m) { return m.name.starts_with("token"); })) {
     authrpc::TokenServiceOptions t;
-    if (options.token_store_dir.empty()) {
+    if (!options.token_zk_connect.empty()) {
+      t.store = authrpc::TokenServiceOptions::Store::kZooKeeper;
+      t.zookeeper.connect = options.token_zk_connect;
+      t.zookeeper.root = "/minibench/" + std::to_string(::getpid());
+    } else if (options.token_store_dir.empty()) {
       t.store = authrpc::TokenServiceOptions::Store::kMemory;
     } else {
       t.dir = options.token_store_dir;

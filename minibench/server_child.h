@@ -71,6 +71,8 @@ struct ServerChildOptions {
   // With a `token` mechanism: the token service's file store directory
   // (empty: a memory store). The child serves token.get/renew/cancel.
   std::string token_store_dir;
+  // Set: the token store is ZooKeeper at this connect string instead.
+  std::string token_zk_connect;
   // Set: a TLS endpoint and floor/tls, with this certificate chain and key.
   struct TlsFiles {
     std::string certificate;

@@ -15,6 +15,8 @@ PACKAGES=(
   libsasl2-modules  # DIGEST-MD5 and SCRAM plugins (token interop, docs/TOKENS.md)
   iproute2  # ss(8), used by scripts/kdc to check its port
   faketime  # libfaketime: the clock-skew case of tests/kerberos_itest.cc
+  # ZooKeeper token store: the C client, and a server for tests/mini_zk.h
+  libzookeeper-mt-dev zookeeper
 )
 
 # Tests run their own throwaway KDCs on free loopback ports; the system KDC and

@@ -12,7 +12,11 @@ std::string seq_name(std::uint64_t seq) { return "token " + std::to_string(seq);
 }  // namespace
 
 SecretManager::SecretManager(std::shared_ptr<TokenStore> store, SecretManagerOptions options)
-    : options_(std::move(options)), store_(std::move(store)) {}
+    : options_(std::move(options)), store_(std::move(store)), shared_(store_->shared()) {}
+
+SecretManager::~SecretManager() {
+  if (shared_) store_->set_observer(nullptr);
+}
 
 TokenResult<std::unique_ptr<SecretManager>> SecretManager::open(std::shared_ptr<TokenStore> store,
                                                                 SecretManagerOptions options) {
@@ -28,6 +32,10 @@ TokenResult<std::unique_ptr<SecretManager>> SecretManager::open(std::shared_ptr<
   }
   if (!options.clock) options.clock = std::make_shared<SystemClock>();
   std::unique_ptr<SecretManager> manager(new SecretManager(std::move(store), std::move(options)));
+  // A shared store reports changes from now on; apply() waits for write_mu_,
+  // so none is lost between the load and the first report.
+  std::lock_guard write(manager->write_mu_);
+  if (manager->shared_) manager->store_->set_observer(manager.get());
   if (auto s = manager->load(); !s.ok()) return s;
   return manager;
 }
@@ -96,38 +104,202 @@ TokenResult<const SecretManager::Entry*> SecretManager::check(
              seq_name(seq) + " is not known here (expired and removed, cancelled before a restart, "
                              "or never issued)");
   }
-  const Entry& entry = it->second;
+  if (auto s = check_entry(it->second, identifier, password, now, use); !s.ok()) return s;
+  return &it->second;
+}
+
+TokenStatus SecretManager::check_entry(const Entry& entry, std::string_view identifier,
+                                       const std::span<const std::uint8_t>* password, TokenTime now,
+                                       Use use) const {
+  const std::uint64_t seq = entry.id.sequence_number;
   // Compare the whole identifier, not only its sequence number: the password
   // was made over all of it.
   if (entry.identifier != identifier) {
-    return R(TokenErrc::kForged, seq_name(seq) + ": identifier does not match the issued token");
+    return TokenStatus(TokenErrc::kForged, seq_name(seq) + ": identifier does not match the issued token");
   }
   if (password != nullptr && !entry.password.equals(*password)) {
-    return R(TokenErrc::kForged, seq_name(seq) + ": password does not match");
+    return TokenStatus(TokenErrc::kForged, seq_name(seq) + ": password does not match");
   }
   if (use != Use::kCancel && now > entry.renew_date) {
     bool at_max = entry.renew_date >= entry.id.max_date;
-    return R(TokenErrc::kExpired, seq_name(seq) + " expired at " + format_token_time(entry.renew_date) +
-                                      (at_max ? " (its max date)" : ""));
+    return TokenStatus(TokenErrc::kExpired, seq_name(seq) + " expired at " + format_token_time(entry.renew_date) +
+                                                (at_max ? " (its max date)" : ""));
   }
-  return &entry;
+  return {};
+}
+
+bool SecretManager::worth_fetching(const TokenStatus& refusal, std::string_view identifier,
+                                   TokenTime now) const {
+  if (!shared_) return false;
+  if (refusal.is(TokenErrc::kExpired)) {
+    // Expired here, but another server may have renewed it.
+    auto id = TokenIdentifier::decode(identifier);
+    if (!id.ok() || now > id->max_date) return false;
+  } else if (!refusal.is(TokenErrc::kUnknownToken) && !refusal.is(TokenErrc::kUnknownKey)) {
+    return false;
+  }
+  const std::int64_t now_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
+                                  std::chrono::steady_clock::now().time_since_epoch())
+                                  .count();
+  std::lock_guard lock(fetch_mu_);
+  if (now_ms - fetch_window_ms_ >= 1000) {
+    fetch_window_ms_ = now_ms;
+    fetches_in_window_ = 0;
+  }
+  return ++fetches_in_window_ <= kMaxFetchesPerSecond;
+}
+
+TokenResult<std::optional<SecretManager::Entry>> SecretManager::fetch(std::string_view identifier) const {
+  using R = TokenResult<std::optional<Entry>>;
+  auto id = TokenIdentifier::decode(identifier);
+  if (!id.ok()) return id.status();
+  auto stored = store_->fetch_token(id->sequence_number);
+  if (!stored.ok()) return stored.status();
+  if (!stored->has_value()) return std::optional<Entry>();
+  StoredToken& token = **stored;
+  auto stored_id = TokenIdentifier::decode(token.identifier);
+  if (!stored_id.ok() || stored_id->sequence_number != token.sequence_number) {
+    return R(TokenErrc::kStoreCorrupt, "stored " + seq_name(token.sequence_number) + " does not decode");
+  }
+  return std::optional<Entry>(Entry{std::move(*stored_id), std::move(token.identifier),
+                                    std::move(token.password), token.renew_date});
+}
+
+TokenResult<const SecretManager::Entry*> SecretManager::check_or_fetch_locked(
+    std::string_view identifier, const std::span<const std::uint8_t>* password, TokenTime now, Use use) {
+  auto found = check(identifier, password, now, use);
+  if (found.ok() || !worth_fetching(found.status(), identifier, now)) return found;
+  auto fetched = fetch(identifier);
+  if (!fetched.ok()) return fetched.status();
+  if (!fetched->has_value()) return found;
+  const std::uint64_t seq = (*fetched)->id.sequence_number;
+  {
+    std::unique_lock lock(view_mu_);
+    tokens_.insert_or_assign(seq, std::move(**fetched));
+    touched_.insert(seq);
+    removed_.erase(seq);
+  }
+  auto it = tokens_.find(seq);
+  if (auto s = check_entry(it->second, identifier, password, now, use); !s.ok()) return s;
+  return &it->second;
+}
+
+void SecretManager::forget_locked(std::uint64_t seq, TokenTime now) {
+  auto it = tokens_.find(seq);
+  if (it == tokens_.end()) return;
+  const TokenErrc why = now > it->second.renew_date ? TokenErrc::kExpired : TokenErrc::kCancelled;
+  removed_.insert_or_assign(seq, Removed{why, it->second.id.max_date});
+  tokens_.erase(it);
+}
+
+void SecretManager::apply(const std::function<TokenResult<TokenStoreChanges>()>& read) {
+  // The read runs without write_mu_, so that issuing here does not wait for
+  // it. What this server changed meanwhile is newer than what was read (a
+  // change made before the read began is in it: one session reads its own
+  // writes), so those tokens and a fresh roll are left as they are.
+  {
+    std::lock_guard write(write_mu_);
+    touched_.clear();
+    key_rolled_ = false;
+  }
+  auto changes = read();
+  if (!changes.ok()) return;
+  std::lock_guard write(write_mu_);
+  auto fresher_here = [&](std::uint64_t seq) { return touched_.contains(seq); };
+  const TokenTime now = options_.clock->now();
+  auto decode = [](StoredToken& stored) -> std::optional<Entry> {
+    auto id = TokenIdentifier::decode(stored.identifier);
+    if (!id.ok() || id->sequence_number != stored.sequence_number) return std::nullopt;
+    return Entry{std::move(*id), std::move(stored.identifier), std::move(stored.password), stored.renew_date};
+  };
+  std::unique_lock lock(view_mu_);
+  if (changes->reset) {
+    auto old_keys = std::move(keys_);
+    keys_.clear();
+    for (auto& key : changes->reset->keys) keys_.insert_or_assign(key.id, std::move(key));
+    if (key_rolled_) keys_.merge(old_keys);
+    std::unordered_map<std::uint64_t, Entry> tokens;
+    for (auto& stored : changes->reset->tokens) {
+      if (auto entry = decode(stored)) tokens.insert_or_assign(stored.sequence_number, std::move(*entry));
+    }
+    std::vector<std::uint64_t> gone;
+    for (auto& [seq, entry] : tokens_) {
+      if (fresher_here(seq)) {
+        tokens.insert_or_assign(seq, std::move(entry));
+      } else if (!tokens.contains(seq)) {
+        gone.push_back(seq);
+      }
+    }
+    for (auto seq : gone) forget_locked(seq, now);
+    for (auto seq : touched_) {
+      if (removed_.contains(seq)) tokens.erase(seq);
+    }
+    tokens_ = std::move(tokens);
+  }
+  if (changes->all_keys && !key_rolled_) {
+    std::erase_if(keys_, [&](const auto& kv) {
+      return std::none_of(changes->keys_put.begin(), changes->keys_put.end(),
+                          [&](const MasterKey& k) { return k.id == kv.first; });
+    });
+  }
+  for (auto& key : changes->keys_put) keys_.insert_or_assign(key.id, std::move(key));
+  for (auto id : changes->keys_removed) keys_.erase(id);
+  // Keys are rolled (made current) in id order: the highest is current.
+  current_key_ = keys_.empty() ? 0 : keys_.rbegin()->first;
+  for (auto& stored : changes->tokens_put) {
+    const std::uint64_t seq = stored.sequence_number;
+    if (fresher_here(seq)) continue;
+    if (auto entry = decode(stored)) {
+      tokens_.insert_or_assign(seq, std::move(*entry));
+      removed_.erase(seq);
+    }
+  }
+  for (auto seq : changes->tokens_removed) {
+    if (!fresher_here(seq)) forget_locked(seq, now);
+  }
 }
 
 TokenResult<TokenIdentifier> SecretManager::verify(std::string_view identifier,
                                                    std::span<const std::uint8_t> password) const {
   const TokenTime now = options_.clock->now();
-  std::shared_lock lock(view_mu_);
-  auto entry = check(identifier, &password, now, Use::kVerify);
-  if (!entry.ok()) return entry.status();
-  return (*entry)->id;
+  if (shared_ && !store_->fresh()) {
+    return TokenStatus(TokenErrc::kStoreUnavailable,
+                       "cut off from the shared token store: this server's view may be stale");
+  }
+  TokenStatus refusal;
+  {
+    std::shared_lock lock(view_mu_);
+    auto entry = check(identifier, &password, now, Use::kVerify);
+    if (entry.ok()) return (*entry)->id;
+    refusal = entry.status();
+  }
+  if (!worth_fetching(refusal, identifier, now)) return refusal;
+  auto fetched = fetch(identifier);
+  if (!fetched.ok()) return fetched.status();
+  if (!fetched->has_value()) return refusal;
+  if (auto s = check_entry(**fetched, identifier, &password, now, Use::kVerify); !s.ok()) return s;
+  return (*fetched)->id;
 }
 
 TokenResult<TokenSecret> SecretManager::retrieve_password(std::string_view identifier) const {
   const TokenTime now = options_.clock->now();
-  std::shared_lock lock(view_mu_);
-  auto entry = check(identifier, nullptr, now, Use::kVerify);
-  if (!entry.ok()) return entry.status();
-  return TokenSecret{(*entry)->id, (*entry)->password};
+  if (shared_ && !store_->fresh()) {
+    return TokenStatus(TokenErrc::kStoreUnavailable,
+                       "cut off from the shared token store: this server's view may be stale");
+  }
+  TokenStatus refusal;
+  {
+    std::shared_lock lock(view_mu_);
+    auto entry = check(identifier, nullptr, now, Use::kVerify);
+    if (entry.ok()) return TokenSecret{(*entry)->id, (*entry)->password};
+    refusal = entry.status();
+  }
+  if (!worth_fetching(refusal, identifier, now)) return refusal;
+  auto fetched = fetch(identifier);
+  if (!fetched.ok()) return fetched.status();
+  if (!fetched->has_value()) return refusal;
+  if (auto s = check_entry(**fetched, identifier, nullptr, now, Use::kVerify); !s.ok()) return s;
+  return TokenSecret{(*fetched)->id, std::move((*fetched)->password)};
 }
 
 bool SecretManager::roll_due(TokenTime now) const {
@@ -147,16 +319,27 @@ TokenStatus SecretManager::roll_locked(TokenTime now) {
   key.expires = now + options_.key_roll_interval + options_.max_lifetime;
   key.secret = SecretBytes::random(kMasterKeyBytes);
   if (key.secret.empty()) return TokenStatus(TokenErrc::kIoError, "the CSPRNG failed to make a master key");
-  if (auto s = store_->put_master_key(key); !s.ok()) return s;
+  auto rolled = store_->roll_master_key(current_key_, key);
+  if (!rolled.ok()) return rolled.status();
+  if (rolled->id != key.id) {
+    // Another server rolled first (shared store): its key is current.
+    std::unique_lock lock(view_mu_);
+    current_key_ = std::max(current_key_, rolled->id);
+    keys_.insert_or_assign(rolled->id, std::move(*rolled));
+    return {};
+  }
 
   const std::uint32_t old_id = current_key_;
   {
     std::unique_lock lock(view_mu_);
     keys_.insert_or_assign(key.id, key);
     current_key_ = key.id;
+    key_rolled_ = true;
   }
   auto old = keys_.find(old_id);
-  if (old == keys_.end()) return {};
+  // With a shared store this view may not hold every token of the old key
+  // (other servers' latest ones arrive by watch): keep the upper bound.
+  if (old == keys_.end() || shared_) return {};
   // The retired key signs nothing new: it is needed until the last max date
   // of its tokens. If storing that fails, the key keeps its (later) bound.
   TokenTime last = now;
@@ -221,6 +404,7 @@ TokenResult<Token> SecretManager::issue(const TokenRequest& request) {
   token.service = request.service;
   {
     std::unique_lock lock(view_mu_);
+    touched_.insert(id.sequence_number);
     tokens_.insert_or_assign(id.sequence_number,
                              Entry{std::move(id), std::move(stored.identifier),
                                    std::move(stored.password), stored.renew_date});
@@ -233,7 +417,7 @@ TokenResult<TokenTime> SecretManager::renew(const Token& token, std::string_view
   std::lock_guard write(write_mu_);
   const TokenTime now = options_.clock->now();
   auto password = token.password.span();
-  auto found = check(token.identifier, &password, now, Use::kRenew);
+  auto found = check_or_fetch_locked(token.identifier, &password, now, Use::kRenew);
   if (!found.ok()) return found.status();
   const Entry& entry = **found;
   const std::uint64_t seq = entry.id.sequence_number;
@@ -247,6 +431,7 @@ TokenResult<TokenTime> SecretManager::renew(const Token& token, std::string_view
   {
     std::unique_lock lock(view_mu_);
     tokens_.at(seq).renew_date = renew_date;
+    touched_.insert(seq);
   }
   return renew_date;
 }
@@ -255,7 +440,7 @@ TokenStatus SecretManager::cancel(const Token& token, std::string_view caller) {
   std::lock_guard write(write_mu_);
   const TokenTime now = options_.clock->now();
   auto password = token.password.span();
-  auto found = check(token.identifier, &password, now, Use::kCancel);
+  auto found = check_or_fetch_locked(token.identifier, &password, now, Use::kCancel);
   if (!found.ok()) return found.status();
   const Entry& entry = **found;
   const std::uint64_t seq = entry.id.sequence_number;
@@ -270,6 +455,7 @@ TokenStatus SecretManager::cancel(const Token& token, std::string_view caller) {
   if (auto s = store_->remove_tokens(seqs); !s.ok()) return s;
   std::unique_lock lock(view_mu_);
   tokens_.erase(seq);
+  touched_.insert(seq);
   removed_.insert_or_assign(seq, Removed{TokenErrc::kCancelled, max_date});
   return {};
 }
@@ -278,10 +464,14 @@ TokenResult<SweepResult> SecretManager::sweep() {
   std::lock_guard write(write_mu_);
   const TokenTime now = options_.clock->now();
   SweepResult result;
+  // With a shared store one server per interval sweeps; the others learn
+  // of the removals from the store.
+  auto claimed = store_->claim_sweep(now);
+  if (!claimed.ok()) return claimed.status();
 
   std::vector<std::uint64_t> expired;
   for (const auto& [seq, entry] : tokens_) {
-    if (now > entry.renew_date) expired.push_back(seq);
+    if (*claimed && now > entry.renew_date) expired.push_back(seq);
   }
   if (!expired.empty()) {
     if (auto s = store_->remove_tokens(expired); !s.ok()) return s;
@@ -299,7 +489,7 @@ TokenResult<SweepResult> SecretManager::sweep() {
 
   std::vector<std::uint32_t> dropped;
   for (const auto& [id, key] : keys_) {
-    if (id != current_key_ && now > key.expires) dropped.push_back(id);
+    if (*claimed && id != current_key_ && now > key.expires) dropped.push_back(id);
   }
   for (auto id : dropped) {
     if (auto s = store_->remove_master_key(id); !s.ok()) return s;

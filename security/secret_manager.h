@@ -23,6 +23,17 @@
 //
 // Times come from options.clock. Error text names tokens by their
 // describe() fields (sequence number, owner, ...), never a key or password.
+//
+// With a store shared by several servers (TokenStore::shared(), e.g.
+// ZkTokenStore), the store also reports other servers' changes into the view
+// (TokenStoreObserver); key rolls go through the store's version-checked
+// roll_master_key (exactly one server wins, the others adopt its key); only
+// the server that wins claim_sweep() removes expired tokens and keys; and a
+// miss in the view (unknown token or key, or expired here but maybe renewed
+// elsewhere) makes verify() sync and read the store once before refusing —
+// a blocking round trip, rate-limited, and only for tokens whose password
+// matched a known key or whose key is not known yet. While the store says
+// its view is stale, verification fails with kStoreUnavailable.
 #pragma once
 
 #include <chrono>
@@ -30,11 +41,13 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <shared_mutex>  // std::shared_lock
 #include <span>
 #include <string>
 #include <string_view>
 #include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
 #include "security/clock.h"
@@ -83,12 +96,13 @@ struct SweepResult {
   bool key_rolled = false;
 };
 
-class SecretManager {
+class SecretManager final : private TokenStoreObserver {
  public:
   // Loads the store's state. kInvalidArgument for bad options,
   // kStoreCorrupt if a stored token does not decode, store errors as they come.
   static TokenResult<std::unique_ptr<SecretManager>> open(std::shared_ptr<TokenStore> store,
                                                           SecretManagerOptions options = {});
+  ~SecretManager() override;
   SecretManager(const SecretManager&) = delete;
   SecretManager& operator=(const SecretManager&) = delete;
 
@@ -132,16 +146,37 @@ class SecretManager {
 
   SecretManager(std::shared_ptr<TokenStore> store, SecretManagerOptions options);
   TokenStatus load();
+  // TokenStoreObserver: another server's changes, from a shared store.
+  void apply(const std::function<TokenResult<TokenStoreChanges>()>& read) override;
+  // Shared stores: whether a refusal by the view is worth asking the store
+  // about, and what the store holds for the token (nullopt: nothing).
+  bool worth_fetching(const TokenStatus& refusal, std::string_view identifier, TokenTime now) const;
+  TokenResult<std::optional<Entry>> fetch(std::string_view identifier) const;
+  // check(), then, for a shared store, a fetch into the view; write_mu_ held.
+  TokenResult<const Entry*> check_or_fetch_locked(std::string_view identifier,
+                                                  const std::span<const std::uint8_t>* password,
+                                                  TokenTime now, Use use);
+  // Moves a token from the view to removed_; view_mu_ held for writing.
+  void forget_locked(std::uint64_t seq, TokenTime now);
   // The stored entry for identifier after the checks for `use`; the view
   // must be read-locked (or write_mu_ held).
   TokenResult<const Entry*> check(std::string_view identifier,
                                   const std::span<const std::uint8_t>* password, TokenTime now,
                                   Use use) const;
+  TokenStatus check_entry(const Entry& entry, std::string_view identifier,
+                          const std::span<const std::uint8_t>* password, TokenTime now, Use use) const;
   TokenStatus roll_locked(TokenTime now);
   bool roll_due(TokenTime now) const;
 
   const SecretManagerOptions options_;
   const std::shared_ptr<TokenStore> store_;
+  const bool shared_;
+
+  // Fetches after a miss, per second (shared stores).
+  static constexpr int kMaxFetchesPerSecond = 200;
+  mutable std::mutex fetch_mu_;
+  mutable std::int64_t fetch_window_ms_ = 0;
+  mutable int fetches_in_window_ = 0;
 
   std::mutex write_mu_;                // serialises mutations and store I/O
   mutable RwLock view_mu_;             // guards the view below; writers first
@@ -156,6 +191,10 @@ class SecretManager {
     TokenTime max_date{};
   };
   std::unordered_map<std::uint64_t, Removed> removed_;
+  // Shared stores: tokens this server changed, and whether it rolled the
+  // key, since apply() began its read (write_mu_).
+  std::unordered_set<std::uint64_t> touched_;
+  bool key_rolled_ = false;
 };
 
 }  // namespace authrpc::security

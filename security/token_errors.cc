@@ -24,6 +24,7 @@ class TokenCategory final : public std::error_category {
       case TokenErrc::kStoreCorrupt: return "token store corrupt";
       case TokenErrc::kStoreLocked: return "token store in use";
       case TokenErrc::kIoError: return "token store I/O error";
+      case TokenErrc::kStoreUnavailable: return "token store unavailable";
     }
     return "unknown token error " + std::to_string(value);
   }
@@ -56,6 +57,7 @@ std::string_view token_errc_name(TokenErrc e) noexcept {
     case TokenErrc::kStoreCorrupt: return "STORE_CORRUPT";
     case TokenErrc::kStoreLocked: return "STORE_LOCKED";
     case TokenErrc::kIoError: return "IO_ERROR";
+    case TokenErrc::kStoreUnavailable: return "STORE_UNAVAILABLE";
   }
   return "UNKNOWN";
 }

@@ -31,6 +31,7 @@ enum class TokenErrc {
   kStoreCorrupt = 11,       // a store's files fail their checks: not silently skipped
   kStoreLocked = 12,        // another process (or object) has the store open
   kIoError = 13,            // a system call failed; the text names it and errno
+  kStoreUnavailable = 14,   // a shared store (ZooKeeper) cannot be reached now: retry
 };
 
 const std::error_category& token_category() noexcept;

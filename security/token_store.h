@@ -4,8 +4,8 @@
 // state once (load) and then reports each change, keeping its own in-memory
 // view for verification, so a store is never read on the verify path.
 //
-// Contract for implementations (MemoryTokenStore, FileTokenStore, and a
-// ZooKeeper store shared by several servers later):
+// Contract for implementations (MemoryTokenStore, FileTokenStore, and
+// ZkTokenStore, shared by several servers):
 //  - A mutating call that returns OK is durable: it survives a crash of this
 //    process (and, for a durable store, of the machine). Calls are synchronous
 //    and may block on fsync or the network; never call them on an IO thread.
@@ -20,6 +20,8 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
@@ -54,6 +56,28 @@ struct TokenStoreState {
   std::vector<StoredToken> tokens;         // by sequence number, ascending
 };
 
+// What a shared store read from its backend: changes made by other servers
+// (or a whole state, after the store lost track and rebuilt its view).
+struct TokenStoreChanges {
+  std::optional<TokenStoreState> reset;  // replaces everything held so far
+  std::vector<MasterKey> keys_put;
+  bool all_keys = false;  // keys_put lists every stored key: drop the others
+  std::vector<std::uint32_t> keys_removed;
+  std::vector<StoredToken> tokens_put;
+  std::vector<std::uint64_t> tokens_removed;
+};
+
+// Implemented by whoever keeps a view of a shared store (the SecretManager).
+class TokenStoreObserver {
+ public:
+  virtual ~TokenStoreObserver() = default;
+  // Runs `read` while none of the observer's own store calls is in flight,
+  // then applies what it returned (nothing if it failed). Reading inside the
+  // observer's exclusion means a change read from the backend is never
+  // overtaken by an older one the observer is about to publish.
+  virtual void apply(const std::function<TokenResult<TokenStoreChanges>()>& read) = 0;
+};
+
 class TokenStore {
  public:
   virtual ~TokenStore() = default;
@@ -76,6 +100,43 @@ class TokenStore {
   // Cancellations and sweeps. If the call fails, part of the batch may have
   // been removed; repeating it completes it.
   virtual TokenStatus remove_tokens(std::span<const std::uint64_t> sequence_numbers) = 0;
+
+  // For stores shared by several servers (ZkTokenStore); a store that only
+  // this process writes keeps the defaults below.
+
+  // True if other processes change the store too.
+  virtual bool shared() const noexcept { return false; }
+  // Makes `key` the current master key, unless another server rolled since
+  // the key with id `replaces` became current. Returns the current key after
+  // the call: `key`, or the other server's key (then `key` was not stored).
+  virtual TokenResult<MasterKey> roll_master_key(std::uint32_t replaces, const MasterKey& key) {
+    (void)replaces;
+    if (auto s = put_master_key(key); !s.ok()) return s;
+    return key;
+  }
+  // True if this caller should sweep now; a shared store lets one server
+  // per sweep interval win, so that a fleet does not stampede.
+  virtual TokenResult<bool> claim_sweep(TokenTime now) {
+    (void)now;
+    return true;
+  }
+  // After a local miss: brings the backend up to date (sync) and reads one
+  // token or key. nullopt if it is not stored.
+  virtual TokenResult<std::optional<StoredToken>> fetch_token(std::uint64_t sequence_number) {
+    (void)sequence_number;
+    return std::optional<StoredToken>();
+  }
+  virtual TokenResult<std::optional<MasterKey>> fetch_master_key(std::uint32_t id) {
+    (void)id;
+    return std::optional<MasterKey>();
+  }
+  // False while the view fed to the observer may be stale (a shared store
+  // cut off from its backend for longer than it allows): verification then
+  // fails with kStoreUnavailable instead of trusting the view.
+  virtual bool fresh() const noexcept { return true; }
+  // Starts (or, with nullptr, stops) reporting other servers' changes.
+  // Setting nullptr waits until no apply() is running.
+  virtual void set_observer(TokenStoreObserver* observer) { (void)observer; }
 };
 
 }  // namespace authrpc::security

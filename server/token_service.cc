@@ -1,6 +1,7 @@
 #include "server/token_service.h"
 
 #include <algorithm>
+#include <fstream>
 #include <limits>
 #include <nlohmann/json.hpp>
 #include <set>
@@ -71,6 +72,53 @@ std::string caller_of(const Identity& identity) {
   return identity.principal.empty() ? identity.user : identity.principal;
 }
 
+// "store": {"type": "zookeeper", "connect": "h1:2181,h2:2181", "root":
+// "/authrpc/tokens/svc", "auth": {"digest_file": PATH}, ...}
+// (docs/ZOOKEEPER.md). The digest file holds "user:password".
+Status read_zookeeper_store(const nlohmann::json& o, security::ZkTokenStoreOptions& out) {
+  static const std::set<std::string> kKeys = {"type", "connect", "root", "auth", "session_timeout_ms",
+                                              "connect_timeout_ms", "start_timeout_ms", "sequence_batch"};
+  for (const auto& [key, _] : o.items()) {
+    if (!kKeys.contains(key)) return config_error(".store." + key + "' is not a known key");
+  }
+  for (const char* key : {"connect", "root"}) {
+    if (!o.contains(key) || !o[key].is_string() || o[key].get<std::string>().empty()) {
+      return config_error(std::string(".store.") + key + "' is required with the zookeeper store");
+    }
+  }
+  out.connect = o["connect"].get<std::string>();
+  out.root = o["root"].get<std::string>();
+  for (Status s : {read_ms(o, "session_timeout_ms", out.session_timeout, 1000),
+                   read_ms(o, "connect_timeout_ms", out.connect_timeout, 100),
+                   read_ms(o, "start_timeout_ms", out.start_timeout, 0)}) {
+    if (!s.ok()) return s;
+  }
+  if (o.contains("sequence_batch")) {
+    const auto& v = o["sequence_batch"];
+    if (!v.is_number_unsigned() || v.get<std::uint64_t>() < 1 || v.get<std::uint64_t>() > 100000) {
+      return config_error(".store.sequence_batch' must be an integer from 1 to 100000");
+    }
+    out.sequence_batch = v.get<std::uint32_t>();
+  }
+  if (o.contains("auth") && !o["auth"].is_null()) {
+    const auto& a = o["auth"];
+    if (!a.is_object() || a.size() != 1 || !a.contains("digest_file") || !a["digest_file"].is_string()) {
+      return config_error(".store.auth' must be {\"digest_file\": PATH} (a file holding user:password) or null");
+    }
+    const std::string path = a["digest_file"].get<std::string>();
+    std::ifstream in(path);
+    std::string line;
+    if (!in || !std::getline(in, line)) return config_error(".store.auth.digest_file' " + path + " cannot be read");
+    while (!line.empty() && (line.back() == '\r' || line.back() == ' ')) line.pop_back();
+    const auto colon = line.find(':');
+    const bool well_formed = colon != std::string::npos && colon > 0 && colon + 1 < line.size();
+    if (well_formed) out.digest = security::SecretBytes(line);
+    security::cleanse(line.data(), line.size());
+    if (!well_formed) return config_error(".store.auth.digest_file' " + path + " must hold user:password");
+  }
+  return {};
+}
+
 }  // namespace
 
 Result<TokenServiceOptions> token_service_options_from_json(const nlohmann::json& config) {
@@ -83,11 +131,21 @@ Result<TokenServiceOptions> token_service_options_from_json(const nlohmann::json
   for (const auto& [key, _] : config.items()) {
     if (!kKeys.contains(key)) return config_error("." + key + "' is not a known key");
   }
-  const std::string store = config.value("store", std::string("file"));
-  if (config.contains("store") && !config["store"].is_string()) {
-    return config_error(".store' must be \"file\" or \"memory\"");
+  const bool store_object = config.contains("store") && config["store"].is_object();
+  if (config.contains("store") && !config["store"].is_string() && !store_object) {
+    return config_error(".store' must be \"file\", \"memory\" or {\"type\": \"zookeeper\", ...}");
   }
-  if (store == "file") {
+  std::string store = store_object ? config["store"].value("type", std::string())
+                                   : config.value("store", std::string("file"));
+  if (store_object && store != "zookeeper") {
+    return config_error(".store.type' must be \"zookeeper\" (\"file\" and \"memory\" are plain strings)");
+  }
+  if (store == "zookeeper") {
+    if (!store_object) return config_error(".store' zookeeper needs {\"type\": \"zookeeper\", \"connect\": ..., \"root\": ...}");
+    o.store = TokenServiceOptions::Store::kZooKeeper;
+    if (config.contains("dir")) return config_error(".dir' is only for the file store");
+    if (Status s = read_zookeeper_store(config["store"], o.zookeeper); !s.ok()) return s;
+  } else if (store == "file") {
     o.store = TokenServiceOptions::Store::kFile;
     if (!config.contains("dir") || !config["dir"].is_string() ||
         config["dir"].get<std::string>().empty()) {
@@ -130,6 +188,18 @@ Result<std::unique_ptr<TokenService>> TokenService::open(TokenServiceOptions opt
     auto file = security::FileTokenStore::open(options.dir);
     if (!file.ok()) return token_status(file.status(), TokenUse::kService, "token store");
     store = std::move(*file);
+  } else if (options.store == TokenServiceOptions::Store::kZooKeeper) {
+#if AUTHRPC_HAVE_ZOOKEEPER
+    auto zk_options = options.zookeeper;
+    zk_options.sweep_interval = options.sweep_interval;
+    auto zk = security::ZkTokenStore::open(std::move(zk_options));
+    if (!zk.ok()) return token_status(zk.status(), TokenUse::kService, "token store (ZooKeeper)");
+    store = std::move(*zk);
+#else
+    return Status(Errc::kConfigError,
+                  "token store: this authrpc was built without ZooKeeper support "
+                  "(install libzookeeper-mt-dev and rebuild)");
+#endif
   } else {
     store = std::make_shared<security::MemoryTokenStore>();
   }

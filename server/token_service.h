@@ -34,6 +34,7 @@
 #include "rpc/result.h"
 #include "security/secret_manager.h"
 #include "security/token_store.h"
+#include "security/zk_token_store.h"
 #include "server/service.h"
 
 namespace authrpc {
@@ -41,9 +42,12 @@ namespace authrpc {
 inline constexpr std::string_view kTokenServiceName = "token";
 
 struct TokenServiceOptions {
-  enum class Store { kFile, kMemory };
+  enum class Store { kFile, kMemory, kZooKeeper };
   Store store = Store::kFile;
   std::string dir;  // kFile: the store directory (required)
+  // kZooKeeper: shared by a fleet (docs/ZOOKEEPER.md); its sweep_interval
+  // is taken from sweep_interval below.
+  security::ZkTokenStoreOptions zookeeper;
   security::SecretManagerOptions secrets;  // lifetimes, key roll, clock
   // How often the sweeper runs (expired tokens, retired keys, key roll).
   std::chrono::milliseconds sweep_interval{std::chrono::minutes(1)};
