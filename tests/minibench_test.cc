@@ -341,7 +341,9 @@ TEST(MinibenchTest, ConcurrencyRunsEverySessionOnItsOwnConnection) {
   for (const auto& row : doc.at("rows")) {
     EXPECT_EQ(row.at("n"), 20) << row.at("name");
     EXPECT_GT(row.at("per_s").get<double>(), 0) << row.at("name");
-    if (row.at("method") != "none") EXPECT_EQ(row.at("server_connections"), 24) << row.at("name");
+    if (row.at("method") != "none") {
+      EXPECT_EQ(row.at("server_connections"), 24) << row.at("name");
+    }
   }
   EXPECT_EQ(doc.at("run").at("concurrency"), 4);
   EXPECT_THAT(r.out, HasSubstr("No security"));
@@ -375,7 +377,9 @@ TEST(MinibenchTest, InProcessServerCountsConnectionsToo) {
   EXPECT_EQ(row_names(doc),
             (std::set<std::string>{"floor/tcp", "floor/unix", "simple/tcp", "simple/unix"}));
   for (const auto& row : doc.at("rows")) {
-    if (row.at("method") != "none") EXPECT_EQ(row.at("server_connections"), 8) << row.at("name");
+    if (row.at("method") != "none") {
+      EXPECT_EQ(row.at("server_connections"), 8) << row.at("name");
+    }
   }
   EXPECT_EQ(doc.at("run").at("server"), "in process");
 }
