@@ -249,6 +249,73 @@ TEST(ShmRing, SignalsOnlyASleepingPeer) {
   io.run();
 }
 
+// A reader may hold several views at once; they stay intact until released,
+// oldest first, and the writer reuses a slot only after its release.
+TEST(ShmRing, ReaderHoldsSeveralViews) {
+  asio::io_context io;
+  LocalRing ring(io, io, {4096, 3});
+  for (std::uint32_t i = 0; i < 3; ++i) {
+    auto slot = ring.writer->try_acquire();
+    ASSERT_TRUE(slot.ok());
+    fill_message(slot->first(4096), i);
+    ASSERT_TRUE(ring.writer->commit(4096, i).ok());
+  }
+  std::vector<ShmSlot> held;
+  for (int i = 0; i < 3; ++i) {
+    auto slot = ring.reader->try_next();
+    ASSERT_TRUE(slot.ok());
+    held.push_back(*slot);
+  }
+  EXPECT_EQ(ring.writer->try_acquire().code(), asio::error::would_block);
+  ASSERT_TRUE(ring.reader->release().ok());  // gives back tag 0's slot only
+  auto reused = ring.writer->try_acquire();
+  ASSERT_TRUE(reused.ok());
+  fill_message(reused->first(4096), 3);
+  ASSERT_TRUE(ring.writer->commit(4096, 3).ok());
+  std::vector<std::byte> expected(4096);
+  fill_message(expected, 3);  // the released view now shows the slot's new bytes
+  EXPECT_EQ(std::memcmp(held[0].data.data(), expected.data(), expected.size()), 0);
+  for (std::uint32_t i = 1; i < 3; ++i) {
+    fill_message(expected, i);
+    EXPECT_EQ(held[i].tag, i);
+    EXPECT_EQ(std::memcmp(held[i].data.data(), expected.data(), expected.size()), 0);
+  }
+  EXPECT_TRUE(ring.reader->release().ok());
+  EXPECT_TRUE(ring.reader->release().ok());
+  EXPECT_EQ(ring.reader->release().code, Errc::kFailedPrecondition);
+  EXPECT_EQ(ring.reader->try_next()->tag, 3u);
+}
+
+// The reader's views are read-only in fact: a write through one faults.
+TEST(ShmRing, ReaderViewsAreReadOnly) {
+  const pid_t pid = fork_child([]() -> int {
+    asio::io_context io;
+    LocalRing ring(io, io, {4096, 2});
+    if (!ring.writer->try_acquire().ok() || !ring.writer->commit(16).ok()) return 10;
+    auto slot = ring.reader->try_next();
+    if (!slot.ok()) return 11;
+    ::signal(SIGSEGV, SIG_DFL);  // a plain fault, also under AddressSanitizer
+    auto* p = const_cast<volatile std::byte*>(slot->data.data());
+    *p = std::byte{1};
+    return 12;
+  });
+  EXPECT_EQ(wait_child(pid), 128 + SIGSEGV);
+}
+
+// The seals hold for the peer too: it can neither shrink the region under
+// our mapping nor lift the seals.
+TEST(ShmRing, PeerCannotResizeTheRegion) {
+  auto ring = ShmRing::create({4096, 2});
+  ASSERT_TRUE(ring.ok());
+  auto peer = ring->take_peer_fds();
+  ASSERT_TRUE(peer.ok());
+  EXPECT_EQ(::ftruncate(peer->memfd.get(), 4096), -1);
+  EXPECT_EQ(errno, EPERM);
+  EXPECT_EQ(::ftruncate(peer->memfd.get(), 1 << 20), -1);
+  EXPECT_EQ(::fcntl(peer->memfd.get(), F_ADD_SEALS, F_SEAL_WRITE), -1);
+  EXPECT_EQ(::fallocate(peer->memfd.get(), 0, 0, 1 << 20), -1);
+}
+
 TEST(ShmRing, ReaderCloseStopsTheWriter) {
   asio::io_context io;
   LocalRing ring(io, io, {4096, 2});
