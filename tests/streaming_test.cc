@@ -317,9 +317,9 @@ TEST_P(StreamingTest, GetIsByteExact) {
     SCOPED_TRACE(std::to_string(c.total) + " bytes in " + std::to_string(c.batch));
     Run(*client_, [&]() -> asio::awaitable<void> {
       const std::uint64_t seed = c.total ^ c.batch;
-      auto stream = co_await client_->async_open_stream(
-          "bulk", "get",
-          std::to_string(c.total) + " " + std::to_string(c.batch) + " " + std::to_string(seed));
+      const std::string request =
+          std::to_string(c.total) + " " + std::to_string(c.batch) + " " + std::to_string(seed);
+      auto stream = co_await client_->async_open_stream("bulk", "get", request);
       EXPECT_TRUE(stream.ok()) << stream.status().to_string();
       if (!stream.ok()) co_return;
       Sha256 sha;
@@ -582,9 +582,9 @@ TEST_P(StreamingTest, FileRegionIsByteExact) {
   };
   for (const Region r : {Region{0, size}, Region{4095, 2 * kFileChunk + 1}, Region{size - 10, 10}}) {
     Run(*client_, [&]() -> asio::awaitable<void> {
-      auto stream = co_await client_->async_open_stream(
-          "bulk", "file",
-          std::string(path) + " " + std::to_string(r.offset) + " " + std::to_string(r.length));
+      const std::string request =
+          std::string(path) + " " + std::to_string(r.offset) + " " + std::to_string(r.length);
+      auto stream = co_await client_->async_open_stream("bulk", "file", request);
       EXPECT_TRUE(stream.ok());
       if (!stream.ok()) co_return;
       std::string got;
@@ -605,8 +605,8 @@ TEST_P(StreamingTest, FileRegionIsByteExact) {
   }
   // A region past the end of the file fails the call, before anything is sent.
   Run(*client_, [&]() -> asio::awaitable<void> {
-    auto stream = co_await client_->async_open_stream(
-        "bulk", "file", std::string(path) + " 0 " + std::to_string(size + 100));
+    const std::string request = std::string(path) + " 0 " + std::to_string(size + 100);
+    auto stream = co_await client_->async_open_stream("bulk", "file", request);
     EXPECT_TRUE(stream.ok());
     if (!stream.ok()) co_return;
     Status end;
