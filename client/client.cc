@@ -373,6 +373,9 @@ class Client::Connection : public std::enable_shared_from_this<Client::Connectio
       Payload message = stream->receive_buffer(frame.header.body_size());
       s = co_await channel_->read_body(message.mutable_data());
       if (s.ok()) s = stream->on_data(std::move(message));
+      // Let the consumer take the message while it is still in the cache,
+      // rather than read on while more input waits and queue up to a window.
+      if (s.ok()) co_await asio::post(executor_, asio::use_awaitable);
     }
     if (s.ok()) co_return true;
     if (s.code == Errc::kProtocolError) {

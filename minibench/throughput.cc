@@ -21,6 +21,8 @@
 #include <cstdio>
 #include <cstring>
 #include <fstream>
+#include <iterator>
+#include <sstream>
 #include <future>
 #include <map>
 #include <memory>
@@ -518,7 +520,30 @@ Result<std::unique_ptr<Child>> spawn_child(const std::string& certs_dir) {
 // ---------------------------------------------------------------------------
 // Measuring.
 
+// CPU seconds (user + system, all threads, dead ones included) a process
+// has used: /proc/<pid>/stat, in clock ticks. A machine shared with other
+// work slows the wall clock of a row but hardly its CPU cost per byte.
+double cpu_seconds(pid_t pid) {
+  std::ifstream file("/proc/" + std::to_string(pid) + "/stat");
+  std::string text((std::istreambuf_iterator<char>(file)), std::istreambuf_iterator<char>());
+  const auto paren = text.rfind(')');
+  if (paren == std::string::npos) return 0;
+  std::istringstream fields(text.substr(paren + 2));
+  std::string field;
+  unsigned long long utime = 0, stime = 0;
+  for (int i = 3; i <= 15 && fields >> field; ++i) {
+    if (i == 14) utime = std::stoull(field);
+    if (i == 15) stime = std::stoull(field);
+  }
+  return static_cast<double>(utime + stime) / static_cast<double>(::sysconf(_SC_CLK_TCK));
+}
+
 struct RunResult {
+  double client_cpu_s = 0;  // this process during the row
+  double server_cpu_s = 0;  // the server child during the row
+  double cpu_ns_per_byte() const {
+    return bytes == 0 ? 0 : (client_cpu_s + server_cpu_s) * 1e9 / static_cast<double>(bytes);
+  }
   std::uint64_t bytes = 0;
   std::uint64_t batches = 0;
   std::chrono::nanoseconds elapsed{0};
@@ -731,6 +756,8 @@ void print_row(const RowStats& row, const Args& args) {
   std::printf("Latency quantile=0.95: %.0f us\n", percentile(lat, 0.95));
   std::printf("Latency quantile=0.99: %.0f us\n", percentile(lat, 0.99));
   std::printf("Latency max: %.0f us\n", lat.empty() ? 0.0 : lat.back());
+  std::printf("CPU: client %.2f s, server %.2f s: %.2f ns per byte\n", m.client_cpu_s,
+              m.server_cpu_s, m.cpu_ns_per_byte());
   if (row.runs.size() > 1) {
     std::printf("Speed per run (MB/s):");
     for (const auto& r : row.runs) std::printf(" %.1f", r.mb_per_s());
@@ -802,6 +829,7 @@ Status write_json(const std::string& path, const std::vector<RowStats>& rows,
                             : Json(nullptr)},
               {"mb_per_s", rounded(m.mb_per_s())},
               {"batches_per_s", rounded(m.batches_per_s())},
+              {"cpu_ns_per_byte", std::round(m.cpu_ns_per_byte() * 1000) / 1000},
               {"bytes", m.bytes},
               {"nanos", m.elapsed.count()},
               {"streams", args.streams},
@@ -890,9 +918,15 @@ int run_throughput(int argc, char** argv) {
         if (!args.quiet) {
           std::fprintf(stderr, "[run %zu/%zu] %s ...\n", run + 1, args.runs, row.name.c_str());
         }
+        const double client_before = cpu_seconds(::getpid());
+        const double server_before = cpu_seconds((*child)->pid);
         auto result = row.floor
                           ? run_floor(it->second, row.transport == "tls" ? floor_tls : nullptr, args)
                           : run_authrpc(runtime, it->second, certs_dir, args);
+        if (result.ok()) {
+          result->client_cpu_s = cpu_seconds(::getpid()) - client_before;
+          result->server_cpu_s = cpu_seconds((*child)->pid) - server_before;
+        }
         if (!result.ok()) {
           std::fprintf(stderr, "minibench throughput: %s: %s\n", row.name.c_str(),
                        result.status().to_string().c_str());
@@ -928,6 +962,19 @@ int run_throughput(int argc, char** argv) {
       std::printf("  (per-run ratio: median %.2f, range %.2f-%.2f)", median(e.run_ratios), *lo, *hi);
     }
     std::printf("\n");
+  }
+  // The same comparisons by CPU cost (bytes per CPU-second of client and
+  // server together), which a loaded machine distorts far less than the
+  // wall clock; for information.
+  std::printf("by CPU cost (ns per byte, client + server; ratio = the other's cost / the row's):\n");
+  for (const auto& t : targets) {
+    const RowStats* row = find_row(rows, t.row);
+    const RowStats* against = find_row(rows, t.against);
+    if (row == nullptr || against == nullptr) continue;
+    const double mine = row->median_run().cpu_ns_per_byte();
+    const double theirs = against->median_run().cpu_ns_per_byte();
+    std::printf("  %-10s %.2f ns/byte vs %s %.2f: ratio %.2f\n", t.row.c_str(), mine,
+                t.against.c_str(), theirs, mine > 0 ? theirs / mine : 0.0);
   }
   if (!args.json.empty()) {
     if (Status s = write_json(args.json, rows, evaluated, args); !s.ok()) {

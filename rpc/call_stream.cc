@@ -23,7 +23,7 @@ CallStream::CallStream(std::shared_ptr<FrameChannel> channel, std::uint32_t call
                        std::uint32_t receive_window, std::uint32_t send_window,
                        Clock::time_point deadline)
     : channel_(std::move(channel)),
-      pool_(std::make_shared<BufferPool>()),
+      pool_(std::make_shared<BufferPool>(std::max<std::size_t>(receive_window, 4u << 20))),
       call_id_(call_id),
       deadline_(deadline),
       read_event_(channel_->stream().executor()),

@@ -54,6 +54,7 @@ Payload BufferPool::take(std::size_t size) {
         const Block b = *it;
         *it = free_.back();
         free_.pop_back();
+        cached_bytes_ -= b.capacity;
         return Payload(b.data, size, b.capacity, shared_from_this());
       }
     }
@@ -64,17 +65,17 @@ Payload BufferPool::take(std::size_t size) {
 }
 
 void BufferPool::release(char* data, std::size_t capacity) noexcept {
-  std::lock_guard lock(mu_);
-  if (free_.size() < max_cached_) {
-    free_.push_back({data, capacity});
-    return;
+  {
+    std::lock_guard lock(mu_);
+    if (cached_bytes_ + capacity <= max_cached_bytes_) {
+      try {
+        free_.push_back({data, capacity});
+        cached_bytes_ += capacity;
+        return;
+      } catch (...) {  // no memory for the list: just free the block
+      }
+    }
   }
-  // Full: drop the smallest block (keep the sizes that are in use).
-  auto smallest = free_.begin();
-  for (auto it = free_.begin(); it != free_.end(); ++it) {
-    if (it->capacity < smallest->capacity) smallest = it;
-  }
-  if (smallest->capacity < capacity) std::swap(smallest->data, data), smallest->capacity = capacity;
   delete[] data;
 }
 

@@ -64,11 +64,14 @@ class Payload {
 };
 
 // Uninitialized heap blocks, recycled: take() returns a cached block large
-// enough if there is one (no allocation, no zeroing on the hot path), and
-// dropped Payloads come back here. Keeps at most `max_cached` blocks.
+// enough if there is one (no allocation, no zeroing, no fresh pages to fault
+// in on the hot path), and dropped Payloads come back here. Keeps at most
+// `max_cached_bytes` in blocks (a stream passes its window: what it may hold
+// at once anyway).
 class BufferPool final : public PayloadOwner, public std::enable_shared_from_this<BufferPool> {
  public:
-  explicit BufferPool(std::size_t max_cached = 8) : max_cached_(max_cached) {}
+  explicit BufferPool(std::size_t max_cached_bytes = 4 * 1024 * 1024)
+      : max_cached_bytes_(max_cached_bytes) {}
   ~BufferPool() override;
   // A Payload of `size` bytes (contents undefined).
   Payload take(std::size_t size);
@@ -81,7 +84,8 @@ class BufferPool final : public PayloadOwner, public std::enable_shared_from_thi
   };
   std::mutex mu_;
   std::vector<Block> free_;
-  std::size_t max_cached_;
+  std::size_t cached_bytes_ = 0;
+  std::size_t max_cached_bytes_;
 };
 
 }  // namespace authrpc

@@ -3,6 +3,7 @@
 #include <asio/co_spawn.hpp>
 #include <asio/detached.hpp>
 #include <asio/post.hpp>
+#include <asio/use_awaitable.hpp>
 #include <cstring>
 #include <exception>
 
@@ -373,7 +374,11 @@ asio::awaitable<Status> ServerConnection::handle_data(const Frame& frame) {
   if (!stream) co_return co_await channel_->skip_body();
   Payload message = stream->receive_buffer(frame.header.body_size());
   if (Status s = co_await channel_->read_body(message.mutable_data()); !s.ok()) co_return s;
-  co_return stream->on_data(std::move(message));
+  Status s = stream->on_data(std::move(message));
+  // Let the handler take the message while it is still in the cache, rather
+  // than read on while more input waits and queue up to a window.
+  if (s.ok()) co_await asio::post(channel_->stream().executor(), asio::use_awaitable);
+  co_return s;
 }
 
 void ServerConnection::handle_window_update(const Frame& frame) {
