@@ -81,7 +81,8 @@ asio::awaitable<Result<ClientNegotiationResult>> negotiate_client(
                            {Errc::kPermissionDenied, "server did not confirm acting as " + do_as},
                            true);
           }
-          ClientNegotiationResult result{std::string(mechanism->name()), success->user};
+          ClientNegotiationResult result{std::string(mechanism->name()), success->user,
+                                         success->features};
           if (spent != nullptr) *spent = std::move(session);
           co_return result;
         }

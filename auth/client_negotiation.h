@@ -19,6 +19,7 @@ namespace authrpc {
 struct ClientNegotiationResult {
   std::string mechanism;
   std::string server_user;  // the name the server authenticated us as
+  std::uint32_t server_features = 0;  // AUTH_SUCCESS features (wire::kFeature*)
 };
 
 // Events the connection needs in order to pipeline calls behind negotiation.

@@ -105,7 +105,7 @@ asio::awaitable<Result<Identity>> negotiate_server(
 
   step.identity.mechanism = std::string(mechanism->name());
   step.identity.peer_address = info.peer_address;
-  std::uint32_t features = wire::kNoFeatures;
+  std::uint32_t features = wire::kFeatureStreams;
   if (hooks != nullptr && hooks->authorize) {
     if (Status s = hooks->authorize(step.identity, do_as); !s.ok()) {
       hooks->refused_by_authorize = true;

@@ -8,6 +8,7 @@
 #include <asio/steady_timer.hpp>
 #include <asio/use_awaitable.hpp>
 #include <asio/use_future.hpp>
+#include <cstring>
 #include <mutex>
 #include <unordered_map>
 
@@ -25,7 +26,8 @@ using wire::FrameType;
 // The connection behind a Client. Everything but the mutex-guarded summary
 // runs on the connection's executor; the reader coroutine (run) owns a
 // reference, so the connection outlives its Client until the reader ends.
-class Client::Connection : public std::enable_shared_from_this<Client::Connection> {
+class Client::Connection : public std::enable_shared_from_this<Client::Connection>,
+                           public ClientStreamOwner {
  public:
   Connection(asio::any_io_executor ex, ClientOptions options)
       : executor_(std::move(ex)), options_(std::move(options)),
@@ -107,6 +109,53 @@ class Client::Connection : public std::enable_shared_from_this<Client::Connectio
                            std::to_string(timeout.count()) + " ms");
     }
     co_return std::move(pending.result);
+  }
+
+  asio::awaitable<Result<std::shared_ptr<CallStream>>> open_stream(std::string_view service,
+                                                                   std::string_view method,
+                                                                   std::string_view request,
+                                                                   StreamOptions stream_options) {
+    if (state_ == State::kHolding || state_ == State::kOptimistic) {
+      if (Status s = co_await wait_authenticated(); !s.ok()) co_return s;
+    }
+    if (state_ == State::kClosed) co_return closed_status_;
+    if (going_away_) co_return Status(Errc::kUnavailable, "server is shutting down (GOAWAY)");
+    if (!(server_features_ & wire::kFeatureStreams)) {
+      co_return Status(Errc::kUnimplemented, "the server does not support streaming calls");
+    }
+    const auto timeout = stream_options.timeout.count() > 0 ? stream_options.timeout
+                                                            : options_.default_call_timeout;
+    const auto deadline = timeout.count() > 0 ? Clock::now() + timeout : Clock::time_point::max();
+    const std::uint32_t window =
+        stream_options.window != 0 ? stream_options.window : kDefaultStreamWindow;
+    std::uint32_t id = next_call_id_++;
+    if (id == 0) id = next_call_id_++;
+    std::string& out = channel_->out();
+    const std::size_t start = out.size();
+    wire::append_stream_request(
+        out, id, {service, method, static_cast<std::uint32_t>(timeout.count()), window}, request);
+    if (out.size() - start > options_.max_frame_size) {
+      out.resize(start);
+      co_return Status(Errc::kFrameTooLarge, "request of " + std::to_string(request.size()) +
+                                                 " bytes exceeds the frame limit");
+    }
+    channel_->set_direct_data_threshold(kDirectDataThreshold);
+    auto stream = std::make_shared<CallStream>(channel_, id, window, 0, deadline);
+    stream->set_on_local_failure(
+        [weak = weak_from_this(), id](const Status&) {
+          if (auto self = weak.lock()) self->cancel_stream(id);
+        });
+    streams_[id] = stream;
+    channel_->flush_now();
+    co_return stream;
+  }
+
+  void cancel_stream(std::uint32_t call_id) override {
+    if (streams_.erase(call_id) == 0) return;
+    if (state_ == State::kReady && !channel_->closed()) {
+      wire::append_cancel(channel_->out(), call_id);
+      channel_->schedule_flush();
+    }
   }
 
   void close(Status why) {
@@ -191,6 +240,7 @@ class Client::Connection : public std::enable_shared_from_this<Client::Connectio
       mechanism_ = negotiated->mechanism;
       server_user_ = negotiated->server_user;
     }
+    server_features_ = negotiated->server_features;
     if (auth_event_) auth_event_->cancel();
 
     for (;;) {
@@ -218,6 +268,23 @@ class Client::Connection : public std::enable_shared_from_this<Client::Connectio
             spent_session_.reset();  // see negotiate_client()
           }
           break;
+        case FrameType::kData:
+          if (!co_await deliver_data(*frame)) co_return;
+          break;
+        case FrameType::kWindowUpdate: {
+          auto increment = wire::parse_window_update(frame->body);
+          if (!increment.ok()) {
+            protocol_error(increment.status());
+            co_return;
+          }
+          const auto it = streams_.find(frame->header.call_id);
+          if (it == streams_.end()) break;
+          if (Status s = it->second->on_window_update(*increment); !s.ok()) {
+            protocol_error(std::move(s));
+            co_return;
+          }
+          break;
+        }
         case FrameType::kGoAway: {
           auto body = wire::parse_goaway(frame->body);
           going_away_ = true;
@@ -252,7 +319,12 @@ class Client::Connection : public std::enable_shared_from_this<Client::Connectio
       return false;
     }
     const auto it = pending_.find(frame.header.call_id);
-    if (it == pending_.end()) return true;  // timed out or cancelled: ignore
+    if (it == pending_.end()) {
+      if (const auto s = streams_.find(frame.header.call_id); s != streams_.end()) {
+        end_stream_call(s, *header, payload);
+      }
+      return true;  // timed out or cancelled: ignore
+    }
     Pending& p = *it->second;
     pending_.erase(it);
     if (header->status == 0) {
@@ -265,7 +337,64 @@ class Client::Connection : public std::enable_shared_from_this<Client::Connectio
     return true;
   }
 
+  // The RESPONSE that ends a streaming call: messages queued before it are
+  // still read, then its status (or end of stream).
+  void end_stream_call(std::unordered_map<std::uint32_t, std::shared_ptr<CallStream>>::iterator it,
+                       const wire::ResponseHeader& header, std::string_view payload) {
+    auto stream = std::move(it->second);
+    streams_.erase(it);
+    const Status status = header.status == 0
+                              ? Status()
+                              : Status(errc_from_wire(header.status),
+                                       std::string(header.error_message));
+    stream->final_message().assign(payload);
+    stream->end_output(status.ok() ? Status(Errc::kFailedPrecondition,
+                                            "the server has ended the call")
+                                   : status);
+    stream->end_input(status);
+  }
+
+  // A DATA frame: its body goes straight into the stream's buffer. False if
+  // the connection failed.
+  asio::awaitable<bool> deliver_data(const Frame& frame) {
+    const auto it = streams_.find(frame.header.call_id);
+    std::shared_ptr<CallStream> stream = it == streams_.end() ? nullptr : it->second;
+    Status s;
+    if (!frame.body_pending) {
+      if (!stream) co_return true;  // a call we cancelled or that timed out
+      Payload message = stream->receive_buffer(frame.body.size());
+      if (!frame.body.empty()) {
+        std::memcpy(message.mutable_data(), frame.body.data(), frame.body.size());
+      }
+      s = stream->on_data(std::move(message));
+    } else if (!stream) {
+      s = co_await channel_->skip_body();
+    } else {
+      Payload message = stream->receive_buffer(frame.header.body_size());
+      s = co_await channel_->read_body(message.mutable_data());
+      if (s.ok()) s = stream->on_data(std::move(message));
+      // Let the consumer take the message while it is still in the cache,
+      // rather than read on while more input waits and queue up to a window.
+      if (s.ok()) co_await asio::post(executor_, asio::use_awaitable);
+    }
+    if (s.ok()) co_return true;
+    if (s.code == Errc::kProtocolError) {
+      protocol_error(std::move(s));
+    } else {
+      close(std::move(s));
+    }
+    co_return false;
+  }
+
   void fail_calls_after(std::uint32_t last_call_id) {
+    for (auto it = streams_.begin(); it != streams_.end();) {
+      if (it->first > last_call_id) {
+        it->second->fail(Status(Errc::kUnavailable, "server is shutting down; call not run"));
+        it = streams_.erase(it);
+      } else {
+        ++it;
+      }
+    }
     for (auto it = pending_.begin(); it != pending_.end();) {
       if (it->first > last_call_id) {
         it->second->result = Status(Errc::kUnavailable, "server is shutting down; call not run");
@@ -304,6 +433,9 @@ class Client::Connection : public std::enable_shared_from_this<Client::Connectio
       p->timer.cancel();
     }
     pending_.clear();
+    auto streams = std::move(streams_);
+    streams_.clear();
+    for (auto& [id, stream] : streams) stream->fail(why);
     negotiation_deadline_.cancel();
     if (auth_event_) auth_event_->cancel();
   }
@@ -317,6 +449,8 @@ class Client::Connection : public std::enable_shared_from_this<Client::Connectio
   std::string held_;
   std::unique_ptr<ClientAuthSession> spent_session_;  // dropped after the first response
   std::unordered_map<std::uint32_t, Pending*> pending_;
+  std::unordered_map<std::uint32_t, std::shared_ptr<CallStream>> streams_;
+  std::uint32_t server_features_ = 0;
   std::uint32_t next_call_id_ = 1;
   bool going_away_ = false;
   bool negotiation_timed_out_ = false;
@@ -401,6 +535,15 @@ Result<std::string> Client::call(std::string_view service, std::string_view meth
                                  std::string_view request, CallOptions options) {
   if (Status s = check_not_on_io_thread(); !s.ok()) return s;
   return call_future(service, method, request, options).get();
+}
+
+asio::awaitable<Result<std::unique_ptr<ClientStream>>> Client::async_open_stream(
+    std::string_view service, std::string_view method, std::string_view request,
+    StreamOptions options) {
+  auto connection = connection_;
+  auto stream = co_await connection->open_stream(service, method, request, options);
+  if (!stream.ok()) co_return stream.status();
+  co_return std::make_unique<ClientStream>(std::move(*stream), std::move(connection));
 }
 
 Result<nlohmann::json> Client::call_json(std::string_view service, std::string_view method,

@@ -20,6 +20,7 @@
 
 #include "auth/mechanism.h"
 #include "client/client_runtime.h"
+#include "client/client_stream.h"
 #include "rpc/endpoint.h"
 #include "rpc/policy.h"
 #include "rpc/result.h"
@@ -88,6 +89,13 @@ class Client {
                                                   std::string_view method,
                                                   std::string_view request,
                                                   CallOptions options = {});
+  // Opens a streaming call (Service::add_stream on the server) with
+  // `request` as its opening message; must be awaited on the client's
+  // executor. Waits for authentication first. kUnimplemented if the server
+  // does not support streaming calls. docs/DATAPLANE.md.
+  asio::awaitable<Result<std::unique_ptr<ClientStream>>> async_open_stream(
+      std::string_view service, std::string_view method, std::string_view request,
+      StreamOptions options = {});
   // JSON in, JSON out; a response that is not JSON is kDataLoss.
   Result<nlohmann::json> call_json(std::string_view service, std::string_view method,
                                    const nlohmann::json& request, CallOptions options = {});

@@ -36,6 +36,7 @@
 #include "minibench/tokens.h"
 #include "minibench/tls_sessions.h"
 #include "security/tls_context.h"
+#include "minibench/throughput.h"
 
 namespace minibench {
 namespace {
@@ -45,6 +46,7 @@ using authrpc::Status;
 
 constexpr const char* kUsage = R"(usage: minibench [sessions|calls] [options]
        minibench floor-server URI...
+       minibench throughput [options]   (see minibench throughput --help)
 
 Measures authrpc against a bare-socket floor in the same run. Each row prints
 n, mean, p50, p95, p99, max (µs), iterations per second, its ratio to its
@@ -76,6 +78,9 @@ security) and the targets.
   calls      N 1-byte sys.echo calls on one open connection; floor: a 1-byte
              ping-pong on one raw connection. Target: p50 <= 1.3 x floor p50.
   (none)     sessions, then calls.
+  throughput bulk transfer through streaming calls (get/put over tcp, unix,
+             tls) next to a bare-socket stream floor, arrow-flight-benchmark
+             style; its options: minibench throughput --help.
   floor-server URI...
              run bare echo listeners (the floors) on the given endpoints until
              SIGINT/SIGTERM, for --floor-server.
@@ -869,6 +874,7 @@ int run(const Args& args) {
 }  // namespace minibench
 
 int main(int argc, char** argv) {
+  if (argc > 1 && std::string(argv[1]) == "throughput") return minibench::run_throughput(argc - 2, argv + 2);
   minibench::Args args;
   if (int rc = minibench::parse_args(argc, argv, args); rc != 0) return rc < 0 ? 0 : rc;
   if (args.floor_server_mode) return minibench::run_floor_server(args);

@@ -93,7 +93,10 @@ std::optional<Result<Frame>> FrameChannel::buffered_frame() {
       reinterpret_cast<const std::uint8_t*>(in_.get() + in_begin_), max_frame_size_);
   if (!header.ok()) return Result<Frame>(header.status());
   const std::size_t total = wire::kLengthFieldSize + header->length;
-  if (in_end_ - in_begin_ < total) return std::nullopt;
+  if (in_end_ - in_begin_ < total) {
+    if (defer_body(*header)) return Result<Frame>(Frame{*header, {}, true});
+    return std::nullopt;
+  }
   consume_next_ = total;
   return Result<Frame>(Frame{*header, std::string_view(in_.get() + in_begin_ + wire::kFrameHeaderSize,
                                                        total - wire::kFrameHeaderSize)});
@@ -121,6 +124,7 @@ asio::awaitable<Result<Frame>> FrameChannel::read_frame() {
   if (!header.ok()) co_return header.status();
   const std::size_t total = wire::kLengthFieldSize + header->length;
   if (in_end_ - in_begin_ < total) {
+    if (defer_body(*header)) co_return Frame{*header, {}, true};
     if (auto ec = co_await fill(total)) co_return closed_status(ec);
   }
   consume_next_ = total;
@@ -128,13 +132,99 @@ asio::awaitable<Result<Frame>> FrameChannel::read_frame() {
                                             total - wire::kFrameHeaderSize)};
 }
 
+bool FrameChannel::defer_body(const wire::FrameHeader& header) noexcept {
+  if (header.type != wire::FrameType::kData || header.body_size() <= direct_data_threshold_) {
+    return false;
+  }
+  consume_next_ = wire::kFrameHeaderSize;
+  pending_body_ = header.body_size();
+  return true;
+}
+
+asio::awaitable<Status> FrameChannel::read_body(char* out) {
+  in_begin_ += consume_next_;
+  consume_next_ = 0;
+  const std::size_t need = pending_body_;
+  pending_body_ = 0;
+  const std::size_t have = std::min(in_end_ - in_begin_, need);
+  std::memcpy(out, in_.get() + in_begin_, have);
+  in_begin_ += have;
+  if (in_begin_ == in_end_) in_begin_ = in_end_ = 0;
+  std::size_t done = have;
+  while (done < need) {
+    // Straight from the stream into the caller's buffer; without a trip
+    // through the event loop while input is waiting.
+    const auto space = asio::buffer(out + done, need - done);
+    std::error_code ec;
+    std::size_t n = stream_->try_read_some(space, ec);
+    if (ec == asio::error::would_block) {
+      ec.clear();
+      n = co_await stream_->read_some(space, ec);
+    }
+    if (ec == asio::error::eof) {
+      co_return Status(Errc::kProtocolError, "connection closed inside a frame (truncated frame)");
+    }
+    if (ec) co_return Status(ec, "read");
+    done += n;
+  }
+  co_return Status();
+}
+
+asio::awaitable<Status> FrameChannel::skip_body() {
+  const std::size_t size = pending_body_;
+  auto scratch = std::make_unique_for_overwrite<char[]>(size == 0 ? 1 : size);
+  co_return co_await read_body(scratch.get());
+}
+
+void FrameChannel::append_payload(Payload payload) {
+  Segment s;
+  s.at = out_.size();
+  s.data = payload.data();
+  s.size = payload.size();
+  s.payload = std::move(payload);
+  segment_bytes_ += s.size;
+  segments_.push_back(std::move(s));
+}
+
+void FrameChannel::append_view(std::string_view bytes, std::function<void(std::error_code)> done) {
+  Segment s;
+  s.at = out_.size();
+  s.data = bytes.data();
+  s.size = bytes.size();
+  s.done = std::move(done);
+  segment_bytes_ += s.size;
+  segments_.push_back(std::move(s));
+}
+
+void FrameChannel::append_file(int fd, std::uint64_t offset, std::size_t length,
+                               std::function<void(std::error_code)> done) {
+  Segment s;
+  s.at = out_.size();
+  s.size = length;
+  s.fd = fd;
+  s.offset = offset;
+  s.done = std::move(done);
+  segment_bytes_ += s.size;
+  segments_.push_back(std::move(s));
+}
+
+void FrameChannel::complete_segments(std::vector<Segment>& segments, std::error_code ec) {
+  // Moved out first: a callback may queue more output.
+  std::vector<Segment> finished;
+  finished.swap(segments);
+  for (auto& s : finished) {
+    s.payload.reset();
+    if (s.done) s.done(ec);
+  }
+}
+
 void FrameChannel::schedule_flush() {
-  if (writer_active_ || closed_ || out_.empty()) return;
+  if (writer_active_ || closed_ || !has_output()) return;
   start_writer(true);
 }
 
 void FrameChannel::flush_now() {
-  if (closed_ || out_.empty()) return;
+  if (closed_ || !has_output()) return;
   if (!writer_active_) {
     start_writer(false);
   } else if (writer_deferred_) {
@@ -161,20 +251,63 @@ void FrameChannel::start_writer(bool defer) {
 }
 
 void FrameChannel::write_next() {
-  if (closed_ || write_error_ || out_.empty()) {
+  if (closed_ || write_error_ || !has_output()) {
     out_.clear();
+    segment_bytes_ = 0;
+    complete_segments(segments_, write_error_ ? write_error_ : asio::error::operation_aborted);
     finish_writer();
     return;
   }
   writing_.swap(out_);
   out_.clear();
   in_flight_ = writing_.size();
-  write_buffer_ = asio::buffer(writing_);
   keepalive_ = shared_from_this();
-  stream_->write_all(std::span(&write_buffer_, 1), *this);
+  if (segments_.empty()) {
+    write_buffer_ = asio::buffer(writing_);
+    stream_->write_all(std::span(&write_buffer_, 1), *this);
+    return;
+  }
+  writing_segments_.swap(segments_);
+  in_flight_ += segment_bytes_;
+  segment_bytes_ = 0;
+  write_pos_ = 0;
+  write_segment_ = 0;
+  write_gathered();
+}
+
+void FrameChannel::write_gathered() {
+  // Memory pieces go out in one gathered write; a file region on its own.
+  gather_.clear();
+  for (;;) {
+    const std::size_t next_at = write_segment_ < writing_segments_.size()
+                                    ? writing_segments_[write_segment_].at
+                                    : writing_.size();
+    if (write_pos_ < next_at) {
+      gather_.push_back(asio::buffer(writing_.data() + write_pos_, next_at - write_pos_));
+      write_pos_ = next_at;
+    }
+    if (write_segment_ == writing_segments_.size()) break;
+    const Segment& s = writing_segments_[write_segment_];
+    if (s.fd >= 0) {
+      if (!gather_.empty()) break;
+      ++write_segment_;
+      stream_->send_file(s.fd, s.offset, s.size, *this);
+      return;
+    }
+    gather_.push_back(asio::buffer(s.data, s.size));
+    ++write_segment_;
+  }
+  stream_->write_all(gather_, *this);
 }
 
 void FrameChannel::write_done(std::error_code ec) {
+  if (!writing_segments_.empty()) {
+    if (!ec && (write_pos_ < writing_.size() || write_segment_ < writing_segments_.size())) {
+      write_gathered();
+      return;
+    }
+    complete_segments(writing_segments_, ec);
+  }
   const auto self = std::move(keepalive_);
   in_flight_ = 0;
   writing_.clear();
@@ -183,6 +316,8 @@ void FrameChannel::write_done(std::error_code ec) {
     // ERROR saying why it went away, and the reader should get to see it.
     write_error_ = ec;
     out_.clear();
+    segment_bytes_ = 0;
+    complete_segments(segments_, ec);
     finish_writer();
     return;
   }
@@ -202,7 +337,7 @@ void FrameChannel::finish_writer() {
 void FrameChannel::close_after_flush() {
   close_when_flushed_ = true;
   if (writer_active_) return;
-  if (out_.empty()) {
+  if (!has_output()) {
     close();
   } else {
     schedule_flush();
@@ -214,7 +349,7 @@ void FrameChannel::shutdown_after_flush() {
   if (closed_) return;
   if (writer_active_) {
     flush_now();  // a deferred writer: start it now
-  } else if (out_.empty()) {
+  } else if (!has_output()) {
     stream_->shutdown_send();
   } else {
     flush_now();
@@ -222,7 +357,7 @@ void FrameChannel::shutdown_after_flush() {
 }
 
 asio::awaitable<void> FrameChannel::discard_input() {
-  in_begin_ = in_end_ = consume_next_ = 0;
+  in_begin_ = in_end_ = consume_next_ = pending_body_ = 0;
   for (;;) {
     std::error_code ec;
     co_await stream_->read_some(asio::buffer(in_.get(), in_capacity_), ec);
@@ -234,6 +369,8 @@ void FrameChannel::close() noexcept {
   if (closed_) return;
   closed_ = true;
   out_.clear();
+  segment_bytes_ = 0;
+  complete_segments(segments_, asio::error::operation_aborted);
   stream_->close();
   if (drained_) drained_->cancel();
 }

@@ -10,11 +10,14 @@
 #include <asio/awaitable.hpp>
 #include <asio/steady_timer.hpp>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
+#include "rpc/payload.h"
 #include "rpc/transport.h"
 #include "rpc/wire.h"
 
@@ -23,6 +26,10 @@ namespace authrpc {
 struct Frame {
   wire::FrameHeader header;
   std::string_view body;  // valid until the next read on the channel
+  // A large DATA frame whose body has not been read yet (see
+  // set_direct_data_threshold): `body` is empty and the caller must take the
+  // body with read_body() or skip_body() before reading the next frame.
+  bool body_pending = false;
 };
 
 class FrameChannel final : public std::enable_shared_from_this<FrameChannel>,
@@ -46,6 +53,17 @@ class FrameChannel final : public std::enable_shared_from_this<FrameChannel>,
   void expect_input() noexcept { try_read_first_ = true; }
   // True if a complete frame is already buffered (no read would block).
   bool frame_buffered() const noexcept;
+  // DATA frames with a body above `bytes` that is not buffered yet come back
+  // from read_frame()/buffered_frame() with body_pending: the caller reads
+  // the body straight into a buffer of its own (read_body), so that large
+  // messages are read into pre-sized buffers and never through (or copied
+  // out of) the channel's buffer. Default: never.
+  void set_direct_data_threshold(std::size_t bytes) noexcept { direct_data_threshold_ = bytes; }
+  // Reads the pending body (Frame::body_pending) into `out`, which must hold
+  // header.body_size() bytes.
+  asio::awaitable<Status> read_body(char* out);
+  // Reads and drops the pending body.
+  asio::awaitable<Status> skip_body();
 
   // The buffer to append whole frames to (see rpc/messages.h); call
   // schedule_flush() after appending.
@@ -69,8 +87,21 @@ class FrameChannel final : public std::enable_shared_from_this<FrameChannel>,
   void close() noexcept;
   bool closed() const noexcept { return closed_; }
 
+  // Scatter/gather: these append bytes behind what out() holds now, sent in
+  // order with it but never copied into it (one gathered write, or
+  // sendfile for a file region). Call schedule_flush()/flush_now() after.
+  // `payload` is released once written (or the channel fails).
+  void append_payload(Payload payload);
+  // `bytes` must stay valid until `done` reports the write's outcome (OK
+  // once written to the stream, an error if the channel fails first).
+  void append_view(std::string_view bytes, std::function<void(std::error_code)> done);
+  // `length` bytes of file `fd` from `offset`, sent with Stream::send_file
+  // (only if stream().can_send_file()); `done` as for append_view.
+  void append_file(int fd, std::uint64_t offset, std::size_t length,
+                   std::function<void(std::error_code)> done);
+
   // Bytes queued or being written; waits until that drops to `limit`.
-  std::size_t pending_bytes() const noexcept { return out_.size() + in_flight_; }
+  std::size_t pending_bytes() const noexcept { return out_.size() + segment_bytes_ + in_flight_; }
   asio::awaitable<void> wait_pending_below(std::size_t limit);
 
   Stream& stream() noexcept { return *stream_; }
@@ -83,6 +114,23 @@ class FrameChannel final : public std::enable_shared_from_this<FrameChannel>,
   void write_done(std::error_code ec) override;
   void finish_writer();
   asio::awaitable<std::error_code> fill(std::size_t need);
+
+  // Bytes sent from outside the out buffer (append_payload/view/file).
+  struct Segment {
+    std::size_t at = 0;  // where in the out buffer it goes
+    const char* data = nullptr;
+    std::size_t size = 0;
+    Payload payload;
+    std::function<void(std::error_code)> done;
+    int fd = -1;  // ≥ 0: a file region at `offset`
+    std::uint64_t offset = 0;
+  };
+  bool has_output() const noexcept { return !out_.empty() || !segments_.empty(); }
+  // Makes the frame at in_begin_ with `header` a pending-body frame if the
+  // threshold says so.
+  bool defer_body(const wire::FrameHeader& header) noexcept;
+  void write_gathered();  // the next piece of a batch with segments
+  static void complete_segments(std::vector<Segment>& segments, std::error_code ec);
 
   std::unique_ptr<Stream> stream_;
   std::size_t max_frame_size_;
@@ -105,6 +153,14 @@ class FrameChannel final : public std::enable_shared_from_this<FrameChannel>,
   bool closed_ = false;
   bool try_read_first_ = false;
   std::error_code write_error_;
+  std::size_t direct_data_threshold_ = static_cast<std::size_t>(-1);
+  std::size_t pending_body_ = 0;  // bytes of a body_pending frame not yet taken
+  std::vector<Segment> segments_;          // queued along with out_
+  std::size_t segment_bytes_ = 0;          // their size
+  std::vector<Segment> writing_segments_;  // being written along with writing_
+  std::size_t write_pos_ = 0;              // next byte of writing_ to hand to the stream
+  std::size_t write_segment_ = 0;          // next segment of writing_segments_
+  std::vector<asio::const_buffer> gather_;
   std::optional<asio::steady_timer> drained_;  // signalled when the writer drains; made on first use
 };
 

@@ -90,6 +90,32 @@ void append_cancel(std::string& out, std::uint32_t call_id) {
   append_frame(out, FrameType::kCancel, call_id, [](Writer&) {});
 }
 
+void append_stream_request(std::string& out, std::uint32_t call_id, const StreamRequestHeader& h,
+                           std::string_view payload) {
+  append_frame(out, FrameType::kStreamRequest, call_id, [&](Writer& w) {
+    w.str(h.service);
+    w.str(h.method);
+    w.u32(h.timeout_ms);
+    w.u32(h.window);
+    w.raw(payload);
+  });
+}
+
+void append_data_header(std::string& out, std::uint32_t call_id, std::size_t payload_size) {
+  const std::size_t start = out.size();
+  out.resize(start + kFrameHeaderSize);
+  write_frame_header(reinterpret_cast<std::uint8_t*>(out.data() + start), FrameType::kData, call_id,
+                     payload_size);
+}
+
+void append_window_update(std::string& out, std::uint32_t call_id, std::uint32_t increment) {
+  append_frame(out, FrameType::kWindowUpdate, call_id, [&](Writer& w) { w.u32(increment); });
+}
+
+void append_end_stream(std::string& out, std::uint32_t call_id) {
+  append_frame(out, FrameType::kEndStream, call_id, [](Writer&) {});
+}
+
 Result<Hello> parse_hello(std::string_view body) {
   Reader r(body);
   Hello m;
@@ -169,6 +195,25 @@ Result<ResponseHeader> parse_response(std::string_view body, std::string_view& p
   payload = r.rest();
   if (!r.ok()) return malformed("RESPONSE");
   return h;
+}
+
+Result<StreamRequestHeader> parse_stream_request(std::string_view body, std::string_view& payload) {
+  Reader r(body);
+  StreamRequestHeader h;
+  h.service = r.str();
+  h.method = r.str();
+  h.timeout_ms = r.u32();
+  h.window = r.u32();
+  payload = r.rest();
+  if (!r.ok()) return malformed("STREAM_REQUEST");
+  return h;
+}
+
+Result<std::uint32_t> parse_window_update(std::string_view body) {
+  Reader r(body);
+  const std::uint32_t increment = r.u32();
+  if (!r.ok() || !r.at_end() || increment == 0) return malformed("WINDOW_UPDATE");
+  return increment;
 }
 
 }  // namespace authrpc::wire

@@ -53,6 +53,15 @@ struct RequestHeader {
   std::uint32_t timeout_ms = 0;  // 0: no deadline
 };
 
+// A streaming call's opening frame (kStreamRequest): a request header plus
+// the client's receive window; the opening message is the rest of the body.
+struct StreamRequestHeader {
+  std::string_view service;
+  std::string_view method;
+  std::uint32_t timeout_ms = 0;  // 0: no deadline
+  std::uint32_t window = 0;      // bytes of DATA the client accepts before it returns credit
+};
+
 // A response's header; the payload is the rest of the frame body.
 struct ResponseHeader {
   std::uint16_t status = 0;
@@ -71,6 +80,13 @@ void append_request(std::string& out, std::uint32_t call_id, const RequestHeader
 void append_response(std::string& out, std::uint32_t call_id, std::uint16_t status,
                      std::string_view error_message, std::string_view payload);
 void append_cancel(std::string& out, std::uint32_t call_id);
+void append_stream_request(std::string& out, std::uint32_t call_id, const StreamRequestHeader& h,
+                           std::string_view payload);
+// A DATA frame's 12-byte header only, for a payload of `payload_size` bytes
+// that the caller sends right behind it (scatter/gather, no copy).
+void append_data_header(std::string& out, std::uint32_t call_id, std::size_t payload_size);
+void append_window_update(std::string& out, std::uint32_t call_id, std::uint32_t increment);
+void append_end_stream(std::string& out, std::uint32_t call_id);
 
 Result<Hello> parse_hello(std::string_view body);
 Result<Mechanisms> parse_mechanisms(std::string_view body);
@@ -81,5 +97,8 @@ Result<GoAway> parse_goaway(std::string_view body);
 // On success `payload` views the rest of `body`.
 Result<RequestHeader> parse_request(std::string_view body, std::string_view& payload);
 Result<ResponseHeader> parse_response(std::string_view body, std::string_view& payload);
+Result<StreamRequestHeader> parse_stream_request(std::string_view body, std::string_view& payload);
+// The increment of a WINDOW_UPDATE (0 is malformed).
+Result<std::uint32_t> parse_window_update(std::string_view body);
 
 }  // namespace authrpc::wire

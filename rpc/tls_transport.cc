@@ -9,6 +9,7 @@
 #include <cerrno>
 #include <cstdint>
 #include <climits>
+#include <vector>
 #include <openssl/err.h>
 #include <openssl/x509.h>
 #include <sys/socket.h>
@@ -171,15 +172,8 @@ class TlsStream final : public Stream {
       asio::post(executor_, [&done] { done.write_done(TlsErrc::kTlsRequired); });
       return;
     }
-    if (buffers.size() == 1) {
-      write_data_ = static_cast<const char*>(buffers[0].data());
-      write_size_ = buffers[0].size();
-    } else {
-      write_buffer_.clear();
-      for (const auto& b : buffers) write_buffer_.append(static_cast<const char*>(b.data()), b.size());
-      write_data_ = write_buffer_.data();
-      write_size_ = write_buffer_.size();
-    }
+    plan_records(buffers);
+    piece_ = 0;
     write_offset_ = 0;
     pump_write(done, true);
   }
@@ -315,11 +309,71 @@ class TlsStream final : public Stream {
   // Writes what is left of the current write; waits for the socket when
   // OpenSSL cannot go on. Completion is never reported from inside
   // write_all() itself (`first`).
+  // Cuts the gathered bytes into the pieces handed to SSL_write: runs of
+  // whole 16 KiB records that lie inside one buffer are encrypted straight
+  // from it; only a record that spans buffers (a frame header and the start
+  // of its payload, a payload's tail and the next header) is copied together
+  // first. So a large payload is never copied, and small frames still share
+  // records instead of each making a tiny one.
+  void plan_records(std::span<const asio::const_buffer> buffers) {
+    constexpr std::size_t kRecord = 16384;  // TLS maximum plaintext per record
+    struct Planned {
+      const char* data;  // null: staged, at `staged_at` in write_buffer_
+      std::size_t size;
+      std::size_t staged_at;
+    };
+    pieces_.clear();
+    write_buffer_.clear();
+    if (buffers.size() == 1) {  // one buffer: nothing to join
+      pieces_.push_back(buffers[0]);
+      return;
+    }
+    std::vector<Planned> planned;
+    std::size_t run_start = 0;
+    bool in_run = false;
+    for (const auto& b : buffers) {
+      const char* p = static_cast<const char*>(b.data());
+      std::size_t n = b.size();
+      while (n > 0) {
+        if (!in_run && n >= kRecord) {
+          const std::size_t whole = n - n % kRecord;
+          planned.push_back({p, whole, 0});
+          p += whole;
+          n -= whole;
+          continue;
+        }
+        if (!in_run) {
+          in_run = true;
+          run_start = write_buffer_.size();
+        }
+        const std::size_t take = std::min(n, kRecord - (write_buffer_.size() - run_start));
+        write_buffer_.append(p, take);
+        p += take;
+        n -= take;
+        if (write_buffer_.size() - run_start == kRecord) {
+          planned.push_back({nullptr, kRecord, run_start});
+          in_run = false;
+        }
+      }
+    }
+    if (in_run) planned.push_back({nullptr, write_buffer_.size() - run_start, run_start});
+    for (const auto& piece : planned) {
+      pieces_.push_back(asio::const_buffer(
+          piece.data != nullptr ? piece.data : write_buffer_.data() + piece.staged_at, piece.size));
+    }
+  }
+
   void pump_write(WriteCompletion& done, bool first) {
-    while (write_offset_ < write_size_) {
+    while (piece_ < pieces_.size()) {
+      const auto& piece = pieces_[piece_];
+      if (write_offset_ == piece.size()) {
+        ++piece_;
+        write_offset_ = 0;
+        continue;
+      }
       ERR_clear_error();
-      const int size = static_cast<int>(std::min<std::size_t>(write_size_ - write_offset_, 1 << 30));
-      const int r = SSL_write(ssl_, write_data_ + write_offset_, size);
+      const int size = static_cast<int>(std::min<std::size_t>(piece.size() - write_offset_, 1 << 30));
+      const int r = SSL_write(ssl_, static_cast<const char*>(piece.data()) + write_offset_, size);
       if (r > 0) {
         write_offset_ += static_cast<std::size_t>(r);
         continue;
@@ -385,10 +439,10 @@ class TlsStream final : public Stream {
   bool handshake_done_ = false;
   bool want_write_ = false;  // the last SSL_read needs the socket writable
   TlsInfo info_;
-  const char* write_data_ = nullptr;
-  std::size_t write_size_ = 0;
-  std::size_t write_offset_ = 0;
-  std::string write_buffer_;  // gathered buffers of the current write
+  std::vector<asio::const_buffer> pieces_;  // the current write, see plan_records()
+  std::size_t piece_ = 0;
+  std::size_t write_offset_ = 0;  // within pieces_[piece_]
+  std::string write_buffer_;      // records copied together from several buffers
 };
 
 class TlsListener final : public Listener {

@@ -11,7 +11,9 @@
 #include <asio/buffer.hpp>
 #include <asio/error.hpp>
 #include <asio/io_context.hpp>
+#include <asio/post.hpp>
 #include <chrono>
+#include <cstdint>
 #include <memory>
 #include <span>
 #include <string>
@@ -67,6 +69,16 @@ class Stream {
   // (A callback rather than a coroutine: the write path runs once per batch
   // of frames and a coroutine per write cost more than the write itself.)
   virtual void write_all(std::span<const asio::const_buffer> buffers, WriteCompletion& done) = 0;
+  // True if send_file() sends without copying through user space: plaintext
+  // TCP and Unix sockets (sendfile(2)). TLS cannot (no kernel TLS here).
+  virtual bool can_send_file() const noexcept { return false; }
+  // Starts writing `length` bytes of file `fd` from `offset`, as write_all()
+  // does (same rules; `fd` must stay open until done). A file shorter than
+  // the region fails with asio::error::eof. Only if can_send_file().
+  virtual void send_file(int fd, std::uint64_t offset, std::size_t length, WriteCompletion& done) {
+    (void)fd, (void)offset, (void)length;
+    asio::post(executor(), [&done] { done.write_done(asio::error::operation_not_supported); });
+  }
   // Sends end-of-stream to the peer; reading stays possible.
   virtual void shutdown_send() noexcept = 0;
   // Ends the stream; pending reads and writes complete with operation_aborted.

@@ -35,12 +35,17 @@ std::string_view frame_type_name(FrameType type) noexcept {
     case FrameType::kRequest: return "REQUEST";
     case FrameType::kResponse: return "RESPONSE";
     case FrameType::kCancel: return "CANCEL";
+    case FrameType::kStreamRequest: return "STREAM_REQUEST";
+    case FrameType::kData: return "DATA";
+    case FrameType::kWindowUpdate: return "WINDOW_UPDATE";
+    case FrameType::kEndStream: return "END_STREAM";
   }
   return "UNKNOWN";
 }
 
 bool is_known_frame_type(std::uint8_t type) noexcept {
-  return (type >= 0x01 && type <= 0x09) || (type >= 0x10 && type <= 0x12);
+  return (type >= 0x01 && type <= 0x09) || (type >= 0x10 && type <= 0x12) ||
+         (type >= 0x20 && type <= 0x23);
 }
 
 std::array<std::uint8_t, kPreambleSize> make_preamble() noexcept {

@@ -43,7 +43,12 @@ enum class FrameType : std::uint8_t {
   kRequest = 0x10,
   kResponse = 0x11,
   kCancel = 0x12,
-  // 0x20–0x2F reserved for streaming calls, 0x30–0x3F for transport upgrades
+  // Streaming calls (call id ≠ 0; docs/PROTOCOL.md section 6a, docs/DATAPLANE.md).
+  kStreamRequest = 0x20,  // C→S: opens a streaming call (a REQUEST plus the client's window)
+  kData = 0x21,           // either way: one message of a streaming call
+  kWindowUpdate = 0x22,   // either way: returns flow-control credit
+  kEndStream = 0x23,      // C→S: the client has no more messages
+  // 0x24–0x2F reserved for streaming calls, 0x30–0x3F for transport upgrades
   // (TLS, shared memory). Receiving a reserved or unknown type is a protocol error.
 };
 
@@ -56,6 +61,9 @@ inline constexpr std::uint32_t kNoFeatures = 0;
 // HELLO: a `str do_as` follows the token (the client asks to act as that
 // user); AUTH_SUCCESS: the server honored it (docs/PROTOCOL.md, "Proxy users").
 inline constexpr std::uint32_t kFeatureDoAs = 0x1;
+// AUTH_SUCCESS: the server understands streaming calls (frames 0x20–0x23).
+// A client opens streams only on connections whose AUTH_SUCCESS set it.
+inline constexpr std::uint32_t kFeatureStreams = 0x2;
 
 struct FrameHeader {
   std::uint32_t length = 0;  // bytes after the length field

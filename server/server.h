@@ -43,6 +43,9 @@ struct ServerOptions {
   std::size_t max_frame_size = 16 * 1024 * 1024;
   // Reading pauses while this many response bytes wait to be sent.
   std::size_t max_pending_output = 64 * 1024 * 1024;
+  // Bytes of a client's messages a streaming call buffers at most (its
+  // receive window, docs/DATAPLANE.md).
+  std::uint32_t stream_window = 8 * 1024 * 1024;
   // stop() waits this long for in-flight calls before closing connections.
   std::chrono::milliseconds stop_grace{30'000};
   ListenOptions listen;

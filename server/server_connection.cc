@@ -3,6 +3,8 @@
 #include <asio/co_spawn.hpp>
 #include <asio/detached.hpp>
 #include <asio/post.hpp>
+#include <asio/use_awaitable.hpp>
+#include <cstring>
 #include <exception>
 
 #include "auth/server_negotiation.h"
@@ -26,6 +28,7 @@ ServerConnection::ServerConnection(Server::Impl& server, Reactor& reactor,
       reactor_(reactor),
       peer_(stream->peer_address()) {
   channel_ = std::make_shared<FrameChannel>(std::move(stream), server.options.max_frame_size);
+  channel_->set_direct_data_threshold(kDirectDataThreshold);
   // Clients send the preamble and HELLO right after connecting, so they have
   // usually arrived by the time the connection is accepted.
   channel_->expect_input();
@@ -128,6 +131,29 @@ asio::awaitable<void> ServerConnection::serve() {
       case FrameType::kCancel:
         handle_cancel(frame->header.call_id);
         break;
+      case FrameType::kStreamRequest:
+        handle_stream_request(*frame);
+        break;
+      case FrameType::kData: {
+        Status s = co_await handle_data(*frame);
+        if (!s.ok() && s.code != Errc::kProtocolError) {
+          // The connection failed inside the frame: as for a failed read.
+          if (!channel_->closed() && state_ != State::kLingering) {
+            server_.log(LogLevel::kInfo, "connection from " + peer_ + " (" + identity_.user +
+                                             ") ended inside a message: " + s.to_string());
+          }
+          channel_->close();
+        } else if (!s.ok()) {
+          fatal_ = std::move(s);
+        }
+        break;
+      }
+      case FrameType::kWindowUpdate:
+        handle_window_update(*frame);
+        break;
+      case FrameType::kEndStream:
+        handle_end_stream(frame->header.call_id);
+        break;
       case FrameType::kPing:
         wire::append_ping(channel_->out(), FrameType::kPong, frame->body);
         break;
@@ -165,6 +191,11 @@ asio::awaitable<void> ServerConnection::serve() {
 
 void ServerConnection::cancel_all_calls() {
   for (auto& [id, flag] : cancel_flags_) flag->store(true);
+  auto streams = std::move(streams_);
+  streams_.clear();
+  for (auto& [id, stream] : streams) {
+    stream->fail(Status(Errc::kCancelled, "the connection to the client ended"));
+  }
 }
 
 void ServerConnection::flush_if_idle() {
@@ -227,7 +258,143 @@ void ServerConnection::handle_request(const Frame& frame) {
     case Execution::kBlocking:
       start_blocking_call(*method, service_name, method_name, call_id, deadline, payload);
       break;
+    case Execution::kStream:
+      respond(call_id,
+              Status(Errc::kInvalidArgument, std::string(service_name) + "." +
+                                                 std::string(method_name) +
+                                                 " is a streaming method: open it as a stream"),
+              deadline);
+      break;
   }
+}
+
+void ServerConnection::handle_stream_request(const Frame& frame) {
+  const std::uint32_t call_id = frame.header.call_id;
+  std::string_view payload;
+  auto header = wire::parse_stream_request(frame.body, payload);
+  if (!header.ok()) {
+    fatal_ = header.status();
+    return;
+  }
+  if (call_id == 0 || header->window == 0) {
+    fatal_ = Status(Errc::kProtocolError, call_id == 0 ? "STREAM_REQUEST with call id 0"
+                                                       : "STREAM_REQUEST with a zero window");
+    return;
+  }
+  if (streams_.contains(call_id) || cancel_flags_.contains(call_id)) {
+    fatal_ = Status(Errc::kProtocolError, "STREAM_REQUEST reuses call id " + std::to_string(call_id));
+    return;
+  }
+  last_call_id_ = std::max(last_call_id_, call_id);
+  const auto deadline = header->timeout_ms == 0
+                            ? Clock::time_point::max()
+                            : Clock::now() + std::chrono::milliseconds(header->timeout_ms);
+  if (state_ != State::kServing) {
+    respond(call_id, Status(Errc::kUnavailable, "server is shutting down"), deadline);
+    return;
+  }
+  std::string_view service_name, method_name;
+  const Service::Method* method =
+      server_.find_method(header->service, header->method, &service_name, &method_name);
+  if (method == nullptr) {
+    respond(call_id,
+            Status(Errc::kNotFound, "no method " + std::string(header->service) + "." +
+                                        std::string(header->method)),
+            deadline);
+    return;
+  }
+  if (server_.options.authorizer) {
+    if (auto why = authorize_call(service_name, method_name)) {
+      respond(call_id, Status(Errc::kPermissionDenied, *why), deadline);
+      return;
+    }
+  }
+  if (method->execution != Execution::kStream) {
+    respond(call_id,
+            Status(Errc::kInvalidArgument, std::string(service_name) + "." +
+                                               std::string(method_name) +
+                                               " is not a streaming method"),
+            deadline);
+    return;
+  }
+  auto stream = std::make_shared<CallStream>(channel_, call_id, server_.options.stream_window,
+                                             header->window, deadline);
+  streams_[call_id] = stream;
+  // Accepts the call and announces our window: the client may send now.
+  wire::append_window_update(channel_->out(), call_id, server_.options.stream_window);
+  start_stream_call(*method, service_name, method_name, call_id, deadline, payload,
+                    std::move(stream));
+}
+
+void ServerConnection::start_stream_call(const Service::Method& method,
+                                         std::string_view service_name,
+                                         std::string_view method_name, std::uint32_t call_id,
+                                         Clock::time_point deadline, std::string_view payload,
+                                         std::shared_ptr<CallStream> stream) {
+  ++in_flight_;
+  auto cancelled = std::make_shared<std::atomic<bool>>(false);
+  cancel_flags_[call_id] = cancelled;
+  asio::co_spawn(
+      channel_->stream().executor(),
+      [self = shared_from_this(), &method, service_name, method_name, call_id, deadline,
+       request = std::string(payload), cancelled,
+       stream = std::move(stream)]() mutable -> asio::awaitable<void> {
+        CallContext ctx(self->identity_, service_name, method_name, call_id, deadline,
+                        cancelled.get());
+        ServerStream server_stream(stream, std::move(request));
+        Result<std::string> result = Status(Errc::kInternal, "handler did not complete");
+        try {
+          result = co_await method.stream_handler(ctx, server_stream);
+        } catch (const std::exception& e) {
+          result = handler_threw(e.what());
+        } catch (...) {
+          result = handler_threw("unknown exception");
+        }
+        // A call that failed (cancelled, deadline, connection lost) reports
+        // that rather than what the handler made of it.
+        if (stream->failed() && result.ok()) result = Status(Errc::kCancelled, "stream failed");
+        stream->end_output(Status(Errc::kFailedPrecondition, "the call has ended"));
+        const auto it = self->streams_.find(call_id);
+        if (it != self->streams_.end() && it->second == stream) self->streams_.erase(it);
+        self->finish_call(call_id, result, deadline);
+      },
+      asio::detached);
+}
+
+asio::awaitable<Status> ServerConnection::handle_data(const Frame& frame) {
+  const auto it = streams_.find(frame.header.call_id);
+  // A stream that has ended (or never was) drops its late messages.
+  std::shared_ptr<CallStream> stream = it == streams_.end() ? nullptr : it->second;
+  if (!frame.body_pending) {
+    if (!stream) co_return Status();
+    Payload message = stream->receive_buffer(frame.body.size());
+    if (!frame.body.empty()) std::memcpy(message.mutable_data(), frame.body.data(), frame.body.size());
+    co_return stream->on_data(std::move(message));
+  }
+  if (!stream) co_return co_await channel_->skip_body();
+  Payload message = stream->receive_buffer(frame.header.body_size());
+  if (Status s = co_await channel_->read_body(message.mutable_data()); !s.ok()) co_return s;
+  Status s = stream->on_data(std::move(message));
+  // Let the handler take the message while it is still in the cache, rather
+  // than read on while more input waits and queue up to a window.
+  if (s.ok()) co_await asio::post(channel_->stream().executor(), asio::use_awaitable);
+  co_return s;
+}
+
+void ServerConnection::handle_window_update(const Frame& frame) {
+  auto increment = wire::parse_window_update(frame.body);
+  if (!increment.ok()) {
+    fatal_ = increment.status();
+    return;
+  }
+  const auto it = streams_.find(frame.header.call_id);
+  if (it == streams_.end()) return;
+  if (Status s = it->second->on_window_update(*increment); !s.ok()) fatal_ = std::move(s);
+}
+
+void ServerConnection::handle_end_stream(std::uint32_t call_id) {
+  const auto it = streams_.find(call_id);
+  if (it != streams_.end()) it->second->end_input(Status());
 }
 
 void ServerConnection::start_async_call(const Service::Method& method,
@@ -367,6 +534,11 @@ void ServerConnection::handle_cancel(std::uint32_t call_id) {
   const auto it = cancel_flags_.find(call_id);
   if (it == cancel_flags_.end()) return;  // finished already, or never existed
   it->second->store(true);
+  if (const auto s = streams_.find(call_id); s != streams_.end()) {
+    auto stream = std::move(s->second);
+    streams_.erase(s);
+    stream->fail(Status(Errc::kCancelled, "the client cancelled the call"));
+  }
 }
 
 void ServerConnection::go_away() {

@@ -12,6 +12,7 @@
 #include <unordered_map>
 
 #include "auth/identity.h"
+#include "rpc/call_stream.h"
 #include "rpc/frame_channel.h"
 #include "server/server_impl.h"
 
@@ -44,6 +45,15 @@ class ServerConnection : public std::enable_shared_from_this<ServerConnection> {
   void cancel_all_calls();
   void handle_request(const Frame& frame);
   void handle_cancel(std::uint32_t call_id);
+  // Streaming calls (docs/DATAPLANE.md).
+  void handle_stream_request(const Frame& frame);
+  asio::awaitable<Status> handle_data(const Frame& frame);
+  void handle_window_update(const Frame& frame);
+  void handle_end_stream(std::uint32_t call_id);
+  void start_stream_call(const Service::Method& method, std::string_view service_name,
+                         std::string_view method_name, std::uint32_t call_id,
+                         Clock::time_point deadline, std::string_view payload,
+                         std::shared_ptr<CallStream> stream);
   // Connection-time authorization (mapping, proxy users); see negotiate_server.
   Status authorize_identity(Identity& id, std::string_view do_as);
   // Call-time ACL check: nullopt when allowed, else the reason (audited).
@@ -78,6 +88,7 @@ class ServerConnection : public std::enable_shared_from_this<ServerConnection> {
   std::uint32_t last_call_id_ = 0;
   Clock::time_point last_activity_;
   std::unordered_map<std::uint32_t, std::shared_ptr<std::atomic<bool>>> cancel_flags_;
+  std::unordered_map<std::uint32_t, std::shared_ptr<CallStream>> streams_;
 };
 
 }  // namespace authrpc

@@ -21,6 +21,11 @@ Service& Service::add_async(std::string method, AsyncHandler handler) {
   return *this;
 }
 
+Service& Service::add_stream(std::string method, StreamHandler handler) {
+  methods_[std::move(method)] = Method{Execution::kStream, {}, {}, std::move(handler)};
+  return *this;
+}
+
 Service& Service::add_json(std::string method, JsonHandler handler, Execution execution) {
   if (execution == Execution::kAsync) {
     throw std::invalid_argument("add_json: use kInline or kBlocking");

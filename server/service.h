@@ -4,6 +4,9 @@
 //   add()          plain function on the IO thread — must not block;
 //   add_async()    Asio coroutine on the IO thread — may co_await;
 //   add_blocking() plain function on the server's blocking pool.
+//   add_stream()   streaming call (Asio coroutine on the IO thread): reads the
+//                  client's messages and writes its own through a ServerStream
+//                  (server/server_stream.h, docs/DATAPLANE.md).
 // add_json() wraps a handler that takes and returns nlohmann::json.
 #pragma once
 
@@ -19,6 +22,7 @@
 
 #include "auth/identity.h"
 #include "rpc/result.h"
+#include "server/server_stream.h"
 
 namespace authrpc {
 
@@ -56,6 +60,10 @@ class CallContext {
 using Handler = std::function<Result<std::string>(CallContext& ctx, std::string_view request)>;
 using AsyncHandler =
     std::function<asio::awaitable<Result<std::string>>(CallContext& ctx, std::string request)>;
+// Returns the final response's payload (sent after every message written),
+// or the status that ends the call.
+using StreamHandler =
+    std::function<asio::awaitable<Result<std::string>>(CallContext& ctx, ServerStream& stream)>;
 using JsonHandler =
     std::function<Result<nlohmann::json>(CallContext& ctx, const nlohmann::json& request)>;
 
@@ -63,6 +71,7 @@ enum class Execution {
   kInline,     // on the IO thread (the handler must not block)
   kAsync,      // a coroutine on the IO thread
   kBlocking,   // on the blocking pool
+  kStream,     // a streaming call: a coroutine on the IO thread
 };
 
 class Service {
@@ -71,6 +80,7 @@ class Service {
     Execution execution = Execution::kInline;
     Handler handler;              // kInline, kBlocking
     AsyncHandler async_handler;   // kAsync
+    StreamHandler stream_handler = {};  // kStream
   };
 
   explicit Service(std::string name);
@@ -78,6 +88,9 @@ class Service {
   Service& add(std::string method, Handler handler);
   Service& add_blocking(std::string method, Handler handler);
   Service& add_async(std::string method, AsyncHandler handler);
+  // A streaming method: called with STREAM_REQUEST (Client::async_open_stream);
+  // a plain REQUEST to it is refused with INVALID_ARGUMENT.
+  Service& add_stream(std::string method, StreamHandler handler);
   // Request bytes must parse as JSON (else INVALID_ARGUMENT); the result is
   // serialized compactly. `execution` must be kInline or kBlocking.
   Service& add_json(std::string method, JsonHandler handler,

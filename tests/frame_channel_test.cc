@@ -360,7 +360,7 @@ TEST_F(FrameChannelTest, FrameExactlyAtTheLimitIsAccepted) {
 TEST_F(FrameChannelTest, BadHeadersAreProtocolErrors) {
   auto ch = make_channel();
   std::string frame = ping_frame("x");
-  frame[4] = 0x20;  // reserved streaming type
+  frame[4] = 0x2F;  // reserved streaming type
   Got got;
   ASSERT_TRUE(run({[&]() -> asio::awaitable<void> {
     EXPECT_FALSE(co_await peer_write(frame));

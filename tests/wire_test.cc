@@ -197,7 +197,7 @@ INSTANTIATE_TEST_SUITE_P(
                    Errc::kOk},
         HeaderCase{"default_limit_plus_one", kDefaultMaxFrameSize - 3, 0x11, 0,
                    kDefaultMaxFrameSize, Errc::kFrameTooLarge},
-        // Types: 0x01–0x09 and 0x10–0x12 only.
+        // Types: 0x01–0x09, 0x10–0x12 and the streaming frames 0x20–0x23 only.
         HeaderCase{"type_0x00", 8, 0x00, 0, kLimit, Errc::kProtocolError},
         HeaderCase{"type_0x01", 8, 0x01, 0, kLimit, Errc::kOk},
         HeaderCase{"type_0x09", 8, 0x09, 0, kLimit, Errc::kOk},
@@ -206,7 +206,9 @@ INSTANTIATE_TEST_SUITE_P(
         HeaderCase{"type_0x10", 8, 0x10, 0, kLimit, Errc::kOk},
         HeaderCase{"type_0x12", 8, 0x12, 0, kLimit, Errc::kOk},
         HeaderCase{"type_0x13", 8, 0x13, 0, kLimit, Errc::kProtocolError},
-        HeaderCase{"reserved_streaming_0x20", 8, 0x20, 0, kLimit, Errc::kProtocolError},
+        HeaderCase{"stream_request_0x20", 8, 0x20, 0, kLimit, Errc::kOk},
+        HeaderCase{"end_stream_0x23", 8, 0x23, 0, kLimit, Errc::kOk},
+        HeaderCase{"reserved_streaming_0x24", 8, 0x24, 0, kLimit, Errc::kProtocolError},
         HeaderCase{"reserved_streaming_0x2F", 8, 0x2F, 0, kLimit, Errc::kProtocolError},
         HeaderCase{"reserved_upgrade_0x30", 8, 0x30, 0, kLimit, Errc::kProtocolError},
         HeaderCase{"reserved_upgrade_0x3F", 8, 0x3F, 0, kLimit, Errc::kProtocolError},
@@ -249,18 +251,23 @@ TEST(FrameTypeTest, NamesAndKnownTypes) {
   EXPECT_EQ(frame_type_name(FrameType::kRequest), "REQUEST");
   EXPECT_EQ(frame_type_name(FrameType::kResponse), "RESPONSE");
   EXPECT_EQ(frame_type_name(FrameType::kCancel), "CANCEL");
-  EXPECT_EQ(frame_type_name(static_cast<FrameType>(0x20)), "UNKNOWN");
+  EXPECT_EQ(frame_type_name(FrameType::kStreamRequest), "STREAM_REQUEST");
+  EXPECT_EQ(frame_type_name(FrameType::kData), "DATA");
+  EXPECT_EQ(frame_type_name(FrameType::kWindowUpdate), "WINDOW_UPDATE");
+  EXPECT_EQ(frame_type_name(FrameType::kEndStream), "END_STREAM");
+  EXPECT_EQ(frame_type_name(static_cast<FrameType>(0x24)), "UNKNOWN");
 
   int known = 0;
   for (int t = 0; t < 256; ++t) {
-    const bool expected = (t >= 0x01 && t <= 0x09) || (t >= 0x10 && t <= 0x12);
+    const bool expected =
+        (t >= 0x01 && t <= 0x09) || (t >= 0x10 && t <= 0x12) || (t >= 0x20 && t <= 0x23);
     EXPECT_EQ(is_known_frame_type(static_cast<std::uint8_t>(t)), expected) << "type " << t;
     known += expected;
     if (expected) {
       EXPECT_NE(frame_type_name(static_cast<FrameType>(t)), "UNKNOWN") << "type " << t;
     }
   }
-  EXPECT_EQ(known, 12);
+  EXPECT_EQ(known, 16);
 }
 
 // ---------------------------------------------------------------------------

@@ -1,0 +1,34 @@
+#include "client/client_stream.h"
+
+#include <asio/dispatch.hpp>
+
+namespace authrpc {
+
+ClientStream::~ClientStream() {
+  asio::dispatch(stream_->executor(), [stream = stream_, owner = owner_] {
+    if (stream->finished()) return;
+    owner->cancel_stream(stream->call_id());
+    stream->fail(Status(Errc::kCancelled, "the client dropped the stream"));
+  });
+}
+
+asio::awaitable<Result<std::string>> ClientStream::finish() {
+  if (!ended_ && !stream_->finished()) {
+    ended_ = true;
+    stream_->send_control(wire::FrameType::kEndStream);
+  }
+  for (;;) {
+    auto message = co_await stream_->read();
+    if (!message.ok()) co_return message.status();
+    if (!message->has_value()) break;
+  }
+  co_return stream_->final_message();
+}
+
+void ClientStream::cancel() {
+  if (stream_->finished()) return;
+  owner_->cancel_stream(stream_->call_id());
+  stream_->fail(Status(Errc::kCancelled, "cancelled by the client"));
+}
+
+}  // namespace authrpc

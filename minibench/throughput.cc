@@ -1,0 +1,988 @@
+#include "minibench/throughput.h"
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <openssl/err.h>
+#include <openssl/ssl.h>
+#include <poll.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <asio/co_spawn.hpp>
+#include <asio/use_future.hpp>
+#include <algorithm>
+#include <cerrno>
+#include <chrono>
+#include <csignal>
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <iterator>
+#include <sstream>
+#include <future>
+#include <map>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "auth/simple.h"
+#include "client/client.h"
+#include "client/client_runtime.h"
+#include "minibench/stats.h"
+#include "minibench/tls_sessions.h"
+#include "rpc/log.h"
+#include "security/tls_context.h"
+#include "server/server.h"
+#include "server/service.h"
+
+namespace minibench {
+
+const char* const kThroughputHelp = R"(  throughput [--get|--put] [--streams S] [--batch BYTES] [--bytes TOTAL]
+             [--transport tcp|unix|tls|all] [--runs R] [--window BYTES]
+             [--json FILE] [--quiet]
+             Bulk transfer through authrpc streaming calls, arrow-flight-
+             benchmark style: S concurrent streams (one connection each)
+             carry TOTAL bytes (default 512 MiB) in BYTES-sized batches
+             (default 131072); --get: server to client (default), --put:
+             client to server. Rows get/tcp, get/unix, get/tls (put/...),
+             each next to floor-stream/<transport>: a bare socket (bare
+             OpenSSL, AES-128-GCM, for tls) stream of the same bytes in the
+             same batch size, no framework. R runs (default 3), rows
+             interleaved; each row prints Testing method, Number of
+             concurrent gets/puts, Batch size, Batches read/written, Bytes
+             read/written, Nanos, Speed (MB/s = 2^20 bytes/s), Throughput
+             (batches/s), Latency mean/quantiles/max (per batch, µs), with
+             the median run. Targets (128 KiB batches): get/tcp >= 0.9 x
+             floor-stream/tcp, get/unix >= get/tcp, get/tls >= 0.8 x get/tcp
+             (MB/s, medians of the runs; the same shape for --put).
+)";
+
+namespace {
+
+using authrpc::Endpoint;
+using authrpc::Errc;
+using authrpc::Result;
+using authrpc::Status;
+using Json = nlohmann::json;
+
+constexpr const char* kUsage =
+    "usage: minibench throughput [--get|--put] [--streams S] [--batch BYTES] [--bytes TOTAL]\n"
+    "       [--transport tcp|unix|tls|all] [--runs R] [--window BYTES] [--json FILE] [--quiet]\n";
+
+struct Args {
+  bool put = false;
+  std::size_t streams = 1;
+  std::size_t batch = 128 * 1024;
+  std::uint64_t bytes = 512ull << 20;
+  std::vector<std::string> transports = {"tcp", "unix", "tls"};
+  std::size_t runs = 3;
+  std::uint32_t window = 0;  // 0: the framework's default
+  std::string json;
+  bool quiet = false;
+};
+
+int usage_error(const std::string& message) {
+  std::fprintf(stderr, "minibench throughput: %s\n%s", message.c_str(), kUsage);
+  return 2;
+}
+
+bool parse_size(const std::string& text, std::uint64_t& out, std::uint64_t min) {
+  char* end = nullptr;
+  errno = 0;
+  const unsigned long long v = std::strtoull(text.c_str(), &end, 10);
+  if (errno != 0 || end == text.c_str() || v < min) return false;
+  std::uint64_t scale = 1;
+  const std::string suffix(end);
+  if (suffix == "K" || suffix == "KiB") scale = 1024;
+  else if (suffix == "M" || suffix == "MiB") scale = 1024 * 1024;
+  else if (suffix == "G" || suffix == "GiB") scale = 1024ull * 1024 * 1024;
+  else if (!suffix.empty()) return false;
+  out = v * scale;
+  return true;
+}
+
+// 0: parsed; -1: help printed; else the exit status.
+int parse_args(int argc, char** argv, Args& args) {
+  bool get = false;
+  for (int i = 0; i < argc; ++i) {
+    const std::string arg = argv[i];
+    auto value = [&](std::string& out) {
+      if (i + 1 >= argc) return false;
+      out = argv[++i];
+      return true;
+    };
+    std::string v;
+    std::uint64_t n = 0;
+    if (arg == "--help" || arg == "-h") {
+      std::printf("%s\n%s", kUsage, kThroughputHelp);
+      return -1;
+    } else if (arg == "--get") {
+      get = true;
+    } else if (arg == "--put") {
+      args.put = true;
+    } else if (arg == "--quiet") {
+      args.quiet = true;
+    } else if (arg == "--streams" && value(v)) {
+      if (!parse_size(v, n, 1) || n > 256) return usage_error("--streams: 1 to 256");
+      args.streams = n;
+    } else if (arg == "--batch" && value(v)) {
+      if (!parse_size(v, n, 1) || n > 15 * 1024 * 1024) {
+        return usage_error("--batch: 1 byte to 15 MiB (the frame limit is 16 MiB)");
+      }
+      args.batch = n;
+    } else if (arg == "--bytes" && value(v)) {
+      if (!parse_size(v, n, 1)) return usage_error("--bytes: a positive size");
+      args.bytes = n;
+    } else if (arg == "--runs" && value(v)) {
+      if (!parse_size(v, n, 1) || n > 1000) return usage_error("--runs: a positive count");
+      args.runs = n;
+    } else if (arg == "--window" && value(v)) {
+      if (!parse_size(v, n, 1) || n > 0x7fffffff) return usage_error("--window: a positive size");
+      args.window = static_cast<std::uint32_t>(n);
+    } else if (arg == "--transport" && value(v)) {
+      if (v == "all") {
+        args.transports = {"tcp", "unix", "tls"};
+      } else if (v == "tcp" || v == "unix" || v == "tls") {
+        args.transports = {v};
+      } else {
+        return usage_error("--transport: tcp, unix, tls or all");
+      }
+    } else if (arg == "--json" && value(v)) {
+      args.json = v;
+    } else {
+      return usage_error("unknown option or missing value: '" + arg + "'");
+    }
+  }
+  if (get && args.put) return usage_error("--get or --put, not both");
+  if (args.bytes < args.streams) return usage_error("--bytes must give each stream a byte");
+  return 0;
+}
+
+// The bytes every batch carries: one buffer, written from (zero-copy) and
+// never compared, so its contents do not matter beyond not being all zero.
+const std::string& pattern(std::size_t size) {
+  static std::string bytes;
+  if (bytes.size() < size) {
+    bytes.resize(size);
+    for (std::size_t i = 0; i < size; ++i) bytes[i] = static_cast<char>(i * 131 + (i >> 9));
+  }
+  return bytes;
+}
+
+// ---------------------------------------------------------------------------
+// The floor: a bare stream on a plain socket or bare OpenSSL. Request: 24
+// bytes — 'G' (server sends) or 'P' (client sends), 7 zero bytes, u64 total,
+// u64 batch (host order: both ends are this program on this machine); 'P'
+// ends with a 1-byte acknowledgement from the server.
+
+struct Conn {
+  int fd = -1;
+  SSL* ssl = nullptr;
+  ~Conn() {
+    if (ssl != nullptr) SSL_free(ssl);
+    if (fd >= 0) ::close(fd);
+  }
+};
+
+bool read_full(Conn& c, char* out, std::size_t n) {
+  std::size_t got = 0;
+  while (got < n) {
+    if (c.ssl != nullptr) {
+      const int r = SSL_read(c.ssl, out + got, static_cast<int>(std::min<std::size_t>(n - got, 1 << 30)));
+      if (r <= 0) return false;
+      got += static_cast<std::size_t>(r);
+    } else {
+      const ssize_t r = ::recv(c.fd, out + got, n - got, 0);
+      if (r < 0 && errno == EINTR) continue;
+      if (r <= 0) return false;
+      got += static_cast<std::size_t>(r);
+    }
+  }
+  return true;
+}
+
+bool write_full(Conn& c, const char* data, std::size_t n) {
+  std::size_t put = 0;
+  while (put < n) {
+    if (c.ssl != nullptr) {
+      const int r = SSL_write(c.ssl, data + put, static_cast<int>(std::min<std::size_t>(n - put, 1 << 30)));
+      if (r <= 0) return false;
+      put += static_cast<std::size_t>(r);
+    } else {
+      const ssize_t r = ::send(c.fd, data + put, n - put, MSG_NOSIGNAL);
+      if (r < 0 && errno == EINTR) continue;
+      if (r <= 0) return false;
+      put += static_cast<std::size_t>(r);
+    }
+  }
+  return true;
+}
+
+struct FloorRequest {
+  char mode;
+  char pad[7];
+  std::uint64_t total;
+  std::uint64_t batch;
+};
+static_assert(sizeof(FloorRequest) == 24);
+
+void serve_floor(int fd, SSL_CTX* ctx) {
+  Conn c;
+  c.fd = fd;
+  if (ctx != nullptr) {
+    c.ssl = SSL_new(ctx);
+    SSL_set_fd(c.ssl, fd);
+    if (SSL_accept(c.ssl) != 1) return;
+  }
+  FloorRequest req{};
+  if (!read_full(c, reinterpret_cast<char*>(&req), sizeof req)) return;
+  if (req.batch == 0 || req.batch > (64u << 20)) return;
+  if (req.mode == 'G') {
+    const std::string& bytes = pattern(req.batch);
+    for (std::uint64_t sent = 0; sent < req.total;) {
+      const std::size_t n = static_cast<std::size_t>(std::min<std::uint64_t>(req.batch, req.total - sent));
+      if (!write_full(c, bytes.data(), n)) return;
+      sent += n;
+    }
+  } else if (req.mode == 'P') {
+    std::string buffer(req.batch, '\0');
+    for (std::uint64_t got = 0; got < req.total;) {
+      const std::size_t n = static_cast<std::size_t>(std::min<std::uint64_t>(req.batch, req.total - got));
+      if (!read_full(c, buffer.data(), n)) return;
+      got += n;
+    }
+    const char ack = 'k';
+    write_full(c, &ack, 1);
+  }
+  if (c.ssl != nullptr) SSL_shutdown(c.ssl);
+}
+
+void floor_accept_loop(int listen_fd, SSL_CTX* ctx, bool tcp) {
+  for (;;) {
+    const int fd = ::accept4(listen_fd, nullptr, nullptr, SOCK_CLOEXEC);
+    if (fd < 0) {
+      if (errno == EINTR || errno == ECONNABORTED) continue;
+      return;
+    }
+    if (tcp) {
+      const int one = 1;
+      ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+    }
+    std::thread(serve_floor, fd, ctx).detach();
+  }
+}
+
+// A listening socket on 127.0.0.1:0 (tcp) or the abstract name (unix).
+int listen_socket(bool tcp, const std::string& abstract_name, int* port) {
+  const int fd = ::socket(tcp ? AF_INET : AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) return -1;
+  int rc;
+  if (tcp) {
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    rc = ::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a);
+    socklen_t len = sizeof a;
+    if (rc == 0) rc = ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
+    *port = ntohs(a.sin_port);
+  } else {
+    sockaddr_un a{};
+    a.sun_family = AF_UNIX;
+    std::memcpy(a.sun_path + 1, abstract_name.data(), abstract_name.size());
+    rc = ::bind(fd, reinterpret_cast<sockaddr*>(&a),
+                static_cast<socklen_t>(offsetof(sockaddr_un, sun_path) + 1 + abstract_name.size()));
+  }
+  if (rc != 0 || ::listen(fd, 128) != 0) {
+    ::close(fd);
+    return -1;
+  }
+  return fd;
+}
+
+int connect_socket(const Endpoint& ep) {
+  const bool tcp = ep.scheme != Endpoint::Scheme::kUnix;
+  const int fd = ::socket(tcp ? AF_INET : AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) return -1;
+  int rc;
+  if (tcp) {
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_port = htons(ep.port);
+    ::inet_pton(AF_INET, ep.host.c_str(), &a.sin_addr);
+    rc = ::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a);
+    const int one = 1;
+    ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+  } else {
+    sockaddr_un a{};
+    a.sun_family = AF_UNIX;
+    const std::string name = ep.path.substr(1);  // "@name": abstract
+    std::memcpy(a.sun_path + 1, name.data(), name.size());
+    rc = ::connect(fd, reinterpret_cast<sockaddr*>(&a),
+                   static_cast<socklen_t>(offsetof(sockaddr_un, sun_path) + 1 + name.size()));
+  }
+  if (rc != 0) {
+    ::close(fd);
+    return -1;
+  }
+  return fd;
+}
+
+// Both floor ends use TLS 1.3 with AES-128-GCM, what the authrpc contexts
+// negotiate (security/tls_context.cc prefers it), and OpenSSL's defaults
+// otherwise.
+SSL_CTX* floor_tls_context(bool server, const std::string& dir) {
+  SSL_CTX* ctx = SSL_CTX_new(server ? TLS_server_method() : TLS_client_method());
+  if (ctx == nullptr) return nullptr;
+  SSL_CTX_set_min_proto_version(ctx, TLS1_3_VERSION);
+  SSL_CTX_set_ciphersuites(ctx, "TLS_AES_128_GCM_SHA256");
+  bool ok = true;
+  if (server) {
+    ok = SSL_CTX_use_certificate_chain_file(ctx, (dir + "/server.pem").c_str()) == 1 &&
+         SSL_CTX_use_PrivateKey_file(ctx, (dir + "/server.key").c_str(), SSL_FILETYPE_PEM) == 1;
+  } else {
+    ok = SSL_CTX_load_verify_locations(ctx, (dir + "/ca.pem").c_str(), nullptr) == 1;
+    SSL_CTX_set_verify(ctx, SSL_VERIFY_PEER, nullptr);
+  }
+  if (!ok) {
+    SSL_CTX_free(ctx);
+    return nullptr;
+  }
+  return ctx;
+}
+
+// ---------------------------------------------------------------------------
+// The child: an authrpc Server with the "bench" service and the floors.
+
+void add_bench_service(authrpc::Server& server) {
+  authrpc::Service bench("bench");
+  // "<bytes> <batch>": sends the bytes as batch-sized messages, each
+  // written from the one pattern buffer without a copy.
+  bench.add_stream("get", [](authrpc::CallContext&, authrpc::ServerStream& stream)
+                              -> asio::awaitable<Result<std::string>> {
+    unsigned long long total = 0, batch = 0;
+    if (std::sscanf(std::string(stream.request()).c_str(), "%llu %llu", &total, &batch) != 2 ||
+        batch == 0) {
+      co_return Status(Errc::kInvalidArgument, "want '<bytes> <batch>'");
+    }
+    const std::string& bytes = pattern(batch);
+    for (std::uint64_t sent = 0; sent < total;) {
+      const std::size_t n = static_cast<std::size_t>(std::min<std::uint64_t>(batch, total - sent));
+      if (Status s = co_await stream.write(std::string_view(bytes.data(), n)); !s.ok()) co_return s;
+      sent += n;
+    }
+    co_return std::string("ok");
+  });
+  // Reads every message; returns the byte count.
+  bench.add_stream("put", [](authrpc::CallContext&, authrpc::ServerStream& stream)
+                              -> asio::awaitable<Result<std::string>> {
+    std::uint64_t total = 0;
+    for (;;) {
+      auto message = co_await stream.read();
+      if (!message.ok()) co_return message.status();
+      if (!*message) break;
+      total += (*message)->size();
+    }
+    co_return std::to_string(total);
+  });
+  (void)server.add_service(std::move(bench));
+}
+
+[[noreturn]] void run_child(int report_fd, const std::string& certs_dir) {
+  ::prctl(PR_SET_PDEATHSIG, SIGTERM);
+  sigset_t stop_set;
+  sigemptyset(&stop_set);
+  sigaddset(&stop_set, SIGTERM);
+  sigaddset(&stop_set, SIGINT);
+  pthread_sigmask(SIG_BLOCK, &stop_set, nullptr);  // inherited by every thread
+  std::signal(SIGPIPE, SIG_IGN);
+  std::string report;
+  auto fail = [&](const std::string& why) {
+    const std::string line = "error " + why + "\n";
+    (void)::write(report_fd, line.data(), line.size());
+    ::_exit(1);
+  };
+
+  authrpc::ServerOptions o;
+  const std::string unix_name = "minibench-throughput-" + std::to_string(::getpid());
+  o.endpoints = {*Endpoint::parse("tcp://127.0.0.1:0"), *Endpoint::parse("unix:@" + unix_name)};
+  if (!certs_dir.empty()) {
+    authrpc::security::TlsServerOptions t;
+    t.certificate_file = certs_dir + "/server.pem";
+    t.private_key_file = certs_dir + "/server.key";
+    std::string error;
+    o.tls = authrpc::security::TlsServerContext::create(t, &error);
+    if (!o.tls) fail("TLS context: " + error);
+    o.endpoints.push_back(*Endpoint::parse("tls://127.0.0.1:0"));
+    o.encryption = authrpc::Policy::kOptional;  // tcp:// and unix: stay plaintext
+  }
+  o.mechanisms = {std::make_shared<authrpc::SimpleServerMechanism>()};
+  o.io_threads = 1;
+  o.log = authrpc::null_log_sink();
+  authrpc::Server server(std::move(o));
+  add_bench_service(server);
+  if (Status s = server.start(); !s.ok()) fail(s.to_string());
+  for (const auto& ep : server.bound_endpoints()) {
+    const char* scheme = ep.scheme == Endpoint::Scheme::kTcp    ? "tcp"
+                         : ep.scheme == Endpoint::Scheme::kUnix ? "unix"
+                                                                : "tls";
+    report += std::string("authrpc/") + scheme + " " + ep.to_string() + "\n";
+  }
+
+  int port = 0;
+  const int tcp_fd = listen_socket(true, "", &port);
+  if (tcp_fd < 0) fail("floor/tcp listen failed");
+  report += "floor/tcp tcp://127.0.0.1:" + std::to_string(port) + "\n";
+  std::thread(floor_accept_loop, tcp_fd, nullptr, true).detach();
+  const std::string floor_unix = unix_name + "-floor";
+  const int unix_fd = listen_socket(false, floor_unix, &port);
+  if (unix_fd < 0) fail("floor/unix listen failed");
+  report += "floor/unix unix:@" + floor_unix + "\n";
+  std::thread(floor_accept_loop, unix_fd, nullptr, false).detach();
+  if (!certs_dir.empty()) {
+    SSL_CTX* ctx = floor_tls_context(true, certs_dir);
+    if (ctx == nullptr) fail("floor/tls context");
+    const int tls_fd = listen_socket(true, "", &port);
+    if (tls_fd < 0) fail("floor/tls listen failed");
+    report += "floor/tls tcp://127.0.0.1:" + std::to_string(port) + "\n";
+    std::thread(floor_accept_loop, tls_fd, ctx, true).detach();
+  }
+  report += "ready\n";
+  (void)::write(report_fd, report.data(), report.size());
+  ::close(report_fd);
+  int sig = 0;
+  sigwait(&stop_set, &sig);
+  ::_exit(0);  // no orderly teardown: connections may be mid-stream
+}
+
+struct Child {
+  pid_t pid = -1;
+  std::map<std::string, Endpoint> endpoints;
+  ~Child() { stop(); }
+  void stop() {
+    if (pid <= 0) return;
+    ::kill(pid, SIGTERM);
+    int status = 0;
+    ::waitpid(pid, &status, 0);
+    pid = -1;
+  }
+};
+
+Result<std::unique_ptr<Child>> spawn_child(const std::string& certs_dir) {
+  int fds[2];
+  if (::pipe2(fds, O_CLOEXEC) != 0) return Status(std::error_code(errno, std::system_category()), "pipe");
+  std::fflush(stdout);
+  std::fflush(stderr);
+  const pid_t pid = ::fork();
+  if (pid < 0) return Status(std::error_code(errno, std::system_category()), "fork");
+  if (pid == 0) {
+    ::close(fds[0]);
+    run_child(fds[1], certs_dir);
+  }
+  ::close(fds[1]);
+  auto child = std::make_unique<Child>();
+  child->pid = pid;
+  std::string text;
+  char buf[4096];
+  while (text.find("ready\n") == std::string::npos && text.find("error ") == std::string::npos) {
+    pollfd p{fds[0], POLLIN, 0};
+    if (::poll(&p, 1, 15000) <= 0) {
+      ::close(fds[0]);
+      return Status(Errc::kDeadlineExceeded, "the server child did not start");
+    }
+    const ssize_t n = ::read(fds[0], buf, sizeof buf);
+    if (n <= 0) break;
+    text.append(buf, static_cast<std::size_t>(n));
+  }
+  ::close(fds[0]);
+  if (const auto e = text.find("error "); e != std::string::npos) {
+    return Status(Errc::kInternal, "server child: " + text.substr(e + 6));
+  }
+  std::size_t pos = 0;
+  while (pos < text.size()) {
+    const auto end = text.find('\n', pos);
+    const std::string line = text.substr(pos, end - pos);
+    pos = end == std::string::npos ? text.size() : end + 1;
+    const auto space = line.find(' ');
+    if (space == std::string::npos) continue;
+    auto ep = Endpoint::parse(line.substr(space + 1));
+    if (ep.ok()) child->endpoints[line.substr(0, space)] = *ep;
+  }
+  return child;
+}
+
+// ---------------------------------------------------------------------------
+// Measuring.
+
+// CPU seconds (user + system, all threads, dead ones included) a process
+// has used: /proc/<pid>/stat, in clock ticks. A machine shared with other
+// work slows the wall clock of a row but hardly its CPU cost per byte.
+double cpu_seconds(pid_t pid) {
+  std::ifstream file("/proc/" + std::to_string(pid) + "/stat");
+  std::string text((std::istreambuf_iterator<char>(file)), std::istreambuf_iterator<char>());
+  const auto paren = text.rfind(')');
+  if (paren == std::string::npos) return 0;
+  std::istringstream fields(text.substr(paren + 2));
+  std::string field;
+  unsigned long long utime = 0, stime = 0;
+  for (int i = 3; i <= 15 && fields >> field; ++i) {
+    if (i == 14) utime = std::stoull(field);
+    if (i == 15) stime = std::stoull(field);
+  }
+  return static_cast<double>(utime + stime) / static_cast<double>(::sysconf(_SC_CLK_TCK));
+}
+
+struct RunResult {
+  double client_cpu_s = 0;  // this process during the row
+  double server_cpu_s = 0;  // the server child during the row
+  double cpu_ns_per_byte() const {
+    return bytes == 0 ? 0 : (client_cpu_s + server_cpu_s) * 1e9 / static_cast<double>(bytes);
+  }
+  std::uint64_t bytes = 0;
+  std::uint64_t batches = 0;
+  std::chrono::nanoseconds elapsed{0};
+  std::vector<double> latencies_us;  // per batch
+  std::string note;                  // e.g. the TLS cipher
+  double mb_per_s() const {
+    return elapsed.count() == 0 ? 0 : static_cast<double>(bytes) / (1 << 20) / (elapsed.count() / 1e9);
+  }
+  double batches_per_s() const {
+    return elapsed.count() == 0 ? 0 : static_cast<double>(batches) / (elapsed.count() / 1e9);
+  }
+};
+
+double us_since(Clock::time_point t) {
+  return std::chrono::duration<double, std::micro>(Clock::now() - t).count();
+}
+
+// One floor stream: connect, ask, move `total` bytes in batches.
+Status floor_stream(const Endpoint& ep, SSL_CTX* tls, bool put, std::uint64_t total,
+                    std::size_t batch, std::vector<double>& latencies) {
+  Conn c;
+  c.fd = connect_socket(ep);
+  if (c.fd < 0) return Status(std::error_code(errno, std::system_category()), "floor connect");
+  if (tls != nullptr) {
+    c.ssl = SSL_new(tls);
+    SSL_set_fd(c.ssl, c.fd);
+    SSL_set_tlsext_host_name(c.ssl, "localhost");
+    if (SSL_connect(c.ssl) != 1) {
+      ERR_clear_error();
+      return Status(Errc::kUnavailable, "floor TLS handshake failed");
+    }
+  }
+  FloorRequest req{};
+  req.mode = put ? 'P' : 'G';
+  req.total = total;
+  req.batch = batch;
+  if (!write_full(c, reinterpret_cast<const char*>(&req), sizeof req)) {
+    return Status(Errc::kConnectionClosed, "floor request");
+  }
+  std::string buffer(batch, '\0');
+  const std::string& bytes = pattern(batch);
+  auto last = Clock::now();
+  for (std::uint64_t moved = 0; moved < total;) {
+    const std::size_t n = static_cast<std::size_t>(std::min<std::uint64_t>(batch, total - moved));
+    const bool ok = put ? write_full(c, bytes.data(), n) : read_full(c, buffer.data(), n);
+    if (!ok) return Status(Errc::kConnectionClosed, "floor stream ended early");
+    latencies.push_back(us_since(last));
+    last = Clock::now();
+    moved += n;
+  }
+  if (put) {
+    char ack = 0;
+    if (!read_full(c, &ack, 1)) return Status(Errc::kConnectionClosed, "floor acknowledgement");
+  }
+  return {};
+}
+
+Result<RunResult> run_floor(const Endpoint& ep, SSL_CTX* tls, const Args& args) {
+  const std::uint64_t per_stream = args.bytes / args.streams;
+  std::vector<std::vector<double>> latencies(args.streams);
+  std::vector<Status> results(args.streams);
+  const auto start = Clock::now();
+  std::vector<std::thread> threads;
+  for (std::size_t i = 0; i < args.streams; ++i) {
+    threads.emplace_back([&, i] {
+      results[i] = floor_stream(ep, tls, args.put, per_stream, args.batch, latencies[i]);
+    });
+  }
+  for (auto& t : threads) t.join();
+  RunResult r;
+  r.elapsed = Clock::now() - start;
+  for (std::size_t i = 0; i < args.streams; ++i) {
+    if (!results[i].ok()) return results[i];
+    r.batches += latencies[i].size();
+    r.latencies_us.insert(r.latencies_us.end(), latencies[i].begin(), latencies[i].end());
+  }
+  r.bytes = per_stream * args.streams;
+  return r;
+}
+
+// One authrpc stream on its own connection.
+asio::awaitable<Status> authrpc_stream(authrpc::Client& client, const Args& args,
+                                       std::uint64_t total, std::vector<double>& latencies) {
+  authrpc::StreamOptions options;
+  options.window = args.window;
+  const auto start = Clock::now();
+  // (No temporaries or ?: inside the co_await: GCC 12 mishandles them.)
+  std::string request;
+  if (!args.put) request = std::to_string(total) + " " + std::to_string(args.batch);
+  const std::string_view method = args.put ? "put" : "get";
+  auto stream = co_await client.async_open_stream("bench", method, request, options);
+  if (!stream.ok()) co_return stream.status();
+  auto last = start;
+  if (args.put) {
+    const std::string& bytes = pattern(args.batch);
+    for (std::uint64_t sent = 0; sent < total;) {
+      const std::size_t n = static_cast<std::size_t>(std::min<std::uint64_t>(args.batch, total - sent));
+      if (Status s = co_await (*stream)->write(std::string_view(bytes.data(), n)); !s.ok()) co_return s;
+      latencies.push_back(us_since(last));
+      last = Clock::now();
+      sent += n;
+    }
+    auto final = co_await (*stream)->finish();
+    if (!final.ok()) co_return final.status();
+    if (*final != std::to_string(total)) {
+      co_return Status(Errc::kDataLoss, "server received " + *final + " bytes of " + std::to_string(total));
+    }
+    co_return Status();
+  }
+  std::uint64_t got = 0;
+  for (;;) {
+    auto message = co_await (*stream)->read();
+    if (!message.ok()) co_return message.status();
+    if (!*message) break;
+    got += (*message)->size();
+    latencies.push_back(us_since(last));
+    last = Clock::now();
+  }
+  if (got != total) co_return Status(Errc::kDataLoss, "received " + std::to_string(got) + " bytes");
+  auto final = co_await (*stream)->finish();
+  co_return final.status();
+}
+
+Result<RunResult> run_authrpc(authrpc::ClientRuntime& runtime, const Endpoint& ep,
+                              const std::string& certs_dir, const Args& args) {
+  std::vector<std::unique_ptr<authrpc::Client>> clients;
+  std::shared_ptr<authrpc::security::TlsClientContext> tls;
+  if (ep.scheme == Endpoint::Scheme::kTls) {
+    authrpc::security::TlsClientOptions t;
+    t.ca_file = certs_dir + "/ca.pem";
+    std::string error;
+    tls = authrpc::security::TlsClientContext::create(t, &error);
+    if (!tls) return Status(Errc::kConfigError, error);
+  }
+  for (std::size_t i = 0; i < args.streams; ++i) {
+    authrpc::ClientOptions o;
+    o.endpoint = ep;
+    o.mechanisms = {std::make_shared<authrpc::SimpleClientMechanism>("bench")};
+    o.tls = tls;
+    auto c = authrpc::Client::connect(runtime, std::move(o));
+    if (!c.ok()) return c.status();
+    clients.push_back(std::move(*c));
+  }
+  const std::uint64_t per_stream = args.bytes / args.streams;
+  std::vector<std::vector<double>> latencies(args.streams);
+  std::vector<std::future<Status>> done;
+  const auto start = Clock::now();
+  for (std::size_t i = 0; i < args.streams; ++i) {
+    done.push_back(asio::co_spawn(clients[i]->executor(),
+                                  authrpc_stream(*clients[i], args, per_stream, latencies[i]),
+                                  asio::use_future));
+  }
+  RunResult r;
+  Status failure;
+  for (auto& f : done) {
+    Status s = f.get();
+    if (!s.ok() && failure.ok()) failure = std::move(s);
+  }
+  r.elapsed = Clock::now() - start;
+  if (!failure.ok()) return failure;
+  for (const auto& l : latencies) {
+    r.batches += l.size();
+    r.latencies_us.insert(r.latencies_us.end(), l.begin(), l.end());
+  }
+  r.bytes = per_stream * args.streams;
+  if (tls) {
+    if (auto info = clients.front()->tls_info()) r.note = info->version + " " + info->cipher;
+  }
+  return r;
+}
+
+// ---------------------------------------------------------------------------
+// Reporting.
+
+struct RowStats {
+  std::string name;       // "get/tcp", "floor-stream/tcp"
+  std::string transport;
+  bool floor = false;
+  std::vector<RunResult> runs;
+
+  const RunResult& median_run() const {
+    std::vector<std::size_t> order(runs.size());
+    for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
+    std::sort(order.begin(), order.end(),
+              [&](std::size_t a, std::size_t b) { return runs[a].mb_per_s() < runs[b].mb_per_s(); });
+    return runs[order[(order.size() - 1) / 2]];
+  }
+  double median_mb_per_s() const { return median_run().mb_per_s(); }
+};
+
+void print_row(const RowStats& row, const Args& args) {
+  const RunResult& m = row.median_run();
+  std::vector<double> lat = m.latencies_us;
+  std::sort(lat.begin(), lat.end());
+  double sum = 0;
+  for (double v : lat) sum += v;
+  const char* verb = args.put ? "written" : "read";
+  std::printf("Testing method: %s (%s)%s%s\n", args.put ? "DoPut" : "DoGet", row.name.c_str(),
+              row.floor ? ", bare socket stream, no framework" : ", authrpc streaming call",
+              m.note.empty() ? "" : (", " + m.note).c_str());
+  std::printf("Number of concurrent %s: %zu\n", args.put ? "puts" : "gets", args.streams);
+  std::printf("Batch size: %zu\n", args.batch);
+  std::printf("Batches %s: %llu\n", verb, static_cast<unsigned long long>(m.batches));
+  std::printf("Bytes %s: %llu\n", verb, static_cast<unsigned long long>(m.bytes));
+  std::printf("Nanos: %lld\n", static_cast<long long>(m.elapsed.count()));
+  std::printf("Speed: %.1f MB/s\n", m.mb_per_s());
+  std::printf("Throughput: %.1f batches/s\n", m.batches_per_s());
+  std::printf("Latency mean: %.0f us\n", lat.empty() ? 0.0 : sum / static_cast<double>(lat.size()));
+  std::printf("Latency quantile=0.5: %.0f us\n", percentile(lat, 0.5));
+  std::printf("Latency quantile=0.95: %.0f us\n", percentile(lat, 0.95));
+  std::printf("Latency quantile=0.99: %.0f us\n", percentile(lat, 0.99));
+  std::printf("Latency max: %.0f us\n", lat.empty() ? 0.0 : lat.back());
+  std::printf("CPU: client %.2f s, server %.2f s: %.2f ns per byte\n", m.client_cpu_s,
+              m.server_cpu_s, m.cpu_ns_per_byte());
+  if (row.runs.size() > 1) {
+    std::printf("Speed per run (MB/s):");
+    for (const auto& r : row.runs) std::printf(" %.1f", r.mb_per_s());
+    std::printf("  (the lines above: the median run)\n");
+  }
+  std::printf("\n");
+}
+
+struct Target {
+  std::string row;
+  std::string against;
+  double limit;
+};
+
+struct Evaluated {
+  const Target* target;
+  std::optional<double> ratio;  // medians
+  std::vector<double> run_ratios;
+};
+
+const RowStats* find_row(const std::vector<RowStats>& rows, const std::string& name) {
+  for (const auto& r : rows) {
+    if (r.name == name && !r.runs.empty()) return &r;
+  }
+  return nullptr;
+}
+
+Evaluated evaluate(const Target& t, const std::vector<RowStats>& rows) {
+  Evaluated e{&t, std::nullopt, {}};
+  const RowStats* row = find_row(rows, t.row);
+  const RowStats* against = find_row(rows, t.against);
+  if (row == nullptr || against == nullptr || against->median_mb_per_s() <= 0) return e;
+  e.ratio = row->median_mb_per_s() / against->median_mb_per_s();
+  for (std::size_t i = 0; i < std::min(row->runs.size(), against->runs.size()); ++i) {
+    if (against->runs[i].mb_per_s() > 0) {
+      e.run_ratios.push_back(row->runs[i].mb_per_s() / against->runs[i].mb_per_s());
+    }
+  }
+  return e;
+}
+
+Status write_json(const std::string& path, const std::vector<RowStats>& rows,
+                  const std::vector<Evaluated>& targets, const Args& args) {
+  Json out_rows = Json::array();
+  auto rounded = [](double v) { return std::round(v * 10) / 10; };
+  for (const auto& row : rows) {
+    if (row.runs.empty()) continue;
+    const RunResult& m = row.median_run();
+    std::vector<double> lat = m.latencies_us;
+    std::sort(lat.begin(), lat.end());
+    double sum = 0;
+    for (double v : lat) sum += v;
+    const std::string floor_name = "floor-stream/" + row.transport;
+    const RowStats* floor = find_row(rows, floor_name);
+    Json j = {{"name", row.name},
+              {"method", row.floor ? "none" : "simple"},
+              {"transport", row.transport},
+              {"tls", row.transport == "tls"},
+              {"n", m.batches},
+              {"mean_us", rounded(lat.empty() ? 0.0 : sum / static_cast<double>(lat.size()))},
+              {"p50_us", rounded(percentile(lat, 0.5))},
+              {"p95_us", rounded(percentile(lat, 0.95))},
+              {"p99_us", rounded(percentile(lat, 0.99))},
+              {"max_us", rounded(lat.empty() ? 0.0 : lat.back())},
+              {"per_s", rounded(m.batches_per_s())},
+              {"floor", floor != nullptr ? Json(floor_name) : Json(nullptr)},
+              {"ratio", floor != nullptr && floor->median_mb_per_s() > 0
+                            ? Json(std::round(m.mb_per_s() / floor->median_mb_per_s() * 1000) / 1000)
+                            : Json(nullptr)},
+              {"mb_per_s", rounded(m.mb_per_s())},
+              {"batches_per_s", rounded(m.batches_per_s())},
+              {"cpu_ns_per_byte", std::round(m.cpu_ns_per_byte() * 1000) / 1000},
+              {"bytes", m.bytes},
+              {"nanos", m.elapsed.count()},
+              {"streams", args.streams},
+              {"batch", args.batch},
+              {"mb_per_s_runs", Json::array()}};
+    for (const auto& r : row.runs) j["mb_per_s_runs"].push_back(rounded(r.mb_per_s()));
+    out_rows.push_back(std::move(j));
+  }
+  Json out_targets = Json::array();
+  for (const auto& e : targets) {
+    out_targets.push_back({{"row", e.target->row},
+                           {"floor", e.target->against},
+                           {"limit", e.target->limit},
+                           {"compare", "mb_per_s >= limit x floor's mb_per_s"},
+                           {"ratio", e.ratio ? Json(std::round(*e.ratio * 1000) / 1000) : Json(nullptr)},
+                           {"met", e.ratio ? Json(*e.ratio >= e.target->limit) : Json(nullptr)}});
+  }
+  std::ofstream file(path, std::ios::trunc);
+  file << Json{{"rows", out_rows}, {"targets", out_targets}}.dump(2) << "\n";
+  file.close();
+  if (!file) return Status(std::error_code(errno, std::generic_category()), "write " + path);
+  return {};
+}
+
+}  // namespace
+
+int run_throughput(int argc, char** argv) {
+  Args args;
+  if (int rc = parse_args(argc, argv, args); rc != 0) return rc < 0 ? 0 : rc;
+  std::signal(SIGPIPE, SIG_IGN);
+  const bool want_tls =
+      std::find(args.transports.begin(), args.transports.end(), "tls") != args.transports.end();
+  std::unique_ptr<ThrowawayCerts> certs;
+  if (want_tls) {
+    auto made = ThrowawayCerts::make();
+    if (!made.ok()) {
+      std::fprintf(stderr, "minibench throughput: the tls rows are skipped: %s\n",
+                   made.status().to_string().c_str());
+      std::erase(args.transports, std::string("tls"));
+    } else {
+      certs = std::move(*made);
+    }
+  }
+  const std::string certs_dir = certs ? certs->dir() : std::string();
+  pattern(args.batch);  // before the fork: the child shares it
+  // Forks: no thread may exist in this process yet.
+  auto child = spawn_child(certs_dir);
+  if (!child.ok()) {
+    std::fprintf(stderr, "minibench throughput: %s\n", child.status().to_string().c_str());
+    return 1;
+  }
+  SSL_CTX* floor_tls = certs ? floor_tls_context(false, certs_dir) : nullptr;
+  struct FreeCtx {
+    SSL_CTX* ctx;
+    ~FreeCtx() {
+      if (ctx != nullptr) SSL_CTX_free(ctx);
+    }
+  } free_floor_tls{floor_tls};
+
+  const char* mode = args.put ? "put" : "get";
+  std::vector<RowStats> rows;
+  for (const auto& t : args.transports) {
+    rows.push_back({"floor-stream/" + t, t, true, {}});
+    rows.push_back({std::string(mode) + "/" + t, t, false, {}});
+  }
+  std::printf("minibench throughput: %s, %zu stream(s), batch %zu bytes, %llu bytes per row and "
+              "run, %zu run(s); server: child pid %d, 1 IO thread; client: 1 IO thread (floors: "
+              "a thread per stream)\n\n",
+              args.put ? "put (client to server)" : "get (server to client)", args.streams,
+              args.batch, static_cast<unsigned long long>(args.bytes), args.runs,
+              static_cast<int>((*child)->pid));
+  std::fflush(stdout);
+
+  authrpc::ClientRuntime runtime(1);
+  for (std::size_t run = 0; run < args.runs; ++run) {
+    for (std::size_t k = 0; k < rows.size(); k += 2) {
+      // Alternate which of a row and its floor goes first.
+      for (std::size_t j = 0; j < 2; ++j) {
+        RowStats& row = rows[k + ((run % 2 == 0) ? j : 1 - j)];
+        const std::string key = row.floor ? "floor/" + row.transport : "authrpc/" + row.transport;
+        const auto it = (*child)->endpoints.find(key);
+        if (it == (*child)->endpoints.end()) {
+          std::fprintf(stderr, "minibench throughput: no %s endpoint\n", key.c_str());
+          return 1;
+        }
+        if (!args.quiet) {
+          std::fprintf(stderr, "[run %zu/%zu] %s ...\n", run + 1, args.runs, row.name.c_str());
+        }
+        const double client_before = cpu_seconds(::getpid());
+        const double server_before = cpu_seconds((*child)->pid);
+        auto result = row.floor
+                          ? run_floor(it->second, row.transport == "tls" ? floor_tls : nullptr, args)
+                          : run_authrpc(runtime, it->second, certs_dir, args);
+        if (result.ok()) {
+          result->client_cpu_s = cpu_seconds(::getpid()) - client_before;
+          result->server_cpu_s = cpu_seconds((*child)->pid) - server_before;
+        }
+        if (!result.ok()) {
+          std::fprintf(stderr, "minibench throughput: %s: %s\n", row.name.c_str(),
+                       result.status().to_string().c_str());
+          return 1;
+        }
+        row.runs.push_back(std::move(*result));
+      }
+    }
+  }
+  (*child)->stop();
+
+  for (const auto& row : rows) print_row(row, args);
+
+  const std::string m(mode);
+  const std::vector<Target> targets = {{m + "/tcp", "floor-stream/tcp", 0.9},
+                                       {m + "/unix", m + "/tcp", 1.0},
+                                       {m + "/tls", m + "/tcp", 0.8}};
+  std::vector<Evaluated> evaluated;
+  std::printf("targets (MB/s, medians of %zu run(s); batch %zu bytes%s):\n", args.runs, args.batch,
+              args.batch == 128 * 1024 ? "" : ", the targets are stated for 131072");
+  for (const auto& t : targets) {
+    evaluated.push_back(evaluate(t, rows));
+    const auto& e = evaluated.back();
+    if (!e.ratio) {
+      std::printf("  %-10s MB/s >= %.2f x %s MB/s: not measured\n", t.row.c_str(), t.limit,
+                  t.against.c_str());
+      continue;
+    }
+    std::printf("  %-10s MB/s >= %.2f x %s MB/s: ratio %.2f -> %s", t.row.c_str(), t.limit,
+                t.against.c_str(), *e.ratio, *e.ratio >= t.limit ? "met" : "NOT met");
+    if (!e.run_ratios.empty()) {
+      const auto [lo, hi] = std::minmax_element(e.run_ratios.begin(), e.run_ratios.end());
+      std::printf("  (per-run ratio: median %.2f, range %.2f-%.2f)", median(e.run_ratios), *lo, *hi);
+    }
+    std::printf("\n");
+  }
+  // The same comparisons by CPU cost (bytes per CPU-second of client and
+  // server together), which a loaded machine distorts far less than the
+  // wall clock; for information.
+  std::printf("by CPU cost (ns per byte, client + server; ratio = the other's cost / the row's):\n");
+  for (const auto& t : targets) {
+    const RowStats* row = find_row(rows, t.row);
+    const RowStats* against = find_row(rows, t.against);
+    if (row == nullptr || against == nullptr) continue;
+    const double mine = row->median_run().cpu_ns_per_byte();
+    const double theirs = against->median_run().cpu_ns_per_byte();
+    std::printf("  %-10s %.2f ns/byte vs %s %.2f: ratio %.2f\n", t.row.c_str(), mine,
+                t.against.c_str(), theirs, mine > 0 ? theirs / mine : 0.0);
+  }
+  if (!args.json.empty()) {
+    if (Status s = write_json(args.json, rows, evaluated, args); !s.ok()) {
+      std::fprintf(stderr, "minibench throughput: %s\n", s.to_string().c_str());
+      return 1;
+    }
+  }
+  return 0;
+}
+
+}  // namespace minibench

@@ -1,0 +1,57 @@
+// ServerStream: what a streaming method's handler (Service::add_stream) gets
+// for its call: the opening request, the client's messages (read) and a way
+// to send messages back (write, allocate + write, send_file). The handler's
+// return value ends the call: its payload or status travels in the final
+// RESPONSE, after every message it wrote.
+//
+// Threading: use it only from the handler's coroutine (the connection's IO
+// thread), and not after the handler has returned.
+#pragma once
+
+#include <asio/awaitable.hpp>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "rpc/call_stream.h"
+#include "rpc/payload.h"
+#include "rpc/result.h"
+
+namespace authrpc {
+
+class ServerStream {
+ public:
+  ServerStream(std::shared_ptr<CallStream> stream, std::string request)
+      : stream_(std::move(stream)), request_(std::move(request)) {}
+
+  // The payload of the call's opening frame (its parameters).
+  std::string_view request() const noexcept { return request_; }
+
+  // The client's next message; nullopt once the client has ended its
+  // messages; kCancelled if the client cancelled or went away.
+  asio::awaitable<Result<std::optional<Payload>>> read() { return stream_->read(); }
+  // Sends `message` without copying it (returns once it is written); waits
+  // while the client's window is full.
+  asio::awaitable<Status> write(std::string_view message) { return stream_->write(message); }
+  // A buffer to fill in place and pass to write(Payload), which returns as
+  // soon as it is queued.
+  Payload allocate(std::size_t size) { return stream_->allocate(size); }
+  asio::awaitable<Status> write(Payload message) { return stream_->write(std::move(message)); }
+  // Sends a file region as messages of up to 1 MiB: sendfile(2), zero-copy,
+  // on plaintext TCP and Unix connections; read + write over TLS.
+  asio::awaitable<Status> send_file(int fd, std::uint64_t offset, std::uint64_t length) {
+    return stream_->send_file(fd, offset, length);
+  }
+  bool zero_copy_files() const noexcept { return stream_->zero_copy_files(); }
+  // Bytes of the client's messages received and not yet read.
+  std::size_t buffered_bytes() const noexcept { return stream_->buffered_bytes(); }
+  std::uint32_t receive_window() const noexcept { return stream_->receive_window(); }
+
+ private:
+  std::shared_ptr<CallStream> stream_;
+  std::string request_;
+};
+
+}  // namespace authrpc

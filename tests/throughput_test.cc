@@ -1,0 +1,102 @@
+// `minibench throughput` end to end with small sizes: it spawns its server
+// child, measures get and put over tcp, unix and TLS next to the floors, and
+// writes JSON rows in the shape the README documents.
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <set>
+#include <sstream>
+#include <string>
+
+namespace {
+
+struct Ran {
+  int status = -1;
+  std::string output;
+};
+
+Ran RunMinibench(const std::string& args) {
+  Ran r;
+  const std::string command = std::string(MINIBENCH_BIN) + " throughput " + args + " 2>&1";
+  FILE* pipe = ::popen(command.c_str(), "r");
+  if (pipe == nullptr) return r;
+  char buf[4096];
+  std::size_t n;
+  while ((n = std::fread(buf, 1, sizeof buf, pipe)) > 0) r.output.append(buf, n);
+  const int status = ::pclose(pipe);
+  r.status = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  return r;
+}
+
+std::string TempPath(const std::string& name) {
+  return "/tmp/authrpc-throughput-test-" + std::to_string(::getpid()) + "-" + name;
+}
+
+class ThroughputTest : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(ThroughputTest, SmallRunPrintsRowsAndValidJson) {
+  const std::string mode = GetParam();
+  const std::string json_path = TempPath(mode + ".json");
+  const Ran ran = RunMinibench("--" + mode +
+                               " --streams 2 --batch 65536 --bytes 4M --runs 2 --transport all "
+                               "--quiet --json " + json_path);
+  ASSERT_EQ(ran.status, 0) << ran.output;
+  for (const std::string& line :
+       {"Testing method: " + std::string(mode == "get" ? "DoGet" : "DoPut") + " (" + mode + "/tcp)",
+        std::string("Number of concurrent ") + mode + "s: 2", std::string("Batch size: 65536"),
+        std::string("Batches ") + (mode == "get" ? "read" : "written") + ": 64",
+        std::string("Bytes ") + (mode == "get" ? "read" : "written") + ": 4194304",
+        std::string("Speed: "), std::string("Throughput: "), std::string("Latency mean: "),
+        std::string("Latency quantile=0.5: "), std::string("Latency quantile=0.95: "),
+        std::string("Latency quantile=0.99: "), std::string("Latency max: "),
+        std::string("(floor-stream/unix), bare socket stream"),
+        std::string("TLS_AES_128_GCM_SHA256"),
+        mode + "/tcp    MB/s >= 0.90 x floor-stream/tcp MB/s: ratio "}) {
+    EXPECT_NE(ran.output.find(line), std::string::npos) << "missing: " << line << "\n" << ran.output;
+  }
+
+  std::ifstream file(json_path);
+  ASSERT_TRUE(file.good());
+  const nlohmann::json doc = nlohmann::json::parse(file, nullptr, false);
+  std::remove(json_path.c_str());
+  ASSERT_FALSE(doc.is_discarded());
+  std::set<std::string> names;
+  for (const auto& row : doc.at("rows")) {
+    names.insert(row.at("name").get<std::string>());
+    for (const char* key : {"method", "transport", "tls", "n", "mean_us", "p50_us", "p95_us",
+                            "p99_us", "max_us", "per_s", "floor", "ratio", "mb_per_s",
+                            "batches_per_s"}) {
+      EXPECT_TRUE(row.contains(key)) << key << " in " << row.dump();
+    }
+    EXPECT_EQ(row.at("n").get<int>(), 64) << row.dump();
+    EXPECT_GT(row.at("mb_per_s").get<double>(), 0.0) << row.dump();
+    EXPECT_GT(row.at("batches_per_s").get<double>(), 0.0) << row.dump();
+    EXPECT_EQ(row.at("floor").get<std::string>(),
+              "floor-stream/" + row.at("transport").get<std::string>());
+  }
+  EXPECT_EQ(names, (std::set<std::string>{mode + "/tcp", mode + "/unix", mode + "/tls",
+                                           "floor-stream/tcp", "floor-stream/unix",
+                                           "floor-stream/tls"}));
+  ASSERT_EQ(doc.at("targets").size(), 3u);
+  for (const auto& t : doc.at("targets")) {
+    EXPECT_TRUE(t.at("ratio").is_number()) << t.dump();
+    EXPECT_TRUE(t.at("met").is_boolean()) << t.dump();
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Modes, ThroughputTest, ::testing::Values("get", "put"),
+                         [](const auto& param_info) { return param_info.param; });
+
+TEST(ThroughputUsageTest, BadOptionsAreUsageErrors) {
+  for (const char* args : {"--get --put", "--streams 0", "--batch 16M", "--transport shm",
+                                 "--bogus"}) {
+    const Ran ran = RunMinibench(args);
+    EXPECT_EQ(ran.status, 2) << args << "\n" << ran.output;
+  }
+}
+
+}  // namespace
