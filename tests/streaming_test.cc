@@ -527,6 +527,36 @@ TEST_P(StreamingTest, ClientVanishingMidStreamLeavesTheServerServing) {
   });
 }
 
+TEST_P(StreamingTest, ServerStoppingMidStreamIsTyped) {
+  client_ = Connect();
+  ASSERT_TRUE(client_);
+  std::promise<void> started;
+  auto reading = asio::co_spawn(
+      client_->executor(),
+      [&]() -> asio::awaitable<Status> {
+        auto stream = co_await client_->async_open_stream("bulk", "get", "100000000000 65536 5");
+        if (!stream.ok()) co_return stream.status();
+        bool first = true;
+        for (;;) {
+          auto m = co_await (*stream)->read();
+          if (!m.ok()) co_return m.status();
+          if (!*m) co_return Status();
+          if (first) started.set_value();
+          first = false;
+        }
+      },
+      asio::use_future);
+  ASSERT_EQ(started.get_future().wait_for(10s), std::future_status::ready);
+  server_->stop();  // GOAWAY, 1 s of grace for the endless call, then close
+  ASSERT_EQ(reading.wait_for(10s), std::future_status::ready);
+  // Closed mid-message, reset, or told UNAVAILABLE: a connection-level
+  // failure the caller may retry, never a protocol error.
+  const Status end = reading.get();
+  EXPECT_FALSE(end.ok());
+  EXPECT_NE(end.code, make_error_code(Errc::kProtocolError)) << end.to_string();
+  EXPECT_EQ(retry_advice(end.code), RetryAdvice::kRetry) << end.to_string();
+}
+
 TEST_P(StreamingTest, DeadlineEndsTheStream) {
   client_ = Connect();
   ASSERT_TRUE(client_);
