@@ -162,7 +162,9 @@ asio::awaitable<Status> FrameChannel::read_body(char* out) {
       n = co_await stream_->read_some(space, ec);
     }
     if (ec == asio::error::eof) {
-      co_return Status(Errc::kProtocolError, "connection closed inside a frame (truncated frame)");
+      // Within a large message a vanished peer is the likely cause, not a
+      // malformed stream: report it as the connection loss it is.
+      co_return Status(Errc::kConnectionClosed, "connection closed inside a message");
     }
     if (ec) co_return Status(ec, "read");
     done += n;

@@ -49,11 +49,12 @@ BufferPool::~BufferPool() {
 Payload BufferPool::take(std::size_t size) {
   {
     std::lock_guard lock(mu_);
-    for (auto it = free_.begin(); it != free_.end(); ++it) {
-      if (it->capacity >= size) {
-        const Block b = *it;
-        *it = free_.back();
-        free_.pop_back();
+    // Most recently released first: its bytes are likely still in the
+    // cache, so the next message is written into warm memory.
+    for (std::size_t i = free_.size(); i-- > 0;) {
+      if (free_[i].capacity >= size) {
+        const Block b = free_[i];
+        free_.erase(free_.begin() + static_cast<std::ptrdiff_t>(i));
         cached_bytes_ -= b.capacity;
         return Payload(b.data, size, b.capacity, shared_from_this());
       }

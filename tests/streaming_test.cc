@@ -527,6 +527,41 @@ TEST_P(StreamingTest, ClientVanishingMidStreamLeavesTheServerServing) {
   });
 }
 
+TEST_P(StreamingTest, ServerStoppingMidStreamIsTyped) {
+  client_ = Connect();
+  ASSERT_TRUE(client_);
+  std::promise<void> started;
+  auto reading = asio::co_spawn(
+      client_->executor(),
+      [&]() -> asio::awaitable<Status> {
+        auto stream = co_await client_->async_open_stream("bulk", "get", "100000000000 65536 5");
+        if (!stream.ok()) co_return stream.status();
+        bool first = true;
+        for (;;) {
+          auto m = co_await (*stream)->read();
+          if (!m.ok()) co_return m.status();
+          if (!*m) co_return Status();
+          if (first) started.set_value();
+          first = false;
+        }
+      },
+      asio::use_future);
+  ASSERT_EQ(started.get_future().wait_for(10s), std::future_status::ready);
+  server_->stop();  // GOAWAY, 1 s of grace for the endless call, then close
+  ASSERT_EQ(reading.wait_for(10s), std::future_status::ready);
+  // A connection-level failure: closed inside a message, reset or
+  // UNAVAILABLE (retryable) — or, when the close cut a frame header or a
+  // small frame, the truncated-frame PROTOCOL_ERROR every frame read reports
+  // (docs/PROTOCOL.md section 8).
+  const Status end = reading.get();
+  EXPECT_FALSE(end.ok());
+  if (end.code == make_error_code(Errc::kProtocolError)) {
+    EXPECT_NE(end.message.find("truncated"), std::string::npos) << end.to_string();
+  } else {
+    EXPECT_EQ(retry_advice(end.code), RetryAdvice::kRetry) << end.to_string();
+  }
+}
+
 TEST_P(StreamingTest, DeadlineEndsTheStream) {
   client_ = Connect();
   ASSERT_TRUE(client_);
