@@ -204,6 +204,40 @@ void ServerConnection::flush_if_idle() {
   spent_session_.reset();  // after the first replies have left (negotiate_server)
 }
 
+// A call's deadline from its header's timeout (0: none).
+ServerConnection::Clock::time_point ServerConnection::deadline_after(std::uint32_t timeout_ms) {
+  return timeout_ms == 0 ? Clock::time_point::max()
+                         : Clock::now() + std::chrono::milliseconds(timeout_ms);
+}
+
+// What every call (unary or streaming) passes before it runs: the server is
+// serving, the method exists, the caller may call it. On refusal, responds
+// with the typed error and returns nullptr.
+const Service::Method* ServerConnection::admit_call(std::uint32_t call_id, std::string_view service,
+                                                    std::string_view method,
+                                                    Clock::time_point deadline,
+                                                    std::string_view& service_name,
+                                                    std::string_view& method_name) {
+  if (state_ != State::kServing) {
+    respond(call_id, Status(Errc::kUnavailable, "server is shutting down"), deadline);
+    return nullptr;
+  }
+  const Service::Method* found = server_.find_method(service, method, &service_name, &method_name);
+  if (found == nullptr) {
+    respond(call_id,
+            Status(Errc::kNotFound, "no method " + std::string(service) + "." + std::string(method)),
+            deadline);
+    return nullptr;
+  }
+  if (server_.options.authorizer) {
+    if (auto why = authorize_call(service_name, method_name)) {
+      respond(call_id, Status(Errc::kPermissionDenied, *why), deadline);
+      return nullptr;
+    }
+  }
+  return found;
+}
+
 void ServerConnection::handle_request(const Frame& frame) {
   const std::uint32_t call_id = frame.header.call_id;
   std::string_view payload;
@@ -217,29 +251,11 @@ void ServerConnection::handle_request(const Frame& frame) {
     return;
   }
   last_call_id_ = std::max(last_call_id_, call_id);
-  const auto deadline = header->timeout_ms == 0
-                            ? Clock::time_point::max()
-                            : Clock::now() + std::chrono::milliseconds(header->timeout_ms);
-  if (state_ != State::kServing) {
-    respond(call_id, Status(Errc::kUnavailable, "server is shutting down"), deadline);
-    return;
-  }
+  const auto deadline = deadline_after(header->timeout_ms);
   std::string_view service_name, method_name;
   const Service::Method* method =
-      server_.find_method(header->service, header->method, &service_name, &method_name);
-  if (method == nullptr) {
-    respond(call_id,
-            Status(Errc::kNotFound, "no method " + std::string(header->service) + "." +
-                                        std::string(header->method)),
-            deadline);
-    return;
-  }
-  if (server_.options.authorizer) {
-    if (auto why = authorize_call(service_name, method_name)) {
-      respond(call_id, Status(Errc::kPermissionDenied, *why), deadline);
-      return;
-    }
-  }
+      admit_call(call_id, header->service, header->method, deadline, service_name, method_name);
+  if (method == nullptr) return;
   switch (method->execution) {
     case Execution::kInline: {
       CallContext ctx(identity_, service_name, method_name, call_id, deadline);
@@ -286,29 +302,11 @@ void ServerConnection::handle_stream_request(const Frame& frame) {
     return;
   }
   last_call_id_ = std::max(last_call_id_, call_id);
-  const auto deadline = header->timeout_ms == 0
-                            ? Clock::time_point::max()
-                            : Clock::now() + std::chrono::milliseconds(header->timeout_ms);
-  if (state_ != State::kServing) {
-    respond(call_id, Status(Errc::kUnavailable, "server is shutting down"), deadline);
-    return;
-  }
+  const auto deadline = deadline_after(header->timeout_ms);
   std::string_view service_name, method_name;
   const Service::Method* method =
-      server_.find_method(header->service, header->method, &service_name, &method_name);
-  if (method == nullptr) {
-    respond(call_id,
-            Status(Errc::kNotFound, "no method " + std::string(header->service) + "." +
-                                        std::string(header->method)),
-            deadline);
-    return;
-  }
-  if (server_.options.authorizer) {
-    if (auto why = authorize_call(service_name, method_name)) {
-      respond(call_id, Status(Errc::kPermissionDenied, *why), deadline);
-      return;
-    }
-  }
+      admit_call(call_id, header->service, header->method, deadline, service_name, method_name);
+  if (method == nullptr) return;
   if (method->execution != Execution::kStream) {
     respond(call_id,
             Status(Errc::kInvalidArgument, std::string(service_name) + "." +

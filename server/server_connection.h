@@ -47,6 +47,10 @@ class ServerConnection : public std::enable_shared_from_this<ServerConnection> {
   void handle_cancel(std::uint32_t call_id);
   // Streaming calls (docs/DATAPLANE.md).
   void handle_stream_request(const Frame& frame);
+  static Clock::time_point deadline_after(std::uint32_t timeout_ms);
+  const Service::Method* admit_call(std::uint32_t call_id, std::string_view service,
+                                    std::string_view method, Clock::time_point deadline,
+                                    std::string_view& service_name, std::string_view& method_name);
   asio::awaitable<Status> handle_data(const Frame& frame);
   void handle_window_update(const Frame& frame);
   void handle_end_stream(std::uint32_t call_id);
