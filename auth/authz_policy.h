@@ -23,6 +23,12 @@ namespace authrpc {
 // Mechanism name whose identities may never act as another user (delegation
 // tokens: Hadoop refuses doAs over token authentication).
 inline constexpr std::string_view kTokenMechanismName = "token";
+// True for `token` and the interop token mechanisms (token-digest,
+// token-scram): a delegation-token identity.
+inline bool is_token_mechanism(std::string_view mechanism) {
+  return mechanism == kTokenMechanismName || mechanism == "token-digest" ||
+         mechanism == "token-scram";
+}
 
 class AuthzPolicy {
  public:

@@ -74,6 +74,9 @@ struct ServerChildOptions {
     std::string private_key;
   };
   std::optional<TlsFiles> tls;
+  // Set: the server checks this authorization file (docs/AUTHZ.md) on every
+  // session and call, as authrpc-server's `authorization.acl_file` does.
+  std::string acl_file;
 };
 
 class ServerChild {
