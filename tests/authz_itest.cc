@@ -36,6 +36,7 @@
 #include "server/server.h"
 #include "server/token_service.h"
 #include "tests/mini_kdc.h"
+#include "tests/test_support.h"
 
 #ifndef AUTHRPC_CLI_BIN
 #error "AUTHRPC_CLI_BIN must name the authrpc binary"
@@ -47,15 +48,12 @@ namespace {
 using namespace std::chrono_literals;
 using authrpc::testing::MiniKdc;
 using authrpc::testing::MiniKdcOptions;
+using testing::Describe;
+using testing::TempDir;
 namespace fs = std::filesystem;
 
 constexpr const char* kRealm = "AUTHRPC.TEST";
 constexpr const char* kPartner = "PARTNER.TEST";
-
-template <typename T>
-std::string Describe(const Result<T>& r) {
-  return r.ok() ? std::string("OK") : r.status().to_string();
-}
 
 // The ACL file. Short names: alice, bob, alice-admin (alice/admin), oozie
 // (oozie/localhost), carol-partner (carol@PARTNER.TEST), yarn; no rule for
@@ -147,9 +145,8 @@ class AuthzItest : public ::testing::Test {
     ASSERT_TRUE(setup_.ok()) << setup_.to_string();
     kdc_->set_env_for_process();
     ::setenv("KRB5_CONFIG", krb5_conf_.c_str(), 1);
-    std::string t = (fs::temp_directory_path() / "authz-itest-XXXXXX").string();
-    ASSERT_NE(::mkdtemp(t.data()), nullptr);
-    dir_ = t;
+    dir_ = TempDir("authz-itest");
+    ASSERT_FALSE(dir_.empty());
     std::ofstream(dir_ / "acl.json") << kPolicy.dump(2);
     auto authorizer = Authorizer::from_file((dir_ / "acl.json").string());
     ASSERT_TRUE(authorizer.ok()) << Describe(authorizer);

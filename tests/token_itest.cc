@@ -49,6 +49,7 @@
 #include "server/server.h"
 #include "server/token_service.h"
 #include "tests/mini_kdc.h"
+#include "tests/test_support.h"
 
 #ifndef AUTHRPC_CLI_BIN
 #error "AUTHRPC_CLI_BIN must name the authrpc binary"
@@ -62,23 +63,9 @@ namespace {
 
 using namespace std::chrono_literals;
 using authrpc::testing::MiniKdc;
+using testing::Describe;
+using testing::TempDir;
 using security::Token;
-
-#define ASSERT_OK(expr)                                      \
-  do {                                                       \
-    const ::authrpc::Status _s = (expr);                     \
-    ASSERT_TRUE(_s.ok()) << #expr << ": " << _s.to_string(); \
-  } while (0)
-
-template <typename T>
-std::string Describe(const Result<T>& r) {
-  return r.ok() ? std::string("OK") : r.status().to_string();
-}
-
-std::string TempDir(const std::string& tag) {
-  std::string t = (std::filesystem::temp_directory_path() / ("authrpc-token-itest-" + tag + "-XXXXXX")).string();
-  return ::mkdtemp(t.data()) ? t : std::string();
-}
 
 struct Running {
   std::unique_ptr<TokenService> tokens;
@@ -107,7 +94,7 @@ class TokenItest : public ::testing::Test {
   void SetUp() override {
     ASSERT_OK(setup_);
     kdc_->set_env_for_process();
-    dir_ = TempDir("case");
+    dir_ = TempDir("token-itest-case");
     ASSERT_FALSE(dir_.empty());
   }
   void TearDown() override { std::filesystem::remove_all(dir_); }
