@@ -50,6 +50,8 @@ using authrpc::testing::MiniKdc;
 using authrpc::testing::MiniKdcOptions;
 using testing::Describe;
 using testing::TempDir;
+using testing::AdminService;
+using testing::DataService;
 namespace fs = std::filesystem;
 
 constexpr const char* kRealm = "AUTHRPC.TEST";
@@ -83,19 +85,6 @@ const nlohmann::json kPolicy = R"({
     "yarn": {"users": ["alice"], "hosts": ["10.0.0.0/8"]}
   }
 })"_json;
-
-Service DataService() {
-  Service data("data");
-  data.add("read", [](CallContext&, std::string_view) -> Result<std::string> { return std::string("r"); });
-  data.add("write", [](CallContext&, std::string_view) -> Result<std::string> { return std::string("w"); });
-  return data;
-}
-
-Service AdminService() {
-  Service admin("admin");
-  admin.add("shutdown", [](CallContext&, std::string_view) -> Result<std::string> { return std::string("ok"); });
-  return admin;
-}
 
 class AuthzItest : public ::testing::Test {
  protected:

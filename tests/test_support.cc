@@ -70,6 +70,19 @@ bool StopAndDestroy(std::unique_ptr<Server>& server, std::chrono::steady_clock::
   return true;
 }
 
+Service DataService() {
+  Service data("data");
+  data.add("read", [](CallContext&, std::string_view) -> Result<std::string> { return std::string("r"); });
+  data.add("write", [](CallContext&, std::string_view) -> Result<std::string> { return std::string("w"); });
+  return data;
+}
+
+Service AdminService() {
+  Service admin("admin");
+  admin.add("shutdown", [](CallContext&, std::string_view) -> Result<std::string> { return std::string("ok"); });
+  return admin;
+}
+
 RawConnection::RawConnection(std::uint16_t tcp_port) : fd_(connect_tcp(tcp_port)) {}
 
 RawConnection::RawConnection(const Endpoint& endpoint) {

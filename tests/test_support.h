@@ -22,6 +22,7 @@
 #include "rpc/result.h"
 #include "rpc/wire.h"
 #include "server/server.h"
+#include "server/service.h"
 
 namespace authrpc::testing {
 
@@ -59,6 +60,11 @@ T Await(asio::awaitable<T> a) {
   io.run();
   return f.get();
 }
+
+// Services for authorization tests: data.read ("r"), data.write ("w"),
+// admin.shutdown ("ok").
+Service DataService();
+Service AdminService();
 
 struct RawFrame {
   wire::FrameType type = wire::FrameType::kError;
