@@ -80,6 +80,8 @@ Result<std::shared_ptr<const AuthzPolicy>> AuthzPolicy::from_json(const nlohmann
     return s;
   }
   auto p = std::make_shared<AuthzPolicy>();
+  std::chrono::milliseconds group_cache_ttl(300000);  // Hadoop's groups cache: 300 s
+  std::size_t group_cache_size = 65536;
 
   if (j.contains("auth_to_local")) {
     const auto& a = j["auth_to_local"];
@@ -120,12 +122,21 @@ Result<std::shared_ptr<const AuthzPolicy>> AuthzPolicy::from_json(const nlohmann
 
   if (j.contains("groups")) {
     const auto& g = j["groups"];
-    if (Status s = check_keys(g, "groups", {"source", "static"}); !s.ok()) return s;
+    if (Status s = check_keys(g, "groups", {"source", "static", "cache_ttl_ms", "cache_size"}); !s.ok()) {
+      return s;
+    }
     const std::string source = g.value("source", std::string("os"));
     if (source != "os" && source != "static") {
       return config_error("'groups.source' must be \"os\" or \"static\"");
     }
     p->os_groups_ = source == "os";
+    for (const char* key : {"cache_ttl_ms", "cache_size"}) {
+      if (g.contains(key) && (!g[key].is_number_unsigned() || g[key].get<std::uint64_t>() > (1ull << 32))) {
+        return config_error(std::string("'groups.") + key + "' must be an integer 0 … 2^32");
+      }
+    }
+    group_cache_ttl = std::chrono::milliseconds(g.value("cache_ttl_ms", std::uint64_t{300000}));
+    group_cache_size = g.value("cache_size", std::size_t{65536});
     if (g.contains("static")) {
       if (!g["static"].is_object()) return config_error("'groups.static' must be an object");
       for (const auto& [user, list] : g["static"].items()) {
@@ -204,6 +215,9 @@ Result<std::shared_ptr<const AuthzPolicy>> AuthzPolicy::from_json(const nlohmann
       p->proxy_users_.emplace(proxy, ProxyRule{std::move(*acl), std::move(*set)});
     }
   }
+  if (p->os_groups_ && group_cache_ttl.count() > 0) {
+    p->os_group_cache_ = std::make_shared<GroupCache>(&os_groups, group_cache_ttl, group_cache_size);
+  }
   return std::shared_ptr<const AuthzPolicy>(std::move(p));
 }
 
@@ -224,7 +238,7 @@ std::vector<std::string> AuthzPolicy::groups_of(const std::string& user) const {
     const auto it = static_groups_.find(user);
     return it == static_groups_.end() ? std::vector<std::string>() : it->second;
   }
-  return os_groups(user);
+  return os_group_cache_ ? os_group_cache_->groups(user) : os_groups(user);
 }
 
 Status AuthzPolicy::establish(Identity& id, std::string_view do_as,
@@ -238,7 +252,7 @@ Status AuthzPolicy::establish(Identity& id, std::string_view do_as,
   if (do_as.empty() || do_as == id.user) return {};
 
   const std::string who = id.principal.empty() ? id.user : id.principal;
-  if (id.mechanism == kTokenMechanismName) {
+  if (is_token_mechanism(id.mechanism)) {
     return denied(who + " may not act as another user on a token-authenticated connection");
   }
   const auto rule = proxy_users_.find(id.user);

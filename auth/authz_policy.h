@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "auth/acl.h"
+#include "auth/group_cache.h"
 #include "auth/identity.h"
 #include "auth/principal_mapper.h"
 #include "rpc/result.h"
@@ -23,6 +24,12 @@ namespace authrpc {
 // Mechanism name whose identities may never act as another user (delegation
 // tokens: Hadoop refuses doAs over token authentication).
 inline constexpr std::string_view kTokenMechanismName = "token";
+// True for `token` and the interop token mechanisms (token-digest,
+// token-scram): a delegation-token identity.
+inline bool is_token_mechanism(std::string_view mechanism) {
+  return mechanism == kTokenMechanismName || mechanism == "token-digest" ||
+         mechanism == "token-scram";
+}
 
 class AuthzPolicy {
  public:
@@ -59,6 +66,9 @@ class AuthzPolicy {
   PrincipalMapper mapper_;
   bool map_principals_ = false;
   bool os_groups_ = true;
+  // OS groups (getgrouplist through NSS), kept `groups.cache_ttl_ms`; null
+  // when the TTL is 0 (every connection looks them up).
+  std::shared_ptr<GroupCache> os_group_cache_;
   std::map<std::string, std::vector<std::string>, std::less<>> static_groups_;
   Acl admins_ = Acl::deny_all();
   bool default_allow_ = true;

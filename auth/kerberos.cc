@@ -271,6 +271,7 @@ Result<std::shared_ptr<KerberosServerMechanism>> KerberosServerMechanism::create
                            ? options.service + "/" +
                                  (options.host.empty() ? local_host_name() : options.host)
                            : options.principal;
+  if (acceptor.principal == "*") acceptor.principal.clear();  // any key in the keytab
   acceptor.replay_cache = options.replay_cache;
   acceptor.replay_cache_dir = options.replay_cache_dir;
   GssStatus status;
@@ -278,7 +279,7 @@ Result<std::shared_ptr<KerberosServerMechanism>> KerberosServerMechanism::create
   if (!credentials) return Status(Errc::kConfigError, "kerberos: " + status.message);
   auto state = std::make_shared<State>();
   state->credentials = std::move(credentials);
-  state->principal = acceptor.principal;
+  state->principal = acceptor.principal.empty() ? std::string("*") : acceptor.principal;
   return std::shared_ptr<KerberosServerMechanism>(new KerberosServerMechanism(std::move(state)));
 }
 

@@ -20,7 +20,7 @@ inline constexpr std::string_view kKerberosMechanism = "kerberos";
 
 struct KerberosServerOptions {
   std::string keytab;     // empty: KRB5_KTNAME, else the system default keytab
-  std::string principal;  // "rpc/host@REALM"; empty: service/host
+  std::string principal;  // "rpc/host@REALM"; empty: service/host; "*": any in the keytab
   std::string service = "rpc";
   std::string host;       // empty: this machine's host name
   // The replay cache rejects a second use of the same authenticator. Turning

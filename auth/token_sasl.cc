@@ -9,6 +9,7 @@
 #include <optional>
 
 #include "auth/sasl_library.h"
+#include "auth/scram_verifier_cache.h"
 #include "auth/sasl_session.h"
 #include "auth/token_status.h"
 #include "security/base64url.h"
@@ -27,6 +28,9 @@ struct LookupContext {
   std::shared_ptr<const security::SecretManager> secrets;
   std::optional<security::TokenSecret> found;  // the authentication id's token
   std::optional<security::TokenStatus> refused;  // why the lookup refused it
+  // token-scram with a verifier cache: the plugin answers `authPassword` (a
+  // SCRAM verifier) instead of `userPassword`, so Cyrus skips its PBKDF2.
+  ScramVerifierCache* scram = nullptr;
 };
 
 // --- the auxprop plugin -------------------------------------------------------
@@ -64,22 +68,34 @@ int token_lookup(void*, sasl_server_params_t* sparams, unsigned flags, const cha
   auto secret = context->secrets->retrieve_password(*identifier);
   if (!secret.ok()) {
     if (!(flags & SASL_AUXPROP_AUTHZID)) context->refused = secret.status();
+    // A cancelled, expired or unknown token's verifier is of no further use.
+    if (context->scram != nullptr) context->scram->erase(*identifier);
     return SASL_NOUSER;
   }
   std::string password = security::base64url_encode(secret->password.view());
+  // Cyrus SCRAM prefers `userPassword` (and then runs PBKDF2) when both are
+  // there: with a verifier, only `authPassword` is answered.
+  std::string verifier;
+  if (context->scram != nullptr && !(flags & SASL_AUXPROP_AUTHZID)) {
+    verifier = context->scram->verifier(*identifier, password);
+  }
   const propval* to_fetch = sparams->utils->prop_get(sparams->propctx);
   for (const propval* cur = to_fetch; cur != nullptr && cur->name != nullptr; ++cur) {
     // "*name": a property of the authentication id; "name": of the authzid.
     const bool authid_prop = cur->name[0] == '*';
     if (authid_prop == ((flags & SASL_AUXPROP_AUTHZID) != 0)) continue;
     const char* real = authid_prop ? cur->name + 1 : cur->name;
-    if (std::strcmp(real, "userPassword") != 0) continue;
+    const std::string* value = nullptr;
+    if (std::strcmp(real, "userPassword") == 0 && verifier.empty()) value = &password;
+    if (std::strcmp(real, "authPassword") == 0 && !verifier.empty()) value = &verifier;
+    if (value == nullptr) continue;
     if (cur->values != nullptr && !(flags & SASL_AUXPROP_OVERRIDE)) continue;
     if (cur->values != nullptr) sparams->utils->prop_erase(sparams->propctx, cur->name);
-    sparams->utils->prop_set(sparams->propctx, cur->name, password.c_str(),
-                             static_cast<int>(password.size()));
+    sparams->utils->prop_set(sparams->propctx, cur->name, value->c_str(),
+                             static_cast<int>(value->size()));
   }
   security::cleanse(password.data(), password.size());
+  security::cleanse(verifier.data(), verifier.size());
   if (!(flags & SASL_AUXPROP_AUTHZID)) context->found = std::move(*secret);
   return SASL_OK;
 }
@@ -127,10 +143,12 @@ Status prefixed(std::string_view name, const Status& s) {
 class TokenSaslServerSession final : public ServerAuthSession {
  public:
   TokenSaslServerSession(std::string name, std::string cyrus, TokenSaslServerOptions options,
-                         std::shared_ptr<const security::SecretManager> secrets, std::string peer)
+                         std::shared_ptr<const security::SecretManager> secrets, std::string peer,
+                         std::shared_ptr<ScramVerifierCache> scram)
       : name_(std::move(name)), cyrus_(std::move(cyrus)), options_(std::move(options)),
-        peer_(std::move(peer)) {
+        peer_(std::move(peer)), scram_(std::move(scram)) {
     context_.secrets = std::move(secrets);
+    context_.scram = scram_.get();
   }
 
   asio::awaitable<ServerStep> step(std::string_view client_token) override {
@@ -193,6 +211,7 @@ class TokenSaslServerSession final : public ServerAuthSession {
   std::string cyrus_;
   TokenSaslServerOptions options_;
   std::string peer_;
+  std::shared_ptr<ScramVerifierCache> scram_;  // token-scram only; shared by the mechanism's sessions
   LookupContext context_;
   std::unique_ptr<sasl::ServerSession> sasl_;  // after context_: disposed first
 };
@@ -271,11 +290,15 @@ TokenSaslServerMechanism::TokenSaslServerMechanism(
     std::string_view mechanism, std::shared_ptr<const security::SecretManager> secrets,
     TokenSaslServerOptions options)
     : name_(mechanism), cyrus_mechanism_(cyrus_name(mechanism)), secrets_(std::move(secrets)),
-      options_(std::move(options)) {}
+      options_(std::move(options)) {
+  if (mechanism == kTokenScramMechanism && options_.scram_verifier_cache > 0) {
+    scram_cache_ = std::make_shared<ScramVerifierCache>(options_.scram_verifier_cache);
+  }
+}
 
 std::unique_ptr<ServerAuthSession> TokenSaslServerMechanism::start(const ChannelInfo& channel) {
   return std::make_unique<TokenSaslServerSession>(name_, cyrus_mechanism_, options_, secrets_,
-                                                  channel.peer_address);
+                                                  channel.peer_address, scram_cache_);
 }
 
 TokenSaslClientMechanism::TokenSaslClientMechanism(std::string_view mechanism,

@@ -13,6 +13,11 @@
 // error instead of Cyrus's generic "user not found". A wrong password
 // (a forged token) fails Cyrus's proof check: FORGED.
 //
+// token-scram keeps each token's SCRAM verifier (auth/scram_verifier_cache.h)
+// and answers Cyrus's `authPassword` with it, so the server runs PBKDF2 once
+// per token instead of once per session; validity is still checked with the
+// SecretManager on every session.
+//
 // TokenSaslServerMechanism is created with the server's SecretManager (the
 // token runtime, server/token_service.h); TokenSaslClientMechanism finds
 // its token like TokenClientMechanism (a credentials file by service, or a
@@ -24,6 +29,7 @@
 #include <string_view>
 
 #include "auth/mechanism.h"
+#include "auth/scram_verifier_cache.h"
 #include "auth/token_mechanism.h"
 #include "security/secret_manager.h"
 
@@ -41,6 +47,9 @@ struct TokenSaslServerOptions {
   // SASL service name and server host name (DIGEST-MD5's digest-uri).
   std::string service = "authrpc";
   std::string server_fqdn = "localhost";
+  // token-scram (server): how many tokens' SCRAM verifiers to keep; 0 turns
+  // the cache off (Cyrus then runs PBKDF2 on every session).
+  std::size_t scram_verifier_cache = 16384;
 };
 
 class TokenSaslServerMechanism final : public ServerMechanism {
@@ -51,12 +60,15 @@ class TokenSaslServerMechanism final : public ServerMechanism {
                            TokenSaslServerOptions options = {});
   std::string_view name() const noexcept override { return name_; }
   std::unique_ptr<ServerAuthSession> start(const ChannelInfo& channel) override;
+  // token-scram with the cache on: the verifier cache; else null.
+  const ScramVerifierCache* scram_cache() const noexcept { return scram_cache_.get(); }
 
  private:
   std::string name_;
   std::string cyrus_mechanism_;
   std::shared_ptr<const security::SecretManager> secrets_;
   TokenSaslServerOptions options_;
+  std::shared_ptr<ScramVerifierCache> scram_cache_;
 };
 
 class TokenSaslClientMechanism final : public ClientMechanism {

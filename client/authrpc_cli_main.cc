@@ -39,8 +39,11 @@ authrpc call --server URI [options] SERVICE METHOD
                      instead of using the ticket cache
   --ccache C         kerberos, kerberos-sasl: ticket cache (default:
                      KRB5CCNAME)
-  --token-file F     token: credentials file holding a token for --server
-                     (default: AUTHRPC_TOKEN_FILE)
+  --token-file F     token, token-digest, token-scram: credentials file
+                     holding a token for --server (default: AUTHRPC_TOKEN_FILE)
+  --sasl-service S --server-fqdn H   token-digest, token-scram: the SASL
+                     service and host names the server is configured with
+                     (default: authrpc, localhost)
   --data TEXT        request payload (default: empty)
   --data-file FILE   request payload from FILE ('-' for stdin)
   --timeout MS       call deadline in milliseconds (default: none)
@@ -58,6 +61,7 @@ Examples:
   authrpc call --server tcp://localhost:7000 --auth kerberos sys whoami
   authrpc call --server tcp://localhost:7000 --auth kerberos-sasl sys whoami
   authrpc call --server tcp://localhost:7000 --auth token --token-file job.tokens sys whoami
+  authrpc call --server tcp://localhost:7000 --auth token-scram --token-file job.tokens sys whoami
   authrpc call --server tls://localhost:7443 --ca ca.pem --auth kerberos sys whoami
 
 Exit status: 0 on success; 1 when the call fails (the error is printed on
@@ -79,6 +83,7 @@ int call_command(int argc, char** argv) {
   std::string server;
   std::vector<std::string> mechanisms;
   std::string user, data, token_file, do_as;
+  nlohmann::json token_sasl = nlohmann::json::object();  // --sasl-service, --server-fqdn
   nlohmann::json kerberos = nlohmann::json::object();
   long timeout_ms = 0, connect_timeout_ms = 10'000;
   std::vector<std::string> positional;
@@ -116,6 +121,9 @@ int call_command(int argc, char** argv) {
       if (!(v = value(arg.c_str()))) return usage_error(arg + " needs a value");
       const std::string key = arg == "--service-principal" ? "service_principal" : arg.substr(2);
       kerberos[key] = v;
+    } else if (arg == "--sasl-service" || arg == "--server-fqdn") {
+      if (!(v = value(arg.c_str()))) return usage_error(arg + " needs a value");
+      token_sasl[arg == "--sasl-service" ? "sasl_service" : "server_fqdn"] = v;
     } else if (arg == "--token-file") {
       if (!(v = value("--token-file"))) return usage_error("--token-file needs a value");
       token_file = v;
@@ -162,7 +170,8 @@ int call_command(int argc, char** argv) {
     nlohmann::json mech_options = nlohmann::json::object();
     if (name == "simple" && !user.empty()) mech_options["user"] = user;
     if (name == "kerberos" || name == "kerberos-sasl") mech_options = kerberos;
-    if (name == "token" && !token_file.empty()) mech_options["token_file"] = token_file;
+    if (name == "token-digest" || name == "token-scram") mech_options = token_sasl;
+    if (name.starts_with("token") && !token_file.empty()) mech_options["token_file"] = token_file;
     auto mechanism = registry.make_client(name, mech_options);
     if (!mechanism.ok()) return usage_error(mechanism.status().message);
     options.mechanisms.push_back(*mechanism);

@@ -134,6 +134,9 @@ options:
                       alike by the scheduler) or "own" (a thread of their own)
   --server-cpu C      pin the spawned server (all its threads) to CPU C
   --client-cpu C      pin the client (this process) to CPU C
+  --acl FILE          the spawned server checks this authorization file
+                      (docs/AUTHZ.md) on every session and call; compare
+                      against a run without it for what authorization costs
   --token-ops N       also N x (token.get, token.renew, token.cancel) through
                       the spawned server's token service and file store (in
                       $TMPDIR), printing ops/s and p50/p99 per operation
@@ -202,6 +205,7 @@ struct Args {
   std::string json;
   std::size_t token_ops = 0;
   std::string zk_connect;  // --zk-connect: the token rows' store
+  std::string acl_file;
   bool progress = true;
   std::string tls = "both";  // sessions: "on", "off", "both"
   std::size_t concurrency = 1;
@@ -376,6 +380,8 @@ int parse_args(int argc, char** argv, Args& args) {
       args.ca = v;
     } else if (arg == "--zk-connect") {
       args.zk_connect = v;
+    } else if (arg == "--acl") {
+      args.acl_file = v;
     } else if (arg == "--token-ops") {
       if (!parse_count(v, args.token_ops, 0)) return usage_error("--token-ops: a count");
     } else {
@@ -679,6 +685,7 @@ int run(const Args& args) {
                     [](const MethodPlan& m) { return m.floor == FloorKind::kGss; });
     if (args.sessions && gss_rows) options.gss_floor = kerberos->acceptor();
     options.server_threads = args.server_threads;
+    options.acl_file = args.acl_file;
     options.cpu = args.server_cpu;
     options.floors_on_server_thread = args.floors_on_server_thread;
     options.in_process = args.in_process;

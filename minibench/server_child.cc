@@ -22,6 +22,7 @@
 #include <thread>
 #include <vector>
 
+#include "auth/authorizer.h"
 #include "auth/mechanism_registry.h"
 #include "server/token_service.h"
 #include "auth/simple.h"
@@ -223,6 +224,11 @@ void serve(int fd, const ServerChildOptions& options, const std::function<void()
     server_options.encryption = authrpc::Policy::kOptional;  // tcp:// and unix stay plaintext
     server_options.endpoints.push_back(must_parse("tls://127.0.0.1:0"));
     floor_plan.specs.push_back({"floor/tls", must_parse("tcp://127.0.0.1:0"), false, true});
+  }
+  if (!options.acl_file.empty()) {
+    auto authorizer = authrpc::Authorizer::from_file(options.acl_file);
+    if (!authorizer.ok()) fail_child(fd, "--acl: " + authorizer.status().to_string());
+    server_options.authorizer = *authorizer;
   }
   server_options.io_threads = options.server_threads;
   server_options.blocking_threads = 1;  // sys.* handlers run inline

@@ -83,6 +83,9 @@ struct ServerChildOptions {
   // child (shared allocator and scheduler accounting: less honest, for
   // comparison). They run until the process ends; end it with _exit().
   bool in_process = false;
+  // Set: the server checks this authorization file (docs/AUTHZ.md) on every
+  // session and call, as authrpc-server's `authorization.acl_file` does.
+  std::string acl_file;
 };
 
 class ServerChild {

@@ -270,12 +270,21 @@ void TokenService::register_mechanism(MechanismRegistry& registry) const {
           TokenSaslServerOptions o;
           if (json.is_object()) {
             for (const auto& [key, value] : json.items()) {
+              if (key == "scram_verifier_cache" && name == kTokenScramMechanism) {
+                if (!value.is_number_unsigned() || value.get<std::uint64_t>() > (1u << 26)) {
+                  return Status(Errc::kConfigError,
+                                std::string(name) + ": 'scram_verifier_cache' must be an integer 0 … 2^26");
+                }
+                o.scram_verifier_cache = value.get<std::size_t>();
+                continue;
+              }
               std::string* field = key == "sasl_service"  ? &o.service
                                    : key == "server_fqdn" ? &o.server_fqdn
                                                           : nullptr;
               if (field == nullptr || !value.is_string()) {
                 return Status(Errc::kConfigError, std::string(name) + ": unknown or non-string option '" +
-                                                      key + "' (sasl_service, server_fqdn)");
+                                                      key + "' (sasl_service, server_fqdn" +
+                                                      (name == kTokenScramMechanism ? ", scram_verifier_cache)" : ")"));
               }
               *field = value.get<std::string>();
             }

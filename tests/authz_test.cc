@@ -26,6 +26,7 @@
 #include "client/client.h"
 #include "server/audit_log.h"
 #include "server/server.h"
+#include "tests/test_support.h"
 
 extern char** environ;
 
@@ -36,6 +37,8 @@ using namespace std::chrono_literals;
 using ::testing::HasSubstr;
 using ::testing::Not;
 namespace fs = std::filesystem;
+using testing::AdminService;
+using testing::DataService;
 
 constexpr const char* kSecret = "s3cret-Proof-42";
 
@@ -106,19 +109,6 @@ fs::path MakeTempDir() {
   std::string templ = (fs::temp_directory_path() / "authz_test.XXXXXX").string();
   if (::mkdtemp(templ.data()) == nullptr) std::abort();
   return templ;
-}
-
-Service DataService() {
-  Service data("data");
-  data.add("read", [](CallContext&, std::string_view) -> Result<std::string> { return std::string("r"); });
-  data.add("write", [](CallContext&, std::string_view) -> Result<std::string> { return std::string("w"); });
-  return data;
-}
-
-Service AdminService() {
-  Service admin("admin");
-  admin.add("shutdown", [](CallContext&, std::string_view) -> Result<std::string> { return std::string("ok"); });
-  return admin;
 }
 
 Service MiscService() {

@@ -35,6 +35,7 @@
 #include "rpc/status.h"
 #include "rpc/wire.h"
 #include "server/server.h"
+#include "tests/test_support.h"
 
 namespace authrpc {
 
@@ -46,12 +47,10 @@ namespace {
 
 using namespace std::chrono_literals;
 using Clock = std::chrono::steady_clock;
+using testing::Describe;
+using testing::Eventually;
+using testing::StopAndDestroy;
 using ::testing::Contains;
-
-template <typename T>
-std::string Describe(const Result<T>& r) {
-  return r.ok() ? std::string("OK") : r.status().to_string();
-}
 
 constexpr std::uint8_t kTypeMechanisms = 0x02;
 constexpr std::uint8_t kTypeAuthSuccess = 0x05;
@@ -278,38 +277,6 @@ Endpoint FreshEndpoint(Kind kind) {
   auto ep = Endpoint::parse(uri);
   EXPECT_TRUE(ep.ok()) << Describe(ep);
   return ep.ok() ? *ep : Endpoint{};
-}
-
-bool Eventually(const std::function<bool()>& done, Clock::duration timeout = 3s) {
-  const auto until = Clock::now() + timeout;
-  while (!done()) {
-    if (Clock::now() >= until) return false;
-    std::this_thread::sleep_for(5ms);
-  }
-  return true;
-}
-
-// Stops and destroys `server`, failing the test instead of hanging if stop()
-// does not return within `limit`. A server whose stop() hung is leaked:
-// destroying it would std::terminate on its still-joinable IO threads.
-bool StopAndDestroy(std::unique_ptr<Server>& server, Clock::duration limit = 10s) {
-  if (!server) return true;
-  Server* raw = server.release();
-  auto stopped = std::make_shared<std::promise<void>>();
-  auto future = stopped->get_future();
-  std::thread stopper([raw, stopped] {
-    raw->stop();
-    stopped->set_value();
-  });
-  if (future.wait_for(limit) != std::future_status::ready) {
-    stopper.detach();
-    ADD_FAILURE() << "Server::stop() did not return within "
-                  << std::chrono::duration_cast<std::chrono::seconds>(limit).count() << " s";
-    return false;
-  }
-  stopper.join();
-  delete raw;
-  return true;
 }
 
 class BadInputTest : public ::testing::TestWithParam<Kind> {

@@ -52,6 +52,7 @@
 #include "security/kerberos_credentials.h"
 #include "server/server.h"
 #include "tests/mini_kdc.h"
+#include "tests/test_support.h"
 
 #ifndef AUTHRPC_CLI_BIN
 #error "AUTHRPC_CLI_BIN must name the authrpc binary"
@@ -65,21 +66,13 @@ namespace {
 
 using namespace std::chrono_literals;
 using authrpc::testing::MiniKdc;
+using testing::Describe;
+using testing::RawConnection;
+using testing::RawFrame;
 using ::testing::HasSubstr;
 using ::testing::Contains;
 
-#define ASSERT_OK(expr)                                      \
-  do {                                                       \
-    const ::authrpc::Status _s = (expr);                     \
-    ASSERT_TRUE(_s.ok()) << #expr << ": " << _s.to_string(); \
-  } while (0)
-
 std::error_code Code(Errc e) { return make_error_code(e); }
-
-template <typename T>
-std::string Describe(const Result<T>& r) {
-  return r.ok() ? std::string("OK") : r.status().to_string();
-}
 
 constexpr std::string_view kSasl = "kerberos-sasl";
 
@@ -236,94 +229,6 @@ void ExpectServesSimple(const Endpoint& endpoint) {
 }
 
 // --- raw frames ------------------------------------------------------------------------
-
-struct RawFrame {
-  wire::FrameType type = wire::FrameType::kError;
-  std::string body;
-};
-
-// A blocking TCP connection to 127.0.0.1 with bounded reads.
-class RawConnection {
- public:
-  explicit RawConnection(std::uint16_t port) {
-    fd_ = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    sockaddr_in addr{};
-    addr.sin_family = AF_INET;
-    addr.sin_port = htons(port);
-    ::inet_pton(AF_INET, "127.0.0.1", &addr.sin_addr);
-    if (::connect(fd_, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) Close();
-  }
-  ~RawConnection() { Close(); }
-  RawConnection(const RawConnection&) = delete;
-  RawConnection& operator=(const RawConnection&) = delete;
-
-  bool connected() const { return fd_ >= 0; }
-
-  bool Send(const std::string& bytes) {
-    std::size_t sent = 0;
-    while (sent < bytes.size()) {
-      const ssize_t n = ::send(fd_, bytes.data() + sent, bytes.size() - sent, MSG_NOSIGNAL);
-      if (n < 0 && errno == EINTR) continue;
-      if (n <= 0) return false;
-      sent += static_cast<std::size_t>(n);
-    }
-    return true;
-  }
-
-  bool SendHello(const std::string& mechanism, const std::string& token) {
-    std::string out;
-    const auto preamble = wire::make_preamble();
-    out.append(reinterpret_cast<const char*>(preamble.data()), preamble.size());
-    wire::append_hello(out, {wire::kNoFeatures, mechanism, token});
-    return Send(out);
-  }
-
-  bool SendResponse(const std::string& token) {
-    std::string out;
-    wire::append_auth_token(out, wire::FrameType::kAuthResponse, token);
-    return Send(out);
-  }
-
-  std::optional<RawFrame> ReadFrame(std::chrono::milliseconds timeout = 5s) {
-    std::string header;
-    if (!ReadExact(header, wire::kFrameHeaderSize, timeout)) return std::nullopt;
-    auto parsed = wire::parse_frame_header(reinterpret_cast<const std::uint8_t*>(header.data()),
-                                           wire::kDefaultMaxFrameSize);
-    if (!parsed.ok()) return std::nullopt;
-    RawFrame frame;
-    frame.type = parsed->type;
-    if (!ReadExact(frame.body, parsed->body_size(), timeout)) return std::nullopt;
-    return frame;
-  }
-
- private:
-  bool ReadExact(std::string& out, std::size_t n, std::chrono::milliseconds timeout) {
-    const auto until = std::chrono::steady_clock::now() + timeout;
-    out.clear();
-    while (out.size() < n) {
-      const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
-                            until - std::chrono::steady_clock::now())
-                            .count();
-      if (left <= 0) return false;
-      pollfd p{fd_, POLLIN, 0};
-      const int ready = ::poll(&p, 1, static_cast<int>(left));
-      if (ready < 0 && errno == EINTR) continue;
-      if (ready <= 0) return false;
-      char buf[4096];
-      const ssize_t got = ::recv(fd_, buf, std::min(sizeof buf, n - out.size()), 0);
-      if (got < 0 && (errno == EINTR || errno == EAGAIN)) continue;
-      if (got <= 0) return false;
-      out.append(buf, static_cast<std::size_t>(got));
-    }
-    return true;
-  }
-
-  void Close() {
-    if (fd_ >= 0) ::close(fd_);
-    fd_ = -1;
-  }
-  int fd_ = -1;
-};
 
 // Runs one coroutine of a client session to completion on a private loop.
 template <typename T>

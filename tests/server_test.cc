@@ -41,6 +41,7 @@
 #include "rpc/status.h"
 #include "server/server.h"
 #include "server/service.h"
+#include "tests/test_support.h"
 
 namespace authrpc {
 
@@ -52,13 +53,11 @@ namespace {
 
 using namespace std::chrono_literals;
 using Clock = std::chrono::steady_clock;
+using testing::Describe;
+using testing::Eventually;
+using testing::StopAndDestroy;
 using ::testing::HasSubstr;
 using ::testing::StartsWith;
-
-template <typename T>
-std::string Describe(const Result<T>& r) {
-  return r.ok() ? std::string("OK") : r.status().to_string();
-}
 
 std::error_code Code(Errc e) { return make_error_code(e); }
 
@@ -262,39 +261,6 @@ ServerOptions DefaultServerOptions(Endpoint endpoint) {
   o.stop_grace = 5s;
   o.log = null_log_sink();
   return o;
-}
-
-// Polls `done` until it holds or `timeout` passes.
-bool Eventually(const std::function<bool()>& done, Clock::duration timeout = 3s) {
-  const auto until = Clock::now() + timeout;
-  while (!done()) {
-    if (Clock::now() >= until) return false;
-    std::this_thread::sleep_for(5ms);
-  }
-  return true;
-}
-
-// Stops and destroys `server`, failing the test instead of hanging if stop()
-// does not return within `limit`. A server whose stop() hung is leaked:
-// destroying it would std::terminate on its still-joinable IO threads.
-bool StopAndDestroy(std::unique_ptr<Server>& server, Clock::duration limit = 10s) {
-  if (!server) return true;
-  Server* raw = server.release();
-  auto stopped = std::make_shared<std::promise<void>>();
-  auto future = stopped->get_future();
-  std::thread stopper([raw, stopped] {
-    raw->stop();
-    stopped->set_value();
-  });
-  if (future.wait_for(limit) != std::future_status::ready) {
-    stopper.detach();
-    ADD_FAILURE() << "Server::stop() did not return within "
-                  << std::chrono::duration_cast<std::chrono::seconds>(limit).count() << " s";
-    return false;
-  }
-  stopper.join();
-  delete raw;
-  return true;
 }
 
 class ServerTest : public ::testing::TestWithParam<Kind> {

@@ -11,7 +11,10 @@
 //  - a crash test: authrpc-server SIGKILLed during a burst of token
 //    operations, restarted on the same store: every acknowledged issue,
 //    renew and cancel is there;
-//  - the CLI: authrpc token fetch / renew / cancel / print.
+//  - the CLI: authrpc token fetch / renew / cancel / print;
+//  - the interop mechanisms token-digest and token-scram (Cyrus DIGEST-MD5
+//    and SCRAM-SHA-256, token id as user) over the wire, with their typed
+//    refusals, the SCRAM verifier cache, and the CLI.
 // Principals: alice (owner), yarn (renewer), mallory (neither), rpc/localhost.
 #include <fcntl.h>
 #include <gtest/gtest.h>
@@ -36,7 +39,9 @@
 #include <vector>
 
 #include "auth/kerberos.h"
+#include "auth/mechanism_registry.h"
 #include "auth/token_mechanism.h"
+#include "auth/token_sasl.h"
 #include "client/client.h"
 #include "security/clock.h"
 #include "security/credentials_file.h"
@@ -44,6 +49,7 @@
 #include "server/server.h"
 #include "server/token_service.h"
 #include "tests/mini_kdc.h"
+#include "tests/test_support.h"
 
 #ifndef AUTHRPC_CLI_BIN
 #error "AUTHRPC_CLI_BIN must name the authrpc binary"
@@ -57,29 +63,19 @@ namespace {
 
 using namespace std::chrono_literals;
 using authrpc::testing::MiniKdc;
+using testing::Describe;
+using testing::TempDir;
 using security::Token;
-
-#define ASSERT_OK(expr)                                      \
-  do {                                                       \
-    const ::authrpc::Status _s = (expr);                     \
-    ASSERT_TRUE(_s.ok()) << #expr << ": " << _s.to_string(); \
-  } while (0)
-
-template <typename T>
-std::string Describe(const Result<T>& r) {
-  return r.ok() ? std::string("OK") : r.status().to_string();
-}
-
-std::string TempDir(const std::string& tag) {
-  std::string t = (std::filesystem::temp_directory_path() / ("authrpc-token-itest-" + tag + "-XXXXXX")).string();
-  return ::mkdtemp(t.data()) ? t : std::string();
-}
 
 struct Running {
   std::unique_ptr<TokenService> tokens;
   std::unique_ptr<Server> server;
   Endpoint endpoint;
+  std::vector<std::shared_ptr<ServerMechanism>> interop;  // token-digest, token-scram if asked for
 };
+
+// A mechanism name and its auth.options, as in the server's config file.
+using MechanismConfig = std::pair<std::string, nlohmann::json>;
 
 class TokenItest : public ::testing::Test {
  protected:
@@ -98,7 +94,7 @@ class TokenItest : public ::testing::Test {
   void SetUp() override {
     ASSERT_OK(setup_);
     kdc_->set_env_for_process();
-    dir_ = TempDir("case");
+    dir_ = TempDir("token-itest-case");
     ASSERT_FALSE(dir_.empty());
   }
   void TearDown() override { std::filesystem::remove_all(dir_); }
@@ -115,9 +111,11 @@ class TokenItest : public ::testing::Test {
     return *m;
   }
 
-  // A server with kerberos + token and the token service (file store in
+  // A server with kerberos + token (+ `interop` mechanisms, made as the
+  // server's config file makes them) and the token service (file store in
   // store_dir unless memory), on tcp or unix.
-  Result<Running> Start(TokenServiceOptions t, const std::string& uri = "tcp://127.0.0.1:0") {
+  Result<Running> Start(TokenServiceOptions t, const std::string& uri = "tcp://127.0.0.1:0",
+                        const std::vector<MechanismConfig>& interop = {}) {
     Running r;
     t.log = null_log_sink();
     if (t.store == TokenServiceOptions::Store::kFile && t.dir.empty()) t.dir = dir_ + "/store";
@@ -132,6 +130,14 @@ class TokenItest : public ::testing::Test {
     ServerOptions o;
     o.endpoints = {*Endpoint::parse(uri)};
     o.mechanisms = {*kerberos, r.tokens->mechanism()};
+    auto registry = MechanismRegistry::with_builtins();
+    r.tokens->register_mechanism(registry);
+    for (const auto& [name, options] : interop) {
+      auto m = registry.make_server(name, options);
+      if (!m.ok()) return m.status();
+      r.interop.push_back(*m);
+      o.mechanisms.push_back(*m);
+    }
     o.io_threads = 1;
     o.blocking_threads = 2;
     o.stop_grace = 1s;
@@ -609,5 +615,130 @@ TEST_F(TokenItest, CliFetchPrintUseRenewCancel) {
   running->server->stop();
 }
 
+
+// --- interop mechanisms -------------------------------------------------------------
+
+// token-digest and token-scram over the wire: the token fetched over
+// Kerberos authenticates alone through Cyrus DIGEST-MD5 and SCRAM-SHA-256 on
+// both sides; expired, cancelled, forged, unknown and unknown-key tokens are
+// refused with the same typed errors as `token`; the server keeps serving.
+TEST_F(TokenItest, InteropMechanismsOverTheWire) {
+  auto clock = std::make_shared<security::ManualClock>(
+      std::chrono::time_point_cast<std::chrono::milliseconds>(std::chrono::system_clock::now()));
+  TokenServiceOptions t;
+  t.store = TokenServiceOptions::Store::kMemory;
+  t.secrets.clock = clock;
+  // DIGEST-MD5's digest-uri names a service and host: configured, not the defaults.
+  const nlohmann::json digest_names = {{"sasl_service", "hdfs"}, {"server_fqdn", "db1.example.com"}};
+  auto running = Start(t, "tcp://127.0.0.1:0",
+                       {{"token-digest", digest_names}, {"token-scram", nlohmann::json::object()}});
+  ASSERT_TRUE(running.ok()) << Describe(running);
+  auto fetched = Fetch(running->endpoint, "alice", Principal("yarn"));
+  ASSERT_TRUE(fetched.ok()) << Describe(fetched);
+  auto& secrets = running->tokens->secrets();
+  const std::string service = running->endpoint.to_string();
+  auto issue = [&] {
+    auto tok = secrets.issue({Principal("alice"), Principal("yarn"), "", service});
+    EXPECT_TRUE(tok.ok());
+    return *tok;
+  };
+  TokenServiceOptions other_options;
+  other_options.store = TokenServiceOptions::Store::kMemory;
+  other_options.log = null_log_sink();
+  auto other = TokenService::open(other_options);
+  ASSERT_TRUE(other.ok());
+  auto other_keys = TokenService::open(other_options);
+  ASSERT_TRUE(other_keys.ok());
+  for (int i = 0; i < 3; ++i) ASSERT_TRUE((*other_keys)->secrets().roll_master_key().ok());
+
+  auto connect = [&](std::string_view mech, const Token& token) {
+    TokenSaslServerOptions names;
+    if (mech == kTokenDigestMechanism) names = {"hdfs", "db1.example.com"};
+    TokenClientOptions o;
+    o.token = token;
+    return Connect(running->endpoint, std::make_shared<TokenSaslClientMechanism>(mech, o, names));
+  };
+  for (std::string_view mech : {kTokenDigestMechanism, kTokenScramMechanism}) {
+    SCOPED_TRACE(std::string(mech));
+    NoTicket no_ticket(dir_);
+    auto client = connect(mech, *fetched);
+    ASSERT_TRUE(client.ok()) << Describe(client);
+    EXPECT_EQ((*client)->mechanism(), mech);
+    auto who = (*client)->call_json("sys", "whoami", nlohmann::json::object());
+    ASSERT_TRUE(who.ok()) << Describe(who);
+    EXPECT_EQ((*who)["user"], Principal("alice"));
+    EXPECT_EQ((*who)["mechanism"], std::string(mech));
+    // A token never begets a token, whichever mechanism carried it.
+    auto again = (*client)->call_json("token", "get", {{"renewer", ""}});
+    EXPECT_EQ(again.code(), make_error_code(Errc::kPermissionDenied)) << Describe(again);
+  }
+
+  // token-scram ran PBKDF2 once for the token, not once per session.
+  const auto* scram = dynamic_cast<const TokenSaslServerMechanism*>(running->interop[1].get());
+  ASSERT_NE(scram, nullptr);
+  ASSERT_NE(scram->scram_cache(), nullptr);
+  EXPECT_EQ(scram->scram_cache()->computed(), 1u);
+  for (int i = 0; i < 3; ++i) {
+    auto client = connect(kTokenScramMechanism, *fetched);
+    ASSERT_TRUE(client.ok()) << Describe(client);
+  }
+  EXPECT_EQ(scram->scram_cache()->computed(), 1u);
+
+  // The CLI, with the token from a credentials file.
+  {
+    security::CredentialsFile file;
+    file.add(*fetched);
+    const std::string path = dir_ + "/interop.tokens";
+    ASSERT_TRUE(file.write(path).ok());
+    NoTicket no_ticket(dir_);
+    Cmd scram_cli = RunCli("call --server " + service + " --auth token-scram --token-file " + path + " sys whoami");
+    ASSERT_EQ(scram_cli.status, 0) << scram_cli.out;
+    EXPECT_NE(scram_cli.out.find("\"mechanism\":\"token-scram\""), std::string::npos) << scram_cli.out;
+    Cmd digest_cli = RunCli("call --server " + service + " --auth token-digest --token-file " + path +
+                            " --sasl-service hdfs --server-fqdn db1.example.com sys whoami");
+    ASSERT_EQ(digest_cli.status, 0) << digest_cli.out;
+    EXPECT_NE(digest_cli.out.find("\"mechanism\":\"token-digest\""), std::string::npos) << digest_cli.out;
+    // Other SASL names than the server's: DIGEST-MD5's digest-uri does not match.
+    Cmd wrong = RunCli("call --server " + service + " --auth token-digest --token-file " + path + " sys whoami");
+    EXPECT_EQ(wrong.status, 1) << wrong.out;
+    EXPECT_NE(wrong.out.find("AUTHENTICATION_FAILED"), std::string::npos) << wrong.out;
+  }
+
+  // An identifier this server never issued (its sequence number is beyond
+  // this server's) under the same key id.
+  for (int i = 0; i < 500; ++i) ASSERT_TRUE((*other)->secrets().issue({Principal("alice"), "", "", service}).ok());
+  struct Case {
+    const char* name;
+    std::function<Token()> make;
+    Errc code;
+    const char* text;
+  };
+  const std::vector<Case> cases = {
+      {"cancelled", [&] { Token x = issue(); EXPECT_TRUE(secrets.cancel(x, Principal("alice")).ok()); return x; },
+       Errc::kCredentialsExpired, "CANCELLED"},
+      {"forged", [&] { Token x = issue(); x.password.data()[5] ^= 0x40; return x; },
+       Errc::kAuthenticationFailed, "FORGED"},
+      {"unknown token", [&] { return *(*other)->secrets().issue({Principal("alice"), "", "", service}); },
+       Errc::kCredentialsExpired, "UNKNOWN_TOKEN"},
+      {"unknown key", [&] { return *(*other_keys)->secrets().issue({Principal("alice"), "", "", service}); },
+       Errc::kUnavailable, "UNKNOWN_KEY"},
+      {"expired", [&] { Token x = issue(); clock->advance(25h); return x; },
+       Errc::kCredentialsExpired, "EXPIRED"},
+  };
+  for (std::string_view mech : {kTokenDigestMechanism, kTokenScramMechanism}) {
+    for (const auto& c : cases) {
+      SCOPED_TRACE(std::string(mech) + ": " + c.name);
+      const Token bad = c.make();
+      auto client = connect(mech, bad);
+      ASSERT_FALSE(client.ok());
+      EXPECT_EQ(client.code(), make_error_code(c.code)) << Describe(client);
+      EXPECT_NE(client.status().message.find(c.text), std::string::npos) << Describe(client);
+      EXPECT_EQ(client.status().message.find(token_sasl_password(bad)), std::string::npos);
+      auto good = connect(mech, issue());
+      EXPECT_TRUE(good.ok()) << Describe(good);
+    }
+  }
+  running->server->stop();
+}
 }  // namespace
 }  // namespace authrpc

@@ -17,6 +17,7 @@
 #include "security/clock.h"
 #include "security/memory_token_store.h"
 #include "security/secret_manager.h"
+#include "tests/test_support.h"
 
 namespace authrpc {
 namespace {
@@ -28,13 +29,7 @@ using security::TokenErrc;
 
 constexpr std::string_view kService = "tcp://127.0.0.1:7000";
 
-template <typename T>
-T Await(asio::awaitable<T> a) {
-  asio::io_context io;
-  auto f = asio::co_spawn(io, std::move(a), asio::use_future);
-  io.run();
-  return f.get();
-}
+using testing::Await;
 
 struct Realm {
   std::shared_ptr<ManualClock> clock =

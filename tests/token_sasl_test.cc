@@ -14,11 +14,13 @@
 #include <string>
 
 #include "auth/sasl_library.h"
+#include "auth/scram_verifier_cache.h"
 #include "auth/token_sasl.h"
 #include "security/base64url.h"
 #include "security/clock.h"
 #include "security/memory_token_store.h"
 #include "security/secret_manager.h"
+#include "tests/test_support.h"
 
 namespace authrpc {
 namespace {
@@ -29,13 +31,7 @@ using security::Token;
 
 constexpr std::string_view kService = "tcp://127.0.0.1:7000";
 
-template <typename T>
-T Await(asio::awaitable<T> a) {
-  asio::io_context io;
-  auto f = asio::co_spawn(io, std::move(a), asio::use_future);
-  io.run();
-  return f.get();
-}
+using testing::Await;
 
 struct Realm {
   std::shared_ptr<ManualClock> clock =
@@ -61,16 +57,20 @@ struct Outcome {
   int round_trips = 0;
 };
 
-Outcome Authenticate(std::string_view mechanism, Realm& realm, const Token& token) {
+// One session of `mechanism` with `token`, against `server` if given (to
+// share its SCRAM verifier cache), else a new server mechanism.
+Outcome Authenticate(std::string_view mechanism, Realm& realm, const Token& token,
+                     TokenSaslServerMechanism* server = nullptr) {
   TokenClientOptions co;
   co.token = token;
   TokenSaslClientMechanism client(mechanism, co);
-  TokenSaslServerMechanism server(mechanism, realm.secrets);
+  TokenSaslServerMechanism fresh(mechanism, realm.secrets);
+  if (server == nullptr) server = &fresh;
   ChannelInfo channel;
   channel.server_uri = std::string(kService);
   channel.peer_address = "127.0.0.1:1";
   auto cs = client.start(channel);
-  auto ss = server.start(channel);
+  auto ss = server->start(channel);
   Outcome out;
   ClientStep step = Await(cs->initial());
   for (;;) {
@@ -176,6 +176,83 @@ TEST_P(TokenSaslTest, RefusesBadTokensWithTypedErrors) {
     auto good = Authenticate(GetParam(), realm, realm.Issue("bob@R"));
     EXPECT_EQ(good.server.kind, ServerStep::Kind::kSuccess) << good.server.error.to_string();
   }
+}
+
+TEST_P(TokenSaslTest, WorksWithAndWithoutTheScramVerifierCache) {
+  Realm realm;
+  for (std::size_t capacity : {std::size_t{0}, std::size_t{4}}) {
+    SCOPED_TRACE(capacity);
+    TokenSaslServerOptions o;
+    o.scram_verifier_cache = capacity;
+    TokenSaslServerMechanism server(GetParam(), realm.secrets, o);
+    const bool cached = GetParam() == kTokenScramMechanism && capacity > 0;
+    EXPECT_EQ(server.scram_cache() != nullptr, cached);
+    const Token token = realm.Issue();
+    for (int i = 0; i < 3; ++i) {
+      auto out = Authenticate(GetParam(), realm, token, &server);
+      ASSERT_EQ(out.server.kind, ServerStep::Kind::kSuccess) << out.server.error.to_string();
+      EXPECT_TRUE(out.client.ok()) << out.client.to_string();
+    }
+    if (!cached) continue;
+    // PBKDF2 once for three sessions.
+    EXPECT_EQ(server.scram_cache()->computed(), 1u);
+    EXPECT_EQ(server.scram_cache()->size(), 1u);
+    // A forged password against the cached verifier: still FORGED.
+    Token forged = token;
+    forged.password.data()[0] ^= 1;
+    auto bad = Authenticate(GetParam(), realm, forged, &server);
+    ASSERT_EQ(bad.server.kind, ServerStep::Kind::kFailure);
+    EXPECT_EQ(bad.server.error.code, make_error_code(Errc::kAuthenticationFailed)) << bad.server.error.to_string();
+    EXPECT_NE(bad.server.error.message.find("FORGED"), std::string::npos) << bad.server.error.message;
+    // Cancelled: refused by the SecretManager (the cache is no validity
+    // check), and its verifier dropped.
+    ASSERT_TRUE(realm.secrets->cancel(token, "alice@R").ok());
+    auto cancelled = Authenticate(GetParam(), realm, token, &server);
+    ASSERT_EQ(cancelled.server.kind, ServerStep::Kind::kFailure);
+    EXPECT_NE(cancelled.server.error.message.find("CANCELLED"), std::string::npos);
+    EXPECT_EQ(server.scram_cache()->size(), 0u);
+    // Bounded: the least recently used token's verifier goes.
+    for (int i = 0; i < 6; ++i) {
+      auto out = Authenticate(GetParam(), realm, realm.Issue(), &server);
+      EXPECT_EQ(out.server.kind, ServerStep::Kind::kSuccess) << out.server.error.to_string();
+    }
+    EXPECT_EQ(server.scram_cache()->size(), 4u);
+  }
+}
+
+TEST(ScramVerifierCacheTest, FormatReuseAndStaleEntries) {
+  ScramVerifierCache cache(2);
+  const std::string v = cache.verifier("id-1", "password-1");
+  // SCRAM-SHA-256$<i>:<salt>$<StoredKey>:<ServerKey>, standard base64.
+  ASSERT_TRUE(v.starts_with("SCRAM-SHA-256$4096:")) << v.substr(0, 20);
+  const auto dollar = v.find('$', 19);
+  ASSERT_NE(dollar, std::string::npos);
+  const std::string keys = v.substr(dollar + 1);
+  const auto colon = keys.find(':');
+  ASSERT_NE(colon, std::string::npos);
+  EXPECT_EQ(colon, 44u);                       // base64 of 32 bytes
+  EXPECT_EQ(keys.size() - colon - 1, 44u);
+  EXPECT_EQ(cache.verifier("id-1", "password-1"), v);
+  EXPECT_EQ(cache.computed(), 1u);
+  // Another password for the same id (another key): never the stale entry.
+  const std::string w = cache.verifier("id-1", "password-2");
+  EXPECT_NE(w, v);
+  EXPECT_EQ(cache.computed(), 2u);
+  EXPECT_EQ(cache.size(), 1u);
+  // Fresh salt per verifier.
+  EXPECT_NE(ScramVerifierCache::make_verifier("p"), ScramVerifierCache::make_verifier("p"));
+  // LRU: id-1 was used last, so id-2 goes when id-3 comes.
+  (void)cache.verifier("id-2", "p2");
+  (void)cache.verifier("id-1", "password-2");
+  (void)cache.verifier("id-3", "p3");
+  EXPECT_EQ(cache.size(), 2u);
+  const std::size_t before = cache.computed();
+  (void)cache.verifier("id-1", "password-2");
+  EXPECT_EQ(cache.computed(), before);
+  (void)cache.verifier("id-2", "p2");
+  EXPECT_EQ(cache.computed(), before + 1);
+  cache.erase("id-2");
+  EXPECT_EQ(cache.size(), 1u);
 }
 
 INSTANTIATE_TEST_SUITE_P(Mechanisms, TokenSaslTest,

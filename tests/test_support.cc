@@ -1,0 +1,173 @@
+#include "tests/test_support.h"
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <stdlib.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstddef>
+#include <cstring>
+#include <filesystem>
+#include <future>
+#include <thread>
+
+#include "rpc/messages.h"
+
+namespace authrpc::testing {
+namespace {
+
+int connect_tcp(std::uint16_t port) {
+  const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_port = htons(port);
+  ::inet_pton(AF_INET, "127.0.0.1", &addr.sin_addr);
+  if (fd >= 0 && ::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) {
+    ::close(fd);
+    return -1;
+  }
+  return fd;
+}
+
+}  // namespace
+
+std::string TempDir(const std::string& tag) {
+  std::string t = (std::filesystem::temp_directory_path() / ("authrpc-" + tag + "-XXXXXX")).string();
+  return ::mkdtemp(t.data()) != nullptr ? t : std::string();
+}
+
+bool Eventually(const std::function<bool()>& done, std::chrono::steady_clock::duration timeout) {
+  const auto until = std::chrono::steady_clock::now() + timeout;
+  while (!done()) {
+    if (std::chrono::steady_clock::now() >= until) return false;
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  return true;
+}
+
+bool StopAndDestroy(std::unique_ptr<Server>& server, std::chrono::steady_clock::duration limit) {
+  if (!server) return true;
+  Server* raw = server.release();
+  auto stopped = std::make_shared<std::promise<void>>();
+  auto future = stopped->get_future();
+  std::thread stopper([raw, stopped] {
+    raw->stop();
+    stopped->set_value();
+  });
+  if (future.wait_for(limit) != std::future_status::ready) {
+    stopper.detach();
+    ADD_FAILURE() << "Server::stop() did not return within "
+                  << std::chrono::duration_cast<std::chrono::seconds>(limit).count() << " s";
+    return false;
+  }
+  stopper.join();
+  delete raw;
+  return true;
+}
+
+Service DataService() {
+  Service data("data");
+  data.add("read", [](CallContext&, std::string_view) -> Result<std::string> { return std::string("r"); });
+  data.add("write", [](CallContext&, std::string_view) -> Result<std::string> { return std::string("w"); });
+  return data;
+}
+
+Service AdminService() {
+  Service admin("admin");
+  admin.add("shutdown", [](CallContext&, std::string_view) -> Result<std::string> { return std::string("ok"); });
+  return admin;
+}
+
+RawConnection::RawConnection(std::uint16_t tcp_port) : fd_(connect_tcp(tcp_port)) {}
+
+RawConnection::RawConnection(const Endpoint& endpoint) {
+  if (endpoint.scheme != Endpoint::Scheme::kUnix) {
+    fd_ = connect_tcp(endpoint.port);
+    return;
+  }
+  fd_ = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  sockaddr_un addr{};
+  addr.sun_family = AF_UNIX;
+  socklen_t len = 0;
+  if (endpoint.path.starts_with("@")) {  // abstract: a leading NUL, no terminator
+    const std::string name = endpoint.path.substr(1);
+    std::memcpy(addr.sun_path + 1, name.data(), std::min(name.size(), sizeof addr.sun_path - 1));
+    len = static_cast<socklen_t>(offsetof(sockaddr_un, sun_path) + 1 + name.size());
+  } else {
+    std::memcpy(addr.sun_path, endpoint.path.data(), std::min(endpoint.path.size(), sizeof addr.sun_path - 1));
+    len = static_cast<socklen_t>(offsetof(sockaddr_un, sun_path) + endpoint.path.size() + 1);
+  }
+  if (::connect(fd_, reinterpret_cast<sockaddr*>(&addr), len) != 0) Close();
+}
+
+RawConnection::~RawConnection() { Close(); }
+
+void RawConnection::Close() {
+  if (fd_ >= 0) ::close(fd_);
+  fd_ = -1;
+}
+
+bool RawConnection::Send(const std::string& bytes) {
+  std::size_t sent = 0;
+  while (sent < bytes.size()) {
+    const ssize_t n = ::send(fd_, bytes.data() + sent, bytes.size() - sent, MSG_NOSIGNAL);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return false;
+    sent += static_cast<std::size_t>(n);
+  }
+  return true;
+}
+
+bool RawConnection::SendHello(const std::string& mechanism, const std::string& token) {
+  std::string out;
+  const auto preamble = wire::make_preamble();
+  out.append(reinterpret_cast<const char*>(preamble.data()), preamble.size());
+  wire::append_hello(out, {wire::kNoFeatures, mechanism, token});
+  return Send(out);
+}
+
+bool RawConnection::SendResponse(const std::string& token) {
+  std::string out;
+  wire::append_auth_token(out, wire::FrameType::kAuthResponse, token);
+  return Send(out);
+}
+
+bool RawConnection::ReadExact(std::string& out, std::size_t n, std::chrono::milliseconds timeout) {
+  const auto until = std::chrono::steady_clock::now() + timeout;
+  out.clear();
+  while (out.size() < n) {
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+                          until - std::chrono::steady_clock::now())
+                          .count();
+    if (left <= 0) return false;
+    pollfd p{fd_, POLLIN, 0};
+    const int ready = ::poll(&p, 1, static_cast<int>(left));
+    if (ready < 0 && errno == EINTR) continue;
+    if (ready <= 0) return false;
+    char buf[4096];
+    const ssize_t got = ::recv(fd_, buf, std::min(sizeof buf, n - out.size()), 0);
+    if (got < 0 && (errno == EINTR || errno == EAGAIN)) continue;
+    if (got <= 0) return false;
+    out.append(buf, static_cast<std::size_t>(got));
+  }
+  return true;
+}
+
+std::optional<RawFrame> RawConnection::ReadFrame(std::chrono::milliseconds timeout) {
+  std::string header;
+  if (!ReadExact(header, wire::kFrameHeaderSize, timeout)) return std::nullopt;
+  auto parsed = wire::parse_frame_header(reinterpret_cast<const std::uint8_t*>(header.data()),
+                                         wire::kDefaultMaxFrameSize);
+  if (!parsed.ok()) return std::nullopt;
+  RawFrame frame;
+  frame.type = parsed->type;
+  if (!ReadExact(frame.body, parsed->body_size(), timeout)) return std::nullopt;
+  return frame;
+}
+
+}  // namespace authrpc::testing

@@ -1,0 +1,101 @@
+// What several tests share (tests/test_support.cc, library authrpc_test_support):
+// readable Status/Result failures, temporary directories, polling, stopping a
+// Server without hanging the test, running a coroutine to completion, and a
+// blocking raw socket that speaks frames, for tests that must send bytes a
+// real Client never would. Test code only: functions may fail the current
+// test (ADD_FAILURE) instead of returning errors.
+#pragma once
+
+#include <gtest/gtest.h>
+
+#include <asio/co_spawn.hpp>
+#include <asio/io_context.hpp>
+#include <asio/use_future.hpp>
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "rpc/endpoint.h"
+#include "rpc/result.h"
+#include "rpc/wire.h"
+#include "server/server.h"
+#include "server/service.h"
+
+namespace authrpc::testing {
+
+// "OK" or the status, for `<< Describe(r)` after an expectation.
+template <typename T>
+std::string Describe(const Result<T>& r) {
+  return r.ok() ? std::string("OK") : r.status().to_string();
+}
+
+// ASSERT_OK(status expression): fails with the expression and the status.
+#define ASSERT_OK(expr)                                      \
+  do {                                                       \
+    const ::authrpc::Status _s = (expr);                     \
+    ASSERT_TRUE(_s.ok()) << #expr << ": " << _s.to_string(); \
+  } while (0)
+
+// A new directory under $TMPDIR named authrpc-<tag>-XXXXXX; empty on failure.
+std::string TempDir(const std::string& tag);
+
+// Polls `done` every 5 ms until it holds (true) or `timeout` passes (false).
+bool Eventually(const std::function<bool()>& done,
+                std::chrono::steady_clock::duration timeout = std::chrono::seconds(3));
+
+// Stops and destroys `server`, failing the test instead of hanging if stop()
+// does not return within `limit`. A server whose stop() hung is leaked:
+// destroying it would std::terminate on its still-joinable IO threads.
+bool StopAndDestroy(std::unique_ptr<Server>& server,
+                    std::chrono::steady_clock::duration limit = std::chrono::seconds(10));
+
+// Runs a coroutine to completion on a private io_context.
+template <typename T>
+T Await(asio::awaitable<T> a) {
+  asio::io_context io;
+  auto f = asio::co_spawn(io, std::move(a), asio::use_future);
+  io.run();
+  return f.get();
+}
+
+// Services for authorization tests: data.read ("r"), data.write ("w"),
+// admin.shutdown ("ok").
+Service DataService();
+Service AdminService();
+
+struct RawFrame {
+  wire::FrameType type = wire::FrameType::kError;
+  std::string body;
+};
+
+// A blocking socket to a server on loopback (tcp://127.0.0.1:PORT or a unix:
+// endpoint, abstract ones too), every read bounded in time.
+class RawConnection {
+ public:
+  explicit RawConnection(const Endpoint& endpoint);
+  explicit RawConnection(std::uint16_t tcp_port);
+  ~RawConnection();
+  RawConnection(const RawConnection&) = delete;
+  RawConnection& operator=(const RawConnection&) = delete;
+
+  bool connected() const { return fd_ >= 0; }
+  bool Send(const std::string& bytes);
+  // The preamble and a HELLO frame for `mechanism` with its first token.
+  bool SendHello(const std::string& mechanism, const std::string& token);
+  // An AUTH_RESPONSE frame.
+  bool SendResponse(const std::string& token);
+  // The next whole frame, or nullopt (end of stream, error, timeout or a
+  // header the wire parser refuses).
+  std::optional<RawFrame> ReadFrame(std::chrono::milliseconds timeout = std::chrono::seconds(5));
+  // Reads exactly n bytes into `out`; false on end of stream, error or timeout.
+  bool ReadExact(std::string& out, std::size_t n, std::chrono::milliseconds timeout);
+  void Close();
+
+ private:
+  int fd_ = -1;
+};
+
+}  // namespace authrpc::testing
