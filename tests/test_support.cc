@@ -6,6 +6,8 @@
 #include <stdlib.h>
 #include <sys/socket.h>
 #include <sys/un.h>
+#include <sys/wait.h>
+#include <signal.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -168,6 +170,33 @@ std::optional<RawFrame> RawConnection::ReadFrame(std::chrono::milliseconds timeo
   frame.type = parsed->type;
   if (!ReadExact(frame.body, parsed->body_size(), timeout)) return std::nullopt;
   return frame;
+}
+
+Result<ServerProcess> SpawnServer(const char* binary, const std::string& config) {
+  int out[2];
+  if (::pipe(out) != 0) return Status(Errc::kInternal, "pipe");
+  const pid_t pid = ::fork();
+  if (pid < 0) return Status(Errc::kInternal, "fork");
+  if (pid == 0) {
+    ::dup2(out[1], 1);
+    ::close(out[0]);
+    ::close(out[1]);
+    ::execl(binary, binary, "--config", config.c_str(), "--print-endpoints",
+            static_cast<char*>(nullptr));
+    ::_exit(127);
+  }
+  ::close(out[1]);
+  std::string line;
+  char c;
+  while (::read(out[0], &c, 1) == 1 && c != '\n') line.push_back(c);
+  ::close(out[0]);
+  auto ep = Endpoint::parse(line);
+  if (!ep.ok()) {
+    ::kill(pid, SIGKILL);
+    ::waitpid(pid, nullptr, 0);
+    return Status(Errc::kInternal, std::string(binary) + " printed '" + line + "'");
+  }
+  return ServerProcess{pid, *ep};
 }
 
 }  // namespace authrpc::testing

@@ -17,6 +17,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <sys/types.h>
 
 #include "rpc/endpoint.h"
 #include "rpc/result.h"
@@ -65,6 +66,14 @@ T Await(asio::awaitable<T> a) {
 // admin.shutdown ("ok").
 Service DataService();
 Service AdminService();
+
+// An authrpc-server process (`binary --config CONFIG --print-endpoints`)
+// and the endpoint it printed first; the caller kills and reaps it.
+struct ServerProcess {
+  pid_t pid = -1;
+  Endpoint endpoint;
+};
+Result<ServerProcess> SpawnServer(const char* binary, const std::string& config);
 
 struct RawFrame {
   wire::FrameType type = wire::FrameType::kError;

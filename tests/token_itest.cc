@@ -398,37 +398,9 @@ TEST_F(TokenItest, TokensSurviveAServerRestart) {
 
 // --- child processes -------------------------------------------------------------
 
-struct Child {
-  pid_t pid = -1;
-  Endpoint endpoint;
-};
-
 // Starts authrpc-server with CONFIG and reads its endpoint from stdout.
-Result<Child> SpawnServer(const std::string& config) {
-  int out[2];
-  if (::pipe(out) != 0) return Status(Errc::kInternal, "pipe");
-  const pid_t pid = ::fork();
-  if (pid < 0) return Status(Errc::kInternal, "fork");
-  if (pid == 0) {
-    ::dup2(out[1], 1);
-    ::close(out[0]);
-    ::close(out[1]);
-    ::execl(AUTHRPC_SERVER_BIN, AUTHRPC_SERVER_BIN, "--config", config.c_str(), "--print-endpoints",
-            static_cast<char*>(nullptr));
-    ::_exit(127);
-  }
-  ::close(out[1]);
-  std::string line;
-  char c;
-  while (::read(out[0], &c, 1) == 1 && c != '\n') line.push_back(c);
-  ::close(out[0]);
-  auto ep = Endpoint::parse(line);
-  if (!ep.ok()) {
-    ::kill(pid, SIGKILL);
-    ::waitpid(pid, nullptr, 0);
-    return Status(Errc::kInternal, "authrpc-server printed '" + line + "'");
-  }
-  return Child{pid, *ep};
+Result<testing::ServerProcess> SpawnServer(const std::string& config) {
+  return testing::SpawnServer(AUTHRPC_SERVER_BIN, config);
 }
 
 std::string WriteServerConfig(const std::string& dir, const std::string& realm) {

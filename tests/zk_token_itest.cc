@@ -34,6 +34,7 @@
 #include "server/server.h"
 #include "server/token_service.h"
 #include "tests/mini_kdc.h"
+#include "tests/test_support.h"
 #include "tests/mini_zk.h"
 
 #ifndef AUTHRPC_SERVER_BIN
@@ -50,18 +51,11 @@ using security::Token;
 
 constexpr const char* kDigest = "authrpc:fleet-secret";
 
-template <typename T>
-std::string Describe(const Result<T>& r) {
-  return r.ok() ? std::string("OK") : r.status().to_string();
-}
+using testing::Describe;
 
+// ZooKeeper watches can take a while on a loaded machine: a longer default.
 bool Eventually(const std::function<bool()>& done, std::chrono::milliseconds limit = 10s) {
-  const auto deadline = std::chrono::steady_clock::now() + limit;
-  while (std::chrono::steady_clock::now() < deadline) {
-    if (done()) return true;
-    std::this_thread::sleep_for(20ms);
-  }
-  return done();
+  return testing::Eventually(done, limit);
 }
 
 struct Running {
@@ -287,35 +281,8 @@ TEST_F(ZkTokenItest, ZooKeeperRestartedUnderTheFleet) {
 }
 
 // Starts authrpc-server with CONFIG and reads its endpoint from stdout.
-struct Child {
-  pid_t pid = -1;
-  Endpoint endpoint;
-};
-Result<Child> SpawnServer(const std::string& config) {
-  int out[2];
-  if (::pipe(out) != 0) return Status(Errc::kInternal, "pipe");
-  const pid_t pid = ::fork();
-  if (pid < 0) return Status(Errc::kInternal, "fork");
-  if (pid == 0) {
-    ::dup2(out[1], 1);
-    ::close(out[0]);
-    ::close(out[1]);
-    ::execl(AUTHRPC_SERVER_BIN, AUTHRPC_SERVER_BIN, "--config", config.c_str(), "--print-endpoints",
-            static_cast<char*>(nullptr));
-    ::_exit(127);
-  }
-  ::close(out[1]);
-  std::string line;
-  char ch;
-  while (::read(out[0], &ch, 1) == 1 && ch != '\n') line.push_back(ch);
-  ::close(out[0]);
-  auto ep = Endpoint::parse(line);
-  if (!ep.ok()) {
-    ::kill(pid, SIGKILL);
-    ::waitpid(pid, nullptr, 0);
-    return Status(Errc::kInternal, "authrpc-server printed '" + line + "'");
-  }
-  return Child{pid, *ep};
+Result<testing::ServerProcess> SpawnServer(const std::string& config) {
+  return testing::SpawnServer(AUTHRPC_SERVER_BIN, config);
 }
 
 TEST_F(ZkTokenItest, ServerKilledDuringIssuanceLeavesNoHalfWrittenToken) {
