@@ -48,7 +48,11 @@ enum class FrameType : std::uint8_t {
   kData = 0x21,           // either way: one message of a streaming call
   kWindowUpdate = 0x22,   // either way: returns flow-control credit
   kEndStream = 0x23,      // C→S: the client has no more messages
-  // 0x24–0x2F reserved for streaming calls, 0x30–0x3F for transport upgrades
+  // Shared-memory data plane on unix:// connections (docs/SHM.md, PROTOCOL.md 6b).
+  kShmHello = 0x30,   // C→S: offers shared memory; the client reads with recvmsg from now on
+  kShmAccept = 0x31,  // S→C: u32 status (0: accepted) u32 reserved
+  kShmRing = 0x32,    // either way: a stream's ring (geometry; its fds ride on this frame)
+  // 0x24–0x2F reserved for streaming calls, 0x33–0x3F for transport upgrades
   // (TLS, shared memory). Receiving a reserved or unknown type is a protocol error.
 };
 
