@@ -197,7 +197,7 @@ INSTANTIATE_TEST_SUITE_P(
                    Errc::kOk},
         HeaderCase{"default_limit_plus_one", kDefaultMaxFrameSize - 3, 0x11, 0,
                    kDefaultMaxFrameSize, Errc::kFrameTooLarge},
-        // Types: 0x01–0x09, 0x10–0x12 and the streaming frames 0x20–0x23 only.
+        // Types: 0x01–0x09, 0x10–0x12, the streaming frames 0x20–0x23 and shm 0x30–0x32 only.
         HeaderCase{"type_0x00", 8, 0x00, 0, kLimit, Errc::kProtocolError},
         HeaderCase{"type_0x01", 8, 0x01, 0, kLimit, Errc::kOk},
         HeaderCase{"type_0x09", 8, 0x09, 0, kLimit, Errc::kOk},
@@ -270,7 +270,7 @@ TEST(FrameTypeTest, NamesAndKnownTypes) {
       EXPECT_NE(frame_type_name(static_cast<FrameType>(t)), "UNKNOWN") << "type " << t;
     }
   }
-  EXPECT_EQ(known, 16);
+  EXPECT_EQ(known, 19);
 }
 
 // ---------------------------------------------------------------------------
