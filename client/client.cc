@@ -249,7 +249,7 @@ class Client::Connection : public std::enable_shared_from_this<Client::Connectio
       server_user_ = negotiated->server_user;
     }
     server_features_ = negotiated->server_features;
-    if (server_features_ & wire::kFeatureStreams) {
+    if ((server_features_ & wire::kFeatureStreams) && (server_features_ & wire::kFeatureShm)) {
       shm_ = ShmLink::offer(*channel_, options_.shm);
       if (shm_) channel_->schedule_flush();
     }

@@ -68,6 +68,9 @@ inline constexpr std::uint32_t kFeatureDoAs = 0x1;
 // AUTH_SUCCESS: the server understands streaming calls (frames 0x20–0x23).
 // A client opens streams only on connections whose AUTH_SUCCESS set it.
 inline constexpr std::uint32_t kFeatureStreams = 0x2;
+// AUTH_SUCCESS, unix:// only: the server understands SHM_HELLO (0x30–0x32,
+// docs/PROTOCOL.md section 6b); a client may offer shared memory.
+inline constexpr std::uint32_t kFeatureShm = 0x4;
 
 struct FrameHeader {
   std::uint32_t length = 0;  // bytes after the length field
