@@ -84,9 +84,10 @@ asio::awaitable<Status> CallStream::wait_credit(std::size_t size) {
 }
 
 asio::awaitable<Status> CallStream::shm_write_failed(Status s) {
-  if (s.code == ShmErrc::kPeerClosed) {
-    // The reader closed the ring because its side cancelled or failed the
-    // call; the reason (CANCEL, RESPONSE) follows on the socket: report that.
+  if (s.code == ShmErrc::kPeerClosed || s.code == ShmErrc::kPeerGone) {
+    // The reader closed or dropped the ring because its side cancelled,
+    // failed or finished the call (or its process ended); the reason
+    // (CANCEL, RESPONSE, the connection's end) follows on the socket: report that.
     asio::steady_timer grace(executor(), std::chrono::seconds(1));
     while (send_status().ok() && Clock::now() < grace.expiry()) {
       write_event_.expires_at(grace.expiry());
@@ -327,7 +328,7 @@ void CallStream::end_input(Status status) {
 
 void CallStream::end_output(Status status) {
   if (output_end_) return;
-  if (shm_) shm_->close_writer();  // before the final frame goes out
+  if (shm_) shm_->close_writer(status);  // before the final frame goes out
   output_end_ = std::move(status);
   write_event_.cancel();
 }
@@ -335,7 +336,7 @@ void CallStream::end_output(Status status) {
 void CallStream::send_control(wire::FrameType type) {
   if (channel_->closed()) return;
   if (type == wire::FrameType::kEndStream) {
-    if (shm_) shm_->close_writer();  // the ring ends before END_STREAM
+    if (shm_) shm_->close_writer(Status(Errc::kFailedPrecondition, "the stream has ended"));  // before END_STREAM
     wire::append_end_stream(channel_->out(), call_id_);
   } else {
     wire::append_cancel(channel_->out(), call_id_);

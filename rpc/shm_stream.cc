@@ -262,8 +262,10 @@ asio::awaitable<Result<Payload>> ShmStreamPlane::acquire(std::size_t size) {
   co_return Payload(lent_, size, size, shared_from_this());
 }
 
-void ShmStreamPlane::close_writer() {
-  if (writer_) writer_->close();
+void ShmStreamPlane::close_writer(const Status& why) {
+  if (!writer_) return;
+  writer_->close();
+  writer_->cancel(why);
 }
 
 Status ShmStreamPlane::attach_reader(ShmRing ring) {

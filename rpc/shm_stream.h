@@ -117,8 +117,9 @@ class ShmStreamPlane final : public PayloadOwner,
   // copy) if the message fits one and none is lent out already, else a
   // pooled buffer that write() copies.
   asio::awaitable<Result<Payload>> acquire(std::size_t size);
-  // The writer's orderly end: the reader gets every slot, then the end.
-  void close_writer();
+  // The writer's orderly end: the reader gets every slot, then the end; a
+  // write still waiting for a slot fails with `why`.
+  void close_writer(const Status& why);
 
   // --- Reading (one reader at a time).
   Status attach_reader(ShmRing ring);

@@ -140,6 +140,12 @@ void AddService(Server& server, std::shared_ptr<Seen> seen) {
     seen->put_over_shm = s.shm_reading();
     co_return std::to_string(bytes) + " " + sha.Hex();
   });
+  // Takes one message, then fails the call.
+  bulk.add_stream("put_fail", [](CallContext&, ServerStream& s) -> asio::awaitable<Result<std::string>> {
+    auto m = co_await s.read();
+    if (!m.ok()) co_return m.status();
+    co_return Status(Errc::kDataLoss, "disk on fire");
+  });
   ASSERT_TRUE(server.add_service(std::move(bulk)).ok());
 }
 
@@ -302,6 +308,34 @@ TEST(ShmStreamTest, PutOverShmIsByteExact) {
     }
   });
   EXPECT_TRUE(seen->put_over_shm.load());
+  server->stop();
+}
+
+TEST(ShmStreamTest, ServerFailingAPutStopsTheWriterWithItsStatus) {
+  auto seen = std::make_shared<Seen>();
+  auto server = StartServer(UniqueSocket("put-fail"), true, seen, 4);
+  ClientRuntime runtime(1);
+  auto client = Client::connect(runtime, ClientFor(server->bound_endpoints().front(), true));
+  ASSERT_TRUE(client.ok()) << client.status().to_string();
+  RunOn(**client, [&]() -> asio::awaitable<void> {
+    auto stream = co_await (*client)->async_open_stream("bulk", "put_fail", "");
+    EXPECT_TRUE(stream.ok()) << stream.status().to_string();
+    if (!stream.ok()) co_return;
+    const std::string batch(128 << 10, 'f');
+    Status failed;
+    // Far more than the ring holds: the writer must be stopped, not hang.
+    for (int i = 0; i < 64 && failed.ok(); ++i) failed = co_await (*stream)->write(batch);
+    EXPECT_EQ(failed.code, make_error_code(Errc::kDataLoss)) << failed.to_string();
+    auto final = co_await (*stream)->finish();
+    EXPECT_EQ(final.status().code, make_error_code(Errc::kDataLoss)) << final.status().to_string();
+  });
+  // The connection still serves.
+  RunOn(**client, [&]() -> asio::awaitable<void> {
+    GetOutcome g = co_await DoGet(**client, 1 << 20, 128 << 10, 8);
+    EXPECT_TRUE(g.final.ok());
+    EXPECT_TRUE(g.exact);
+    EXPECT_TRUE(g.over_shm);
+  });
   server->stop();
 }
 
