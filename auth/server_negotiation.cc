@@ -106,6 +106,7 @@ asio::awaitable<Result<Identity>> negotiate_server(
   step.identity.mechanism = std::string(mechanism->name());
   step.identity.peer_address = info.peer_address;
   std::uint32_t features = wire::kFeatureStreams;
+  if (channel.stream().native_unix_handle() >= 0) features |= wire::kFeatureShm;
   if (hooks != nullptr && hooks->authorize) {
     if (Status s = hooks->authorize(step.identity, do_as); !s.ok()) {
       hooks->refused_by_authorize = true;

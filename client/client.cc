@@ -123,6 +123,13 @@ class Client::Connection : public std::enable_shared_from_this<Client::Connectio
     if (!(server_features_ & wire::kFeatureStreams)) {
       co_return Status(Errc::kUnimplemented, "the server does not support streaming calls");
     }
+    if (shm_ && shm_->state() == ShmLink::State::kOffered) {
+      // One round trip, once per connection: streams then know whether
+      // their messages may go through shared memory.
+      auto link = shm_;
+      co_await link->wait_answer();
+      if (state_ == State::kClosed) co_return closed_status_;
+    }
     const auto timeout = stream_options.timeout.count() > 0 ? stream_options.timeout
                                                             : options_.default_call_timeout;
     const auto deadline = timeout.count() > 0 ? Clock::now() + timeout : Clock::time_point::max();
@@ -141,6 +148,7 @@ class Client::Connection : public std::enable_shared_from_this<Client::Connectio
     }
     channel_->set_direct_data_threshold(kDirectDataThreshold);
     auto stream = std::make_shared<CallStream>(channel_, id, window, 0, deadline);
+    if (shm_) stream->set_shm(shm_);
     stream->set_on_local_failure(
         [weak = weak_from_this(), id](const Status&) {
           if (auto self = weak.lock()) self->cancel_stream(id);
@@ -241,6 +249,10 @@ class Client::Connection : public std::enable_shared_from_this<Client::Connectio
       server_user_ = negotiated->server_user;
     }
     server_features_ = negotiated->server_features;
+    if ((server_features_ & wire::kFeatureStreams) && (server_features_ & wire::kFeatureShm)) {
+      shm_ = ShmLink::offer(*channel_, options_.shm);
+      if (shm_) channel_->schedule_flush();
+    }
     if (auth_event_) auth_event_->cancel();
 
     for (;;) {
@@ -271,6 +283,33 @@ class Client::Connection : public std::enable_shared_from_this<Client::Connectio
         case FrameType::kData:
           if (!co_await deliver_data(*frame)) co_return;
           break;
+        case FrameType::kShmAccept: {
+          Status s = shm_ ? shm_->on_accept(frame->body)
+                          : Status(Errc::kProtocolError, "SHM_ACCEPT without SHM_HELLO");
+          if (!s.ok()) {
+            protocol_error(std::move(s));
+            co_return;
+          }
+          break;
+        }
+        case FrameType::kShmRing: {
+          if (!shm_ || !shm_->active()) {
+            protocol_error(Status(Errc::kProtocolError, "SHM_RING without shared memory"));
+            co_return;
+          }
+          auto ring = take_shm_ring(*shm_, *channel_, *frame);
+          if (!ring.ok()) {
+            protocol_error(ring.status());
+            co_return;
+          }
+          const auto it = streams_.find(frame->header.call_id);
+          if (it == streams_.end()) break;  // ended: dropping the ring tells the writer
+          if (Status s = it->second->attach_shm_ring(shm_, std::move(*ring)); !s.ok()) {
+            it->second->fail(s);
+            cancel_stream(frame->header.call_id);
+          }
+          break;
+        }
         case FrameType::kWindowUpdate: {
           auto increment = wire::parse_window_update(frame->body);
           if (!increment.ok()) {
@@ -436,6 +475,7 @@ class Client::Connection : public std::enable_shared_from_this<Client::Connectio
     auto streams = std::move(streams_);
     streams_.clear();
     for (auto& [id, stream] : streams) stream->fail(why);
+    if (shm_) shm_->cancel_wait();
     negotiation_deadline_.cancel();
     if (auth_event_) auth_event_->cancel();
   }
@@ -451,6 +491,7 @@ class Client::Connection : public std::enable_shared_from_this<Client::Connectio
   std::unordered_map<std::uint32_t, Pending*> pending_;
   std::unordered_map<std::uint32_t, std::shared_ptr<CallStream>> streams_;
   std::uint32_t server_features_ = 0;
+  std::shared_ptr<ShmLink> shm_;  // offered or active shared memory (unix:// only)
   std::uint32_t next_call_id_ = 1;
   bool going_away_ = false;
   bool negotiation_timed_out_ = false;

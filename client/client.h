@@ -24,6 +24,7 @@
 #include "rpc/endpoint.h"
 #include "rpc/policy.h"
 #include "rpc/result.h"
+#include "rpc/shm_stream.h"
 #include "rpc/transport.h"
 
 namespace authrpc {
@@ -33,6 +34,10 @@ class TlsClientContext;
 
 struct ClientOptions {
   Endpoint endpoint;
+  // Shared memory for streaming calls on unix:// connections (docs/SHM.md,
+  // "Integration"): offered after authentication if enabled and the
+  // server's SO_PEERCRED passes `shm.peer`; else streams use the socket.
+  ShmOptions shm;
   // Mechanisms the client allows, in its order of preference. The first is
   // proposed at once; if the server refuses it, the client picks the first of
   // the server's mechanisms it allows. It never uses a mechanism not listed.

@@ -63,6 +63,14 @@ class ClientStream {
   // A buffer to fill in place for write(Payload), which returns once queued.
   Payload allocate(std::size_t size) { return stream_->allocate(size); }
   asio::awaitable<Status> write(Payload message) { return stream_->write(std::move(message)); }
+  // Waits for a buffer of `size` bytes to fill in place and pass to
+  // write(Payload): on a shared-memory stream (unix://, docs/SHM.md) a slot
+  // of the ring itself, so the message is never copied.
+  asio::awaitable<Result<Payload>> acquire(std::size_t size) { return stream_->acquire(size); }
+  // True once this side's messages go through shared memory (after the
+  // first write), or the peer's arrive through it.
+  bool shm_writing() const noexcept { return stream_->shm_writing(); }
+  bool shm_reading() const noexcept { return stream_->shm_reading(); }
 
   // Ends the client's messages (END_STREAM), drops server messages not read
   // yet, and returns the server's final response.

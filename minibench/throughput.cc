@@ -45,7 +45,7 @@
 namespace minibench {
 
 const char* const kThroughputHelp = R"(  throughput [--get|--put] [--streams S] [--batch BYTES] [--bytes TOTAL]
-             [--transport tcp|unix|tls|all] [--runs R] [--window BYTES]
+             [--transport tcp|unix|tls|shm|all] [--runs R] [--window BYTES]
              [--json FILE] [--quiet]
              Bulk transfer through authrpc streaming calls, arrow-flight-
              benchmark style: S concurrent streams (one connection each)
@@ -62,6 +62,9 @@ const char* const kThroughputHelp = R"(  throughput [--get|--put] [--streams S] 
              the median run. Targets (128 KiB batches): get/tcp >= 0.9 x
              floor-stream/tcp, get/unix >= get/tcp, get/tls >= 0.8 x get/tcp
              (MB/s, medians of the runs; the same shape for --put).
+             shm: the unix:// connection with the shared-memory data plane
+             (docs/SHM.md); its row get/shm has no floor of its own (it is
+             compared with get/unix: >= 2 x MB/s, p50 latency <= 0.5 x).
 )";
 
 namespace {
@@ -74,14 +77,14 @@ using Json = nlohmann::json;
 
 constexpr const char* kUsage =
     "usage: minibench throughput [--get|--put] [--streams S] [--batch BYTES] [--bytes TOTAL]\n"
-    "       [--transport tcp|unix|tls|all] [--runs R] [--window BYTES] [--json FILE] [--quiet]\n";
+    "       [--transport tcp|unix|tls|shm|all] [--runs R] [--window BYTES] [--json FILE] [--quiet]\n";
 
 struct Args {
   bool put = false;
   std::size_t streams = 1;
   std::size_t batch = 128 * 1024;
   std::uint64_t bytes = 512ull << 20;
-  std::vector<std::string> transports = {"tcp", "unix", "tls"};
+  std::vector<std::string> transports = {"tcp", "unix", "tls", "shm"};
   std::size_t runs = 3;
   std::uint32_t window = 0;  // 0: the framework's default
   std::string json;
@@ -148,11 +151,11 @@ int parse_args(int argc, char** argv, Args& args) {
       args.window = static_cast<std::uint32_t>(n);
     } else if (arg == "--transport" && value(v)) {
       if (v == "all") {
-        args.transports = {"tcp", "unix", "tls"};
-      } else if (v == "tcp" || v == "unix" || v == "tls") {
+        args.transports = {"tcp", "unix", "tls", "shm"};
+      } else if (v == "tcp" || v == "unix" || v == "tls" || v == "shm") {
         args.transports = {v};
       } else {
-        return usage_error("--transport: tcp, unix, tls or all");
+        return usage_error("--transport: tcp, unix, tls, shm or all");
       }
     } else if (arg == "--json" && value(v)) {
       args.json = v;
@@ -425,6 +428,7 @@ void add_bench_service(authrpc::Server& server) {
   o.mechanisms = {std::make_shared<authrpc::SimpleServerMechanism>()};
   o.io_threads = 1;
   o.log = authrpc::null_log_sink();
+  o.shm.enabled = true;  // used only by clients that offer it (the shm rows)
   authrpc::Server server(std::move(o));
   add_bench_service(server);
   if (Status s = server.start(); !s.ok()) fail(s.to_string());
@@ -668,7 +672,7 @@ asio::awaitable<Status> authrpc_stream(authrpc::Client& client, const Args& args
 }
 
 Result<RunResult> run_authrpc(authrpc::ClientRuntime& runtime, const Endpoint& ep,
-                              const std::string& certs_dir, const Args& args) {
+                              const std::string& certs_dir, const Args& args, bool shm) {
   std::vector<std::unique_ptr<authrpc::Client>> clients;
   std::shared_ptr<authrpc::security::TlsClientContext> tls;
   if (ep.scheme == Endpoint::Scheme::kTls) {
@@ -683,6 +687,7 @@ Result<RunResult> run_authrpc(authrpc::ClientRuntime& runtime, const Endpoint& e
     o.endpoint = ep;
     o.mechanisms = {std::make_shared<authrpc::SimpleClientMechanism>("bench")};
     o.tls = tls;
+    o.shm.enabled = shm;
     auto c = authrpc::Client::connect(runtime, std::move(o));
     if (!c.ok()) return c.status();
     clients.push_back(std::move(*c));
@@ -766,11 +771,26 @@ void print_row(const RowStats& row, const Args& args) {
   std::printf("\n");
 }
 
+// The bare stream a row is compared with: shm has none of its own (the
+// component's floor is tests/shm_ring_bench.cc), its rows sit next to unix's.
+std::string floor_transport(const std::string& transport) {
+  return transport == "shm" ? "unix" : transport;
+}
+
 struct Target {
   std::string row;
   std::string against;
   double limit;
+  // false: row MB/s >= limit x against's; true: row p50 latency <= limit x against's.
+  bool latency = false;
+  bool met(double ratio) const { return latency ? ratio <= limit : ratio >= limit; }
 };
+
+double p50_us(const RunResult& r) {
+  std::vector<double> lat = r.latencies_us;
+  std::sort(lat.begin(), lat.end());
+  return percentile(lat, 0.5);
+}
 
 struct Evaluated {
   const Target* target;
@@ -790,6 +810,15 @@ Evaluated evaluate(const Target& t, const std::vector<RowStats>& rows) {
   const RowStats* row = find_row(rows, t.row);
   const RowStats* against = find_row(rows, t.against);
   if (row == nullptr || against == nullptr || against->median_mb_per_s() <= 0) return e;
+  if (t.latency) {
+    const double theirs = p50_us(against->median_run());
+    if (theirs > 0) e.ratio = p50_us(row->median_run()) / theirs;
+    for (std::size_t i = 0; i < std::min(row->runs.size(), against->runs.size()); ++i) {
+      const double p = p50_us(against->runs[i]);
+      if (p > 0) e.run_ratios.push_back(p50_us(row->runs[i]) / p);
+    }
+    return e;
+  }
   e.ratio = row->median_mb_per_s() / against->median_mb_per_s();
   for (std::size_t i = 0; i < std::min(row->runs.size(), against->runs.size()); ++i) {
     if (against->runs[i].mb_per_s() > 0) {
@@ -810,7 +839,7 @@ Status write_json(const std::string& path, const std::vector<RowStats>& rows,
     std::sort(lat.begin(), lat.end());
     double sum = 0;
     for (double v : lat) sum += v;
-    const std::string floor_name = "floor-stream/" + row.transport;
+    const std::string floor_name = "floor-stream/" + floor_transport(row.transport);
     const RowStats* floor = find_row(rows, floor_name);
     Json j = {{"name", row.name},
               {"method", row.floor ? "none" : "simple"},
@@ -843,9 +872,10 @@ Status write_json(const std::string& path, const std::vector<RowStats>& rows,
     out_targets.push_back({{"row", e.target->row},
                            {"floor", e.target->against},
                            {"limit", e.target->limit},
-                           {"compare", "mb_per_s >= limit x floor's mb_per_s"},
+                           {"compare", e.target->latency ? "p50_us <= limit x floor's p50_us"
+                                                         : "mb_per_s >= limit x floor's mb_per_s"},
                            {"ratio", e.ratio ? Json(std::round(*e.ratio * 1000) / 1000) : Json(nullptr)},
-                           {"met", e.ratio ? Json(*e.ratio >= e.target->limit) : Json(nullptr)}});
+                           {"met", e.ratio ? Json(e.target->met(*e.ratio)) : Json(nullptr)}});
   }
   std::ofstream file(path, std::ios::trunc);
   file << Json{{"rows", out_rows}, {"targets", out_targets}}.dump(2) << "\n";
@@ -892,7 +922,7 @@ int run_throughput(int argc, char** argv) {
   const char* mode = args.put ? "put" : "get";
   std::vector<RowStats> rows;
   for (const auto& t : args.transports) {
-    rows.push_back({"floor-stream/" + t, t, true, {}});
+    if (t != "shm") rows.push_back({"floor-stream/" + t, t, true, {}});
     rows.push_back({std::string(mode) + "/" + t, t, false, {}});
   }
   std::printf("minibench throughput: %s, %zu stream(s), batch %zu bytes, %llu bytes per row and "
@@ -905,11 +935,13 @@ int run_throughput(int argc, char** argv) {
 
   authrpc::ClientRuntime runtime(1);
   for (std::size_t run = 0; run < args.runs; ++run) {
-    for (std::size_t k = 0; k < rows.size(); k += 2) {
-      // Alternate which of a row and its floor goes first.
-      for (std::size_t j = 0; j < 2; ++j) {
-        RowStats& row = rows[k + ((run % 2 == 0) ? j : 1 - j)];
-        const std::string key = row.floor ? "floor/" + row.transport : "authrpc/" + row.transport;
+    for (std::size_t k = 0; k < rows.size();) {
+      // A floor and its row (or a row alone: shm); alternate which goes first.
+      const std::size_t group = rows[k].floor && k + 1 < rows.size() ? 2 : 1;
+      for (std::size_t j = 0; j < group; ++j) {
+        RowStats& row = rows[k + ((run % 2 == 0) ? j : group - 1 - j)];
+        const std::string key = row.floor ? "floor/" + row.transport
+                                          : "authrpc/" + floor_transport(row.transport);
         const auto it = (*child)->endpoints.find(key);
         if (it == (*child)->endpoints.end()) {
           std::fprintf(stderr, "minibench throughput: no %s endpoint\n", key.c_str());
@@ -922,7 +954,7 @@ int run_throughput(int argc, char** argv) {
         const double server_before = cpu_seconds((*child)->pid);
         auto result = row.floor
                           ? run_floor(it->second, row.transport == "tls" ? floor_tls : nullptr, args)
-                          : run_authrpc(runtime, it->second, certs_dir, args);
+                          : run_authrpc(runtime, it->second, certs_dir, args, row.transport == "shm");
         if (result.ok()) {
           result->client_cpu_s = cpu_seconds(::getpid()) - client_before;
           result->server_cpu_s = cpu_seconds((*child)->pid) - server_before;
@@ -934,6 +966,7 @@ int run_throughput(int argc, char** argv) {
         }
         row.runs.push_back(std::move(*result));
       }
+      k += group;
     }
   }
   (*child)->stop();
@@ -943,20 +976,24 @@ int run_throughput(int argc, char** argv) {
   const std::string m(mode);
   const std::vector<Target> targets = {{m + "/tcp", "floor-stream/tcp", 0.9},
                                        {m + "/unix", m + "/tcp", 1.0},
-                                       {m + "/tls", m + "/tcp", 0.8}};
+                                       {m + "/tls", m + "/tcp", 0.8},
+                                       {m + "/shm", m + "/unix", 2.0},
+                                       {m + "/shm", m + "/unix", 0.5, /*latency=*/true}};
   std::vector<Evaluated> evaluated;
   std::printf("targets (MB/s, medians of %zu run(s); batch %zu bytes%s):\n", args.runs, args.batch,
               args.batch == 128 * 1024 ? "" : ", the targets are stated for 131072");
   for (const auto& t : targets) {
     evaluated.push_back(evaluate(t, rows));
     const auto& e = evaluated.back();
+    const char* what = t.latency ? "p50 latency" : "MB/s";
+    const char* cmp = t.latency ? "<=" : ">=";
     if (!e.ratio) {
-      std::printf("  %-10s MB/s >= %.2f x %s MB/s: not measured\n", t.row.c_str(), t.limit,
-                  t.against.c_str());
+      std::printf("  %-10s %s %s %.2f x %s %s: not measured\n", t.row.c_str(), what, cmp, t.limit,
+                  t.against.c_str(), what);
       continue;
     }
-    std::printf("  %-10s MB/s >= %.2f x %s MB/s: ratio %.2f -> %s", t.row.c_str(), t.limit,
-                t.against.c_str(), *e.ratio, *e.ratio >= t.limit ? "met" : "NOT met");
+    std::printf("  %-10s %s %s %.2f x %s %s: ratio %.2f -> %s", t.row.c_str(), what, cmp, t.limit,
+                t.against.c_str(), what, *e.ratio, t.met(*e.ratio) ? "met" : "NOT met");
     if (!e.run_ratios.empty()) {
       const auto [lo, hi] = std::minmax_element(e.run_ratios.begin(), e.run_ratios.end());
       std::printf("  (per-run ratio: median %.2f, range %.2f-%.2f)", median(e.run_ratios), *lo, *hi);
@@ -968,6 +1005,7 @@ int run_throughput(int argc, char** argv) {
   // wall clock; for information.
   std::printf("by CPU cost (ns per byte, client + server; ratio = the other's cost / the row's):\n");
   for (const auto& t : targets) {
+    if (t.latency) continue;
     const RowStats* row = find_row(rows, t.row);
     const RowStats* against = find_row(rows, t.against);
     if (row == nullptr || against == nullptr) continue;

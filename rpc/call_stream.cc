@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "rpc/messages.h"
+#include "rpc/shm_stream.h"
 
 namespace authrpc {
 
@@ -82,7 +83,32 @@ asio::awaitable<Status> CallStream::wait_credit(std::size_t size) {
   }
 }
 
+asio::awaitable<Status> CallStream::shm_write_failed(Status s) {
+  if (s.code == ShmErrc::kPeerClosed || s.code == ShmErrc::kPeerGone) {
+    // The reader closed or dropped the ring because its side cancelled,
+    // failed or finished the call (or its process ended); the reason
+    // (CANCEL, RESPONSE, the connection's end) follows on the socket: report that.
+    asio::steady_timer grace(executor(), std::chrono::seconds(1));
+    while (send_status().ok() && Clock::now() < grace.expiry()) {
+      write_event_.expires_at(grace.expiry());
+      std::error_code ec;
+      co_await write_event_.async_wait(asio::redirect_error(asio::use_awaitable, ec));
+    }
+  }
+  if (Status why = send_status(); !why.ok()) co_return why;
+  co_return s;
+}
+
 asio::awaitable<Status> CallStream::write(std::string_view message) {
+  if (shm_ && send_status().ok()) {
+    const bool ring = co_await shm_->ready_to_write();
+    if (ring) {
+      if (Status s = check_size(message.size()); !s.ok()) co_return s;
+      Status s = co_await shm_->write(message);
+      if (!s.ok()) co_return co_await shm_write_failed(std::move(s));
+      co_return s;
+    }
+  }
   if (Status s = co_await wait_credit(message.size()); !s.ok()) co_return s;
   auto waiter = std::make_shared<WriteWait>(channel_->stream().executor());
   wire::append_data_header(channel_->out(), call_id_, message.size());
@@ -109,6 +135,15 @@ asio::awaitable<Status> CallStream::write(std::string_view message) {
 }
 
 asio::awaitable<Status> CallStream::write(Payload message) {
+  if (shm_ && send_status().ok()) {
+    const bool ring = co_await shm_->ready_to_write();
+    if (ring) {
+      if (Status s = check_size(message.size()); !s.ok()) co_return s;
+      Status s = co_await shm_->write(std::move(message));
+      if (!s.ok()) co_return co_await shm_write_failed(std::move(s));
+      co_return s;
+    }
+  }
   if (Status s = co_await wait_credit(message.size()); !s.ok()) co_return s;
   credit_ -= static_cast<std::int64_t>(message.size());
   wire::append_data_header(channel_->out(), call_id_, message.size());
@@ -118,6 +153,40 @@ asio::awaitable<Status> CallStream::write(Payload message) {
 }
 
 Payload CallStream::allocate(std::size_t size) { return pool_->take(size); }
+
+asio::awaitable<Result<Payload>> CallStream::acquire(std::size_t size) {
+  if (shm_ && send_status().ok()) {
+    const bool ring = co_await shm_->ready_to_write();
+    if (ring) {
+      auto payload = co_await shm_->acquire(size);
+      if (!payload.ok()) co_return co_await shm_write_failed(payload.status());
+      co_return payload;
+    }
+  }
+  if (Status s = send_status(); !s.ok()) co_return s;
+  co_return pool_->take(size);
+}
+
+void CallStream::set_shm(std::shared_ptr<ShmLink> link) {
+  if (shm_ || !link) return;
+  shm_ = std::make_shared<ShmStreamPlane>(std::move(link), channel_, call_id_);
+  std::weak_ptr<CallStream> weak = weak_from_this();
+  shm_->arm_deadline(deadline_, [weak] {
+    if (auto self = weak.lock()) self->deadline_passed();
+  });
+}
+
+Status CallStream::attach_shm_ring(std::shared_ptr<ShmLink> link, ShmRing ring) {
+  if (failed() || input_end_) return Status();  // late: the ring is dropped (the writer sees it gone)
+  set_shm(std::move(link));
+  if (Status s = shm_->attach_reader(std::move(ring)); !s.ok()) return s;
+  shm_attached_ = true;
+  read_event_.cancel();
+  return Status();
+}
+
+bool CallStream::shm_writing() const noexcept { return shm_ && shm_->writing(); }
+bool CallStream::shm_reading() const noexcept { return shm_attached_; }
 
 bool CallStream::zero_copy_files() const noexcept { return channel_->stream().can_send_file(); }
 
@@ -191,6 +260,16 @@ asio::awaitable<Result<std::optional<Payload>>> CallStream::read() {
       return_credit();
       co_return std::optional<Payload>(std::move(message));
     }
+    if (shm_ && shm_->reading()) {
+      auto m = co_await shm_->read(channel_->max_frame_size());
+      if (failed()) co_return failure_;
+      if (!m.ok()) {
+        fail(m.status());
+        co_return m.status();
+      }
+      if (*m) co_return std::move(*m);
+      continue;  // the ring has ended: the socket says how the call ended
+    }
     if (input_end_) {
       if (input_end_->ok()) co_return std::optional<Payload>();
       co_return *input_end_;
@@ -249,6 +328,7 @@ void CallStream::end_input(Status status) {
 
 void CallStream::end_output(Status status) {
   if (output_end_) return;
+  if (shm_) shm_->close_writer(status);  // before the final frame goes out
   output_end_ = std::move(status);
   write_event_.cancel();
 }
@@ -256,6 +336,7 @@ void CallStream::end_output(Status status) {
 void CallStream::send_control(wire::FrameType type) {
   if (channel_->closed()) return;
   if (type == wire::FrameType::kEndStream) {
+    if (shm_) shm_->close_writer(Status(Errc::kFailedPrecondition, "the stream has ended"));  // before END_STREAM
     wire::append_end_stream(channel_->out(), call_id_);
   } else {
     wire::append_cancel(channel_->out(), call_id_);
@@ -266,6 +347,7 @@ void CallStream::send_control(wire::FrameType type) {
 void CallStream::fail(Status why) {
   if (failed()) return;
   failure_ = std::move(why);
+  if (shm_) shm_->fail(failure_);
   queue_.clear();
   buffered_ = 0;
   read_event_.cancel();

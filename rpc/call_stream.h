@@ -40,6 +40,10 @@
 
 namespace authrpc {
 
+class ShmLink;
+class ShmStreamPlane;
+class ShmRing;
+
 // Default receive window per streaming call and direction.
 inline constexpr std::uint32_t kDefaultStreamWindow = 8 * 1024 * 1024;
 // DATA bodies above this are read straight into the message's own buffer.
@@ -68,6 +72,9 @@ class CallStream : public std::enable_shared_from_this<CallStream> {
   asio::awaitable<Status> write(Payload message);
   // A buffer of `size` bytes for the sender to fill in place.
   Payload allocate(std::size_t size);
+  // The same, waiting if need be: on a shared-memory stream a ring slot
+  // (filled in place, committed by write(Payload) without a copy).
+  asio::awaitable<Result<Payload>> acquire(std::size_t size);
   // Sends `length` bytes of `fd` from `offset` as messages of at most
   // kFileChunk bytes: zero-copy sendfile(2) where the transport can
   // (plaintext sockets), else read into pooled buffers and written.
@@ -111,6 +118,15 @@ class CallStream : public std::enable_shared_from_this<CallStream> {
     on_local_failure_ = std::move(hook);
   }
 
+  // --- Shared memory (rpc/shm_stream.h), on unix:// connections whose
+  // ShmLink is active: messages this end writes go through a ring it
+  // creates; a ring the peer hands over (SHM_RING) carries what we read.
+  void set_shm(std::shared_ptr<ShmLink> link);
+  Status attach_shm_ring(std::shared_ptr<ShmLink> link, ShmRing ring);
+  // True once this end's messages go through a ring.
+  bool shm_writing() const noexcept;
+  bool shm_reading() const noexcept;
+
  private:
   struct WriteWait;
   bool can_send(std::size_t size) const noexcept;
@@ -121,6 +137,7 @@ class CallStream : public std::enable_shared_from_this<CallStream> {
   Status send_status() const;
   void return_credit();
   Status check_size(std::size_t size) const;
+  asio::awaitable<Status> shm_write_failed(Status s);
 
   std::shared_ptr<FrameChannel> channel_;
   std::shared_ptr<BufferPool> pool_;
@@ -144,6 +161,8 @@ class CallStream : public std::enable_shared_from_this<CallStream> {
   std::optional<Status> input_end_;
   std::function<void(const Status&)> on_local_failure_;
   std::string final_message_;
+  std::shared_ptr<ShmStreamPlane> shm_;  // null: the socket only
+  bool shm_attached_ = false;            // a reader ring was handed over
 };
 
 }  // namespace authrpc

@@ -8,6 +8,7 @@
 #include <asio/write.hpp>
 #include <cerrno>
 #include <csignal>
+#include <cstring>
 #include <pthread.h>
 #include <sys/sendfile.h>
 #include <sys/socket.h>
@@ -103,12 +104,30 @@ class SocketStream final : public Stream {
 
   asio::awaitable<std::size_t> read_some(asio::mutable_buffer buffer,
                                          std::error_code& ec) override {
-    co_return co_await socket_.async_read_some(buffer, redirect_error(use_awaitable, ec));
+    if constexpr (std::is_same_v<Protocol, Tcp>) {
+      co_return co_await socket_.async_read_some(buffer, redirect_error(use_awaitable, ec));
+    } else {
+      // recvmsg with room for descriptors, so that SCM_RIGHTS never get lost
+      // (docs/SHM.md): try at once, wait for readability only if empty.
+      for (;;) {
+        const std::size_t n = try_read_some(buffer, ec);
+        if (ec != asio::error::would_block) co_return n;
+        co_await socket_.async_wait(Protocol::socket::wait_read, redirect_error(use_awaitable, ec));
+        if (ec) co_return 0;
+      }
+    }
   }
+
+  int native_unix_handle() const noexcept override {
+    if constexpr (std::is_same_v<Protocol, Tcp>) return -1;
+    else return const_cast<typename Protocol::socket&>(socket_).native_handle();
+  }
+
+  std::vector<UniqueFd> take_received_fds() override { return std::exchange(received_fds_, {}); }
 
   std::size_t try_read_some(asio::mutable_buffer buffer, std::error_code& ec) override {
     for (;;) {
-      const ssize_t n = ::recv(socket_.native_handle(), buffer.data(), buffer.size(), MSG_DONTWAIT);
+      const ssize_t n = recv_some(buffer);
       if (n > 0) {
         ec.clear();
         return static_cast<std::size_t>(n);
@@ -217,9 +236,40 @@ class SocketStream final : public Stream {
     }
   }
 
+  // recv() on TCP; recvmsg() keeping any descriptors that came along on Unix.
+  ssize_t recv_some(asio::mutable_buffer buffer) {
+    if constexpr (std::is_same_v<Protocol, Tcp>) {
+      return ::recv(socket_.native_handle(), buffer.data(), buffer.size(), MSG_DONTWAIT);
+    } else {
+      constexpr std::size_t kMaxFds = 16;
+      alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int) * kMaxFds)];
+      iovec iov{buffer.data(), buffer.size()};
+      msghdr msg{};
+      msg.msg_iov = &iov;
+      msg.msg_iovlen = 1;
+      msg.msg_control = control;
+      msg.msg_controllen = sizeof(control);
+      const ssize_t n = ::recvmsg(socket_.native_handle(), &msg, MSG_DONTWAIT | MSG_CMSG_CLOEXEC);
+      if (n < 0 || msg.msg_controllen == 0) return n;
+      for (cmsghdr* c = CMSG_FIRSTHDR(&msg); c != nullptr; c = CMSG_NXTHDR(&msg, c)) {
+        if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS) continue;
+        const std::size_t count = (c->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+        for (std::size_t i = 0; i < count; ++i) {
+          int fd;
+          std::memcpy(&fd, CMSG_DATA(c) + i * sizeof(int), sizeof(int));
+          // A peer that sends descriptors nobody takes cannot pile them up.
+          if (received_fds_.size() < 64) received_fds_.emplace_back(fd);
+          else ::close(fd);
+        }
+      }
+      return n;
+    }
+  }
+
   typename Protocol::socket socket_;
   asio::any_io_executor executor_;
   std::string peer_;
+  std::vector<UniqueFd> received_fds_;
   int file_fd_ = -1;
   std::uint64_t file_offset_ = 0;
   std::size_t file_left_ = 0;

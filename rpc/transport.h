@@ -17,9 +17,11 @@
 #include <memory>
 #include <span>
 #include <string>
+#include <vector>
 
 #include "rpc/endpoint.h"
 #include "rpc/result.h"
+#include "rpc/unique_fd.h"
 
 namespace authrpc {
 
@@ -90,6 +92,12 @@ class Stream {
   virtual const asio::any_io_executor& executor() const noexcept = 0;
   // TLS parameters once the handshake is done; null for plaintext streams.
   virtual const TlsInfo* tls() const noexcept { return nullptr; }
+  // Unix sockets only (else -1 / nothing): the socket's descriptor (for
+  // SO_PEERCRED and for sending descriptors, rpc/shm_stream.h), and the
+  // descriptors that arrived with SCM_RIGHTS on the bytes read so far, oldest
+  // first (a Unix stream always reads with recvmsg, so none are lost).
+  virtual int native_unix_handle() const noexcept { return -1; }
+  virtual std::vector<UniqueFd> take_received_fds() { return {}; }
 };
 
 class Listener {

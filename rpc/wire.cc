@@ -39,13 +39,16 @@ std::string_view frame_type_name(FrameType type) noexcept {
     case FrameType::kData: return "DATA";
     case FrameType::kWindowUpdate: return "WINDOW_UPDATE";
     case FrameType::kEndStream: return "END_STREAM";
+    case FrameType::kShmHello: return "SHM_HELLO";
+    case FrameType::kShmAccept: return "SHM_ACCEPT";
+    case FrameType::kShmRing: return "SHM_RING";
   }
   return "UNKNOWN";
 }
 
 bool is_known_frame_type(std::uint8_t type) noexcept {
   return (type >= 0x01 && type <= 0x09) || (type >= 0x10 && type <= 0x12) ||
-         (type >= 0x20 && type <= 0x23);
+         (type >= 0x20 && type <= 0x23) || (type >= 0x30 && type <= 0x32);
 }
 
 std::array<std::uint8_t, kPreambleSize> make_preamble() noexcept {

@@ -48,7 +48,11 @@ enum class FrameType : std::uint8_t {
   kData = 0x21,           // either way: one message of a streaming call
   kWindowUpdate = 0x22,   // either way: returns flow-control credit
   kEndStream = 0x23,      // C→S: the client has no more messages
-  // 0x24–0x2F reserved for streaming calls, 0x30–0x3F for transport upgrades
+  // Shared-memory data plane on unix:// connections (docs/SHM.md, PROTOCOL.md 6b).
+  kShmHello = 0x30,   // C→S: offers shared memory; the client reads with recvmsg from now on
+  kShmAccept = 0x31,  // S→C: u32 status (0: accepted) u32 reserved
+  kShmRing = 0x32,    // either way: a stream's ring (geometry; its fds ride on this frame)
+  // 0x24–0x2F reserved for streaming calls, 0x33–0x3F for transport upgrades
   // (TLS, shared memory). Receiving a reserved or unknown type is a protocol error.
 };
 
@@ -64,6 +68,9 @@ inline constexpr std::uint32_t kFeatureDoAs = 0x1;
 // AUTH_SUCCESS: the server understands streaming calls (frames 0x20–0x23).
 // A client opens streams only on connections whose AUTH_SUCCESS set it.
 inline constexpr std::uint32_t kFeatureStreams = 0x2;
+// AUTH_SUCCESS, unix:// only: the server understands SHM_HELLO (0x30–0x32,
+// docs/PROTOCOL.md section 6b); a client may offer shared memory.
+inline constexpr std::uint32_t kFeatureShm = 0x4;
 
 struct FrameHeader {
   std::uint32_t length = 0;  // bytes after the length field

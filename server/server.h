@@ -18,6 +18,7 @@
 
 #include "auth/authorizer.h"
 #include "auth/mechanism.h"
+#include "rpc/shm_stream.h"
 #include "rpc/endpoint.h"
 #include "rpc/log.h"
 #include "rpc/policy.h"
@@ -46,6 +47,9 @@ struct ServerOptions {
   // Bytes of a client's messages a streaming call buffers at most (its
   // receive window, docs/DATAPLANE.md).
   std::uint32_t stream_window = 8 * 1024 * 1024;
+  // Shared memory for streaming calls on unix:// connections (docs/SHM.md,
+  // "Integration"): off by default; a client's offer is refused then.
+  ShmOptions shm;
   // stop() waits this long for in-flight calls before closing connections.
   std::chrono::milliseconds stop_grace{30'000};
   ListenOptions listen;

@@ -154,6 +154,12 @@ asio::awaitable<void> ServerConnection::serve() {
       case FrameType::kEndStream:
         handle_end_stream(frame->header.call_id);
         break;
+      case FrameType::kShmHello:
+        handle_shm_hello();
+        break;
+      case FrameType::kShmRing:
+        handle_shm_ring(*frame);
+        break;
       case FrameType::kPing:
         wire::append_ping(channel_->out(), FrameType::kPong, frame->body);
         break;
@@ -318,6 +324,7 @@ void ServerConnection::handle_stream_request(const Frame& frame) {
   auto stream = std::make_shared<CallStream>(channel_, call_id, server_.options.stream_window,
                                              header->window, deadline);
   streams_[call_id] = stream;
+  if (shm_) stream->set_shm(shm_);
   // Accepts the call and announces our window: the client may send now.
   wire::append_window_update(channel_->out(), call_id, server_.options.stream_window);
   start_stream_call(*method, service_name, method_name, call_id, deadline, payload,
@@ -388,6 +395,36 @@ void ServerConnection::handle_window_update(const Frame& frame) {
   const auto it = streams_.find(frame.header.call_id);
   if (it == streams_.end()) return;
   if (Status s = it->second->on_window_update(*increment); !s.ok()) fatal_ = std::move(s);
+}
+
+void ServerConnection::handle_shm_hello() {
+  if (shm_) {
+    fatal_ = Status(Errc::kProtocolError, "a second SHM_HELLO");
+    return;
+  }
+  Status why;
+  shm_ = ShmLink::answer(*channel_, server_.options.shm, &why);
+  if (!why.ok() && why.code != ShmErrc::kUnsupported) {
+    server_.log(LogLevel::kInfo, "shared memory refused to " + peer_ + " (" + identity_.user +
+                                     "): " + why.to_string());
+  }
+}
+
+void ServerConnection::handle_shm_ring(const Frame& frame) {
+  if (!shm_) {
+    fatal_ = Status(Errc::kProtocolError, "SHM_RING without shared memory negotiated");
+    return;
+  }
+  auto ring = take_shm_ring(*shm_, *channel_, frame);
+  if (!ring.ok()) {
+    fatal_ = ring.status();
+    return;
+  }
+  const auto it = streams_.find(frame.header.call_id);
+  if (it == streams_.end()) return;  // ended: dropping the ring tells the writer
+  if (Status s = it->second->attach_shm_ring(shm_, std::move(*ring)); !s.ok()) {
+    it->second->fail(s);
+  }
 }
 
 void ServerConnection::handle_end_stream(std::uint32_t call_id) {

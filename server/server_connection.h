@@ -14,6 +14,7 @@
 #include "auth/identity.h"
 #include "rpc/call_stream.h"
 #include "rpc/frame_channel.h"
+#include "rpc/shm_stream.h"
 #include "server/server_impl.h"
 
 namespace authrpc {
@@ -53,6 +54,8 @@ class ServerConnection : public std::enable_shared_from_this<ServerConnection> {
                                     std::string_view& service_name, std::string_view& method_name);
   asio::awaitable<Status> handle_data(const Frame& frame);
   void handle_window_update(const Frame& frame);
+  void handle_shm_hello();
+  void handle_shm_ring(const Frame& frame);
   void handle_end_stream(std::uint32_t call_id);
   void start_stream_call(const Service::Method& method, std::string_view service_name,
                          std::string_view method_name, std::uint32_t call_id,
@@ -93,6 +96,7 @@ class ServerConnection : public std::enable_shared_from_this<ServerConnection> {
   Clock::time_point last_activity_;
   std::unordered_map<std::uint32_t, std::shared_ptr<std::atomic<bool>>> cancel_flags_;
   std::unordered_map<std::uint32_t, std::shared_ptr<CallStream>> streams_;
+  std::shared_ptr<ShmLink> shm_;  // set once the client's SHM_HELLO was accepted
 };
 
 }  // namespace authrpc

@@ -39,6 +39,14 @@ class ServerStream {
   // soon as it is queued.
   Payload allocate(std::size_t size) { return stream_->allocate(size); }
   asio::awaitable<Status> write(Payload message) { return stream_->write(std::move(message)); }
+  // Waits for a buffer of `size` bytes to fill in place and pass to
+  // write(Payload): on a shared-memory stream (unix://, docs/SHM.md) a slot
+  // of the ring itself, so the message is never copied.
+  asio::awaitable<Result<Payload>> acquire(std::size_t size) { return stream_->acquire(size); }
+  // True once this side's messages go through shared memory (after the
+  // first write), or the peer's arrive through it.
+  bool shm_writing() const noexcept { return stream_->shm_writing(); }
+  bool shm_reading() const noexcept { return stream_->shm_reading(); }
   // Sends a file region as messages of up to 1 MiB: sendfile(2), zero-copy,
   // on plaintext TCP and Unix connections; read + write over TLS.
   asio::awaitable<Status> send_file(int fd, std::uint64_t offset, std::uint64_t length) {

@@ -55,7 +55,10 @@ TEST_P(ThroughputTest, SmallRunPrintsRowsAndValidJson) {
         std::string("Latency quantile=0.99: "), std::string("Latency max: "),
         std::string("(floor-stream/unix), bare socket stream"),
         std::string("TLS_AES_128_GCM_SHA256"),
-        mode + "/tcp    MB/s >= 0.90 x floor-stream/tcp MB/s: ratio "}) {
+        mode + "/tcp    MB/s >= 0.90 x floor-stream/tcp MB/s: ratio ",
+        "Testing method: " + std::string(mode == "get" ? "DoGet" : "DoPut") + " (" + mode + "/shm)",
+        mode + "/shm    MB/s >= 2.00 x " + mode + "/unix MB/s: ratio ",
+        mode + "/shm    p50 latency <= 0.50 x " + mode + "/unix p50 latency: ratio "}) {
     EXPECT_NE(ran.output.find(line), std::string::npos) << "missing: " << line << "\n" << ran.output;
   }
 
@@ -75,13 +78,15 @@ TEST_P(ThroughputTest, SmallRunPrintsRowsAndValidJson) {
     EXPECT_EQ(row.at("n").get<int>(), 64) << row.dump();
     EXPECT_GT(row.at("mb_per_s").get<double>(), 0.0) << row.dump();
     EXPECT_GT(row.at("batches_per_s").get<double>(), 0.0) << row.dump();
+    const std::string transport = row.at("transport").get<std::string>();
     EXPECT_EQ(row.at("floor").get<std::string>(),
-              "floor-stream/" + row.at("transport").get<std::string>());
+              "floor-stream/" + (transport == "shm" ? std::string("unix") : transport));
   }
   EXPECT_EQ(names, (std::set<std::string>{mode + "/tcp", mode + "/unix", mode + "/tls",
-                                           "floor-stream/tcp", "floor-stream/unix",
+                                           mode + "/shm", "floor-stream/tcp", "floor-stream/unix",
                                            "floor-stream/tls"}));
-  ASSERT_EQ(doc.at("targets").size(), 3u);
+  // tcp, unix, tls, and shm's two (MB/s and p50 latency against unix).
+  ASSERT_EQ(doc.at("targets").size(), 5u);
   for (const auto& t : doc.at("targets")) {
     EXPECT_TRUE(t.at("ratio").is_number()) << t.dump();
     EXPECT_TRUE(t.at("met").is_boolean()) << t.dump();
@@ -92,7 +97,7 @@ INSTANTIATE_TEST_SUITE_P(Modes, ThroughputTest, ::testing::Values("get", "put"),
                          [](const auto& param_info) { return param_info.param; });
 
 TEST(ThroughputUsageTest, BadOptionsAreUsageErrors) {
-  for (const char* args : {"--get --put", "--streams 0", "--batch 16M", "--transport shm",
+  for (const char* args : {"--get --put", "--streams 0", "--batch 16M", "--transport ipc",
                                  "--bogus"}) {
     const Ran ran = RunMinibench(args);
     EXPECT_EQ(ran.status, 2) << args << "\n" << ran.output;

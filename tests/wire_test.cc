@@ -197,7 +197,7 @@ INSTANTIATE_TEST_SUITE_P(
                    Errc::kOk},
         HeaderCase{"default_limit_plus_one", kDefaultMaxFrameSize - 3, 0x11, 0,
                    kDefaultMaxFrameSize, Errc::kFrameTooLarge},
-        // Types: 0x01–0x09, 0x10–0x12 and the streaming frames 0x20–0x23 only.
+        // Types: 0x01–0x09, 0x10–0x12, the streaming frames 0x20–0x23 and shm 0x30–0x32 only.
         HeaderCase{"type_0x00", 8, 0x00, 0, kLimit, Errc::kProtocolError},
         HeaderCase{"type_0x01", 8, 0x01, 0, kLimit, Errc::kOk},
         HeaderCase{"type_0x09", 8, 0x09, 0, kLimit, Errc::kOk},
@@ -210,7 +210,9 @@ INSTANTIATE_TEST_SUITE_P(
         HeaderCase{"end_stream_0x23", 8, 0x23, 0, kLimit, Errc::kOk},
         HeaderCase{"reserved_streaming_0x24", 8, 0x24, 0, kLimit, Errc::kProtocolError},
         HeaderCase{"reserved_streaming_0x2F", 8, 0x2F, 0, kLimit, Errc::kProtocolError},
-        HeaderCase{"reserved_upgrade_0x30", 8, 0x30, 0, kLimit, Errc::kProtocolError},
+        HeaderCase{"shm_hello_0x30", 8, 0x30, 0, kLimit, Errc::kOk},
+        HeaderCase{"shm_ring_0x32", 8, 0x32, 0, kLimit, Errc::kOk},
+        HeaderCase{"reserved_upgrade_0x33", 8, 0x33, 0, kLimit, Errc::kProtocolError},
         HeaderCase{"reserved_upgrade_0x3F", 8, 0x3F, 0, kLimit, Errc::kProtocolError},
         HeaderCase{"type_0x80", 8, 0x80, 0, kLimit, Errc::kProtocolError},
         HeaderCase{"type_0xFF", 8, 0xFF, 0, kLimit, Errc::kProtocolError},
@@ -260,14 +262,15 @@ TEST(FrameTypeTest, NamesAndKnownTypes) {
   int known = 0;
   for (int t = 0; t < 256; ++t) {
     const bool expected =
-        (t >= 0x01 && t <= 0x09) || (t >= 0x10 && t <= 0x12) || (t >= 0x20 && t <= 0x23);
+        (t >= 0x01 && t <= 0x09) || (t >= 0x10 && t <= 0x12) || (t >= 0x20 && t <= 0x23) ||
+        (t >= 0x30 && t <= 0x32);
     EXPECT_EQ(is_known_frame_type(static_cast<std::uint8_t>(t)), expected) << "type " << t;
     known += expected;
     if (expected) {
       EXPECT_NE(frame_type_name(static_cast<FrameType>(t)), "UNKNOWN") << "type " << t;
     }
   }
-  EXPECT_EQ(known, 16);
+  EXPECT_EQ(known, 19);
 }
 
 // ---------------------------------------------------------------------------

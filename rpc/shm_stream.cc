@@ -1,0 +1,359 @@
+#include "rpc/shm_stream.h"
+
+#include <asio/dispatch.hpp>
+#include <asio/redirect_error.hpp>
+#include <asio/use_awaitable.hpp>
+#include <poll.h>
+#include <sys/socket.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+
+#include "rpc/wire.h"
+
+namespace authrpc {
+
+namespace {
+
+constexpr std::size_t kRingBodySize = 16;  // u32 slot_size · u32 slot_count · u64 region_size
+
+std::string ring_frame(std::uint32_t call_id, const ShmRing& ring) {
+  std::string out(wire::kFrameHeaderSize, '\0');
+  wire::write_frame_header(reinterpret_cast<std::uint8_t*>(out.data()), wire::FrameType::kShmRing,
+                           call_id, kRingBodySize);
+  wire::Writer w(out);
+  w.u32(ring.slot_size());
+  w.u32(ring.slot_count());
+  w.u32(static_cast<std::uint32_t>(ring.region_size() >> 32));
+  w.u32(static_cast<std::uint32_t>(ring.region_size()));
+  return out;
+}
+
+// Sends `bytes` on the Unix socket with `fds` on the first byte. Blocks
+// (poll) only if the socket's buffer is full after the first byte left.
+Status send_with_fds(int socket, std::string_view bytes, const int* fds, std::size_t count) {
+  alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int) * 4)] = {};
+  std::size_t sent = 0;
+  while (sent < bytes.size()) {
+    iovec iov{const_cast<char*>(bytes.data() + sent), bytes.size() - sent};
+    msghdr msg{};
+    msg.msg_iov = &iov;
+    msg.msg_iovlen = 1;
+    if (sent == 0) {
+      msg.msg_control = control;
+      msg.msg_controllen = CMSG_SPACE(sizeof(int) * count);
+      cmsghdr* c = CMSG_FIRSTHDR(&msg);
+      c->cmsg_level = SOL_SOCKET;
+      c->cmsg_type = SCM_RIGHTS;
+      c->cmsg_len = CMSG_LEN(sizeof(int) * count);
+      std::memcpy(CMSG_DATA(c), fds, sizeof(int) * count);
+    }
+    const ssize_t n = ::sendmsg(socket, &msg, MSG_DONTWAIT | MSG_NOSIGNAL);
+    if (n > 0) {
+      sent += static_cast<std::size_t>(n);
+      continue;
+    }
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+      if (sent == 0) return Status(asio::error::would_block, "sendmsg");
+      pollfd p{socket, POLLOUT, 0};
+      ::poll(&p, 1, 1000);
+      continue;
+    }
+    return Status(std::error_code(errno, std::system_category()), "sendmsg (shared-memory ring)");
+  }
+  return Status();
+}
+
+}  // namespace
+
+// ---------------------------------------------------------------- ShmLink
+
+std::shared_ptr<ShmLink> ShmLink::offer(FrameChannel& channel, const ShmOptions& options) {
+  if (!options.enabled) return nullptr;
+  const int fd = channel.stream().native_unix_handle();
+  if (fd < 0) return nullptr;
+  if (!check_shm_peer(fd, options.peer).ok()) return nullptr;
+  std::string& out = channel.out();
+  const std::size_t at = out.size();
+  out.resize(at + wire::kFrameHeaderSize);
+  wire::write_frame_header(reinterpret_cast<std::uint8_t*>(out.data() + at),
+                           wire::FrameType::kShmHello, 0, 0);
+  return std::make_shared<ShmLink>(options, channel.stream().executor(), State::kOffered);
+}
+
+std::shared_ptr<ShmLink> ShmLink::answer(FrameChannel& channel, const ShmOptions& options,
+                                         Status* why) {
+  Status status;
+  const int fd = channel.stream().native_unix_handle();
+  if (!options.enabled) {
+    status = Status(ShmErrc::kUnsupported, "shared memory is disabled on the server");
+  } else if (fd < 0) {
+    status = Status(ShmErrc::kUnsupported, "shared memory needs a Unix socket");
+  } else {
+    status = check_shm_peer(fd, options.peer);
+  }
+  std::string& out = channel.out();
+  const std::size_t at = out.size();
+  out.resize(at + wire::kFrameHeaderSize);
+  wire::write_frame_header(reinterpret_cast<std::uint8_t*>(out.data() + at),
+                           wire::FrameType::kShmAccept, 0, 8);
+  wire::Writer w(out);
+  w.u32(status.ok() ? 0u : static_cast<std::uint32_t>(to_wire_errc(status.code)));
+  w.u32(0);
+  if (why) *why = status;
+  if (!status.ok()) return nullptr;
+  return std::make_shared<ShmLink>(options, channel.stream().executor(), State::kActive);
+}
+
+Status ShmLink::on_accept(std::string_view body) {
+  wire::Reader r(body);
+  const std::uint32_t status = r.u32();
+  r.u32();
+  if (!r.ok() || !r.at_end()) return Status(Errc::kProtocolError, "malformed SHM_ACCEPT");
+  if (state_ != State::kOffered) return Status(Errc::kProtocolError, "unexpected SHM_ACCEPT");
+  if (status == 0) {
+    state_ = State::kActive;
+  } else {
+    state_ = State::kRefused;
+    refusal_ = Status(errc_from_wire(static_cast<std::uint16_t>(status)), "the server refused shared memory");
+  }
+  answered_.cancel();
+  return Status();
+}
+
+asio::awaitable<void> ShmLink::wait_answer() {
+  while (state_ == State::kOffered) {
+    answered_.expires_at(asio::steady_timer::time_point::max());
+    std::error_code ec;
+    co_await answered_.async_wait(asio::redirect_error(asio::use_awaitable, ec));
+    if (ec != asio::error::operation_aborted) break;
+    if (state_ == State::kOffered) break;  // cancel_wait(): the connection ended
+  }
+}
+
+std::vector<UniqueFd> ShmLink::take_ring_fds(FrameChannel& channel) {
+  for (auto& fd : channel.stream().take_received_fds()) fds_.push_back(std::move(fd));
+  std::vector<UniqueFd> ring;
+  while (ring.size() < 4 && !fds_.empty()) {
+    ring.push_back(std::move(fds_.front()));
+    fds_.pop_front();
+  }
+  return ring;
+}
+
+Result<ShmRing> take_shm_ring(ShmLink& link, FrameChannel& channel, const Frame& frame) {
+  auto fds = link.take_ring_fds(channel);
+  wire::Reader r(frame.body);
+  const std::uint32_t slot_size = r.u32();
+  const std::uint32_t slot_count = r.u32();
+  const std::uint64_t region_high = r.u32();
+  const std::uint64_t region_size = (region_high << 32) | r.u32();
+  if (!r.ok() || !r.at_end() || frame.body_pending) {
+    return Status(Errc::kProtocolError, "malformed SHM_RING");
+  }
+  if (fds.size() != 4) {
+    return Status(ShmErrc::kBadHandoff, "SHM_RING without its four descriptors");
+  }
+  ShmRingFds ring_fds{std::move(fds[0]), std::move(fds[1]), std::move(fds[2]), std::move(fds[3])};
+  auto ring = ShmRing::attach(std::move(ring_fds), link.options().limits);
+  if (!ring.ok()) return ring.status();
+  if (ring->slot_size() != slot_size || ring->slot_count() != slot_count ||
+      ring->region_size() != region_size) {
+    return Status(ShmErrc::kBadGeometry, "SHM_RING geometry differs from the ring's header");
+  }
+  return ring;
+}
+
+// ---------------------------------------------------------------- ShmStreamPlane
+
+ShmStreamPlane::ShmStreamPlane(std::shared_ptr<ShmLink> link, std::shared_ptr<FrameChannel> channel,
+                               std::uint32_t call_id)
+    : link_(std::move(link)),
+      channel_(std::move(channel)),
+      executor_(channel_->stream().executor()),
+      call_id_(call_id),
+      pool_(std::make_shared<BufferPool>(1u << 20)) {}
+
+ShmStreamPlane::~ShmStreamPlane() {
+  if (deadline_) deadline_->cancel();
+}
+
+void ShmStreamPlane::arm_deadline(std::chrono::steady_clock::time_point deadline,
+                                  std::function<void()> expired) {
+  if (deadline == std::chrono::steady_clock::time_point::max() || deadline_) return;
+  deadline_.emplace(executor_);
+  deadline_->expires_at(deadline);
+  deadline_->async_wait([expired = std::move(expired)](std::error_code ec) {
+    if (!ec) expired();
+  });
+}
+
+Status ShmStreamPlane::send_ring(ShmRing& ring) {
+  auto fds = ring.take_peer_fds();
+  if (!fds.ok()) return fds.status();
+  const int list[4] = {fds->memfd.get(), fds->data_ready.get(), fds->space_ready.get(),
+                       fds->liveness.get()};
+  return send_with_fds(channel_->stream().native_unix_handle(), ring_frame(call_id_, ring), list, 4);
+}
+
+asio::awaitable<bool> ShmStreamPlane::ready_to_write() {
+  if (write_decided_) co_return writer_.has_value();
+  write_decided_ = true;
+  if (!link_ || !link_->active() || channel_->closed()) co_return false;
+  auto ring = ShmRing::create(link_->options().ring);
+  if (!ring.ok()) co_return false;  // unavailable here: the socket it is
+  // The ring's frame (with the descriptors) must not land inside bytes the
+  // channel is writing: send it when the channel has nothing pending, in
+  // one step of this executor.
+  for (;;) {
+    co_await channel_->wait_pending_below(0);
+    if (channel_->closed()) co_return false;
+    Status s = send_ring(*ring);
+    if (s.ok()) break;
+    if (s.code != asio::error::would_block) {
+      channel_->close();  // a failed write on the socket: the connection is gone
+      co_return false;
+    }
+    asio::steady_timer pause(executor_, std::chrono::milliseconds(1));
+    std::error_code ec;
+    co_await pause.async_wait(asio::redirect_error(asio::use_awaitable, ec));
+  }
+  auto writer = ShmWriter::open(executor_, std::move(*ring));
+  if (!writer.ok()) {
+    // The peer has the ring already; it will see us gone (liveness), and
+    // the stream cannot go on.
+    channel_->close();
+    co_return false;
+  }
+  writer_.emplace(std::move(*writer));
+  co_return true;
+}
+
+asio::awaitable<Status> ShmStreamPlane::write(std::string_view message) {
+  const std::uint32_t total = static_cast<std::uint32_t>(message.size());
+  std::size_t at = 0;
+  do {
+    auto slot = co_await writer_->acquire();
+    if (!slot.ok()) co_return slot.status();
+    if (lent_ != nullptr) lent_ = nullptr;  // the lent Payload's slot is reused here
+    const std::size_t n = std::min(message.size() - at, slot->size());
+    if (n > 0) std::memcpy(slot->data(), message.data() + at, n);
+    if (Status s = writer_->commit(n, total); !s.ok()) co_return s;
+    at += n;
+  } while (at < message.size());
+  co_return Status();
+}
+
+asio::awaitable<Status> ShmStreamPlane::write(Payload message) {
+  if (lent_ != nullptr && message.data() == lent_) {
+    lent_ = nullptr;
+    co_return writer_->commit(message.size(), static_cast<std::uint32_t>(message.size()));
+  }
+  co_return co_await write(message.view());
+}
+
+asio::awaitable<Result<Payload>> ShmStreamPlane::acquire(std::size_t size) {
+  if (size > writer_->slot_size() || lent_ != nullptr) co_return pool_->take(size);
+  auto slot = co_await writer_->acquire();
+  if (!slot.ok()) co_return slot.status();
+  lent_ = reinterpret_cast<char*>(slot->data());
+  co_return Payload(lent_, size, size, shared_from_this());
+}
+
+void ShmStreamPlane::close_writer(const Status& why) {
+  if (!writer_) return;
+  writer_->close();
+  writer_->cancel(why);
+}
+
+Status ShmStreamPlane::attach_reader(ShmRing ring) {
+  if (reader_) return Status(Errc::kProtocolError, "a second SHM_RING for one stream");
+  auto reader = ShmReader::open(executor_, std::move(ring));
+  if (!reader.ok()) return reader.status();
+  reader_.emplace(std::move(*reader));
+  return Status();
+}
+
+asio::awaitable<Result<std::optional<Payload>>> ShmStreamPlane::read(std::size_t max_message) {
+  auto slot = co_await reader_->next();
+  if (!slot.ok()) {
+    if (slot.status().code == ShmErrc::kEndOfRing) {
+      reader_ended_ = true;
+      co_return std::optional<Payload>();
+    }
+    co_return slot.status();
+  }
+  char* data = const_cast<char*>(reinterpret_cast<const char*>(slot->data.data()));
+  const std::size_t length = slot->data.size();
+  const std::size_t total = slot->tag;
+  if (total == length) {
+    held_.push_back({data, false});
+    co_return std::optional<Payload>(Payload(data, length, length, shared_from_this()));
+  }
+  if (total < length || total > max_message || length != reader_->slot_size()) {
+    co_return Status(ShmErrc::kCorrupted, "shared-memory message of " + std::to_string(total) +
+                                              " bytes in a slot of " + std::to_string(length));
+  }
+  // A message larger than a slot: assembled from consecutive full slots.
+  Payload whole = pool_->take(total);
+  std::memcpy(whole.mutable_data(), data, length);
+  held_.push_back({data, true});
+  drain_released();
+  std::size_t got = length;
+  while (got < total) {
+    auto next = co_await reader_->next();
+    if (!next.ok()) {
+      if (next.status().code == ShmErrc::kEndOfRing) {
+        co_return Status(ShmErrc::kCorrupted, "shared-memory ring ended inside a message");
+      }
+      co_return next.status();
+    }
+    const std::size_t n = next->data.size();
+    if (n > total - got || next->tag != total) {
+      co_return Status(ShmErrc::kCorrupted, "shared-memory message continues inconsistently");
+    }
+    std::memcpy(whole.mutable_data() + got, next->data.data(), n);
+    got += n;
+    held_.push_back({reinterpret_cast<const char*>(next->data.data()), true});
+    drain_released();
+  }
+  co_return std::optional<Payload>(std::move(whole));
+}
+
+void ShmStreamPlane::fail(const Status& why) {
+  if (writer_) writer_->cancel(why);
+  if (reader_) {
+    reader_->close();
+    reader_->cancel(why);
+  }
+  if (deadline_) deadline_->cancel();
+}
+
+void ShmStreamPlane::release(char* data, std::size_t) noexcept {
+  asio::dispatch(executor_, [self = shared_from_this(), data] { self->released(data); });
+}
+
+void ShmStreamPlane::released(char* data) noexcept {
+  if (data == lent_) {
+    lent_ = nullptr;  // not committed: the slot stays acquired for the next write
+    return;
+  }
+  for (auto& h : held_) {
+    if (h.data == data && !h.done) {
+      h.done = true;
+      break;
+    }
+  }
+  drain_released();
+}
+
+void ShmStreamPlane::drain_released() {
+  while (!held_.empty() && held_.front().done) {
+    held_.pop_front();
+    if (reader_) reader_->release();
+  }
+}
+
+}  // namespace authrpc
