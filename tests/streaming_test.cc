@@ -415,7 +415,9 @@ TEST_P(StreamingTest, SlowClientBuffersAtMostItsWindow) {
     EXPECT_EQ(got, 8u << 20);
     // Over shared memory nothing is buffered: the ring bounds the server
     // (tests/shm_stream_test.cc, SlowConsumerBoundsTheWriter).
-    if (GetParam() != "shm") EXPECT_GT(max_buffered, 0u);
+    if (GetParam() != "shm") {
+      EXPECT_GT(max_buffered, 0u);
+    }
     EXPECT_LE(max_buffered, options.window);
     EXPECT_TRUE((co_await (*stream)->finish()).ok());
   });
@@ -442,7 +444,9 @@ TEST_P(StreamingTest, SlowServerBuffersAtMostItsWindow) {
   });
   std::lock_guard lock(seen_->mu);
   EXPECT_EQ(seen_->server_window, 128u << 10);
-  if (GetParam() != "shm") EXPECT_GT(seen_->max_server_buffered, 0u);
+  if (GetParam() != "shm") {
+    EXPECT_GT(seen_->max_server_buffered, 0u);
+  }
   EXPECT_LE(seen_->max_server_buffered, 128u << 10);
 }
 
