@@ -89,6 +89,38 @@ Result<LogLevel> parse_level(const std::string& name) {
   return config_error("log_level must be debug, info, warning or error");
 }
 
+// "shared_memory": the same-host data plane for streams on unix:// endpoints
+// (docs/SHM.md): {"enabled": bool, "slot_size": bytes, "slots": n,
+// "peer_uid": uid (default: the server's own)}.
+Status read_shared_memory(const nlohmann::json& config, ServerOptions& o) {
+  if (!config.contains("shared_memory")) return {};
+  const auto& shm = config["shared_memory"];
+  if (!shm.is_object()) return config_error("'shared_memory' must be an object");
+  if (Status s = check_keys(shm, "shared_memory.", {"enabled", "slot_size", "slots", "peer_uid"});
+      !s.ok()) {
+    return s;
+  }
+  if (shm.contains("enabled")) {
+    if (!shm["enabled"].is_boolean()) return config_error("'shared_memory.enabled' must be a boolean");
+    o.shm.enabled = shm["enabled"].get<bool>();
+  }
+  if (Status s = read_number(shm, "slot_size", o.shm.ring.slot_size); !s.ok()) return s;
+  if (Status s = read_number(shm, "slots", o.shm.ring.slot_count); !s.ok()) return s;
+  const auto slot = o.shm.ring.slot_size;
+  if (slot % 4096 != 0 || slot < 4096 || slot > (64u << 20)) {
+    return config_error("'shared_memory.slot_size' must be a multiple of 4096 from 4096 to 64 MiB");
+  }
+  if (o.shm.ring.slot_count < 2 || o.shm.ring.slot_count > 1024) {
+    return config_error("'shared_memory.slots' must be from 2 to 1024");
+  }
+  if (shm.contains("peer_uid")) {
+    uid_t uid = 0;
+    if (Status s = read_number(shm, "peer_uid", uid); !s.ok()) return s;
+    o.shm.peer.uid = uid;
+  }
+  return {};
+}
+
 }  // namespace
 
 Result<ServerOptions> server_options_from_json(const nlohmann::json& config,
@@ -100,6 +132,7 @@ Result<ServerOptions> server_options_from_json(const nlohmann::json& config,
                              "max_frame_size", "max_pending_output", "stop_grace_ms",
                              "unix_socket_mode", "log_level", "tls", "encryption",
                              "authentication", "authorization", "audit_log",
+                             "stream_window", "shared_memory",
                              "tokens"});  // "tokens": server/token_service.h
       !s.ok()) {
     return s;
@@ -147,6 +180,11 @@ Result<ServerOptions> server_options_from_json(const nlohmann::json& config,
   if (Status s = read_ms(config, "negotiation_timeout_ms", o.negotiation_timeout); !s.ok()) return s;
   if (Status s = read_ms(config, "idle_timeout_ms", o.idle_timeout); !s.ok()) return s;
   if (Status s = read_ms(config, "stop_grace_ms", o.stop_grace); !s.ok()) return s;
+  if (Status s = read_number(config, "stream_window", o.stream_window); !s.ok()) return s;
+  if (config.contains("stream_window") && o.stream_window < 65536) {
+    return config_error("'stream_window' must be at least 65536 bytes");
+  }
+  if (Status s = read_shared_memory(config, o); !s.ok()) return s;
   if (config.contains("unix_socket_mode")) {
     const auto& mode = config["unix_socket_mode"];
     const std::string text = mode.is_string() ? mode.get<std::string>() : std::string();
