@@ -172,6 +172,17 @@ std::optional<RawFrame> RawConnection::ReadFrame(std::chrono::milliseconds timeo
   return frame;
 }
 
+Result<std::unique_ptr<Client>> ConnectWith(const Endpoint& endpoint,
+                                            std::shared_ptr<ClientMechanism> mechanism,
+                                            std::chrono::milliseconds timeout) {
+  ClientOptions o;
+  o.endpoint = endpoint;
+  o.mechanisms = {std::move(mechanism)};
+  o.connect_timeout = timeout;
+  o.default_call_timeout = timeout;
+  return Client::connect(std::move(o));
+}
+
 Result<ServerProcess> SpawnServer(const char* binary, const std::string& config) {
   int out[2];
   if (::pipe(out) != 0) return Status(Errc::kInternal, "pipe");

@@ -24,6 +24,7 @@
 #include "rpc/wire.h"
 #include "server/server.h"
 #include "server/service.h"
+#include "client/client.h"
 
 namespace authrpc::testing {
 
@@ -66,6 +67,12 @@ T Await(asio::awaitable<T> a) {
 // admin.shutdown ("ok").
 Service DataService();
 Service AdminService();
+
+// A client of `endpoint` authenticating with `mechanism` only, with generous
+// connect and call timeouts for a loaded machine.
+Result<std::unique_ptr<Client>> ConnectWith(const Endpoint& endpoint,
+                                            std::shared_ptr<ClientMechanism> mechanism,
+                                            std::chrono::milliseconds timeout = std::chrono::seconds(10));
 
 // An authrpc-server process (`binary --config CONFIG --print-endpoints`)
 // and the endpoint it printed first; the caller kills and reaps it.

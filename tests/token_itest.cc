@@ -151,12 +151,7 @@ class TokenItest : public ::testing::Test {
 
   static Result<std::unique_ptr<Client>> Connect(const Endpoint& ep,
                                                  std::shared_ptr<ClientMechanism> m) {
-    ClientOptions o;
-    o.endpoint = ep;
-    o.mechanisms = {std::move(m)};
-    o.connect_timeout = 10s;
-    o.default_call_timeout = 10s;
-    return Client::connect(std::move(o));
+    return testing::ConnectWith(ep, std::move(m));
   }
 
   static Result<Token> Fetch(const Endpoint& ep, const std::string& as, const std::string& renewer) {

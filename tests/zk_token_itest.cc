@@ -145,13 +145,9 @@ class ZkTokenItest : public ::testing::Test {
     EXPECT_TRUE(m.ok()) << Describe(m);
     return *m;
   }
-  static Result<std::unique_ptr<Client>> Connect(const Endpoint& ep, std::shared_ptr<ClientMechanism> m) {
-    ClientOptions o;
-    o.endpoint = ep;
-    o.mechanisms = {std::move(m)};
-    o.connect_timeout = 10s;
-    o.default_call_timeout = 10s;
-    return Client::connect(std::move(o));
+  static Result<std::unique_ptr<Client>> Connect(const Endpoint& ep,
+                                                 std::shared_ptr<ClientMechanism> m) {
+    return testing::ConnectWith(ep, std::move(m));
   }
   static Result<Token> Fetch(const Endpoint& ep, const std::string& as, const std::string& renewer) {
     auto client = Connect(ep, KerberosAs(as));
