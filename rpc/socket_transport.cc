@@ -370,24 +370,11 @@ class TcpTransport final : public Transport {
 
   Result<std::unique_ptr<Listener>> listen(asio::io_context& io, const Endpoint& endpoint,
                                            const ListenOptions& options) override {
-    std::error_code ec;
-    auto address = asio::ip::make_address(endpoint.host, ec);
-    if (ec) {
-      Tcp::resolver resolver(io);
-      auto results = resolver.resolve(endpoint.host, std::to_string(endpoint.port), ec);
-      if (ec || results.empty()) return Status(ec, "resolve " + endpoint.host);
-      address = results.begin()->endpoint().address();
-    }
-    Tcp::acceptor acceptor(io);
-    const Tcp::endpoint ep(address, endpoint.port);
-    acceptor.open(ep.protocol(), ec);
-    if (!ec) acceptor.set_option(Tcp::acceptor::reuse_address(true), ec);
-    if (!ec) acceptor.bind(ep, ec);
-    if (!ec) acceptor.listen(options.backlog, ec);
-    if (ec) return Status(ec, "listen on " + endpoint.to_string());
-    Endpoint bound = endpoint;
-    bound.port = acceptor.local_endpoint().port();
-    return std::unique_ptr<Listener>(new SocketListener<Tcp>(std::move(acceptor), bound, false));
+    Endpoint bound;
+    auto acceptor = listen_tcp(io, endpoint, options, bound);
+    if (!acceptor.ok()) return acceptor.status();
+    return std::unique_ptr<Listener>(
+        new SocketListener<Tcp>(std::move(*acceptor), bound, false));
   }
 };
 
@@ -464,6 +451,29 @@ class TlsWithoutContext final : public Transport {
 };
 
 }  // namespace
+
+Result<asio::ip::tcp::acceptor> listen_tcp(asio::io_context& io, const Endpoint& endpoint,
+                                           const ListenOptions& options, Endpoint& bound) {
+  using Tcp = asio::ip::tcp;
+  std::error_code ec;
+  auto address = asio::ip::make_address(endpoint.host, ec);
+  if (ec) {
+    Tcp::resolver resolver(io);
+    auto results = resolver.resolve(endpoint.host, std::to_string(endpoint.port), ec);
+    if (ec || results.empty()) return Status(ec, "resolve " + endpoint.host);
+    address = results.begin()->endpoint().address();
+  }
+  Tcp::acceptor acceptor(io);
+  const Tcp::endpoint ep(address, endpoint.port);
+  acceptor.open(ep.protocol(), ec);
+  if (!ec) acceptor.set_option(Tcp::acceptor::reuse_address(true), ec);
+  if (!ec) acceptor.bind(ep, ec);
+  if (!ec) acceptor.listen(options.backlog, ec);
+  if (ec) return Status(ec, "listen on " + endpoint.to_string());
+  bound = endpoint;
+  bound.port = acceptor.local_endpoint().port();
+  return acceptor;
+}
 
 Transport& transport_for(Endpoint::Scheme scheme) {
   static TcpTransport tcp;

@@ -499,25 +499,11 @@ Result<std::unique_ptr<Listener>> listen_tls(asio::io_context& io, const Endpoin
                                              std::shared_ptr<security::TlsServerContext> context,
                                              bool accept_plaintext) {
   if (!context) return Status(Errc::kConfigError, "TLS endpoint " + endpoint.to_string() + " without a TLS context");
-  std::error_code ec;
-  auto address = asio::ip::make_address(endpoint.host, ec);
-  if (ec) {
-    Tcp::resolver resolver(io);
-    auto results = resolver.resolve(endpoint.host, std::to_string(endpoint.port), ec);
-    if (ec || results.empty()) return Status(ec, "resolve " + endpoint.host);
-    address = results.begin()->endpoint().address();
-  }
-  Tcp::acceptor acceptor(io);
-  const Tcp::endpoint ep(address, endpoint.port);
-  acceptor.open(ep.protocol(), ec);
-  if (!ec) acceptor.set_option(Tcp::acceptor::reuse_address(true), ec);
-  if (!ec) acceptor.bind(ep, ec);
-  if (!ec) acceptor.listen(options.backlog, ec);
-  if (ec) return Status(ec, "listen on " + endpoint.to_string());
-  Endpoint bound = endpoint;
-  bound.port = acceptor.local_endpoint().port();
+  Endpoint bound;
+  auto acceptor = listen_tcp(io, endpoint, options, bound);
+  if (!acceptor.ok()) return acceptor.status();
   return std::unique_ptr<Listener>(
-      new TlsListener(std::move(acceptor), bound, std::move(context), accept_plaintext));
+      new TlsListener(std::move(*acceptor), bound, std::move(context), accept_plaintext));
 }
 
 asio::awaitable<Result<std::unique_ptr<Stream>>> connect_tls(

@@ -11,6 +11,7 @@
 #include <asio/buffer.hpp>
 #include <asio/error.hpp>
 #include <asio/io_context.hpp>
+#include <asio/ip/tcp.hpp>
 #include <asio/post.hpp>
 #include <chrono>
 #include <cstdint>
@@ -137,5 +138,10 @@ class Transport {
 // For kTls it refuses (kConfigError): TLS needs a context, see
 // rpc/tls_transport.h.
 Transport& transport_for(Endpoint::Scheme scheme);
+
+// A TCP acceptor listening on `endpoint` (host resolved if not an address;
+// port 0 = any), for the tcp:// and tls:// listeners; `bound` gets the port.
+Result<asio::ip::tcp::acceptor> listen_tcp(asio::io_context& io, const Endpoint& endpoint,
+                                           const ListenOptions& options, Endpoint& bound);
 
 }  // namespace authrpc
