@@ -169,6 +169,9 @@ asio::awaitable<Status> FrameChannel::read_body(char* out) {
     if (ec) co_return Status(ec, "read");
     done += n;
   }
+  // A large message in a stream is usually followed by the next one, already
+  // on its way: try the stream for its header before suspending.
+  try_read_first_ = true;
   co_return Status();
 }
 
