@@ -49,14 +49,8 @@ asio::awaitable<std::error_code> FrameChannel::fill(std::size_t need) {
     }
     const auto space = asio::buffer(in_.get() + in_end_, in_capacity_ - in_end_);
     std::error_code ec;
-    std::size_t n = 0;
-    if (try_read_first_) {
-      try_read_first_ = false;
-      n = stream_->try_read_some(space, ec);
-      if (ec == asio::error::would_block) n = co_await stream_->read_some(space, ec);
-    } else {
-      n = co_await stream_->read_some(space, ec);
-    }
+    // read_some() tries the stream before it waits.
+    const std::size_t n = co_await stream_->read_some(space, ec);
     if (ec) co_return ec;
     in_end_ += n;
   }
@@ -169,9 +163,6 @@ asio::awaitable<Status> FrameChannel::read_body(char* out) {
     if (ec) co_return Status(ec, "read");
     done += n;
   }
-  // A large message in a stream is usually followed by the next one, already
-  // on its way: try the stream for its header before suspending.
-  try_read_first_ = true;
   co_return Status();
 }
 

@@ -48,9 +48,6 @@ class FrameChannel final : public std::enable_shared_from_this<FrameChannel>,
   // without a coroutine; nullopt when more input is needed — then call
   // read_frame(). For loops that often find the next frame already read.
   std::optional<Result<Frame>> buffered_frame();
-  // Says input is probably waiting already (a server's fresh connection): the
-  // next read tries the stream without waiting before it suspends.
-  void expect_input() noexcept { try_read_first_ = true; }
   // True if a complete frame is already buffered (no read would block).
   bool frame_buffered() const noexcept;
   // DATA frames with a body above `bytes` that is not buffered yet come back
@@ -151,7 +148,6 @@ class FrameChannel final : public std::enable_shared_from_this<FrameChannel>,
   bool close_when_flushed_ = false;
   bool shutdown_when_flushed_ = false;
   bool closed_ = false;
-  bool try_read_first_ = false;
   std::error_code write_error_;
   std::size_t direct_data_threshold_ = static_cast<std::size_t>(-1);
   std::size_t pending_body_ = 0;  // bytes of a body_pending frame not yet taken

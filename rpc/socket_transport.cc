@@ -106,17 +106,16 @@ class SocketStream final : public Stream {
 
   asio::awaitable<std::size_t> read_some(asio::mutable_buffer buffer,
                                          std::error_code& ec) override {
-    if constexpr (std::is_same_v<Protocol, Tcp>) {
-      co_return co_await socket_.async_read_some(buffer, redirect_error(use_awaitable, ec));
-    } else {
-      // recvmsg with room for descriptors, so that SCM_RIGHTS never get lost
-      // (docs/SHM.md): try at once, wait for readability only if empty.
-      for (;;) {
-        const std::size_t n = try_read_some(buffer, ec);
-        if (ec != asio::error::would_block) co_return n;
-        co_await socket_.async_wait(Protocol::socket::wait_read, redirect_error(use_awaitable, ec));
-        if (ec) co_return 0;
-      }
+    // Try at once, wait for readability only if nothing is there: input that
+    // is waiting costs one recv and no trip through the event loop, and an
+    // empty socket one recv (asio's async_read_some would try, wait, and
+    // then post its completion). On Unix sockets recvmsg keeps room for
+    // descriptors, so that SCM_RIGHTS never get lost (docs/SHM.md).
+    for (;;) {
+      const std::size_t n = try_read_some(buffer, ec);
+      if (ec != asio::error::would_block) co_return n;
+      co_await socket_.async_wait(Protocol::socket::wait_read, redirect_error(use_awaitable, ec));
+      if (ec) co_return 0;
     }
   }
 

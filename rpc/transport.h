@@ -54,13 +54,14 @@ class Stream {
  public:
   virtual ~Stream() = default;
   // Reads at least one byte; 0 with ec set at end of stream or on error.
+  // Tries the stream at once and waits only if nothing has arrived.
   virtual asio::awaitable<std::size_t> read_some(asio::mutable_buffer buffer,
                                                  std::error_code& ec) = 0;
   // Reads what has already arrived, without waiting: the bytes read (> 0);
   // or 0 with ec == asio::error::would_block if nothing is there yet (then
-  // use read_some); or 0 with ec set at end of stream or on error. Saves a
-  // trip through the event loop when input is known to be waiting (a server
-  // reading a fresh connection's first bytes). The default never has input.
+  // use read_some); or 0 with ec set at end of stream or on error. For loops
+  // that expect input to be waiting (the rest of a large message) and would
+  // rather not enter a coroutine. The default never has input.
   virtual std::size_t try_read_some(asio::mutable_buffer buffer, std::error_code& ec) {
     (void)buffer;
     ec = asio::error::would_block;

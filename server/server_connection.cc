@@ -29,9 +29,6 @@ ServerConnection::ServerConnection(Server::Impl& server, Reactor& reactor,
       peer_(stream->peer_address()) {
   channel_ = std::make_shared<FrameChannel>(std::move(stream), server.options.max_frame_size);
   channel_->set_direct_data_threshold(kDirectDataThreshold);
-  // Clients send the preamble and HELLO right after connecting, so they have
-  // usually arrived by the time the connection is accepted.
-  channel_->expect_input();
 }
 
 asio::awaitable<void> ServerConnection::run(Status refuse) {
