@@ -9,6 +9,8 @@
 #include <cerrno>
 #include <cstdint>
 #include <climits>
+#include <new>
+#include <string>
 #include <vector>
 #include <openssl/err.h>
 #include <openssl/x509.h>
@@ -29,6 +31,10 @@ using Tcp = asio::ip::tcp;
 
 constexpr char kExporterLabel[] = "EXPORTER-Channel-Binding";
 constexpr std::size_t kChannelBindingSize = 32;
+// A large write is encrypted into records that are sent this many bytes at a
+// time: one send() instead of four (one per 16 KiB record), with a buffer
+// that stays small (it is kept per connection once used).
+constexpr std::size_t kGatherBytes = 64 * 1024;
 
 std::string format_tcp(const Tcp::endpoint& ep) {
   const auto addr = ep.address();
@@ -36,22 +42,42 @@ std::string format_tcp(const Tcp::endpoint& ep) {
                       : addr.to_string() + ":" + std::to_string(ep.port());
 }
 
-// A socket BIO that sends with MSG_NOSIGNAL: OpenSSL's own socket BIO
-// writes with write(), which raises SIGPIPE when the peer has gone, and a
-// library must not change the process's signal handling.
+// The state of authrpc's socket BIO. OpenSSL's own socket BIO writes with
+// write(), which raises SIGPIPE when the peer has gone (a library must not
+// change the process's signal handling), and sends every 16 KiB record with
+// a syscall of its own. This one sends with MSG_NOSIGNAL and, while
+// TlsStream::pump_write() encrypts a large write, gathers the records and
+// sends them together (see kGatherBytes).
+struct SocketBio {
+  int fd = -1;
+  bool gather = false;    // records are kept in `pending`, not sent
+  std::string pending;    // encrypted records not sent yet
+  std::size_t sent = 0;   // bytes of `pending` already sent
+  std::size_t unsent() const noexcept { return pending.size() - sent; }
+};
+
+SocketBio& bio_state(BIO* bio) { return *static_cast<SocketBio*>(BIO_get_data(bio)); }
+
 int bio_write(BIO* bio, const char* data, int size) {
-  const int fd = static_cast<int>(reinterpret_cast<std::intptr_t>(BIO_get_data(bio)));
+  SocketBio& state = bio_state(bio);
   BIO_clear_retry_flags(bio);
+  // While records are waiting, anything OpenSSL writes (an alert, a key
+  // update answered inside SSL_read) queues behind them: the order on the
+  // wire is the order OpenSSL wrote in. The writer that left them flushes.
+  if (state.gather || state.unsent() > 0) {
+    state.pending.append(data, static_cast<std::size_t>(size));
+    return size;
+  }
   ssize_t n;
   do {
-    n = ::send(fd, data, static_cast<std::size_t>(size), MSG_NOSIGNAL);
+    n = ::send(state.fd, data, static_cast<std::size_t>(size), MSG_NOSIGNAL);
   } while (n < 0 && errno == EINTR);
   if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) BIO_set_retry_write(bio);
   return static_cast<int>(n);
 }
 
 int bio_read(BIO* bio, char* data, int size) {
-  const int fd = static_cast<int>(reinterpret_cast<std::intptr_t>(BIO_get_data(bio)));
+  const int fd = bio_state(bio).fd;
   BIO_clear_retry_flags(bio);
   ssize_t n;
   do {
@@ -63,12 +89,28 @@ int bio_read(BIO* bio, char* data, int size) {
 
 long bio_ctrl(BIO*, int cmd, long, void*) { return cmd == BIO_CTRL_FLUSH ? 1 : 0; }
 
+int bio_create(BIO* bio) {
+  BIO_set_data(bio, new (std::nothrow) SocketBio);
+  if (BIO_get_data(bio) == nullptr) return 0;
+  BIO_set_init(bio, 1);
+  return 1;
+}
+
+int bio_destroy(BIO* bio) {
+  if (bio == nullptr) return 0;
+  delete static_cast<SocketBio*>(BIO_get_data(bio));
+  BIO_set_data(bio, nullptr);
+  return 1;
+}
+
 const BIO_METHOD* socket_bio_method() {
   static BIO_METHOD* method = [] {
     BIO_METHOD* m = BIO_meth_new(BIO_get_new_index() | BIO_TYPE_SOURCE_SINK, "authrpc socket");
     BIO_meth_set_write(m, bio_write);
     BIO_meth_set_read(m, bio_read);
     BIO_meth_set_ctrl(m, bio_ctrl);
+    BIO_meth_set_create(m, bio_create);
+    BIO_meth_set_destroy(m, bio_destroy);
     return m;
   }();
   return method;
@@ -78,8 +120,7 @@ const BIO_METHOD* socket_bio_method() {
 bool attach_socket(SSL* ssl, int fd) {
   BIO* bio = BIO_new(socket_bio_method());
   if (bio == nullptr) return false;
-  BIO_set_data(bio, reinterpret_cast<void*>(static_cast<std::intptr_t>(fd)));
-  BIO_set_init(bio, 1);
+  bio_state(bio).fd = fd;
   SSL_set_bio(ssl, bio, bio);
   return true;
 }
@@ -306,9 +347,6 @@ class TlsStream final : public Stream {
     }
   }
 
-  // Writes what is left of the current write; waits for the socket when
-  // OpenSSL cannot go on. Completion is never reported from inside
-  // write_all() itself (`first`).
   // Cuts the gathered bytes into the pieces handed to SSL_write: runs of
   // whole 16 KiB records that lie inside one buffer are encrypted straight
   // from it; only a record that spans buffers (a frame header and the start
@@ -363,8 +401,26 @@ class TlsStream final : public Stream {
     }
   }
 
+  // Encrypts the pieces into gathered records and sends them kGatherBytes
+  // at a time (and what is left at the end); waits for the socket when it
+  // is full. Completion is never reported from inside write_all() itself
+  // (`first`).
   void pump_write(WriteCompletion& done, bool first) {
-    while (piece_ < pieces_.size()) {
+    SocketBio& bio = bio_state(SSL_get_wbio(ssl_));
+    for (;;) {
+      const bool more = piece_ < pieces_.size();
+      if (bio.unsent() > 0 && (!more || bio.unsent() >= kGatherBytes)) {
+        std::error_code ec;
+        if (send_gathered(bio, ec)) continue;
+        if (ec) return complete_write(done, ec, first);
+        socket_.async_wait(Tcp::socket::wait_write, [this, &done](std::error_code wait_ec) {
+          // On error the stream may be gone: touch only `done`.
+          if (wait_ec) return done.write_done(wait_ec);
+          pump_write(done, false);
+        });
+        return;
+      }
+      if (!more) break;
       const auto& piece = pieces_[piece_];
       if (write_offset_ == piece.size()) {
         ++piece_;
@@ -373,17 +429,20 @@ class TlsStream final : public Stream {
       }
       ERR_clear_error();
       const int size = static_cast<int>(std::min<std::size_t>(piece.size() - write_offset_, 1 << 30));
+      bio.gather = true;
       const int r = SSL_write(ssl_, static_cast<const char*>(piece.data()) + write_offset_, size);
+      bio.gather = false;
       if (r > 0) {
         write_offset_ += static_cast<std::size_t>(r);
         continue;
       }
+      // The BIO takes every record while gathering, so OpenSSL only stops for
+      // a fatal error (or, in theory, to read: then wait and try again).
       const int err = SSL_get_error(ssl_, r);
       if (err == SSL_ERROR_WANT_WRITE || err == SSL_ERROR_WANT_READ) {
         socket_.async_wait(err == SSL_ERROR_WANT_WRITE ? Tcp::socket::wait_write
                                                        : Tcp::socket::wait_read,
                            [this, &done](std::error_code ec) {
-                             // On error the stream may be gone: touch only `done`.
                              if (ec) return done.write_done(ec);
                              pump_write(done, false);
                            });
@@ -397,6 +456,27 @@ class TlsStream final : public Stream {
       return;
     }
     complete_write(done, {}, first);
+  }
+
+  // Sends gathered records: true once all have left; false with ec clear if
+  // the socket is full, with ec set on an error.
+  static bool send_gathered(SocketBio& bio, std::error_code& ec) {
+    while (bio.unsent() > 0) {
+      const ssize_t n = ::send(bio.fd, bio.pending.data() + bio.sent, bio.unsent(),
+                               MSG_NOSIGNAL | MSG_DONTWAIT);
+      if (n > 0) {
+        bio.sent += static_cast<std::size_t>(n);
+        continue;
+      }
+      if (n < 0 && errno == EINTR) continue;
+      if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) return false;
+      ec = n < 0 ? std::error_code(errno, std::system_category())
+                 : std::error_code(asio::error::connection_reset);
+      return false;
+    }
+    bio.pending.clear();
+    bio.sent = 0;
+    return true;
   }
 
   void complete_write(WriteCompletion& done, std::error_code ec, bool first) {
