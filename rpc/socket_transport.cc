@@ -223,17 +223,19 @@ class SocketStream final : public Stream {
         continue;
       }
       if (n == 0) return finish_write(done, asio::error::eof, first);
-      if (errno == EAGAIN || errno == EWOULDBLOCK) {
-        socket_.async_wait(Protocol::socket::wait_write, [this, &done](std::error_code ec) {
-          // On error the stream may be gone: touch only `done`.
-          if (ec) return done.write_done(ec);
-          pump_file(done, false);
-        });
-        return;
-      }
+      if (errno == EAGAIN || errno == EWOULDBLOCK) return when_writable(done, &SocketStream::pump_file);
       return finish_write(done, std::error_code(errno, std::system_category()), first);
     }
     finish_write(done, {}, first);
+  }
+
+  // Goes on with the current write (`pump`) once the socket takes more.
+  void when_writable(WriteCompletion& done, void (SocketStream::*pump)(WriteCompletion&, bool)) {
+    socket_.async_wait(Protocol::socket::wait_write, [this, &done, pump](std::error_code ec) {
+      // On error the stream may be gone: touch only `done`.
+      if (ec) return done.write_done(ec);
+      (this->*pump)(done, false);
+    });
   }
 
   // Completion is never reported from inside write_all() or send_file()
@@ -257,14 +259,7 @@ class SocketStream final : public Stream {
         continue;
       }
       if (errno == EINTR) continue;
-      if (errno == EAGAIN || errno == EWOULDBLOCK) {
-        socket_.async_wait(Protocol::socket::wait_write, [this, &done](std::error_code ec) {
-          // On error the stream may be gone: touch only `done`.
-          if (ec) return done.write_done(ec);
-          pump_write(done, false);
-        });
-        return;
-      }
+      if (errno == EAGAIN || errno == EWOULDBLOCK) return when_writable(done, &SocketStream::pump_write);
       return finish_write(done, std::error_code(errno, std::system_category()), first);
     }
     finish_write(done, {}, first);
