@@ -114,8 +114,20 @@ class SocketStream final : public Stream {
     for (;;) {
       const std::size_t n = try_read_some(buffer, ec);
       if (ec != asio::error::would_block) co_return n;
-      co_await socket_.async_wait(Protocol::socket::wait_read, redirect_error(use_awaitable, ec));
-      if (ec) co_return 0;
+      if constexpr (std::is_same_v<Protocol, Tcp>) {
+        // On TCP asio's own read waits: its op tries once more, then waits
+        // with the socket's registration as it is, and reads when woken.
+        // async_wait would re-register the socket (epoll_ctl) on every wait,
+        // and once it has waited for writability (a client's connect) that
+        // also reports it writable at once: a wake-up for nothing per wait.
+        const std::size_t got =
+            co_await socket_.async_read_some(buffer, redirect_error(use_awaitable, ec));
+        co_return got;
+      } else {
+        co_await socket_.async_wait(Protocol::socket::wait_read,
+                                    redirect_error(use_awaitable, ec));
+        if (ec) co_return 0;
+      }
     }
   }
 
