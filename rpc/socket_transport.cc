@@ -107,23 +107,30 @@ class SocketStream final : public Stream {
   asio::awaitable<std::size_t> read_some(asio::mutable_buffer buffer,
                                          std::error_code& ec) override {
     // Try at once, wait for readability only if nothing is there: input that
-    // is waiting costs one recv and no trip through the event loop, and an
-    // empty socket one recv (asio's async_read_some would try, wait, and
-    // then post its completion). On Unix sockets recvmsg keeps room for
-    // descriptors, so that SCM_RIGHTS never get lost (docs/SHM.md).
+    // is waiting costs one recv and no trip through the event loop (asio's
+    // async_read_some would post the completion of a read that succeeds at
+    // once). On Unix sockets recvmsg keeps room for descriptors, so that
+    // SCM_RIGHTS never get lost (docs/SHM.md).
     for (;;) {
-      const std::size_t n = try_read_some(buffer, ec);
-      if (ec != asio::error::would_block) co_return n;
       if constexpr (std::is_same_v<Protocol, Tcp>) {
-        // On TCP asio's own read waits: its op tries once more, then waits
-        // with the socket's registration as it is, and reads when woken.
-        // async_wait would re-register the socket (epoll_ctl) on every wait,
-        // and once it has waited for writability (a client's connect) that
-        // also reports it writable at once: a wake-up for nothing per wait.
+        // On TCP asio's own read waits: its op tries the socket (so we skip
+        // our try when the last read drained it: one empty recv per wait,
+        // not two), waits with the socket's registration as it is, and
+        // reads when woken. async_wait would re-register the socket
+        // (epoll_ctl) on every wait, and once it has waited for writability
+        // (a client's connect) that also reports it writable at once: a
+        // wake-up for nothing per wait.
+        if (!drained_) {
+          const std::size_t n = try_read_some(buffer, ec);
+          if (ec != asio::error::would_block) co_return n;
+        }
         const std::size_t got =
             co_await socket_.async_read_some(buffer, redirect_error(use_awaitable, ec));
+        drained_ = got < buffer.size();
         co_return got;
       } else {
+        const std::size_t n = try_read_some(buffer, ec);
+        if (ec != asio::error::would_block) co_return n;
         co_await socket_.async_wait(Protocol::socket::wait_read,
                                     redirect_error(use_awaitable, ec));
         if (ec) co_return 0;
@@ -141,6 +148,7 @@ class SocketStream final : public Stream {
   std::size_t try_read_some(asio::mutable_buffer buffer, std::error_code& ec) override {
     for (;;) {
       const ssize_t n = recv_some(buffer);
+      drained_ = n < static_cast<ssize_t>(buffer.size());
       if (n > 0) {
         ec.clear();
         return static_cast<std::size_t>(n);
@@ -329,6 +337,10 @@ class SocketStream final : public Stream {
   asio::any_io_executor executor_;
   std::string peer_;
   std::vector<UniqueFd> received_fds_;
+  // The last read took less than it asked for (or found nothing): the next
+  // read_some on TCP waits through asio without trying first. A new
+  // connection's first read expects to wait too.
+  bool drained_ = true;
   std::vector<iovec> iov_;  // the current write_all(), from iov_at_ on
   std::size_t iov_at_ = 0;
   int file_fd_ = -1;
