@@ -101,8 +101,12 @@ class SocketStream final : public Stream {
  public:
   // `peer` is how peer_address() describes the other end; passing it in
   // saves a getpeername() per connection.
-  SocketStream(typename Protocol::socket socket, std::string peer)
-      : socket_(std::move(socket)), executor_(socket_.get_executor()), peer_(std::move(peer)) {}
+  // `drained`: nothing can be waiting yet (a client's socket: the client
+  // speaks first); an accepted socket may already hold the client's first
+  // bytes.
+  SocketStream(typename Protocol::socket socket, std::string peer, bool drained)
+      : socket_(std::move(socket)), executor_(socket_.get_executor()), peer_(std::move(peer)),
+        drained_(drained) {}
 
   asio::awaitable<std::size_t> read_some(asio::mutable_buffer buffer,
                                          std::error_code& ec) override {
@@ -338,9 +342,8 @@ class SocketStream final : public Stream {
   std::string peer_;
   std::vector<UniqueFd> received_fds_;
   // The last read took less than it asked for (or found nothing): the next
-  // read_some on TCP waits through asio without trying first. A new
-  // connection's first read expects to wait too.
-  bool drained_ = true;
+  // read_some on TCP waits through asio without trying first.
+  bool drained_;
   std::vector<iovec> iov_;  // the current write_all(), from iov_at_ on
   std::size_t iov_at_ = 0;
   int file_fd_ = -1;
@@ -357,7 +360,7 @@ Result<std::unique_ptr<Stream>> connected(typename Protocol::socket socket, bool
   }
   if (ec) return Status(ec, "connect " + endpoint.to_string());
   if constexpr (std::is_same_v<Protocol, Tcp>) socket.set_option(Tcp::no_delay(true), ec);
-  return std::unique_ptr<Stream>(new SocketStream<Protocol>(std::move(socket), endpoint.to_string()));
+  return std::unique_ptr<Stream>(new SocketStream<Protocol>(std::move(socket), endpoint.to_string(), true));
 }
 
 template <typename Protocol>
@@ -380,7 +383,7 @@ class SocketListener final : public Listener {
     } else {
       peer_name = bound_.to_string();  // Unix peers are unnamed: say where they came in
     }
-    co_return std::unique_ptr<Stream>(new SocketStream<Protocol>(std::move(socket), std::move(peer_name)));
+    co_return std::unique_ptr<Stream>(new SocketStream<Protocol>(std::move(socket), std::move(peer_name), false));
   }
 
   void close() noexcept override {
