@@ -101,21 +101,44 @@ class SocketStream final : public Stream {
  public:
   // `peer` is how peer_address() describes the other end; passing it in
   // saves a getpeername() per connection.
-  SocketStream(typename Protocol::socket socket, std::string peer)
-      : socket_(std::move(socket)), executor_(socket_.get_executor()), peer_(std::move(peer)) {}
+  // `drained`: nothing can be waiting yet (a client's socket: the client
+  // speaks first); an accepted socket may already hold the client's first
+  // bytes.
+  SocketStream(typename Protocol::socket socket, std::string peer, bool drained)
+      : socket_(std::move(socket)), executor_(socket_.get_executor()), peer_(std::move(peer)),
+        drained_(drained) {}
 
   asio::awaitable<std::size_t> read_some(asio::mutable_buffer buffer,
                                          std::error_code& ec) override {
     // Try at once, wait for readability only if nothing is there: input that
-    // is waiting costs one recv and no trip through the event loop, and an
-    // empty socket one recv (asio's async_read_some would try, wait, and
-    // then post its completion). On Unix sockets recvmsg keeps room for
-    // descriptors, so that SCM_RIGHTS never get lost (docs/SHM.md).
+    // is waiting costs one recv and no trip through the event loop (asio's
+    // async_read_some would post the completion of a read that succeeds at
+    // once). On Unix sockets recvmsg keeps room for descriptors, so that
+    // SCM_RIGHTS never get lost (docs/SHM.md).
     for (;;) {
-      const std::size_t n = try_read_some(buffer, ec);
-      if (ec != asio::error::would_block) co_return n;
-      co_await socket_.async_wait(Protocol::socket::wait_read, redirect_error(use_awaitable, ec));
-      if (ec) co_return 0;
+      if constexpr (std::is_same_v<Protocol, Tcp>) {
+        // On TCP asio's own read waits: its op tries the socket (so we skip
+        // our try when the last read drained it: one empty recv per wait,
+        // not two), waits with the socket's registration as it is, and
+        // reads when woken. async_wait would re-register the socket
+        // (epoll_ctl) on every wait, and once it has waited for writability
+        // (a client's connect) that also reports it writable at once: a
+        // wake-up for nothing per wait.
+        if (!drained_) {
+          const std::size_t n = try_read_some(buffer, ec);
+          if (ec != asio::error::would_block) co_return n;
+        }
+        const std::size_t got =
+            co_await socket_.async_read_some(buffer, redirect_error(use_awaitable, ec));
+        drained_ = got < buffer.size();
+        co_return got;
+      } else {
+        const std::size_t n = try_read_some(buffer, ec);
+        if (ec != asio::error::would_block) co_return n;
+        co_await socket_.async_wait(Protocol::socket::wait_read,
+                                    redirect_error(use_awaitable, ec));
+        if (ec) co_return 0;
+      }
     }
   }
 
@@ -129,6 +152,7 @@ class SocketStream final : public Stream {
   std::size_t try_read_some(asio::mutable_buffer buffer, std::error_code& ec) override {
     for (;;) {
       const ssize_t n = recv_some(buffer);
+      drained_ = n < static_cast<ssize_t>(buffer.size());
       if (n > 0) {
         ec.clear();
         return static_cast<std::size_t>(n);
@@ -312,6 +336,9 @@ class SocketStream final : public Stream {
   asio::any_io_executor executor_;
   std::string peer_;
   std::vector<UniqueFd> received_fds_;
+  // The last read took less than it asked for (or found nothing): the next
+  // read_some on TCP waits through asio without trying first.
+  bool drained_;
   std::vector<iovec> iov_;  // the current write_all(), from iov_at_ on
   std::size_t iov_at_ = 0;
   int file_fd_ = -1;
@@ -328,7 +355,7 @@ Result<std::unique_ptr<Stream>> connected(typename Protocol::socket socket, bool
   }
   if (ec) return Status(ec, "connect " + endpoint.to_string());
   if constexpr (std::is_same_v<Protocol, Tcp>) socket.set_option(Tcp::no_delay(true), ec);
-  return std::unique_ptr<Stream>(new SocketStream<Protocol>(std::move(socket), endpoint.to_string()));
+  return std::unique_ptr<Stream>(new SocketStream<Protocol>(std::move(socket), endpoint.to_string(), true));
 }
 
 template <typename Protocol>
@@ -351,7 +378,7 @@ class SocketListener final : public Listener {
     } else {
       peer_name = bound_.to_string();  // Unix peers are unnamed: say where they came in
     }
-    co_return std::unique_ptr<Stream>(new SocketStream<Protocol>(std::move(socket), std::move(peer_name)));
+    co_return std::unique_ptr<Stream>(new SocketStream<Protocol>(std::move(socket), std::move(peer_name), false));
   }
 
   void close() noexcept override {
