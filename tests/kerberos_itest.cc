@@ -40,6 +40,7 @@
 #include <vector>
 
 #include "auth/kerberos.h"
+#include "auth/kerberos_ticket_names.h"
 #include "auth/mechanism_registry.h"
 #include "auth/simple.h"
 #include "client/client.h"
@@ -567,6 +568,56 @@ TEST_F(KerberosTest, ReplayedFirstTokenIsRefused) {
 
   ExpectServesSimple(server->endpoint);
   ExpectKerberosSession(server->endpoint, mechanism, *kdc_);
+}
+
+// The server names a client by the service ticket it presents once it has
+// accepted that ticket (auth/kerberos_ticket_names.h). What that rests on,
+// with real tokens: a client's tokens carry the same ticket bytes session
+// after session (their authenticators differ), another client's carry
+// another ticket; and sessions of two clients alternating on one server are
+// each named right. (ReplayedFirstTokenIsRefused replays a token whose ticket
+// the server knows by then: still refused.)
+TEST_F(KerberosTest, AcceptedTicketsNameTheirClients) {
+  const std::string carol = "carol-" + UniqueSuffix();  // new in each repetition
+  const std::string carol_keytab = kdc_->dir() + "/" + carol + ".keytab";
+  ASSERT_OK(kdc_->add_principal(carol));
+  ASSERT_OK(kdc_->create_keytab(carol, carol_keytab));
+  KerberosClientOptions carol_options;
+  carol_options.principal = carol;
+  carol_options.keytab = carol_keytab;
+  carol_options.service_principal = ServicePrincipal(*kdc_);
+  auto carol_client = KerberosClientMechanism::create(carol_options);
+  ASSERT_TRUE(carol_client.ok()) << Describe(carol_client);
+  auto alice_client = CcacheClient();
+  ASSERT_TRUE(alice_client);
+
+  ChannelInfo info;
+  info.scheme = Endpoint::Scheme::kTcp;
+  info.server_host = "127.0.0.1";
+  info.peer_address = "127.0.0.1:1";
+  auto alice1 = FirstToken(*alice_client, info);
+  auto alice2 = FirstToken(*alice_client, info);
+  auto carol1 = FirstToken(**carol_client, info);
+  ASSERT_TRUE(alice1.ok() && alice2.ok() && carol1.ok())
+      << Describe(alice1) << Describe(alice2) << Describe(carol1);
+  const auto ticket = KerberosTicketNames::ticket_of;
+  ASSERT_FALSE(ticket(*alice1).empty());
+  EXPECT_NE(*alice1, *alice2);
+  EXPECT_EQ(ticket(*alice1), ticket(*alice2));
+  ASSERT_FALSE(ticket(*carol1).empty());
+  EXPECT_NE(ticket(*carol1), ticket(*alice1));
+
+  auto server = StartKerberosServer();
+  ASSERT_TRUE(server.ok()) << Describe(server);
+  for (int round = 0; round < 3; ++round) {
+    SCOPED_TRACE("round " + std::to_string(round));
+    ExpectKerberosSession(server->endpoint, alice_client, *kdc_);
+    auto client = Connect(server->endpoint, *carol_client);
+    ASSERT_TRUE(client.ok()) << Describe(client);
+    auto who = Whoami(**client);
+    ASSERT_TRUE(who.ok()) << Describe(who);
+    EXPECT_EQ((*who)["principal"], carol + "@" + kdc_->realm()) << who->dump();
+  }
 }
 
 // The replay_cache_dir option decides where the replay cache lives, whatever
