@@ -232,6 +232,15 @@ Result<std::string> FirstToken(ClientMechanism& mechanism, const ChannelInfo& in
   return std::move(step.token);
 }
 
+// What a client's mechanism sees of a plaintext TCP connection to 127.0.0.1:port.
+ChannelInfo TcpChannel(std::uint16_t port) {
+  ChannelInfo info;
+  info.scheme = Endpoint::Scheme::kTcp;
+  info.server_host = "127.0.0.1";
+  info.peer_address = "127.0.0.1:" + std::to_string(port);
+  return info;
+}
+
 // Preamble + HELLO(mechanism, token) on a fresh connection; the server's reply.
 std::optional<RawFrame> SendHello(std::uint16_t port, const std::string& mechanism,
                                   const std::string& token) {
@@ -543,11 +552,7 @@ TEST_F(KerberosTest, ReplayedFirstTokenIsRefused) {
   ASSERT_TRUE(server.ok()) << Describe(server);
   auto mechanism = CcacheClient();
   ASSERT_TRUE(mechanism);
-  ChannelInfo info;
-  info.scheme = Endpoint::Scheme::kTcp;
-  info.server_host = "127.0.0.1";
-  info.peer_address = "127.0.0.1:" + std::to_string(server->endpoint.port);
-  auto token = FirstToken(*mechanism, info);
+  auto token = FirstToken(*mechanism, TcpChannel(server->endpoint.port));
   ASSERT_TRUE(token.ok()) << Describe(token);
   ASSERT_FALSE(token->empty());
 
@@ -591,10 +596,7 @@ TEST_F(KerberosTest, AcceptedTicketsNameTheirClients) {
   auto alice_client = CcacheClient();
   ASSERT_TRUE(alice_client);
 
-  ChannelInfo info;
-  info.scheme = Endpoint::Scheme::kTcp;
-  info.server_host = "127.0.0.1";
-  info.peer_address = "127.0.0.1:1";
+  const ChannelInfo info = TcpChannel(1);
   auto alice1 = FirstToken(*alice_client, info);
   auto alice2 = FirstToken(*alice_client, info);
   auto carol1 = FirstToken(**carol_client, info);
