@@ -37,7 +37,13 @@ class Client::Connection : public std::enable_shared_from_this<Client::Connectio
   asio::awaitable<Status> open() {
     const auto deadline = Clock::now() + options_.connect_timeout;
     if (Status s = validate_client_policies(options_); !s.ok()) co_return s;
-    auto stream = co_await connect_stream(executor_, options_, deadline);
+    // Plaintext: straight to the transport, one coroutine fewer per connect.
+    // (No co_await inside ?: — GCC 12 miscompiles it.)
+    auto connecting = client_tries_tls(options_)
+                          ? connect_stream(executor_, options_, deadline)
+                          : transport_for(options_.endpoint.scheme)
+                                .connect(executor_, options_.endpoint, deadline);
+    auto stream = co_await std::move(connecting);
     if (!stream.ok()) co_return stream.status();
     ChannelInfo info;
     info.peer_address = (*stream)->peer_address();

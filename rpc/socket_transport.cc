@@ -28,15 +28,16 @@ using asio::use_awaitable;
 using Tcp = asio::ip::tcp;
 using Local = asio::local::stream_protocol;
 
-// Appends the decimal digits of `v`.
-void append_decimal(std::string& out, unsigned v) {
+// Writes the decimal digits of `v` at `p`; returns the end.
+char* write_decimal(char* p, unsigned v) {
   char digits[10];
   int n = 0;
   do {
     digits[n++] = static_cast<char>('0' + v % 10);
     v /= 10;
   } while (v != 0);
-  while (n > 0) out.push_back(digits[--n]);
+  while (n > 0) *p++ = digits[--n];
+  return p;
 }
 
 // "a.b.c.d:port" or "[v6]:port". IPv4 is formatted here: inet_ntop's
@@ -45,15 +46,15 @@ std::string format_tcp(const Tcp::endpoint& ep) {
   const auto addr = ep.address();
   if (addr.is_v6()) return "[" + addr.to_string() + "]:" + std::to_string(ep.port());
   const auto bytes = addr.to_v4().to_bytes();
-  std::string out;
-  out.reserve(sizeof "255.255.255.255:65535" - 1);
+  char text[sizeof "255.255.255.255:65535"];
+  char* p = text;
   for (std::size_t i = 0; i < bytes.size(); ++i) {
-    if (i != 0) out.push_back('.');
-    append_decimal(out, bytes[i]);
+    if (i != 0) *p++ = '.';
+    p = write_decimal(p, bytes[i]);
   }
-  out.push_back(':');
-  append_decimal(out, ep.port());
-  return out;
+  *p++ = ':';
+  p = write_decimal(p, ep.port());
+  return std::string(text, static_cast<std::size_t>(p - text));
 }
 
 // make_address() for the host of a connect, remembering the last literal
@@ -227,6 +228,22 @@ class SocketStream final : public Stream {
       if (b.size() > 0) iov_[iov_count_++] = iovec{const_cast<void*>(b.data()), b.size()};
     }
     pump_write(done, true);
+  }
+
+  std::size_t try_write(asio::const_buffer buffer, std::error_code& ec) override {
+    for (;;) {
+      const ssize_t n = ::send(socket_.native_handle(), buffer.data(), buffer.size(),
+                               MSG_NOSIGNAL | MSG_DONTWAIT);
+      if (n >= 0) {
+        ec.clear();
+        return static_cast<std::size_t>(n);
+      }
+      if (errno == EINTR) continue;
+      ec = (errno == EAGAIN || errno == EWOULDBLOCK)
+               ? asio::error::would_block
+               : std::error_code(errno, std::system_category());
+      return 0;
+    }
   }
 
   bool can_send_file() const noexcept override { return true; }
