@@ -283,6 +283,11 @@ class Client::Connection : public std::enable_shared_from_this<Client::Connectio
   };
 
   asio::awaitable<void> run() {
+    // Start once the turn that connected is over: calls the connecting
+    // coroutine makes right away (wait_for_authentication off) are then
+    // held already and leave with the HELLO in one write, and the reader
+    // waits for the reply without another turn of the loop.
+    co_await asio::post(executor_, asio::use_awaitable);
     auto negotiated = co_await negotiate_client(
         *channel_, options_.mechanisms, info_, [this](NegotiationEvent event) {
           if (event == NegotiationEvent::kFinalTokenQueued) {
