@@ -52,7 +52,10 @@ asio::awaitable<Result<ClientNegotiationResult>> negotiate_client(
                        {do_as.empty() ? wire::kNoFeatures : wire::kFeatureDoAs,
                         std::string(mechanism->name()), step.token, do_as});
     if (step.final) on_event(NegotiationEvent::kFinalTokenQueued);
-    channel.schedule_flush();
+    // Written at once: whatever should travel with it (calls pipelined behind
+    // the last token) has been queued by on_event(); the read that follows
+    // then waits without a turn of the event loop first.
+    channel.flush_now();
 
     for (;;) {
       auto incoming = channel.buffered_frame();
@@ -67,7 +70,7 @@ asio::awaitable<Result<ClientNegotiationResult>> negotiate_client(
           if (step.kind == ClientStep::Kind::kFailure) co_return fail(channel, step.error, true);
           wire::append_auth_token(channel.out(), FrameType::kAuthResponse, step.token);
           if (step.final) on_event(NegotiationEvent::kFinalTokenQueued);
-          channel.schedule_flush();
+          channel.flush_now();
           continue;
         }
         case FrameType::kAuthSuccess: {

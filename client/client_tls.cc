@@ -41,14 +41,17 @@ Status validate_client_policies(const ClientOptions& o) {
   return {};
 }
 
+bool client_tries_tls(const ClientOptions& o) {
+  const Policy encryption = client_encryption_policy(o);
+  return encryption == Policy::kRequired ||
+         (encryption == Policy::kOptional && o.tls && o.endpoint.scheme != Endpoint::Scheme::kUnix);
+}
+
 asio::awaitable<Result<std::unique_ptr<Stream>>> connect_stream(
     asio::any_io_executor ex, const ClientOptions& o,
     std::chrono::steady_clock::time_point deadline) {
   const Policy encryption = client_encryption_policy(o);
-  const bool try_tls = encryption == Policy::kRequired ||
-                       (encryption == Policy::kOptional && o.tls &&
-                        o.endpoint.scheme != Endpoint::Scheme::kUnix);
-  if (!try_tls) co_return co_await transport_for(o.endpoint.scheme).connect(ex, o.endpoint, deadline);
+  if (!client_tries_tls(o)) co_return co_await transport_for(o.endpoint.scheme).connect(ex, o.endpoint, deadline);
   auto stream = co_await connect_tls(ex, o.endpoint, deadline, o.tls);
   if (stream.ok() || encryption == Policy::kRequired) co_return stream;
   // `optional`: a server that answers a ClientHello with something that is

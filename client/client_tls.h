@@ -23,6 +23,10 @@ Policy client_encryption_policy(const ClientOptions& options);
 // kConfigError naming the conflict, or OK.
 Status validate_client_policies(const ClientOptions& options);
 
+// True if connect_stream() tries TLS for these options; false: it is a
+// plain transport connect.
+bool client_tries_tls(const ClientOptions& options);
+
 asio::awaitable<Result<std::unique_ptr<Stream>>> connect_stream(
     asio::any_io_executor ex, const ClientOptions& options,
     std::chrono::steady_clock::time_point deadline);

@@ -95,7 +95,11 @@ void DeadlineQueue::on_timer() {
 
 void DeadlineQueue::shutdown() {
   shut_down_ = true;
-  while (head_ != nullptr) unlink(*head_);
+  while (head_ != nullptr) {
+    Entry& entry = *head_;
+    unlink(entry);
+    entry.abandoned();  // may destroy entries further on, which unlink themselves
+  }
   // The timer belongs to a service of the same context that may be destroyed
   // before this one: let go of it while every service is still there.
   timer_.reset();

@@ -47,6 +47,11 @@ class DeadlineQueue final : public asio::execution_context::service {
    protected:
     virtual ~Entry() { cancel(); }
     virtual void expired() = 0;
+    // The context is shutting down with this entry still queued (it has been
+    // removed and will never expire). An entry that parks something only the
+    // context could otherwise free (a waiting caller's handler) lets go of it
+    // here. Default: nothing.
+    virtual void abandoned() noexcept {}
 
    private:
     friend class DeadlineQueue;

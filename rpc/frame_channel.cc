@@ -254,12 +254,25 @@ void FrameChannel::write_next() {
     finish_writer();
     return;
   }
+  std::size_t written = 0;
+  if (segments_.empty()) {
+    // Try the stream first: a batch it takes whole is done here, with no
+    // completion to post (a session's every write, on plaintext sockets).
+    std::error_code ec;
+    written = stream_->try_write(asio::buffer(out_), ec);
+    if (!ec && written == out_.size()) {
+      out_.clear();
+      finish_writer();
+      return;
+    }
+    if (ec) written = 0;  // would_block, or an error write_all() will report
+  }
   writing_.swap(out_);
   out_.clear();
-  in_flight_ = writing_.size();
+  in_flight_ = writing_.size() - written;
   keepalive_ = shared_from_this();
   if (segments_.empty()) {
-    write_buffer_ = asio::buffer(writing_);
+    write_buffer_ = asio::buffer(writing_) + written;
     stream_->write_all(std::span(&write_buffer_, 1), *this);
     return;
   }

@@ -73,6 +73,17 @@ class Stream {
   // (A callback rather than a coroutine: the write path runs once per batch
   // of frames and a coroutine per write cost more than the write itself.)
   virtual void write_all(std::span<const asio::const_buffer> buffers, WriteCompletion& done) = 0;
+  // Writes what the stream takes of `buffer` now, without waiting: the bytes
+  // written (possibly fewer than asked, 0 with ec == would_block if none);
+  // or 0 with ec set on error. Never while a write_all() is in progress.
+  // Lets a writer finish a batch inline (no completion to post) when the
+  // stream takes it whole, as plaintext sockets mostly do. The default
+  // takes nothing: use write_all().
+  virtual std::size_t try_write(asio::const_buffer buffer, std::error_code& ec) {
+    (void)buffer;
+    ec = asio::error::would_block;
+    return 0;
+  }
   // True if send_file() sends without copying through user space: plaintext
   // TCP and Unix sockets (sendfile(2)). TLS cannot (no kernel TLS here).
   virtual bool can_send_file() const noexcept { return false; }

@@ -8,6 +8,7 @@
 #include <asio/use_awaitable.hpp>
 
 #include <algorithm>
+#include <exception>
 #include <future>
 
 #include "server/server_connection.h"
@@ -106,17 +107,17 @@ asio::awaitable<void> accept_loop(Server::Impl& server, Reactor& reactor, Listen
     }
     auto connection = std::make_shared<ServerConnection>(server, reactor, std::move(*stream));
     reactor.connections.insert(connection);
-    asio::co_spawn(
-        reactor.io,
-        [&server, &reactor, connection, refuse]() -> asio::awaitable<void> {
-          co_await connection->run(refuse);
-          reactor.connections.erase(connection);
-          if (refuse.ok() && --server.connections_active == 0) {
-            { std::lock_guard lock(server.mu); }
-            server.cv.notify_all();
-          }
-        },
-        asio::detached);
+    // The connection's own coroutine, ended by a handler (not a coroutine
+    // wrapping it: one frame fewer per connection).
+    const bool counted = refuse.ok();
+    asio::co_spawn(reactor.io, connection->run(std::move(refuse)),
+                   [&server, &reactor, connection, counted](const std::exception_ptr&) {
+                     reactor.connections.erase(connection);
+                     if (counted && --server.connections_active == 0) {
+                       { std::lock_guard lock(server.mu); }
+                       server.cv.notify_all();
+                     }
+                   });
   }
 }
 

@@ -1,0 +1,101 @@
+// ParkedHandler: the completion handler (signature void()) of an operation
+// that something else completes later, kept without an allocation until
+// then. Who uses it: a unary call on the client parks its caller here
+// (asio::async_initiate) until its response, failure or deadline comes, in
+// place of a timer per call whose cancellation did the waking
+// (docs/DESIGN.md, "Performance").
+//
+// Not thread-safe: park, post and reset on the handler's executor.
+#pragma once
+
+#include <asio/any_io_executor.hpp>
+#include <asio/associated_executor.hpp>
+#include <asio/post.hpp>
+#include <cstddef>
+#include <new>
+#include <type_traits>
+#include <utility>
+
+namespace authrpc {
+
+class ParkedHandler {
+ public:
+  ParkedHandler() = default;
+  ParkedHandler(const ParkedHandler&) = delete;
+  ParkedHandler& operator=(const ParkedHandler&) = delete;
+  ~ParkedHandler() { reset(); }
+
+  // Keeps `handler` (replacing none: the slot must be empty).
+  template <typename Handler>
+  void park(Handler&& handler) {
+    using H = std::decay_t<Handler>;
+    static_assert(sizeof(H) <= kCapacity && alignof(H) <= alignof(std::max_align_t),
+                  "handler too large for ParkedHandler");
+    ::new (static_cast<void*>(storage_)) H(std::forward<Handler>(handler));
+    ops_ = &kOps<H>;
+  }
+
+  bool parked() const noexcept { return ops_ != nullptr; }
+
+  // Completes the handler exactly once: it is taken out of the slot, then
+  // posted to its own executor (never run inline). No-op if empty.
+  void post() {
+    if (const Ops* ops = std::exchange(ops_, nullptr)) ops->post(storage_);
+  }
+
+  // Completes the handler exactly once, at once if its executor is
+  // `current` (the caller is running on it: the waiter resumes inside this
+  // call, before the event loop polls again), else as post() does. The
+  // caller must expect the waiter to run, and perhaps end its own operation
+  // or object, before this returns. No-op if empty.
+  void complete_here(const asio::any_io_executor& current) {
+    if (const Ops* ops = std::exchange(ops_, nullptr)) ops->complete_here(storage_, current);
+  }
+
+  // Drops the handler without running it (for an awaitable's handler, Asio
+  // then unwinds the waiting coroutine through its executor). No-op if empty.
+  void reset() noexcept {
+    if (const Ops* ops = std::exchange(ops_, nullptr)) ops->destroy(storage_);
+  }
+
+ private:
+  static constexpr std::size_t kCapacity = 64;
+
+  struct Ops {
+    void (*post)(void*);
+    void (*complete_here)(void*, const asio::any_io_executor&);
+    void (*destroy)(void*) noexcept;
+  };
+
+  template <typename H>
+  static void post_and_destroy(void* p) {
+    H& slot = *static_cast<H*>(p);
+    H handler(std::move(slot));
+    slot.~H();
+    asio::post(std::move(handler));
+  }
+  template <typename H>
+  static void complete_here(void* p, const asio::any_io_executor& current) {
+    H& slot = *static_cast<H*>(p);
+    H handler(std::move(slot));
+    slot.~H();
+    if (asio::get_associated_executor(handler) == current) {
+      std::move(handler)();
+    } else {
+      asio::post(std::move(handler));
+    }
+  }
+  template <typename H>
+  static void destroy(void* p) noexcept {
+    H& slot = *static_cast<H*>(p);
+    H handler(std::move(slot));  // destroyed outside the slot
+    slot.~H();
+  }
+  template <typename H>
+  static constexpr Ops kOps{&post_and_destroy<H>, &complete_here<H>, &destroy<H>};
+
+  alignas(std::max_align_t) unsigned char storage_[kCapacity];
+  const Ops* ops_ = nullptr;
+};
+
+}  // namespace authrpc

@@ -1,0 +1,318 @@
+// A unary call's wait on the client (client/client.cc, rpc/parked_handler.h):
+// the caller's handler is parked until its response, a failure, its deadline
+// or the context's shutdown completes it, exactly once; a response resumes
+// the caller at once on the reader's executor.
+#include <gtest/gtest.h>
+
+#include <asio/async_result.hpp>
+#include <asio/co_spawn.hpp>
+#include <asio/detached.hpp>
+#include <asio/io_context.hpp>
+#include <asio/post.hpp>
+#include <asio/steady_timer.hpp>
+#include <asio/this_coro.hpp>
+#include <asio/use_awaitable.hpp>
+#include <asio/use_future.hpp>
+#include <atomic>
+#include <future>
+#include <chrono>
+#include <memory>
+#include <optional>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "auth/simple.h"
+#include "client/client.h"
+#include "rpc/deadline_queue.h"
+#include "rpc/parked_handler.h"
+#include "server/server.h"
+#include "server/service.h"
+#include "tests/test_support.h"
+
+namespace authrpc {
+namespace {
+
+using namespace std::chrono_literals;
+using testing::Describe;
+using testing::Eventually;
+using testing::StopAndDestroy;
+
+std::error_code Code(Errc e) { return make_error_code(e); }
+
+// Parks the awaiting coroutine in `slot`.
+asio::awaitable<void> WaitIn(ParkedHandler& slot) {
+  co_await asio::async_initiate<const asio::use_awaitable_t<>&, void()>(
+      [&slot](auto handler) { slot.park(std::move(handler)); }, asio::use_awaitable);
+}
+
+// Counts its destruction (to see a coroutine frame freed).
+struct Tracer {
+  explicit Tracer(int& destroyed) : destroyed_(destroyed) {}
+  ~Tracer() { ++destroyed_; }
+  int& destroyed_;
+};
+
+struct ParkedCase {
+  const char* name;
+  enum class How { kPost, kHereSameExecutor, kHereOtherExecutor } how;
+  bool resumed_inside_the_call;  // before complete_here()/post() returned
+};
+
+class ParkedHandlerTest : public ::testing::TestWithParam<ParkedCase> {};
+
+TEST_P(ParkedHandlerTest, ResumesTheWaiterExactlyOnceOnItsOwnExecutor) {
+  const ParkedCase& c = GetParam();
+  asio::io_context io;
+  asio::io_context other;
+  ParkedHandler slot;
+  std::vector<std::string> log;
+  asio::co_spawn(
+      io,
+      [&]() -> asio::awaitable<void> {
+        co_await WaitIn(slot);
+        log.push_back(io.get_executor().running_in_this_thread() ? "resumed on its executor"
+                                                                 : "resumed elsewhere");
+      },
+      asio::detached);
+  io.poll();  // the coroutine parks
+  ASSERT_TRUE(slot.parked());
+  ASSERT_TRUE(log.empty());
+
+  auto complete = [&] {
+    switch (c.how) {
+      case ParkedCase::How::kPost: slot.post(); break;
+      case ParkedCase::How::kHereSameExecutor:
+        slot.complete_here(asio::any_io_executor(io.get_executor()));
+        break;
+      case ParkedCase::How::kHereOtherExecutor:
+        slot.complete_here(asio::any_io_executor(other.get_executor()));
+        break;
+    }
+    log.push_back("completed");
+  };
+  // Complete from inside one of io's handlers, as the client's reader does.
+  asio::post(io, complete);
+  io.run();
+  EXPECT_FALSE(slot.parked());
+  const std::vector<std::string> inside = {"resumed on its executor", "completed"};
+  const std::vector<std::string> later = {"completed", "resumed on its executor"};
+  EXPECT_EQ(log, c.resumed_inside_the_call ? inside : later);
+  slot.post();  // empty: nothing happens
+  EXPECT_EQ(log.size(), 2u);
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Table, ParkedHandlerTest,
+    ::testing::Values(ParkedCase{"post", ParkedCase::How::kPost, false},
+                      ParkedCase{"here_same_executor", ParkedCase::How::kHereSameExecutor, true},
+                      ParkedCase{"here_other_executor", ParkedCase::How::kHereOtherExecutor,
+                                 false}),
+    [](const auto& param_info) { return std::string(param_info.param.name); });
+
+TEST(ParkedHandlerTest, ResetFreesTheWaitingCoroutineWithoutResumingIt) {
+  int destroyed = 0;
+  bool resumed = false;
+  ParkedHandler slot;
+  {
+    asio::io_context io;
+    asio::co_spawn(
+        io,
+        [&]() -> asio::awaitable<void> {
+          Tracer tracer(destroyed);
+          co_await WaitIn(slot);
+          resumed = true;
+        },
+        asio::detached);
+    io.poll();
+    ASSERT_TRUE(slot.parked());
+    slot.reset();  // the frame is unwound through the context
+    EXPECT_FALSE(slot.parked());
+  }
+  EXPECT_FALSE(resumed);
+  EXPECT_EQ(destroyed, 1);
+}
+
+// An entry that parks a waiter, as a client call does: the queue's shutdown
+// must let it go (abandoned()), else the waiting coroutine would leak.
+class ParkingEntry final : public DeadlineQueue::Entry {
+ public:
+  ~ParkingEntry() override { cancel(); }
+  ParkedHandler slot;
+  int abandoned_calls = 0;
+
+ private:
+  void expired() override { slot.post(); }
+  void abandoned() noexcept override {
+    ++abandoned_calls;
+    slot.reset();
+  }
+};
+
+TEST(ParkedHandlerTest, AContextShuttingDownLetsGoOfAParkedWaiterInItsDeadlineQueue) {
+  int destroyed = 0;
+  ParkingEntry entry;
+  {
+    asio::io_context io;
+    asio::co_spawn(
+        io,
+        [&]() -> asio::awaitable<void> {
+          Tracer tracer(destroyed);
+          DeadlineQueue::of(io.get_executor())
+              .add(entry, std::chrono::steady_clock::time_point::max(), io.get_executor());
+          co_await WaitIn(entry.slot);
+        },
+        asio::detached);
+    io.poll();
+    ASSERT_TRUE(entry.slot.parked());
+    ASSERT_TRUE(entry.queued());
+  }
+  EXPECT_EQ(entry.abandoned_calls, 1);
+  EXPECT_FALSE(entry.queued());
+  EXPECT_EQ(destroyed, 1);
+}
+
+// --- Through a real server and client on loopback TCP.
+
+struct Gate {
+  std::atomic<bool> open{false};
+};
+
+class ClientCallTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    ServerOptions o;
+    o.endpoints = {*Endpoint::parse("tcp://127.0.0.1:0")};
+    o.mechanisms = {std::make_shared<SimpleServerMechanism>()};
+    o.io_threads = 1;
+    o.stop_grace = 1s;
+    o.log = null_log_sink();
+    server_ = std::make_unique<Server>(std::move(o));
+    Service s("test");
+    auto gate = gate_;
+    s.add_async("hold", [gate](CallContext& ctx,
+                               std::string) -> asio::awaitable<Result<std::string>> {
+      // Answers once the gate opens or the call is cancelled.
+      asio::steady_timer t(co_await asio::this_coro::executor);
+      while (!gate->open && !ctx.cancelled()) {
+        t.expires_after(5ms);
+        co_await t.async_wait(asio::use_awaitable);
+      }
+      co_return std::string("released");
+    });
+    ASSERT_TRUE(server_->add_service(std::move(s)).ok());
+    ASSERT_OK(server_->start());
+    endpoint_ = server_->bound_endpoints().front();
+  }
+  void TearDown() override {
+    gate_->open = true;
+    StopAndDestroy(server_);
+  }
+
+  ClientOptions Options() const {
+    ClientOptions o;
+    o.endpoint = endpoint_;
+    o.mechanisms = {std::make_shared<SimpleClientMechanism>("alice")};
+    o.connect_timeout = 5s;
+    return o;
+  }
+
+  std::shared_ptr<Gate> gate_ = std::make_shared<Gate>();
+  std::unique_ptr<Server> server_;
+  Endpoint endpoint_;
+};
+
+// The benchmark's session: connect without waiting for authentication, one
+// call, close as soon as the reply is in (the caller runs inside the
+// reader's delivery and closes the connection under it).
+TEST_F(ClientCallTest, SessionsThatCloseAsSoonAsTheReplyArrives) {
+  constexpr int kSessions = 50;
+  asio::io_context io;
+  int ok = 0;
+  std::vector<std::string> failures;
+  asio::co_spawn(
+      io,
+      [&]() -> asio::awaitable<void> {
+        for (int i = 0; i < kSessions; ++i) {
+          ClientOptions o = Options();
+          o.wait_for_authentication = false;
+          auto client = co_await Client::async_connect(io.get_executor(), std::move(o));
+          if (!client.ok()) {
+            failures.push_back(client.status().to_string());
+            continue;
+          }
+          auto reply = co_await (*client)->async_call("sys", "whoami", "");
+          if (reply.ok() && !reply->empty()) {
+            ++ok;
+          } else {
+            failures.push_back(reply.ok() ? "empty reply" : reply.status().to_string());
+          }
+          client->reset();
+        }
+      },
+      asio::detached);
+  io.run();
+  EXPECT_EQ(ok, kSessions);
+  EXPECT_TRUE(failures.empty()) << failures.front();
+  EXPECT_TRUE(Eventually([&] { return server_->stats().connections_accepted >= kSessions; }));
+}
+
+TEST_F(ClientCallTest, ADeadlineStillEndsAWaitingCallAndTheConnectionStaysUsable) {
+  auto client = Client::connect(Options());
+  ASSERT_TRUE(client.ok()) << Describe(client);
+  CallOptions options;
+  options.timeout = 50ms;
+  const auto start = std::chrono::steady_clock::now();
+  auto held = (*client)->call("test", "hold", "", options);
+  EXPECT_EQ(held.code(), Code(Errc::kDeadlineExceeded)) << Describe(held);
+  EXPECT_LT(std::chrono::steady_clock::now() - start, 2s);
+  auto after = (*client)->call("sys", "whoami", "");
+  EXPECT_TRUE(after.ok()) << Describe(after);
+}
+
+TEST_F(ClientCallTest, ClosingFailsEveryWaitingCallOnce) {
+  auto client = Client::connect(Options());
+  ASSERT_TRUE(client.ok()) << Describe(client);
+  std::vector<std::future<Result<std::string>>> calls;
+  for (int i = 0; i < 3; ++i) calls.push_back((*client)->call_future("test", "hold", ""));
+  std::this_thread::sleep_for(20ms);
+  (*client)->close();
+  for (auto& f : calls) {
+    ASSERT_EQ(f.wait_for(5s), std::future_status::ready);
+    EXPECT_EQ(f.get().code(), Code(Errc::kCancelled));
+  }
+}
+
+// A context destroyed while a call waits without a deadline: the call's
+// coroutine (and the client it owns) is freed with the context — LSan would
+// report a leak — and nothing resumes or hangs.
+TEST_F(ClientCallTest, AContextDestroyedWithACallWaitingFreesIt) {
+  int destroyed = 0;
+  bool waiting = false;
+  bool finished = false;
+  {
+    asio::io_context io;
+    asio::co_spawn(
+        io,
+        [&]() -> asio::awaitable<void> {
+          Tracer tracer(destroyed);
+          auto client = co_await Client::async_connect(io.get_executor(), Options());
+          if (!client.ok()) co_return;
+          waiting = true;
+          co_await (*client)->async_call("test", "hold", "");
+          finished = true;
+        },
+        asio::detached);
+    EXPECT_TRUE(Eventually([&] {
+      io.run_for(10ms);
+      return waiting;
+    }));
+    io.run_for(50ms);
+  }
+  EXPECT_TRUE(waiting);
+  EXPECT_FALSE(finished);
+  EXPECT_EQ(destroyed, 1);
+}
+
+}  // namespace
+}  // namespace authrpc
