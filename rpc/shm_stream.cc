@@ -1,5 +1,7 @@
 #include "rpc/shm_stream.h"
 
+#include <asio/post.hpp>
+
 #include <asio/dispatch.hpp>
 #include <asio/redirect_error.hpp>
 #include <asio/use_awaitable.hpp>
@@ -231,7 +233,19 @@ asio::awaitable<bool> ShmStreamPlane::ready_to_write() {
   co_return true;
 }
 
+asio::awaitable<void> ShmStreamPlane::take_turn() {
+  // A ring with room (or with messages) never suspends its writer (or
+  // reader): a loop over it would keep the IO thread from everything else
+  // posted there — the connection's reader, a server's GOAWAY and close —
+  // for as long as the peer keeps up. So every kTurn operations it yields.
+  constexpr unsigned kTurn = 16;
+  if (++operations_ < kTurn) co_return;
+  operations_ = 0;
+  co_await asio::post(executor_, asio::use_awaitable);
+}
+
 asio::awaitable<Status> ShmStreamPlane::write(std::string_view message) {
+  co_await take_turn();
   const std::uint32_t total = static_cast<std::uint32_t>(message.size());
   std::size_t at = 0;
   do {
@@ -248,6 +262,7 @@ asio::awaitable<Status> ShmStreamPlane::write(std::string_view message) {
 
 asio::awaitable<Status> ShmStreamPlane::write(Payload message) {
   if (lent_ != nullptr && message.data() == lent_) {
+    co_await take_turn();
     lent_ = nullptr;
     co_return writer_->commit(message.size(), static_cast<std::uint32_t>(message.size()));
   }
@@ -277,6 +292,7 @@ Status ShmStreamPlane::attach_reader(ShmRing ring) {
 }
 
 asio::awaitable<Result<std::optional<Payload>>> ShmStreamPlane::read(std::size_t max_message) {
+  co_await take_turn();
   auto slot = co_await reader_->next();
   if (!slot.ok()) {
     if (slot.status().code == ShmErrc::kEndOfRing) {

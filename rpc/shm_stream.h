@@ -137,6 +137,8 @@ class ShmStreamPlane final : public PayloadOwner,
   void release(char* data, std::size_t capacity) noexcept override;
 
  private:
+  // Yields to the executor every few ring operations (see the .cc).
+  asio::awaitable<void> take_turn();
   void released(char* data) noexcept;
   void drain_released();
   Status send_ring(ShmRing& ring);
@@ -157,6 +159,7 @@ class ShmStreamPlane final : public PayloadOwner,
   bool reader_ended_ = false;
   std::deque<Held> held_;  // reader views given out, oldest first
   std::optional<asio::steady_timer> deadline_;
+  unsigned operations_ = 0;  // ring reads and writes since the last yield
 };
 
 }  // namespace authrpc
