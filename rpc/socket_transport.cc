@@ -28,6 +28,13 @@ using asio::use_awaitable;
 using Tcp = asio::ip::tcp;
 using Local = asio::local::stream_protocol;
 
+// What a failed non-blocking socket call's errno means: would_block for
+// "try again later", the system error otherwise.
+std::error_code errno_status() {
+  return errno == EAGAIN || errno == EWOULDBLOCK ? std::error_code(asio::error::would_block)
+                                                 : std::error_code(errno, std::system_category());
+}
+
 // Writes the decimal digits of `v` at `p`; returns the end.
 char* write_decimal(char* p, unsigned v) {
   char digits[10];
@@ -203,9 +210,7 @@ class SocketStream final : public Stream {
         return 0;
       }
       if (errno == EINTR) continue;
-      ec = (errno == EAGAIN || errno == EWOULDBLOCK)
-               ? asio::error::would_block
-               : std::error_code(errno, std::system_category());
+      ec = errno_status();
       return 0;
     }
   }
@@ -239,9 +244,7 @@ class SocketStream final : public Stream {
         return static_cast<std::size_t>(n);
       }
       if (errno == EINTR) continue;
-      ec = (errno == EAGAIN || errno == EWOULDBLOCK)
-               ? asio::error::would_block
-               : std::error_code(errno, std::system_category());
+      ec = errno_status();
       return 0;
     }
   }
