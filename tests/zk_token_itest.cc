@@ -86,9 +86,8 @@ class ZkTokenItest : public ::testing::Test {
     ASSERT_EQ(setup_error_, "");
     kdc_->set_env_for_process();
     root_ = "/authrpc-itest/" + std::string(::testing::UnitTest::GetInstance()->current_test_info()->name());
-    std::string t = (std::filesystem::temp_directory_path() / "authrpc-zk-itest-XXXXXX").string();
-    ASSERT_NE(::mkdtemp(t.data()), nullptr);
-    dir_ = t;
+    dir_ = testing::TempDir("zk-itest");
+    ASSERT_FALSE(dir_.empty());
   }
   void TearDown() override {
     if (!dir_.empty()) std::filesystem::remove_all(dir_);
