@@ -95,11 +95,10 @@ class AuthzItest : public ::testing::Test {
     partner_ = std::make_unique<MiniKdc>(partner_options);
     setup_ = kdc_->start();
     if (setup_.ok()) setup_ = partner_->start();
-    for (const char* p : {"alice", "alice/admin", "bob", "yarn", "oozie/localhost"}) {
-      if (setup_.ok()) setup_ = kdc_->add_principal(p);
-      if (setup_.ok()) setup_ = kdc_->create_keytab(p, kdc_->client_keytab());
+    if (setup_.ok()) {
+      setup_ = testing::AddClientsAndService(
+          *kdc_, {"alice", "alice/admin", "bob", "yarn", "oozie/localhost"});
     }
-    if (setup_.ok()) setup_ = kdc_->create_service_keytab("rpc/localhost");
     // The partner realm: carol, and its own key for rpc/localhost, added to
     // the server's keytab (the server accepts either realm's ticket).
     for (const char* p : {"carol", "dave"}) {

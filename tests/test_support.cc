@@ -36,6 +36,21 @@ int connect_tcp(std::uint16_t port) {
   return fd;
 }
 
+// True once `fd` has bytes (or its end of stream) to read; false if `until`
+// passes first or poll fails.
+bool wait_readable(int fd, std::chrono::steady_clock::time_point until) {
+  for (;;) {
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+                          until - std::chrono::steady_clock::now())
+                          .count();
+    if (left <= 0) return false;
+    pollfd p{fd, POLLIN, 0};
+    const int ready = ::poll(&p, 1, static_cast<int>(left));
+    if (ready < 0 && errno == EINTR) continue;
+    return ready > 0;
+  }
+}
+
 }  // namespace
 
 std::string TempDir(const std::string& tag) {
@@ -143,14 +158,7 @@ bool RawConnection::ReadExact(std::string& out, std::size_t n, std::chrono::mill
   const auto until = std::chrono::steady_clock::now() + timeout;
   out.clear();
   while (out.size() < n) {
-    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
-                          until - std::chrono::steady_clock::now())
-                          .count();
-    if (left <= 0) return false;
-    pollfd p{fd_, POLLIN, 0};
-    const int ready = ::poll(&p, 1, static_cast<int>(left));
-    if (ready < 0 && errno == EINTR) continue;
-    if (ready <= 0) return false;
+    if (!wait_readable(fd_, until)) return false;
     char buf[4096];
     const ssize_t got = ::recv(fd_, buf, std::min(sizeof buf, n - out.size()), 0);
     if (got < 0 && (errno == EINTR || errno == EAGAIN)) continue;
@@ -163,14 +171,37 @@ bool RawConnection::ReadExact(std::string& out, std::size_t n, std::chrono::mill
 std::optional<RawFrame> RawConnection::ReadFrame(std::chrono::milliseconds timeout) {
   std::string header;
   if (!ReadExact(header, wire::kFrameHeaderSize, timeout)) return std::nullopt;
-  auto parsed = wire::parse_frame_header(reinterpret_cast<const std::uint8_t*>(header.data()),
-                                         wire::kDefaultMaxFrameSize);
-  if (!parsed.ok()) return std::nullopt;
+  const auto byte = [&](std::size_t i) { return static_cast<std::uint8_t>(header[i]); };
+  const auto load32 = [&](std::size_t i) {
+    return std::uint32_t{byte(i)} << 24 | std::uint32_t{byte(i + 1)} << 16 |
+           std::uint32_t{byte(i + 2)} << 8 | std::uint32_t{byte(i + 3)};
+  };
+  const std::uint32_t length = load32(0);  // bytes after the length field
+  if (length < wire::kMinFrameLength ||
+      std::size_t{length} + wire::kLengthFieldSize > wire::kDefaultMaxFrameSize) {
+    return std::nullopt;
+  }
   RawFrame frame;
-  frame.type = parsed->type;
-  if (!ReadExact(frame.body, parsed->body_size(), timeout)) return std::nullopt;
+  frame.type = static_cast<wire::FrameType>(byte(4));
+  frame.flags = byte(5);
+  frame.reserved = static_cast<std::uint16_t>(byte(6) << 8 | byte(7));
+  frame.call_id = load32(8);
+  if (!ReadExact(frame.body, length - wire::kMinFrameLength, timeout)) return std::nullopt;
   return frame;
 }
+
+bool RawConnection::SeesEndOfStream(std::chrono::milliseconds timeout) {
+  const auto until = std::chrono::steady_clock::now() + timeout;
+  for (;;) {
+    if (!wait_readable(fd_, until)) return false;
+    char buf[4096];
+    const ssize_t got = ::recv(fd_, buf, sizeof buf, 0);
+    if (got == 0) return true;
+    if (got < 0 && errno != EINTR && errno != EAGAIN) return true;
+  }
+}
+
+void RawConnection::ShutdownWrite() { ::shutdown(fd_, SHUT_WR); }
 
 Result<std::unique_ptr<Client>> ConnectWith(const Endpoint& endpoint,
                                             std::shared_ptr<ClientMechanism> mechanism,

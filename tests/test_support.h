@@ -82,13 +82,20 @@ struct ServerProcess {
 };
 Result<ServerProcess> SpawnServer(const char* binary, const std::string& config);
 
+// A frame as a server sent it: the header's fields as they are on the wire
+// (type and reserved bits unchecked, so a test can assert on them) and the body.
 struct RawFrame {
   wire::FrameType type = wire::FrameType::kError;
+  std::uint8_t flags = 0;
+  std::uint16_t reserved = 0;
+  std::uint32_t call_id = 0;
   std::string body;
 };
 
 // A blocking socket to a server on loopback (tcp://127.0.0.1:PORT or a unix:
-// endpoint, abstract ones too), every read bounded in time.
+// endpoint, abstract ones too), every read bounded in time. Used by tests
+// that send what a real Client never would (bad_input_test, kerberos_itest,
+// kerberos_sasl_itest).
 class RawConnection {
  public:
   explicit RawConnection(const Endpoint& endpoint);
@@ -104,10 +111,15 @@ class RawConnection {
   // An AUTH_RESPONSE frame.
   bool SendResponse(const std::string& token);
   // The next whole frame, or nullopt (end of stream, error, timeout or a
-  // header the wire parser refuses).
+  // length field below the header's or above wire::kDefaultMaxFrameSize).
   std::optional<RawFrame> ReadFrame(std::chrono::milliseconds timeout = std::chrono::seconds(5));
   // Reads exactly n bytes into `out`; false on end of stream, error or timeout.
   bool ReadExact(std::string& out, std::size_t n, std::chrono::milliseconds timeout);
+  // True if the server ends the stream (FIN or reset) within `timeout`;
+  // whatever arrives before is dropped.
+  bool SeesEndOfStream(std::chrono::milliseconds timeout = std::chrono::seconds(3));
+  // Half-closes: the server reads end of stream, this side can still read.
+  void ShutdownWrite();
   void Close();
 
  private:

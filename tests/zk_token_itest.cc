@@ -72,11 +72,7 @@ class ZkTokenItest : public ::testing::Test {
     setup_error_ = zk_->start();
     kdc_ = std::make_unique<MiniKdc>();
     Status s = kdc_->start();
-    for (const char* p : {"alice", "yarn"}) {
-      if (s.ok()) s = kdc_->add_principal(p);
-      if (s.ok()) s = kdc_->create_keytab(p, kdc_->client_keytab());
-    }
-    if (s.ok()) s = kdc_->create_service_keytab("rpc/localhost");
+    if (s.ok()) s = testing::AddClientsAndService(*kdc_, {"alice", "yarn"});
     if (s.ok()) kdc_->set_env_for_process();
     if (!s.ok() && setup_error_.empty()) setup_error_ = s.to_string();
   }
@@ -90,9 +86,8 @@ class ZkTokenItest : public ::testing::Test {
     ASSERT_EQ(setup_error_, "");
     kdc_->set_env_for_process();
     root_ = "/authrpc-itest/" + std::string(::testing::UnitTest::GetInstance()->current_test_info()->name());
-    std::string t = (std::filesystem::temp_directory_path() / "authrpc-zk-itest-XXXXXX").string();
-    ASSERT_NE(::mkdtemp(t.data()), nullptr);
-    dir_ = t;
+    dir_ = testing::TempDir("zk-itest");
+    ASSERT_FALSE(dir_.empty());
   }
   void TearDown() override {
     if (!dir_.empty()) std::filesystem::remove_all(dir_);
