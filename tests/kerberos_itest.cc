@@ -82,11 +82,7 @@ std::string ServicePrincipal(const MiniKdc& kdc, const std::string& host = "loca
 }
 
 // Adds alice (client keytab) and rpc/localhost (service keytab) to a started realm.
-Status PopulateRealm(MiniKdc& kdc) {
-  if (Status s = kdc.add_principal("alice"); !s.ok()) return s;
-  if (Status s = kdc.create_keytab("alice", kdc.client_keytab()); !s.ok()) return s;
-  return kdc.create_service_keytab("rpc/localhost");
-}
+Status PopulateRealm(MiniKdc& kdc) { return testing::AddClientsAndService(kdc, {"alice"}); }
 
 KerberosServerOptions ServerOptionsFor(const MiniKdc& kdc) {
   KerberosServerOptions o;

@@ -134,9 +134,7 @@ class KerberosTlsTest : public ::testing::Test {
   static void SetUpTestSuite() {
     kdc_ = std::make_unique<MiniKdc>();
     setup_ = kdc_->start();
-    if (setup_.ok()) setup_ = kdc_->add_principal("alice");
-    if (setup_.ok()) setup_ = kdc_->create_keytab("alice", kdc_->client_keytab());
-    if (setup_.ok()) setup_ = kdc_->create_service_keytab("rpc/localhost");
+    if (setup_.ok()) setup_ = testing::AddClientsAndService(*kdc_, {"alice"});
     if (setup_.ok()) setup_ = kdc_->kinit("alice", kdc_->client_keytab());
     if (setup_.ok()) kdc_->set_env_for_process();
     char tmpl[] = "/tmp/authrpc-tls-cb-XXXXXX";

@@ -82,11 +82,7 @@ class TokenItest : public ::testing::Test {
   static void SetUpTestSuite() {
     kdc_ = std::make_unique<MiniKdc>();
     setup_ = kdc_->start();
-    for (const char* p : {"alice", "yarn", "mallory"}) {
-      if (setup_.ok()) setup_ = kdc_->add_principal(p);
-      if (setup_.ok()) setup_ = kdc_->create_keytab(p, kdc_->client_keytab());
-    }
-    if (setup_.ok()) setup_ = kdc_->create_service_keytab("rpc/localhost");
+    if (setup_.ok()) setup_ = testing::AddClientsAndService(*kdc_, {"alice", "yarn", "mallory"});
     if (setup_.ok()) kdc_->set_env_for_process();
   }
   static void TearDownTestSuite() { kdc_.reset(); }
