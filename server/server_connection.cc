@@ -121,7 +121,14 @@ asio::awaitable<void> ServerConnection::serve() {
       co_return;
     }
     last_activity_ = Clock::now();
-    switch (frame->header.type) {
+    // Frames of a call need its id (PROTOCOL.md section 8): without this
+    // check DATA, WINDOW_UPDATE, END_STREAM, CANCEL and SHM_RING with call id 0
+    // were silently dropped (stream_bad_input_test, CallFramesWithIdZero...).
+    if (frame->header.call_id == 0 && is_call_frame(frame->header.type)) {
+      fatal_ = Status(Errc::kProtocolError,
+                      std::string(wire::frame_type_name(frame->header.type)) + " with call id 0");
+    }
+    if (fatal_.ok()) switch (frame->header.type) {
       case FrameType::kRequest:
         handle_request(*frame);
         break;
@@ -198,6 +205,19 @@ void ServerConnection::cancel_all_calls() {
   streams_.clear();
   for (auto& [id, stream] : streams) {
     stream->fail(Status(Errc::kCancelled, "the connection to the client ended"));
+  }
+}
+
+bool ServerConnection::is_call_frame(FrameType type) noexcept {
+  switch (type) {
+    case FrameType::kCancel:
+    case FrameType::kData:
+    case FrameType::kWindowUpdate:
+    case FrameType::kEndStream:
+    case FrameType::kShmRing:
+      return true;
+    default:
+      return false;  // REQUEST and STREAM_REQUEST check their ids themselves
   }
 }
 
