@@ -156,7 +156,7 @@ asio::awaitable<void> ServerConnection::serve() {
         handle_window_update(*frame);
         break;
       case FrameType::kEndStream:
-        handle_end_stream(frame->header.call_id);
+        handle_end_stream(*frame);
         break;
       case FrameType::kShmHello:
         handle_shm_hello();
@@ -387,6 +387,14 @@ asio::awaitable<Status> ServerConnection::handle_data(const Frame& frame) {
   const auto it = streams_.find(frame.header.call_id);
   // A stream that has ended (or never was) drops its late messages.
   std::shared_ptr<CallStream> stream = it == streams_.end() ? nullptr : it->second;
+  // A message after the client's own END_STREAM, on a call still running:
+  // the client broke its promise, and dropping the message silently would
+  // lose data the client believes it sent (stream_bad_input_test,
+  // DataAfterEndStream...). Before this, on_data dropped it.
+  if (stream && !stream->failed() && stream->finished()) {
+    co_return Status(Errc::kProtocolError,
+                     "DATA after END_STREAM on call " + std::to_string(frame.header.call_id));
+  }
   if (!frame.body_pending) {
     if (!stream) co_return Status();
     Payload message = stream->receive_buffer(frame.body.size());
@@ -444,9 +452,21 @@ void ServerConnection::handle_shm_ring(const Frame& frame) {
   }
 }
 
-void ServerConnection::handle_end_stream(std::uint32_t call_id) {
+void ServerConnection::handle_end_stream(const Frame& frame) {
+  const std::uint32_t call_id = frame.header.call_id;
+  if (!frame.body.empty()) {
+    fatal_ = Status(Errc::kProtocolError, "END_STREAM with a body");
+    return;
+  }
   const auto it = streams_.find(call_id);
-  if (it != streams_.end()) it->second->end_input(Status());
+  if (it == streams_.end()) return;  // ended (or never was): dropped
+  // A second END_STREAM on a call still running is a protocol error, like
+  // DATA after it (before this it was ignored; stream_bad_input_test).
+  if (!it->second->failed() && it->second->finished()) {
+    fatal_ = Status(Errc::kProtocolError, "a second END_STREAM on call " + std::to_string(call_id));
+    return;
+  }
+  it->second->end_input(Status());
 }
 
 void ServerConnection::start_async_call(const Service::Method& method,

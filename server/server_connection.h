@@ -56,7 +56,7 @@ class ServerConnection : public std::enable_shared_from_this<ServerConnection> {
   void handle_window_update(const Frame& frame);
   void handle_shm_hello();
   void handle_shm_ring(const Frame& frame);
-  void handle_end_stream(std::uint32_t call_id);
+  void handle_end_stream(const Frame& frame);
   static bool is_call_frame(wire::FrameType type) noexcept;
   void start_stream_call(const Service::Method& method, std::string_view service_name,
                          std::string_view method_name, std::uint32_t call_id,
