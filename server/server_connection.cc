@@ -273,6 +273,14 @@ void ServerConnection::handle_request(const Frame& frame) {
     fatal_ = Status(Errc::kProtocolError, "REQUEST with call id 0");
     return;
   }
+  // As for STREAM_REQUEST: an id still in use is a protocol error. Before
+  // this check a REQUEST with an open stream's id was run next to it, two
+  // RESPONSEs went out for one id and the stream's cancel flag was replaced
+  // (stream_bad_input_test, ARequestReusingAStreamsCallId...).
+  if (streams_.contains(call_id) || cancel_flags_.contains(call_id)) {
+    fatal_ = Status(Errc::kProtocolError, "REQUEST reuses call id " + std::to_string(call_id));
+    return;
+  }
   last_call_id_ = std::max(last_call_id_, call_id);
   const auto deadline = deadline_after(header->timeout_ms);
   std::string_view service_name, method_name;
