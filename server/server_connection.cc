@@ -159,7 +159,7 @@ asio::awaitable<void> ServerConnection::serve() {
         handle_end_stream(*frame);
         break;
       case FrameType::kShmHello:
-        handle_shm_hello();
+        handle_shm_hello(*frame);
         break;
       case FrameType::kShmRing:
         handle_shm_ring(*frame);
@@ -430,11 +430,16 @@ void ServerConnection::handle_window_update(const Frame& frame) {
   if (Status s = it->second->on_window_update(*increment); !s.ok()) fatal_ = std::move(s);
 }
 
-void ServerConnection::handle_shm_hello() {
-  if (shm_) {
-    fatal_ = Status(Errc::kProtocolError, "a second SHM_HELLO");
+void ServerConnection::handle_shm_hello(const Frame& frame) {
+  // Once per connection, answered or not: before this a refused (or tcp://)
+  // link answered every SHM_HELLO again (stream_bad_input_test,
+  // ASecondShmHello...). The body is empty (section 3: longer is an error).
+  if (shm_answered_ || !frame.body.empty()) {
+    fatal_ = Status(Errc::kProtocolError,
+                    shm_answered_ ? "a second SHM_HELLO" : "SHM_HELLO with a body");
     return;
   }
+  shm_answered_ = true;
   Status why;
   shm_ = ShmLink::answer(*channel_, server_.options.shm, &why);
   if (!why.ok() && why.code != ShmErrc::kUnsupported) {
