@@ -105,6 +105,15 @@ asio::awaitable<void> ServerConnection::run(Status refuse) {
 }
 
 asio::awaitable<void> ServerConnection::serve() {
+  const bool unix_socket = channel_->stream().native_unix_handle() >= 0;
+  if (unix_socket) check_stray_descriptors();  // sent during negotiation
+  if (!fatal_.ok()) {
+    ++server_.protocol_errors;
+    server_.log(LogLevel::kWarning, "closing connection from " + peer_ + " (" + identity_.user +
+                                        "): " + fatal_.to_string());
+    co_await linger(fatal_);
+    co_return;
+  }
   for (;;) {
     auto incoming = channel_->buffered_frame();
     if (!incoming) incoming = co_await channel_->read_frame();
@@ -182,6 +191,7 @@ asio::awaitable<void> ServerConnection::serve() {
                             " frame after negotiation");
         break;
     }
+    if (fatal_.ok() && unix_socket) check_stray_descriptors();
     if (!fatal_.ok()) {
       ++server_.protocol_errors;
       server_.log(LogLevel::kWarning, "closing connection from " + peer_ + " (" + identity_.user +
@@ -205,6 +215,27 @@ void ServerConnection::cancel_all_calls() {
   streams_.clear();
   for (auto& [id, stream] : streams) {
     stream->fail(Status(Errc::kCancelled, "the connection to the client ended"));
+  }
+}
+
+// Descriptors (SCM_RIGHTS) may ride only on SHM_RING frames, four each, on
+// a connection whose SHM_HELLO was accepted (PROTOCOL.md section 6b). When
+// no input is buffered beyond the frames handled, every descriptor that has
+// arrived came with one of those frames, so any left unclaimed were sent
+// with something else (or an SHM_RING carried more than four): a protocol
+// error, and the descriptors are closed at once rather than held until the
+// connection ends. (While more input is buffered, descriptors may belong to
+// an SHM_RING frame not handled yet: checked once that input is consumed.)
+// Before this, a client could park descriptors on any frame of a unix://
+// connection, and a ring frame's extra descriptors went to the next ring
+// (stream_bad_input_test: DescriptorsWithoutAnShmFrame..., ShmRingWithFive...).
+void ServerConnection::check_stray_descriptors() {
+  if (channel_->input_buffered()) return;
+  const std::size_t stray = shm_ ? shm_->take_ring_fds(*channel_).size()
+                                 : channel_->stream().take_received_fds().size();
+  if (stray > 0 && fatal_.ok()) {
+    fatal_ = Status(Errc::kProtocolError,
+                    std::to_string(stray) + " file descriptor(s) sent without an SHM_RING frame");
   }
 }
 

@@ -57,6 +57,8 @@ class ServerConnection : public std::enable_shared_from_this<ServerConnection> {
   void handle_shm_hello(const Frame& frame);
   void handle_shm_ring(const Frame& frame);
   void handle_end_stream(const Frame& frame);
+  // Descriptors that arrived without an SHM_RING frame to claim them: fatal_.
+  void check_stray_descriptors();
   static bool is_call_frame(wire::FrameType type) noexcept;
   void start_stream_call(const Service::Method& method, std::string_view service_name,
                          std::string_view method_name, std::uint32_t call_id,
