@@ -230,7 +230,19 @@ void ServerConnection::cancel_all_calls() {
 // connection, and a ring frame's extra descriptors went to the next ring
 // (stream_bad_input_test: DescriptorsWithoutAnShmFrame..., ShmRingWithFive...).
 void ServerConnection::check_stray_descriptors() {
-  if (channel_->input_buffered()) return;
+  if (channel_->input_buffered()) {
+    // Descriptors may belong to an SHM_RING still being read (a read brings
+    // at most one batch, 16 at most): a few, never this many. Without this
+    // bound a client that always left part of a frame unread could pile up
+    // descriptors matched to rings (stream_bad_input_test,
+    // DescriptorsPiledUpBehindPartialFrames...).
+    constexpr std::size_t kMaxUnclaimed = 64;
+    if (shm_ && shm_->pending_fds() > kMaxUnclaimed) {
+      fatal_ = Status(Errc::kProtocolError, std::to_string(shm_->pending_fds()) +
+                                                " file descriptors sent without SHM_RING frames");
+    }
+    return;
+  }
   const std::size_t stray = shm_ ? shm_->take_ring_fds(*channel_).size()
                                  : channel_->stream().take_received_fds().size();
   if (stray > 0 && fatal_.ok()) {
