@@ -1249,8 +1249,8 @@ TEST_P(ShmBadInputTest, AShmRingForACallThatIsNotAStreamIsDroppedAndClosed) {
     SCOPED_TRACE(id);
     {
       FdSet fds = RealRing();
-      ASSERT_TRUE(raw->SendWithFds(Frame(kShmRing, id, RingBody(64 * 1024, 4, HeaderSizeFor(4) + 4 * 64 * 1024)),
-                                   fds.list()));
+      ASSERT_TRUE(raw->SendWithFds(
+          Frame(kShmRing, id, RingBody(64 * 1024, 4, HeaderSizeFor(4) + 4 * 64 * 1024)), fds.list()));
       EXPECT_TRUE(ExpectAlive(*raw).empty());
     }
     ExpectFdsBackTo(baseline);
@@ -1327,6 +1327,36 @@ TEST_P(ShmBadInputTest, DescriptorsWithoutAnShmFrameAreRefusedAndNotLeaked) {
     }
     ExpectFdsBackTo(baseline);
   }
+  ExpectServerStillServes();
+  ExpectFdsBackTo(baseline);
+}
+
+// A client that never lets the server read a frame whole — each sendmsg
+// carries the rest of one SHM_RING and the first byte of the next, with
+// four valid rings' descriptors — makes the server match descriptors to
+// frames not yet read. That is bounded: PROTOCOL_ERROR once more than 64
+// wait (before the fix they piled up for as long as the connection lived),
+// and none stays open.
+TEST_P(ShmBadInputTest, DescriptorsPiledUpBehindPartialFramesAreBounded) {
+  const std::size_t baseline = OpenFds();
+  {
+    auto raw = Authenticated();
+    ASSERT_NO_FATAL_FAILURE(OfferShm(*raw));
+    const std::string ring =
+        Frame(kShmRing, 4242, RingBody(64 * 1024, 4, HeaderSizeFor(4) + 4 * 64 * 1024));
+    for (int round = 0; round < 20; ++round) {
+      const std::string bytes = round == 0 ? ring.substr(0, 1) : ring.substr(1) + ring.substr(0, 1);
+      std::vector<FdSet> rings;
+      std::vector<int> list;
+      for (int r = 0; r < 4; ++r) {
+        rings.push_back(RealRing());
+        for (int fd : rings.back().list()) list.push_back(fd);
+      }
+      if (!raw->SendWithFds(bytes, list)) break;  // the server has hung up
+    }
+    ExpectErrorThenClose(*raw, Errc::kProtocolError);
+  }
+  ExpectFdsBackTo(baseline);
   ExpectServerStillServes();
   ExpectFdsBackTo(baseline);
 }
