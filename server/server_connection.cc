@@ -132,7 +132,7 @@ asio::awaitable<void> ServerConnection::serve() {
     last_activity_ = Clock::now();
     // Frames of a call need its id (PROTOCOL.md section 8): without this
     // check DATA, WINDOW_UPDATE, END_STREAM, CANCEL and SHM_RING with call id 0
-    // were silently dropped (stream_bad_input_test, CallFramesWithIdZero...).
+    // were silently dropped (stream_bad_input_test, CallFramesWithCallIdZeroAreProtocolErrors).
     if (frame->header.call_id == 0 && is_call_frame(frame->header.type)) {
       fatal_ = Status(Errc::kProtocolError,
                       std::string(wire::frame_type_name(frame->header.type)) + " with call id 0");
@@ -228,7 +228,8 @@ void ServerConnection::cancel_all_calls() {
 // an SHM_RING frame not handled yet: checked once that input is consumed.)
 // Before this, a client could park descriptors on any frame of a unix://
 // connection, and a ring frame's extra descriptors went to the next ring
-// (stream_bad_input_test: DescriptorsWithoutAnShmFrame..., ShmRingWithFive...).
+// (stream_bad_input_test: DescriptorsWithoutAnShmFrame..., BadShmRings... with five
+// or eight descriptors).
 void ServerConnection::check_stray_descriptors() {
   if (channel_->input_buffered()) {
     // Descriptors may belong to an SHM_RING still being read (a read brings
@@ -441,7 +442,7 @@ asio::awaitable<Status> ServerConnection::handle_data(const Frame& frame) {
   // A message after the client's own END_STREAM, on a call still running:
   // the client broke its promise, and dropping the message silently would
   // lose data the client believes it sent (stream_bad_input_test,
-  // DataAfterEndStream...). Before this, on_data dropped it.
+  // FramesAfterEndStreamOnARunningCall...). Before this, on_data dropped it.
   if (stream && !stream->failed() && stream->finished()) {
     co_return Status(Errc::kProtocolError,
                      "DATA after END_STREAM on call " + std::to_string(frame.header.call_id));
@@ -517,7 +518,8 @@ void ServerConnection::handle_end_stream(const Frame& frame) {
   const auto it = streams_.find(call_id);
   if (it == streams_.end()) return;  // ended (or never was): dropped
   // A second END_STREAM on a call still running is a protocol error, like
-  // DATA after it (before this it was ignored; stream_bad_input_test).
+  // DATA after it (before this it was ignored; stream_bad_input_test,
+  // FramesAfterEndStreamOnARunningCall...).
   if (!it->second->failed() && it->second->finished()) {
     fatal_ = Status(Errc::kProtocolError, "a second END_STREAM on call " + std::to_string(call_id));
     return;
