@@ -16,6 +16,10 @@ asio::awaitable<Result<std::string>> ClientStream::finish() {
   if (!ended_ && !stream_->finished()) {
     ended_ = true;
     stream_->send_control(wire::FrameType::kEndStream);
+    // Nothing may follow END_STREAM: a write() racing with finish() fails
+    // here, typed, instead of reaching the server, which answers DATA after
+    // END_STREAM with PROTOCOL_ERROR (docs/PROTOCOL.md section 6a).
+    stream_->end_output(Status(Errc::kFailedPrecondition, "the stream was finished"));
   }
   for (;;) {
     auto message = co_await stream_->read();

@@ -50,6 +50,9 @@ class FrameChannel final : public std::enable_shared_from_this<FrameChannel>,
   std::optional<Result<Frame>> buffered_frame();
   // True if a complete frame is already buffered (no read would block).
   bool frame_buffered() const noexcept;
+  // True if any input beyond the frame last returned (and its header-only
+  // body) is buffered: false means every byte read so far was returned.
+  bool input_buffered() const noexcept { return in_end_ > in_begin_ + consume_next_; }
   // DATA frames with a body above `bytes` that is not buffered yet come back
   // from read_frame()/buffered_frame() with body_pending: the caller reads
   // the body straight into a buffer of its own (read_body), so that large

@@ -75,6 +75,8 @@ class ShmLink {
   // Descriptors that arrived on the connection, oldest first: an SHM_RING
   // frame takes the four of its ring.
   std::vector<UniqueFd> take_ring_fds(FrameChannel& channel);
+  // Descriptors taken from the connection and not yet claimed by an SHM_RING.
+  std::size_t pending_fds() const noexcept { return fds_.size(); }
 
   ShmLink(const ShmOptions& options, asio::any_io_executor ex, State state)
       : options_(options), state_(state), answered_(ex) {}

@@ -105,6 +105,15 @@ asio::awaitable<void> ServerConnection::run(Status refuse) {
 }
 
 asio::awaitable<void> ServerConnection::serve() {
+  const bool unix_socket = channel_->stream().native_unix_handle() >= 0;
+  if (unix_socket) check_stray_descriptors();  // sent during negotiation
+  if (!fatal_.ok()) {
+    ++server_.protocol_errors;
+    server_.log(LogLevel::kWarning, "closing connection from " + peer_ + " (" + identity_.user +
+                                        "): " + fatal_.to_string());
+    co_await linger(fatal_);
+    co_return;
+  }
   for (;;) {
     auto incoming = channel_->buffered_frame();
     if (!incoming) incoming = co_await channel_->read_frame();
@@ -121,7 +130,14 @@ asio::awaitable<void> ServerConnection::serve() {
       co_return;
     }
     last_activity_ = Clock::now();
-    switch (frame->header.type) {
+    // Frames of a call need its id (PROTOCOL.md section 8): without this
+    // check DATA, WINDOW_UPDATE, END_STREAM, CANCEL and SHM_RING with call id 0
+    // were silently dropped (stream_bad_input_test, CallFramesWithCallIdZeroAreProtocolErrors).
+    if (frame->header.call_id == 0 && is_call_frame(frame->header.type)) {
+      fatal_ = Status(Errc::kProtocolError,
+                      std::string(wire::frame_type_name(frame->header.type)) + " with call id 0");
+    }
+    if (fatal_.ok()) switch (frame->header.type) {
       case FrameType::kRequest:
         handle_request(*frame);
         break;
@@ -149,10 +165,10 @@ asio::awaitable<void> ServerConnection::serve() {
         handle_window_update(*frame);
         break;
       case FrameType::kEndStream:
-        handle_end_stream(frame->header.call_id);
+        handle_end_stream(*frame);
         break;
       case FrameType::kShmHello:
-        handle_shm_hello();
+        handle_shm_hello(*frame);
         break;
       case FrameType::kShmRing:
         handle_shm_ring(*frame);
@@ -175,6 +191,7 @@ asio::awaitable<void> ServerConnection::serve() {
                             " frame after negotiation");
         break;
     }
+    if (fatal_.ok() && unix_socket) check_stray_descriptors();
     if (!fatal_.ok()) {
       ++server_.protocol_errors;
       server_.log(LogLevel::kWarning, "closing connection from " + peer_ + " (" + identity_.user +
@@ -198,6 +215,53 @@ void ServerConnection::cancel_all_calls() {
   streams_.clear();
   for (auto& [id, stream] : streams) {
     stream->fail(Status(Errc::kCancelled, "the connection to the client ended"));
+  }
+}
+
+// Descriptors (SCM_RIGHTS) may ride only on SHM_RING frames, four each, on
+// a connection whose SHM_HELLO was accepted (PROTOCOL.md section 6b). When
+// no input is buffered beyond the frames handled, every descriptor that has
+// arrived came with one of those frames, so any left unclaimed were sent
+// with something else (or an SHM_RING carried more than four): a protocol
+// error, and the descriptors are closed at once rather than held until the
+// connection ends. (While more input is buffered, descriptors may belong to
+// an SHM_RING frame not handled yet: checked once that input is consumed.)
+// Before this, a client could park descriptors on any frame of a unix://
+// connection, and a ring frame's extra descriptors went to the next ring
+// (stream_bad_input_test: DescriptorsWithoutAnShmFrame..., BadShmRings... with five
+// or eight descriptors).
+void ServerConnection::check_stray_descriptors() {
+  if (channel_->input_buffered()) {
+    // Descriptors may belong to an SHM_RING still being read (a read brings
+    // at most one batch, 16 at most): a few, never this many. Without this
+    // bound a client that always left part of a frame unread could pile up
+    // descriptors matched to rings (stream_bad_input_test,
+    // DescriptorsPiledUpBehindPartialFrames...).
+    constexpr std::size_t kMaxUnclaimed = 64;
+    if (shm_ && shm_->pending_fds() > kMaxUnclaimed) {
+      fatal_ = Status(Errc::kProtocolError, std::to_string(shm_->pending_fds()) +
+                                                " file descriptors sent without SHM_RING frames");
+    }
+    return;
+  }
+  const std::size_t stray = shm_ ? shm_->take_ring_fds(*channel_).size()
+                                 : channel_->stream().take_received_fds().size();
+  if (stray > 0 && fatal_.ok()) {
+    fatal_ = Status(Errc::kProtocolError,
+                    std::to_string(stray) + " file descriptor(s) sent without an SHM_RING frame");
+  }
+}
+
+bool ServerConnection::is_call_frame(FrameType type) noexcept {
+  switch (type) {
+    case FrameType::kCancel:
+    case FrameType::kData:
+    case FrameType::kWindowUpdate:
+    case FrameType::kEndStream:
+    case FrameType::kShmRing:
+      return true;
+    default:
+      return false;  // REQUEST and STREAM_REQUEST check their ids themselves
   }
 }
 
@@ -251,6 +315,14 @@ void ServerConnection::handle_request(const Frame& frame) {
   }
   if (call_id == 0) {
     fatal_ = Status(Errc::kProtocolError, "REQUEST with call id 0");
+    return;
+  }
+  // As for STREAM_REQUEST: an id still in use is a protocol error. Before
+  // this check a REQUEST with an open stream's id was run next to it, two
+  // RESPONSEs went out for one id and the stream's cancel flag was replaced
+  // (stream_bad_input_test, ARequestReusingAStreamsCallId...).
+  if (streams_.contains(call_id) || cancel_flags_.contains(call_id)) {
+    fatal_ = Status(Errc::kProtocolError, "REQUEST reuses call id " + std::to_string(call_id));
     return;
   }
   last_call_id_ = std::max(last_call_id_, call_id);
@@ -367,6 +439,14 @@ asio::awaitable<Status> ServerConnection::handle_data(const Frame& frame) {
   const auto it = streams_.find(frame.header.call_id);
   // A stream that has ended (or never was) drops its late messages.
   std::shared_ptr<CallStream> stream = it == streams_.end() ? nullptr : it->second;
+  // A message after the client's own END_STREAM, on a call still running:
+  // the client broke its promise, and dropping the message silently would
+  // lose data the client believes it sent (stream_bad_input_test,
+  // FramesAfterEndStreamOnARunningCall...). Before this, on_data dropped it.
+  if (stream && !stream->failed() && stream->finished()) {
+    co_return Status(Errc::kProtocolError,
+                     "DATA after END_STREAM on call " + std::to_string(frame.header.call_id));
+  }
   if (!frame.body_pending) {
     if (!stream) co_return Status();
     Payload message = stream->receive_buffer(frame.body.size());
@@ -394,11 +474,16 @@ void ServerConnection::handle_window_update(const Frame& frame) {
   if (Status s = it->second->on_window_update(*increment); !s.ok()) fatal_ = std::move(s);
 }
 
-void ServerConnection::handle_shm_hello() {
-  if (shm_) {
-    fatal_ = Status(Errc::kProtocolError, "a second SHM_HELLO");
+void ServerConnection::handle_shm_hello(const Frame& frame) {
+  // Once per connection, answered or not: before this a refused (or tcp://)
+  // link answered every SHM_HELLO again (stream_bad_input_test,
+  // ASecondShmHello...). The body is empty (section 3: longer is an error).
+  if (shm_answered_ || !frame.body.empty()) {
+    fatal_ = Status(Errc::kProtocolError,
+                    shm_answered_ ? "a second SHM_HELLO" : "SHM_HELLO with a body");
     return;
   }
+  shm_answered_ = true;
   Status why;
   shm_ = ShmLink::answer(*channel_, server_.options.shm, &why);
   if (!why.ok() && why.code != ShmErrc::kUnsupported) {
@@ -424,9 +509,22 @@ void ServerConnection::handle_shm_ring(const Frame& frame) {
   }
 }
 
-void ServerConnection::handle_end_stream(std::uint32_t call_id) {
+void ServerConnection::handle_end_stream(const Frame& frame) {
+  const std::uint32_t call_id = frame.header.call_id;
+  if (!frame.body.empty()) {
+    fatal_ = Status(Errc::kProtocolError, "END_STREAM with a body");
+    return;
+  }
   const auto it = streams_.find(call_id);
-  if (it != streams_.end()) it->second->end_input(Status());
+  if (it == streams_.end()) return;  // ended (or never was): dropped
+  // A second END_STREAM on a call still running is a protocol error, like
+  // DATA after it (before this it was ignored; stream_bad_input_test,
+  // FramesAfterEndStreamOnARunningCall...).
+  if (!it->second->failed() && it->second->finished()) {
+    fatal_ = Status(Errc::kProtocolError, "a second END_STREAM on call " + std::to_string(call_id));
+    return;
+  }
+  it->second->end_input(Status());
 }
 
 void ServerConnection::start_async_call(const Service::Method& method,

@@ -54,9 +54,12 @@ class ServerConnection : public std::enable_shared_from_this<ServerConnection> {
                                     std::string_view& service_name, std::string_view& method_name);
   asio::awaitable<Status> handle_data(const Frame& frame);
   void handle_window_update(const Frame& frame);
-  void handle_shm_hello();
+  void handle_shm_hello(const Frame& frame);
   void handle_shm_ring(const Frame& frame);
-  void handle_end_stream(std::uint32_t call_id);
+  void handle_end_stream(const Frame& frame);
+  // Descriptors that arrived without an SHM_RING frame to claim them: fatal_.
+  void check_stray_descriptors();
+  static bool is_call_frame(wire::FrameType type) noexcept;
   void start_stream_call(const Service::Method& method, std::string_view service_name,
                          std::string_view method_name, std::uint32_t call_id,
                          Clock::time_point deadline, std::string_view payload,
@@ -97,6 +100,7 @@ class ServerConnection : public std::enable_shared_from_this<ServerConnection> {
   std::unordered_map<std::uint32_t, std::shared_ptr<std::atomic<bool>>> cancel_flags_;
   std::unordered_map<std::uint32_t, std::shared_ptr<CallStream>> streams_;
   std::shared_ptr<ShmLink> shm_;  // set once the client's SHM_HELLO was accepted
+  bool shm_answered_ = false;     // the client's SHM_HELLO was answered (accepted or not)
 };
 
 }  // namespace authrpc

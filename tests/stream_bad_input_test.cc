@@ -1,0 +1,1384 @@
+// Integration tests: a running Server fed misbehaving streaming-call frames
+// (docs/PROTOCOL.md section 6a: STREAM_REQUEST, DATA, WINDOW_UPDATE,
+// END_STREAM, CANCEL on a stream) and shared-memory frames (section 6b:
+// SHM_HELLO, SHM_ACCEPT, SHM_RING and its SCM_RIGHTS descriptors) by a
+// hand-written, authenticated client on a raw loopback socket. Each case
+// checks what the server answers — an ERROR frame with the right code and a
+// close, a typed RESPONSE, or nothing at all while the connection goes on —
+// that no descriptor stays behind in this process (the server runs in it),
+// and that a well-behaved Client on another connection is still served.
+// Every read is bounded in time. tests/bad_input_test.cc covers the
+// preamble, negotiation and unary calls.
+#include <fcntl.h>
+#include <gtest/gtest.h>
+#include <poll.h>
+#include <sys/mman.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+
+#include <asio/co_spawn.hpp>
+#include <asio/redirect_error.hpp>
+#include <asio/steady_timer.hpp>
+#include <asio/this_coro.hpp>
+#include <asio/use_awaitable.hpp>
+#include <asio/use_future.hpp>
+#include <atomic>
+#include <cerrno>
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <filesystem>
+#include <functional>
+#include <future>
+#include <memory>
+#include <optional>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "auth/simple.h"
+#include "client/client.h"
+#include "rpc/endpoint.h"
+#include "rpc/log.h"
+#include "rpc/shm_ring.h"
+#include "rpc/status.h"
+#include "rpc/unique_fd.h"
+#include "rpc/wire.h"
+#include "server/server.h"
+#include "server/server_stream.h"
+#include "tests/test_support.h"
+
+namespace authrpc {
+namespace {
+
+using namespace std::chrono_literals;
+using Clock = std::chrono::steady_clock;
+using testing::Describe;
+using testing::Eventually;
+using testing::StopAndDestroy;
+
+// Frame types, as on the wire.
+constexpr std::uint8_t kHello = 0x01;
+constexpr std::uint8_t kAuthSuccess = 0x05;
+constexpr std::uint8_t kError = 0x06;
+constexpr std::uint8_t kPing = 0x08;
+constexpr std::uint8_t kPong = 0x09;
+constexpr std::uint8_t kRequest = 0x10;
+constexpr std::uint8_t kResponse = 0x11;
+constexpr std::uint8_t kCancel = 0x12;
+constexpr std::uint8_t kStreamRequest = 0x20;
+constexpr std::uint8_t kData = 0x21;
+constexpr std::uint8_t kWindowUpdate = 0x22;
+constexpr std::uint8_t kEndStream = 0x23;
+constexpr std::uint8_t kShmHello = 0x30;
+constexpr std::uint8_t kShmAccept = 0x31;
+constexpr std::uint8_t kShmRing = 0x32;
+
+constexpr std::uint32_t kFeatureStreams = 0x2;
+constexpr std::uint32_t kFeatureShm = 0x4;
+
+// The server's receive window per stream (ServerOptions::stream_window).
+constexpr std::uint32_t kServerWindow = 64 * 1024;
+
+// --- bytes -----------------------------------------------------------------------
+
+void Put16(std::string& out, std::uint16_t v) {
+  out.push_back(static_cast<char>(v >> 8));
+  out.push_back(static_cast<char>(v));
+}
+void Put32(std::string& out, std::uint32_t v) {
+  out.push_back(static_cast<char>(v >> 24));
+  out.push_back(static_cast<char>(v >> 16));
+  out.push_back(static_cast<char>(v >> 8));
+  out.push_back(static_cast<char>(v));
+}
+void PutStr(std::string& out, std::string_view s) {
+  Put16(out, static_cast<std::uint16_t>(s.size()));
+  out.append(s);
+}
+std::uint16_t Load16(const std::string& s, std::size_t at) {
+  return static_cast<std::uint16_t>((static_cast<std::uint8_t>(s[at]) << 8) |
+                                    static_cast<std::uint8_t>(s[at + 1]));
+}
+std::uint32_t Load32(const std::string& s, std::size_t at) {
+  return (std::uint32_t{static_cast<std::uint8_t>(s[at])} << 24) |
+         (std::uint32_t{static_cast<std::uint8_t>(s[at + 1])} << 16) |
+         (std::uint32_t{static_cast<std::uint8_t>(s[at + 2])} << 8) |
+         std::uint32_t{static_cast<std::uint8_t>(s[at + 3])};
+}
+std::string U32(std::uint32_t v) {
+  std::string out;
+  Put32(out, v);
+  return out;
+}
+
+std::string Preamble() { return std::string("ARPC\x01\x00\x00\x00", 8); }
+
+// A frame written by hand: length, type, flags 0, reserved 0, call id, body.
+std::string Frame(std::uint8_t type, std::uint32_t call_id, const std::string& body = {}) {
+  std::string out;
+  Put32(out, static_cast<std::uint32_t>(8 + body.size()));
+  out.push_back(static_cast<char>(type));
+  out.append(3, '\0');
+  Put32(out, call_id);
+  return out + body;
+}
+
+std::string StreamRequestBody(std::string_view service, std::string_view method,
+                              std::uint32_t window, std::string_view payload = {},
+                              std::uint32_t timeout_ms = 0) {
+  std::string body;
+  PutStr(body, service);
+  PutStr(body, method);
+  Put32(body, timeout_ms);
+  Put32(body, window);
+  body.append(payload);
+  return body;
+}
+
+std::string RequestBody(std::string_view service, std::string_view method,
+                        std::string_view payload, std::uint32_t timeout_ms = 0) {
+  std::string body;
+  PutStr(body, service);
+  PutStr(body, method);
+  Put32(body, timeout_ms);
+  body.append(payload);
+  return body;
+}
+
+// SHM_RING's body: u32 slot_size, u32 slot_count, u32 region high, u32 region low.
+std::string RingBody(std::uint32_t slot_size, std::uint32_t slot_count, std::uint64_t region) {
+  return U32(slot_size) + U32(slot_count) + U32(static_cast<std::uint32_t>(region >> 32)) +
+         U32(static_cast<std::uint32_t>(region));
+}
+
+struct ReceivedFrame {
+  std::uint8_t type = 0;
+  std::uint32_t call_id = 0;
+  std::string body;
+};
+
+struct Reply {  // a RESPONSE body
+  std::uint16_t status = 0;
+  std::string message;
+  std::string payload;
+};
+std::optional<Reply> ParseResponse(const std::string& body) {
+  if (body.size() < 4) return std::nullopt;
+  const std::uint16_t n = Load16(body, 2);
+  if (body.size() < 4u + n) return std::nullopt;
+  return Reply{Load16(body, 0), body.substr(4, n), body.substr(4 + n)};
+}
+
+// Descriptors open in this process (server and test alike).
+std::size_t OpenFds() {
+  std::size_t n = 0;
+  std::error_code ec;
+  for (auto it = std::filesystem::directory_iterator("/proc/self/fd", ec);
+       !ec && it != std::filesystem::directory_iterator(); it.increment(ec)) {
+    ++n;
+  }
+  return n;
+}
+
+// --- a raw client ------------------------------------------------------------------
+
+// A blocking socket to the server; sends bytes, optionally with descriptors
+// (SCM_RIGHTS on the first byte), and reads frames with a bound on every
+// wait. Descriptors the server sends us are closed at once.
+class RawPeer {
+ public:
+  explicit RawPeer(const Endpoint& endpoint) {
+    if (endpoint.scheme == Endpoint::Scheme::kUnix) {
+      fd_ = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+      sockaddr_un addr{};
+      addr.sun_family = AF_UNIX;
+      socklen_t len = 0;
+      if (endpoint.path.starts_with("@")) {
+        const std::string name = endpoint.path.substr(1);
+        std::memcpy(addr.sun_path + 1, name.data(), std::min(name.size(), sizeof addr.sun_path - 1));
+        len = static_cast<socklen_t>(offsetof(sockaddr_un, sun_path) + 1 + name.size());
+      } else {
+        std::memcpy(addr.sun_path, endpoint.path.data(),
+                    std::min(endpoint.path.size(), sizeof addr.sun_path - 1));
+        len = static_cast<socklen_t>(offsetof(sockaddr_un, sun_path) + endpoint.path.size() + 1);
+      }
+      if (::connect(fd_, reinterpret_cast<sockaddr*>(&addr), len) != 0) Close();
+    } else {
+      fd_ = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+      sockaddr_in addr{};
+      addr.sin_family = AF_INET;
+      addr.sin_port = htons(endpoint.port);
+      ::inet_pton(AF_INET, "127.0.0.1", &addr.sin_addr);
+      if (::connect(fd_, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) Close();
+    }
+  }
+  ~RawPeer() { Close(); }
+  RawPeer(const RawPeer&) = delete;
+  RawPeer& operator=(const RawPeer&) = delete;
+
+  bool connected() const { return fd_ >= 0; }
+  void Close() {
+    if (fd_ >= 0) ::close(fd_);
+    fd_ = -1;
+  }
+
+  bool Send(const std::string& bytes) { return SendWithFds(bytes, {}); }
+
+  // `fds` ride on the first byte (one sendmsg for the whole of `bytes`
+  // unless the socket's buffer is full).
+  bool SendWithFds(const std::string& bytes, const std::vector<int>& fds) {
+    std::size_t sent = 0;
+    std::vector<char> control(CMSG_SPACE(sizeof(int) * std::max<std::size_t>(fds.size(), 1)));
+    while (sent < bytes.size()) {
+      iovec iov{const_cast<char*>(bytes.data() + sent), bytes.size() - sent};
+      msghdr msg{};
+      msg.msg_iov = &iov;
+      msg.msg_iovlen = 1;
+      if (sent == 0 && !fds.empty()) {
+        msg.msg_control = control.data();
+        msg.msg_controllen = CMSG_SPACE(sizeof(int) * fds.size());
+        cmsghdr* c = CMSG_FIRSTHDR(&msg);
+        c->cmsg_level = SOL_SOCKET;
+        c->cmsg_type = SCM_RIGHTS;
+        c->cmsg_len = CMSG_LEN(sizeof(int) * fds.size());
+        std::memcpy(CMSG_DATA(c), fds.data(), sizeof(int) * fds.size());
+      }
+      const ssize_t n = ::sendmsg(fd_, &msg, MSG_NOSIGNAL);
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0) return false;
+      sent += static_cast<std::size_t>(n);
+    }
+    return true;
+  }
+
+  // Reads exactly n bytes; false on end of stream, error or timeout.
+  bool ReadExact(std::string& out, std::size_t n, Clock::time_point until) {
+    out.clear();
+    while (out.size() < n) {
+      const auto left =
+          std::chrono::duration_cast<std::chrono::milliseconds>(until - Clock::now()).count();
+      if (left <= 0) return false;
+      pollfd p{fd_, POLLIN, 0};
+      const int ready = ::poll(&p, 1, static_cast<int>(left));
+      if (ready < 0 && errno == EINTR) continue;
+      if (ready <= 0) return false;
+      const ssize_t got = Receive(out, n - out.size());
+      if (got < 0 && (errno == EINTR || errno == EAGAIN)) continue;
+      if (got <= 0) return false;
+    }
+    return true;
+  }
+
+  std::optional<ReceivedFrame> ReadFrame(Clock::duration timeout = 5s) {
+    const auto until = Clock::now() + timeout;
+    std::string header;
+    if (!ReadExact(header, 12, until)) return std::nullopt;
+    const std::uint32_t length = Load32(header, 0);
+    if (length < 8 || length > (1u << 24)) return std::nullopt;
+    ReceivedFrame f;
+    f.type = static_cast<std::uint8_t>(header[4]);
+    f.call_id = Load32(header, 8);
+    if (!ReadExact(f.body, length - 8, until)) return std::nullopt;
+    return f;
+  }
+
+  // True if the server ends the stream (FIN or reset) within `timeout`;
+  // whatever arrives before is dropped.
+  bool SeesEndOfStream(Clock::duration timeout = 5s) {
+    const auto until = Clock::now() + timeout;
+    for (;;) {
+      const auto left =
+          std::chrono::duration_cast<std::chrono::milliseconds>(until - Clock::now()).count();
+      if (left <= 0) return false;
+      pollfd p{fd_, POLLIN, 0};
+      const int ready = ::poll(&p, 1, static_cast<int>(left));
+      if (ready < 0 && errno == EINTR) continue;
+      if (ready == 0) return false;
+      std::string sink;
+      const ssize_t got = Receive(sink, 4096);
+      if (got == 0) return true;
+      if (got < 0 && errno != EINTR && errno != EAGAIN) return true;
+    }
+  }
+
+ private:
+  // recvmsg of up to n bytes appended to `out`; any descriptors closed.
+  ssize_t Receive(std::string& out, std::size_t n) {
+    char buf[4096];
+    alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int) * 16)];
+    iovec iov{buf, std::min(sizeof buf, n)};
+    msghdr msg{};
+    msg.msg_iov = &iov;
+    msg.msg_iovlen = 1;
+    msg.msg_control = control;
+    msg.msg_controllen = sizeof control;
+    const ssize_t got = ::recvmsg(fd_, &msg, MSG_CMSG_CLOEXEC);
+    if (got > 0) out.append(buf, static_cast<std::size_t>(got));
+    if (got >= 0 && msg.msg_controllen > 0) {
+      for (cmsghdr* c = CMSG_FIRSTHDR(&msg); c != nullptr; c = CMSG_NXTHDR(&msg, c)) {
+        if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS) continue;
+        const std::size_t count = (c->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+        for (std::size_t i = 0; i < count; ++i) {
+          int fd;
+          std::memcpy(&fd, CMSG_DATA(c) + i * sizeof(int), sizeof fd);
+          ::close(fd);
+        }
+      }
+    }
+    return got;
+  }
+
+  int fd_ = -1;
+};
+
+// --- descriptors to send -------------------------------------------------------------
+
+// Descriptors for an SHM_RING, owned by the test until sent (the server gets
+// copies; ours are closed when this goes away).
+struct FdSet {
+  std::vector<UniqueFd> owned;
+  std::optional<ShmRing> ring;  // the creator's side of a real ring, if any
+  std::vector<int> list() const {
+    std::vector<int> out;
+    for (const auto& fd : owned) out.push_back(fd.get());
+    return out;
+  }
+};
+
+UniqueFd DevNull() { return UniqueFd(::open("/dev/null", O_RDWR | O_CLOEXEC)); }
+
+UniqueFd PipeEnd() {
+  int p[2];
+  if (::pipe2(p, O_CLOEXEC) != 0) return UniqueFd();
+  ::close(p[1]);
+  return UniqueFd(p[0]);
+}
+
+UniqueFd EventFdLike() {  // an eventfd, from a real ring's descriptors
+  auto ring = ShmRing::create({.slot_size = 4096, .slot_count = 2});
+  if (!ring.ok()) return UniqueFd();
+  auto fds = ring->take_peer_fds();
+  return fds.ok() ? std::move(fds->data_ready) : UniqueFd();
+}
+
+// A real ring of `slot_size` × `slot_count`: memfd, data_ready, space_ready,
+// liveness, as the reference writer sends them.
+FdSet RealRing(std::uint32_t slot_size = 64 * 1024, std::uint32_t slot_count = 4) {
+  FdSet set;
+  auto ring = ShmRing::create({.slot_size = slot_size, .slot_count = slot_count});
+  EXPECT_TRUE(ring.ok()) << Describe(ring);
+  if (!ring.ok()) return set;
+  auto fds = ring->take_peer_fds();
+  EXPECT_TRUE(fds.ok()) << Describe(fds);
+  if (!fds.ok()) return set;
+  set.owned.push_back(std::move(fds->memfd));
+  set.owned.push_back(std::move(fds->data_ready));
+  set.owned.push_back(std::move(fds->space_ready));
+  set.owned.push_back(std::move(fds->liveness));
+  set.ring.emplace(std::move(*ring));
+  return set;
+}
+
+// The header size the ring layout gives `slot_count` slots (docs/SHM.md).
+constexpr std::uint64_t HeaderSizeFor(std::uint32_t slot_count) {
+  const std::uint64_t raw = 320 + 8ull * slot_count;
+  return (raw + 4095) / 4096 * 4096;
+}
+
+// A region written by hand: a memfd (or, `memfd` false, an unlinked regular
+// file) of `file_size` bytes whose header claims the given geometry, sealed
+// against resizing when `seal`.
+struct CraftedRegion {
+  std::uint32_t slot_size = 64 * 1024;
+  std::uint32_t slot_count = 4;
+  std::optional<std::uint64_t> region_size = std::nullopt;  // default: what the geometry implies
+  std::optional<std::uint64_t> file_size = std::nullopt;    // default: region_size
+  bool seal = true;
+  bool memfd = true;
+};
+
+UniqueFd Craft(const CraftedRegion& c) {
+  const std::uint64_t implied = HeaderSizeFor(c.slot_count) + std::uint64_t{c.slot_size} * c.slot_count;
+  const std::uint64_t region = c.region_size.value_or(implied);
+  const std::uint64_t size = c.file_size.value_or(region);
+  int fd = -1;
+  if (c.memfd) {
+    fd = ::memfd_create("stream-bad-input", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+  } else {
+    std::string path = (std::filesystem::temp_directory_path() / "authrpc-sbad-XXXXXX").string();
+    fd = ::mkostemp(path.data(), O_CLOEXEC);
+    if (fd >= 0) ::unlink(path.c_str());
+  }
+  if (fd < 0) return UniqueFd();
+  UniqueFd owned(fd);
+  if (::ftruncate(fd, static_cast<off_t>(size)) != 0) return UniqueFd();
+  unsigned char header[64] = {};
+  const std::uint64_t magic = 0x314d485343505241ull;
+  const std::uint32_t version = 1;
+  const auto header_size = static_cast<std::uint32_t>(HeaderSizeFor(c.slot_count));
+  std::memcpy(header + 0, &magic, 8);
+  std::memcpy(header + 8, &version, 4);
+  std::memcpy(header + 12, &header_size, 4);
+  std::memcpy(header + 16, &c.slot_size, 4);
+  std::memcpy(header + 20, &c.slot_count, 4);
+  std::memcpy(header + 24, &region, 8);
+  if (size >= sizeof header && ::pwrite(fd, header, sizeof header, 0) != sizeof header) {
+    return UniqueFd();
+  }
+  if (c.seal && c.memfd) ::fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL);
+  return owned;
+}
+
+// A ring whose memfd is replaced by `region` (the eventfds and liveness end
+// stay real).
+FdSet RingWithRegion(UniqueFd region) {
+  FdSet set = RealRing();
+  if (set.owned.size() == 4) set.owned[0] = std::move(region);
+  return set;
+}
+
+// --- the server ----------------------------------------------------------------------
+
+enum class Kind { kTcp, kUnix };
+
+void PrintTo(Kind kind, std::ostream* os) { *os << (kind == Kind::kTcp ? "tcp" : "unix"); }
+std::string KindName(const ::testing::TestParamInfo<Kind>& info) {
+  return info.param == Kind::kTcp ? "Tcp" : "Unix";
+}
+
+Endpoint FreshEndpoint(Kind kind) {
+  static std::atomic<int> counter{0};
+  const std::string uri = kind == Kind::kTcp
+                              ? std::string("tcp://127.0.0.1:0")
+                              : "unix:@authrpc-stream-bad-input-" + std::to_string(::getpid()) +
+                                    "-" + std::to_string(counter++);
+  auto ep = Endpoint::parse(uri);
+  EXPECT_TRUE(ep.ok()) << Describe(ep);
+  return ep.ok() ? *ep : Endpoint{};
+}
+
+asio::awaitable<void> Pause(std::chrono::milliseconds d) {
+  asio::steady_timer timer(co_await asio::this_coro::executor, d);
+  std::error_code ec;
+  co_await timer.async_wait(asio::redirect_error(asio::use_awaitable, ec));
+}
+
+// Service "t":
+//   stall (stream): never reads or writes; ends when cancelled (the
+//     connection's end, CANCEL) or after 20 s. Its window is never returned.
+//   put (stream): reads every message; returns "<messages> <bytes>".
+//   get (stream): request "<n> <size>": sends n messages of size bytes; "done".
+//   block (blocking unary): returns "released" once the test releases it
+//     (or it is cancelled, or 10 s pass).
+Service TestService(std::shared_ptr<std::atomic<bool>> release) {
+  Service t("t");
+  t.add_stream("stall", [](CallContext& ctx, ServerStream&) -> asio::awaitable<Result<std::string>> {
+    const auto until = Clock::now() + 20s;
+    while (!ctx.cancelled() && Clock::now() < until) co_await Pause(5ms);
+    co_return std::string("stalled");
+  });
+  t.add_stream("put", [](CallContext&, ServerStream& s) -> asio::awaitable<Result<std::string>> {
+    std::uint64_t messages = 0, bytes = 0;
+    for (;;) {
+      auto m = co_await s.read();
+      if (!m.ok()) co_return m.status();
+      if (!*m) break;
+      ++messages;
+      bytes += (*m)->size();
+    }
+    co_return std::to_string(messages) + " " + std::to_string(bytes);
+  });
+  t.add_stream("get", [](CallContext&, ServerStream& s) -> asio::awaitable<Result<std::string>> {
+    unsigned n = 0, size = 0;
+    if (std::sscanf(std::string(s.request()).c_str(), "%u %u", &n, &size) != 2) {
+      co_return Status(Errc::kInvalidArgument, "want '<n> <size>'");
+    }
+    const std::string message(size, 'g');
+    for (unsigned i = 0; i < n; ++i) {
+      if (Status st = co_await s.write(message); !st.ok()) co_return st;
+    }
+    co_return std::string("done");
+  });
+  t.add_blocking("block", [release](CallContext& ctx, std::string_view) -> Result<std::string> {
+    const auto until = Clock::now() + 10s;
+    while (!release->load() && !ctx.cancelled() && Clock::now() < until) {
+      std::this_thread::sleep_for(2ms);
+    }
+    return std::string("released");
+  });
+  return t;
+}
+
+class StreamBadInputTest : public ::testing::TestWithParam<Kind> {
+ protected:
+  void SetUp() override { ASSERT_NO_FATAL_FAILURE(StartServer()); }
+  void TearDown() override {
+    release_->store(true);
+    StopAndDestroy(server_);
+  }
+
+  void StartServer(const std::function<void(ServerOptions&)>& tweak = {}) {
+    ASSERT_TRUE(StopAndDestroy(server_));
+    ServerOptions o;
+    o.endpoints = {FreshEndpoint(GetParam())};
+    o.mechanisms = {std::make_shared<SimpleServerMechanism>()};
+    o.io_threads = 2;
+    o.blocking_threads = 2;
+    o.negotiation_timeout = 5s;
+    o.idle_timeout = 60s;
+    o.stop_grace = 3s;
+    o.stream_window = kServerWindow;
+    o.shm.enabled = true;
+    o.log = null_log_sink();
+    if (tweak) tweak(o);
+    server_ = std::make_unique<Server>(std::move(o));
+    ASSERT_TRUE(server_->add_service(TestService(release_)).ok());
+    const Status started = server_->start();
+    ASSERT_TRUE(started.ok()) << started.to_string();
+    endpoint_ = server_->bound_endpoints().at(0);
+  }
+
+  bool unix_kind() const { return GetParam() == Kind::kUnix; }
+
+  std::unique_ptr<RawPeer> Raw() {
+    auto raw = std::make_unique<RawPeer>(endpoint_);
+    EXPECT_TRUE(raw->connected()) << "cannot connect to " << endpoint_.to_string();
+    return raw;
+  }
+
+  // Negotiates `simple` by hand; returns AUTH_SUCCESS's features.
+  std::uint32_t Authenticate(RawPeer& raw, const std::string& extra = {}) {
+    std::string hello;
+    Put32(hello, 0);
+    PutStr(hello, "simple");
+    Put32(hello, 7);
+    hello += "mallory";
+    EXPECT_TRUE(raw.Send(Preamble() + Frame(kHello, 0, hello) + extra));
+    auto frame = raw.ReadFrame();
+    EXPECT_TRUE(frame.has_value()) << "no answer to HELLO";
+    if (!frame) return 0;
+    EXPECT_EQ(frame->type, kAuthSuccess) << "frame type " << int(frame->type);
+    if (frame->body.size() < 4) return 0;
+    const std::uint32_t features = Load32(frame->body, 0);
+    EXPECT_TRUE(features & kFeatureStreams) << "the server did not announce STREAMS";
+    return features;
+  }
+
+  std::unique_ptr<RawPeer> Authenticated() {
+    auto raw = Raw();
+    Authenticate(*raw);
+    return raw;
+  }
+
+  // STREAM_REQUEST for t.<method>, then the server's accepting WINDOW_UPDATE.
+  void OpenStream(RawPeer& raw, std::uint32_t id, std::string_view method,
+                  std::uint32_t window = 1 << 20, std::string_view payload = {}) {
+    ASSERT_TRUE(raw.Send(Frame(kStreamRequest, id, StreamRequestBody("t", method, window, payload))));
+    auto accepted = raw.ReadFrame();
+    ASSERT_TRUE(accepted.has_value()) << "no answer to STREAM_REQUEST";
+    ASSERT_EQ(accepted->type, kWindowUpdate) << "frame type " << int(accepted->type) << ": "
+                                             << accepted->body;
+    ASSERT_EQ(accepted->call_id, id);
+    ASSERT_EQ(accepted->body, U32(kServerWindow));
+  }
+
+  // SHM_HELLO, and the server's SHM_ACCEPT with `status`.
+  void OfferShm(RawPeer& raw, std::uint32_t status = 0) {
+    ASSERT_TRUE(raw.Send(Frame(kShmHello, 0)));
+    auto accept = raw.ReadFrame();
+    ASSERT_TRUE(accept.has_value()) << "no answer to SHM_HELLO";
+    ASSERT_EQ(accept->type, kShmAccept) << "frame type " << int(accept->type);
+    EXPECT_EQ(accept->call_id, 0u);
+    ASSERT_EQ(accept->body, U32(status) + U32(0));
+  }
+
+  // The next frames up to an ERROR: its code must be `code`, and the server
+  // must then close. Frames before it (a RESPONSE, WINDOW_UPDATE, or the
+  // PONG of a PING the error came with) are skipped.
+  void ExpectErrorThenClose(RawPeer& raw, Errc code) {
+    for (int skipped = 0; skipped < 16; ++skipped) {
+      auto frame = raw.ReadFrame();
+      ASSERT_TRUE(frame.has_value()) << "no ERROR frame before end of stream or timeout";
+      if (frame->type != kError) {
+        ASSERT_TRUE(frame->call_id != 0 || frame->type == kPong)
+            << "connection frame " << int(frame->type) << " instead of ERROR";
+        continue;
+      }
+      EXPECT_EQ(frame->call_id, 0u);
+      ASSERT_GE(frame->body.size(), 4u);
+      const std::uint16_t got = Load16(frame->body, 0);
+      EXPECT_EQ(got, static_cast<std::uint16_t>(code))
+          << "got " << errc_name(errc_from_wire(got)) << ": " << frame->body.substr(4);
+      EXPECT_GT(frame->body.size(), 4u) << "ERROR without a message";
+      EXPECT_TRUE(raw.SeesEndOfStream()) << "the server kept the connection open after ERROR";
+      return;
+    }
+    FAIL() << "too many frames before the ERROR";
+  }
+
+  // PING → PONG on `raw`, within bounded time: the connection is alive and
+  // in order. Frames for calls that arrive before the PONG are returned.
+  std::vector<ReceivedFrame> ExpectAlive(RawPeer& raw) {
+    static std::atomic<int> n{0};
+    const std::string body = "alive-" + std::to_string(n++);
+    std::vector<ReceivedFrame> before;
+    EXPECT_TRUE(raw.Send(Frame(kPing, 0, body)));
+    for (int i = 0; i < 16; ++i) {
+      auto frame = raw.ReadFrame();
+      EXPECT_TRUE(frame.has_value()) << "the connection ended (or stalled) instead of answering PING";
+      if (!frame) return before;
+      if (frame->type == kPong && frame->body == body) return before;
+      EXPECT_NE(frame->type, kError) << "ERROR " << Load16(frame->body, 0) << ": "
+                                     << frame->body.substr(4);
+      if (frame->type == kError) return before;
+      before.push_back(std::move(*frame));
+    }
+    ADD_FAILURE() << "no PONG";
+    return before;
+  }
+
+  // A unary call on `raw` is still answered.
+  void ExpectServesCalls(RawPeer& raw, std::uint32_t id) {
+    ASSERT_TRUE(raw.Send(Frame(kRequest, id, RequestBody("sys", "echo", "still here"))));
+    auto frame = raw.ReadFrame();
+    ASSERT_TRUE(frame.has_value());
+    ASSERT_EQ(frame->type, kResponse) << "frame type " << int(frame->type);
+    EXPECT_EQ(frame->call_id, id);
+    auto reply = ParseResponse(frame->body);
+    ASSERT_TRUE(reply.has_value());
+    EXPECT_EQ(reply->status, 0) << reply->message;
+    EXPECT_EQ(reply->payload, "still here");
+  }
+
+  // A normal Client connects and is served: a unary call and a put stream
+  // (through shared memory on unix://).
+  void ExpectServerStillServes() {
+    ClientOptions o;
+    o.endpoint = endpoint_;
+    o.mechanisms = {std::make_shared<SimpleClientMechanism>("alice")};
+    o.connect_timeout = 5s;
+    o.default_call_timeout = 10s;
+    o.shm.enabled = unix_kind();
+    auto client = Client::connect(o);
+    ASSERT_TRUE(client.ok()) << "a good client could not connect: " << Describe(client);
+    auto reply = (*client)->call("sys", "echo", "still serving");
+    ASSERT_TRUE(reply.ok()) << Describe(reply);
+    EXPECT_EQ(*reply, "still serving");
+    Client& c = **client;
+    auto done = asio::co_spawn(
+        c.executor(),
+        [&c]() -> asio::awaitable<Result<std::string>> {
+          auto stream = co_await c.async_open_stream("t", "put", "");
+          if (!stream.ok()) co_return stream.status();
+          if (Status s = co_await (*stream)->write(std::string_view("hello")); !s.ok()) co_return s;
+          if (Status s = co_await (*stream)->write(std::string_view("world!")); !s.ok()) co_return s;
+          co_return co_await (*stream)->finish();
+        },
+        asio::use_future);
+    ASSERT_EQ(done.wait_for(15s), std::future_status::ready) << "a good stream hung";
+    auto put = done.get();
+    ASSERT_TRUE(put.ok()) << Describe(put);
+    EXPECT_EQ(*put, "2 11");
+  }
+
+  // Waits until this process's descriptors are back to `baseline`.
+  void ExpectFdsBackTo(std::size_t baseline) {
+    EXPECT_TRUE(Eventually([&] { return OpenFds() <= baseline; }, 5s))
+        << OpenFds() << " descriptors open, " << baseline << " before: the server kept some";
+  }
+
+  std::shared_ptr<std::atomic<bool>> release_ = std::make_shared<std::atomic<bool>>(false);
+  std::unique_ptr<Server> server_;
+  Endpoint endpoint_;
+};
+
+INSTANTIATE_TEST_SUITE_P(Transports, StreamBadInputTest,
+                         ::testing::Values(Kind::kTcp, Kind::kUnix), KindName);
+
+// A frame of a call, for tables.
+struct CallFrame {
+  const char* name;
+  std::uint8_t type;
+  std::string body;
+};
+
+std::vector<CallFrame> LateFrames() {
+  return {
+      {"small DATA", kData, "late"},
+      {"large DATA (read into its own buffer)", kData, std::string(20000, 'L')},
+      {"WINDOW_UPDATE", kWindowUpdate, U32(4096)},
+      {"END_STREAM", kEndStream, ""},
+      {"CANCEL", kCancel, ""},
+  };
+}
+
+// --- frames for calls that are not (or no longer) open ------------------------------
+
+// PROTOCOL.md 6a: the server drops DATA, WINDOW_UPDATE and END_STREAM for a
+// call id it has no open stream for (it cannot tell a finished call from one
+// never opened: ids are the client's); the connection goes on.
+TEST_P(StreamBadInputTest, FramesForACallThatWasNeverOpenedAreDropped) {
+  auto raw = Authenticated();
+  for (const auto& f : LateFrames()) {
+    SCOPED_TRACE(f.name);
+    ASSERT_TRUE(raw->Send(Frame(f.type, 4242, f.body)));
+    EXPECT_TRUE(ExpectAlive(*raw).empty()) << "the server answered a frame for no call";
+  }
+  ExpectServesCalls(*raw, 1);
+  ExpectServerStillServes();
+}
+
+TEST_P(StreamBadInputTest, FramesForAFinishedStreamAreDropped) {
+  auto raw = Authenticated();
+  ASSERT_NO_FATAL_FAILURE(OpenStream(*raw, 5, "put"));
+  ASSERT_TRUE(raw->Send(Frame(kData, 5, "abc") + Frame(kEndStream, 5)));
+  auto end = raw->ReadFrame();
+  ASSERT_TRUE(end.has_value());
+  ASSERT_EQ(end->type, kResponse);
+  ASSERT_EQ(end->call_id, 5u);
+  auto reply = ParseResponse(end->body);
+  ASSERT_TRUE(reply.has_value());
+  EXPECT_EQ(reply->status, 0) << reply->message;
+  EXPECT_EQ(reply->payload, "1 3");
+  for (const auto& f : LateFrames()) {
+    SCOPED_TRACE(f.name);
+    ASSERT_TRUE(raw->Send(Frame(f.type, 5, f.body)));
+    EXPECT_TRUE(ExpectAlive(*raw).empty()) << "the server answered a frame for a finished call";
+  }
+  ExpectServesCalls(*raw, 6);
+  ExpectServerStillServes();
+}
+
+// PROTOCOL.md 8: "a call frame with id 0" is a PROTOCOL_ERROR. (Before the
+// fix in server_connection.cc these were silently dropped.)
+TEST_P(StreamBadInputTest, CallFramesWithCallIdZeroAreProtocolErrors) {
+  std::vector<CallFrame> rows = {
+      {"DATA", kData, "zero"},
+      {"large DATA", kData, std::string(20000, 'z')},
+      {"WINDOW_UPDATE", kWindowUpdate, U32(1)},
+      {"END_STREAM", kEndStream, ""},
+      {"CANCEL", kCancel, ""},
+      {"SHM_RING", kShmRing, RingBody(4096, 2, 3 * 4096)},
+      {"STREAM_REQUEST", kStreamRequest, StreamRequestBody("t", "put", 1024)},
+  };
+  const auto before = server_->stats().protocol_errors;
+  for (const auto& f : rows) {
+    SCOPED_TRACE(f.name);
+    auto raw = Authenticated();
+    ASSERT_TRUE(raw->Send(Frame(f.type, 0, f.body)));
+    ExpectErrorThenClose(*raw, Errc::kProtocolError);
+  }
+  EXPECT_TRUE(Eventually([&] { return server_->stats().protocol_errors >= before + rows.size(); }));
+  ExpectServerStillServes();
+}
+
+// --- flow control ---------------------------------------------------------------------
+
+// The server's window W = 64 KiB, never returned by `stall`: a message of n
+// bytes is allowed while what is outstanding is at most W - min(n, W/2).
+TEST_P(StreamBadInputTest, DataBeyondTheWindowIsAProtocolError) {
+  constexpr std::uint32_t W = kServerWindow;
+  struct Row {
+    const char* name;
+    std::vector<std::uint32_t> sizes;
+    bool overrun;
+  };
+  const std::vector<Row> rows = {
+      {"two halves fill the window exactly", {W / 2, W / 2}, false},
+      {"one byte after the window is full", {W / 2, W / 2, 1}, true},
+      {"a message larger than the window, alone", {2 * W}, false},
+      {"anything after a message larger than the window", {2 * W, 1}, true},
+      {"a full window after one byte (W/2 rule)", {1, W}, false},
+      {"then one more byte", {1, W, 1}, true},
+      {"many small messages up to the window", std::vector<std::uint32_t>(64, W / 64), false},
+      {"many small messages, one too many", std::vector<std::uint32_t>(65, W / 64), true},
+  };
+  for (const auto& row : rows) {
+    SCOPED_TRACE(row.name);
+    auto raw = Authenticated();
+    ASSERT_NO_FATAL_FAILURE(OpenStream(*raw, 3, "stall"));
+    std::string bytes;
+    for (std::uint32_t n : row.sizes) bytes += Frame(kData, 3, std::string(n, 'w'));
+    ASSERT_TRUE(raw->Send(bytes));
+    if (row.overrun) {
+      ExpectErrorThenClose(*raw, Errc::kProtocolError);
+    } else {
+      EXPECT_TRUE(ExpectAlive(*raw).empty());
+      ExpectServesCalls(*raw, 4);
+    }
+  }
+  ExpectServerStillServes();
+}
+
+// WINDOW_UPDATE's increment is > 0, and credit never exceeds the window the
+// client announced (no wrap: credit is 64-bit, increments 32-bit).
+TEST_P(StreamBadInputTest, BadWindowUpdatesAreProtocolErrors) {
+  struct Row {
+    const char* name;
+    std::uint32_t client_window;
+    std::string body;
+  };
+  const std::vector<Row> rows = {
+      {"increment 0", 1 << 20, U32(0)},
+      {"increment 1 with full credit", 1 << 20, U32(1)},
+      {"increment 2^32-1", 1 << 20, U32(0xFFFFFFFFu)},
+      {"increment 2^32-1 on a window of 2^32-1", 0xFFFFFFFFu, U32(0xFFFFFFFFu)},
+      {"increment 1 on a window of 2^32-1", 0xFFFFFFFFu, U32(1)},
+      {"truncated body", 1 << 20, std::string("\x00\x01", 2)},
+      {"empty body", 1 << 20, ""},
+      {"body too long", 1 << 20, U32(1) + U32(1)},
+  };
+  for (const auto& row : rows) {
+    SCOPED_TRACE(row.name);
+    auto raw = Authenticated();
+    ASSERT_NO_FATAL_FAILURE(OpenStream(*raw, 9, "stall", row.client_window));
+    ASSERT_TRUE(raw->Send(Frame(kWindowUpdate, 9, row.body)));
+    ExpectErrorThenClose(*raw, Errc::kProtocolError);
+  }
+  ExpectServerStillServes();
+}
+
+// The server sends `get` messages of 512 bytes into a client window of
+// 1024: two, then it waits for credit. Returning what was consumed lets it
+// finish; returning one byte more than that is an overrun of the window.
+TEST_P(StreamBadInputTest, CreditIsReturnedUpToTheWindowAndNotBeyond) {
+  for (const bool overrun : {false, true}) {
+    SCOPED_TRACE(overrun ? "1025 returned" : "1024 returned");
+    auto raw = Authenticated();
+    ASSERT_NO_FATAL_FAILURE(OpenStream(*raw, 21, "get", 1024, "4 512"));
+    for (int i = 0; i < 2; ++i) {
+      auto data = raw->ReadFrame();
+      ASSERT_TRUE(data.has_value());
+      ASSERT_EQ(data->type, kData);
+      ASSERT_EQ(data->body.size(), 512u);
+    }
+    EXPECT_FALSE(raw->ReadFrame(100ms).has_value()) << "the server sent beyond its credit";
+    ASSERT_TRUE(raw->Send(Frame(kWindowUpdate, 21, U32(overrun ? 1025 : 1024))));
+    if (overrun) {
+      ExpectErrorThenClose(*raw, Errc::kProtocolError);
+      continue;
+    }
+    for (int i = 0; i < 2; ++i) {
+      auto data = raw->ReadFrame();
+      ASSERT_TRUE(data.has_value());
+      ASSERT_EQ(data->type, kData);
+    }
+    auto end = raw->ReadFrame();
+    ASSERT_TRUE(end.has_value());
+    ASSERT_EQ(end->type, kResponse);
+    auto reply = ParseResponse(end->body);
+    ASSERT_TRUE(reply.has_value());
+    EXPECT_EQ(reply->status, 0);
+    EXPECT_EQ(reply->payload, "done");
+  }
+  ExpectServerStillServes();
+}
+
+// --- opening streams -----------------------------------------------------------------
+
+TEST_P(StreamBadInputTest, MalformedStreamRequestsAreProtocolErrors) {
+  std::string no_window;
+  PutStr(no_window, "t");
+  PutStr(no_window, "put");
+  Put32(no_window, 0);  // timeout, then nothing
+  struct Row {
+    const char* name;
+    std::uint32_t id;
+    std::string body;
+  };
+  const std::vector<Row> rows = {
+      {"window 0", 1, StreamRequestBody("t", "put", 0)},
+      {"empty body", 1, ""},
+      {"service name cut short", 1, std::string("\x00\x09t", 3)},
+      {"no window field", 1, no_window},
+      {"window field cut short", 1, no_window + std::string("\x00\x01", 2)},
+      {"call id 0", 0, StreamRequestBody("t", "put", 1024)},
+  };
+  for (const auto& row : rows) {
+    SCOPED_TRACE(row.name);
+    auto raw = Authenticated();
+    ASSERT_TRUE(raw->Send(Frame(kStreamRequest, row.id, row.body)));
+    ExpectErrorThenClose(*raw, Errc::kProtocolError);
+  }
+  ExpectServerStillServes();
+}
+
+// Calls the server will not run are refused with a typed RESPONSE; the
+// connection goes on.
+TEST_P(StreamBadInputTest, StreamRequestsTheServerWillNotRunGetTypedResponses) {
+  struct Row {
+    const char* name;
+    const char* service;
+    const char* method;
+    Errc expected;
+  };
+  const std::vector<Row> rows = {
+      {"no such method", "t", "nope", Errc::kNotFound},
+      {"no such service", "nope", "put", Errc::kNotFound},
+      {"a unary method", "sys", "echo", Errc::kInvalidArgument},
+  };
+  auto raw = Authenticated();
+  std::uint32_t id = 1;
+  for (const auto& row : rows) {
+    SCOPED_TRACE(row.name);
+    ASSERT_TRUE(raw->Send(Frame(kStreamRequest, id, StreamRequestBody(row.service, row.method, 4096))));
+    auto frame = raw->ReadFrame();
+    ASSERT_TRUE(frame.has_value());
+    ASSERT_EQ(frame->type, kResponse) << "frame type " << int(frame->type);
+    EXPECT_EQ(frame->call_id, id);
+    auto reply = ParseResponse(frame->body);
+    ASSERT_TRUE(reply.has_value());
+    EXPECT_EQ(reply->status, static_cast<std::uint16_t>(row.expected)) << reply->message;
+    // The refused id is not open: its DATA is dropped.
+    ASSERT_TRUE(raw->Send(Frame(kData, id, "after refusal")));
+    EXPECT_TRUE(ExpectAlive(*raw).empty());
+    ++id;
+  }
+  ExpectServesCalls(*raw, id);
+  ExpectServerStillServes();
+}
+
+TEST_P(StreamBadInputTest, AStreamRequestReusingAnOpenStreamsIdIsAProtocolError) {
+  auto raw = Authenticated();
+  ASSERT_NO_FATAL_FAILURE(OpenStream(*raw, 9, "stall"));
+  ASSERT_TRUE(raw->Send(Frame(kStreamRequest, 9, StreamRequestBody("t", "put", 4096))));
+  ExpectErrorThenClose(*raw, Errc::kProtocolError);
+  ExpectServerStillServes();
+}
+
+TEST_P(StreamBadInputTest, AStreamRequestReusingAUnaryCallsIdIsAProtocolError) {
+  auto raw = Authenticated();
+  ASSERT_TRUE(raw->Send(Frame(kRequest, 11, RequestBody("t", "block", ""))));
+  EXPECT_TRUE(ExpectAlive(*raw).empty());  // the blocking call is in flight
+  ASSERT_TRUE(raw->Send(Frame(kStreamRequest, 11, StreamRequestBody("t", "put", 4096))));
+  ExpectErrorThenClose(*raw, Errc::kProtocolError);
+  ExpectServerStillServes();
+}
+
+// The reverse: a REQUEST with the id of an open stream. (Before the fix the
+// server ran both under one id: two RESPONSEs, one cancel flag replaced.)
+TEST_P(StreamBadInputTest, ARequestReusingAStreamsCallIdIsAProtocolError) {
+  for (const char* method : {"echo", "block"}) {
+    SCOPED_TRACE(method);
+    auto raw = Authenticated();
+    ASSERT_NO_FATAL_FAILURE(OpenStream(*raw, 12, "stall"));
+    ASSERT_TRUE(raw->Send(Frame(kRequest, 12, RequestBody(method == std::string("echo") ? "sys" : "t",
+                                                          method, "same id"))));
+    ExpectErrorThenClose(*raw, Errc::kProtocolError);
+  }
+  ExpectServerStillServes();
+}
+
+// --- the client's end of a stream --------------------------------------------------
+
+// After END_STREAM the client has no more messages (PROTOCOL.md 6a). While
+// the call runs, a second END_STREAM or more DATA is a PROTOCOL_ERROR (they
+// used to be dropped: data the client thought it sent was lost without an
+// error); after the call's RESPONSE they are dropped (above).
+TEST_P(StreamBadInputTest, FramesAfterEndStreamOnARunningCallAreProtocolErrors) {
+  const std::vector<CallFrame> rows = {
+      {"a second END_STREAM", kEndStream, ""},
+      {"DATA after END_STREAM", kData, "one more"},
+      {"large DATA after END_STREAM", kData, std::string(20000, 'm')},
+  };
+  for (const auto& row : rows) {
+    SCOPED_TRACE(row.name);
+    auto raw = Authenticated();
+    ASSERT_NO_FATAL_FAILURE(OpenStream(*raw, 7, "stall"));
+    ASSERT_TRUE(raw->Send(Frame(kEndStream, 7)));
+    EXPECT_TRUE(ExpectAlive(*raw).empty());
+    ASSERT_TRUE(raw->Send(Frame(row.type, 7, row.body)));
+    ExpectErrorThenClose(*raw, Errc::kProtocolError);
+  }
+  ExpectServerStillServes();
+}
+
+TEST_P(StreamBadInputTest, AnEndStreamWithABodyIsAProtocolError) {
+  auto raw = Authenticated();
+  ASSERT_NO_FATAL_FAILURE(OpenStream(*raw, 7, "put"));
+  ASSERT_TRUE(raw->Send(Frame(kEndStream, 7, "body")));
+  ExpectErrorThenClose(*raw, Errc::kProtocolError);
+  ExpectServerStillServes();
+}
+
+// Stream frames with the id of a unary call in flight are dropped; the
+// unary call is answered normally.
+TEST_P(StreamBadInputTest, StreamFramesForAUnaryCallAreDropped) {
+  auto raw = Authenticated();
+  ASSERT_TRUE(raw->Send(Frame(kRequest, 8, RequestBody("t", "block", ""))));
+  for (const auto& f : LateFrames()) {
+    if (f.type == kCancel) continue;  // that one would cancel the unary call
+    SCOPED_TRACE(f.name);
+    ASSERT_TRUE(raw->Send(Frame(f.type, 8, f.body)));
+    EXPECT_TRUE(ExpectAlive(*raw).empty());
+  }
+  release_->store(true);
+  auto frame = raw->ReadFrame();
+  ASSERT_TRUE(frame.has_value());
+  ASSERT_EQ(frame->type, kResponse);
+  EXPECT_EQ(frame->call_id, 8u);
+  auto reply = ParseResponse(frame->body);
+  ASSERT_TRUE(reply.has_value());
+  EXPECT_EQ(reply->status, 0) << reply->message;
+  EXPECT_EQ(reply->payload, "released");
+  ExpectServerStillServes();
+}
+
+// CANCEL ends a stream without a RESPONSE; its later frames are dropped and
+// the connection goes on.
+TEST_P(StreamBadInputTest, CancelEndsAStreamAndItsLaterFramesAreDropped) {
+  auto raw = Authenticated();
+  ASSERT_NO_FATAL_FAILURE(OpenStream(*raw, 6, "stall"));
+  ASSERT_NO_FATAL_FAILURE(OpenStream(*raw, 16, "put"));
+  ASSERT_TRUE(raw->Send(Frame(kCancel, 6) + Frame(kData, 16, "x") + Frame(kCancel, 16)));
+  std::this_thread::sleep_for(50ms);  // let the handlers see it
+  for (const auto& f : LateFrames()) {
+    SCOPED_TRACE(f.name);
+    ASSERT_TRUE(raw->Send(Frame(f.type, 6, f.body) + Frame(f.type, 16, f.body)));
+    for (const auto& frame : ExpectAlive(*raw)) {
+      ADD_FAILURE() << "frame " << int(frame.type) << " for call " << frame.call_id
+                    << " after CANCEL";
+    }
+  }
+  ExpectServesCalls(*raw, 17);
+  ExpectServerStillServes();
+}
+
+// --- shared memory: SHM_HELLO and SHM_ACCEPT ---------------------------------------------
+
+// tcp:// never announces SHM; an SHM_HELLO there is refused like a disabled
+// server's (SHM_ACCEPT UNIMPLEMENTED), unix:// accepts. Either way the
+// second SHM_HELLO is a PROTOCOL_ERROR (before the fix a refused link
+// answered every SHM_HELLO again).
+TEST_P(StreamBadInputTest, ASecondShmHelloIsAProtocolError) {
+  auto raw = Raw();
+  const std::uint32_t features = Authenticate(*raw);
+  EXPECT_EQ((features & kFeatureShm) != 0, unix_kind());
+  ASSERT_NO_FATAL_FAILURE(
+      OfferShm(*raw, unix_kind() ? 0 : static_cast<std::uint32_t>(Errc::kUnimplemented)));
+  EXPECT_TRUE(ExpectAlive(*raw).empty());
+  ExpectServesCalls(*raw, 1);
+  ASSERT_TRUE(raw->Send(Frame(kShmHello, 0)));
+  ExpectErrorThenClose(*raw, Errc::kProtocolError);
+  ExpectServerStillServes();
+}
+
+TEST_P(StreamBadInputTest, ASecondShmHelloAfterARefusalIsAProtocolError) {
+  ASSERT_NO_FATAL_FAILURE(StartServer([](ServerOptions& o) { o.shm.enabled = false; }));
+  auto raw = Authenticated();  // (SHM is announced on unix:// all the same: section 3)
+  ASSERT_NO_FATAL_FAILURE(OfferShm(*raw, static_cast<std::uint32_t>(Errc::kUnimplemented)));
+  ASSERT_TRUE(raw->Send(Frame(kShmHello, 0)));
+  ExpectErrorThenClose(*raw, Errc::kProtocolError);
+  ExpectServerStillServes();
+}
+
+TEST_P(StreamBadInputTest, ShmFramesOutOfPlaceAreProtocolErrors) {
+  struct Row {
+    const char* name;
+    bool authenticate;
+    std::string bytes;
+  };
+  const std::vector<Row> rows = {
+      {"SHM_HELLO before authentication", false, Preamble() + Frame(kShmHello, 0)},
+      {"SHM_HELLO with a body", true, Frame(kShmHello, 0, "x")},
+      {"SHM_ACCEPT from the client", true, Frame(kShmAccept, 0, U32(0) + U32(0))},
+      {"SHM_RING before SHM_HELLO", true, Frame(kShmRing, 1, RingBody(4096, 2, 3 * 4096))},
+  };
+  for (const auto& row : rows) {
+    SCOPED_TRACE(row.name);
+    auto raw = Raw();
+    if (row.authenticate) Authenticate(*raw);
+    ASSERT_TRUE(raw->Send(row.bytes));
+    ExpectErrorThenClose(*raw, Errc::kProtocolError);
+  }
+  ExpectServerStillServes();
+}
+
+// A refused link (tcp://, or shm disabled) has no rings either.
+TEST_P(StreamBadInputTest, ShmRingAfterARefusedShmHelloIsAProtocolError) {
+  ASSERT_NO_FATAL_FAILURE(StartServer([](ServerOptions& o) { o.shm.enabled = false; }));
+  auto raw = Authenticated();
+  ASSERT_NO_FATAL_FAILURE(OfferShm(*raw, static_cast<std::uint32_t>(Errc::kUnimplemented)));
+  ASSERT_NO_FATAL_FAILURE(OpenStream(*raw, 1, "put"));
+  ASSERT_TRUE(raw->Send(Frame(kShmRing, 1, RingBody(64 * 1024, 4, 0))));
+  ExpectErrorThenClose(*raw, Errc::kProtocolError);
+  ExpectServerStillServes();
+}
+
+// --- shared memory: SHM_RING and its descriptors (unix:// only) ----------------------------
+
+class ShmBadInputTest : public StreamBadInputTest {};
+
+INSTANTIATE_TEST_SUITE_P(Unix, ShmBadInputTest, ::testing::Values(Kind::kUnix), KindName);
+
+// Each row sends one SHM_RING for an open stream; everything about the ring
+// is wrong in one way. The server answers PROTOCOL_ERROR and closes, and no
+// descriptor stays open in this process afterwards.
+TEST_P(ShmBadInputTest, BadShmRingsAreProtocolErrorsAndLeakNoDescriptors) {
+  static constexpr std::uint32_t kSlot = 64 * 1024;
+  static constexpr std::uint64_t kRegion = HeaderSizeFor(4) + 4ull * kSlot;
+  struct Row {
+    const char* name;
+    std::function<FdSet()> fds;
+    std::string body;  // the frame's geometry
+  };
+  auto geometry = RingBody(kSlot, 4, kRegion);
+  const std::vector<Row> rows = {
+      {"no descriptors", [] { return FdSet{}; }, geometry},
+      {"three descriptors",
+       [] {
+         FdSet s = RealRing();
+         s.owned.pop_back();
+         return s;
+       },
+       geometry},
+      {"five descriptors (a ring and one more)",
+       [] {
+         FdSet s = RealRing();
+         s.owned.push_back(DevNull());
+         return s;
+       },
+       geometry},
+      {"eight descriptors (two rings on one frame)",
+       [] {
+         FdSet s = RealRing();
+         FdSet t = RealRing();
+         for (auto& fd : t.owned) s.owned.push_back(std::move(fd));
+         return s;
+       },
+       geometry},
+      {"four times /dev/null",
+       [] {
+         FdSet s;
+         for (int i = 0; i < 4; ++i) s.owned.push_back(DevNull());
+         return s;
+       },
+       geometry},
+      {"a pipe as the region", [] { return RingWithRegion(PipeEnd()); }, geometry},
+      {"/dev/null as the region", [] { return RingWithRegion(DevNull()); }, geometry},
+      {"an eventfd as the region", [] { return RingWithRegion(EventFdLike()); }, geometry},
+      {"pipes as the eventfds",
+       [] {
+         FdSet s = RealRing();
+         s.owned[1] = PipeEnd();
+         s.owned[2] = PipeEnd();
+         return s;
+       },
+       geometry},
+      {"/dev/null as the liveness socket",
+       [] {
+         FdSet s = RealRing();
+         s.owned[3] = DevNull();
+         return s;
+       },
+       geometry},
+      {"the descriptors in the wrong order",
+       [] {
+         FdSet s = RealRing();
+         std::swap(s.owned[0], s.owned[3]);
+         return s;
+       },
+       geometry},
+      {"an unsealed memfd", [] { return RingWithRegion(Craft({.seal = false})); }, geometry},
+      {"a regular file as the region", [] { return RingWithRegion(Craft({.memfd = false})); }, geometry},
+      {"header: slot count 0",
+       [] { return RingWithRegion(Craft({.slot_count = 0, .region_size = kRegion, .file_size = kRegion})); },
+       geometry},
+      {"header: slot size 1 GiB in a small region",
+       [] { return RingWithRegion(Craft({.slot_size = 1u << 30, .slot_count = 4, .file_size = kRegion})); },
+       geometry},
+      {"header: slot size not a multiple of 4096",
+       [] { return RingWithRegion(Craft({.slot_size = 5000, .slot_count = 4})); },
+       geometry},
+      {"header: region size not the file's",
+       [] { return RingWithRegion(Craft({.region_size = kRegion + 4096, .file_size = kRegion})); },
+       geometry},
+      {"header right, file one page larger",
+       [] { return RingWithRegion(Craft({.region_size = kRegion, .file_size = kRegion + 4096})); },
+       geometry},
+      {"an empty memfd", [] { return RingWithRegion(Craft({.file_size = 0})); }, geometry},
+      {"frame: slot count 0", [] { return RealRing(); }, RingBody(kSlot, 0, kRegion)},
+      {"frame: slot size 2^32-1", [] { return RealRing(); }, RingBody(0xFFFFFFFFu, 4, kRegion)},
+      {"frame: region size one page more", [] { return RealRing(); }, RingBody(kSlot, 4, kRegion + 4096)},
+      {"frame: region size 2^64-1", [] { return RealRing(); }, RingBody(kSlot, 4, ~0ull)},
+      {"frame: body cut short", [] { return RealRing(); }, RingBody(kSlot, 4, kRegion).substr(0, 12)},
+      {"frame: body too long", [] { return RealRing(); }, RingBody(kSlot, 4, kRegion) + "x"},
+  };
+  const std::size_t baseline = OpenFds();
+  for (const auto& row : rows) {
+    SCOPED_TRACE(row.name);
+    {
+      auto raw = Authenticated();
+      ASSERT_NO_FATAL_FAILURE(OfferShm(*raw));
+      ASSERT_NO_FATAL_FAILURE(OpenStream(*raw, 1, "put"));
+      {
+        FdSet fds = row.fds();
+        ASSERT_TRUE(raw->SendWithFds(Frame(kShmRing, 1, row.body), fds.list()));
+      }  // our copies are closed: only the server's remain
+      ExpectErrorThenClose(*raw, Errc::kProtocolError);
+    }
+    ExpectFdsBackTo(baseline);
+  }
+  ExpectServerStillServes();
+  ExpectFdsBackTo(baseline);
+}
+
+// A valid ring for a call id that has no open stream is dropped (the writer
+// sees its ring gone), its descriptors closed at once, and the connection
+// goes on.
+TEST_P(ShmBadInputTest, AShmRingForACallThatIsNotAStreamIsDroppedAndClosed) {
+  auto raw = Authenticated();
+  ASSERT_NO_FATAL_FAILURE(OfferShm(*raw));
+  // A finished stream (5) and a unary call in flight (8).
+  ASSERT_NO_FATAL_FAILURE(OpenStream(*raw, 5, "put"));
+  ASSERT_TRUE(raw->Send(Frame(kEndStream, 5)));
+  auto end = raw->ReadFrame();
+  ASSERT_TRUE(end.has_value());
+  ASSERT_EQ(end->type, kResponse);
+  ASSERT_TRUE(raw->Send(Frame(kRequest, 8, RequestBody("t", "block", ""))));
+  EXPECT_TRUE(ExpectAlive(*raw).empty());
+  const std::size_t baseline = OpenFds();
+  for (const std::uint32_t id : {4242u, 5u, 8u}) {
+    SCOPED_TRACE(id);
+    {
+      FdSet fds = RealRing();
+      ASSERT_TRUE(raw->SendWithFds(
+          Frame(kShmRing, id, RingBody(64 * 1024, 4, HeaderSizeFor(4) + 4 * 64 * 1024)), fds.list()));
+      EXPECT_TRUE(ExpectAlive(*raw).empty());
+    }
+    ExpectFdsBackTo(baseline);
+  }
+  release_->store(true);
+  auto unary = raw->ReadFrame();
+  ASSERT_TRUE(unary.has_value());
+  EXPECT_EQ(unary->type, kResponse);
+  EXPECT_EQ(unary->call_id, 8u);
+  ExpectServesCalls(*raw, 9);
+  ExpectServerStillServes();
+}
+
+// Descriptors that arrive with anything but an SHM_RING (here: PING frames,
+// a REQUEST, the HELLO itself) are refused with PROTOCOL_ERROR and closed;
+// none stays open once the connection is gone. (Before the fix they were
+// held until the connection closed, up to 64 per connection.)
+TEST_P(ShmBadInputTest, DescriptorsWithoutAnShmFrameAreRefusedAndNotLeaked) {
+  struct Row {
+    const char* name;
+    bool link;          // SHM_HELLO accepted first
+    int messages;       // sendmsg calls, each with `per_message` descriptors
+    int per_message;
+    bool on_hello;      // the first batch rides on the HELLO
+  };
+  const std::vector<Row> rows = {
+      {"16 on one PING, no link", false, 1, 16, false},
+      {"8 × 16 on PINGs, no link", false, 8, 16, false},
+      {"8 × 16 on PINGs, with a link", true, 8, 16, false},
+      {"200 on one PING (more than a read takes)", false, 1, 200, false},
+      {"one on a REQUEST, with a link", true, 1, 1, false},
+      {"4 on the HELLO", false, 1, 4, true},
+  };
+  const std::size_t baseline = OpenFds();
+  for (const auto& row : rows) {
+    SCOPED_TRACE(row.name);
+    {
+      auto raw = Raw();
+      if (row.on_hello) {
+        std::string hello;
+        Put32(hello, 0);
+        PutStr(hello, "simple");
+        Put32(hello, 7);
+        hello += "mallory";
+        std::vector<UniqueFd> owned;
+        std::vector<int> list;
+        for (int i = 0; i < row.per_message; ++i) {
+          owned.push_back(PipeEnd());
+          list.push_back(owned.back().get());
+        }
+        ASSERT_TRUE(raw->SendWithFds(Preamble() + Frame(kHello, 0, hello), list));
+        auto success = raw->ReadFrame();
+        ASSERT_TRUE(success.has_value());
+        EXPECT_EQ(success->type, kAuthSuccess);
+      } else {
+        Authenticate(*raw);
+        if (row.link) {
+          ASSERT_NO_FATAL_FAILURE(OfferShm(*raw));
+        }
+        for (int m = 0; m < row.messages; ++m) {
+          std::vector<UniqueFd> owned;
+          std::vector<int> list;
+          for (int i = 0; i < row.per_message; ++i) {
+            owned.push_back(i % 2 == 0 ? PipeEnd() : DevNull());
+            list.push_back(owned.back().get());
+          }
+          const std::string frame = row.per_message == 1
+                                        ? Frame(kRequest, 3, RequestBody("sys", "echo", "fd"))
+                                        : Frame(kPing, 0, "fds-" + std::to_string(m));
+          if (!raw->SendWithFds(frame, list)) break;  // the server may have hung up already
+        }
+      }
+      ExpectErrorThenClose(*raw, Errc::kProtocolError);
+    }
+    ExpectFdsBackTo(baseline);
+  }
+  ExpectServerStillServes();
+  ExpectFdsBackTo(baseline);
+}
+
+// A client that never lets the server read a frame whole — each sendmsg
+// carries the rest of one SHM_RING and the first byte of the next, with
+// four valid rings' descriptors — makes the server match descriptors to
+// frames not yet read. That is bounded: PROTOCOL_ERROR once more than 64
+// wait (before the fix they piled up for as long as the connection lived),
+// and none stays open.
+TEST_P(ShmBadInputTest, DescriptorsPiledUpBehindPartialFramesAreBounded) {
+  const std::size_t baseline = OpenFds();
+  {
+    auto raw = Authenticated();
+    ASSERT_NO_FATAL_FAILURE(OfferShm(*raw));
+    const std::string ring =
+        Frame(kShmRing, 4242, RingBody(64 * 1024, 4, HeaderSizeFor(4) + 4 * 64 * 1024));
+    for (int round = 0; round < 20; ++round) {
+      const std::string bytes = round == 0 ? ring.substr(0, 1) : ring.substr(1) + ring.substr(0, 1);
+      std::vector<FdSet> rings;
+      std::vector<int> list;
+      for (int r = 0; r < 4; ++r) {
+        rings.push_back(RealRing());
+        for (int fd : rings.back().list()) list.push_back(fd);
+      }
+      if (!raw->SendWithFds(bytes, list)) break;  // the server has hung up
+    }
+    ExpectErrorThenClose(*raw, Errc::kProtocolError);
+  }
+  ExpectFdsBackTo(baseline);
+  ExpectServerStillServes();
+  ExpectFdsBackTo(baseline);
+}
+
+// Many connections that leave descriptors behind and close without a word:
+// the server's descriptors return to where they were.
+TEST_P(ShmBadInputTest, ConnectionsThatCloseWithDescriptorsInFlightLeakNothing) {
+  const std::size_t baseline = OpenFds();
+  for (int i = 0; i < 20; ++i) {
+    auto raw = Authenticated();
+    if (i % 2 == 0) {
+      ASSERT_NO_FATAL_FAILURE(OfferShm(*raw));
+    }
+    FdSet ring = RealRing();
+    // Half a frame with the descriptors, then close.
+    const std::string frame = Frame(kShmRing, 1, RingBody(64 * 1024, 4, HeaderSizeFor(4) + 4 * 64 * 1024));
+    ASSERT_TRUE(raw->SendWithFds(frame.substr(0, 10), ring.list()));
+  }
+  ExpectFdsBackTo(baseline);
+  ExpectServerStillServes();
+  ExpectFdsBackTo(baseline);
+}
+
+}  // namespace
+}  // namespace authrpc
