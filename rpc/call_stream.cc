@@ -264,8 +264,11 @@ asio::awaitable<Result<std::optional<Payload>>> CallStream::read() {
       auto m = co_await shm_->read(channel_->max_frame_size());
       if (failed()) co_return failure_;
       if (!m.ok()) {
-        fail(m.status());
-        co_return m.status();
+        // A ring that ends inside a message because the peer's call ended
+        // with an error reports that error, the call's real outcome.
+        Status why = input_end_ && !input_end_->ok() ? *input_end_ : m.status();
+        fail(why);
+        co_return why;
       }
       if (*m) co_return std::move(*m);
       continue;  // the ring has ended: the socket says how the call ended
@@ -323,6 +326,9 @@ Status CallStream::on_window_update(std::uint32_t increment) {
 void CallStream::end_input(Status status) {
   if (input_end_) return;
   input_end_ = std::move(status);
+  // A reader waiting on a ring the peer never closed must learn the end
+  // here: the caller (the connection) forgets the call after this.
+  if (shm_) shm_->peer_finished();
   read_event_.cancel();
 }
 

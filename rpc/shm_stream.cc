@@ -338,6 +338,18 @@ asio::awaitable<Result<std::optional<Payload>>> ShmStreamPlane::read(std::size_t
   co_return std::optional<Payload>(std::move(whole));
 }
 
+void ShmStreamPlane::peer_finished() {
+  // A writer that ends its direction closes the ring first, and the reader
+  // sees that close. One that does not (another implementation, a writer
+  // that broke between its commits and its final frame) would otherwise
+  // leave read() waiting for good: once its final frame has arrived the
+  // connection forgets the call, so nothing else would wake the ring. The
+  // frame was sent after the writer's last commit, so everything the peer
+  // wrote is in the ring by now: deliver it, then end (docs/SHM.md, "How a
+  // call's end reaches the ring's reader").
+  if (reader_) reader_->writer_finished();
+}
+
 void ShmStreamPlane::fail(const Status& why) {
   if (writer_) writer_->cancel(why);
   if (reader_) {

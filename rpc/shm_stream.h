@@ -131,6 +131,11 @@ class ShmStreamPlane final : public PayloadOwner,
   // the reason given to fail()) otherwise.
   asio::awaitable<Result<std::optional<Payload>>> read(std::size_t max_message);
 
+  // The peer's final frame for our reading direction (RESPONSE, END_STREAM)
+  // arrived on the socket: the ring holds all it ever will. read() drains it,
+  // then reports the ring's end, even if the writer never closed it.
+  void peer_finished();
+
   // The call failed: pending ring waits end with `why`, the peer's writer is told to stop.
   void fail(const Status& why);
 
