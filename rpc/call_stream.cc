@@ -264,16 +264,17 @@ asio::awaitable<Result<std::optional<Payload>>> CallStream::read() {
       auto m = co_await shm_->read(channel_->max_frame_size());
       if (failed()) co_return failure_;
       if (!m.ok()) {
-        // A ring that ends inside a message because the peer's call ended
-        // with an error reports that error, the call's real outcome.
-        Status why = input_end_ && !input_end_->ok() ? *input_end_ : m.status();
-        fail(why);
-        co_return why;
+        fail(m.status());
+        co_return m.status();
       }
       if (*m) co_return std::move(*m);
       continue;  // the ring has ended: the socket says how the call ended
     }
     if (input_end_) {
+      if (input_end_->ok() && shm_ && shm_->truncated()) {
+        fail(Status(ShmErrc::kCorrupted, "the peer ended the call after a message it did not finish"));
+        co_return failure_;
+      }
       if (input_end_->ok()) co_return std::optional<Payload>();
       co_return *input_end_;
     }

@@ -33,6 +33,7 @@
 #include <future>
 #include <memory>
 #include <optional>
+#include <stdexcept>
 #include <string>
 #include <thread>
 #include <vector>
@@ -98,6 +99,7 @@ struct Seen {
   Status get_end;  // get: the status the handler ended with
   std::promise<void> get_done;
   bool get_done_set = false;
+  std::promise<Status> put_end;  // put_until_end: how the handler's reads ended
 };
 
 // get "<total> <batch> <seed>": pattern bytes, filled in place in the slot
@@ -157,6 +159,41 @@ void AddService(Server& server, std::shared_ptr<Seen> seen) {
     auto m = co_await s.read();
     if (!m.ok()) co_return m.status();
     co_return Status(Errc::kDataLoss, "disk on fire");
+  });
+  // "<n> <error|throw>": n messages of 64 KiB filled in place (pattern seed
+  // n), then a slot acquired and never committed, then the handler fails:
+  // returns kDataLoss or throws.
+  bulk.add_stream("fail_holding_slot", [](CallContext&, ServerStream& s) -> asio::awaitable<Result<std::string>> {
+    unsigned long n = 0;
+    char mode[16] = {};
+    std::sscanf(std::string(s.request()).c_str(), "%lu %15s", &n, mode);
+    constexpr std::size_t kSize = 64 << 10;
+    for (std::uint64_t i = 0; i < n; ++i) {
+      auto p = co_await s.acquire(kSize);
+      if (!p.ok()) co_return p.status();
+      Pattern(n, i * kSize, p->mutable_data(), kSize);
+      if (Status st = co_await s.write(std::move(*p)); !st.ok()) co_return st;
+    }
+    auto held = co_await s.acquire(kSize);
+    if (!held.ok()) co_return held.status();
+    std::memset(held->mutable_data(), 'x', kSize);
+    if (std::string_view(mode) == "throw") throw std::runtime_error("disk on fire");
+    co_return Status(Errc::kDataLoss, "disk on fire");
+  });
+  // Reads until the end or a failure and reports which (Seen::put_end).
+  bulk.add_stream("put_until_end", [seen](CallContext&, ServerStream& s) -> asio::awaitable<Result<std::string>> {
+    Status end;
+    for (;;) {
+      auto m = co_await s.read();
+      if (!m.ok()) {
+        end = m.status();
+        break;
+      }
+      if (!*m) break;
+    }
+    seen->put_end.set_value(end);
+    if (!end.ok()) co_return end;
+    co_return std::string("ended");
   });
   ASSERT_TRUE(server.add_service(std::move(bulk)).ok());
 }
@@ -768,14 +805,21 @@ TEST(ShmStreamTest, RingLeftOpenByTheServerEndsWithTheResponse) {
     Errc status;            // kOk: the call succeeds
     bool close_ring;        // a conforming server closes the ring first
     bool read_after_end;    // the client starts reading once everything was sent
+    bool cut_message;       // the writer stops after the first slot of a 3-slot message
   };
   const std::vector<Case> cases = {
-      {"error_ring_open", Errc::kDataLoss, false, false},
-      {"error_ring_open_read_late", Errc::kDataLoss, false, true},
-      {"ok_ring_open", Errc::kOk, false, false},
-      {"ok_ring_open_read_late", Errc::kOk, false, true},
-      {"error_ring_closed", Errc::kDataLoss, true, false},
-      {"ok_ring_closed", Errc::kOk, true, true},
+      {"error_ring_open", Errc::kDataLoss, false, false, false},
+      {"error_ring_open_read_late", Errc::kDataLoss, false, true, false},
+      {"ok_ring_open", Errc::kOk, false, false, false},
+      {"ok_ring_open_read_late", Errc::kOk, false, true, false},
+      {"error_ring_closed", Errc::kDataLoss, true, false, false},
+      {"ok_ring_closed", Errc::kOk, true, true, false},
+      // A message cut short is lost: the call's error, or (if the server
+      // claims success) a corrupted stream — never a hang, never half a message.
+      {"error_cut_ring_open", Errc::kDataLoss, false, false, true},
+      {"error_cut_ring_closed", Errc::kDataLoss, true, true, true},
+      {"ok_cut_ring_open", Errc::kOk, false, true, true},
+      {"ok_cut_ring_closed", Errc::kOk, true, false, true},
   };
   for (const auto& c : cases) {
     SCOPED_TRACE(c.name);
@@ -815,6 +859,12 @@ TEST(ShmStreamTest, RingLeftOpenByTheServerEndsWithTheResponse) {
       if (!writer) return "SHM_RING not sent";
       for (const auto& m : messages) {
         if (!CommitMessage(*writer, m)) return "commit failed";
+      }
+      if (c.cut_message) {
+        auto slot = writer->try_acquire();
+        if (!slot.ok()) return "no slot for the cut message";
+        std::memset(slot->data(), 'c', slot->size());
+        if (!writer->commit(slot->size(), 3 * slot->size()).ok()) return "commit failed";
       }
       if (c.close_ring) writer->close();
       out.clear();
@@ -862,7 +912,10 @@ TEST(ShmStreamTest, RingLeftOpenByTheServerEndsWithTheResponse) {
       }
       EXPECT_EQ(got, messages.size());  // everything committed before the RESPONSE
       EXPECT_TRUE((*stream)->shm_reading());
-      if (c.status == Errc::kOk) {
+      if (c.cut_message && c.status == Errc::kOk) {
+        EXPECT_FALSE(ended_ok);
+        EXPECT_EQ(end.code, ShmErrc::kCorrupted) << end.to_string();
+      } else if (c.status == Errc::kOk) {
         EXPECT_TRUE(ended_ok) << end.to_string();
         auto final = co_await (*stream)->finish();
         EXPECT_TRUE(final.ok()) << final.status().to_string();
@@ -952,6 +1005,111 @@ TEST(ShmStreamTest, RingLeftOpenByTheClientEndsWithEndStream) {
     seen->put_messages = 0;
   }
   server->stop();
+}
+
+
+// A handler that fails while it holds a ring slot it never committed (by
+// returning an error, or by throwing): the framework ends its ring before
+// the RESPONSE, and the client gets every message the handler wrote,
+// byte-exact, then the typed error, well before the stream's deadline.
+TEST(ShmStreamTest, HandlerFailingWithASlotInHandIsTyped) {
+  auto seen = std::make_shared<Seen>();
+  auto server = StartServer(UniqueSocket("fail-holding"), true, seen);
+  ClientRuntime runtime(1);
+  auto client = Client::connect(runtime, ClientFor(server->bound_endpoints().front(), true));
+  ASSERT_TRUE(client.ok()) << client.status().to_string();
+  struct Case {
+    const char* mode;
+    Errc code;
+    const char* message;
+  };
+  const std::vector<Case> cases = {{"error", Errc::kDataLoss, "disk on fire"},
+                                   {"throw", Errc::kInternal, "handler threw: disk on fire"}};
+  for (const auto& c : cases) {
+    SCOPED_TRACE(c.mode);
+    RunOn(**client, [&]() -> asio::awaitable<void> {
+      constexpr std::uint64_t kMessages = 5;
+      constexpr std::size_t kSize = 64 << 10;
+      StreamOptions options;
+      options.timeout = 10s;
+      const auto start = std::chrono::steady_clock::now();
+      auto stream = co_await (*client)->async_open_stream(
+          "bulk", "fail_holding_slot", std::to_string(kMessages) + " " + c.mode, options);
+      EXPECT_TRUE(stream.ok()) << stream.status().to_string();
+      if (!stream.ok()) co_return;
+      std::uint64_t got = 0;
+      bool exact = true;
+      Status end;
+      for (;;) {
+        auto m = co_await (*stream)->read();
+        if (!m.ok()) {
+          end = m.status();
+          break;
+        }
+        if (!*m) break;
+        exact = exact && (*m)->size() == kSize;
+        for (std::size_t i = 0; i < (*m)->size() && exact; ++i) {
+          exact = (*m)->data()[i] == PatternByte(kMessages, got * kSize + i);
+        }
+        ++got;
+      }
+      EXPECT_EQ(got, kMessages);
+      EXPECT_TRUE(exact);
+      EXPECT_TRUE((*stream)->shm_reading());
+      EXPECT_EQ(end.code, make_error_code(c.code)) << end.to_string();
+      EXPECT_NE(end.message.find(c.message), std::string::npos) << end.to_string();
+      EXPECT_LT(std::chrono::steady_clock::now() - start, 5s);
+    });
+  }
+  server->stop();
+}
+
+// The client ends a put whose ring it never closed by cancelling the call
+// or dropping its stream: the handler waiting on the ring learns it at once
+// (CANCEL, or the ring's writer gone), typed, not at the call's deadline.
+TEST(ShmStreamTest, ClientCancellingOrDroppingAPutEndsTheHandlersRead) {
+  for (const bool drop : {false, true}) {
+    SCOPED_TRACE(drop ? "dropped" : "cancelled");
+    auto seen = std::make_shared<Seen>();
+    auto server = StartServer(UniqueSocket("put-cancel"), true, seen);
+    ClientRuntime runtime(1);
+    auto client = Client::connect(runtime, ClientFor(server->bound_endpoints().front(), true));
+    ASSERT_TRUE(client.ok()) << client.status().to_string();
+    auto put_end = seen->put_end.get_future();
+    const auto start = std::chrono::steady_clock::now();
+    RunOn(**client, [&]() -> asio::awaitable<void> {
+      StreamOptions options;
+      options.timeout = 20s;
+      auto stream = co_await (*client)->async_open_stream("bulk", "put_until_end", "", options);
+      EXPECT_TRUE(stream.ok()) << stream.status().to_string();
+      if (!stream.ok()) co_return;
+      const std::string message(100'000, 'p');
+      for (int i = 0; i < 3; ++i) {
+        Status s = co_await (*stream)->write(message);
+        EXPECT_TRUE(s.ok()) << s.to_string();
+      }
+      EXPECT_TRUE((*stream)->shm_writing());
+      if (drop) {
+        stream->reset();
+      } else {
+        (*stream)->cancel();
+      }
+    });
+    ASSERT_EQ(put_end.wait_for(10s), std::future_status::ready);
+    const Status end = put_end.get();
+    EXPECT_LT(std::chrono::steady_clock::now() - start, 5s);
+    // Cancelled, as the CANCEL frame says: the client closed its ring when
+    // the call failed, so the handler did not see the ring vanish
+    // (kPeerGone) when the stream was dropped before that frame arrived.
+    EXPECT_EQ(end.code, make_error_code(Errc::kCancelled)) << end.to_string();
+    // The connection still serves.
+    RunOn(**client, [&]() -> asio::awaitable<void> {
+      GetOutcome g = co_await DoGet(**client, 1 << 20, 128 << 10, 12);
+      EXPECT_TRUE(g.final.ok());
+      EXPECT_TRUE(g.exact);
+    });
+    server->stop();
+  }
 }
 
 }  // namespace
