@@ -271,6 +271,10 @@ asio::awaitable<Result<std::optional<Payload>>> CallStream::read() {
       continue;  // the ring has ended: the socket says how the call ended
     }
     if (input_end_) {
+      if (input_end_->ok() && shm_ && shm_->truncated()) {
+        fail(Status(ShmErrc::kCorrupted, "the peer ended the call after a message it did not finish"));
+        co_return failure_;
+      }
       if (input_end_->ok()) co_return std::optional<Payload>();
       co_return *input_end_;
     }
@@ -323,6 +327,9 @@ Status CallStream::on_window_update(std::uint32_t increment) {
 void CallStream::end_input(Status status) {
   if (input_end_) return;
   input_end_ = std::move(status);
+  // A reader waiting on a ring the peer never closed must learn the end
+  // here: the caller (the connection) forgets the call after this.
+  if (shm_) shm_->peer_finished();
   read_event_.cancel();
 }
 

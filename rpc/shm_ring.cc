@@ -249,6 +249,12 @@ struct ShmEndpoint : std::enable_shared_from_this<ShmEndpoint> {
           stop_watching();
           return Status(ShmErrc::kEndOfRing, "writer closed the ring");
         }
+      } else if (writer_finished) {
+        // The head loaded above is final: the writer's last commit was
+        // stored before it sent the frame that made the owner call
+        // writer_finished() (the socket orders the two).
+        stop_watching();
+        return Status(ShmErrc::kEndOfRing, "the writer's side of the call ended");
       } else if (peer_gone) {
         return fail(Status(ShmErrc::kPeerGone, "writer vanished without closing the ring"));
       } else if (closed) {
@@ -293,6 +299,13 @@ struct ShmEndpoint : std::enable_shared_from_this<ShmEndpoint> {
     wait_desc.cancel(ignored);
   }
 
+  // Reader: nothing more will be committed (ShmReader::writer_finished).
+  void finish_writer() {
+    writer_finished = true;
+    std::error_code ignored;
+    wait_desc.cancel(ignored);
+  }
+
   ShmRing ring;
   const Role role;
   const ShmWaitOptions options;
@@ -308,6 +321,7 @@ struct ShmEndpoint : std::enable_shared_from_this<ShmEndpoint> {
   bool acquired = false;
   bool closed = false;
   bool peer_gone = false;
+  bool writer_finished = false;  // reader: the owner knows the writer is done
   Status failure;
   std::uint64_t sleeps = 0;
   std::uint64_t wakeups_sent = 0;
@@ -541,6 +555,7 @@ Result<ShmSlot> ShmReader::try_next() { return e_->try_next(); }
 Status ShmReader::release() { return e_->release(); }
 void ShmReader::close() { e_->close_side(); }
 void ShmReader::cancel(Status reason) { e_->cancel(std::move(reason)); }
+void ShmReader::writer_finished() { e_->finish_writer(); }
 std::size_t ShmReader::slot_size() const noexcept { return e_->slot_size; }
 std::size_t ShmReader::slot_count() const noexcept { return e_->slot_count; }
 std::uint64_t ShmReader::released() const noexcept { return e_->tail; }

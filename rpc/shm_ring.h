@@ -166,7 +166,7 @@ class ShmReader {
 
   // Waits for the next committed slot. Several may be held at once; they
   // are released oldest first. Fails with kEndOfRing after the writer's
-  // close() and its last slot, kPeerGone if the writer vanished without
+  // close() (or writer_finished()) and its last slot, kPeerGone if the writer vanished without
   // closing (slots it committed before are still delivered), kCorrupted, or
   // the reason given to cancel().
   asio::awaitable<Result<ShmSlot>> next();
@@ -178,6 +178,12 @@ class ShmReader {
   void close();
   // Wakes a pending next() with `reason`; every later call fails with it.
   void cancel(Status reason);
+  // The owner has learnt by another path that the writer will commit
+  // nothing more (its final frame arrived on the socket, sent after its
+  // last commit): next() delivers every slot committed so far, then
+  // kEndOfRing as if the writer had closed — instead of waiting for a
+  // close() that may never come. A pending next() is woken.
+  void writer_finished();
 
   std::size_t slot_size() const noexcept;
   std::size_t slot_count() const noexcept;

@@ -322,7 +322,12 @@ asio::awaitable<Result<std::optional<Payload>>> ShmStreamPlane::read(std::size_t
     auto next = co_await reader_->next();
     if (!next.ok()) {
       if (next.status().code == ShmErrc::kEndOfRing) {
-        co_return Status(ShmErrc::kCorrupted, "shared-memory ring ended inside a message");
+        // The writer stopped inside a message: its side of the call failed
+        // or was cancelled while it wrote. The part is dropped; the socket
+        // says how the call ended (CallStream::read).
+        reader_ended_ = true;
+        truncated_ = true;
+        co_return std::optional<Payload>();
       }
       co_return next.status();
     }
@@ -338,8 +343,29 @@ asio::awaitable<Result<std::optional<Payload>>> ShmStreamPlane::read(std::size_t
   co_return std::optional<Payload>(std::move(whole));
 }
 
+void ShmStreamPlane::peer_finished() {
+  // A writer that ends its direction closes the ring first, and the reader
+  // sees that close. One that does not (another implementation, a writer
+  // that broke between its commits and its final frame) would otherwise
+  // leave read() waiting for good: once its final frame has arrived the
+  // connection forgets the call, so nothing else would wake the ring. The
+  // frame was sent after the writer's last commit, so everything the peer
+  // wrote is in the ring by now: deliver it, then end (docs/SHM.md, "How a
+  // call's end reaches the ring's reader").
+  if (reader_) reader_->writer_finished();
+}
+
 void ShmStreamPlane::fail(const Status& why) {
-  if (writer_) writer_->cancel(why);
+  if (writer_) {
+    // Closed, not only cancelled: the peer's reader then ends the ring at
+    // once and takes the call's outcome from the socket (CANCEL, RESPONSE,
+    // the connection's end), which this side sends or causes. Without the
+    // close, a stream dropped right after failing took its ring away
+    // before its CANCEL left, and the peer saw kPeerGone (CONNECTION_CLOSED)
+    // on a connection that was fine.
+    writer_->close();
+    writer_->cancel(why);
+  }
   if (reader_) {
     reader_->close();
     reader_->cancel(why);

@@ -127,13 +127,24 @@ class ShmStreamPlane final : public PayloadOwner,
   Status attach_reader(ShmRing ring);
   // A ring is attached and has not ended.
   bool reading() const noexcept { return reader_.has_value() && !reader_ended_; }
+  // The ring ended inside a message (its writer stopped mid-message): that
+  // message is lost, so a successful end of the call is not one.
+  bool truncated() const noexcept { return truncated_; }
   // The next message (a view into the slot, released when dropped; a
   // message spanning slots is assembled in a pooled buffer); nullopt at the
-  // ring's orderly end; a typed failure (ShmErrc::kPeerGone, kCorrupted,
+  // ring's end (the writer's close, peer_finished(), or a close inside a
+  // message: truncated()); a typed failure (ShmErrc::kPeerGone, kCorrupted,
   // the reason given to fail()) otherwise.
   asio::awaitable<Result<std::optional<Payload>>> read(std::size_t max_message);
 
-  // The call failed: pending ring waits end with `why`, the peer's writer is told to stop.
+  // The peer's final frame for our reading direction (RESPONSE, END_STREAM)
+  // arrived on the socket: the ring holds all it ever will. read() drains it,
+  // then reports the ring's end, even if the writer never closed it.
+  void peer_finished();
+
+  // The call failed: pending ring waits end with `why`; our ring is closed
+  // (the peer's reader drains it and waits for the socket's word), the
+  // peer's writer is told to stop.
   void fail(const Status& why);
 
   void release(char* data, std::size_t capacity) noexcept override;
@@ -159,6 +170,7 @@ class ShmStreamPlane final : public PayloadOwner,
   char* lent_ = nullptr;  // the acquired slot a Payload holds, not yet committed
   std::optional<ShmReader> reader_;
   bool reader_ended_ = false;
+  bool truncated_ = false;
   std::deque<Held> held_;  // reader views given out, oldest first
   std::optional<asio::steady_timer> deadline_;
   unsigned operations_ = 0;  // ring reads and writes since the last yield

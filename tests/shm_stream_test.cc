@@ -8,12 +8,16 @@
 // ring. streaming_test runs its whole suite over shm as well ("shm").
 #include <gtest/gtest.h>
 #include <openssl/evp.h>
+#include <poll.h>
 #include <pwd.h>
+#include <sys/socket.h>
+#include <sys/un.h>
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <asio/co_spawn.hpp>
+#include <asio/io_context.hpp>
 #include <asio/redirect_error.hpp>
 #include <asio/steady_timer.hpp>
 #include <asio/this_coro.hpp>
@@ -21,11 +25,15 @@
 #include <asio/use_future.hpp>
 #include <atomic>
 #include <chrono>
+#include <cerrno>
+#include <cstddef>
 #include <cstdio>
 #include <cstring>
 #include <functional>
 #include <future>
 #include <memory>
+#include <optional>
+#include <stdexcept>
 #include <string>
 #include <thread>
 #include <vector>
@@ -34,6 +42,9 @@
 #include "client/client.h"
 #include "client/client_runtime.h"
 #include "rpc/log.h"
+#include "rpc/messages.h"
+#include "rpc/shm_ring.h"
+#include "rpc/wire.h"
 #include "rpc/shm_errors.h"
 #include "server/server.h"
 #include "server/service.h"
@@ -82,11 +93,13 @@ asio::awaitable<void> Sleep(std::chrono::milliseconds d) {
 struct Seen {
   std::atomic<std::uint64_t> written{0};  // get: messages committed so far
   std::atomic<bool> put_over_shm{false};
+  std::atomic<std::uint64_t> put_messages{0};  // put: messages the handler has read
   std::atomic<bool> get_over_shm{false};
   std::mutex mu;
   Status get_end;  // get: the status the handler ended with
   std::promise<void> get_done;
   bool get_done_set = false;
+  std::promise<Status> put_end;  // put_until_end: how the handler's reads ended
 };
 
 // get "<total> <batch> <seed>": pattern bytes, filled in place in the slot
@@ -136,6 +149,7 @@ void AddService(Server& server, std::shared_ptr<Seen> seen) {
       if (!*m) break;
       sha.Update((*m)->view());
       bytes += (*m)->size();
+      ++seen->put_messages;
     }
     seen->put_over_shm = s.shm_reading();
     co_return std::to_string(bytes) + " " + sha.Hex();
@@ -145,6 +159,41 @@ void AddService(Server& server, std::shared_ptr<Seen> seen) {
     auto m = co_await s.read();
     if (!m.ok()) co_return m.status();
     co_return Status(Errc::kDataLoss, "disk on fire");
+  });
+  // "<n> <error|throw>": n messages of 64 KiB filled in place (pattern seed
+  // n), then a slot acquired and never committed, then the handler fails:
+  // returns kDataLoss or throws.
+  bulk.add_stream("fail_holding_slot", [](CallContext&, ServerStream& s) -> asio::awaitable<Result<std::string>> {
+    unsigned long n = 0;
+    char mode[16] = {};
+    std::sscanf(std::string(s.request()).c_str(), "%lu %15s", &n, mode);
+    constexpr std::size_t kSize = 64 << 10;
+    for (std::uint64_t i = 0; i < n; ++i) {
+      auto p = co_await s.acquire(kSize);
+      if (!p.ok()) co_return p.status();
+      Pattern(n, i * kSize, p->mutable_data(), kSize);
+      if (Status st = co_await s.write(std::move(*p)); !st.ok()) co_return st;
+    }
+    auto held = co_await s.acquire(kSize);
+    if (!held.ok()) co_return held.status();
+    std::memset(held->mutable_data(), 'x', kSize);
+    if (std::string_view(mode) == "throw") throw std::runtime_error("disk on fire");
+    co_return Status(Errc::kDataLoss, "disk on fire");
+  });
+  // Reads until the end or a failure and reports which (Seen::put_end).
+  bulk.add_stream("put_until_end", [seen](CallContext&, ServerStream& s) -> asio::awaitable<Result<std::string>> {
+    Status end;
+    for (;;) {
+      auto m = co_await s.read();
+      if (!m.ok()) {
+        end = m.status();
+        break;
+      }
+      if (!*m) break;
+    }
+    seen->put_end.set_value(end);
+    if (!end.ok()) co_return end;
+    co_return std::string("ended");
   });
   ASSERT_TRUE(server.add_service(std::move(bulk)).ok());
 }
@@ -559,6 +608,508 @@ TEST(ShmStreamTest, SlowConsumerIsBoundedByTheRing) {
   EXPECT_GE(max_ahead, kSlots - 1);
   EXPECT_LE(max_ahead, kSlots);
   server->stop();
+}
+
+
+// ---------------------------------------------------------------- a peer speaking raw frames
+//
+// The reference server and client always close a ring's writing side before
+// the frame that ends its direction (RESPONSE, END_STREAM). Another
+// implementation, or a writer that breaks, may not: these tests play such a
+// peer with raw frames on a real Unix socket and a real ring, so that the
+// side under test has only the socket to learn that nothing more will come.
+
+// A blocking Unix socket that speaks frames; every read is bounded in time.
+class RawPeer {
+ public:
+  explicit RawPeer(int fd) : fd_(fd) {}
+  ~RawPeer() {
+    if (fd_ >= 0) ::close(fd_);
+  }
+  RawPeer(const RawPeer&) = delete;
+  RawPeer& operator=(const RawPeer&) = delete;
+
+  // An abstract Unix socket listening as `name` (without the '@').
+  static int Listen(const std::string& name) {
+    const int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    sockaddr_un addr{};
+    addr.sun_family = AF_UNIX;
+    std::memcpy(addr.sun_path + 1, name.data(), name.size());
+    const auto len = static_cast<socklen_t>(offsetof(sockaddr_un, sun_path) + 1 + name.size());
+    if (fd < 0 || ::bind(fd, reinterpret_cast<sockaddr*>(&addr), len) != 0 || ::listen(fd, 4) != 0) {
+      if (fd >= 0) ::close(fd);
+      return -1;
+    }
+    return fd;
+  }
+  static int Connect(const std::string& name) {
+    const int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    sockaddr_un addr{};
+    addr.sun_family = AF_UNIX;
+    std::memcpy(addr.sun_path + 1, name.data(), name.size());
+    const auto len = static_cast<socklen_t>(offsetof(sockaddr_un, sun_path) + 1 + name.size());
+    if (fd >= 0 && ::connect(fd, reinterpret_cast<sockaddr*>(&addr), len) != 0) {
+      ::close(fd);
+      return -1;
+    }
+    return fd;
+  }
+  // Accepts one connection on `listener` within `timeout`; -1 if none came.
+  static int Accept(int listener, std::chrono::milliseconds timeout) {
+    pollfd p{listener, POLLIN, 0};
+    if (::poll(&p, 1, static_cast<int>(timeout.count())) != 1) return -1;
+    return ::accept4(listener, nullptr, nullptr, SOCK_CLOEXEC);
+  }
+
+  bool Send(std::string_view bytes, const int* fds = nullptr, std::size_t fd_count = 0) {
+    alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int) * 4)] = {};
+    std::size_t sent = 0;
+    while (sent < bytes.size()) {
+      iovec iov{const_cast<char*>(bytes.data() + sent), bytes.size() - sent};
+      msghdr msg{};
+      msg.msg_iov = &iov;
+      msg.msg_iovlen = 1;
+      if (sent == 0 && fd_count > 0) {  // the descriptors ride on the first byte
+        msg.msg_control = control;
+        msg.msg_controllen = CMSG_SPACE(sizeof(int) * fd_count);
+        cmsghdr* c = CMSG_FIRSTHDR(&msg);
+        c->cmsg_level = SOL_SOCKET;
+        c->cmsg_type = SCM_RIGHTS;
+        c->cmsg_len = CMSG_LEN(sizeof(int) * fd_count);
+        std::memcpy(CMSG_DATA(c), fds, sizeof(int) * fd_count);
+      }
+      const ssize_t n = ::sendmsg(fd_, &msg, MSG_NOSIGNAL);
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0) return false;
+      sent += static_cast<std::size_t>(n);
+    }
+    return true;
+  }
+
+  struct Frame {
+    wire::FrameType type = wire::FrameType::kError;
+    std::uint32_t call_id = 0;
+    std::string body;
+  };
+  // The next frame, or nullopt (end of stream, error, timeout, bad header).
+  std::optional<Frame> Read(std::chrono::milliseconds timeout = 10s) {
+    std::string header;
+    if (!ReadExact(header, wire::kFrameHeaderSize, timeout)) return std::nullopt;
+    auto parsed = wire::parse_frame_header(reinterpret_cast<const std::uint8_t*>(header.data()),
+                                           wire::kDefaultMaxFrameSize);
+    if (!parsed.ok()) return std::nullopt;
+    Frame f{parsed->type, parsed->call_id, {}};
+    if (!ReadExact(f.body, parsed->body_size(), timeout)) return std::nullopt;
+    return f;
+  }
+  // The next frame of `type`, skipping others (credit, pings).
+  std::optional<Frame> ReadUntil(wire::FrameType type, std::chrono::milliseconds timeout = 10s) {
+    for (;;) {
+      auto f = Read(timeout);
+      if (!f || f->type == type) return f;
+    }
+  }
+  bool ReadExact(std::string& out, std::size_t n, std::chrono::milliseconds timeout) {
+    out.clear();
+    const auto until = std::chrono::steady_clock::now() + timeout;
+    while (out.size() < n) {
+      const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+          until - std::chrono::steady_clock::now());
+      if (left.count() <= 0) return false;
+      pollfd p{fd_, POLLIN, 0};
+      const int ready = ::poll(&p, 1, static_cast<int>(left.count()));
+      if (ready < 0 && errno == EINTR) continue;
+      if (ready <= 0) return false;
+      char buf[4096];
+      const ssize_t got = ::recv(fd_, buf, std::min(sizeof buf, n - out.size()), 0);
+      if (got < 0 && errno == EINTR) continue;
+      if (got <= 0) return false;
+      out.append(buf, static_cast<std::size_t>(got));
+    }
+    return true;
+  }
+
+  // Creates a ring, sends SHM_RING for `call_id` with its descriptors, and
+  // opens the writing side on `ex` (never run: the liveness watch stays
+  // armed, so the ring's end is never seen through it while the writer lives).
+  std::optional<ShmWriter> SendRing(std::uint32_t call_id, const asio::any_io_executor& ex) {
+    auto ring = ShmRing::create({});
+    if (!ring.ok()) return std::nullopt;
+    auto fds = ring->take_peer_fds();
+    if (!fds.ok()) return std::nullopt;
+    std::string frame(wire::kFrameHeaderSize, '\0');
+    wire::write_frame_header(reinterpret_cast<std::uint8_t*>(frame.data()),
+                             wire::FrameType::kShmRing, call_id, 16);
+    wire::Writer w(frame);
+    w.u32(ring->slot_size());
+    w.u32(ring->slot_count());
+    w.u32(static_cast<std::uint32_t>(ring->region_size() >> 32));
+    w.u32(static_cast<std::uint32_t>(ring->region_size()));
+    const int list[4] = {fds->memfd.get(), fds->data_ready.get(), fds->space_ready.get(),
+                         fds->liveness.get()};
+    if (!Send(frame, list, 4)) return std::nullopt;
+    auto writer = ShmWriter::open(ex, std::move(*ring));
+    if (!writer.ok()) return std::nullopt;
+    return std::move(*writer);
+  }
+
+ private:
+  int fd_;
+};
+
+// Commits `message` as the reference writer does: one slot if it fits,
+// else consecutive full slots, each tagged with the whole length. The ring
+// must have room (these tests send less than it holds).
+bool CommitMessage(ShmWriter& writer, std::string_view message) {
+  std::size_t at = 0;
+  do {
+    auto slot = writer.try_acquire();
+    if (!slot.ok()) return false;
+    const std::size_t n = std::min(message.size() - at, slot->size());
+    if (n > 0) std::memcpy(slot->data(), message.data() + at, n);
+    if (!writer.commit(n, static_cast<std::uint32_t>(message.size())).ok()) return false;
+    at += n;
+  } while (at < message.size());
+  return true;
+}
+
+// Messages of every shape the ring carries: small, exactly one slot (128 KiB),
+// empty, spanning three slots; 8 of the ring's 16 slots in all.
+std::vector<std::string> RingMessages(std::uint64_t seed) {
+  const std::vector<std::size_t> sizes = {1000, 128 << 10, 5, 0, 300'000, 77'777};
+  std::vector<std::string> out;
+  std::uint64_t offset = 0;
+  for (std::size_t n : sizes) {
+    std::string m(n, '\0');
+    Pattern(seed, offset, m.data(), n);
+    offset += n;
+    out.push_back(std::move(m));
+  }
+  return out;
+}
+
+std::string RawSocketName(const char* what) {
+  static std::atomic<int> n{0};
+  return "authrpc-shm-raw-" + std::string(what) + "-" + std::to_string(::getpid()) + "-" +
+         std::to_string(n++);
+}
+
+// A server's messages of a get arrive through a ring whose writer never
+// closes it; then the RESPONSE ends the call (an error, or success). The
+// client must deliver every message committed before the RESPONSE,
+// byte-exact, then the RESPONSE's status — not wait for an end mark that
+// never comes (until its deadline: the stream's timeout bounds the test).
+TEST(ShmStreamTest, RingLeftOpenByTheServerEndsWithTheResponse) {
+  struct Case {
+    const char* name;
+    Errc status;            // kOk: the call succeeds
+    bool close_ring;        // a conforming server closes the ring first
+    bool read_after_end;    // the client starts reading once everything was sent
+    bool cut_message;       // the writer stops after the first slot of a 3-slot message
+  };
+  const std::vector<Case> cases = {
+      {"error_ring_open", Errc::kDataLoss, false, false, false},
+      {"error_ring_open_read_late", Errc::kDataLoss, false, true, false},
+      {"ok_ring_open", Errc::kOk, false, false, false},
+      {"ok_ring_open_read_late", Errc::kOk, false, true, false},
+      {"error_ring_closed", Errc::kDataLoss, true, false, false},
+      {"ok_ring_closed", Errc::kOk, true, true, false},
+      // A message cut short is lost: the call's error, or (if the server
+      // claims success) a corrupted stream — never a hang, never half a message.
+      {"error_cut_ring_open", Errc::kDataLoss, false, false, true},
+      {"error_cut_ring_closed", Errc::kDataLoss, true, true, true},
+      {"ok_cut_ring_open", Errc::kOk, false, true, true},
+      {"ok_cut_ring_closed", Errc::kOk, true, false, true},
+  };
+  for (const auto& c : cases) {
+    SCOPED_TRACE(c.name);
+    const std::string name = RawSocketName(c.name);
+    const int listener = RawPeer::Listen(name);
+    ASSERT_GE(listener, 0);
+    const auto messages = RingMessages(0x5eed);
+    std::atomic<bool> all_sent{false};
+    std::promise<void> client_done;
+    auto client_done_future = client_done.get_future().share();
+    // The fake server: negotiates `simple` and shared memory, accepts one
+    // stream, writes the messages into a ring and ends the call, keeping
+    // the ring's writer and the socket alive until the client is done.
+    auto server = std::async(std::launch::async, [&]() -> std::string {
+      RawPeer peer(RawPeer::Accept(listener, 10s));
+      std::string preamble;
+      if (!peer.ReadExact(preamble, wire::kPreambleSize, 10s)) return "no preamble";
+      if (!peer.ReadUntil(wire::FrameType::kHello)) return "no HELLO";
+      std::string out;
+      wire::append_auth_success(out, {wire::kFeatureStreams | wire::kFeatureShm, "", "alice"});
+      if (!peer.Send(out)) return "AUTH_SUCCESS not sent";
+      if (!peer.ReadUntil(wire::FrameType::kShmHello)) return "no SHM_HELLO";
+      out.assign(wire::kFrameHeaderSize, '\0');
+      wire::write_frame_header(reinterpret_cast<std::uint8_t*>(out.data()),
+                               wire::FrameType::kShmAccept, 0, 8);
+      wire::Writer(out).u32(0);
+      wire::Writer(out).u32(0);
+      if (!peer.Send(out)) return "SHM_ACCEPT not sent";
+      auto request = peer.ReadUntil(wire::FrameType::kStreamRequest);
+      if (!request) return "no STREAM_REQUEST";
+      const std::uint32_t id = request->call_id;
+      out.clear();
+      wire::append_window_update(out, id, 1 << 20);
+      if (!peer.Send(out)) return "WINDOW_UPDATE not sent";
+      asio::io_context io;  // the writer's executor; never run
+      auto writer = peer.SendRing(id, io.get_executor());
+      if (!writer) return "SHM_RING not sent";
+      for (const auto& m : messages) {
+        if (!CommitMessage(*writer, m)) return "commit failed";
+      }
+      if (c.cut_message) {
+        auto slot = writer->try_acquire();
+        if (!slot.ok()) return "no slot for the cut message";
+        std::memset(slot->data(), 'c', slot->size());
+        if (!writer->commit(slot->size(), 3 * slot->size()).ok()) return "commit failed";
+      }
+      if (c.close_ring) writer->close();
+      out.clear();
+      wire::append_response(out, id, static_cast<std::uint16_t>(c.status),
+                            c.status == Errc::kOk ? "" : "disk on fire",
+                            c.status == Errc::kOk ? "all sent" : "");
+      if (!peer.Send(out)) return "RESPONSE not sent";
+      all_sent = true;
+      // Until the client has its answer: the ring and the socket stay.
+      if (client_done_future.wait_for(30s) != std::future_status::ready) return "client never done";
+      return "";
+    });
+    ClientRuntime runtime(1);
+    auto client = Client::connect(runtime, ClientFor(*Endpoint::parse("unix:@" + name), true));
+    ASSERT_TRUE(client.ok()) << client.status().to_string();
+    RunOn(**client, [&]() -> asio::awaitable<void> {
+      StreamOptions options;
+      options.timeout = 10s;  // bounds the read that would wait for the ring's end
+      const auto start = std::chrono::steady_clock::now();
+      auto stream = co_await (*client)->async_open_stream("bulk", "get", "", options);
+      EXPECT_TRUE(stream.ok()) << stream.status().to_string();
+      if (!stream.ok()) co_return;
+      if (c.read_after_end) {
+        while (!all_sent && std::chrono::steady_clock::now() - start < 10s) co_await Sleep(2ms);
+      }
+      std::size_t got = 0;
+      Status end;
+      bool ended_ok = false;
+      for (;;) {
+        auto m = co_await (*stream)->read();
+        if (!m.ok()) {
+          end = m.status();
+          break;
+        }
+        if (!*m) {
+          ended_ok = true;
+          break;
+        }
+        EXPECT_LT(got, messages.size());
+        if (got < messages.size()) {
+          EXPECT_EQ((*m)->size(), messages[got].size()) << "message " << got;
+          EXPECT_TRUE((*m)->view() == messages[got]) << "message " << got << " differs";
+        }
+        ++got;
+      }
+      EXPECT_EQ(got, messages.size());  // everything committed before the RESPONSE
+      EXPECT_TRUE((*stream)->shm_reading());
+      if (c.cut_message && c.status == Errc::kOk) {
+        EXPECT_FALSE(ended_ok);
+        EXPECT_EQ(end.code, ShmErrc::kCorrupted) << end.to_string();
+      } else if (c.status == Errc::kOk) {
+        EXPECT_TRUE(ended_ok) << end.to_string();
+        auto final = co_await (*stream)->finish();
+        EXPECT_TRUE(final.ok()) << final.status().to_string();
+        if (final.ok()) {
+          EXPECT_EQ(*final, "all sent");
+        }
+      } else {
+        EXPECT_FALSE(ended_ok);
+        EXPECT_EQ(end.code, make_error_code(c.status)) << end.to_string();
+        EXPECT_NE(end.message.find("disk on fire"), std::string::npos) << end.to_string();
+      }
+      // Well before the stream's deadline: nothing waited for the ring's end.
+      EXPECT_LT(std::chrono::steady_clock::now() - start, 5s);
+    });
+    client_done.set_value();
+    EXPECT_EQ(server.get(), "");
+    client->reset();
+    ::close(listener);
+  }
+}
+
+// The other direction: a client's put whose ring is never closed, ended by
+// END_STREAM. The server's handler must read every message committed before
+// it, then the end (and answer with their size and digest), not wait for
+// the ring's end mark until the call's deadline.
+TEST(ShmStreamTest, RingLeftOpenByTheClientEndsWithEndStream) {
+  auto seen = std::make_shared<Seen>();
+  const std::string name = RawSocketName("server");
+  auto server = StartServer("unix:@" + name, true, seen);
+  const auto messages = RingMessages(0xfeed);
+  Sha256 sha;
+  std::uint64_t bytes = 0;
+  for (const auto& m : messages) {
+    sha.Update(m);
+    bytes += m.size();
+  }
+  const std::string expected = std::to_string(bytes) + " " + sha.Hex();
+  for (const bool read_late : {false, true}) {
+    SCOPED_TRACE(read_late ? "END_STREAM once the handler has read them" : "END_STREAM right behind the messages");
+    RawPeer peer(RawPeer::Connect(name));
+    std::string out;
+    const auto preamble = wire::make_preamble();
+    out.append(reinterpret_cast<const char*>(preamble.data()), preamble.size());
+    wire::append_hello(out, {wire::kNoFeatures, "simple", "alice"});
+    ASSERT_TRUE(peer.Send(out));
+    auto success = peer.ReadUntil(wire::FrameType::kAuthSuccess);
+    ASSERT_TRUE(success);
+    out.assign(wire::kFrameHeaderSize, '\0');
+    wire::write_frame_header(reinterpret_cast<std::uint8_t*>(out.data()), wire::FrameType::kShmHello,
+                             0, 0);
+    ASSERT_TRUE(peer.Send(out));
+    auto accept = peer.ReadUntil(wire::FrameType::kShmAccept);
+    ASSERT_TRUE(accept);
+    ASSERT_EQ(accept->body.substr(0, 4), std::string(4, '\0'));  // accepted
+    out.clear();
+    wire::append_stream_request(out, 1, {"bulk", "put", 10'000, 1 << 20}, "");
+    ASSERT_TRUE(peer.Send(out));
+    ASSERT_TRUE(peer.ReadUntil(wire::FrameType::kWindowUpdate));  // the call runs
+    asio::io_context io;  // the writer's executor; never run
+    auto writer = peer.SendRing(1, io.get_executor());
+    ASSERT_TRUE(writer);
+    const auto start = std::chrono::steady_clock::now();
+    for (const auto& m : messages) ASSERT_TRUE(CommitMessage(*writer, m));
+    // Late: END_STREAM comes once the handler has read every message and
+    // waits on the empty ring. Early: it comes right behind the messages,
+    // usually before the handler has read them.
+    if (read_late) {
+      while (seen->put_messages.load() < messages.size() &&
+             std::chrono::steady_clock::now() - start < 10s) {
+        std::this_thread::sleep_for(1ms);
+      }
+      EXPECT_EQ(seen->put_messages.load(), messages.size());
+    }
+    out.clear();
+    wire::append_end_stream(out, 1);
+    ASSERT_TRUE(peer.Send(out));
+    auto response = peer.ReadUntil(wire::FrameType::kResponse, 15s);
+    ASSERT_TRUE(response);
+    std::string_view payload;
+    auto header = wire::parse_response(response->body, payload);
+    ASSERT_TRUE(header.ok());
+    EXPECT_EQ(header->status, 0) << header->error_message;
+    EXPECT_EQ(payload, expected);
+    EXPECT_LT(std::chrono::steady_clock::now() - start, 5s);
+    EXPECT_TRUE(seen->put_over_shm.load());
+    seen->put_over_shm = false;
+    seen->put_messages = 0;
+  }
+  server->stop();
+}
+
+
+// A handler that fails while it holds a ring slot it never committed (by
+// returning an error, or by throwing): the framework ends its ring before
+// the RESPONSE, and the client gets every message the handler wrote,
+// byte-exact, then the typed error, well before the stream's deadline.
+TEST(ShmStreamTest, HandlerFailingWithASlotInHandIsTyped) {
+  auto seen = std::make_shared<Seen>();
+  auto server = StartServer(UniqueSocket("fail-holding"), true, seen);
+  ClientRuntime runtime(1);
+  auto client = Client::connect(runtime, ClientFor(server->bound_endpoints().front(), true));
+  ASSERT_TRUE(client.ok()) << client.status().to_string();
+  struct Case {
+    const char* mode;
+    Errc code;
+    const char* message;
+  };
+  const std::vector<Case> cases = {{"error", Errc::kDataLoss, "disk on fire"},
+                                   {"throw", Errc::kInternal, "handler threw: disk on fire"}};
+  for (const auto& c : cases) {
+    SCOPED_TRACE(c.mode);
+    RunOn(**client, [&]() -> asio::awaitable<void> {
+      constexpr std::uint64_t kMessages = 5;
+      constexpr std::size_t kSize = 64 << 10;
+      StreamOptions options;
+      options.timeout = 10s;
+      const auto start = std::chrono::steady_clock::now();
+      auto stream = co_await (*client)->async_open_stream(
+          "bulk", "fail_holding_slot", std::to_string(kMessages) + " " + c.mode, options);
+      EXPECT_TRUE(stream.ok()) << stream.status().to_string();
+      if (!stream.ok()) co_return;
+      std::uint64_t got = 0;
+      bool exact = true;
+      Status end;
+      for (;;) {
+        auto m = co_await (*stream)->read();
+        if (!m.ok()) {
+          end = m.status();
+          break;
+        }
+        if (!*m) break;
+        exact = exact && (*m)->size() == kSize;
+        for (std::size_t i = 0; i < (*m)->size() && exact; ++i) {
+          exact = (*m)->data()[i] == PatternByte(kMessages, got * kSize + i);
+        }
+        ++got;
+      }
+      EXPECT_EQ(got, kMessages);
+      EXPECT_TRUE(exact);
+      EXPECT_TRUE((*stream)->shm_reading());
+      EXPECT_EQ(end.code, make_error_code(c.code)) << end.to_string();
+      EXPECT_NE(end.message.find(c.message), std::string::npos) << end.to_string();
+      EXPECT_LT(std::chrono::steady_clock::now() - start, 5s);
+    });
+  }
+  server->stop();
+}
+
+// The client ends a put whose ring it never closed by cancelling the call
+// or dropping its stream: the handler waiting on the ring learns it at once
+// (CANCEL, or the ring's writer gone), typed, not at the call's deadline.
+TEST(ShmStreamTest, ClientCancellingOrDroppingAPutEndsTheHandlersRead) {
+  for (const bool drop : {false, true}) {
+    SCOPED_TRACE(drop ? "dropped" : "cancelled");
+    auto seen = std::make_shared<Seen>();
+    auto server = StartServer(UniqueSocket("put-cancel"), true, seen);
+    ClientRuntime runtime(1);
+    auto client = Client::connect(runtime, ClientFor(server->bound_endpoints().front(), true));
+    ASSERT_TRUE(client.ok()) << client.status().to_string();
+    auto put_end = seen->put_end.get_future();
+    const auto start = std::chrono::steady_clock::now();
+    RunOn(**client, [&]() -> asio::awaitable<void> {
+      StreamOptions options;
+      options.timeout = 20s;
+      auto stream = co_await (*client)->async_open_stream("bulk", "put_until_end", "", options);
+      EXPECT_TRUE(stream.ok()) << stream.status().to_string();
+      if (!stream.ok()) co_return;
+      const std::string message(100'000, 'p');
+      for (int i = 0; i < 3; ++i) {
+        Status s = co_await (*stream)->write(message);
+        EXPECT_TRUE(s.ok()) << s.to_string();
+      }
+      EXPECT_TRUE((*stream)->shm_writing());
+      if (drop) {
+        stream->reset();
+      } else {
+        (*stream)->cancel();
+      }
+    });
+    ASSERT_EQ(put_end.wait_for(10s), std::future_status::ready);
+    const Status end = put_end.get();
+    EXPECT_LT(std::chrono::steady_clock::now() - start, 5s);
+    // Cancelled, as the CANCEL frame says: the client closed its ring when
+    // the call failed, so the handler did not see the ring vanish
+    // (kPeerGone) when the stream was dropped before that frame arrived.
+    EXPECT_EQ(end.code, make_error_code(Errc::kCancelled)) << end.to_string();
+    // The connection still serves.
+    RunOn(**client, [&]() -> asio::awaitable<void> {
+      GetOutcome g = co_await DoGet(**client, 1 << 20, 128 << 10, 12);
+      EXPECT_TRUE(g.final.ok());
+      EXPECT_TRUE(g.exact);
+    });
+    server->stop();
+  }
 }
 
 }  // namespace
