@@ -343,6 +343,53 @@ TEST(ShmRing, CancelWakesAPendingWait) {
   EXPECT_FALSE(ring.reader->try_next().ok());
 }
 
+// writer_finished(): the owner learnt by another path (the call's final
+// frame) that the writer commits nothing more. Slots committed before are
+// still delivered, then kEndOfRing, with no close() from the writer; a
+// next() already waiting on an empty ring is woken with kEndOfRing.
+TEST(ShmRing, WriterFinishedDeliversCommittedSlotsThenEnds) {
+  asio::io_context io;
+  LocalRing ring(io, io, {4096, 4});
+  for (std::uint32_t i = 0; i < 2; ++i) {
+    auto slot = ring.writer->try_acquire();
+    ASSERT_TRUE(slot.ok());
+    fill_message(slot->first(100 + i), i);
+    ASSERT_TRUE(ring.writer->commit(100 + i, i).ok());
+  }
+  ring.reader->writer_finished();
+  std::vector<std::byte> expected;
+  for (std::uint32_t i = 0; i < 2; ++i) {
+    auto slot = ring.reader->try_next();
+    ASSERT_TRUE(slot.ok()) << slot.status().to_string();
+    expected.assign(100 + i, std::byte{});
+    fill_message(expected, i);
+    EXPECT_EQ(slot->tag, i);
+    ASSERT_EQ(slot->data.size(), expected.size());
+    EXPECT_EQ(std::memcmp(slot->data.data(), expected.data(), expected.size()), 0);
+    ASSERT_TRUE(ring.reader->release().ok());
+  }
+  EXPECT_EQ(ring.reader->try_next().status().code, ShmErrc::kEndOfRing);
+  Status waited = run_to_end(io, [&]() -> asio::awaitable<Status> {
+    auto slot = co_await ring.reader->next();
+    co_return slot.status();
+  }());
+  EXPECT_EQ(waited.code, ShmErrc::kEndOfRing);
+}
+
+TEST(ShmRing, WriterFinishedWakesAPendingWait) {
+  asio::io_context io;
+  LocalRing ring(io, io, {4096, 2});
+  asio::steady_timer timer(io, 20ms);
+  timer.async_wait([&](std::error_code) { ring.reader->writer_finished(); });
+  Watchdog watchdog(io, 10s, [&] { ring.reader->cancel(Status(Errc::kDeadlineExceeded, "hung")); });
+  Status s = run_to_end(io, [&]() -> asio::awaitable<Status> {
+    auto slot = co_await ring.reader->next();
+    watchdog.timer.cancel();
+    co_return slot.status();
+  }());
+  EXPECT_EQ(s.code, ShmErrc::kEndOfRing);
+}
+
 // The peer process dies (SIGKILL) in the middle: the other side gets
 // kPeerGone through the liveness socket, not a hang.
 TEST(ShmRing, PeerDeathIsAnErrorNotAHang) {
