@@ -65,6 +65,9 @@ const char* const kThroughputHelp = R"(  throughput [--get|--put] [--streams S] 
              shm: the unix:// connection with the shared-memory data plane
              (docs/SHM.md); its row get/shm has no floor of its own (it is
              compared with get/unix: >= 2 x MB/s, p50 latency <= 0.5 x).
+             Latency: get, the gap between batches at the reader; put, the
+             time write() takes to accept a batch (queued up to the window,
+             so near zero on sockets: put rows have no latency target).
 )";
 
 namespace {
@@ -981,11 +984,16 @@ int run_throughput(int argc, char** argv) {
   for (const auto& row : rows) print_row(row, args);
 
   const std::string m(mode);
-  const std::vector<Target> targets = {{m + "/tcp", "floor-stream/tcp", 0.9},
-                                       {m + "/unix", m + "/tcp", 1.0},
-                                       {m + "/tls", m + "/tcp", 0.8},
-                                       {m + "/shm", m + "/unix", 2.0},
-                                       {m + "/shm", m + "/unix", 0.5, /*latency=*/true}};
+  std::vector<Target> targets = {{m + "/tcp", "floor-stream/tcp", 0.9},
+                                 {m + "/unix", m + "/tcp", 1.0},
+                                 {m + "/tls", m + "/tcp", 0.8},
+                                 {m + "/shm", m + "/unix", 2.0}};
+  // A get's latency is the gap between batches arriving at the reader. A
+  // put's is the time write() takes to accept a batch (as Arrow's DoPut
+  // measures it): near zero for the socket rows, whose writes are queued
+  // until the window fills, and a copy into a slot for shm, so comparing
+  // their p50s says nothing; the latency target is stated for get only.
+  if (m == "get") targets.push_back({m + "/shm", m + "/unix", 0.5, /*latency=*/true});
   std::vector<Evaluated> evaluated;
   std::printf("targets (MB/s, medians of %zu run(s); batch %zu bytes%s):\n", args.runs, args.batch,
               args.batch == 128 * 1024 ? "" : ", the targets are stated for 131072");

@@ -57,10 +57,13 @@ TEST_P(ThroughputTest, SmallRunPrintsRowsAndValidJson) {
         std::string("TLS_AES_128_GCM_SHA256"),
         mode + "/tcp    MB/s >= 0.90 x floor-stream/tcp MB/s: ratio ",
         "Testing method: " + std::string(mode == "get" ? "DoGet" : "DoPut") + " (" + mode + "/shm)",
-        mode + "/shm    MB/s >= 2.00 x " + mode + "/unix MB/s: ratio ",
-        mode + "/shm    p50 latency <= 0.50 x " + mode + "/unix p50 latency: ratio "}) {
+        mode + "/shm    MB/s >= 2.00 x " + mode + "/unix MB/s: ratio "}) {
     EXPECT_NE(ran.output.find(line), std::string::npos) << "missing: " << line << "\n" << ran.output;
   }
+  // The latency target is stated for get: a put's latency is the time
+  // write() takes to accept a batch, which queueing makes near zero.
+  const std::string latency_target = mode + "/shm    p50 latency <= 0.50 x " + mode + "/unix";
+  EXPECT_EQ(ran.output.find(latency_target) != std::string::npos, mode == "get") << ran.output;
 
   std::ifstream file(json_path);
   ASSERT_TRUE(file.good());
@@ -85,8 +88,8 @@ TEST_P(ThroughputTest, SmallRunPrintsRowsAndValidJson) {
   EXPECT_EQ(names, (std::set<std::string>{mode + "/tcp", mode + "/unix", mode + "/tls",
                                            mode + "/shm", "floor-stream/tcp", "floor-stream/unix",
                                            "floor-stream/tls"}));
-  // tcp, unix, tls, and shm's two (MB/s and p50 latency against unix).
-  ASSERT_EQ(doc.at("targets").size(), 5u);
+  // tcp, unix, tls, shm's MB/s against unix, and for get shm's p50 latency.
+  ASSERT_EQ(doc.at("targets").size(), mode == "get" ? 5u : 4u);
   for (const auto& t : doc.at("targets")) {
     EXPECT_TRUE(t.at("ratio").is_number()) << t.dump();
     EXPECT_TRUE(t.at("met").is_boolean()) << t.dump();
