@@ -15,6 +15,7 @@
 #include <asio/co_spawn.hpp>
 #include <asio/use_future.hpp>
 #include <algorithm>
+#include <bit>
 #include <cerrno>
 #include <chrono>
 #include <csignal>
@@ -26,6 +27,7 @@
 #include <future>
 #include <map>
 #include <memory>
+#include <mutex>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
@@ -173,13 +175,22 @@ int parse_args(int argc, char** argv, Args& args) {
 
 // The bytes every batch carries: one buffer, written from (zero-copy) and
 // never compared, so its contents do not matter beyond not being all zero.
+// Thread-safe, and a pattern once handed out is never moved or freed:
+// messages of it are queued as unowned Payloads while other streams (or a
+// later request with a larger batch) ask for theirs. One string per power
+// of two, so a run keeps at most a few.
 const std::string& pattern(std::size_t size) {
-  static std::string bytes;
-  if (bytes.size() < size) {
-    bytes.resize(size);
-    for (std::size_t i = 0; i < size; ++i) bytes[i] = static_cast<char>(i * 131 + (i >> 9));
+  static std::mutex mutex;
+  static std::map<std::size_t, std::unique_ptr<const std::string>> by_size;
+  const std::size_t rounded = std::bit_ceil(std::max<std::size_t>(size, 1));
+  std::lock_guard lock(mutex);
+  auto& bytes = by_size[rounded];
+  if (!bytes) {
+    std::string b(rounded, '\0');
+    for (std::size_t i = 0; i < rounded; ++i) b[i] = static_cast<char>(i * 131 + (i >> 9));
+    bytes = std::make_unique<const std::string>(std::move(b));
   }
-  return bytes;
+  return *bytes;
 }
 
 // ---------------------------------------------------------------------------
