@@ -244,8 +244,16 @@ void ServerConnection::check_stray_descriptors() {
     }
     return;
   }
-  const std::size_t stray = shm_ ? shm_->take_ring_fds(*channel_).size()
-                                 : channel_->stream().take_received_fds().size();
+  // take_ring_fds() hands out four at a time: drain the link's list, so that
+  // every stray descriptor is closed now rather than when the connection
+  // ends (before this only four were; stream_bad_input_test,
+  // EveryStrayDescriptorIsClosedAtOnce...).
+  std::size_t stray = 0;
+  if (shm_) {
+    for (std::size_t n; (n = shm_->take_ring_fds(*channel_).size()) > 0;) stray += n;
+  } else {
+    stray = channel_->stream().take_received_fds().size();
+  }
   if (stray > 0 && fatal_.ok()) {
     fatal_ = Status(Errc::kProtocolError,
                     std::to_string(stray) + " file descriptor(s) sent without an SHM_RING frame");
@@ -317,10 +325,11 @@ void ServerConnection::handle_request(const Frame& frame) {
     fatal_ = Status(Errc::kProtocolError, "REQUEST with call id 0");
     return;
   }
-  // As for STREAM_REQUEST: an id still in use is a protocol error. Before
+  // As for STREAM_REQUEST: an id still outstanding is a protocol error. Before
   // this check a REQUEST with an open stream's id was run next to it, two
   // RESPONSEs went out for one id and the stream's cancel flag was replaced
-  // (stream_bad_input_test, ARequestReusingAStreamsCallId...).
+  // (stream_bad_input_test, ARequestReusingAStreamsCallId...). A cancelled
+  // call's id is free (handle_cancel removed it from both tables).
   if (streams_.contains(call_id) || cancel_flags_.contains(call_id)) {
     fatal_ = Status(Errc::kProtocolError, "REQUEST reuses call id " + std::to_string(call_id));
     return;
@@ -430,7 +439,7 @@ void ServerConnection::start_stream_call(const Service::Method& method,
         stream->end_output(Status(Errc::kFailedPrecondition, "the call has ended"));
         const auto it = self->streams_.find(call_id);
         if (it != self->streams_.end() && it->second == stream) self->streams_.erase(it);
-        self->finish_call(call_id, result, deadline);
+        self->finish_call(call_id, cancelled.get(), result, deadline);
       },
       asio::detached);
 }
@@ -548,7 +557,7 @@ void ServerConnection::start_async_call(const Service::Method& method,
         } catch (...) {
           result = handler_threw("unknown exception");
         }
-        self->finish_call(call_id, result, deadline);
+        self->finish_call(call_id, cancelled.get(), result, deadline);
       },
       asio::detached);
 }
@@ -581,20 +590,23 @@ void ServerConnection::start_blocking_call(const Service::Method& method,
       }
     }
     auto& ex = self->channel_->stream().executor();
-    asio::post(ex, [self = std::move(self), call_id, result = std::move(result), deadline]() {
-      self->finish_call(call_id, result, deadline);
+    asio::post(ex, [self = std::move(self), call_id, cancelled = std::move(cancelled),
+                    result = std::move(result), deadline]() {
+      self->finish_call(call_id, cancelled.get(), result, deadline);
     });
   });
 }
 
-void ServerConnection::finish_call(std::uint32_t call_id, const Result<std::string>& result,
-                                   Clock::time_point deadline) {
+void ServerConnection::finish_call(std::uint32_t call_id, const std::atomic<bool>* cancelled,
+                                   const Result<std::string>& result, Clock::time_point deadline) {
   --in_flight_;
   last_activity_ = Clock::now();
+  // The id's entry is this call's only if it was not cancelled: a cancelled
+  // call left the table (handle_cancel), and the id may run a new call now,
+  // which this one must neither remove nor answer for.
   const auto it = cancel_flags_.find(call_id);
-  const bool cancelled = it != cancel_flags_.end() && it->second->load();
-  if (it != cancel_flags_.end()) cancel_flags_.erase(it);
-  if (!cancelled) respond(call_id, result, deadline);
+  if (it != cancel_flags_.end() && it->second.get() == cancelled) cancel_flags_.erase(it);
+  if (!cancelled->load()) respond(call_id, result, deadline);
   channel_->schedule_flush();
   if (state_ == State::kGoingAway && in_flight_ == 0) close_when_drained();
 }
@@ -664,6 +676,13 @@ void ServerConnection::handle_cancel(std::uint32_t call_id) {
   const auto it = cancel_flags_.find(call_id);
   if (it == cancel_flags_.end()) return;  // finished already, or never existed
   it->second->store(true);
+  // The call leaves the id table now, not when its handler returns: the
+  // server sends nothing more for it, so the client may reuse the id at once
+  // (PROTOCOL.md section 3), and the handler's result is dropped by
+  // finish_call through its own flag. Before this a REQUEST reusing the id
+  // was a PROTOCOL_ERROR or served depending on whether the handler had
+  // noticed the cancel yet (stream_bad_input_test, ACallReusingACancelledCallsId...).
+  cancel_flags_.erase(it);
   if (const auto s = streams_.find(call_id); s != streams_.end()) {
     auto stream = std::move(s->second);
     streams_.erase(s);

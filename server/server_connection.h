@@ -78,8 +78,10 @@ class ServerConnection : public std::enable_shared_from_this<ServerConnection> {
                            Clock::time_point deadline, std::string_view payload);
   void respond(std::uint32_t call_id, const Result<std::string>& result,
                Clock::time_point deadline);
-  void finish_call(std::uint32_t call_id, const Result<std::string>& result,
-                   Clock::time_point deadline);
+  // A call's handler has returned: answers unless `cancelled` (the call's
+  // own flag) is set.
+  void finish_call(std::uint32_t call_id, const std::atomic<bool>* cancelled,
+                   const Result<std::string>& result, Clock::time_point deadline);
   void flush_if_idle();
   void close_when_drained();
 
@@ -97,6 +99,8 @@ class ServerConnection : public std::enable_shared_from_this<ServerConnection> {
   std::size_t in_flight_ = 0;
   std::uint32_t last_call_id_ = 0;
   Clock::time_point last_activity_;
+  // The cancel flags of the async, blocking and stream calls running under
+  // each id; a cancelled call leaves at CANCEL (its handler keeps the flag).
   std::unordered_map<std::uint32_t, std::shared_ptr<std::atomic<bool>>> cancel_flags_;
   std::unordered_map<std::uint32_t, std::shared_ptr<CallStream>> streams_;
   std::shared_ptr<ShmLink> shm_;  // set once the client's SHM_HELLO was accepted

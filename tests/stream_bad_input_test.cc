@@ -477,7 +477,15 @@ asio::awaitable<void> Pause(std::chrono::milliseconds d) {
 //   get (stream): request "<n> <size>": sends n messages of size bytes; "done".
 //   block (blocking unary): returns "released" once the test releases it
 //     (or it is cancelled, or 10 s pass).
-Service TestService(std::shared_ptr<std::atomic<bool>> release) {
+//   hold (async unary), hold_blocking (blocking unary), hold_stream (stream):
+//     ignore cancellation and return "held <request>" once `hold` is set (or
+//     10 s pass), counting themselves in `holding` when they start and in
+//     `held` just before they return, so a cancelled call is surely still
+//     running until the test lets it go.
+Service TestService(std::shared_ptr<std::atomic<bool>> release,
+                    std::shared_ptr<std::atomic<bool>> hold,
+                    std::shared_ptr<std::atomic<int>> holding,
+                    std::shared_ptr<std::atomic<int>> held) {
   Service t("t");
   t.add_stream("stall", [](CallContext& ctx, ServerStream&) -> asio::awaitable<Result<std::string>> {
     const auto until = Clock::now() + 20s;
@@ -513,6 +521,30 @@ Service TestService(std::shared_ptr<std::atomic<bool>> release) {
     }
     return std::string("released");
   });
+  t.add_async("hold", [hold, holding, held](CallContext&, std::string request)
+                          -> asio::awaitable<Result<std::string>> {
+    ++*holding;
+    const auto until = Clock::now() + 10s;
+    while (!hold->load() && Clock::now() < until) co_await Pause(2ms);
+    ++*held;  // the connection's finish_call runs right after, on this thread
+    co_return "held " + request;
+  });
+  t.add_blocking("hold_blocking", [hold, holding, held](CallContext&, std::string_view request)
+                                      -> Result<std::string> {
+    ++*holding;
+    const auto until = Clock::now() + 10s;
+    while (!hold->load() && Clock::now() < until) std::this_thread::sleep_for(2ms);
+    ++*held;
+    return "held " + std::string(request);
+  });
+  t.add_stream("hold_stream", [hold, holding, held](CallContext&, ServerStream& s)
+                                  -> asio::awaitable<Result<std::string>> {
+    ++*holding;
+    const auto until = Clock::now() + 10s;
+    while (!hold->load() && Clock::now() < until) co_await Pause(2ms);
+    ++*held;
+    co_return "held " + std::string(s.request());
+  });
   return t;
 }
 
@@ -521,6 +553,7 @@ class StreamBadInputTest : public ::testing::TestWithParam<Kind> {
   void SetUp() override { ASSERT_NO_FATAL_FAILURE(StartServer()); }
   void TearDown() override {
     release_->store(true);
+    hold_->store(true);
     StopAndDestroy(server_);
   }
 
@@ -539,7 +572,7 @@ class StreamBadInputTest : public ::testing::TestWithParam<Kind> {
     o.log = null_log_sink();
     if (tweak) tweak(o);
     server_ = std::make_unique<Server>(std::move(o));
-    ASSERT_TRUE(server_->add_service(TestService(release_)).ok());
+    ASSERT_TRUE(server_->add_service(TestService(release_, hold_, holding_, held_)).ok());
     const Status started = server_->start();
     ASSERT_TRUE(started.ok()) << started.to_string();
     endpoint_ = server_->bound_endpoints().at(0);
@@ -695,6 +728,9 @@ class StreamBadInputTest : public ::testing::TestWithParam<Kind> {
   }
 
   std::shared_ptr<std::atomic<bool>> release_ = std::make_shared<std::atomic<bool>>(false);
+  std::shared_ptr<std::atomic<bool>> hold_ = std::make_shared<std::atomic<bool>>(false);
+  std::shared_ptr<std::atomic<int>> holding_ = std::make_shared<std::atomic<int>>(0);
+  std::shared_ptr<std::atomic<int>> held_ = std::make_shared<std::atomic<int>>(0);
   std::unique_ptr<Server> server_;
   Endpoint endpoint_;
 };
@@ -972,6 +1008,167 @@ TEST_P(StreamBadInputTest, ARequestReusingAStreamsCallIdIsAProtocolError) {
     ASSERT_TRUE(raw->Send(Frame(kRequest, 12, RequestBody(method == std::string("echo") ? "sys" : "t",
                                                           method, "same id"))));
     ExpectErrorThenClose(*raw, Errc::kProtocolError);
+  }
+  ExpectServerStillServes();
+}
+
+// --- reusing a call id -----------------------------------------------------------------
+
+// A call the server keeps running, whatever the client says, until hold_ is
+// set: t.hold (async), t.hold_blocking (blocking pool) or t.hold_stream.
+enum class Held { kAsync, kBlocking, kStream };
+const char* HeldName(Held held) {
+  switch (held) {
+    case Held::kAsync: return "async unary";
+    case Held::kBlocking: return "blocking unary";
+    case Held::kStream: return "stream";
+  }
+  return "?";
+}
+
+// After CANCEL the server sends nothing more for the id, so the client may
+// use it again at once (PROTOCOL.md sections 3 and 6a): the new call runs
+// and is answered with its own result, and the cancelled call's result is
+// dropped when its handler returns. The handlers here ignore cancellation,
+// so the old call surely still runs when the id comes back. (Before the
+// fix the reuse was a PROTOCOL_ERROR whenever the old handler had not
+// returned yet: on a real handler, timing decided.)
+TEST_P(StreamBadInputTest, ACallReusingACancelledCallsIdIsServedAndTheOldResultDropped) {
+  enum class Next { kEcho, kStream, kHeld };
+  const std::vector<std::pair<Next, const char*>> nexts = {
+      {Next::kEcho, "REQUEST sys.echo"},
+      {Next::kStream, "STREAM_REQUEST t.get"},
+      {Next::kHeld, "REQUEST t.hold (held too)"},
+  };
+  constexpr std::uint32_t kId = 13;
+  for (const Held old : {Held::kAsync, Held::kBlocking, Held::kStream}) {
+    for (const auto& [next, next_name] : nexts) {
+      SCOPED_TRACE(std::string(HeldName(old)) + " cancelled, then " + next_name);
+      hold_->store(false);
+      holding_->store(0);
+      held_->store(0);
+      auto raw = Authenticated();
+      if (old == Held::kStream) {
+        ASSERT_NO_FATAL_FAILURE(OpenStream(*raw, kId, "hold_stream", 1 << 20, "old"));
+      } else {
+        ASSERT_TRUE(raw->Send(Frame(kRequest, kId, RequestBody("t", old == Held::kAsync ? "hold" : "hold_blocking", "old"))));
+      }
+      EXPECT_TRUE(ExpectAlive(*raw).empty());
+      // Running, not just queued (a blocking call cancelled while queued never runs).
+      ASSERT_TRUE(Eventually([&] { return holding_->load() == 1; }, 5s));
+      ASSERT_TRUE(raw->Send(Frame(kCancel, kId)));
+      EXPECT_TRUE(ExpectAlive(*raw).empty()) << "a frame for the call after its CANCEL";
+
+      switch (next) {
+        case Next::kEcho:
+          ExpectServesCalls(*raw, kId);
+          break;
+        case Next::kStream: {
+          ASSERT_NO_FATAL_FAILURE(OpenStream(*raw, kId, "get", 1 << 20, "2 3"));
+          int messages = 0;
+          for (;;) {
+            auto frame = raw->ReadFrame();
+            ASSERT_TRUE(frame.has_value()) << "no RESPONSE for the new stream";
+            ASSERT_EQ(frame->call_id, kId) << "frame type " << int(frame->type);
+            if (frame->type == kData) {
+              EXPECT_EQ(frame->body, "ggg");
+              ++messages;
+              continue;
+            }
+            ASSERT_EQ(frame->type, kResponse) << "frame type " << int(frame->type);
+            auto reply = ParseResponse(frame->body);
+            ASSERT_TRUE(reply.has_value());
+            EXPECT_EQ(reply->status, 0) << reply->message;
+            EXPECT_EQ(reply->payload, "done");
+            break;
+          }
+          EXPECT_EQ(messages, 2);
+          break;
+        }
+        case Next::kHeld:
+          ASSERT_TRUE(raw->Send(Frame(kRequest, kId, RequestBody("t", "hold", "new"))));
+          EXPECT_TRUE(ExpectAlive(*raw).empty());
+          break;
+      }
+      ASSERT_EQ(held_->load(), 0) << "the cancelled call was not running any more";
+
+      // Let the cancelled call (and a held new one) return.
+      hold_->store(true);
+      const int calls = next == Next::kHeld ? 2 : 1;
+      ASSERT_TRUE(Eventually([&] { return held_->load() == calls; }, 5s));
+      std::this_thread::sleep_for(50ms);  // a blocking call's end is posted to the IO thread
+      const auto after = ExpectAlive(*raw);
+      if (next == Next::kHeld) {
+        ASSERT_EQ(after.size(), 1u) << "want the new call's RESPONSE only";
+        EXPECT_EQ(after[0].type, kResponse);
+        EXPECT_EQ(after[0].call_id, kId);
+        auto reply = ParseResponse(after[0].body);
+        ASSERT_TRUE(reply.has_value());
+        EXPECT_EQ(reply->status, 0) << reply->message;
+        EXPECT_EQ(reply->payload, "held new") << "answered with the cancelled call's result";
+      } else {
+        for (const auto& frame : after) {
+          ADD_FAILURE() << "frame " << int(frame.type) << " for call " << frame.call_id
+                        << " when the cancelled call returned";
+        }
+      }
+      // Both calls are over: the id is free again, and the connection fine.
+      ExpectServesCalls(*raw, kId);
+    }
+  }
+  ExpectServerStillServes();
+}
+
+// An id whose call the server still runs and the client has not cancelled
+// stays taken: reusing it is a PROTOCOL_ERROR, also when that call itself
+// reused the id of a cancelled one.
+TEST_P(StreamBadInputTest, ReusingAnOutstandingCallsIdIsStillAProtocolError) {
+  struct Outstanding {
+    const char* name;
+    Held held;
+    bool over_a_cancelled_call;  // it reused the id of a cancelled t.hold
+  };
+  const std::vector<Outstanding> outstandings = {
+      {"async unary", Held::kAsync, false},
+      {"blocking unary", Held::kBlocking, false},
+      {"stream", Held::kStream, false},
+      {"async unary reusing a cancelled call's id", Held::kAsync, true},
+      {"stream reusing a cancelled call's id", Held::kStream, true},
+  };
+  const std::vector<std::pair<const char*, std::string>> reuses = {
+      {"REQUEST", Frame(kRequest, 14, RequestBody("sys", "echo", "reuse"))},
+      {"STREAM_REQUEST", Frame(kStreamRequest, 14, StreamRequestBody("t", "put", 4096))},
+  };
+  for (const auto& outstanding : outstandings) {
+    for (const auto& [reuse_name, reuse] : reuses) {
+      SCOPED_TRACE(std::string(outstanding.name) + ", then " + reuse_name);
+      hold_->store(false);
+      holding_->store(0);
+      held_->store(0);
+      {
+        auto raw = Authenticated();
+        if (outstanding.over_a_cancelled_call) {
+          ASSERT_TRUE(raw->Send(Frame(kRequest, 14, RequestBody("t", "hold", "old"))));
+          ASSERT_TRUE(Eventually([&] { return holding_->load() == 1; }, 5s));
+          ASSERT_TRUE(raw->Send(Frame(kCancel, 14)));
+          EXPECT_TRUE(ExpectAlive(*raw).empty());
+        }
+        if (outstanding.held == Held::kStream) {
+          ASSERT_NO_FATAL_FAILURE(OpenStream(*raw, 14, "hold_stream"));
+        } else {
+          ASSERT_TRUE(raw->Send(Frame(
+              kRequest, 14,
+              RequestBody("t", outstanding.held == Held::kAsync ? "hold" : "hold_blocking", ""))));
+        }
+        EXPECT_TRUE(ExpectAlive(*raw).empty());
+        const int calls = outstanding.over_a_cancelled_call ? 2 : 1;
+        ASSERT_TRUE(Eventually([&] { return holding_->load() == calls; }, 5s));
+        ASSERT_TRUE(raw->Send(reuse));
+        ExpectErrorThenClose(*raw, Errc::kProtocolError);
+      }
+      hold_->store(true);
+      EXPECT_TRUE(Eventually([&] { return held_->load() == holding_->load(); }, 5s));
+    }
   }
   ExpectServerStillServes();
 }
@@ -1329,6 +1526,56 @@ TEST_P(ShmBadInputTest, DescriptorsWithoutAnShmFrameAreRefusedAndNotLeaked) {
   }
   ExpectServerStillServes();
   ExpectFdsBackTo(baseline);
+}
+
+// Every stray descriptor is closed as soon as the server sees it is stray,
+// not when the connection ends: measured while the server still lingers on
+// the connection after its ERROR (its socket still open: the count is back
+// to exactly what it was with the connection up). (Before the fix, with a
+// link accepted, only four were closed at once; the rest waited in the
+// link until the connection was gone.)
+TEST_P(ShmBadInputTest, EveryStrayDescriptorIsClosedAtOnceWhileTheConnectionLingers) {
+  struct Row {
+    const char* name;
+    bool link;  // SHM_HELLO accepted first
+    int count;  // descriptors on one frame
+    bool ping;  // on a PING (else on a REQUEST)
+  };
+  const std::vector<Row> rows = {
+      {"8 on a PING, with a link", true, 8, true},
+      {"16 on a PING, with a link", true, 16, true},
+      {"5 on a REQUEST, with a link", true, 5, false},
+      {"8 on a PING, no link", false, 8, true},
+  };
+  for (const auto& row : rows) {
+    SCOPED_TRACE(row.name);
+    const std::size_t before = OpenFds();
+    {
+      auto raw = Authenticated();
+      if (row.link) {
+        ASSERT_NO_FATAL_FAILURE(OfferShm(*raw));
+      }
+      const std::size_t connected = OpenFds();  // both ends of this connection included
+      {
+        std::vector<UniqueFd> owned;
+        std::vector<int> list;
+        for (int i = 0; i < row.count; ++i) {
+          owned.push_back(i % 2 == 0 ? PipeEnd() : DevNull());
+          list.push_back(owned.back().get());
+        }
+        const std::string frame = row.ping ? Frame(kPing, 0, "fds")
+                                           : Frame(kRequest, 3, RequestBody("sys", "echo", "fd"));
+        ASSERT_TRUE(raw->SendWithFds(frame, list));
+      }
+      ExpectErrorThenClose(*raw, Errc::kProtocolError);
+      // The server lingers up to 2 s reading until we close: check well within.
+      EXPECT_TRUE(Eventually([&] { return OpenFds() == connected; }, 1s))
+          << OpenFds() << " descriptors open, " << connected
+          << " with the connection up: stray descriptors still held";
+    }
+    ExpectFdsBackTo(before);
+  }
+  ExpectServerStillServes();
 }
 
 // A client that never lets the server read a frame whole — each sendmsg
