@@ -4,8 +4,9 @@
 // in-place slots and messages spanning slots), fallback to the socket when
 // either side disables shared memory, refusal for a peer running as another
 // uid (a forked child that setuid()s to nobody), a peer process vanishing
-// mid-stream on either side, and a slow consumer bounding the writer by the
-// ring. streaming_test runs its whole suite over shm as well ("shm").
+// mid-stream on either side, a slow consumer bounding the writer by the
+// ring, a first write racing the stream's end, and a client's failed ring
+// read cancelling the call. streaming_test runs its whole suite over shm as well ("shm").
 #include <gtest/gtest.h>
 #include <openssl/evp.h>
 #include <poll.h>
@@ -954,6 +955,91 @@ TEST(ShmStreamTest, RingLeftOpenByTheServerEndsWithTheResponse) {
       }
       // Well before the stream's deadline: nothing waited for the ring's end.
       EXPECT_LT(std::chrono::steady_clock::now() - start, 5s);
+    });
+    client_done.set_value();
+    EXPECT_EQ(server.get(), "");
+    client->reset();
+    ::close(listener);
+  }
+}
+
+// A client whose read of the server's ring fails (here a slot whose
+// message length is shorter than the slot's: kCorrupted) fails the call and
+// closes its own ring; the server must be told (CANCEL) at once, as for a
+// deadline — not left waiting on a drained ring until the call's deadline
+// or the connection's end. The fake server checks the CANCEL arrives.
+TEST(ShmStreamTest, ClientRingReadFailureCancelsTheCall) {
+  for (const bool client_writes : {false, true}) {
+    SCOPED_TRACE(client_writes ? "the client wrote through its own ring first" : "read only");
+    const std::string name = RawSocketName("corrupt");
+    const int listener = RawPeer::Listen(name);
+    ASSERT_GE(listener, 0);
+    std::promise<void> client_done;
+    auto client_done_future = client_done.get_future().share();
+    auto server = std::async(std::launch::async, [&]() -> std::string {
+      RawPeer peer(RawPeer::Accept(listener, 10s));
+      std::string preamble;
+      if (!peer.ReadExact(preamble, wire::kPreambleSize, 10s)) return "no preamble";
+      if (!peer.ReadUntil(wire::FrameType::kHello)) return "no HELLO";
+      std::string out;
+      wire::append_auth_success(out, {wire::kFeatureStreams | wire::kFeatureShm, "", "alice"});
+      if (!peer.Send(out)) return "AUTH_SUCCESS not sent";
+      if (!peer.ReadUntil(wire::FrameType::kShmHello)) return "no SHM_HELLO";
+      out.assign(wire::kFrameHeaderSize, '\0');
+      wire::write_frame_header(reinterpret_cast<std::uint8_t*>(out.data()),
+                               wire::FrameType::kShmAccept, 0, 8);
+      wire::Writer(out).u32(0);
+      wire::Writer(out).u32(0);
+      if (!peer.Send(out)) return "SHM_ACCEPT not sent";
+      auto request = peer.ReadUntil(wire::FrameType::kStreamRequest);
+      if (!request) return "no STREAM_REQUEST";
+      const std::uint32_t id = request->call_id;
+      out.clear();
+      wire::append_window_update(out, id, 1 << 20);
+      if (!peer.Send(out)) return "WINDOW_UPDATE not sent";
+      if (client_writes && !peer.ReadUntil(wire::FrameType::kShmRing)) return "no SHM_RING";
+      asio::io_context io;  // the writer's executor; never run
+      auto writer = peer.SendRing(id, io.get_executor());
+      if (!writer) return "SHM_RING not sent";
+      auto slot = writer->try_acquire();
+      if (!slot.ok()) return "no slot";
+      std::memset(slot->data(), 'c', 100);
+      if (!writer->commit(100, 50).ok()) return "commit failed";  // 100 bytes of a 50-byte message
+      const auto sent = std::chrono::steady_clock::now();
+      auto cancel = peer.ReadUntil(wire::FrameType::kCancel, 5s);
+      std::string result;
+      if (!cancel) {
+        result = "no CANCEL";
+      } else if (cancel->call_id != id) {
+        result = "CANCEL for another call";
+      } else if (std::chrono::steady_clock::now() - sent > 2s) {
+        result = "CANCEL late";
+      }
+      client_done_future.wait_for(30s);
+      return result;
+    });
+    ClientRuntime runtime(1);
+    auto client = Client::connect(runtime, ClientFor(*Endpoint::parse("unix:@" + name), true));
+    ASSERT_TRUE(client.ok()) << client.status().to_string();
+    RunOn(**client, [&]() -> asio::awaitable<void> {
+      StreamOptions options;
+      options.timeout = 20s;  // well beyond the CANCEL's bound
+      auto stream = co_await (*client)->async_open_stream("bulk", "get", "", options);
+      EXPECT_TRUE(stream.ok()) << stream.status().to_string();
+      if (!stream.ok()) co_return;
+      if (client_writes) {
+        Status w = co_await (*stream)->write(std::string_view("from the client"));
+        EXPECT_TRUE(w.ok()) << w.to_string();
+        EXPECT_TRUE((*stream)->shm_writing());
+      }
+      auto m = co_await (*stream)->read();
+      EXPECT_FALSE(m.ok());
+      if (!m.ok()) {
+        EXPECT_EQ(m.status().code, ShmErrc::kCorrupted) << m.status().to_string();
+      }
+      EXPECT_TRUE((*stream)->shm_reading());
+      // Dropping the failed stream adds nothing (it is finished).
+      stream->reset();
     });
     client_done.set_value();
     EXPECT_EQ(server.get(), "");
