@@ -45,8 +45,12 @@ asio::awaitable<bool> CallStream::wait(asio::steady_timer& event) {
 }
 
 void CallStream::deadline_passed() {
+  fail_locally(Status(Errc::kDeadlineExceeded, "streaming call timed out"));
+}
+
+void CallStream::fail_locally(Status why) {
   if (failed()) return;
-  fail(Status(Errc::kDeadlineExceeded, "streaming call timed out"));
+  fail(std::move(why));
   if (on_local_failure_) {
     auto hook = std::move(on_local_failure_);
     hook(failure_);
@@ -264,7 +268,11 @@ asio::awaitable<Result<std::optional<Payload>>> CallStream::read() {
       auto m = co_await shm_->read(channel_->max_frame_size());
       if (failed()) co_return failure_;
       if (!m.ok()) {
-        fail(m.status());
+        // The peer cannot see this failure (kCorrupted, kPeerGone...): fail()
+        // closes our ring, and its reader, having drained it, waits for the
+        // socket's word. Tell it (the client sends CANCEL), as for a
+        // deadline (shm_stream_test, ClientRingReadFailureCancelsTheCall).
+        fail_locally(m.status());
         co_return m.status();
       }
       if (*m) co_return std::move(*m);

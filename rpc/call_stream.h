@@ -112,8 +112,9 @@ class CallStream : public std::enable_shared_from_this<CallStream> {
   const asio::any_io_executor& executor() const noexcept { return channel_->stream().executor(); }
   // Sends a frame about this call that carries no body (END_STREAM, CANCEL).
   void send_control(wire::FrameType type);
-  // Called once when the stream fails by itself (its deadline passed), so
-  // that the owner can tell the peer (CANCEL) and forget the call.
+  // Called once when the stream fails by itself (its deadline passed, or
+  // reading the peer's ring failed), so that the owner can tell the peer
+  // (CANCEL) and forget the call.
   void set_on_local_failure(std::function<void(const Status&)> hook) {
     on_local_failure_ = std::move(hook);
   }
@@ -134,6 +135,9 @@ class CallStream : public std::enable_shared_from_this<CallStream> {
   // Waits for `event` to be signalled; false if the deadline passed.
   asio::awaitable<bool> wait(asio::steady_timer& event);
   void deadline_passed();
+  // fail(), then the on_local_failure_ hook: for failures the peer cannot
+  // see (the deadline, a broken ring).
+  void fail_locally(Status why);
   Status send_status() const;
   void return_credit();
   Status check_size(std::size_t size) const;

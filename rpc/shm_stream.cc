@@ -203,7 +203,7 @@ Status ShmStreamPlane::send_ring(ShmRing& ring) {
 asio::awaitable<bool> ShmStreamPlane::ready_to_write() {
   if (write_decided_) co_return writer_.has_value();
   write_decided_ = true;
-  if (!link_ || !link_->active() || channel_->closed()) co_return false;
+  if (!link_ || !link_->active() || writer_closed_ || channel_->closed()) co_return false;
   auto ring = ShmRing::create(link_->options().ring);
   if (!ring.ok()) co_return false;  // unavailable here: the socket it is
   // The ring's frame (with the descriptors) must not land inside bytes the
@@ -211,7 +211,13 @@ asio::awaitable<bool> ShmStreamPlane::ready_to_write() {
   // one step of this executor.
   for (;;) {
     co_await channel_->wait_pending_below(0);
-    if (channel_->closed()) co_return false;
+    // The stream's sending side may have ended while we waited (finish(),
+    // cancel, the handler's return): its final frame is out, so a ring
+    // handed over now would come after it — the peer drops it and the
+    // message committed into it is lost while write() says OK. Go to the
+    // socket path instead, which fails the write with the stream's status
+    // (shm_stream_test, WriteRacingFinishOnTheFirstShmWriteIsNeverLost).
+    if (writer_closed_ || channel_->closed()) co_return false;
     Status s = send_ring(*ring);
     if (s.ok()) break;
     if (s.code != asio::error::would_block) {
@@ -221,6 +227,7 @@ asio::awaitable<bool> ShmStreamPlane::ready_to_write() {
     asio::steady_timer pause(executor_, std::chrono::milliseconds(1));
     std::error_code ec;
     co_await pause.async_wait(asio::redirect_error(asio::use_awaitable, ec));
+    if (writer_closed_) co_return false;
   }
   auto writer = ShmWriter::open(executor_, std::move(*ring));
   if (!writer.ok()) {
@@ -278,6 +285,7 @@ asio::awaitable<Result<Payload>> ShmStreamPlane::acquire(std::size_t size) {
 }
 
 void ShmStreamPlane::close_writer(const Status& why) {
+  writer_closed_ = true;  // also before the ring exists: ready_to_write() must not make one
   if (!writer_) return;
   writer_->close();
   writer_->cancel(why);
@@ -356,6 +364,7 @@ void ShmStreamPlane::peer_finished() {
 }
 
 void ShmStreamPlane::fail(const Status& why) {
+  writer_closed_ = true;
   if (writer_) {
     // Closed, not only cancelled: the peer's reader then ends the ring at
     // once and takes the call's outcome from the socket (CANCEL, RESPONSE,

@@ -108,7 +108,9 @@ class ShmStreamPlane final : public PayloadOwner,
   // --- Writing (one writer at a time).
   // On the first call: creates a ring and hands it over if the link is
   // active; true from then on if the stream's messages go to the ring, false
-  // if they go to the socket (no shm, or the setup failed: fallback).
+  // if they go to the socket (no shm, the setup failed: fallback; or
+  // close_writer()/fail() ran first, even during this call's wait: the
+  // caller's send path then reports the stream's end).
   asio::awaitable<bool> ready_to_write();
   bool writing() const noexcept { return writer_.has_value(); }
   // Copies `message` into slots (once) and commits them.
@@ -120,7 +122,8 @@ class ShmStreamPlane final : public PayloadOwner,
   // pooled buffer that write() copies.
   asio::awaitable<Result<Payload>> acquire(std::size_t size);
   // The writer's orderly end: the reader gets every slot, then the end; a
-  // write still waiting for a slot fails with `why`.
+  // write still waiting for a slot fails with `why`. Before the first
+  // write's ring exists: no ring will be made.
   void close_writer(const Status& why);
 
   // --- Reading (one reader at a time).
@@ -166,6 +169,9 @@ class ShmStreamPlane final : public PayloadOwner,
   std::uint32_t call_id_;
   std::shared_ptr<BufferPool> pool_;
   bool write_decided_ = false;
+  // close_writer() or fail() ran, with or without a ring: none is handed
+  // over after that (the stream's final frame may have left already).
+  bool writer_closed_ = false;
   std::optional<ShmWriter> writer_;
   char* lent_ = nullptr;  // the acquired slot a Payload holds, not yet committed
   std::optional<ShmReader> reader_;

@@ -4,8 +4,9 @@
 // in-place slots and messages spanning slots), fallback to the socket when
 // either side disables shared memory, refusal for a peer running as another
 // uid (a forked child that setuid()s to nobody), a peer process vanishing
-// mid-stream on either side, and a slow consumer bounding the writer by the
-// ring. streaming_test runs its whole suite over shm as well ("shm").
+// mid-stream on either side, a slow consumer bounding the writer by the
+// ring, a first write racing the stream's end, and a client's failed ring
+// read cancelling the call. streaming_test runs its whole suite over shm as well ("shm").
 #include <gtest/gtest.h>
 #include <openssl/evp.h>
 #include <poll.h>
@@ -17,7 +18,9 @@
 #include <unistd.h>
 
 #include <asio/co_spawn.hpp>
+#include <asio/detached.hpp>
 #include <asio/io_context.hpp>
+#include <asio/post.hpp>
 #include <asio/redirect_error.hpp>
 #include <asio/steady_timer.hpp>
 #include <asio/this_coro.hpp>
@@ -100,6 +103,10 @@ struct Seen {
   std::promise<void> get_done;
   bool get_done_set = false;
   std::promise<Status> put_end;  // put_until_end: how the handler's reads ended
+  // write_racing_return: whether the handler's writer was still waiting
+  // when the handler returned, and how its write ended (under mu).
+  bool race_waiting = false;
+  std::optional<Status> race_write;
 };
 
 // get "<total> <batch> <seed>": pattern bytes, filled in place in the slot
@@ -194,6 +201,25 @@ void AddService(Server& server, std::shared_ptr<Seen> seen) {
     seen->put_end.set_value(end);
     if (!end.ok()) co_return end;
     co_return std::string("ended");
+  });
+  // Starts a writer of one message beside the handler, which returns at
+  // once (the ServerStream copy keeps the call's stream alive).
+  bulk.add_stream("write_racing_return", [seen](CallContext&, ServerStream& s) -> asio::awaitable<Result<std::string>> {
+    auto ex = co_await asio::this_coro::executor;
+    auto done = std::make_shared<bool>(false);
+    asio::co_spawn(ex, [copy = s, seen, done]() mutable -> asio::awaitable<void> {
+      Status st = co_await copy.write(std::string_view("hello from the handler"));
+      *done = true;
+      std::lock_guard lock(seen->mu);
+      seen->race_write = st;
+    }, asio::detached);
+    co_await asio::post(ex, asio::use_awaitable);
+    co_await asio::post(ex, asio::use_awaitable);
+    {
+      std::lock_guard lock(seen->mu);
+      seen->race_waiting = !*done;
+    }
+    co_return std::string("returned");
   });
   ASSERT_TRUE(server.add_service(std::move(bulk)).ok());
 }
@@ -937,6 +963,91 @@ TEST(ShmStreamTest, RingLeftOpenByTheServerEndsWithTheResponse) {
   }
 }
 
+// A client whose read of the server's ring fails (here a slot whose
+// message length is shorter than the slot's: kCorrupted) fails the call and
+// closes its own ring; the server must be told (CANCEL) at once, as for a
+// deadline — not left waiting on a drained ring until the call's deadline
+// or the connection's end. The fake server checks the CANCEL arrives.
+TEST(ShmStreamTest, ClientRingReadFailureCancelsTheCall) {
+  for (const bool client_writes : {false, true}) {
+    SCOPED_TRACE(client_writes ? "the client wrote through its own ring first" : "read only");
+    const std::string name = RawSocketName("corrupt");
+    const int listener = RawPeer::Listen(name);
+    ASSERT_GE(listener, 0);
+    std::promise<void> client_done;
+    auto client_done_future = client_done.get_future().share();
+    auto server = std::async(std::launch::async, [&]() -> std::string {
+      RawPeer peer(RawPeer::Accept(listener, 10s));
+      std::string preamble;
+      if (!peer.ReadExact(preamble, wire::kPreambleSize, 10s)) return "no preamble";
+      if (!peer.ReadUntil(wire::FrameType::kHello)) return "no HELLO";
+      std::string out;
+      wire::append_auth_success(out, {wire::kFeatureStreams | wire::kFeatureShm, "", "alice"});
+      if (!peer.Send(out)) return "AUTH_SUCCESS not sent";
+      if (!peer.ReadUntil(wire::FrameType::kShmHello)) return "no SHM_HELLO";
+      out.assign(wire::kFrameHeaderSize, '\0');
+      wire::write_frame_header(reinterpret_cast<std::uint8_t*>(out.data()),
+                               wire::FrameType::kShmAccept, 0, 8);
+      wire::Writer(out).u32(0);
+      wire::Writer(out).u32(0);
+      if (!peer.Send(out)) return "SHM_ACCEPT not sent";
+      auto request = peer.ReadUntil(wire::FrameType::kStreamRequest);
+      if (!request) return "no STREAM_REQUEST";
+      const std::uint32_t id = request->call_id;
+      out.clear();
+      wire::append_window_update(out, id, 1 << 20);
+      if (!peer.Send(out)) return "WINDOW_UPDATE not sent";
+      if (client_writes && !peer.ReadUntil(wire::FrameType::kShmRing)) return "no SHM_RING";
+      asio::io_context io;  // the writer's executor; never run
+      auto writer = peer.SendRing(id, io.get_executor());
+      if (!writer) return "SHM_RING not sent";
+      auto slot = writer->try_acquire();
+      if (!slot.ok()) return "no slot";
+      std::memset(slot->data(), 'c', 100);
+      if (!writer->commit(100, 50).ok()) return "commit failed";  // 100 bytes of a 50-byte message
+      const auto sent = std::chrono::steady_clock::now();
+      auto cancel = peer.ReadUntil(wire::FrameType::kCancel, 5s);
+      std::string result;
+      if (!cancel) {
+        result = "no CANCEL";
+      } else if (cancel->call_id != id) {
+        result = "CANCEL for another call";
+      } else if (std::chrono::steady_clock::now() - sent > 2s) {
+        result = "CANCEL late";
+      }
+      client_done_future.wait_for(30s);
+      return result;
+    });
+    ClientRuntime runtime(1);
+    auto client = Client::connect(runtime, ClientFor(*Endpoint::parse("unix:@" + name), true));
+    ASSERT_TRUE(client.ok()) << client.status().to_string();
+    RunOn(**client, [&]() -> asio::awaitable<void> {
+      StreamOptions options;
+      options.timeout = 20s;  // well beyond the CANCEL's bound
+      auto stream = co_await (*client)->async_open_stream("bulk", "get", "", options);
+      EXPECT_TRUE(stream.ok()) << stream.status().to_string();
+      if (!stream.ok()) co_return;
+      if (client_writes) {
+        Status w = co_await (*stream)->write(std::string_view("from the client"));
+        EXPECT_TRUE(w.ok()) << w.to_string();
+        EXPECT_TRUE((*stream)->shm_writing());
+      }
+      auto m = co_await (*stream)->read();
+      EXPECT_FALSE(m.ok());
+      if (!m.ok()) {
+        EXPECT_EQ(m.status().code, ShmErrc::kCorrupted) << m.status().to_string();
+      }
+      EXPECT_TRUE((*stream)->shm_reading());
+      // Dropping the failed stream adds nothing (it is finished).
+      stream->reset();
+    });
+    client_done.set_value();
+    EXPECT_EQ(server.get(), "");
+    client->reset();
+    ::close(listener);
+  }
+}
+
 // The other direction: a client's put whose ring is never closed, ended by
 // END_STREAM. The server's handler must read every message committed before
 // it, then the end (and answer with their size and digest), not wait for
@@ -1110,6 +1221,173 @@ TEST(ShmStreamTest, ClientCancellingOrDroppingAPutEndsTheHandlersRead) {
     });
     server->stop();
   }
+}
+
+// A stream's first shared-memory write waits (in ready_to_write) until the
+// socket has nothing pending before it hands its ring over. A finish() or
+// cancel() in that wait used to find no ring to close; the write then sent
+// SHM_RING after END_STREAM/CANCEL, committed its message into a ring the
+// server dropped, and returned OK: an acknowledged message lost. Now the
+// write (or acquire) fails with the call's status, or its bytes arrive.
+TEST(ShmStreamTest, WriteRacingFinishOnTheFirstShmWriteIsNeverLost) {
+  enum class Op { kWriteView, kWritePayload, kAcquire };
+  struct Case {
+    const char* name;
+    Op op;
+    bool cancel;  // cancel() instead of finish()
+  };
+  const std::vector<Case> cases = {
+      {"write_view_finish", Op::kWriteView, false},
+      {"write_payload_finish", Op::kWritePayload, false},
+      {"acquire_finish", Op::kAcquire, false},
+      {"write_view_cancel", Op::kWriteView, true},
+  };
+  auto seen = std::make_shared<Seen>();
+  auto server = StartServer(UniqueSocket("race"), true, seen);
+  ClientRuntime runtime(1);
+  auto client = Client::connect(runtime, ClientFor(server->bound_endpoints().front(), true));
+  ASSERT_TRUE(client.ok()) << client.status().to_string();
+  const std::string message = "hello, are you there?";
+  Sha256 sha;
+  sha.Update(message);
+  const std::string delivered = std::to_string(message.size()) + " " + sha.Hex();
+  for (const auto& c : cases) {
+    SCOPED_TRACE(c.name);
+    // The race needs the write to be waiting when finish()/cancel() runs;
+    // scheduling may let the socket drain first: then try again.
+    int raced = 0;
+    for (int attempt = 0; attempt < 20 && raced < 3; ++attempt) {
+      RunOn(**client, [&]() -> asio::awaitable<void> {
+        auto who = co_await (*client)->async_call("sys", "whoami", "");  // SHM_ACCEPT is in
+        EXPECT_TRUE(who.ok()) << who.status().to_string();
+        auto stream = co_await (*client)->async_open_stream("bulk", "put", "");
+        EXPECT_TRUE(stream.ok()) << stream.status().to_string();
+        if (!stream.ok()) co_return;
+        auto ex = co_await asio::this_coro::executor;
+        // Megabytes pending on the socket: the first ring write must wait.
+        bool echo_done = false;
+        asio::co_spawn(ex, [&]() -> asio::awaitable<void> {
+          auto r = co_await (*client)->async_call("sys", "echo", std::string(8 << 20, 'e'));
+          EXPECT_TRUE(r.ok()) << r.status().to_string();
+          echo_done = true;
+        }, asio::detached);
+        co_await asio::post(ex, asio::use_awaitable);  // the echo's bytes are queued
+        ClientStream* s = stream->get();
+        Status write_status(Errc::kInternal, "not run");
+        bool write_done = false;
+        asio::co_spawn(ex, [&, s]() -> asio::awaitable<void> {
+          if (c.op == Op::kWriteView) {
+            write_status = co_await s->write(std::string_view(message));
+          } else if (c.op == Op::kWritePayload) {
+            Payload p = s->allocate(message.size());
+            std::memcpy(p.mutable_data(), message.data(), message.size());
+            write_status = co_await s->write(std::move(p));
+          } else {
+            auto p = co_await s->acquire(message.size());
+            if (!p.ok()) {
+              write_status = p.status();
+            } else {
+              std::memcpy(p->mutable_data(), message.data(), message.size());
+              write_status = co_await s->write(std::move(*p));
+            }
+          }
+          write_done = true;
+        }, asio::detached);
+        co_await asio::post(ex, asio::use_awaitable);
+        co_await asio::post(ex, asio::use_awaitable);
+        const bool racing = !write_done;
+        raced += racing ? 1 : 0;
+        Result<std::string> final = Status(Errc::kInternal, "not finished");
+        if (c.cancel) {
+          (*stream)->cancel();
+        } else {
+          final = co_await (*stream)->finish();
+        }
+        while (!write_done || !echo_done) co_await Sleep(1ms);
+        if (c.cancel) {
+          if (racing) {
+            EXPECT_EQ(write_status.code, make_error_code(Errc::kCancelled)) << write_status.to_string();
+          }
+        } else {
+          EXPECT_TRUE(final.ok()) << final.status().to_string();
+          if (write_status.ok()) {
+            // Acknowledged: then the server has it.
+            EXPECT_EQ(final.ok() ? *final : "", delivered) << "acknowledged message lost";
+          } else {
+            EXPECT_EQ(write_status.code, make_error_code(Errc::kFailedPrecondition))
+                << write_status.to_string();
+            EXPECT_EQ(final.ok() ? final->rfind("0 ", 0) : 1u, 0u) << (final.ok() ? *final : "");
+          }
+        }
+        // No ring was handed over after the call's end.
+        if (racing) EXPECT_FALSE((*stream)->shm_writing());
+      });
+    }
+    EXPECT_GT(raced, 0) << "the write never waited for the socket";
+  }
+  // The server's side: a handler's writer waits to hand its ring over while
+  // the handler returns. Its write fails, or its message arrives before the
+  // RESPONSE — never OK and dropped with the late ring.
+  {
+    SCOPED_TRACE("server writer racing the handler's return");
+    int raced = 0;
+    for (int attempt = 0; attempt < 20 && raced < 3; ++attempt) {
+      {
+        std::lock_guard lock(seen->mu);
+        seen->race_waiting = false;
+        seen->race_write.reset();
+      }
+      std::vector<std::string> got;
+      RunOn(**client, [&]() -> asio::awaitable<void> {
+        auto ex = co_await asio::this_coro::executor;
+        // An 8 MiB response pending on the server's socket.
+        bool echo_done = false;
+        asio::co_spawn(ex, [&]() -> asio::awaitable<void> {
+          auto r = co_await (*client)->async_call("sys", "echo", std::string(8 << 20, 'e'));
+          EXPECT_TRUE(r.ok()) << r.status().to_string();
+          echo_done = true;
+        }, asio::detached);
+        co_await asio::post(ex, asio::use_awaitable);
+        auto stream = co_await (*client)->async_open_stream("bulk", "write_racing_return", "");
+        EXPECT_TRUE(stream.ok()) << stream.status().to_string();
+        if (!stream.ok()) co_return;
+        for (;;) {
+          auto m = co_await (*stream)->read();
+          EXPECT_TRUE(m.ok()) << m.status().to_string();
+          if (!m.ok() || !*m) break;
+          got.emplace_back((*m)->view());
+        }
+        auto final = co_await (*stream)->finish();
+        EXPECT_TRUE(final.ok()) << final.status().to_string();
+        while (!echo_done) co_await Sleep(1ms);
+      });
+      std::optional<Status> write;
+      bool waiting = false;
+      for (int i = 0; i < 5000 && !write; ++i) {
+        std::this_thread::sleep_for(1ms);
+        std::lock_guard lock(seen->mu);
+        write = seen->race_write;
+        waiting = seen->race_waiting;
+      }
+      ASSERT_TRUE(write.has_value()) << "the handler's writer never finished";
+      raced += waiting ? 1 : 0;
+      if (write->ok()) {
+        EXPECT_EQ(got, std::vector<std::string>{"hello from the handler"})
+            << "acknowledged message lost";
+      } else {
+        EXPECT_EQ(write->code, make_error_code(Errc::kFailedPrecondition)) << write->to_string();
+        EXPECT_TRUE(got.empty());
+      }
+    }
+    EXPECT_GT(raced, 0) << "the handler's writer never waited for the socket";
+  }
+  // The connection still serves, over shared memory.
+  RunOn(**client, [&]() -> asio::awaitable<void> {
+    GetOutcome g = co_await DoGet(**client, 1 << 20, 128 << 10, 13);
+    EXPECT_TRUE(g.final.ok()) << g.final.status().to_string();
+    EXPECT_TRUE(g.exact);
+  });
+  server->stop();
 }
 
 }  // namespace
