@@ -1320,7 +1320,9 @@ TEST(ShmStreamTest, WriteRacingFinishOnTheFirstShmWriteIsNeverLost) {
           }
         }
         // No ring was handed over after the call's end.
-        if (racing) EXPECT_FALSE((*stream)->shm_writing());
+        if (racing) {
+          EXPECT_FALSE((*stream)->shm_writing());
+        }
       });
     }
     EXPECT_GT(raced, 0) << "the write never waited for the socket";
