@@ -123,24 +123,9 @@ std::optional<std::vector<std::string>> ParseMechanismsBody(const std::string& b
   return names;
 }
 
-enum class Kind { kTcp, kUnix };
-
-void PrintTo(Kind kind, std::ostream* os) { *os << (kind == Kind::kTcp ? "tcp" : "unix"); }
-
-std::string KindName(const ::testing::TestParamInfo<Kind>& info) {
-  return info.param == Kind::kTcp ? "Tcp" : "Unix";
-}
-
-Endpoint FreshEndpoint(Kind kind) {
-  static std::atomic<int> counter{0};
-  const std::string uri = kind == Kind::kTcp
-                              ? std::string("tcp://127.0.0.1:0")
-                              : "unix:@authrpc-bad-input-test-" + std::to_string(::getpid()) +
-                                    "-" + std::to_string(counter++);
-  auto ep = Endpoint::parse(uri);
-  EXPECT_TRUE(ep.ok()) << Describe(ep);
-  return ep.ok() ? *ep : Endpoint{};
-}
+using Kind = testing::SocketKind;
+constexpr auto KindName = &testing::SocketKindName;
+Endpoint FreshEndpoint(Kind kind) { return testing::FreshEndpoint(kind, "authrpc-bad-input-test"); }
 
 class BadInputTest : public ::testing::TestWithParam<Kind> {
  protected:

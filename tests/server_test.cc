@@ -230,25 +230,9 @@ class FakeClientMechanism final : public ClientMechanism {
   }
 };
 
-enum class Kind { kTcp, kUnix };
-
-void PrintTo(Kind kind, std::ostream* os) { *os << (kind == Kind::kTcp ? "tcp" : "unix"); }
-
-std::string KindName(const ::testing::TestParamInfo<Kind>& info) {
-  return info.param == Kind::kTcp ? "Tcp" : "Unix";
-}
-
-// A listening endpoint nobody else uses: port 0, or a fresh abstract name.
-Endpoint FreshEndpoint(Kind kind) {
-  static std::atomic<int> counter{0};
-  const std::string uri = kind == Kind::kTcp
-                              ? std::string("tcp://127.0.0.1:0")
-                              : "unix:@authrpc-server-test-" + std::to_string(::getpid()) + "-" +
-                                    std::to_string(counter++);
-  auto ep = Endpoint::parse(uri);
-  EXPECT_TRUE(ep.ok()) << Describe(ep);
-  return ep.ok() ? *ep : Endpoint{};
-}
+using Kind = testing::SocketKind;
+constexpr auto KindName = &testing::SocketKindName;
+Endpoint FreshEndpoint(Kind kind) { return testing::FreshEndpoint(kind, "authrpc-server-test"); }
 
 ServerOptions DefaultServerOptions(Endpoint endpoint) {
   ServerOptions o;

@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cerrno>
 #include <cstddef>
 #include <cstring>
@@ -239,6 +240,25 @@ Result<ServerProcess> SpawnServer(const char* binary, const std::string& config)
     return Status(Errc::kInternal, std::string(binary) + " printed '" + line + "'");
   }
   return ServerProcess{pid, *ep};
+}
+
+void PrintTo(SocketKind kind, std::ostream* os) {
+  *os << (kind == SocketKind::kTcp ? "tcp" : "unix");
+}
+
+std::string SocketKindName(const ::testing::TestParamInfo<SocketKind>& info) {
+  return info.param == SocketKind::kTcp ? "Tcp" : "Unix";
+}
+
+Endpoint FreshEndpoint(SocketKind kind, const std::string& prefix) {
+  static std::atomic<int> counter{0};
+  const std::string uri = kind == SocketKind::kTcp
+                              ? std::string("tcp://127.0.0.1:0")
+                              : "unix:@" + prefix + "-" + std::to_string(::getpid()) + "-" +
+                                    std::to_string(counter++);
+  auto ep = Endpoint::parse(uri);
+  EXPECT_TRUE(ep.ok()) << Describe(ep);
+  return ep.ok() ? *ep : Endpoint{};
 }
 
 }  // namespace authrpc::testing

@@ -126,4 +126,13 @@ class RawConnection {
   int fd_ = -1;
 };
 
+// The two socket transports, for tests parameterised over both.
+enum class SocketKind { kTcp, kUnix };
+void PrintTo(SocketKind kind, std::ostream* os);
+// "Tcp" or "Unix", for INSTANTIATE_TEST_SUITE_P's name generator.
+std::string SocketKindName(const ::testing::TestParamInfo<SocketKind>& info);
+// A listening endpoint nobody else uses: tcp port 0 on 127.0.0.1, or a
+// fresh abstract unix name "@<prefix>-<pid>-<n>".
+Endpoint FreshEndpoint(SocketKind kind, const std::string& prefix);
+
 }  // namespace authrpc::testing
