@@ -755,6 +755,32 @@ class RawPeer {
     return true;
   }
 
+  // Plays the server up to a stream: reads the preamble and HELLO, answers
+  // AUTH_SUCCESS (simple, alice) and SHM_ACCEPT, reads the STREAM_REQUEST
+  // (its id into `id`) and grants a 1 MiB window. "" or what went wrong.
+  std::string ServeShmStream(std::uint32_t& id) {
+    std::string preamble;
+    if (!ReadExact(preamble, wire::kPreambleSize, 10s)) return "no preamble";
+    if (!ReadUntil(wire::FrameType::kHello)) return "no HELLO";
+    std::string out;
+    wire::append_auth_success(out, {wire::kFeatureStreams | wire::kFeatureShm, "", "alice"});
+    if (!Send(out)) return "AUTH_SUCCESS not sent";
+    if (!ReadUntil(wire::FrameType::kShmHello)) return "no SHM_HELLO";
+    out.assign(wire::kFrameHeaderSize, '\0');
+    wire::write_frame_header(reinterpret_cast<std::uint8_t*>(out.data()),
+                             wire::FrameType::kShmAccept, 0, 8);
+    wire::Writer(out).u32(0);
+    wire::Writer(out).u32(0);
+    if (!Send(out)) return "SHM_ACCEPT not sent";
+    auto request = ReadUntil(wire::FrameType::kStreamRequest);
+    if (!request) return "no STREAM_REQUEST";
+    id = request->call_id;
+    out.clear();
+    wire::append_window_update(out, id, 1 << 20);
+    if (!Send(out)) return "WINDOW_UPDATE not sent";
+    return "";
+  }
+
   // Creates a ring, sends SHM_RING for `call_id` with its descriptors, and
   // opens the writing side on `ex` (never run: the liveness watch stays
   // armed, so the ring's end is never seen through it while the writer lives).
@@ -861,25 +887,9 @@ TEST(ShmStreamTest, RingLeftOpenByTheServerEndsWithTheResponse) {
     // the ring's writer and the socket alive until the client is done.
     auto server = std::async(std::launch::async, [&]() -> std::string {
       RawPeer peer(RawPeer::Accept(listener, 10s));
-      std::string preamble;
-      if (!peer.ReadExact(preamble, wire::kPreambleSize, 10s)) return "no preamble";
-      if (!peer.ReadUntil(wire::FrameType::kHello)) return "no HELLO";
+      std::uint32_t id = 0;
+      if (std::string failed = peer.ServeShmStream(id); !failed.empty()) return failed;
       std::string out;
-      wire::append_auth_success(out, {wire::kFeatureStreams | wire::kFeatureShm, "", "alice"});
-      if (!peer.Send(out)) return "AUTH_SUCCESS not sent";
-      if (!peer.ReadUntil(wire::FrameType::kShmHello)) return "no SHM_HELLO";
-      out.assign(wire::kFrameHeaderSize, '\0');
-      wire::write_frame_header(reinterpret_cast<std::uint8_t*>(out.data()),
-                               wire::FrameType::kShmAccept, 0, 8);
-      wire::Writer(out).u32(0);
-      wire::Writer(out).u32(0);
-      if (!peer.Send(out)) return "SHM_ACCEPT not sent";
-      auto request = peer.ReadUntil(wire::FrameType::kStreamRequest);
-      if (!request) return "no STREAM_REQUEST";
-      const std::uint32_t id = request->call_id;
-      out.clear();
-      wire::append_window_update(out, id, 1 << 20);
-      if (!peer.Send(out)) return "WINDOW_UPDATE not sent";
       asio::io_context io;  // the writer's executor; never run
       auto writer = peer.SendRing(id, io.get_executor());
       if (!writer) return "SHM_RING not sent";
@@ -978,25 +988,9 @@ TEST(ShmStreamTest, ClientRingReadFailureCancelsTheCall) {
     auto client_done_future = client_done.get_future().share();
     auto server = std::async(std::launch::async, [&]() -> std::string {
       RawPeer peer(RawPeer::Accept(listener, 10s));
-      std::string preamble;
-      if (!peer.ReadExact(preamble, wire::kPreambleSize, 10s)) return "no preamble";
-      if (!peer.ReadUntil(wire::FrameType::kHello)) return "no HELLO";
+      std::uint32_t id = 0;
+      if (std::string failed = peer.ServeShmStream(id); !failed.empty()) return failed;
       std::string out;
-      wire::append_auth_success(out, {wire::kFeatureStreams | wire::kFeatureShm, "", "alice"});
-      if (!peer.Send(out)) return "AUTH_SUCCESS not sent";
-      if (!peer.ReadUntil(wire::FrameType::kShmHello)) return "no SHM_HELLO";
-      out.assign(wire::kFrameHeaderSize, '\0');
-      wire::write_frame_header(reinterpret_cast<std::uint8_t*>(out.data()),
-                               wire::FrameType::kShmAccept, 0, 8);
-      wire::Writer(out).u32(0);
-      wire::Writer(out).u32(0);
-      if (!peer.Send(out)) return "SHM_ACCEPT not sent";
-      auto request = peer.ReadUntil(wire::FrameType::kStreamRequest);
-      if (!request) return "no STREAM_REQUEST";
-      const std::uint32_t id = request->call_id;
-      out.clear();
-      wire::append_window_update(out, id, 1 << 20);
-      if (!peer.Send(out)) return "WINDOW_UPDATE not sent";
       if (client_writes && !peer.ReadUntil(wire::FrameType::kShmRing)) return "no SHM_RING";
       asio::io_context io;  // the writer's executor; never run
       auto writer = peer.SendRing(id, io.get_executor());
