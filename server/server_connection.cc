@@ -104,14 +104,19 @@ asio::awaitable<void> ServerConnection::run(Status refuse) {
   co_await serve();
 }
 
+// fatal_ is set: counts and logs it, sends it as ERROR and lingers.
+asio::awaitable<void> ServerConnection::close_for_protocol_error() {
+  ++server_.protocol_errors;
+  server_.log(LogLevel::kWarning, "closing connection from " + peer_ + " (" + identity_.user +
+                                      "): " + fatal_.to_string());
+  co_await linger(fatal_);
+}
+
 asio::awaitable<void> ServerConnection::serve() {
   const bool unix_socket = channel_->stream().native_unix_handle() >= 0;
   if (unix_socket) check_stray_descriptors();  // sent during negotiation
   if (!fatal_.ok()) {
-    ++server_.protocol_errors;
-    server_.log(LogLevel::kWarning, "closing connection from " + peer_ + " (" + identity_.user +
-                                        "): " + fatal_.to_string());
-    co_await linger(fatal_);
+    co_await close_for_protocol_error();
     co_return;
   }
   for (;;) {
@@ -193,10 +198,7 @@ asio::awaitable<void> ServerConnection::serve() {
     }
     if (fatal_.ok() && unix_socket) check_stray_descriptors();
     if (!fatal_.ok()) {
-      ++server_.protocol_errors;
-      server_.log(LogLevel::kWarning, "closing connection from " + peer_ + " (" + identity_.user +
-                                          "): " + fatal_.to_string());
-      co_await linger(fatal_);
+      co_await close_for_protocol_error();
       co_return;
     }
     if (channel_->closed()) break;

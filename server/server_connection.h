@@ -43,6 +43,7 @@ class ServerConnection : public std::enable_shared_from_this<ServerConnection> {
   // as an ERROR frame, sends it, then reads until the peer closes or 2 s pass
   // so that the frame is not destroyed by a reset.
   asio::awaitable<void> linger(std::optional<Status> error);
+  asio::awaitable<void> close_for_protocol_error();
   void cancel_all_calls();
   void handle_request(const Frame& frame);
   void handle_cancel(std::uint32_t call_id);
