@@ -166,9 +166,9 @@ class ShmReader {
 
   // Waits for the next committed slot. Several may be held at once; they
   // are released oldest first. Fails with kEndOfRing after the writer's
-  // close() (or writer_finished()) and its last slot, kPeerGone if the writer vanished without
-  // closing (slots it committed before are still delivered), kCorrupted, or
-  // the reason given to cancel().
+  // close() (or writer_finished()) and its last slot, kPeerGone if the
+  // writer vanished without closing (slots it committed before are still
+  // delivered), kCorrupted, or the reason given to cancel().
   asio::awaitable<Result<ShmSlot>> next();
   // The same without waiting: asio::error::would_block when nothing is there.
   Result<ShmSlot> try_next();

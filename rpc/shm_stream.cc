@@ -1,8 +1,7 @@
 #include "rpc/shm_stream.h"
 
-#include <asio/post.hpp>
-
 #include <asio/dispatch.hpp>
+#include <asio/post.hpp>
 #include <asio/redirect_error.hpp>
 #include <asio/use_awaitable.hpp>
 #include <poll.h>
@@ -364,17 +363,13 @@ void ShmStreamPlane::peer_finished() {
 }
 
 void ShmStreamPlane::fail(const Status& why) {
-  writer_closed_ = true;
-  if (writer_) {
-    // Closed, not only cancelled: the peer's reader then ends the ring at
-    // once and takes the call's outcome from the socket (CANCEL, RESPONSE,
-    // the connection's end), which this side sends or causes. Without the
-    // close, a stream dropped right after failing took its ring away
-    // before its CANCEL left, and the peer saw kPeerGone (CONNECTION_CLOSED)
-    // on a connection that was fine.
-    writer_->close();
-    writer_->cancel(why);
-  }
+  // Closed, not only cancelled: the peer's reader then ends the ring at
+  // once and takes the call's outcome from the socket (CANCEL, RESPONSE,
+  // the connection's end), which this side sends or causes. A ring only
+  // cancelled went away with a stream dropped right after failing, before
+  // its CANCEL left, and the peer saw kPeerGone (CONNECTION_CLOSED) on a
+  // connection that was fine.
+  close_writer(why);
   if (reader_) {
     reader_->close();
     reader_->cancel(why);
