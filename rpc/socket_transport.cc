@@ -28,13 +28,6 @@ using asio::use_awaitable;
 using Tcp = asio::ip::tcp;
 using Local = asio::local::stream_protocol;
 
-// What a failed non-blocking socket call's errno means: would_block for
-// "try again later", the system error otherwise.
-std::error_code errno_status() {
-  return errno == EAGAIN || errno == EWOULDBLOCK ? std::error_code(asio::error::would_block)
-                                                 : std::error_code(errno, std::system_category());
-}
-
 // Writes the decimal digits of `v` at `p`; returns the end.
 char* write_decimal(char* p, unsigned v) {
   char digits[10];
@@ -47,9 +40,9 @@ char* write_decimal(char* p, unsigned v) {
   return p;
 }
 
-// "a.b.c.d:port" or "[v6]:port". IPv4 is formatted here: inet_ntop's
-// sprintf cost ~1,500 instructions per accepted connection.
-std::string format_tcp(const Tcp::endpoint& ep) {
+}  // namespace
+
+std::string format_tcp_peer(const asio::ip::tcp::endpoint& ep) {
   const auto addr = ep.address();
   if (addr.is_v6()) return "[" + addr.to_string() + "]:" + std::to_string(ep.port());
   const auto bytes = addr.to_v4().to_bytes();
@@ -62,6 +55,15 @@ std::string format_tcp(const Tcp::endpoint& ep) {
   *p++ = ':';
   p = write_decimal(p, ep.port());
   return std::string(text, static_cast<std::size_t>(p - text));
+}
+
+namespace {
+
+// What a failed non-blocking socket call's errno means: would_block for
+// "try again later", the system error otherwise.
+std::error_code errno_status() {
+  return errno == EAGAIN || errno == EWOULDBLOCK ? std::error_code(asio::error::would_block)
+                                                 : std::error_code(errno, std::system_category());
 }
 
 // make_address() for the host of a connect, remembering the last literal
@@ -446,7 +448,7 @@ class SocketListener final : public Listener {
     std::string peer_name;
     if constexpr (std::is_same_v<Protocol, Tcp>) {
       socket.set_option(Tcp::no_delay(true), ec);
-      peer_name = format_tcp(peer);
+      peer_name = format_tcp_peer(peer);
     } else {
       peer_name = bound_.to_string();  // Unix peers are unnamed: say where they came in
     }

@@ -36,12 +36,6 @@ constexpr std::size_t kChannelBindingSize = 32;
 // that stays small (it is kept per connection once used).
 constexpr std::size_t kGatherBytes = 64 * 1024;
 
-std::string format_tcp(const Tcp::endpoint& ep) {
-  const auto addr = ep.address();
-  return addr.is_v6() ? "[" + addr.to_string() + "]:" + std::to_string(ep.port())
-                      : addr.to_string() + ":" + std::to_string(ep.port());
-}
-
 // The state of authrpc's socket BIO. OpenSSL's own socket BIO writes with
 // write(), which raises SIGPIPE when the peer has gone (a library must not
 // change the process's signal handling), and sends every 16 KiB record with
@@ -541,7 +535,7 @@ class TlsListener final : public Listener {
     socket.set_option(Tcp::no_delay(true), ec);
     socket.non_blocking(true, ec);
     co_return std::unique_ptr<Stream>(
-        new TlsStream(std::move(socket), format_tcp(peer), context_, accept_plaintext_));
+        new TlsStream(std::move(socket), format_tcp_peer(peer), context_, accept_plaintext_));
   }
 
   void close() noexcept override {
