@@ -248,20 +248,14 @@ class Client::Connection : public std::enable_shared_from_this<Client::Connectio
     // The caller has been taken out of pending_ already. The waiting call
     // resumes through its executor.
     void finish(Result<std::string> outcome) {
-      registered_ = false;
-      result = std::move(outcome);
-      done = true;
-      cancel();
+      settle(std::move(outcome));
       handler_.post();
     }
     // The same, but a caller waiting on `current` (the reader's executor)
     // resumes inside this call: it sees its response without another turn
     // of the event loop (which would first poll the reactor).
     void finish_here(Result<std::string> outcome, const asio::any_io_executor& current) {
-      registered_ = false;
-      result = std::move(outcome);
-      done = true;
-      cancel();
+      settle(std::move(outcome));
       handler_.complete_here(current);  // `*this` may be gone after this
     }
 
@@ -269,6 +263,12 @@ class Client::Connection : public std::enable_shared_from_this<Client::Connectio
     Result<std::string> result = Status(Errc::kInternal, "no result");
 
    private:
+    void settle(Result<std::string> outcome) {
+      registered_ = false;
+      result = std::move(outcome);
+      done = true;
+      cancel();  // off the deadline queue
+    }
     void expired() override {  // the deadline passed: `done` stays false
       registered_ = false;
       connection_.pending_.erase(id_);
