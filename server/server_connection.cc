@@ -135,9 +135,9 @@ asio::awaitable<void> ServerConnection::serve() {
       co_return;
     }
     last_activity_ = Clock::now();
-    // Frames of a call need its id (PROTOCOL.md section 8): without this
-    // check DATA, WINDOW_UPDATE, END_STREAM, CANCEL and SHM_RING with call id 0
-    // were silently dropped (stream_bad_input_test, CallFramesWithCallIdZeroAreProtocolErrors).
+    // Frames of a call need its id (PROTOCOL.md section 8); the handlers
+    // below would silently drop one with call id 0 (stream_bad_input_test,
+    // CallFramesWithCallIdZeroAreProtocolErrors).
     if (frame->header.call_id == 0 && is_call_frame(frame->header.type)) {
       fatal_ = Status(Errc::kProtocolError,
                       std::string(wire::frame_type_name(frame->header.type)) + " with call id 0");
@@ -228,10 +228,9 @@ void ServerConnection::cancel_all_calls() {
 // error, and the descriptors are closed at once rather than held until the
 // connection ends. (While more input is buffered, descriptors may belong to
 // an SHM_RING frame not handled yet: checked once that input is consumed.)
-// Before this, a client could park descriptors on any frame of a unix://
-// connection, and a ring frame's extra descriptors went to the next ring
-// (stream_bad_input_test: DescriptorsWithoutAnShmFrame..., BadShmRings... with five
-// or eight descriptors).
+// Otherwise a client could park descriptors on any frame of a unix://
+// connection, and a ring frame's extra descriptors would go to the next ring
+// (stream_bad_input_test: DescriptorsWithoutAnShmFrame..., BadShmRings...).
 void ServerConnection::check_stray_descriptors() {
   if (channel_->input_buffered()) {
     // Descriptors may belong to an SHM_RING still being read (a read brings
@@ -248,8 +247,7 @@ void ServerConnection::check_stray_descriptors() {
   }
   // take_ring_fds() hands out four at a time: drain the link's list, so that
   // every stray descriptor is closed now rather than when the connection
-  // ends (before this only four were; stream_bad_input_test,
-  // EveryStrayDescriptorIsClosedAtOnce...).
+  // ends (stream_bad_input_test, EveryStrayDescriptorIsClosedAtOnce...).
   std::size_t stray = 0;
   if (shm_) {
     for (std::size_t n; (n = shm_->take_ring_fds(*channel_).size()) > 0;) stray += n;
@@ -327,10 +325,10 @@ void ServerConnection::handle_request(const Frame& frame) {
     fatal_ = Status(Errc::kProtocolError, "REQUEST with call id 0");
     return;
   }
-  // As for STREAM_REQUEST: an id still outstanding is a protocol error. Before
-  // this check a REQUEST with an open stream's id was run next to it, two
-  // RESPONSEs went out for one id and the stream's cancel flag was replaced
-  // (stream_bad_input_test, ARequestReusingAStreamsCallId...). A cancelled
+  // As for STREAM_REQUEST: an id still outstanding is a protocol error
+  // (else both calls would run under it, two RESPONSEs would go out for one
+  // id and the first call's cancel flag would be replaced;
+  // stream_bad_input_test, ARequestReusingAStreamsCallId...). A cancelled
   // call's id is free (handle_cancel removed it from both tables).
   if (streams_.contains(call_id) || cancel_flags_.contains(call_id)) {
     fatal_ = Status(Errc::kProtocolError, "REQUEST reuses call id " + std::to_string(call_id));
@@ -453,7 +451,7 @@ asio::awaitable<Status> ServerConnection::handle_data(const Frame& frame) {
   // A message after the client's own END_STREAM, on a call still running:
   // the client broke its promise, and dropping the message silently would
   // lose data the client believes it sent (stream_bad_input_test,
-  // FramesAfterEndStreamOnARunningCall...). Before this, on_data dropped it.
+  // FramesAfterEndStreamOnARunningCall...).
   if (stream && !stream->failed() && stream->finished()) {
     co_return Status(Errc::kProtocolError,
                      "DATA after END_STREAM on call " + std::to_string(frame.header.call_id));
@@ -486,9 +484,8 @@ void ServerConnection::handle_window_update(const Frame& frame) {
 }
 
 void ServerConnection::handle_shm_hello(const Frame& frame) {
-  // Once per connection, answered or not: before this a refused (or tcp://)
-  // link answered every SHM_HELLO again (stream_bad_input_test,
-  // ASecondShmHello...). The body is empty (section 3: longer is an error).
+  // Once per connection, answered or not, also when refused or on tcp://
+  // (stream_bad_input_test, ASecondShmHello...). The body is empty (section 3: longer is an error).
   if (shm_answered_ || !frame.body.empty()) {
     fatal_ = Status(Errc::kProtocolError,
                     shm_answered_ ? "a second SHM_HELLO" : "SHM_HELLO with a body");
@@ -529,8 +526,7 @@ void ServerConnection::handle_end_stream(const Frame& frame) {
   const auto it = streams_.find(call_id);
   if (it == streams_.end()) return;  // ended (or never was): dropped
   // A second END_STREAM on a call still running is a protocol error, like
-  // DATA after it (before this it was ignored; stream_bad_input_test,
-  // FramesAfterEndStreamOnARunningCall...).
+  // DATA after it (stream_bad_input_test, FramesAfterEndStreamOnARunningCall...).
   if (!it->second->failed() && it->second->finished()) {
     fatal_ = Status(Errc::kProtocolError, "a second END_STREAM on call " + std::to_string(call_id));
     return;
@@ -681,9 +677,10 @@ void ServerConnection::handle_cancel(std::uint32_t call_id) {
   // The call leaves the id table now, not when its handler returns: the
   // server sends nothing more for it, so the client may reuse the id at once
   // (PROTOCOL.md section 3), and the handler's result is dropped by
-  // finish_call through its own flag. Before this a REQUEST reusing the id
-  // was a PROTOCOL_ERROR or served depending on whether the handler had
-  // noticed the cancel yet (stream_bad_input_test, ACallReusingACancelledCallsId...).
+  // finish_call through its own flag. Were it kept until then, whether a
+  // REQUEST reusing the id is refused would depend on whether the handler
+  // had noticed the cancel yet (stream_bad_input_test,
+  // ACallReusingACancelledCallsId...).
   cancel_flags_.erase(it);
   if (const auto s = streams_.find(call_id); s != streams_.end()) {
     auto stream = std::move(s->second);
