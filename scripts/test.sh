@@ -2,8 +2,10 @@
 # The README's second command (and CI's): install what is missing, then
 #  1. build and run the whole test suite (ctest),
 #  2. build and run it again with AddressSanitizer + UndefinedBehaviorSanitizer,
-#  3. install authrpc into a temporary prefix and build examples/ against it
-#     as a separate consumer project (find_package(authrpc)), then run it.
+#  3. install authrpc into a temporary prefix, check that docker/'s runtime
+#     image installs every library the installed binaries load, and build
+#     examples/ against the prefix as a separate consumer project
+#     (find_package(authrpc)), then run it.
 # Set AUTHRPC_SKIP_ASAN=1 to skip step 2 locally.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -27,6 +29,8 @@ echo "== install and build examples/ as a consumer project"
 prefix=$(mktemp -d)
 trap 'rm -rf "$prefix"' EXIT
 cmake --install build --prefix "$prefix" >/dev/null
+# The Docker image must install every library these binaries load.
+bash scripts/check_image_deps.sh "$prefix/bin"
 cmake -S examples -B build/examples-consumer -DCMAKE_PREFIX_PATH="$prefix" >/dev/null
 cmake --build build/examples-consumer -j "$JOBS"
 build/examples-consumer/hello_service
