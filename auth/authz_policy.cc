@@ -1,5 +1,7 @@
 #include "auth/authz_policy.h"
 
+#include "rpc/json_document.h"
+
 #include <grp.h>
 #include <krb5.h>
 #include <pwd.h>
@@ -222,13 +224,9 @@ Result<std::shared_ptr<const AuthzPolicy>> AuthzPolicy::from_json(const nlohmann
 }
 
 Result<std::shared_ptr<const AuthzPolicy>> AuthzPolicy::load(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) return config_error("cannot read ACL file " + path);
-  std::stringstream text;
-  text << in.rdbuf();
-  auto j = nlohmann::json::parse(text.str(), nullptr, false, true);
-  if (j.is_discarded()) return config_error(path + " is not valid JSON");
-  auto policy = from_json(j);
+  auto j = read_json_document(path, "ACL file");
+  if (!j.ok()) return j.status();
+  auto policy = from_json(*j);
   if (!policy.ok()) return config_error(path + ": " + policy.status().message);
   return policy;
 }

@@ -5,16 +5,13 @@
 #include <csignal>
 #include <cstdio>
 #include <cstring>
-#include <fstream>
 #include <iostream>
 #include <memory>
-#include <sstream>
 #include <string>
 
 #include "auth/mechanism_registry.h"
 #include "server/server.h"
 #include "server/server_config.h"
-#include "server/token_service.h"
 
 namespace {
 
@@ -35,32 +32,6 @@ GOAWAY, lets in-flight calls finish (stop_grace_ms) and exits 0.
 Exit status: 0 after a clean stop, 2 for usage or configuration errors,
 1 if the server cannot start.
 )";
-
-// The delegation-token service, if the configuration has a "tokens" section
-// (docs/CONFIG.md): opens its store and makes the `token` mechanism available
-// to the configuration's auth.mechanisms. 0, or the exit status.
-int open_token_service(const std::string& config_path, authrpc::MechanismRegistry& registry,
-                       std::unique_ptr<authrpc::TokenService>& out) {
-  std::ifstream in(config_path);
-  std::stringstream text;
-  text << in.rdbuf();
-  const auto config = nlohmann::json::parse(text.str(), nullptr, false, true);
-  if (!config.is_object() || !config.contains("tokens")) return 0;  // load_server_config reports
-  auto options = authrpc::token_service_options_from_json(config["tokens"]);
-  if (!options.ok()) {
-    std::fprintf(stderr, "authrpc-server: %s: %s\n", config_path.c_str(),
-                 options.status().to_string().c_str());
-    return 2;
-  }
-  auto service = authrpc::TokenService::open(std::move(*options));
-  if (!service.ok()) {
-    std::fprintf(stderr, "authrpc-server: token service: %s\n", service.status().to_string().c_str());
-    return 1;
-  }
-  (*service)->register_mechanism(registry);
-  out = std::move(*service);
-  return 0;
-}
 
 }  // namespace
 
@@ -98,34 +69,32 @@ int main(int argc, char** argv) {
   pthread_sigmask(SIG_BLOCK, &signals, nullptr);
   std::signal(SIGPIPE, SIG_IGN);
 
-  auto registry = authrpc::MechanismRegistry::with_builtins();
-  std::unique_ptr<authrpc::TokenService> tokens;
-  if (int rc = open_token_service(config_path, registry, tokens); rc != 0) return rc;
-  auto options = authrpc::load_server_config(config_path, registry);
-  if (!options.ok()) {
-    std::fprintf(stderr, "authrpc-server: %s\n", options.status().to_string().c_str());
-    return 2;
+  // The configuration, and the token service if it has a "tokens" section,
+  // read by the library exactly as an application would (docs/CONFIG.md).
+  auto config = authrpc::load_server_config(config_path, authrpc::MechanismRegistry::with_builtins());
+  if (!config.ok()) {
+    std::fprintf(stderr, "authrpc-server: %s\n", config.status().to_string().c_str());
+    return config.code() == authrpc::Errc::kConfigError ? 2 : 1;
   }
+  auto& options = config->options;
   if (!listen.empty()) {
-    options->endpoints.clear();
+    options.endpoints.clear();
     for (const auto& uri : listen) {
       auto ep = authrpc::Endpoint::parse(uri);
       if (!ep.ok()) {
         std::fprintf(stderr, "authrpc-server: %s\n", ep.status().to_string().c_str());
         return 2;
       }
-      options->endpoints.push_back(*ep);
+      options.endpoints.push_back(*ep);
     }
   }
 
-  const auto authorizer = options->authorizer;
-  const auto audit_log = options->audit_log;
-  authrpc::Server server(std::move(*options));
-  if (tokens) {
-    if (auto s = server.add_service(tokens->service()); !s.ok()) {
-      std::fprintf(stderr, "authrpc-server: %s\n", s.to_string().c_str());
-      return 1;
-    }
+  const auto authorizer = options.authorizer;
+  const auto audit_log = options.audit_log;
+  authrpc::Server server(std::move(options));
+  if (auto s = config->add_services(server); !s.ok()) {
+    std::fprintf(stderr, "authrpc-server: %s\n", s.to_string().c_str());
+    return 1;
   }
   if (auto s = server.start(); !s.ok()) {
     std::fprintf(stderr, "authrpc-server: cannot start: %s\n", s.to_string().c_str());

@@ -1,5 +1,6 @@
 #include "server/server_config.h"
 
+#include "rpc/json_document.h"
 #include "server/server_tls.h"
 
 #include <cstdlib>
@@ -87,6 +88,15 @@ Result<LogLevel> parse_level(const std::string& name) {
   if (name == "warning") return LogLevel::kWarning;
   if (name == "error") return LogLevel::kError;
   return config_error("log_level must be debug, info, warning or error");
+}
+
+// "log_level": the sink the server (and its token service) log to.
+Result<LogSink> read_log_sink(const nlohmann::json& config) {
+  if (!config.contains("log_level")) return stderr_log_sink(LogLevel::kInfo);
+  if (!config["log_level"].is_string()) return config_error("'log_level' must be a string");
+  auto level = parse_level(config["log_level"].get<std::string>());
+  if (!level.ok()) return level.status();
+  return stderr_log_sink(*level);
 }
 
 // "shared_memory": the same-host data plane for streams on unix:// endpoints
@@ -196,27 +206,50 @@ Result<ServerOptions> server_options_from_json(const nlohmann::json& config,
     o.listen.unix_socket_mode = static_cast<unsigned>(value);
   }
   if (Status s = apply_tls_config(config, o); !s.ok()) return s;
-  if (config.contains("log_level")) {
-    if (!config["log_level"].is_string()) return config_error("'log_level' must be a string");
-    auto level = parse_level(config["log_level"].get<std::string>());
-    if (!level.ok()) return level.status();
-    o.log = stderr_log_sink(*level);
+  auto log = read_log_sink(config);
+  if (!log.ok()) return log.status();
+  o.log = std::move(*log);
+  if (config.contains("tokens")) {
+    auto tokens = token_service_options_from_json(config["tokens"]);
+    if (!tokens.ok()) return tokens.status();
   }
   if (Status s = read_authz(config, o); !s.ok()) return s;
   return o;
 }
 
-Result<ServerOptions> load_server_config(const std::string& path,
-                                         const MechanismRegistry& registry) {
-  std::ifstream in(path);
-  if (!in) return config_error("cannot read configuration file " + path);
-  std::stringstream text;
-  text << in.rdbuf();
-  auto config = nlohmann::json::parse(text.str(), nullptr, false, true);
-  if (config.is_discarded()) return config_error(path + " is not valid JSON");
+Status ServerConfig::add_services(Server& server) const {
+  if (!tokens) return {};
+  return server.add_service(tokens->service());
+}
+
+Result<ServerConfig> server_config_from_json(const nlohmann::json& config,
+                                             MechanismRegistry registry) {
+  if (!config.is_object()) return config_error("configuration must be a JSON object");
+  ServerConfig out;
+  if (config.contains("tokens")) {
+    auto options = token_service_options_from_json(config["tokens"]);
+    if (!options.ok()) return options.status();
+    // The service logs where the server does.
+    auto log = read_log_sink(config);
+    if (!log.ok()) return log.status();
+    options->log = std::move(*log);
+    auto service = TokenService::open(std::move(*options));
+    if (!service.ok()) return service.status();
+    (*service)->register_mechanism(registry);
+    out.tokens = std::move(*service);
+  }
   auto options = server_options_from_json(config, registry);
-  if (!options.ok()) return config_error(path + ": " + options.status().message);
-  return options;
+  if (!options.ok()) return options.status();
+  out.options = std::move(*options);
+  return out;
+}
+
+Result<ServerConfig> load_server_config(const std::string& path, MechanismRegistry registry) {
+  auto config = read_json_document(path, "configuration file");
+  if (!config.ok()) return config.status();
+  auto built = server_config_from_json(*config, std::move(registry));
+  if (!built.ok()) return Status(built.code(), path + ": " + built.status().message);
+  return built;
 }
 
 }  // namespace authrpc

@@ -1,23 +1,49 @@
 // ServerConfig: the JSON configuration file of authrpc-server (documented in
-// docs/CONFIG.md), turned into ServerOptions. Unknown keys and wrong types are
-// refused with a message naming the key, so a typo never silently becomes a
-// default.
+// docs/CONFIG.md), turned into ServerOptions and the services it enables. The
+// library and authrpc-server read it through the same functions. Unknown keys
+// and wrong types are refused with a message naming the key, so a typo never
+// silently becomes a default.
 #pragma once
 
+#include <memory>
 #include <nlohmann/json.hpp>
 #include <string>
 
 #include "auth/mechanism_registry.h"
 #include "rpc/result.h"
 #include "server/server.h"
+#include "server/token_service.h"
 
 namespace authrpc {
 
-// Parses a configuration object. Mechanisms are built through `registry`.
+// A configuration as authrpc-server runs it: the server's options and, when
+// the configuration has a "tokens" section, the delegation-token service it
+// opened (store open, sweeper running, its mechanisms available to
+// auth.mechanisms). The application owns both; the token service must
+// outlive the Server built from `options`.
+struct ServerConfig {
+  ServerOptions options;
+  std::unique_ptr<TokenService> tokens;  // null without a "tokens" section
+
+  // Adds the configured services (the token service's `token` service, if
+  // any) to `server`; call it before server.start().
+  Status add_services(Server& server) const;
+};
+
+// Builds a ServerConfig from a configuration object, exactly as
+// authrpc-server does: every key is checked (the "tokens" section's too),
+// the token service is opened if configured, and mechanisms are built
+// through `registry` plus the token service's.
+Result<ServerConfig> server_config_from_json(const nlohmann::json& config,
+                                             MechanismRegistry registry);
+// Reads a configuration file (comments allowed; a syntax error names its
+// line and column) and builds it as server_config_from_json() does.
+Result<ServerConfig> load_server_config(const std::string& path, MechanismRegistry registry);
+
+// The options alone, opening nothing: a "tokens" section is checked but not
+// opened, so auth.mechanisms may name `token` only if `registry` already
+// makes it (e.g. a TokenService the application opened itself).
 Result<ServerOptions> server_options_from_json(const nlohmann::json& config,
                                                const MechanismRegistry& registry);
-// Reads and parses a configuration file.
-Result<ServerOptions> load_server_config(const std::string& path,
-                                         const MechanismRegistry& registry);
 
 }  // namespace authrpc

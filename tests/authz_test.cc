@@ -209,6 +209,19 @@ TEST(AuthzPolicyTest, ExampleAclFileLoads) {
   EXPECT_TRUE((*policy)->check_call({"bob", nullptr, id.peer_address}, "data", "write"));
 }
 
+TEST(AuthzPolicyTest, AclFileSyntaxErrorsNameLineAndColumn) {
+  const fs::path dir = MakeTempDir();
+  const fs::path acl = dir / "acl.json";
+  WriteFile(acl, "{\n  // comments are fine\n  \"default\": \"deny\"\n  \"admins\": {}\n}\n");
+  auto policy = AuthzPolicy::load(acl.string());
+  ASSERT_FALSE(policy.ok());
+  EXPECT_EQ(policy.code(), Errc::kConfigError);
+  EXPECT_NE(policy.status().message.find(acl.string() + ": syntax error at line 4, column 10"),
+            std::string::npos)
+      << policy.status().message;
+  fs::remove_all(dir);
+}
+
 // ---------------------------------------------------------------- matrix
 
 const nlohmann::json kRealmPolicy = R"({
