@@ -137,6 +137,7 @@ int main(int argc, char** argv) {
 
   const auto authorizer = options->authorizer;
   const auto audit_log = options->audit_log;
+  if (tokens && authorizer) tokens->use_authorizer(authorizer);  // renewers by short name
   authrpc::Server server(std::move(*options));
   if (tokens) {
     if (auto s = server.add_service(tokens->service()); !s.ok()) {
