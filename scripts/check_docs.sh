@@ -3,6 +3,7 @@
 # code (scripts/test.sh and so CI call it).
 #
 #   scripts/check_docs.sh [BUILD_DIR]      (default: build)
+#   CHECK_DOCS_VERBOSE=1 shows every block's output, not only a failed one's.
 #
 # A ```sh block of README.md or docs/*.md runs when the line before its fence
 # is `<!-- ci: run -->`; `<!-- ci: skip: REASON -->` says why one does not.
@@ -106,6 +107,7 @@ for ((i = 1; i <= count; i++)); do
     status=1
   else
     echo "check_docs: ok $where (${took} s)"
+    [[ ${CHECK_DOCS_VERBOSE:-0} == 1 ]] && sed 's/^/  | /' "$work/blocks/$i.log"
   fi
 done
 ((count > 0)) || { echo "check_docs: no block marked <!-- ci: run -->" >&2; status=1; }
