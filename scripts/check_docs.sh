@@ -32,8 +32,8 @@ timeout_s=${BLOCK_TIMEOUT:-60}
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 
-# Splits FILE's marked blocks into $work/blocks/N.sh and N.where; complains
-# about unmarked ```sh blocks when STRICT is 1.
+# Splits FILE's marked blocks into $work/blocks/N.sh and N.where; with
+# STRICT=1, an unmarked ```sh block is an error.
 extract() {
   local file=$1 strict=$2
   awk -v file="$file" -v out="$work/blocks" -v strict="$strict" '
@@ -64,7 +64,7 @@ mkdir -p "$work/blocks"
 echo 0 >"$work/blocks/count"
 status=0
 extract README.md 1 || status=1
-for doc in docs/*.md; do extract "$doc" 0 || status=1; done
+for doc in docs/*.md; do extract "$doc" 1 || status=1; done
 count=$(<"$work/blocks/count")
 
 # The checkout as the blocks expect to see it, without letting them write
@@ -113,5 +113,7 @@ done
 ((count > 0)) || { echo "check_docs: no block marked <!-- ci: run -->" >&2; status=1; }
 if ((status == 0)); then
   echo "check_docs: $count documentation blocks ran"
+else
+  echo "check_docs: FAILED (see above)" >&2
 fi
 exit "$status"
