@@ -1,7 +1,11 @@
 // authrpc: command-line client. `authrpc call` makes one call and prints the
-// response on stdout.
-#include <cstdio>
+// response on stdout; `authrpc token ...` is in client/token_commands.cc.
+// Exit statuses and the failure line: client/cli_exit.h, docs/CLI.md.
 #include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdio>
 #include <fstream>
 #include <iostream>
 #include <iterator>
@@ -10,20 +14,50 @@
 #include <vector>
 
 #include "auth/mechanism_registry.h"
+#include "client/cli_args.h"
+#include "client/cli_exit.h"
 #include "client/client.h"
-#include "client/token_commands.h"
 #include "client/client_tls.h"
+#include "client/token_commands.h"
+#include "security/credentials_file.h"
+
+#ifndef AUTHRPC_VERSION
+#error "AUTHRPC_VERSION must be defined (CMakeLists.txt sets it from project(VERSION))"
+#endif
+#ifndef AUTHRPC_GIT_COMMIT
+#define AUTHRPC_GIT_COMMIT "unknown"
+#endif
 
 namespace {
 
-constexpr const char* kUsage = R"(usage: authrpc <command> [options]
+using authrpc::cli::report_failure;
+
+constexpr const char* kProgram = "authrpc";
+
+constexpr const char* kOverview = R"(usage: authrpc <command> [options]
 
 commands:
-  call     make one call and print the response
-  token    fetch, renew, cancel or print delegation tokens (authrpc token --help)
-  help     this text
+  call       make one call and print the response (authrpc call --help)
+  token      fetch, renew, cancel or print delegation tokens (authrpc token --help)
+  version    print the version (also: authrpc --version)
+  help       this text
 
-authrpc call --server URI [options] SERVICE METHOD
+Exit status (the same for every command; docs/CLI.md):
+  0  success
+  1  the call failed for another reason (NOT_FOUND, INVALID_ARGUMENT, ...)
+  2  usage: a bad option, value or argument
+  3  credentials: missing, refused or expired (kinit, fetch a token, retry)
+  4  unavailable: unreachable, busy, timed out (retry later)
+  5  permission denied
+A failure prints one line on stderr: authrpc: CODE: message [advice]
+(a usage error: authrpc: USAGE: message (see ...)).
+)";
+
+constexpr const char* kCallHelp = R"(usage: authrpc call --server URI [options] SERVICE METHOD
+
+Makes one call and prints the response on stdout, followed by a newline
+unless it ends with one (--raw: the bytes exactly as received).
+
   --server URI       tcp://HOST:PORT, tcp://[::1]:PORT, tls://HOST:PORT or
                      unix:/path.sock (required)
   --auth NAME        mechanism to use; repeat to allow several, in order of
@@ -46,7 +80,9 @@ authrpc call --server URI [options] SERVICE METHOD
                      (default: authrpc, localhost)
   --data TEXT        request payload (default: empty)
   --data-file FILE   request payload from FILE ('-' for stdin)
-  --timeout MS       call deadline in milliseconds (default: none)
+  --raw              print the response exactly, without adding a newline
+  --timeout MS       call deadline, 1 to 2147483647 milliseconds (default:
+                     none)
   --connect-timeout MS  connect + negotiation bound (default: 10000)
   --tls              use TLS (same as a tls:// server URI); needs --ca
   --ca FILE          CA bundle (PEM) the server's certificate must chain to
@@ -60,23 +96,16 @@ Examples:
   authrpc call --server tcp://127.0.0.1:7000 --auth simple sys whoami
   authrpc call --server tcp://localhost:7000 --auth kerberos sys whoami
   authrpc call --server tcp://localhost:7000 --auth kerberos-sasl sys whoami
-  authrpc call --server tcp://localhost:7000 --auth token --token-file job.tokens sys whoami
+  authrpc call --server unix:/run/db.sock --auth token --token-file job.tokens sys whoami
   authrpc call --server tcp://localhost:7000 --auth token-scram --token-file job.tokens sys whoami
   authrpc call --server tls://localhost:7443 --ca ca.pem --auth kerberos sys whoami
 
-Exit status: 0 on success; 1 when the call fails (the error is printed on
-stderr as CODE: message, with what to do about it); 2 for usage errors.
+Exit status: 0 success, 1 other failure, 2 usage, 3 credentials,
+4 unavailable (retry), 5 permission denied (authrpc help).
 )";
 
 int usage_error(const std::string& message) {
-  std::fprintf(stderr, "authrpc: %s\n(see authrpc help)\n", message.c_str());
-  return 2;
-}
-
-int print_failure(const authrpc::Status& s) {
-  std::fprintf(stderr, "error: %s [%s]\n", s.to_string().c_str(),
-               std::string(authrpc::to_string(authrpc::retry_advice(s.code))).c_str());
-  return 1;
+  return authrpc::cli::report_usage(kProgram, message, "authrpc call --help");
 }
 
 int call_command(int argc, char** argv) {
@@ -85,16 +114,13 @@ int call_command(int argc, char** argv) {
   std::string user, data, token_file, do_as;
   nlohmann::json token_sasl = nlohmann::json::object();  // --sasl-service, --server-fqdn
   nlohmann::json kerberos = nlohmann::json::object();
-  long timeout_ms = 0, connect_timeout_ms = 10'000;
+  std::chrono::milliseconds timeout{0}, connect_timeout{10'000};
+  bool raw = false;
   std::vector<std::string> positional;
   authrpc::TlsFlags tls_flags;
   for (int i = 0; i < argc; ++i) {
     const std::string arg = argv[i];
-    auto value = [&](const char* name) -> const char* {
-      if (i + 1 >= argc) return nullptr;
-      (void)name;
-      return argv[++i];
-    };
+    auto value = [&]() -> const char* { return i + 1 < argc ? argv[++i] : nullptr; };
     const char* v = nullptr;
     std::string tls_error;
     if (const int used = tls_flags.parse(arg, i + 1 < argc ? argv[i + 1] : nullptr, &tls_error);
@@ -102,53 +128,44 @@ int call_command(int argc, char** argv) {
       if (!tls_error.empty()) return usage_error(tls_error);
       i += used - 1;
     } else if (arg == "--help" || arg == "-h") {
-      std::fputs(kUsage, stdout);
+      std::fputs(kCallHelp, stdout);
       return 0;
-    } else if (arg == "--server") {
-      if (!(v = value("--server"))) return usage_error("--server needs a value");
-      server = v;
-    } else if (arg == "--auth") {
-      if (!(v = value("--auth"))) return usage_error("--auth needs a value");
-      mechanisms.emplace_back(v);
-    } else if (arg == "--do-as") {
-      if (!(v = value("--do-as"))) return usage_error("--do-as needs a value");
-      do_as = v;
-    } else if (arg == "--user") {
-      if (!(v = value("--user"))) return usage_error("--user needs a value");
-      user = v;
+    } else if (arg == "--raw") {
+      raw = true;
+    } else if (arg == "--server" || arg == "--auth" || arg == "--do-as" || arg == "--user" ||
+               arg == "--token-file" || arg == "--data") {
+      if (!(v = value())) return usage_error(arg + " needs a value");
+      if (arg == "--server") server = v;
+      if (arg == "--auth") mechanisms.emplace_back(v);
+      if (arg == "--do-as") do_as = v;
+      if (arg == "--user") user = v;
+      if (arg == "--token-file") token_file = v;
+      if (arg == "--data") data = v;
     } else if (arg == "--service-principal" || arg == "--principal" || arg == "--keytab" ||
                arg == "--ccache") {
-      if (!(v = value(arg.c_str()))) return usage_error(arg + " needs a value");
+      if (!(v = value())) return usage_error(arg + " needs a value");
       const std::string key = arg == "--service-principal" ? "service_principal" : arg.substr(2);
       kerberos[key] = v;
     } else if (arg == "--sasl-service" || arg == "--server-fqdn") {
-      if (!(v = value(arg.c_str()))) return usage_error(arg + " needs a value");
+      if (!(v = value())) return usage_error(arg + " needs a value");
       token_sasl[arg == "--sasl-service" ? "sasl_service" : "server_fqdn"] = v;
-    } else if (arg == "--token-file") {
-      if (!(v = value("--token-file"))) return usage_error("--token-file needs a value");
-      token_file = v;
-    } else if (arg == "--data") {
-      if (!(v = value("--data"))) return usage_error("--data needs a value");
-      data = v;
     } else if (arg == "--data-file") {
-      if (!(v = value("--data-file"))) return usage_error("--data-file needs a value");
+      if (!(v = value())) return usage_error("--data-file needs a value");
       std::stringstream buf;
       if (std::string(v) == "-") {
         buf << std::cin.rdbuf();
       } else {
         std::ifstream in(v, std::ios::binary);
-        if (!in) return usage_error(std::string("cannot read ") + v);
+        if (!in) return usage_error(std::string("--data-file: cannot read ") + v);
         buf << in.rdbuf();
       }
       data = buf.str();
     } else if (arg == "--timeout" || arg == "--connect-timeout") {
-      if (!(v = value(arg.c_str()))) return usage_error(arg + " needs a value");
-      try {
-        (arg == "--timeout" ? timeout_ms : connect_timeout_ms) = std::stol(v);
-      } catch (...) {
-        return usage_error(arg + " must be a number of milliseconds");
-      }
-    } else if (arg.starts_with("--")) {
+      if (!(v = value())) return usage_error(arg + " needs a value");
+      const auto ms = authrpc::cli::parse_milliseconds(v);
+      if (!ms) return usage_error(arg + " '" + v + "' is not a number of milliseconds from 1 to 2147483647");
+      (arg == "--timeout" ? timeout : connect_timeout) = *ms;
+    } else if (arg.starts_with("-") && arg != "-") {
       return usage_error("unknown option " + arg);
     } else {
       positional.push_back(arg);
@@ -157,33 +174,56 @@ int call_command(int argc, char** argv) {
   if (server.empty()) return usage_error("--server is required");
   if (positional.size() != 2) return usage_error("expected SERVICE METHOD");
   auto endpoint = authrpc::Endpoint::parse(server);
-  if (!endpoint.ok()) return usage_error(endpoint.status().message);
+  if (!endpoint.ok()) return usage_error("--server: " + endpoint.status().message);
   if (mechanisms.empty()) mechanisms.emplace_back("simple");
 
   const auto registry = authrpc::MechanismRegistry::with_builtins();
+  const auto known = registry.client_names();
   authrpc::ClientOptions options;
   options.endpoint = *endpoint;
-  options.connect_timeout = std::chrono::milliseconds(connect_timeout_ms);
-  if (authrpc::Status s = tls_flags.apply(options); !s.ok()) return usage_error(s.message);
+  options.connect_timeout = connect_timeout;
+  if (authrpc::Status s = tls_flags.apply(options); !s.ok()) {
+    return s.code == authrpc::Errc::kConfigError ? usage_error(s.message) : report_failure(kProgram, s);
+  }
   options.do_as = do_as;
   for (const auto& name : mechanisms) {
+    if (std::find(known.begin(), known.end(), name) == known.end()) {
+      std::string list;
+      for (const auto& k : known) list += (list.empty() ? "" : ", ") + k;
+      return usage_error("--auth " + name + ": unknown mechanism (known: " + list + ")");
+    }
     nlohmann::json mech_options = nlohmann::json::object();
     if (name == "simple" && !user.empty()) mech_options["user"] = user;
     if (name == "kerberos" || name == "kerberos-sasl") mech_options = kerberos;
     if (name == "token-digest" || name == "token-scram") mech_options = token_sasl;
-    if (name.starts_with("token") && !token_file.empty()) mech_options["token_file"] = token_file;
+    if (name.starts_with("token")) {
+      // Checked here so that a missing file says "fetch a token", not the
+      // transport-style advice the mechanism gives for an unreadable file.
+      const std::string path = authrpc::security::CredentialsFile::locate(token_file);
+      if (path.empty()) return usage_error("--auth " + name + " needs --token-file FILE (or AUTHRPC_TOKEN_FILE)");
+      if (auto file = authrpc::security::CredentialsFile::read(path); !file.ok()) {
+        return report_failure(kProgram, authrpc::cli::credentials_status(file.status(), path));
+      }
+      mech_options["token_file"] = path;
+    }
     auto mechanism = registry.make_client(name, mech_options);
-    if (!mechanism.ok()) return usage_error(mechanism.status().message);
+    if (!mechanism.ok()) {
+      const auto& s = mechanism.status();
+      return s.code == authrpc::Errc::kConfigError ? usage_error(s.message) : report_failure(kProgram, s);
+    }
     options.mechanisms.push_back(*mechanism);
   }
   auto client = authrpc::Client::connect(std::move(options));
-  if (!client.ok()) return print_failure(client.status());
+  if (!client.ok()) return report_failure(kProgram, client.status());
   authrpc::CallOptions call_options;
-  call_options.timeout = std::chrono::milliseconds(timeout_ms);
+  call_options.timeout = timeout;
   auto response = (*client)->call(positional[0], positional[1], data, call_options);
-  if (!response.ok()) return print_failure(response.status());
+  if (!response.ok()) return report_failure(kProgram, response.status());
   std::fwrite(response->data(), 1, response->size(), stdout);
-  if (!response->empty() && response->back() != '\n' && isatty(fileno(stdout))) std::fputc('\n', stdout);
+  if (!raw && !response->empty() && response->back() != '\n') std::fputc('\n', stdout);
+  if (std::fflush(stdout) != 0) {
+    return report_failure(kProgram, {std::error_code(errno, std::generic_category()), "writing the response"});
+  }
   return 0;
 }
 
@@ -191,15 +231,19 @@ int call_command(int argc, char** argv) {
 
 int main(int argc, char** argv) {
   if (argc < 2) {
-    std::fputs(kUsage, stderr);
-    return 2;
+    std::fputs(kOverview, stderr);
+    return authrpc::cli::kExitUsage;
   }
   const std::string command = argv[1];
   if (command == "help" || command == "--help" || command == "-h") {
-    std::fputs(kUsage, stdout);
+    std::fputs(kOverview, stdout);
+    return 0;
+  }
+  if (command == "version" || command == "--version") {
+    std::printf("authrpc %s (commit %s)\n", AUTHRPC_VERSION, AUTHRPC_GIT_COMMIT);
     return 0;
   }
   if (command == "call") return call_command(argc - 2, argv + 2);
   if (command == "token") return authrpc::cli::token_command(argc - 2, argv + 2);
-  return usage_error("unknown command '" + command + "'");
+  return authrpc::cli::report_usage(kProgram, "unknown command '" + command + "'", "authrpc help");
 }

@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <map>
 #include <nlohmann/json.hpp>
@@ -9,72 +10,127 @@
 #include <vector>
 
 #include "auth/mechanism_registry.h"
+#include "auth/token_status.h"
+#include "client/cli_args.h"
+#include "client/cli_exit.h"
 #include "client/client.h"
 #include "security/credentials_file.h"
 
 namespace authrpc::cli {
 namespace {
 
-constexpr const char* kUsage = R"(usage: authrpc token <fetch|renew|cancel|print> [options]
+constexpr const char* kProgram = "authrpc";
+
+constexpr const char* kOverview = R"(usage: authrpc token <fetch|renew|cancel|print> [options]
 
 Delegation tokens: fetch one over Kerberos, hand the credentials file to a
 job, which then authenticates with `--auth token` alone (no ticket, no KDC).
 
-authrpc token fetch --server URI --renewer R -o FILE [options]
-    Gets a token from the server's token service (token.get) and adds it to
-    the credentials file FILE (created mode 0600; other tokens in it stay).
-    The connection must be Kerberos-authenticated (never a token).
-  --renewer R        who may renew the token (a principal, e.g. yarn@REALM);
-                     "" for nobody (required)
-  --service S        the service stamped into the token, i.e. the server URI
-                     clients will connect to (default: --server)
-authrpc token renew --server URI [--token-file FILE] [--service S]
-    Renews the token for S (default: --server) found in FILE; only the
-    token's renewer may, over Kerberos. Prints the new expiry.
-authrpc token cancel --server URI [--token-file FILE] [--service S]
-    Cancels that token (its owner or renewer may) and removes it from FILE.
-authrpc token print [--token-file FILE] [--json]
-    Shows each token's service, kind, owner, renewer, real user, dates,
-    sequence number and master key id. Never the password.
+  fetch    get a token from the server and store it in a credentials file
+  renew    extend a token's life (its renewer only)
+  cancel   revoke a token and remove it from the file (owner or renewer)
+  print    show the tokens of a credentials file (never the password)
 
-Common options:
-  --token-file FILE, -o FILE   credentials file (default: $AUTHRPC_TOKEN_FILE)
+authrpc token SUBCOMMAND --help shows each one's options. Exit status as for
+every authrpc command (authrpc help): 0 success, 1 other failure, 2 usage,
+3 credentials, 4 unavailable, 5 permission denied.
+)";
+
+constexpr const char* kConnectionOptions = R"(
+Connection options:
   --auth NAME        mechanism for the connection (default: kerberos; repeat
                      to allow several)
   --service-principal P, --principal P, --keytab F, --ccache C
                      Kerberos options, as for `authrpc call`
   --connect-timeout MS  connect + negotiation bound (default: 10000)
-
-Exit status: 0 on success, 1 on failure (CODE: message [advice] on stderr),
-2 for usage errors.
 )";
 
-int usage_error(const std::string& message) {
-  std::fprintf(stderr, "authrpc token: %s\n(see authrpc token --help)\n", message.c_str());
-  return 2;
+constexpr const char* kFetchHelp = R"(usage: authrpc token fetch --server URI --renewer R -o FILE [options]
+
+Gets a token from the server's token service (token.get) and adds it to the
+credentials file FILE (created mode 0600; other tokens in it stay). The
+connection must be Kerberos-authenticated (never a token).
+
+  --server URI       the server to ask (required)
+  --renewer R        who may renew the token: a principal (yarn@REALM) or a
+                     short name (yarn), compared through the server's
+                     principal mapping; "" for nobody (required)
+  -o FILE, --output FILE, --token-file FILE
+                     credentials file (default: $AUTHRPC_TOKEN_FILE)
+  --service S        the service stamped into the token, i.e. the server URI
+                     clients will connect to (default: --server)
+)";
+
+constexpr const char* kRenewHelp = R"(usage: authrpc token renew --server URI [--token-file FILE] [--service S] [options]
+
+Renews the token for S (default: --server) found in FILE; only the token's
+renewer may, over Kerberos. Prints the new expiry.
+
+  --server URI       the server to ask (required)
+  --token-file FILE  credentials file (default: $AUTHRPC_TOKEN_FILE)
+  --service S        which token of the file (default: --server)
+)";
+
+constexpr const char* kCancelHelp = R"(usage: authrpc token cancel --server URI [--token-file FILE] [--service S] [options]
+
+Cancels the token for S (default: --server) found in FILE (its owner or
+renewer may) and removes it from FILE.
+
+  --server URI       the server to ask (required)
+  --token-file FILE  credentials file (default: $AUTHRPC_TOKEN_FILE)
+  --service S        which token of the file (default: --server)
+)";
+
+constexpr const char* kPrintHelp = R"(usage: authrpc token print [--token-file FILE] [--json]
+
+Shows each token's service, kind, owner, renewer, real user, dates, sequence
+number and master key id. Never the password.
+
+  --token-file FILE  credentials file (default: $AUTHRPC_TOKEN_FILE)
+  --json             one JSON array instead of text
+)";
+
+enum class Sub { kFetch, kRenew, kCancel, kPrint };
+
+std::string help_of(Sub sub) {
+  switch (sub) {
+    case Sub::kFetch: return std::string(kFetchHelp) + kConnectionOptions;
+    case Sub::kRenew: return std::string(kRenewHelp) + kConnectionOptions;
+    case Sub::kCancel: return std::string(kCancelHelp) + kConnectionOptions;
+    case Sub::kPrint: return kPrintHelp;
+  }
+  return kOverview;
 }
 
-int failure(const Status& s) {
-  std::fprintf(stderr, "error: %s [%s]\n", s.to_string().c_str(),
-               std::string(to_string(retry_advice(s.code))).c_str());
-  return 1;
+const char* name_of(Sub sub) {
+  switch (sub) {
+    case Sub::kFetch: return "fetch";
+    case Sub::kRenew: return "renew";
+    case Sub::kCancel: return "cancel";
+    case Sub::kPrint: return "print";
+  }
+  return "?";
 }
 
-int token_failure(const security::TokenStatus& s) {
-  std::fprintf(stderr, "error: %s\n", s.to_string().c_str());
-  return 1;
+int usage_error(Sub sub, const std::string& message) {
+  return report_usage(kProgram, "token " + std::string(name_of(sub)) + ": " + message,
+                      "authrpc token " + std::string(name_of(sub)) + " --help");
 }
+
+int failure(const Status& s) { return report_failure(kProgram, s); }
 
 struct Args {
   std::string server, token_file, renewer, service;
   bool renewer_given = false, json = false;
   std::vector<std::string> mechanisms;
   nlohmann::json kerberos = nlohmann::json::object();
-  long connect_timeout_ms = 10'000;
+  std::chrono::milliseconds connect_timeout{10'000};
 };
 
-// 0 on success, else the exit status (-1: --help printed).
-int parse(int argc, char** argv, Args& a) {
+// Only the options `sub` takes are accepted. 0 on success, else the exit
+// status (-1: --help printed).
+int parse(Sub sub, int argc, char** argv, Args& a) {
+  const bool connects = sub != Sub::kPrint;
   for (int i = 0; i < argc; ++i) {
     const std::string arg = argv[i];
     auto value = [&](std::string* out) {
@@ -84,35 +140,33 @@ int parse(int argc, char** argv, Args& a) {
     };
     std::string v;
     if (arg == "--help" || arg == "-h") {
-      std::fputs(kUsage, stdout);
+      std::fputs(help_of(sub).c_str(), stdout);
       return -1;
-    } else if (arg == "--server") {
-      if (!value(&a.server)) return usage_error("--server needs a value");
-    } else if (arg == "--token-file" || arg == "-o" || arg == "--output") {
-      if (!value(&a.token_file)) return usage_error(arg + " needs a value");
-    } else if (arg == "--renewer") {
-      if (!value(&a.renewer)) return usage_error("--renewer needs a value");
+    } else if (arg == "--token-file" || (sub == Sub::kFetch && (arg == "-o" || arg == "--output"))) {
+      if (!value(&a.token_file)) return usage_error(sub, arg + " needs a value");
+    } else if (connects && arg == "--server") {
+      if (!value(&a.server)) return usage_error(sub, "--server needs a value");
+    } else if (sub == Sub::kFetch && arg == "--renewer") {
+      if (!value(&a.renewer)) return usage_error(sub, "--renewer needs a value");
       a.renewer_given = true;
-    } else if (arg == "--service") {
-      if (!value(&a.service)) return usage_error("--service needs a value");
-    } else if (arg == "--auth") {
-      if (!value(&v)) return usage_error("--auth needs a value");
+    } else if (connects && arg == "--service") {
+      if (!value(&a.service)) return usage_error(sub, "--service needs a value");
+    } else if (connects && arg == "--auth") {
+      if (!value(&v)) return usage_error(sub, "--auth needs a value");
       a.mechanisms.push_back(v);
-    } else if (arg == "--service-principal" || arg == "--principal" || arg == "--keytab" ||
-               arg == "--ccache") {
-      if (!value(&v)) return usage_error(arg + " needs a value");
+    } else if (connects && (arg == "--service-principal" || arg == "--principal" || arg == "--keytab" ||
+                            arg == "--ccache")) {
+      if (!value(&v)) return usage_error(sub, arg + " needs a value");
       a.kerberos[arg == "--service-principal" ? "service_principal" : arg.substr(2)] = v;
-    } else if (arg == "--connect-timeout") {
-      if (!value(&v)) return usage_error(arg + " needs a value");
-      try {
-        a.connect_timeout_ms = std::stol(v);
-      } catch (...) {
-        return usage_error(arg + " must be a number of milliseconds");
-      }
-    } else if (arg == "--json") {
+    } else if (connects && arg == "--connect-timeout") {
+      if (!value(&v)) return usage_error(sub, arg + " needs a value");
+      const auto ms = parse_milliseconds(v);
+      if (!ms) return usage_error(sub, arg + " '" + v + "' is not a number of milliseconds from 1 to 2147483647");
+      a.connect_timeout = *ms;
+    } else if (sub == Sub::kPrint && arg == "--json") {
       a.json = true;
     } else {
-      return usage_error("unexpected argument '" + arg + "'");
+      return usage_error(sub, "unexpected argument '" + arg + "'");
     }
   }
   return 0;
@@ -122,10 +176,14 @@ Result<std::unique_ptr<Client>> connect(const Args& a, const Endpoint& endpoint)
   const auto registry = MechanismRegistry::with_builtins();
   ClientOptions options;
   options.endpoint = endpoint;
-  options.connect_timeout = std::chrono::milliseconds(a.connect_timeout_ms);
+  options.connect_timeout = a.connect_timeout;
   std::vector<std::string> names = a.mechanisms;
   if (names.empty()) names.emplace_back("kerberos");
+  const auto known = registry.client_names();
   for (const auto& name : names) {
+    if (std::find(known.begin(), known.end(), name) == known.end()) {
+      return Status(Errc::kConfigError, "--auth " + name + ": unknown mechanism");
+    }
     nlohmann::json o = nlohmann::json::object();
     if (name == "kerberos" || name == "kerberos-sasl") o = a.kerberos;
     if (name == "token" && !a.token_file.empty()) o["token_file"] = a.token_file;
@@ -172,16 +230,17 @@ void print_human(const nlohmann::json& t) {
 }
 
 int fetch(const Args& a) {
-  if (a.server.empty()) return usage_error("--server is required");
-  if (!a.renewer_given) return usage_error("--renewer is required (\"\" for nobody)");
+  constexpr Sub sub = Sub::kFetch;
+  if (a.server.empty()) return usage_error(sub, "--server is required");
+  if (!a.renewer_given) return usage_error(sub, "--renewer is required (\"\" for nobody)");
   const std::string path = security::CredentialsFile::locate(a.token_file);
-  if (path.empty()) return usage_error("-o FILE is required (or set AUTHRPC_TOKEN_FILE)");
+  if (path.empty()) return usage_error(sub, "-o FILE is required (or set AUTHRPC_TOKEN_FILE)");
   auto endpoint = Endpoint::parse(a.server);
-  if (!endpoint.ok()) return usage_error(endpoint.status().message);
+  if (!endpoint.ok()) return usage_error(sub, "--server: " + endpoint.status().message);
   security::CredentialsFile file;
   if (::access(path.c_str(), F_OK) == 0) {
     auto existing = security::CredentialsFile::read(path);
-    if (!existing.ok()) return token_failure(existing.status());
+    if (!existing.ok()) return failure(credentials_status(existing.status(), path));
     file = std::move(*existing);
   }
   auto client = connect(a, *endpoint);
@@ -196,10 +255,10 @@ int fetch(const Args& a) {
   auto token = security::Token::from_string((*response)["token"].get_ref<const std::string&>());
   auto& text = (*response)["token"].get_ref<std::string&>();
   security::cleanse(text.data(), text.size());
-  if (!token.ok()) return token_failure(token.status());
+  if (!token.ok()) return failure(token_status(token.status(), TokenUse::kService));
   const nlohmann::json shown = describe(*token);
   file.add(std::move(*token));
-  if (auto s = file.write(path); !s.ok()) return token_failure(s);
+  if (auto s = file.write(path); !s.ok()) return failure(credentials_status(s, path));
   std::printf("stored in %s:\n", path.c_str());
   print_human(shown);
   if (response->contains("renew_date")) {
@@ -210,18 +269,19 @@ int fetch(const Args& a) {
 
 // renew and cancel: the token for the service in the file, sent to the server.
 int renew_or_cancel(const Args& a, bool renew) {
-  if (a.server.empty()) return usage_error("--server is required");
+  const Sub sub = renew ? Sub::kRenew : Sub::kCancel;
+  if (a.server.empty()) return usage_error(sub, "--server is required");
   const std::string path = security::CredentialsFile::locate(a.token_file);
-  if (path.empty()) return usage_error("--token-file FILE is required (or set AUTHRPC_TOKEN_FILE)");
+  if (path.empty()) return usage_error(sub, "--token-file FILE is required (or set AUTHRPC_TOKEN_FILE)");
   auto endpoint = Endpoint::parse(a.server);
-  if (!endpoint.ok()) return usage_error(endpoint.status().message);
+  if (!endpoint.ok()) return usage_error(sub, "--server: " + endpoint.status().message);
   auto file = security::CredentialsFile::read(path);
-  if (!file.ok()) return token_failure(file.status());
+  if (!file.ok()) return failure(credentials_status(file.status(), path));
   const std::string service = a.service.empty() ? endpoint->to_string() : a.service;
   auto token = file->find(service);
-  if (!token.ok()) return token_failure(token.status());
+  if (!token.ok()) return failure(token_status(token.status(), TokenUse::kService));
   auto text = token->to_string();
-  if (!text.ok()) return token_failure(text.status());
+  if (!text.ok()) return failure(token_status(text.status(), TokenUse::kService));
   nlohmann::json request = {{"token", *text}};
   security::cleanse(text->data(), text->size());
   auto client = connect(a, *endpoint);
@@ -237,16 +297,16 @@ int renew_or_cancel(const Args& a, bool renew) {
     return 0;
   }
   file->remove(service);
-  if (auto s = file->write(path); !s.ok()) return token_failure(s);
+  if (auto s = file->write(path); !s.ok()) return failure(credentials_status(s, path));
   std::printf("cancelled the token for %s and removed it from %s\n", service.c_str(), path.c_str());
   return 0;
 }
 
 int print(const Args& a) {
   const std::string path = security::CredentialsFile::locate(a.token_file);
-  if (path.empty()) return usage_error("--token-file FILE is required (or set AUTHRPC_TOKEN_FILE)");
+  if (path.empty()) return usage_error(Sub::kPrint, "--token-file FILE is required (or set AUTHRPC_TOKEN_FILE)");
   auto file = security::CredentialsFile::read(path);
-  if (!file.ok()) return token_failure(file.status());
+  if (!file.ok()) return failure(credentials_status(file.status(), path));
   nlohmann::json all = nlohmann::json::array();
   for (const auto& t : file->tokens()) all.push_back(describe(t));
   if (a.json) {
@@ -265,23 +325,44 @@ int print(const Args& a) {
 
 }  // namespace
 
+Status credentials_status(const security::TokenStatus& status, const std::string& path) {
+  if (status.is(security::TokenErrc::kIoError)) {
+    return {Errc::kUnauthenticated, status.message + " (authrpc token fetch stores a token there)"};
+  }
+  return token_status(status, TokenUse::kService, "credentials file " + path);
+}
+
 int token_command(int argc, char** argv) {
   if (argc < 1) {
-    std::fputs(kUsage, stderr);
-    return 2;
+    std::fputs(kOverview, stderr);
+    return kExitUsage;
   }
-  const std::string sub = argv[0];
-  if (sub == "--help" || sub == "-h" || sub == "help") {
-    std::fputs(kUsage, stdout);
+  const std::string name = argv[0];
+  if (name == "--help" || name == "-h" || name == "help") {
+    std::fputs(kOverview, stdout);
     return 0;
   }
+  Sub sub;
+  if (name == "fetch") {
+    sub = Sub::kFetch;
+  } else if (name == "renew") {
+    sub = Sub::kRenew;
+  } else if (name == "cancel") {
+    sub = Sub::kCancel;
+  } else if (name == "print") {
+    sub = Sub::kPrint;
+  } else {
+    return report_usage(kProgram, "unknown token command '" + name + "'", "authrpc token --help");
+  }
   Args a;
-  if (int rc = parse(argc - 1, argv + 1, a); rc != 0) return rc < 0 ? 0 : rc;
-  if (sub == "fetch") return fetch(a);
-  if (sub == "renew") return renew_or_cancel(a, true);
-  if (sub == "cancel") return renew_or_cancel(a, false);
-  if (sub == "print") return print(a);
-  return usage_error("unknown token command '" + sub + "'");
+  if (int rc = parse(sub, argc - 1, argv + 1, a); rc != 0) return rc < 0 ? 0 : rc;
+  switch (sub) {
+    case Sub::kFetch: return fetch(a);
+    case Sub::kRenew: return renew_or_cancel(a, true);
+    case Sub::kCancel: return renew_or_cancel(a, false);
+    case Sub::kPrint: return print(a);
+  }
+  return kExitFailure;
 }
 
 }  // namespace authrpc::cli

@@ -6,9 +6,19 @@
 // Called by client/authrpc_cli_main.cc.
 #pragma once
 
+#include <string>
+
+#include "rpc/status.h"
+#include "security/token_errors.h"
+
 namespace authrpc::cli {
 
-// argv starts after "token". Exit status: 0 ok, 1 failure, 2 usage.
+// argv starts after "token". Exit status: client/cli_exit.h.
 int token_command(int argc, char** argv);
+
+// A failure to read or write the credentials file at `path`, as the CLI
+// reports it: an unreadable or missing file is UNAUTHENTICATED ("fetch a
+// token"), not the UNAVAILABLE a store's I/O error means on a server.
+Status credentials_status(const security::TokenStatus& status, const std::string& path);
 
 }  // namespace authrpc::cli

@@ -3,9 +3,11 @@
 #  1. build and run the whole test suite (ctest),
 #  2. build and run it again with AddressSanitizer + UndefinedBehaviorSanitizer,
 #  3. install authrpc into a temporary prefix, check that docker/'s runtime
-#     image installs every library the installed binaries load, and build
+#     image installs every library the installed binaries load, build
 #     examples/ against the prefix as a separate consumer project
-#     (find_package(authrpc)), then run it.
+#     (find_package(authrpc)) and run it; build it again with pkg-config
+#     alone from the installed copy,
+#  4. run the README's and docs' shell blocks marked <!-- ci: run -->.
 # Set AUTHRPC_SKIP_ASAN=1 to skip step 2 locally.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -34,5 +36,21 @@ bash scripts/check_image_deps.sh "$prefix/bin"
 cmake -S examples -B build/examples-consumer -DCMAKE_PREFIX_PATH="$prefix" >/dev/null
 cmake --build build/examples-consumer -j "$JOBS"
 build/examples-consumer/hello_service
+
+echo "== the installed package without CMake: pkg-config, examples, scripts"
+pc=$(find "$prefix" -name authrpc.pc -print -quit)
+[[ -n $pc ]] || { echo "test: no authrpc.pc installed" >&2; exit 1; }
+share=$prefix/share/authrpc
+# shellcheck disable=SC2046  # pkg-config's flags are meant to be split
+g++ -o build/hello_service-pkgconfig "$share/examples/hello_service.cc" \
+  $(PKG_CONFIG_PATH=$(dirname "$pc") pkg-config --cflags --libs authrpc)
+build/hello_service-pkgconfig
+for f in examples/server.json examples/server-tls.json examples/acl.json; do
+  cmp "$f" "$share/$f"
+done
+"$share/scripts/kdc" --help >/dev/null
+
+echo "== the README's and docs' runnable examples (scripts/check_docs.sh)"
+bash scripts/check_docs.sh build
 
 echo "== all tests passed in $(( $(date +%s) - start )) s"

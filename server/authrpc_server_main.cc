@@ -13,6 +13,13 @@
 #include "server/server.h"
 #include "server/server_config.h"
 
+#ifndef AUTHRPC_VERSION
+#error "AUTHRPC_VERSION must be defined (CMakeLists.txt sets it from project(VERSION))"
+#endif
+#ifndef AUTHRPC_GIT_COMMIT
+#define AUTHRPC_GIT_COMMIT "unknown"
+#endif
+
 namespace {
 
 constexpr const char* kUsage = R"(usage: authrpc-server --config FILE [--listen URI]...
@@ -23,6 +30,7 @@ Runs an authrpc server configured by FILE (JSON; see docs/CONFIG.md).
   --listen URI    listen on URI instead of the file's "listen" list
                   (tcp://127.0.0.1:7000, tcp://[::1]:7000, unix:/path.sock)
   --print-endpoints  print each bound endpoint on stdout once serving
+  --version       print the version
   --help          this text
 
 SIGHUP reloads the authorization ACL file (a broken file is refused and the
@@ -30,8 +38,13 @@ old policy stays in force) and reopens the audit log.
 SIGINT or SIGTERM stops the server gracefully: it stops accepting, sends
 GOAWAY, lets in-flight calls finish (stop_grace_ms) and exits 0.
 Exit status: 0 after a clean stop, 2 for usage or configuration errors,
-1 if the server cannot start.
+1 if the server cannot start (the numbers authrpc uses too; docs/CLI.md).
 )";
+
+// The exit statuses authrpc-server has, numbered as client/cli_exit.h numbers
+// them for authrpc (server/ does not include client/).
+constexpr int kExitCannotStart = 1;
+constexpr int kExitUsage = 2;
 
 }  // namespace
 
@@ -44,6 +57,9 @@ int main(int argc, char** argv) {
     if (arg == "--help" || arg == "-h") {
       std::fputs(kUsage, stdout);
       return 0;
+    } else if (arg == "--version") {
+      std::printf("authrpc-server %s (commit %s)\n", AUTHRPC_VERSION, AUTHRPC_GIT_COMMIT);
+      return 0;
     } else if (arg == "--config" && i + 1 < argc) {
       config_path = argv[++i];
     } else if (arg == "--listen" && i + 1 < argc) {
@@ -51,13 +67,14 @@ int main(int argc, char** argv) {
     } else if (arg == "--print-endpoints") {
       print_endpoints = true;
     } else {
-      std::fprintf(stderr, "authrpc-server: unexpected argument '%s'\n%s", arg.c_str(), kUsage);
-      return 2;
+      std::fprintf(stderr, "authrpc-server: USAGE: unexpected argument '%s' (see authrpc-server --help)\n",
+                   arg.c_str());
+      return kExitUsage;
     }
   }
   if (config_path.empty()) {
-    std::fprintf(stderr, "authrpc-server: --config is required\n%s", kUsage);
-    return 2;
+    std::fprintf(stderr, "authrpc-server: USAGE: --config is required (see authrpc-server --help)\n");
+    return kExitUsage;
   }
   // Block the stop and reload signals before any thread (the token
   // sweeper, the server's, the audit writer) starts, then wait for them here.
@@ -74,7 +91,7 @@ int main(int argc, char** argv) {
   auto config = authrpc::load_server_config(config_path, authrpc::MechanismRegistry::with_builtins());
   if (!config.ok()) {
     std::fprintf(stderr, "authrpc-server: %s\n", config.status().to_string().c_str());
-    return config.code() == authrpc::Errc::kConfigError ? 2 : 1;
+    return config.code() == authrpc::Errc::kConfigError ? kExitUsage : kExitCannotStart;
   }
   auto& options = config->options;
   if (!listen.empty()) {
@@ -83,7 +100,7 @@ int main(int argc, char** argv) {
       auto ep = authrpc::Endpoint::parse(uri);
       if (!ep.ok()) {
         std::fprintf(stderr, "authrpc-server: %s\n", ep.status().to_string().c_str());
-        return 2;
+        return kExitUsage;
       }
       options.endpoints.push_back(*ep);
     }
@@ -94,11 +111,11 @@ int main(int argc, char** argv) {
   authrpc::Server server(std::move(options));
   if (auto s = config->add_services(server); !s.ok()) {
     std::fprintf(stderr, "authrpc-server: %s\n", s.to_string().c_str());
-    return 1;
+    return kExitCannotStart;
   }
   if (auto s = server.start(); !s.ok()) {
     std::fprintf(stderr, "authrpc-server: cannot start: %s\n", s.to_string().c_str());
-    return s.code == authrpc::Errc::kConfigError ? 2 : 1;
+    return s.code == authrpc::Errc::kConfigError ? kExitUsage : kExitCannotStart;
   }
   if (print_endpoints) {
     for (const auto& ep : server.bound_endpoints()) std::cout << ep.to_string() << "\n";

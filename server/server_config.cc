@@ -241,6 +241,8 @@ Result<ServerConfig> server_config_from_json(const nlohmann::json& config,
   auto options = server_options_from_json(config, registry);
   if (!options.ok()) return options.status();
   out.options = std::move(*options);
+  // Renewers compare by short name through the configuration's mapping rules.
+  if (out.tokens && out.options.authorizer) out.tokens->use_authorizer(out.options.authorizer);
   return out;
 }
 

@@ -203,18 +203,34 @@ Result<std::unique_ptr<TokenService>> TokenService::open(TokenServiceOptions opt
   } else {
     store = std::make_shared<security::MemoryTokenStore>();
   }
+  auto renewers = RenewerMatcher::create();
+  if (!renewers.ok()) return renewers.status();
   auto secrets = security::SecretManager::open(store, options.secrets);
   if (!secrets.ok()) return token_status(secrets.status(), TokenUse::kService, "token store");
   std::unique_ptr<TokenService> service(
-      new TokenService(std::move(options), std::shared_ptr<security::SecretManager>(std::move(*secrets))));
+      new TokenService(std::move(options), std::shared_ptr<security::SecretManager>(std::move(*secrets)),
+                       std::move(*renewers)));
   return service;
 }
 
 TokenService::TokenService(TokenServiceOptions options,
-                           std::shared_ptr<security::SecretManager> secrets)
+                           std::shared_ptr<security::SecretManager> secrets,
+                           std::unique_ptr<RenewerMatcher> renewers)
     : options_(std::move(options)), secrets_(std::move(secrets)),
-      mechanism_(std::make_shared<TokenServerMechanism>(secrets_, options_.mechanism)) {
+      mechanism_(std::make_shared<TokenServerMechanism>(secrets_, options_.mechanism)),
+      renewers_(std::move(renewers)) {
   sweeper_ = std::thread([this] { sweeper(); });
+}
+
+// The SecretManager compares names exactly; a caller whose short name is the
+// renewer's is handed over as the stored renewer (Hadoop compares short
+// names). Anyone else keeps their own name and is refused or allowed (an
+// owner cancelling) by the SecretManager as before.
+std::string TokenService::renew_caller(const Identity& who, const Token& token) const {
+  const std::string caller = caller_of(who);
+  const auto id = token.decode_identifier();
+  if (id.ok() && renewers_->is_renewer(caller, id->renewer)) return id->renewer;
+  return caller;
 }
 
 TokenService::~TokenService() {
@@ -322,6 +338,7 @@ Service TokenService::service() {
           }
           *out = request[key].get<std::string>();
         }
+        if (Status st = check_renewer(r.renewer); !st.ok()) return st;
         const auto& services = options_.mechanism.services;
         if (!services.empty() && std::find(services.begin(), services.end(), r.service) == services.end()) {
           return Status(Errc::kInvalidArgument,
@@ -354,7 +371,7 @@ Service TokenService::service() {
         }
         auto token = request_token(request);
         if (!token.ok()) return token.status();
-        auto renewed = secrets_->renew(*token, caller_of(who));
+        auto renewed = secrets_->renew(*token, renew_caller(who, *token));
         if (!renewed.ok()) return token_status(renewed.status(), TokenUse::kService);
         return nlohmann::json{{"renew_date", security::format_token_time(*renewed)},
                               {"renew_date_ms", renewed->time_since_epoch().count()}};
@@ -365,7 +382,7 @@ Service TokenService::service() {
       [this](CallContext& ctx, const nlohmann::json& request) -> Result<nlohmann::json> {
         auto token = request_token(request);
         if (!token.ok()) return token.status();
-        if (auto st = secrets_->cancel(*token, caller_of(ctx.identity())); !st.ok()) {
+        if (auto st = secrets_->cancel(*token, renew_caller(ctx.identity(), *token)); !st.ok()) {
           return token_status(st, TokenUse::kService);
         }
         return nlohmann::json::object();

@@ -36,6 +36,7 @@
 #include "security/token_store.h"
 #include "security/zk_token_store.h"
 #include "server/service.h"
+#include "server/token_renewer.h"
 
 namespace authrpc {
 
@@ -78,17 +79,28 @@ class TokenService {
   // Makes registry.make_server("token") return mechanism().
   void register_mechanism(MechanismRegistry& registry) const;
 
+  // Compare renewers through this authorizer's auth_to_local rules instead
+  // of Hadoop's DEFAULT rule (docs/TOKENS.md §9). authrpc-server passes its
+  // configuration's authorizer.
+  void use_authorizer(std::shared_ptr<const Authorizer> authorizer) {
+    renewers_->use_authorizer(std::move(authorizer));
+  }
+
   security::SecretManager& secrets() { return *secrets_; }
   const TokenServiceOptions& options() const noexcept { return options_; }
 
  private:
-  TokenService(TokenServiceOptions options, std::shared_ptr<security::SecretManager> secrets);
+  TokenService(TokenServiceOptions options, std::shared_ptr<security::SecretManager> secrets,
+               std::unique_ptr<RenewerMatcher> renewers);
+  // The name to hand the SecretManager for a renew or cancel by `who`.
+  std::string renew_caller(const Identity& who, const security::Token& token) const;
   void sweeper();
   bool may_issue(const Identity& identity) const;
 
   const TokenServiceOptions options_;
   std::shared_ptr<security::SecretManager> secrets_;
   std::shared_ptr<TokenServerMechanism> mechanism_;
+  std::unique_ptr<RenewerMatcher> renewers_;
   std::mutex mu_;
   std::condition_variable wake_;
   bool stopping_ = false;

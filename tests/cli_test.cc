@@ -12,6 +12,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <cstring>
@@ -37,6 +38,7 @@ namespace {
 using namespace std::chrono_literals;
 using Clock = std::chrono::steady_clock;
 using ::testing::HasSubstr;
+using ::testing::Not;
 using ::testing::StartsWith;
 
 const std::string kServerBin = AUTHRPC_SERVER_BIN;
@@ -46,7 +48,10 @@ const std::string kCliBin = AUTHRPC_CLI_BIN;
 // (SIGKILL) and reaps it if it is still running, so no test leaves one behind.
 class Child {
  public:
-  static std::unique_ptr<Child> Spawn(const std::vector<std::string>& args) {
+  // `env`: entries "NAME=VALUE" set for the child, "NAME" alone removes
+  // NAME; the rest of this process's environment is inherited.
+  static std::unique_ptr<Child> Spawn(const std::vector<std::string>& args,
+                                      const std::vector<std::string>& env = {}) {
     int out[2], err[2];
     if (::pipe2(out, O_CLOEXEC) != 0) return nullptr;
     if (::pipe2(err, O_CLOEXEC) != 0) {
@@ -62,8 +67,22 @@ class Child {
     std::vector<char*> argv;
     for (const auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
     argv.push_back(nullptr);
+    std::vector<std::string> env_strings;
+    for (char** e = environ; *e != nullptr; ++e) {
+      const std::string entry = *e;
+      const std::string name = entry.substr(0, entry.find('='));
+      bool replaced = false;
+      for (const auto& o : env) replaced = replaced || o.substr(0, o.find('=')) == name;
+      if (!replaced) env_strings.push_back(entry);
+    }
+    for (const auto& o : env) {
+      if (o.find('=') != std::string::npos) env_strings.push_back(o);
+    }
+    std::vector<char*> envp;
+    for (auto& e : env_strings) envp.push_back(e.data());
+    envp.push_back(nullptr);
     pid_t pid = -1;
-    const int rc = ::posix_spawn(&pid, argv[0], &actions, nullptr, argv.data(), environ);
+    const int rc = ::posix_spawn(&pid, argv[0], &actions, nullptr, argv.data(), envp.data());
     posix_spawn_file_actions_destroy(&actions);
     ::close(out[1]);
     ::close(err[1]);
@@ -186,10 +205,10 @@ struct RunResult {
   std::string err;
 };
 
-// Runs a command to completion (10 s at most).
-RunResult RunCommand(const std::vector<std::string>& args) {
+// Runs a command to completion (10 s at most); `env` as for Child::Spawn.
+RunResult RunCommand(const std::vector<std::string>& args, const std::vector<std::string>& env = {}) {
   RunResult r;
-  auto child = Child::Spawn(args);
+  auto child = Child::Spawn(args, env);
   if (!child) return r;
   const auto status = child->Wait(10s);
   r.out = child->stdout_text();
@@ -272,55 +291,175 @@ TEST_F(CliTest, TheCliCallsWhoamiOnAServerStartedFromAConfigFile) {
   EXPECT_EQ(identity.value("mechanism", ""), "simple");
 }
 
-TEST_F(CliTest, TheCliSendsDataAndPrintsTheResponseVerbatim) {
+TEST_F(CliTest, TheResponseIsPrintedWithATrailingNewlineOrRawWithRaw) {
   ASSERT_NO_FATAL_FAILURE(StartServer());
-  const auto r = RunCommand({kCliBin, "call", "--server", endpoint_, "--user", "bob", "--data",
-                      "hello there", "--timeout", "5000", "sys", "echo"});
-  ASSERT_EQ(r.exit_code, 0) << Describe(r);
-  EXPECT_EQ(r.out, "hello there");
+  const std::vector<std::string> call = {kCliBin, "call", "--server", endpoint_, "--user", "bob",
+                                         "--timeout", "5000", "sys", "echo", "--data"};
+  struct Case {
+    std::string data;
+    bool raw;
+    std::string out;
+  };
+  for (const Case& c : std::vector<Case>{{"hello there", false, "hello there\n"},
+                                         {"hello there", true, "hello there"},
+                                         {"two\nlines\n", false, "two\nlines\n"},
+                                         {"", false, ""}}) {
+    auto args = call;
+    args.push_back(c.data);
+    if (c.raw) args.push_back("--raw");
+    const auto r = RunCommand(args);
+    ASSERT_EQ(r.exit_code, 0) << Describe(r);
+    EXPECT_EQ(r.out, c.out) << "data '" << c.data << "' raw " << c.raw;
+  }
+  const auto who = RunCommand({kCliBin, "call", "--server", endpoint_, "sys", "whoami"});
+  ASSERT_EQ(who.exit_code, 0) << Describe(who);
+  EXPECT_THAT(who.out, ::testing::EndsWith("}\n"));
 }
 
-TEST_F(CliTest, AnUnknownMethodExitsOneWithNotFoundOnStderr) {
+// Each row: a command line, its exit status (client/cli_exit.h) and how its
+// one stderr line starts. "@" in an argument is replaced by a running
+// server's endpoint, "#" by a stopped one's, "%" by the temp directory.
+struct ExitCase {
+  std::vector<std::string> args;  // after the binary
+  int exit_code;
+  std::string err_prefix;
+  std::vector<std::string> env = {};
+};
+
+TEST_F(CliTest, EveryFailureHasItsExitCodeAndACodeOnStderr) {
   ASSERT_NO_FATAL_FAILURE(StartServer());
-  const auto r = RunCommand({kCliBin, "call", "--server", endpoint_, "--auth", "simple", "--user",
-                      "alice", "sys", "nosuchmethod"});
-  EXPECT_EQ(r.exit_code, 1) << Describe(r);
-  EXPECT_THAT(r.err, HasSubstr("NOT_FOUND")) << Describe(r);
-  EXPECT_TRUE(r.out.empty()) << Describe(r);
+  const std::string running = endpoint_;
+  // A port nothing listens on any more: a server that stopped.
+  auto stopped = Child::Spawn({kServerBin, "--config", dir_.Write("stopped.json", kGoodConfig),
+                               "--print-endpoints"});
+  ASSERT_NE(stopped, nullptr);
+  const auto stopped_line = stopped->ReadStdoutLine(10s);
+  ASSERT_TRUE(stopped_line.has_value()) << stopped->stderr_text();
+  ASSERT_TRUE(stopped->Signal(SIGTERM).has_value());
+  const std::string gone = *stopped_line;
+  const std::string usage = "authrpc: USAGE: ";
+  const std::vector<ExitCase> cases = {
+      // 2: usage.
+      {{"frobnicate"}, 2, usage},
+      {{"call", "sys", "whoami"}, 2, usage},
+      {{"call", "--server", "ftp://nowhere", "sys", "whoami"}, 2, usage},
+      {{"call", "--server", "@", "--auth", "nope", "sys", "whoami"}, 2, usage},
+      {{"call", "--server", "@", "--bogus", "sys", "whoami"}, 2, usage},
+      {{"call", "--server", "@", "sys"}, 2, usage},
+      {{"call", "--server", "@", "--timeout", "12abc", "sys", "whoami"}, 2, usage},
+      {{"call", "--server", "@", "--timeout", "-5", "sys", "whoami"}, 2, usage},
+      {{"call", "--server", "@", "--timeout", "0", "sys", "whoami"}, 2, usage},
+      {{"call", "--server", "@", "--timeout", " 5", "sys", "whoami"}, 2, usage},
+      {{"call", "--server", "@", "--timeout", "99999999999", "sys", "whoami"}, 2, usage},
+      {{"call", "--server", "@", "--connect-timeout", "5s", "sys", "whoami"}, 2, usage},
+      {{"call", "--server", "@", "--timeout"}, 2, usage},
+      {{"call", "--server", "@", "--auth", "token", "sys", "whoami"}, 2, usage, {"AUTHRPC_TOKEN_FILE"}},
+      {{"token"}, 2, "usage: authrpc token"},
+      {{"token", "frobnicate"}, 2, usage},
+      {{"token", "fetch", "--server", "@", "-o", "%/t"}, 2, usage},
+      {{"token", "print", "--renewer", "yarn", "--token-file", "%/t"}, 2, usage},
+      {{"token", "renew", "--server", "@", "--json"}, 2, usage},
+      {{"token", "cancel", "--server", "@", "--connect-timeout", "-1"}, 2, usage},
+      // 3: credentials. A token file that is not there says so (it used to
+      // be UNAVAILABLE [retry]).
+      {{"call", "--server", "@", "--auth", "token", "--token-file", "%/missing", "sys", "whoami"},
+       3, "authrpc: UNAUTHENTICATED: open credentials file "},
+      {{"token", "print", "--token-file", "%/missing"}, 3, "authrpc: UNAUTHENTICATED: "},
+      {{"token", "renew", "--server", "@", "--token-file", "%/missing"}, 3, "authrpc: UNAUTHENTICATED: "},
+      // 4: unavailable, with the code even though the cause is a system error.
+      {{"call", "--server", "#", "--connect-timeout", "2000", "sys", "whoami"}, 4, "authrpc: UNAVAILABLE: "},
+      {{"token", "fetch", "--server", "#", "--renewer", "", "-o", "%/t", "--auth", "simple"}, 4,
+       "authrpc: UNAVAILABLE: "},
+      // 1: anything else.
+      {{"call", "--server", "@", "--user", "alice", "sys", "nosuchmethod"}, 1, "authrpc: NOT_FOUND: "},
+  };
+  for (const auto& c : cases) {
+    std::vector<std::string> args = {kCliBin};
+    std::string shown;
+    for (std::string a : c.args) {
+      if (a == "@") a = running;
+      if (a == "#") a = gone;
+      if (a.starts_with("%")) a = dir_.path() + a.substr(1);
+      shown += " " + a;
+      args.push_back(a);
+    }
+    const auto r = RunCommand(args, c.env);
+    EXPECT_EQ(r.exit_code, c.exit_code) << shown << "\n" << Describe(r);
+    EXPECT_THAT(r.err, StartsWith(c.err_prefix)) << shown;
+    EXPECT_THAT(r.err, ::testing::EndsWith("\n")) << shown;
+    EXPECT_TRUE(r.out.empty()) << shown << "\n" << Describe(r);
+    if (c.exit_code != 2 || c.err_prefix == usage) {
+      EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << "one line: " << shown << "\n" << r.err;
+    }
+  }
 }
 
-TEST_F(CliTest, ACallToAStoppedServerExitsOne) {
+// The same missing Kerberos ticket is the same failure in `call` and in
+// `token fetch` (it was a usage error in one and a failure in the other).
+TEST_F(CliTest, AMissingKerberosTicketIsACredentialsFailureEverywhere) {
   ASSERT_NO_FATAL_FAILURE(StartServer());
-  const auto status = server_->Signal(SIGTERM);
-  ASSERT_TRUE(status.has_value());
-  const auto r = RunCommand({kCliBin, "call", "--server", endpoint_, "--connect-timeout", "2000", "sys",
-                      "whoami"});
-  EXPECT_EQ(r.exit_code, 1) << Describe(r);
-  EXPECT_THAT(r.err, HasSubstr("retry")) << Describe(r);
+  const std::vector<std::string> no_ticket = {"KRB5CCNAME=FILE:" + dir_.path() + "/no-ccache",
+                                              "KRB5_CLIENT_KTNAME=FILE:" + dir_.path() + "/no-keytab"};
+  const auto call = RunCommand({kCliBin, "call", "--server", endpoint_, "--auth", "kerberos", "sys", "whoami"},
+                               no_ticket);
+  const auto fetch = RunCommand({kCliBin, "token", "fetch", "--server", endpoint_, "--renewer", "",
+                                 "-o", dir_.path() + "/t"},
+                                no_ticket);
+  EXPECT_EQ(call.exit_code, 3) << Describe(call);
+  EXPECT_EQ(fetch.exit_code, 3) << Describe(fetch);
+  const auto code = [](const std::string& err) {
+    const auto first = err.find(": ");
+    return err.substr(0, err.find(": ", first + 2));
+  };
+  EXPECT_EQ(code(call.err), code(fetch.err)) << call.err << fetch.err;
 }
 
-TEST_F(CliTest, HelpOfBothBinariesExitsZero) {
+TEST_F(CliTest, HelpOfBothBinariesExitsZeroAndEachSubcommandHasItsOwn) {
+  std::vector<std::string> token_pages;
   for (const auto& args : std::vector<std::vector<std::string>>{
            {kServerBin, "--help"}, {kCliBin, "--help"}, {kCliBin, "help"},
-           {kCliBin, "call", "--help"}}) {
+           {kCliBin, "call", "--help"}, {kCliBin, "token", "--help"},
+           {kCliBin, "token", "fetch", "--help"}, {kCliBin, "token", "renew", "--help"},
+           {kCliBin, "token", "cancel", "--help"}, {kCliBin, "token", "print", "--help"}}) {
     const auto r = RunCommand(args);
     EXPECT_EQ(r.exit_code, 0) << args.back() << ": " << Describe(r);
-    EXPECT_THAT(r.out, HasSubstr("usage")) << Describe(r);
+    EXPECT_THAT(r.out, StartsWith("usage: ")) << Describe(r);
+    EXPECT_THAT(r.out, ::testing::EndsWith("\n")) << Describe(r);
+    if (args.size() == 4) {
+      EXPECT_THAT(r.out, StartsWith("usage: authrpc token " + args[2])) << r.out;
+      token_pages.push_back(r.out);
+    }
+  }
+  ASSERT_EQ(token_pages.size(), 4u);
+  for (std::size_t i = 0; i < token_pages.size(); ++i) {
+    for (std::size_t j = i + 1; j < token_pages.size(); ++j) EXPECT_NE(token_pages[i], token_pages[j]);
+  }
+  // --renewer belongs to fetch only.
+  EXPECT_THAT(token_pages[0], HasSubstr("--renewer"));
+  EXPECT_THAT(token_pages[3], Not(HasSubstr("--renewer")));
+}
+
+TEST_F(CliTest, BothBinariesPrintTheirVersion) {
+  for (const auto& args : std::vector<std::vector<std::string>>{
+           {kCliBin, "--version"}, {kCliBin, "version"}, {kServerBin, "--version"}}) {
+    const auto r = RunCommand(args);
+    EXPECT_EQ(r.exit_code, 0) << Describe(r);
+    const std::string name = args[0] == kServerBin ? "authrpc-server" : "authrpc";
+    EXPECT_THAT(r.out, ::testing::MatchesRegex(name + " [0-9]+\\.[0-9]+\\.[0-9]+ \\(commit [0-9a-z]+\\)\n"))
+        << Describe(r);
   }
 }
 
-TEST_F(CliTest, UsageErrorsExitTwo) {
+TEST_F(CliTest, ServerUsageErrorsExitTwo) {
   for (const auto& args : std::vector<std::vector<std::string>>{
-           {kServerBin},
-           {kServerBin, "--bogus"},
-           {kCliBin},
-           {kCliBin, "frobnicate"},
-           {kCliBin, "call", "sys", "whoami"},
-           {kCliBin, "call", "--server", "ftp://nowhere", "sys", "whoami"},
-           {kCliBin, "call", "--server", "tcp://127.0.0.1:1", "--auth", "nope", "sys", "whoami"}}) {
+           {kServerBin}, {kServerBin, "--bogus"}, {kServerBin, "--config"}}) {
     const auto r = RunCommand(args);
     EXPECT_EQ(r.exit_code, 2) << args.back() << ": " << Describe(r);
+    EXPECT_THAT(r.err, StartsWith("authrpc-server: USAGE: ")) << Describe(r);
   }
+  const auto bare = RunCommand({kCliBin});
+  EXPECT_EQ(bare.exit_code, 2) << Describe(bare);
+  EXPECT_THAT(bare.err, StartsWith("usage: authrpc")) << Describe(bare);
 }
 
 TEST_F(CliTest, ABadConfigFileExitsTwo) {

@@ -975,9 +975,9 @@ TEST_F(KerberosKdcStateTest, ClockSkewedClient) {
 
     const auto r = cli(c.offset);
     ASSERT_TRUE(r.ok()) << Describe(r);
-    EXPECT_EQ(r->exit_code, 1) << "stdout: " << r->out << "\nstderr: " << r->err;
+    EXPECT_EQ(r->exit_code, 3) << "stdout: " << r->out << "\nstderr: " << r->err;  // credentials
     EXPECT_TRUE(r->out.empty()) << r->out;
-    EXPECT_THAT(r->err, ::testing::StartsWith("error: AUTHENTICATION_FAILED: ")) << r->err;
+    EXPECT_THAT(r->err, ::testing::StartsWith("authrpc: AUTHENTICATION_FAILED: ")) << r->err;
     EXPECT_THAT(r->err, HasSubstr(c.krb5_message)) << r->err;
     EXPECT_THAT(r->err, HasSubstr(c.advice)) << r->err;
     EXPECT_THAT(r->err, ::testing::EndsWith("[give-up]\n")) << r->err;

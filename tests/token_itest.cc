@@ -367,6 +367,50 @@ TEST_F(TokenItest, OnlyTheRenewerRenewsAndOwnerOrRenewerCancel) {
   running->server->stop();
 }
 
+// Issue 20: a token fetched with a short renewer name ("yarn") renews as
+// yarn@REALM (compared as Hadoop does, through the principal mapping), and a
+// renewer that can name no principal is refused at issue.
+TEST_F(TokenItest, RenewerIsComparedByShortNameAndMalformedOnesAreRefused) {
+  auto running = Start({});
+  ASSERT_TRUE(running.ok()) << Describe(running);
+  for (const std::string& renewer : {std::string("yarn"), Principal("yarn")}) {
+    SCOPED_TRACE("renewer " + renewer);
+    auto token = Fetch(running->endpoint, "alice", renewer);
+    ASSERT_TRUE(token.ok()) << Describe(token);
+    EXPECT_EQ(token->decode_identifier()->renewer, renewer) << "stored as given";
+    const nlohmann::json request = {{"token", *token->to_string()}};
+    struct Case {
+      const char* as;
+      const char* method;
+      Errc code;
+    };
+    for (const Case& c : {Case{"mallory", "renew", Errc::kPermissionDenied},
+                          Case{"alice", "renew", Errc::kPermissionDenied},
+                          Case{"yarn", "renew", Errc::kOk},
+                          Case{"mallory", "cancel", Errc::kPermissionDenied},
+                          Case{"yarn", "cancel", Errc::kOk}}) {
+      SCOPED_TRACE(std::string(c.as) + " " + c.method);
+      auto client = Connect(running->endpoint, KerberosAs(c.as));
+      ASSERT_TRUE(client.ok()) << Describe(client);
+      auto r = (*client)->call_json("token", c.method, request);
+      EXPECT_EQ(r.code(), c.code == Errc::kOk ? std::error_code() : make_error_code(c.code)) << Describe(r);
+    }
+  }
+  auto alice = Connect(running->endpoint, KerberosAs("alice"));
+  ASSERT_TRUE(alice.ok()) << Describe(alice);
+  for (const std::string& bad : {std::string("yarn@@") + kdc_->realm(), std::string("yarn@"),
+                                 std::string("yarn/localhost"), std::string("yarn "),
+                                 std::string("ya\nrn"), std::string("a//b@R")}) {
+    SCOPED_TRACE("renewer '" + bad + "'");
+    auto r = (*alice)->call_json("token", "get", {{"renewer", bad}});
+    EXPECT_EQ(r.code(), make_error_code(Errc::kInvalidArgument)) << Describe(r);
+  }
+  // The connection and the server keep serving.
+  auto ok = (*alice)->call_json("token", "get", {{"renewer", ""}});
+  EXPECT_TRUE(ok.ok()) << Describe(ok);
+  running->server->stop();
+}
+
 TEST_F(TokenItest, TokensSurviveAServerRestart) {
   Token token;
   {
@@ -525,9 +569,10 @@ TEST_F(TokenItest, CliFetchPrintUseRenewCancel) {
   for (const char* sub : {"fetch", "renew", "cancel", "print"}) {
     Cmd help = RunCli(std::string("token ") + sub + " --help");
     EXPECT_EQ(help.status, 0);
-    EXPECT_NE(help.out.find("authrpc token fetch"), std::string::npos);
+    EXPECT_NE(help.out.find(std::string("authrpc token ") + sub), std::string::npos);
   }
-  Cmd fetch = RunCli("token fetch --server " + uri + kt + " --renewer " + Principal("yarn") + " -o " + file);
+  // The short name, as a newcomer types it: renewing as yarn@REALM works.
+  Cmd fetch = RunCli("token fetch --server " + uri + kt + " --renewer yarn -o " + file);
   ASSERT_EQ(fetch.status, 0) << fetch.out;
   struct stat st {};
   ASSERT_EQ(::stat(file.c_str(), &st), 0);
@@ -557,7 +602,7 @@ TEST_F(TokenItest, CliFetchPrintUseRenewCancel) {
     EXPECT_NE(who.out.find("\"mechanism\":\"token\""), std::string::npos) << who.out;
   }
   Cmd bad_renew = RunCli("token renew --server " + uri + kt + " --token-file " + file);
-  EXPECT_EQ(bad_renew.status, 1);
+  EXPECT_EQ(bad_renew.status, 5);  // client/cli_exit.h: permission denied
   EXPECT_NE(bad_renew.out.find("PERMISSION_DENIED"), std::string::npos) << bad_renew.out;
   Cmd renew = RunCli("token renew --server " + uri + yarn + " --token-file " + file);
   EXPECT_EQ(renew.status, 0) << renew.out;
@@ -569,7 +614,7 @@ TEST_F(TokenItest, CliFetchPrintUseRenewCancel) {
   again.add(*token);
   ASSERT_TRUE(again.write(file).ok());
   Cmd refused = RunCli("call --server " + uri + " --auth token --token-file " + file + " sys whoami");
-  EXPECT_EQ(refused.status, 1);
+  EXPECT_EQ(refused.status, 3);  // credentials
   EXPECT_NE(refused.out.find("CREDENTIALS_EXPIRED"), std::string::npos) << refused.out;
   EXPECT_NE(refused.out.find("CANCELLED"), std::string::npos) << refused.out;
   EXPECT_NE(refused.out.find("reauthenticate"), std::string::npos) << refused.out;
@@ -663,7 +708,7 @@ TEST_F(TokenItest, InteropMechanismsOverTheWire) {
     EXPECT_NE(digest_cli.out.find("\"mechanism\":\"token-digest\""), std::string::npos) << digest_cli.out;
     // Other SASL names than the server's: DIGEST-MD5's digest-uri does not match.
     Cmd wrong = RunCli("call --server " + service + " --auth token-digest --token-file " + path + " sys whoami");
-    EXPECT_EQ(wrong.status, 1) << wrong.out;
+    EXPECT_EQ(wrong.status, 3) << wrong.out;
     EXPECT_NE(wrong.out.find("AUTHENTICATION_FAILED"), std::string::npos) << wrong.out;
   }
 
