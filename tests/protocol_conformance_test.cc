@@ -23,6 +23,7 @@
 #include <cstdint>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <optional>
@@ -30,6 +31,7 @@
 #include <set>
 #include <sstream>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "auth/authorizer.h"
@@ -277,8 +279,9 @@ std::shared_ptr<Authorizer> AllowAllPolicy(const nlohmann::json& extra = nlohman
 
 // The server the examples are written for: `simple` only; negotiation and
 // idle timeouts short enough for `negotiation-timeout` and `idle-timeout`.
+// With slow_method, also test.slow: a blocking call that takes 500 ms.
 std::unique_ptr<Server> StartServer(SocketKind kind, std::shared_ptr<Authorizer> authorizer,
-                                    std::size_t max_connections = 100) {
+                                    std::size_t max_connections = 100, bool slow_method = false) {
   ServerOptions o;
   o.endpoints = {testing::FreshEndpoint(kind, "authrpc-conformance")};
   o.mechanisms = {std::make_shared<SimpleServerMechanism>()};
@@ -291,6 +294,14 @@ std::unique_ptr<Server> StartServer(SocketKind kind, std::shared_ptr<Authorizer>
   o.authorizer = std::move(authorizer);
   o.log = null_log_sink();
   auto server = std::make_unique<Server>(std::move(o));
+  if (slow_method) {
+    Service test("test");
+    test.add_blocking("slow", [](CallContext&, std::string_view) -> Result<std::string> {
+      std::this_thread::sleep_for(500ms);
+      return std::string("done");
+    });
+    EXPECT_TRUE(server->add_service(std::move(test)).ok());
+  }
   const Status s = server->start();
   EXPECT_TRUE(s.ok()) << s.to_string();
   if (!s.ok()) return nullptr;
@@ -519,6 +530,52 @@ TEST_P(WrittenOutTest, AMalformedCallFrameIsAnErrorWhetherOrNotItsCallIsOpen) {
     EXPECT_TRUE(raw.SeesEndOfStream());
   }
   EXPECT_TRUE(StopAndDestroy(server));
+}
+
+std::string RequestFrame(std::uint32_t call_id, const std::string& service,
+                         const std::string& method) {
+  std::string body = Str(service) + Str(method);
+  Put32(body, 0);
+  return Frame(0x10, call_id, body);
+}
+
+// Section 6 and the refusal table: after GOAWAY(last_call_id) a new call is
+// answered UNAVAILABLE (14) without running, the call in flight still
+// finishes, and then the server ends its sending side.
+TEST_P(WrittenOutTest, ACallAfterGoAwayIsUnavailableWhileTheCallInFlightFinishes) {
+  auto server = StartServer(GetParam(), nullptr, 100, true);
+  ASSERT_TRUE(server);
+  RawConnection raw(server->bound_endpoints().at(0));
+  ASSERT_TRUE(raw.Send(Preamble() + Hello("simple", "alice") + RequestFrame(1, "test", "slow")));
+  auto success = raw.ReadFrame();
+  ASSERT_TRUE(success && static_cast<int>(success->type) == 0x05);
+  std::this_thread::sleep_for(100ms);  // call 1 is running
+  std::thread stopper([&] { server->stop(); });
+  // Also on a failed assertion: stop() returns once the connection closes.
+  struct Joiner {
+    RawConnection& raw;
+    std::thread& thread;
+    ~Joiner() {
+      raw.Close();
+      thread.join();
+    }
+  } joiner{raw, stopper};
+  auto goaway = raw.ReadFrame();
+  ASSERT_TRUE(goaway);
+  EXPECT_EQ(static_cast<int>(goaway->type), 0x07);
+  EXPECT_EQ(Hex(goaway->body.substr(0, 4)), "00 00 00 01 ") << "last_call_id";
+  ASSERT_TRUE(raw.Send(RequestFrame(2, "sys", "whoami")));
+  std::map<std::uint32_t, std::string> responses;
+  for (int i = 0; i < 2; ++i) {
+    auto r = raw.ReadFrame();
+    ASSERT_TRUE(r);
+    ASSERT_EQ(static_cast<int>(r->type), 0x11);
+    responses[r->call_id] = r->body;
+  }
+  EXPECT_EQ(Hex(responses[1]), Hex(std::string(4, '\0') + "done")) << "call 1 finishes";
+  ASSERT_GE(responses[2].size(), 2u);
+  EXPECT_EQ(Hex(responses[2].substr(0, 2)), "00 0e ") << "UNAVAILABLE";
+  EXPECT_TRUE(raw.SeesEndOfStream());
 }
 
 // Section 4, "own name": with principal mapping it is the short name; the
