@@ -114,8 +114,14 @@ asio::awaitable<Result<Identity>> negotiate_server(
     }
     if (!do_as.empty()) features |= wire::kFeatureDoAs;
   } else if (!do_as.empty()) {
-    co_return fail(channel, {Errc::kPermissionDenied,
-                             "this server does not allow acting as another user"});
+    // Acting as oneself is not impersonation: allowed with or without proxy
+    // rules, as an ACL file's server allows it (docs/AUTHZ.md). Without one
+    // no principal mapping runs, so "oneself" is the user AUTH_SUCCESS names.
+    if (do_as != step.identity.user) {
+      co_return fail(channel, {Errc::kPermissionDenied,
+                               "this server does not allow acting as another user"});
+    }
+    features |= wire::kFeatureDoAs;
   }
   wire::append_auth_success(channel.out(), {features, step.token, step.identity.user});
   if (spent != nullptr) *spent = std::move(session);

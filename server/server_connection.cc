@@ -147,6 +147,12 @@ asio::awaitable<void> ServerConnection::serve() {
         handle_request(*frame);
         break;
       case FrameType::kCancel:
+        // The body is checked before the id, as for every call frame: a
+        // malformed frame is an error whether or not its call is open (§3).
+        if (!frame->body.empty()) {
+          fatal_ = Status(Errc::kProtocolError, "CANCEL with a body");
+          break;
+        }
         handle_cancel(frame->header.call_id);
         break;
       case FrameType::kStreamRequest:
