@@ -10,6 +10,7 @@
 
 #include "auth/mechanism_registry.h"
 #include "client/client.h"
+#include "client/client_tls.h"
 #include "security/credentials_file.h"
 
 namespace authrpc::cli {
@@ -44,6 +45,9 @@ Common options:
   --service-principal P, --principal P, --keytab F, --ccache C
                      Kerberos options, as for `authrpc call`
   --connect-timeout MS  connect + negotiation bound (default: 10000)
+  --tls, --ca FILE, --cert FILE, --key FILE, --tls-min-version V
+                     TLS options, as for `authrpc call` (a tls:// --server
+                     needs --ca)
 
 Exit status: 0 on success, 1 on failure (CODE: message [advice] on stderr),
 2 for usage errors.
@@ -71,6 +75,7 @@ struct Args {
   std::vector<std::string> mechanisms;
   nlohmann::json kerberos = nlohmann::json::object();
   long connect_timeout_ms = 10'000;
+  TlsFlags tls;
 };
 
 // 0 on success, else the exit status (-1: --help printed).
@@ -83,6 +88,13 @@ int parse(int argc, char** argv, Args& a) {
       return true;
     };
     std::string v;
+    std::string tls_error;
+    if (const int used = a.tls.parse(arg, i + 1 < argc ? argv[i + 1] : nullptr, &tls_error);
+        used > 0 || !tls_error.empty()) {
+      if (!tls_error.empty()) return usage_error(tls_error);
+      i += used - 1;
+      continue;
+    }
     if (arg == "--help" || arg == "-h") {
       std::fputs(kUsage, stdout);
       return -1;
@@ -123,6 +135,7 @@ Result<std::unique_ptr<Client>> connect(const Args& a, const Endpoint& endpoint)
   ClientOptions options;
   options.endpoint = endpoint;
   options.connect_timeout = std::chrono::milliseconds(a.connect_timeout_ms);
+  if (Status s = a.tls.apply(options); !s.ok()) return s;
   std::vector<std::string> names = a.mechanisms;
   if (names.empty()) names.emplace_back("kerberos");
   for (const auto& name : names) {
