@@ -1,15 +1,22 @@
 // The `token` mechanism: authentication with a delegation token
 // (docs/TOKENS.md, wire format in docs/PROTOCOL.md "The token mechanism").
 //
-// One message each way, no extra round trip: the client's HELLO carries the
-// token identifier, the service it was fetched for, a client nonce, the
-// client's clock and a proof HMAC-SHA256(password, transcript); the server
-// looks the password up in its SecretManager (memory only, constant-time
-// comparison), checks the proof, the clock window and the replay cache, and
-// answers AUTH_SUCCESS with its own proof, which the client checks in
-// complete(). Both proofs cover the channel binding (ChannelInfo), so a proof
-// made for one TLS channel is worthless on another. The password is already a
-// random 32-byte HMAC: no key stretching.
+// Two exchanges, chosen by the transport (docs/TOKENS.md, "Replay"):
+//  - one message each way (version 1), over TLS and unix://: the client's
+//    HELLO carries the token identifier, the service it was fetched for, a
+//    client nonce, the client's clock and a proof HMAC-SHA256(password,
+//    transcript); the server looks the password up in its SecretManager
+//    (memory only, constant-time comparison), checks the proof and the clock
+//    window, and answers AUTH_SUCCESS with its own proof, which the client
+//    checks in complete(). Over TLS both proofs cover the channel binding
+//    (ChannelInfo), unique per connection, so a captured HELLO is worthless
+//    on any other connection of any server; over unix:// (no binding) the
+//    server's replay cache refuses a second use in this process.
+//  - a challenge (version 2), over plaintext tcp://, only where the server
+//    opts in (TokenServerOptions::allow_plaintext): the server contributes a
+//    fresh nonce that the client's proof must cover, so nothing a passive
+//    observer records authenticates again, on this server or another.
+// The password is already a random 32-byte HMAC: no key stretching.
 //
 // TokenServerMechanism is created by the server's token runtime
 // (server/token_service.h), which shares its SecretManager with the token
@@ -38,14 +45,17 @@ namespace authrpc {
 inline constexpr std::string_view kTokenMechanism = "token";
 
 // The messages of the `token` mechanism, encoded and decoded (and signed)
-// here so that tests can build hostile ones.
+// here so that tests can build hostile ones and fuzzers can decode without a
+// server. Every decode() refuses trailing bytes and another version.
 namespace token_wire {
 
-inline constexpr std::uint8_t kVersion = 1;
+inline constexpr std::uint8_t kVersion = 1;           // one message each way
+inline constexpr std::uint8_t kChallengeVersion = 2;  // server challenge
 inline constexpr std::size_t kNonceBytes = 16;
 inline constexpr std::size_t kProofBytes = 32;
 inline constexpr std::size_t kMaxServiceBytes = 1024;
 
+// Version 1 HELLO.
 struct Hello {
   std::string identifier;  // TokenIdentifier bytes
   std::string service;     // the token's service, as the client holds it
@@ -55,6 +65,29 @@ struct Hello {
 
   std::string encode() const;
   static std::optional<Hello> decode(std::string_view bytes);
+};
+
+// Version 2: HELLO (ChallengeHello), AUTH_CHALLENGE (Challenge),
+// AUTH_RESPONSE (Response), AUTH_SUCCESS (encode_success with the version).
+struct ChallengeHello {
+  std::string identifier;
+  std::string service;
+  std::array<std::uint8_t, kNonceBytes> client_nonce{};
+
+  std::string encode() const;
+  static std::optional<ChallengeHello> decode(std::string_view bytes);
+};
+struct Challenge {
+  std::array<std::uint8_t, kNonceBytes> server_nonce{};
+
+  std::string encode() const;
+  static std::optional<Challenge> decode(std::string_view bytes);
+};
+struct Response {
+  std::array<std::uint8_t, kProofBytes> proof{};
+
+  std::string encode() const;
+  static std::optional<Response> decode(std::string_view bytes);
 };
 
 // HMAC-SHA256(password, "authrpc token client\0" || transcript).
@@ -72,12 +105,16 @@ struct Proofs {
 };
 Proofs proofs(const security::SecretBytes& password, const Hello& hello,
               std::string_view channel_binding);
-// A fresh client nonce from the CSPRNG (drawn in batches); false if it fails.
+// Version 2: the transcript covers both nonces instead of a clock.
+Proofs proofs(const security::SecretBytes& password, const ChallengeHello& hello,
+              const Challenge& challenge, std::string_view channel_binding);
+// A fresh nonce from the CSPRNG (drawn in batches); false if it fails.
 bool next_nonce(std::array<std::uint8_t, kNonceBytes>* out);
 // AUTH_SUCCESS token: version byte + server proof.
-std::string encode_success(const std::array<std::uint8_t, kProofBytes>& proof);
+std::string encode_success(const std::array<std::uint8_t, kProofBytes>& proof,
+                           std::uint8_t version = kVersion);
 
-// A complete HELLO for token, made at time `now`.
+// A complete version 1 HELLO for token, made at time `now`.
 Hello make_hello(const security::Token& token, std::string_view channel_binding,
                  security::TokenTime now);
 
@@ -86,8 +123,13 @@ Hello make_hello(const security::Token& token, std::string_view channel_binding,
 struct TokenServerOptions {
   // HELLOs stamped further than this from the server's clock are refused.
   std::chrono::milliseconds max_clock_skew{std::chrono::minutes(5)};
-  // Accepted client proofs remembered (TokenReplayCache).
+  // Accepted client proofs remembered (TokenReplayCache), in all and per token.
   std::size_t replay_cache_capacity = 1 << 17;
+  std::size_t replay_cache_per_token = 1 << 13;
+  // Over plaintext tcp:// the mechanism is refused (FAILED_PRECONDITION,
+  // "PLAINTEXT") unless this is set; then only the challenge exchange is
+  // accepted there. Calls on such a connection are not protected either.
+  bool allow_plaintext = false;
   // If not empty: tokens presented for any other service are refused
   // (AUTHENTICATION_FAILED, "WRONG_SERVICE").
   std::vector<std::string> services;

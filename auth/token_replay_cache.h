@@ -1,23 +1,36 @@
 // TokenReplayCache: remembers the client proofs the `token` mechanism has
-// accepted, so that a captured HELLO cannot be played again. Owned by
+// accepted on its one-message path without a channel binding (unix://), so
+// that a captured HELLO cannot be played again to this process. Owned by
 // TokenServerMechanism; called from IO threads (thread-safe, one mutex, no
-// I/O).
+// I/O). Bound proofs (TLS) and the challenge exchange never need it
+// (docs/TOKENS.md, "Replay").
 //
 // A HELLO carries the client's clock reading; the server accepts it only
-// within ±skew of its own clock, so a proof needs remembering for 2 × skew at
-// most. The cache is bounded: when it is full, the entry with the oldest
-// timestamp is evicted and that timestamp becomes a floor — any HELLO stamped
-// at or before it is refused (it might be a replay of what was evicted). In
-// normal operation the floor stays below now − skew and never matters; under
-// a flood it tightens the window instead of growing memory.
+// within ±skew of its own clock, so a proof needs remembering until its
+// stamp is more than skew in the past. The cache is bounded, and the bounds
+// are per token so that one token holder cannot crowd out the others:
+//  - a token (its sequence number) holds at most `per_token` entries; past
+//    that its own oldest entry is evicted and that stamp becomes the token's
+//    floor: this token's HELLOs stamped at or before it are refused (they
+//    might replay what was evicted). An honest client stamps "now", so its
+//    floor stays in the past; a client flooding HELLOs stamped in the future
+//    only raises its own floor.
+//  - when the whole cache holds `capacity` entries, the oldest entry of the
+//    token holding the most entries (of those, the one with the oldest
+//    entry) is evicted the same way.
+//  - tokens whose entries were all evicted keep only their floor; when more
+//    than `capacity` such floors pile up (that many distinct tokens inside
+//    one window), the lowest becomes a floor for every token.
 #pragma once
 
 #include <array>
 #include <cstddef>
 #include <cstdint>
+#include <map>
 #include <mutex>
 #include <set>
 #include <string_view>
+#include <unordered_map>
 #include <utility>
 
 namespace authrpc {
@@ -26,23 +39,58 @@ class TokenReplayCache {
  public:
   enum class Verdict { kFresh, kReplay, kTooOld };
 
-  TokenReplayCache(std::int64_t skew_ms, std::size_t capacity);
+  TokenReplayCache(std::int64_t skew_ms, std::size_t capacity, std::size_t per_token);
 
-  // Records (time_ms, proof) unless it is there already (kReplay) or
-  // time_ms is at or below the floor (kTooOld). Entries older than
-  // now_ms − skew are dropped on the way. Only the first 16 bytes of proof
-  // are kept (it is an HMAC output: they are as unique as the whole).
-  Verdict check_and_insert(std::int64_t now_ms, std::int64_t time_ms, std::string_view proof);
+  // Records (time_ms, proof) for `token` (a token's sequence number, unique
+  // in a store) unless it is there already (kReplay) or time_ms is at or
+  // below the token's floor or the global one (kTooOld). Entries stamped
+  // before now_ms − skew are dropped on the way. Only the first 16 bytes of
+  // proof are kept (it is an HMAC output: they are as unique as the whole).
+  // Any int64 values are safe.
+  Verdict check_and_insert(std::int64_t now_ms, std::int64_t time_ms, std::uint64_t token,
+                           std::string_view proof);
 
-  std::size_t size() const;
-  std::int64_t floor_ms() const;
+  std::size_t size() const;                   // entries, all tokens
+  std::size_t size(std::uint64_t token) const;  // entries of one token
+  std::int64_t floor_ms() const;              // the floor for every token
+  std::int64_t floor_ms(std::uint64_t token) const;  // max(its own, the global)
 
  private:
-  using Key = std::pair<std::int64_t, std::array<std::uint8_t, 16>>;
+  using Proof = std::array<std::uint8_t, 16>;
+  using Key = std::pair<std::int64_t, Proof>;  // ordered by time first
+  struct TokenState {
+    std::set<Key> entries;
+    std::int64_t floor;
+  };
+
+  // Orders tokens by entries held, then by oldest entry, oldest last: the
+  // last is the one to evict from when the cache is full.
+  struct Weight {
+    std::size_t entries;
+    std::int64_t oldest;
+    std::uint64_t token;
+    bool operator<(const Weight& o) const {
+      if (entries != o.entries) return entries < o.entries;
+      if (oldest != o.oldest) return oldest > o.oldest;
+      return token < o.token;
+    }
+  };
+
+  void expire(std::int64_t cutoff);
+  // Evicts the token's oldest entry and raises its floor to that stamp.
+  void evict_oldest(std::uint64_t token, TokenState& state);
+  // Take a token out of by_weight_ before changing its entries, put it back after.
+  void unweigh(std::uint64_t token, const TokenState& state);
+  void weigh(std::uint64_t token, const TokenState& state);
+
   const std::int64_t skew_ms_;
   const std::size_t capacity_;
+  const std::size_t per_token_;
   mutable std::mutex mu_;
-  std::set<Key> entries_;  // ordered by time: the oldest is begin()
+  std::unordered_map<std::uint64_t, TokenState> tokens_;
+  std::map<Key, std::uint64_t> by_time_;                     // every entry → its token
+  std::set<Weight> by_weight_;                               // tokens with entries
+  std::set<std::pair<std::int64_t, std::uint64_t>> idle_;     // (floor, token): no entries left
   std::int64_t floor_ms_;
 };
 

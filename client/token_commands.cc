@@ -14,6 +14,7 @@
 #include "client/cli_args.h"
 #include "client/cli_exit.h"
 #include "client/client.h"
+#include "client/client_tls.h"
 #include "security/credentials_file.h"
 
 namespace authrpc::cli {
@@ -43,6 +44,9 @@ Connection options:
   --service-principal P, --principal P, --keytab F, --ccache C
                      Kerberos options, as for `authrpc call`
   --connect-timeout MS  connect + negotiation bound (default: 10000)
+  --tls, --ca FILE, --cert FILE, --key FILE, --tls-min-version V
+                     TLS options, as for `authrpc call` (a tls:// --server
+                     needs --ca)
 )";
 
 constexpr const char* kFetchHelp = R"(usage: authrpc token fetch --server URI --renewer R -o FILE [options]
@@ -125,6 +129,7 @@ struct Args {
   std::vector<std::string> mechanisms;
   nlohmann::json kerberos = nlohmann::json::object();
   std::chrono::milliseconds connect_timeout{10'000};
+  TlsFlags tls;
 };
 
 // Only the options `sub` takes are accepted. 0 on success, else the exit
@@ -139,6 +144,14 @@ int parse(Sub sub, int argc, char** argv, Args& a) {
       return true;
     };
     std::string v;
+    std::string tls_error;
+    if (const int used =
+            connects ? a.tls.parse(arg, i + 1 < argc ? argv[i + 1] : nullptr, &tls_error) : 0;
+        used > 0 || !tls_error.empty()) {
+      if (!tls_error.empty()) return usage_error(sub, tls_error);
+      i += used - 1;
+      continue;
+    }
     if (arg == "--help" || arg == "-h") {
       std::fputs(help_of(sub).c_str(), stdout);
       return -1;
@@ -177,6 +190,7 @@ Result<std::unique_ptr<Client>> connect(const Args& a, const Endpoint& endpoint)
   ClientOptions options;
   options.endpoint = endpoint;
   options.connect_timeout = a.connect_timeout;
+  if (Status s = a.tls.apply(options); !s.ok()) return s;
   std::vector<std::string> names = a.mechanisms;
   if (names.empty()) names.emplace_back("kerberos");
   const auto known = registry.client_names();

@@ -71,8 +71,8 @@ security) and the targets.
              cache (kerberos, kerberos-sasl rows); floor/tls = connect + bare
              OpenSSL handshake + 1-byte echo + close (every +tls row).
              Targets: simple p50 <= 1.25 x floor p50; kerberos p50 <= 1.15 x
-             floor/gss p50 and <= 0.6 x kerberos-sasl/tcp p50; token/tcp
-             p50 <= 1.3 x simple/tcp p50; simple+tls <= 1.15 x floor/tls;
+             floor/gss p50 and <= 0.6 x kerberos-sasl/tcp p50; token/unix
+             p50 <= 1.3 x simple/unix p50; simple+tls <= 1.15 x floor/tls;
              token+tls <= 1.2 x simple+tls; simple+tls-resume <= 0.8 x
              simple+tls; 0 KDC requests per session after the warm-up.
   calls      N 1-byte sys.echo calls on one open connection; floor: a 1-byte
@@ -88,8 +88,12 @@ security) and the targets.
 Methods (--method M[,M...] or "all"; default all; with --server: simple):
   simple         no security (the "No security" column)
   kerberos       Kerberos V5 through GSSAPI, authrpc's fast path
-  token          delegation token, authrpc's fast path; minibench first
-                 fetches one over Kerberos from the server (as HADOOP-6637)
+  token          delegation token, authrpc's fast path (one message each
+                 way) over unix and tls; over plaintext tcp the challenge
+                 exchange (one round trip more; the spawned server opts in
+                 to it, a --server must set tokens.allow_plaintext);
+                 minibench first fetches one over Kerberos from the server
+                 (as HADOOP-6637)
   kerberos-sasl  Kerberos through Cyrus SASL GSSAPI (interop)
   token-digest   the same token through Cyrus SASL DIGEST-MD5 (interop)
   token-scram    the same token through Cyrus SASL SCRAM-SHA-256 (interop)

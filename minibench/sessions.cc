@@ -202,8 +202,10 @@ asio::awaitable<Status> run_sessions(asio::any_io_executor ex, const BenchPlan& 
   if (tcp && mechanisms.contains("kerberos") && plan.method("kerberos-sasl") != nullptr) {
     report.add_target("kerberos/tcp", kKerberosVsSaslTarget, "kerberos-sasl/tcp");
   }
-  if (tcp && mechanisms.contains("token") && mechanisms.contains("simple")) {
-    report.add_target("token/tcp", kTokenVsSimpleTarget, "simple/tcp");
+  const bool unix_socket = std::any_of(plan.transports.begin(), plan.transports.end(),
+                                       [](const TransportServers& t) { return t.transport == "unix"; });
+  if (unix_socket && mechanisms.contains("token") && mechanisms.contains("simple")) {
+    report.add_target("token/unix", kTokenVsSimpleTarget, "simple/unix");
   }
   co_return Status();
 }

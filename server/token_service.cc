@@ -127,7 +127,7 @@ Result<TokenServiceOptions> token_service_options_from_json(const nlohmann::json
   static const std::set<std::string> kKeys = {
       "store", "dir", "key_roll_interval_ms", "max_lifetime_ms", "renew_interval_ms",
       "sweep_interval_ms", "issue_mechanisms", "services", "max_clock_skew_ms",
-      "replay_cache_capacity"};
+      "replay_cache_capacity", "replay_cache_per_token", "allow_plaintext"};
   for (const auto& [key, _] : config.items()) {
     if (!kKeys.contains(key)) return config_error("." + key + "' is not a known key");
   }
@@ -178,6 +178,18 @@ Result<TokenServiceOptions> token_service_options_from_json(const nlohmann::json
       return config_error(".replay_cache_capacity' must be an integer from 1 to 67108864");
     }
     o.mechanism.replay_cache_capacity = v.get<std::size_t>();
+  }
+  if (config.contains("replay_cache_per_token")) {
+    const auto& v = config["replay_cache_per_token"];
+    if (!v.is_number_integer() || v.get<std::int64_t>() < 1 ||
+        v.get<std::int64_t>() > (std::int64_t{1} << 26)) {
+      return config_error(".replay_cache_per_token' must be an integer from 1 to 67108864");
+    }
+    o.mechanism.replay_cache_per_token = v.get<std::size_t>();
+  }
+  if (config.contains("allow_plaintext")) {
+    if (!config["allow_plaintext"].is_boolean()) return config_error(".allow_plaintext' must be true or false");
+    o.mechanism.allow_plaintext = config["allow_plaintext"].get<bool>();
   }
   return o;
 }

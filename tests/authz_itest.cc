@@ -145,6 +145,8 @@ class AuthzItest : public ::testing::Test {
     TokenServiceOptions t_options;
     t_options.store = TokenServiceOptions::Store::kMemory;
     t_options.log = null_log_sink();
+    // The token sessions here run over plaintext tcp: the challenge exchange.
+    t_options.mechanism.allow_plaintext = true;
     auto tokens = TokenService::open(std::move(t_options));
     ASSERT_TRUE(tokens.ok()) << Describe(tokens);
     tokens_ = std::move(*tokens);

@@ -6,6 +6,9 @@
 //  - a master key rolled on A is picked up by B and C;
 //  - ZooKeeper restarted under the fleet: tokens keep working, new ones are
 //    issued;
+//  - a `token` session captured on A does not authenticate on B (TLS: the
+//    bound proof; plaintext tcp opted in: the server's challenge; plaintext
+//    tcp by default: refused outright);
 //  - an authrpc-server process SIGKILLed during a burst of issues: every
 //    acknowledged token validates on another server, and every token node in
 //    ZooKeeper is whole (a fresh store loads them all).
@@ -30,12 +33,15 @@
 #include "auth/kerberos.h"
 #include "auth/token_mechanism.h"
 #include "client/client.h"
+#include "security/tls_context.h"
 #include "security/zk_token_store.h"
 #include "server/server.h"
 #include "server/token_service.h"
 #include "tests/mini_kdc.h"
-#include "tests/test_support.h"
 #include "tests/mini_zk.h"
+#include "tests/test_support.h"
+#include "tests/tls_test_certs.h"
+#include "tests/token_capture.h"
 
 #ifndef AUTHRPC_SERVER_BIN
 #error "AUTHRPC_SERVER_BIN must name the authrpc-server binary"
@@ -75,10 +81,25 @@ class ZkTokenItest : public ::testing::Test {
     if (s.ok()) s = testing::AddClientsAndService(*kdc_, {"alice", "yarn"});
     if (s.ok()) kdc_->set_env_for_process();
     if (!s.ok() && setup_error_.empty()) setup_error_ = s.to_string();
+    certs_ = testing::TempDir("zk-itest-certs");
+    ca_ = std::make_unique<testing::TestCa>(certs_, "ca");
+    ca_->issue({"server", "localhost", {"DNS:localhost", "IP:127.0.0.1"}});
+    std::string error;
+    security::TlsServerOptions server_options;
+    server_options.certificate_file = ca_->cert_file("server");
+    server_options.private_key_file = ca_->key_file("server");
+    server_options.ca_file = ca_->ca_file();
+    server_tls_ = security::TlsServerContext::create(server_options, &error);
+    security::TlsClientOptions client_options;
+    client_options.ca_file = ca_->ca_file();
+    client_tls_ = security::TlsClientContext::create(client_options, &error);
+    if ((!server_tls_ || !client_tls_) && setup_error_.empty()) setup_error_ = "TLS: " + error;
   }
   static void TearDownTestSuite() {
     kdc_.reset();
     zk_.reset();
+    ca_.reset();
+    std::filesystem::remove_all(certs_);
   }
 
   void SetUp() override {
@@ -106,10 +127,14 @@ class ZkTokenItest : public ::testing::Test {
     return t;
   }
 
-  // A server with kerberos + token and the token service on the fleet's root.
-  Result<Running> Start() {
+  // A server with kerberos + token and the token service on the fleet's
+  // root, on tls:// unless told otherwise (`token` needs TLS or unix://
+  // unless the server opts in to plaintext).
+  Result<Running> Start(const std::string& uri = "tls://127.0.0.1:0", bool allow_plaintext = false) {
     Running r;
-    auto tokens = TokenService::open(FleetOptions());
+    TokenServiceOptions t = FleetOptions();
+    t.mechanism.allow_plaintext = allow_plaintext;
+    auto tokens = TokenService::open(std::move(t));
     if (!tokens.ok()) return tokens.status();
     r.tokens = std::move(*tokens);
     KerberosServerOptions k;
@@ -118,7 +143,8 @@ class ZkTokenItest : public ::testing::Test {
     auto kerberos = KerberosServerMechanism::create(k);
     if (!kerberos.ok()) return kerberos.status();
     ServerOptions o;
-    o.endpoints = {*Endpoint::parse("tcp://127.0.0.1:0")};
+    o.endpoints = {*Endpoint::parse(uri)};
+    if (o.endpoints.front().scheme == Endpoint::Scheme::kTls) o.tls = server_tls_;
     o.mechanisms = {*kerberos, r.tokens->mechanism()};
     o.io_threads = 1;
     o.blocking_threads = 2;
@@ -142,7 +168,14 @@ class ZkTokenItest : public ::testing::Test {
   }
   static Result<std::unique_ptr<Client>> Connect(const Endpoint& ep,
                                                  std::shared_ptr<ClientMechanism> m) {
-    return testing::ConnectWith(ep, std::move(m));
+    if (ep.scheme != Endpoint::Scheme::kTls) return testing::ConnectWith(ep, std::move(m));
+    ClientOptions o;
+    o.endpoint = ep;
+    o.mechanisms = {std::move(m)};
+    o.tls = client_tls_;
+    o.connect_timeout = 10s;
+    o.default_call_timeout = 10s;
+    return Client::connect(std::move(o));
   }
   static Result<Token> Fetch(const Endpoint& ep, const std::string& as, const std::string& renewer) {
     auto client = Connect(ep, KerberosAs(as));
@@ -154,14 +187,25 @@ class ZkTokenItest : public ::testing::Test {
     return std::move(*t);
   }
   // Authenticates to `ep` with the token alone (stamped for that endpoint).
-  static Result<std::unique_ptr<Client>> WithToken(const Endpoint& ep, Token t) {
+  static Result<std::unique_ptr<Client>> WithToken(const Endpoint& ep, Token t,
+                                                   testing::CapturingClient** capture = nullptr) {
     t.service = ep.to_string();
     TokenClientOptions o;
     o.token = std::move(t);
-    return Connect(ep, std::make_shared<TokenClientMechanism>(o));
+    std::shared_ptr<ClientMechanism> m = std::make_shared<TokenClientMechanism>(o);
+    if (capture != nullptr) {
+      auto c = std::make_shared<testing::CapturingClient>(std::move(m));
+      *capture = c.get();
+      m = std::move(c);
+    }
+    return Connect(ep, std::move(m));
   }
 
   static inline std::unique_ptr<MiniZk> zk_;
+  static inline std::string certs_;
+  static inline std::unique_ptr<testing::TestCa> ca_;
+  static inline std::shared_ptr<security::TlsServerContext> server_tls_;
+  static inline std::shared_ptr<security::TlsClientContext> client_tls_;
   static inline std::unique_ptr<MiniKdc> kdc_;
   static inline std::string setup_error_;
   std::string root_;
@@ -206,6 +250,54 @@ TEST_F(ZkTokenItest, IssueOnARenewOnBCancelOnCThenRefusedEverywhere) {
     EXPECT_NE(refused.status().message.find("CANCELLED"), std::string::npos) << Describe(refused);
   }
   for (auto& r : fleet) r.server->stop();
+}
+
+// Issue 19, defect 1: an observer records a client's `token` session with
+// server A and plays it to server B of the same fleet (B validates every
+// token A issued). Over plaintext tcp this used to authenticate on B.
+TEST_F(ZkTokenItest, SessionCapturedOnADoesNotAuthenticateOnB) {
+  struct Case {
+    const char* uri;
+    bool allow_plaintext;
+    Errc code;  // of the replay on B
+    const char* text;
+  };
+  const Case cases[] = {
+      {"tls://127.0.0.1:0", false, Errc::kAuthenticationFailed, "FORGED"},
+      {"tcp://127.0.0.1:0", true, Errc::kAuthenticationFailed, "FORGED"},
+  };
+  for (const auto& c : cases) {
+    SCOPED_TRACE(c.uri);
+    auto a = Start(c.uri, c.allow_plaintext), b = Start(c.uri, c.allow_plaintext);
+    ASSERT_TRUE(a.ok() && b.ok()) << Describe(a) << Describe(b);
+    auto token = Fetch(a->endpoint, "alice", "");
+    ASSERT_TRUE(token.ok()) << Describe(token);
+    ASSERT_TRUE(Eventually([&] { return b->tokens->secrets().verify(*token).ok(); }));
+    // A fleet shares one service name: the recorded HELLO names it, and B
+    // accepts it (no `services` list), so only the proof can stop a replay.
+    testing::CapturingClient* capture = nullptr;
+    auto on_a = WithToken(a->endpoint, *token, &capture);
+    ASSERT_TRUE(on_a.ok()) << Describe(on_a);
+    ASSERT_NE(capture, nullptr);
+    auto replayed = Connect(b->endpoint, std::make_shared<testing::ReplayingClient>(capture->sent()));
+    ASSERT_FALSE(replayed.ok());
+    EXPECT_EQ(replayed.code(), make_error_code(c.code)) << Describe(replayed);
+    EXPECT_NE(replayed.status().message.find(c.text), std::string::npos) << Describe(replayed);
+    // The genuine client still gets in on B.
+    EXPECT_TRUE(WithToken(b->endpoint, *token).ok());
+    a->server->stop();
+    b->server->stop();
+  }
+  // Plaintext tcp without the opt-in: nothing to capture, the client is told why.
+  auto a = Start("tcp://127.0.0.1:0");
+  ASSERT_TRUE(a.ok()) << Describe(a);
+  auto token = Fetch(a->endpoint, "alice", "");
+  ASSERT_TRUE(token.ok()) << Describe(token);
+  auto refused = WithToken(a->endpoint, *token);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_EQ(refused.code(), make_error_code(Errc::kFailedPrecondition)) << Describe(refused);
+  EXPECT_NE(refused.status().message.find("PLAINTEXT"), std::string::npos) << Describe(refused);
+  a->server->stop();
 }
 
 TEST_F(ZkTokenItest, KeyRolledOnAIsUsedByAll) {
