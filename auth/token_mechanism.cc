@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <limits>
 #include <mutex>
 
 #include "auth/token_status.h"
@@ -190,7 +191,12 @@ class TokenServerSession final : public ServerAuthSession {
     }
     const std::int64_t now = mechanism_.clock().now().time_since_epoch().count();
     const std::int64_t skew = mechanism_.options().max_clock_skew.count();
-    const std::int64_t diff = hello->time_ms - now;
+    // The client's time is any i64 on the wire: saturate rather than overflow.
+    std::int64_t diff = 0;
+    if (__builtin_sub_overflow(hello->time_ms, now, &diff)) {
+      diff = hello->time_ms < now ? std::numeric_limits<std::int64_t>::min()
+                                  : std::numeric_limits<std::int64_t>::max();
+    }
     if (diff > skew || diff < -skew) {
       return ServerStep::failure(auth_failed("CLOCK_SKEW: the client's clock is " +
                                              std::to_string(diff) + " ms off the server's (at most " +
