@@ -76,7 +76,9 @@ for t in "${targets[@]}"; do
           -print_final_stats=1 -artifact_prefix="$artifacts/$t-" ${AUTHRPC_FUZZ_FLAGS:-} \
           "$corpus") >"$log" 2>&1; then
     tail -n 80 "$log"
-    echo "fuzz: $t FAILED; the input is in $artifacts/ (reproduce: $BUILD_DIR/tests/fuzz/$t <file>)" >&2
+    input=$(sed -n 's/.*Test unit written to \(.*\)$/\1/p' "$log" | tail -n 1)
+    echo "fuzz: $t FAILED on ${input:-an input in $artifacts/}" >&2
+    echo "fuzz: reproduce with $bin/$t ${input:-<input>}" >&2
     exit 1
   fi
   grep -E "^stat::(number_of_executed_units|average_exec_per_sec|peak_rss_mb)" "$log" |
