@@ -1,7 +1,8 @@
 // Fuzz target: the files a server reads at startup and on reload — the
 // authorization (ACL) file (auth/authz_policy.h: auth_to_local rules,
 // groups, admins, service and method ACLs, proxy users, network sets) and the
-// server configuration (server/server_config.h, its "tokens" section through
+// server configuration (server/server_config.h: server_options_from_json on
+// the file's JSON, parsed as the loader does; its "tokens" section through
 // server/token_service.h). These come from administrators, not peers, but a
 // typo must be a CONFIG_ERROR naming the key, never a crash or a hang.
 //
@@ -100,15 +101,15 @@ bool server_config(std::string_view data) {
   const auto config = parse(data);
   if (names_outside(config) || names_outside(parse(acl))) return false;
   scratch().write("acl.json", acl);
-  const std::string path = scratch().write("server.json", data);
-  // As authrpc-server does: the "tokens" section first (its options only:
-  // opening the service would start a store and a sweeper thread), then the
-  // rest with the built-in mechanisms.
+  // The options as authrpc-server reads them, opening nothing that lives on
+  // (a token service would start a store, a sweeper thread, a ZooKeeper
+  // session): the "tokens" section's options, then the rest with the
+  // built-in mechanisms (the ACL file and an audit log are opened).
   if (config.is_object() && config.contains("tokens")) {
     (void)token_service_options_from_json(config["tokens"]);
   }
   static const MechanismRegistry registry = MechanismRegistry::with_builtins();
-  (void)load_server_config(path, registry);
+  (void)server_options_from_json(config, registry);
   return true;
 }
 
