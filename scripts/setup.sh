@@ -17,6 +17,10 @@ PACKAGES=(
   faketime  # libfaketime: the clock-skew case of tests/kerberos_itest.cc
   # ZooKeeper token store: the C client, and a server for tests/mini_zk.h
   libzookeeper-mt-dev zookeeper
+  # Fuzzing (scripts/fuzz.sh, docs/FUZZING.md): clang 14, libFuzzer and the
+  # sanitizer runtimes (not pulled in by clang without recommends), and
+  # llvm-symbolizer for readable stacks.
+  clang libclang-rt-14-dev llvm-14
 )
 
 # Tests run their own throwaway KDCs on free loopback ports; the system KDC and

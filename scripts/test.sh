@@ -2,13 +2,15 @@
 # The README's second command (and CI's): install what is missing, then
 #  1. build and run the whole test suite (ctest),
 #  2. build and run it again with AddressSanitizer + UndefinedBehaviorSanitizer,
-#  3. install authrpc into a temporary prefix, check that docker/'s runtime
+#  3. build the libFuzzer targets (clang, ASan+UBSan) and run each for
+#     AUTHRPC_FUZZ_SECONDS (default 20) on its seed corpus (scripts/fuzz.sh),
+#  4. install authrpc into a temporary prefix, check that docker/'s runtime
 #     image installs every library the installed binaries load, build
 #     examples/ against the prefix as a separate consumer project
 #     (find_package(authrpc)) and run it; build it again with pkg-config
 #     alone from the installed copy,
-#  4. run the README's and docs' shell blocks marked <!-- ci: run -->.
-# Set AUTHRPC_SKIP_ASAN=1 to skip step 2 locally.
+#  5. run the README's and docs' shell blocks marked <!-- ci: run -->.
+# Set AUTHRPC_SKIP_ASAN=1 to skip step 2 locally, AUTHRPC_SKIP_FUZZ=1 step 3.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
@@ -25,6 +27,11 @@ if [[ "${AUTHRPC_SKIP_ASAN:-0}" != 1 ]]; then
   ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
   LSAN_OPTIONS=suppressions=$PWD/tests/lsan.supp \
     ctest --test-dir build-asan -j "$JOBS" --output-on-failure --timeout 600
+fi
+
+if [[ "${AUTHRPC_SKIP_FUZZ:-0}" != 1 ]]; then
+  echo "== fuzz (docs/FUZZING.md)"
+  bash scripts/fuzz.sh "${AUTHRPC_FUZZ_SECONDS:-20}"
 fi
 
 echo "== install and build examples/ as a consumer project"

@@ -374,6 +374,27 @@ TEST(TokenMechanism, ExtremeClientTimesAreClockSkewWithoutOverflow) {
   }
 }
 
+// The client's clock is any i64 on the wire: a difference from the server's
+// that does not fit in an i64 is refused as skew, and said to be on the
+// right side (found by tests/fuzz/token_fuzz: INT64_MIN - now overflowed).
+TEST(TokenMechanism, RefusesHelloFromTheEndsOfTime) {
+  struct Case {
+    std::int64_t time_ms;
+    const char* says;
+  };
+  for (const Case& c : {Case{std::numeric_limits<std::int64_t>::min(), "clock is -"},
+                        Case{std::numeric_limits<std::int64_t>::max(), "clock is 9"},
+                        Case{std::numeric_limits<std::int64_t>::min() + 1, "clock is -"}}) {
+    Realm realm;
+    auto hello = token_wire::make_hello(realm.Issue(), "", realm.clock->now());
+    hello.time_ms = c.time_ms;
+    ServerStep step = Await(realm.server->start({})->step(hello.encode()));
+    ASSERT_EQ(step.kind, ServerStep::Kind::kFailure) << c.time_ms;
+    EXPECT_NE(step.error.message.find("CLOCK_SKEW"), std::string::npos) << step.error.message;
+    EXPECT_NE(step.error.message.find(c.says), std::string::npos) << step.error.message;
+  }
+}
+
 TEST(TokenMechanism, ProofsAreBoundToTheChannel) {
   Realm realm;
   EXPECT_EQ(Authenticate(realm, realm.Issue(), Tls('a'), Tls('a')).server.kind, ServerStep::Kind::kSuccess);

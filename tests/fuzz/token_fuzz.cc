@@ -1,0 +1,183 @@
+// Fuzz target: delegation tokens as a server receives them (security/token.h,
+// security/base64url.h, auth/token_mechanism.h, auth/token_sasl.h). The first
+// byte picks the mode:
+//   0  TokenIdentifier::decode; what decodes must encode to the same bytes;
+//   1  Token::decode (binary form), same round trip;
+//   2  Token::from_string (URL-safe base64 form, the credentials file's and
+//      the SASL mechanisms' text), same round trip;
+//   3  token_wire::Hello::decode, same round trip;
+//   4  the server half of the `token` mechanism, driven with HELLOs built
+//      from the input and — when the input asks — signed with the realm's
+//      real token password (fuzz_support.h), so that every check after the
+//      proof (clock window, replay cache, services) is reached: up to four
+//      sessions on one TokenServerMechanism, each step() run on an
+//      io_context as a connection would;
+//   5  the same server half, the rest of the input being the raw client
+//      token.
+#include <cstdint>
+#include <cstring>
+#include <memory>
+#include <string>
+#include <string_view>
+
+#include <asio/io_context.hpp>
+
+#include "auth/token_mechanism.h"
+#include "security/base64url.h"
+#include "security/token.h"
+#include "tests/fuzz/fuzz_support.h"
+
+namespace authrpc::fuzz {
+namespace {
+
+void require(bool ok, const char* what) {
+  if (!ok) fail(what);
+}
+
+void identifier(std::string_view data) {
+  auto id = security::TokenIdentifier::decode(data);
+  if (!id.ok()) return;
+  (void)id->describe();
+  auto bytes = id->encode();
+  require(bytes.ok() && *bytes == data, "TokenIdentifier re-encodes differently");
+}
+
+void binary_token(std::string_view data) {
+  auto token = security::Token::decode(data);
+  if (!token.ok()) return;
+  (void)token->describe();
+  auto bytes = token->encode();
+  require(bytes.ok() && *bytes == data, "Token re-encodes differently");
+}
+
+void text_token(std::string_view data) {
+  if (auto raw = security::base64url_decode(data)) {
+    require(security::base64url_encode(*raw) == data, "base64url has two text forms");
+  }
+  auto token = security::Token::from_string(data);
+  if (!token.ok()) return;
+  auto text = token->to_string();
+  require(text.ok() && *text == data, "Token string re-encodes differently");
+}
+
+void hello(std::string_view data) {
+  auto h = token_wire::Hello::decode(data);
+  if (!h) return;
+  require(h->encode() == data, "token HELLO re-encodes differently");
+}
+
+// Takes n bytes (fewer if the input is shorter).
+std::string_view take(std::string_view& data, std::size_t n) {
+  auto out = data.substr(0, n);
+  data.remove_prefix(out.size());
+  return out;
+}
+
+std::uint64_t take_u64(std::string_view& data) {
+  std::uint64_t v = 0;
+  for (char c : take(data, 8)) v = v << 8 | static_cast<std::uint8_t>(c);
+  return v;
+}
+
+ServerStep step(TokenServerMechanism& mechanism, const ChannelInfo& channel,
+                std::string_view client_token) {
+  asio::io_context io;
+  auto session = mechanism.start(channel);
+  return run(io, session->step(client_token));
+}
+
+void server_sessions(std::string_view data, bool raw) {
+  const TokenRealm& realm = token_realm();
+  if (data.empty()) return;
+  const auto options_byte = static_cast<std::uint8_t>(data[0]);
+  data.remove_prefix(1);
+  TokenServerOptions options;
+  options.replay_cache_capacity = 1 + (options_byte & 7);  // small: reach the kTooOld verdict
+  options.max_clock_skew = std::chrono::milliseconds(((options_byte >> 3) & 7) * 10'000);
+  if (options_byte & 0x80) options.services = {std::string(TokenRealm::kService)};
+  TokenServerMechanism mechanism(realm.secrets, options);
+  ChannelInfo channel;
+  channel.peer_address = "127.0.0.1:40000";
+  if (options_byte & 0x40) channel.channel_binding = std::string(TokenRealm::kChannelBinding);
+
+  if (raw) {
+    (void)step(mechanism, channel, data);
+    return;
+  }
+  for (int session = 0; session < 4 && !data.empty(); ++session) {
+    const auto flags = static_cast<std::uint8_t>(data[0]);
+    data.remove_prefix(1);
+    token_wire::Hello h;
+    // bit 0: the realm's identifier, else one from the input (u8 length).
+    if (flags & 1) {
+      h.identifier = realm.token.identifier;
+    } else {
+      const std::size_t n = data.empty() ? 0 : static_cast<std::uint8_t>(data[0]);
+      take(data, 1);
+      h.identifier = std::string(take(data, n));
+    }
+    // bit 1: the token's service, else one from the input (u8 length).
+    if (flags & 2) {
+      h.service = realm.token.service;
+    } else {
+      const std::size_t n = data.empty() ? 0 : static_cast<std::uint8_t>(data[0]);
+      take(data, 1);
+      h.service = std::string(take(data, n));
+    }
+    const auto nonce = take(data, token_wire::kNonceBytes);
+    std::memcpy(h.nonce.data(), nonce.data(), nonce.size());
+    // bit 2: the client's clock is the server's plus an offset from the
+    // input (wrapping, as any i64 on the wire may); else an absolute time.
+    const std::uint64_t time = take_u64(data);
+    const auto now = static_cast<std::uint64_t>(realm.clock->now().time_since_epoch().count());
+    h.time_ms = static_cast<std::int64_t>((flags & 4) ? now + time : time);
+    // bit 3: prove with the token's real password (bit 4: bound to the
+    // server's channel binding), else a proof from the input.
+    if (flags & 8) {
+      const std::string_view binding = (flags & 16) ? channel.channel_binding : std::string_view();
+      h.proof = token_wire::client_proof(realm.token.password, h, binding);
+    } else {
+      const auto proof = take(data, token_wire::kProofBytes);
+      std::memcpy(h.proof.data(), proof.data(), proof.size());
+    }
+    std::string encoded = h.encode();
+    // bit 5: one byte of the encoding flipped (its position from the input).
+    if ((flags & 32) && !data.empty()) {
+      encoded[static_cast<std::uint8_t>(data[0]) % encoded.size()] ^= 0x01;
+      data.remove_prefix(1);
+    }
+    const ServerStep result = step(mechanism, channel, encoded);
+    if (result.kind == ServerStep::Kind::kChallenge) fail("the token mechanism never challenges");
+    if (result.kind == ServerStep::Kind::kSuccess) {
+      require(result.identity.user == "alice@EXAMPLE.COM", "token success for the wrong user");
+      require((flags & 8) != 0, "token success without the password");
+      require(result.token.size() == 1 + token_wire::kProofBytes, "bad final token");
+    }
+    // bit 6: replay the same HELLO at once.
+    if (flags & 64) {
+      const ServerStep again = step(mechanism, channel, encoded);
+      require(again.kind != ServerStep::Kind::kSuccess || result.kind != ServerStep::Kind::kSuccess,
+              "a replayed token HELLO was accepted twice");
+    }
+  }
+}
+
+}  // namespace
+}  // namespace authrpc::fuzz
+
+extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* bytes, std::size_t size) {
+  using namespace authrpc::fuzz;
+  std::string_view data(reinterpret_cast<const char*>(bytes), size);
+  if (data.empty()) return 0;
+  const auto mode = static_cast<std::uint8_t>(data[0]) % 6;
+  data.remove_prefix(1);
+  switch (mode) {
+    case 0: identifier(data); break;
+    case 1: binary_token(data); break;
+    case 2: text_token(data); break;
+    case 3: hello(data); break;
+    case 4: server_sessions(data, false); break;
+    case 5: server_sessions(data, true); break;
+  }
+  return 0;
+}
