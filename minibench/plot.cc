@@ -84,7 +84,8 @@ std::string method_colour(const std::string& method) {
 }
 
 std::string plot_svg(const std::vector<Row>& all_rows, const std::string& title) {
-  // Panels in order of first appearance; in each, floors first.
+  // Panels in order of first appearance; in each, rows in the order measured:
+  // every floor comes first in its group, the rows held to it after it.
   std::vector<std::pair<std::string, std::vector<const Row*>>> panels;
   double lo = 1e300, hi = 0;
   for (const auto& r : all_rows) {
@@ -95,9 +96,6 @@ std::string plot_svg(const std::vector<Row>& all_rows, const std::string& title)
     it->second.push_back(&r);
     lo = std::min(lo, std::max(r.summary.p50_us, 0.1));
     hi = std::max(hi, r.summary.p99_us);
-  }
-  for (auto& [_, rows] : panels) {
-    std::stable_partition(rows.begin(), rows.end(), [](const Row* r) { return r->method == "none"; });
   }
   if (panels.empty()) lo = 10, hi = 1000;
   const double x_lo = std::pow(10.0, std::floor(std::log10(lo)));
@@ -207,7 +205,9 @@ std::string plot_svg(const std::vector<Row>& all_rows, const std::string& title)
       }
       std::string value = "p50 " + time_label(r->summary.p50_us) + " · p99 " +
                           time_label(r->summary.p99_us);
-      if (r->ratio && r->floor && *r->floor != r->name) value += " · " + fmt("%.2f", *r->ratio) + "× floor";
+      if (r->ratio && r->floor && *r->floor != r->name) {
+        value += " · " + fmt("%.2f", *r->ratio) + "× " + *r->floor;
+      }
       const bool beaten = beats_floor(*r);
       svg += "<text x=\"" + fmt("%.1f", values_x) + "\" y=\"" + fmt("%.1f", mid + 4) + "\">" +
              escape(value) + "</text>\n";

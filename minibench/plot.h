@@ -1,6 +1,7 @@
 // `--plot FILE.svg`: a bar chart a person reads at a glance. One panel per
 // kind of connection (sessions over tcp, unix, tcp + TLS; calls), each
-// panel's floor first in grey, then one bar per row in its method's colour
+// floor in grey followed by the rows held to it, one bar per row in its
+// method's colour
 // (the same colour for a method in every panel, never reused for another):
 // the solid bar reaches the row's p50, a pale extension its p99. A value
 // column gives p50, p99 and the ratio to the floor; a row that beats its
