@@ -60,13 +60,19 @@ const char* const kThroughputHelp = R"(  throughput [--get|--put] [--streams S] 
              client to server. Rows get/tcp, get/unix, get/tls (put/...),
              each next to floor-stream/<transport>: a bare socket (bare
              OpenSSL, AES-128-GCM, for tls) stream of the same bytes in the
-             same batch size, no framework. R runs (default 3), rows
-             interleaved; each row prints Testing method, Number of
-             concurrent gets/puts, Batch size, Batches read/written, Bytes
-             read/written, Nanos, Speed (MB/s = 2^20 bytes/s), Throughput
-             (batches/s), Latency mean/quantiles/max (per batch, µs), with
-             the median run. Targets (128 KiB batches): get/tcp >= 0.9 x
-             floor-stream/tcp, get/unix >= get/tcp, get/tls >= 0.8 x get/tcp
+             same batch size, no framework, its writes gathered as authrpc
+             gathers (a window's worth per sendmsg; TLS records per batch);
+             a row that beats its floor in every run by more than 5 % gets
+             a WARNING line. R runs (default 3), rows interleaved; each row
+             prints Testing method, Number of concurrent gets/puts, Batch
+             size, Batches read/written, Bytes read/written, Nanos, Speed
+             (MB/s = 2^20 bytes/s), Throughput (batches/s), Latency mean/
+             quantiles/max (per batch, µs), with the median run, and its CPU
+             cost (client + server, ns per byte, from the kernel's ns CPU
+             clocks). --json also records the run: settings, time, host,
+             CPU, kernel, load, versions. Targets (128 KiB batches):
+             get/tcp >= 0.9 x floor-stream/tcp, get/unix >= get/tcp,
+             get/tls >= 0.8 x get/tcp
              (MB/s, medians of the runs; the same shape for --put).
              shm: the unix:// connection with the shared-memory data plane
              (docs/SHM.md); its row get/shm has no floor of its own (it is
