@@ -830,6 +830,13 @@ int run(const Args& args) {
                 methods.c_str(), args.server.c_str());
     if (args.floor_server.empty()) {
       std::printf("minibench: no --floor-server: floor rows are left out, rows have no ratio\n");
+    } else {
+      // The floor is another process than the server here: on a 2-CPU
+      // machine one may share the client's CPU and the other not, which
+      // moves a loopback round trip by 3x either way (docs/DESIGN.md).
+      std::printf("minibench: the floor server is a process of its own: pin it and the server "
+                  "to the same CPU (taskset -c) or the ratio measures where the scheduler put "
+                  "them\n");
     }
   }
   if (kerberos != nullptr) {
