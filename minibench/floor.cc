@@ -7,6 +7,8 @@
 #include <asio/use_awaitable.hpp>
 #include <asio/write.hpp>
 #include <array>
+#include <cerrno>
+#include <sys/socket.h>
 
 #include "minibench/floor_sockets.h"
 
@@ -21,6 +23,27 @@ using authrpc::Status;
 using net::Local;
 using net::set_no_delay;
 using net::Tcp;
+
+ssize_t send_nosignal(int fd, void* data, std::size_t n, int flags) {
+  return ::send(fd, data, n, flags | MSG_NOSIGNAL);
+}
+
+// One non-blocking recv() or send() on `socket`: the bytes moved, or 0 with
+// `ec` set (would_block when the socket has nothing or no room).
+template <typename Socket, typename Call>
+std::size_t try_io(Socket& socket, Call call, char* data, std::size_t n, std::error_code& ec) {
+  for (;;) {
+    const ssize_t r = call(socket.native_handle(), data, n, MSG_DONTWAIT);
+    if (r >= 0) {
+      ec.clear();
+      return static_cast<std::size_t>(r);
+    }
+    if (errno == EINTR) continue;
+    ec = (errno == EAGAIN || errno == EWOULDBLOCK) ? std::error_code(asio::error::would_block)
+                                                   : std::error_code(errno, std::system_category());
+    return 0;
+  }
+}
 
 template <typename Protocol>
 class EchoServer final : public FloorServer {
@@ -50,16 +73,28 @@ class EchoServer final : public FloorServer {
     }
   }
 
+  // As authrpc's server connection (rpc/socket_transport.cc): a read tries
+  // the socket first — an accepted socket usually holds the client's bytes
+  // already — and waits through the event loop only if nothing is there; a
+  // reply goes out with one send() and, unless the socket is full, no trip
+  // through the event loop.
   static asio::awaitable<void> echo(typename Protocol::socket socket) {
     std::array<char, 4096> buffer;
-    for (;;) {
-      std::error_code ec;
-      const std::size_t n =
-          co_await socket.async_read_some(asio::buffer(buffer), redirect_error(use_awaitable, ec));
+    std::error_code ec;
+    socket.native_non_blocking(true, ec);
+    while (!ec) {
+      std::size_t n = try_io(socket, ::recv, buffer.data(), buffer.size(), ec);
+      if (ec == asio::error::would_block) {
+        n = co_await socket.async_read_some(asio::buffer(buffer), redirect_error(use_awaitable, ec));
+      } else if (!ec && n == 0) {
+        ec = asio::error::eof;
+      }
       if (ec) break;
-      co_await asio::async_write(socket, asio::buffer(buffer.data(), n),
-                                 redirect_error(use_awaitable, ec));
-      if (ec) break;
+      const std::size_t sent = try_io(socket, send_nosignal, buffer.data(), n, ec);
+      if (ec == asio::error::would_block || (!ec && sent < n)) {
+        co_await asio::async_write(socket, asio::buffer(buffer.data() + sent, n - sent),
+                                   redirect_error(use_awaitable, ec));
+      }
     }
     std::error_code ignored;
     socket.close(ignored);
@@ -78,7 +113,7 @@ class BarePingPong final : public PingPong {
     std::error_code ec;
     char byte = 'x';
     const auto start = Clock::now();
-    co_await asio::async_write(socket_, asio::buffer(&byte, 1), redirect_error(use_awaitable, ec));
+    if (try_io(socket_, send_nosignal, &byte, 1, ec) != 1 && !ec) ec = asio::error::would_block;
     if (!ec) {
       co_await asio::async_read(socket_, asio::buffer(&byte, 1), redirect_error(use_awaitable, ec));
     }
@@ -104,7 +139,9 @@ class BareClient final : public FloorClient {
     if (ec) co_return Status(ec, "floor connect");
     set_no_delay(socket);
     char byte = 'x';
-    co_await asio::async_write(socket, asio::buffer(&byte, 1), redirect_error(use_awaitable, ec));
+    // As authrpc's client: the request leaves with one send(), no trip
+    // through the event loop; the reply is waited for (it cannot be there).
+    if (try_io(socket, send_nosignal, &byte, 1, ec) != 1 && !ec) ec = asio::error::would_block;
     if (!ec) {
       co_await asio::async_read(socket, asio::buffer(&byte, 1), redirect_error(use_awaitable, ec));
     }

@@ -30,6 +30,7 @@
 #include "minibench/realm.h"
 #include "minibench/report.h"
 #include "minibench/plot.h"
+#include "minibench/run_info.h"
 #include "minibench/server_child.h"
 #include "minibench/sessions.h"
 #include "minibench/summary.h"
@@ -146,9 +147,13 @@ options:
                       $TMPDIR), printing ops/s and p50/p99 per operation
   --zk-connect H:P    the spawned server's token store is ZooKeeper at H:P
                       (root /minibench/<pid>, no ACLs) instead of the file store
-  --json FILE         also write {"rows": [...], "targets": [...], "run": {...}}
-  --plot FILE.svg     also draw every row's latency CDF on one chart (log time
-                      axis, cumulative %, legend with each row's p50)
+  --json FILE         also write {"rows": [...], "targets": [...], "run": {...}};
+                      "run" also says when and where: time, host, CPU model
+                      and count, kernel, load, version, commit, build type,
+                      OpenSSL, krb5 and SASL versions
+  --plot FILE.svg     also draw a bar chart: one panel per transport (and TLS,
+                      calls), each row's p50 (solid) and p99 (pale) beside its
+                      floor (grey), a colour per method, a log time axis
   --quiet             no progress lines on stderr (otherwise: each group's
                       rows, then row i/N, block and elapsed time, rewritten in
                       place on a terminal, every 2 s otherwise)
@@ -612,11 +617,14 @@ authrpc::Result<authrpc::ClientOptions> external_server_options(const Args& args
   return o;
 }
 
-// The --json file's "run" object: what was measured, how.
-nlohmann::ordered_json run_info(const Args& args, const BenchPlan& plan, const ServerChild* child) {
+// The --json file's "run" object: what was measured, how, and where and when
+// (`machine`: run_info.h, read when the run began).
+nlohmann::ordered_json run_info(const Args& args, const BenchPlan& plan, const ServerChild* child,
+                                const nlohmann::ordered_json& machine) {
   nlohmann::ordered_json methods = nlohmann::ordered_json::array();
   for (const auto& m : plan.methods) methods.push_back(m.name);
-  return {{"mode", args.sessions && args.calls ? "all" : args.sessions ? "sessions" : "calls"},
+  nlohmann::ordered_json info = {
+          {"mode", args.sessions && args.calls ? "all" : args.sessions ? "sessions" : "calls"},
           {"n", plan.n},
           {"warmup", plan.warmup},
           {"blocks", plan.blocks},
@@ -627,10 +635,13 @@ nlohmann::ordered_json run_info(const Args& args, const BenchPlan& plan, const S
                      : child->in_process() ? std::string("in process")
                                            : std::string("child process")},
           {"server_threads", child ? nlohmann::ordered_json(args.server_threads) : nullptr}};
+  info.update(machine);
+  return info;
 }
 
 int run(const Args& args) {
   std::signal(SIGPIPE, SIG_IGN);
+  const nlohmann::ordered_json machine = machine_info();  // the load before this run adds to it
   // Sets the Kerberos environment: before the fork, before any thread.
   auto selected = select_methods(args);
   if (!selected.ok()) {
@@ -732,8 +743,12 @@ int run(const Args& args) {
     // As `authrpc call --token-file`: the token for the server's URI.
     token_options = nlohmann::json{{"token_file", args.token_file}};
   }
-  for (auto& m : selection.methods) {
-    if (!is_token_method(m.name)) continue;
+  for (auto it = selection.methods.begin(); it != selection.methods.end();) {
+    auto& m = *it;
+    if (!is_token_method(m.name)) {
+      ++it;
+      continue;
+    }
     if (!token_options && token_dir.empty()) {
       token_dir = make_token_dir();
       if (token_dir.empty()) {
@@ -744,6 +759,17 @@ int run(const Args& args) {
     if (!token_options) {
       auto fetched = fetch_token(*token_server, kerberos->client_options(),
                                  token_dir + "/bench.tokens");
+      const auto code = fetched.code();
+      if (!fetched.ok() && !child &&
+          (code == authrpc::Errc::kMechanismUnavailable || code == authrpc::Errc::kNotFound ||
+           code == authrpc::Errc::kUnimplemented)) {
+        // A running server without Kerberos or a token service: as for a
+        // method it does not offer, skip the rows rather than the run.
+        std::fprintf(stderr, "minibench: the %s rows are skipped: %s\n", m.name.c_str(),
+                     fetched.status().to_string().c_str());
+        it = selection.methods.erase(it);
+        continue;
+      }
       if (!fetched.ok()) {
         std::fprintf(stderr, "minibench: %s\n", fetched.status().to_string().c_str());
         return 1;
@@ -751,6 +777,11 @@ int run(const Args& args) {
       token_options = *fetched;
     }
     m.client_options = *token_options;
+    ++it;
+  }
+  if (selection.methods.empty()) {
+    std::fprintf(stderr, "minibench: no method left to measure\n");
+    return 1;
   }
 
   BenchPlan plan;
@@ -764,6 +795,7 @@ int run(const Args& args) {
   plan.transports = std::move(*servers);
   plan.plaintext = args.tls != "on";
   plan.concurrency = args.concurrency;
+  plan.external_server = !child;
   if (child && tls_rows(args) && child->endpoints().contains("authrpc/tls")) {
     plan.tls = TlsServers{child->endpoints().at("authrpc/tls"), child->endpoints().at("floor/tls"),
                           tls_certs->dir() + "/ca.pem"};
@@ -802,6 +834,13 @@ int run(const Args& args) {
                 methods.c_str(), args.server.c_str());
     if (args.floor_server.empty()) {
       std::printf("minibench: no --floor-server: floor rows are left out, rows have no ratio\n");
+    } else {
+      // The floor is another process than the server here: on a 2-CPU
+      // machine one may share the client's CPU and the other not, which
+      // moves a loopback round trip by 3x either way (docs/DESIGN.md).
+      std::printf("minibench: the floor server is a process of its own: pin it and the server "
+                  "to the same CPU (taskset -c) or the ratio measures where the scheduler put "
+                  "them\n");
     }
   }
   if (kerberos != nullptr) {
@@ -856,13 +895,14 @@ int run(const Args& args) {
   report.print_rows(stdout);
   if (args.sessions) print_summary(stdout, report.rows(), plan.warmup);
   report.print_targets(stdout);
-  report.set_run_info(run_info(args, plan, child.get()));
+  report.set_run_info(run_info(args, plan, child.get(), machine));
   if (!args.plot.empty()) {
     const std::string title = std::string("minibench ") +
                               (args.sessions && args.calls ? "sessions and calls"
                                : args.sessions           ? "sessions"
                                                          : "calls") +
-                              ": latency CDF (n " + std::to_string(plan.n) + " per row" +
+                              ": p50 and p99 per row beside its floor (n " +
+                              std::to_string(plan.n) + " per row" +
                               (plan.concurrency > 1
                                    ? ", " + std::to_string(plan.concurrency) + " client threads"
                                    : std::string()) +

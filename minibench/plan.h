@@ -64,6 +64,9 @@ struct BenchPlan {
   std::vector<TransportServers> transports;  // measured in this order
   bool plaintext = true;  // sessions over `transports` (false: --tls on, TLS rows only)
   std::optional<TlsServers> tls;             // set: TLS rows after the others
+  // The server is a running one (--server), not spawned: sessions first
+  // checks which methods it offers and skips the others (sessions.cc).
+  bool external_server = false;
   // The authrpc server's accepted-connection total (all its endpoints),
   // read outside the timings; null: not available (--server).
   std::function<long()> server_connections;

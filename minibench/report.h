@@ -2,9 +2,13 @@
 // two renderings — the text table on stdout and the --json file:
 //   {"rows": [{"name", "method", "transport", "tls", "n", "mean_us", "p50_us",
 //              "p95_us", "p99_us", "max_us", "per_s", "floor", "ratio",
-//              "caching", "server_connections" [, "kdc_requests_per_session"]}, …],
+//              "caching", "beats_floor", "server_connections"
+//              [, "kdc_requests_per_session"]}, …],
 //    "targets": [{"row", "floor", "limit", "ratio", "met"}, …],
-//    "run": {"n", "warmup", "blocks", "concurrency", "server", …}}
+//    "run": {"n", "warmup", "blocks", "concurrency", "server", …, and
+//            run_info.h's time_utc, host, cpu_model, cpus, kernel, commit, …}}
+// "beats_floor": the row beat its floor by more than noise (null: no floor,
+// or a floor row), which makes its ratio meaningless (floor_check.h).
 // "caching": what the row keeps across sessions as a real client would
 // (null: nothing); "server_connections": connections the server accepted
 // during the row's warm-up and timed sessions (null: not counted).
@@ -48,6 +52,11 @@ struct Row {
   std::vector<double> sorted_us;  // every timed sample, ascending (for --plot)
 };
 
+// Whether the row beat its floor by more than noise (floor_check.h): then
+// the floor is not a floor. False for floors, rows without one, and the
+// resumed TLS row (it does less than its floor by design).
+bool beats_floor(const Row& row);
+
 // What a row keeps across sessions, as a real client would; empty: nothing.
 std::string caching(const Row& row);
 
@@ -69,8 +78,10 @@ class Report {
 
   void print_rows(std::FILE* out) const;
   // One line per target: ratio, limit, met / NOT met / not measured; then
-  // one per row that counted KDC requests (0 per session after warm-up).
+  // one per row that counted KDC requests (0 per session after warm-up);
+  // then a WARNING line per row that beats its floor (beats_floor()).
   void print_targets(std::FILE* out) const;
+  void print_floor_warnings(std::FILE* out) const;
   authrpc::Status write_json(const std::string& path) const;
 
  private:

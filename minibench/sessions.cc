@@ -17,6 +17,7 @@
 #include "minibench/kdc_log.h"
 #include "minibench/schedule.h"
 #include "minibench/tls_sessions.h"
+#include "security/tls_context.h"
 
 // GCC 12 misreads Asio's coroutine frame allocator (awaitable_frame_base's
 // operator new/delete pair) in this file's coroutines as a mismatched pair
@@ -87,6 +88,50 @@ Result<KerberosContext> kerberos_context(const KerberosSetup& setup) {
 }
 
 using Mechanisms = std::map<std::string, std::shared_ptr<ClientMechanism>>;
+
+// A running server (--server) need not offer every method asked for. One
+// untimed session per method before any row: a method the server refuses
+// as not offered (MECHANISM_UNAVAILABLE) is dropped from `mechanisms` with a
+// note on stderr instead of ending the run midway; any other failure ends
+// it, as it would in the row.
+asio::awaitable<Status> skip_unoffered(asio::any_io_executor ex, const BenchPlan& plan,
+                                       Mechanisms& mechanisms) {
+  ClientOptions base;
+  base.wait_for_authentication = false;
+  if (plan.plaintext && !plan.transports.empty()) {
+    base.endpoint = plan.transports.front().authrpc;
+  } else if (plan.tls) {
+    base.endpoint = plan.tls->authrpc;
+    authrpc::security::TlsClientOptions tls;
+    tls.ca_file = plan.tls->ca_file;
+    std::string error;
+    base.tls = authrpc::security::TlsClientContext::create(tls, &error);
+    if (!base.tls) co_return Status(authrpc::Errc::kConfigError, "TLS client: " + error);
+  } else {
+    co_return Status();
+  }
+  for (auto it = mechanisms.begin(); it != mechanisms.end();) {
+    ClientOptions o = base;
+    o.mechanisms = {it->second};
+    auto session = co_await authrpc_session(ex, o);
+    if (session.ok()) {
+      ++it;
+    } else if (session.code() == authrpc::Errc::kMechanismUnavailable) {
+      std::fprintf(stderr, "minibench: the %s rows are skipped: %s does not offer it (%s)\n",
+                   it->first.c_str(), base.endpoint.to_string().c_str(),
+                   session.status().message.c_str());
+      it = mechanisms.erase(it);
+    } else {
+      co_return Status(session.code(), it->first + " session with " + base.endpoint.to_string() +
+                                           ": " + session.status().message);
+    }
+  }
+  if (mechanisms.empty()) {
+    co_return Status(authrpc::Errc::kMechanismUnavailable,
+                     base.endpoint.to_string() + " offers none of the methods asked for");
+  }
+  co_return Status();
+}
 
 // One transport's rows held to one kind of floor, measured as one group.
 asio::awaitable<Status> run_floor_group(asio::any_io_executor ex, const BenchPlan& plan,
@@ -176,6 +221,9 @@ asio::awaitable<Status> run_sessions(asio::any_io_executor ex, const BenchPlan& 
       co_return Status(mechanism.code(), m.name + " client: " + mechanism.status().message);
     }
     mechanisms[m.name] = *mechanism;
+  }
+  if (plan.external_server) {
+    if (Status s = co_await skip_unoffered(ex, plan, mechanisms); !s.ok()) co_return s;
   }
   std::optional<KerberosContext> kerberos;
   if (plan.kerberos) {

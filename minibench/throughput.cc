@@ -6,8 +6,10 @@
 #include <openssl/err.h>
 #include <openssl/ssl.h>
 #include <poll.h>
+#include <limits.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
+#include <sys/uio.h>
 #include <sys/un.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -22,8 +24,6 @@
 #include <cstdio>
 #include <cstring>
 #include <fstream>
-#include <iterator>
-#include <sstream>
 #include <future>
 #include <map>
 #include <memory>
@@ -37,8 +37,12 @@
 #include "auth/simple.h"
 #include "client/client.h"
 #include "client/client_runtime.h"
+#include "minibench/cpu_clock.h"
+#include "minibench/floor_check.h"
+#include "minibench/run_info.h"
 #include "minibench/stats.h"
 #include "minibench/tls_sessions.h"
+#include "rpc/call_stream.h"
 #include "rpc/log.h"
 #include "security/tls_context.h"
 #include "server/server.h"
@@ -56,13 +60,19 @@ const char* const kThroughputHelp = R"(  throughput [--get|--put] [--streams S] 
              client to server. Rows get/tcp, get/unix, get/tls (put/...),
              each next to floor-stream/<transport>: a bare socket (bare
              OpenSSL, AES-128-GCM, for tls) stream of the same bytes in the
-             same batch size, no framework. R runs (default 3), rows
-             interleaved; each row prints Testing method, Number of
-             concurrent gets/puts, Batch size, Batches read/written, Bytes
-             read/written, Nanos, Speed (MB/s = 2^20 bytes/s), Throughput
-             (batches/s), Latency mean/quantiles/max (per batch, µs), with
-             the median run. Targets (128 KiB batches): get/tcp >= 0.9 x
-             floor-stream/tcp, get/unix >= get/tcp, get/tls >= 0.8 x get/tcp
+             same batch size, no framework, its writes gathered as authrpc
+             gathers (a window's worth per sendmsg; TLS records per batch);
+             a row that beats its floor in every run by more than 5 % gets
+             a WARNING line. R runs (default 3), rows interleaved; each row
+             prints Testing method, Number of concurrent gets/puts, Batch
+             size, Batches read/written, Bytes read/written, Nanos, Speed
+             (MB/s = 2^20 bytes/s), Throughput (batches/s), Latency mean/
+             quantiles/max (per batch, µs), with the median run, and its CPU
+             cost (client + server, ns per byte, from the kernel's ns CPU
+             clocks). --json also records the run: settings, time, host,
+             CPU, kernel, load, versions. Targets (128 KiB batches):
+             get/tcp >= 0.9 x floor-stream/tcp, get/unix >= get/tcp,
+             get/tls >= 0.8 x get/tcp
              (MB/s, medians of the runs; the same shape for --put).
              shm: the unix:// connection with the shared-memory data plane
              (docs/SHM.md); its row get/shm has no floor of its own (it is
@@ -198,6 +208,24 @@ const std::string& pattern(std::size_t size) {
 // bytes — 'G' (server sends) or 'P' (client sends), 7 zero bytes, u64 total,
 // u64 batch (host order: both ends are this program on this machine); 'P'
 // ends with a 1-byte acknowledgement from the server.
+//
+// It must be at least as lean as authrpc's own socket path (rpc/
+// socket_transport.cc, rpc/tls_transport.cc), doing the same work with
+// nothing on top, or a row that beats it says nothing (floor_check.h):
+//  - a sender gathers as many batches as authrpc's stream window holds
+//    (kDefaultStreamWindow, 8 MiB) into one writev(), as authrpc's
+//    FrameChannel gathers its queued messages into one sendmsg(); the
+//    socket is blocking, so the kernel returns once all of them have left,
+//    with no wait in an event loop in between;
+//  - a receiver reads each batch straight into its buffer (one recv while
+//    the data is there), as authrpc reads a DATA body into the message;
+//  - the same socket options as authrpc (TCP_NODELAY, default buffer sizes);
+//  - TLS: OpenSSL's records are gathered into one send per batch by a
+//    buffering BIO (authrpc's socket BIO gathers 64 KiB), and read with
+//    read-ahead into a 64 KiB buffer, as authrpc's TLS context does.
+// docs/DATAPLANE.md ("What each floor does") has the measurements.
+
+constexpr std::size_t kFloorGatherBytes = authrpc::kDefaultStreamWindow;
 
 struct Conn {
   int fd = -1;
@@ -207,6 +235,26 @@ struct Conn {
     if (fd >= 0) ::close(fd);
   }
 };
+
+// Gives `ssl` the socket for reading and, for writing, a buffering BIO in
+// front of it that gathers records until flush_tls() (or until it holds
+// kFloorTlsGather bytes).
+constexpr int kFloorTlsGather = 256 * 1024;
+bool attach_tls(SSL* ssl, int fd) {
+  BIO* socket_bio = BIO_new_socket(fd, BIO_NOCLOSE);
+  BIO* buffer = BIO_new(BIO_f_buffer());
+  if (socket_bio == nullptr || buffer == nullptr ||
+      BIO_set_write_buffer_size(buffer, kFloorTlsGather) != 1) {
+    BIO_free(socket_bio);
+    BIO_free(buffer);
+    return false;
+  }
+  BIO_up_ref(socket_bio);  // one reference for each direction
+  SSL_set_bio(ssl, socket_bio, BIO_push(buffer, socket_bio));
+  return true;
+}
+
+bool flush_tls(Conn& c) { return c.ssl == nullptr || BIO_flush(SSL_get_wbio(c.ssl)) == 1; }
 
 bool read_full(Conn& c, char* out, std::size_t n) {
   std::size_t got = 0;
@@ -242,6 +290,48 @@ bool write_full(Conn& c, const char* data, std::size_t n) {
   return true;
 }
 
+// Sends `count` bytes as batch-sized writes of `bytes` (at least `batch`
+// long): one gathered sendmsg() for all of them on a plain socket (more
+// only if the kernel takes part), or the records of every batch sent in
+// gathered writes by the buffering BIO and flushed at the end (TLS).
+bool write_batches(Conn& c, const char* bytes, std::size_t batch, std::size_t count) {
+  if (c.ssl != nullptr) {
+    for (std::size_t done = 0; done < count;) {
+      const std::size_t n = std::min(batch, count - done);
+      if (!write_full(c, bytes, n)) return false;
+      done += n;
+    }
+    return flush_tls(c);
+  }
+  std::vector<iovec> iov;
+  for (std::size_t at = 0; at < count; at += batch) {
+    iov.push_back({const_cast<char*>(bytes), std::min(batch, count - at)});
+  }
+  for (std::size_t first = 0; first < iov.size();) {
+    msghdr m{};
+    m.msg_iov = iov.data() + first;
+    m.msg_iovlen = std::min<std::size_t>(iov.size() - first, IOV_MAX);
+    const ssize_t r = ::sendmsg(c.fd, &m, MSG_NOSIGNAL);
+    if (r < 0 && errno == EINTR) continue;
+    if (r <= 0) return false;
+    for (auto left = static_cast<std::size_t>(r); left > 0;) {
+      if (left >= iov[first].iov_len) {
+        left -= iov[first++].iov_len;
+      } else {
+        iov[first].iov_base = static_cast<char*>(iov[first].iov_base) + left;
+        iov[first].iov_len -= left;
+        left = 0;
+      }
+    }
+  }
+  return true;
+}
+
+// The bytes one write_batches() call sends: whole batches up to the window.
+std::size_t gather_bytes(std::size_t batch) {
+  return std::max<std::size_t>(batch, kFloorGatherBytes / batch * batch);
+}
+
 struct FloorRequest {
   char mode;
   char pad[7];
@@ -255,17 +345,17 @@ void serve_floor(int fd, SSL_CTX* ctx) {
   c.fd = fd;
   if (ctx != nullptr) {
     c.ssl = SSL_new(ctx);
-    SSL_set_fd(c.ssl, fd);
-    if (SSL_accept(c.ssl) != 1) return;
+    if (c.ssl == nullptr || !attach_tls(c.ssl, fd) || SSL_accept(c.ssl) != 1) return;
   }
   FloorRequest req{};
   if (!read_full(c, reinterpret_cast<char*>(&req), sizeof req)) return;
   if (req.batch == 0 || req.batch > (64u << 20)) return;
   if (req.mode == 'G') {
     const std::string& bytes = pattern(req.batch);
+    const std::size_t gather = gather_bytes(req.batch);
     for (std::uint64_t sent = 0; sent < req.total;) {
-      const std::size_t n = static_cast<std::size_t>(std::min<std::uint64_t>(req.batch, req.total - sent));
-      if (!write_full(c, bytes.data(), n)) return;
+      const std::size_t n = static_cast<std::size_t>(std::min<std::uint64_t>(gather, req.total - sent));
+      if (!write_batches(c, bytes.data(), req.batch, n)) return;
       sent += n;
     }
   } else if (req.mode == 'P') {
@@ -276,7 +366,7 @@ void serve_floor(int fd, SSL_CTX* ctx) {
       got += n;
     }
     const char ack = 'k';
-    write_full(c, &ack, 1);
+    if (!write_full(c, &ack, 1) || !flush_tls(c)) return;
   }
   if (c.ssl != nullptr) SSL_shutdown(c.ssl);
 }
@@ -359,6 +449,9 @@ SSL_CTX* floor_tls_context(bool server, const std::string& dir) {
   if (ctx == nullptr) return nullptr;
   SSL_CTX_set_min_proto_version(ctx, TLS1_3_VERSION);
   SSL_CTX_set_ciphersuites(ctx, "TLS_AES_128_GCM_SHA256");
+  // As security/tls_context.cc: several records per recv().
+  SSL_CTX_set_read_ahead(ctx, 1);
+  SSL_CTX_set_default_read_buffer_len(ctx, 64 * 1024);
   bool ok = true;
   if (server) {
     ok = SSL_CTX_use_certificate_chain_file(ctx, (dir + "/server.pem").c_str()) == 1 &&
@@ -542,23 +635,10 @@ Result<std::unique_ptr<Child>> spawn_child(const std::string& certs_dir) {
 // ---------------------------------------------------------------------------
 // Measuring.
 
-// CPU seconds (user + system, all threads, dead ones included) a process
-// has used: /proc/<pid>/stat, in clock ticks. A machine shared with other
-// work slows the wall clock of a row but hardly its CPU cost per byte.
-double cpu_seconds(pid_t pid) {
-  std::ifstream file("/proc/" + std::to_string(pid) + "/stat");
-  std::string text((std::istreambuf_iterator<char>(file)), std::istreambuf_iterator<char>());
-  const auto paren = text.rfind(')');
-  if (paren == std::string::npos) return 0;
-  std::istringstream fields(text.substr(paren + 2));
-  std::string field;
-  unsigned long long utime = 0, stime = 0;
-  for (int i = 3; i <= 15 && fields >> field; ++i) {
-    if (i == 14) utime = std::stoull(field);
-    if (i == 15) stime = std::stoull(field);
-  }
-  return static_cast<double>(utime + stime) / static_cast<double>(::sysconf(_SC_CLK_TCK));
-}
+// CPU seconds a process has used (minibench/cpu_clock.h: the scheduler's
+// nanosecond clock, not /proc's ticks). A machine shared with other work
+// slows the wall clock of a row but hardly its CPU cost per byte.
+double cpu_seconds(pid_t pid) { return static_cast<double>(process_cpu_ns(pid).value_or(0)) / 1e9; }
 
 struct RunResult {
   double client_cpu_s = 0;  // this process during the row
@@ -591,7 +671,7 @@ Status floor_stream(const Endpoint& ep, SSL_CTX* tls, bool put, std::uint64_t to
   if (c.fd < 0) return Status(std::error_code(errno, std::system_category()), "floor connect");
   if (tls != nullptr) {
     c.ssl = SSL_new(tls);
-    SSL_set_fd(c.ssl, c.fd);
+    if (c.ssl == nullptr || !attach_tls(c.ssl, c.fd)) return Status(Errc::kInternal, "floor TLS BIO");
     SSL_set_tlsext_host_name(c.ssl, "localhost");
     if (SSL_connect(c.ssl) != 1) {
       ERR_clear_error();
@@ -602,17 +682,22 @@ Status floor_stream(const Endpoint& ep, SSL_CTX* tls, bool put, std::uint64_t to
   req.mode = put ? 'P' : 'G';
   req.total = total;
   req.batch = batch;
-  if (!write_full(c, reinterpret_cast<const char*>(&req), sizeof req)) {
+  if (!write_full(c, reinterpret_cast<const char*>(&req), sizeof req) || !flush_tls(c)) {
     return Status(Errc::kConnectionClosed, "floor request");
   }
   std::string buffer(batch, '\0');
   const std::string& bytes = pattern(batch);
+  const std::size_t gather = gather_bytes(batch);
   auto last = Clock::now();
   for (std::uint64_t moved = 0; moved < total;) {
-    const std::size_t n = static_cast<std::size_t>(std::min<std::uint64_t>(batch, total - moved));
-    const bool ok = put ? write_full(c, bytes.data(), n) : read_full(c, buffer.data(), n);
+    // A put sends a window's worth of batches per write; each batch is
+    // credited an equal share of its time.
+    const std::size_t n =
+        static_cast<std::size_t>(std::min<std::uint64_t>(put ? gather : batch, total - moved));
+    const bool ok = put ? write_batches(c, bytes.data(), batch, n) : read_full(c, buffer.data(), n);
     if (!ok) return Status(Errc::kConnectionClosed, "floor stream ended early");
-    latencies.push_back(us_since(last));
+    const std::size_t batches = (n + batch - 1) / batch;
+    latencies.insert(latencies.end(), batches, us_since(last) / static_cast<double>(batches));
     last = Clock::now();
     moved += n;
   }
@@ -782,7 +867,7 @@ void print_row(const RowStats& row, const Args& args) {
   std::printf("Latency quantile=0.95: %.0f us\n", percentile(lat, 0.95));
   std::printf("Latency quantile=0.99: %.0f us\n", percentile(lat, 0.99));
   std::printf("Latency max: %.0f us\n", lat.empty() ? 0.0 : lat.back());
-  std::printf("CPU: client %.2f s, server %.2f s: %.2f ns per byte\n", m.client_cpu_s,
+  std::printf("CPU: client %.4f s, server %.4f s: %.3f ns per byte\n", m.client_cpu_s,
               m.server_cpu_s, m.cpu_ns_per_byte());
   if (row.runs.size() > 1) {
     std::printf("Speed per run (MB/s):");
@@ -849,8 +934,33 @@ Evaluated evaluate(const Target& t, const std::vector<RowStats>& rows) {
   return e;
 }
 
+// A row's floor check (floor_check.h): its MB/s over its floor's, the
+// median runs' and run by run. Null for floors and rows without a floor of
+// their own (shm).
+struct FloorAdvantage {
+  std::string floor;
+  double advantage = 0;
+  std::vector<double> per_run;
+  bool beaten() const { return beats_floor(advantage, per_run); }
+};
+
+std::optional<FloorAdvantage> floor_advantage(const RowStats& row,
+                                              const std::vector<RowStats>& rows) {
+  if (row.floor || row.runs.empty() || row.transport == "shm") return std::nullopt;
+  const RowStats* floor = find_row(rows, "floor-stream/" + row.transport);
+  if (floor == nullptr || floor->median_mb_per_s() <= 0) return std::nullopt;
+  FloorAdvantage a{floor->name, row.median_mb_per_s() / floor->median_mb_per_s(), {}};
+  for (std::size_t i = 0; i < std::min(row.runs.size(), floor->runs.size()); ++i) {
+    if (floor->runs[i].mb_per_s() > 0) {
+      a.per_run.push_back(row.runs[i].mb_per_s() / floor->runs[i].mb_per_s());
+    }
+  }
+  return a;
+}
+
 Status write_json(const std::string& path, const std::vector<RowStats>& rows,
-                  const std::vector<Evaluated>& targets, const Args& args) {
+                  const std::vector<Evaluated>& targets, const Args& args,
+                  const nlohmann::ordered_json& machine) {
   Json out_rows = Json::array();
   auto rounded = [](double v) { return std::round(v * 10) / 10; };
   for (const auto& row : rows) {
@@ -886,6 +996,8 @@ Status write_json(const std::string& path, const std::vector<RowStats>& rows,
               {"batch", args.batch},
               {"mb_per_s_runs", Json::array()}};
     for (const auto& r : row.runs) j["mb_per_s_runs"].push_back(rounded(r.mb_per_s()));
+    const auto advantage = floor_advantage(row, rows);
+    j["beats_floor"] = advantage ? Json(advantage->beaten()) : Json(nullptr);
     out_rows.push_back(std::move(j));
   }
   Json out_targets = Json::array();
@@ -898,8 +1010,20 @@ Status write_json(const std::string& path, const std::vector<RowStats>& rows,
                            {"ratio", e.ratio ? Json(std::round(*e.ratio * 1000) / 1000) : Json(nullptr)},
                            {"met", e.ratio ? Json(e.target->met(*e.ratio)) : Json(nullptr)}});
   }
+  nlohmann::ordered_json run = {{"mode", args.put ? "put" : "get"},
+                                {"streams", args.streams},
+                                {"batch", args.batch},
+                                {"bytes", args.bytes},
+                                {"runs", args.runs},
+                                {"window", args.window == 0 ? Json(nullptr) : Json(args.window)},
+                                {"transports", args.transports}};
+  run.update(machine);
+  nlohmann::ordered_json doc;
+  doc["rows"] = std::move(out_rows);
+  doc["targets"] = std::move(out_targets);
+  doc["run"] = std::move(run);
   std::ofstream file(path, std::ios::trunc);
-  file << Json{{"rows", out_rows}, {"targets", out_targets}}.dump(2) << "\n";
+  file << doc.dump(2) << "\n";
   file.close();
   if (!file) return Status(std::error_code(errno, std::generic_category()), "write " + path);
   return {};
@@ -926,6 +1050,8 @@ int run_throughput(int argc, char** argv) {
   }
   const std::string certs_dir = certs ? certs->dir() : std::string();
   pattern(args.batch);  // before the fork: the child shares it
+  // When the run began (the load average then, before this run adds to it).
+  const nlohmann::ordered_json machine = machine_info();
   // Forks: no thread may exist in this process yet.
   auto child = spawn_child(certs_dir);
   if (!child.ok()) {
@@ -1040,8 +1166,14 @@ int run_throughput(int argc, char** argv) {
     std::printf("  %-10s %.2f ns/byte vs %s %.2f: ratio %.2f\n", t.row.c_str(), mine,
                 t.against.c_str(), theirs, mine > 0 ? theirs / mine : 0.0);
   }
+  for (const auto& row : rows) {
+    const auto advantage = floor_advantage(row, rows);
+    if (advantage && advantage->beaten()) {
+      std::printf("%s\n", beats_floor_warning(row.name, advantage->floor, advantage->advantage, "run").c_str());
+    }
+  }
   if (!args.json.empty()) {
-    if (Status s = write_json(args.json, rows, evaluated, args); !s.ok()) {
+    if (Status s = write_json(args.json, rows, evaluated, args, machine); !s.ok()) {
       std::fprintf(stderr, "minibench throughput: %s\n", s.to_string().c_str());
       return 1;
     }

@@ -12,13 +12,23 @@
 #include <unistd.h>
 
 #include <cctype>
+#include <cmath>
 #include <filesystem>
+#include <map>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <set>
 #include <sstream>
 #include <string>
 #include <vector>
+
+#include "auth/simple.h"
+#include "minibench/floor_check.h"
+#include "minibench/plot.h"
+#include "minibench/report.h"
+#include "mini_kdc.h"
+#include "rpc/log.h"
+#include "server/server.h"
 
 #ifndef MINIBENCH_BIN
 #error "MINIBENCH_BIN must name the minibench binary"
@@ -302,6 +312,21 @@ TEST(MinibenchTest, DefaultSessionsRunHasEveryRowSummaryAndPlot) {
   }
   EXPECT_EQ(doc.at("run").at("n"), kN);
   EXPECT_EQ(doc.at("run").at("concurrency"), 1);
+  // When, where and what was measured, so that runs can be compared later.
+  const Json& run = doc.at("run");
+  for (const char* key : {"time_utc", "host", "cpus", "cpus_usable", "kernel", "load_average",
+                          "version", "build_type", "openssl", "krb5", "sasl"}) {
+    ASSERT_TRUE(run.contains(key)) << key << " in " << run.dump();
+    EXPECT_FALSE(run.at(key).is_null()) << key << " in " << run.dump();
+  }
+  for (const char* key : {"cpu_model", "commit"}) {  // null where unreadable (no git, not x86)
+    EXPECT_TRUE(run.contains(key)) << key << " in " << run.dump();
+  }
+  EXPECT_THAT(run.at("time_utc").get<std::string>(), ::testing::MatchesRegex(
+                                                         "20[0-9][0-9]-[01][0-9]-[0-3][0-9]T.*Z"));
+  EXPECT_GE(run.at("cpus").get<int>(), 1);
+  EXPECT_THAT(run.at("openssl").get<std::string>(), HasSubstr("OpenSSL"));
+  EXPECT_THAT(run.at("krb5").get<std::string>(), HasSubstr("Kerberos 5 release"));
 
   // The summary table: its header and one line per transport x TLS.
   EXPECT_THAT(r.out, HasSubstr("summary (shape of HADOOP-6637)"));
@@ -318,9 +343,12 @@ TEST(MinibenchTest, DefaultSessionsRunHasEveryRowSummaryAndPlot) {
   EXPECT_EQ(checker.check(), "");
   EXPECT_EQ(checker.root(), "svg");
   for (const auto& name : expected) {
-    EXPECT_THAT(plot, HasSubstr("<title>" + name + "</title>")) << "no line for " << name;
+    EXPECT_THAT(plot, HasSubstr("<title>" + name + "</title>")) << "no bar for " << name;
   }
-  EXPECT_THAT(plot, HasSubstr("latency per iteration (log scale)"));
+  EXPECT_THAT(plot, HasSubstr("latency per session or call (log scale)"));
+  for (const char* panel : {"sessions over tcp", "sessions over unix", "sessions over tcp + TLS"}) {
+    EXPECT_THAT(plot, HasSubstr(">" + std::string(panel) + "</text>"));
+  }
 }
 
 // --concurrency K: every row still has n sessions (spread over K threads),
@@ -405,4 +433,163 @@ TEST(MinibenchTest, RefusesBadOptions) {
   }
 }
 
+
+// A running server (--server) that does not offer one of the methods asked
+// for: that method's rows are skipped with a note, the others measured (it
+// used to end the run at the first refused session).
+TEST(MinibenchTest, ServerWithoutAMethodSkipsItsRowsWithANote) {
+  std::string missing;
+  if (!authrpc::testing::MiniKdc::tools_installed(&missing)) GTEST_SKIP() << missing;
+  TempDir dir;
+  ASSERT_TRUE(dir.ok());
+  authrpc::testing::MiniKdc kdc;
+  ASSERT_TRUE(kdc.start().ok());
+  ASSERT_TRUE(authrpc::testing::AddClientsAndService(kdc, {"alice"}).ok());
+
+  authrpc::ServerOptions o;
+  o.endpoints = {*authrpc::Endpoint::parse("tcp://127.0.0.1:0")};
+  o.mechanisms = {std::make_shared<authrpc::SimpleServerMechanism>()};  // no kerberos
+  o.log = authrpc::null_log_sink();
+  authrpc::Server server(std::move(o));
+  ASSERT_TRUE(server.start().ok());
+  const std::string uri = server.bound_endpoints().at(0).to_string();
+
+  const std::string json = dir.file("out.json");
+  const RunResult r = run_minibench(
+      dir, {"sessions", "--server", uri, "--method", "simple,kerberos", "--krb5-conf",
+            kdc.krb5_conf(), "--service-principal", "rpc/localhost@" + kdc.realm(), "--principal",
+            "alice", "--client-keytab", kdc.client_keytab(), "-n", "5", "--warmup", "1",
+            "--blocks", "1", "--json", json, "--quiet"});
+  server.stop();
+  ASSERT_EQ(r.exit_code, 0) << describe(r);
+  EXPECT_THAT(r.err, HasSubstr("the kerberos rows are skipped: " + uri + " does not offer it"));
+  const Json doc = Json::parse(read_file(json), nullptr, false);
+  ASSERT_FALSE(doc.is_discarded()) << describe(r);
+  EXPECT_EQ(row_names(doc), (std::set<std::string>{"simple/tcp"}));
+}
+
+// The floor check (minibench/floor_check.h): a row that is faster than its
+// floor by more than noise, in every block, says the floor is not a floor.
+TEST(FloorCheckTest, FlagsARowThatBeatsItsFloorBeyondNoise) {
+  struct Case {
+    const char* what;
+    double advantage;  // floor cost / row cost
+    std::vector<double> per_block;
+    bool beaten;
+  };
+  const Case cases[] = {
+      {"slower than its floor, as it should be", 0.8, {0.7, 0.9}, false},
+      {"as fast as its floor", 1.0, {0.98, 1.02}, false},
+      {"faster by less than noise", 1.0 + minibench::kFloorNoise * 0.8, {1.01, 1.06}, false},
+      {"faster overall, slower in one block", 1.3, {1.5, 0.97, 1.4}, false},
+      {"docker's floor/tcp: 45 µs against simple/tcp 29 µs", 45.0 / 29.0, {1.5, 1.6, 1.5}, true},
+      {"throughput: get/unix 9.0 GB/s, floor-stream/unix 2.6", 9.0 / 2.6, {3.3, 3.6, 3.4}, true},
+      {"one block only", 1.2, {1.2}, true},
+      {"no blocks recorded", 1.2, {}, true},
+      {"not a number", std::nan(""), {}, false},
+  };
+  for (const auto& c : cases) {
+    EXPECT_EQ(minibench::beats_floor(c.advantage, c.per_block), c.beaten) << c.what;
+  }
+  EXPECT_THAT(minibench::beats_floor_warning("get/unix", "floor-stream/unix", 3.46),
+              HasSubstr("WARNING: get/unix beats its floor floor-stream/unix (3.46 x"));
+}
+
+// A report row as sessions.cc makes it, from p50 and p99 alone.
+minibench::Row synthetic_row(const std::string& name, const std::string& method,
+                             const std::string& transport, double p50, double p99,
+                             const minibench::Row* floor) {
+  minibench::Row r;
+  r.name = name;
+  r.method = method;
+  r.transport = transport;
+  r.tls = name.find("+tls") != std::string::npos;
+  r.summary.n = 100;
+  r.summary.p50_us = p50;
+  r.summary.p99_us = p99;
+  r.sorted_us = {p50, p99};
+  r.block_p50_us = {p50, p50};
+  if (floor == nullptr) {
+    r.floor = name;
+    r.ratio = 1.0;
+    r.block_ratios = {1.0, 1.0};
+  } else {
+    r.floor = floor->name;
+    r.ratio = p50 / floor->summary.p50_us;
+    r.block_ratios = {*r.ratio, *r.ratio};
+  }
+  return r;
+}
+
+// Numbers in "x=\"…\"" attributes of the <text class="tick"> elements and
+// their labels, in order.
+std::vector<std::pair<double, std::string>> tick_labels(const std::string& svg) {
+  std::vector<std::pair<double, std::string>> out;
+  const std::string open = "<text class=\"tick\" x=\"";
+  for (auto at = svg.find(open); at != std::string::npos; at = svg.find(open, at + 1)) {
+    const double x = std::stod(svg.substr(at + open.size()));
+    const auto start = svg.find('>', at) + 1;
+    out.emplace_back(x, svg.substr(start, svg.find('<', start) - start));
+  }
+  return out;
+}
+
+// The default plot is readable: a bar per row, one colour per method (the
+// same in every panel, distinct between methods), floors grey, a panel per
+// transport, tick labels that do not run into each other (they used to
+// read "50 µs100 µs200 µs"), and a mark on a row that beats its floor.
+TEST(PlotTest, BarsPerRowDistinctColoursAndTickLabelsWithRoom) {
+  using minibench::Row;
+  std::vector<Row> rows;
+  const Row floor_tcp = synthetic_row("floor/tcp", "none", "tcp", 60, 120, nullptr);
+  const Row floor_unix = synthetic_row("floor/unix", "none", "unix", 40, 90, nullptr);
+  const Row floor_tls = synthetic_row("floor/tls", "none", "tcp", 900, 2500, nullptr);
+  rows.push_back(floor_tcp);
+  const char* methods[] = {"simple", "kerberos", "kerberos-sasl", "token", "token-digest",
+                           "token-scram"};
+  const double p50s[] = {75, 300, 620, 110, 400, 9800};
+  for (std::size_t i = 0; i < std::size(methods); ++i) {
+    rows.push_back(synthetic_row(std::string(methods[i]) + "/tcp", methods[i], "tcp", p50s[i],
+                                 p50s[i] * 2, &floor_tcp));
+  }
+  rows.push_back(floor_unix);
+  rows.push_back(synthetic_row("simple/unix", "simple", "unix", 20, 40, &floor_unix));  // beats it
+  rows.push_back(floor_tls);
+  rows.back().tls = true;
+  rows.push_back(synthetic_row("simple+tls/tcp", "simple", "tcp", 1000, 3000, &floor_tls));
+  const std::string svg = minibench::plot_svg(rows, "test");
+
+  XmlChecker checker(svg);
+  ASSERT_EQ(checker.check(), "");
+  for (const auto& r : rows) {
+    EXPECT_THAT(svg, HasSubstr("<title>" + r.name + "</title>")) << r.name;
+  }
+  for (const char* panel : {"sessions over tcp", "sessions over unix", "sessions over tcp + TLS"}) {
+    EXPECT_THAT(svg, HasSubstr(">" + std::string(panel) + "</text>")) << panel;
+  }
+  std::set<std::string> colours;
+  for (const char* m : methods) colours.insert(minibench::method_colour(m));
+  colours.insert(minibench::method_colour("none"));
+  EXPECT_EQ(colours.size(), std::size(methods) + 1) << "a colour used for two methods";
+  EXPECT_EQ(minibench::method_colour("some-new-method"), minibench::method_colour("some-new-method"));
+  EXPECT_EQ(colours.count(minibench::method_colour("some-new-method")), 0u);
+
+  // Tick labels: at least the decades 10 µs … 10 ms, none touching the next.
+  const auto ticks = tick_labels(svg);
+  ASSERT_GE(ticks.size(), 4u) << svg;
+  for (std::size_t i = 1; i < ticks.size(); ++i) {
+    const double room = ticks[i].first - ticks[i - 1].first;
+    auto chars = [](const std::string& t) {
+      return static_cast<double>(std::count_if(t.begin(), t.end(), [](char c) {
+        return (static_cast<unsigned char>(c) & 0xC0) != 0x80;  // code points, not bytes
+      }));
+    };
+    const double needed = 0.6 * 12 * (chars(ticks[i].second) + chars(ticks[i - 1].second)) / 2.0;
+    EXPECT_GT(room, needed) << "'" << ticks[i - 1].second << "' runs into '" << ticks[i].second
+                            << "'";
+  }
+  // simple/unix (20 µs against a 40 µs floor, in every block) is marked.
+  EXPECT_EQ(std::count(svg.begin(), svg.end(), '!'), 1);
+  EXPECT_THAT(svg, HasSubstr("beats its floor!"));
+}
 }  // namespace

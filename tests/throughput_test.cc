@@ -2,7 +2,9 @@
 // child, measures get and put over tcp, unix and TLS next to the floors, and
 // writes JSON rows in the shape the README documents.
 #include <gtest/gtest.h>
+#include <signal.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <cstdio>
@@ -11,6 +13,8 @@
 #include <set>
 #include <sstream>
 #include <string>
+
+#include "minibench/cpu_clock.h"
 
 namespace {
 
@@ -75,12 +79,14 @@ TEST_P(ThroughputTest, SmallRunPrintsRowsAndValidJson) {
     names.insert(row.at("name").get<std::string>());
     for (const char* key : {"method", "transport", "tls", "n", "mean_us", "p50_us", "p95_us",
                             "p99_us", "max_us", "per_s", "floor", "ratio", "mb_per_s",
-                            "batches_per_s"}) {
+                            "batches_per_s", "cpu_ns_per_byte", "beats_floor"}) {
       EXPECT_TRUE(row.contains(key)) << key << " in " << row.dump();
     }
     EXPECT_EQ(row.at("n").get<int>(), 64) << row.dump();
     EXPECT_GT(row.at("mb_per_s").get<double>(), 0.0) << row.dump();
     EXPECT_GT(row.at("batches_per_s").get<double>(), 0.0) << row.dump();
+    // 4 MiB move in a few ms: a clock-tick CPU reading was 0 for most rows.
+    EXPECT_GT(row.at("cpu_ns_per_byte").get<double>(), 0.0) << row.dump();
     const std::string transport = row.at("transport").get<std::string>();
     EXPECT_EQ(row.at("floor").get<std::string>(),
               "floor-stream/" + (transport == "shm" ? std::string("unix") : transport));
@@ -88,6 +94,15 @@ TEST_P(ThroughputTest, SmallRunPrintsRowsAndValidJson) {
   EXPECT_EQ(names, (std::set<std::string>{mode + "/tcp", mode + "/unix", mode + "/tls",
                                            mode + "/shm", "floor-stream/tcp", "floor-stream/unix",
                                            "floor-stream/tls"}));
+  // When, where and what was measured.
+  const nlohmann::json& run = doc.at("run");
+  for (const char* key : {"mode", "streams", "batch", "bytes", "runs", "time_utc", "host", "cpus",
+                          "kernel", "load_average", "version", "commit", "build_type", "openssl",
+                          "krb5"}) {
+    EXPECT_TRUE(run.contains(key)) << key << " in " << run.dump();
+  }
+  EXPECT_EQ(run.at("mode"), mode);
+  EXPECT_EQ(run.at("batch"), 65536);
   // tcp, unix, tls, shm's MB/s against unix, and for get shm's p50 latency.
   ASSERT_EQ(doc.at("targets").size(), mode == "get" ? 5u : 4u);
   for (const auto& t : doc.at("targets")) {
@@ -107,4 +122,50 @@ TEST(ThroughputUsageTest, BadOptionsAreUsageErrors) {
   }
 }
 
+
+// Spins until this thread has used `ns` of CPU.
+void burn_cpu(std::int64_t ns) {
+  auto now = [] {
+    timespec ts{};
+    ::clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+    return static_cast<std::int64_t>(ts.tv_sec) * 1'000'000'000 + ts.tv_nsec;
+  };
+  const std::int64_t start = now();
+  volatile std::uint64_t sink = 0;
+  while (now() - start < ns) sink = sink + 1;
+}
+
+// The CPU column's clock (minibench/cpu_clock.h) resolves far below a clock
+// tick, for this process and for a child (the server): 4 ms of work reads as
+// ~4 ms, where /proc/<pid>/stat's ticks read 0 or 10 ms.
+TEST(CpuClockTest, ResolvesMillisecondsInThisProcessAndAChild) {
+  constexpr std::int64_t kWork = 4'000'000;  // ns
+  const auto before = minibench::process_cpu_ns(::getpid());
+  burn_cpu(kWork);
+  const auto after = minibench::process_cpu_ns(::getpid());
+  ASSERT_TRUE(before && after);
+  EXPECT_GE(*after - *before, kWork);
+  EXPECT_LT(*after - *before, kWork + 3'000'000);
+
+  int ready[2];
+  ASSERT_EQ(::pipe(ready), 0);
+  const pid_t child = ::fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    burn_cpu(kWork);
+    (void)::write(ready[1], "x", 1);
+    ::pause();  // until killed
+    ::_exit(0);
+  }
+  char byte;
+  ASSERT_EQ(::read(ready[0], &byte, 1), 1);
+  const auto child_ns = minibench::process_cpu_ns(child);
+  ::kill(child, SIGKILL);
+  ::waitpid(child, nullptr, 0);
+  ::close(ready[0]);
+  ::close(ready[1]);
+  ASSERT_TRUE(child_ns.has_value());
+  EXPECT_GE(*child_ns, kWork);
+  EXPECT_LT(*child_ns, kWork + 3'000'000);  // the fork's own work is far below a millisecond
+}
 }  // namespace
