@@ -11,6 +11,7 @@
 #include <sys/resource.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <exception>
 #include <future>
 
@@ -91,8 +92,11 @@ Status validate(const ServerOptions& o) {
   return validate_server_policies(o);
 }
 
+// (Asio reports accept errors in its own system category.)
 bool out_of_descriptors(std::error_code ec) {
-  return ec == std::errc::too_many_files_open || ec == std::errc::too_many_files_open_in_system;
+  return ec == asio::error::no_descriptors ||
+         ec == std::error_code(ENFILE, asio::error::get_system_category()) ||
+         ec == std::errc::too_many_files_open || ec == std::errc::too_many_files_open_in_system;
 }
 
 // Answers a connection accepted through the reserve descriptor: SERVER_BUSY
@@ -166,6 +170,7 @@ asio::awaitable<void> accept_loop(Server::Impl& server, Reactor& reactor, Listen
         if (reactor.reserve_fd) {
           reactor.reserve_fd.reset();
           auto refused = co_await listener.accept();
+
           if (refused.ok()) {
             ++server.connections_accepted;
             ++server.connections_refused_busy;

@@ -54,7 +54,7 @@ TEST(PreauthBudgetTest, AddressKeysGroupWhatOnePeerControls) {
   const KeyCase cases[] = {
       {"127.0.0.2:51234", "127.0.0.2"},
       {"10.1.2.3:1", "10.1.2.3"},
-      {"[::1]:7000", "::1/64"},  // the /64: a host commonly holds a whole one
+      {"[::1]:7000", "::/64"},  // the /64: a host commonly holds a whole one
       {"[2001:db8:1:2:aaaa:bbbb:cccc:dddd]:7000", "2001:db8:1:2::/64"},
       {"[2001:db8:1:2::9]:7001", "2001:db8:1:2::/64"},
       {"[::ffff:192.0.2.7]:7000", "192.0.2.7"},  // IPv4-mapped: the IPv4 address
