@@ -5,6 +5,7 @@
 #include <netinet/in.h>
 #include <poll.h>
 #include <sys/epoll.h>
+#include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
@@ -20,6 +21,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <memory>
+#include <new>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
@@ -51,7 +53,9 @@ const char* const kStormHelp = R"(  storm [--connections N] [--addresses A] [--s
              S seconds (default 60) even if unfinished. The server (child
              process, tcp://127.0.0.1, K IO threads, default 1) keeps its
              default limits unless --max-unauthenticated/--per-address are
-             given. Raises this process's RLIMIT_NOFILE to fit N.
+             given. The attacker runs in processes of its own, each
+             raising RLIMIT_NOFILE to its hard limit (several when N needs
+             more).
 )";
 
 namespace {
@@ -174,10 +178,20 @@ Result<std::unique_ptr<ServerProcess>> spawn_server(const StormArgs& args) {
 // sockets from `addresses` source addresses; each one the server closes (or
 // that fails to connect) is opened again at once.
 
+// The attacker processes' counters and switches, in memory shared with the
+// parent (lock-free atomics work across processes).
+struct AttackShared {
+  std::atomic<bool> go{false}, stop{false};
+  std::atomic<std::uint64_t> opened{0}, connected{0}, closed_by_server{0}, failed{0};
+};
+
 class Attacker {
  public:
-  Attacker(std::uint16_t port, std::size_t connections, std::size_t addresses, bool slow)
-      : port_(port), addresses_(addresses), slow_(slow), sockets_(connections) {
+  Attacker(std::uint16_t port, std::size_t connections, std::size_t first, std::size_t addresses,
+           bool slow, AttackShared& shared)
+      : port_(port), first_(first), addresses_(addresses), slow_(slow), sockets_(connections),
+        opened_(shared.opened), connected_(shared.connected),
+        closed_by_server_(shared.closed_by_server), failed_(shared.failed), stop_(shared.stop) {
     std::string hello;
     wire_bytes_ = std::string(reinterpret_cast<const char*>(authrpc::wire::make_preamble().data()),
                               authrpc::wire::kPreambleSize);
@@ -185,16 +199,25 @@ class Attacker {
     wire_bytes_ += hello;
   }
 
-  void start() { thread_ = std::thread([this] { run(); }); }
-  void stop() {
-    stop_ = true;
-    if (thread_.joinable()) thread_.join();
+  // Until the shared stop switch is set.
+  void run() {
+    epoll_ = ::epoll_create1(EPOLL_CLOEXEC);
+    for (std::uint32_t i = 0; i < sockets_.size() && !stop_; ++i) open(i);
+    std::vector<epoll_event> events(1024);
+    auto next_drip = std::chrono::steady_clock::now() + std::chrono::seconds(1);
+    while (!stop_) {
+      const int n = ::epoll_wait(epoll_, events.data(), static_cast<int>(events.size()), 10);
+      for (int k = 0; k < n; ++k) on_event(events[k].data.u32, events[k].events);
+      if (slow_ && std::chrono::steady_clock::now() >= next_drip) {
+        drip();
+        next_drip += std::chrono::seconds(1);
+      }
+    }
+    for (auto& s : sockets_) {
+      if (s.fd >= 0) ::close(s.fd);
+    }
+    ::close(epoll_);
   }
-
-  std::uint64_t opened() const { return opened_.load(); }
-  std::uint64_t connected() const { return connected_.load(); }
-  std::uint64_t closed_by_server() const { return closed_by_server_.load(); }
-  std::uint64_t failed() const { return failed_.load(); }
 
  private:
   struct Socket {
@@ -215,7 +238,7 @@ class Attacker {
     ::setsockopt(s.fd, IPPROTO_IP, IP_BIND_ADDRESS_NO_PORT, &one, sizeof one);
     sockaddr_in from{};
     from.sin_family = AF_INET;
-    from.sin_addr.s_addr = htonl(0x7f000002u + static_cast<std::uint32_t>(i % addresses_));
+    from.sin_addr.s_addr = htonl(0x7f000002u + static_cast<std::uint32_t>((first_ + i) % addresses_));
     sockaddr_in to{};
     to.sin_family = AF_INET;
     to.sin_port = htons(port_);
@@ -281,35 +304,46 @@ class Attacker {
     }
   }
 
-  void run() {
-    epoll_ = ::epoll_create1(EPOLL_CLOEXEC);
-    for (std::uint32_t i = 0; i < sockets_.size() && !stop_; ++i) open(i);
-    std::vector<epoll_event> events(1024);
-    auto next_drip = std::chrono::steady_clock::now() + std::chrono::seconds(1);
-    while (!stop_) {
-      const int n = ::epoll_wait(epoll_, events.data(), static_cast<int>(events.size()), 10);
-      for (int k = 0; k < n; ++k) on_event(events[k].data.u32, events[k].events);
-      if (slow_ && std::chrono::steady_clock::now() >= next_drip) {
-        drip();
-        next_drip += std::chrono::seconds(1);
-      }
-    }
-    for (auto& s : sockets_) {
-      if (s.fd >= 0) ::close(s.fd);
-    }
-    ::close(epoll_);
-  }
-
   const std::uint16_t port_;
+  const std::size_t first_;  // this process's first socket in the whole storm
   const std::size_t addresses_;
   const bool slow_;
   std::string wire_bytes_;
   std::vector<Socket> sockets_;
   int epoll_ = -1;
-  std::thread thread_;
-  std::atomic<bool> stop_{false};
-  std::atomic<std::uint64_t> opened_{0}, connected_{0}, closed_by_server_{0}, failed_{0};
+  std::atomic<std::uint64_t>&opened_, &connected_, &closed_by_server_, &failed_;
+  std::atomic<bool>& stop_;
 };
+
+// Forks the attacker processes, each holding at most what its descriptor
+// limit (raised to the hard limit) allows; they wait for `go`. Forked before
+// this process starts any thread.
+std::vector<pid_t> spawn_attackers(const StormArgs& args, std::uint16_t port, AttackShared& shared) {
+  rlimit limit{};
+  ::getrlimit(RLIMIT_NOFILE, &limit);
+  const std::size_t per_process = std::max<std::size_t>(1, static_cast<std::size_t>(limit.rlim_max) - 256);
+  std::vector<pid_t> pids;
+  for (std::size_t first = 0; first < args.connections; first += per_process) {
+    const std::size_t count = std::min(per_process, args.connections - first);
+    std::fflush(stdout);
+    const pid_t pid = ::fork();
+    if (pid < 0) break;
+    if (pid == 0) {
+      ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+      const rlimit raised{limit.rlim_max, limit.rlim_max};
+      ::setrlimit(RLIMIT_NOFILE, &raised);
+      while (!shared.go && !shared.stop) ::usleep(1000);
+      Attacker attacker(port, count, first, args.addresses, args.slow, shared);
+      attacker.run();
+      ::_exit(0);
+    }
+    pids.push_back(pid);
+  }
+  std::printf("storm: the attacker runs in %zu process(es) of at most %zu connections each "
+              "(RLIMIT_NOFILE raised to the hard limit %llu in each)\n",
+              pids.size(), per_process, static_cast<unsigned long long>(limit.rlim_max));
+  return pids;
+}
 
 // ---------------------------------------------------------------------------
 // Measuring.
@@ -358,27 +392,6 @@ void print_phase(const char* name, const Phase& p) {
   std::printf("%-14s %6zu %10.0f %10.0f %10.0f %10.0f %9zu\n", name, p.us.size(),
               percentile(p.us, 0.5), percentile(p.us, 0.99), percentile(p.us, 0.999),
               p.us.empty() ? 0.0 : p.us.back(), p.failures);
-}
-
-// Raises RLIMIT_NOFILE to fit `needed` (the hard limit too if allowed).
-void raise_descriptor_limit(rlim_t needed) {
-  rlimit limit{};
-  ::getrlimit(RLIMIT_NOFILE, &limit);
-  const rlim_t before = limit.rlim_cur;
-  if (limit.rlim_cur >= needed) {
-    std::printf("storm: RLIMIT_NOFILE %llu fits the storm\n", static_cast<unsigned long long>(before));
-    return;
-  }
-  rlimit raised{needed, std::max(needed, limit.rlim_max)};
-  if (::setrlimit(RLIMIT_NOFILE, &raised) != 0) {
-    raised = {limit.rlim_max, limit.rlim_max};
-    ::setrlimit(RLIMIT_NOFILE, &raised);
-  }
-  ::getrlimit(RLIMIT_NOFILE, &limit);
-  std::printf("storm: raised this process's RLIMIT_NOFILE from %llu to %llu (needed %llu)%s\n",
-              static_cast<unsigned long long>(before), static_cast<unsigned long long>(limit.rlim_cur),
-              static_cast<unsigned long long>(needed),
-              limit.rlim_cur < needed ? ": short, the storm will hold fewer connections" : "");
 }
 
 bool parse_size(const char* text, std::size_t& out) {
@@ -438,8 +451,12 @@ int run_storm(int argc, char** argv) {
     return 1;
   }
   std::signal(SIGPIPE, SIG_IGN);
-  raise_descriptor_limit(static_cast<rlim_t>(args.connections) + 256);
   const Endpoint endpoint = (*server)->endpoint;
+  auto* shared = static_cast<AttackShared*>(::mmap(nullptr, sizeof(AttackShared), PROT_READ | PROT_WRITE,
+                                                   MAP_SHARED | MAP_ANONYMOUS, -1, 0));
+  if (shared == MAP_FAILED) return 1;
+  new (shared) AttackShared;
+  const std::vector<pid_t> attackers = spawn_attackers(args, endpoint.port, *shared);
   std::printf("storm: server pid %d on %s, %zu IO thread(s), max_unauthenticated %s, per address %s\n",
               static_cast<int>((*server)->pid), endpoint.to_string().c_str(), args.server_threads,
               (*server)->budget.c_str(), (*server)->per_address.c_str());
@@ -447,22 +464,22 @@ int run_storm(int argc, char** argv) {
   const auto forever = Clock::now() + std::chrono::hours(1);
   const Phase quiet = run_sessions(endpoint, args.warmup, args.n, forever);
 
-  Attacker attacker(endpoint.port, args.connections, args.addresses, args.slow);
   const auto storm_began = Clock::now();
-  attacker.start();
+  shared->go = true;
   // Let the storm build: every socket opened, and a second of churn.
-  while (attacker.opened() < args.connections &&
+  while (shared->opened < args.connections &&
          Clock::now() < storm_began + std::chrono::seconds(args.max_seconds)) {
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
   }
   std::this_thread::sleep_for(std::chrono::seconds(1));
-  const std::uint64_t opened_before = attacker.opened();
+  const std::uint64_t opened_before = shared->opened;
   const auto measured_from = Clock::now();
   const Phase storm = run_sessions(endpoint, args.warmup, args.n,
                                    storm_began + std::chrono::seconds(args.max_seconds));
   const double storm_seconds = std::chrono::duration<double>(Clock::now() - measured_from).count();
-  const std::uint64_t opened_during = attacker.opened() - opened_before;
-  attacker.stop();
+  const std::uint64_t opened_during = shared->opened - opened_before;
+  shared->stop = true;
+  for (const pid_t pid : attackers) ::waitpid(pid, nullptr, 0);
 
   std::string stats = "(unavailable)";
   {
@@ -490,10 +507,10 @@ int run_storm(int argc, char** argv) {
               args.connections, args.slow ? "slow-drip" : "silent", args.addresses, storm_seconds,
               static_cast<unsigned long long>(opened_during),
               storm_seconds > 0 ? static_cast<double>(opened_during) / storm_seconds : 0.0,
-              static_cast<unsigned long long>(attacker.opened()),
-              static_cast<unsigned long long>(attacker.connected()),
-              static_cast<unsigned long long>(attacker.closed_by_server()),
-              static_cast<unsigned long long>(attacker.failed()));
+              static_cast<unsigned long long>(shared->opened.load()),
+              static_cast<unsigned long long>(shared->connected.load()),
+              static_cast<unsigned long long>(shared->closed_by_server.load()),
+              static_cast<unsigned long long>(shared->failed.load()));
   std::printf("server: %s\n", stats.c_str());
   return quiet.us.empty() || storm.us.empty() ? 1 : 0;
 }

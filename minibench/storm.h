@@ -9,10 +9,11 @@
 // connection rate and the server's shed/refused counts. The storm is bounded
 // by its connection count and by --max-seconds.
 //
-// Process layout as in the rest of minibench: the server is forked before
-// any thread; the sessions run on this process's main thread, the attacker
-// on one thread of its own. Raises this process's RLIMIT_NOFILE to fit the
-// storm and says so.
+// Process layout as in the rest of minibench: the server and the attacker
+// processes are forked before any thread; the sessions run on this
+// process's main thread. Each attacker process raises its RLIMIT_NOFILE to
+// the hard limit and holds at most that many connections less 256, so a
+// storm larger than one process's limit runs in several; it says so.
 #pragma once
 
 namespace minibench {
