@@ -170,7 +170,6 @@ asio::awaitable<void> accept_loop(Server::Impl& server, Reactor& reactor, Listen
         if (reactor.reserve_fd) {
           reactor.reserve_fd.reset();
           auto refused = co_await listener.accept();
-
           if (refused.ok()) {
             ++server.connections_accepted;
             ++server.connections_refused_busy;
