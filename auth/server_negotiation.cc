@@ -20,6 +20,14 @@ asio::awaitable<Result<Frame>> next_frame(FrameChannel& channel, bool drop_reque
   }
 }
 
+// A failed read of a negotiation frame. One over the channel's limit is over
+// the server's pre-authentication limit (max_negotiation_frame_size), which
+// a client may not expect: say so.
+Status read_failure(Status status) {
+  if (status.code == Errc::kFrameTooLarge) status.message += " before authentication";
+  return status;
+}
+
 Status unexpected(const Frame& frame, std::string_view expected) {
   return {Errc::kProtocolError, "expected " + std::string(expected) + " during negotiation, got " +
                                     std::string(wire::frame_type_name(frame.header.type))};
@@ -51,7 +59,7 @@ asio::awaitable<Result<Identity>> negotiate_server(
     auto frame = co_await next_frame(channel, refused_once);
     if (!frame.ok()) {
       if (frame.code() == Errc::kConnectionClosed) co_return frame.status();
-      co_return fail(channel, frame.status());
+      co_return fail(channel, read_failure(frame.status()));
     }
     if (frame->header.type != FrameType::kHello || frame->header.call_id != 0) {
       co_return fail(channel, unexpected(*frame, "HELLO"));
@@ -92,7 +100,7 @@ asio::awaitable<Result<Identity>> negotiate_server(
     auto& frame = *incoming;
     if (!frame.ok()) {
       if (frame.code() == Errc::kConnectionClosed) co_return frame.status();
-      co_return fail(channel, frame.status());
+      co_return fail(channel, read_failure(frame.status()));
     }
     if (frame->header.type != FrameType::kAuthResponse) {
       co_return fail(channel, unexpected(*frame, "AUTH_RESPONSE"));

@@ -38,6 +38,7 @@
 #include "minibench/tls_sessions.h"
 #include "security/tls_context.h"
 #include "minibench/throughput.h"
+#include "minibench/storm.h"
 
 namespace minibench {
 namespace {
@@ -48,6 +49,7 @@ using authrpc::Status;
 constexpr const char* kUsage = R"(usage: minibench [sessions|calls] [options]
        minibench floor-server URI...
        minibench throughput [options]   (see minibench throughput --help)
+       minibench storm [options]        (see minibench storm --help)
 
 Measures authrpc against a bare-socket floor in the same run. Each row prints
 n, mean, p50, p95, p99, max (µs), iterations per second, its ratio to its
@@ -82,6 +84,9 @@ security) and the targets.
   throughput bulk transfer through streaming calls (get/put over tcp, unix,
              tls) next to a bare-socket stream floor, arrow-flight-benchmark
              style; its options: minibench throughput --help.
+  storm      legitimate sessions quietly and under a storm of silent or
+             slow unauthenticated connections; its options: minibench storm
+             --help.
   floor-server URI...
              run bare echo listeners (the floors) on the given endpoints until
              SIGINT/SIGTERM, for --floor-server.
@@ -926,6 +931,7 @@ int run(const Args& args) {
 
 int main(int argc, char** argv) {
   if (argc > 1 && std::string(argv[1]) == "throughput") return minibench::run_throughput(argc - 2, argv + 2);
+  if (argc > 1 && std::string(argv[1]) == "storm") return minibench::run_storm(argc - 2, argv + 2);
   minibench::Args args;
   if (int rc = minibench::parse_args(argc, argv, args); rc != 0) return rc < 0 ? 0 : rc;
   if (args.floor_server_mode) return minibench::run_floor_server(args);

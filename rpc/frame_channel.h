@@ -106,6 +106,9 @@ class FrameChannel final : public std::enable_shared_from_this<FrameChannel>,
 
   Stream& stream() noexcept { return *stream_; }
   std::size_t max_frame_size() const noexcept { return max_frame_size_; }
+  // Changes the limit for frames read from now on (a server raises it once
+  // the peer has authenticated); a frame already returned is not rechecked.
+  void set_max_frame_size(std::size_t bytes) noexcept { max_frame_size_ = bytes; }
   std::error_code write_error() const noexcept { return write_error_; }
 
  private:

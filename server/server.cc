@@ -7,9 +7,15 @@
 #include <asio/redirect_error.hpp>
 #include <asio/use_awaitable.hpp>
 
+#include <fcntl.h>
+#include <sys/resource.h>
+
 #include <algorithm>
+#include <cerrno>
 #include <exception>
 #include <future>
+
+#include "rpc/messages.h"
 
 #include "server/server_connection.h"
 #include "server/server_tls.h"
@@ -76,13 +82,78 @@ Status validate(const ServerOptions& o) {
   if (o.idle_timeout.count() < 0) return bad("idle_timeout must not be negative");
   if (o.max_connections == 0) return bad("max_connections must be at least 1");
   if (o.blocking_threads == 0) return bad("blocking_threads must be at least 1");
+  if (o.max_unauthenticated == 0) return bad("max_unauthenticated must be at least 1");
+  if (o.max_negotiation_frame_size < 4096) {
+    return bad("max_negotiation_frame_size must be at least 4096 bytes");
+  }
   if (o.max_pending_output < o.max_frame_size) {
     return bad("max_pending_output must be at least max_frame_size");
   }
   return validate_server_policies(o);
 }
 
+// (Asio reports accept errors in its own system category.)
+bool out_of_descriptors(std::error_code ec) {
+  return ec == asio::error::no_descriptors ||
+         ec == std::error_code(ENFILE, asio::error::get_system_category()) ||
+         ec == std::errc::too_many_files_open || ec == std::errc::too_many_files_open_in_system;
+}
+
+// Answers a connection accepted through the reserve descriptor: SERVER_BUSY
+// if the stream takes it at once (plaintext; a TLS client would need a
+// handshake first and only sees the close), then closed. Input already
+// there is read first, so that the close does not reset the connection and
+// destroy the answer; nothing waits, as the descriptor must come back.
+void refuse_out_of_descriptors(Stream& stream, std::size_t max_connections) {
+  std::string frame;
+  wire::append_error(frame, static_cast<std::uint16_t>(Errc::kServerBusy),
+                     "server out of file descriptors (max_connections " +
+                         std::to_string(max_connections) + " exceeds what its limit allows)");
+  std::error_code ec;
+  stream.try_write(asio::buffer(frame), ec);
+  char scratch[4096];
+  while (stream.try_read_some(asio::buffer(scratch), ec) > 0) {
+  }
+  stream.shutdown_send();
+  stream.close();
+}
+
+// Reports accept() failures at most once per interval, with the number left
+// unreported: out of descriptors, accept fails for every waiting client.
+class AcceptFailureLog {
+ public:
+  void failed(Server::Impl& server, const Status& status) {
+    const auto now = std::chrono::steady_clock::now();
+    if (now < next_) {
+      ++suppressed_;
+      return;
+    }
+    std::string line = "accept failed: " + status.to_string();
+    if (suppressed_ > 0) line += " (and " + std::to_string(suppressed_) + " more since the last report)";
+    server.log(LogLevel::kError, line);
+    suppressed_ = 0;
+    next_ = now + std::chrono::seconds(10);
+  }
+
+ private:
+  std::chrono::steady_clock::time_point next_{};
+  std::uint64_t suppressed_ = 0;
+};
+
+UniqueFd open_reserve_fd() { return UniqueFd(::open("/dev/null", O_RDONLY | O_CLOEXEC)); }
+
+// Closes an unauthenticated connection the budget chose to make room, on its
+// own reactor.
+void shed(Server::Impl& server, const PreauthBudget::Victim& victim) {
+  ++server.connections_shed;
+  if (victim.same_address) ++server.connections_shed_per_address;
+  asio::post(victim.reactor->io, [connection = victim.connection] {
+    if (auto c = connection.lock()) c->shed();
+  });
+}
+
 asio::awaitable<void> accept_loop(Server::Impl& server, Reactor& reactor, Listener& listener) {
+  AcceptFailureLog failures;
   for (;;) {
     auto stream = co_await listener.accept();
     if (!stream.ok()) {
@@ -91,21 +162,42 @@ asio::awaitable<void> accept_loop(Server::Impl& server, Reactor& reactor, Listen
         std::lock_guard lock(server.mu);
         if (server.state != Server::Impl::State::kRunning) co_return;
       }
-      // Out of file descriptors and the like: report, back off, keep serving.
-      server.log(LogLevel::kError, "accept failed: " + stream.status().to_string());
+      failures.failed(server, stream.status());
+      if (out_of_descriptors(stream.code())) {
+        ++server.accept_out_of_descriptors;
+        // The waiting client would otherwise hang until its own timeout:
+        // free the reserve descriptor, take the connection, refuse it.
+        if (reactor.reserve_fd) {
+          reactor.reserve_fd.reset();
+          auto refused = co_await listener.accept();
+          if (refused.ok()) {
+            ++server.connections_accepted;
+            ++server.connections_refused_busy;
+            refuse_out_of_descriptors(**refused, server.options.max_connections);
+          }
+          reactor.reserve_fd = open_reserve_fd();
+          if (reactor.reserve_fd) continue;
+        }
+      }
+      // Other failures, or no reserve: back off, keep serving.
       asio::steady_timer pause(reactor.io, std::chrono::milliseconds(100));
       co_await pause.async_wait(asio::use_awaitable);
+      if (!reactor.reserve_fd) reactor.reserve_fd = open_reserve_fd();
       continue;
     }
     ++server.connections_accepted;
+    auto connection = std::make_shared<ServerConnection>(server, reactor, std::move(*stream));
     Status refuse;
-    if (server.connections_active.fetch_add(1) >= server.options.max_connections) {
-      --server.connections_active;
+    const auto admission = server.budget.admit(connection->peer(), connection, &reactor);
+    if (admission.ticket == 0) {
       ++server.connections_refused_busy;
       refuse = Status(Errc::kServerBusy, "too many connections (limit " +
                                               std::to_string(server.options.max_connections) + ")");
+    } else {
+      connection->set_budget_ticket(admission.ticket);
+      ++server.connections_active;
+      if (admission.shed) shed(server, *admission.shed);
     }
-    auto connection = std::make_shared<ServerConnection>(server, reactor, std::move(*stream));
     reactor.connections.insert(connection);
     // The connection's own coroutine, ended by a handler (not a coroutine
     // wrapping it: one frame fewer per connection).
@@ -113,7 +205,9 @@ asio::awaitable<void> accept_loop(Server::Impl& server, Reactor& reactor, Listen
     asio::co_spawn(reactor.io, connection->run(std::move(refuse)),
                    [&server, &reactor, connection, counted](const std::exception_ptr&) {
                      reactor.connections.erase(connection);
-                     if (counted && --server.connections_active == 0) {
+                     if (!counted) return;
+                     connection->leave_budget();
+                     if (--server.connections_active == 0) {
                        { std::lock_guard lock(server.mu); }
                        server.cv.notify_all();
                      }
@@ -142,9 +236,49 @@ asio::awaitable<void> sweep_loop(Reactor& reactor, std::chrono::milliseconds int
   }
 }
 
+// Descriptors the options need: one per connection, a listener and a
+// reserve per reactor and endpoint, and a margin for the rest of the process
+// (log and keytab files, replay caches, shared-memory rings in transit).
+constexpr rlim_t kDescriptorMargin = 64;
+
+// Raises the soft RLIMIT_NOFILE towards the hard limit if max_connections
+// needs more, and says once if it still falls short: then clients past the
+// limit get SERVER_BUSY through the reserve descriptor rather than a session
+// (not refused at start: the limit may be raised later, and a smaller one is
+// a working if smaller server).
+void check_descriptor_limit(Server::Impl& server, std::size_t threads) {
+  const rlim_t needed = server.options.max_connections +
+                        threads * (server.options.endpoints.size() + 1) + kDescriptorMargin;
+  rlimit limit{};
+  if (::getrlimit(RLIMIT_NOFILE, &limit) != 0) return;
+  if (limit.rlim_cur != RLIM_INFINITY && limit.rlim_cur < needed) {
+    const rlim_t before = limit.rlim_cur;
+    rlimit raised = limit;
+    raised.rlim_cur = limit.rlim_max == RLIM_INFINITY ? needed : std::min(needed, limit.rlim_max);
+    if (raised.rlim_cur > before && ::setrlimit(RLIMIT_NOFILE, &raised) == 0) {
+      limit = raised;
+      server.log(LogLevel::kInfo, "raised the soft descriptor limit (RLIMIT_NOFILE) from " +
+                                      std::to_string(before) + " to " +
+                                      std::to_string(limit.rlim_cur));
+    }
+  }
+  if (limit.rlim_cur != RLIM_INFINITY && limit.rlim_cur < needed) {
+    server.log(LogLevel::kWarning,
+               "descriptor limit (RLIMIT_NOFILE) is " + std::to_string(limit.rlim_cur) +
+                   " (hard " + std::to_string(limit.rlim_max) + "), below the " +
+                   std::to_string(needed) + " that max_connections " +
+                   std::to_string(server.options.max_connections) +
+                   " needs: clients past the limit get SERVER_BUSY; raise the limit "
+                   "(ulimit -n, systemd LimitNOFILE=) or lower max_connections");
+  }
+}
+
 }  // namespace
 
-Server::Impl::Impl(ServerOptions o) : options(std::move(o)) {
+Server::Impl::Impl(ServerOptions o)
+    : options(std::move(o)),
+      budget({options.max_unauthenticated, options.max_unauthenticated_per_address,
+              options.max_connections}) {
   services.emplace("sys", make_sys_service(*this));
 }
 
@@ -186,6 +320,7 @@ Status Server::start() {
   std::size_t threads = impl_->options.io_threads;
   if (threads == 0) threads = std::max(1u, std::thread::hardware_concurrency());
   for (std::size_t i = 0; i < threads; ++i) impl_->reactors.push_back(std::make_unique<Reactor>());
+  check_descriptor_limit(*impl_, threads);
 
   for (const auto& endpoint : impl_->options.endpoints) {
     auto& first = *impl_->reactors.front();
@@ -211,6 +346,7 @@ Status Server::start() {
   impl_->blocking_pool = std::make_unique<asio::thread_pool>(impl_->options.blocking_threads);
   for (auto& reactor : impl_->reactors) {
     reactor->work.emplace(reactor->io.get_executor());
+    reactor->reserve_fd = open_reserve_fd();
     for (auto& listener : reactor->listeners) {
       asio::co_spawn(reactor->io, accept_loop(*impl_, *reactor, *listener), asio::detached);
     }
@@ -299,6 +435,10 @@ ServerStats Server::stats() const {
   s.connections_accepted = impl_->connections_accepted.load();
   s.connections_active = impl_->connections_active.load();
   s.connections_refused_busy = impl_->connections_refused_busy.load();
+  s.connections_unauthenticated = impl_->budget.unauthenticated();
+  s.connections_shed = impl_->connections_shed.load();
+  s.connections_shed_per_address = impl_->connections_shed_per_address.load();
+  s.accept_out_of_descriptors = impl_->accept_out_of_descriptors.load();
   s.negotiation_failures = impl_->negotiation_failures.load();
   s.protocol_errors = impl_->protocol_errors.load();
   s.calls_ok = impl_->calls_ok.load();

@@ -40,8 +40,22 @@ struct ServerOptions {
   std::size_t blocking_threads = 8;   // pool for add_blocking() handlers
   std::chrono::milliseconds negotiation_timeout{10'000};
   std::chrono::milliseconds idle_timeout{300'000};  // 0: never
+  // Connections in all, authenticated or not; past it new ones get
+  // SERVER_BUSY (once the unauthenticated ones have been shed).
   std::size_t max_connections = 10'000;
   std::size_t max_frame_size = 16 * 1024 * 1024;
+  // Before authentication (docs/CONFIG.md, "Before authentication"): at most
+  // this many connections still negotiating, in all and per source address
+  // (IPv4 address, IPv6 /64; unix:// peers are exempt from the per-address
+  // limit; 0: no per-address limit). A new connection over either limit
+  // sheds the oldest unauthenticated one (from the same address for the
+  // per-address limit) instead of being refused.
+  std::size_t max_unauthenticated = 1024;
+  std::size_t max_unauthenticated_per_address = 64;
+  // The largest frame accepted before AUTH_SUCCESS (header included):
+  // Kerberos tokens with large PACs reach ~48 KB; max_frame_size applies
+  // after.
+  std::size_t max_negotiation_frame_size = 64 * 1024;
   // Reading pauses while this many response bytes wait to be sent.
   std::size_t max_pending_output = 64 * 1024 * 1024;
   // Bytes of a client's messages a streaming call buffers at most (its
@@ -74,6 +88,14 @@ struct ServerStats {
   std::uint64_t connections_accepted = 0;
   std::uint64_t connections_active = 0;
   std::uint64_t connections_refused_busy = 0;
+  std::uint64_t connections_unauthenticated = 0;  // negotiating now
+  // Unauthenticated connections closed to make room for a newer one, and
+  // how many of those for the per-address limit.
+  std::uint64_t connections_shed = 0;
+  std::uint64_t connections_shed_per_address = 0;
+  // accept() failures for want of a file descriptor (EMFILE, ENFILE); the
+  // connection is then answered SERVER_BUSY through a reserve descriptor.
+  std::uint64_t accept_out_of_descriptors = 0;
   std::uint64_t negotiation_failures = 0;
   std::uint64_t protocol_errors = 0;
   std::uint64_t calls_ok = 0;

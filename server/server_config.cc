@@ -140,6 +140,8 @@ Result<ServerOptions> server_options_from_json(const nlohmann::json& config,
                             {"listen", "auth", "io_threads", "blocking_threads",
                              "negotiation_timeout_ms", "idle_timeout_ms", "max_connections",
                              "max_frame_size", "max_pending_output", "stop_grace_ms",
+                             "max_unauthenticated", "max_unauthenticated_per_address",
+                             "max_negotiation_frame_size",
                              "unix_socket_mode", "log_level", "tls", "encryption",
                              "authentication", "authorization", "audit_log",
                              "stream_window", "shared_memory",
@@ -186,6 +188,17 @@ Result<ServerOptions> server_options_from_json(const nlohmann::json& config,
   if (Status s = read_number(config, "blocking_threads", o.blocking_threads); !s.ok()) return s;
   if (Status s = read_number(config, "max_connections", o.max_connections); !s.ok()) return s;
   if (Status s = read_number(config, "max_frame_size", o.max_frame_size); !s.ok()) return s;
+  // Before authentication (docs/CONFIG.md); checked by Server::start().
+  if (Status s = read_number(config, "max_unauthenticated", o.max_unauthenticated); !s.ok()) return s;
+  if (Status s = read_number(config, "max_unauthenticated_per_address",
+                             o.max_unauthenticated_per_address);
+      !s.ok()) {
+    return s;
+  }
+  if (Status s = read_number(config, "max_negotiation_frame_size", o.max_negotiation_frame_size);
+      !s.ok()) {
+    return s;
+  }
   if (Status s = read_number(config, "max_pending_output", o.max_pending_output); !s.ok()) return s;
   if (Status s = read_ms(config, "negotiation_timeout_ms", o.negotiation_timeout); !s.ok()) return s;
   if (Status s = read_ms(config, "idle_timeout_ms", o.idle_timeout); !s.ok()) return s;

@@ -4,6 +4,7 @@
 #include <asio/detached.hpp>
 #include <asio/post.hpp>
 #include <asio/use_awaitable.hpp>
+#include <algorithm>
 #include <cstring>
 #include <exception>
 
@@ -27,7 +28,11 @@ ServerConnection::ServerConnection(Server::Impl& server, Reactor& reactor,
     : server_(server),
       reactor_(reactor),
       peer_(stream->peer_address()) {
-  channel_ = std::make_shared<FrameChannel>(std::move(stream), server.options.max_frame_size);
+  // Until AUTH_SUCCESS only frames as large as a Kerberos token with a big
+  // PAC: a peer nobody knows yet cannot make the server hold megabytes.
+  channel_ = std::make_shared<FrameChannel>(
+      std::move(stream),
+      std::min(server.options.max_negotiation_frame_size, server.options.max_frame_size));
   channel_->set_direct_data_threshold(kDirectDataThreshold);
 }
 
@@ -41,6 +46,7 @@ asio::awaitable<void> ServerConnection::run(Status refuse) {
   std::uint8_t preamble[wire::kPreambleSize];
   Status status = co_await channel_->read_exact(preamble, sizeof preamble);
   if (status.ok()) status = wire::check_preamble(preamble);
+  if (shed_) co_return;
   if (!status.ok()) {
     if (negotiation_timed_out_) {
       status = Status(Errc::kNegotiationTimeout, "no preamble within the negotiation timeout");
@@ -72,6 +78,12 @@ asio::awaitable<void> ServerConnection::run(Status refuse) {
   }
   auto identity = co_await negotiate_server(*channel_, server_.options.mechanisms, info,
                                             hooked ? &hooks : nullptr, &spent_session_);
+  if (shed_) co_return;
+  // Shed while its mechanism was deciding: close, AUTH_SUCCESS unsent.
+  if (identity.ok() && !server_.budget.authenticate(budget_ticket_)) {
+    channel_->close();
+    co_return;
+  }
   if (!identity.ok() && server_.options.audit_log && !hooks.refused_by_authorize &&
       identity.code() != Errc::kConnectionClosed) {
     const Status why = negotiation_timed_out_
@@ -94,6 +106,8 @@ asio::awaitable<void> ServerConnection::run(Status refuse) {
     if (!negotiation_timed_out_) co_await linger(std::nullopt);
     co_return;
   }
+  authenticated_ = true;
+  channel_->set_max_frame_size(server_.options.max_frame_size);
   identity_ = std::move(*identity);
   if (server_.options.audit_log) audit_authentication("success", identity_.mechanism, {});
   state_ = State::kServing;
@@ -693,6 +707,18 @@ void ServerConnection::handle_cancel(std::uint32_t call_id) {
     streams_.erase(s);
     stream->fail(Status(Errc::kCancelled, "the client cancelled the call"));
   }
+}
+
+void ServerConnection::leave_budget() {
+  server_.budget.release(budget_ticket_, authenticated_);
+}
+
+void ServerConnection::shed() {
+  if (state_ != State::kNegotiating || channel_->closed() || negotiation_timed_out_) return;
+  shed_ = true;
+  wire::append_error(channel_->out(), static_cast<std::uint16_t>(Errc::kServerBusy),
+                     "too many unauthenticated connections: the oldest is closed");
+  channel_->close_after_flush();
 }
 
 void ServerConnection::go_away() {

@@ -35,6 +35,16 @@ class ServerConnection : public std::enable_shared_from_this<ServerConnection> {
   // idle and linger deadlines.
   void on_tick(Clock::time_point now);
 
+  // The pre-authentication budget (server/preauth_budget.h). The accept loop
+  // sets the ticket before run(); leave_budget() once run() has ended.
+  const std::string& peer() const noexcept { return peer_; }
+  void set_budget_ticket(std::uint64_t ticket) noexcept { budget_ticket_ = ticket; }
+  void leave_budget();
+  // The budget gave this connection's place to a newer one: if it is still
+  // negotiating, SERVER_BUSY and close, without a log line (a storm would
+  // make one per connection; ServerStats counts them).
+  void shed();
+
  private:
   enum class State { kNegotiating, kServing, kGoingAway, kLingering };
 
@@ -96,6 +106,9 @@ class ServerConnection : public std::enable_shared_from_this<ServerConnection> {
   std::unique_ptr<ServerAuthSession> spent_session_;  // see negotiate_server()
   std::vector<std::string> groups_;  // the effective user's groups, when authorization is on
   bool negotiation_timed_out_ = false;
+  std::uint64_t budget_ticket_ = 0;
+  bool authenticated_ = false;  // left the budget for max_connections
+  bool shed_ = false;
   Status fatal_;  // why the server is closing the connection, if it is
   std::size_t in_flight_ = 0;
   std::uint32_t last_call_id_ = 0;

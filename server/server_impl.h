@@ -14,6 +14,8 @@
 #include <thread>
 #include <unordered_set>
 
+#include "rpc/unique_fd.h"
+#include "server/preauth_budget.h"
 #include "server/server.h"
 
 namespace authrpc {
@@ -35,6 +37,9 @@ struct Reactor {
   std::optional<asio::executor_work_guard<asio::io_context::executor_type>> work;
   std::vector<std::unique_ptr<Listener>> listeners;
   std::unordered_set<std::shared_ptr<ServerConnection>> connections;
+  // Closed when accept() runs out of descriptors, so that the connection
+  // waiting can still be accepted and told SERVER_BUSY; then reopened.
+  UniqueFd reserve_fd;
   std::thread thread;
   std::promise<void> exited;  // set when `thread` leaves io.run()
 };
@@ -51,6 +56,7 @@ class Server::Impl {
   }
 
   ServerOptions options;
+  PreauthBudget budget;
   std::map<std::string, Service, std::less<>> services;
   std::vector<std::unique_ptr<Reactor>> reactors;
   std::unique_ptr<asio::thread_pool> blocking_pool;
@@ -59,6 +65,9 @@ class Server::Impl {
   std::atomic<std::uint64_t> connections_accepted{0};
   std::atomic<std::uint64_t> connections_active{0};
   std::atomic<std::uint64_t> connections_refused_busy{0};
+  std::atomic<std::uint64_t> connections_shed{0};
+  std::atomic<std::uint64_t> connections_shed_per_address{0};
+  std::atomic<std::uint64_t> accept_out_of_descriptors{0};
   std::atomic<std::uint64_t> negotiation_failures{0};
   std::atomic<std::uint64_t> protocol_errors{0};
   std::atomic<std::uint64_t> calls_ok{0};

@@ -1,0 +1,91 @@
+// Internal: the budget of connections that have not authenticated yet
+// (docs/CONFIG.md, "Before authentication"). It decides, for each accepted
+// connection, whether it may start negotiating and which older
+// unauthenticated connection gives way for it (is shed), so that silent or
+// slow peers cannot keep a new client out; it also holds the count of
+// authenticated connections that max_connections limits.
+//
+// Shared by every reactor of a Server: thread-safe, one mutex, taken at
+// accept, at authentication and at close (a few hundred ns each, against a
+// session's ~100 µs). It only counts and chooses: the Server closes the
+// connections it names, on their own reactors.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <set>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+
+namespace authrpc {
+
+class ServerConnection;
+struct Reactor;
+
+class PreauthBudget {
+ public:
+  struct Limits {
+    std::size_t unauthenticated = 1024;  // in all
+    std::size_t per_address = 64;        // per source address; 0: no limit
+    std::size_t connections = 10'000;    // authenticated + unauthenticated
+  };
+  // Who must be closed to make room: its reactor and the connection (which
+  // may have ended meanwhile).
+  struct Victim {
+    Reactor* reactor = nullptr;
+    std::weak_ptr<ServerConnection> connection;
+    bool same_address = false;  // shed for the per-address limit
+  };
+  struct Admission {
+    std::uint64_t ticket = 0;  // 0: refused, max_connections are authenticated
+    std::optional<Victim> shed;
+  };
+
+  explicit PreauthBudget(Limits limits) : limits_(limits) {}
+
+  // A new connection from `peer` (Stream::peer_address()). Over the limits,
+  // the oldest unauthenticated connection from the same address (per-address
+  // limit) or from anywhere (the others) leaves the budget and is returned
+  // for the caller to close; refused only when max_connections are all
+  // authenticated, as nothing can be shed for it then.
+  Admission admit(std::string_view peer, std::weak_ptr<ServerConnection> connection,
+                  Reactor* reactor);
+  // The connection with `ticket` authenticated: it leaves the budget and
+  // counts as authenticated. False if it was shed meanwhile (it must close).
+  bool authenticate(std::uint64_t ticket);
+  // A connection ended: its ticket if it never authenticated (a shed
+  // ticket is ignored), else authenticated = true.
+  void release(std::uint64_t ticket, bool authenticated);
+
+  std::size_t unauthenticated() const;
+  std::size_t authenticated() const;
+
+  // What the per-address limit counts: an IPv4 address, an IPv6 address's
+  // /64 (one host commonly holds a whole /64), IPv4-mapped IPv6 as IPv4;
+  // empty (exempt) for unix:// peers, which the filesystem already
+  // restricts. Exposed for tests.
+  static std::string address_key(std::string_view peer);
+
+ private:
+  struct Entry {
+    std::string address;
+    Reactor* reactor = nullptr;
+    std::weak_ptr<ServerConnection> connection;
+  };
+  // Removes `it` (and its per-address mark); the caller holds mu_.
+  Victim take(std::map<std::uint64_t, Entry>::iterator it, bool same_address);
+
+  const Limits limits_;
+  mutable std::mutex mu_;
+  std::uint64_t next_ticket_ = 0;
+  std::size_t authenticated_ = 0;
+  std::map<std::uint64_t, Entry> by_age_;  // tickets grow: begin() is the oldest
+  std::unordered_map<std::string, std::set<std::uint64_t>> by_address_;
+};
+
+}  // namespace authrpc

@@ -1,0 +1,454 @@
+// The server's limits before authentication (docs/CONFIG.md, "Before
+// authentication"; issue 19, defects 3, 4 and 10): the budget's choices on
+// their own, then a running Server on loopback fed silent, slow and oversized
+// peers from several 127.0.0.x source addresses next to a legitimate Client,
+// and a server in a child process whose descriptor limit is too small.
+#include <gtest/gtest.h>
+
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdint>
+#include <cstdio>
+#include <fstream>
+#include <memory>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "auth/simple.h"
+#include "client/client.h"
+#include "rpc/messages.h"
+#include "rpc/status.h"
+#include "rpc/wire.h"
+#include "server/preauth_budget.h"
+#include "server/server.h"
+#include "tests/test_support.h"
+
+namespace authrpc {
+namespace {
+
+using namespace std::chrono_literals;
+using Clock = std::chrono::steady_clock;
+using testing::Describe;
+using testing::Eventually;
+using testing::StopAndDestroy;
+
+// --- the budget's choices ---------------------------------------------------
+
+struct KeyCase {
+  const char* peer;
+  const char* key;
+};
+
+TEST(PreauthBudgetTest, AddressKeysGroupWhatOnePeerControls) {
+  const KeyCase cases[] = {
+      {"127.0.0.2:51234", "127.0.0.2"},
+      {"10.1.2.3:1", "10.1.2.3"},
+      {"[::1]:7000", "::/64"},  // the /64: a host commonly holds a whole one
+      {"[2001:db8:1:2:aaaa:bbbb:cccc:dddd]:7000", "2001:db8:1:2::/64"},
+      {"[2001:db8:1:2::9]:7001", "2001:db8:1:2::/64"},
+      {"[::ffff:192.0.2.7]:7000", "192.0.2.7"},  // IPv4-mapped: the IPv4 address
+      {"unix:/run/app.sock", ""},                 // exempt
+      {"unix", ""},
+  };
+  for (const auto& c : cases) {
+    EXPECT_EQ(PreauthBudget::address_key(c.peer), c.key) << c.peer;
+  }
+}
+
+TEST(PreauthBudgetTest, ShedsTheOldestOfTheAddressThenTheOldestOfAll) {
+  PreauthBudget budget({.unauthenticated = 3, .per_address = 2, .connections = 100});
+  const auto a = budget.admit("10.0.0.1:1", {}, nullptr);
+  const auto b = budget.admit("10.0.0.1:2", {}, nullptr);
+  const auto x = budget.admit("10.0.0.2:1", {}, nullptr);
+  ASSERT_NE(a.ticket, 0u);
+  EXPECT_FALSE(a.shed || b.shed || x.shed);
+  // A third from 10.0.0.1 pushes out 10.0.0.1's oldest, not 10.0.0.2's.
+  const auto c = budget.admit("10.0.0.1:3", {}, nullptr);
+  ASSERT_TRUE(c.shed.has_value());
+  EXPECT_TRUE(c.shed->same_address);
+  EXPECT_FALSE(budget.authenticate(a.ticket)) << "a shed connection must not authenticate";
+  // The budget is full (b, x, c): a new address sheds the oldest of all, b.
+  const auto d = budget.admit("10.0.0.3:1", {}, nullptr);
+  ASSERT_TRUE(d.shed.has_value());
+  EXPECT_FALSE(d.shed->same_address);
+  EXPECT_FALSE(budget.authenticate(b.ticket));
+  EXPECT_TRUE(budget.authenticate(x.ticket));
+  EXPECT_EQ(budget.unauthenticated(), 2u);  // c, d
+  EXPECT_EQ(budget.authenticated(), 1u);
+  budget.release(a.ticket, false);  // shed already: ignored
+  budget.release(c.ticket, false);
+  EXPECT_EQ(budget.unauthenticated(), 1u);
+  budget.release(x.ticket, true);
+  EXPECT_EQ(budget.authenticated(), 0u);
+}
+
+TEST(PreauthBudgetTest, MaxConnectionsShedsUnauthenticatedAndRefusesOnlyWhenAllAuthenticated) {
+  PreauthBudget budget({.unauthenticated = 100, .per_address = 0, .connections = 2});
+  const auto first = budget.admit("10.0.0.1:1", {}, nullptr);
+  ASSERT_TRUE(budget.authenticate(first.ticket));
+  const auto second = budget.admit("10.0.0.2:1", {}, nullptr);
+  EXPECT_FALSE(second.shed.has_value());
+  const auto third = budget.admit("10.0.0.3:1", {}, nullptr);
+  ASSERT_NE(third.ticket, 0u);
+  EXPECT_TRUE(third.shed.has_value()) << "the silent second must give way to the third";
+  ASSERT_TRUE(budget.authenticate(third.ticket));
+  EXPECT_EQ(budget.admit("10.0.0.4:1", {}, nullptr).ticket, 0u)
+      << "with max_connections all authenticated nothing can be shed: refused";
+}
+
+// --- a running server -------------------------------------------------------
+
+// A TCP connection to 127.0.0.1:`port` from `source` (any 127.0.0.0/8
+// address), which sends only what the test writes.
+class Peer {
+ public:
+  Peer(std::uint16_t port, const char* source = "127.0.0.1") {
+    fd_ = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    sockaddr_in from{};
+    from.sin_family = AF_INET;
+    ::inet_pton(AF_INET, source, &from.sin_addr);
+    sockaddr_in to{};
+    to.sin_family = AF_INET;
+    to.sin_port = htons(port);
+    ::inet_pton(AF_INET, "127.0.0.1", &to.sin_addr);
+    if (::bind(fd_, reinterpret_cast<sockaddr*>(&from), sizeof from) != 0 ||
+        ::connect(fd_, reinterpret_cast<sockaddr*>(&to), sizeof to) != 0) {
+      ::close(fd_);
+      fd_ = -1;
+    }
+  }
+  ~Peer() {
+    if (fd_ >= 0) ::close(fd_);
+  }
+  Peer(const Peer&) = delete;
+  Peer& operator=(const Peer&) = delete;
+
+  bool connected() const { return fd_ >= 0; }
+  // Sends what the socket takes without waiting; false on error.
+  bool Send(const std::string& bytes) {
+    std::size_t sent = 0;
+    while (sent < bytes.size()) {
+      const ssize_t n = ::send(fd_, bytes.data() + sent, bytes.size() - sent, MSG_NOSIGNAL);
+      if (n <= 0) return false;
+      sent += static_cast<std::size_t>(n);
+    }
+    return true;
+  }
+  // True if the server closed (or reset) the connection within `timeout`.
+  bool Closed(std::chrono::milliseconds timeout = 0ms) {
+    const auto until = Clock::now() + timeout;
+    for (;;) {
+      pollfd p{fd_, POLLIN, 0};
+      const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(until - Clock::now());
+      if (::poll(&p, 1, static_cast<int>(std::max<long>(0, left.count()))) > 0) {
+        char buf[4096];
+        const ssize_t n = ::recv(fd_, buf, sizeof buf, MSG_DONTWAIT);
+        if (n <= 0) return true;
+        received_.append(buf, static_cast<std::size_t>(n));
+        continue;
+      }
+      if (Clock::now() >= until) return false;
+    }
+  }
+  // The code of the first ERROR frame received, or -1.
+  int ErrorCode() const {
+    if (received_.size() < wire::kFrameHeaderSize + 2) return -1;
+    if (static_cast<std::uint8_t>(received_[4]) != static_cast<std::uint8_t>(wire::FrameType::kError)) return -1;
+    return (static_cast<std::uint8_t>(received_[12]) << 8) | static_cast<std::uint8_t>(received_[13]);
+  }
+  int fd() const { return fd_; }
+
+ private:
+  int fd_ = -1;
+  std::string received_;
+};
+
+std::string Preamble() {
+  const auto p = wire::make_preamble();
+  return std::string(reinterpret_cast<const char*>(p.data()), p.size());
+}
+
+std::string Hello(const std::string& token) {
+  std::string out;
+  wire::append_hello(out, {wire::kNoFeatures, "simple", token});
+  return out;
+}
+
+// A HELLO header claiming `length` bytes after its length field.
+std::string HelloHeaderClaiming(std::uint32_t length) {
+  std::string out(wire::kFrameHeaderSize, '\0');
+  wire::write_frame_header(reinterpret_cast<std::uint8_t*>(out.data()), wire::FrameType::kHello, 0,
+                           length - (wire::kFrameHeaderSize - wire::kLengthFieldSize));
+  return out;
+}
+
+long ResidentKiB() {
+  std::ifstream status("/proc/self/status");
+  std::string line;
+  while (std::getline(status, line)) {
+    if (line.rfind("VmRSS:", 0) == 0) return std::stol(line.substr(6));
+  }
+  return -1;
+}
+
+class PreauthServerTest : public ::testing::Test {
+ protected:
+  void TearDown() override { StopAndDestroy(server_); }
+
+  void StartServer(const std::function<void(ServerOptions&)>& tweak) {
+    ServerOptions o;
+    o.endpoints = {*Endpoint::parse("tcp://127.0.0.1:0")};
+    o.mechanisms = {std::make_shared<SimpleServerMechanism>()};
+    o.io_threads = 2;
+    o.blocking_threads = 1;
+    o.negotiation_timeout = 10s;
+    o.stop_grace = 1s;
+    o.log = null_log_sink();
+    tweak(o);
+    server_ = std::make_unique<Server>(std::move(o));
+    ASSERT_OK(server_->start());
+    port_ = server_->bound_endpoints().at(0).port;
+  }
+
+  // Opens `n` silent peers from `source` and waits until the server has
+  // accepted them all.
+  std::vector<std::unique_ptr<Peer>> OpenSilent(std::size_t n, const char* source) {
+    const auto before = server_->stats().connections_accepted;
+    std::vector<std::unique_ptr<Peer>> peers;
+    for (std::size_t i = 0; i < n; ++i) {
+      peers.push_back(std::make_unique<Peer>(port_, source));
+      EXPECT_TRUE(peers.back()->connected()) << "connection " << i << " from " << source;
+    }
+    EXPECT_TRUE(Eventually([&] { return server_->stats().connections_accepted >= before + n; }, 10s))
+        << "accepted " << server_->stats().connections_accepted - before << " of " << n;
+    return peers;
+  }
+
+  // A legitimate `simple` client gets a session and a reply; the time it took.
+  Clock::duration ExpectSession(std::chrono::milliseconds timeout = 5s) {
+    ClientOptions o;
+    o.endpoint = server_->bound_endpoints().at(0);
+    o.mechanisms = {std::make_shared<SimpleClientMechanism>("alice")};
+    o.connect_timeout = timeout;
+    const auto start = Clock::now();
+    auto client = Client::connect(o);
+    EXPECT_TRUE(client.ok()) << "a legitimate client was kept out: " << Describe(client);
+    if (!client.ok()) return Clock::now() - start;
+    auto reply = (*client)->call("sys", "echo", "served");
+    EXPECT_TRUE(reply.ok()) << Describe(reply);
+    return Clock::now() - start;
+  }
+
+  std::unique_ptr<Server> server_;
+  std::uint16_t port_ = 0;
+};
+
+// Defect 3: silent connections used to count against max_connections until
+// the negotiation timeout, so 10,000 of them refused everyone for 10 s.
+TEST_F(PreauthServerTest, SilentPeersBeyondTheBudgetDoNotKeepALegitimateClientOut) {
+  ASSERT_NO_FATAL_FAILURE(StartServer([](ServerOptions& o) {
+    o.max_connections = 100;
+    o.max_unauthenticated = 50;
+    o.max_unauthenticated_per_address = 0;
+  }));
+  auto silent = OpenSilent(300, "127.0.0.2");
+  const auto took = ExpectSession();
+  EXPECT_LT(took, 1s) << "the session took "
+                      << std::chrono::duration_cast<std::chrono::milliseconds>(took).count() << " ms";
+  const auto stats = server_->stats();
+  EXPECT_GE(stats.connections_shed, 250u);
+  EXPECT_LE(stats.connections_unauthenticated, 50u);
+  EXPECT_EQ(stats.connections_refused_busy, 0u) << "shed the oldest, not refuse the newest";
+  // The oldest went, the newest stayed (and got SERVER_BUSY as they went).
+  EXPECT_TRUE(silent.front()->Closed(2s));
+  EXPECT_EQ(silent.front()->ErrorCode(), static_cast<int>(Errc::kServerBusy));
+  EXPECT_FALSE(silent.back()->Closed(100ms));
+}
+
+TEST_F(PreauthServerTest, ThePerAddressLimitShedsOnlyThatAddressesOldest) {
+  ASSERT_NO_FATAL_FAILURE(StartServer([](ServerOptions& o) {
+    o.max_unauthenticated = 1000;
+    o.max_unauthenticated_per_address = 10;
+  }));
+  auto other = OpenSilent(1, "127.0.0.3");
+  auto storm = OpenSilent(60, "127.0.0.2");
+  ASSERT_TRUE(Eventually([&] { return server_->stats().connections_shed_per_address >= 50; }))
+      << server_->stats().connections_shed_per_address;
+  std::size_t closed = 0;
+  for (std::size_t i = 0; i < storm.size(); ++i) {
+    if (storm[i]->Closed(i < 50 ? 2000ms : 0ms)) ++closed;
+  }
+  EXPECT_EQ(closed, 50u) << "60 from one address over a limit of 10";
+  EXPECT_FALSE(storm.back()->Closed(100ms));
+  EXPECT_FALSE(other.front()->Closed(100ms)) << "another address's older connection was shed";
+  EXPECT_EQ(server_->stats().connections_unauthenticated, 11u);
+  ExpectSession();
+}
+
+// Defect 4: before authentication a frame header could make the server
+// reserve and fill max_frame_size (16 MiB) per connection.
+TEST_F(PreauthServerTest, AFrameOverThePreAuthLimitIsRefusedBeforeItsBodyIsHeld) {
+  ASSERT_NO_FATAL_FAILURE(StartServer([](ServerOptions&) {}));
+  const long before = ResidentKiB();
+  constexpr int kPeers = 10;
+  std::vector<std::unique_ptr<Peer>> peers;
+  for (int i = 0; i < kPeers; ++i) {
+    peers.push_back(std::make_unique<Peer>(port_));
+    ASSERT_TRUE(peers.back()->connected());
+    ASSERT_TRUE(peers.back()->Send(Preamble() + HelloHeaderClaiming(16 * 1024 * 1024 - 4)));
+  }
+  // 8 MiB of body each, as fast as the server takes it (it stops taking it).
+  const std::string chunk(256 * 1024, 'x');
+  for (auto& p : peers) {
+    ::fcntl(p->fd(), F_SETFL, O_NONBLOCK);
+    for (int i = 0; i < 32; ++i) {
+      if (::send(p->fd(), chunk.data(), chunk.size(), MSG_NOSIGNAL) <= 0) break;
+    }
+  }
+  for (auto& p : peers) {
+    EXPECT_TRUE(p->Closed(3s));
+    EXPECT_EQ(p->ErrorCode(), static_cast<int>(Errc::kFrameTooLarge));
+  }
+  const long grew = ResidentKiB() - before;
+  EXPECT_LT(grew, 16 * 1024) << "RSS grew by " << grew << " KiB for " << kPeers
+                             << " unauthenticated peers";
+  EXPECT_GE(server_->stats().negotiation_failures, static_cast<std::uint64_t>(kPeers));
+
+  // After AUTH_SUCCESS max_frame_size applies: a 1 MiB request is served.
+  ClientOptions o;
+  o.endpoint = server_->bound_endpoints().at(0);
+  o.mechanisms = {std::make_shared<SimpleClientMechanism>("alice")};
+  auto client = Client::connect(o);
+  ASSERT_TRUE(client.ok()) << Describe(client);
+  auto reply = (*client)->call("sys", "echo", std::string(1 << 20, 'y'));
+  ASSERT_TRUE(reply.ok()) << Describe(reply);
+  EXPECT_EQ(reply->size(), 1u << 20);
+}
+
+struct HelloSizeCase {
+  std::size_t token;
+  bool too_large;
+};
+
+TEST_F(PreauthServerTest, TheLimitFitsAKerberosTokenWithALargePac) {
+  ASSERT_NO_FATAL_FAILURE(StartServer([](ServerOptions&) {}));
+  // 48,000 bytes: Windows' MaxTokenSize default (docs/CONFIG.md).
+  for (const auto& c : {HelloSizeCase{48'000, false}, HelloSizeCase{64'000, false},
+                        HelloSizeCase{70'000, true}}) {
+    Peer peer(port_);
+    ASSERT_TRUE(peer.Send(Preamble() + Hello(std::string(c.token, 'u'))));
+    peer.Closed(c.too_large ? 3000ms : 500ms);
+    EXPECT_EQ(peer.ErrorCode() == static_cast<int>(Errc::kFrameTooLarge), c.too_large)
+        << "a HELLO with a " << c.token << "-byte token, error " << peer.ErrorCode();
+  }
+}
+
+TEST_F(PreauthServerTest, APeerDrippingBytesIsClosedAtTheNegotiationDeadline) {
+  ASSERT_NO_FATAL_FAILURE(StartServer([](ServerOptions& o) { o.negotiation_timeout = 400ms; }));
+  Peer peer(port_);
+  const std::string bytes = Preamble() + Hello("alice");
+  const auto start = Clock::now();
+  bool closed = false;
+  for (std::size_t i = 0; i + 1 < bytes.size() && !closed; ++i) {
+    peer.Send(bytes.substr(i, 1));
+    closed = peer.Closed(50ms);
+  }
+  if (!closed) closed = peer.Closed(2s);
+  const auto took = Clock::now() - start;
+  ASSERT_TRUE(closed);
+  EXPECT_EQ(peer.ErrorCode(), static_cast<int>(Errc::kNegotiationTimeout));
+  EXPECT_LT(took, 1500ms) << "each byte must not extend the deadline";
+}
+
+// Defect 10: with the descriptor limit below max_connections, accept() failed
+// with EMFILE for every waiting client, which hung to its own timeout, and
+// the log got a line per failure. The server runs in a child process whose
+// limit is lowered for good.
+TEST(PreauthDescriptorTest, OutOfDescriptorsClientsGetServerBusyAndTheLogIsQuiet) {
+  const std::string dir = testing::TempDir("preauth-fd");
+  ASSERT_FALSE(dir.empty());
+  const std::string log_path = dir + "/server.log";
+  int ready[2];
+  ASSERT_EQ(::pipe(ready), 0);
+  const pid_t child = ::fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    ::close(ready[0]);
+    const int log_fd = ::open(log_path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
+    int open_fds = 0;
+    for (int fd = 0; fd < 1024; ++fd) open_fds += ::fcntl(fd, F_GETFD) != -1;
+    const rlim_t cap = static_cast<rlim_t>(open_fds) + 40;
+    const rlimit limit{cap, cap};
+    if (::setrlimit(RLIMIT_NOFILE, &limit) != 0) ::_exit(3);
+    ServerOptions o;
+    o.endpoints = {*Endpoint::parse("tcp://127.0.0.1:0")};
+    o.mechanisms = {std::make_shared<SimpleServerMechanism>()};
+    o.io_threads = 1;
+    o.blocking_threads = 1;
+    o.max_connections = 1000;
+    o.log = [log_fd](LogLevel, std::string_view line) {
+      std::string text(line);
+      text += '\n';
+      (void)!::write(log_fd, text.data(), text.size());
+    };
+    Server server(std::move(o));
+    if (!server.start().ok()) ::_exit(4);
+    const std::string port = std::to_string(server.bound_endpoints().at(0).port) + "\n";
+    (void)!::write(ready[1], port.data(), port.size());
+    for (;;) ::pause();
+  }
+  ::close(ready[1]);
+  char buf[32] = {};
+  const ssize_t n = ::read(ready[0], buf, sizeof buf - 1);
+  ::close(ready[0]);
+  ASSERT_GT(n, 0) << "the server child did not start";
+  const auto port = static_cast<std::uint16_t>(std::stoi(buf));
+
+  // Silent peers take every descriptor the child has left.
+  std::vector<std::unique_ptr<Peer>> silent;
+  for (int i = 0; i < 60; ++i) silent.push_back(std::make_unique<Peer>(port));
+  std::this_thread::sleep_for(300ms);
+
+  ClientOptions o;
+  o.endpoint = *Endpoint::parse("tcp://127.0.0.1:" + std::to_string(port));
+  o.mechanisms = {std::make_shared<SimpleClientMechanism>("alice")};
+  o.connect_timeout = 5s;
+  for (int i = 0; i < 3; ++i) {
+    const auto start = Clock::now();
+    auto client = Client::connect(o);
+    const auto took = Clock::now() - start;
+    EXPECT_FALSE(client.ok());
+    EXPECT_EQ(client.code(), make_error_code(Errc::kServerBusy)) << Describe(client);
+    EXPECT_LT(took, 1s) << "the client waited "
+                        << std::chrono::duration_cast<std::chrono::milliseconds>(took).count()
+                        << " ms for an answer";
+  }
+  std::this_thread::sleep_for(1s);
+  ::kill(child, SIGKILL);
+  ::waitpid(child, nullptr, 0);
+
+  std::ifstream in(log_path);
+  std::string line;
+  int accept_lines = 0;
+  bool warned = false;
+  while (std::getline(in, line)) {
+    accept_lines += line.find("accept failed") != std::string::npos;
+    warned |= line.find("RLIMIT_NOFILE") != std::string::npos && line.find("below") != std::string::npos;
+  }
+  EXPECT_TRUE(warned) << "no startup warning about the descriptor limit";
+  EXPECT_LE(accept_lines, 2) << "the log was flooded with accept failures";
+}
+
+}  // namespace
+}  // namespace authrpc
