@@ -112,11 +112,11 @@ TEST(TokenServiceRequests, SimpleCallersAreRefusedBeforeTheBodyIsParsed) {
                                      30s);
   ASSERT_TRUE(client.ok()) << Describe(client);
   const std::string hostile = Nested(4u << 20);  // 8 MiB
-  // Warm up: the frame buffers of one hostile call, then measure.
-  auto warm = (*client)->call("token", "cancel", hostile);
-  EXPECT_EQ(warm.code(), make_error_code(Errc::kPermissionDenied)) << Describe(warm);
+  // Each call moves 8 MiB through the client's and the server's frame
+  // buffers and a copy for the blocking pool: tens of MiB that glibc may
+  // keep. Parsing it was ~65 bytes per input byte (~520 MiB).
   const std::size_t before = ResidentBytes();
-  for (const char* method : {"cancel", "get", "renew", "cancel", "cancel"}) {
+  for (const char* method : {"cancel", "get", "renew", "cancel", "cancel", "cancel"}) {
     SCOPED_TRACE(method);
     auto r = (*client)->call("token", method, hostile);
     EXPECT_EQ(r.code(), make_error_code(Errc::kPermissionDenied)) << Describe(r);
@@ -126,9 +126,9 @@ TEST(TokenServiceRequests, SimpleCallersAreRefusedBeforeTheBodyIsParsed) {
   const std::size_t after = ResidentBytes();
   RecordProperty("rss_before_kib", static_cast<int>(before >> 10));
   RecordProperty("rss_after_kib", static_cast<int>(after >> 10));
-  std::printf("RSS around five 8 MiB nested bodies: %zu KiB before, %zu KiB after\n", before >> 10,
+  std::printf("RSS around six 8 MiB nested bodies: %zu KiB before, %zu KiB after\n", before >> 10,
               after >> 10);
-  EXPECT_LT(after, before + (64u << 20)) << "resident memory grew by " << ((after - before) >> 20) << " MiB";
+  EXPECT_LT(after, before + (128u << 20)) << "resident memory grew by " << ((after - before) >> 20) << " MiB";
   // The connection and the server are fine.
   auto who = (*client)->call_json("sys", "whoami", nlohmann::json::object());
   EXPECT_TRUE(who.ok()) << Describe(who);
