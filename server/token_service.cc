@@ -318,7 +318,7 @@ bool TokenService::may_cancel(const Identity& identity) const {
 }
 
 // The token service's requests are one small object of strings; a token's
-// text is well under a kilobyte, an identifier's fields at most 64 KiB.
+// text is well under a kilobyte (an identifier's strings are at most 1 KiB each).
 // Who may call is checked before the body is parsed (docs/TOKENS.md §9).
 JsonMethodOptions TokenService::method_options(std::string_view method) const {
   JsonMethodOptions o;
