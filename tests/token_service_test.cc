@@ -36,6 +36,14 @@ std::size_t ResidentBytes() {
   return resident * static_cast<std::size_t>(::sysconf(_SC_PAGESIZE));
 }
 
+// AddressSanitizer's quarantine keeps freed blocks (the 8 MiB buffers)
+// resident, so resident memory says nothing about parsing there.
+#if defined(__SANITIZE_ADDRESS__)
+constexpr bool kResidentMemoryIsMeaningful = false;
+#else
+constexpr bool kResidentMemoryIsMeaningful = true;
+#endif
+
 std::string Nested(std::size_t depth) { return std::string(depth, '[') + std::string(depth, ']'); }
 
 struct Running {
@@ -128,7 +136,9 @@ TEST(TokenServiceRequests, SimpleCallersAreRefusedBeforeTheBodyIsParsed) {
   RecordProperty("rss_after_kib", static_cast<int>(after >> 10));
   std::printf("RSS around six 8 MiB nested bodies: %zu KiB before, %zu KiB after\n", before >> 10,
               after >> 10);
-  EXPECT_LT(after, before + (128u << 20)) << "resident memory grew by " << ((after - before) >> 20) << " MiB";
+  if (kResidentMemoryIsMeaningful) {
+    EXPECT_LT(after, before + (128u << 20)) << "resident memory grew by " << ((after - before) >> 20) << " MiB";
+  }
   // The connection and the server are fine.
   auto who = (*client)->call_json("sys", "whoami", nlohmann::json::object());
   EXPECT_TRUE(who.ok()) << Describe(who);
@@ -161,7 +171,9 @@ TEST(TokenServiceRequests, BodiesOverTheLimitsAreInvalidArgument) {
     EXPECT_EQ(r.code(), make_error_code(Errc::kInvalidArgument)) << Describe(r);
     EXPECT_THAT(r.status().message, HasSubstr(c.error));
   }
-  EXPECT_LT(ResidentBytes(), before + (64u << 20));
+  if (kResidentMemoryIsMeaningful) {
+    EXPECT_LT(ResidentBytes(), before + (64u << 20));
+  }
   auto got = (*client)->call_json("token", "get", {{"renewer", "yarn"}, {"service", "svc"}});
   ASSERT_TRUE(got.ok()) << Describe(got);
   EXPECT_EQ((*got)["owner"], "alice");
