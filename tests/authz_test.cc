@@ -614,7 +614,8 @@ TEST(AuditLogTest, PeerStringsAreEscapedInTheLine) {
   e.peer = "127.0.0.1:1";
   e.mechanism = hostile;
   e.principal = hostile;
-  e.reason = "mechanism '" + hostile + "' not enabled";
+  const std::string reason = "mechanism '" + hostile + "' not enabled";
+  e.reason = reason;
   const std::string line = AuditLog::format(e);
   for (char c : line) {
     const auto u = static_cast<unsigned char>(c);
