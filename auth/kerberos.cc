@@ -112,6 +112,12 @@ class KerberosServerSession final : public ServerAuthSession {
       : state_(std::move(state)), bindings_(channel) {}
 
   asio::awaitable<ServerStep> step(std::string_view client_token) override {
+    // MIT would take an empty token for SPNEGO's and fail for want of a
+    // credential, which reads as "credentials expired" to the client.
+    if (client_token.empty()) {
+      co_return ServerStep::failure(
+          {Errc::kAuthenticationFailed, "kerberos: the client sent an empty token (no AP-REQ)"});
+    }
     gss_buffer_desc input = view(client_token);
     // A ticket accepted before names its client already: then MIT is asked
     // for no name (three krb5 contexts fewer; auth/kerberos_ticket_names.h).
@@ -126,7 +132,7 @@ class KerberosServerSession final : public ServerAuthSession {
         known ? nullptr : &source, nullptr, output.get(), &flags, nullptr, nullptr);
     client_ = GssName(source);
     if (GSS_ERROR(major)) {
-      co_return ServerStep::failure(kerberos_status(GssStatus::from(major, minor, "accept")));
+      co_return ServerStep::failure(kerberos_accept_status(GssStatus::from(major, minor, "accept")));
     }
     if (major & GSS_S_CONTINUE_NEEDED) {
       co_return ServerStep::failure(

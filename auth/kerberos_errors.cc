@@ -34,4 +34,19 @@ Status kerberos_status(const security::GssStatus& status) {
   return {code, "kerberos: " + status.message};
 }
 
+Status kerberos_accept_status(const security::GssStatus& status) {
+  const auto minor = static_cast<krb5_error_code>(static_cast<std::int32_t>(status.minor));
+  if (minor == KRB5KRB_AP_ERR_TKT_EXPIRED || minor == KRB5KRB_AP_ERR_SKEW) {
+    return kerberos_status(status);
+  }
+  const OM_uint32 routine = GSS_ROUTINE_ERROR(status.major);
+  const bool not_an_ap_req = routine == GSS_S_NO_CRED || routine == GSS_S_BAD_MECH ||
+                             routine == GSS_S_DEFECTIVE_TOKEN ||
+                             routine == GSS_S_DEFECTIVE_CREDENTIAL;
+  if (!not_an_ap_req) return kerberos_status(status);
+  return {Errc::kAuthenticationFailed,
+          "kerberos: the client's token is not a Kerberos AP-REQ this server accepts (" +
+              status.message + ")"};
+}
+
 }  // namespace authrpc

@@ -3,6 +3,7 @@
 #include <dirent.h>
 #include <fcntl.h>
 #include <openssl/evp.h>
+#include <openssl/rand.h>
 #include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -17,11 +18,17 @@
 namespace authrpc::security {
 namespace {
 
-// File header: magic, u32 format version, u64 generation.
+// File header: magic, u32 format version, u64 generation; version 2 adds a
+// random 16-byte salt that every record's checks cover (docs/TOKENS.md §5:
+// a record body holds strings a client chose — a renewer — and without the
+// salt such a string could be a well-formed record itself).
 constexpr std::string_view kJournalMagic = "ATKJ";
 constexpr std::string_view kSnapshotMagic = "ATKS";
-constexpr std::uint32_t kFormatVersion = 1;
-constexpr std::size_t kFileHeaderBytes = 16;
+constexpr std::uint32_t kFormatVersion1 = 1;  // read, and migrated at open
+constexpr std::uint32_t kFormatVersion = 2;   // written
+constexpr std::size_t kFileHeaderBytesV1 = 16;
+constexpr std::size_t kSaltBytes = 16;
+constexpr std::size_t kFileHeaderBytes = kFileHeaderBytesV1 + kSaltBytes;
 
 // Record: u32 body length, 4-byte header check, body, 16-byte digest.
 constexpr std::size_t kRecordHeaderBytes = 8;
@@ -51,70 +58,142 @@ struct WipedString {
   ~WipedString() { cleanse(s.data(), s.size()); }
 };
 
-// Truncated SHA-256 through OpenSSL.
-void digest(std::string_view data, std::size_t n, std::string* out) {
+// Truncated SHA-256 of salt || data through OpenSSL (an empty salt for
+// format version 1).
+void digest(std::string_view salt, std::string_view data, std::size_t n, std::string* out) {
   unsigned char md[EVP_MAX_MD_SIZE];
   unsigned int len = 0;
-  if (EVP_Digest(data.data(), data.size(), md, &len, EVP_sha256(), nullptr) != 1 || len < n) {
-    // Never happens with the default provider; a zero digest then fails
-    // every check rather than passing one.
-    std::memset(md, 0, sizeof md);
-  }
+  EVP_MD_CTX* ctx = EVP_MD_CTX_new();
+  const bool ok = ctx != nullptr && EVP_DigestInit_ex(ctx, EVP_sha256(), nullptr) == 1 &&
+                  EVP_DigestUpdate(ctx, salt.data(), salt.size()) == 1 &&
+                  EVP_DigestUpdate(ctx, data.data(), data.size()) == 1 &&
+                  EVP_DigestFinal_ex(ctx, md, &len) == 1 && len >= n;
+  EVP_MD_CTX_free(ctx);
+  // Never fails with the default provider; a zero digest then fails every
+  // check rather than passing one.
+  if (!ok) std::memset(md, 0, sizeof md);
   out->append(reinterpret_cast<const char*>(md), n);
 }
 
-bool digest_matches(std::string_view data, std::string_view expected) {
+bool digest_matches(std::string_view salt, std::string_view data, std::string_view expected) {
   std::string d;
-  digest(data, expected.size(), &d);
+  digest(salt, data, expected.size(), &d);
   return d == expected;
 }
 
 // Appends a framed record. Reserves first: a reallocation would leave a
 // copy of the body (keys, passwords) in freed memory.
-void append_record(std::string* out, std::string_view body) {
+void append_record(std::string* out, std::string_view salt, std::string_view body) {
   std::size_t start = out->size();
   if (out->capacity() < start + kRecordOverhead + body.size()) {
     out->reserve(start + kRecordOverhead + body.size());
   }
   ByteWriter w(out);
   w.u32(static_cast<std::uint32_t>(body.size()));
-  digest(std::string_view(*out).substr(start, 4), kLengthCheckBytes, out);
+  digest(salt, std::string_view(*out).substr(start, 4), kLengthCheckBytes, out);
   out->append(body);
-  digest(std::string_view(*out).substr(start), kDigestBytes, out);
+  digest(salt, std::string_view(*out).substr(start), kDigestBytes, out);
 }
 
-std::string file_header(std::string_view magic, std::uint64_t generation) {
+std::string new_salt() {
+  std::string salt(kSaltBytes, '\0');
+  if (RAND_bytes(reinterpret_cast<unsigned char*>(salt.data()), static_cast<int>(salt.size())) != 1) {
+    // Only the defence against planted records weakens: damage is still found.
+    salt.assign(kSaltBytes, '\0');
+  }
+  return salt;
+}
+
+std::string file_header(std::string_view magic, std::uint64_t generation, std::string_view salt) {
   std::string out(magic);
   ByteWriter w(&out);
   w.u32(kFormatVersion);
   w.u64(generation);
+  w.raw(salt);
   return out;
 }
 
-// The body of an intact record at offset p, and where the next one starts.
-bool intact_record_at(std::string_view data, std::size_t p, std::string_view* body,
-                      std::size_t* next) {
-  if (data.size() - p < kRecordOverhead) return false;
+// A file header: its version, generation and salt (empty for version 1).
+struct FileHeader {
+  std::uint32_t version = 0;
+  std::uint64_t generation = 0;
+  std::string_view salt;
+  std::size_t size = 0;  // bytes before the first record
+};
+
+enum class HeaderCheck { kOk, kDamaged, kUnsupportedVersion };
+
+HeaderCheck parse_file_header(std::string_view data, std::string_view magic, FileHeader* h) {
+  ByteReader r(data);
+  std::string_view m;
+  if (!r.raw(4, &m) || m != magic || !r.u32(&h->version)) return HeaderCheck::kDamaged;
+  if (h->version != kFormatVersion1 && h->version != kFormatVersion) {
+    return HeaderCheck::kUnsupportedVersion;
+  }
+  if (!r.u64(&h->generation)) return HeaderCheck::kDamaged;
+  if (h->version == kFormatVersion && !r.raw(kSaltBytes, &h->salt)) return HeaderCheck::kDamaged;
+  h->size = h->version == kFormatVersion ? kFileHeaderBytes : kFileHeaderBytesV1;
+  return HeaderCheck::kOk;
+}
+
+// The length in a record header at p whose check holds, or 0.
+std::uint32_t intact_length_at(std::string_view data, std::string_view salt, std::size_t p) {
+  if (data.size() - p < kRecordHeaderBytes) return 0;
   ByteReader r(data.substr(p, 4));
   std::uint32_t len = 0;
   r.u32(&len);
-  if (len == 0 || len > kMaxBodyBytes || data.size() - p - kRecordOverhead < len) return false;
-  if (!digest_matches(data.substr(p, 4), data.substr(p + 4, kLengthCheckBytes))) return false;
+  if (len == 0 || len > kMaxBodyBytes) return 0;
+  if (!digest_matches(salt, data.substr(p, 4), data.substr(p + 4, kLengthCheckBytes))) return 0;
+  return len;
+}
+
+// The body of an intact record at offset p, and where the next one starts.
+bool intact_record_at(std::string_view data, std::string_view salt, std::size_t p,
+                      std::string_view* body, std::size_t* next) {
+  if (data.size() - p < kRecordOverhead) return false;
+  const std::uint32_t len = intact_length_at(data, salt, p);
+  if (len == 0 || data.size() - p - kRecordOverhead < len) return false;
   std::size_t end = p + kRecordHeaderBytes + len;
-  if (!digest_matches(data.substr(p, end - p), data.substr(end, kDigestBytes))) return false;
+  if (!digest_matches(salt, data.substr(p, end - p), data.substr(end, kDigestBytes))) return false;
   *body = data.substr(p + kRecordHeaderBytes, len);
   *next = end + kDigestBytes;
   return true;
 }
 
 // Whether any intact record starts after offset p.
-bool intact_record_after(std::string_view data, std::size_t p) {
+bool intact_record_after(std::string_view data, std::string_view salt, std::size_t p) {
   std::string_view body;
   std::size_t next = 0;
   for (std::size_t q = p + 1; q + kRecordOverhead <= data.size(); ++q) {
-    if (intact_record_at(data, q, &body, &next)) return true;
+    if (intact_record_at(data, salt, q, &body, &next)) return true;
   }
   return false;
+}
+
+// Makes what fd refers to private (`mode`) if it is looser, when this
+// process owns it; *was gets the mode before (0 if unchanged). Someone
+// else's file or directory open to others is refused: it cannot be fixed
+// from here, and the store would hold keys in it.
+TokenStatus make_private(int fd, mode_t mode, const std::string& name, std::uint32_t* was) {
+  *was = 0;
+  struct stat st {};
+  if (::fstat(fd, &st) != 0) return io_error("stat " + name, errno);
+  const mode_t current = st.st_mode & 07777;
+  if (current == mode) return {};
+  if (st.st_uid != ::geteuid()) {
+    if ((current & 077) == 0) return {};
+    char text[8];
+    std::snprintf(text, sizeof text, "%04o", static_cast<unsigned>(current));
+    return TokenStatus(TokenErrc::kIoError,
+                       name + " has mode " + text + " and belongs to uid " + std::to_string(st.st_uid) +
+                           ", not to this process (uid " + std::to_string(::geteuid()) +
+                           "): it cannot be made private; chown it to this user or chmod it go-rwx");
+  }
+  if (::fchmod(fd, mode) != 0) return io_error("chmod " + name, errno);
+  // Only a looser mode is worth a report; a umask that removed owner bits
+  // from a new directory is put right silently.
+  if ((current & 077) != 0) *was = current;
+  return {};
 }
 
 TokenStatus corrupt(std::string message) {
@@ -325,8 +404,12 @@ TokenResult<std::unique_ptr<FileTokenStore>> FileTokenStore::open(const std::str
   std::unique_ptr<FileTokenStore> store(new FileTokenStore(dir, options));
   store->dir_fd_ = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
   if (store->dir_fd_ < 0) return io_error("open token store directory " + dir, errno);
+  // An existing directory may have been made by hand or by an older
+  // release with the umask's mode: it holds the master keys.
+  if (auto s = store->tighten(store->dir_fd_, 0700, "token store directory " + dir); !s.ok()) return s;
   store->lock_fd_ = ::openat(store->dir_fd_, kLockFile, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
   if (store->lock_fd_ < 0) return io_error("open " + dir + "/" + kLockFile, errno);
+  if (auto s = store->tighten(store->lock_fd_, 0600, dir + "/" + kLockFile); !s.ok()) return s;
   if (::flock(store->lock_fd_, LOCK_EX | LOCK_NB) != 0) {
     if (errno == EWOULDBLOCK) {
       return R(TokenErrc::kStoreLocked, "token store " + dir + " is open in another process or object");
@@ -334,7 +417,20 @@ TokenResult<std::unique_ptr<FileTokenStore>> FileTokenStore::open(const std::str
     return io_error("lock " + dir + "/" + kLockFile, errno);
   }
   if (auto s = store->recover(); !s.ok()) return s;
+  if (store->recovery_.format_version == kFormatVersion1) {
+    // Rewrite a version-1 store as version 2 (salted records). If that
+    // fails, it keeps working as version 1 and the next compaction retries.
+    std::lock_guard lock(store->mu_);
+    store->recovery_.migrated = store->compact_locked().ok();
+  }
   return store;
+}
+
+TokenStatus FileTokenStore::tighten(int fd, unsigned mode, const std::string& name) {
+  std::uint32_t was = 0;
+  if (auto s = make_private(fd, static_cast<mode_t>(mode), name, &was); !s.ok()) return s;
+  if (was != 0) recovery_.tightened.push_back({name, was});
+  return {};
 }
 
 TokenStatus FileTokenStore::recover() {
@@ -387,26 +483,32 @@ TokenStatus FileTokenStore::read_snapshot(bool* found) {
   }
   std::string_view data(image.s);
   const std::string name = dir_ + "/" + kSnapshotFile;
-  ByteReader header(data);
-  std::string_view magic;
-  std::uint32_t version = 0;
-  if (!header.raw(4, &magic) || magic != kSnapshotMagic || !header.u32(&version) ||
-      !header.u64(&generation_)) {
-    return corrupt(name + " has no valid header");
+  FileHeader header;
+  switch (parse_file_header(data, kSnapshotMagic, &header)) {
+    case HeaderCheck::kOk: break;
+    case HeaderCheck::kDamaged: return corrupt(name + " has no valid header");
+    case HeaderCheck::kUnsupportedVersion:
+      return TokenStatus(TokenErrc::kUnsupportedVersion,
+                         name + " has format version " + std::to_string(header.version));
   }
-  if (version != kFormatVersion) {
-    return TokenStatus(TokenErrc::kUnsupportedVersion,
-                       name + " has format version " + std::to_string(version));
+  generation_ = header.generation;
+  if (header.version == kFormatVersion1) recovery_.format_version = kFormatVersion1;
+  {
+    const int fd = ::openat(dir_fd_, kSnapshotFile, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return io_error("open " + name, errno);
+    TokenStatus s = tighten(fd, 0600, name);
+    ::close(fd);
+    if (!s.ok()) return s;
   }
   // A snapshot is renamed into place only when complete: any damage is
   // corruption, and it must end with its end record.
-  std::size_t p = kFileHeaderBytes;
+  std::size_t p = header.size;
   std::uint64_t records = 0;
   bool ended = false;
   while (p < data.size() && !ended) {
     std::string_view body;
     std::size_t next = 0;
-    if (!intact_record_at(data, p, &body, &next)) {
+    if (!intact_record_at(data, header.salt, p, &body, &next)) {
       return corrupt(name + ": damaged record at offset " + std::to_string(p));
     }
     std::uint64_t count = 0, end_generation = 0;
@@ -441,33 +543,67 @@ TokenStatus FileTokenStore::open_journal() {
     journal_fd_ = ::openat(dir_fd_, file.c_str(), O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
     if (journal_fd_ < 0) return io_error("create " + name, errno);
   }
+  if (auto s = tighten(journal_fd_, 0600, name); !s.ok()) return s;
   WipedString image;
   {
     bool found = false;
     if (auto s = read_file_at(dir_fd_, file, &found, &image.s); !s.ok()) return s;
   }
   std::string_view data(image.s);
-  const std::string header = file_header(kJournalMagic, generation_);
-  if (data.size() < kFileHeaderBytes || (data.size() == kFileHeaderBytes && all_zero(data))) {
+  FileHeader header;
+  const HeaderCheck check = parse_file_header(data, kJournalMagic, &header);
+  if (check == HeaderCheck::kDamaged &&
+      (data.size() < kFileHeaderBytes || all_zero(data.substr(0, kFileHeaderBytes)))) {
     // A journal whose creation was cut short: it holds no record yet.
+    if (data.size() > kFileHeaderBytes && !all_zero(data.substr(kFileHeaderBytes))) {
+      return corrupt(name + " has no valid header");
+    }
+    salt_ = new_salt();
+    const std::string fresh = file_header(kJournalMagic, generation_, salt_);
     if (::ftruncate(journal_fd_, 0) != 0) return io_error("truncate " + name, errno);
-    if (auto s = write_all(journal_fd_, header, 0, name); !s.ok()) return s;
+    if (auto s = write_all(journal_fd_, fresh, 0, name); !s.ok()) return s;
     if (::fsync(journal_fd_) != 0 || ::fsync(dir_fd_) != 0) return io_error("fsync " + name, errno);
-    journal_bytes_ = kFileHeaderBytes;
+    journal_bytes_ = fresh.size();
     return {};
   }
-  if (data.substr(0, kFileHeaderBytes) != header) {
-    if (data.substr(0, 4) == kJournalMagic && data.substr(4, 4) != header.substr(4, 4)) {
-      return TokenStatus(TokenErrc::kUnsupportedVersion, name + " has another format version");
-    }
+  switch (check) {
+    case HeaderCheck::kOk: break;
+    case HeaderCheck::kDamaged:
+      return corrupt(name + " has no valid header for generation " + std::to_string(generation_));
+    case HeaderCheck::kUnsupportedVersion:
+      return TokenStatus(TokenErrc::kUnsupportedVersion, name + " has another format version (" +
+                                                             std::to_string(header.version) + ")");
+  }
+  if (header.generation != generation_) {
     return corrupt(name + " has no valid header for generation " + std::to_string(generation_));
   }
-  std::size_t p = kFileHeaderBytes;
+  if (header.version == kFormatVersion1) recovery_.format_version = kFormatVersion1;
+  salt_ = std::string(header.salt);
+  std::size_t p = header.size;
   while (p < data.size()) {
     std::string_view body;
     std::size_t next = 0;
-    if (!intact_record_at(data, p, &body, &next)) {
-      if (intact_record_after(data, p)) {
+    if (!intact_record_at(data, salt_, p, &body, &next)) {
+      // Which damaged record is a torn last append (never acknowledged, cut
+      // off) and which is corruption (reported, never skipped)? Appends go
+      // one at a time and a failed one is truncated away, so bytes after a
+      // record's end mean it was acknowledged. When its header holds, its
+      // end is known: anything after it makes it corruption. When the
+      // header is damaged too, the end is unknown: it is corruption if an
+      // intact record starts anywhere after it. In version 2 that scan
+      // cannot be fooled by a record planted in a body (a renewer string
+      // chosen by a client): intact records need the file's random salt.
+      if (const std::uint32_t len = intact_length_at(data, salt_, p); len != 0) {
+        const std::size_t end = p + kRecordOverhead + len;
+        if (end < data.size()) {
+          std::string_view ignored;
+          std::size_t after = 0;
+          return corrupt(name + ": damaged record at offset " + std::to_string(p) + " is followed by " +
+                         (intact_record_at(data, salt_, end, &ignored, &after)
+                              ? std::string("intact records")
+                              : std::to_string(data.size() - end) + " more bytes"));
+        }
+      } else if (intact_record_after(data, salt_, p)) {
         return corrupt(name + ": damaged record at offset " + std::to_string(p) +
                        " is followed by intact records");
       }
@@ -499,7 +635,7 @@ TokenStatus FileTokenStore::broken_status() const {
 
 TokenStatus FileTokenStore::append(std::string* body) {
   WipedString record;
-  append_record(&record.s, *body);
+  append_record(&record.s, salt_, *body);
   cleanse(body->data(), body->size());
   if (broken_) return broken_status();
   const std::string name = dir_ + "/" + journal_name(generation_);
@@ -621,30 +757,32 @@ TokenStatus FileTokenStore::compact_locked() {
     auto state = mirror_.load();
     const std::uint64_t next_generation = generation_ + 1;
     WipedString image;
+    const std::string snapshot_salt = new_salt();
+    const std::string journal_salt = new_salt();
     std::size_t size = kFileHeaderBytes + 3 * kRecordOverhead + 64;
     for (const auto& key : state->keys) size += kRecordOverhead + 32 + key.secret.size();
     for (const auto& token : state->tokens) {
       size += kRecordOverhead + 32 + token.identifier.size() + token.password.size();
     }
     image.s.reserve(size);
-    image.s.append(file_header(kSnapshotMagic, next_generation));
+    image.s.append(file_header(kSnapshotMagic, next_generation, snapshot_salt));
     std::uint64_t records = 0;
     {
       WipedString body;
       body.s = counters_body(state->last_sequence_number, state->last_master_key_id);
-      append_record(&image.s, body.s);
+      append_record(&image.s, snapshot_salt, body.s);
       ++records;
     }
     for (const auto& key : state->keys) {
       WipedString body;
       put_key_body(key, &body.s);
-      append_record(&image.s, body.s);
+      append_record(&image.s, snapshot_salt, body.s);
       ++records;
     }
     for (const auto& token : state->tokens) {
       WipedString body;
       add_token_body(token, &body.s);
-      append_record(&image.s, body.s);
+      append_record(&image.s, snapshot_salt, body.s);
       ++records;
     }
     {
@@ -653,7 +791,7 @@ TokenStatus FileTokenStore::compact_locked() {
       w.u8(static_cast<std::uint8_t>(RecordType::kSnapshotEnd));
       w.u64(records);
       w.u64(next_generation);
-      append_record(&image.s, body);
+      append_record(&image.s, snapshot_salt, body);
     }
 
     const std::string temp_name = dir_ + "/" + kSnapshotTemp;
@@ -669,7 +807,9 @@ TokenStatus FileTokenStore::compact_locked() {
       next_fd = ::openat(dir_fd_, next_file.c_str(), O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
       if (next_fd < 0) s = io_error("create " + next_name, errno);
     }
-    if (s.ok()) s = write_all(next_fd, file_header(kJournalMagic, next_generation), 0, next_name);
+    if (s.ok()) {
+      s = write_all(next_fd, file_header(kJournalMagic, next_generation, journal_salt), 0, next_name);
+    }
     if (s.ok() && ::fsync(next_fd) != 0) s = io_error("fsync " + next_name, errno);
     if (s.ok() && ::renameat(dir_fd_, kSnapshotTemp, dir_fd_, kSnapshotFile) != 0) {
       s = io_error("rename " + temp_name, errno);
@@ -693,6 +833,7 @@ TokenStatus FileTokenStore::compact_locked() {
     ::close(journal_fd_);
     journal_fd_ = next_fd;
     generation_ = next_generation;
+    salt_ = journal_salt;
     journal_bytes_ = kFileHeaderBytes;
     snapshot_bytes_ = image.s.size();
     // A leftover old journal is removed at the next open if this fails.

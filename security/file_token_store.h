@@ -6,14 +6,16 @@
 //   journal.G   records appended since that snapshot, each fsync'd before
 //               the call that wrote it returns
 //
-// Records carry a checked length and a truncated SHA-256 digest. At open the
-// snapshot is read, then the journal is replayed: a damaged region at the end
-// with no intact record after it is a torn last append (never acknowledged)
-// and is truncated away; a damaged record followed by intact ones is reported
-// as kStoreCorrupt, never skipped. Compaction writes snapshot.tmp, fsyncs it,
+// Records carry a checked length and a truncated SHA-256 digest, both over a
+// random per-file salt. At open the snapshot is read, then the journal is
+// replayed: a damaged last record is a torn append (never acknowledged) and
+// is truncated away; a damaged record with anything after it is reported as
+// kStoreCorrupt, never skipped. Compaction writes snapshot.tmp, fsyncs it,
 // creates journal.G+1, renames snapshot.tmp over snapshot and fsyncs the
 // directory; a crash at any point leaves either the old or the new pair.
-// Files are created mode 0600, the directory 0700. docs/TOKENS.md has the
+// Files are created mode 0600, the directory 0700; existing ones with looser
+// modes are tightened at open (Recovery::tightened) or, if this process does
+// not own them, refused. docs/TOKENS.md has the
 // byte layout and the recovery rules.
 //
 // Every mutation blocks on fdatasync (milliseconds on a disk): call it from
@@ -26,6 +28,8 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "security/memory_token_store.h"
 #include "security/token_store.h"
@@ -51,6 +55,12 @@ class FileTokenStore final : public TokenStore {
     std::size_t journal_records = 0;
     std::size_t dropped_tail_bytes = 0;  // a torn last record, truncated away
     std::size_t stale_files_removed = 0;  // left over by an interrupted compaction
+    // The format the files were in: 1 is rewritten as 2 at open (`migrated`
+    // unless that compaction failed; the store then keeps appending 1).
+    std::uint32_t format_version = 2;
+    bool migrated = false;
+    // Paths open() made private (0700/0600), with the looser mode they had.
+    std::vector<std::pair<std::string, std::uint32_t>> tightened;
   };
   struct Stats {
     std::uint64_t generation = 0;
@@ -94,6 +104,7 @@ class FileTokenStore final : public TokenStore {
   TokenStatus append(std::string* body);  // wipes *body
   TokenStatus compact_locked();
   TokenStatus broken_status() const;
+  TokenStatus tighten(int fd, unsigned mode, const std::string& name);
 
   const std::string dir_;
   const FileTokenStoreOptions options_;
@@ -103,6 +114,7 @@ class FileTokenStore final : public TokenStore {
   int lock_fd_ = -1;
   int journal_fd_ = -1;
   std::uint64_t generation_ = 0;
+  std::string salt_;  // the journal's (docs/TOKENS.md §5); empty in format version 1
   std::size_t journal_bytes_ = 0;
   std::size_t snapshot_bytes_ = 0;
   std::uint64_t compactions_ = 0;

@@ -1,10 +1,12 @@
 #include "server/audit_log.h"
 
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <chrono>
+#include <cstdio>
 #include <cstring>
 #include <ctime>
 #include <nlohmann/json.hpp>
@@ -12,8 +14,37 @@
 namespace authrpc {
 namespace {
 
-int open_append(const std::string& path) {
-  return ::open(path.c_str(), O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0600);
+// Opens `path` for appending, created 0600. An existing file with a looser
+// mode (made by hand, or by a release before this check) is made 0600 if it
+// is ours, with a warning; someone else's is refused. The log names peers
+// and users.
+Result<int> open_append(const std::string& path, const LogSink& log) {
+  const int fd = ::open(path.c_str(), O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0600);
+  if (fd < 0) {
+    return Status(Errc::kConfigError, "cannot open audit log " + path + ": " + std::strerror(errno));
+  }
+  struct stat st {};
+  if (::fstat(fd, &st) != 0) {
+    const int err = errno;
+    ::close(fd);
+    return Status(Errc::kConfigError, "cannot stat audit log " + path + ": " + std::strerror(err));
+  }
+  const unsigned mode = st.st_mode & 07777;
+  if ((mode & 077) == 0) return fd;
+  char text[8];
+  std::snprintf(text, sizeof text, "%04o", mode);
+  if (st.st_uid != ::geteuid() || ::fchmod(fd, 0600) != 0) {
+    const std::string why = st.st_uid != ::geteuid()
+                                ? "it belongs to uid " + std::to_string(st.st_uid) +
+                                      ", not to this process (uid " + std::to_string(::geteuid()) + ")"
+                                : std::string(std::strerror(errno));
+    ::close(fd);
+    return Status(Errc::kConfigError, "audit log " + path + " has mode " + text +
+                                          " and cannot be made 0600: " + why +
+                                          "; chown it to this user or chmod it 0600");
+  }
+  if (log) log(LogLevel::kWarning, "audit log " + path + " had mode " + text + "; made it 0600");
+  return fd;
 }
 
 // RFC 3339 UTC with milliseconds: 2024-05-01T12:00:00.123Z
@@ -42,17 +73,15 @@ void write_all(int fd, const std::string& data) {
 }  // namespace
 
 Result<std::shared_ptr<AuditLog>> AuditLog::open(const std::string& path,
-                                                 std::size_t max_queued_lines) {
-  const int fd = open_append(path);
-  if (fd < 0) {
-    return Status(Errc::kConfigError,
-                  "cannot open audit log " + path + ": " + std::strerror(errno));
-  }
-  return std::shared_ptr<AuditLog>(new AuditLog(path, fd, max_queued_lines));
+                                                 std::size_t max_queued_lines, LogSink log) {
+  auto fd = open_append(path, log);
+  if (!fd.ok()) return fd.status();
+  return std::shared_ptr<AuditLog>(new AuditLog(path, *fd, max_queued_lines, std::move(log)));
 }
 
-AuditLog::AuditLog(std::string path, int fd, std::size_t max_queued)
-    : path_(std::move(path)), max_queued_(max_queued == 0 ? 1 : max_queued), fd_(fd) {
+AuditLog::AuditLog(std::string path, int fd, std::size_t max_queued, LogSink log)
+    : path_(std::move(path)), max_queued_(max_queued == 0 ? 1 : max_queued), log_(std::move(log)),
+      fd_(fd) {
   writer_ = std::thread([this] { run(); });
 }
 
@@ -79,8 +108,12 @@ std::string AuditLog::format(const AuditEvent& e) {
   j["service"] = e.service;
   j["method"] = e.method;
   j["reason"] = e.reason;
-  // Replace invalid UTF-8 (a hostile client's name) instead of throwing.
-  return j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+  // Peers choose some of these strings. ensure_ascii escapes everything
+  // but printable ASCII (newlines, ESC, DEL, C1 controls, U+2028, bidi
+  // overrides) as \uXXXX, so a line is one line and shows no terminal
+  // tricks; JSON readers get the strings back as sent. Invalid UTF-8 is
+  // replaced instead of throwing.
+  return j.dump(-1, ' ', true, nlohmann::json::error_handler_t::replace);
 }
 
 void AuditLog::record(const AuditEvent& e) {
@@ -128,15 +161,12 @@ void AuditLog::flush() {
 }
 
 Status AuditLog::reopen() {
-  const int fd = open_append(path_);
-  if (fd < 0) {
-    return Status(Errc::kConfigError,
-                  "cannot reopen audit log " + path_ + ": " + std::strerror(errno));
-  }
+  auto fd = open_append(path_, log_);
+  if (!fd.ok()) return fd.status();
   std::unique_lock lock(mu_);
   drained_.wait(lock, [this] { return !writing_; });
   ::close(fd_);
-  fd_ = fd;
+  fd_ = *fd;
   return {};
 }
 

@@ -17,6 +17,7 @@
 #include <thread>
 
 #include "auth/identity.h"
+#include "rpc/log.h"
 #include "rpc/result.h"
 
 namespace authrpc {
@@ -36,9 +37,12 @@ struct AuditEvent {
 
 class AuditLog {
  public:
-  // Opens `path` for appending (created 0600 if missing).
+  // Opens `path` for appending (created 0600 if missing; an existing file
+  // open to others is made 0600 with a warning on `log`, or refused with
+  // CONFIG_ERROR if this process does not own it). reopen() does the same.
   static Result<std::shared_ptr<AuditLog>> open(const std::string& path,
-                                                std::size_t max_queued_lines = 65536);
+                                                std::size_t max_queued_lines = 65536,
+                                                LogSink log = {});
   ~AuditLog();  // writes what is queued, then closes
   AuditLog(const AuditLog&) = delete;
   AuditLog& operator=(const AuditLog&) = delete;
@@ -54,11 +58,12 @@ class AuditLog {
   static std::string format(const AuditEvent& e);
 
  private:
-  AuditLog(std::string path, int fd, std::size_t max_queued);
+  AuditLog(std::string path, int fd, std::size_t max_queued, LogSink log);
   void run();
 
   const std::string path_;
   const std::size_t max_queued_;
+  const LogSink log_;
   mutable std::mutex mu_;
   std::condition_variable wake_, drained_;
   std::deque<std::string> queue_;

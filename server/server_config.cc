@@ -74,7 +74,7 @@ Status read_authz(const nlohmann::json& config, ServerOptions& o) {
       return config_error("'audit_log.path' must be a path string");
     }
     if (a.value("enabled", true)) {
-      auto log = AuditLog::open(a["path"].get<std::string>());
+      auto log = AuditLog::open(a["path"].get<std::string>(), 65536, o.log);
       if (!log.ok()) return config_error("'audit_log': " + log.status().message);
       o.audit_log = std::move(*log);
     }

@@ -4,6 +4,66 @@
 
 namespace authrpc {
 
+namespace {
+
+// The first pass of parse_json_request(): nlohmann's SAX events with a depth
+// count, building nothing. Returning false stops the parser at once.
+class DepthCheck final : public nlohmann::json::json_sax_t {
+ public:
+  explicit DepthCheck(std::size_t max_depth) : max_depth_(max_depth) {}
+  bool too_deep() const noexcept { return too_deep_; }
+
+  bool null() override { return true; }
+  bool boolean(bool) override { return true; }
+  bool number_integer(number_integer_t) override { return true; }
+  bool number_unsigned(number_unsigned_t) override { return true; }
+  bool number_float(number_float_t, const string_t&) override { return true; }
+  bool string(string_t&) override { return true; }
+  bool binary(binary_t&) override { return true; }
+  bool start_object(std::size_t) override { return enter(); }
+  bool key(string_t&) override { return true; }
+  bool end_object() override { return leave(); }
+  bool start_array(std::size_t) override { return enter(); }
+  bool end_array() override { return leave(); }
+  bool parse_error(std::size_t, const std::string&, const nlohmann::json::exception&) override {
+    return false;
+  }
+
+ private:
+  bool enter() {
+    if (++depth_ > max_depth_) too_deep_ = true;
+    return !too_deep_;
+  }
+  bool leave() {
+    --depth_;
+    return true;
+  }
+
+  const std::size_t max_depth_;
+  std::size_t depth_ = 0;
+  bool too_deep_ = false;
+};
+
+}  // namespace
+
+Result<nlohmann::json> parse_json_request(std::string_view text, const JsonLimits& limits) {
+  if (text.size() > limits.max_bytes) {
+    return Status(Errc::kInvalidArgument, "request of " + std::to_string(text.size()) +
+                                              " bytes is over this method's limit of " +
+                                              std::to_string(limits.max_bytes));
+  }
+  DepthCheck check(limits.max_depth);
+  const bool well_formed = nlohmann::json::sax_parse(text, &check);
+  if (check.too_deep()) {
+    return Status(Errc::kInvalidArgument, "request nests deeper than this method's limit of " +
+                                              std::to_string(limits.max_depth) + " levels");
+  }
+  if (!well_formed) return Status(Errc::kInvalidArgument, "request is not valid JSON");
+  nlohmann::json parsed = nlohmann::json::parse(text, nullptr, false);
+  if (parsed.is_discarded()) return Status(Errc::kInvalidArgument, "request is not valid JSON");
+  return parsed;
+}
+
 Service::Service(std::string name) : name_(std::move(name)) {}
 
 Service& Service::add(std::string method, Handler handler) {
@@ -27,16 +87,22 @@ Service& Service::add_stream(std::string method, StreamHandler handler) {
 }
 
 Service& Service::add_json(std::string method, JsonHandler handler, Execution execution) {
-  if (execution == Execution::kAsync) {
+  return add_json(std::move(method), std::move(handler), JsonMethodOptions{execution, {}, {}});
+}
+
+Service& Service::add_json(std::string method, JsonHandler handler, JsonMethodOptions options) {
+  if (options.execution != Execution::kInline && options.execution != Execution::kBlocking) {
     throw std::invalid_argument("add_json: use kInline or kBlocking");
   }
-  Handler wrapped = [h = std::move(handler)](CallContext& ctx,
-                                             std::string_view request) -> Result<std::string> {
-    nlohmann::json parsed = nlohmann::json::parse(request, nullptr, false);
-    if (parsed.is_discarded()) {
-      return Status(Errc::kInvalidArgument, "request is not valid JSON");
+  const Execution execution = options.execution;
+  Handler wrapped = [h = std::move(handler), o = std::move(options)](
+                        CallContext& ctx, std::string_view request) -> Result<std::string> {
+    if (o.admit) {
+      if (Status s = o.admit(ctx); !s.ok()) return s;
     }
-    auto result = h(ctx, parsed);
+    auto parsed = parse_json_request(request, o.limits);
+    if (!parsed.ok()) return parsed.status();
+    auto result = h(ctx, *parsed);
     if (!result.ok()) return result.status();
     return result->dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
   };

@@ -64,14 +64,39 @@ using AsyncHandler =
 // or the status that ends the call.
 using StreamHandler =
     std::function<asio::awaitable<Result<std::string>>(CallContext& ctx, ServerStream& stream)>;
-using JsonHandler =
-    std::function<Result<nlohmann::json>(CallContext& ctx, const nlohmann::json& request)>;
-
 enum class Execution {
   kInline,     // on the IO thread (the handler must not block)
   kAsync,      // a coroutine on the IO thread
   kBlocking,   // on the blocking pool
   kStream,     // a streaming call: a coroutine on the IO thread
+};
+
+using JsonHandler =
+    std::function<Result<nlohmann::json>(CallContext& ctx, const nlohmann::json& request)>;
+// Who may call a method, decided from the caller alone (before the request
+// is read): an error Status refuses the call with it.
+using CallerCheck = std::function<Status(const CallContext& ctx)>;
+
+// How add_json() reads a request (docs/AUTHZ.md, "Request bodies"). A body
+// over max_bytes or nested deeper than max_depth is INVALID_ARGUMENT before
+// any of it is turned into nlohmann::json values: a parsed value costs tens
+// of bytes per input byte ("[[[[..." of 8 MiB was ~520 MB).
+struct JsonLimits {
+  std::size_t max_bytes = std::size_t{1} << 20;
+  std::size_t max_depth = 64;
+};
+
+// `text` as JSON within `limits`; INVALID_ARGUMENT (saying which limit) if
+// it is over them or is not JSON. The nesting is checked by a first pass
+// that builds nothing, so an over-deep body costs no memory.
+Result<nlohmann::json> parse_json_request(std::string_view text, const JsonLimits& limits);
+
+struct JsonMethodOptions {
+  Execution execution = Execution::kInline;  // kInline or kBlocking
+  JsonLimits limits;
+  // Checked before the body is parsed (e.g. "needs a Kerberos caller"), so
+  // a caller who may not use the method cannot make the server parse for it.
+  CallerCheck admit;
 };
 
 class Service {
@@ -91,8 +116,10 @@ class Service {
   // A streaming method: called with STREAM_REQUEST (Client::async_open_stream);
   // a plain REQUEST to it is refused with INVALID_ARGUMENT.
   Service& add_stream(std::string method, StreamHandler handler);
-  // Request bytes must parse as JSON (else INVALID_ARGUMENT); the result is
+  // Request bytes must parse as JSON within options.limits (else
+  // INVALID_ARGUMENT), after options.admit allowed the caller; the result is
   // serialized compactly. `execution` must be kInline or kBlocking.
+  Service& add_json(std::string method, JsonHandler handler, JsonMethodOptions options);
   Service& add_json(std::string method, JsonHandler handler,
                     Execution execution = Execution::kInline);
 

@@ -1,6 +1,7 @@
 #include "server/token_service.h"
 
 #include <algorithm>
+#include <cstdio>
 #include <fstream>
 #include <limits>
 #include <nlohmann/json.hpp>
@@ -199,6 +200,22 @@ Result<std::unique_ptr<TokenService>> TokenService::open(TokenServiceOptions opt
   if (options.store == TokenServiceOptions::Store::kFile) {
     auto file = security::FileTokenStore::open(options.dir);
     if (!file.ok()) return token_status(file.status(), TokenUse::kService, "token store");
+    if (options.log) {
+      const auto& recovery = (*file)->recovery();
+      for (const auto& [path, mode] : recovery.tightened) {
+        char text[8];
+        std::snprintf(text, sizeof text, "%04o", static_cast<unsigned>(mode));
+        options.log(LogLevel::kWarning, "token store: " + path + " had mode " + text +
+                                            "; made it private (0700 directory, 0600 files)");
+      }
+      if (recovery.format_version == 1) {
+        options.log(recovery.migrated ? LogLevel::kInfo : LogLevel::kWarning,
+                    "token store: " + options.dir +
+                        (recovery.migrated ? " rewritten from format version 1 to 2"
+                                           : " is in format version 1 and could not be rewritten as 2; "
+                                             "the next compaction retries"));
+      }
+    }
     store = std::move(*file);
   } else if (options.store == TokenServiceOptions::Store::kZooKeeper) {
 #if AUTHRPC_HAVE_ZOOKEEPER
@@ -323,17 +340,36 @@ void TokenService::register_mechanism(MechanismRegistry& registry) const {
   }
 }
 
+bool TokenService::may_cancel(const Identity& identity) const {
+  return may_issue(identity) || identity.mechanism == kTokenMechanism ||
+         identity.mechanism == kTokenDigestMechanism || identity.mechanism == kTokenScramMechanism;
+}
+
+// The token service's requests are one small object of strings; a token's
+// text is well under a kilobyte (an identifier's strings are at most 1 KiB each).
+// Who may call is checked before the body is parsed (docs/TOKENS.md §9).
+JsonMethodOptions TokenService::method_options(std::string_view method) const {
+  JsonMethodOptions o;
+  o.execution = Execution::kBlocking;
+  o.limits.max_bytes = std::size_t{256} << 10;
+  o.limits.max_depth = 4;
+  const bool cancel = method == "cancel";
+  o.admit = [this, cancel, method = std::string(method)](const CallContext& ctx) -> Status {
+    const Identity& who = ctx.identity();
+    if (cancel ? may_cancel(who) : may_issue(who)) return {};
+    return Status(Errc::kPermissionDenied,
+                  "token." + method + " needs a connection authenticated by Kerberos" +
+                      (cancel ? " or by a token" : "") + "; this one used '" + who.mechanism + "'");
+  };
+  return o;
+}
+
 Service TokenService::service() {
   Service s{std::string(kTokenServiceName)};
   s.add_json(
       "get",
       [this](CallContext& ctx, const nlohmann::json& request) -> Result<nlohmann::json> {
         const Identity& who = ctx.identity();
-        if (!may_issue(who)) {
-          return Status(Errc::kPermissionDenied,
-                        "token.get needs a connection authenticated by Kerberos; this one used '" +
-                            who.mechanism + "'");
-        }
         if (!request.is_object()) return Status(Errc::kInvalidArgument, "request must be an object");
         for (const auto& [key, _] : request.items()) {
           if (key != "renewer" && key != "service") {
@@ -371,16 +407,11 @@ Service TokenService::service() {
         out["renew_date_ms"] = renew.time_since_epoch().count();
         return out;
       },
-      Execution::kBlocking);
+      method_options("get"));
   s.add_json(
       "renew",
       [this](CallContext& ctx, const nlohmann::json& request) -> Result<nlohmann::json> {
         const Identity& who = ctx.identity();
-        if (!may_issue(who)) {
-          return Status(Errc::kPermissionDenied,
-                        "token.renew needs a connection authenticated by Kerberos; this one used '" +
-                            who.mechanism + "'");
-        }
         auto token = request_token(request);
         if (!token.ok()) return token.status();
         auto renewed = secrets_->renew(*token, renew_caller(who, *token));
@@ -388,7 +419,7 @@ Service TokenService::service() {
         return nlohmann::json{{"renew_date", security::format_token_time(*renewed)},
                               {"renew_date_ms", renewed->time_since_epoch().count()}};
       },
-      Execution::kBlocking);
+      method_options("renew"));
   s.add_json(
       "cancel",
       [this](CallContext& ctx, const nlohmann::json& request) -> Result<nlohmann::json> {
@@ -399,7 +430,7 @@ Service TokenService::service() {
         }
         return nlohmann::json::object();
       },
-      Execution::kBlocking);
+      method_options("cancel"));
   return s;
 }
 

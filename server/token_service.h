@@ -10,7 +10,11 @@
 //                 issue_mechanisms (Kerberos by default, never `token`)
 //   token.renew   {"token": T} → {"renew_date": ..., "renew_date_ms": ...}
 //                 only the renewer, on a Kerberos-authenticated connection
-//   token.cancel  {"token": T} → {} — the owner or the renewer
+//   token.cancel  {"token": T} → {} — the owner or the renewer, on a
+//                 connection authenticated by Kerberos or by a token
+//
+// Who may call a method is checked before its request is parsed, and
+// requests are parsed with small size and depth limits (service.h).
 //
 // The handlers run on the server's blocking pool (each mutation fsyncs the
 // store). Created by authrpc-server when its configuration has a "tokens"
@@ -96,6 +100,9 @@ class TokenService {
   std::string renew_caller(const Identity& who, const security::Token& token) const;
   void sweeper();
   bool may_issue(const Identity& identity) const;
+  // token.cancel: also a caller authenticated by a token (its owner or renewer).
+  bool may_cancel(const Identity& identity) const;
+  JsonMethodOptions method_options(std::string_view method) const;
 
   const TokenServiceOptions options_;
   std::shared_ptr<security::SecretManager> secrets_;

@@ -9,6 +9,7 @@
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <spawn.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -613,6 +614,76 @@ TEST(AuditLogTest, LinesHaveContentAndNoSecrets) {
   EXPECT_TRUE(unmapped);
   EXPECT_THAT(ReadFile(server.audit_path()), Not(HasSubstr(kSecret)));
   EXPECT_THAT(server.Log(), Not(HasSubstr(kSecret)));
+}
+
+// Peers choose mechanism names, user names and reasons' contents: the line
+// is printable ASCII only (so one line, and nothing a terminal acts on),
+// and a JSON reader gets each string back as sent.
+TEST(AuditLogTest, PeerStringsAreEscapedInTheLine) {
+  const std::string hostile = "m\n[INFO] forged\x1b[2J\x7f \xc2\x9b \xe2\x80\xa8 \xe2\x80\xae m\xc3\xbcller";
+  AuditEvent e;
+  e.event = "authentication";
+  e.outcome = "failure";
+  e.peer = "127.0.0.1:1";
+  e.mechanism = hostile;
+  e.principal = hostile;
+  const std::string reason = "mechanism '" + hostile + "' not enabled";
+  e.reason = reason;
+  const std::string line = AuditLog::format(e);
+  for (char c : line) {
+    const auto u = static_cast<unsigned char>(c);
+    ASSERT_TRUE(u >= 0x20 && u < 0x7f) << "byte 0x" << std::hex << int(u) << " in " << line;
+  }
+  const auto j = nlohmann::json::parse(line);
+  EXPECT_EQ(j["mechanism"], hostile);
+  EXPECT_EQ(j["principal"], hostile);
+  // Invalid UTF-8 is replaced, still on one printable line.
+  e.mechanism = "bad \xff\xfe";
+  const std::string replaced = AuditLog::format(e);
+  EXPECT_EQ(replaced.find_first_of("\n\xff"), std::string::npos) << replaced;
+}
+
+// Defect 9: an existing audit log open to others is made 0600 (with a
+// warning) at open and at reopen; someone else's is refused.
+TEST(AuditLogTest, ExistingLooseFileIsTightenedOrRefused) {
+  const std::string dir = testing::TempDir("audit-mode");
+  ASSERT_FALSE(dir.empty());
+  const std::string path = dir + "/audit.jsonl";
+  std::vector<std::string> warnings;
+  LogSink sink = [&](LogLevel level, std::string_view m) {
+    if (level == LogLevel::kWarning) warnings.emplace_back(m);
+  };
+  auto mode_of = [&] {
+    struct stat st {};
+    EXPECT_EQ(::stat(path.c_str(), &st), 0);
+    return st.st_mode & 0777;
+  };
+  { std::ofstream(path) << "{}\n"; }
+  ASSERT_EQ(::chmod(path.c_str(), 0644), 0);
+  auto log = AuditLog::open(path, 16, sink);
+  ASSERT_TRUE(log.ok()) << testing::Describe(log);
+  EXPECT_EQ(mode_of(), 0600u);
+  ASSERT_EQ(warnings.size(), 1u);
+  EXPECT_THAT(warnings[0], HasSubstr("had mode 0644; made it 0600"));
+  // Rotation left a loose file behind: reopen() tightens it too.
+  fs::remove(path);
+  { std::ofstream(path) << ""; }
+  ASSERT_EQ(::chmod(path.c_str(), 0666), 0);
+  ASSERT_TRUE((*log)->reopen().ok());
+  EXPECT_EQ(mode_of(), 0600u);
+  EXPECT_EQ(warnings.size(), 2u);
+  log->reset();
+  if (::geteuid() == 0) {
+    ASSERT_EQ(::chmod(path.c_str(), 0644), 0);
+    ASSERT_EQ(::chown(path.c_str(), 65534, 65534), 0);
+    auto refused = AuditLog::open(path, 16, sink);
+    ASSERT_FALSE(refused.ok());
+    EXPECT_EQ(refused.code(), make_error_code(Errc::kConfigError));
+    EXPECT_THAT(refused.status().message, HasSubstr("has mode 0644 and cannot be made 0600"));
+    EXPECT_THAT(refused.status().message, HasSubstr("belongs to uid 65534"));
+    EXPECT_EQ(mode_of(), 0644u) << "left as found";
+  }
+  fs::remove_all(dir);
 }
 
 }  // namespace

@@ -8,7 +8,9 @@
 #include "security/file_token_store.h"
 
 #include <fcntl.h>
+#include <gmock/gmock.h>
 #include <gtest/gtest.h>
+#include <openssl/evp.h>
 #include <signal.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -25,6 +27,7 @@
 #include <string>
 #include <vector>
 
+#include "security/byte_codec.h"
 #include "security/clock.h"
 #include "security/memory_token_store.h"
 #include "security/secret_manager.h"
@@ -70,11 +73,11 @@ MasterKey make_key(std::uint32_t id, TokenTime created) {
   return {id, created, created + hours(24 * 8), SecretBytes::random(32)};
 }
 
-StoredToken make_token(std::uint64_t seq, TokenTime renew) {
+StoredToken make_token(std::uint64_t seq, TokenTime renew, std::string renewer = "yarn") {
   TokenIdentifier id;
   id.kind = "authrpc-delegation";
   id.owner = "user" + std::to_string(seq);
-  id.renewer = "yarn";
+  id.renewer = std::move(renewer);
   id.issue_date = kStart;
   id.max_date = kStart + hours(24 * 7);
   id.sequence_number = seq;
@@ -373,6 +376,159 @@ TEST_F(FileTokenStoreTest, MidFileCorruptionIsAnError) {
   EXPECT_EQ(store->load()->tokens.size(), 4u);
 }
 
+// A store record framed as docs/TOKENS.md §5 says, with `salt` (empty: format
+// version 1): what a client could put in a renewer string.
+std::string sha256_prefix(std::string_view salt, std::string_view data, std::size_t n) {
+  unsigned char md[EVP_MAX_MD_SIZE];
+  unsigned int len = 0;
+  std::string input = std::string(salt) + std::string(data);
+  EXPECT_EQ(EVP_Digest(input.data(), input.size(), md, &len, EVP_sha256(), nullptr), 1);
+  return std::string(reinterpret_cast<const char*>(md), n);
+}
+
+std::string framed_record(std::string_view salt, std::string_view body) {
+  std::string out;
+  ByteWriter w(&out);
+  w.u32(static_cast<std::uint32_t>(body.size()));
+  out += sha256_prefix(salt, out, 4);
+  out += body;
+  out += sha256_prefix(salt, out, 16);
+  return out;
+}
+
+// A "remove key 7" record body.
+std::string remove_key_body() {
+  std::string body;
+  ByteWriter w(&body);
+  w.u8(3);
+  w.u32(7);
+  return body;
+}
+
+// Defect 8: the last token's renewer is itself a well-formed record (framed
+// without a salt as in format version 1, and even with this journal's own
+// salt, as if a client could read it). Cut anywhere inside that last
+// record, the journal is a torn tail: truncated, never STORE_CORRUPT.
+TEST_F(FileTokenStoreTest, TornTailWhoseRenewerIsAWellFormedRecord) {
+  for (const bool own_salt : {false, true}) {
+    SCOPED_TRACE(own_salt ? "record with the journal's salt" : "unsalted record");
+    fs::remove_all(store_dir());
+    std::size_t before_last = 0, after_last = 0;
+    TokenStoreState state_before_last;
+    std::string journal_file, planted;
+    {
+      auto store = open();
+      ASSERT_NE(store, nullptr);
+      // magic, version, generation and (version 2) the salt
+      const std::string header = read_all(store->journal_path());
+      const std::string salt = header.size() >= 32 ? header.substr(16, 16) : std::string();
+      planted = framed_record(own_salt ? salt : std::string(), remove_key_body());
+      populate(*store, 4);
+      state_before_last = *store->load();
+      before_last = store->stats().journal_bytes;
+      ASSERT_TRUE(store->add_token(make_token(*store->allocate_sequence_number(), kStart, planted)).ok());
+      after_last = store->stats().journal_bytes;
+      journal_file = store->journal_path();
+    }
+    const std::string full = read_all(journal_file);
+    const std::size_t planted_at = full.find(planted, before_last);
+    ASSERT_NE(planted_at, std::string::npos) << "the renewer is stored verbatim";
+    for (std::size_t cut = before_last + 1; cut < after_last; ++cut) {
+      SCOPED_TRACE("cut at " + std::to_string(cut) + " (planted record at " + std::to_string(planted_at) +
+                   "–" + std::to_string(planted_at + planted.size()) + ")");
+      write_all(journal_file, full.substr(0, cut));
+      auto store = FileTokenStore::open(store_dir());
+      ASSERT_TRUE(store.ok()) << store.status().to_string();
+      EXPECT_EQ((*store)->recovery().dropped_tail_bytes, cut - before_last);
+      expect_same_state(*(*store)->load(), state_before_last);
+      EXPECT_EQ(fs::file_size(journal_file), before_last);
+    }
+  }
+}
+
+// A damaged record with intact ones after it is corruption; so is one
+// followed only by a torn append (it was acknowledged: something was
+// appended after it).
+TEST_F(FileTokenStoreTest, DamagedMiddleRecordBeforeATornTailIsAnError) {
+  std::vector<std::size_t> ends;
+  std::string journal_file;
+  {
+    auto store = open();
+    ASSERT_NE(store, nullptr);
+    ends.push_back(store->stats().journal_bytes);
+    for (std::uint64_t seq = 1; seq <= 3; ++seq) {
+      ASSERT_TRUE(store->add_token(make_token(seq, kStart)).ok());
+      ends.push_back(store->stats().journal_bytes);
+    }
+    journal_file = store->journal_path();
+  }
+  const std::string full = read_all(journal_file);
+  std::string bytes = full.substr(0, ends[3] - 10);  // the last record torn
+  bytes[(ends[1] + ends[2]) / 2] ^= 0x20;           // the middle record's body damaged
+  write_all(journal_file, bytes);
+  auto s = FileTokenStore::open(store_dir());
+  ASSERT_TRUE(s.is(TokenErrc::kStoreCorrupt)) << s.status().to_string();
+  EXPECT_THAT(s.status().message, ::testing::HasSubstr("damaged record at offset " + std::to_string(ends[1])));
+  EXPECT_EQ(read_all(journal_file), bytes) << "left as found";
+}
+
+// A journal in format version 1 (no salt) is read, then rewritten as 2.
+TEST_F(FileTokenStoreTest, FormatVersion1IsReadAndMigrated) {
+  ASSERT_EQ(::mkdir(store_dir().c_str(), 0700), 0);
+  const MasterKey key = make_key(1, kStart);
+  const StoredToken token = make_token(5, kStart + hours(3));
+  std::string journal = "ATKJ";
+  {
+    ByteWriter w(&journal);
+    w.u32(1);
+    w.u64(0);
+  }
+  std::string key_body, token_body;
+  {
+    ByteWriter w(&key_body);
+    w.u8(2);
+    w.u32(key.id);
+    w.i64(key.created.time_since_epoch().count());
+    w.i64(key.expires.time_since_epoch().count());
+    w.str16(key.secret.view());
+    ByteWriter t(&token_body);
+    t.u8(4);
+    t.u64(token.sequence_number);
+    t.i64(token.renew_date.time_since_epoch().count());
+    t.str16(token.identifier);
+    t.str16(token.password.view());
+  }
+  journal += framed_record("", key_body) + framed_record("", token_body);
+  const std::size_t intact = journal.size();
+  journal += framed_record("", remove_key_body()).substr(0, 9);  // a torn tail, too
+  write_all(store_dir() + "/journal.0", journal);
+  {
+    auto store = open();
+    ASSERT_NE(store, nullptr);
+    EXPECT_EQ(store->recovery().format_version, 1u);
+    EXPECT_TRUE(store->recovery().migrated);
+    EXPECT_EQ(store->recovery().journal_records, 2u);
+    EXPECT_EQ(store->recovery().dropped_tail_bytes, journal.size() - intact);
+    auto state = *store->load();
+    ASSERT_EQ(state.keys.size(), 1u);
+    EXPECT_TRUE(state.keys[0].secret.equals(key.secret));
+    ASSERT_EQ(state.tokens.size(), 1u);
+    EXPECT_EQ(state.tokens[0].identifier, token.identifier);
+    EXPECT_EQ(state.tokens[0].renew_date, token.renew_date);
+    EXPECT_EQ(store->journal_path(), store_dir() + "/journal.1");
+    ASSERT_TRUE(store->update_token(5, kStart + hours(4)).ok());
+  }
+  EXPECT_FALSE(fs::exists(store_dir() + "/journal.0"));
+  const std::string snapshot = read_all(store_dir() + "/snapshot");
+  ASSERT_GE(snapshot.size(), 8u);
+  EXPECT_EQ(snapshot.substr(4, 4), std::string("\0\0\0\2", 4)) << "format version 2";
+  auto store = open();
+  ASSERT_NE(store, nullptr);
+  EXPECT_EQ(store->recovery().format_version, 2u);
+  EXPECT_FALSE(store->recovery().migrated);
+  EXPECT_EQ(store->load()->tokens[0].renew_date, kStart + hours(4));
+}
+
 TEST_F(FileTokenStoreTest, CompactionPreservesState) {
   auto store = open();
   ASSERT_NE(store, nullptr);
@@ -384,7 +540,7 @@ TEST_F(FileTokenStoreTest, CompactionPreservesState) {
   EXPECT_FALSE(fs::exists(old_journal));
   EXPECT_TRUE(fs::exists(store_dir() + "/snapshot"));
   EXPECT_EQ(store->journal_path(), store_dir() + "/journal.1");
-  EXPECT_EQ(store->stats().journal_bytes, 16u) << "an empty journal: its header only";
+  EXPECT_EQ(store->stats().journal_bytes, 32u) << "an empty journal: its header (with its salt) only";
   expect_same_state(*store->load(), before);
 
   // Changes after the snapshot go to the new journal; both are read back.
@@ -523,6 +679,52 @@ TEST_F(FileTokenStoreTest, FilesArePrivateWhateverTheUmask) {
     EXPECT_EQ(st.st_mode & 0777, 0600u) << e.path();
   }
   EXPECT_EQ(names, (std::set<std::string>{"LOCK", "snapshot", "journal.1"}));
+}
+
+// Defect 9: an existing directory and files with looser modes (made by
+// hand, or before this check) are made private at open, and reported.
+TEST_F(FileTokenStoreTest, ExistingLooseModesAreTightened) {
+  {
+    auto store = open();
+    ASSERT_NE(store, nullptr);
+    populate(*store, 2);
+    ASSERT_TRUE(store->compact().ok());
+  }
+  ASSERT_EQ(::chmod(store_dir().c_str(), 0755), 0);
+  ASSERT_EQ(::chmod((store_dir() + "/journal.1").c_str(), 0644), 0);
+  ASSERT_EQ(::chmod((store_dir() + "/snapshot").c_str(), 0640), 0);
+  auto store = open();
+  ASSERT_NE(store, nullptr);
+  struct stat st {};
+  ASSERT_EQ(::stat(store_dir().c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 0777, 0700u);
+  for (const char* name : {"journal.1", "snapshot", "LOCK"}) {
+    ASSERT_EQ(::stat((store_dir() + "/" + name).c_str(), &st), 0);
+    EXPECT_EQ(st.st_mode & 0777, 0600u) << name;
+  }
+  std::map<std::string, std::uint32_t> tightened(store->recovery().tightened.begin(),
+                                                 store->recovery().tightened.end());
+  EXPECT_EQ(tightened, (std::map<std::string, std::uint32_t>{
+                           {"token store directory " + store_dir(), 0755},
+                           {store_dir() + "/journal.1", 0644},
+                           {store_dir() + "/snapshot", 0640}}));
+}
+
+// ... and refused, with a clear error, when this process does not own them.
+TEST_F(FileTokenStoreTest, ForeignLooseDirectoryIsRefused) {
+  if (::geteuid() != 0) GTEST_SKIP() << "needs root to give the directory to another user";
+  ASSERT_EQ(::mkdir(store_dir().c_str(), 0755), 0);
+  ASSERT_EQ(::chown(store_dir().c_str(), 65534, 65534), 0);
+  auto s = FileTokenStore::open(store_dir());
+  ASSERT_TRUE(s.is(TokenErrc::kIoError)) << (s.ok() ? std::string("opened") : s.status().to_string());
+  EXPECT_THAT(s.status().message, ::testing::HasSubstr("has mode 0755 and belongs to uid 65534"));
+  EXPECT_THAT(s.status().message, ::testing::HasSubstr("cannot be made private"));
+  struct stat st {};
+  ASSERT_EQ(::stat(store_dir().c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 0777, 0755u) << "left as found";
+  // Someone else's private directory is fine (root can use it).
+  ASSERT_EQ(::chmod(store_dir().c_str(), 0700), 0);
+  EXPECT_NE(open(), nullptr);
 }
 
 TEST_F(FileTokenStoreTest, SecondOpenIsRefused) {

@@ -571,6 +571,48 @@ TEST_F(KerberosTest, ReplayedFirstTokenIsRefused) {
   ExpectKerberosSession(server->endpoint, mechanism, *kdc_);
 }
 
+// Defect 11 and its neighbours: a token that is no AP-REQ at all is
+// AUTHENTICATION_FAILED (advice: give up), never CREDENTIALS_EXPIRED
+// (advice: re-authenticate, which would send the same thing again). MIT
+// hands an empty token to SPNEGO, which fails for want of a credential.
+TEST_F(KerberosTest, MalformedTokensAreAuthenticationFailed) {
+  auto server = StartKerberosServer();
+  ASSERT_TRUE(server.ok()) << Describe(server);
+  auto mechanism = CcacheClient();
+  ASSERT_TRUE(mechanism);
+  auto token = FirstToken(*mechanism, TcpChannel(server->endpoint.port));
+  ASSERT_TRUE(token.ok()) << Describe(token);
+  ASSERT_GT(token->size(), 100u);
+  struct Case {
+    const char* name;
+    std::string token;
+    const char* message;
+  };
+  const Case cases[] = {
+      {"empty", "", "empty token"},
+      {"not a GSS token", "hello, kerberos", "is not a Kerberos AP-REQ"},
+      {"one zero byte", std::string(1, '\0'), "is not a Kerberos AP-REQ"},
+      // MIT: "Unspecified GSS failure" (GSS_S_FAILURE), already AUTHENTICATION_FAILED.
+      {"truncated to half", token->substr(0, token->size() / 2), "kerberos: accept"},
+      {"one byte short", token->substr(0, token->size() - 1), "kerberos: accept"},
+      {"SPNEGO's OID, nothing else", std::string("\x60\x08\x06\x06\x2b\x06\x01\x05\x05\x02", 10),
+       "is not a Kerberos AP-REQ"},
+  };
+  for (const auto& c : cases) {
+    SCOPED_TRACE(c.name);
+    auto reply = SendHello(server->endpoint.port, "kerberos", c.token);
+    ASSERT_TRUE(reply.has_value()) << "no reply";
+    ASSERT_EQ(static_cast<int>(reply->type), 0x06) << "ERROR expected";
+    auto error = wire::parse_error(reply->body);
+    ASSERT_TRUE(error.ok()) << Describe(error);
+    EXPECT_EQ(error->code, 104) << "AUTHENTICATION_FAILED expected: " << error->message;
+    EXPECT_THAT(error->message, HasSubstr(c.message));
+    RecordProperty(std::string("error_") + std::to_string(&c - cases), error->message);
+  }
+  ExpectServesSimple(server->endpoint);
+  ExpectKerberosSession(server->endpoint, mechanism, *kdc_);
+}
+
 // The server names a client by the service ticket it presents once it has
 // accepted that ticket (auth/kerberos_ticket_names.h). What that rests on,
 // with real tokens: a client's tokens carry the same ticket bytes session
