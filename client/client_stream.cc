@@ -18,7 +18,7 @@ asio::awaitable<Result<std::string>> ClientStream::finish() {
     stream_->send_control(wire::FrameType::kEndStream);
     // Nothing may follow END_STREAM: a write() racing with finish() fails
     // here, typed, instead of reaching the server, which answers DATA after
-    // END_STREAM with PROTOCOL_ERROR (docs/PROTOCOL.md section 6a).
+    // END_STREAM with PROTOCOL_ERROR (docs/PROTOCOL.md section 6).
     stream_->end_output(Status(Errc::kFailedPrecondition, "the stream was finished"));
   }
   for (;;) {

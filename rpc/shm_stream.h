@@ -3,7 +3,7 @@
 // shared memory (rpc/shm_ring.h) instead of DATA frames, while everything
 // else (opening, credit for the socket path, the final RESPONSE, CANCEL)
 // stays on the socket. docs/SHM.md ("Integration") has the design,
-// docs/PROTOCOL.md section 6b the frames.
+// docs/PROTOCOL.md section 7 the frames.
 //
 // ShmLink: one per connection. The client offers (SHM_HELLO) after
 // authentication if its options allow and the server's SO_PEERCRED passes

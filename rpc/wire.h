@@ -43,12 +43,12 @@ enum class FrameType : std::uint8_t {
   kRequest = 0x10,
   kResponse = 0x11,
   kCancel = 0x12,
-  // Streaming calls (call id ≠ 0; docs/PROTOCOL.md section 6a, docs/DATAPLANE.md).
+  // Streaming calls (call id ≠ 0; docs/PROTOCOL.md section 6, docs/DATAPLANE.md).
   kStreamRequest = 0x20,  // C→S: opens a streaming call (a REQUEST plus the client's window)
   kData = 0x21,           // either way: one message of a streaming call
   kWindowUpdate = 0x22,   // either way: returns flow-control credit
   kEndStream = 0x23,      // C→S: the client has no more messages
-  // Shared-memory data plane on unix:// connections (docs/SHM.md, PROTOCOL.md 6b).
+  // Shared-memory data plane on unix:// connections (docs/SHM.md, PROTOCOL.md 7).
   kShmHello = 0x30,   // C→S: offers shared memory; the client reads with recvmsg from now on
   kShmAccept = 0x31,  // S→C: u32 status (0: accepted) u32 reserved
   kShmRing = 0x32,    // either way: a stream's ring (geometry; its fds ride on this frame)
@@ -69,7 +69,7 @@ inline constexpr std::uint32_t kFeatureDoAs = 0x1;
 // A client opens streams only on connections whose AUTH_SUCCESS set it.
 inline constexpr std::uint32_t kFeatureStreams = 0x2;
 // AUTH_SUCCESS, unix:// only: the server understands SHM_HELLO (0x30–0x32,
-// docs/PROTOCOL.md section 6b); a client may offer shared memory.
+// docs/PROTOCOL.md section 7); a client may offer shared memory.
 inline constexpr std::uint32_t kFeatureShm = 0x4;
 
 struct FrameHeader {

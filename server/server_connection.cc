@@ -149,7 +149,7 @@ asio::awaitable<void> ServerConnection::serve() {
       co_return;
     }
     last_activity_ = Clock::now();
-    // Frames of a call need its id (PROTOCOL.md section 8); the handlers
+    // Frames of a call need its id (PROTOCOL.md section 10); the handlers
     // below would silently drop one with call id 0 (stream_bad_input_test,
     // CallFramesWithCallIdZeroAreProtocolErrors).
     if (frame->header.call_id == 0 && is_call_frame(frame->header.type)) {
@@ -241,7 +241,7 @@ void ServerConnection::cancel_all_calls() {
 }
 
 // Descriptors (SCM_RIGHTS) may ride only on SHM_RING frames, four each, on
-// a connection whose SHM_HELLO was accepted (PROTOCOL.md section 6b). When
+// a connection whose SHM_HELLO was accepted (PROTOCOL.md section 7). When
 // no input is buffered beyond the frames handled, every descriptor that has
 // arrived came with one of those frames, so any left unclaimed were sent
 // with something else (or an SHM_RING carried more than four): a protocol

@@ -626,7 +626,7 @@ INSTANTIATE_TEST_SUITE_P(
                       OwnNameCase{"MappedFullNameIsAnotherUser", true, "alice@EXAMPLE.COM", 7}),
     [](const auto& param_info) { return std::string(param_info.param.name); });
 
-// ---------------------------------------------------------------- section 9a: the exporter
+// ---------------------------------------------------------------- section 11: the exporter
 
 // A TLS connection made with OpenSSL directly, so that the test, not the
 // library under test, computes the exporter.

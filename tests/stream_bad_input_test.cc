@@ -1,6 +1,6 @@
 // Integration tests: a running Server fed misbehaving streaming-call frames
-// (docs/PROTOCOL.md section 6a: STREAM_REQUEST, DATA, WINDOW_UPDATE,
-// END_STREAM, CANCEL on a stream) and shared-memory frames (section 6b:
+// (docs/PROTOCOL.md section 6: STREAM_REQUEST, DATA, WINDOW_UPDATE,
+// END_STREAM, CANCEL on a stream) and shared-memory frames (section 7:
 // SHM_HELLO, SHM_ACCEPT, SHM_RING and its SCM_RIGHTS descriptors) by a
 // hand-written, authenticated client on a raw loopback socket. Each case
 // checks what the server answers — an ERROR frame with the right code and a
@@ -743,7 +743,7 @@ std::vector<CallFrame> LateFrames() {
 
 // --- frames for calls that are not (or no longer) open ------------------------------
 
-// PROTOCOL.md 6a: the server drops DATA, WINDOW_UPDATE and END_STREAM for a
+// PROTOCOL.md 6: the server drops DATA, WINDOW_UPDATE and END_STREAM for a
 // call id it has no open stream for (it cannot tell a finished call from one
 // never opened: ids are the client's); the connection goes on.
 TEST_P(StreamBadInputTest, FramesForACallThatWasNeverOpenedAreDropped) {
@@ -778,7 +778,7 @@ TEST_P(StreamBadInputTest, FramesForAFinishedStreamAreDropped) {
   ExpectServerStillServes();
 }
 
-// PROTOCOL.md 8: "a call frame with id 0" is a PROTOCOL_ERROR. (Before the
+// PROTOCOL.md 10: "a call frame with id 0" is a PROTOCOL_ERROR. (Before the
 // fix in server_connection.cc these were silently dropped.)
 TEST_P(StreamBadInputTest, CallFramesWithCallIdZeroAreProtocolErrors) {
   std::vector<CallFrame> rows = {
@@ -1013,7 +1013,7 @@ const char* HeldName(Held held) {
 }
 
 // After CANCEL the server sends nothing more for the id, so the client may
-// use it again at once (PROTOCOL.md sections 3 and 6a): the new call runs
+// use it again at once (PROTOCOL.md sections 3 and 6): the new call runs
 // and is answered with its own result, and the cancelled call's result is
 // dropped when its handler returns. The handlers here ignore cancellation,
 // so the old call surely still runs when the id comes back. (Before the
@@ -1161,7 +1161,7 @@ TEST_P(StreamBadInputTest, ReusingAnOutstandingCallsIdIsStillAProtocolError) {
 
 // --- the client's end of a stream --------------------------------------------------
 
-// After END_STREAM the client has no more messages (PROTOCOL.md 6a). While
+// After END_STREAM the client has no more messages (PROTOCOL.md 6). While
 // the call runs, a second END_STREAM or more DATA is a PROTOCOL_ERROR (they
 // used to be dropped: data the client thought it sent was lost without an
 // error); after the call's RESPONSE they are dropped (above).

@@ -561,7 +561,7 @@ TEST_P(StreamingTest, ServerStoppingMidStreamIsTyped) {
   // A connection-level failure: closed inside a message, reset or
   // UNAVAILABLE (retryable) — or, when the close cut a frame header or a
   // small frame, the truncated-frame PROTOCOL_ERROR every frame read reports
-  // (docs/PROTOCOL.md section 8).
+  // (docs/PROTOCOL.md section 10).
   const Status end = reading.get();
   EXPECT_FALSE(end.ok());
   if (end.code == make_error_code(Errc::kProtocolError)) {
