@@ -104,6 +104,7 @@ TEST(LogSink, PeerStringsReachTheServerLogEscaped) {
   TokenServiceOptions t;
   t.store = TokenServiceOptions::Store::kMemory;
   t.mechanism.services = {"svc"};
+  t.mechanism.allow_plaintext = true;  // tcp://: the challenge exchange's HELLO names the service
   t.log = log.sink();
   auto tokens = TokenService::open(std::move(t));
   ASSERT_TRUE(tokens.ok()) << Describe(tokens);
@@ -136,7 +137,7 @@ TEST(LogSink, PeerStringsReachTheServerLogEscaped) {
        }},
       {"token service", "service-forged",
        [](RawConnection& c, const std::string& text) {
-         token_wire::Hello hello;
+         token_wire::ChallengeHello hello;
          hello.identifier = "not an identifier";
          hello.service = text;
          c.SendHello("token", hello.encode());
