@@ -98,7 +98,15 @@ void server_sessions(std::string_view data, bool raw) {
   TokenServerMechanism mechanism(realm.secrets, options);
   ChannelInfo channel;
   channel.peer_address = "127.0.0.1:40000";
-  if (options_byte & 0x40) channel.channel_binding = std::string(TokenRealm::kChannelBinding);
+  // A TLS channel (bound proofs) or a unix one (the replay cache); plaintext
+  // tcp is refused before the HELLO is read (PLAINTEXT), so it reaches nothing.
+  if (options_byte & 0x40) {
+    channel.scheme = Endpoint::Scheme::kTls;
+    channel.tls = true;
+    channel.channel_binding = std::string(TokenRealm::kChannelBinding);
+  } else {
+    channel.scheme = Endpoint::Scheme::kUnix;
+  }
 
   if (raw) {
     (void)step(mechanism, channel, data);
@@ -153,9 +161,13 @@ void server_sessions(std::string_view data, bool raw) {
       require((flags & 8) != 0, "token success without the password");
       require(result.token.size() == 1 + token_wire::kProofBytes, "bad final token");
     }
-    // bit 6: replay the same HELLO at once.
+    // bit 6: replay the same HELLO at once, on another connection: over TLS
+    // that connection's channel binding differs (the replay cache is for
+    // unix, where the channel is the same).
     if (flags & 64) {
-      const ServerStep again = step(mechanism, channel, encoded);
+      ChannelInfo replay_channel = channel;
+      if (!replay_channel.channel_binding.empty()) replay_channel.channel_binding.back() ^= 0x01;
+      const ServerStep again = step(mechanism, replay_channel, encoded);
       require(again.kind != ServerStep::Kind::kSuccess || result.kind != ServerStep::Kind::kSuccess,
               "a replayed token HELLO was accepted twice");
     }
