@@ -106,11 +106,11 @@ bool out_of_descriptors(std::error_code ec) {
 // connection and destroy the answer; nothing waits, as the descriptor must
 // come back.
 //
-// no_sanitize("vptr"): this runs with no descriptor free, and UBSan's vptr
-// check reads the vtable through a pipe(2) it cannot open then, so it
-// reports every virtual call here as "invalid vptr" (a false positive of
-// the sanitizer runtime, seen in the ASan+UBSan build of
-// preauth_budget_test). ASan still checks the memory accesses.
+// no_sanitize("vptr"): until the stream is closed this runs with one
+// descriptor free, and UBSan's vptr check reads vtables through a pipe(2),
+// which needs two: it would report every virtual call here as "invalid
+// vptr" (a false positive of the sanitizer runtime, seen in the ASan+UBSan
+// build of preauth_budget_test). ASan still checks the memory accesses.
 #if defined(__clang__) || defined(__GNUC__)
 __attribute__((no_sanitize("vptr")))
 #endif
@@ -151,7 +151,17 @@ class AcceptFailureLog {
   std::uint64_t suppressed_ = 0;
 };
 
-UniqueFd open_reserve_fd() { return UniqueFd(::open("/dev/null", O_RDONLY | O_CLOEXEC)); }
+// The reserve: two descriptors, one for the client waiting to be told
+// SERVER_BUSY and one spare, so that the refused stream is torn down with
+// descriptors free (UBSan's vptr check, for one, opens a pipe: with none
+// free it reports every virtual call as an invalid vptr). Reopens what is
+// missing; true when both are held.
+bool reopen_reserve(Reactor& reactor) {
+  for (auto& fd : reactor.reserve_fds) {
+    if (!fd) fd = UniqueFd(::open("/dev/null", O_RDONLY | O_CLOEXEC));
+  }
+  return reactor.reserve_fds[0] && reactor.reserve_fds[1];
+}
 
 // Closes an unauthenticated connection the budget chose to make room, on its
 // own reactor.
@@ -178,22 +188,21 @@ asio::awaitable<void> accept_loop(Server::Impl& server, Reactor& reactor, Listen
         ++server.accept_out_of_descriptors;
         // The waiting client would otherwise hang until its own timeout:
         // free the reserve descriptor, take the connection, refuse it.
-        if (reactor.reserve_fd) {
-          reactor.reserve_fd.reset();
+        if (reactor.reserve_fds[0] && reactor.reserve_fds[1]) {
+          for (auto& fd : reactor.reserve_fds) fd.reset();
           auto refused = co_await listener.accept();
           if (refused.ok()) {
             ++server.connections_accepted;
             ++server.connections_refused_busy;
             refuse_out_of_descriptors(std::move(*refused), server.options.max_connections);
           }
-          reactor.reserve_fd = open_reserve_fd();
-          if (reactor.reserve_fd) continue;
+          if (reopen_reserve(reactor)) continue;
         }
       }
       // Other failures, or no reserve: back off, keep serving.
       asio::steady_timer pause(reactor.io, std::chrono::milliseconds(100));
       co_await pause.async_wait(asio::use_awaitable);
-      if (!reactor.reserve_fd) reactor.reserve_fd = open_reserve_fd();
+      reopen_reserve(reactor);
       continue;
     }
     ++server.connections_accepted;
@@ -247,8 +256,8 @@ asio::awaitable<void> sweep_loop(Reactor& reactor, std::chrono::milliseconds int
   }
 }
 
-// Descriptors the options need: one per connection, a listener and a
-// reserve per reactor and endpoint, and a margin for the rest of the process
+// Descriptors the options need: one per connection, a listener per reactor
+// and endpoint, two reserve descriptors per reactor, and a margin for the rest of the process
 // (log and keytab files, replay caches, shared-memory rings in transit).
 constexpr rlim_t kDescriptorMargin = 64;
 
@@ -259,7 +268,7 @@ constexpr rlim_t kDescriptorMargin = 64;
 // a working if smaller server).
 void check_descriptor_limit(Server::Impl& server, std::size_t threads) {
   const rlim_t needed = server.options.max_connections +
-                        threads * (server.options.endpoints.size() + 1) + kDescriptorMargin;
+                        threads * (server.options.endpoints.size() + 2) + kDescriptorMargin;
   rlimit limit{};
   if (::getrlimit(RLIMIT_NOFILE, &limit) != 0) return;
   if (limit.rlim_cur != RLIM_INFINITY && limit.rlim_cur < needed) {
@@ -357,7 +366,7 @@ Status Server::start() {
   impl_->blocking_pool = std::make_unique<asio::thread_pool>(impl_->options.blocking_threads);
   for (auto& reactor : impl_->reactors) {
     reactor->work.emplace(reactor->io.get_executor());
-    reactor->reserve_fd = open_reserve_fd();
+    reopen_reserve(*reactor);
     for (auto& listener : reactor->listeners) {
       asio::co_spawn(reactor->io, accept_loop(*impl_, *reactor, *listener), asio::detached);
     }

@@ -1,6 +1,8 @@
 // Internal: the state a Server shares with its connections. Not installed.
 #pragma once
 
+#include <array>
+
 #include <asio/executor_work_guard.hpp>
 #include <asio/io_context.hpp>
 #include <asio/steady_timer.hpp>
@@ -38,8 +40,9 @@ struct Reactor {
   std::vector<std::unique_ptr<Listener>> listeners;
   std::unordered_set<std::shared_ptr<ServerConnection>> connections;
   // Closed when accept() runs out of descriptors, so that the connection
-  // waiting can still be accepted and told SERVER_BUSY; then reopened.
-  UniqueFd reserve_fd;
+  // waiting can still be accepted and told SERVER_BUSY; then reopened. Two:
+  // one for that connection, one spare while it is refused (server.cc).
+  std::array<UniqueFd, 2> reserve_fds;
   std::thread thread;
   std::promise<void> exited;  // set when `thread` leaves io.run()
 };
