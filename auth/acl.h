@@ -13,7 +13,7 @@
 #include <string_view>
 #include <vector>
 
-#include "rpc/result.h"
+#include "security/base/result.h"
 
 namespace authrpc {
 

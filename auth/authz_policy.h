@@ -17,7 +17,7 @@
 #include "auth/group_cache.h"
 #include "auth/identity.h"
 #include "auth/principal_mapper.h"
-#include "rpc/result.h"
+#include "security/base/result.h"
 
 namespace authrpc {
 

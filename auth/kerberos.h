@@ -12,7 +12,7 @@
 #include <string>
 
 #include "auth/mechanism.h"
-#include "rpc/result.h"
+#include "security/base/result.h"
 
 namespace authrpc {
 

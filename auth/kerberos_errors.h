@@ -3,7 +3,7 @@
 // (UNAVAILABLE) from "this will never work" (AUTHENTICATION_FAILED).
 #pragma once
 
-#include "rpc/status.h"
+#include "security/base/status.h"
 #include "security/kerberos_credentials.h"
 
 namespace authrpc {

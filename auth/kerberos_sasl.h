@@ -22,7 +22,7 @@
 
 #include "auth/kerberos.h"
 #include "auth/mechanism.h"
-#include "rpc/result.h"
+#include "security/base/result.h"
 
 namespace authrpc {
 

@@ -15,7 +15,7 @@
 
 #include "auth/identity.h"
 #include "rpc/endpoint.h"
-#include "rpc/result.h"
+#include "security/base/result.h"
 
 namespace authrpc {
 

@@ -12,7 +12,7 @@
 #include <string_view>
 #include <vector>
 
-#include "rpc/result.h"
+#include "security/base/result.h"
 
 namespace authrpc {
 

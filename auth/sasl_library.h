@@ -20,7 +20,7 @@
 #include <string>
 #include <vector>
 
-#include "rpc/status.h"
+#include "security/base/status.h"
 
 namespace authrpc::sasl {
 

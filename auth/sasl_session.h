@@ -27,8 +27,8 @@
 #include <string>
 #include <string_view>
 
-#include "rpc/result.h"
-#include "rpc/status.h"
+#include "security/base/result.h"
+#include "security/base/status.h"
 
 namespace authrpc::sasl {
 

@@ -7,7 +7,7 @@
 
 #include <string_view>
 
-#include "rpc/status.h"
+#include "security/base/status.h"
 
 namespace authrpc::cli {
 

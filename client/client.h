@@ -1,7 +1,7 @@
 // Client: one authenticated connection to a server, carrying any number of
 // concurrent calls (multiplexed by call id). Calls are blocking (call),
 // future-based (call_future) or coroutines (async_call, on the client's
-// executor). Errors are typed: see rpc/status.h and retry_advice().
+// executor). Errors are typed: see security/base/status.h and retry_advice().
 //
 // A Client lives on one executor; its blocking methods may be called from any
 // thread except that executor's own (they would deadlock and fail instead).
@@ -23,7 +23,7 @@
 #include "client/client_stream.h"
 #include "rpc/endpoint.h"
 #include "rpc/policy.h"
-#include "rpc/result.h"
+#include "security/base/result.h"
 #include "rpc/shm_stream.h"
 #include "rpc/transport.h"
 

@@ -18,7 +18,7 @@
 
 #include "rpc/call_stream.h"
 #include "rpc/payload.h"
-#include "rpc/result.h"
+#include "security/base/result.h"
 
 namespace authrpc {
 

@@ -8,7 +8,7 @@
 
 #include <string>
 
-#include "rpc/status.h"
+#include "security/base/status.h"
 #include "security/token_errors.h"
 
 namespace authrpc::cli {

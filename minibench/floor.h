@@ -26,7 +26,7 @@
 
 #include "minibench/stats.h"
 #include "rpc/endpoint.h"
-#include "rpc/result.h"
+#include "security/base/result.h"
 
 namespace minibench {
 

@@ -12,7 +12,7 @@
 #include <utility>
 
 #include "rpc/endpoint.h"
-#include "rpc/result.h"
+#include "security/base/result.h"
 
 namespace minibench::net {
 

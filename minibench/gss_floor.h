@@ -26,7 +26,7 @@
 #include "minibench/floor.h"
 #include "minibench/stats.h"
 #include "rpc/endpoint.h"
-#include "rpc/result.h"
+#include "security/base/result.h"
 #include "security/kerberos_credentials.h"
 
 namespace minibench {

@@ -13,8 +13,8 @@
 #include <vector>
 
 #include "minibench/kdc_log.h"
-#include "rpc/result.h"
-#include "rpc/status.h"
+#include "security/base/result.h"
+#include "security/base/status.h"
 
 namespace minibench {
 

@@ -15,7 +15,7 @@
 #include <vector>
 
 #include "minibench/report.h"
-#include "rpc/result.h"
+#include "security/base/result.h"
 
 namespace minibench {
 

@@ -21,7 +21,7 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
-#include "rpc/result.h"
+#include "security/base/result.h"
 #include "security/kerberos_credentials.h"
 
 namespace minibench {

@@ -28,7 +28,7 @@
 #include <vector>
 
 #include "minibench/stats.h"
-#include "rpc/result.h"
+#include "security/base/result.h"
 
 namespace minibench {
 

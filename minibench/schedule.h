@@ -16,7 +16,7 @@
 
 #include "minibench/plan.h"
 #include "minibench/stats.h"
-#include "rpc/result.h"
+#include "security/base/result.h"
 
 namespace minibench {
 

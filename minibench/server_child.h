@@ -38,7 +38,7 @@
 #include <vector>
 
 #include "rpc/endpoint.h"
-#include "rpc/result.h"
+#include "security/base/result.h"
 #include "security/kerberos_credentials.h"
 
 namespace minibench {

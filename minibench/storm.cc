@@ -31,7 +31,7 @@
 #include "auth/simple.h"
 #include "client/client.h"
 #include "minibench/stats.h"
-#include "rpc/log.h"
+#include "security/base/log.h"
 #include "rpc/messages.h"
 #include "server/server.h"
 #include "server/service.h"

@@ -43,7 +43,7 @@
 #include "minibench/stats.h"
 #include "minibench/tls_sessions.h"
 #include "rpc/call_stream.h"
-#include "rpc/log.h"
+#include "security/base/log.h"
 #include "security/tls_context.h"
 #include "server/server.h"
 #include "server/service.h"

@@ -12,7 +12,7 @@
 #include "minibench/floor.h"
 #include "minibench/stats.h"
 #include "rpc/endpoint.h"
-#include "rpc/result.h"
+#include "security/base/result.h"
 
 namespace authrpc::security {
 class TlsServerContext;

@@ -12,7 +12,7 @@
 
 #include "client/client.h"
 #include "rpc/endpoint.h"
-#include "rpc/result.h"
+#include "security/base/result.h"
 
 namespace minibench {
 

@@ -36,7 +36,7 @@
 
 #include "rpc/frame_channel.h"
 #include "rpc/payload.h"
-#include "rpc/result.h"
+#include "security/base/result.h"
 
 namespace authrpc {
 

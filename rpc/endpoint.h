@@ -8,7 +8,7 @@
 #include <string>
 #include <string_view>
 
-#include "rpc/result.h"
+#include "security/base/result.h"
 
 namespace authrpc {
 

@@ -9,7 +9,7 @@
 #include <string_view>
 #include <vector>
 
-#include "rpc/result.h"
+#include "security/base/result.h"
 #include "rpc/wire.h"
 
 namespace authrpc::wire {

@@ -9,7 +9,7 @@
 
 #include <system_error>
 
-#include "rpc/status.h"
+#include "security/base/status.h"
 
 namespace authrpc {
 

@@ -16,7 +16,7 @@
 
 #include <optional>
 
-#include "rpc/result.h"
+#include "security/base/result.h"
 #include "rpc/shm_ring.h"
 
 namespace authrpc {

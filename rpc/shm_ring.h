@@ -24,7 +24,7 @@
 #include <memory>
 #include <span>
 
-#include "rpc/result.h"
+#include "security/base/result.h"
 #include "rpc/shm_errors.h"
 #include "rpc/unique_fd.h"
 

@@ -33,7 +33,7 @@
 
 #include "rpc/frame_channel.h"
 #include "rpc/payload.h"
-#include "rpc/result.h"
+#include "security/base/result.h"
 #include "rpc/shm_handoff.h"
 #include "rpc/shm_ring.h"
 

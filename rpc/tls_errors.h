@@ -8,7 +8,7 @@
 #include <string>
 #include <system_error>
 
-#include "rpc/status.h"
+#include "security/base/status.h"
 
 namespace authrpc {
 

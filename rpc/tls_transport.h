@@ -22,7 +22,7 @@
 #include <memory>
 
 #include "rpc/endpoint.h"
-#include "rpc/result.h"
+#include "security/base/result.h"
 #include "rpc/transport.h"
 
 namespace authrpc {

@@ -21,7 +21,7 @@
 #include <vector>
 
 #include "rpc/endpoint.h"
-#include "rpc/result.h"
+#include "security/base/result.h"
 #include "rpc/unique_fd.h"
 
 namespace authrpc {

@@ -17,8 +17,8 @@
 #include <thread>
 
 #include "auth/identity.h"
-#include "rpc/log.h"
-#include "rpc/result.h"
+#include "security/base/log.h"
+#include "security/base/result.h"
 
 namespace authrpc {
 

@@ -10,7 +10,7 @@
 #include <string>
 
 #include "auth/mechanism_registry.h"
-#include "rpc/result.h"
+#include "security/base/result.h"
 #include "server/server.h"
 #include "server/token_service.h"
 

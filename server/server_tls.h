@@ -9,7 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "rpc/policy.h"
-#include "rpc/result.h"
+#include "security/base/result.h"
 #include "rpc/transport.h"
 #include "server/server.h"
 

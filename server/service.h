@@ -21,7 +21,7 @@
 #include <string_view>
 
 #include "auth/identity.h"
-#include "rpc/result.h"
+#include "security/base/result.h"
 #include "server/server_stream.h"
 
 namespace authrpc {

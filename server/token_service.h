@@ -34,8 +34,8 @@
 
 #include "auth/mechanism_registry.h"
 #include "auth/token_mechanism.h"
-#include "rpc/log.h"
-#include "rpc/result.h"
+#include "security/base/log.h"
+#include "security/base/result.h"
 #include "security/secret_manager.h"
 #include "security/token_store.h"
 #include "security/zk_token_store.h"

@@ -1,4 +1,4 @@
-// Log lines and peer-chosen strings (rpc/log.h, docs/AUTHZ.md "Logs"):
+// Log lines and peer-chosen strings (security/base/log.h, docs/AUTHZ.md "Logs"):
 // escape_for_log() over a table of hostile and harmless inputs, a LogSink
 // escaping for every caller, and a real Server on loopback whose log is
 // captured while raw peers send a mechanism name, a token's service and an
@@ -13,7 +13,7 @@
 
 #include "auth/simple.h"
 #include "auth/token_mechanism.h"
-#include "rpc/log.h"
+#include "security/base/log.h"
 #include "rpc/messages.h"
 #include "server/server.h"
 #include "server/token_service.h"

@@ -8,7 +8,7 @@
 #include <string>
 
 #include "minibench/local_kdc.h"
-#include "rpc/status.h"
+#include "security/base/status.h"
 
 namespace authrpc::testing {
 

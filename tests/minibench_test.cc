@@ -27,7 +27,7 @@
 #include "minibench/plot.h"
 #include "minibench/report.h"
 #include "mini_kdc.h"
-#include "rpc/log.h"
+#include "security/base/log.h"
 #include "server/server.h"
 
 #ifndef MINIBENCH_BIN

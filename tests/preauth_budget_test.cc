@@ -28,7 +28,7 @@
 #include "auth/simple.h"
 #include "client/client.h"
 #include "rpc/messages.h"
-#include "rpc/status.h"
+#include "security/base/status.h"
 #include "rpc/wire.h"
 #include "server/preauth_budget.h"
 #include "server/server.h"

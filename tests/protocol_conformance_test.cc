@@ -38,7 +38,7 @@
 #include "auth/authz_policy.h"
 #include "auth/simple.h"
 #include "auth/token_mechanism.h"
-#include "rpc/log.h"
+#include "security/base/log.h"
 #include "security/memory_token_store.h"
 #include "security/secret_manager.h"
 #include "security/tls_context.h"

@@ -44,7 +44,7 @@
 #include "auth/simple.h"
 #include "client/client.h"
 #include "client/client_runtime.h"
-#include "rpc/log.h"
+#include "security/base/log.h"
 #include "rpc/messages.h"
 #include "rpc/shm_ring.h"
 #include "rpc/wire.h"

@@ -29,7 +29,7 @@
 #include "auth/simple.h"
 #include "client/client.h"
 #include "client/client_runtime.h"
-#include "rpc/log.h"
+#include "security/base/log.h"
 #include "security/tls_context.h"
 #include "server/server.h"
 #include "server/service.h"

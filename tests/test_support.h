@@ -20,7 +20,7 @@
 #include <sys/types.h>
 
 #include "rpc/endpoint.h"
-#include "rpc/result.h"
+#include "security/base/result.h"
 #include "rpc/wire.h"
 #include "server/server.h"
 #include "server/service.h"

@@ -1,4 +1,4 @@
-#include "rpc/status.h"
+#include "security/base/status.h"
 
 #include <asio/error.hpp>
 #include <cerrno>

@@ -1,4 +1,4 @@
-#include "rpc/log.h"
+#include "security/base/log.h"
 
 #include <chrono>
 #include <cstdint>

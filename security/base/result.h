@@ -5,7 +5,7 @@
 #include <utility>
 #include <variant>
 
-#include "rpc/status.h"
+#include "security/base/status.h"
 
 namespace authrpc {
 
