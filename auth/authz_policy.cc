@@ -1,9 +1,9 @@
 #include "auth/authz_policy.h"
 
+#include "auth/default_realm.h"
 #include "rpc/json_document.h"
 
 #include <grp.h>
-#include <krb5.h>
 #include <pwd.h>
 #include <unistd.h>
 
@@ -24,20 +24,6 @@ Status check_keys(const nlohmann::json& j, const std::string& where,
     if (!allowed.contains(key)) return config_error("unknown key '" + where + "." + key + "'");
   }
   return {};
-}
-
-// The default realm of krb5.conf (KRB5_CONFIG), or "" if there is none.
-std::string krb5_default_realm() {
-  krb5_context ctx = nullptr;
-  if (krb5_init_context(&ctx) != 0) return {};
-  std::string out;
-  char* realm = nullptr;
-  if (krb5_get_default_realm(ctx, &realm) == 0) {
-    out = realm;
-    krb5_free_default_realm(ctx, realm);
-  }
-  krb5_free_context(ctx);
-  return out;
 }
 
 // getgrouplist() for `user`: names of its primary and supplementary groups.

@@ -171,7 +171,8 @@ void MechanismRegistry::register_token_builtins(MechanismRegistry& r) {
                     });
   // The interop mechanisms (auth/token_sasl.h): the same tokens through
   // Cyrus DIGEST-MD5 and SCRAM-SHA-256; their server halves come from the
-  // token service too.
+  // token service too, which binds the token-server factories below to its
+  // SecretManager.
   for (std::string_view name : {kTokenDigestMechanism, kTokenScramMechanism}) {
     r.register_server(std::string(name),
                       [name](const nlohmann::json&) -> Result<std::shared_ptr<ServerMechanism>> {
@@ -192,6 +193,35 @@ void MechanismRegistry::register_token_builtins(MechanismRegistry& r) {
           }
           return std::shared_ptr<ClientMechanism>(
               std::make_shared<TokenSaslClientMechanism>(name, std::move(t), std::move(n)));
+        });
+    r.register_token_server(
+        std::string(name),
+        [name](const nlohmann::json& json, std::shared_ptr<const security::SecretManager> secrets)
+            -> Result<std::shared_ptr<ServerMechanism>> {
+          TokenSaslServerOptions o;
+          if (json.is_object()) {
+            for (const auto& [key, value] : json.items()) {
+              if (key == "scram_verifier_cache" && name == kTokenScramMechanism) {
+                if (!value.is_number_unsigned() || value.get<std::uint64_t>() > (1u << 26)) {
+                  return Status(Errc::kConfigError,
+                                std::string(name) + ": 'scram_verifier_cache' must be an integer 0 … 2^26");
+                }
+                o.scram_verifier_cache = value.get<std::size_t>();
+                continue;
+              }
+              std::string* field = key == "sasl_service"  ? &o.service
+                                   : key == "server_fqdn" ? &o.server_fqdn
+                                                          : nullptr;
+              if (field == nullptr || !value.is_string()) {
+                return Status(Errc::kConfigError, std::string(name) + ": unknown or non-string option '" +
+                                                      key + "' (sasl_service, server_fqdn" +
+                                                      (name == kTokenScramMechanism ? ", scram_verifier_cache)" : ")"));
+              }
+              *field = value.get<std::string>();
+            }
+          }
+          return std::shared_ptr<ServerMechanism>(
+              std::make_shared<TokenSaslServerMechanism>(name, std::move(secrets), std::move(o)));
         });
   }
 }

@@ -41,6 +41,10 @@ void MechanismRegistry::register_client(std::string name, ClientFactory factory)
   client_[std::move(name)] = std::move(factory);
 }
 
+void MechanismRegistry::register_token_server(std::string name, TokenServerFactory factory) {
+  token_server_[std::move(name)] = std::move(factory);
+}
+
 Result<std::shared_ptr<ServerMechanism>> MechanismRegistry::make_server(
     std::string_view name, const nlohmann::json& options) const {
   return make(server_, "server", name, options);

@@ -13,6 +13,9 @@
 #include "auth/mechanism.h"
 
 namespace authrpc {
+namespace security {
+class SecretManager;
+}
 
 class MechanismRegistry {
  public:
@@ -20,6 +23,12 @@ class MechanismRegistry {
       std::function<Result<std::shared_ptr<ServerMechanism>>(const nlohmann::json& options)>;
   using ClientFactory =
       std::function<Result<std::shared_ptr<ClientMechanism>>(const nlohmann::json& options)>;
+  // A server mechanism that verifies delegation tokens with the server's
+  // SecretManager: TokenService::register_mechanism() (server/token_service.h)
+  // binds each one to its own and registers it as a server factory. So the
+  // token service needs to know no mechanism but its own `token`.
+  using TokenServerFactory = std::function<Result<std::shared_ptr<ServerMechanism>>(
+      const nlohmann::json& options, std::shared_ptr<const security::SecretManager> secrets)>;
 
   // An empty registry; see with_builtins().
   MechanismRegistry() = default;
@@ -31,6 +40,7 @@ class MechanismRegistry {
 
   void register_server(std::string name, ServerFactory factory);
   void register_client(std::string name, ClientFactory factory);
+  void register_token_server(std::string name, TokenServerFactory factory);
 
   // kMechanismUnavailable for an unknown name, the factory's error otherwise.
   Result<std::shared_ptr<ServerMechanism>> make_server(std::string_view name,
@@ -40,11 +50,15 @@ class MechanismRegistry {
 
   std::vector<std::string> server_names() const;
   std::vector<std::string> client_names() const;
+  const std::map<std::string, TokenServerFactory, std::less<>>& token_servers() const noexcept {
+    return token_server_;
+  }
 
  private:
   static void register_token_builtins(MechanismRegistry& r);
   std::map<std::string, ServerFactory, std::less<>> server_;
   std::map<std::string, ClientFactory, std::less<>> client_;
+  std::map<std::string, TokenServerFactory, std::less<>> token_server_;
 };
 
 }  // namespace authrpc

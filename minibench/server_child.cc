@@ -31,6 +31,9 @@
 #include "minibench/gss_floor.h"
 #include "minibench/tls_floor.h"
 #include "security/tls_context.h"
+#if AUTHRPC_HAVE_ZOOKEEPER
+#include "security/zk_store_factory.h"
+#endif
 #include "server/server.h"
 #include "server/service.h"
 
@@ -171,9 +174,15 @@ void serve(int fd, const ServerChildOptions& options, const std::function<void()
                   [](const ServerMechanismSpec& m) { return m.name.starts_with("token"); })) {
     authrpc::TokenServiceOptions t;
     if (!options.token_zk_connect.empty()) {
-      t.store = authrpc::TokenServiceOptions::Store::kZooKeeper;
-      t.zookeeper.connect = options.token_zk_connect;
-      t.zookeeper.root = "/minibench/" + std::to_string(::getpid());
+#if AUTHRPC_HAVE_ZOOKEEPER
+      authrpc::security::ZkTokenStoreOptions zk;
+      zk.connect = options.token_zk_connect;
+      zk.root = "/minibench/" + std::to_string(::getpid());
+      t.store = authrpc::TokenServiceOptions::Store::kShared;
+      t.shared_store = authrpc::security::zookeeper_store(std::move(zk));
+#else
+      fail_child(fd, "token service: --zk-connect needs authrpc built with ZooKeeper support");
+#endif
     } else if (options.token_store_dir.empty()) {
       t.store = authrpc::TokenServiceOptions::Store::kMemory;
     } else {

@@ -8,7 +8,9 @@
 #     image installs every library the installed binaries load, build
 #     examples/ against the prefix as a separate consumer project
 #     (find_package(authrpc)) and run it; build it again with pkg-config
-#     alone from the installed copy,
+#     alone from the installed copy, check that hello_service links no
+#     Kerberos/SASL/ZooKeeper library and that every installed header
+#     compiles on its own,
 #  5. run the README's and docs' shell blocks marked <!-- ci: run -->.
 # Set AUTHRPC_SKIP_ASAN=1 to skip step 2 locally, AUTHRPC_SKIP_FUZZ=1 step 3.
 set -euo pipefail
@@ -19,6 +21,7 @@ start=$(date +%s)
 
 echo "== build and test (RelWithDebInfo)"
 bash scripts/build.sh build
+bash scripts/check_layers.sh build  # includes and library links follow the layers
 ctest --test-dir build -j "$JOBS" --output-on-failure --timeout 300
 
 if [[ "${AUTHRPC_SKIP_ASAN:-0}" != 1 ]]; then
@@ -52,6 +55,19 @@ share=$prefix/share/authrpc
 g++ -o build/hello_service-pkgconfig "$share/examples/hello_service.cc" \
   $(PKG_CONFIG_PATH=$(dirname "$pc") pkg-config --cflags --libs authrpc)
 build/hello_service-pkgconfig
+# A program with its own mechanisms links no Kerberos, SASL or ZooKeeper
+# library (docs/API.md), whichever way it was built.
+for bin in build/examples-consumer/hello_service build/hello_service-pkgconfig; do
+  if ldd "$bin" | grep -E 'lib(gssapi_krb5|krb5|sasl2|zookeeper)'; then
+    echo "test: $bin links a library of an optional component" >&2; exit 1
+  fi
+done
+# Every installed header compiles on its own against the prefix (a header
+# missing from CMakeLists.txt's lists fails here).
+flags=$(PKG_CONFIG_PATH=$(dirname "$pc") pkg-config --cflags authrpc-builtins)
+(cd "$prefix/include" && find authrpc -name '*.h' | sort) |
+  xargs -P "$JOBS" -I{} sh -c 'echo "#include <{}>" | g++ -x c++ -fsyntax-only $0 - ||
+                                  { echo "test: installed header {} does not compile on its own" >&2; exit 255; }' "$flags"
 for f in examples/server.json examples/server-tls.json examples/acl.json; do
   cmp "$f" "$share/$f"
 done

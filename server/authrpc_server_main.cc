@@ -88,7 +88,8 @@ int main(int argc, char** argv) {
 
   // The configuration, and the token service if it has a "tokens" section,
   // read by the library exactly as an application would (docs/CONFIG.md).
-  auto config = authrpc::load_server_config(config_path, authrpc::MechanismRegistry::with_builtins());
+  auto config = authrpc::load_server_config(config_path, authrpc::MechanismRegistry::with_builtins(),
+                                            authrpc::security::TokenStoreRegistry::with_builtins());
   if (!config.ok()) {
     std::fprintf(stderr, "authrpc-server: %s\n", config.status().to_string().c_str());
     return config.code() == authrpc::Errc::kConfigError ? kExitUsage : kExitCannotStart;

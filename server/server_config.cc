@@ -134,7 +134,8 @@ Status read_shared_memory(const nlohmann::json& config, ServerOptions& o) {
 }  // namespace
 
 Result<ServerOptions> server_options_from_json(const nlohmann::json& config,
-                                               const MechanismRegistry& registry) {
+                                               const MechanismRegistry& registry,
+                                               const security::TokenStoreRegistry& stores) {
   if (!config.is_object()) return config_error("configuration must be a JSON object");
   if (Status s = check_keys(config, "",
                             {"listen", "auth", "io_threads", "blocking_threads",
@@ -223,7 +224,7 @@ Result<ServerOptions> server_options_from_json(const nlohmann::json& config,
   if (!log.ok()) return log.status();
   o.log = std::move(*log);
   if (config.contains("tokens")) {
-    auto tokens = token_service_options_from_json(config["tokens"]);
+    auto tokens = token_service_options_from_json(config["tokens"], stores);
     if (!tokens.ok()) return tokens.status();
   }
   if (Status s = read_authz(config, o); !s.ok()) return s;
@@ -236,11 +237,12 @@ Status ServerConfig::add_services(Server& server) const {
 }
 
 Result<ServerConfig> server_config_from_json(const nlohmann::json& config,
-                                             MechanismRegistry registry) {
+                                             MechanismRegistry registry,
+                                             const security::TokenStoreRegistry& stores) {
   if (!config.is_object()) return config_error("configuration must be a JSON object");
   ServerConfig out;
   if (config.contains("tokens")) {
-    auto options = token_service_options_from_json(config["tokens"]);
+    auto options = token_service_options_from_json(config["tokens"], stores);
     if (!options.ok()) return options.status();
     // The service logs where the server does.
     auto log = read_log_sink(config);
@@ -251,7 +253,7 @@ Result<ServerConfig> server_config_from_json(const nlohmann::json& config,
     (*service)->register_mechanism(registry);
     out.tokens = std::move(*service);
   }
-  auto options = server_options_from_json(config, registry);
+  auto options = server_options_from_json(config, registry, stores);
   if (!options.ok()) return options.status();
   out.options = std::move(*options);
   // Renewers compare by short name through the configuration's mapping rules.
@@ -259,10 +261,11 @@ Result<ServerConfig> server_config_from_json(const nlohmann::json& config,
   return out;
 }
 
-Result<ServerConfig> load_server_config(const std::string& path, MechanismRegistry registry) {
+Result<ServerConfig> load_server_config(const std::string& path, MechanismRegistry registry,
+                                        const security::TokenStoreRegistry& stores) {
   auto config = read_json_document(path, "configuration file");
   if (!config.ok()) return config.status();
-  auto built = server_config_from_json(*config, std::move(registry));
+  auto built = server_config_from_json(*config, std::move(registry), stores);
   if (!built.ok()) return Status(built.code(), path + ": " + built.status().message);
   return built;
 }

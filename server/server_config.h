@@ -11,6 +11,7 @@
 
 #include "auth/mechanism_registry.h"
 #include "security/base/result.h"
+#include "security/token_store_registry.h"
 #include "server/server.h"
 #include "server/token_service.h"
 
@@ -33,17 +34,22 @@ struct ServerConfig {
 // Builds a ServerConfig from a configuration object, exactly as
 // authrpc-server does: every key is checked (the "tokens" section's too),
 // the token service is opened if configured, and mechanisms are built
-// through `registry` plus the token service's.
+// through `registry` plus the token service's. A shared token store's type
+// is looked up in `stores` (authrpc-server passes
+// security::TokenStoreRegistry::with_builtins()).
 Result<ServerConfig> server_config_from_json(const nlohmann::json& config,
-                                             MechanismRegistry registry);
+                                             MechanismRegistry registry,
+                                             const security::TokenStoreRegistry& stores = {});
 // Reads a configuration file (comments allowed; a syntax error names its
 // line and column) and builds it as server_config_from_json() does.
-Result<ServerConfig> load_server_config(const std::string& path, MechanismRegistry registry);
+Result<ServerConfig> load_server_config(const std::string& path, MechanismRegistry registry,
+                                        const security::TokenStoreRegistry& stores = {});
 
 // The options alone, opening nothing: a "tokens" section is checked but not
 // opened, so auth.mechanisms may name `token` only if `registry` already
 // makes it (e.g. a TokenService the application opened itself).
 Result<ServerOptions> server_options_from_json(const nlohmann::json& config,
-                                               const MechanismRegistry& registry);
+                                               const MechanismRegistry& registry,
+                                               const security::TokenStoreRegistry& stores = {});
 
 }  // namespace authrpc

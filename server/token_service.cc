@@ -7,7 +7,6 @@
 #include <nlohmann/json.hpp>
 #include <set>
 
-#include "auth/token_sasl.h"
 #include "auth/token_status.h"
 #include "security/file_token_store.h"
 #include "security/memory_token_store.h"
@@ -73,56 +72,10 @@ std::string caller_of(const Identity& identity) {
   return identity.principal.empty() ? identity.user : identity.principal;
 }
 
-// "store": {"type": "zookeeper", "connect": "h1:2181,h2:2181", "root":
-// "/authrpc/tokens/svc", "auth": {"digest_file": PATH}, ...}
-// (docs/ZOOKEEPER.md). The digest file holds "user:password".
-Status read_zookeeper_store(const nlohmann::json& o, security::ZkTokenStoreOptions& out) {
-  static const std::set<std::string> kKeys = {"type", "connect", "root", "auth", "session_timeout_ms",
-                                              "connect_timeout_ms", "start_timeout_ms", "sequence_batch"};
-  for (const auto& [key, _] : o.items()) {
-    if (!kKeys.contains(key)) return config_error(".store." + key + "' is not a known key");
-  }
-  for (const char* key : {"connect", "root"}) {
-    if (!o.contains(key) || !o[key].is_string() || o[key].get<std::string>().empty()) {
-      return config_error(std::string(".store.") + key + "' is required with the zookeeper store");
-    }
-  }
-  out.connect = o["connect"].get<std::string>();
-  out.root = o["root"].get<std::string>();
-  for (Status s : {read_ms(o, "session_timeout_ms", out.session_timeout, 1000),
-                   read_ms(o, "connect_timeout_ms", out.connect_timeout, 100),
-                   read_ms(o, "start_timeout_ms", out.start_timeout, 0)}) {
-    if (!s.ok()) return s;
-  }
-  if (o.contains("sequence_batch")) {
-    const auto& v = o["sequence_batch"];
-    if (!v.is_number_unsigned() || v.get<std::uint64_t>() < 1 || v.get<std::uint64_t>() > 100000) {
-      return config_error(".store.sequence_batch' must be an integer from 1 to 100000");
-    }
-    out.sequence_batch = v.get<std::uint32_t>();
-  }
-  if (o.contains("auth") && !o["auth"].is_null()) {
-    const auto& a = o["auth"];
-    if (!a.is_object() || a.size() != 1 || !a.contains("digest_file") || !a["digest_file"].is_string()) {
-      return config_error(".store.auth' must be {\"digest_file\": PATH} (a file holding user:password) or null");
-    }
-    const std::string path = a["digest_file"].get<std::string>();
-    std::ifstream in(path);
-    std::string line;
-    if (!in || !std::getline(in, line)) return config_error(".store.auth.digest_file' " + path + " cannot be read");
-    while (!line.empty() && (line.back() == '\r' || line.back() == ' ')) line.pop_back();
-    const auto colon = line.find(':');
-    const bool well_formed = colon != std::string::npos && colon > 0 && colon + 1 < line.size();
-    if (well_formed) out.digest = security::SecretBytes(line);
-    security::cleanse(line.data(), line.size());
-    if (!well_formed) return config_error(".store.auth.digest_file' " + path + " must hold user:password");
-  }
-  return {};
-}
-
 }  // namespace
 
-Result<TokenServiceOptions> token_service_options_from_json(const nlohmann::json& config) {
+Result<TokenServiceOptions> token_service_options_from_json(const nlohmann::json& config,
+                                                             const security::TokenStoreRegistry& stores) {
   TokenServiceOptions o;
   if (!config.is_object()) return config_error("' must be an object");
   static const std::set<std::string> kKeys = {
@@ -133,19 +86,35 @@ Result<TokenServiceOptions> token_service_options_from_json(const nlohmann::json
     if (!kKeys.contains(key)) return config_error("." + key + "' is not a known key");
   }
   const bool store_object = config.contains("store") && config["store"].is_object();
+  // A shared store's type: what an optional component registered (e.g.
+  // "zookeeper"), named in errors so the message lists what this program has.
+  std::string shared_types;
+  for (const auto& type : stores.types()) {
+    shared_types += (shared_types.empty() ? "\"" : " or \"") + type + "\"";
+  }
   if (config.contains("store") && !config["store"].is_string() && !store_object) {
-    return config_error(".store' must be \"file\", \"memory\" or {\"type\": \"zookeeper\", ...}");
+    return config_error(".store' must be \"file\", \"memory\" or {\"type\": " +
+                        (shared_types.empty() ? std::string("...") : shared_types) + ", ...}");
   }
   std::string store = store_object ? config["store"].value("type", std::string())
                                    : config.value("store", std::string("file"));
-  if (store_object && store != "zookeeper") {
-    return config_error(".store.type' must be \"zookeeper\" (\"file\" and \"memory\" are plain strings)");
+  const security::TokenStoreRegistry::Factory* shared = stores.find(store);
+  if (store_object && shared == nullptr) {
+    if (shared_types.empty()) {
+      return config_error(".store.type' \"" + store +
+                          "\": this program has no shared token store (authrpc built without ZooKeeper "
+                          "support, or the program not linked with authrpc::builtins)");
+    }
+    return config_error(".store.type' must be " + shared_types +
+                        " (\"file\" and \"memory\" are plain strings)");
   }
-  if (store == "zookeeper") {
-    if (!store_object) return config_error(".store' zookeeper needs {\"type\": \"zookeeper\", \"connect\": ..., \"root\": ...}");
-    o.store = TokenServiceOptions::Store::kZooKeeper;
-    if (config.contains("dir")) return config_error(".dir' is only for the file store");
-    if (Status s = read_zookeeper_store(config["store"], o.zookeeper); !s.ok()) return s;
+  if (shared != nullptr) {
+    // Given the plain string, the factory says what its object needs.
+    o.store = TokenServiceOptions::Store::kShared;
+    if (store_object && config.contains("dir")) return config_error(".dir' is only for the file store");
+    auto opener = (*shared)(config["store"]);
+    if (!opener.ok()) return opener.status();
+    o.shared_store = std::move(*opener);
   } else if (store == "file") {
     o.store = TokenServiceOptions::Store::kFile;
     if (!config.contains("dir") || !config["dir"].is_string() ||
@@ -217,18 +186,16 @@ Result<std::unique_ptr<TokenService>> TokenService::open(TokenServiceOptions opt
       }
     }
     store = std::move(*file);
-  } else if (options.store == TokenServiceOptions::Store::kZooKeeper) {
-#if AUTHRPC_HAVE_ZOOKEEPER
-    auto zk_options = options.zookeeper;
-    zk_options.sweep_interval = options.sweep_interval;
-    auto zk = security::ZkTokenStore::open(std::move(zk_options));
-    if (!zk.ok()) return token_status(zk.status(), TokenUse::kService, "token store (ZooKeeper)");
-    store = std::move(*zk);
-#else
-    return Status(Errc::kConfigError,
-                  "token store: this authrpc was built without ZooKeeper support "
-                  "(install libzookeeper-mt-dev and rebuild)");
-#endif
+  } else if (options.store == TokenServiceOptions::Store::kShared) {
+    if (!options.shared_store.open) {
+      return Status(Errc::kConfigError, "token store: a shared store needs TokenServiceOptions::shared_store");
+    }
+    auto shared = options.shared_store.open(options.sweep_interval);
+    if (!shared.ok()) {
+      return token_status(shared.status(), TokenUse::kService,
+                          "token store (" + options.shared_store.label + ")");
+    }
+    store = std::move(*shared);
   } else {
     store = std::make_shared<security::MemoryTokenStore>();
   }
@@ -290,8 +257,7 @@ void TokenService::sweeper() {
 }
 
 bool TokenService::may_issue(const Identity& identity) const {
-  return identity.mechanism != kTokenMechanism && identity.mechanism != kTokenDigestMechanism &&
-         identity.mechanism != kTokenScramMechanism &&
+  return !is_token_mechanism(identity.mechanism) &&
          std::find(options_.issue_mechanisms.begin(), options_.issue_mechanisms.end(),
                    identity.mechanism) != options_.issue_mechanisms.end();
 }
@@ -306,43 +272,17 @@ void TokenService::register_mechanism(MechanismRegistry& registry) const {
         }
         return std::shared_ptr<ServerMechanism>(m);
       });
-  // The interop mechanisms (auth/token_sasl.h) share the SecretManager.
-  for (std::string_view name : {kTokenDigestMechanism, kTokenScramMechanism}) {
+  // Mechanisms of other modules that verify tokens (e.g. the interop ones of
+  // auth/token_sasl.h) share the SecretManager.
+  for (const auto& [name, factory] : registry.token_servers()) {
     registry.register_server(
-        std::string(name),
-        [name, secrets = std::shared_ptr<const security::SecretManager>(secrets_)](
-            const nlohmann::json& json) -> Result<std::shared_ptr<ServerMechanism>> {
-          TokenSaslServerOptions o;
-          if (json.is_object()) {
-            for (const auto& [key, value] : json.items()) {
-              if (key == "scram_verifier_cache" && name == kTokenScramMechanism) {
-                if (!value.is_number_unsigned() || value.get<std::uint64_t>() > (1u << 26)) {
-                  return Status(Errc::kConfigError,
-                                std::string(name) + ": 'scram_verifier_cache' must be an integer 0 … 2^26");
-                }
-                o.scram_verifier_cache = value.get<std::size_t>();
-                continue;
-              }
-              std::string* field = key == "sasl_service"  ? &o.service
-                                   : key == "server_fqdn" ? &o.server_fqdn
-                                                          : nullptr;
-              if (field == nullptr || !value.is_string()) {
-                return Status(Errc::kConfigError, std::string(name) + ": unknown or non-string option '" +
-                                                      key + "' (sasl_service, server_fqdn" +
-                                                      (name == kTokenScramMechanism ? ", scram_verifier_cache)" : ")"));
-              }
-              *field = value.get<std::string>();
-            }
-          }
-          return std::shared_ptr<ServerMechanism>(
-              std::make_shared<TokenSaslServerMechanism>(name, secrets, std::move(o)));
-        });
+        name, [factory, secrets = std::shared_ptr<const security::SecretManager>(secrets_)](
+                  const nlohmann::json& json) { return factory(json, secrets); });
   }
 }
 
 bool TokenService::may_cancel(const Identity& identity) const {
-  return may_issue(identity) || identity.mechanism == kTokenMechanism ||
-         identity.mechanism == kTokenDigestMechanism || identity.mechanism == kTokenScramMechanism;
+  return may_issue(identity) || is_token_mechanism(identity.mechanism);
 }
 
 // The token service's requests are one small object of strings; a token's

@@ -38,7 +38,7 @@
 #include "security/base/result.h"
 #include "security/secret_manager.h"
 #include "security/token_store.h"
-#include "security/zk_token_store.h"
+#include "security/token_store_registry.h"
 #include "server/service.h"
 #include "server/token_renewer.h"
 
@@ -47,12 +47,13 @@ namespace authrpc {
 inline constexpr std::string_view kTokenServiceName = "token";
 
 struct TokenServiceOptions {
-  enum class Store { kFile, kMemory, kZooKeeper };
+  enum class Store { kFile, kMemory, kShared };
   Store store = Store::kFile;
   std::string dir;  // kFile: the store directory (required)
-  // kZooKeeper: shared by a fleet (docs/ZOOKEEPER.md); its sweep_interval
-  // is taken from sweep_interval below.
-  security::ZkTokenStoreOptions zookeeper;
+  // kShared: a store from an optional component, shared by a fleet (e.g.
+  // security::zookeeper_store(): docs/ZOOKEEPER.md); opened with
+  // sweep_interval below.
+  security::TokenStoreOpener shared_store;
   security::SecretManagerOptions secrets;  // lifetimes, key roll, clock
   // How often the sweeper runs (expired tokens, retired keys, key roll).
   std::chrono::milliseconds sweep_interval{std::chrono::minutes(1)};
@@ -65,8 +66,10 @@ struct TokenServiceOptions {
 };
 
 // The "tokens" object of the server configuration; unknown keys and wrong
-// types are kConfigError.
-Result<TokenServiceOptions> token_service_options_from_json(const nlohmann::json& config);
+// types are kConfigError. A "store" object's "type" is looked up in `stores`
+// (the file and memory stores need none).
+Result<TokenServiceOptions> token_service_options_from_json(
+    const nlohmann::json& config, const security::TokenStoreRegistry& stores = {});
 
 class TokenService {
  public:

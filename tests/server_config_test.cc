@@ -532,5 +532,55 @@ TEST(ServerConfigTokensTest, WithoutATokensSectionThereIsNoTokenService) {
   EXPECT_EQ(config->tokens, nullptr);
 }
 
+// A shared token store is a type registered by an optional component
+// (security/token_store_registry.h): the zookeeper component reads its own
+// keys when the program registers it, and a program without it refuses the
+// type with a clear error instead of failing when the store opens.
+TEST(ServerConfigTokensTest, ASharedStoreIsReadByTheComponentThatRegisteredIt) {
+  const json zk = {{"store", {{"type", "zookeeper"}, {"connect", "127.0.0.1:1"}, {"root", "/a"}}}};
+  auto without = token_service_options_from_json(zk);
+  ASSERT_FALSE(without.ok());
+  EXPECT_EQ(without.code(), make_error_code(Errc::kConfigError));
+  EXPECT_NE(without.status().message.find("built without ZooKeeper support"), std::string::npos)
+      << without.status().message;
+
+  const auto stores = security::TokenStoreRegistry::with_builtins();
+  if (stores.find("zookeeper") == nullptr) GTEST_SKIP() << "authrpc was built without ZooKeeper";
+  auto with = token_service_options_from_json(zk, stores);
+  ASSERT_TRUE(with.ok()) << with.status().to_string();
+  EXPECT_EQ(with->store, TokenServiceOptions::Store::kShared);
+  EXPECT_EQ(with->shared_store.label, "ZooKeeper");
+  EXPECT_TRUE(with->shared_store.open);
+
+  struct Case {
+    const char* name;
+    json tokens;
+    const char* message;  // exactly, as before the store became a registered type
+  };
+  const Case cases[] = {
+      {"a plain string", {{"store", "zookeeper"}},
+       "'tokens.store' zookeeper needs {\"type\": \"zookeeper\", \"connect\": ..., \"root\": ...}"},
+      {"no connect", {{"store", {{"type", "zookeeper"}, {"root", "/a"}}}},
+       "'tokens.store.connect' is required with the zookeeper store"},
+      {"an unknown key", {{"store", {{"type", "zookeeper"}, {"connect", "h:1"}, {"root", "/a"}, {"x", 1}}}},
+       "'tokens.store.x' is not a known key"},
+      {"a batch of 0",
+       {{"store", {{"type", "zookeeper"}, {"connect", "h:1"}, {"root", "/a"}, {"sequence_batch", 0}}}},
+       "'tokens.store.sequence_batch' must be an integer from 1 to 100000"},
+      {"a directory too", {{"store", {{"type", "zookeeper"}, {"connect", "h:1"}, {"root", "/a"}}}, {"dir", "/d"}},
+       "'tokens.dir' is only for the file store"},
+      {"another type", {{"store", {{"type", "etcd"}}}},
+       "'tokens.store.type' must be \"zookeeper\" (\"file\" and \"memory\" are plain strings)"},
+      {"a number", {{"store", 1}}, "'tokens.store' must be \"file\", \"memory\" or {\"type\": \"zookeeper\", ...}"},
+  };
+  for (const auto& c : cases) {
+    SCOPED_TRACE(c.name);
+    auto r = token_service_options_from_json(c.tokens, stores);
+    ASSERT_FALSE(r.ok());
+    EXPECT_EQ(r.code(), make_error_code(Errc::kConfigError));
+    EXPECT_EQ(r.status().message, c.message);
+  }
+}
+
 }  // namespace
 }  // namespace authrpc

@@ -34,6 +34,7 @@
 #include "auth/token_mechanism.h"
 #include "client/client.h"
 #include "security/tls_context.h"
+#include "security/zk_store_factory.h"
 #include "security/zk_token_store.h"
 #include "server/server.h"
 #include "server/token_service.h"
@@ -116,13 +117,19 @@ class ZkTokenItest : public ::testing::Test {
 
   static std::string Principal(const std::string& name) { return name + "@" + kdc_->realm(); }
 
+  security::ZkTokenStoreOptions ZkOptions() const {
+    security::ZkTokenStoreOptions z;
+    z.connect = zk_->connect_string();
+    z.root = root_;
+    z.digest = security::SecretBytes(std::string_view(kDigest));
+    z.session_timeout = 4s;
+    return z;
+  }
+
   TokenServiceOptions FleetOptions() const {
     TokenServiceOptions t;
-    t.store = TokenServiceOptions::Store::kZooKeeper;
-    t.zookeeper.connect = zk_->connect_string();
-    t.zookeeper.root = root_;
-    t.zookeeper.digest = security::SecretBytes(std::string_view(kDigest));
-    t.zookeeper.session_timeout = 4s;
+    t.store = TokenServiceOptions::Store::kShared;
+    t.shared_store = security::zookeeper_store(ZkOptions());
     t.log = null_log_sink();
     return t;
   }
@@ -414,7 +421,7 @@ TEST_F(ZkTokenItest, ServerKilledDuringIssuanceLeavesNoHalfWrittenToken) {
     EXPECT_TRUE(verified.ok()) << verified.status().to_string();
   }
   // Every node in ZooKeeper decodes: a fresh store loads the whole state.
-  security::ZkTokenStoreOptions o = FleetOptions().zookeeper;
+  security::ZkTokenStoreOptions o = ZkOptions();
   auto store = security::ZkTokenStore::open(o);
   ASSERT_TRUE(store.ok()) << store.status().to_string();
   auto state = (*store)->load();

@@ -105,11 +105,12 @@ bool server_config(std::string_view data) {
   // (a token service would start a store, a sweeper thread, a ZooKeeper
   // session): the "tokens" section's options, then the rest with the
   // built-in mechanisms (the ACL file and an audit log are opened).
+  static const auto stores = security::TokenStoreRegistry::with_builtins();
   if (config.is_object() && config.contains("tokens")) {
-    (void)token_service_options_from_json(config["tokens"]);
+    (void)token_service_options_from_json(config["tokens"], stores);
   }
   static const MechanismRegistry registry = MechanismRegistry::with_builtins();
-  (void)server_options_from_json(config, registry);
+  (void)server_options_from_json(config, registry, stores);
   return true;
 }
 
