@@ -1,5 +1,5 @@
 // Authorization end to end with real Kerberos (docs/AUTHZ.md): two real MIT
-// KDCs (tests/mini_kdc.h) — AUTHRPC.TEST and PARTNER.TEST, whose clients
+// KDCs (tests/testing/mini_kdc.h) — AUTHRPC.TEST and PARTNER.TEST, whose clients
 // reach the same server key name (rpc/localhost) in each realm — a real
 // Server with the `kerberos` and `token` mechanisms, the token service, an
 // ACL file and an audit log, and real Clients on loopback:
@@ -35,7 +35,7 @@
 #include "server/audit_log.h"
 #include "server/server.h"
 #include "server/token_service.h"
-#include "tests/mini_kdc.h"
+#include "tests/testing/mini_kdc.h"
 #include "tests/test_support.h"
 
 #ifndef AUTHRPC_CLI_BIN

@@ -1,5 +1,5 @@
 // Integration tests for the `kerberos` mechanism (auth/kerberos.h) against a
-// real MIT KDC started by the test (tests/mini_kdc.h): real tickets, real
+// real MIT KDC started by the test (tests/testing/mini_kdc.h): real tickets, real
 // keytabs, real replay cache, real Servers and Clients over loopback TCP and
 // abstract Unix sockets.
 //
@@ -50,7 +50,7 @@
 #include "security/base/status.h"
 #include "rpc/wire.h"
 #include "server/server.h"
-#include "tests/mini_kdc.h"
+#include "tests/testing/mini_kdc.h"
 #include "tests/test_support.h"
 
 #ifndef AUTHRPC_CLI_BIN

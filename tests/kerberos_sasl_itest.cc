@@ -1,7 +1,7 @@
 // Integration tests for the `kerberos-sasl` mechanism (auth/kerberos_sasl.h:
 // SASL GSSAPI through Cyrus SASL) and its Cyrus wrapper (auth/sasl_library.h,
 // auth/sasl_session.h), against a real MIT KDC started by the test
-// (tests/mini_kdc.h): real tickets, keytabs and replay cache, real Servers and
+// (tests/testing/mini_kdc.h): real tickets, keytabs and replay cache, real Servers and
 // Clients over loopback TCP and abstract Unix sockets, the real Cyrus GSSAPI
 // plugin.
 //
@@ -51,7 +51,7 @@
 #include "rpc/wire.h"
 #include "security/kerberos_credentials.h"
 #include "server/server.h"
-#include "tests/mini_kdc.h"
+#include "tests/testing/mini_kdc.h"
 #include "tests/test_support.h"
 
 #ifndef AUTHRPC_CLI_BIN

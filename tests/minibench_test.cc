@@ -26,7 +26,7 @@
 #include "minibench/floor_check.h"
 #include "minibench/plot.h"
 #include "minibench/report.h"
-#include "mini_kdc.h"
+#include "tests/testing/mini_kdc.h"
 #include "security/base/log.h"
 #include "server/server.h"
 

@@ -1,7 +1,7 @@
 // Channel binding: `kerberos` over TLS binds its AP-REQ to the TLS channel
 // (RFC 9266 tls-exporter as GSS channel bindings), so that authentication
 // relayed through a different TLS connection fails. A real MIT KDC
-// (tests/mini_kdc.h) and a test-only relaying proxy: a man in the middle that
+// (tests/testing/mini_kdc.h) and a test-only relaying proxy: a man in the middle that
 // terminates the client's TLS with its own certificate — one the client
 // trusts, the worst case — and re-originates TLS to the real server.
 #include <gmock/gmock.h>
@@ -24,7 +24,7 @@
 #include "rpc/tls_transport.h"
 #include "security/tls_context.h"
 #include "server/server.h"
-#include "tests/mini_kdc.h"
+#include "tests/testing/mini_kdc.h"
 #include "tests/tls_test_certs.h"
 
 namespace authrpc {

@@ -1,5 +1,5 @@
 // Integration tests for delegation tokens end to end, against a real MIT KDC
-// (tests/mini_kdc.h), real Servers and Clients on loopback, the real file
+// (tests/testing/mini_kdc.h), real Servers and Clients on loopback, the real file
 // token store, and the real authrpc-server and authrpc binaries:
 //  - fetch over Kerberos (token.get), then authenticate with the token alone
 //    while KRB5CCNAME points at an empty cache;
@@ -51,7 +51,7 @@
 #include "security/tls_context.h"
 #include "server/server.h"
 #include "server/token_service.h"
-#include "tests/mini_kdc.h"
+#include "tests/testing/mini_kdc.h"
 #include "tests/test_support.h"
 #include "tests/tls_test_certs.h"
 #include "tests/token_capture.h"

@@ -1,6 +1,6 @@
 // A fleet of authrpc servers sharing delegation tokens through one real
 // ZooKeeper (tests/mini_zk.h), with tokens fetched over Kerberos from a real
-// KDC (tests/mini_kdc.h):
+// KDC (tests/testing/mini_kdc.h):
 //  - issue on A, authenticate on B, renew on B, cancel on C: then refused
 //    by all three;
 //  - a master key rolled on A is picked up by B and C;
@@ -37,7 +37,7 @@
 #include "security/zk_token_store.h"
 #include "server/server.h"
 #include "server/token_service.h"
-#include "tests/mini_kdc.h"
+#include "tests/testing/mini_kdc.h"
 #include "tests/mini_zk.h"
 #include "tests/test_support.h"
 #include "tests/tls_test_certs.h"
