@@ -289,7 +289,7 @@ INSTANTIATE_TEST_SUITE_P(
              Channel::kMutualTls, kOk, "simple", "bob"},
         Case{"every_mechanism_x509_first", {"x509", "kerberos", "token"}, kEveryTlsMechanism,
              Channel::kMutualTls, kOk, "x509", "alice"}),
-    [](const auto& info) { return std::string(info.param.name); });
+    [](const auto& tp) { return std::string(tp.param.name); });
 
 }  // namespace
 }  // namespace authrpc
