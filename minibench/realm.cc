@@ -4,12 +4,13 @@
 
 #include <cstdlib>
 
-#include "minibench/local_kdc.h"
+#include "tests/testing/mini_kdc.h"
 
 namespace minibench {
 namespace {
 
 using authrpc::Errc;
+using authrpc::testing::MiniKdc;
 using authrpc::Status;
 using authrpc::security::KerberosCredentials;
 
@@ -87,14 +88,14 @@ Status BenchRealm::start_throwaway(BenchRealm& realm, const RealmFlags& flags) {
                   "throwaway realm's log is read anyway)");
   }
   std::string missing;
-  if (!LocalKdc::tools_installed(&missing)) {
+  if (!MiniKdc::tools_installed(&missing)) {
     return Status(Errc::kNotFound,
                   missing + " not found: install krb5-kdc, krb5-admin-server and krb5-user "
                             "(scripts/setup.sh), or name a realm with --keytab, "
                             "--service-principal, ...");
   }
-  realm.kdc_ = std::make_unique<LocalKdc>();
-  LocalKdc& kdc = *realm.kdc_;
+  realm.kdc_ = std::make_unique<MiniKdc>();
+  MiniKdc& kdc = *realm.kdc_;
   if (Status s = kdc.start(); !s.ok()) return s;
   if (Status s = kdc.add_principal(kClient); !s.ok()) return s;
   if (Status s = kdc.create_keytab(kClient, kdc.client_keytab()); !s.ok()) return s;

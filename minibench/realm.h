@@ -2,7 +2,7 @@
 // kerberos-sasl, floor/gss) run against, and KerberosSetup, what each side
 // needs to use it.
 //
-// Without realm flags, BenchRealm starts a throwaway one (minibench/local_kdc.h):
+// Without realm flags, BenchRealm starts a throwaway one (tests/testing/mini_kdc.h):
 // krb5kdc on a free 127.0.0.1 port in a temporary directory, principals
 // alice and rpc/localhost with keytabs, and KRB5_CONFIG, KRB5CCNAME (alice's
 // TGT, for tools), KRB5_KTNAME, KRB5RCACHEDIR set for this process (MIT
@@ -24,9 +24,11 @@
 #include "security/base/result.h"
 #include "security/kerberos_credentials.h"
 
-namespace minibench {
+namespace authrpc::testing {
+class MiniKdc;
+}
 
-class LocalKdc;
+namespace minibench {
 
 // The realm-related command-line flags.
 struct RealmFlags {
@@ -89,7 +91,7 @@ class BenchRealm {
   static authrpc::Status start_throwaway(BenchRealm& realm, const RealmFlags& flags);
   static authrpc::Status use_named(BenchRealm& realm, const RealmFlags& flags);
 
-  std::unique_ptr<LocalKdc> kdc_;  // null for a named realm
+  std::unique_ptr<authrpc::testing::MiniKdc> kdc_;  // null for a named realm
   KerberosSetup setup_;
 };
 

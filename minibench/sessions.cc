@@ -14,7 +14,7 @@
 #include "client/client.h"
 #include "minibench/floor.h"
 #include "minibench/gss_floor.h"
-#include "minibench/kdc_log.h"
+#include "tests/testing/kdc_log.h"
 #include "minibench/schedule.h"
 #include "minibench/tls_sessions.h"
 #include "security/tls_context.h"
@@ -34,6 +34,7 @@ using authrpc::ClientMechanism;
 using authrpc::ClientOptions;
 using authrpc::Result;
 using authrpc::Status;
+using authrpc::testing::KdcLog;
 using authrpc::security::KerberosCredentials;
 
 asio::awaitable<Result<Clock::duration>> authrpc_session(asio::any_io_executor ex,

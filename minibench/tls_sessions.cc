@@ -11,7 +11,7 @@
 #include <optional>
 
 #include "client/client.h"
-#include "minibench/kdc_log.h"
+#include "tests/testing/kdc_log.h"
 #include "minibench/schedule.h"
 #include "minibench/tls_floor.h"
 #include "security/tls_context.h"
@@ -23,6 +23,7 @@ using authrpc::Client;
 using authrpc::ClientOptions;
 using authrpc::Result;
 using authrpc::Status;
+using authrpc::testing::KdcLog;
 
 // One TLS row: a method, with or without session resumption, and what its
 // p50 is held to (nullopt: no target; "" reference: floor/tls).

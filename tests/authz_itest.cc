@@ -1,5 +1,5 @@
 // Authorization end to end with real Kerberos (docs/AUTHZ.md): two real MIT
-// KDCs (tests/mini_kdc.h) — AUTHRPC.TEST and PARTNER.TEST, whose clients
+// KDCs (tests/testing/mini_kdc.h) — AUTHRPC.TEST and PARTNER.TEST, whose clients
 // reach the same server key name (rpc/localhost) in each realm — a real
 // Server with the `kerberos` and `token` mechanisms, the token service, an
 // ACL file and an audit log, and real Clients on loopback:
@@ -35,7 +35,8 @@
 #include "server/audit_log.h"
 #include "server/server.h"
 #include "server/token_service.h"
-#include "tests/mini_kdc.h"
+#include "tests/testing/mini_kdc.h"
+#include "tests/test_server.h"
 #include "tests/test_support.h"
 
 #ifndef AUTHRPC_CLI_BIN
@@ -156,26 +157,19 @@ class AuthzItest : public ::testing::Test {
     k.principal = "*";
     auto kerberos = KerberosServerMechanism::create(k);
     ASSERT_TRUE(kerberos.ok()) << Describe(kerberos);
-    ServerOptions o;
-    o.endpoints = {*Endpoint::parse("tcp://127.0.0.1:0")};
-    o.mechanisms = {*kerberos, tokens_->mechanism()};
-    o.io_threads = 1;
-    o.blocking_threads = 2;
-    o.stop_grace = 1s;
-    o.log = null_log_sink();
-    o.authorizer = *authorizer;
-    o.audit_log = audit_;
-    server_ = std::make_unique<Server>(std::move(o));
-    ASSERT_TRUE(server_->add_service(tokens_->service()).ok());
-    ASSERT_TRUE(server_->add_service(DataService()).ok());
-    ASSERT_TRUE(server_->add_service(AdminService()).ok());
-    const Status s = server_->start();
-    ASSERT_TRUE(s.ok()) << s.to_string();
-    endpoint_ = server_->bound_endpoints().front();
+    server_ = std::make_unique<testing::TestServer>();
+    server_->mechanisms({*kerberos, tokens_->mechanism()});
+    server_->service(tokens_->service()).service(DataService()).service(AdminService());
+    server_->options([authorizer = *authorizer, audit = audit_](ServerOptions& o) {
+      o.authorizer = authorizer;
+      o.audit_log = audit;
+    });
+    ASSERT_OK(server_->start());
+    endpoint_ = server_->endpoint();
   }
 
   void TearDown() override {
-    if (server_) server_->stop();
+    server_.reset();
     fs::remove_all(dir_);
   }
 
@@ -188,25 +182,19 @@ class AuthzItest : public ::testing::Test {
     k.service_principal = "rpc/localhost@" + realm;
     auto m = KerberosClientMechanism::create(k);
     if (!m.ok()) return m.status();
-    ClientOptions o;
-    o.endpoint = endpoint_;
-    o.mechanisms = {*m};
-    o.do_as = std::move(do_as);
-    o.connect_timeout = 10s;
-    o.default_call_timeout = 10s;
-    return Client::connect(std::move(o));
+    return testing::TestClient(endpoint_)
+        .mechanism(*m)
+        .options([do_as](ClientOptions& o) { o.do_as = do_as; })
+        .connect();
   }
 
   Result<std::unique_ptr<Client>> ConnectWithToken(const security::Token& token, std::string do_as = {}) {
     TokenClientOptions t;
     t.token = token;
-    ClientOptions o;
-    o.endpoint = endpoint_;
-    o.mechanisms = {std::make_shared<TokenClientMechanism>(t)};
-    o.do_as = std::move(do_as);
-    o.connect_timeout = 10s;
-    o.default_call_timeout = 10s;
-    return Client::connect(std::move(o));
+    return testing::TestClient(endpoint_)
+        .mechanism(std::make_shared<TokenClientMechanism>(t))
+        .options([do_as](ClientOptions& o) { o.do_as = do_as; })
+        .connect();
   }
 
   std::vector<nlohmann::json> AuditLines() {
@@ -241,7 +229,7 @@ class AuthzItest : public ::testing::Test {
   fs::path dir_;
   std::shared_ptr<AuditLog> audit_;
   std::unique_ptr<TokenService> tokens_;
-  std::unique_ptr<Server> server_;
+  std::unique_ptr<testing::TestServer> server_;
   Endpoint endpoint_;
 };
 

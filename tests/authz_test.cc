@@ -27,6 +27,7 @@
 #include "client/client.h"
 #include "server/audit_log.h"
 #include "server/server.h"
+#include "tests/test_server.h"
 #include "tests/test_support.h"
 
 extern char** environ;
@@ -126,31 +127,29 @@ class AuthzServer {
                        std::string endpoint = "tcp://127.0.0.1:0")
       : dir_(MakeTempDir()) {
     WriteAcl(acl);
-    ServerOptions o;
-    o.endpoints.push_back(*Endpoint::parse(endpoint == "unix" ? "unix:" + (dir_ / "s.sock").string()
-                                                               : endpoint));
-    o.mechanisms = {std::make_shared<SimpleServerMechanism>(), std::make_shared<TestTokenServer>()};
-    o.io_threads = 1;
-    o.log = [this](LogLevel, std::string_view line) {
+    server_.endpoint(endpoint == "unix" ? "unix:" + (dir_ / "s.sock").string() : endpoint);
+    server_.mechanisms({std::make_shared<SimpleServerMechanism>(), std::make_shared<TestTokenServer>()});
+    server_.log([this](LogLevel, std::string_view line) {
       std::lock_guard lock(log_mu_);
       log_.append(line).append("\n");
-    };
+    });
+    std::shared_ptr<Authorizer> authorizer;
     if (with_authorizer) {
       auto a = Authorizer::from_file(acl_path().string());
       EXPECT_TRUE(a.ok()) << a.status().to_string();
-      if (a.ok()) o.authorizer = *a;
+      if (a.ok()) authorizer = *a;
     }
     audit_ = *AuditLog::open(audit_path().string());
-    o.audit_log = audit_;
-    server_ = std::make_unique<Server>(std::move(o));
-    EXPECT_TRUE(server_->add_service(DataService()).ok());
-    EXPECT_TRUE(server_->add_service(AdminService()).ok());
-    EXPECT_TRUE(server_->add_service(MiscService()).ok());
-    const Status s = server_->start();
+    server_.options([authorizer, audit = audit_](ServerOptions& o) {
+      o.authorizer = authorizer;
+      o.audit_log = audit;
+    });
+    server_.service(DataService()).service(AdminService()).service(MiscService());
+    const Status s = server_.start();
     EXPECT_TRUE(s.ok()) << s.to_string();
   }
   ~AuthzServer() {
-    server_->stop();
+    server_.stop();
     fs::remove_all(dir_);
   }
 
@@ -162,15 +161,13 @@ class AuthzServer {
   Result<std::unique_ptr<Client>> Connect(const std::string& user, std::string do_as = {},
                                           bool token = false,
                                           const std::string& proof = kSecret) {
-    ClientOptions o;
-    o.endpoint = server_->bound_endpoints().front();
+    auto client = server_.client();
     if (token) {
-      o.mechanisms.push_back(std::make_shared<TestTokenClient>(user + ":" + proof));
+      client.mechanism(std::make_shared<TestTokenClient>(user + ":" + proof));
     } else {
-      o.mechanisms.push_back(std::make_shared<SimpleClientMechanism>(user));
+      client.simple(user);
     }
-    o.do_as = std::move(do_as);
-    return Client::connect(std::move(o));
+    return client.options([do_as](ClientOptions& o) { o.do_as = do_as; }).connect();
   }
 
   std::vector<nlohmann::json> AuditLines() {
@@ -192,7 +189,7 @@ class AuthzServer {
  private:
   fs::path dir_;
   std::shared_ptr<AuditLog> audit_;
-  std::unique_ptr<Server> server_;
+  testing::TestServer server_;
   std::mutex log_mu_;
   std::string log_;
 };

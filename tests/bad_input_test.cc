@@ -26,6 +26,7 @@
 #include "security/base/status.h"
 #include "rpc/wire.h"
 #include "server/server.h"
+#include "tests/test_server.h"
 #include "tests/test_support.h"
 
 namespace authrpc {
@@ -130,24 +131,20 @@ Endpoint FreshEndpoint(Kind kind) { return testing::FreshEndpoint(kind, "authrpc
 class BadInputTest : public ::testing::TestWithParam<Kind> {
  protected:
   void SetUp() override { ASSERT_NO_FATAL_FAILURE(StartServer()); }
-  void TearDown() override { StopAndDestroy(server_); }
+  void TearDown() override { server_.reset(); }
 
   void StartServer(const std::function<void(ServerOptions&)>& tweak = {}) {
-    ASSERT_TRUE(StopAndDestroy(server_));
-    ServerOptions o;
-    o.endpoints = {FreshEndpoint(GetParam())};
-    o.mechanisms = {std::make_shared<SimpleServerMechanism>()};
-    o.io_threads = 2;
-    o.blocking_threads = 2;
-    o.negotiation_timeout = 3s;
-    o.idle_timeout = 60s;
-    o.stop_grace = 3s;
-    o.log = null_log_sink();
-    if (tweak) tweak(o);
-    server_ = std::make_unique<Server>(std::move(o));
+    if (server_) ASSERT_TRUE(server_->stop());
+    server_ = std::make_unique<testing::TestServer>();
+    server_->endpoint(FreshEndpoint(GetParam())).io_threads(2).options([tweak](ServerOptions& o) {
+      o.negotiation_timeout = 3s;
+      o.idle_timeout = 60s;
+      o.stop_grace = 3s;
+      if (tweak) tweak(o);
+    });
     const Status started = server_->start();
     ASSERT_TRUE(started.ok()) << started.to_string();
-    endpoint_ = server_->bound_endpoints().at(0);
+    endpoint_ = server_->endpoint();
   }
 
   std::unique_ptr<RawConnection> Raw() {
@@ -193,7 +190,7 @@ class BadInputTest : public ::testing::TestWithParam<Kind> {
     EXPECT_EQ(*reply, "still serving");
   }
 
-  std::unique_ptr<Server> server_;
+  std::unique_ptr<testing::TestServer> server_;
   Endpoint endpoint_;
 };
 

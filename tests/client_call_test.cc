@@ -28,6 +28,7 @@
 #include "rpc/parked_handler.h"
 #include "server/server.h"
 #include "server/service.h"
+#include "tests/test_server.h"
 #include "tests/test_support.h"
 
 namespace authrpc {
@@ -176,22 +177,17 @@ TEST(ParkedHandlerTest, AContextShuttingDownLetsGoOfAParkedWaiterInItsDeadlineQu
 
 struct Gate {
   std::atomic<bool> open{false};
+  testing::Latch three_holding{3};  // three "hold" calls have begun
 };
 
 class ClientCallTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    ServerOptions o;
-    o.endpoints = {*Endpoint::parse("tcp://127.0.0.1:0")};
-    o.mechanisms = {std::make_shared<SimpleServerMechanism>()};
-    o.io_threads = 1;
-    o.stop_grace = 1s;
-    o.log = null_log_sink();
-    server_ = std::make_unique<Server>(std::move(o));
     Service s("test");
     auto gate = gate_;
     s.add_async("hold", [gate](CallContext& ctx,
                                std::string) -> asio::awaitable<Result<std::string>> {
+      gate->three_holding.CountDown();
       // Answers once the gate opens or the call is cancelled.
       asio::steady_timer t(co_await asio::this_coro::executor);
       while (!gate->open && !ctx.cancelled()) {
@@ -200,13 +196,13 @@ class ClientCallTest : public ::testing::Test {
       }
       co_return std::string("released");
     });
-    ASSERT_TRUE(server_->add_service(std::move(s)).ok());
-    ASSERT_OK(server_->start());
-    endpoint_ = server_->bound_endpoints().front();
+    server_.service(std::move(s));
+    ASSERT_OK(server_.start());
+    endpoint_ = server_.endpoint();
   }
   void TearDown() override {
     gate_->open = true;
-    StopAndDestroy(server_);
+    server_.stop();
   }
 
   ClientOptions Options() const {
@@ -218,7 +214,7 @@ class ClientCallTest : public ::testing::Test {
   }
 
   std::shared_ptr<Gate> gate_ = std::make_shared<Gate>();
-  std::unique_ptr<Server> server_;
+  testing::TestServer server_;
   Endpoint endpoint_;
 };
 
@@ -254,7 +250,7 @@ TEST_F(ClientCallTest, SessionsThatCloseAsSoonAsTheReplyArrives) {
   io.run();
   EXPECT_EQ(ok, kSessions);
   EXPECT_TRUE(failures.empty()) << failures.front();
-  EXPECT_TRUE(Eventually([&] { return server_->stats().connections_accepted >= kSessions; }));
+  EXPECT_TRUE(Eventually([&] { return server_.stats().connections_accepted >= kSessions; }));
 }
 
 TEST_F(ClientCallTest, ADeadlineStillEndsAWaitingCallAndTheConnectionStaysUsable) {
@@ -275,7 +271,7 @@ TEST_F(ClientCallTest, ClosingFailsEveryWaitingCallOnce) {
   ASSERT_TRUE(client.ok()) << Describe(client);
   std::vector<std::future<Result<std::string>>> calls;
   for (int i = 0; i < 3; ++i) calls.push_back((*client)->call_future("test", "hold", ""));
-  std::this_thread::sleep_for(20ms);
+  ASSERT_TRUE(gate_->three_holding.WaitFor(5s)) << "the calls never reached the handler";
   (*client)->close();
   for (auto& f : calls) {
     ASSERT_EQ(f.wait_for(5s), std::future_status::ready);

@@ -1,5 +1,5 @@
 // Integration tests for the `kerberos` mechanism (auth/kerberos.h) against a
-// real MIT KDC started by the test (tests/mini_kdc.h): real tickets, real
+// real MIT KDC started by the test (tests/testing/mini_kdc.h): real tickets, real
 // keytabs, real replay cache, real Servers and Clients over loopback TCP and
 // abstract Unix sockets.
 //
@@ -50,7 +50,9 @@
 #include "security/base/status.h"
 #include "rpc/wire.h"
 #include "server/server.h"
-#include "tests/mini_kdc.h"
+#include "tests/kerberos_realm.h"
+#include "tests/test_server.h"
+#include "tests/testing/mini_kdc.h"
 #include "tests/test_support.h"
 
 #ifndef AUTHRPC_CLI_BIN
@@ -66,7 +68,13 @@ namespace {
 using namespace std::chrono_literals;
 using authrpc::testing::CommandResult;
 using authrpc::testing::MiniKdc;
+using testing::CcacheClientOptions;
 using testing::Describe;
+using testing::KerberosServerOptionsFor;
+using testing::KeytabClientOptions;
+using testing::ServicePrincipal;
+using testing::TestClient;
+using testing::TestServer;
 using testing::RawConnection;
 using testing::RawFrame;
 using Clock = std::chrono::steady_clock;
@@ -76,39 +84,6 @@ using ::testing::HasSubstr;
 std::error_code Code(Errc e) { return make_error_code(e); }
 
 // --- realm and mechanisms ------------------------------------------------------
-
-std::string ServicePrincipal(const MiniKdc& kdc, const std::string& host = "localhost") {
-  return "rpc/" + host + "@" + kdc.realm();
-}
-
-// Adds alice (client keytab) and rpc/localhost (service keytab) to a started realm.
-Status PopulateRealm(MiniKdc& kdc) { return testing::AddClientsAndService(kdc, {"alice"}); }
-
-KerberosServerOptions ServerOptionsFor(const MiniKdc& kdc) {
-  KerberosServerOptions o;
-  o.keytab = kdc.service_keytab();
-  o.principal = ServicePrincipal(kdc);
-  o.replay_cache = true;
-  o.replay_cache_dir = kdc.rcache_dir();
-  return o;
-}
-
-// A ticket-cache client (kinit first) expecting rpc/localhost.
-KerberosClientOptions CcacheClientOptions(const MiniKdc& kdc) {
-  KerberosClientOptions o;
-  o.ccache = kdc.ccache();
-  o.service_principal = ServicePrincipal(kdc);
-  return o;
-}
-
-// A keytab-login client (no kinit, no ticket cache) expecting rpc/localhost.
-KerberosClientOptions KeytabClientOptions(const MiniKdc& kdc) {
-  KerberosClientOptions o;
-  o.principal = "alice";
-  o.keytab = kdc.client_keytab();
-  o.service_principal = ServicePrincipal(kdc);
-  return o;
-}
 
 std::shared_ptr<ClientMechanism> Simple(const std::string& user = "bob") {
   return std::make_shared<SimpleClientMechanism>(user);
@@ -126,41 +101,29 @@ std::string UniqueAbstractName() { return "unix:@authrpc-kerberos-itest-" + Uniq
 // A MEMORY ccache name no earlier test (or earlier realm, with --gtest_repeat) used.
 std::string UniqueMemoryCache() { return "MEMORY:authrpc-kerberos-itest-" + UniqueSuffix(); }
 
+// A started server (tests/test_server.h) and its bound endpoint.
 struct RunningServer {
-  std::unique_ptr<Server> server;
-  Endpoint endpoint;  // as bound (port resolved)
+  std::unique_ptr<TestServer> server;
+  Endpoint endpoint;
 };
 
 Result<RunningServer> StartServer(std::vector<std::shared_ptr<ServerMechanism>> mechanisms,
                                   const std::string& uri = "tcp://127.0.0.1:0",
                                   LogSink log = null_log_sink()) {
-  auto endpoint = Endpoint::parse(uri);
-  if (!endpoint.ok()) return endpoint.status();
-  ServerOptions o;
-  o.endpoints = {*endpoint};
-  o.mechanisms = std::move(mechanisms);
-  o.io_threads = 1;
-  o.blocking_threads = 1;
-  o.negotiation_timeout = 5s;
-  o.stop_grace = 1s;
-  o.log = std::move(log);
-  auto server = std::make_unique<Server>(std::move(o));
+  auto server = std::make_unique<TestServer>();
+  server->endpoint(uri).mechanisms(std::move(mechanisms)).blocking_threads(1).log(std::move(log));
   if (Status s = server->start(); !s.ok()) return s;
-  auto bound = server->bound_endpoints();
-  if (bound.empty()) return Status(Errc::kInternal, "server bound no endpoint");
-  return RunningServer{std::move(server), bound.front()};
+  const Endpoint endpoint = server->endpoint();
+  return RunningServer{std::move(server), endpoint};
 }
 
 Result<std::unique_ptr<Client>> Connect(const Endpoint& endpoint,
                                         std::vector<std::shared_ptr<ClientMechanism>> mechanisms,
                                         bool wait_for_authentication = true) {
-  ClientOptions o;
-  o.endpoint = endpoint;
-  o.mechanisms = std::move(mechanisms);
-  o.connect_timeout = 10s;
-  o.default_call_timeout = 10s;
-  o.wait_for_authentication = wait_for_authentication;
-  return Client::connect(std::move(o));
+  return TestClient(endpoint)
+      .mechanisms(std::move(mechanisms))
+      .wait_for_authentication(wait_for_authentication)
+      .connect();
 }
 
 Result<std::unique_ptr<Client>> Connect(const Endpoint& endpoint,
@@ -249,26 +212,13 @@ std::optional<RawFrame> SendHello(std::uint16_t port, const std::string& mechani
 
 // One KDC for the suite: alice has a TGT in kdc->ccache(); rpc/otherhost exists
 // in the KDC but in no server keytab.
-class KerberosTest : public ::testing::Test {
+class KerberosTest : public testing::KerberosSuite {
  protected:
-  static void SetUpTestSuite() {
-    kdc_ = std::make_unique<MiniKdc>();
-    setup_ = kdc_->start();
-    if (setup_.ok()) setup_ = PopulateRealm(*kdc_);
-    if (setup_.ok()) setup_ = kdc_->add_principal("rpc/otherhost");
-    if (setup_.ok()) setup_ = kdc_->kinit("alice", kdc_->client_keytab());
-    if (setup_.ok()) kdc_->set_env_for_process();
-  }
-  static void TearDownTestSuite() { kdc_.reset(); }
-
-  void SetUp() override {
-    ASSERT_OK(setup_);
-    kdc_->set_env_for_process();  // a per-test suite may have run in between
-  }
+  static void SetUpTestSuite() { StartRealm({.other_principals = {"rpc/otherhost"}}); }
 
   // A server enabling kerberos (the suite's keytab) and simple, on URI.
   static Result<RunningServer> StartKerberosServer(const std::string& uri = "tcp://127.0.0.1:0") {
-    auto kerberos = KerberosServerMechanism::create(ServerOptionsFor(*kdc_));
+    auto kerberos = KerberosServerMechanism::create(KerberosServerOptionsFor(*kdc_));
     if (!kerberos.ok()) return kerberos.status();
     return StartServer({*kerberos, std::make_shared<SimpleServerMechanism>()}, uri);
   }
@@ -279,8 +229,6 @@ class KerberosTest : public ::testing::Test {
     return m.ok() ? *m : nullptr;
   }
 
-  static inline std::unique_ptr<MiniKdc> kdc_;
-  static inline Status setup_;
 };
 
 // Case 1: kinit, then a ticket-cache client over TCP.
@@ -400,7 +348,7 @@ TEST_F(KerberosTest, NoKdcTrafficPerSession) {
 // Case 5: a bad keytab fails at startup, with CONFIG_ERROR.
 TEST_F(KerberosTest, StartupErrors) {
   const std::string missing = kdc_->dir() + "/no-such.keytab";
-  KerberosServerOptions o = ServerOptionsFor(*kdc_);
+  KerberosServerOptions o = KerberosServerOptionsFor(*kdc_);
   o.keytab = missing;
   auto r = KerberosServerMechanism::create(o);
   ASSERT_FALSE(r.ok());
@@ -408,7 +356,7 @@ TEST_F(KerberosTest, StartupErrors) {
   EXPECT_THAT(r.status().message, HasSubstr(missing));
 
   // A keytab that exists but has no key for the principal (alice's keytab).
-  o = ServerOptionsFor(*kdc_);
+  o = KerberosServerOptionsFor(*kdc_);
   o.keytab = kdc_->client_keytab();
   r = KerberosServerMechanism::create(o);
   ASSERT_FALSE(r.ok());
@@ -416,7 +364,7 @@ TEST_F(KerberosTest, StartupErrors) {
   EXPECT_THAT(r.status().message, HasSubstr("rpc/localhost"));
 
   // A principal the keytab lacks although the KDC knows it.
-  o = ServerOptionsFor(*kdc_);
+  o = KerberosServerOptionsFor(*kdc_);
   o.principal = ServicePrincipal(*kdc_, "otherhost");
   r = KerberosServerMechanism::create(o);
   ASSERT_FALSE(r.ok());
@@ -424,7 +372,7 @@ TEST_F(KerberosTest, StartupErrors) {
   EXPECT_THAT(r.status().message, HasSubstr("rpc/otherhost"));
 
   // The good configuration is accepted.
-  auto good = KerberosServerMechanism::create(ServerOptionsFor(*kdc_));
+  auto good = KerberosServerMechanism::create(KerberosServerOptionsFor(*kdc_));
   ASSERT_TRUE(good.ok()) << Describe(good);
   EXPECT_EQ((*good)->name(), "kerberos");
   EXPECT_EQ((*good)->principal(), ServicePrincipal(*kdc_));
@@ -666,7 +614,7 @@ TEST_F(KerberosTest, AcceptedTicketsNameTheirClients) {
 TEST_F(KerberosTest, ReplayCacheDirOptionIsHonoured) {
   const std::string dir = kdc_->dir() + "/rcache-option";
   std::filesystem::create_directories(dir);
-  KerberosServerOptions o = ServerOptionsFor(*kdc_);
+  KerberosServerOptions o = KerberosServerOptionsFor(*kdc_);
   o.replay_cache_dir = dir;
   auto kerberos = KerberosServerMechanism::create(o);
   ASSERT_TRUE(kerberos.ok()) << Describe(kerberos);
@@ -690,7 +638,7 @@ TEST_F(KerberosTest, ReplayCacheDirOptionIsHonoured) {
 TEST_F(KerberosTest, DowngradeRefused) {
   auto simple_only = StartServer({std::make_shared<SimpleServerMechanism>()});
   ASSERT_TRUE(simple_only.ok()) << Describe(simple_only);
-  auto kerberos = KerberosServerMechanism::create(ServerOptionsFor(*kdc_));
+  auto kerberos = KerberosServerMechanism::create(KerberosServerOptionsFor(*kdc_));
   ASSERT_TRUE(kerberos.ok()) << Describe(kerberos);
   auto kerberos_only = StartServer({*kerberos});
   ASSERT_TRUE(kerberos_only.ok()) << Describe(kerberos_only);
@@ -768,8 +716,7 @@ TEST_F(KerberosTest, ViaRegistry) {
 class KerberosKdcStateTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    ASSERT_OK(kdc_.start());
-    ASSERT_OK(PopulateRealm(kdc_));
+    ASSERT_OK(testing::PopulateRealm(kdc_, {.kinit = ""}));
     kdc_.set_env_for_process();
   }
 
@@ -787,7 +734,7 @@ class KerberosKdcStateTest : public ::testing::Test {
 // Case 7: a TGT that has expired → CREDENTIALS_EXPIRED, at create() and at
 // connect() for a mechanism created while the ticket was valid.
 TEST_F(KerberosKdcStateTest, ExpiredTicket) {
-  auto server = StartKerberosServer(ServerOptionsFor(kdc_));
+  auto server = StartKerberosServer(KerberosServerOptionsFor(kdc_));
   ASSERT_TRUE(server.ok()) << Describe(server);
   ASSERT_OK(kdc_.set_ticket_lifetime(2s));
   // Ticket times have a resolution of one second: the TGT ends between
@@ -827,7 +774,7 @@ TEST_F(KerberosKdcStateTest, ExpiredTicket) {
 // Case 9: the service key changes in the KDC, the server's keytab does not.
 TEST_F(KerberosKdcStateTest, StaleServiceKeytab) {
   ASSERT_OK(kdc_.kinit("alice", kdc_.client_keytab()));
-  auto server = StartKerberosServer(ServerOptionsFor(kdc_));
+  auto server = StartKerberosServer(KerberosServerOptionsFor(kdc_));
   ASSERT_TRUE(server.ok()) << Describe(server);
   {
     auto before = KerberosClientMechanism::create(CcacheClientOptions(kdc_));
@@ -860,9 +807,9 @@ TEST_F(KerberosKdcStateTest, KdcDown) {
   ASSERT_OK(kdc_.create_keytab("rpc/otherhost", other_keytab));
   ASSERT_OK(kdc_.kinit("alice", kdc_.client_keytab()));
 
-  auto local = StartKerberosServer(ServerOptionsFor(kdc_));
+  auto local = StartKerberosServer(KerberosServerOptionsFor(kdc_));
   ASSERT_TRUE(local.ok()) << Describe(local);
-  KerberosServerOptions other_options = ServerOptionsFor(kdc_);
+  KerberosServerOptions other_options = KerberosServerOptionsFor(kdc_);
   other_options.keytab = other_keytab;
   other_options.principal = ServicePrincipal(kdc_, "otherhost");
   auto other = StartKerberosServer(other_options);
@@ -973,7 +920,7 @@ TEST_F(KerberosKdcStateTest, ClockSkewedClient) {
   }
   ASSERT_OK(kdc_.kinit("alice", kdc_.client_keytab()));
   CapturedLog log;
-  auto server = StartKerberosServer(ServerOptionsFor(kdc_), log.sink());
+  auto server = StartKerberosServer(KerberosServerOptionsFor(kdc_), log.sink());
   ASSERT_TRUE(server.ok()) << Describe(server);
   const std::string server_uri = "tcp://127.0.0.1:" + std::to_string(server->endpoint.port);
 

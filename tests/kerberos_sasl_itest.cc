@@ -1,7 +1,7 @@
 // Integration tests for the `kerberos-sasl` mechanism (auth/kerberos_sasl.h:
 // SASL GSSAPI through Cyrus SASL) and its Cyrus wrapper (auth/sasl_library.h,
 // auth/sasl_session.h), against a real MIT KDC started by the test
-// (tests/mini_kdc.h): real tickets, keytabs and replay cache, real Servers and
+// (tests/testing/mini_kdc.h): real tickets, keytabs and replay cache, real Servers and
 // Clients over loopback TCP and abstract Unix sockets, the real Cyrus GSSAPI
 // plugin.
 //
@@ -51,7 +51,9 @@
 #include "rpc/wire.h"
 #include "security/kerberos_credentials.h"
 #include "server/server.h"
-#include "tests/mini_kdc.h"
+#include "tests/kerberos_realm.h"
+#include "tests/test_server.h"
+#include "tests/testing/mini_kdc.h"
 #include "tests/test_support.h"
 
 #ifndef AUTHRPC_CLI_BIN
@@ -66,7 +68,13 @@ namespace {
 
 using namespace std::chrono_literals;
 using authrpc::testing::MiniKdc;
+using testing::CcacheClientOptions;
 using testing::Describe;
+using testing::KerberosServerOptionsFor;
+using testing::KeytabClientOptions;
+using testing::ServicePrincipal;
+using testing::TestClient;
+using testing::TestServer;
 using testing::RawConnection;
 using testing::RawFrame;
 using ::testing::HasSubstr;
@@ -105,80 +113,40 @@ std::string UniqueSuffix() {
 
 // --- realm and options ---------------------------------------------------------------
 
-std::string ServicePrincipal(const MiniKdc& kdc, const std::string& host = "localhost") {
-  return "rpc/" + host + "@" + kdc.realm();
-}
-
 std::string BobKeytab(const MiniKdc& kdc) { return kdc.dir() + "/bob.keytab"; }
 
-Status PopulateRealm(MiniKdc& kdc) {
-  if (Status s = kdc.add_principal("alice"); !s.ok()) return s;
-  if (Status s = kdc.create_keytab("alice", kdc.client_keytab()); !s.ok()) return s;
+// The suite's realm (tests/kerberos_realm.h) and bob/admin, whose key is in
+// BobKeytab() alone.
+Status PopulateRealmWithBob(MiniKdc& kdc, const testing::KerberosRealmOptions& options) {
+  if (Status s = testing::PopulateRealm(kdc, options); !s.ok()) return s;
   if (Status s = kdc.add_principal("bob/admin"); !s.ok()) return s;
-  if (Status s = kdc.create_keytab("bob/admin", BobKeytab(kdc)); !s.ok()) return s;
-  return kdc.create_service_keytab("rpc/localhost");
-}
-
-KerberosServerOptions ServerOptionsFor(const MiniKdc& kdc) {
-  KerberosServerOptions o;
-  o.keytab = kdc.service_keytab();
-  o.principal = ServicePrincipal(kdc);
-  o.replay_cache = true;
-  o.replay_cache_dir = kdc.rcache_dir();
-  return o;
-}
-
-KerberosClientOptions CcacheClientOptions(const MiniKdc& kdc) {
-  KerberosClientOptions o;
-  o.ccache = kdc.ccache();
-  o.service_principal = ServicePrincipal(kdc);
-  return o;
-}
-
-KerberosClientOptions KeytabClientOptions(const MiniKdc& kdc) {
-  KerberosClientOptions o;
-  o.principal = "alice";
-  o.keytab = kdc.client_keytab();
-  o.service_principal = ServicePrincipal(kdc);
-  return o;
+  return kdc.create_keytab("bob/admin", BobKeytab(kdc));
 }
 
 // --- servers and clients -----------------------------------------------------------
 
+// A started server (tests/test_server.h) and its bound endpoint.
 struct RunningServer {
-  std::unique_ptr<Server> server;
-  Endpoint endpoint;  // as bound (port resolved)
+  std::unique_ptr<TestServer> server;
+  Endpoint endpoint;
 };
 
 Result<RunningServer> StartServer(std::vector<std::shared_ptr<ServerMechanism>> mechanisms,
                                   const std::string& uri = "tcp://127.0.0.1:0") {
-  auto endpoint = Endpoint::parse(uri);
-  if (!endpoint.ok()) return endpoint.status();
-  ServerOptions o;
-  o.endpoints = {*endpoint};
-  o.mechanisms = std::move(mechanisms);
-  o.io_threads = 1;
-  o.blocking_threads = 1;
-  o.negotiation_timeout = 5s;
-  o.stop_grace = 1s;
-  o.log = null_log_sink();
-  auto server = std::make_unique<Server>(std::move(o));
+  auto server = std::make_unique<TestServer>();
+  server->endpoint(uri).mechanisms(std::move(mechanisms)).blocking_threads(1);
   if (Status s = server->start(); !s.ok()) return s;
-  auto bound = server->bound_endpoints();
-  if (bound.empty()) return Status(Errc::kInternal, "server bound no endpoint");
-  return RunningServer{std::move(server), bound.front()};
+  const Endpoint endpoint = server->endpoint();
+  return RunningServer{std::move(server), endpoint};
 }
 
 Result<std::unique_ptr<Client>> Connect(const Endpoint& endpoint,
                                         std::vector<std::shared_ptr<ClientMechanism>> mechanisms,
                                         bool wait_for_authentication = true) {
-  ClientOptions o;
-  o.endpoint = endpoint;
-  o.mechanisms = std::move(mechanisms);
-  o.connect_timeout = 10s;
-  o.default_call_timeout = 10s;
-  o.wait_for_authentication = wait_for_authentication;
-  return Client::connect(std::move(o));
+  return TestClient(endpoint)
+      .mechanisms(std::move(mechanisms))
+      .wait_for_authentication(wait_for_authentication)
+      .connect();
 }
 
 Result<std::unique_ptr<Client>> Connect(const Endpoint& endpoint,
@@ -325,26 +293,17 @@ TEST(SaslSession, UnknownMechanismIsMechanismUnavailable) {
 
 // --- the shared realm -------------------------------------------------------------------
 
-class KerberosSaslTest : public ::testing::Test {
+class KerberosSaslTest : public testing::KerberosSuite {
  protected:
   static void SetUpTestSuite() {
-    kdc_ = std::make_unique<MiniKdc>();
-    setup_ = kdc_->start();
-    if (setup_.ok()) setup_ = PopulateRealm(*kdc_);
-    if (setup_.ok()) setup_ = kdc_->add_principal("rpc/otherhost");
-    if (setup_.ok()) setup_ = kdc_->kinit("alice", kdc_->client_keytab());
-    if (setup_.ok()) kdc_->set_env_for_process();
-  }
-  static void TearDownTestSuite() { kdc_.reset(); }
-
-  void SetUp() override {
-    ASSERT_OK(setup_);
-    kdc_->set_env_for_process();
+    StartRealm({.other_principals = {"rpc/otherhost"}});
+    if (setup_.ok()) setup_ = kdc_->add_principal("bob/admin");
+    if (setup_.ok()) setup_ = kdc_->create_keytab("bob/admin", BobKeytab(*kdc_));
   }
 
   // A server enabling kerberos-sasl (the suite's keytab) and simple.
   static Result<RunningServer> StartSaslServer(const std::string& uri = "tcp://127.0.0.1:0") {
-    auto sasl = KerberosSaslServerMechanism::create(ServerOptionsFor(*kdc_));
+    auto sasl = KerberosSaslServerMechanism::create(KerberosServerOptionsFor(*kdc_));
     if (!sasl.ok()) return sasl.status();
     return StartServer({*sasl, std::make_shared<SimpleServerMechanism>()}, uri);
   }
@@ -356,8 +315,6 @@ class KerberosSaslTest : public ::testing::Test {
     return m.ok() ? *m : nullptr;
   }
 
-  static inline std::unique_ptr<MiniKdc> kdc_;
-  static inline Status setup_;
 };
 
 // Every way to hold credentials and name the server, over TCP and a Unix
@@ -723,9 +680,9 @@ TEST_F(KerberosSaslTest, WarmTargetLosesItsTicketCache) {
 // A client never falls back to a mechanism it does not allow: kerberos-sasl
 // and kerberos are different mechanisms. Both servers keep serving.
 TEST_F(KerberosSaslTest, MechanismMismatch) {
-  auto kerberos_server = KerberosServerMechanism::create(ServerOptionsFor(*kdc_));
+  auto kerberos_server = KerberosServerMechanism::create(KerberosServerOptionsFor(*kdc_));
   ASSERT_TRUE(kerberos_server.ok()) << Describe(kerberos_server);
-  auto sasl_server = KerberosSaslServerMechanism::create(ServerOptionsFor(*kdc_));
+  auto sasl_server = KerberosSaslServerMechanism::create(KerberosServerOptionsFor(*kdc_));
   ASSERT_TRUE(sasl_server.ok()) << Describe(sasl_server);
   auto kerberos_only = StartServer({*kerberos_server});
   ASSERT_TRUE(kerberos_only.ok()) << Describe(kerberos_only);
@@ -763,9 +720,9 @@ TEST_F(KerberosSaslTest, MechanismMismatch) {
 // A server offering both: each client gets the first of its own mechanisms
 // the server offers, and both work side by side from several threads.
 TEST_F(KerberosSaslTest, MixedServer) {
-  auto kerberos_server = KerberosServerMechanism::create(ServerOptionsFor(*kdc_));
+  auto kerberos_server = KerberosServerMechanism::create(KerberosServerOptionsFor(*kdc_));
   ASSERT_TRUE(kerberos_server.ok()) << Describe(kerberos_server);
-  auto sasl_server = KerberosSaslServerMechanism::create(ServerOptionsFor(*kdc_));
+  auto sasl_server = KerberosSaslServerMechanism::create(KerberosServerOptionsFor(*kdc_));
   ASSERT_TRUE(sasl_server.ok()) << Describe(sasl_server);
   auto server = StartServer(
       {*kerberos_server, *sasl_server, std::make_shared<SimpleServerMechanism>()});
@@ -837,13 +794,13 @@ TEST_F(KerberosSaslTest, StartupErrors) {
     KerberosServerOptions options;
     std::string message;
   };
-  KerberosServerOptions missing = ServerOptionsFor(*kdc_);
+  KerberosServerOptions missing = KerberosServerOptionsFor(*kdc_);
   missing.keytab = kdc_->dir() + "/no-such.keytab";
-  KerberosServerOptions wrong_keytab = ServerOptionsFor(*kdc_);
+  KerberosServerOptions wrong_keytab = KerberosServerOptionsFor(*kdc_);
   wrong_keytab.keytab = kdc_->client_keytab();
-  KerberosServerOptions not_in_keytab = ServerOptionsFor(*kdc_);
+  KerberosServerOptions not_in_keytab = KerberosServerOptionsFor(*kdc_);
   not_in_keytab.principal = ServicePrincipal(*kdc_, "otherhost");
-  KerberosServerOptions no_host = ServerOptionsFor(*kdc_);
+  KerberosServerOptions no_host = KerberosServerOptionsFor(*kdc_);
   no_host.principal = "rpc@" + kdc_->realm();
   const ServerCase server_cases[] = {
       {"missing keytab", missing, missing.keytab},
@@ -888,7 +845,7 @@ TEST_F(KerberosSaslTest, StartupErrors) {
     EXPECT_THAT(r.status().message, HasSubstr(c.message));
   }
 
-  auto good = KerberosSaslServerMechanism::create(ServerOptionsFor(*kdc_));
+  auto good = KerberosSaslServerMechanism::create(KerberosServerOptionsFor(*kdc_));
   ASSERT_TRUE(good.ok()) << Describe(good);
   EXPECT_EQ((*good)->name(), "kerberos-sasl");
   EXPECT_EQ((*good)->principal(), ServicePrincipal(*kdc_));
@@ -976,19 +933,18 @@ TEST_F(KerberosSaslTest, Cli) {
 // the KDC is back.
 TEST(KerberosSaslKdcStateTest, KdcDown) {
   MiniKdc kdc;
-  ASSERT_OK(kdc.start());
-  ASSERT_OK(PopulateRealm(kdc));
+  ASSERT_OK(PopulateRealmWithBob(kdc, {.kinit = ""}));
   kdc.set_env_for_process();
   const std::string other_keytab = kdc.dir() + "/otherhost.keytab";
   ASSERT_OK(kdc.add_principal("rpc/otherhost"));
   ASSERT_OK(kdc.create_keytab("rpc/otherhost", other_keytab));
   ASSERT_OK(kdc.kinit("alice", kdc.client_keytab()));
 
-  auto local_mechanism = KerberosSaslServerMechanism::create(ServerOptionsFor(kdc));
+  auto local_mechanism = KerberosSaslServerMechanism::create(KerberosServerOptionsFor(kdc));
   ASSERT_TRUE(local_mechanism.ok()) << Describe(local_mechanism);
   auto local = StartServer({*local_mechanism});
   ASSERT_TRUE(local.ok()) << Describe(local);
-  KerberosServerOptions other_options = ServerOptionsFor(kdc);
+  KerberosServerOptions other_options = KerberosServerOptionsFor(kdc);
   other_options.keytab = other_keytab;
   other_options.principal = ServicePrincipal(kdc, "otherhost");
   auto other_mechanism = KerberosSaslServerMechanism::create(other_options);

@@ -17,6 +17,7 @@
 #include "rpc/messages.h"
 #include "server/server.h"
 #include "server/token_service.h"
+#include "tests/test_server.h"
 #include "tests/test_support.h"
 
 namespace authrpc {
@@ -108,15 +109,10 @@ TEST(LogSink, PeerStringsReachTheServerLogEscaped) {
   t.log = log.sink();
   auto tokens = TokenService::open(std::move(t));
   ASSERT_TRUE(tokens.ok()) << Describe(tokens);
-  ServerOptions o;
-  o.endpoints = {*Endpoint::parse("tcp://127.0.0.1:0")};
-  o.mechanisms = {std::make_shared<SimpleServerMechanism>(), (*tokens)->mechanism()};
-  o.io_threads = 1;
-  o.stop_grace = 1s;
-  o.log = log.sink();
-  auto server = std::make_unique<Server>(std::move(o));
-  ASSERT_TRUE(server->start().ok());
-  const std::uint16_t port = server->bound_endpoints().front().port;
+  testing::TestServer server;
+  server.mechanisms({std::make_shared<SimpleServerMechanism>(), (*tokens)->mechanism()}).log(log.sink());
+  ASSERT_OK(server.start());
+  const std::uint16_t port = server.endpoint().port;
 
   struct Case {
     const char* name;
@@ -167,7 +163,7 @@ TEST(LogSink, PeerStringsReachTheServerLogEscaped) {
     EXPECT_EQ(line.find_first_of("\n\r\x1b"), std::string::npos) << line;
     EXPECT_THAT(line, ::testing::Not(HasSubstr("\n[INFO]")));
   }
-  testing::StopAndDestroy(server);
+  server.stop();
 }
 
 }  // namespace

@@ -1,6 +1,6 @@
-// Tests for tests/mini_kdc.h against a real krb5kdc: realm setup, kinit,
+// Tests for tests/testing/mini_kdc.h against a real krb5kdc: realm setup, kinit,
 // request counting, key rotation, lifetimes, stopping, and two KDCs at once.
-#include "tests/mini_kdc.h"
+#include "tests/testing/mini_kdc.h"
 
 #include <gtest/gtest.h>
 #include <netinet/in.h>

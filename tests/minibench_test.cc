@@ -26,7 +26,8 @@
 #include "minibench/floor_check.h"
 #include "minibench/plot.h"
 #include "minibench/report.h"
-#include "mini_kdc.h"
+#include "tests/test_server.h"
+#include "tests/testing/mini_kdc.h"
 #include "security/base/log.h"
 #include "server/server.h"
 
@@ -446,13 +447,10 @@ TEST(MinibenchTest, ServerWithoutAMethodSkipsItsRowsWithANote) {
   ASSERT_TRUE(kdc.start().ok());
   ASSERT_TRUE(authrpc::testing::AddClientsAndService(kdc, {"alice"}).ok());
 
-  authrpc::ServerOptions o;
-  o.endpoints = {*authrpc::Endpoint::parse("tcp://127.0.0.1:0")};
-  o.mechanisms = {std::make_shared<authrpc::SimpleServerMechanism>()};  // no kerberos
-  o.log = authrpc::null_log_sink();
-  authrpc::Server server(std::move(o));
-  ASSERT_TRUE(server.start().ok());
-  const std::string uri = server.bound_endpoints().at(0).to_string();
+  authrpc::testing::TestServer server;
+  server.mechanism(std::make_shared<authrpc::SimpleServerMechanism>());  // no kerberos
+  ASSERT_OK(server.start());
+  const std::string uri = server.endpoint().to_string();
 
   const std::string json = dir.file("out.json");
   const RunResult r = run_minibench(

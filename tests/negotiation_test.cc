@@ -32,6 +32,7 @@
 #include "auth/simple.h"
 #include "client/client.h"
 #include "server/server.h"
+#include "tests/test_server.h"
 
 namespace authrpc {
 namespace {
@@ -259,32 +260,27 @@ std::shared_ptr<ServerMechanism> server_mechanism(const std::string& name, Sessi
 
 class NegotiationTest : public ::testing::Test {
  protected:
-  void TearDown() override {
-    if (server_) server_->stop();
-  }
+  void TearDown() override { server_.stop(); }
 
   Endpoint start_server(const std::vector<std::string>& mechanisms) {
-    ServerOptions o;
-    o.endpoints.push_back(*Endpoint::parse("tcp://127.0.0.1:0"));
-    for (const auto& name : mechanisms) o.mechanisms.push_back(server_mechanism(name, &server_log_));
-    o.io_threads = 1;
-    o.blocking_threads = 1;
-    o.negotiation_timeout = negotiation_timeout_;
-    o.stop_grace = 2s;
-    o.log = null_log_sink();
-    server_ = std::make_unique<Server>(std::move(o));
+    for (const auto& name : mechanisms) server_.mechanism(server_mechanism(name, &server_log_));
+    server_.blocking_threads(1).options([this](ServerOptions& o) {
+      o.negotiation_timeout = negotiation_timeout_;
+      o.stop_grace = 2s;
+    });
     Service test("test");
     test.add("count", [this](CallContext& ctx, std::string_view request) -> Result<std::string> {
       ++executed_;
       return std::string(request) + "/" + ctx.identity().mechanism;
     });
-    EXPECT_TRUE(server_->add_service(std::move(test)).ok());
-    const Status s = server_->start();
+    server_.service(std::move(test));
+    const Status s = server_.start();
     EXPECT_TRUE(s.ok()) << s.to_string();
-    const auto bound = server_->bound_endpoints();
+    if (!s.ok()) return Endpoint{};
+    const auto& bound = server_.endpoints();
     EXPECT_EQ(bound.size(), 1u);
-    EXPECT_NE(bound.empty() ? 0 : bound[0].port, 0);
-    return bound.empty() ? Endpoint{} : bound[0];
+    EXPECT_NE(bound[0].port, 0);
+    return bound[0];
   }
 
   ClientOptions client_options(const Endpoint& ep, const std::vector<std::string>& specs) {
@@ -299,7 +295,7 @@ class NegotiationTest : public ::testing::Test {
   // Short, so that a connection the server forgets to clean up (see
   // StopIsPromptAfterAClientLeavesBeforeThePreamble) costs little.
   std::chrono::milliseconds negotiation_timeout_ = 5s;
-  std::unique_ptr<Server> server_;
+  testing::TestServer server_;
   SessionLog server_log_;
   SessionLog client_log_;
   std::atomic<int> executed_{0};
@@ -445,10 +441,10 @@ TEST_F(NegotiationTest, ServerCountsNegotiationFailuresAndKeepsServing) {
     EXPECT_EQ(bad.code(), Errc::kAuthenticationFailed);
   }
   const auto until = std::chrono::steady_clock::now() + 10s;
-  while (server_->stats().negotiation_failures < 3 && std::chrono::steady_clock::now() < until) {
+  while (server_.stats().negotiation_failures < 3 && std::chrono::steady_clock::now() < until) {
     std::this_thread::sleep_for(5ms);
   }
-  EXPECT_EQ(server_->stats().negotiation_failures, 3u);
+  EXPECT_EQ(server_.stats().negotiation_failures, 3u);
   auto good = Client::connect(client_options(ep, {kS}));
   ASSERT_TRUE(good.ok()) << good.status().to_string();
   EXPECT_EQ((*good)->mechanism(), kS);
@@ -473,17 +469,17 @@ TEST_F(NegotiationTest, StopIsPromptAfterAClientLeavesBeforeThePreamble) {
   }
   // Wait until the server has seen the connection come and go.
   const auto until = std::chrono::steady_clock::now() + 5s;
-  while ((server_->stats().connections_accepted < 1 || server_->stats().connections_active > 0) &&
+  while ((server_.stats().connections_accepted < 1 || server_.stats().connections_active > 0) &&
          std::chrono::steady_clock::now() < until) {
     std::this_thread::sleep_for(5ms);
   }
   std::this_thread::sleep_for(50ms);
-  ASSERT_EQ(server_->stats().connections_accepted, 1u);
-  EXPECT_EQ(server_->stats().connections_active, 0u);
-  EXPECT_EQ(server_->stats().negotiation_failures, 0u);  // a plain disconnect is not a failure
+  ASSERT_EQ(server_.stats().connections_accepted, 1u);
+  EXPECT_EQ(server_.stats().connections_active, 0u);
+  EXPECT_EQ(server_.stats().negotiation_failures, 0u);  // a plain disconnect is not a failure
 
   const auto start = std::chrono::steady_clock::now();
-  server_->stop();
+  server_.stop();
   const auto took = std::chrono::steady_clock::now() - start;
   EXPECT_LT(took, 2s) << "Server::stop() took "
                       << std::chrono::duration_cast<std::chrono::milliseconds>(took).count()

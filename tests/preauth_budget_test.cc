@@ -32,6 +32,7 @@
 #include "rpc/wire.h"
 #include "server/preauth_budget.h"
 #include "server/server.h"
+#include "tests/test_server.h"
 #include "tests/test_support.h"
 
 namespace authrpc {
@@ -204,41 +205,33 @@ long ResidentKiB() {
 
 class PreauthServerTest : public ::testing::Test {
  protected:
-  void TearDown() override { StopAndDestroy(server_); }
-
   void StartServer(const std::function<void(ServerOptions&)>& tweak) {
-    ServerOptions o;
-    o.endpoints = {*Endpoint::parse("tcp://127.0.0.1:0")};
-    o.mechanisms = {std::make_shared<SimpleServerMechanism>()};
-    o.io_threads = 2;
-    o.blocking_threads = 1;
-    o.negotiation_timeout = 10s;
-    o.stop_grace = 1s;
-    o.log = null_log_sink();
-    tweak(o);
-    server_ = std::make_unique<Server>(std::move(o));
-    ASSERT_OK(server_->start());
-    port_ = server_->bound_endpoints().at(0).port;
+    server_.io_threads(2).blocking_threads(1).options([tweak](ServerOptions& o) {
+      o.negotiation_timeout = 10s;
+      tweak(o);
+    });
+    ASSERT_OK(server_.start());
+    port_ = server_.endpoint().port;
   }
 
   // Opens `n` silent peers from `source` and waits until the server has
   // accepted them all.
   std::vector<std::unique_ptr<Peer>> OpenSilent(std::size_t n, const char* source) {
-    const auto before = server_->stats().connections_accepted;
+    const auto before = server_.stats().connections_accepted;
     std::vector<std::unique_ptr<Peer>> peers;
     for (std::size_t i = 0; i < n; ++i) {
       peers.push_back(std::make_unique<Peer>(port_, source));
       EXPECT_TRUE(peers.back()->connected()) << "connection " << i << " from " << source;
     }
-    EXPECT_TRUE(Eventually([&] { return server_->stats().connections_accepted >= before + n; }, 10s))
-        << "accepted " << server_->stats().connections_accepted - before << " of " << n;
+    EXPECT_TRUE(Eventually([&] { return server_.stats().connections_accepted >= before + n; }, 10s))
+        << "accepted " << server_.stats().connections_accepted - before << " of " << n;
     return peers;
   }
 
   // A legitimate `simple` client gets a session and a reply; the time it took.
   Clock::duration ExpectSession(std::chrono::milliseconds timeout = 5s) {
     ClientOptions o;
-    o.endpoint = server_->bound_endpoints().at(0);
+    o.endpoint = server_.endpoint();
     o.mechanisms = {std::make_shared<SimpleClientMechanism>("alice")};
     o.connect_timeout = timeout;
     const auto start = Clock::now();
@@ -250,7 +243,7 @@ class PreauthServerTest : public ::testing::Test {
     return Clock::now() - start;
   }
 
-  std::unique_ptr<Server> server_;
+  testing::TestServer server_;
   std::uint16_t port_ = 0;
 };
 
@@ -266,7 +259,7 @@ TEST_F(PreauthServerTest, SilentPeersBeyondTheBudgetDoNotKeepALegitimateClientOu
   const auto took = ExpectSession();
   EXPECT_LT(took, 1s) << "the session took "
                       << std::chrono::duration_cast<std::chrono::milliseconds>(took).count() << " ms";
-  const auto stats = server_->stats();
+  const auto stats = server_.stats();
   EXPECT_GE(stats.connections_shed, 250u);
   EXPECT_LE(stats.connections_unauthenticated, 50u);
   EXPECT_EQ(stats.connections_refused_busy, 0u) << "shed the oldest, not refuse the newest";
@@ -283,8 +276,8 @@ TEST_F(PreauthServerTest, ThePerAddressLimitShedsOnlyThatAddressesOldest) {
   }));
   auto other = OpenSilent(1, "127.0.0.3");
   auto storm = OpenSilent(60, "127.0.0.2");
-  ASSERT_TRUE(Eventually([&] { return server_->stats().connections_shed_per_address >= 50; }))
-      << server_->stats().connections_shed_per_address;
+  ASSERT_TRUE(Eventually([&] { return server_.stats().connections_shed_per_address >= 50; }))
+      << server_.stats().connections_shed_per_address;
   std::size_t closed = 0;
   for (std::size_t i = 0; i < storm.size(); ++i) {
     if (storm[i]->Closed(i < 50 ? 2000ms : 0ms)) ++closed;
@@ -292,7 +285,7 @@ TEST_F(PreauthServerTest, ThePerAddressLimitShedsOnlyThatAddressesOldest) {
   EXPECT_EQ(closed, 50u) << "60 from one address over a limit of 10";
   EXPECT_FALSE(storm.back()->Closed(100ms));
   EXPECT_FALSE(other.front()->Closed(100ms)) << "another address's older connection was shed";
-  EXPECT_EQ(server_->stats().connections_unauthenticated, 11u);
+  EXPECT_EQ(server_.stats().connections_unauthenticated, 11u);
   ExpectSession();
 }
 
@@ -323,11 +316,11 @@ TEST_F(PreauthServerTest, AFrameOverThePreAuthLimitIsRefusedBeforeItsBodyIsHeld)
   const long grew = ResidentKiB() - before;
   EXPECT_LT(grew, 16 * 1024) << "RSS grew by " << grew << " KiB for " << kPeers
                              << " unauthenticated peers";
-  EXPECT_GE(server_->stats().negotiation_failures, static_cast<std::uint64_t>(kPeers));
+  EXPECT_GE(server_.stats().negotiation_failures, static_cast<std::uint64_t>(kPeers));
 
   // After AUTH_SUCCESS max_frame_size applies: a 1 MiB request is served.
   ClientOptions o;
-  o.endpoint = server_->bound_endpoints().at(0);
+  o.endpoint = server_.endpoint();
   o.mechanisms = {std::make_shared<SimpleClientMechanism>("alice")};
   auto client = Client::connect(o);
   ASSERT_TRUE(client.ok()) << Describe(client);

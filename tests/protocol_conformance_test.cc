@@ -43,6 +43,7 @@
 #include "security/secret_manager.h"
 #include "security/tls_context.h"
 #include "server/server.h"
+#include "tests/test_server.h"
 #include "tests/test_support.h"
 #include "tests/tls_test_certs.h"
 
@@ -279,28 +280,29 @@ std::shared_ptr<Authorizer> AllowAllPolicy(const nlohmann::json& extra = nlohman
 
 // The server the examples are written for: `simple` only; negotiation and
 // idle timeouts short enough for `negotiation-timeout` and `idle-timeout`.
-// With slow_method, also test.slow: a blocking call that takes 500 ms.
-std::unique_ptr<Server> StartServer(SocketKind kind, std::shared_ptr<Authorizer> authorizer,
-                                    std::size_t max_connections = 100, bool slow_method = false) {
-  ServerOptions o;
-  o.endpoints = {testing::FreshEndpoint(kind, "authrpc-conformance")};
-  o.mechanisms = {std::make_shared<SimpleServerMechanism>()};
-  o.io_threads = 1;
-  o.blocking_threads = 1;
-  o.negotiation_timeout = 2s;
-  o.idle_timeout = 2s;
-  o.stop_grace = 2s;
-  o.max_connections = max_connections;
-  o.authorizer = std::move(authorizer);
-  o.log = null_log_sink();
-  auto server = std::make_unique<Server>(std::move(o));
-  if (slow_method) {
+// With slow_started, also test.slow: a blocking call that takes 500 ms and
+// counts slow_started down when it begins.
+std::unique_ptr<testing::TestServer> StartServer(SocketKind kind,
+                                                 std::shared_ptr<Authorizer> authorizer,
+                                                 std::size_t max_connections = 100,
+                                                 testing::Latch* slow_started = nullptr) {
+  auto server = std::make_unique<testing::TestServer>();
+  server->endpoint(testing::FreshEndpoint(kind, "authrpc-conformance")).blocking_threads(1);
+  server->options([authorizer = std::move(authorizer), max_connections](ServerOptions& o) {
+    o.negotiation_timeout = 2s;
+    o.idle_timeout = 2s;
+    o.stop_grace = 2s;
+    o.max_connections = max_connections;
+    o.authorizer = authorizer;
+  });
+  if (slow_started != nullptr) {
     Service test("test");
-    test.add_blocking("slow", [](CallContext&, std::string_view) -> Result<std::string> {
+    test.add_blocking("slow", [slow_started](CallContext&, std::string_view) -> Result<std::string> {
+      slow_started->CountDown();
       std::this_thread::sleep_for(500ms);
       return std::string("done");
     });
-    EXPECT_TRUE(server->add_service(std::move(test)).ok());
+    server->service(std::move(test));
   }
   const Status s = server->start();
   EXPECT_TRUE(s.ok()) << s.to_string();
@@ -347,7 +349,7 @@ TEST_P(ConformanceTest, TheServerAnswersAsTheSpecShows) {
   auto server = StartServer(kind, authz == Authz::kAclFile ? AllowAllPolicy() : nullptr,
                             busy ? 1 : 100);
   ASSERT_TRUE(server);
-  const Endpoint endpoint = server->bound_endpoints().at(0);
+  const Endpoint endpoint = server->endpoints().at(0);
   std::unique_ptr<RawConnection> occupant;
   if (busy) {
     occupant = std::make_unique<RawConnection>(endpoint);
@@ -380,7 +382,7 @@ TEST_P(ConformanceTest, TheServerAnswersAsTheSpecShows) {
   // Closed first: the server would linger on them until its stop grace.
   raw.Close();
   occupant.reset();
-  EXPECT_TRUE(StopAndDestroy(server));
+  EXPECT_TRUE(server->stop());
 }
 
 std::vector<std::tuple<std::string, SocketKind, Authz>> AllCases() {
@@ -475,7 +477,7 @@ INSTANTIATE_TEST_SUITE_P(Transports, WrittenOutTest,
 TEST_P(WrittenOutTest, ThePreambleIsJudgedOnlyWhenAllEightBytesHaveArrived) {
   auto server = StartServer(GetParam(), nullptr);
   ASSERT_TRUE(server);
-  RawConnection raw(server->bound_endpoints().at(0));
+  RawConnection raw(server->endpoints().at(0));
   ASSERT_TRUE(raw.Send("ARPC"));
   std::string early;
   EXPECT_FALSE(raw.ReadExact(early, 1, 300ms)) << "the server answered half a preamble";
@@ -483,7 +485,7 @@ TEST_P(WrittenOutTest, ThePreambleIsJudgedOnlyWhenAllEightBytesHaveArrived) {
   EXPECT_EQ(ErrorCode(raw.ReadFrame()), 102);
   EXPECT_TRUE(raw.SeesEndOfStream());
   raw.Close();
-  EXPECT_TRUE(StopAndDestroy(server));
+  EXPECT_TRUE(server->stop());
 }
 
 // Section 3: a length below 8 is judged once the whole 12-byte header is in,
@@ -491,7 +493,7 @@ TEST_P(WrittenOutTest, ThePreambleIsJudgedOnlyWhenAllEightBytesHaveArrived) {
 TEST_P(WrittenOutTest, AShortLengthIsJudgedOnlyWhenTheWholeHeaderHasArrived) {
   auto server = StartServer(GetParam(), nullptr);
   ASSERT_TRUE(server);
-  RawConnection raw(server->bound_endpoints().at(0));
+  RawConnection raw(server->endpoints().at(0));
   ASSERT_TRUE(raw.Send(Preamble() + std::string("\0\0\0\0", 4)));
   std::string early;
   EXPECT_FALSE(raw.ReadExact(early, 1, 300ms)) << "the server acted on 4 bytes of a header";
@@ -499,7 +501,7 @@ TEST_P(WrittenOutTest, AShortLengthIsJudgedOnlyWhenTheWholeHeaderHasArrived) {
   EXPECT_EQ(ErrorCode(raw.ReadFrame()), 100);
   EXPECT_TRUE(raw.SeesEndOfStream());
   raw.Close();
-  EXPECT_TRUE(StopAndDestroy(server));
+  EXPECT_TRUE(server->stop());
 }
 
 // Section 3: every call frame's body is checked before its id is looked
@@ -521,7 +523,7 @@ TEST_P(WrittenOutTest, AMalformedCallFrameIsAnErrorWhetherOrNotItsCallIsOpen) {
   ASSERT_TRUE(server);
   for (const auto& row : rows) {
     SCOPED_TRACE(row.name);
-    RawConnection raw(server->bound_endpoints().at(0));
+    RawConnection raw(server->endpoints().at(0));
     ASSERT_TRUE(raw.Send(Preamble() + Hello("simple", "alice")));
     auto success = raw.ReadFrame();
     ASSERT_TRUE(success && static_cast<int>(success->type) == 0x05);
@@ -529,7 +531,7 @@ TEST_P(WrittenOutTest, AMalformedCallFrameIsAnErrorWhetherOrNotItsCallIsOpen) {
     EXPECT_EQ(ErrorCode(raw.ReadFrame()), 100);
     EXPECT_TRUE(raw.SeesEndOfStream());
   }
-  EXPECT_TRUE(StopAndDestroy(server));
+  EXPECT_TRUE(server->stop());
 }
 
 std::string RequestFrame(std::uint32_t call_id, const std::string& service,
@@ -543,14 +545,15 @@ std::string RequestFrame(std::uint32_t call_id, const std::string& service,
 // answered UNAVAILABLE (14) without running, the call in flight still
 // finishes, and then the server ends its sending side.
 TEST_P(WrittenOutTest, ACallAfterGoAwayIsUnavailableWhileTheCallInFlightFinishes) {
-  auto server = StartServer(GetParam(), nullptr, 100, true);
+  testing::Latch slow_started;
+  auto server = StartServer(GetParam(), nullptr, 100, &slow_started);
   ASSERT_TRUE(server);
-  RawConnection raw(server->bound_endpoints().at(0));
+  RawConnection raw(server->endpoints().at(0));
   ASSERT_TRUE(raw.Send(Preamble() + Hello("simple", "alice") + RequestFrame(1, "test", "slow")));
   auto success = raw.ReadFrame();
   ASSERT_TRUE(success && static_cast<int>(success->type) == 0x05);
-  std::this_thread::sleep_for(100ms);  // call 1 is running
-  std::thread stopper([&] { server->stop(); });
+  ASSERT_TRUE(slow_started.WaitFor(5s)) << "call 1 never started";
+  std::thread stopper([&] { server->server().stop(); });
   // Also on a failed assertion: stop() returns once the connection closes.
   struct Joiner {
     RawConnection& raw;
@@ -600,7 +603,7 @@ TEST_P(OwnNameTest, DoAsOwnNameIsAllowedWithAndWithoutAnAclFile) {
           : nullptr;
   auto server = StartServer(SocketKind::kTcp, authorizer);
   ASSERT_TRUE(server);
-  RawConnection raw(server->bound_endpoints().at(0));
+  RawConnection raw(server->endpoints().at(0));
   ASSERT_TRUE(raw.Send(Preamble() + Hello("simple", "alice@EXAMPLE.COM", c.do_as)));
   auto frame = raw.ReadFrame();
   ASSERT_TRUE(frame);
@@ -615,7 +618,7 @@ TEST_P(OwnNameTest, DoAsOwnNameIsAllowedWithAndWithoutAnAclFile) {
     EXPECT_EQ(Hex(frame->body), Hex(want));
   }
   raw.Close();
-  EXPECT_TRUE(StopAndDestroy(server));
+  EXPECT_TRUE(server->stop());
 }
 
 INSTANTIATE_TEST_SUITE_P(
@@ -740,19 +743,12 @@ TEST_P(ExporterTest, TheServerBindsToTheExporterWithNoContext) {
   auto token = manager->issue({"alice@EXAMPLE.COM", "", "", "tls://127.0.0.1"});
   ASSERT_TRUE(token.ok());
 
-  ServerOptions o;
-  o.endpoints = {*Endpoint::parse("tls://127.0.0.1:0")};
-  o.mechanisms = {std::make_shared<TokenServerMechanism>(manager)};
-  o.tls = tls_context;
-  o.io_threads = 1;
-  o.blocking_threads = 1;
-  o.negotiation_timeout = 5s;
-  o.stop_grace = 2s;
-  o.log = null_log_sink();
-  auto server = std::make_unique<Server>(std::move(o));
-  ASSERT_TRUE(server->start().ok());
+  auto server = std::make_unique<testing::TestServer>();
+  server->tls(tls_context).mechanism(std::make_shared<TokenServerMechanism>(manager)).blocking_threads(1);
+  server->options([](ServerOptions& o) { o.stop_grace = 2s; });
+  ASSERT_OK(server->start());
 
-  auto tls_connection = std::make_unique<RawTls>(server->bound_endpoints().at(0).port, c.tls_version);
+  auto tls_connection = std::make_unique<RawTls>(server->endpoints().at(0).port, c.tls_version);
   RawTls& conn = *tls_connection;
   ASSERT_TRUE(conn.ok()) << "TLS handshake failed";
   const std::string no_context = conn.Exporter(false);
@@ -795,7 +791,7 @@ TEST_P(ExporterTest, TheServerBindsToTheExporterWithNoContext) {
     EXPECT_EQ(Hex(body), Hex(want));
   }
   tls_connection.reset();
-  EXPECT_TRUE(StopAndDestroy(server));
+  EXPECT_TRUE(server->stop());
   std::filesystem::remove_all(dir);
 }
 

@@ -41,6 +41,7 @@
 #include "security/base/status.h"
 #include "server/server.h"
 #include "server/service.h"
+#include "tests/test_server.h"
 #include "tests/test_support.h"
 
 namespace authrpc {
@@ -55,32 +56,12 @@ using namespace std::chrono_literals;
 using Clock = std::chrono::steady_clock;
 using testing::Describe;
 using testing::Eventually;
+using testing::Latch;
 using testing::StopAndDestroy;
 using ::testing::HasSubstr;
 using ::testing::StartsWith;
 
 std::error_code Code(Errc e) { return make_error_code(e); }
-
-// A one-shot event a handler can raise and a test can wait for.
-class Latch {
- public:
-  void Set() {
-    {
-      std::lock_guard lock(mu_);
-      set_ = true;
-    }
-    cv_.notify_all();
-  }
-  bool WaitFor(Clock::duration timeout) {
-    std::unique_lock lock(mu_);
-    return cv_.wait_for(lock, timeout, [this] { return set_; });
-  }
-
- private:
-  std::mutex mu_;
-  std::condition_variable cv_;
-  bool set_ = false;
-};
 
 // What the test service's handlers report back to the tests.
 struct TestState {
@@ -88,6 +69,11 @@ struct TestState {
   std::vector<std::string> completion_order;  // tags of finished "sleep" calls
   std::atomic<int> cancelled_sleeps{0};       // "sleep" calls that saw ctx.cancelled()
   Latch slow_started;                         // "slow" has begun
+  // These handlers have begun (at least one call of each): what a test waits
+  // for before it acts on a call in flight, instead of sleeping.
+  Latch sleep_started;
+  Latch stubborn_started;
+  Latch blocking_sleep_started;
 };
 
 // Sleeps `total` in short steps so that a cancelled call (CANCEL frame, or a
@@ -128,8 +114,9 @@ Service MakeTestService(std::shared_ptr<TestState> state) {
     return std::string(static_cast<std::size_t>(std::stoul(std::string(request))), 'r');
   });
   // Sleeps in one wait, paying no attention to cancellation.
-  s.add_async("stubborn", [](CallContext&,
-                             std::string request) -> asio::awaitable<Result<std::string>> {
+  s.add_async("stubborn", [state](CallContext&,
+                                  std::string request) -> asio::awaitable<Result<std::string>> {
+    state->stubborn_started.CountDown();
     asio::steady_timer timer(co_await asio::this_coro::executor,
                              std::chrono::milliseconds(std::stol(request)));
     std::error_code ec;
@@ -150,6 +137,7 @@ Service MakeTestService(std::shared_ptr<TestState> state) {
   s.add_async("sleep", [state](CallContext& ctx,
                                std::string request) -> asio::awaitable<Result<std::string>> {
     const auto [delay, tag] = ParseSleepRequest(request);
+    state->sleep_started.CountDown();
     if (!co_await InterruptibleSleep(ctx, delay)) {
       ++state->cancelled_sleeps;
       co_return Status(Errc::kCancelled, "sleep cancelled");
@@ -162,7 +150,7 @@ Service MakeTestService(std::shared_ptr<TestState> state) {
   });
   s.add_async("slow", [state](CallContext& ctx,
                               std::string) -> asio::awaitable<Result<std::string>> {
-    state->slow_started.Set();
+    state->slow_started.CountDown();
     if (!co_await InterruptibleSleep(ctx, 300ms)) co_return Status(Errc::kCancelled, "cut short");
     co_return std::string("finished");
   });
@@ -170,7 +158,8 @@ Service MakeTestService(std::shared_ptr<TestState> state) {
     std::this_thread::sleep_for(20ms);
     return Upper(request);
   });
-  s.add_blocking("blocking_sleep", [](CallContext&, std::string_view request) -> Result<std::string> {
+  s.add_blocking("blocking_sleep", [state](CallContext&, std::string_view request) -> Result<std::string> {
+    state->blocking_sleep_started.CountDown();
     std::this_thread::sleep_for(std::chrono::milliseconds(std::stol(std::string(request))));
     return std::string("slept");
   });
@@ -251,18 +240,23 @@ class ServerTest : public ::testing::TestWithParam<Kind> {
  protected:
   void SetUp() override { ASSERT_NO_FATAL_FAILURE(StartServer()); }
 
-  void TearDown() override { StopAndDestroy(server_); }
+  void TearDown() override { test_server_.reset(); }
 
   // (Re)starts the server on a fresh endpoint, with `tweak` applied to the
   // default options.
   void StartServer(const std::function<void(ServerOptions&)>& tweak = {}) {
-    ASSERT_TRUE(StopAndDestroy(server_));
-    ServerOptions options = DefaultServerOptions(FreshEndpoint(GetParam()));
-    if (tweak) tweak(options);
-    server_ = std::make_unique<Server>(std::move(options));
-    ASSERT_TRUE(server_->add_service(MakeTestService(state_)).ok());
-    const Status started = server_->start();
+    if (test_server_) ASSERT_TRUE(test_server_->stop());
+    test_server_ = std::make_unique<testing::TestServer>();
+    // DefaultServerOptions(), built by the builder.
+    test_server_->endpoint(FreshEndpoint(GetParam())).io_threads(2).blocking_threads(4);
+    test_server_->service(MakeTestService(state_)).options([tweak](ServerOptions& o) {
+      o.idle_timeout = 60s;
+      o.stop_grace = 5s;
+      if (tweak) tweak(o);
+    });
+    const Status started = test_server_->start();
     ASSERT_TRUE(started.ok()) << started.to_string();
+    server_ = &test_server_->server();
     const auto bound = server_->bound_endpoints();
     ASSERT_EQ(bound.size(), 1u);
     endpoint_ = bound.front();
@@ -293,7 +287,8 @@ class ServerTest : public ::testing::TestWithParam<Kind> {
   }
 
   std::shared_ptr<TestState> state_ = std::make_shared<TestState>();
-  std::unique_ptr<Server> server_;
+  std::unique_ptr<testing::TestServer> test_server_;
+  Server* server_ = nullptr;  // test_server_'s, for the tests of Server's own methods
   Endpoint endpoint_;
 };
 
@@ -390,8 +385,8 @@ TEST_P(ServerTest, ABlockingHandlerDoesNotHoldUpOtherCallsOnTheConnection) {
   auto client = MustConnect();
   ASSERT_NE(client, nullptr);
   auto slow = client->call_future("test", "blocking_sleep", "400");
-  // Give the request time to reach the pool, then make an inline call.
-  std::this_thread::sleep_for(30ms);
+  // Once the pool runs the handler, make an inline call.
+  ASSERT_TRUE(state_->blocking_sleep_started.WaitFor(5s)) << "the blocking handler never started";
   const auto start = Clock::now();
   auto quick = client->call("sys", "echo", "ping");
   const auto quick_took = Clock::now() - start;
@@ -921,7 +916,7 @@ TEST_P(ServerTest, AHandlerSeesCancelledOnceTheClientHasGone) {
   auto client = MustConnect();
   ASSERT_NE(client, nullptr);
   auto pending = client->call_future("test", "sleep", "1500 abandoned");
-  std::this_thread::sleep_for(30ms);
+  ASSERT_TRUE(state_->sleep_started.WaitFor(5s)) << "the handler never started";
   client->close();
   EXPECT_TRUE(Eventually([&] { return state_->cancelled_sleeps.load() >= 1; }, 1s))
       << "the handler kept running for a connection that was gone";
@@ -931,7 +926,7 @@ TEST_P(ServerTest, ClosingAClientFailsItsPendingCallsWithCancelled) {
   auto client = MustConnect();
   ASSERT_NE(client, nullptr);
   auto pending = client->call_future("test", "sleep", "2000 never");
-  std::this_thread::sleep_for(20ms);
+  ASSERT_TRUE(state_->sleep_started.WaitFor(5s)) << "the handler never started";
   client->close();
   ASSERT_EQ(pending.wait_for(2s), std::future_status::ready);
   auto reply = pending.get();
@@ -1017,7 +1012,7 @@ TEST_P(ServerTest, StopDoesNotWaitPastStopGraceForAHandlerThatIgnoresCancellatio
   auto client = MustConnect();
   ASSERT_NE(client, nullptr);
   auto stuck = client->call_future("test", "stubborn", "800");
-  std::this_thread::sleep_for(30ms);
+  ASSERT_TRUE(state_->stubborn_started.WaitFor(5s)) << "the handler never started";
   const auto start = Clock::now();
   server_->stop();
   const auto took = Clock::now() - start;
@@ -1033,7 +1028,7 @@ TEST_P(ServerTest, StopPastStopGraceDoesNotLingerOnConnectionsItAlreadyClosed) {
   auto client = MustConnect();
   ASSERT_NE(client, nullptr);
   auto cut = client->call_future("test", "sleep", "5000 cut");
-  std::this_thread::sleep_for(30ms);
+  ASSERT_TRUE(state_->sleep_started.WaitFor(5s)) << "the handler never started";
   const auto start = Clock::now();
   server_->stop();
   const auto took = Clock::now() - start;
@@ -1047,11 +1042,11 @@ TEST_P(ServerTest, StopWithABlockingHandlerRunningPastStopGraceCompletesCleanly)
   auto client = MustConnect();
   ASSERT_NE(client, nullptr);
   auto stuck = client->call_future("test", "blocking_sleep", "300");
-  std::this_thread::sleep_for(30ms);
+  ASSERT_TRUE(state_->blocking_sleep_started.WaitFor(5s)) << "the handler never started";
   server_->stop();  // cannot interrupt a thread: waits for the pool, then finishes
   ASSERT_EQ(stuck.wait_for(3s), std::future_status::ready);
   EXPECT_FALSE(stuck.get().ok());
-  server_.reset();  // the late completion must not touch freed state (ASan)
+  test_server_.reset();  // the late completion must not touch freed state (ASan)
 }
 
 // --- options validation -------------------------------------------------------

@@ -51,6 +51,7 @@
 #include "rpc/shm_errors.h"
 #include "server/server.h"
 #include "server/service.h"
+#include "tests/test_server.h"
 
 namespace authrpc {
 namespace {
@@ -112,7 +113,7 @@ struct Seen {
 // get "<total> <batch> <seed>": pattern bytes, filled in place in the slot
 // the stream hands out (acquire); returns the SHA-256.
 // put: reads every message in place; returns "<bytes> <sha256>".
-void AddService(Server& server, std::shared_ptr<Seen> seen) {
+Service BulkService(std::shared_ptr<Seen> seen) {
   Service bulk("bulk");
   bulk.add_stream("get", [seen](CallContext&, ServerStream& s) -> asio::awaitable<Result<std::string>> {
     unsigned long total = 0, batch = 0, seed = 0;
@@ -221,7 +222,7 @@ void AddService(Server& server, std::shared_ptr<Seen> seen) {
     }
     co_return std::string("returned");
   });
-  ASSERT_TRUE(server.add_service(std::move(bulk)).ok());
+  return bulk;
 }
 
 std::string UniqueSocket(const char* what) {
@@ -230,18 +231,14 @@ std::string UniqueSocket(const char* what) {
          std::to_string(n++);
 }
 
-std::unique_ptr<Server> StartServer(const std::string& uri, bool shm, std::shared_ptr<Seen> seen,
-                                    std::uint32_t slot_count = 16) {
-  ServerOptions o;
-  o.endpoints = {*Endpoint::parse(uri)};
-  o.mechanisms = {std::make_shared<SimpleServerMechanism>()};
-  o.io_threads = 1;
-  o.stop_grace = 1s;
-  o.log = null_log_sink();
-  o.shm.enabled = shm;
-  o.shm.ring.slot_count = slot_count;
-  auto server = std::make_unique<Server>(std::move(o));
-  AddService(*server, seen);
+std::unique_ptr<testing::TestServer> StartServer(const std::string& uri, bool shm,
+                                                 std::shared_ptr<Seen> seen,
+                                                 std::uint32_t slot_count = 16) {
+  auto server = std::make_unique<testing::TestServer>();
+  server->endpoint(uri).service(BulkService(std::move(seen))).options([shm, slot_count](ServerOptions& o) {
+    o.shm.enabled = shm;
+    o.shm.ring.slot_count = slot_count;
+  });
   const Status s = server->start();
   EXPECT_TRUE(s.ok()) << s.to_string();
   return server;
@@ -312,7 +309,7 @@ TEST(ShmStreamTest, GetOverShmIsByteExact) {
   auto seen = std::make_shared<Seen>();
   auto server = StartServer(UniqueSocket("get"), true, seen);
   ClientRuntime runtime(1);
-  auto client = Client::connect(runtime, ClientFor(server->bound_endpoints().front(), true));
+  auto client = Client::connect(runtime, ClientFor(server->endpoints().front(), true));
   ASSERT_TRUE(client.ok()) << client.status().to_string();
   struct Case {
     std::uint64_t total;
@@ -346,7 +343,7 @@ TEST(ShmStreamTest, PutOverShmIsByteExact) {
   auto seen = std::make_shared<Seen>();
   auto server = StartServer(UniqueSocket("put"), true, seen);
   ClientRuntime runtime(1);
-  auto client = Client::connect(runtime, ClientFor(server->bound_endpoints().front(), true));
+  auto client = Client::connect(runtime, ClientFor(server->endpoints().front(), true));
   ASSERT_TRUE(client.ok()) << client.status().to_string();
   RunOn(**client, [&]() -> asio::awaitable<void> {
     auto stream = co_await (*client)->async_open_stream("bulk", "put", "");
@@ -390,7 +387,7 @@ TEST(ShmStreamTest, ServerFailingAPutStopsTheWriterWithItsStatus) {
   auto seen = std::make_shared<Seen>();
   auto server = StartServer(UniqueSocket("put-fail"), true, seen, 4);
   ClientRuntime runtime(1);
-  auto client = Client::connect(runtime, ClientFor(server->bound_endpoints().front(), true));
+  auto client = Client::connect(runtime, ClientFor(server->endpoints().front(), true));
   ASSERT_TRUE(client.ok()) << client.status().to_string();
   RunOn(**client, [&]() -> asio::awaitable<void> {
     auto stream = co_await (*client)->async_open_stream("bulk", "put_fail", "");
@@ -430,7 +427,7 @@ TEST(ShmStreamTest, FallsBackToTheSocketWhenEitherSideDisablesShm) {
     auto seen = std::make_shared<Seen>();
     auto server = StartServer(UniqueSocket(c.name), c.server_shm, seen);
     ClientRuntime runtime(1);
-    auto client = Client::connect(runtime, ClientFor(server->bound_endpoints().front(), c.client_shm));
+    auto client = Client::connect(runtime, ClientFor(server->endpoints().front(), c.client_shm));
     ASSERT_TRUE(client.ok()) << client.status().to_string();
     RunOn(**client, [&]() -> asio::awaitable<void> {
       GetOutcome g = co_await DoGet(**client, 2 << 20, 128 << 10, 11);
@@ -511,7 +508,7 @@ TEST(ShmStreamTest, PeerWithOtherCredentialsIsRefusedAndFallsBack) {
   ASSERT_GT(pid, 0);
   auto seen = std::make_shared<Seen>();
   auto server = StartServer(UniqueSocket("refuse"), true, seen);
-  SendEndpoint(pipe, server->bound_endpoints().front());
+  SendEndpoint(pipe, server->endpoints().front());
   EXPECT_EQ(WaitChild(pid), 0) << "10 setuid, 11 connect, 12 hang, 13 failed, 14 bytes, 15 shm used";
   EXPECT_FALSE(seen->get_over_shm.load());
   server->stop();
@@ -543,7 +540,7 @@ TEST(ShmStreamTest, ClientVanishingMidStreamLeavesTheServerServing) {
   ASSERT_GT(pid, 0);
   auto seen = std::make_shared<Seen>();
   auto server = StartServer(UniqueSocket("vanish"), true, seen, 4);
-  SendEndpoint(pipe, server->bound_endpoints().front());
+  SendEndpoint(pipe, server->endpoints().front());
   EXPECT_EQ(WaitChild(pid), 0);
   ASSERT_EQ(seen->get_done.get_future().wait_for(30s), std::future_status::ready);
   {
@@ -556,7 +553,7 @@ TEST(ShmStreamTest, ClientVanishingMidStreamLeavesTheServerServing) {
   }
   // The server goes on serving, over shm.
   ClientRuntime runtime(1);
-  auto client = Client::connect(runtime, ClientFor(server->bound_endpoints().front(), true));
+  auto client = Client::connect(runtime, ClientFor(server->endpoints().front(), true));
   ASSERT_TRUE(client.ok()) << client.status().to_string();
   RunOn(**client, [&]() -> asio::awaitable<void> {
     GetOutcome g = co_await DoGet(**client, 1 << 20, 128 << 10, 9);
@@ -578,7 +575,7 @@ TEST(ShmStreamTest, ServerVanishingMidStreamIsTyped) {
     ::close(pipe_to_parent[0]);
     auto seen = std::make_shared<Seen>();
     auto server = StartServer(UniqueSocket("server-vanish"), true, seen);
-    const std::string s = server->bound_endpoints().front().to_string();
+    const std::string s = server->endpoints().front().to_string();
     if (::write(pipe_to_parent[1], s.data(), s.size()) != static_cast<ssize_t>(s.size())) ::_exit(1);
     ::close(pipe_to_parent[1]);
     for (;;) ::pause();
@@ -615,7 +612,7 @@ TEST(ShmStreamTest, SlowConsumerIsBoundedByTheRing) {
   constexpr std::uint32_t kSlots = 4;
   auto server = StartServer(UniqueSocket("slow"), true, seen, kSlots);
   ClientRuntime runtime(1);
-  auto client = Client::connect(runtime, ClientFor(server->bound_endpoints().front(), true));
+  auto client = Client::connect(runtime, ClientFor(server->endpoints().front(), true));
   ASSERT_TRUE(client.ok()) << client.status().to_string();
   std::uint64_t max_ahead = 0;
   RunOn(**client, [&]() -> asio::awaitable<void> {
@@ -1121,7 +1118,7 @@ TEST(ShmStreamTest, HandlerFailingWithASlotInHandIsTyped) {
   auto seen = std::make_shared<Seen>();
   auto server = StartServer(UniqueSocket("fail-holding"), true, seen);
   ClientRuntime runtime(1);
-  auto client = Client::connect(runtime, ClientFor(server->bound_endpoints().front(), true));
+  auto client = Client::connect(runtime, ClientFor(server->endpoints().front(), true));
   ASSERT_TRUE(client.ok()) << client.status().to_string();
   struct Case {
     const char* mode;
@@ -1178,7 +1175,7 @@ TEST(ShmStreamTest, ClientCancellingOrDroppingAPutEndsTheHandlersRead) {
     auto seen = std::make_shared<Seen>();
     auto server = StartServer(UniqueSocket("put-cancel"), true, seen);
     ClientRuntime runtime(1);
-    auto client = Client::connect(runtime, ClientFor(server->bound_endpoints().front(), true));
+    auto client = Client::connect(runtime, ClientFor(server->endpoints().front(), true));
     ASSERT_TRUE(client.ok()) << client.status().to_string();
     auto put_end = seen->put_end.get_future();
     const auto start = std::chrono::steady_clock::now();
@@ -1239,7 +1236,7 @@ TEST(ShmStreamTest, WriteRacingFinishOnTheFirstShmWriteIsNeverLost) {
   auto seen = std::make_shared<Seen>();
   auto server = StartServer(UniqueSocket("race"), true, seen);
   ClientRuntime runtime(1);
-  auto client = Client::connect(runtime, ClientFor(server->bound_endpoints().front(), true));
+  auto client = Client::connect(runtime, ClientFor(server->endpoints().front(), true));
   ASSERT_TRUE(client.ok()) << client.status().to_string();
   const std::string message = "hello, are you there?";
   Sha256 sha;

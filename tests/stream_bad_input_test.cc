@@ -52,6 +52,7 @@
 #include "rpc/wire.h"
 #include "server/server.h"
 #include "server/server_stream.h"
+#include "tests/test_server.h"
 #include "tests/test_support.h"
 
 namespace authrpc {
@@ -540,28 +541,24 @@ class StreamBadInputTest : public ::testing::TestWithParam<Kind> {
   void TearDown() override {
     release_->store(true);
     hold_->store(true);
-    StopAndDestroy(server_);
+    server_.reset();
   }
 
   void StartServer(const std::function<void(ServerOptions&)>& tweak = {}) {
-    ASSERT_TRUE(StopAndDestroy(server_));
-    ServerOptions o;
-    o.endpoints = {FreshEndpoint(GetParam())};
-    o.mechanisms = {std::make_shared<SimpleServerMechanism>()};
-    o.io_threads = 2;
-    o.blocking_threads = 2;
-    o.negotiation_timeout = 5s;
-    o.idle_timeout = 60s;
-    o.stop_grace = 3s;
-    o.stream_window = kServerWindow;
-    o.shm.enabled = true;
-    o.log = null_log_sink();
-    if (tweak) tweak(o);
-    server_ = std::make_unique<Server>(std::move(o));
-    ASSERT_TRUE(server_->add_service(TestService(release_, hold_, holding_, held_)).ok());
+    if (server_) ASSERT_TRUE(server_->stop());
+    server_ = std::make_unique<testing::TestServer>();
+    server_->endpoint(FreshEndpoint(GetParam())).io_threads(2);
+    server_->service(TestService(release_, hold_, holding_, held_));
+    server_->options([tweak](ServerOptions& o) {
+      o.idle_timeout = 60s;
+      o.stop_grace = 3s;
+      o.stream_window = kServerWindow;
+      o.shm.enabled = true;
+      if (tweak) tweak(o);
+    });
     const Status started = server_->start();
     ASSERT_TRUE(started.ok()) << started.to_string();
-    endpoint_ = server_->bound_endpoints().at(0);
+    endpoint_ = server_->endpoint();
   }
 
   bool unix_kind() const { return GetParam() == Kind::kUnix; }
@@ -717,7 +714,7 @@ class StreamBadInputTest : public ::testing::TestWithParam<Kind> {
   std::shared_ptr<std::atomic<bool>> hold_ = std::make_shared<std::atomic<bool>>(false);
   std::shared_ptr<std::atomic<int>> holding_ = std::make_shared<std::atomic<int>>(0);
   std::shared_ptr<std::atomic<int>> held_ = std::make_shared<std::atomic<int>>(0);
-  std::unique_ptr<Server> server_;
+  std::unique_ptr<testing::TestServer> server_;
   Endpoint endpoint_;
 };
 

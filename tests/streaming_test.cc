@@ -33,6 +33,7 @@
 #include "security/tls_context.h"
 #include "server/server.h"
 #include "server/service.h"
+#include "tests/test_server.h"
 #include "tests/tls_test_certs.h"
 
 namespace authrpc {
@@ -107,7 +108,7 @@ struct Observed {
   bool vanished_set = false;
 };
 
-void AddBulkService(Server& server, std::shared_ptr<Observed> seen) {
+Service BulkService(std::shared_ptr<Observed> seen) {
   Service bulk("bulk");
   // Sends `total` pattern bytes in `batch`-byte messages; the final payload
   // is the SHA-256 of everything sent. Messages alternate between a view
@@ -211,7 +212,7 @@ void AddBulkService(Server& server, std::shared_ptr<Observed> seen) {
   bulk.add("unary", [](CallContext&, std::string_view request) -> Result<std::string> {
     return std::string(request);
   });
-  ASSERT_TRUE(server.add_service(std::move(bulk)).ok());
+  return bulk;
 }
 
 struct Certs {
@@ -239,37 +240,34 @@ class StreamingTest : public ::testing::TestWithParam<std::string> {
   void SetUp() override { StartServer(); }
   void TearDown() override {
     client_.reset();
-    if (server_) server_->stop();
+    server_.reset();
   }
 
   void StartServer(std::uint32_t stream_window = kDefaultStreamWindow) {
-    ServerOptions o;
     const std::string transport = GetParam();
     std::string uri = transport == "tcp"    ? "tcp://127.0.0.1:0"
                       : transport == "unix" ? "unix:@authrpc-streaming-" + std::to_string(::getpid())
                       : transport == "shm"  ? "unix:@authrpc-streaming-shm-" + std::to_string(::getpid())
                                             : "tls://127.0.0.1:0";
-    o.shm.enabled = transport == "shm";  // unix:// with the shared-memory data plane
-    o.endpoints = {*Endpoint::parse(uri)};
-    o.mechanisms = {std::make_shared<SimpleServerMechanism>()};
-    o.io_threads = 1;
-    o.stop_grace = 1s;
-    o.log = null_log_sink();
-    o.stream_window = stream_window;
+    if (server_) server_->stop();
+    server_ = std::make_unique<testing::TestServer>();
+    server_->endpoint(uri).blocking_threads(8).service(BulkService(seen_));
+    server_->options([transport, stream_window](ServerOptions& o) {
+      o.shm.enabled = transport == "shm";  // unix:// with the shared-memory data plane
+      o.stream_window = stream_window;
+    });
     if (transport == "tls") {
       TlsServerOptions t;
       t.certificate_file = certs().ca->cert_file("server");
       t.private_key_file = certs().ca->key_file("server");
       std::string error;
-      o.tls = TlsServerContext::create(t, &error);
-      ASSERT_TRUE(o.tls) << error;
+      auto tls = TlsServerContext::create(t, &error);
+      ASSERT_TRUE(tls) << error;
+      server_->tls_context(std::move(tls));
     }
-    if (server_) server_->stop();
-    server_ = std::make_unique<Server>(std::move(o));
-    AddBulkService(*server_, seen_);
     const Status s = server_->start();
     ASSERT_TRUE(s.ok()) << s.to_string();
-    endpoint_ = server_->bound_endpoints().front();
+    endpoint_ = server_->endpoint();
   }
 
   std::unique_ptr<Client> Connect() {
@@ -299,7 +297,7 @@ class StreamingTest : public ::testing::TestWithParam<std::string> {
 
   ClientRuntime runtime_{1};
   std::shared_ptr<Observed> seen_ = std::make_shared<Observed>();
-  std::unique_ptr<Server> server_;
+  std::unique_ptr<testing::TestServer> server_;
   Endpoint endpoint_;
   std::unique_ptr<Client> client_;
 };

@@ -12,9 +12,11 @@
 #include <asio/io_context.hpp>
 #include <asio/use_future.hpp>
 #include <chrono>
+#include <condition_variable>
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <sys/types.h>
@@ -53,6 +55,32 @@ bool Eventually(const std::function<bool()>& done,
 // destroying it would std::terminate on its still-joinable IO threads.
 bool StopAndDestroy(std::unique_ptr<Server>& server,
                     std::chrono::steady_clock::duration limit = std::chrono::seconds(10));
+
+// What a handler counts down and a test waits for ("the handler has
+// started", "three calls are waiting"), instead of sleeping for a guessed
+// while. std::latch has no timed wait; a test must not hang on a handler
+// that never runs. Counting down past zero is harmless.
+class Latch {
+ public:
+  explicit Latch(int count = 1) : count_(count) {}
+  void CountDown() {
+    {
+      std::lock_guard lock(mu_);
+      if (count_ > 0) --count_;
+    }
+    cv_.notify_all();
+  }
+  // True once the count reached zero; false if `timeout` passed first.
+  bool WaitFor(std::chrono::steady_clock::duration timeout) {
+    std::unique_lock lock(mu_);
+    return cv_.wait_for(lock, timeout, [this] { return count_ == 0; });
+  }
+
+ private:
+  std::mutex mu_;
+  std::condition_variable cv_;
+  int count_;
+};
 
 // Runs a coroutine to completion on a private io_context.
 template <typename T>

@@ -1,7 +1,7 @@
 // Channel binding: `kerberos` over TLS binds its AP-REQ to the TLS channel
 // (RFC 9266 tls-exporter as GSS channel bindings), so that authentication
 // relayed through a different TLS connection fails. A real MIT KDC
-// (tests/mini_kdc.h) and a test-only relaying proxy: a man in the middle that
+// (tests/testing/mini_kdc.h) and a test-only relaying proxy: a man in the middle that
 // terminates the client's TLS with its own certificate — one the client
 // trusts, the worst case — and re-originates TLS to the real server.
 #include <gmock/gmock.h>
@@ -24,7 +24,9 @@
 #include "rpc/tls_transport.h"
 #include "security/tls_context.h"
 #include "server/server.h"
-#include "tests/mini_kdc.h"
+#include "tests/kerberos_realm.h"
+#include "tests/test_server.h"
+#include "tests/testing/mini_kdc.h"
 #include "tests/tls_test_certs.h"
 
 namespace authrpc {
@@ -129,14 +131,10 @@ class RelayingProxy {
   std::thread thread_;
 };
 
-class KerberosTlsTest : public ::testing::Test {
+class KerberosTlsTest : public testing::KerberosSuite {
  protected:
   static void SetUpTestSuite() {
-    kdc_ = std::make_unique<MiniKdc>();
-    setup_ = kdc_->start();
-    if (setup_.ok()) setup_ = testing::AddClientsAndService(*kdc_, {"alice"});
-    if (setup_.ok()) setup_ = kdc_->kinit("alice", kdc_->client_keytab());
-    if (setup_.ok()) kdc_->set_env_for_process();
+    StartRealm();
     char tmpl[] = "/tmp/authrpc-tls-cb-XXXXXX";
     dir_ = ::mkdtemp(tmpl);
     ca_ = std::make_unique<TestCa>(dir_, "ca");
@@ -147,11 +145,7 @@ class KerberosTlsTest : public ::testing::Test {
     ca_.reset();
     std::error_code ec;
     std::filesystem::remove_all(dir_, ec);
-    kdc_.reset();
-  }
-  void SetUp() override {
-    ASSERT_TRUE(setup_.ok()) << setup_.to_string();
-    kdc_->set_env_for_process();
+    KerberosSuite::TearDownTestSuite();
   }
 
   static std::shared_ptr<security::TlsServerContext> ServerContext(const std::string& leaf) {
@@ -173,48 +167,31 @@ class KerberosTlsTest : public ::testing::Test {
   }
 
   // A TLS-only server enabling kerberos and simple.
-  std::unique_ptr<Server> StartServer() {
-    KerberosServerOptions k;
-    k.keytab = kdc_->service_keytab();
-    k.principal = "rpc/localhost@" + kdc_->realm();
-    k.replay_cache_dir = kdc_->rcache_dir();
-    auto kerberos = KerberosServerMechanism::create(k);
+  std::unique_ptr<testing::TestServer> StartServer() {
+    auto kerberos = KerberosServerMechanism::create(testing::KerberosServerOptionsFor(*kdc_));
     EXPECT_TRUE(kerberos.ok()) << Describe(kerberos);
     if (!kerberos.ok()) return nullptr;
-    ServerOptions o;
-    o.endpoints = {*Endpoint::parse("tls://127.0.0.1:0")};
-    o.mechanisms = {*kerberos, std::make_shared<SimpleServerMechanism>()};
-    o.tls = ServerContext("server");
-    o.io_threads = 1;
-    o.blocking_threads = 1;
-    o.stop_grace = 1s;
-    o.log = null_log_sink();
-    auto server = std::make_unique<Server>(std::move(o));
+    auto server = std::make_unique<testing::TestServer>();
+    server->tls(ServerContext("server")).client_tls(ClientContext());
+    server->mechanisms({*kerberos, std::make_shared<SimpleServerMechanism>()}).blocking_threads(1);
     const Status s = server->start();
     EXPECT_TRUE(s.ok()) << s.to_string();
     return s.ok() ? std::move(server) : nullptr;
   }
 
   Result<std::unique_ptr<Client>> Connect(const Endpoint& endpoint, bool kerberos) {
-    ClientOptions o;
-    o.endpoint = endpoint;
-    o.tls = ClientContext();
-    o.connect_timeout = 10s;
+    testing::TestClient client(endpoint);
+    client.tls(ClientContext());
     if (kerberos) {
-      KerberosClientOptions k;
-      k.ccache = kdc_->ccache();
-      k.service_principal = "rpc/localhost@" + kdc_->realm();
-      auto m = KerberosClientMechanism::create(k);
+      auto m = KerberosClientMechanism::create(testing::CcacheClientOptions(*kdc_));
       if (!m.ok()) return m.status();
-      o.mechanisms = {*m};
+      client.mechanism(*m);
     } else {
-      o.mechanisms = {std::make_shared<SimpleClientMechanism>("bob")};
+      client.simple("bob");
     }
-    return Client::connect(std::move(o));
+    return client.connect();
   }
 
-  static inline std::unique_ptr<MiniKdc> kdc_;
-  static inline Status setup_;
   static inline std::filesystem::path dir_;
   static inline std::unique_ptr<TestCa> ca_;
 };
@@ -222,7 +199,7 @@ class KerberosTlsTest : public ::testing::Test {
 TEST_F(KerberosTlsTest, KerberosOverTlsIsBoundToTheChannelAndSucceedsDirectly) {
   auto server = StartServer();
   ASSERT_TRUE(server);
-  auto client = Connect(server->bound_endpoints().front(), true);
+  auto client = Connect(server->endpoint(), true);
   ASSERT_TRUE(client.ok()) << Describe(client);
   auto who = (*client)->call_json("sys", "whoami", nlohmann::json::object());
   ASSERT_TRUE(who.ok()) << Describe(who);
@@ -233,7 +210,7 @@ TEST_F(KerberosTlsTest, KerberosOverTlsIsBoundToTheChannelAndSucceedsDirectly) {
 TEST_F(KerberosTlsTest, AuthenticationRelayedThroughAnotherTlsConnectionFails) {
   auto server = StartServer();
   ASSERT_TRUE(server);
-  RelayingProxy proxy(ServerContext("mitm"), ClientContext(), server->bound_endpoints().front());
+  RelayingProxy proxy(ServerContext("mitm"), ClientContext(), server->endpoint());
 
   // The relay itself works: an unauthenticated (`simple`) session passes.
   auto plain = Connect(proxy.endpoint(), false);
@@ -250,7 +227,7 @@ TEST_F(KerberosTlsTest, AuthenticationRelayedThroughAnotherTlsConnectionFails) {
   EXPECT_GE(server->stats().negotiation_failures, 1u);
 
   // The server goes on serving kerberos to a client that reaches it directly.
-  auto direct = Connect(server->bound_endpoints().front(), true);
+  auto direct = Connect(server->endpoint(), true);
   ASSERT_TRUE(direct.ok()) << Describe(direct);
 }
 

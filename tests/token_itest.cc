@@ -1,5 +1,5 @@
 // Integration tests for delegation tokens end to end, against a real MIT KDC
-// (tests/mini_kdc.h), real Servers and Clients on loopback, the real file
+// (tests/testing/mini_kdc.h), real Servers and Clients on loopback, the real file
 // token store, and the real authrpc-server and authrpc binaries:
 //  - fetch over Kerberos (token.get), then authenticate with the token alone
 //    while KRB5CCNAME points at an empty cache;
@@ -51,9 +51,11 @@
 #include "security/tls_context.h"
 #include "server/server.h"
 #include "server/token_service.h"
-#include "tests/mini_kdc.h"
+#include "tests/kerberos_realm.h"
+#include "tests/test_server.h"
+#include "tests/test_tls.h"
+#include "tests/testing/mini_kdc.h"
 #include "tests/test_support.h"
-#include "tests/tls_test_certs.h"
 #include "tests/token_capture.h"
 
 #ifndef AUTHRPC_CLI_BIN
@@ -74,7 +76,7 @@ using security::Token;
 
 struct Running {
   std::unique_ptr<TokenService> tokens;
-  std::unique_ptr<Server> server;
+  std::unique_ptr<testing::TestServer> server;
   Endpoint endpoint;
   std::vector<std::shared_ptr<ServerMechanism>> interop;  // token-digest, token-scram if asked for
 };
@@ -82,36 +84,18 @@ struct Running {
 // A mechanism name and its auth.options, as in the server's config file.
 using MechanismConfig = std::pair<std::string, nlohmann::json>;
 
-class TokenItest : public ::testing::Test {
+class TokenItest : public testing::KerberosSuite {
  protected:
   static void SetUpTestSuite() {
-    kdc_ = std::make_unique<MiniKdc>();
-    setup_ = kdc_->start();
-    if (setup_.ok()) setup_ = testing::AddClientsAndService(*kdc_, {"alice", "yarn", "mallory"});
-    if (setup_.ok()) kdc_->set_env_for_process();
-    certs_ = TempDir("token-itest-certs");
-    ca_ = std::make_unique<testing::TestCa>(certs_, "ca");
-    ca_->issue({"server", "localhost", {"DNS:localhost", "IP:127.0.0.1"}});
-    std::string error;
-    security::TlsServerOptions server_options;
-    server_options.certificate_file = ca_->cert_file("server");
-    server_options.private_key_file = ca_->key_file("server");
-    server_options.ca_file = ca_->ca_file();
-    server_tls_ = security::TlsServerContext::create(server_options, &error);
-    security::TlsClientOptions client_options;
-    client_options.ca_file = ca_->ca_file();
-    client_tls_ = security::TlsClientContext::create(client_options, &error);
-    if (setup_.ok() && (!server_tls_ || !client_tls_)) setup_ = Status(Errc::kInternal, "TLS: " + error);
-  }
-  static void TearDownTestSuite() {
-    kdc_.reset();
-    ca_.reset();
-    std::filesystem::remove_all(certs_);
+    StartRealm({.clients = {"alice", "yarn", "mallory"}, .kinit = ""});
+    server_tls_ = testing::TestTls::shared().server();
+    client_tls_ = testing::TestTls::shared().client();
+    if (setup_.ok() && (!server_tls_ || !client_tls_)) setup_ = Status(Errc::kInternal, "TLS contexts");
   }
 
   void SetUp() override {
-    ASSERT_OK(setup_);
-    kdc_->set_env_for_process();
+    KerberosSuite::SetUp();
+    if (HasFatalFailure()) return;
     dir_ = TempDir("token-itest-case");
     ASSERT_FALSE(dir_.empty());
   }
@@ -120,11 +104,7 @@ class TokenItest : public ::testing::Test {
   static std::string Principal(const std::string& name) { return name + "@" + kdc_->realm(); }
 
   static std::shared_ptr<ClientMechanism> KerberosAs(const std::string& user) {
-    KerberosClientOptions o;
-    o.principal = user;
-    o.keytab = kdc_->client_keytab();
-    o.service_principal = "rpc/localhost@" + kdc_->realm();
-    auto m = KerberosClientMechanism::create(o);
+    auto m = KerberosClientMechanism::create(testing::KeytabClientOptions(*kdc_, user));
     EXPECT_TRUE(m.ok()) << Describe(m);
     return *m;
   }
@@ -141,44 +121,30 @@ class TokenItest : public ::testing::Test {
     auto tokens = TokenService::open(std::move(t));
     if (!tokens.ok()) return tokens.status();
     r.tokens = std::move(*tokens);
-    KerberosServerOptions k;
-    k.keytab = kdc_->service_keytab();
-    k.principal = "rpc/localhost@" + kdc_->realm();
-    auto kerberos = KerberosServerMechanism::create(k);
+    auto kerberos = KerberosServerMechanism::create(testing::KerberosServerOptionsFor(*kdc_));
     if (!kerberos.ok()) return kerberos.status();
-    ServerOptions o;
-    o.endpoints = {*Endpoint::parse(uri)};
-    if (o.endpoints.front().scheme == Endpoint::Scheme::kTls) o.tls = server_tls_;
-    o.mechanisms = {*kerberos, r.tokens->mechanism()};
+    r.server = std::make_unique<testing::TestServer>();
+    r.server->endpoint(uri).client_tls(client_tls_);
+    if (uri.starts_with("tls:")) r.server->tls_context(server_tls_);
+    r.server->mechanisms({*kerberos, r.tokens->mechanism()}).service(r.tokens->service());
     auto registry = MechanismRegistry::with_builtins();
     r.tokens->register_mechanism(registry);
     for (const auto& [name, options] : interop) {
       auto m = registry.make_server(name, options);
       if (!m.ok()) return m.status();
       r.interop.push_back(*m);
-      o.mechanisms.push_back(*m);
+      r.server->mechanism(*m);
     }
-    o.io_threads = 1;
-    o.blocking_threads = 2;
-    o.stop_grace = 1s;
-    o.log = null_log_sink();
-    r.server = std::make_unique<Server>(std::move(o));
-    if (Status s = r.server->add_service(r.tokens->service()); !s.ok()) return s;
     if (Status s = r.server->start(); !s.ok()) return s;
-    r.endpoint = r.server->bound_endpoints().front();
+    r.endpoint = r.server->endpoint();
     return r;
   }
 
   static Result<std::unique_ptr<Client>> Connect(const Endpoint& ep,
                                                  std::shared_ptr<ClientMechanism> m) {
-    if (ep.scheme != Endpoint::Scheme::kTls) return testing::ConnectWith(ep, std::move(m));
-    ClientOptions o;
-    o.endpoint = ep;
-    o.mechanisms = {std::move(m)};
-    o.tls = client_tls_;
-    o.connect_timeout = 10s;
-    o.default_call_timeout = 10s;
-    return Client::connect(std::move(o));
+    testing::TestClient client(ep);
+    if (ep.scheme == Endpoint::Scheme::kTls) client.tls(client_tls_);
+    return client.mechanism(std::move(m)).connect();
   }
 
   static Result<Token> Fetch(const Endpoint& ep, const std::string& as, const std::string& renewer) {
@@ -197,10 +163,6 @@ class TokenItest : public ::testing::Test {
     return std::make_shared<TokenClientMechanism>(o);
   }
 
-  static inline std::unique_ptr<MiniKdc> kdc_;
-  static inline Status setup_;
-  static inline std::string certs_;
-  static inline std::unique_ptr<testing::TestCa> ca_;
   static inline std::shared_ptr<security::TlsServerContext> server_tls_;
   static inline std::shared_ptr<security::TlsClientContext> client_tls_;
   std::string dir_;
@@ -633,7 +595,7 @@ Cmd RunCli(const std::string& args) {
 TEST_F(TokenItest, CliFetchPrintUseRenewCancel) {
   auto running = Start({});  // tls://
   ASSERT_TRUE(running.ok()) << Describe(running);
-  const std::string uri = running->endpoint.to_string() + " --ca " + ca_->ca_file();
+  const std::string uri = running->endpoint.to_string() + " --ca " + testing::TestTls::shared().ca_file();
   const std::string file = dir_ + "/cli.tokens";
   const std::string kt = " --principal alice --keytab " + kdc_->client_keytab() +
                          " --service-principal rpc/localhost@" + kdc_->realm();

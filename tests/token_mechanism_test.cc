@@ -22,6 +22,7 @@
 #include "security/secret_manager.h"
 #include "server/token_service.h"
 #include "tests/test_support.h"
+#include "tests/token_realm.h"
 
 namespace authrpc {
 namespace {
@@ -31,28 +32,16 @@ using security::ManualClock;
 using security::Token;
 using security::TokenErrc;
 
-constexpr std::string_view kService = "tcp://127.0.0.1:7000";
+constexpr std::string_view kService = testing::kTokenRealmService;
 
 using testing::Await;
 
-struct Realm {
-  std::shared_ptr<ManualClock> clock =
-      std::make_shared<ManualClock>(security::TokenTime(1'700'000'000'000ms));
-  std::shared_ptr<security::SecretManager> secrets;
+// The token realm (tests/token_realm.h) and a `token` server half of it.
+struct Realm : testing::TokenRealm {
   std::shared_ptr<TokenServerMechanism> server;
 
-  explicit Realm(TokenServerOptions options = {}) {
-    security::SecretManagerOptions o;
-    o.clock = clock;
-    secrets = std::move(*security::SecretManager::open(
-        std::make_shared<security::MemoryTokenStore>(), o));
-    server = std::make_shared<TokenServerMechanism>(secrets, options);
-  }
-  Token Issue(std::string owner = "alice@R", std::string real_user = {}) {
-    auto t = secrets->issue({std::move(owner), "yarn@R", std::move(real_user), std::string(kService)});
-    EXPECT_TRUE(t.ok()) << t.status().to_string();
-    return *t;
-  }
+  explicit Realm(TokenServerOptions options = {})
+      : server(std::make_shared<TokenServerMechanism>(secrets, options)) {}
 };
 
 // The three kinds of channel the mechanism tells apart.

@@ -21,6 +21,7 @@
 #include "security/memory_token_store.h"
 #include "security/secret_manager.h"
 #include "tests/test_support.h"
+#include "tests/token_realm.h"
 
 namespace authrpc {
 namespace {
@@ -29,27 +30,11 @@ using namespace std::chrono_literals;
 using security::ManualClock;
 using security::Token;
 
-constexpr std::string_view kService = "tcp://127.0.0.1:7000";
+constexpr std::string_view kService = testing::kTokenRealmService;
 
 using testing::Await;
 
-struct Realm {
-  std::shared_ptr<ManualClock> clock =
-      std::make_shared<ManualClock>(security::TokenTime(1'700'000'000'000ms));
-  std::shared_ptr<security::SecretManager> secrets;
-
-  Realm() {
-    security::SecretManagerOptions o;
-    o.clock = clock;
-    secrets = std::move(*security::SecretManager::open(
-        std::make_shared<security::MemoryTokenStore>(), o));
-  }
-  Token Issue(std::string owner = "alice@R", std::string real_user = {}) {
-    auto t = secrets->issue({std::move(owner), "yarn@R", std::move(real_user), std::string(kService)});
-    EXPECT_TRUE(t.ok()) << t.status().to_string();
-    return *t;
-  }
-};
+using Realm = testing::TokenRealm;
 
 struct Outcome {
   ServerStep server;  // the server's last step

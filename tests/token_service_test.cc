@@ -19,6 +19,7 @@
 #include "server/server.h"
 #include "server/service.h"
 #include "server/token_service.h"
+#include "tests/test_server.h"
 #include "tests/test_support.h"
 
 namespace authrpc {
@@ -48,11 +49,8 @@ std::string Nested(std::size_t depth) { return std::string(depth, '[') + std::st
 
 struct Running {
   std::unique_ptr<TokenService> tokens;
-  std::unique_ptr<Server> server;
+  testing::TestServer server;  // stopped before the token service goes
   Endpoint endpoint;
-  ~Running() {
-    if (server) testing::StopAndDestroy(server);
-  }
 };
 
 std::unique_ptr<Running> Start(std::vector<std::string> issue_mechanisms) {
@@ -66,17 +64,13 @@ std::unique_ptr<Running> Start(std::vector<std::string> issue_mechanisms) {
   EXPECT_TRUE(tokens.ok()) << Describe(tokens);
   if (!tokens.ok()) return nullptr;
   r->tokens = std::move(*tokens);
-  ServerOptions o;
-  o.endpoints = {*Endpoint::parse("tcp://127.0.0.1:0")};
-  o.mechanisms = {std::make_shared<SimpleServerMechanism>(), r->tokens->mechanism()};
-  o.io_threads = 1;
-  o.blocking_threads = 1;
-  o.stop_grace = 1s;
-  o.log = null_log_sink();
-  r->server = std::make_unique<Server>(std::move(o));
-  EXPECT_TRUE(r->server->add_service(r->tokens->service()).ok());
-  EXPECT_TRUE(r->server->start().ok());
-  r->endpoint = r->server->bound_endpoints().front();
+  r->server.mechanisms({std::make_shared<SimpleServerMechanism>(), r->tokens->mechanism()})
+      .service(r->tokens->service())
+      .blocking_threads(1);
+  const Status started = r->server.start();
+  EXPECT_TRUE(started.ok()) << started.to_string();
+  if (!started.ok()) return nullptr;
+  r->endpoint = r->server.endpoint();
   return r;
 }
 

@@ -1,6 +1,6 @@
 // A fleet of authrpc servers sharing delegation tokens through one real
 // ZooKeeper (tests/mini_zk.h), with tokens fetched over Kerberos from a real
-// KDC (tests/mini_kdc.h):
+// KDC (tests/testing/mini_kdc.h):
 //  - issue on A, authenticate on B, renew on B, cancel on C: then refused
 //    by all three;
 //  - a master key rolled on A is picked up by B and C;
@@ -38,10 +38,12 @@
 #include "security/zk_token_store.h"
 #include "server/server.h"
 #include "server/token_service.h"
-#include "tests/mini_kdc.h"
+#include "tests/kerberos_realm.h"
+#include "tests/test_server.h"
+#include "tests/test_tls.h"
+#include "tests/testing/mini_kdc.h"
 #include "tests/mini_zk.h"
 #include "tests/test_support.h"
-#include "tests/tls_test_certs.h"
 #include "tests/token_capture.h"
 
 #ifndef AUTHRPC_SERVER_BIN
@@ -67,40 +69,25 @@ bool Eventually(const std::function<bool()>& done, std::chrono::milliseconds lim
 
 struct Running {
   std::unique_ptr<TokenService> tokens;
-  std::unique_ptr<Server> server;
+  std::unique_ptr<testing::TestServer> server;
   Endpoint endpoint;
 };
 
-class ZkTokenItest : public ::testing::Test {
+class ZkTokenItest : public testing::KerberosSuite {
  protected:
   static void SetUpTestSuite() {
     if (!MiniZk::available()) return;
     zk_ = std::make_unique<MiniZk>();
     setup_error_ = zk_->start();
-    kdc_ = std::make_unique<MiniKdc>();
-    Status s = kdc_->start();
-    if (s.ok()) s = testing::AddClientsAndService(*kdc_, {"alice", "yarn"});
-    if (s.ok()) kdc_->set_env_for_process();
-    if (!s.ok() && setup_error_.empty()) setup_error_ = s.to_string();
-    certs_ = testing::TempDir("zk-itest-certs");
-    ca_ = std::make_unique<testing::TestCa>(certs_, "ca");
-    ca_->issue({"server", "localhost", {"DNS:localhost", "IP:127.0.0.1"}});
-    std::string error;
-    security::TlsServerOptions server_options;
-    server_options.certificate_file = ca_->cert_file("server");
-    server_options.private_key_file = ca_->key_file("server");
-    server_options.ca_file = ca_->ca_file();
-    server_tls_ = security::TlsServerContext::create(server_options, &error);
-    security::TlsClientOptions client_options;
-    client_options.ca_file = ca_->ca_file();
-    client_tls_ = security::TlsClientContext::create(client_options, &error);
-    if ((!server_tls_ || !client_tls_) && setup_error_.empty()) setup_error_ = "TLS: " + error;
+    StartRealm({.clients = {"alice", "yarn"}, .kinit = ""});
+    if (!setup_.ok() && setup_error_.empty()) setup_error_ = setup_.to_string();
+    server_tls_ = testing::TestTls::shared().server();
+    client_tls_ = testing::TestTls::shared().client();
+    if ((!server_tls_ || !client_tls_) && setup_error_.empty()) setup_error_ = "TLS contexts";
   }
   static void TearDownTestSuite() {
-    kdc_.reset();
+    KerberosSuite::TearDownTestSuite();
     zk_.reset();
-    ca_.reset();
-    std::filesystem::remove_all(certs_);
   }
 
   void SetUp() override {
@@ -144,45 +131,27 @@ class ZkTokenItest : public ::testing::Test {
     auto tokens = TokenService::open(std::move(t));
     if (!tokens.ok()) return tokens.status();
     r.tokens = std::move(*tokens);
-    KerberosServerOptions k;
-    k.keytab = kdc_->service_keytab();
-    k.principal = "rpc/localhost@" + kdc_->realm();
-    auto kerberos = KerberosServerMechanism::create(k);
+    auto kerberos = KerberosServerMechanism::create(testing::KerberosServerOptionsFor(*kdc_));
     if (!kerberos.ok()) return kerberos.status();
-    ServerOptions o;
-    o.endpoints = {*Endpoint::parse(uri)};
-    if (o.endpoints.front().scheme == Endpoint::Scheme::kTls) o.tls = server_tls_;
-    o.mechanisms = {*kerberos, r.tokens->mechanism()};
-    o.io_threads = 1;
-    o.blocking_threads = 2;
-    o.stop_grace = 1s;
-    o.log = null_log_sink();
-    r.server = std::make_unique<Server>(std::move(o));
-    if (Status s = r.server->add_service(r.tokens->service()); !s.ok()) return s;
+    r.server = std::make_unique<testing::TestServer>();
+    r.server->endpoint(uri).client_tls(client_tls_);
+    if (uri.starts_with("tls:")) r.server->tls_context(server_tls_);
+    r.server->mechanisms({*kerberos, r.tokens->mechanism()}).service(r.tokens->service());
     if (Status s = r.server->start(); !s.ok()) return s;
-    r.endpoint = r.server->bound_endpoints().front();
+    r.endpoint = r.server->endpoint();
     return r;
   }
 
   static std::shared_ptr<ClientMechanism> KerberosAs(const std::string& user) {
-    KerberosClientOptions o;
-    o.principal = user;
-    o.keytab = kdc_->client_keytab();
-    o.service_principal = "rpc/localhost@" + kdc_->realm();
-    auto m = KerberosClientMechanism::create(o);
+    auto m = KerberosClientMechanism::create(testing::KeytabClientOptions(*kdc_, user));
     EXPECT_TRUE(m.ok()) << Describe(m);
     return *m;
   }
   static Result<std::unique_ptr<Client>> Connect(const Endpoint& ep,
                                                  std::shared_ptr<ClientMechanism> m) {
-    if (ep.scheme != Endpoint::Scheme::kTls) return testing::ConnectWith(ep, std::move(m));
-    ClientOptions o;
-    o.endpoint = ep;
-    o.mechanisms = {std::move(m)};
-    o.tls = client_tls_;
-    o.connect_timeout = 10s;
-    o.default_call_timeout = 10s;
-    return Client::connect(std::move(o));
+    testing::TestClient client(ep);
+    if (ep.scheme == Endpoint::Scheme::kTls) client.tls(client_tls_);
+    return client.mechanism(std::move(m)).connect();
   }
   static Result<Token> Fetch(const Endpoint& ep, const std::string& as, const std::string& renewer) {
     auto client = Connect(ep, KerberosAs(as));
@@ -209,11 +178,8 @@ class ZkTokenItest : public ::testing::Test {
   }
 
   static inline std::unique_ptr<MiniZk> zk_;
-  static inline std::string certs_;
-  static inline std::unique_ptr<testing::TestCa> ca_;
   static inline std::shared_ptr<security::TlsServerContext> server_tls_;
   static inline std::shared_ptr<security::TlsClientContext> client_tls_;
-  static inline std::unique_ptr<MiniKdc> kdc_;
   static inline std::string setup_error_;
   std::string root_;
   std::string dir_;

@@ -1,4 +1,4 @@
-#include "minibench/kdc_log.h"
+#include "tests/testing/kdc_log.h"
 
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -6,7 +6,7 @@
 
 #include <cerrno>
 
-namespace minibench {
+namespace authrpc::testing {
 
 void KdcLog::count_line(const std::string& line) {
   if (line.find("): AS_REQ ") != std::string::npos) ++counts_.as;
@@ -40,4 +40,4 @@ KdcRequestCounts KdcLog::counts() {
   return counts_;
 }
 
-}  // namespace minibench
+}  // namespace authrpc::testing

@@ -1,4 +1,4 @@
-#include "minibench/local_kdc.h"
+#include "tests/testing/mini_kdc.h"
 
 #include <arpa/inet.h>
 #include <dirent.h>
@@ -24,7 +24,7 @@
 
 extern char** environ;
 
-namespace minibench {
+namespace authrpc::testing {
 
 using authrpc::Errc;
 using authrpc::Result;
@@ -386,12 +386,12 @@ std::string trimmed(std::string s) {
 
 }  // namespace
 
-// --- LocalKdc -----------------------------------------------------------------------
+// --- MiniKdc -----------------------------------------------------------------------
 
-LocalKdc::LocalKdc(LocalKdcOptions options)
+MiniKdc::MiniKdc(MiniKdcOptions options)
     : options_(std::move(options)), requested_lifetime_(options_.ticket_lifetime) {}
 
-LocalKdc::~LocalKdc() {
+MiniKdc::~MiniKdc() {
   (void)stop();
   if (!dir_.empty() && !options_.keep_dir) {
     std::error_code ignored;
@@ -399,7 +399,7 @@ LocalKdc::~LocalKdc() {
   }
 }
 
-bool LocalKdc::tools_installed(std::string* missing) {
+bool MiniKdc::tools_installed(std::string* missing) {
   for (const char* tool : {"krb5kdc", "kdb5_util", "kadmin.local", "kinit"}) {
     if (find_tool(tool).empty()) {
       if (missing) *missing = tool;
@@ -409,10 +409,10 @@ bool LocalKdc::tools_installed(std::string* missing) {
   return true;
 }
 
-Status LocalKdc::start() {
+Status MiniKdc::start() {
   if (running()) {
     return Status(Errc::kFailedPrecondition,
-                  "LocalKdc already running on port " + std::to_string(port_));
+                  "MiniKdc already running on port " + std::to_string(port_));
   }
   if (!plain_word(options_.realm)) return Status(Errc::kInvalidArgument, "bad realm name");
   if (dir_.empty()) {
@@ -434,7 +434,7 @@ Status LocalKdc::start() {
   return last;
 }
 
-Status LocalKdc::create_dir() {
+Status MiniKdc::create_dir() {
   std::string parent = options_.parent_dir;
   if (parent.empty()) parent = std::getenv("TMPDIR") ? std::getenv("TMPDIR") : "/tmp";
   std::string tmpl = parent + "/authrpc-kdc.XXXXXX";
@@ -449,7 +449,7 @@ Status LocalKdc::create_dir() {
 }
 
 // The same configuration as scripts/kdc writes.
-std::string LocalKdc::kdc_conf_text() const {
+std::string MiniKdc::kdc_conf_text() const {
   const std::string listen = "127.0.0.1:" + std::to_string(port_);
   std::ostringstream o;
   o << "[kdcdefaults]\n"
@@ -479,7 +479,7 @@ std::string LocalKdc::kdc_conf_text() const {
   return o.str();
 }
 
-std::string LocalKdc::krb5_conf_text() const {
+std::string MiniKdc::krb5_conf_text() const {
   std::ostringstream o;
   o << "[libdefaults]\n"
     << "  default_realm = " << options_.realm << "\n"
@@ -503,13 +503,13 @@ std::string LocalKdc::krb5_conf_text() const {
   return o.str();
 }
 
-Status LocalKdc::write_configs() const {
+Status MiniKdc::write_configs() const {
   if (auto s = write_file(kdc_conf(), kdc_conf_text()); !s.ok()) return s;
   if (auto s = write_file(krb5_conf(), krb5_conf_text()); !s.ok()) return s;
   return write_file(dir_ + "/kadm5.acl", "# No kadmind runs for this realm.\n");
 }
 
-Status LocalKdc::create_database() {
+Status MiniKdc::create_database() {
   std::string master = random_hex(16);  // lives only in the stash file
   auto s = check_command({"kdb5_util", "create", "-s", "-r", options_.realm},
                          master + "\n" + master + "\n");
@@ -517,7 +517,7 @@ Status LocalKdc::create_database() {
   return s;
 }
 
-Status LocalKdc::start_on_port(int port) {
+Status MiniKdc::start_on_port(int port) {
   std::string krb5kdc = find_tool("krb5kdc");
   if (krb5kdc.empty()) {
     return Status(Errc::kConfigError, "krb5kdc not found: install krb5-kdc (scripts/setup.sh)");
@@ -538,7 +538,7 @@ Status LocalKdc::start_on_port(int port) {
   return {};
 }
 
-Status LocalKdc::wait_until_serving(int port) {
+Status MiniKdc::wait_until_serving(int port) {
   const std::string where = "krb5kdc on 127.0.0.1:" + std::to_string(port);
   const auto deadline = Clock::now() + kKdcStartTimeout;
   while (!accepts_connections(port)) {
@@ -561,7 +561,7 @@ Status LocalKdc::wait_until_serving(int port) {
   return {};
 }
 
-Status LocalKdc::stop() {
+Status MiniKdc::stop() {
   if (pid_ <= 0) return {};
   kill(pid_, SIGTERM);
   bool exited = false;
@@ -578,33 +578,33 @@ Status LocalKdc::stop() {
   return {};
 }
 
-Status LocalKdc::add_principal(const std::string& name,
+Status MiniKdc::add_principal(const std::string& name,
                                const std::optional<std::string>& password) {
   if (!plain_word(name)) return Status(Errc::kInvalidArgument, "bad principal name");
   if (password) return kadmin("addprinc " + name, *password + "\n" + *password + "\n");
   return kadmin("addprinc -randkey " + name);
 }
 
-Status LocalKdc::create_keytab(const std::string& principal, const std::string& path) {
+Status MiniKdc::create_keytab(const std::string& principal, const std::string& path) {
   if (!plain_word(principal) || !plain_word(path)) {
     return Status(Errc::kInvalidArgument, "bad principal or keytab path");
   }
   return kadmin("ktadd -k " + path + " -norandkey " + principal);
 }
 
-Status LocalKdc::create_service_keytab(const std::string& principal) {
+Status MiniKdc::create_service_keytab(const std::string& principal) {
   if (!key_version(principal).ok()) {
     if (auto s = add_principal(principal); !s.ok()) return s;
   }
   return create_keytab(principal, service_keytab());
 }
 
-Status LocalKdc::change_key(const std::string& principal) {
+Status MiniKdc::change_key(const std::string& principal) {
   if (!plain_word(principal)) return Status(Errc::kInvalidArgument, "bad principal name");
   return kadmin("cpw -randkey " + principal);
 }
 
-Result<int> LocalKdc::key_version(const std::string& principal) {
+Result<int> MiniKdc::key_version(const std::string& principal) {
   if (!plain_word(principal)) return Status(Errc::kInvalidArgument, "bad principal name");
   auto r = run({"kadmin.local", "-r", options_.realm, "-q", "getprinc " + principal});
   if (!r.ok()) return r.status();
@@ -615,15 +615,15 @@ Result<int> LocalKdc::key_version(const std::string& principal) {
   return Status(Errc::kNotFound, "getprinc " + principal + ": " + trimmed(r->err));
 }
 
-Status LocalKdc::kinit(const std::string& principal, const std::string& keytab) {
+Status MiniKdc::kinit(const std::string& principal, const std::string& keytab) {
   return check_command({"kinit", "-kt", keytab, principal});
 }
 
-Status LocalKdc::kinit_with_password(const std::string& principal, const std::string& password) {
+Status MiniKdc::kinit_with_password(const std::string& principal, const std::string& password) {
   return check_command({"kinit", principal}, password + "\n");
 }
 
-Status LocalKdc::set_ticket_lifetime(std::chrono::seconds lifetime) {
+Status MiniKdc::set_ticket_lifetime(std::chrono::seconds lifetime) {
   if (lifetime <= 0s || lifetime > options_.ticket_lifetime) {
     return Status(Errc::kInvalidArgument,
                   "ticket lifetime must be in (0, " + seconds(options_.ticket_lifetime) + "]");
@@ -632,7 +632,7 @@ Status LocalKdc::set_ticket_lifetime(std::chrono::seconds lifetime) {
   return dir_.empty() ? Status() : write_configs();
 }
 
-std::map<std::string, std::string> LocalKdc::env() const {
+std::map<std::string, std::string> MiniKdc::env() const {
   return {
       {"KRB5_CONFIG", krb5_conf()},
       {"KRB5_KDC_PROFILE", kdc_conf()},
@@ -645,16 +645,16 @@ std::map<std::string, std::string> LocalKdc::env() const {
   };
 }
 
-void LocalKdc::set_env_for_process() const {
+void MiniKdc::set_env_for_process() const {
   for (const auto& [name, value] : env()) setenv(name.c_str(), value.c_str(), 1);
 }
 
-Result<CommandResult> LocalKdc::run(const std::vector<std::string>& argv,
+Result<CommandResult> MiniKdc::run(const std::vector<std::string>& argv,
                                    const std::string& stdin_data) const {
   return run_command(argv, env(), stdin_data);
 }
 
-Status LocalKdc::check_command(const std::vector<std::string>& argv,
+Status MiniKdc::check_command(const std::vector<std::string>& argv,
                                const std::string& stdin_data) {
   auto r = run(argv, stdin_data);
   if (!r.ok()) return r.status();
@@ -666,7 +666,7 @@ Status LocalKdc::check_command(const std::vector<std::string>& argv,
 }
 
 // QUERY never holds a secret (passwords go on stdin), so errors may show it.
-Status LocalKdc::kadmin(const std::string& query, const std::string& stdin_data) {
+Status MiniKdc::kadmin(const std::string& query, const std::string& stdin_data) {
   auto r = run({"kadmin.local", "-r", options_.realm, "-q", query}, stdin_data);
   if (!r.ok()) return r.status();
   if (r->exit_code != 0 || kadmin_reported_error(r->err)) {
@@ -675,8 +675,17 @@ Status LocalKdc::kadmin(const std::string& query, const std::string& stdin_data)
   return {};
 }
 
-KdcRequestCounts LocalKdc::kdc_request_counts() const { return KdcLog(kdc_log()).counts(); }
+KdcRequestCounts MiniKdc::kdc_request_counts() const { return KdcLog(kdc_log()).counts(); }
 
-int LocalKdc::kdc_requests() const { return kdc_request_counts().total(); }
+int MiniKdc::kdc_requests() const { return kdc_request_counts().total(); }
 
-}  // namespace minibench
+Status AddClientsAndService(MiniKdc& kdc, std::initializer_list<const char*> clients,
+                            const std::string& service) {
+  for (const char* client : clients) {
+    if (Status s = kdc.add_principal(client); !s.ok()) return s;
+    if (Status s = kdc.create_keytab(client, kdc.client_keytab()); !s.ok()) return s;
+  }
+  return kdc.create_service_keytab(service);
+}
+
+}  // namespace authrpc::testing

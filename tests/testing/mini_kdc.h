@@ -1,24 +1,25 @@
-// LocalKdc: a real MIT krb5kdc in a throwaway realm, for minibench and tests
-// (tests/mini_kdc.h names it MiniKdc). scripts/kdc is its shell twin (same
-// configuration) for people. It runs the Kerberos tools as processes: no link
-// dependency on libkrb5.
+// MiniKdc: a real MIT krb5kdc in a throwaway realm, for tests and minibench
+// (library authrpc_testing, tests/testing/). scripts/kdc is its shell twin
+// (same configuration) for people. It runs the Kerberos tools as processes: no
+// link dependency on libkrb5.
 #pragma once
 
 #include <sys/types.h>
 
 #include <chrono>
+#include <initializer_list>
 #include <map>
 #include <optional>
 #include <string>
 #include <vector>
 
-#include "minibench/kdc_log.h"
+#include "tests/testing/kdc_log.h"
 #include "security/base/result.h"
 #include "security/base/status.h"
 
-namespace minibench {
+namespace authrpc::testing {
 
-struct LocalKdcOptions {
+struct MiniKdcOptions {
   std::string realm = "AUTHRPC.TEST";
   // Upper bound the KDC grants (realm max_life) and the lifetime clients ask
   // for (krb5.conf ticket_lifetime); set_ticket_lifetime() can lower the latter.
@@ -50,12 +51,12 @@ struct CommandResult {
 // set_env_for_process(). Not thread-safe: use it from one thread. The KDC gets
 // SIGTERM if the thread that called start() exits (PR_SET_PDEATHSIG), so a
 // crashed or killed test leaves no KDC behind.
-class LocalKdc {
+class MiniKdc {
  public:
-  explicit LocalKdc(LocalKdcOptions options = {});
-  ~LocalKdc();  // stop(), then removes dir() unless options.keep_dir
-  LocalKdc(const LocalKdc&) = delete;
-  LocalKdc& operator=(const LocalKdc&) = delete;
+  explicit MiniKdc(MiniKdcOptions options = {});
+  ~MiniKdc();  // stop(), then removes dir() unless options.keep_dir
+  MiniKdc(const MiniKdc&) = delete;
+  MiniKdc& operator=(const MiniKdc&) = delete;
 
   // True if the tools start() and the realm helpers run (krb5kdc, kdb5_util,
   // kadmin.local, kinit) are installed; names the first missing one otherwise.
@@ -99,7 +100,7 @@ class LocalKdc {
   // setenv()s env() in this process, for programs (tests, minibench) whose
   // Kerberos libraries read the environment; authrpc library code never
   // modifies the environment. Not thread-safe (setenv): call it before any
-  // thread starts. Later LocalKdcs overwrite it.
+  // thread starts. Later MiniKdcs overwrite it.
   void set_env_for_process() const;
 
   // Runs ARGV (ARGV[0] looked up in PATH and the sbin directories) with
@@ -138,7 +139,7 @@ class LocalKdc {
   authrpc::Status check_command(const std::vector<std::string>& argv,
                                 const std::string& stdin_data = {});
 
-  LocalKdcOptions options_;
+  MiniKdcOptions options_;
   std::chrono::seconds requested_lifetime_;
   std::string dir_;
   bool database_created_ = false;
@@ -146,4 +147,10 @@ class LocalKdc {
   pid_t pid_ = -1;
 };
 
-}  // namespace minibench
+// The principals most Kerberos tests need in a started realm: each of
+// `clients` with its key in kdc.client_keytab(), and `service` with its key
+// in kdc.service_keytab(). Stops at, and returns, the first failure.
+authrpc::Status AddClientsAndService(MiniKdc& kdc, std::initializer_list<const char*> clients,
+                                     const std::string& service = "rpc/localhost");
+
+}  // namespace authrpc::testing

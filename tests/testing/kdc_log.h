@@ -1,6 +1,6 @@
 // KdcLog: counts the requests an MIT krb5kdc has handled, from its log file
 // (the [logging] kdc = FILE:... of its kdc.conf). minibench reads it between
-// blocks of sessions to report KDC requests per session; LocalKdc (and
+// blocks of sessions to report KDC requests per session; MiniKdc (and
 // through it the tests) reads it whole.
 //
 // krb5kdc writes (and flushes) a request's line before it sends the reply, so
@@ -14,7 +14,7 @@
 #include <string>
 #include <utility>
 
-namespace minibench {
+namespace authrpc::testing {
 
 struct KdcRequestCounts {
   int as = 0;   // AS_REQ lines (TGTs)
@@ -42,4 +42,4 @@ class KdcLog {
   KdcRequestCounts counts_;
 };
 
-}  // namespace minibench
+}  // namespace authrpc::testing

@@ -1,0 +1,58 @@
+#include "tests/test_tls.h"
+
+#include <gtest/gtest.h>
+
+#include <filesystem>
+
+#include "tests/test_support.h"
+#include "tests/tls_test_certs.h"
+
+namespace authrpc::testing {
+
+const TestTls& TestTls::shared() {
+  static const TestTls tls;
+  return tls;
+}
+
+TestTls::TestTls() : dir_(TempDir("test-tls")) {
+  ca_ = std::make_unique<TestCa>(dir_, "ca");
+  ca_->issue({"server", "localhost", {"DNS:localhost", "IP:127.0.0.1"}});
+  TestCa::Leaf client{"client", kClientCommonName, {}};
+  client.client = true;
+  ca_->issue(client);
+}
+
+TestTls::~TestTls() {
+  std::error_code ignored;
+  std::filesystem::remove_all(dir_, ignored);
+}
+
+std::string TestTls::ca_file() const { return ca_->ca_file(); }
+
+std::shared_ptr<security::TlsServerContext> TestTls::server(
+    security::ClientCertificates client_certificates) const {
+  security::TlsServerOptions o;
+  o.certificate_file = ca_->cert_file("server");
+  o.private_key_file = ca_->key_file("server");
+  o.ca_file = ca_->ca_file();
+  o.client_certificates = client_certificates;
+  std::string error;
+  auto context = security::TlsServerContext::create(o, &error);
+  EXPECT_TRUE(context) << "TLS server context: " << error;
+  return context;
+}
+
+std::shared_ptr<security::TlsClientContext> TestTls::client(bool with_certificate) const {
+  security::TlsClientOptions o;
+  o.ca_file = ca_->ca_file();
+  if (with_certificate) {
+    o.certificate_file = ca_->cert_file("client");
+    o.private_key_file = ca_->key_file("client");
+  }
+  std::string error;
+  auto context = security::TlsClientContext::create(o, &error);
+  EXPECT_TRUE(context) << "TLS client context: " << error;
+  return context;
+}
+
+}  // namespace authrpc::testing

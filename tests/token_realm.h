@@ -1,0 +1,47 @@
+// TokenRealm: what unit tests of the token mechanisms (token_mechanism_test,
+// token_sasl_test) authenticate against: a real SecretManager over a memory
+// store, its clock under the test's control, and tokens it issues for
+// kTokenRealmService. Header only; test code (fails the test on error).
+#pragma once
+
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <utility>
+
+#include "security/clock.h"
+#include "security/memory_token_store.h"
+#include "security/secret_manager.h"
+#include "security/token.h"
+
+namespace authrpc::testing {
+
+// The service the realm's tokens are for, as a client would name the server.
+inline constexpr std::string_view kTokenRealmService = "tcp://127.0.0.1:7000";
+
+struct TokenRealm {
+  std::shared_ptr<security::ManualClock> clock = std::make_shared<security::ManualClock>(
+      security::TokenTime(std::chrono::milliseconds(1'700'000'000'000)));
+  std::shared_ptr<security::SecretManager> secrets;
+
+  TokenRealm() {
+    security::SecretManagerOptions o;
+    o.clock = clock;
+    auto opened = security::SecretManager::open(std::make_shared<security::MemoryTokenStore>(), o);
+    EXPECT_TRUE(opened.ok()) << opened.status().to_string();
+    if (opened.ok()) secrets = std::move(*opened);
+  }
+
+  // A token for OWNER (on behalf of REAL_USER if set), renewable by yarn@R.
+  security::Token Issue(std::string owner = "alice@R", std::string real_user = {}) {
+    auto t = secrets->issue(
+        {std::move(owner), "yarn@R", std::move(real_user), std::string(kTokenRealmService)});
+    EXPECT_TRUE(t.ok()) << t.status().to_string();
+    return t.ok() ? *t : security::Token{};
+  }
+};
+
+}  // namespace authrpc::testing
