@@ -7,7 +7,8 @@
 #  4. install authrpc into a temporary prefix, check that docker/'s runtime
 #     image installs every library the installed binaries load, build
 #     examples/ against the prefix as a separate consumer project
-#     (find_package(authrpc)) and run it; build it again with pkg-config
+#     (find_package(authrpc)) and run its programs (hello_service, and
+#     psk_service with its own mechanism); build them again with pkg-config
 #     alone from the installed copy,
 #  5. run the README's and docs' shell blocks marked <!-- ci: run -->.
 # Set AUTHRPC_SKIP_ASAN=1 to skip step 2 locally, AUTHRPC_SKIP_FUZZ=1 step 3.
@@ -43,6 +44,7 @@ bash scripts/check_image_deps.sh "$prefix/bin"
 cmake -S examples -B build/examples-consumer -DCMAKE_PREFIX_PATH="$prefix" >/dev/null
 cmake --build build/examples-consumer -j "$JOBS"
 build/examples-consumer/hello_service
+build/examples-consumer/psk_service
 
 echo "== the installed package without CMake: pkg-config, examples, scripts"
 pc=$(find "$prefix" -name authrpc.pc -print -quit)
@@ -52,6 +54,11 @@ share=$prefix/share/authrpc
 g++ -o build/hello_service-pkgconfig "$share/examples/hello_service.cc" \
   $(PKG_CONFIG_PATH=$(dirname "$pc") pkg-config --cflags --libs authrpc)
 build/hello_service-pkgconfig
+# The custom-mechanism example computes its proofs with OpenSSL itself.
+# shellcheck disable=SC2046
+g++ -o build/psk_service-pkgconfig "$share/examples/psk_service.cc" "$share/examples/psk_mechanism.cc" \
+  $(PKG_CONFIG_PATH=$(dirname "$pc") pkg-config --cflags --libs authrpc openssl)
+build/psk_service-pkgconfig
 for f in examples/server.json examples/server-tls.json examples/acl.json; do
   cmp "$f" "$share/$f"
 done
