@@ -390,6 +390,7 @@ Result<KeyTable> KeyTable::load(const std::string& path) {
     }
   }
   OPENSSL_cleanse(content->data(), content->size());
+  if (error.ok() && table.keys_.empty()) error = config_error(path, "no keys in it");
   if (!error.ok()) return error;
   return table;
 }

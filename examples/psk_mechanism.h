@@ -62,7 +62,8 @@ class Key {
 // read it without a lock.
 class KeyTable {
  public:
-  // CONFIG_ERROR naming the file and line; never the key material.
+  // CONFIG_ERROR naming the file and line (or saying it holds no key);
+  // never the key material.
   static authrpc::Result<KeyTable> load(const std::string& path);
 
   const Key* find(std::string_view identity) const;
