@@ -7,8 +7,9 @@
 #  4. install authrpc into a temporary prefix, check that docker/'s runtime
 #     image installs every library the installed binaries load, build
 #     examples/ against the prefix as a separate consumer project
-#     (find_package(authrpc)) and run it; build it again with pkg-config
-#     alone from the installed copy, check that hello_service links no
+#     (find_package(authrpc)) and run its programs (hello_service, and
+#     psk_service with its own mechanism); build them again with pkg-config
+#     alone from the installed copy, check that they link no
 #     Kerberos/SASL/ZooKeeper library and that every installed header
 #     compiles on its own,
 #  5. run the README's and docs' shell blocks marked <!-- ci: run -->.
@@ -46,6 +47,7 @@ bash scripts/check_image_deps.sh "$prefix/bin"
 cmake -S examples -B build/examples-consumer -DCMAKE_PREFIX_PATH="$prefix" >/dev/null
 cmake --build build/examples-consumer -j "$JOBS"
 build/examples-consumer/hello_service
+build/examples-consumer/psk_service
 
 echo "== the installed package without CMake: pkg-config, examples, scripts"
 pc=$(find "$prefix" -name authrpc.pc -print -quit)
@@ -55,9 +57,15 @@ share=$prefix/share/authrpc
 g++ -o build/hello_service-pkgconfig "$share/examples/hello_service.cc" \
   $(PKG_CONFIG_PATH=$(dirname "$pc") pkg-config --cflags --libs authrpc)
 build/hello_service-pkgconfig
+# The custom-mechanism example computes its proofs with OpenSSL itself.
+# shellcheck disable=SC2046
+g++ -o build/psk_service-pkgconfig "$share/examples/psk_service.cc" "$share/examples/psk_mechanism.cc" \
+  $(PKG_CONFIG_PATH=$(dirname "$pc") pkg-config --cflags --libs authrpc openssl)
+build/psk_service-pkgconfig
 # A program with its own mechanisms links no Kerberos, SASL or ZooKeeper
 # library (docs/API.md), whichever way it was built.
-for bin in build/examples-consumer/hello_service build/hello_service-pkgconfig; do
+for bin in build/examples-consumer/hello_service build/hello_service-pkgconfig \
+           build/examples-consumer/psk_service build/psk_service-pkgconfig; do
   if ldd "$bin" | grep -E 'lib(gssapi_krb5|krb5|sasl2|zookeeper)'; then
     echo "test: $bin links a library of an optional component" >&2; exit 1
   fi
