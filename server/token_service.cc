@@ -8,14 +8,15 @@
 #include <set>
 
 #include "auth/token_sasl.h"
-#include "auth/token_status.h"
 #include "security/file_token_store.h"
 #include "security/memory_token_store.h"
+#include "security/token_errors.h"
 
 namespace authrpc {
 
 using security::Token;
-using security::TokenResult;
+using security::token_status;
+using security::TokenUse;
 
 namespace {
 
