@@ -260,9 +260,9 @@ class StreamingTest : public ::testing::TestWithParam<std::string> {
       TlsServerOptions t;
       t.certificate_file = certs().ca->cert_file("server");
       t.private_key_file = certs().ca->key_file("server");
-      std::string error;
-      o.tls = TlsServerContext::create(t, &error);
-      ASSERT_TRUE(o.tls) << error;
+      auto tls = TlsServerContext::create(t);
+      ASSERT_TRUE(tls.ok()) << tls.status().to_string();
+      o.tls = std::move(*tls);
     }
     if (server_) server_->stop();
     server_ = std::make_unique<Server>(std::move(o));
@@ -281,9 +281,9 @@ class StreamingTest : public ::testing::TestWithParam<std::string> {
     if (GetParam() == "tls") {
       TlsClientOptions t;
       t.ca_file = certs().ca->ca_file();
-      std::string error;
-      o.tls = TlsClientContext::create(t, &error);
-      EXPECT_TRUE(o.tls) << error;
+      auto tls = TlsClientContext::create(t);
+      EXPECT_TRUE(tls.ok()) << tls.status().to_string();
+      if (tls.ok()) o.tls = std::move(*tls);
     }
     auto c = Client::connect(runtime_, std::move(o));
     EXPECT_TRUE(c.ok()) << c.status().to_string();

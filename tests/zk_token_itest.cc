@@ -84,16 +84,18 @@ class ZkTokenItest : public ::testing::Test {
     certs_ = testing::TempDir("zk-itest-certs");
     ca_ = std::make_unique<testing::TestCa>(certs_, "ca");
     ca_->issue({"server", "localhost", {"DNS:localhost", "IP:127.0.0.1"}});
-    std::string error;
     security::TlsServerOptions server_options;
     server_options.certificate_file = ca_->cert_file("server");
     server_options.private_key_file = ca_->key_file("server");
     server_options.ca_file = ca_->ca_file();
-    server_tls_ = security::TlsServerContext::create(server_options, &error);
+    auto server_tls = security::TlsServerContext::create(server_options);
     security::TlsClientOptions client_options;
     client_options.ca_file = ca_->ca_file();
-    client_tls_ = security::TlsClientContext::create(client_options, &error);
-    if ((!server_tls_ || !client_tls_) && setup_error_.empty()) setup_error_ = "TLS: " + error;
+    auto client_tls = security::TlsClientContext::create(client_options);
+    if (server_tls.ok()) server_tls_ = std::move(*server_tls);
+    if (client_tls.ok()) client_tls_ = std::move(*client_tls);
+    const Status tls = server_tls.ok() ? client_tls.status() : server_tls.status();
+    if (!tls.ok() && setup_error_.empty()) setup_error_ = "TLS: " + tls.message;
   }
   static void TearDownTestSuite() {
     kdc_.reset();
