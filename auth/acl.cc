@@ -158,26 +158,31 @@ Acl Acl::allow_all() {
 
 Acl Acl::deny_all() { return Acl(); }
 
-std::optional<std::string> Acl::check(const Subject& who) const {
-  if (blocked_users_.contains(who.user)) return "user '" + std::string(who.user) + "' is blocked";
+Status Acl::check(const Subject& who) const {
+  const auto denied = [](std::string why) {
+    return Status(Errc::kPermissionDenied, std::move(why));
+  };
+  if (blocked_users_.contains(who.user)) {
+    return denied("user '" + std::string(who.user) + "' is blocked");
+  }
   if (who.groups != nullptr && !blocked_groups_.empty()) {
     for (const auto& g : *who.groups) {
-      if (blocked_groups_.contains(g)) return "group '" + g + "' is blocked";
+      if (blocked_groups_.contains(g)) return denied("group '" + g + "' is blocked");
     }
   }
   if (blocked_networks_.contains(who.peer)) {
-    return "client address " + std::string(who.peer) + " is blocked";
+    return denied("client address " + std::string(who.peer) + " is blocked");
   }
   if (networks_ && !networks_->contains(who.peer)) {
-    return "client address " + std::string(who.peer) + " is not in an allowed network";
+    return denied("client address " + std::string(who.peer) + " is not in an allowed network");
   }
-  if (all_users_ || users_.contains(who.user)) return std::nullopt;
+  if (all_users_ || users_.contains(who.user)) return {};
   if (who.groups != nullptr) {
     for (const auto& g : *who.groups) {
-      if (groups_.contains(g)) return std::nullopt;
+      if (groups_.contains(g)) return {};
     }
   }
-  return "user '" + std::string(who.user) + "' is not in the allowed users or groups";
+  return denied("user '" + std::string(who.user) + "' is not in the allowed users or groups");
 }
 
 }  // namespace authrpc

@@ -57,8 +57,9 @@ class Acl {
   static Acl allow_all();
   static Acl deny_all();
 
-  // Empty when allowed; otherwise the reason (no secret, names the rule).
-  std::optional<std::string> check(const Subject& who) const;
+  // OK when allowed; otherwise PERMISSION_DENIED with the reason (no secret,
+  // names the rule).
+  Status check(const Subject& who) const;
 
  private:
   bool all_users_ = false;

@@ -248,7 +248,7 @@ Status AuthzPolicy::establish(Identity& id, std::string_view do_as,
   }
   const std::string target(do_as);
   std::vector<std::string> target_groups = groups_of(target);
-  if (rule->second.targets.check({target, &target_groups, id.peer_address})) {
+  if (!rule->second.targets.check({target, &target_groups, id.peer_address}).ok()) {
     return denied(id.user + " is not allowed to impersonate " + target);
   }
   id.real_user = who;
@@ -259,24 +259,24 @@ Status AuthzPolicy::establish(Identity& id, std::string_view do_as,
   return {};
 }
 
-std::optional<std::string> AuthzPolicy::check_call(const Subject& who, std::string_view service,
-                                                   std::string_view method) const {
+Status AuthzPolicy::check_call(const Subject& who, std::string_view service,
+                               std::string_view method) const {
   const auto s = services_.find(service);
   if (s == services_.end()) {
-    if (default_allow_) return std::nullopt;
-    return "service '" + std::string(service) + "' is not listed and the default is deny";
+    if (default_allow_) return {};
+    return denied("service '" + std::string(service) + "' is not listed and the default is deny");
   }
   if (s->second.acl) {
-    if (auto why = s->second.acl->check(who)) return why;
+    if (Status refused = s->second.acl->check(who); !refused.ok()) return refused;
   } else if (!default_allow_ && s->second.methods.find(method) == s->second.methods.end()) {
-    return "method '" + std::string(service) + "." + std::string(method) +
-           "' has no ACL and the default is deny";
+    return denied("method '" + std::string(service) + "." + std::string(method) +
+                  "' has no ACL and the default is deny");
   }
   const auto m = s->second.methods.find(method);
   if (m != s->second.methods.end()) {
-    if (auto why = m->second.check(who)) return why;
+    if (Status refused = m->second.check(who); !refused.ok()) return refused;
   }
-  return std::nullopt;
+  return {};
 }
 
 }  // namespace authrpc

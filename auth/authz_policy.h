@@ -45,10 +45,10 @@ class AuthzPolicy {
   // PERMISSION_DENIED with the reason on refusal.
   Status establish(Identity& id, std::string_view do_as, std::vector<std::string>& groups) const;
 
-  // Call time: nullopt when `who` may call service.method, else the reason.
-  std::optional<std::string> check_call(const Subject& who, std::string_view service,
-                                        std::string_view method) const;
-  bool is_admin(const Subject& who) const { return !admins_.check(who).has_value(); }
+  // Call time: OK when `who` may call service.method, else
+  // PERMISSION_DENIED with the reason.
+  Status check_call(const Subject& who, std::string_view service, std::string_view method) const;
+  bool is_admin(const Subject& who) const { return admins_.check(who).ok(); }
 
   std::vector<std::string> groups_of(const std::string& user) const;
   const PrincipalMapper& mapper() const noexcept { return mapper_; }

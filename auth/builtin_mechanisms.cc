@@ -107,8 +107,8 @@ MechanismRegistry MechanismRegistry::with_builtins() {
           user = options["user"].get<std::string>();
         }
         if (!user.empty()) {
-          if (auto why = check_simple_user_name(user); !why.empty()) {
-            return Status(Errc::kConfigError, "simple: " + why);
+          if (auto refused = check_simple_user_name(user); !refused.ok()) {
+            return Status(Errc::kConfigError, "simple: " + refused.message);
           }
         }
         return std::shared_ptr<ClientMechanism>(std::make_shared<SimpleClientMechanism>(user));

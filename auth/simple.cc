@@ -13,8 +13,8 @@ class SimpleServerSession final : public ServerAuthSession {
   explicit SimpleServerSession(const ChannelInfo& channel) : peer_(channel.peer_address) {}
 
   asio::awaitable<ServerStep> step(std::string_view client_token) override {
-    if (auto why = check_simple_user_name(client_token); !why.empty()) {
-      co_return ServerStep::failure({Errc::kAuthenticationFailed, "simple: " + why});
+    if (auto refused = check_simple_user_name(client_token); !refused.ok()) {
+      co_return ServerStep::failure({Errc::kAuthenticationFailed, "simple: " + refused.message});
     }
     Identity id;
     id.user = std::string(client_token);
@@ -93,13 +93,14 @@ bool valid_utf8(std::string_view s) {
 
 }  // namespace
 
-std::string check_simple_user_name(std::string_view user) {
-  if (user.empty()) return "empty user name";
-  if (user.size() > 255) return "user name longer than 255 bytes";
+Status check_simple_user_name(std::string_view user) {
+  const auto refuse = [](std::string why) { return Status(Errc::kInvalidArgument, std::move(why)); };
+  if (user.empty()) return refuse("empty user name");
+  if (user.size() > 255) return refuse("user name longer than 255 bytes");
   for (const unsigned char c : user) {
-    if (c <= 0x20 || c == 0x7F) return "user name contains whitespace or control characters";
+    if (c <= 0x20 || c == 0x7F) return refuse("user name contains whitespace or control characters");
   }
-  if (!valid_utf8(user)) return "user name is not valid UTF-8";
+  if (!valid_utf8(user)) return refuse("user name is not valid UTF-8");
   return {};
 }
 

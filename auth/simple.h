@@ -35,7 +35,8 @@ class SimpleClientMechanism final : public ClientMechanism {
 
 // The name of the effective OS user ("uid:<n>" if it has no passwd entry).
 std::string current_os_user();
-// Empty if `user` is acceptable as a simple user name, else why not.
-std::string check_simple_user_name(std::string_view user);
+// OK if `user` is acceptable as a simple user name, else INVALID_ARGUMENT
+// saying why not (callers re-code it: a refused login, a refused config).
+Status check_simple_user_name(std::string_view user);
 
 }  // namespace authrpc

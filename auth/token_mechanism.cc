@@ -10,10 +10,10 @@
 #include <limits>
 #include <mutex>
 
-#include "auth/token_status.h"
 #include "security/byte_codec.h"
 #include "security/credentials_file.h"
 #include "security/hmac_sha256.h"
+#include "security/token_errors.h"
 
 namespace authrpc {
 
@@ -21,6 +21,8 @@ using security::ByteReader;
 using security::ByteWriter;
 using security::SecretBytes;
 using security::TokenErrc;
+using security::token_status;
+using security::TokenUse;
 
 namespace token_wire {
 namespace {
@@ -307,7 +309,7 @@ class TokenServerSession final : public ServerAuthSession {
   ServerStep one_message(std::string_view client_token) {
     auto hello = token_wire::Hello::decode(client_token);
     if (!hello) return ServerStep::failure(auth_failed("MALFORMED: malformed token HELLO"));
-    if (auto wrong = check_service(hello->service)) return ServerStep::failure(*wrong);
+    if (Status wrong = check_service(hello->service); !wrong.ok()) return ServerStep::failure(wrong);
     const std::int64_t now = mechanism_.clock().now().time_since_epoch().count();
     const auto skew = static_cast<std::uint64_t>(mechanism_.options().max_clock_skew.count());
     if (const std::uint64_t off = distance(hello->time_ms, now); off > skew) {
@@ -353,7 +355,7 @@ class TokenServerSession final : public ServerAuthSession {
   ServerStep challenge(std::string_view client_token) {
     auto hello = token_wire::ChallengeHello::decode(client_token);
     if (!hello) return ServerStep::failure(auth_failed("MALFORMED: malformed token HELLO"));
-    if (auto wrong = check_service(hello->service)) return ServerStep::failure(*wrong);
+    if (Status wrong = check_service(hello->service); !wrong.ok()) return ServerStep::failure(wrong);
     // Refuse an unusable token now rather than after a round trip.
     auto secret = mechanism_.secrets().retrieve_password(hello->identifier);
     if (!secret.ok()) {
@@ -381,10 +383,10 @@ class TokenServerSession final : public ServerAuthSession {
         identity(*secret_), token_wire::encode_success(proofs.server, token_wire::kChallengeVersion));
   }
 
-  std::optional<Status> check_service(const std::string& service) const {
+  Status check_service(const std::string& service) const {
     const auto& services = mechanism_.options().services;
     if (services.empty() || std::find(services.begin(), services.end(), service) != services.end()) {
-      return std::nullopt;
+      return {};
     }
     return auth_failed("WRONG_SERVICE: the token is for service '" + service + "', not this server");
   }

@@ -9,10 +9,10 @@
 #include <optional>
 
 #include "auth/sasl_library.h"
-#include "auth/scram_verifier_cache.h"
 #include "auth/sasl_session.h"
-#include "auth/token_status.h"
+#include "auth/scram_verifier_cache.h"
 #include "security/base64url.h"
+#include "security/token_errors.h"
 
 namespace authrpc {
 namespace {
@@ -27,7 +27,7 @@ constexpr char kContextOption[] = "authrpc_token_context";
 struct LookupContext {
   std::shared_ptr<const security::SecretManager> secrets;
   std::optional<security::TokenSecret> found;  // the authentication id's token
-  std::optional<security::TokenStatus> refused;  // why the lookup refused it
+  std::optional<Status> refused;  // why the lookup refused it
   // token-scram with a verifier cache: the plugin answers `authPassword` (a
   // SCRAM verifier) instead of `userPassword`, so Cyrus skips its PBKDF2.
   ScramVerifierCache* scram = nullptr;
@@ -60,8 +60,8 @@ int token_lookup(void*, sasl_server_params_t* sparams, unsigned flags, const cha
   auto identifier = security::base64url_decode(name);
   if (!identifier) {
     if (!(flags & SASL_AUXPROP_AUTHZID)) {
-      context->refused = security::TokenStatus(security::TokenErrc::kMalformed,
-                                               "the SASL user name is not a base64url token id");
+      context->refused =
+          Status(security::TokenErrc::kMalformed, "the SASL user name is not a base64url token id");
     }
     return SASL_NOUSER;
   }
@@ -198,7 +198,7 @@ class TokenSaslServerSession final : public ServerAuthSession {
   // The typed reason the plugin recorded, else a failed proof: FORGED.
   Status refusal(const Status& cyrus) const {
     if (context_.refused) {
-      return token_status(*context_.refused, TokenUse::kAuthentication, name_);
+      return security::token_status(*context_.refused, security::TokenUse::kAuthentication, name_);
     }
     if (cyrus.code == Errc::kAuthenticationFailed && context_.found) {
       return {Errc::kAuthenticationFailed,

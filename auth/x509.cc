@@ -15,17 +15,16 @@ class X509ServerSession final : public ServerAuthSession {
       co_return ServerStep::failure(
           {Errc::kAuthenticationFailed, "x509: no verified client certificate on this connection"});
     }
-    security::X509Identity mapped;
-    std::string error;
-    if (!security::x509_identity(certificate_, rule_, &mapped, &error)) {
-      co_return ServerStep::failure({Errc::kAuthenticationFailed, "x509: " + error});
+    auto mapped = security::x509_identity(certificate_, rule_);
+    if (!mapped.ok()) {
+      co_return ServerStep::failure({mapped.code(), "x509: " + mapped.status().message});
     }
-    if (auto why = check_simple_user_name(mapped.user); !why.empty()) {
-      co_return ServerStep::failure({Errc::kAuthenticationFailed, "x509: " + why});
+    if (auto refused = check_simple_user_name(mapped->user); !refused.ok()) {
+      co_return ServerStep::failure({Errc::kAuthenticationFailed, "x509: " + refused.message});
     }
     Identity id;
-    id.user = std::move(mapped.user);
-    id.principal = std::move(mapped.subject);
+    id.user = std::move(mapped->user);
+    id.principal = std::move(mapped->subject);
     id.mechanism = std::string(kX509Mechanism);
     id.peer_address = peer_;
     co_return ServerStep::success(std::move(id));

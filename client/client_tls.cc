@@ -116,9 +116,9 @@ Status TlsFlags::apply(ClientOptions& options) const {
     return Status(Errc::kConfigError, "--tls-min-version must be 1.2 or 1.3");
   }
   if (t.ca_file.empty()) return Status(Errc::kConfigError, "TLS needs --ca FILE (the CA bundle)");
-  std::string error;
-  options.tls = security::TlsClientContext::create(t, &error);
-  if (!options.tls) return Status(Errc::kConfigError, error);
+  auto context = security::TlsClientContext::create(t);
+  if (!context.ok()) return context.status();
+  options.tls = std::move(*context);
   return {};
 }
 

@@ -10,15 +10,18 @@
 #include <vector>
 
 #include "auth/mechanism_registry.h"
-#include "auth/token_status.h"
 #include "client/cli_args.h"
 #include "client/cli_exit.h"
 #include "client/client.h"
 #include "client/client_tls.h"
 #include "security/credentials_file.h"
+#include "security/token_errors.h"
 
 namespace authrpc::cli {
 namespace {
+
+using security::token_status;
+using security::TokenUse;
 
 constexpr const char* kProgram = "authrpc";
 
@@ -339,7 +342,7 @@ int print(const Args& a) {
 
 }  // namespace
 
-Status credentials_status(const security::TokenStatus& status, const std::string& path) {
+Status credentials_status(const Status& status, const std::string& path) {
   if (status.is(security::TokenErrc::kIoError)) {
     return {Errc::kUnauthenticated, status.message + " (authrpc token fetch stores a token there)"};
   }

@@ -19,6 +19,6 @@ int token_command(int argc, char** argv);
 // A failure to read or write the credentials file at `path`, as the CLI
 // reports it: an unreadable or missing file is UNAUTHENTICATED ("fetch a
 // token"), not the UNAVAILABLE a store's I/O error means on a server.
-Status credentials_status(const security::TokenStatus& status, const std::string& path);
+Status credentials_status(const Status& status, const std::string& path);
 
 }  // namespace authrpc::cli

@@ -613,9 +613,9 @@ authrpc::Result<authrpc::ClientOptions> external_server_options(const Args& args
   if (endpoint->scheme == Endpoint::Scheme::kTls) {
     authrpc::security::TlsClientOptions tls;
     tls.ca_file = args.ca;
-    std::string error;
-    o.tls = authrpc::security::TlsClientContext::create(tls, &error);
-    if (!o.tls) return Status(authrpc::Errc::kConfigError, "--ca: " + error);
+    auto context = authrpc::security::TlsClientContext::create(tls);
+    if (!context.ok()) return Status(context.code(), "--ca: " + context.status().message);
+    o.tls = std::move(*context);
   } else if (!args.ca.empty()) {
     return Status(authrpc::Errc::kInvalidArgument, "--ca needs a tls:// --server");
   }

@@ -229,9 +229,9 @@ void serve(int fd, const ServerChildOptions& options, const std::function<void()
     authrpc::security::TlsServerOptions tls;
     tls.certificate_file = options.tls->certificate;
     tls.private_key_file = options.tls->private_key;
-    std::string error;
-    floor_plan.tls = authrpc::security::TlsServerContext::create(tls, &error);
-    if (!floor_plan.tls) fail_child(fd, "TLS: " + error);
+    auto context = authrpc::security::TlsServerContext::create(tls);
+    if (!context.ok()) fail_child(fd, "TLS: " + context.status().message);
+    floor_plan.tls = std::move(*context);
     server_options.tls = floor_plan.tls;  // one context for authrpc and floor/tls
     server_options.encryption = authrpc::Policy::kOptional;  // tcp:// and unix stay plaintext
     server_options.endpoints.push_back(must_parse("tls://127.0.0.1:0"));

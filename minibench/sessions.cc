@@ -105,9 +105,9 @@ asio::awaitable<Status> skip_unoffered(asio::any_io_executor ex, const BenchPlan
     base.endpoint = plan.tls->authrpc;
     authrpc::security::TlsClientOptions tls;
     tls.ca_file = plan.tls->ca_file;
-    std::string error;
-    base.tls = authrpc::security::TlsClientContext::create(tls, &error);
-    if (!base.tls) co_return Status(authrpc::Errc::kConfigError, "TLS client: " + error);
+    auto context = authrpc::security::TlsClientContext::create(tls);
+    if (!context.ok()) co_return Status(context.code(), "TLS client: " + context.status().message);
+    base.tls = std::move(*context);
   } else {
     co_return Status();
   }

@@ -530,9 +530,9 @@ void add_bench_service(authrpc::Server& server) {
     authrpc::security::TlsServerOptions t;
     t.certificate_file = certs_dir + "/server.pem";
     t.private_key_file = certs_dir + "/server.key";
-    std::string error;
-    o.tls = authrpc::security::TlsServerContext::create(t, &error);
-    if (!o.tls) fail("TLS context: " + error);
+    auto context = authrpc::security::TlsServerContext::create(t);
+    if (!context.ok()) fail("TLS context: " + context.status().message);
+    o.tls = std::move(*context);
     o.endpoints.push_back(*Endpoint::parse("tls://127.0.0.1:0"));
     o.encryption = authrpc::Policy::kOptional;  // tcp:// and unix: stay plaintext
   }
@@ -784,9 +784,9 @@ Result<RunResult> run_authrpc(authrpc::ClientRuntime& runtime, const Endpoint& e
   if (ep.scheme == Endpoint::Scheme::kTls) {
     authrpc::security::TlsClientOptions t;
     t.ca_file = certs_dir + "/ca.pem";
-    std::string error;
-    tls = authrpc::security::TlsClientContext::create(t, &error);
-    if (!tls) return Status(Errc::kConfigError, error);
+    auto context = authrpc::security::TlsClientContext::create(t);
+    if (!context.ok()) return context.status();
+    tls = std::move(*context);
   }
   for (std::size_t i = 0; i < args.streams; ++i) {
     authrpc::ClientOptions o;

@@ -125,9 +125,9 @@ asio::awaitable<Result<Clock::duration>> TlsFloorClient::session(asio::any_io_ex
   if (ec) co_return Status(ec, "floor/tls connect");
   socket.set_option(Tcp::no_delay(true), ec);
   socket.non_blocking(true, ec);
-  std::string error;
-  SslPtr ssl(context_->new_ssl(endpoint_.host, endpoint_.host, &error));
-  if (!ssl) co_return Status(authrpc::Errc::kInternal, error);
+  auto made = context_->new_ssl(endpoint_.host, endpoint_.host);
+  if (!made.ok()) co_return made.status();
+  SslPtr ssl(made->release());
   SSL_set_fd(ssl.get(), socket.native_handle());
   SSL_set_connect_state(ssl.get());
   if (co_await drive(socket, ssl.get(), [&] { return SSL_do_handshake(ssl.get()); }) <= 0) {

@@ -72,9 +72,8 @@ Result<std::shared_ptr<authrpc::security::TlsClientContext>> client_context(
   authrpc::security::TlsClientOptions o;
   o.ca_file = ca_file;
   o.session_resumption = resume;
-  std::string error;
-  auto ctx = authrpc::security::TlsClientContext::create(o, &error);
-  if (!ctx) return Status(authrpc::Errc::kConfigError, "TLS client: " + error);
+  auto ctx = authrpc::security::TlsClientContext::create(o);
+  if (!ctx.ok()) return Status(ctx.code(), "TLS client: " + ctx.status().message);
   return ctx;
 }
 

@@ -608,11 +608,11 @@ asio::awaitable<Result<std::unique_ptr<Stream>>> connect_tls(
   socket.set_option(Tcp::no_delay(true), ec);
   socket.non_blocking(true, ec);
 
-  std::string error;
   const std::string cache_key = endpoint.host + ":" + std::to_string(endpoint.port);
-  SSL* ssl = context->new_ssl(endpoint.host, cache_key, &error);
-  if (ssl == nullptr) co_return Status(Errc::kConfigError, error);
-  std::unique_ptr<SSL, decltype(&SSL_free)> owned(ssl, &SSL_free);
+  auto made = context->new_ssl(endpoint.host, cache_key);
+  if (!made.ok()) co_return made.status();
+  security::UniqueSsl owned = std::move(*made);
+  SSL* ssl = owned.get();
   if (!attach_socket(ssl, socket.native_handle())) co_return Status(Errc::kInternal, "BIO_new");
   SSL_set_connect_state(ssl);
   for (;;) {

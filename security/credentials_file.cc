@@ -46,8 +46,8 @@ std::string CredentialsFile::locate(std::string_view flag) {
   return env != nullptr ? std::string(env) : std::string();
 }
 
-TokenResult<CredentialsFile> CredentialsFile::read(const std::string& path) {
-  using R = TokenResult<CredentialsFile>;
+Result<CredentialsFile> CredentialsFile::read(const std::string& path) {
+  using R = Result<CredentialsFile>;
   int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) return io_error("open credentials file " + path, errno);
   WipedString text;
@@ -106,7 +106,7 @@ TokenResult<CredentialsFile> CredentialsFile::read(const std::string& path) {
   return file;
 }
 
-TokenStatus CredentialsFile::write(const std::string& path) const {
+Status CredentialsFile::write(const std::string& path) const {
   WipedJson doc;
   doc.j = {{"version", kVersion}, {"tokens", nlohmann::json::object()}};
   for (const auto& token : tokens_) {
@@ -120,7 +120,7 @@ TokenStatus CredentialsFile::write(const std::string& path) const {
   const std::string temp = path + ".tmp";
   int fd = ::open(temp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
   if (fd < 0) return io_error("create " + temp, errno);
-  TokenStatus status;
+  Status status;
   if (::fchmod(fd, 0600) != 0) status = io_error("chmod " + temp, errno);
   std::string_view rest(out.s);
   while (status.ok() && !rest.empty()) {
@@ -157,11 +157,11 @@ void CredentialsFile::add(Token token) {
   }
 }
 
-TokenResult<Token> CredentialsFile::find(std::string_view service) const {
+Result<Token> CredentialsFile::find(std::string_view service) const {
   for (const auto& token : tokens_) {
     if (token.service == service) return token;
   }
-  return TokenResult<Token>(TokenErrc::kNotFound, "no token for service '" + std::string(service) + "'");
+  return Result<Token>(TokenErrc::kNotFound, "no token for service '" + std::string(service) + "'");
 }
 
 bool CredentialsFile::remove(std::string_view service) {

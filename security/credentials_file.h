@@ -28,14 +28,14 @@ class CredentialsFile {
 
   // kIoError if unreadable (ENOENT included), kMalformed if it is not this
   // format or a token in it does not decode, kUnsupportedVersion.
-  static TokenResult<CredentialsFile> read(const std::string& path);
+  static Result<CredentialsFile> read(const std::string& path);
   // Replaces the file atomically (temp file, fsync, rename); mode 0600.
-  TokenStatus write(const std::string& path) const;
+  Status write(const std::string& path) const;
 
   // Adds token, replacing one for the same service.
   void add(Token token);
   // kNotFound if there is none for service.
-  TokenResult<Token> find(std::string_view service) const;
+  Result<Token> find(std::string_view service) const;
   bool remove(std::string_view service);
   const std::vector<Token>& tokens() const noexcept { return tokens_; }
 

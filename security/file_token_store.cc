@@ -174,7 +174,7 @@ bool intact_record_after(std::string_view data, std::string_view salt, std::size
 // process owns it; *was gets the mode before (0 if unchanged). Someone
 // else's file or directory open to others is refused: it cannot be fixed
 // from here, and the store would hold keys in it.
-TokenStatus make_private(int fd, mode_t mode, const std::string& name, std::uint32_t* was) {
+Status make_private(int fd, mode_t mode, const std::string& name, std::uint32_t* was) {
   *was = 0;
   struct stat st {};
   if (::fstat(fd, &st) != 0) return io_error("stat " + name, errno);
@@ -184,7 +184,7 @@ TokenStatus make_private(int fd, mode_t mode, const std::string& name, std::uint
     if ((current & 077) == 0) return {};
     char text[8];
     std::snprintf(text, sizeof text, "%04o", static_cast<unsigned>(current));
-    return TokenStatus(TokenErrc::kIoError,
+    return Status(TokenErrc::kIoError,
                        name + " has mode " + text + " and belongs to uid " + std::to_string(st.st_uid) +
                            ", not to this process (uid " + std::to_string(::geteuid()) +
                            "): it cannot be made private; chown it to this user or chmod it go-rwx");
@@ -196,13 +196,13 @@ TokenStatus make_private(int fd, mode_t mode, const std::string& name, std::uint
   return {};
 }
 
-TokenStatus corrupt(std::string message) {
-  return TokenStatus(TokenErrc::kStoreCorrupt, std::move(message));
+Status corrupt(std::string message) {
+  return Status(TokenErrc::kStoreCorrupt, std::move(message));
 }
 
 // Applies one record body to the mirror.
 // For a snapshot's end record, sets *snapshot_end and returns its fields.
-TokenStatus apply(std::string_view body, MemoryTokenStore* mirror, bool* snapshot_end,
+Status apply(std::string_view body, MemoryTokenStore* mirror, bool* snapshot_end,
                   std::uint64_t* end_count, std::uint64_t* end_generation) {
   ByteReader r(body);
   std::uint8_t type = 0;
@@ -301,7 +301,7 @@ void add_token_body(const StoredToken& token, std::string* body) {
   w.str16(token.password.view());
 }
 
-TokenStatus write_all(int fd, std::string_view data, off_t offset, const std::string& name) {
+Status write_all(int fd, std::string_view data, off_t offset, const std::string& name) {
   while (!data.empty()) {
     ssize_t n = ::pwrite(fd, data.data(), data.size(), offset);
     if (n < 0) {
@@ -315,7 +315,7 @@ TokenStatus write_all(int fd, std::string_view data, off_t offset, const std::st
 }
 
 // Reads a whole file into *out. ENOENT → *found = false.
-TokenStatus read_file_at(int dir_fd, const std::string& name, bool* found, std::string* out) {
+Status read_file_at(int dir_fd, const std::string& name, bool* found, std::string* out) {
   int fd = ::openat(dir_fd, name.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) {
     if (errno == ENOENT) {
@@ -330,7 +330,7 @@ TokenStatus read_file_at(int dir_fd, const std::string& name, bool* found, std::
   struct stat st {};
   if (::fstat(fd, &st) == 0 && st.st_size > 0) out->reserve(static_cast<std::size_t>(st.st_size));
   char buf[64 * 1024];
-  TokenStatus status;
+  Status status;
   for (;;) {
     ssize_t n = ::read(fd, buf, sizeof buf);
     if (n < 0) {
@@ -383,9 +383,9 @@ FileTokenStore::~FileTokenStore() {
   if (lock_fd_ >= 0) ::close(lock_fd_);  // releases the flock
 }
 
-TokenResult<std::unique_ptr<FileTokenStore>> FileTokenStore::open(const std::string& dir,
+Result<std::unique_ptr<FileTokenStore>> FileTokenStore::open(const std::string& dir,
                                                                    FileTokenStoreOptions options) {
-  using R = TokenResult<std::unique_ptr<FileTokenStore>>;
+  using R = Result<std::unique_ptr<FileTokenStore>>;
   if (dir.empty()) return R(TokenErrc::kInvalidArgument, "token store directory not set");
   if (::mkdir(dir.c_str(), 0700) == 0) {
     // Make the new directory entry durable.
@@ -426,14 +426,14 @@ TokenResult<std::unique_ptr<FileTokenStore>> FileTokenStore::open(const std::str
   return store;
 }
 
-TokenStatus FileTokenStore::tighten(int fd, unsigned mode, const std::string& name) {
+Status FileTokenStore::tighten(int fd, unsigned mode, const std::string& name) {
   std::uint32_t was = 0;
   if (auto s = make_private(fd, static_cast<mode_t>(mode), name, &was); !s.ok()) return s;
   if (was != 0) recovery_.tightened.push_back({name, was});
   return {};
 }
 
-TokenStatus FileTokenStore::recover() {
+Status FileTokenStore::recover() {
   if (::unlinkat(dir_fd_, kSnapshotTemp, 0) == 0) {
     ++recovery_.stale_files_removed;
   } else if (errno != ENOENT) {
@@ -474,7 +474,7 @@ TokenStatus FileTokenStore::recover() {
   return {};
 }
 
-TokenStatus FileTokenStore::read_snapshot(bool* found) {
+Status FileTokenStore::read_snapshot(bool* found) {
   WipedString image;
   if (auto s = read_file_at(dir_fd_, kSnapshotFile, found, &image.s); !s.ok()) return s;
   if (!*found) {
@@ -488,7 +488,7 @@ TokenStatus FileTokenStore::read_snapshot(bool* found) {
     case HeaderCheck::kOk: break;
     case HeaderCheck::kDamaged: return corrupt(name + " has no valid header");
     case HeaderCheck::kUnsupportedVersion:
-      return TokenStatus(TokenErrc::kUnsupportedVersion,
+      return Status(TokenErrc::kUnsupportedVersion,
                          name + " has format version " + std::to_string(header.version));
   }
   generation_ = header.generation;
@@ -496,7 +496,7 @@ TokenStatus FileTokenStore::read_snapshot(bool* found) {
   {
     const int fd = ::openat(dir_fd_, kSnapshotFile, O_RDONLY | O_CLOEXEC);
     if (fd < 0) return io_error("open " + name, errno);
-    TokenStatus s = tighten(fd, 0600, name);
+    Status s = tighten(fd, 0600, name);
     ::close(fd);
     if (!s.ok()) return s;
   }
@@ -531,7 +531,7 @@ TokenStatus FileTokenStore::read_snapshot(bool* found) {
   return {};
 }
 
-TokenStatus FileTokenStore::open_journal() {
+Status FileTokenStore::open_journal() {
   const std::string file = journal_name(generation_);
   const std::string name = dir_ + "/" + file;
   journal_fd_ = ::openat(dir_fd_, file.c_str(), O_RDWR | O_CLOEXEC);
@@ -571,7 +571,7 @@ TokenStatus FileTokenStore::open_journal() {
     case HeaderCheck::kDamaged:
       return corrupt(name + " has no valid header for generation " + std::to_string(generation_));
     case HeaderCheck::kUnsupportedVersion:
-      return TokenStatus(TokenErrc::kUnsupportedVersion, name + " has another format version (" +
+      return Status(TokenErrc::kUnsupportedVersion, name + " has another format version (" +
                                                              std::to_string(header.version) + ")");
   }
   if (header.generation != generation_) {
@@ -628,18 +628,18 @@ TokenStatus FileTokenStore::open_journal() {
   return {};
 }
 
-TokenStatus FileTokenStore::broken_status() const {
-  return TokenStatus(TokenErrc::kIoError, "token store " + dir_ +
+Status FileTokenStore::broken_status() const {
+  return Status(TokenErrc::kIoError, "token store " + dir_ +
                                               " refuses writes after a write it could not undo; reopen it");
 }
 
-TokenStatus FileTokenStore::append(std::string* body) {
+Status FileTokenStore::append(std::string* body) {
   WipedString record;
   append_record(&record.s, salt_, *body);
   cleanse(body->data(), body->size());
   if (broken_) return broken_status();
   const std::string name = dir_ + "/" + journal_name(generation_);
-  TokenStatus status = write_all(journal_fd_, record.s, static_cast<off_t>(journal_bytes_), name);
+  Status status = write_all(journal_fd_, record.s, static_cast<off_t>(journal_bytes_), name);
   if (status.ok() && ::fdatasync(journal_fd_) != 0) status = io_error("fdatasync " + name, errno);
   if (!status.ok()) {
     // Undo a partial record so that later appends do not follow garbage.
@@ -650,26 +650,26 @@ TokenStatus FileTokenStore::append(std::string* body) {
   return {};
 }
 
-TokenResult<TokenStoreState> FileTokenStore::load() {
+Result<TokenStoreState> FileTokenStore::load() {
   std::lock_guard lock(mu_);
   return mirror_.load();
 }
 
-TokenResult<std::uint64_t> FileTokenStore::allocate_sequence_number() {
+Result<std::uint64_t> FileTokenStore::allocate_sequence_number() {
   std::lock_guard lock(mu_);
   // Not journaled: the token record that uses the number carries it.
   return mirror_.allocate_sequence_number();
 }
 
-TokenResult<std::uint32_t> FileTokenStore::allocate_master_key_id() {
+Result<std::uint32_t> FileTokenStore::allocate_master_key_id() {
   std::lock_guard lock(mu_);
   return mirror_.allocate_master_key_id();
 }
 
-TokenStatus FileTokenStore::put_master_key(const MasterKey& key) {
+Status FileTokenStore::put_master_key(const MasterKey& key) {
   std::lock_guard lock(mu_);
   if (key.secret.empty() || key.secret.size() > 0xffff) {
-    return TokenStatus(TokenErrc::kInvalidArgument, "master key secret empty or over-long");
+    return Status(TokenErrc::kInvalidArgument, "master key secret empty or over-long");
   }
   std::string body;
   put_key_body(key, &body);
@@ -679,7 +679,7 @@ TokenStatus FileTokenStore::put_master_key(const MasterKey& key) {
   return {};
 }
 
-TokenStatus FileTokenStore::remove_master_key(std::uint32_t id) {
+Status FileTokenStore::remove_master_key(std::uint32_t id) {
   std::lock_guard lock(mu_);
   std::string body;
   ByteWriter w(&body);
@@ -691,14 +691,14 @@ TokenStatus FileTokenStore::remove_master_key(std::uint32_t id) {
   return {};
 }
 
-TokenStatus FileTokenStore::add_token(const StoredToken& token) {
+Status FileTokenStore::add_token(const StoredToken& token) {
   std::lock_guard lock(mu_);
   if (token.identifier.empty() || token.identifier.size() > 0xffff || token.password.empty() ||
       token.password.size() > 0xffff) {
-    return TokenStatus(TokenErrc::kInvalidArgument, "token identifier or password empty or over-long");
+    return Status(TokenErrc::kInvalidArgument, "token identifier or password empty or over-long");
   }
   if (mirror_.has_token(token.sequence_number)) {
-    return TokenStatus(TokenErrc::kInvalidArgument,
+    return Status(TokenErrc::kInvalidArgument,
                        "token " + std::to_string(token.sequence_number) + " is stored already");
   }
   std::string body;
@@ -709,10 +709,10 @@ TokenStatus FileTokenStore::add_token(const StoredToken& token) {
   return {};
 }
 
-TokenStatus FileTokenStore::update_token(std::uint64_t sequence_number, TokenTime renew_date) {
+Status FileTokenStore::update_token(std::uint64_t sequence_number, TokenTime renew_date) {
   std::lock_guard lock(mu_);
   if (!mirror_.has_token(sequence_number)) {
-    return TokenStatus(TokenErrc::kUnknownToken, "token " + std::to_string(sequence_number) + " is not stored");
+    return Status(TokenErrc::kUnknownToken, "token " + std::to_string(sequence_number) + " is not stored");
   }
   std::string body;
   ByteWriter w(&body);
@@ -725,7 +725,7 @@ TokenStatus FileTokenStore::update_token(std::uint64_t sequence_number, TokenTim
   return {};
 }
 
-TokenStatus FileTokenStore::remove_tokens(std::span<const std::uint64_t> sequence_numbers) {
+Status FileTokenStore::remove_tokens(std::span<const std::uint64_t> sequence_numbers) {
   std::lock_guard lock(mu_);
   std::vector<std::uint64_t> present;
   for (auto seq : sequence_numbers) {
@@ -746,14 +746,14 @@ TokenStatus FileTokenStore::remove_tokens(std::span<const std::uint64_t> sequenc
   return {};
 }
 
-TokenStatus FileTokenStore::compact() {
+Status FileTokenStore::compact() {
   std::lock_guard lock(mu_);
   return compact_locked();
 }
 
-TokenStatus FileTokenStore::compact_locked() {
+Status FileTokenStore::compact_locked() {
   if (broken_) return broken_status();
-  TokenStatus status = [&]() -> TokenStatus {
+  Status status = [&]() -> Status {
     auto state = mirror_.load();
     const std::uint64_t next_generation = generation_ + 1;
     WipedString image;
@@ -797,7 +797,7 @@ TokenStatus FileTokenStore::compact_locked() {
     const std::string temp_name = dir_ + "/" + kSnapshotTemp;
     int fd = ::openat(dir_fd_, kSnapshotTemp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
     if (fd < 0) return io_error("create " + temp_name, errno);
-    TokenStatus s = write_all(fd, image.s, 0, temp_name);
+    Status s = write_all(fd, image.s, 0, temp_name);
     if (s.ok() && ::fsync(fd) != 0) s = io_error("fsync " + temp_name, errno);
     ::close(fd);
     const std::string next_file = journal_name(next_generation);

@@ -72,23 +72,23 @@ class FileTokenStore final : public TokenStore {
 
   // Creates dir (one level) if missing. kStoreLocked if it is open elsewhere,
   // kStoreCorrupt if its files fail their checks, kIoError for system errors.
-  static TokenResult<std::unique_ptr<FileTokenStore>> open(const std::string& dir,
+  static Result<std::unique_ptr<FileTokenStore>> open(const std::string& dir,
                                                            FileTokenStoreOptions options = {});
   ~FileTokenStore() override;
   FileTokenStore(const FileTokenStore&) = delete;
   FileTokenStore& operator=(const FileTokenStore&) = delete;
 
-  TokenResult<TokenStoreState> load() override;
-  TokenResult<std::uint64_t> allocate_sequence_number() override;
-  TokenResult<std::uint32_t> allocate_master_key_id() override;
-  TokenStatus put_master_key(const MasterKey& key) override;
-  TokenStatus remove_master_key(std::uint32_t id) override;
-  TokenStatus add_token(const StoredToken& token) override;
-  TokenStatus update_token(std::uint64_t sequence_number, TokenTime renew_date) override;
-  TokenStatus remove_tokens(std::span<const std::uint64_t> sequence_numbers) override;
+  Result<TokenStoreState> load() override;
+  Result<std::uint64_t> allocate_sequence_number() override;
+  Result<std::uint32_t> allocate_master_key_id() override;
+  Status put_master_key(const MasterKey& key) override;
+  Status remove_master_key(std::uint32_t id) override;
+  Status add_token(const StoredToken& token) override;
+  Status update_token(std::uint64_t sequence_number, TokenTime renew_date) override;
+  Status remove_tokens(std::span<const std::uint64_t> sequence_numbers) override;
 
   // Writes a snapshot of the current state and starts an empty journal.
-  TokenStatus compact();
+  Status compact();
 
   const Recovery& recovery() const noexcept { return recovery_; }
   Stats stats() const;
@@ -98,13 +98,13 @@ class FileTokenStore final : public TokenStore {
 
  private:
   FileTokenStore(std::string dir, FileTokenStoreOptions options);
-  TokenStatus recover();
-  TokenStatus read_snapshot(bool* found);
-  TokenStatus open_journal();
-  TokenStatus append(std::string* body);  // wipes *body
-  TokenStatus compact_locked();
-  TokenStatus broken_status() const;
-  TokenStatus tighten(int fd, unsigned mode, const std::string& name);
+  Status recover();
+  Status read_snapshot(bool* found);
+  Status open_journal();
+  Status append(std::string* body);  // wipes *body
+  Status compact_locked();
+  Status broken_status() const;
+  Status tighten(int fd, unsigned mode, const std::string& name);
 
   const std::string dir_;
   const FileTokenStoreOptions options_;

@@ -5,7 +5,7 @@
 
 namespace authrpc::security {
 
-TokenResult<TokenStoreState> MemoryTokenStore::load() {
+Result<TokenStoreState> MemoryTokenStore::load() {
   std::lock_guard lock(mu_);
   TokenStoreState state;
   state.last_sequence_number = last_sequence_number_;
@@ -17,57 +17,57 @@ TokenResult<TokenStoreState> MemoryTokenStore::load() {
   return state;
 }
 
-TokenResult<std::uint64_t> MemoryTokenStore::allocate_sequence_number() {
+Result<std::uint64_t> MemoryTokenStore::allocate_sequence_number() {
   std::lock_guard lock(mu_);
   if (last_sequence_number_ == std::numeric_limits<std::uint64_t>::max()) {
-    return TokenResult<std::uint64_t>(TokenErrc::kInvalidArgument, "sequence numbers exhausted");
+    return Result<std::uint64_t>(TokenErrc::kInvalidArgument, "sequence numbers exhausted");
   }
   return ++last_sequence_number_;
 }
 
-TokenResult<std::uint32_t> MemoryTokenStore::allocate_master_key_id() {
+Result<std::uint32_t> MemoryTokenStore::allocate_master_key_id() {
   std::lock_guard lock(mu_);
   if (last_master_key_id_ == std::numeric_limits<std::uint32_t>::max()) {
-    return TokenResult<std::uint32_t>(TokenErrc::kInvalidArgument, "master key ids exhausted");
+    return Result<std::uint32_t>(TokenErrc::kInvalidArgument, "master key ids exhausted");
   }
   return ++last_master_key_id_;
 }
 
-TokenStatus MemoryTokenStore::put_master_key(const MasterKey& key) {
+Status MemoryTokenStore::put_master_key(const MasterKey& key) {
   std::lock_guard lock(mu_);
   keys_.insert_or_assign(key.id, key);
   last_master_key_id_ = std::max(last_master_key_id_, key.id);
   return {};
 }
 
-TokenStatus MemoryTokenStore::remove_master_key(std::uint32_t id) {
+Status MemoryTokenStore::remove_master_key(std::uint32_t id) {
   std::lock_guard lock(mu_);
   keys_.erase(id);
   return {};
 }
 
-TokenStatus MemoryTokenStore::add_token(const StoredToken& token) {
+Status MemoryTokenStore::add_token(const StoredToken& token) {
   std::lock_guard lock(mu_);
   if (!tokens_.try_emplace(token.sequence_number, token).second) {
-    return TokenStatus(TokenErrc::kInvalidArgument,
+    return Status(TokenErrc::kInvalidArgument,
                        "token " + std::to_string(token.sequence_number) + " is stored already");
   }
   last_sequence_number_ = std::max(last_sequence_number_, token.sequence_number);
   return {};
 }
 
-TokenStatus MemoryTokenStore::update_token(std::uint64_t sequence_number, TokenTime renew_date) {
+Status MemoryTokenStore::update_token(std::uint64_t sequence_number, TokenTime renew_date) {
   std::lock_guard lock(mu_);
   auto it = tokens_.find(sequence_number);
   if (it == tokens_.end()) {
-    return TokenStatus(TokenErrc::kUnknownToken,
+    return Status(TokenErrc::kUnknownToken,
                        "token " + std::to_string(sequence_number) + " is not stored");
   }
   it->second.renew_date = renew_date;
   return {};
 }
 
-TokenStatus MemoryTokenStore::remove_tokens(std::span<const std::uint64_t> sequence_numbers) {
+Status MemoryTokenStore::remove_tokens(std::span<const std::uint64_t> sequence_numbers) {
   std::lock_guard lock(mu_);
   for (auto seq : sequence_numbers) tokens_.erase(seq);
   return {};

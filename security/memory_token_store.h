@@ -12,14 +12,14 @@ namespace authrpc::security {
 
 class MemoryTokenStore final : public TokenStore {
  public:
-  TokenResult<TokenStoreState> load() override;
-  TokenResult<std::uint64_t> allocate_sequence_number() override;
-  TokenResult<std::uint32_t> allocate_master_key_id() override;
-  TokenStatus put_master_key(const MasterKey& key) override;
-  TokenStatus remove_master_key(std::uint32_t id) override;
-  TokenStatus add_token(const StoredToken& token) override;
-  TokenStatus update_token(std::uint64_t sequence_number, TokenTime renew_date) override;
-  TokenStatus remove_tokens(std::span<const std::uint64_t> sequence_numbers) override;
+  Result<TokenStoreState> load() override;
+  Result<std::uint64_t> allocate_sequence_number() override;
+  Result<std::uint32_t> allocate_master_key_id() override;
+  Status put_master_key(const MasterKey& key) override;
+  Status remove_master_key(std::uint32_t id) override;
+  Status add_token(const StoredToken& token) override;
+  Status update_token(std::uint64_t sequence_number, TokenTime renew_date) override;
+  Status remove_tokens(std::span<const std::uint64_t> sequence_numbers) override;
 
   // For stores that mirror their state here.
   bool has_token(std::uint64_t sequence_number) const;

@@ -18,9 +18,9 @@ SecretManager::~SecretManager() {
   if (shared_) store_->set_observer(nullptr);
 }
 
-TokenResult<std::unique_ptr<SecretManager>> SecretManager::open(std::shared_ptr<TokenStore> store,
+Result<std::unique_ptr<SecretManager>> SecretManager::open(std::shared_ptr<TokenStore> store,
                                                                 SecretManagerOptions options) {
-  using R = TokenResult<std::unique_ptr<SecretManager>>;
+  using R = Result<std::unique_ptr<SecretManager>>;
   if (!store) return R(TokenErrc::kInvalidArgument, "no token store");
   if (options.kind.empty() || options.kind.size() > TokenIdentifier::kMaxFieldBytes) {
     return R(TokenErrc::kInvalidArgument, "token kind empty or over-long");
@@ -40,7 +40,7 @@ TokenResult<std::unique_ptr<SecretManager>> SecretManager::open(std::shared_ptr<
   return manager;
 }
 
-TokenStatus SecretManager::load() {
+Status SecretManager::load() {
   auto state = store_->load();
   if (!state.ok()) return state.status();
   for (auto& key : state->keys) {
@@ -50,11 +50,11 @@ TokenStatus SecretManager::load() {
   for (auto& stored : state->tokens) {
     auto id = TokenIdentifier::decode(stored.identifier);
     if (!id.ok()) {
-      return TokenStatus(TokenErrc::kStoreCorrupt,
+      return Status(TokenErrc::kStoreCorrupt,
                          "stored " + seq_name(stored.sequence_number) + ": " + id.status().to_string());
     }
     if (id->sequence_number != stored.sequence_number) {
-      return TokenStatus(TokenErrc::kStoreCorrupt, "stored " + seq_name(stored.sequence_number) +
+      return Status(TokenErrc::kStoreCorrupt, "stored " + seq_name(stored.sequence_number) +
                                                        " has an identifier with sequence number " +
                                                        std::to_string(id->sequence_number));
     }
@@ -65,10 +65,10 @@ TokenStatus SecretManager::load() {
   return {};
 }
 
-TokenResult<const SecretManager::Entry*> SecretManager::check(
+Result<const SecretManager::Entry*> SecretManager::check(
     std::string_view identifier, const std::span<const std::uint8_t>* password, TokenTime now,
     Use use) const {
-  using R = TokenResult<const Entry*>;
+  using R = Result<const Entry*>;
   auto id = TokenIdentifier::decode(identifier);
   if (!id.ok()) return id.status();
   if (id->kind != options_.kind) {
@@ -108,27 +108,27 @@ TokenResult<const SecretManager::Entry*> SecretManager::check(
   return &it->second;
 }
 
-TokenStatus SecretManager::check_entry(const Entry& entry, std::string_view identifier,
+Status SecretManager::check_entry(const Entry& entry, std::string_view identifier,
                                        const std::span<const std::uint8_t>* password, TokenTime now,
                                        Use use) const {
   const std::uint64_t seq = entry.id.sequence_number;
   // Compare the whole identifier, not only its sequence number: the password
   // was made over all of it.
   if (entry.identifier != identifier) {
-    return TokenStatus(TokenErrc::kForged, seq_name(seq) + ": identifier does not match the issued token");
+    return Status(TokenErrc::kForged, seq_name(seq) + ": identifier does not match the issued token");
   }
   if (password != nullptr && !entry.password.equals(*password)) {
-    return TokenStatus(TokenErrc::kForged, seq_name(seq) + ": password does not match");
+    return Status(TokenErrc::kForged, seq_name(seq) + ": password does not match");
   }
   if (use != Use::kCancel && now > entry.renew_date) {
     bool at_max = entry.renew_date >= entry.id.max_date;
-    return TokenStatus(TokenErrc::kExpired, seq_name(seq) + " expired at " + format_token_time(entry.renew_date) +
+    return Status(TokenErrc::kExpired, seq_name(seq) + " expired at " + format_token_time(entry.renew_date) +
                                                 (at_max ? " (its max date)" : ""));
   }
   return {};
 }
 
-bool SecretManager::worth_fetching(const TokenStatus& refusal, std::string_view identifier,
+bool SecretManager::worth_fetching(const Status& refusal, std::string_view identifier,
                                    TokenTime now) const {
   if (!shared_) return false;
   if (refusal.is(TokenErrc::kExpired)) {
@@ -149,8 +149,8 @@ bool SecretManager::worth_fetching(const TokenStatus& refusal, std::string_view 
   return ++fetches_in_window_ <= kMaxFetchesPerSecond;
 }
 
-TokenResult<std::optional<SecretManager::Entry>> SecretManager::fetch(std::string_view identifier) const {
-  using R = TokenResult<std::optional<Entry>>;
+Result<std::optional<SecretManager::Entry>> SecretManager::fetch(std::string_view identifier) const {
+  using R = Result<std::optional<Entry>>;
   auto id = TokenIdentifier::decode(identifier);
   if (!id.ok()) return id.status();
   auto stored = store_->fetch_token(id->sequence_number);
@@ -165,7 +165,7 @@ TokenResult<std::optional<SecretManager::Entry>> SecretManager::fetch(std::strin
                                     std::move(token.password), token.renew_date});
 }
 
-TokenResult<const SecretManager::Entry*> SecretManager::check_or_fetch_locked(
+Result<const SecretManager::Entry*> SecretManager::check_or_fetch_locked(
     std::string_view identifier, const std::span<const std::uint8_t>* password, TokenTime now, Use use) {
   auto found = check(identifier, password, now, use);
   if (found.ok() || !worth_fetching(found.status(), identifier, now)) return found;
@@ -192,7 +192,7 @@ void SecretManager::forget_locked(std::uint64_t seq, TokenTime now) {
   tokens_.erase(it);
 }
 
-void SecretManager::apply(const std::function<TokenResult<TokenStoreChanges>()>& read) {
+void SecretManager::apply(const std::function<Result<TokenStoreChanges>()>& read) {
   // The read runs without write_mu_, so that issuing here does not wait for
   // it. What this server changed meanwhile is newer than what was read (a
   // change made before the read began is in it: one session reads its own
@@ -259,14 +259,14 @@ void SecretManager::apply(const std::function<TokenResult<TokenStoreChanges>()>&
   }
 }
 
-TokenResult<TokenIdentifier> SecretManager::verify(std::string_view identifier,
+Result<TokenIdentifier> SecretManager::verify(std::string_view identifier,
                                                    std::span<const std::uint8_t> password) const {
   const TokenTime now = options_.clock->now();
   if (shared_ && !store_->fresh()) {
-    return TokenStatus(TokenErrc::kStoreUnavailable,
+    return Status(TokenErrc::kStoreUnavailable,
                        "cut off from the shared token store: this server's view may be stale");
   }
-  TokenStatus refusal;
+  Status refusal;
   {
     std::shared_lock lock(view_mu_);
     auto entry = check(identifier, &password, now, Use::kVerify);
@@ -281,13 +281,13 @@ TokenResult<TokenIdentifier> SecretManager::verify(std::string_view identifier,
   return (*fetched)->id;
 }
 
-TokenResult<TokenSecret> SecretManager::retrieve_password(std::string_view identifier) const {
+Result<TokenSecret> SecretManager::retrieve_password(std::string_view identifier) const {
   const TokenTime now = options_.clock->now();
   if (shared_ && !store_->fresh()) {
-    return TokenStatus(TokenErrc::kStoreUnavailable,
+    return Status(TokenErrc::kStoreUnavailable,
                        "cut off from the shared token store: this server's view may be stale");
   }
-  TokenStatus refusal;
+  Status refusal;
   {
     std::shared_lock lock(view_mu_);
     auto entry = check(identifier, nullptr, now, Use::kVerify);
@@ -308,7 +308,7 @@ bool SecretManager::roll_due(TokenTime now) const {
   return it == keys_.end() || now >= it->second.created + options_.key_roll_interval;
 }
 
-TokenStatus SecretManager::roll_locked(TokenTime now) {
+Status SecretManager::roll_locked(TokenTime now) {
   auto id = store_->allocate_master_key_id();
   if (!id.ok()) return id.status();
   MasterKey key;
@@ -318,7 +318,7 @@ TokenStatus SecretManager::roll_locked(TokenTime now) {
   // its last day of signing plus the max lifetime.
   key.expires = now + options_.key_roll_interval + options_.max_lifetime;
   key.secret = SecretBytes::random(kMasterKeyBytes);
-  if (key.secret.empty()) return TokenStatus(TokenErrc::kIoError, "the CSPRNG failed to make a master key");
+  if (key.secret.empty()) return Status(TokenErrc::kIoError, "the CSPRNG failed to make a master key");
   auto rolled = store_->roll_master_key(current_key_, key);
   if (!rolled.ok()) return rolled.status();
   if (rolled->id != key.id) {
@@ -355,13 +355,13 @@ TokenStatus SecretManager::roll_locked(TokenTime now) {
   return {};
 }
 
-TokenStatus SecretManager::roll_master_key() {
+Status SecretManager::roll_master_key() {
   std::lock_guard write(write_mu_);
   return roll_locked(options_.clock->now());
 }
 
-TokenResult<Token> SecretManager::issue(const TokenRequest& request) {
-  using R = TokenResult<Token>;
+Result<Token> SecretManager::issue(const TokenRequest& request) {
+  using R = Result<Token>;
   if (request.owner.empty()) return R(TokenErrc::kInvalidArgument, "a token needs an owner");
   if (request.service.size() > TokenIdentifier::kMaxFieldBytes) {
     return R(TokenErrc::kInvalidArgument, "token service over-long");
@@ -412,8 +412,8 @@ TokenResult<Token> SecretManager::issue(const TokenRequest& request) {
   return token;
 }
 
-TokenResult<TokenTime> SecretManager::renew(const Token& token, std::string_view caller) {
-  using R = TokenResult<TokenTime>;
+Result<TokenTime> SecretManager::renew(const Token& token, std::string_view caller) {
+  using R = Result<TokenTime>;
   std::lock_guard write(write_mu_);
   const TokenTime now = options_.clock->now();
   auto password = token.password.span();
@@ -436,7 +436,7 @@ TokenResult<TokenTime> SecretManager::renew(const Token& token, std::string_view
   return renew_date;
 }
 
-TokenStatus SecretManager::cancel(const Token& token, std::string_view caller) {
+Status SecretManager::cancel(const Token& token, std::string_view caller) {
   std::lock_guard write(write_mu_);
   const TokenTime now = options_.clock->now();
   auto password = token.password.span();
@@ -447,7 +447,7 @@ TokenStatus SecretManager::cancel(const Token& token, std::string_view caller) {
   const bool allowed =
       !caller.empty() && (caller == entry.id.owner || (!entry.id.renewer.empty() && caller == entry.id.renewer));
   if (!allowed) {
-    return TokenStatus(TokenErrc::kPermissionDenied, "'" + std::string(caller) + "' may not cancel " +
+    return Status(TokenErrc::kPermissionDenied, "'" + std::string(caller) + "' may not cancel " +
                                                          seq_name(seq) + " (only its owner or renewer)");
   }
   const TokenTime max_date = entry.id.max_date;
@@ -460,7 +460,7 @@ TokenStatus SecretManager::cancel(const Token& token, std::string_view caller) {
   return {};
 }
 
-TokenResult<SweepResult> SecretManager::sweep() {
+Result<SweepResult> SecretManager::sweep() {
   std::lock_guard write(write_mu_);
   const TokenTime now = options_.clock->now();
   SweepResult result;

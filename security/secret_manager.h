@@ -100,36 +100,36 @@ class SecretManager final : private TokenStoreObserver {
  public:
   // Loads the store's state. kInvalidArgument for bad options,
   // kStoreCorrupt if a stored token does not decode, store errors as they come.
-  static TokenResult<std::unique_ptr<SecretManager>> open(std::shared_ptr<TokenStore> store,
+  static Result<std::unique_ptr<SecretManager>> open(std::shared_ptr<TokenStore> store,
                                                           SecretManagerOptions options = {});
   ~SecretManager() override;
   SecretManager(const SecretManager&) = delete;
   SecretManager& operator=(const SecretManager&) = delete;
 
   // Rolls the master key first if it is due (or there is none yet).
-  TokenResult<Token> issue(const TokenRequest& request);
+  Result<Token> issue(const TokenRequest& request);
   // Only the renewer; returns the new renew date. kExpired past the renew
   // date (or max date), kPermissionDenied for anyone but the renewer.
-  TokenResult<TokenTime> renew(const Token& token, std::string_view caller);
+  Result<TokenTime> renew(const Token& token, std::string_view caller);
   // The owner or the renewer. An expired token that is still stored may be
   // cancelled too.
-  TokenStatus cancel(const Token& token, std::string_view caller);
+  Status cancel(const Token& token, std::string_view caller);
 
   // Known, not expired, not cancelled, password right (constant-time
   // comparison). Returns the identifier: who the token speaks for.
-  TokenResult<TokenIdentifier> verify(std::string_view identifier,
+  Result<TokenIdentifier> verify(std::string_view identifier,
                                       std::span<const std::uint8_t> password) const;
-  TokenResult<TokenIdentifier> verify(const Token& token) const {
+  Result<TokenIdentifier> verify(const Token& token) const {
     return verify(token.identifier, token.password.span());
   }
   // The same checks, short of the password, which it returns.
-  TokenResult<TokenSecret> retrieve_password(std::string_view identifier) const;
+  Result<TokenSecret> retrieve_password(std::string_view identifier) const;
 
   // Removes expired tokens and retired keys past their expiry, and rolls the
   // master key if due. The server calls it periodically (e.g. every minute).
-  TokenResult<SweepResult> sweep();
+  Result<SweepResult> sweep();
   // Replaces the current master key now.
-  TokenStatus roll_master_key();
+  Status roll_master_key();
 
   std::vector<MasterKeyInfo> master_keys() const;
   std::size_t token_count() const;
@@ -145,27 +145,27 @@ class SecretManager final : private TokenStoreObserver {
   enum class Use { kVerify, kRenew, kCancel };
 
   SecretManager(std::shared_ptr<TokenStore> store, SecretManagerOptions options);
-  TokenStatus load();
+  Status load();
   // TokenStoreObserver: another server's changes, from a shared store.
-  void apply(const std::function<TokenResult<TokenStoreChanges>()>& read) override;
+  void apply(const std::function<Result<TokenStoreChanges>()>& read) override;
   // Shared stores: whether a refusal by the view is worth asking the store
   // about, and what the store holds for the token (nullopt: nothing).
-  bool worth_fetching(const TokenStatus& refusal, std::string_view identifier, TokenTime now) const;
-  TokenResult<std::optional<Entry>> fetch(std::string_view identifier) const;
+  bool worth_fetching(const Status& refusal, std::string_view identifier, TokenTime now) const;
+  Result<std::optional<Entry>> fetch(std::string_view identifier) const;
   // check(), then, for a shared store, a fetch into the view; write_mu_ held.
-  TokenResult<const Entry*> check_or_fetch_locked(std::string_view identifier,
+  Result<const Entry*> check_or_fetch_locked(std::string_view identifier,
                                                   const std::span<const std::uint8_t>* password,
                                                   TokenTime now, Use use);
   // Moves a token from the view to removed_; view_mu_ held for writing.
   void forget_locked(std::uint64_t seq, TokenTime now);
   // The stored entry for identifier after the checks for `use`; the view
   // must be read-locked (or write_mu_ held).
-  TokenResult<const Entry*> check(std::string_view identifier,
+  Result<const Entry*> check(std::string_view identifier,
                                   const std::span<const std::uint8_t>* password, TokenTime now,
                                   Use use) const;
-  TokenStatus check_entry(const Entry& entry, std::string_view identifier,
+  Status check_entry(const Entry& entry, std::string_view identifier,
                           const std::span<const std::uint8_t>* password, TokenTime now, Use use) const;
-  TokenStatus roll_locked(TokenTime now);
+  Status roll_locked(TokenTime now);
   bool roll_due(TokenTime now) const;
 
   const SecretManagerOptions options_;

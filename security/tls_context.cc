@@ -2,6 +2,7 @@
 
 #include <openssl/err.h>
 #include <openssl/x509v3.h>
+#include <utility>
 
 namespace authrpc::security {
 namespace {
@@ -23,13 +24,14 @@ int cache_key_index() {
   return index;
 }
 
-std::string fail(std::string what) {
+// A configuration OpenSSL refused, with its reason.
+Status fail(std::string what, Errc code = Errc::kConfigError) {
   const std::string reason = drain_openssl_errors();
-  return reason.empty() ? what : what + ": " + reason;
+  return {code, reason.empty() ? what : what + ": " + reason};
 }
 
 // Settings common to both sides.
-bool configure_common(SSL_CTX* ctx, TlsVersion min_version, std::string* error) {
+Status configure_common(SSL_CTX* ctx, TlsVersion min_version) {
   SSL_CTX_set_min_proto_version(ctx, min_version == TlsVersion::kTls13 ? TLS1_3_VERSION
                                                                         : TLS1_2_VERSION);
   SSL_CTX_set_max_proto_version(ctx, TLS1_3_VERSION);
@@ -46,35 +48,29 @@ bool configure_common(SSL_CTX* ctx, TlsVersion min_version, std::string* error) 
   if (SSL_CTX_set_cipher_list(ctx, kTls12Ciphers) != 1 ||
       SSL_CTX_set_ciphersuites(ctx, kTls13Suites) != 1 ||
       SSL_CTX_set1_groups_list(ctx, "X25519:P-256:P-384") != 1) {
-    *error = fail("TLS cipher configuration");
-    return false;
+    return fail("TLS cipher configuration");
   }
-  return true;
+  return {};
 }
 
-bool load_chain_and_key(SSL_CTX* ctx, const std::string& chain, const std::string& key,
-                        std::string* error) {
+Status load_chain_and_key(SSL_CTX* ctx, const std::string& chain, const std::string& key) {
   if (SSL_CTX_use_certificate_chain_file(ctx, chain.c_str()) != 1) {
-    *error = fail("cannot load certificate chain '" + chain + "'");
-    return false;
+    return fail("cannot load certificate chain '" + chain + "'");
   }
   if (SSL_CTX_use_PrivateKey_file(ctx, key.c_str(), SSL_FILETYPE_PEM) != 1) {
-    *error = fail("cannot load private key '" + key + "'");
-    return false;
+    return fail("cannot load private key '" + key + "'");
   }
   if (SSL_CTX_check_private_key(ctx) != 1) {
-    *error = fail("private key '" + key + "' does not match certificate '" + chain + "'");
-    return false;
+    return fail("private key '" + key + "' does not match certificate '" + chain + "'");
   }
-  return true;
+  return {};
 }
 
-bool load_ca(SSL_CTX* ctx, const std::string& ca_file, std::string* error) {
+Status load_ca(SSL_CTX* ctx, const std::string& ca_file) {
   if (SSL_CTX_load_verify_locations(ctx, ca_file.c_str(), nullptr) != 1) {
-    *error = fail("cannot load CA bundle '" + ca_file + "'");
-    return false;
+    return fail("cannot load CA bundle '" + ca_file + "'");
   }
-  return true;
+  return {};
 }
 
 }  // namespace
@@ -117,22 +113,17 @@ std::string drain_openssl_errors() {
   return out;
 }
 
-std::shared_ptr<TlsServerContext> TlsServerContext::create(const TlsServerOptions& options,
-                                                           std::string* error) {
+Result<std::shared_ptr<TlsServerContext>> TlsServerContext::create(const TlsServerOptions& options) {
   ERR_clear_error();
   SSL_CTX* ctx = SSL_CTX_new(TLS_server_method());
-  if (ctx == nullptr) {
-    *error = fail("SSL_CTX_new");
-    return nullptr;
-  }
+  if (ctx == nullptr) return fail("SSL_CTX_new", Errc::kInternal);
   std::shared_ptr<TlsServerContext> self(new TlsServerContext(ctx, options));
   if (options.certificate_file.empty() || options.private_key_file.empty()) {
-    *error = "a TLS server needs a certificate file and a private key file";
-    return nullptr;
+    return Status(Errc::kConfigError, "a TLS server needs a certificate file and a private key file");
   }
-  if (!configure_common(ctx, options.min_version, error) ||
-      !load_chain_and_key(ctx, options.certificate_file, options.private_key_file, error)) {
-    return nullptr;
+  if (auto s = configure_common(ctx, options.min_version); !s.ok()) return s;
+  if (auto s = load_chain_and_key(ctx, options.certificate_file, options.private_key_file); !s.ok()) {
+    return s;
   }
   SSL_CTX_set_session_id_context(ctx, kSessionIdContext, sizeof kSessionIdContext - 1);
   if (options.session_tickets) {
@@ -145,10 +136,9 @@ std::shared_ptr<TlsServerContext> TlsServerContext::create(const TlsServerOption
   }
   if (options.client_certificates != ClientCertificates::kNone) {
     if (options.ca_file.empty()) {
-      *error = "client certificates need a CA bundle (ca_file)";
-      return nullptr;
+      return Status(Errc::kConfigError, "client certificates need a CA bundle (ca_file)");
     }
-    if (!load_ca(ctx, options.ca_file, error)) return nullptr;
+    if (auto s = load_ca(ctx, options.ca_file); !s.ok()) return s;
     STACK_OF(X509_NAME)* names = SSL_load_client_CA_file(options.ca_file.c_str());
     if (names != nullptr) SSL_CTX_set_client_CA_list(ctx, names);
     int mode = SSL_VERIFY_PEER;
@@ -164,28 +154,25 @@ std::shared_ptr<TlsServerContext> TlsServerContext::create(const TlsServerOption
 
 TlsServerContext::~TlsServerContext() { SSL_CTX_free(ctx_); }
 
-std::shared_ptr<TlsClientContext> TlsClientContext::create(const TlsClientOptions& options,
-                                                           std::string* error) {
+Result<std::shared_ptr<TlsClientContext>> TlsClientContext::create(const TlsClientOptions& options) {
   ERR_clear_error();
   SSL_CTX* ctx = SSL_CTX_new(TLS_client_method());
-  if (ctx == nullptr) {
-    *error = fail("SSL_CTX_new");
-    return nullptr;
-  }
+  if (ctx == nullptr) return fail("SSL_CTX_new", Errc::kInternal);
   std::shared_ptr<TlsClientContext> self(new TlsClientContext(ctx, options));
-  if (!configure_common(ctx, options.min_version, error)) return nullptr;
+  if (auto s = configure_common(ctx, options.min_version); !s.ok()) return s;
   if (options.ca_file.empty()) {
-    *error = "a TLS client needs a CA bundle (ca_file) to verify the server";
-    return nullptr;
+    return Status(Errc::kConfigError,
+                  "a TLS client needs a CA bundle (ca_file) to verify the server");
   }
-  if (!load_ca(ctx, options.ca_file, error)) return nullptr;
+  if (auto s = load_ca(ctx, options.ca_file); !s.ok()) return s;
   if (options.certificate_file.empty() != options.private_key_file.empty()) {
-    *error = "a client certificate needs both certificate_file and private_key_file";
-    return nullptr;
+    return Status(Errc::kConfigError,
+                  "a client certificate needs both certificate_file and private_key_file");
   }
-  if (!options.certificate_file.empty() &&
-      !load_chain_and_key(ctx, options.certificate_file, options.private_key_file, error)) {
-    return nullptr;
+  if (!options.certificate_file.empty()) {
+    if (auto s = load_chain_and_key(ctx, options.certificate_file, options.private_key_file); !s.ok()) {
+      return s;
+    }
   }
   SSL_CTX_set_verify(ctx, SSL_VERIFY_PEER, nullptr);
   if (options.session_resumption) {
@@ -203,14 +190,12 @@ TlsClientContext::~TlsClientContext() {
   SSL_CTX_free(ctx_);
 }
 
-SSL* TlsClientContext::new_ssl(const std::string& server_name, const std::string& cache_key,
-                               std::string* error) {
+Result<UniqueSsl> TlsClientContext::new_ssl(const std::string& server_name,
+                                            const std::string& cache_key) {
   ERR_clear_error();
-  SSL* ssl = SSL_new(ctx_);
-  if (ssl == nullptr) {
-    *error = fail("SSL_new");
-    return nullptr;
-  }
+  UniqueSsl owned(SSL_new(ctx_));
+  SSL* ssl = owned.get();
+  if (ssl == nullptr) return fail("SSL_new", Errc::kInternal);
   X509_VERIFY_PARAM* param = SSL_get0_param(ssl);
   const bool is_ip = X509_VERIFY_PARAM_set1_ip_asc(param, server_name.c_str()) == 1;
   if (!is_ip) {
@@ -218,9 +203,7 @@ SSL* TlsClientContext::new_ssl(const std::string& server_name, const std::string
     SSL_set_hostflags(ssl, X509_CHECK_FLAG_NO_PARTIAL_WILDCARDS | X509_CHECK_FLAG_NEVER_CHECK_SUBJECT);
     if (SSL_set1_host(ssl, server_name.c_str()) != 1 ||
         SSL_set_tlsext_host_name(ssl, server_name.c_str()) != 1) {
-      *error = fail("bad server name '" + server_name + "'");
-      SSL_free(ssl);
-      return nullptr;
+      return fail("bad server name '" + server_name + "'");
     }
   }
   if (options_.session_resumption) {
@@ -236,7 +219,7 @@ SSL* TlsClientContext::new_ssl(const std::string& server_name, const std::string
       }
     }
   }
-  return ssl;
+  return Result<UniqueSsl>(std::move(owned));
 }
 
 int TlsClientContext::on_new_session(SSL* ssl, SSL_SESSION* session) {

@@ -19,6 +19,8 @@
 #include <string>
 #include <string_view>
 
+#include "security/base/result.h"
+
 namespace authrpc::security {
 
 // The oldest protocol version accepted. Nothing below TLS 1.2 exists here.
@@ -50,12 +52,18 @@ struct TlsClientOptions {
   bool session_resumption = true;  // keep tickets and offer them on reconnect
 };
 
+// An SSL the holder owns.
+struct SslFree {
+  void operator()(SSL* ssl) const noexcept { SSL_free(ssl); }
+};
+using UniqueSsl = std::unique_ptr<SSL, SslFree>;
+
 class TlsServerContext {
  public:
-  // Loads and checks the files (key matches the certificate). On failure
-  // returns null and sets *error (file names and OpenSSL's reason only).
-  static std::shared_ptr<TlsServerContext> create(const TlsServerOptions& options,
-                                                  std::string* error);
+  // Loads and checks the files (key matches the certificate). A failure is
+  // CONFIG_ERROR (INTERNAL if OpenSSL cannot make a context at all); its text
+  // holds file names and OpenSSL's reason only.
+  static Result<std::shared_ptr<TlsServerContext>> create(const TlsServerOptions& options);
   ~TlsServerContext();
   TlsServerContext(const TlsServerContext&) = delete;
   TlsServerContext& operator=(const TlsServerContext&) = delete;
@@ -71,8 +79,8 @@ class TlsServerContext {
 
 class TlsClientContext {
  public:
-  static std::shared_ptr<TlsClientContext> create(const TlsClientOptions& options,
-                                                  std::string* error);
+  // As TlsServerContext::create().
+  static Result<std::shared_ptr<TlsClientContext>> create(const TlsClientOptions& options);
   ~TlsClientContext();
   TlsClientContext(const TlsClientContext&) = delete;
   TlsClientContext& operator=(const TlsClientContext&) = delete;
@@ -84,8 +92,9 @@ class TlsClientContext {
   // Prepares a new client SSL for `server_name` (a DNS name or an IP
   // literal): SNI, name verification against the certificate's SAN, and a
   // cached session for `cache_key` (e.g. "host:port") if there is one; new
-  // tickets the server sends are stored under that key. Null on failure.
-  SSL* new_ssl(const std::string& server_name, const std::string& cache_key, std::string* error);
+  // tickets the server sends are stored under that key. A name OpenSSL
+  // refuses is CONFIG_ERROR.
+  Result<UniqueSsl> new_ssl(const std::string& server_name, const std::string& cache_key);
 
   // Sessions held in the cache (for tests and benchmarks).
   std::size_t cached_sessions() const;

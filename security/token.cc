@@ -34,17 +34,17 @@ std::string format_token_time(TokenTime t) {
   return buf;
 }
 
-TokenResult<std::string> TokenIdentifier::encode() const {
+Result<std::string> TokenIdentifier::encode() const {
   if (kind.empty() || owner.empty()) {
-    return TokenResult<std::string>(TokenErrc::kInvalidArgument, "token kind and owner must be set");
+    return Result<std::string>(TokenErrc::kInvalidArgument, "token kind and owner must be set");
   }
   if (!field_ok(kind) || !field_ok(owner) || !field_ok(renewer) || !field_ok(real_user)) {
-    return TokenResult<std::string>(TokenErrc::kInvalidArgument,
+    return Result<std::string>(TokenErrc::kInvalidArgument,
                                     "token kind, owner, renewer and real user are limited to " +
                                         std::to_string(kMaxFieldBytes) + " bytes");
   }
   if (max_date < issue_date) {
-    return TokenResult<std::string>(TokenErrc::kInvalidArgument, "max date before issue date");
+    return Result<std::string>(TokenErrc::kInvalidArgument, "max date before issue date");
   }
   std::string out;
   ByteWriter w(&out);
@@ -60,8 +60,8 @@ TokenResult<std::string> TokenIdentifier::encode() const {
   return out;
 }
 
-TokenResult<TokenIdentifier> TokenIdentifier::decode(std::string_view bytes) {
-  using R = TokenResult<TokenIdentifier>;
+Result<TokenIdentifier> TokenIdentifier::decode(std::string_view bytes) {
+  using R = Result<TokenIdentifier>;
   ByteReader r(bytes);
   std::uint8_t version = 0;
   if (!r.u8(&version)) return R(TokenErrc::kMalformed, "empty token identifier");
@@ -111,8 +111,8 @@ SecretBytes token_password(const SecretBytes& master_key, std::string_view ident
   return out;
 }
 
-TokenResult<std::string> Token::encode() const {
-  using R = TokenResult<std::string>;
+Result<std::string> Token::encode() const {
+  using R = Result<std::string>;
   if (identifier.empty() || identifier.size() > kMaxIdentifierBytes) {
     return R(TokenErrc::kInvalidArgument, "token identifier empty or over-long");
   }
@@ -132,8 +132,8 @@ TokenResult<std::string> Token::encode() const {
   return out;
 }
 
-TokenResult<Token> Token::decode(std::string_view bytes) {
-  using R = TokenResult<Token>;
+Result<Token> Token::decode(std::string_view bytes) {
+  using R = Result<Token>;
   ByteReader r(bytes);
   std::uint8_t version = 0;
   if (!r.u8(&version)) return R(TokenErrc::kMalformed, "empty token");
@@ -160,7 +160,7 @@ TokenResult<Token> Token::decode(std::string_view bytes) {
   return t;
 }
 
-TokenResult<std::string> Token::to_string() const {
+Result<std::string> Token::to_string() const {
   auto bytes = encode();
   if (!bytes.ok()) return bytes;
   std::string text = base64url_encode(*bytes);
@@ -168,12 +168,12 @@ TokenResult<std::string> Token::to_string() const {
   return text;
 }
 
-TokenResult<Token> Token::from_string(std::string_view text) {
+Result<Token> Token::from_string(std::string_view text) {
   constexpr std::size_t kMaxText = 4 * (kMaxIdentifierBytes + kMaxPasswordBytes + 4096) / 3;
-  if (text.size() > kMaxText) return TokenResult<Token>(TokenErrc::kMalformed, "token string over-long");
+  if (text.size() > kMaxText) return Result<Token>(TokenErrc::kMalformed, "token string over-long");
   auto bytes = base64url_decode(text);
   if (!bytes) {
-    return TokenResult<Token>(TokenErrc::kMalformed, "token string is not URL-safe base64");
+    return Result<Token>(TokenErrc::kMalformed, "token string is not URL-safe base64");
   }
   auto token = decode(*bytes);
   cleanse(bytes->data(), bytes->size());

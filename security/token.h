@@ -42,10 +42,10 @@ struct TokenIdentifier {
 
   // The signed bytes. kInvalidArgument if a field is empty or over-long or
   // max_date < issue_date.
-  TokenResult<std::string> encode() const;
+  Result<std::string> encode() const;
   // kMalformed for truncated, over-long, trailing or inconsistent bytes,
   // kUnsupportedVersion for a version other than kVersion.
-  static TokenResult<TokenIdentifier> decode(std::string_view bytes);
+  static Result<TokenIdentifier> decode(std::string_view bytes);
 
   // "authrpc-delegation token 42 (owner alice, renewer yarn, key 3, max 2024-...)"
   // Safe for logs: identifiers carry no secret.
@@ -70,16 +70,16 @@ struct Token {
 
   // Binary form; kInvalidArgument if a field is over-long or the identifier
   // or password is empty.
-  TokenResult<std::string> encode() const;
+  Result<std::string> encode() const;
   // kMalformed / kUnsupportedVersion as for identifiers; the identifier
   // inside is decoded too, so garbage is refused here and not later.
-  static TokenResult<Token> decode(std::string_view bytes);
+  static Result<Token> decode(std::string_view bytes);
 
   // URL-safe base64 of encode(), no padding. Contains the password.
-  TokenResult<std::string> to_string() const;
-  static TokenResult<Token> from_string(std::string_view text);
+  Result<std::string> to_string() const;
+  static Result<Token> from_string(std::string_view text);
 
-  TokenResult<TokenIdentifier> decode_identifier() const {
+  Result<TokenIdentifier> decode_identifier() const {
     return TokenIdentifier::decode(identifier);
   }
   // The identifier's describe() plus the service; never the password.

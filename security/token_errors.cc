@@ -5,7 +5,36 @@
 namespace authrpc::security {
 namespace {
 
-class TokenCategory final : public std::error_category {
+// In a token service call, or wherever a token failure is reported as it
+// stands.
+Errc service_errc(TokenErrc e) noexcept {
+  switch (e) {
+    case TokenErrc::kOk: return Errc::kOk;
+    case TokenErrc::kMalformed:
+    case TokenErrc::kUnsupportedVersion:
+    case TokenErrc::kInvalidArgument:
+      return Errc::kInvalidArgument;
+    case TokenErrc::kForged:
+    case TokenErrc::kPermissionDenied:
+      return Errc::kPermissionDenied;
+    case TokenErrc::kExpired:
+    case TokenErrc::kCancelled:
+    case TokenErrc::kUnknownToken:
+    case TokenErrc::kStoreLocked:
+      return Errc::kFailedPrecondition;
+    case TokenErrc::kUnknownKey:  // another server (or this one later) may know the key
+    case TokenErrc::kIoError:
+    case TokenErrc::kStoreUnavailable:
+      return Errc::kUnavailable;
+    case TokenErrc::kNotFound:
+      return Errc::kUnauthenticated;  // no token for this server: fetch one
+    case TokenErrc::kStoreCorrupt:
+      return Errc::kDataLoss;
+  }
+  return Errc::kInternal;
+}
+
+class TokenCategory final : public NamedErrorCategory {
  public:
   const char* name() const noexcept override { return "authrpc.token"; }
   std::string message(int value) const override {
@@ -27,6 +56,12 @@ class TokenCategory final : public std::error_category {
       case TokenErrc::kStoreUnavailable: return "token store unavailable";
     }
     return "unknown token error " + std::to_string(value);
+  }
+  std::string_view code_name(int value) const noexcept override {
+    return token_errc_name(static_cast<TokenErrc>(value));
+  }
+  std::error_condition default_error_condition(int value) const noexcept override {
+    return {static_cast<int>(service_errc(static_cast<TokenErrc>(value))), authrpc_category()};
   }
 };
 
@@ -62,20 +97,40 @@ std::string_view token_errc_name(TokenErrc e) noexcept {
   return "UNKNOWN";
 }
 
-std::string TokenStatus::to_string() const {
-  if (ok()) return "OK";
-  std::string out;
-  if (code.category() == token_category()) {
-    out = token_errc_name(static_cast<TokenErrc>(code.value()));
-  } else {
-    out = code.message();
+Errc token_authentication_errc(TokenErrc e) noexcept {
+  switch (e) {
+    case TokenErrc::kExpired:
+    case TokenErrc::kCancelled:
+    case TokenErrc::kUnknownToken:
+      return Errc::kCredentialsExpired;  // fetch a new token (kReauthenticate)
+    case TokenErrc::kMalformed:
+    case TokenErrc::kUnsupportedVersion:
+    case TokenErrc::kForged:
+    case TokenErrc::kPermissionDenied:
+    case TokenErrc::kInvalidArgument:
+      return Errc::kAuthenticationFailed;
+    case TokenErrc::kStoreCorrupt:
+    case TokenErrc::kStoreLocked:
+      return Errc::kUnavailable;  // this server cannot check tokens now; another may
+    default:
+      return service_errc(e);
   }
-  if (!message.empty()) out += ": " + message;
-  return out;
 }
 
-TokenStatus io_error(std::string_view what, int err) {
-  return TokenStatus(TokenErrc::kIoError, std::string(what) + ": " + std::generic_category().message(err));
+Status token_status(const Status& status, TokenUse use, std::string_view prefix) {
+  if (status.ok()) return {};
+  Errc e = to_wire_errc(status.code);
+  if (use == TokenUse::kAuthentication && status.code.category() == token_category()) {
+    e = token_authentication_errc(static_cast<TokenErrc>(status.code.value()));
+  }
+  std::string message(prefix);
+  if (!message.empty()) message += ": ";
+  message += status.to_string();  // "EXPIRED: token 12 ..."
+  return {e, std::move(message)};
+}
+
+Status io_error(std::string_view what, int err) {
+  return {TokenErrc::kIoError, std::string(what) + ": " + std::generic_category().message(err)};
 }
 
 }  // namespace authrpc::security

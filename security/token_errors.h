@@ -1,18 +1,19 @@
 // Typed failures of the delegation-token code in security/ (encoding,
-// secret manager, token stores, credentials file), as std::error_codes in
-// the "authrpc.token" category. security/ includes nothing from rpc/, so the
-// auth layer maps these onto authrpc::Errc (docs/TOKENS.md has the table).
+// secret manager, token stores, credentials file): a Status whose code is a
+// TokenErrc in the "authrpc.token" category. Its default_error_condition() is
+// the Errc the failure means in a token service call (docs/TOKENS.md §4 has
+// the table), so retry_advice() is right for it as it stands; at
+// authentication some kinds mean something else (token_authentication_errc).
 //
-// Like GssStatus for Kerberos, a TokenStatus carries a code plus readable
-// text; the text never contains key material, passwords or encoded tokens.
+// The text never contains key material, passwords or encoded tokens.
 #pragma once
 
 #include <string>
 #include <string_view>
 #include <system_error>
-#include <type_traits>
-#include <utility>
-#include <variant>
+
+#include "security/base/result.h"
+#include "security/base/status.h"
 
 namespace authrpc::security {
 
@@ -36,55 +37,28 @@ enum class TokenErrc {
 
 const std::error_category& token_category() noexcept;
 std::error_code make_error_code(TokenErrc e) noexcept;
-// "EXPIRED", "FORGED", ...
+// "EXPIRED", "FORGED", ...: Status::to_string() starts with it.
 std::string_view token_errc_name(TokenErrc e) noexcept;
 
-// A code plus detail text. ok() when the code is empty.
-struct TokenStatus {
-  std::error_code code;
-  std::string message;
+// The Errc of a token presented to authenticate (in HELLO or a SASL
+// exchange): EXPIRED, CANCELLED and UNKNOWN_TOKEN become CREDENTIALS_EXPIRED
+// (fetch a new token), a refused request AUTHENTICATION_FAILED, a store that
+// cannot answer UNAVAILABLE. Elsewhere the category's default condition holds.
+Errc token_authentication_errc(TokenErrc e) noexcept;
 
-  TokenStatus() = default;
-  TokenStatus(TokenErrc e, std::string m) : code(make_error_code(e)), message(std::move(m)) {}
-
-  bool ok() const noexcept { return !code; }
-  bool is(TokenErrc e) const noexcept { return code == make_error_code(e); }
-  // "EXPIRED: token 12 expired at 2024-05-01T10:00:00.000Z"
-  std::string to_string() const;
+enum class TokenUse {
+  kAuthentication,  // a token presented in HELLO or a SASL exchange
+  kService,         // a token handed to token.renew / token.cancel, or a store failure there
 };
 
-// A value or a TokenStatus (security/'s counterpart of authrpc::Result).
-template <typename T>
-class [[nodiscard]] TokenResult {
- public:
-  TokenResult(T value) : v_(std::move(value)) {}
-  TokenResult(TokenStatus status) : v_(std::move(status)) {}
-  TokenResult(TokenErrc e, std::string message) : v_(TokenStatus(e, std::move(message))) {}
+// A token failure as a peer or a user sees it: code
+// token_authentication_errc() or the default condition, per `use`; text
+// `prefix` ("token") plus to_string(): "token: EXPIRED: token 12 ...", so
+// that both ends can tell EXPIRED from CANCELLED from FORGED.
+Status token_status(const Status& status, TokenUse use, std::string_view prefix = "token");
 
-  bool ok() const noexcept { return v_.index() == 0; }
-  explicit operator bool() const noexcept { return ok(); }
-
-  T& value() & { return std::get<0>(v_); }
-  const T& value() const& { return std::get<0>(v_); }
-  T&& value() && { return std::get<0>(std::move(v_)); }
-  T* operator->() { return &value(); }
-  const T* operator->() const { return &value(); }
-  T& operator*() & { return value(); }
-  const T& operator*() const& { return value(); }
-  T&& operator*() && { return std::move(*this).value(); }
-
-  // The failure; an OK status when a value is held.
-  TokenStatus status() const { return ok() ? TokenStatus() : std::get<1>(v_); }
-  std::error_code code() const { return ok() ? std::error_code() : std::get<1>(v_).code; }
-  bool is(TokenErrc e) const noexcept { return !ok() && std::get<1>(v_).is(e); }
-
- private:
-  std::variant<T, TokenStatus> v_;
-  static_assert(!std::is_same_v<T, TokenStatus>);
-};
-
-// A TokenStatus for a failed system call: kIoError, "what: strerror(err)".
-TokenStatus io_error(std::string_view what, int err);
+// A Status for a failed system call: kIoError, "what: strerror(err)".
+Status io_error(std::string_view what, int err);
 
 }  // namespace authrpc::security
 

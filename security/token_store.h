@@ -75,7 +75,7 @@ class TokenStoreObserver {
   // then applies what it returned (nothing if it failed). Reading inside the
   // observer's exclusion means a change read from the backend is never
   // overtaken by an older one the observer is about to publish.
-  virtual void apply(const std::function<TokenResult<TokenStoreChanges>()>& read) = 0;
+  virtual void apply(const std::function<Result<TokenStoreChanges>()>& read) = 0;
 };
 
 class TokenStore {
@@ -83,23 +83,23 @@ class TokenStore {
   virtual ~TokenStore() = default;
 
   // The whole state, as of the last successful mutation.
-  virtual TokenResult<TokenStoreState> load() = 0;
+  virtual Result<TokenStoreState> load() = 0;
 
-  virtual TokenResult<std::uint64_t> allocate_sequence_number() = 0;
-  virtual TokenResult<std::uint32_t> allocate_master_key_id() = 0;
+  virtual Result<std::uint64_t> allocate_sequence_number() = 0;
+  virtual Result<std::uint32_t> allocate_master_key_id() = 0;
 
   // Adds a key or replaces the key with the same id (a retired key gets its
   // final expiry this way).
-  virtual TokenStatus put_master_key(const MasterKey& key) = 0;
-  virtual TokenStatus remove_master_key(std::uint32_t id) = 0;
+  virtual Status put_master_key(const MasterKey& key) = 0;
+  virtual Status remove_master_key(std::uint32_t id) = 0;
 
   // kInvalidArgument if a token with that sequence number is stored already.
-  virtual TokenStatus add_token(const StoredToken& token) = 0;
+  virtual Status add_token(const StoredToken& token) = 0;
   // kUnknownToken if no such token is stored.
-  virtual TokenStatus update_token(std::uint64_t sequence_number, TokenTime renew_date) = 0;
+  virtual Status update_token(std::uint64_t sequence_number, TokenTime renew_date) = 0;
   // Cancellations and sweeps. If the call fails, part of the batch may have
   // been removed; repeating it completes it.
-  virtual TokenStatus remove_tokens(std::span<const std::uint64_t> sequence_numbers) = 0;
+  virtual Status remove_tokens(std::span<const std::uint64_t> sequence_numbers) = 0;
 
   // For stores shared by several servers (ZkTokenStore); a store that only
   // this process writes keeps the defaults below.
@@ -109,24 +109,24 @@ class TokenStore {
   // Makes `key` the current master key, unless another server rolled since
   // the key with id `replaces` became current. Returns the current key after
   // the call: `key`, or the other server's key (then `key` was not stored).
-  virtual TokenResult<MasterKey> roll_master_key(std::uint32_t replaces, const MasterKey& key) {
+  virtual Result<MasterKey> roll_master_key(std::uint32_t replaces, const MasterKey& key) {
     (void)replaces;
     if (auto s = put_master_key(key); !s.ok()) return s;
     return key;
   }
   // True if this caller should sweep now; a shared store lets one server
   // per sweep interval win, so that a fleet does not stampede.
-  virtual TokenResult<bool> claim_sweep(TokenTime now) {
+  virtual Result<bool> claim_sweep(TokenTime now) {
     (void)now;
     return true;
   }
   // After a local miss: brings the backend up to date (sync) and reads one
   // token or key. nullopt if it is not stored.
-  virtual TokenResult<std::optional<StoredToken>> fetch_token(std::uint64_t sequence_number) {
+  virtual Result<std::optional<StoredToken>> fetch_token(std::uint64_t sequence_number) {
     (void)sequence_number;
     return std::optional<StoredToken>();
   }
-  virtual TokenResult<std::optional<MasterKey>> fetch_master_key(std::uint32_t id) {
+  virtual Result<std::optional<MasterKey>> fetch_master_key(std::uint32_t id) {
     (void)id;
     return std::optional<MasterKey>();
   }

@@ -69,14 +69,11 @@ std::string_view to_string(X509UserFrom rule) noexcept {
   return "cn";
 }
 
-bool x509_identity(std::string_view der, X509UserFrom rule, X509Identity* out, std::string* error) {
+Result<X509Identity> x509_identity(std::string_view der, X509UserFrom rule) {
   const auto* p = reinterpret_cast<const unsigned char*>(der.data());
   std::unique_ptr<X509, decltype(&X509_free)> cert(d2i_X509(nullptr, &p, static_cast<long>(der.size())),
                                                    &X509_free);
-  if (!cert) {
-    *error = "client certificate does not parse";
-    return false;
-  }
+  if (!cert) return Status(Errc::kAuthenticationFailed, "client certificate does not parse");
   std::string user;
   switch (rule) {
     case X509UserFrom::kCommonName: user = common_name(cert.get()); break;
@@ -88,12 +85,10 @@ bool x509_identity(std::string_view der, X509UserFrom rule, X509Identity* out, s
     case X509UserFrom::kSanDns: user = first_san(cert.get(), GEN_DNS); break;
   }
   if (user.empty()) {
-    *error = "client certificate has no " + std::string(to_string(rule)) + " to take the user name from";
-    return false;
+    return Status(Errc::kAuthenticationFailed,
+                  "client certificate has no " + std::string(to_string(rule)) + " to take the user name from");
   }
-  out->user = std::move(user);
-  out->subject = subject_line(cert.get());
-  return true;
+  return X509Identity{std::move(user), subject_line(cert.get())};
 }
 
 }  // namespace authrpc::security

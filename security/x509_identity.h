@@ -7,6 +7,8 @@
 #include <string>
 #include <string_view>
 
+#include "security/base/result.h"
+
 namespace authrpc::security {
 
 // Where the user name comes from.
@@ -25,8 +27,8 @@ struct X509Identity {
   std::string subject;  // RFC 2253 one-line subject, e.g. "CN=alice,O=Example"
 };
 
-// False with *error set if the DER does not parse or the field the rule
+// AUTHENTICATION_FAILED if the DER does not parse or the field the rule
 // names is missing or empty.
-bool x509_identity(std::string_view der, X509UserFrom rule, X509Identity* out, std::string* error);
+Result<X509Identity> x509_identity(std::string_view der, X509UserFrom rule);
 
 }  // namespace authrpc::security

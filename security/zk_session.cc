@@ -67,9 +67,9 @@ std::string zk_error_text(int rc) {
 
 ZkSession::ZkSession(ZkEventFn on_event) : on_event_(std::move(on_event)) {}
 
-TokenResult<std::unique_ptr<ZkSession>> ZkSession::connect(const ZkSessionOptions& options,
+Result<std::unique_ptr<ZkSession>> ZkSession::connect(const ZkSessionOptions& options,
                                                            ZkEventFn on_event) {
-  using R = TokenResult<std::unique_ptr<ZkSession>>;
+  using R = Result<std::unique_ptr<ZkSession>>;
   if (options.connect.empty()) return R(TokenErrc::kInvalidArgument, "no ZooKeeper connect string");
   std::unique_ptr<ZkSession> session(new ZkSession(std::move(on_event)));
   session->zh_ = zookeeper_init2(options.connect.c_str(), &ZkSession::on_watch,

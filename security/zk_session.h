@@ -57,7 +57,7 @@ class ZkSession {
  public:
   // kStoreUnavailable if no server answered within connect_timeout,
   // kPermissionDenied if the digest credential was refused.
-  static TokenResult<std::unique_ptr<ZkSession>> connect(const ZkSessionOptions& options,
+  static Result<std::unique_ptr<ZkSession>> connect(const ZkSessionOptions& options,
                                                          ZkEventFn on_event);
   ~ZkSession();
   ZkSession(const ZkSession&) = delete;

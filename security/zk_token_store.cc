@@ -22,16 +22,16 @@ std::int64_t steady_ms() {
       .count();
 }
 
-// A ZooKeeper result code as a TokenStatus; `what` names the operation and
+// A ZooKeeper result code as a Status; `what` names the operation and
 // node (never a record's contents).
-TokenStatus zk_status(int rc, const std::string& what) {
+Status zk_status(int rc, const std::string& what) {
   std::string message = "ZooKeeper " + what + ": " + zk_error_text(rc);
   if (rc == ZCONNECTIONLOSS || rc == ZOPERATIONTIMEOUT || rc == ZSESSIONEXPIRED || rc == ZCLOSING ||
       rc == ZINVALIDSTATE || rc == ZSESSIONMOVED) {
-    return TokenStatus(TokenErrc::kStoreUnavailable, std::move(message));
+    return Status(TokenErrc::kStoreUnavailable, std::move(message));
   }
-  if (rc == ZNOAUTH || rc == ZAUTHFAILED) return TokenStatus(TokenErrc::kPermissionDenied, std::move(message));
-  return TokenStatus(TokenErrc::kIoError, std::move(message));
+  if (rc == ZNOAUTH || rc == ZAUTHFAILED) return Status(TokenErrc::kPermissionDenied, std::move(message));
+  return Status(TokenErrc::kIoError, std::move(message));
 }
 
 bool parse_u64(std::string_view text, std::uint64_t* out) {
@@ -73,22 +73,22 @@ std::string ZkTokenStore::encode_token(const StoredToken& token) {
   return out;
 }
 
-TokenResult<StoredToken> ZkTokenStore::decode_token(std::string_view data) {
+Result<StoredToken> ZkTokenStore::decode_token(std::string_view data) {
   ByteReader r(data);
   std::uint8_t version = 0;
   StoredToken token;
   std::int64_t renew = 0;
   std::string_view identifier, password;
-  if (!r.u8(&version)) return TokenResult<StoredToken>(TokenErrc::kMalformed, "empty token record");
+  if (!r.u8(&version)) return Result<StoredToken>(TokenErrc::kMalformed, "empty token record");
   if (version != kRecordVersion) {
-    return TokenResult<StoredToken>(TokenErrc::kUnsupportedVersion,
+    return Result<StoredToken>(TokenErrc::kUnsupportedVersion,
                                     "token record version " + std::to_string(version));
   }
   r.u64(&token.sequence_number);
   r.i64(&renew);
   r.str32(&identifier, kMaxRecordField);
   r.str32(&password, kMaxRecordField);
-  if (!r.at_end()) return TokenResult<StoredToken>(TokenErrc::kMalformed, "truncated or over-long token record");
+  if (!r.at_end()) return Result<StoredToken>(TokenErrc::kMalformed, "truncated or over-long token record");
   token.renew_date = TokenTime(std::chrono::milliseconds(renew));
   token.identifier.assign(identifier);
   token.password = SecretBytes(password);
@@ -106,21 +106,21 @@ std::string ZkTokenStore::encode_key(const MasterKey& key) {
   return out;
 }
 
-TokenResult<MasterKey> ZkTokenStore::decode_key(std::string_view data) {
+Result<MasterKey> ZkTokenStore::decode_key(std::string_view data) {
   ByteReader r(data);
   std::uint8_t version = 0;
   MasterKey key;
   std::int64_t created = 0, expires = 0;
   std::string_view secret;
-  if (!r.u8(&version)) return TokenResult<MasterKey>(TokenErrc::kMalformed, "empty key record");
+  if (!r.u8(&version)) return Result<MasterKey>(TokenErrc::kMalformed, "empty key record");
   if (version != kRecordVersion) {
-    return TokenResult<MasterKey>(TokenErrc::kUnsupportedVersion, "key record version " + std::to_string(version));
+    return Result<MasterKey>(TokenErrc::kUnsupportedVersion, "key record version " + std::to_string(version));
   }
   r.u32(&key.id);
   r.i64(&created);
   r.i64(&expires);
   r.str32(&secret, kMaxRecordField);
-  if (!r.at_end()) return TokenResult<MasterKey>(TokenErrc::kMalformed, "truncated or over-long key record");
+  if (!r.at_end()) return Result<MasterKey>(TokenErrc::kMalformed, "truncated or over-long key record");
   key.created = TokenTime(std::chrono::milliseconds(created));
   key.expires = TokenTime(std::chrono::milliseconds(expires));
   key.secret = SecretBytes(secret);
@@ -136,8 +136,8 @@ ZkTokenStore::ZkTokenStore(ZkTokenStoreOptions options)
       current_path_(options_.root + "/current-key"),
       sweep_path_(options_.root + "/sweep") {}
 
-TokenResult<std::unique_ptr<ZkTokenStore>> ZkTokenStore::open(ZkTokenStoreOptions options) {
-  using R = TokenResult<std::unique_ptr<ZkTokenStore>>;
+Result<std::unique_ptr<ZkTokenStore>> ZkTokenStore::open(ZkTokenStoreOptions options) {
+  using R = Result<std::unique_ptr<ZkTokenStore>>;
   if (!valid_root(options.root)) {
     return R(TokenErrc::kInvalidArgument, "ZooKeeper root '" + options.root +
                                               "' must be an absolute path like /authrpc/tokens/myservice");
@@ -147,7 +147,7 @@ TokenResult<std::unique_ptr<ZkTokenStore>> ZkTokenStore::open(ZkTokenStoreOption
   std::unique_ptr<ZkTokenStore> store(new ZkTokenStore(std::move(options)));
   const auto deadline = std::chrono::steady_clock::now() + store->options_.start_timeout;
   for (int attempt = 1;; ++attempt) {
-    TokenStatus s;
+    Status s;
     {
       std::lock_guard lock(store->mu_);
       s = store->connect_locked();
@@ -174,7 +174,7 @@ ZkTokenStore::~ZkTokenStore() {
   session_.reset();
 }
 
-TokenStatus ZkTokenStore::connect_locked() {
+Status ZkTokenStore::connect_locked() {
   session_.reset();
   ZkSessionOptions o;
   o.connect = options_.connect;
@@ -199,16 +199,16 @@ TokenStatus ZkTokenStore::connect_locked() {
   return {};
 }
 
-TokenStatus ZkTokenStore::unavailable_locked() const {
-  return TokenStatus(TokenErrc::kStoreUnavailable,
+Status ZkTokenStore::unavailable_locked() const {
+  return Status(TokenErrc::kStoreUnavailable,
                      "the ZooKeeper session is being re-established (" + options_.connect + ")");
 }
 
 std::string ZkTokenStore::token_path(std::uint64_t seq) const { return tokens_dir_ + "/" + padded(seq, 20); }
 std::string ZkTokenStore::key_path(std::uint32_t id) const { return keys_dir_ + "/" + padded(id, 10); }
 
-TokenResult<TokenStoreState> ZkTokenStore::read_all_locked() {
-  using R = TokenResult<TokenStoreState>;
+Result<TokenStoreState> ZkTokenStore::read_all_locked() {
+  using R = Result<TokenStoreState>;
   if (!session_) return unavailable_locked();
   if (int rc = session_->sync(options_.root); rc != ZOK) return zk_status(rc, "sync " + options_.root);
   TokenStoreState state;
@@ -260,13 +260,13 @@ TokenResult<TokenStoreState> ZkTokenStore::read_all_locked() {
   return state;
 }
 
-TokenResult<TokenStoreState> ZkTokenStore::load() {
+Result<TokenStoreState> ZkTokenStore::load() {
   std::lock_guard lock(mu_);
   return read_all_locked();
 }
 
-TokenResult<std::uint64_t> ZkTokenStore::bump_counter_locked(const std::string& path, std::uint64_t by) {
-  using R = TokenResult<std::uint64_t>;
+Result<std::uint64_t> ZkTokenStore::bump_counter_locked(const std::string& path, std::uint64_t by) {
+  using R = Result<std::uint64_t>;
   if (!session_) return unavailable_locked();
   for (int attempt = 0; attempt < kMaxVersionRetries; ++attempt) {
     auto node = session_->get(path, false);
@@ -283,7 +283,7 @@ TokenResult<std::uint64_t> ZkTokenStore::bump_counter_locked(const std::string& 
   return R(TokenErrc::kStoreUnavailable, path + ": too much contention, try again");
 }
 
-TokenResult<std::uint64_t> ZkTokenStore::allocate_sequence_number() {
+Result<std::uint64_t> ZkTokenStore::allocate_sequence_number() {
   std::lock_guard lock(mu_);
   if (next_seq_ > seq_block_end_) {
     auto top = bump_counter_locked(seq_path_, options_.sequence_batch);
@@ -295,17 +295,17 @@ TokenResult<std::uint64_t> ZkTokenStore::allocate_sequence_number() {
   return next_seq_++;
 }
 
-TokenResult<std::uint32_t> ZkTokenStore::allocate_master_key_id() {
+Result<std::uint32_t> ZkTokenStore::allocate_master_key_id() {
   std::lock_guard lock(mu_);
   auto id = bump_counter_locked(keyid_path_, 1);
   if (!id.ok()) return id.status();
   if (*id > std::numeric_limits<std::uint32_t>::max()) {
-    return TokenResult<std::uint32_t>(TokenErrc::kInvalidArgument, "master key ids exhausted");
+    return Result<std::uint32_t>(TokenErrc::kInvalidArgument, "master key ids exhausted");
   }
   return static_cast<std::uint32_t>(*id);
 }
 
-TokenStatus ZkTokenStore::put_master_key(const MasterKey& key) {
+Status ZkTokenStore::put_master_key(const MasterKey& key) {
   std::lock_guard lock(mu_);
   if (!session_) return unavailable_locked();
   std::string data = encode_key(key);
@@ -313,18 +313,18 @@ TokenStatus ZkTokenStore::put_master_key(const MasterKey& key) {
   int rc = session_->create(path, data);
   if (rc == ZNODEEXISTS) rc = session_->set(path, data, -1);
   wipe(data);
-  return rc == ZOK ? TokenStatus() : zk_status(rc, "write " + path);
+  return rc == ZOK ? Status() : zk_status(rc, "write " + path);
 }
 
-TokenStatus ZkTokenStore::remove_master_key(std::uint32_t id) {
+Status ZkTokenStore::remove_master_key(std::uint32_t id) {
   std::lock_guard lock(mu_);
   if (!session_) return unavailable_locked();
   const std::string path = key_path(id);
   const int rc = session_->remove(path);
-  return rc == ZOK || rc == ZNONODE ? TokenStatus() : zk_status(rc, "remove " + path);
+  return rc == ZOK || rc == ZNONODE ? Status() : zk_status(rc, "remove " + path);
 }
 
-TokenStatus ZkTokenStore::add_token(const StoredToken& token) {
+Status ZkTokenStore::add_token(const StoredToken& token) {
   std::lock_guard lock(mu_);
   if (!session_) return unavailable_locked();
   std::string data = encode_token(token);
@@ -332,39 +332,39 @@ TokenStatus ZkTokenStore::add_token(const StoredToken& token) {
   const int rc = session_->create(path, data);
   wipe(data);
   if (rc == ZNODEEXISTS) {
-    return TokenStatus(TokenErrc::kInvalidArgument,
+    return Status(TokenErrc::kInvalidArgument,
                        "token " + std::to_string(token.sequence_number) + " is stored already");
   }
-  return rc == ZOK ? TokenStatus() : zk_status(rc, "create " + path);
+  return rc == ZOK ? Status() : zk_status(rc, "create " + path);
 }
 
-TokenStatus ZkTokenStore::update_token(std::uint64_t sequence_number, TokenTime renew_date) {
+Status ZkTokenStore::update_token(std::uint64_t sequence_number, TokenTime renew_date) {
   std::lock_guard lock(mu_);
   if (!session_) return unavailable_locked();
   const std::string path = token_path(sequence_number);
   for (int attempt = 0; attempt < kMaxVersionRetries; ++attempt) {
     auto node = session_->get(path, false);
     if (node.rc == ZNONODE) {
-      return TokenStatus(TokenErrc::kUnknownToken, "token " + std::to_string(sequence_number) + " is not stored");
+      return Status(TokenErrc::kUnknownToken, "token " + std::to_string(sequence_number) + " is not stored");
     }
     if (node.rc != ZOK) return zk_status(node.rc, "read " + path);
     auto token = decode_token(node.data);
     wipe(node.data);
-    if (!token.ok()) return TokenStatus(TokenErrc::kStoreCorrupt, path + ": " + token.status().to_string());
+    if (!token.ok()) return Status(TokenErrc::kStoreCorrupt, path + ": " + token.status().to_string());
     token->renew_date = renew_date;
     std::string data = encode_token(*token);
     const int rc = session_->set(path, data, node.version);
     wipe(data);
     if (rc == ZOK) return {};
     if (rc == ZNONODE) {
-      return TokenStatus(TokenErrc::kUnknownToken, "token " + std::to_string(sequence_number) + " is not stored");
+      return Status(TokenErrc::kUnknownToken, "token " + std::to_string(sequence_number) + " is not stored");
     }
     if (rc != ZBADVERSION) return zk_status(rc, "update " + path);
   }
-  return TokenStatus(TokenErrc::kStoreUnavailable, path + ": too much contention, try again");
+  return Status(TokenErrc::kStoreUnavailable, path + ": too much contention, try again");
 }
 
-TokenStatus ZkTokenStore::remove_tokens(std::span<const std::uint64_t> sequence_numbers) {
+Status ZkTokenStore::remove_tokens(std::span<const std::uint64_t> sequence_numbers) {
   std::lock_guard lock(mu_);
   if (!session_) return unavailable_locked();
   for (auto seq : sequence_numbers) {
@@ -375,19 +375,19 @@ TokenStatus ZkTokenStore::remove_tokens(std::span<const std::uint64_t> sequence_
   return {};
 }
 
-TokenResult<std::optional<MasterKey>> ZkTokenStore::read_key_locked(std::uint32_t id) {
+Result<std::optional<MasterKey>> ZkTokenStore::read_key_locked(std::uint32_t id) {
   const std::string path = key_path(id);
   auto node = session_->get(path, false);
   if (node.rc == ZNONODE) return std::optional<MasterKey>();
   if (node.rc != ZOK) return zk_status(node.rc, "read " + path);
   auto key = decode_key(node.data);
   wipe(node.data);
-  if (!key.ok()) return TokenStatus(TokenErrc::kStoreCorrupt, path + ": " + key.status().to_string());
+  if (!key.ok()) return Status(TokenErrc::kStoreCorrupt, path + ": " + key.status().to_string());
   return std::optional<MasterKey>(std::move(*key));
 }
 
-TokenResult<MasterKey> ZkTokenStore::roll_master_key(std::uint32_t replaces, const MasterKey& key) {
-  using R = TokenResult<MasterKey>;
+Result<MasterKey> ZkTokenStore::roll_master_key(std::uint32_t replaces, const MasterKey& key) {
+  using R = Result<MasterKey>;
   std::lock_guard lock(mu_);
   if (!session_) return unavailable_locked();
   auto current = session_->get(current_path_, false);
@@ -414,13 +414,13 @@ TokenResult<MasterKey> ZkTokenStore::roll_master_key(std::uint32_t replaces, con
   return std::move(**winner);
 }
 
-TokenResult<bool> ZkTokenStore::claim_sweep(TokenTime now) {
+Result<bool> ZkTokenStore::claim_sweep(TokenTime now) {
   std::lock_guard lock(mu_);
   if (!session_) return unavailable_locked();
   auto node = session_->get(sweep_path_, false);
   if (node.rc != ZOK) return zk_status(node.rc, "read " + sweep_path_);
   std::uint64_t last = 0;
-  if (!parse_u64(node.data, &last)) return TokenResult<bool>(TokenErrc::kStoreCorrupt, sweep_path_ + " is not a number");
+  if (!parse_u64(node.data, &last)) return Result<bool>(TokenErrc::kStoreCorrupt, sweep_path_ + " is not a number");
   const auto now_ms = static_cast<std::uint64_t>(std::max<std::int64_t>(0, now.time_since_epoch().count()));
   // A little slack, so that timer jitter does not make every round lose.
   const auto interval = static_cast<std::uint64_t>(options_.sweep_interval.count()) * 9 / 10;
@@ -431,8 +431,8 @@ TokenResult<bool> ZkTokenStore::claim_sweep(TokenTime now) {
   return true;
 }
 
-TokenResult<std::optional<StoredToken>> ZkTokenStore::fetch_token(std::uint64_t sequence_number) {
-  using R = TokenResult<std::optional<StoredToken>>;
+Result<std::optional<StoredToken>> ZkTokenStore::fetch_token(std::uint64_t sequence_number) {
+  using R = Result<std::optional<StoredToken>>;
   std::lock_guard lock(mu_);
   if (!session_) return unavailable_locked();
   ++stats_.fetches;
@@ -447,7 +447,7 @@ TokenResult<std::optional<StoredToken>> ZkTokenStore::fetch_token(std::uint64_t 
   return std::optional<StoredToken>(std::move(*token));
 }
 
-TokenResult<std::optional<MasterKey>> ZkTokenStore::fetch_master_key(std::uint32_t id) {
+Result<std::optional<MasterKey>> ZkTokenStore::fetch_master_key(std::uint32_t id) {
   std::lock_guard lock(mu_);
   if (!session_) return unavailable_locked();
   ++stats_.fetches;
@@ -455,11 +455,11 @@ TokenResult<std::optional<MasterKey>> ZkTokenStore::fetch_master_key(std::uint32
   return read_key_locked(id);
 }
 
-TokenStatus ZkTokenStore::expire_session_for_testing() {
+Status ZkTokenStore::expire_session_for_testing() {
   std::lock_guard lock(mu_);
   if (!session_) return unavailable_locked();
   const int rc = session_->expire_for_testing(options_.connect);
-  return rc == ZOK ? TokenStatus() : zk_status(rc, "expire the session");
+  return rc == ZOK ? Status() : zk_status(rc, "expire the session");
 }
 
 bool ZkTokenStore::fresh() const noexcept {
@@ -500,7 +500,7 @@ void ZkTokenStore::on_event(ZkEvent event) {
   events_cv_.notify_one();
 }
 
-void ZkTokenStore::deliver(const std::function<TokenResult<TokenStoreChanges>()>& read) {
+void ZkTokenStore::deliver(const std::function<Result<TokenStoreChanges>()>& read) {
   std::lock_guard lock(observer_mu_);
   if (observer_ != nullptr) {
     observer_->apply(read);
@@ -509,7 +509,7 @@ void ZkTokenStore::deliver(const std::function<TokenResult<TokenStoreChanges>()>
   }
 }
 
-TokenResult<TokenStoreChanges> ZkTokenStore::read_changes(const std::vector<ZkEvent>& events, bool* retry) {
+Result<TokenStoreChanges> ZkTokenStore::read_changes(const std::vector<ZkEvent>& events, bool* retry) {
   // Without mu_, so that store calls do not wait for these reads: only this
   // (the watch) thread replaces session_, and watch_mu_ guards the rest.
   {
@@ -519,7 +519,7 @@ TokenResult<TokenStoreChanges> ZkTokenStore::read_changes(const std::vector<ZkEv
   std::lock_guard lock(watch_mu_);
   if (!session_) {
     *retry = true;
-    return TokenStatus(TokenErrc::kStoreUnavailable, "no ZooKeeper session");
+    return Status(TokenErrc::kStoreUnavailable, "no ZooKeeper session");
   }
   TokenStoreChanges changes;
   bool relist_tokens = false, reread_keys = false;
@@ -608,13 +608,13 @@ void ZkTokenStore::watch_loop() {
       // A new session: every watch is gone, so everything is read again and
       // the observer's view replaced; until then fresh() is false.
       rebuilding_ = true;
-      TokenStatus status;
+      Status status;
       {
         std::lock_guard store_lock(mu_);
         status = connect_locked();
       }
       if (status.ok()) {
-        deliver([&]() -> TokenResult<TokenStoreChanges> {
+        deliver([&]() -> Result<TokenStoreChanges> {
           std::lock_guard store_lock(mu_);
           auto state = read_all_locked();
           if (!state.ok()) {

@@ -73,25 +73,25 @@ class ZkTokenStore final : public TokenStore {
 
   // Connects (retrying up to start_timeout), authenticates and creates the
   // layout under root if missing. Validates the root path.
-  static TokenResult<std::unique_ptr<ZkTokenStore>> open(ZkTokenStoreOptions options);
+  static Result<std::unique_ptr<ZkTokenStore>> open(ZkTokenStoreOptions options);
   ~ZkTokenStore() override;
   ZkTokenStore(const ZkTokenStore&) = delete;
   ZkTokenStore& operator=(const ZkTokenStore&) = delete;
 
-  TokenResult<TokenStoreState> load() override;
-  TokenResult<std::uint64_t> allocate_sequence_number() override;
-  TokenResult<std::uint32_t> allocate_master_key_id() override;
-  TokenStatus put_master_key(const MasterKey& key) override;
-  TokenStatus remove_master_key(std::uint32_t id) override;
-  TokenStatus add_token(const StoredToken& token) override;
-  TokenStatus update_token(std::uint64_t sequence_number, TokenTime renew_date) override;
-  TokenStatus remove_tokens(std::span<const std::uint64_t> sequence_numbers) override;
+  Result<TokenStoreState> load() override;
+  Result<std::uint64_t> allocate_sequence_number() override;
+  Result<std::uint32_t> allocate_master_key_id() override;
+  Status put_master_key(const MasterKey& key) override;
+  Status remove_master_key(std::uint32_t id) override;
+  Status add_token(const StoredToken& token) override;
+  Status update_token(std::uint64_t sequence_number, TokenTime renew_date) override;
+  Status remove_tokens(std::span<const std::uint64_t> sequence_numbers) override;
 
   bool shared() const noexcept override { return true; }
-  TokenResult<MasterKey> roll_master_key(std::uint32_t replaces, const MasterKey& key) override;
-  TokenResult<bool> claim_sweep(TokenTime now) override;
-  TokenResult<std::optional<StoredToken>> fetch_token(std::uint64_t sequence_number) override;
-  TokenResult<std::optional<MasterKey>> fetch_master_key(std::uint32_t id) override;
+  Result<MasterKey> roll_master_key(std::uint32_t replaces, const MasterKey& key) override;
+  Result<bool> claim_sweep(TokenTime now) override;
+  Result<std::optional<StoredToken>> fetch_token(std::uint64_t sequence_number) override;
+  Result<std::optional<MasterKey>> fetch_master_key(std::uint32_t id) override;
   bool fresh() const noexcept override;
   void set_observer(TokenStoreObserver* observer) override;
 
@@ -99,25 +99,25 @@ class ZkTokenStore final : public TokenStore {
   const ZkTokenStoreOptions& options() const noexcept { return options_; }
   // Fault injection for tests: makes ZooKeeper expire this store's session
   // (ZkSession::expire_for_testing); the watch thread then rebuilds.
-  TokenStatus expire_session_for_testing();
+  Status expire_session_for_testing();
 
   // Record formats (docs/ZOOKEEPER.md), exposed for tests.
   static std::string encode_token(const StoredToken& token);
-  static TokenResult<StoredToken> decode_token(std::string_view data);
+  static Result<StoredToken> decode_token(std::string_view data);
   static std::string encode_key(const MasterKey& key);
-  static TokenResult<MasterKey> decode_key(std::string_view data);
+  static Result<MasterKey> decode_key(std::string_view data);
 
  private:
   explicit ZkTokenStore(ZkTokenStoreOptions options);
-  TokenStatus connect_locked();
-  TokenStatus unavailable_locked() const;
-  TokenResult<TokenStoreState> read_all_locked();
-  TokenResult<std::uint64_t> bump_counter_locked(const std::string& path, std::uint64_t by);
-  TokenResult<std::optional<MasterKey>> read_key_locked(std::uint32_t id);
-  TokenResult<TokenStoreChanges> read_changes(const std::vector<ZkEvent>& events, bool* rebuild);
+  Status connect_locked();
+  Status unavailable_locked() const;
+  Result<TokenStoreState> read_all_locked();
+  Result<std::uint64_t> bump_counter_locked(const std::string& path, std::uint64_t by);
+  Result<std::optional<MasterKey>> read_key_locked(std::uint32_t id);
+  Result<TokenStoreChanges> read_changes(const std::vector<ZkEvent>& events, bool* rebuild);
   void on_event(ZkEvent event);
   void watch_loop();
-  void deliver(const std::function<TokenResult<TokenStoreChanges>()>& read);
+  void deliver(const std::function<Result<TokenStoreChanges>()>& read);
   std::string token_path(std::uint64_t seq) const;
   std::string key_path(std::uint32_t id) const;
 

@@ -325,6 +325,7 @@ Status Server::add_service(Service service) {
     return {Errc::kFailedPrecondition, "add_service after start"};
   }
   if (service.name().empty()) return {Errc::kInvalidArgument, "service name is empty"};
+  if (!service.status().ok()) return service.status();
   const std::string name = service.name();
   if (!impl_->services.emplace(name, std::move(service)).second) {
     return {Errc::kAlreadyExists, "service '" + name + "' already registered (or reserved)"};

@@ -325,8 +325,8 @@ const Service::Method* ServerConnection::admit_call(std::uint32_t call_id, std::
     return nullptr;
   }
   if (server_.options.authorizer) {
-    if (auto why = authorize_call(service_name, method_name)) {
-      respond(call_id, Status(Errc::kPermissionDenied, *why), deadline);
+    if (Status denied = authorize_call(service_name, method_name); !denied.ok()) {
+      respond(call_id, denied, deadline);
       return nullptr;
     }
   }
@@ -668,17 +668,16 @@ Status ServerConnection::authorize_identity(Identity& id, std::string_view do_as
   return s;
 }
 
-std::optional<std::string> ServerConnection::authorize_call(std::string_view service,
-                                                            std::string_view method) {
-  auto why = server_.options.authorizer->current()->check_call({identity_.user, &groups_, peer_},
-                                                               service, method);
-  if (why && server_.options.audit_log) {
+Status ServerConnection::authorize_call(std::string_view service, std::string_view method) {
+  Status denied =
+      server_.options.authorizer->current()->check_call({identity_.user, &groups_, peer_}, service, method);
+  if (!denied.ok() && server_.options.audit_log) {
     const auto& id = identity_;
     server_.options.audit_log->record({"authorization", "denied", peer_, id.mechanism,
                                        id.real_user ? *id.real_user : id.principal, id.user,
-                                       id.real_user, service, method, *why});
+                                       id.real_user, service, method, denied.message});
   }
-  return why;
+  return denied;
 }
 
 void ServerConnection::audit_authentication(std::string_view outcome, std::string_view mechanism,

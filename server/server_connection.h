@@ -78,7 +78,7 @@ class ServerConnection : public std::enable_shared_from_this<ServerConnection> {
   // Connection-time authorization (mapping, proxy users); see negotiate_server.
   Status authorize_identity(Identity& id, std::string_view do_as);
   // Call-time ACL check: nullopt when allowed, else the reason (audited).
-  std::optional<std::string> authorize_call(std::string_view service, std::string_view method);
+  Status authorize_call(std::string_view service, std::string_view method);
   void audit_authentication(std::string_view outcome, std::string_view mechanism,
                             std::string_view reason);
   void start_async_call(const Service::Method& method, std::string_view service_name,

@@ -77,9 +77,9 @@ Status apply_tls_config(const nlohmann::json& config, ServerOptions& o) {
     }
     t.session_tickets = tls["session_tickets"].get<bool>();
   }
-  std::string error;
-  o.tls = security::TlsServerContext::create(t, &error);
-  if (!o.tls) return Status(Errc::kConfigError, "'tls': " + error);
+  auto context = security::TlsServerContext::create(t);
+  if (!context.ok()) return Status(context.code(), "'tls': " + context.status().message);
+  o.tls = std::move(*context);
   return {};
 }
 

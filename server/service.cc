@@ -1,7 +1,5 @@
 #include "server/service.h"
 
-#include <stdexcept>
-
 namespace authrpc {
 
 namespace {
@@ -92,7 +90,11 @@ Service& Service::add_json(std::string method, JsonHandler handler, Execution ex
 
 Service& Service::add_json(std::string method, JsonHandler handler, JsonMethodOptions options) {
   if (options.execution != Execution::kInline && options.execution != Execution::kBlocking) {
-    throw std::invalid_argument("add_json: use kInline or kBlocking");
+    if (misuse_.ok()) {
+      misuse_ = Status(Errc::kInvalidArgument,
+                       "add_json: use kInline or kBlocking (method '" + name_ + "." + method + "')");
+    }
+    return *this;
   }
   const Execution execution = options.execution;
   Handler wrapped = [h = std::move(handler), o = std::move(options)](

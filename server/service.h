@@ -118,12 +118,17 @@ class Service {
   Service& add_stream(std::string method, StreamHandler handler);
   // Request bytes must parse as JSON within options.limits (else
   // INVALID_ARGUMENT), after options.admit allowed the caller; the result is
-  // serialized compactly. `execution` must be kInline or kBlocking.
+  // serialized compactly. `execution` must be kInline or kBlocking; any other
+  // leaves the method out and status() INVALID_ARGUMENT.
   Service& add_json(std::string method, JsonHandler handler, JsonMethodOptions options);
   Service& add_json(std::string method, JsonHandler handler,
                     Execution execution = Execution::kInline);
 
   const std::string& name() const noexcept { return name_; }
+  // OK unless a method was added wrongly; then why (the first such), and
+  // Server::add_service() refuses the service with it. A builder that
+  // threw instead would be the one exception crossing the API.
+  const Status& status() const noexcept { return misuse_; }
   // nullptr if there is no such method.
   const Method* find(std::string_view method) const;
   const std::map<std::string, Method, std::less<>>& methods() const noexcept { return methods_; }
@@ -131,6 +136,7 @@ class Service {
  private:
   std::string name_;
   std::map<std::string, Method, std::less<>> methods_;
+  Status misuse_;
 };
 
 }  // namespace authrpc

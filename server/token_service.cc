@@ -7,14 +7,15 @@
 #include <nlohmann/json.hpp>
 #include <set>
 
-#include "auth/token_status.h"
 #include "security/file_token_store.h"
 #include "security/memory_token_store.h"
+#include "security/token_errors.h"
 
 namespace authrpc {
 
 using security::Token;
-using security::TokenResult;
+using security::token_status;
+using security::TokenUse;
 
 namespace {
 

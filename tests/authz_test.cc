@@ -203,8 +203,10 @@ TEST(AuthzPolicyTest, ExampleAclFileLoads) {
   std::vector<std::string> groups;
   ASSERT_TRUE((*policy)->establish(id, {}, groups).ok());
   EXPECT_EQ(id.user, "hdfs");
-  EXPECT_FALSE((*policy)->check_call({id.user, &groups, id.peer_address}, "data", "write"));
-  EXPECT_TRUE((*policy)->check_call({"bob", nullptr, id.peer_address}, "data", "write"));
+  EXPECT_TRUE((*policy)->check_call({id.user, &groups, id.peer_address}, "data", "write").ok());
+  const Status bob = (*policy)->check_call({"bob", nullptr, id.peer_address}, "data", "write");
+  EXPECT_EQ(bob.code, Errc::kPermissionDenied);
+  EXPECT_FALSE(bob.message.empty());
 }
 
 TEST(AuthzPolicyTest, AclFileSyntaxErrorsNameLineAndColumn) {

@@ -733,9 +733,9 @@ TEST_P(ExporterTest, TheServerBindsToTheExporterWithNoContext) {
   tls.certificate_file = ca.cert_file("server");
   tls.private_key_file = ca.key_file("server");
   tls.min_version = security::TlsVersion::kTls12;
-  std::string error;
-  auto tls_context = security::TlsServerContext::create(tls, &error);
-  ASSERT_TRUE(tls_context) << error;
+  auto made = security::TlsServerContext::create(tls);
+  ASSERT_TRUE(made.ok()) << made.status().to_string();
+  std::shared_ptr<security::TlsServerContext> tls_context = std::move(*made);
 
   auto secrets = security::SecretManager::open(std::make_shared<security::MemoryTokenStore>(), {});
   ASSERT_TRUE(secrets.ok());

@@ -407,19 +407,19 @@ std::shared_ptr<security::TlsServerContext> ServerTls() {
   security::TlsServerOptions o;
   o.certificate_file = certs().ca.cert_file("server");
   o.private_key_file = certs().ca.key_file("server");
-  std::string error;
-  auto ctx = security::TlsServerContext::create(o, &error);
-  EXPECT_TRUE(ctx) << error;
-  return ctx;
+  auto ctx = security::TlsServerContext::create(o);
+  EXPECT_TRUE(ctx.ok()) << ctx.status().to_string();
+  if (!ctx.ok()) return nullptr;
+  return std::move(*ctx);
 }
 
 std::shared_ptr<security::TlsClientContext> ClientTls() {
   security::TlsClientOptions o;
   o.ca_file = certs().ca.ca_file();
-  std::string error;
-  auto ctx = security::TlsClientContext::create(o, &error);
-  EXPECT_TRUE(ctx) << error;
-  return ctx;
+  auto ctx = security::TlsClientContext::create(o);
+  EXPECT_TRUE(ctx.ok()) << ctx.status().to_string();
+  if (!ctx.ok()) return nullptr;
+  return std::move(*ctx);
 }
 
 // A started server offering only `mechanism`, with authentication required.

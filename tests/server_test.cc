@@ -1088,6 +1088,29 @@ TEST(ServerStartTest, StartRefusesInconsistentLimits) {
   }
 }
 
+// add_json runs its handler inline or on the blocking pool only; asked for
+// another execution, it used to throw out of the builder. It records the
+// misuse instead, and add_service refuses the service with it.
+TEST(ServerStartTest, AddServiceRefusesAJsonMethodWithAnExecutionItCannotUse) {
+  const auto handler = [](CallContext&, const nlohmann::json& request) -> Result<nlohmann::json> {
+    return request;
+  };
+  for (const Execution bad : {Execution::kAsync, Execution::kStream}) {
+    Server server(DefaultServerOptions(FreshEndpoint(Kind::kTcp)));
+    Service service("calc");
+    service.add_json("echo", handler, bad);
+    EXPECT_EQ(service.find("echo"), nullptr);
+    const Status s = server.add_service(std::move(service));
+    EXPECT_EQ(s.code, Code(Errc::kInvalidArgument)) << s.to_string();
+    EXPECT_NE(s.message.find("calc.echo"), std::string::npos) << s.message;
+  }
+  Server server(DefaultServerOptions(FreshEndpoint(Kind::kTcp)));
+  Service service("calc");
+  service.add_json("echo", handler, Execution::kBlocking);
+  EXPECT_TRUE(service.status().ok());
+  EXPECT_TRUE(server.add_service(std::move(service)).ok());
+}
+
 TEST(ServerLifecycleTest, StartingAndStoppingManyTimesNeverHangs) {
   // Short timeouts make each IO thread's housekeeping timer tick often, so
   // that stop() meets it in every phase.

@@ -207,6 +207,49 @@ TEST(StatusTest, Fields) {
   EXPECT_EQ(s.message, "no method a.b");
 }
 
+// A domain's category as token_errors.h declares one: codes with names, each
+// mapped onto the Errc that says what to do.
+enum class FruitErrc { kBruised = 1, kMissing = 2 };
+
+class FruitCategory final : public NamedErrorCategory {
+ public:
+  const char* name() const noexcept override { return "test.fruit"; }
+  std::string message(int value) const override { return value == 1 ? "bruised fruit" : "no fruit"; }
+  std::string_view code_name(int value) const noexcept override {
+    return value == 1 ? "BRUISED" : "MISSING";
+  }
+  std::error_condition default_error_condition(int value) const noexcept override {
+    const Errc e = value == 1 ? Errc::kInvalidArgument : Errc::kUnavailable;
+    return {static_cast<int>(e), authrpc_category()};
+  }
+};
+
+std::error_code fruit(FruitErrc e) {
+  static const FruitCategory category;
+  return {static_cast<int>(e), category};
+}
+
+TEST(StatusTest, ADomainCategoryKeepsItsKindAndNameAndTakesItsConditionsAdvice) {
+  const Status bruised(fruit(FruitErrc::kBruised), "apple 3");
+  EXPECT_EQ(bruised.to_string(), "BRUISED: apple 3") << "a named category prints the name, not message()";
+  EXPECT_TRUE(bruised.is(fruit(FruitErrc::kBruised)));
+  EXPECT_FALSE(bruised.is(fruit(FruitErrc::kMissing)));
+  EXPECT_FALSE(bruised.is(Errc::kInvalidArgument)) << "is() is the exact kind, not its condition";
+  EXPECT_EQ(to_wire_errc(bruised.code), Errc::kInvalidArgument);
+  EXPECT_EQ(retry_advice(bruised.code), RetryAdvice::kGiveUp);
+  const Status missing(fruit(FruitErrc::kMissing));
+  EXPECT_EQ(missing.to_string(), "MISSING");
+  EXPECT_EQ(to_wire_errc(missing.code), Errc::kUnavailable);
+  EXPECT_EQ(retry_advice(missing.code), RetryAdvice::kRetry);
+
+  const Result<int> r(fruit(FruitErrc::kMissing), "none left");
+  EXPECT_TRUE(r.is(fruit(FruitErrc::kMissing)));
+  EXPECT_EQ(r.status().to_string(), "MISSING: none left");
+  EXPECT_FALSE(Result<int>(7).is(fruit(FruitErrc::kMissing))) << "a value is no failure";
+  EXPECT_TRUE(Status(Errc::kNotFound, "x").is(Errc::kNotFound));
+  EXPECT_FALSE(Status().is(Errc::kNotFound));
+}
+
 // ---------------------------------------------------------------------------
 // Result<T>
 

@@ -260,10 +260,9 @@ class StreamingTest : public ::testing::TestWithParam<std::string> {
       TlsServerOptions t;
       t.certificate_file = certs().ca->cert_file("server");
       t.private_key_file = certs().ca->key_file("server");
-      std::string error;
-      auto tls = TlsServerContext::create(t, &error);
-      ASSERT_TRUE(tls) << error;
-      server_->tls_context(std::move(tls));
+      auto tls = TlsServerContext::create(t);
+      ASSERT_TRUE(tls.ok()) << tls.status().to_string();
+      server_->tls_context(std::move(*tls));
     }
     const Status s = server_->start();
     ASSERT_TRUE(s.ok()) << s.to_string();
@@ -279,9 +278,9 @@ class StreamingTest : public ::testing::TestWithParam<std::string> {
     if (GetParam() == "tls") {
       TlsClientOptions t;
       t.ca_file = certs().ca->ca_file();
-      std::string error;
-      o.tls = TlsClientContext::create(t, &error);
-      EXPECT_TRUE(o.tls) << error;
+      auto tls = TlsClientContext::create(t);
+      EXPECT_TRUE(tls.ok()) << tls.status().to_string();
+      if (tls.ok()) o.tls = std::move(*tls);
     }
     auto c = Client::connect(runtime_, std::move(o));
     EXPECT_TRUE(c.ok()) << c.status().to_string();

@@ -36,10 +36,10 @@ std::shared_ptr<security::TlsServerContext> TestTls::server(
   o.private_key_file = ca_->key_file("server");
   o.ca_file = ca_->ca_file();
   o.client_certificates = client_certificates;
-  std::string error;
-  auto context = security::TlsServerContext::create(o, &error);
-  EXPECT_TRUE(context) << "TLS server context: " << error;
-  return context;
+  auto context = security::TlsServerContext::create(o);
+  EXPECT_TRUE(context.ok()) << "TLS server context: " << context.status().to_string();
+  if (!context.ok()) return nullptr;
+  return std::move(*context);
 }
 
 std::shared_ptr<security::TlsClientContext> TestTls::client(bool with_certificate) const {
@@ -49,10 +49,10 @@ std::shared_ptr<security::TlsClientContext> TestTls::client(bool with_certificat
     o.certificate_file = ca_->cert_file("client");
     o.private_key_file = ca_->key_file("client");
   }
-  std::string error;
-  auto context = security::TlsClientContext::create(o, &error);
-  EXPECT_TRUE(context) << "TLS client context: " << error;
-  return context;
+  auto context = security::TlsClientContext::create(o);
+  EXPECT_TRUE(context.ok()) << "TLS client context: " << context.status().to_string();
+  if (!context.ok()) return nullptr;
+  return std::move(*context);
 }
 
 }  // namespace authrpc::testing

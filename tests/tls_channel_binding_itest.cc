@@ -152,18 +152,16 @@ class KerberosTlsTest : public testing::KerberosSuite {
     security::TlsServerOptions o;
     o.certificate_file = ca_->cert_file(leaf);
     o.private_key_file = ca_->key_file(leaf);
-    std::string error;
-    auto ctx = security::TlsServerContext::create(o, &error);
-    EXPECT_TRUE(ctx) << error;
-    return ctx;
+    auto ctx = security::TlsServerContext::create(o);
+    EXPECT_TRUE(ctx.ok()) << ctx.status().to_string();
+    return ctx.ok() ? std::move(*ctx) : nullptr;
   }
   static std::shared_ptr<security::TlsClientContext> ClientContext() {
     security::TlsClientOptions o;
     o.ca_file = ca_->ca_file();
-    std::string error;
-    auto ctx = security::TlsClientContext::create(o, &error);
-    EXPECT_TRUE(ctx) << error;
-    return ctx;
+    auto ctx = security::TlsClientContext::create(o);
+    EXPECT_TRUE(ctx.ok()) << ctx.status().to_string();
+    return ctx.ok() ? std::move(*ctx) : nullptr;
   }
 
   // A TLS-only server enabling kerberos and simple.

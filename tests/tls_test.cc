@@ -89,10 +89,9 @@ std::shared_ptr<TlsServerContext> ServerContext(
   o.ca_file = certs().ca->ca_file();
   o.client_certificates = client_certs;
   o.min_version = min_version;
-  std::string error;
-  auto ctx = TlsServerContext::create(o, &error);
-  EXPECT_TRUE(ctx) << error;
-  return ctx;
+  auto ctx = TlsServerContext::create(o);
+  EXPECT_TRUE(ctx.ok()) << ctx.status().to_string();
+  return ctx.ok() ? std::move(*ctx) : nullptr;
 }
 
 std::shared_ptr<TlsClientContext> ClientContext(bool with_certificate = false) {
@@ -102,10 +101,9 @@ std::shared_ptr<TlsClientContext> ClientContext(bool with_certificate = false) {
     o.certificate_file = certs().ca->cert_file("client");
     o.private_key_file = certs().ca->key_file("client");
   }
-  std::string error;
-  auto ctx = TlsClientContext::create(o, &error);
-  EXPECT_TRUE(ctx) << error;
-  return ctx;
+  auto ctx = TlsClientContext::create(o);
+  EXPECT_TRUE(ctx.ok()) << ctx.status().to_string();
+  return ctx.ok() ? std::move(*ctx) : nullptr;
 }
 
 Endpoint Parse(const std::string& uri) {
@@ -227,21 +225,24 @@ TEST(TlsContext, RefusesAKeyThatDoesNotMatchTheCertificate) {
   TlsServerOptions o;
   o.certificate_file = certs().ca->cert_file("server");
   o.private_key_file = certs().ca->key_file("client");
-  std::string error;
-  EXPECT_FALSE(TlsServerContext::create(o, &error));
-  EXPECT_THAT(error, ::testing::HasSubstr("mismatch"));
+  auto ctx = TlsServerContext::create(o);
+  ASSERT_FALSE(ctx.ok());
+  EXPECT_EQ(ctx.code(), Errc::kConfigError);
+  EXPECT_THAT(ctx.status().message, ::testing::HasSubstr("mismatch"));
 }
 
 TEST(TlsContext, RefusesMissingFilesAndAClientWithoutCaBundle) {
   TlsServerOptions s;
   s.certificate_file = certs().dir.string() + "/missing.pem";
   s.private_key_file = certs().ca->key_file("server");
-  std::string error;
-  EXPECT_FALSE(TlsServerContext::create(s, &error));
-  EXPECT_THAT(error, ::testing::HasSubstr("missing.pem"));
-  error.clear();
-  EXPECT_FALSE(TlsClientContext::create(TlsClientOptions{}, &error));
-  EXPECT_THAT(error, ::testing::HasSubstr("CA bundle"));
+  auto server = TlsServerContext::create(s);
+  ASSERT_FALSE(server.ok());
+  EXPECT_EQ(server.code(), Errc::kConfigError);
+  EXPECT_THAT(server.status().message, ::testing::HasSubstr("missing.pem"));
+  auto client = TlsClientContext::create(TlsClientOptions{});
+  ASSERT_FALSE(client.ok());
+  EXPECT_EQ(client.code(), Errc::kConfigError);
+  EXPECT_THAT(client.status().message, ::testing::HasSubstr("CA bundle"));
 }
 
 TEST(Tls, CallsTravelOverTls13AndTheStreamReportsItsParameters) {
@@ -311,9 +312,9 @@ TEST(Tls, Tls12IsAcceptedOnlyWhereConfigured) {
   TlsClientOptions co;
   co.ca_file = certs().ca->ca_file();
   co.min_version = TlsVersion::kTls12;
-  std::string error;
-  auto ctx12 = TlsClientContext::create(co, &error);
-  ASSERT_TRUE(ctx12) << error;
+  auto made = TlsClientContext::create(co);
+  ASSERT_TRUE(made.ok()) << made.status().to_string();
+  std::shared_ptr<TlsClientContext> ctx12 = std::move(*made);
   SSL_CTX_set_max_proto_version(ctx12->native(), TLS1_2_VERSION);  // a TLS 1.2-only client
 
   auto strict = StartTls(ServerContext());

@@ -16,10 +16,10 @@
 
 #include "auth/token_mechanism.h"
 #include "auth/token_replay_cache.h"
-#include "auth/token_status.h"
 #include "security/clock.h"
 #include "security/memory_token_store.h"
 #include "security/secret_manager.h"
+#include "security/token_errors.h"
 #include "server/token_service.h"
 #include "tests/test_support.h"
 #include "tests/token_realm.h"
@@ -31,6 +31,8 @@ using namespace std::chrono_literals;
 using security::ManualClock;
 using security::Token;
 using security::TokenErrc;
+using security::token_status;
+using security::TokenUse;
 
 constexpr std::string_view kService = testing::kTokenRealmService;
 
@@ -636,7 +638,7 @@ TEST(TokenStatus, MapsEveryTokenErrorWithTheRightAdvice) {
   };
   for (const auto& c : cases) {
     SCOPED_TRACE(std::string(security::token_errc_name(c.in)));
-    const security::TokenStatus s(c.in, "token 7 (owner alice)");
+    const Status s(c.in, "token 7 (owner alice)");
     const Status a = token_status(s, TokenUse::kAuthentication);
     EXPECT_EQ(a.code, make_error_code(c.at_auth));
     EXPECT_EQ(retry_advice(a.code), c.auth_advice);

@@ -393,10 +393,89 @@ TEST(TokenErrors, NamesMessagesAndStatusText) {
     EXPECT_NE(token_errc_name(e), "UNKNOWN") << v;
     EXPECT_EQ(make_error_code(e).message().find("unknown token error"), std::string::npos) << v;
   }
-  EXPECT_EQ(TokenStatus(TokenErrc::kForged, "token 3: password does not match").to_string(),
+  EXPECT_EQ(Status(TokenErrc::kForged, "token 3: password does not match").to_string(),
             "FORGED: token 3: password does not match");
-  EXPECT_EQ(TokenStatus().to_string(), "OK");
+  EXPECT_EQ(Status().to_string(), "OK");
   EXPECT_EQ(io_error("open x", ENOENT).to_string(), "IO_ERROR: open x: No such file or directory");
+}
+
+// Every TokenErrc: its name, the Errc (and so the retry advice) it carries as
+// it stands — which is what a token service call answers — and the Errc a
+// token presented to authenticate is refused with.
+TEST(TokenErrors, EveryKindMapsOntoAnErrcWithTheRightAdviceInEachUse) {
+  struct Case {
+    TokenErrc kind;
+    const char* name;
+    Errc as_is;
+    RetryAdvice as_is_advice;
+    Errc at_authentication;
+    RetryAdvice authentication_advice;
+  };
+  const Case cases[] = {
+      {TokenErrc::kMalformed, "MALFORMED", Errc::kInvalidArgument, RetryAdvice::kGiveUp,
+       Errc::kAuthenticationFailed, RetryAdvice::kGiveUp},
+      {TokenErrc::kUnsupportedVersion, "UNSUPPORTED_VERSION", Errc::kInvalidArgument, RetryAdvice::kGiveUp,
+       Errc::kAuthenticationFailed, RetryAdvice::kGiveUp},
+      {TokenErrc::kUnknownToken, "UNKNOWN_TOKEN", Errc::kFailedPrecondition, RetryAdvice::kGiveUp,
+       Errc::kCredentialsExpired, RetryAdvice::kReauthenticate},
+      {TokenErrc::kUnknownKey, "UNKNOWN_KEY", Errc::kUnavailable, RetryAdvice::kRetry,
+       Errc::kUnavailable, RetryAdvice::kRetry},
+      {TokenErrc::kForged, "FORGED", Errc::kPermissionDenied, RetryAdvice::kGiveUp,
+       Errc::kAuthenticationFailed, RetryAdvice::kGiveUp},
+      {TokenErrc::kExpired, "EXPIRED", Errc::kFailedPrecondition, RetryAdvice::kGiveUp,
+       Errc::kCredentialsExpired, RetryAdvice::kReauthenticate},
+      {TokenErrc::kCancelled, "CANCELLED", Errc::kFailedPrecondition, RetryAdvice::kGiveUp,
+       Errc::kCredentialsExpired, RetryAdvice::kReauthenticate},
+      {TokenErrc::kPermissionDenied, "PERMISSION_DENIED", Errc::kPermissionDenied, RetryAdvice::kGiveUp,
+       Errc::kAuthenticationFailed, RetryAdvice::kGiveUp},
+      {TokenErrc::kInvalidArgument, "INVALID_ARGUMENT", Errc::kInvalidArgument, RetryAdvice::kGiveUp,
+       Errc::kAuthenticationFailed, RetryAdvice::kGiveUp},
+      {TokenErrc::kNotFound, "NOT_FOUND", Errc::kUnauthenticated, RetryAdvice::kReauthenticate,
+       Errc::kUnauthenticated, RetryAdvice::kReauthenticate},
+      {TokenErrc::kStoreCorrupt, "STORE_CORRUPT", Errc::kDataLoss, RetryAdvice::kGiveUp,
+       Errc::kUnavailable, RetryAdvice::kRetry},
+      {TokenErrc::kStoreLocked, "STORE_LOCKED", Errc::kFailedPrecondition, RetryAdvice::kGiveUp,
+       Errc::kUnavailable, RetryAdvice::kRetry},
+      {TokenErrc::kIoError, "IO_ERROR", Errc::kUnavailable, RetryAdvice::kRetry,
+       Errc::kUnavailable, RetryAdvice::kRetry},
+      {TokenErrc::kStoreUnavailable, "STORE_UNAVAILABLE", Errc::kUnavailable, RetryAdvice::kRetry,
+       Errc::kUnavailable, RetryAdvice::kRetry},
+  };
+  ASSERT_EQ(std::size(cases), static_cast<std::size_t>(TokenErrc::kStoreUnavailable));
+  for (const auto& c : cases) {
+    SCOPED_TRACE(c.name);
+    EXPECT_EQ(token_errc_name(c.kind), c.name);
+    const Status s(c.kind, "token 7 (owner alice)");
+    EXPECT_TRUE(s.is(c.kind));
+    EXPECT_EQ(s.to_string(), std::string(c.name) + ": token 7 (owner alice)");
+    EXPECT_EQ(to_wire_errc(s.code), c.as_is);
+    EXPECT_EQ(s.code.default_error_condition(),
+              std::error_condition(static_cast<int>(c.as_is), authrpc_category()));
+    EXPECT_EQ(retry_advice(s.code), c.as_is_advice);
+    EXPECT_EQ(token_authentication_errc(c.kind), c.at_authentication);
+
+    const Status service = token_status(s, TokenUse::kService);
+    EXPECT_EQ(service.code, make_error_code(c.as_is));
+    EXPECT_EQ(service.message, std::string("token: ") + c.name + ": token 7 (owner alice)");
+    const Status auth = token_status(s, TokenUse::kAuthentication, "token-digest");
+    EXPECT_EQ(auth.code, make_error_code(c.at_authentication));
+    EXPECT_EQ(retry_advice(auth.code), c.authentication_advice);
+    EXPECT_EQ(auth.message, std::string("token-digest: ") + c.name + ": token 7 (owner alice)");
+  }
+  EXPECT_TRUE(token_status({}, TokenUse::kAuthentication).ok());
+  // A failure from outside the token code keeps its own code.
+  const Status closed =
+      token_status(Status(Errc::kConnectionClosed, "peer left"), TokenUse::kAuthentication);
+  EXPECT_EQ(closed.code, make_error_code(Errc::kConnectionClosed));
+}
+
+TEST(TokenErrors, ResultsCarryTheKind) {
+  const Result<Token> bad = Token::decode("");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_TRUE(bad.is(TokenErrc::kMalformed));
+  EXPECT_FALSE(bad.is(TokenErrc::kForged));
+  EXPECT_FALSE(bad.is(Errc::kInvalidArgument)) << "is() names the exact kind, not its condition";
+  EXPECT_EQ(to_wire_errc(bad.code()), Errc::kInvalidArgument);
 }
 
 // ---------------------------------------------------------------------------
@@ -480,7 +559,7 @@ TEST_F(TokenTamper, ErrorTextNeverShowsSecrets) {
   const std::string secrets[] = {hex(token_.password.view()), base64url_encode(token_.password.view()),
                                  std::string(token_.password.view()), hex(state.keys[0].secret.view()),
                                  *token_.to_string()};
-  std::vector<TokenStatus> failures;
+  std::vector<Status> failures;
   Token forged = token_;
   forged.password.data()[0] ^= 1;
   failures.push_back(manager_->verify(forged).status());

@@ -17,6 +17,8 @@ class [[nodiscard]] Result {
   Result(T value) : v_(std::move(value)) {}
   Result(Status status) : v_(std::move(status)) {}
   Result(Errc e, std::string message = {}) : v_(Status(e, std::move(message))) {}
+  // A domain's code: Result<T>(TokenErrc::kMalformed, "...").
+  Result(std::error_code code, std::string message) : v_(Status(code, std::move(message))) {}
 
   bool ok() const noexcept { return v_.index() == 0; }
   explicit operator bool() const noexcept { return ok(); }
@@ -33,6 +35,8 @@ class [[nodiscard]] Result {
   // The failure; an OK status when a value is held.
   Status status() const { return ok() ? Status() : std::get<1>(v_); }
   std::error_code code() const { return ok() ? std::error_code() : std::get<1>(v_).code; }
+  // True when this is a failure of exactly that kind.
+  bool is(std::error_code c) const noexcept { return !ok() && std::get<1>(v_).code == c; }
 
  private:
   std::variant<T, Status> v_;

@@ -6,11 +6,12 @@
 namespace authrpc {
 namespace {
 
-class AuthrpcCategory final : public std::error_category {
+class AuthrpcCategory final : public NamedErrorCategory {
  public:
   const char* name() const noexcept override { return "authrpc"; }
-  std::string message(int value) const override {
-    return std::string(errc_name(static_cast<Errc>(value)));
+  std::string message(int value) const override { return std::string(code_name(value)); }
+  std::string_view code_name(int value) const noexcept override {
+    return errc_name(static_cast<Errc>(value));
   }
 };
 
@@ -153,9 +154,8 @@ std::string_view to_string(RetryAdvice advice) noexcept {
 
 std::string Status::to_string() const {
   if (ok()) return "OK";
-  std::string out = code.category() == authrpc_category()
-                        ? std::string(errc_name(static_cast<Errc>(code.value())))
-                        : code.message();
+  const auto* named = dynamic_cast<const NamedErrorCategory*>(&code.category());
+  std::string out = named != nullptr ? std::string(named->code_name(code.value())) : code.message();
   if (!message.empty()) {
     out += ": ";
     out += message;

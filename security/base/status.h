@@ -1,6 +1,10 @@
 // Typed errors for everything authrpc reports: call outcomes, negotiation
-// failures and connection failures. Every error is a std::error_code in the
-// authrpc category; retry_advice() tells a caller what to do about it.
+// failures, connection failures, and the failures of each layer below them.
+// Every error is a Status: a std::error_code plus text. Codes are in the
+// authrpc category (Errc, the wire's), or in a domain's own category (tokens,
+// TLS, shared memory) whose default_error_condition() is the Errc that says
+// what to do; retry_advice() and to_wire_errc() read that. docs/DESIGN.md
+// ("Errors") has the model.
 #pragma once
 
 #include <cstdint>
@@ -44,6 +48,13 @@ enum class Errc : std::uint16_t {
   kConfigError = 110,            // local configuration refused
 };
 
+// A domain's category whose codes have short upper-case names ("EXPIRED"), as
+// Errc's do; Status::to_string() prints the name rather than message().
+class NamedErrorCategory : public std::error_category {
+ public:
+  virtual std::string_view code_name(int value) const noexcept = 0;
+};
+
 const std::error_category& authrpc_category() noexcept;
 std::error_code make_error_code(Errc e) noexcept;
 
@@ -69,6 +80,8 @@ struct Status {
   Status(Errc e, std::string m = {}) : code(make_error_code(e)), message(std::move(m)) {}
 
   bool ok() const noexcept { return !code; }
+  // The exact kind, in any category: status.is(TokenErrc::kExpired).
+  bool is(std::error_code c) const noexcept { return code == c; }
   // "PERMISSION_DENIED: user bob may not call x.y"
   std::string to_string() const;
 };
