@@ -24,7 +24,7 @@
 #include "rpc/endpoint.h"
 #include "rpc/policy.h"
 #include "security/base/result.h"
-#include "rpc/shm_stream.h"
+#include "rpc/shm_options.h"
 #include "rpc/transport.h"
 
 namespace authrpc {

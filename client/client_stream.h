@@ -16,11 +16,12 @@
 #include <string>
 #include <string_view>
 
-#include "rpc/call_stream.h"
 #include "rpc/payload.h"
 #include "security/base/result.h"
 
 namespace authrpc {
+
+class CallStream;
 
 struct StreamOptions {
   // Deadline for the whole call; 0: ClientOptions::default_call_timeout.
@@ -30,7 +31,8 @@ struct StreamOptions {
   std::uint32_t window = 0;
 };
 
-// Internal: what a ClientStream needs from its connection (client.cc).
+// Internal: what a ClientStream needs from its connection
+// (client/client_connection.h).
 class ClientStreamOwner {
  public:
   // Forgets the call and tells the server (CANCEL), if it is still known.
@@ -42,35 +44,35 @@ class ClientStreamOwner {
 
 class ClientStream {
  public:
-  ClientStream(std::shared_ptr<CallStream> stream, std::shared_ptr<ClientStreamOwner> owner)
-      : stream_(std::move(stream)), owner_(std::move(owner)) {}
+  // Made by Client::async_open_stream().
+  ClientStream(std::shared_ptr<CallStream> stream, std::shared_ptr<ClientStreamOwner> owner);
   ~ClientStream();
   ClientStream(const ClientStream&) = delete;
   ClientStream& operator=(const ClientStream&) = delete;
 
-  std::uint32_t call_id() const noexcept { return stream_->call_id(); }
+  std::uint32_t call_id() const noexcept;
 
   // The server's next message; nullopt once the server has finished the
   // call successfully (finish() then returns its final payload); the call's
   // status (typed: kCancelled, kDeadlineExceeded, the handler's error,
   // kConnectionClosed...) otherwise.
-  asio::awaitable<Result<std::optional<Payload>>> read() { return stream_->read(); }
+  asio::awaitable<Result<std::optional<Payload>>> read();
 
   // Sends `message` without copying it; returns once it is written. Waits
   // while the server's window is full. Fails with the call's status once the
   // server has ended the call.
-  asio::awaitable<Status> write(std::string_view message) { return stream_->write(message); }
+  asio::awaitable<Status> write(std::string_view message);
   // A buffer to fill in place for write(Payload), which returns once queued.
-  Payload allocate(std::size_t size) { return stream_->allocate(size); }
-  asio::awaitable<Status> write(Payload message) { return stream_->write(std::move(message)); }
+  Payload allocate(std::size_t size);
+  asio::awaitable<Status> write(Payload message);
   // Waits for a buffer of `size` bytes to fill in place and pass to
   // write(Payload): on a shared-memory stream (unix://, docs/SHM.md) a slot
   // of the ring itself, so the message is never copied.
-  asio::awaitable<Result<Payload>> acquire(std::size_t size) { return stream_->acquire(size); }
+  asio::awaitable<Result<Payload>> acquire(std::size_t size);
   // True once this side's messages go through shared memory (after the
   // first write), or the peer's arrive through it.
-  bool shm_writing() const noexcept { return stream_->shm_writing(); }
-  bool shm_reading() const noexcept { return stream_->shm_reading(); }
+  bool shm_writing() const noexcept;
+  bool shm_reading() const noexcept;
 
   // Ends the client's messages (END_STREAM), drops server messages not read
   // yet, and returns the server's final response.
@@ -80,8 +82,8 @@ class ClientStream {
   void cancel();
 
   // Bytes of the server's messages received and not yet read.
-  std::size_t buffered_bytes() const noexcept { return stream_->buffered_bytes(); }
-  std::uint32_t receive_window() const noexcept { return stream_->receive_window(); }
+  std::size_t buffered_bytes() const noexcept;
+  std::uint32_t receive_window() const noexcept;
 
  private:
   std::shared_ptr<CallStream> stream_;

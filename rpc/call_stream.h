@@ -104,6 +104,9 @@ class CallStream : public std::enable_shared_from_this<CallStream> {
   // The call failed (cancelled, deadline, connection lost): queued input is
   // dropped and every read and write fails with `why`. Idempotent.
   void fail(Status why);
+  // fail(), then the on_local_failure hook: for failures the peer cannot
+  // see (the deadline, a broken ring).
+  void fail_locally(Status why);
   bool failed() const noexcept { return !failure_.ok(); }
   // Failed, or the peer has ended its messages (the call is over for reading).
   bool finished() const noexcept { return failed() || input_end_.has_value(); }
@@ -135,9 +138,6 @@ class CallStream : public std::enable_shared_from_this<CallStream> {
   // Waits for `event` to be signalled; false if the deadline passed.
   asio::awaitable<bool> wait(asio::steady_timer& event);
   void deadline_passed();
-  // fail(), then the on_local_failure_ hook: for failures the peer cannot
-  // see (the deadline, a broken ring).
-  void fail_locally(Status why);
   Status send_status() const;
   void return_credit();
   Status check_size(std::size_t size) const;

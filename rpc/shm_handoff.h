@@ -17,6 +17,7 @@
 #include <optional>
 
 #include "security/base/result.h"
+#include "rpc/shm_options.h"
 #include "rpc/shm_ring.h"
 
 namespace authrpc {
@@ -31,13 +32,6 @@ struct PeerCredentials {
 };
 
 Result<PeerCredentials> peer_credentials(int unix_socket);
-
-// Who may share memory with us. Shared memory bypasses the socket's
-// permission checks for as long as the mapping lives, so a peer is accepted
-// only if it runs as `uid` (unset: our own effective uid).
-struct ShmPeerPolicy {
-  std::optional<uid_t> uid;
-};
 
 // kPeerRefused (naming the uids, not secret) unless the peer of `unix_socket`
 // satisfies `policy`; kUnsupported if it is not a Unix socket.

@@ -26,26 +26,10 @@
 
 #include "security/base/result.h"
 #include "rpc/shm_errors.h"
+#include "rpc/shm_options.h"
 #include "rpc/unique_fd.h"
 
 namespace authrpc {
-
-// Geometry chosen by the side that creates a ring.
-struct ShmRingOptions {
-  // Bytes per slot: a multiple of 4096, from 4 KiB to 64 MiB.
-  std::uint32_t slot_size = 128 * 1024;
-  // Slots in the ring: 2 to 1024. The ring is the only buffer between the two
-  // sides: a writer that gets ahead of its reader by slot_count slots waits.
-  std::uint32_t slot_count = 16;
-};
-
-// What an attaching side accepts from its peer's header (the peer picked the
-// geometry; these bound how much it can make us map).
-struct ShmAttachLimits {
-  std::uint32_t max_slot_size = 64u << 20;
-  std::uint32_t max_slot_count = 1024;
-  std::uint64_t max_region_size = 1ull << 30;
-};
 
 // How a ShmWriter or ShmReader waits.
 struct ShmWaitOptions {

@@ -35,18 +35,10 @@
 #include "rpc/payload.h"
 #include "security/base/result.h"
 #include "rpc/shm_handoff.h"
+#include "rpc/shm_options.h"
 #include "rpc/shm_ring.h"
 
 namespace authrpc {
-
-// Client and server option: whether to use shared memory on unix://
-// connections, whom to trust, and the geometry of the rings this side writes.
-struct ShmOptions {
-  bool enabled = false;
-  ShmPeerPolicy peer;      // default: the peer must run as our effective uid
-  ShmRingOptions ring;     // 16 × 128 KiB
-  ShmAttachLimits limits;  // what a peer's ring may make us map
-};
 
 class ShmLink {
  public:

@@ -10,6 +10,7 @@
 #include <string>
 
 #include "auth/mechanism_registry.h"
+#include "server/audit_log.h"
 #include "server/server.h"
 #include "server/server_config.h"
 

@@ -15,7 +15,9 @@
 #include <exception>
 #include <future>
 
+#include "auth/authorizer.h"
 #include "rpc/messages.h"
+#include "server/audit_log.h"
 
 #include "server/server_connection.h"
 #include "server/server_tls.h"

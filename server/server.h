@@ -16,21 +16,21 @@
 #include <string>
 #include <vector>
 
-#include "auth/authorizer.h"
 #include "auth/mechanism.h"
-#include "rpc/shm_stream.h"
+#include "rpc/shm_options.h"
 #include "rpc/endpoint.h"
 #include "security/base/log.h"
 #include "rpc/policy.h"
 #include "security/base/result.h"
 #include "rpc/transport.h"
-#include "server/audit_log.h"
 #include "server/service.h"
 
 namespace authrpc {
 namespace security {
 class TlsServerContext;
 }
+class AuditLog;    // server/audit_log.h
+class Authorizer;  // auth/authorizer.h
 
 struct ServerOptions {
   std::vector<Endpoint> endpoints;

@@ -1,6 +1,8 @@
 #include "server/server_config.h"
 
+#include "auth/authorizer.h"
 #include "rpc/json_document.h"
+#include "server/audit_log.h"
 #include "server/server_tls.h"
 
 #include <cstdlib>

@@ -5,11 +5,12 @@
 #include <asio/post.hpp>
 #include <asio/use_awaitable.hpp>
 #include <algorithm>
-#include <cstring>
 #include <exception>
 
 #include "auth/server_negotiation.h"
+#include "rpc/call_stream.h"
 #include "rpc/messages.h"
+#include "rpc/shm_stream.h"
 
 namespace authrpc {
 namespace {
@@ -17,8 +18,27 @@ namespace {
 using wire::FrameType;
 constexpr auto kLingerTime = std::chrono::seconds(2);
 
-Result<std::string> handler_threw(const char* what) {
-  return Status(Errc::kInternal, std::string("handler threw: ") + what);
+// The one place where an exception a handler threw becomes its call's
+// status; called from inside a catch block (of a plain handler, or of a
+// coroutine handler's frame).
+Result<std::string> handler_threw() {
+  try {
+    throw;
+  } catch (const std::exception& e) {
+    return Status(Errc::kInternal, std::string("handler threw: ") + e.what());
+  } catch (...) {
+    return Status(Errc::kInternal, "handler threw: unknown exception");
+  }
+}
+
+// A plain handler (inline or blocking), its exception caught.
+Result<std::string> run_plain_handler(const Handler& handler, CallContext& ctx,
+                                      std::string_view request) {
+  try {
+    return handler(ctx, request);
+  } catch (...) {
+    return handler_threw();
+  }
 }
 
 }  // namespace
@@ -27,7 +47,8 @@ ServerConnection::ServerConnection(Server::Impl& server, Reactor& reactor,
                                    std::unique_ptr<Stream> stream)
     : server_(server),
       reactor_(reactor),
-      peer_(stream->peer_address()) {
+      peer_(stream->peer_address()),
+      admission_(server.options, peer_) {
   // Until AUTH_SUCCESS only frames as large as a Kerberos token with a big
   // PAC: a peer nobody knows yet cannot make the server hold megabytes.
   channel_ = std::make_shared<FrameChannel>(
@@ -43,14 +64,22 @@ asio::awaitable<void> ServerConnection::run(Status refuse) {
   }
   deadline_ = Clock::now() + server_.options.negotiation_timeout;
 
+  // 1. The preamble.
   std::uint8_t preamble[wire::kPreambleSize];
   Status status = co_await channel_->read_exact(preamble, sizeof preamble);
   if (status.ok()) status = wire::check_preamble(preamble);
-  if (shed_) co_return;
+  switch (ending_) {
+    case Ending::kShed:
+      co_return;  // SERVER_BUSY is on its way (shed())
+    case Ending::kNegotiationTimeout:
+      if (!status.ok()) {
+        status = Status(Errc::kNegotiationTimeout, "no preamble within the negotiation timeout");
+      }
+      break;
+    case Ending::kNone:
+      break;
+  }
   if (!status.ok()) {
-    if (negotiation_timed_out_) {
-      status = Status(Errc::kNegotiationTimeout, "no preamble within the negotiation timeout");
-    }
     if (status.code != Errc::kConnectionClosed) {
       ++server_.negotiation_failures;
       server_.log(LogLevel::kWarning, "connection from " + peer_ + " refused: " + status.to_string());
@@ -59,6 +88,7 @@ asio::awaitable<void> ServerConnection::run(Status refuse) {
     co_return;
   }
 
+  // 2. Negotiation (auth/server_negotiation.h), with authorization's hooks.
   ChannelInfo info;
   info.peer_address = peer_;
   info.scheme = channel_->stream().scheme();
@@ -70,46 +100,32 @@ asio::awaitable<void> ServerConnection::run(Status refuse) {
   // Without authorization or audit log, negotiation runs with no hooks (the
   // fast path).
   ServerNegotiationHooks hooks;
-  const bool hooked = server_.options.authorizer || server_.options.audit_log;
-  if (server_.options.authorizer) {
+  if (admission_.authorizes()) {
     hooks.authorize = [this](Identity& id, std::string_view do_as) {
-      return authorize_identity(id, do_as);
+      return admission_.establish(id, do_as);
     };
   }
   auto identity = co_await negotiate_server(*channel_, server_.options.mechanisms, info,
-                                            hooked ? &hooks : nullptr, &spent_session_);
-  if (shed_) co_return;
-  // Shed while its mechanism was deciding: close, AUTH_SUCCESS unsent.
-  if (identity.ok() && !server_.budget.authenticate(budget_ticket_)) {
-    channel_->close();
+                                            admission_.active() ? &hooks : nullptr,
+                                            &spent_session_);
+  const Ending ending = ending_;
+  if (ending == Ending::kShed) co_return;
+  if (!identity.ok()) {
+    co_await negotiation_failed(identity.status(), ending, hooks.mechanism,
+                                hooks.refused_by_authorize);
     co_return;
   }
-  if (!identity.ok() && server_.options.audit_log && !hooks.refused_by_authorize &&
-      identity.code() != Errc::kConnectionClosed) {
-    const Status why = negotiation_timed_out_
-                           ? Status(Errc::kNegotiationTimeout, "negotiation timed out")
-                           : identity.status();
-    audit_authentication("failure", hooks.mechanism, why.to_string());
-  }
-  if (!identity.ok()) {
-    Status why = identity.status();
-    if (negotiation_timed_out_) {
-      why = Status(Errc::kNegotiationTimeout, "negotiation did not finish within " +
-                                                  std::to_string(server_.options.negotiation_timeout.count()) + " ms");
-    }
-    if (why.code != Errc::kConnectionClosed) {
-      ++server_.negotiation_failures;
-      server_.log(LogLevel::kWarning,
-                  "negotiation with " + peer_ + " failed: " + why.to_string());
-    }
-    // negotiate_server() queued the ERROR (the timeout path sent its own).
-    if (!negotiation_timed_out_) co_await linger(std::nullopt);
+  // Shed while its mechanism was deciding: close, AUTH_SUCCESS unsent.
+  if (!server_.budget.authenticate(budget_ticket_)) {
+    channel_->close();
     co_return;
   }
   authenticated_ = true;
   channel_->set_max_frame_size(server_.options.max_frame_size);
   identity_ = std::move(*identity);
-  if (server_.options.audit_log) audit_authentication("success", identity_.mechanism, {});
+  admission_.audit_authentication(identity_, "success", identity_.mechanism, {});
+
+  // 3. Calls, until either side ends the connection.
   state_ = State::kServing;
   last_activity_ = Clock::now();
   // Calls pipelined behind the negotiation are answered in the same write as
@@ -118,20 +134,45 @@ asio::awaitable<void> ServerConnection::run(Status refuse) {
   co_await serve();
 }
 
-// fatal_ is set: counts and logs it, sends it as ERROR and lingers.
-asio::awaitable<void> ServerConnection::close_for_protocol_error() {
+asio::awaitable<void> ServerConnection::negotiation_failed(Status why, Ending ending,
+                                                          const std::string& mechanism,
+                                                          bool audited) {
+  const bool timed_out = ending == Ending::kNegotiationTimeout;
+  // A refusal by the authorizer was audited by it (CallAdmission::establish).
+  if (!audited && why.code != Errc::kConnectionClosed) {
+    admission_.audit_authentication(
+        identity_, "failure", mechanism,
+        (timed_out ? Status(Errc::kNegotiationTimeout, "negotiation timed out") : why)
+            .to_string());
+  }
+  if (timed_out) {
+    why = Status(Errc::kNegotiationTimeout,
+                 "negotiation did not finish within " +
+                     std::to_string(server_.options.negotiation_timeout.count()) + " ms");
+  }
+  if (why.code != Errc::kConnectionClosed) {
+    ++server_.negotiation_failures;
+    server_.log(LogLevel::kWarning, "negotiation with " + peer_ + " failed: " + why.to_string());
+  }
+  // negotiate_server() queued the ERROR (the timeout path sent its own).
+  if (!timed_out) co_await linger(std::nullopt);
+}
+
+asio::awaitable<void> ServerConnection::close_for_protocol_error(Status why) {
   ++server_.protocol_errors;
   server_.log(LogLevel::kWarning, "closing connection from " + peer_ + " (" + identity_.user +
-                                      "): " + fatal_.to_string());
-  co_await linger(fatal_);
+                                      "): " + why.to_string());
+  co_await linger(std::move(why));
 }
 
 asio::awaitable<void> ServerConnection::serve() {
   const bool unix_socket = channel_->stream().native_unix_handle() >= 0;
-  if (unix_socket) check_stray_descriptors();  // sent during negotiation
-  if (!fatal_.ok()) {
-    co_await close_for_protocol_error();
-    co_return;
+  if (unix_socket) {
+    // Descriptors sent during negotiation.
+    if (Status s = check_stray_descriptors(); !s.ok()) {
+      co_await close_for_protocol_error(std::move(s));
+      co_return;
+    }
   }
   for (;;) {
     auto incoming = channel_->buffered_frame();
@@ -142,38 +183,30 @@ asio::awaitable<void> ServerConnection::serve() {
       if (s.code == Errc::kConnectionClosed || channel_->closed() || state_ == State::kLingering) {
         break;
       }
-      ++server_.protocol_errors;
-      server_.log(LogLevel::kWarning, "closing connection from " + peer_ + " (" + identity_.user +
-                                          "): " + s.to_string());
-      co_await linger(s);
+      co_await close_for_protocol_error(s);
       co_return;
     }
     last_activity_ = Clock::now();
-    // Frames of a call need its id (PROTOCOL.md section 10); the handlers
-    // below would silently drop one with call id 0 (stream_bad_input_test,
+    // The frame's protocol error, if it is one: the connection ends with it.
+    Status breach;
+    // Frames of a call need its id (PROTOCOL.md section 10); the router
+    // would silently drop one with call id 0 (stream_bad_input_test,
     // CallFramesWithCallIdZeroAreProtocolErrors).
-    if (frame->header.call_id == 0 && is_call_frame(frame->header.type)) {
-      fatal_ = Status(Errc::kProtocolError,
+    if (frame->header.call_id == 0 && CallRouter::is_call_frame(frame->header.type)) {
+      breach = Status(Errc::kProtocolError,
                       std::string(wire::frame_type_name(frame->header.type)) + " with call id 0");
-    }
-    if (fatal_.ok()) switch (frame->header.type) {
+    } else switch (frame->header.type) {
       case FrameType::kRequest:
-        handle_request(*frame);
+        breach = handle_request(*frame);
         break;
       case FrameType::kCancel:
-        // The body is checked before the id, as for every call frame: a
-        // malformed frame is an error whether or not its call is open (§3).
-        if (!frame->body.empty()) {
-          fatal_ = Status(Errc::kProtocolError, "CANCEL with a body");
-          break;
-        }
-        handle_cancel(frame->header.call_id);
+        breach = handle_cancel(*frame);
         break;
       case FrameType::kStreamRequest:
-        handle_stream_request(*frame);
+        breach = handle_stream_request(*frame);
         break;
       case FrameType::kData: {
-        Status s = co_await handle_data(*frame);
+        Status s = co_await streams_.on_data(*channel_, *frame);
         if (!s.ok() && s.code != Errc::kProtocolError) {
           // The connection failed inside the frame: as for a failed read.
           if (!channel_->closed() && state_ != State::kLingering) {
@@ -181,22 +214,23 @@ asio::awaitable<void> ServerConnection::serve() {
                                              ") ended inside a message: " + s.to_string());
           }
           channel_->close();
-        } else if (!s.ok()) {
-          fatal_ = std::move(s);
+        } else {
+          breach = std::move(s);
         }
         break;
       }
       case FrameType::kWindowUpdate:
-        handle_window_update(*frame);
+        breach = streams_.on_window_update(*frame);
         break;
       case FrameType::kEndStream:
-        handle_end_stream(*frame);
+        breach = streams_.on_end_stream(*frame);
         break;
       case FrameType::kShmHello:
-        handle_shm_hello(*frame);
+        breach = handle_shm_hello(*frame);
         break;
       case FrameType::kShmRing:
-        handle_shm_ring(*frame);
+        breach = shm_ ? streams_.on_shm_ring(shm_, *channel_, *frame)
+                      : Status(Errc::kProtocolError, "SHM_RING without shared memory negotiated");
         break;
       case FrameType::kPing:
         wire::append_ping(channel_->out(), FrameType::kPong, frame->body);
@@ -211,14 +245,14 @@ asio::awaitable<void> ServerConnection::serve() {
         break;
       }
       default:
-        fatal_ = Status(Errc::kProtocolError,
+        breach = Status(Errc::kProtocolError,
                         "unexpected " + std::string(wire::frame_type_name(frame->header.type)) +
                             " frame after negotiation");
         break;
     }
-    if (fatal_.ok() && unix_socket) check_stray_descriptors();
-    if (!fatal_.ok()) {
-      co_await close_for_protocol_error();
+    if (breach.ok() && unix_socket) breach = check_stray_descriptors();
+    if (!breach.ok()) {
+      co_await close_for_protocol_error(std::move(breach));
       co_return;
     }
     if (channel_->closed()) break;
@@ -233,11 +267,7 @@ asio::awaitable<void> ServerConnection::serve() {
 
 void ServerConnection::cancel_all_calls() {
   for (auto& [id, flag] : cancel_flags_) flag->store(true);
-  auto streams = std::move(streams_);
-  streams_.clear();
-  for (auto& [id, stream] : streams) {
-    stream->fail(Status(Errc::kCancelled, "the connection to the client ended"));
-  }
+  streams_.fail_all(Status(Errc::kCancelled, "the connection to the client ended"));
 }
 
 // Descriptors (SCM_RIGHTS) may ride only on SHM_RING frames, four each, on
@@ -251,7 +281,7 @@ void ServerConnection::cancel_all_calls() {
 // Otherwise a client could park descriptors on any frame of a unix://
 // connection, and a ring frame's extra descriptors would go to the next ring
 // (stream_bad_input_test: DescriptorsWithoutAnShmFrame..., BadShmRings...).
-void ServerConnection::check_stray_descriptors() {
+Status ServerConnection::check_stray_descriptors() {
   if (channel_->input_buffered()) {
     // Descriptors may belong to an SHM_RING still being read (a read brings
     // at most one batch, 16 at most): a few, never this many. Without this
@@ -260,10 +290,10 @@ void ServerConnection::check_stray_descriptors() {
     // DescriptorsPiledUpBehindPartialFrames...).
     constexpr std::size_t kMaxUnclaimed = 64;
     if (shm_ && shm_->pending_fds() > kMaxUnclaimed) {
-      fatal_ = Status(Errc::kProtocolError, std::to_string(shm_->pending_fds()) +
-                                                " file descriptors sent without SHM_RING frames");
+      return Status(Errc::kProtocolError, std::to_string(shm_->pending_fds()) +
+                                              " file descriptors sent without SHM_RING frames");
     }
-    return;
+    return Status();
   }
   // take_ring_fds() hands out four at a time: drain the link's list, so that
   // every stray descriptor is closed now rather than when the connection
@@ -274,23 +304,11 @@ void ServerConnection::check_stray_descriptors() {
   } else {
     stray = channel_->stream().take_received_fds().size();
   }
-  if (stray > 0 && fatal_.ok()) {
-    fatal_ = Status(Errc::kProtocolError,
-                    std::to_string(stray) + " file descriptor(s) sent without an SHM_RING frame");
+  if (stray > 0) {
+    return Status(Errc::kProtocolError,
+                  std::to_string(stray) + " file descriptor(s) sent without an SHM_RING frame");
   }
-}
-
-bool ServerConnection::is_call_frame(FrameType type) noexcept {
-  switch (type) {
-    case FrameType::kCancel:
-    case FrameType::kData:
-    case FrameType::kWindowUpdate:
-    case FrameType::kEndStream:
-    case FrameType::kShmRing:
-      return true;
-    default:
-      return false;  // REQUEST and STREAM_REQUEST check their ids themselves
-  }
+  return Status();
 }
 
 void ServerConnection::flush_if_idle() {
@@ -305,211 +323,164 @@ ServerConnection::Clock::time_point ServerConnection::deadline_after(std::uint32
                          : Clock::now() + std::chrono::milliseconds(timeout_ms);
 }
 
-// What every call (unary or streaming) passes before it runs: the server is
-// serving, the method exists, the caller may call it. On refusal, responds
-// with the typed error and returns nullptr.
-const Service::Method* ServerConnection::admit_call(std::uint32_t call_id, std::string_view service,
-                                                    std::string_view method,
-                                                    Clock::time_point deadline,
-                                                    std::string_view& service_name,
-                                                    std::string_view& method_name) {
+std::optional<ServerConnection::AdmittedCall> ServerConnection::admit_call(
+    std::uint32_t call_id, std::string_view service, std::string_view method,
+    Clock::time_point deadline) {
   if (state_ != State::kServing) {
     respond(call_id, Status(Errc::kUnavailable, "server is shutting down"), deadline);
-    return nullptr;
+    return std::nullopt;
   }
-  const Service::Method* found = server_.find_method(service, method, &service_name, &method_name);
-  if (found == nullptr) {
+  AdmittedCall call{nullptr, {}, {}, call_id, deadline};
+  call.method = server_.find_method(service, method, &call.service, &call.method_name);
+  if (call.method == nullptr) {
     respond(call_id,
             Status(Errc::kNotFound, "no method " + std::string(service) + "." + std::string(method)),
             deadline);
-    return nullptr;
+    return std::nullopt;
   }
-  if (server_.options.authorizer) {
-    if (Status denied = authorize_call(service_name, method_name); !denied.ok()) {
-      respond(call_id, denied, deadline);
-      return nullptr;
+  if (admission_.authorizes()) {
+    if (Status s = admission_.check_call(identity_, call.service, call.method_name); !s.ok()) {
+      respond(call_id, s, deadline);
+      return std::nullopt;
     }
   }
-  return found;
+  return call;
 }
 
-void ServerConnection::handle_request(const Frame& frame) {
+Status ServerConnection::handle_request(const Frame& frame) {
   const std::uint32_t call_id = frame.header.call_id;
   std::string_view payload;
   auto header = wire::parse_request(frame.body, payload);
-  if (!header.ok()) {
-    fatal_ = header.status();
-    return;
-  }
-  if (call_id == 0) {
-    fatal_ = Status(Errc::kProtocolError, "REQUEST with call id 0");
-    return;
-  }
+  if (!header.ok()) return header.status();
+  if (call_id == 0) return Status(Errc::kProtocolError, "REQUEST with call id 0");
   // As for STREAM_REQUEST: an id still outstanding is a protocol error
   // (else both calls would run under it, two RESPONSEs would go out for one
   // id and the first call's cancel flag would be replaced;
   // stream_bad_input_test, ARequestReusingAStreamsCallId...). A cancelled
   // call's id is free (handle_cancel removed it from both tables).
   if (streams_.contains(call_id) || cancel_flags_.contains(call_id)) {
-    fatal_ = Status(Errc::kProtocolError, "REQUEST reuses call id " + std::to_string(call_id));
-    return;
+    return Status(Errc::kProtocolError, "REQUEST reuses call id " + std::to_string(call_id));
   }
   last_call_id_ = std::max(last_call_id_, call_id);
   const auto deadline = deadline_after(header->timeout_ms);
-  std::string_view service_name, method_name;
-  const Service::Method* method =
-      admit_call(call_id, header->service, header->method, deadline, service_name, method_name);
-  if (method == nullptr) return;
-  switch (method->execution) {
-    case Execution::kInline: {
-      CallContext ctx(identity_, service_name, method_name, call_id, deadline);
-      try {
-        respond(call_id, method->handler(ctx, payload), deadline);
-      } catch (const std::exception& e) {
-        respond(call_id, handler_threw(e.what()), deadline);
-      } catch (...) {
-        respond(call_id, handler_threw("unknown exception"), deadline);
-      }
-      break;
-    }
-    case Execution::kAsync:
-      start_async_call(*method, service_name, method_name, call_id, deadline, payload);
-      break;
-    case Execution::kBlocking:
-      start_blocking_call(*method, service_name, method_name, call_id, deadline, payload);
-      break;
-    case Execution::kStream:
-      respond(call_id,
-              Status(Errc::kInvalidArgument, std::string(service_name) + "." +
-                                                 std::string(method_name) +
-                                                 " is a streaming method: open it as a stream"),
-              deadline);
-      break;
+  const auto call = admit_call(call_id, header->service, header->method, deadline);
+  if (!call) return Status();
+  if (call->method->execution == Execution::kStream) {
+    respond(call_id,
+            Status(Errc::kInvalidArgument, std::string(call->service) + "." +
+                                               std::string(call->method_name) +
+                                               " is a streaming method: open it as a stream"),
+            deadline);
+    return Status();
   }
+  dispatch(*call, payload, nullptr);
+  return Status();
 }
 
-void ServerConnection::handle_stream_request(const Frame& frame) {
+Status ServerConnection::handle_stream_request(const Frame& frame) {
   const std::uint32_t call_id = frame.header.call_id;
   std::string_view payload;
   auto header = wire::parse_stream_request(frame.body, payload);
-  if (!header.ok()) {
-    fatal_ = header.status();
-    return;
-  }
+  if (!header.ok()) return header.status();
   if (call_id == 0 || header->window == 0) {
-    fatal_ = Status(Errc::kProtocolError, call_id == 0 ? "STREAM_REQUEST with call id 0"
-                                                       : "STREAM_REQUEST with a zero window");
-    return;
+    return Status(Errc::kProtocolError, call_id == 0 ? "STREAM_REQUEST with call id 0"
+                                                     : "STREAM_REQUEST with a zero window");
   }
   if (streams_.contains(call_id) || cancel_flags_.contains(call_id)) {
-    fatal_ = Status(Errc::kProtocolError, "STREAM_REQUEST reuses call id " + std::to_string(call_id));
-    return;
+    return Status(Errc::kProtocolError,
+                  "STREAM_REQUEST reuses call id " + std::to_string(call_id));
   }
   last_call_id_ = std::max(last_call_id_, call_id);
   const auto deadline = deadline_after(header->timeout_ms);
-  std::string_view service_name, method_name;
-  const Service::Method* method =
-      admit_call(call_id, header->service, header->method, deadline, service_name, method_name);
-  if (method == nullptr) return;
-  if (method->execution != Execution::kStream) {
+  const auto call = admit_call(call_id, header->service, header->method, deadline);
+  if (!call) return Status();
+  if (call->method->execution != Execution::kStream) {
     respond(call_id,
-            Status(Errc::kInvalidArgument, std::string(service_name) + "." +
-                                               std::string(method_name) +
+            Status(Errc::kInvalidArgument, std::string(call->service) + "." +
+                                               std::string(call->method_name) +
                                                " is not a streaming method"),
             deadline);
-    return;
+    return Status();
   }
   auto stream = std::make_shared<CallStream>(channel_, call_id, server_.options.stream_window,
                                              header->window, deadline);
-  streams_[call_id] = stream;
+  streams_.add(stream);
   if (shm_) stream->set_shm(shm_);
   // Accepts the call and announces our window: the client may send now.
   wire::append_window_update(channel_->out(), call_id, server_.options.stream_window);
-  start_stream_call(*method, service_name, method_name, call_id, deadline, payload,
-                    std::move(stream));
+  dispatch(*call, payload, std::move(stream));
+  return Status();
 }
 
-void ServerConnection::start_stream_call(const Service::Method& method,
-                                         std::string_view service_name,
-                                         std::string_view method_name, std::uint32_t call_id,
-                                         Clock::time_point deadline, std::string_view payload,
-                                         std::shared_ptr<CallStream> stream) {
+void ServerConnection::dispatch(const AdmittedCall& call, std::string_view payload,
+                                std::shared_ptr<CallStream> stream) {
+  const Service::Method& method = *call.method;
+  if (method.execution == Execution::kInline) {
+    CallContext ctx(identity_, call.service, call.method_name, call.call_id, call.deadline);
+    respond(call.call_id, run_plain_handler(method.handler, ctx, payload), call.deadline);
+    return;
+  }
   ++in_flight_;
   auto cancelled = std::make_shared<std::atomic<bool>>(false);
-  cancel_flags_[call_id] = cancelled;
+  cancel_flags_[call.call_id] = cancelled;
+  if (method.execution == Execution::kBlocking) {
+    asio::post(*server_.blocking_pool, [self = shared_from_this(), call,
+                                        request = std::string(payload), cancelled]() {
+      CallContext ctx(self->identity_, call.service, call.method_name, call.call_id,
+                      call.deadline, cancelled.get());
+      Result<std::string> result = Status(Errc::kInternal, "handler did not complete");
+      if (ctx.cancelled()) {
+        result = Status(Errc::kCancelled, "cancelled before it started");
+      } else if (ctx.deadline_passed()) {
+        result = Status(Errc::kDeadlineExceeded, "deadline passed while queued");
+      } else {
+        result = run_plain_handler(call.method->handler, ctx, request);
+      }
+      auto& ex = self->channel_->stream().executor();
+      asio::post(ex, [self = std::move(self), call_id = call.call_id,
+                      cancelled = std::move(cancelled), result = std::move(result),
+                      deadline = call.deadline]() {
+        self->finish_call(call_id, cancelled.get(), result, deadline);
+      });
+    });
+    return;
+  }
+  // kAsync and kStream: a coroutine on this thread.
   asio::co_spawn(
       channel_->stream().executor(),
-      [self = shared_from_this(), &method, service_name, method_name, call_id, deadline,
-       request = std::string(payload), cancelled,
+      [self = shared_from_this(), call, request = std::string(payload), cancelled,
        stream = std::move(stream)]() mutable -> asio::awaitable<void> {
-        CallContext ctx(self->identity_, service_name, method_name, call_id, deadline,
-                        cancelled.get());
-        ServerStream server_stream(stream, std::move(request));
+        CallContext ctx(self->identity_, call.service, call.method_name, call.call_id,
+                        call.deadline, cancelled.get());
         Result<std::string> result = Status(Errc::kInternal, "handler did not complete");
         try {
-          result = co_await method.stream_handler(ctx, server_stream);
-        } catch (const std::exception& e) {
-          result = handler_threw(e.what());
+          if (stream) {
+            ServerStream server_stream(stream, std::move(request));
+            result = co_await call.method->stream_handler(ctx, server_stream);
+          } else {
+            result = co_await call.method->async_handler(ctx, std::move(request));
+          }
         } catch (...) {
-          result = handler_threw("unknown exception");
+          result = handler_threw();
         }
-        // A call that failed (cancelled, deadline, connection lost) reports
-        // that rather than what the handler made of it.
-        if (stream->failed() && result.ok()) result = Status(Errc::kCancelled, "stream failed");
-        stream->end_output(Status(Errc::kFailedPrecondition, "the call has ended"));
-        const auto it = self->streams_.find(call_id);
-        if (it != self->streams_.end() && it->second == stream) self->streams_.erase(it);
-        self->finish_call(call_id, cancelled.get(), result, deadline);
+        if (stream) {
+          // A call that failed (cancelled, deadline, connection lost)
+          // reports that rather than what the handler made of it.
+          if (stream->failed() && result.ok()) result = Status(Errc::kCancelled, "stream failed");
+          stream->end_output(Status(Errc::kFailedPrecondition, "the call has ended"));
+          self->streams_.remove(stream);
+        }
+        self->finish_call(call.call_id, cancelled.get(), result, call.deadline);
       },
       asio::detached);
 }
 
-asio::awaitable<Status> ServerConnection::handle_data(const Frame& frame) {
-  const auto it = streams_.find(frame.header.call_id);
-  // A stream that has ended (or never was) drops its late messages.
-  std::shared_ptr<CallStream> stream = it == streams_.end() ? nullptr : it->second;
-  // A message after the client's own END_STREAM, on a call still running:
-  // the client broke its promise, and dropping the message silently would
-  // lose data the client believes it sent (stream_bad_input_test,
-  // FramesAfterEndStreamOnARunningCall...).
-  if (stream && !stream->failed() && stream->finished()) {
-    co_return Status(Errc::kProtocolError,
-                     "DATA after END_STREAM on call " + std::to_string(frame.header.call_id));
-  }
-  if (!frame.body_pending) {
-    if (!stream) co_return Status();
-    Payload message = stream->receive_buffer(frame.body.size());
-    if (!frame.body.empty()) std::memcpy(message.mutable_data(), frame.body.data(), frame.body.size());
-    co_return stream->on_data(std::move(message));
-  }
-  if (!stream) co_return co_await channel_->skip_body();
-  Payload message = stream->receive_buffer(frame.header.body_size());
-  if (Status s = co_await channel_->read_body(message.mutable_data()); !s.ok()) co_return s;
-  Status s = stream->on_data(std::move(message));
-  // Let the handler take the message while it is still in the cache, rather
-  // than read on while more input waits and queue up to a window.
-  if (s.ok()) co_await asio::post(channel_->stream().executor(), asio::use_awaitable);
-  co_return s;
-}
-
-void ServerConnection::handle_window_update(const Frame& frame) {
-  auto increment = wire::parse_window_update(frame.body);
-  if (!increment.ok()) {
-    fatal_ = increment.status();
-    return;
-  }
-  const auto it = streams_.find(frame.header.call_id);
-  if (it == streams_.end()) return;
-  if (Status s = it->second->on_window_update(*increment); !s.ok()) fatal_ = std::move(s);
-}
-
-void ServerConnection::handle_shm_hello(const Frame& frame) {
+Status ServerConnection::handle_shm_hello(const Frame& frame) {
   // Once per connection, answered or not, also when refused or on tcp://
   // (stream_bad_input_test, ASecondShmHello...). The body is empty (section 3: longer is an error).
   if (shm_answered_ || !frame.body.empty()) {
-    fatal_ = Status(Errc::kProtocolError,
-                    shm_answered_ ? "a second SHM_HELLO" : "SHM_HELLO with a body");
-    return;
+    return Status(Errc::kProtocolError,
+                  shm_answered_ ? "a second SHM_HELLO" : "SHM_HELLO with a body");
   }
   shm_answered_ = true;
   Status why;
@@ -518,101 +489,7 @@ void ServerConnection::handle_shm_hello(const Frame& frame) {
     server_.log(LogLevel::kInfo, "shared memory refused to " + peer_ + " (" + identity_.user +
                                      "): " + why.to_string());
   }
-}
-
-void ServerConnection::handle_shm_ring(const Frame& frame) {
-  if (!shm_) {
-    fatal_ = Status(Errc::kProtocolError, "SHM_RING without shared memory negotiated");
-    return;
-  }
-  auto ring = take_shm_ring(*shm_, *channel_, frame);
-  if (!ring.ok()) {
-    fatal_ = ring.status();
-    return;
-  }
-  const auto it = streams_.find(frame.header.call_id);
-  if (it == streams_.end()) return;  // ended: dropping the ring tells the writer
-  if (Status s = it->second->attach_shm_ring(shm_, std::move(*ring)); !s.ok()) {
-    it->second->fail(s);
-  }
-}
-
-void ServerConnection::handle_end_stream(const Frame& frame) {
-  const std::uint32_t call_id = frame.header.call_id;
-  if (!frame.body.empty()) {
-    fatal_ = Status(Errc::kProtocolError, "END_STREAM with a body");
-    return;
-  }
-  const auto it = streams_.find(call_id);
-  if (it == streams_.end()) return;  // ended (or never was): dropped
-  // A second END_STREAM on a call still running is a protocol error, like
-  // DATA after it (stream_bad_input_test, FramesAfterEndStreamOnARunningCall...).
-  if (!it->second->failed() && it->second->finished()) {
-    fatal_ = Status(Errc::kProtocolError, "a second END_STREAM on call " + std::to_string(call_id));
-    return;
-  }
-  it->second->end_input(Status());
-}
-
-void ServerConnection::start_async_call(const Service::Method& method,
-                                        std::string_view service_name,
-                                        std::string_view method_name, std::uint32_t call_id,
-                                        Clock::time_point deadline, std::string_view payload) {
-  ++in_flight_;
-  auto cancelled = std::make_shared<std::atomic<bool>>(false);
-  cancel_flags_[call_id] = cancelled;
-  asio::co_spawn(
-      channel_->stream().executor(),
-      [self = shared_from_this(), &method, service_name, method_name, call_id, deadline,
-       request = std::string(payload), cancelled]() mutable -> asio::awaitable<void> {
-        CallContext ctx(self->identity_, service_name, method_name, call_id, deadline,
-                        cancelled.get());
-        Result<std::string> result = Status(Errc::kInternal, "handler did not complete");
-        try {
-          result = co_await method.async_handler(ctx, std::move(request));
-        } catch (const std::exception& e) {
-          result = handler_threw(e.what());
-        } catch (...) {
-          result = handler_threw("unknown exception");
-        }
-        self->finish_call(call_id, cancelled.get(), result, deadline);
-      },
-      asio::detached);
-}
-
-void ServerConnection::start_blocking_call(const Service::Method& method,
-                                           std::string_view service_name,
-                                           std::string_view method_name, std::uint32_t call_id,
-                                           Clock::time_point deadline,
-                                           std::string_view payload) {
-  ++in_flight_;
-  auto cancelled = std::make_shared<std::atomic<bool>>(false);
-  cancel_flags_[call_id] = cancelled;
-  asio::post(*server_.blocking_pool, [self = shared_from_this(), &method, service_name,
-                                      method_name, call_id, deadline,
-                                      request = std::string(payload), cancelled]() {
-    CallContext ctx(self->identity_, service_name, method_name, call_id, deadline,
-                    cancelled.get());
-    Result<std::string> result = Status(Errc::kInternal, "handler did not complete");
-    if (ctx.cancelled()) {
-      result = Status(Errc::kCancelled, "cancelled before it started");
-    } else if (ctx.deadline_passed()) {
-      result = Status(Errc::kDeadlineExceeded, "deadline passed while queued");
-    } else {
-      try {
-        result = method.handler(ctx, request);
-      } catch (const std::exception& e) {
-        result = handler_threw(e.what());
-      } catch (...) {
-        result = handler_threw("unknown exception");
-      }
-    }
-    auto& ex = self->channel_->stream().executor();
-    asio::post(ex, [self = std::move(self), call_id, cancelled = std::move(cancelled),
-                    result = std::move(result), deadline]() {
-      self->finish_call(call_id, cancelled.get(), result, deadline);
-    });
-  });
+  return Status();
 }
 
 void ServerConnection::finish_call(std::uint32_t call_id, const std::atomic<bool>* cancelled,
@@ -650,62 +527,23 @@ void ServerConnection::respond(std::uint32_t call_id, const Result<std::string>&
   }
 }
 
-Status ServerConnection::authorize_identity(Identity& id, std::string_view do_as) {
-  const std::string principal = id.principal.empty() ? id.user : id.principal;
-  Status s = server_.options.authorizer->current()->establish(id, do_as, groups_);
-  if (!s.ok()) {
-    server_.log(LogLevel::kWarning, "connection from " + peer_ + " (" + principal +
-                                        ") refused: " + s.to_string());
-    if (server_.options.audit_log) {
-      const std::string target(do_as);
-      server_.options.audit_log->record(
-          {do_as.empty() ? "authentication" : "proxy", do_as.empty() ? "failure" : "denied",
-           peer_, id.mechanism, principal, do_as.empty() ? std::string_view(id.user) : target,
-           do_as.empty() ? std::nullopt : std::optional<std::string_view>(principal), {}, {},
-           s.to_string()});
-    }
-  }
-  return s;
-}
-
-Status ServerConnection::authorize_call(std::string_view service, std::string_view method) {
-  Status denied =
-      server_.options.authorizer->current()->check_call({identity_.user, &groups_, peer_}, service, method);
-  if (!denied.ok() && server_.options.audit_log) {
-    const auto& id = identity_;
-    server_.options.audit_log->record({"authorization", "denied", peer_, id.mechanism,
-                                       id.real_user ? *id.real_user : id.principal, id.user,
-                                       id.real_user, service, method, denied.message});
-  }
-  return denied;
-}
-
-void ServerConnection::audit_authentication(std::string_view outcome, std::string_view mechanism,
-                                            std::string_view reason) {
-  const auto& id = identity_;
-  server_.options.audit_log->record({"authentication", outcome, peer_, mechanism,
-                                     id.real_user ? std::string_view(*id.real_user)
-                                                  : std::string_view(id.principal),
-                                     id.user, id.real_user, {}, {}, reason});
-}
-
-void ServerConnection::handle_cancel(std::uint32_t call_id) {
-  const auto it = cancel_flags_.find(call_id);
-  if (it == cancel_flags_.end()) return;  // finished already, or never existed
-  it->second->store(true);
-  // The call leaves the id table now, not when its handler returns: the
+Status ServerConnection::handle_cancel(const Frame& frame) {
+  // The call leaves the id tables now, not when its handler returns: the
   // server sends nothing more for it, so the client may reuse the id at once
   // (PROTOCOL.md section 3), and the handler's result is dropped by
   // finish_call through its own flag. Were it kept until then, whether a
   // REQUEST reusing the id is refused would depend on whether the handler
   // had noticed the cancel yet (stream_bad_input_test,
   // ACallReusingACancelledCallsId...).
-  cancel_flags_.erase(it);
-  if (const auto s = streams_.find(call_id); s != streams_.end()) {
-    auto stream = std::move(s->second);
-    streams_.erase(s);
-    stream->fail(Status(Errc::kCancelled, "the client cancelled the call"));
+  if (Status s = streams_.on_cancel(frame, Status(Errc::kCancelled, "the client cancelled the call"));
+      !s.ok()) {
+    return s;
   }
+  const auto it = cancel_flags_.find(frame.header.call_id);
+  if (it == cancel_flags_.end()) return Status();  // finished already, or never existed
+  it->second->store(true);
+  cancel_flags_.erase(it);
+  return Status();
 }
 
 void ServerConnection::leave_budget() {
@@ -713,8 +551,11 @@ void ServerConnection::leave_budget() {
 }
 
 void ServerConnection::shed() {
-  if (state_ != State::kNegotiating || channel_->closed() || negotiation_timed_out_) return;
-  shed_ = true;
+  if (state_ != State::kNegotiating || channel_->closed() ||
+      ending_ == Ending::kNegotiationTimeout) {
+    return;
+  }
+  ending_ = Ending::kShed;
   wire::append_error(channel_->out(), static_cast<std::uint16_t>(Errc::kServerBusy),
                      "too many unauthenticated connections: the oldest is closed");
   channel_->close_after_flush();
@@ -768,7 +609,8 @@ void ServerConnection::on_tick(Clock::time_point now) {
   switch (state_) {
     case State::kNegotiating:
       if (now < deadline_) return;
-      negotiation_timed_out_ = true;
+      // A connection shed already stays shed: run() then ends it silently.
+      if (ending_ == Ending::kNone) ending_ = Ending::kNegotiationTimeout;
       wire::append_error(channel_->out(), static_cast<std::uint16_t>(Errc::kNegotiationTimeout),
                          "negotiation timed out");
       channel_->close_after_flush();

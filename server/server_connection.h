@@ -2,6 +2,10 @@
 // coroutine on its reactor's thread (read preamble → negotiate → serve calls
 // → close). Owned by its Reactor's connection set while it runs; in-flight
 // async and blocking calls hold it alive until they respond.
+//
+// Its jobs are the connection's life and the calls' bookkeeping; the frames
+// of streaming calls are routed by its CallRouter (rpc/call_router.h), and
+// authorization and audit are its CallAdmission's (server/call_admission.h).
 #pragma once
 
 #include <asio/awaitable.hpp>
@@ -12,12 +16,15 @@
 #include <unordered_map>
 
 #include "auth/identity.h"
-#include "rpc/call_stream.h"
+#include "rpc/call_router.h"
 #include "rpc/frame_channel.h"
-#include "rpc/shm_stream.h"
+#include "server/call_admission.h"
 #include "server/server_impl.h"
 
 namespace authrpc {
+
+class CallStream;
+class ShmLink;
 
 class ServerConnection : public std::enable_shared_from_this<ServerConnection> {
  public:
@@ -47,46 +54,55 @@ class ServerConnection : public std::enable_shared_from_this<ServerConnection> {
 
  private:
   enum class State { kNegotiating, kServing, kGoingAway, kLingering };
+  // The server's own decision to end the connection while it negotiates,
+  // recorded where it is made (shed(), on_tick()) and read once by run()
+  // when the step it cut short returns.
+  enum class Ending { kNone, kShed, kNegotiationTimeout };
 
+  // A call that passed admit_call(), as its handler sees it. The names view
+  // the server's service table, which outlives every call.
+  struct AdmittedCall {
+    const Service::Method* method;
+    std::string_view service;
+    std::string_view method_name;
+    std::uint32_t call_id;
+    Clock::time_point deadline;
+  };
+
+  // Negotiation failed (`ending`: the server's own reason, if it had one):
+  // counts, logs and audits it, then lingers so that the ERROR arrives.
+  asio::awaitable<void> negotiation_failed(Status why, Ending ending,
+                                           const std::string& mechanism, bool audited);
   asio::awaitable<void> serve();
   // Ends the connection on the server's initiative: queues `error` (if any)
   // as an ERROR frame, sends it, then reads until the peer closes or 2 s pass
   // so that the frame is not destroyed by a reset.
   asio::awaitable<void> linger(std::optional<Status> error);
-  asio::awaitable<void> close_for_protocol_error();
+  // The client broke the protocol: counts and logs `why`, sends it as ERROR
+  // and lingers.
+  asio::awaitable<void> close_for_protocol_error(Status why);
   void cancel_all_calls();
-  void handle_request(const Frame& frame);
-  void handle_cancel(std::uint32_t call_id);
+  // Each returns OK, or the protocol error the connection ends with.
+  Status handle_request(const Frame& frame);
+  Status handle_cancel(const Frame& frame);
   // Streaming calls (docs/DATAPLANE.md).
-  void handle_stream_request(const Frame& frame);
+  Status handle_stream_request(const Frame& frame);
+  Status handle_shm_hello(const Frame& frame);
+  // Descriptors that arrived without an SHM_RING frame to claim them.
+  Status check_stray_descriptors();
   static Clock::time_point deadline_after(std::uint32_t timeout_ms);
-  const Service::Method* admit_call(std::uint32_t call_id, std::string_view service,
-                                    std::string_view method, Clock::time_point deadline,
-                                    std::string_view& service_name, std::string_view& method_name);
-  asio::awaitable<Status> handle_data(const Frame& frame);
-  void handle_window_update(const Frame& frame);
-  void handle_shm_hello(const Frame& frame);
-  void handle_shm_ring(const Frame& frame);
-  void handle_end_stream(const Frame& frame);
-  // Descriptors that arrived without an SHM_RING frame to claim them: fatal_.
-  void check_stray_descriptors();
-  static bool is_call_frame(wire::FrameType type) noexcept;
-  void start_stream_call(const Service::Method& method, std::string_view service_name,
-                         std::string_view method_name, std::uint32_t call_id,
-                         Clock::time_point deadline, std::string_view payload,
-                         std::shared_ptr<CallStream> stream);
-  // Connection-time authorization (mapping, proxy users); see negotiate_server.
-  Status authorize_identity(Identity& id, std::string_view do_as);
-  // Call-time ACL check: nullopt when allowed, else the reason (audited).
-  Status authorize_call(std::string_view service, std::string_view method);
-  void audit_authentication(std::string_view outcome, std::string_view mechanism,
-                            std::string_view reason);
-  void start_async_call(const Service::Method& method, std::string_view service_name,
-                        std::string_view method_name, std::uint32_t call_id,
-                        Clock::time_point deadline, std::string_view payload);
-  void start_blocking_call(const Service::Method& method, std::string_view service_name,
-                           std::string_view method_name, std::uint32_t call_id,
-                           Clock::time_point deadline, std::string_view payload);
+  // What every call passes before it runs: the server is serving, the
+  // method exists, the caller may call it. On refusal, responds with the
+  // typed error and returns nullopt.
+  std::optional<AdmittedCall> admit_call(std::uint32_t call_id, std::string_view service,
+                                         std::string_view method, Clock::time_point deadline);
+  // Runs an admitted call's handler the way its method asks
+  // (Service::Method::execution): inline, as a coroutine on this thread
+  // (async and streaming methods; `stream` set for the latter) or on the
+  // blocking pool. Every handler's exception stops here and becomes the
+  // call's kInternal status.
+  void dispatch(const AdmittedCall& call, std::string_view payload,
+                std::shared_ptr<CallStream> stream);
   void respond(std::uint32_t call_id, const Result<std::string>& result,
                Clock::time_point deadline);
   // A call's handler has returned: answers unless `cancelled` (the call's
@@ -100,23 +116,21 @@ class ServerConnection : public std::enable_shared_from_this<ServerConnection> {
   Reactor& reactor_;
   std::shared_ptr<FrameChannel> channel_;
   std::string peer_;
+  CallAdmission admission_;
   Clock::time_point deadline_;  // when on_tick acts; see on_tick()
   State state_ = State::kNegotiating;
+  Ending ending_ = Ending::kNone;
   Identity identity_;
   std::unique_ptr<ServerAuthSession> spent_session_;  // see negotiate_server()
-  std::vector<std::string> groups_;  // the effective user's groups, when authorization is on
-  bool negotiation_timed_out_ = false;
   std::uint64_t budget_ticket_ = 0;
   bool authenticated_ = false;  // left the budget for max_connections
-  bool shed_ = false;
-  Status fatal_;  // why the server is closing the connection, if it is
   std::size_t in_flight_ = 0;
   std::uint32_t last_call_id_ = 0;
   Clock::time_point last_activity_;
   // The cancel flags of the async, blocking and stream calls running under
   // each id; a cancelled call leaves at CANCEL (its handler keeps the flag).
   std::unordered_map<std::uint32_t, std::shared_ptr<std::atomic<bool>>> cancel_flags_;
-  std::unordered_map<std::uint32_t, std::shared_ptr<CallStream>> streams_;
+  CallRouter streams_;
   std::shared_ptr<ShmLink> shm_;  // set once the client's SHM_HELLO was accepted
   bool shm_answered_ = false;     // the client's SHM_HELLO was answered (accepted or not)
 };

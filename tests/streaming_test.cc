@@ -29,6 +29,7 @@
 #include "auth/simple.h"
 #include "client/client.h"
 #include "client/client_runtime.h"
+#include "rpc/call_stream.h"  // kDefaultStreamWindow, kFileChunk
 #include "security/base/log.h"
 #include "security/tls_context.h"
 #include "server/server.h"

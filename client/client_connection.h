@@ -1,0 +1,164 @@
+// Internal: the connection behind a Client, from connect to close. Its life
+// reads as one coroutine, run(): negotiate → read frames and route them
+// (RESPONSE to the unary call waiting for it, the frames of streaming calls
+// through its CallRouter) → close. Unary calls wait in place (Pending, a
+// DeadlineQueue entry in the caller's coroutine frame); streaming calls are
+// CallStreams in the router's table.
+//
+// Threading and ownership: everything but the mutex-guarded summary runs on
+// the connection's executor. Shared by its Client, by every call in flight
+// and by its ClientStreams; the reader coroutine (run) owns a reference too,
+// so the connection outlives its Client until the reader ends.
+#pragma once
+
+#include <asio/any_io_executor.hpp>
+#include <asio/awaitable.hpp>
+#include <asio/steady_timer.hpp>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+
+#include "auth/mechanism.h"
+#include "client/client.h"
+#include "client/client_stream.h"
+#include "rpc/call_router.h"
+#include "rpc/deadline_queue.h"
+#include "rpc/parked_handler.h"
+
+namespace authrpc {
+
+class CallStream;
+class FrameChannel;
+class ShmLink;
+struct Frame;
+
+class Client::Connection : public std::enable_shared_from_this<Client::Connection>,
+                           public ClientStreamOwner {
+ public:
+  Connection(asio::any_io_executor ex, ClientOptions options);
+
+  // Connects and starts run(); returns once authenticated, or once the last
+  // negotiation token is queued (ClientOptions::wait_for_authentication).
+  asio::awaitable<Status> open();
+  asio::awaitable<Status> wait_authenticated();
+  // `self` (this connection) keeps it alive while the call waits.
+  asio::awaitable<Result<std::string>> call(std::shared_ptr<Connection> self,
+                                            std::string_view service, std::string_view method,
+                                            std::string_view request, CallOptions call_options);
+  asio::awaitable<Result<std::shared_ptr<CallStream>>> open_stream(std::string_view service,
+                                                                   std::string_view method,
+                                                                   std::string_view request,
+                                                                   StreamOptions stream_options);
+  void cancel_stream(std::uint32_t call_id) override;
+  // Closes the connection (idempotent): calls waiting fail with `why`.
+  void close(Status why);
+
+  std::string mechanism() const;
+  std::string authenticated_user() const;
+  Status status() const;
+  const asio::any_io_executor& executor() const noexcept { return executor_; }
+  // Set in open(), before the Client is handed out; read-only afterwards.
+  const std::optional<TlsInfo>& tls_info() const noexcept { return tls_info_; }
+
+ private:
+  enum class State {
+    kHolding,     // negotiating; calls wait in held_
+    kOptimistic,  // our last token is queued; calls follow it (and are kept in held_)
+    kReady,       // authenticated
+    kClosed,
+  };
+
+  // Closes the channel if negotiation is not over by the connect deadline.
+  class NegotiationDeadline final : public DeadlineQueue::Entry {
+   public:
+    explicit NegotiationDeadline(Connection& c) : connection_(c) {}
+    ~NegotiationDeadline() { cancel(); }
+
+   private:
+    void expired() override;
+    Connection& connection_;
+  };
+
+  // A unary call waiting for its response: lives in the frame of call(),
+  // found by call id in pending_ and queued in the context's DeadlineQueue —
+  // always, even without a deadline (time_point::max() costs a tail insert
+  // and arms nothing), so that a context shutting down with calls waiting
+  // lets go of their handlers. Completed exactly once: finish() (response
+  // or failure) or expired() (deadline) posts the parked handler.
+  class Pending final : public DeadlineQueue::Entry {
+   public:
+    Pending(Connection& c, std::uint32_t id) : connection_(c), id_(id) {}
+    ~Pending() override;
+    template <typename Handler>
+    void park(Handler&& handler) {
+      handler_.park(std::forward<Handler>(handler));
+    }
+    // The caller has been taken out of pending_ already. The waiting call
+    // resumes through its executor.
+    void finish(Result<std::string> outcome);
+    // The same, but a caller waiting on `current` (the reader's executor)
+    // resumes inside this call: it sees its response without another turn
+    // of the event loop (which would first poll the reactor).
+    void finish_here(Result<std::string> outcome, const asio::any_io_executor& current);
+
+    bool done = false;
+    Result<std::string> result = Status(Errc::kInternal, "no result");
+
+   private:
+    void settle(Result<std::string> outcome);
+    void expired() override;  // the deadline passed: `done` stays false
+    void abandoned() noexcept override { handler_.reset(); }
+
+    Connection& connection_;
+    std::uint32_t id_;
+    bool registered_ = true;
+    ParkedHandler handler_;
+  };
+
+  // The connection's life after open(): negotiation, then the frames.
+  asio::awaitable<void> run();
+  // A RESPONSE: to its unary call or its streaming call. False if the
+  // connection failed.
+  bool deliver(const Frame& frame);
+  // A DATA frame, through the router. False if the connection failed.
+  asio::awaitable<bool> deliver_data(const Frame& frame);
+  // GOAWAY: calls the server will not run fail with kUnavailable.
+  void fail_calls_after(std::uint32_t last_call_id);
+  void protocol_error(std::string message);
+  // Tells the server why we give up on the connection, then closes it.
+  void protocol_error(Status why);
+  // The connection's end, decided once: every call waiting fails with `why`,
+  // which later calls report too.
+  void fail(Status why);
+
+  asio::any_io_executor executor_;
+  ClientOptions options_;
+  std::shared_ptr<FrameChannel> channel_;
+  ChannelInfo info_;
+  std::optional<TlsInfo> tls_info_;
+  State state_ = State::kHolding;
+  std::string held_;
+  std::unique_ptr<ClientAuthSession> spent_session_;  // dropped after the first response
+  std::unordered_map<std::uint32_t, Pending*> pending_;
+  DeadlineQueue* deadlines_ = nullptr;  // this context's, looked up once in open()
+  CallRouter streams_;
+  std::uint32_t server_features_ = 0;
+  std::shared_ptr<ShmLink> shm_;  // offered or active shared memory (unix:// only)
+  std::uint32_t next_call_id_ = 1;
+  bool going_away_ = false;
+  bool negotiation_timed_out_ = false;
+  Status closed_status_;
+  std::optional<asio::steady_timer> auth_event_;  // made by the first wait_authenticated()
+  NegotiationDeadline negotiation_deadline_;
+
+  mutable std::mutex summary_mu_;
+  std::string mechanism_;
+  std::string server_user_;
+  Status summary_status_;
+};
+
+}  // namespace authrpc
