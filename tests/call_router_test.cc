@@ -133,11 +133,6 @@ std::string u32_body(std::uint32_t v) {
 // What the call under id 1 has been through before the frame arrives.
 enum class Before { kOpen, kInputEnded, kFailed, kNoCall };
 
-void PrintTo(Before b, std::ostream* os) {
-  static const char* const kNames[] = {"open", "input ended", "failed", "no call"};
-  *os << kNames[static_cast<int>(b)];
-}
-
 struct Case {
   const char* name;
   Before before;
@@ -188,7 +183,9 @@ TEST_P(CallRouterFrameTest, RoutesTheFrameToItsCall) {
     EXPECT_EQ(got.code, c.expected) << got.to_string();
   }
   EXPECT_EQ(router_.contains(1), c.still_routed);
-  if (c.message != nullptr) EXPECT_EQ(read(stream), c.message);
+  if (c.message != nullptr) {
+    EXPECT_EQ(read(stream), c.message);
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(
@@ -230,7 +227,7 @@ INSTANTIATE_TEST_SUITE_P(
              Errc::kProtocolError, false, nullptr},
         Case{"CancelToAnUnknownCall", Before::kNoCall, {FrameType::kCancel, 1, ""}, Errc::kOk,
              false, nullptr}),
-    [](const ::testing::TestParamInfo<Case>& info) { return std::string(info.param.name); });
+    [](const ::testing::TestParamInfo<Case>& row) { return std::string(row.param.name); });
 
 // Flow control is the stream's; the router passes its verdict on.
 TEST_F(CallRouterTest, DataBeyondTheCallsWindowIsAProtocolError) {

@@ -143,7 +143,7 @@ INSTANTIATE_TEST_SUITE_P(
         Case{"async_int", false, "handler threw: unknown exception"},
         Case{"stream_std", true, "handler threw: boom"},
         Case{"stream_int", true, "handler threw: unknown exception"}),
-    [](const ::testing::TestParamInfo<Case>& info) { return std::string(info.param.method); });
+    [](const ::testing::TestParamInfo<Case>& row) { return std::string(row.param.method); });
 
 }  // namespace
 }  // namespace authrpc
