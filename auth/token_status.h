@@ -20,6 +20,6 @@ enum class TokenUse {
 
 // `prefix` (e.g. "token") starts the message: "token: EXPIRED: token 12 ...".
 Status token_status(const security::TokenStatus& status, TokenUse use,
-                    std::string_view prefix = "token");
+                    std::string_view prefix = "token");  // names: a message prefix
 
 }  // namespace authrpc

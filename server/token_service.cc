@@ -7,7 +7,6 @@
 #include <nlohmann/json.hpp>
 #include <set>
 
-#include "auth/token_sasl.h"
 #include "auth/token_status.h"
 #include "security/file_token_store.h"
 #include "security/memory_token_store.h"
@@ -164,13 +163,15 @@ Result<TokenServiceOptions> token_service_options_from_json(const nlohmann::json
                    read_ms(config, "renew_interval_ms", o.secrets.renew_interval, 1000),
                    read_ms(config, "sweep_interval_ms", o.sweep_interval, 100),
                    read_ms(config, "max_clock_skew_ms", o.mechanism.max_clock_skew, 1000),
-                   read_strings(config, "issue_mechanisms", o.issue_mechanisms),
                    read_strings(config, "services", o.mechanism.services)}) {
     if (!s.ok()) return s;
   }
-  if (std::find(o.issue_mechanisms.begin(), o.issue_mechanisms.end(), "token") !=
-      o.issue_mechanisms.end()) {
-    return config_error(".issue_mechanisms' must not contain \"token\": a token never begets a token");
+  if (config.contains("issue_mechanisms")) {
+    // Delegation-token names are refused by register_mechanism(), which
+    // knows what each name declares.
+    if (Status s = read_strings(config, "issue_mechanisms", o.issue_mechanisms.emplace()); !s.ok()) {
+      return s;
+    }
   }
   if (config.contains("replay_cache_capacity")) {
     const auto& v = config["replay_cache_capacity"];
@@ -290,59 +291,32 @@ void TokenService::sweeper() {
 }
 
 bool TokenService::may_issue(const Identity& identity) const {
-  return identity.mechanism != kTokenMechanism && identity.mechanism != kTokenDigestMechanism &&
-         identity.mechanism != kTokenScramMechanism &&
-         std::find(options_.issue_mechanisms.begin(), options_.issue_mechanisms.end(),
-                   identity.mechanism) != options_.issue_mechanisms.end();
+  if (identity.mechanism_traits.delegation_token) return false;
+  if (!options_.issue_mechanisms) return identity.mechanism_traits.may_be_issued_tokens;
+  const auto& names = *options_.issue_mechanisms;
+  return std::find(names.begin(), names.end(), identity.mechanism) != names.end();
 }
 
-void TokenService::register_mechanism(MechanismRegistry& registry) const {
-  registry.register_server(
-      std::string(kTokenMechanism),
-      [m = mechanism_](const nlohmann::json& options) -> Result<std::shared_ptr<ServerMechanism>> {
-        if (options.is_object() && !options.empty()) {
-          return Status(Errc::kConfigError,
-                        "token: the token mechanism's options live in the 'tokens' section");
-        }
-        return std::shared_ptr<ServerMechanism>(m);
-      });
-  // The interop mechanisms (auth/token_sasl.h) share the SecretManager.
-  for (std::string_view name : {kTokenDigestMechanism, kTokenScramMechanism}) {
-    registry.register_server(
-        std::string(name),
-        [name, secrets = std::shared_ptr<const security::SecretManager>(secrets_)](
-            const nlohmann::json& json) -> Result<std::shared_ptr<ServerMechanism>> {
-          TokenSaslServerOptions o;
-          if (json.is_object()) {
-            for (const auto& [key, value] : json.items()) {
-              if (key == "scram_verifier_cache" && name == kTokenScramMechanism) {
-                if (!value.is_number_unsigned() || value.get<std::uint64_t>() > (1u << 26)) {
-                  return Status(Errc::kConfigError,
-                                std::string(name) + ": 'scram_verifier_cache' must be an integer 0 … 2^26");
-                }
-                o.scram_verifier_cache = value.get<std::size_t>();
-                continue;
-              }
-              std::string* field = key == "sasl_service"  ? &o.service
-                                   : key == "server_fqdn" ? &o.server_fqdn
-                                                          : nullptr;
-              if (field == nullptr || !value.is_string()) {
-                return Status(Errc::kConfigError, std::string(name) + ": unknown or non-string option '" +
-                                                      key + "' (sasl_service, server_fqdn" +
-                                                      (name == kTokenScramMechanism ? ", scram_verifier_cache)" : ")"));
-              }
-              *field = value.get<std::string>();
-            }
-          }
-          return std::shared_ptr<ServerMechanism>(
-              std::make_shared<TokenSaslServerMechanism>(name, secrets, std::move(o)));
-        });
+Status check_issue_mechanisms(const TokenServiceOptions& options, const MechanismRegistry& registry) {
+  if (!options.issue_mechanisms) return {};
+  for (const auto& name : *options.issue_mechanisms) {
+    const auto* entry = registry.server(name);
+    if (entry != nullptr && entry->traits.delegation_token) {
+      return config_error(".issue_mechanisms' must not contain \"" + name +
+                          "\": a token never begets a token");
+    }
   }
+  return {};
+}
+
+Status TokenService::register_mechanism(MechanismRegistry& registry) const {
+  if (Status s = check_issue_mechanisms(options_, registry); !s.ok()) return s;
+  registry.provide_delegation_tokens({secrets_, options_.mechanism});
+  return {};
 }
 
 bool TokenService::may_cancel(const Identity& identity) const {
-  return may_issue(identity) || identity.mechanism == kTokenMechanism ||
-         identity.mechanism == kTokenDigestMechanism || identity.mechanism == kTokenScramMechanism;
+  return may_issue(identity) || identity.mechanism_traits.delegation_token;
 }
 
 // The token service's requests are one small object of strings; a token's
