@@ -312,6 +312,19 @@ Status check_issue_mechanisms(const TokenServiceOptions& options, const Mechanis
 Status TokenService::register_mechanism(MechanismRegistry& registry) const {
   if (Status s = check_issue_mechanisms(options_, registry); !s.ok()) return s;
   registry.provide_delegation_tokens({secrets_, options_.mechanism});
+  // The service's own mechanism (mechanism()) under its own name: the
+  // configuration gets that very object, so that there is one replay cache
+  // however the server's mechanisms were made.
+  registry.register_server(
+      std::string(mechanism_->name()),
+      [m = mechanism_](const nlohmann::json& options) -> Result<std::shared_ptr<ServerMechanism>> {
+        if (options.is_object() && !options.empty()) {
+          return Status(Errc::kConfigError, std::string(m->name()) + ": the " + std::string(m->name()) +
+                                                " mechanism's options live in the 'tokens' section");
+        }
+        return std::shared_ptr<ServerMechanism>(m);
+      },
+      mechanism_->traits());
   return {};
 }
 

@@ -93,8 +93,9 @@ class TokenService {
   Service service();
   // Lends the registry's delegation-token mechanisms (register_token_server)
   // this service's SecretManager and rules, so that the configuration can
-  // enable them; CONFIG_ERROR if issue_mechanisms names a delegation-token
-  // mechanism (a token never begets a token).
+  // enable them, and registers mechanism() itself under its name; CONFIG_ERROR
+  // if issue_mechanisms names a delegation-token mechanism (a token never
+  // begets a token).
   Status register_mechanism(MechanismRegistry& registry) const;
 
   // Compare renewers through this authorizer's auth_to_local rules instead
