@@ -151,7 +151,7 @@ class TokenItest : public ::testing::Test {
     if (o.endpoints.front().scheme == Endpoint::Scheme::kTls) o.tls = server_tls_;
     o.mechanisms = {*kerberos, r.tokens->mechanism()};
     auto registry = MechanismRegistry::with_builtins();
-    r.tokens->register_mechanism(registry);
+    if (Status s = r.tokens->register_mechanism(registry); !s.ok()) return s;
     for (const auto& [name, options] : interop) {
       auto m = registry.make_server(name, options);
       if (!m.ok()) return m.status();
