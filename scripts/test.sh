@@ -9,7 +9,9 @@
 #     examples/ against the prefix as a separate consumer project
 #     (find_package(authrpc)) and run it; build it again with pkg-config
 #     alone from the installed copy,
-#  5. run the README's and docs' shell blocks marked <!-- ci: run -->.
+#  5. run the README's and docs' shell blocks marked <!-- ci: run -->,
+#  6. check that no built-in mechanism's name decides anything outside its
+#     module (scripts/check_mechanism_names.sh).
 # Set AUTHRPC_SKIP_ASAN=1 to skip step 2 locally, AUTHRPC_SKIP_FUZZ=1 step 3.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -59,5 +61,8 @@ done
 
 echo "== the README's and docs' runnable examples (scripts/check_docs.sh)"
 bash scripts/check_docs.sh build
+
+echo "== no mechanism name decides anything outside its module (scripts/check_mechanism_names.sh)"
+bash scripts/check_mechanism_names.sh
 
 echo "== all tests passed in $(( $(date +%s) - start )) s"
