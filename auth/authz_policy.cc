@@ -236,7 +236,7 @@ Status AuthzPolicy::establish(Identity& id, std::string_view do_as,
   if (do_as.empty() || do_as == id.user) return {};
 
   const std::string who = id.principal.empty() ? id.user : id.principal;
-  if (is_token_mechanism(id.mechanism)) {
+  if (id.mechanism_traits.delegation_token) {
     return denied(who + " may not act as another user on a token-authenticated connection");
   }
   const auto rule = proxy_users_.find(id.user);

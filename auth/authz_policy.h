@@ -21,16 +21,6 @@
 
 namespace authrpc {
 
-// Mechanism name whose identities may never act as another user (delegation
-// tokens: Hadoop refuses doAs over token authentication).
-inline constexpr std::string_view kTokenMechanismName = "token";
-// True for `token` and the interop token mechanisms (token-digest,
-// token-scram): a delegation-token identity.
-inline bool is_token_mechanism(std::string_view mechanism) {
-  return mechanism == kTokenMechanismName || mechanism == "token-digest" ||
-         mechanism == "token-scram";
-}
-
 class AuthzPolicy {
  public:
   // Strict: unknown keys, wrong types, bad rules, CIDRs or regexes are
@@ -41,7 +31,10 @@ class AuthzPolicy {
   // Connection time, after the mechanism succeeded: maps the principal to
   // its short name (Identity::user), then, if `do_as` is non-empty, checks
   // the proxy-user rules and turns `id` into the impersonated user with
-  // real_user set. Fills `groups` with the effective user's groups.
+  // real_user set. An identity made by a delegation-token mechanism
+  // (Identity::mechanism_traits) never acts as another user, as Hadoop
+  // refuses doAs over token authentication. Fills `groups` with the
+  // effective user's groups.
   // PERMISSION_DENIED with the reason on refusal.
   Status establish(Identity& id, std::string_view do_as, std::vector<std::string>& groups) const;
 

@@ -45,6 +45,9 @@ asio::awaitable<Result<ClientNegotiationResult>> negotiate_client(
   ClientMechanism* mechanism = allowed.front().get();
   bool refused_once = false;
   for (;;) {
+    if (Status s = check_channel(mechanism->name(), mechanism->traits(), info, true); !s.ok()) {
+      co_return fail(channel, std::move(s), false);
+    }
     auto session = mechanism->start(info);
     ClientStep step = co_await session->initial();
     if (step.kind == ClientStep::Kind::kFailure) co_return fail(channel, step.error, false);

@@ -1,7 +1,7 @@
 #include "auth/kerberos.h"
 
 #include <asio/co_spawn.hpp>
-#include <asio/thread_pool.hpp>
+#include <asio/this_coro.hpp>
 #include <asio/use_awaitable.hpp>
 #include <gssapi/gssapi_krb5.h>
 #include <unistd.h>
@@ -11,7 +11,11 @@
 #include <optional>
 #include <set>
 
+#include <nlohmann/json.hpp>
+
 #include "auth/kerberos_errors.h"
+#include "auth/mechanism_options.h"
+#include "auth/mechanism_registry.h"
 #include "auth/kerberos_ticket_names.h"
 
 namespace authrpc {
@@ -95,12 +99,12 @@ struct KerberosClientMechanism::State {
   std::string principal;
   // Targets we already hold a service ticket for: their first token needs no
   // KDC request, so it is made on the IO thread. The first one per target may
-  // wait for the KDC and is made on `kdc_pool`.
+  // wait for the KDC and is made on the host's blocking executor
+  // (auth/mechanism_host.h).
   std::mutex mu;
   std::set<std::string> warm_targets;
   // Targets already turned into Kerberos names (see KerberosClientSession).
   std::map<std::string, std::shared_ptr<const GssName>, std::less<>> canonical_targets;
-  asio::thread_pool kdc_pool{1};
 };
 
 namespace {
@@ -169,7 +173,8 @@ class KerberosClientSession final : public ClientAuthSession {
  public:
   KerberosClientSession(std::shared_ptr<KerberosClientMechanism::State> state,
                         const ChannelInfo& channel)
-      : state_(std::move(state)), bindings_(channel) {
+      : state_(std::move(state)), bindings_(channel),
+        blocking_host_(channel.host) {
     const auto& o = state_->options;
     std::string host;
     if (!o.service_principal.empty()) {
@@ -213,8 +218,11 @@ class KerberosClientSession final : public ClientAuthSession {
       warm = state_->warm_targets.contains(target_label_);
     }
     if (warm) co_return first_token();
+    // (No co_await inside ?: — GCC 12 miscompiles it.)
+    MechanismHost* host = blocking_host_;
+    if (host == nullptr) host = &mechanism_host_of(co_await asio::this_coro::executor);
     co_return co_await asio::co_spawn(
-        state_->kdc_pool.get_executor(),
+        host->blocking_executor(),
         [this]() -> asio::awaitable<ClientStep> { co_return first_token(); }, asio::use_awaitable);
   }
 
@@ -278,6 +286,7 @@ class KerberosClientSession final : public ClientAuthSession {
   std::shared_ptr<const GssName> target_;  // shared by the sessions of a target
   std::string target_label_;
   ChannelBindings bindings_;
+  MechanismHost* blocking_host_;  // ChannelInfo::host (not owned); null: the IO context's
   GssContext context_;
 };
 
@@ -349,5 +358,67 @@ std::unique_ptr<ClientAuthSession> KerberosClientMechanism::start(const ChannelI
 }
 
 const std::string& KerberosClientMechanism::principal() const noexcept { return state_->principal; }
+
+Status read_kerberos_server_options(const MechanismOptions& o, KerberosServerOptions& k) {
+  for (Status s : {o.check({"keytab", "principal", "service", "host", "replay_cache",
+                            "replay_cache_dir"}),
+                   o.read("keytab", k.keytab), o.read("principal", k.principal),
+                   o.read("service", k.service), o.read("host", k.host),
+                   o.read("replay_cache", k.replay_cache),
+                   o.read("replay_cache_dir", k.replay_cache_dir)}) {
+    if (!s.ok()) return s;
+  }
+  return {};
+}
+
+Status read_kerberos_client_options(const MechanismOptions& o, KerberosClientOptions& k) {
+  for (Status s : {o.check({"ccache", "principal", "keytab", "service_principal", "service"}),
+                   o.read("ccache", k.ccache), o.read("principal", k.principal),
+                   o.read("keytab", k.keytab), o.read("service_principal", k.service_principal),
+                   o.read("service", k.service)}) {
+    if (!s.ok()) return s;
+  }
+  return {};
+}
+
+std::vector<MechanismFlag> kerberos_client_flags() {
+  return {
+      {"--service-principal", "service_principal",
+       "P  the server principal to expect, e.g. rpc/host@REALM (default: rpc@<host of --server>)"},
+      {"--principal", "principal", "P  with --keytab: log in as P"},
+      {"--keytab", "keytab", "F  log in from keytab F instead of using the ticket cache"},
+      {"--ccache", "ccache", "C  ticket cache (default: KRB5CCNAME)"},
+  };
+}
+
+void register_kerberos(MechanismRegistry& registry) {
+  const std::string name(kKerberosMechanism);
+  registry.register_server(
+      name,
+      [](const nlohmann::json& json) -> Result<std::shared_ptr<ServerMechanism>> {
+        KerberosServerOptions k;
+        if (Status s = read_kerberos_server_options(MechanismOptions(kKerberosMechanism, json), k);
+            !s.ok()) {
+          return s;
+        }
+        auto mechanism = KerberosServerMechanism::create(k);
+        if (!mechanism.ok()) return mechanism.status();
+        return std::shared_ptr<ServerMechanism>(*mechanism);
+      },
+      kKerberosTraits);
+  registry.register_client(
+      name,
+      [](const nlohmann::json& json) -> Result<std::shared_ptr<ClientMechanism>> {
+        KerberosClientOptions k;
+        if (Status s = read_kerberos_client_options(MechanismOptions(kKerberosMechanism, json), k);
+            !s.ok()) {
+          return s;
+        }
+        auto mechanism = KerberosClientMechanism::create(k);
+        if (!mechanism.ok()) return mechanism.status();
+        return std::shared_ptr<ClientMechanism>(*mechanism);
+      },
+      kKerberosTraits, kerberos_client_flags());
+}
 
 }  // namespace authrpc

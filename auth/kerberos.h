@@ -10,6 +10,7 @@
 
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "auth/mechanism.h"
 #include "security/base/result.h"
@@ -17,6 +18,9 @@
 namespace authrpc {
 
 inline constexpr std::string_view kKerberosMechanism = "kerberos";
+// Proves a principal; its sessions may be issued delegation tokens. Shared
+// by `kerberos-sasl`.
+inline constexpr MechanismTraits kKerberosTraits{.may_be_issued_tokens = true};
 
 struct KerberosServerOptions {
   std::string keytab;     // empty: KRB5_KTNAME, else the system default keytab
@@ -51,6 +55,7 @@ class KerberosServerMechanism final : public ServerMechanism {
   ~KerberosServerMechanism() override;
 
   std::string_view name() const noexcept override { return kKerberosMechanism; }
+  MechanismTraits traits() const noexcept override { return kKerberosTraits; }
   std::unique_ptr<ServerAuthSession> start(const ChannelInfo& channel) override;
   const std::string& principal() const noexcept;
 
@@ -69,6 +74,7 @@ class KerberosClientMechanism final : public ClientMechanism {
   ~KerberosClientMechanism() override;
 
   std::string_view name() const noexcept override { return kKerberosMechanism; }
+  MechanismTraits traits() const noexcept override { return kKerberosTraits; }
   std::unique_ptr<ClientAuthSession> start(const ChannelInfo& channel) override;
   // The client's own principal, e.g. "alice@EXAMPLE.COM".
   const std::string& principal() const noexcept;
@@ -79,5 +85,16 @@ class KerberosClientMechanism final : public ClientMechanism {
   explicit KerberosClientMechanism(std::shared_ptr<State> state);
   std::shared_ptr<State> state_;
 };
+
+class MechanismOptions;
+class MechanismRegistry;
+struct MechanismFlag;
+// The options both Kerberos mechanisms read (docs/KERBEROS.md) and the
+// client flags both declare; `kerberos-sasl` registers with them too.
+Status read_kerberos_server_options(const MechanismOptions& options, KerberosServerOptions& out);
+Status read_kerberos_client_options(const MechanismOptions& options, KerberosClientOptions& out);
+std::vector<MechanismFlag> kerberos_client_flags();
+// Registers both halves of `kerberos`.
+void register_kerberos(MechanismRegistry& registry);
 
 }  // namespace authrpc

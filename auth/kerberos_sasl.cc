@@ -1,7 +1,7 @@
 #include "auth/kerberos_sasl.h"
 
 #include <asio/co_spawn.hpp>
-#include <asio/thread_pool.hpp>
+#include <asio/this_coro.hpp>
 #include <asio/use_awaitable.hpp>
 #include <gssapi/gssapi_krb5.h>
 #include <sasl/sasl.h>
@@ -12,7 +12,11 @@
 #include <optional>
 #include <set>
 
+#include <nlohmann/json.hpp>
+
 #include "auth/kerberos_errors.h"
+#include "auth/mechanism_options.h"
+#include "auth/mechanism_registry.h"
 #include "auth/sasl_library.h"
 #include "auth/sasl_session.h"
 
@@ -302,7 +306,6 @@ struct KerberosSaslClientMechanism::State {
   // Targets we already hold a service ticket for (as in `kerberos`).
   std::mutex mu;
   std::set<std::string> warm_targets;
-  asio::thread_pool kdc_pool{1};
 };
 
 namespace {
@@ -311,7 +314,8 @@ class KerberosSaslClientSession final : public ClientAuthSession {
  public:
   KerberosSaslClientSession(std::shared_ptr<KerberosSaslClientMechanism::State> state,
                             const ChannelInfo& channel)
-      : state_(std::move(state)) {
+      : state_(std::move(state)),
+        blocking_host_(channel.host) {
     service_ = state_->target.service;
     host_ = state_->target.host;
     if (host_.empty()) {
@@ -328,10 +332,13 @@ class KerberosSaslClientSession final : public ClientAuthSession {
       std::lock_guard lock(state_->mu);
       warm = state_->warm_targets.contains(target_label_);
     }
+    // Work that may wait for the KDC runs on the host's blocking thread
+    // (auth/mechanism_host.h). No co_await inside ?: — GCC 12 miscompiles it.
+    MechanismHost* host = blocking_host_;
     if (!warm) {
-      // May wait for the KDC: on the helper thread.
+      if (host == nullptr) host = &mechanism_host_of(co_await asio::this_coro::executor);
       co_return co_await asio::co_spawn(
-          state_->kdc_pool.get_executor(),
+          host->blocking_executor(),
           [this]() -> asio::awaitable<ClientStep> { co_return cold_start(); },
           asio::use_awaitable);
     }
@@ -339,9 +346,10 @@ class KerberosSaslClientSession final : public ClientAuthSession {
     if (step.kind == ClientStep::Kind::kFailure && cyrus_failed_) {
       forget_target();
       // Cyrus reports every GSS-API error as SASL_FAIL; ask GSSAPI directly
-      // (maybe the KDC) for the typed reason, on the helper thread.
+      // (maybe the KDC) for the typed reason, on the blocking thread.
+      if (host == nullptr) host = &mechanism_host_of(co_await asio::this_coro::executor);
       Status why = co_await asio::co_spawn(
-          state_->kdc_pool.get_executor(),
+          host->blocking_executor(),
           [this]() -> asio::awaitable<Status> { co_return get_service_ticket(); },
           asio::use_awaitable);
       if (!why.ok()) co_return ClientStep::failure(std::move(why));
@@ -455,6 +463,7 @@ class KerberosSaslClientSession final : public ClientAuthSession {
   }
 
   std::shared_ptr<KerberosSaslClientMechanism::State> state_;
+  MechanismHost* blocking_host_;  // ChannelInfo::host (not owned); null: the IO context's
   std::string service_;
   std::string host_;
   std::string target_label_;
@@ -519,6 +528,38 @@ std::unique_ptr<ClientAuthSession> KerberosSaslClientMechanism::start(const Chan
 
 const std::string& KerberosSaslClientMechanism::principal() const noexcept {
   return state_->principal;
+}
+
+void register_kerberos_sasl(MechanismRegistry& registry) {
+  const std::string name(kKerberosSaslMechanism);
+  registry.register_server(
+      name,
+      [](const nlohmann::json& json) -> Result<std::shared_ptr<ServerMechanism>> {
+        KerberosServerOptions k;
+        if (Status s =
+                read_kerberos_server_options(MechanismOptions(kKerberosSaslMechanism, json), k);
+            !s.ok()) {
+          return s;
+        }
+        auto mechanism = KerberosSaslServerMechanism::create(k);
+        if (!mechanism.ok()) return mechanism.status();
+        return std::shared_ptr<ServerMechanism>(*mechanism);
+      },
+      kKerberosTraits);
+  registry.register_client(
+      name,
+      [](const nlohmann::json& json) -> Result<std::shared_ptr<ClientMechanism>> {
+        KerberosClientOptions k;
+        if (Status s =
+                read_kerberos_client_options(MechanismOptions(kKerberosSaslMechanism, json), k);
+            !s.ok()) {
+          return s;
+        }
+        auto mechanism = KerberosSaslClientMechanism::create(k);
+        if (!mechanism.ok()) return mechanism.status();
+        return std::shared_ptr<ClientMechanism>(*mechanism);
+      },
+      kKerberosTraits, kerberos_client_flags());
 }
 
 }  // namespace authrpc

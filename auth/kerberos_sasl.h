@@ -28,6 +28,10 @@ namespace authrpc {
 
 inline constexpr std::string_view kKerberosSaslMechanism = "kerberos-sasl";
 
+class MechanismRegistry;
+// Registers both halves, with the `kerberos` options, flags and traits.
+void register_kerberos_sasl(MechanismRegistry& registry);
+
 // Server side. create() loads the acceptor credentials (a bad keytab fails
 // here, with CONFIG_ERROR) and checks that Cyrus has its GSSAPI plugin. The
 // identity is the client's full principal ("alice@EXAMPLE.COM") and realm,
@@ -39,6 +43,7 @@ class KerberosSaslServerMechanism final : public ServerMechanism {
   ~KerberosSaslServerMechanism() override;
 
   std::string_view name() const noexcept override { return kKerberosSaslMechanism; }
+  MechanismTraits traits() const noexcept override { return kKerberosTraits; }
   std::unique_ptr<ServerAuthSession> start(const ChannelInfo& channel) override;
   const std::string& principal() const noexcept;
 
@@ -51,8 +56,9 @@ class KerberosSaslServerMechanism final : public ServerMechanism {
 
 // Client side: the default ticket cache (re-read every session), a given
 // cache, or a keytab login, as with `kerberos`. The first session to a
-// server that needs a service ticket gets it on a helper thread, so the IO
-// thread never waits for the KDC; later sessions find it cached.
+// server that needs a service ticket gets it on the host's blocking thread
+// (auth/mechanism_host.h), so the IO thread never waits for the KDC; later
+// sessions find it cached.
 class KerberosSaslClientMechanism final : public ClientMechanism {
  public:
   static Result<std::shared_ptr<KerberosSaslClientMechanism>> create(
@@ -60,6 +66,7 @@ class KerberosSaslClientMechanism final : public ClientMechanism {
   ~KerberosSaslClientMechanism() override;
 
   std::string_view name() const noexcept override { return kKerberosSaslMechanism; }
+  MechanismTraits traits() const noexcept override { return kKerberosTraits; }
   std::unique_ptr<ClientAuthSession> start(const ChannelInfo& channel) override;
   // The client's own principal, e.g. "alice@EXAMPLE.COM".
   const std::string& principal() const noexcept;

@@ -5,7 +5,15 @@
 // the sessions' tokens in frames and never looks inside them.
 //
 // Sessions run on the connection's IO thread: a step that would block (a KDC
-// request, a store lookup) must suspend rather than block the thread.
+// request, a store lookup) must suspend rather than block the thread; the
+// host lends an executor for such work (ChannelInfo::host).
+//
+// A mechanism describes itself (traits(), auth/mechanism_traits.h): the
+// policy checks, authorization, the token service, the CLI and minibench
+// read those properties and never compare a mechanism's name. It registers
+// itself from its own module (register_<x>(MechanismRegistry&),
+// auth/mechanism_registry.h), with its options reader and command-line
+// flags. docs/DESIGN.md "Mechanisms describe themselves".
 #pragma once
 
 #include <asio/awaitable.hpp>
@@ -14,6 +22,8 @@
 #include <string_view>
 
 #include "auth/identity.h"
+#include "auth/mechanism_host.h"
+#include "auth/mechanism_traits.h"
 #include "rpc/endpoint.h"
 #include "security/base/result.h"
 
@@ -31,7 +41,20 @@ struct ChannelInfo {
   bool tls = false;
   // DER of the peer's verified certificate (server: the client's, with mutual TLS).
   std::string peer_certificate;
+  // What the program lends the session (not owned; outlives the session).
+  // Null (the usual case): the host of the io_context the session runs on,
+  // mechanism_host_of() (auth/mechanism_host.h).
+  MechanismHost* host = nullptr;
 };
+
+// What the negotiation checks before it starts a session: OK, or why
+// `channel` cannot carry one of a mechanism with `traits`. The server checks
+// everything the traits ask of a channel (a client certificate, TLS, no
+// bearer secret over plaintext tcp://); the client (`client_side`) only that
+// it never sends a bearer secret over plaintext tcp://, before the first token
+// leaves.
+Status check_channel(std::string_view mechanism, const MechanismTraits& traits,
+                     const ChannelInfo& channel, bool client_side);
 
 // One server-side step: send a challenge, succeed, or fail.
 struct ServerStep {
@@ -55,10 +78,18 @@ class ServerAuthSession {
   virtual asio::awaitable<ServerStep> step(std::string_view client_token) = 0;
 };
 
+// The server half of a mechanism: shared by every connection of a server
+// (start() may run on any IO thread at once), created by its registry
+// factory or by the application.
 class ServerMechanism {
  public:
   virtual ~ServerMechanism() = default;
+  // The name on the wire (HELLO, MECHANISMS) and in configuration files.
   virtual std::string_view name() const noexcept = 0;
+  // What the framework must know about it; the default is a mechanism that
+  // proves an identity and needs nothing special (mechanism_traits.h).
+  // Constant for the mechanism's life, and equal to what it registered.
+  virtual MechanismTraits traits() const noexcept { return {}; }
   virtual std::unique_ptr<ServerAuthSession> start(const ChannelInfo& channel) = 0;
 };
 
@@ -89,10 +120,14 @@ class ClientAuthSession {
   virtual asio::awaitable<Status> complete(std::string_view server_final_token) = 0;
 };
 
+// The client half: shared by every connection of the Clients given it, so
+// start() may run on several IO threads at once.
 class ClientMechanism {
  public:
   virtual ~ClientMechanism() = default;
   virtual std::string_view name() const noexcept = 0;
+  // The same traits as the server half of the same name.
+  virtual MechanismTraits traits() const noexcept { return {}; }
   virtual std::unique_ptr<ClientAuthSession> start(const ChannelInfo& channel) = 0;
 };
 

@@ -90,6 +90,10 @@ asio::awaitable<Result<Identity>> negotiate_server(
     channel.schedule_flush();
   }
 
+  const MechanismTraits traits = mechanism->traits();
+  if (Status s = check_channel(mechanism->name(), traits, info, false); !s.ok()) {
+    co_return fail(channel, std::move(s));
+  }
   auto session = mechanism->start(info);
   ServerStep step = co_await session->step(first_token);
   while (step.kind == ServerStep::Kind::kChallenge) {
@@ -112,6 +116,7 @@ asio::awaitable<Result<Identity>> negotiate_server(
   if (step.kind == ServerStep::Kind::kFailure) co_return fail(channel, step.error);
 
   step.identity.mechanism = std::string(mechanism->name());
+  step.identity.mechanism_traits = traits;
   step.identity.peer_address = info.peer_address;
   std::uint32_t features = wire::kFeatureStreams;
   if (channel.stream().native_unix_handle() >= 0) features |= wire::kFeatureShm;

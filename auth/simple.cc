@@ -3,7 +3,11 @@
 #include <pwd.h>
 #include <unistd.h>
 
+#include <nlohmann/json.hpp>
 #include <vector>
+
+#include "auth/mechanism_options.h"
+#include "auth/mechanism_registry.h"
 
 namespace authrpc {
 namespace {
@@ -102,6 +106,31 @@ Status check_simple_user_name(std::string_view user) {
   }
   if (!valid_utf8(user)) return refuse("user name is not valid UTF-8");
   return {};
+}
+
+void register_simple(MechanismRegistry& registry) {
+  const std::string name(kSimpleMechanism);
+  registry.register_server(
+      name,
+      [](const nlohmann::json& json) -> Result<std::shared_ptr<ServerMechanism>> {
+        if (Status s = MechanismOptions(kSimpleMechanism, json).check({}); !s.ok()) return s;
+        return std::shared_ptr<ServerMechanism>(std::make_shared<SimpleServerMechanism>());
+      },
+      kSimpleTraits);
+  registry.register_client(
+      name,
+      [](const nlohmann::json& json) -> Result<std::shared_ptr<ClientMechanism>> {
+        MechanismOptions o(kSimpleMechanism, json);
+        std::string user;
+        for (Status s : {o.check({"user"}), o.read("user", user)}) {
+          if (!s.ok()) return s;
+        }
+        if (!user.empty()) {
+          if (auto why = check_simple_user_name(user); !why.empty()) return o.error(why);
+        }
+        return std::shared_ptr<ClientMechanism>(std::make_shared<SimpleClientMechanism>(user));
+      },
+      kSimpleTraits, {{"--user", "user", "NAME  the user name to assert (default: the OS user)"}});
 }
 
 }  // namespace authrpc

@@ -12,12 +12,19 @@
 namespace authrpc {
 
 inline constexpr std::string_view kSimpleMechanism = "simple";
+// The client asserts a name: no proof (what authentication `required` refuses).
+inline constexpr MechanismTraits kSimpleTraits{.proves_identity = false};
+
+class MechanismRegistry;
+// Registers both halves: server options none; client {"user"}, flag --user.
+void register_simple(MechanismRegistry& registry);
 
 // Accepts any well-formed user name: 1–255 bytes, no whitespace or control
 // characters.
 class SimpleServerMechanism final : public ServerMechanism {
  public:
   std::string_view name() const noexcept override { return kSimpleMechanism; }
+  MechanismTraits traits() const noexcept override { return kSimpleTraits; }
   std::unique_ptr<ServerAuthSession> start(const ChannelInfo& channel) override;
 };
 
@@ -26,6 +33,7 @@ class SimpleClientMechanism final : public ClientMechanism {
   // An empty user means the OS user running the process.
   explicit SimpleClientMechanism(std::string user = {});
   std::string_view name() const noexcept override { return kSimpleMechanism; }
+  MechanismTraits traits() const noexcept override { return kSimpleTraits; }
   std::unique_ptr<ClientAuthSession> start(const ChannelInfo& channel) override;
   const std::string& user() const noexcept { return user_; }
 

@@ -10,6 +10,10 @@
 #include <limits>
 #include <mutex>
 
+#include <nlohmann/json.hpp>
+
+#include "auth/mechanism_options.h"
+#include "auth/mechanism_registry.h"
 #include "security/byte_codec.h"
 #include "security/credentials_file.h"
 #include "security/hmac_sha256.h"
@@ -544,6 +548,39 @@ Result<security::Token> TokenClientMechanism::find_token(const std::string& serv
 std::unique_ptr<ClientAuthSession> TokenClientMechanism::start(const ChannelInfo& channel) {
   const std::string service = options_.service.empty() ? channel.server_uri : options_.service;
   return std::make_unique<TokenClientSession>(find_token(service), channel, clock_->now());
+}
+
+MechanismFlag token_file_flag() {
+  return {"--token-file", "token_file",
+          "F  credentials file holding a token for --server (default: AUTHRPC_TOKEN_FILE)", true};
+}
+
+void register_token(MechanismRegistry& registry) {
+  const std::string name(kTokenMechanism);
+  registry.register_token_server(
+      name,
+      [](const nlohmann::json& json,
+         const DelegationTokenHost& tokens) -> Result<std::shared_ptr<ServerMechanism>> {
+        if (json.is_object() && !json.empty()) {
+          return Status(Errc::kConfigError,
+                        "token: the token mechanism's options live in the 'tokens' section");
+        }
+        return std::shared_ptr<ServerMechanism>(
+            std::make_shared<TokenServerMechanism>(tokens.secrets, tokens.options));
+      },
+      kTokenTraits);
+  registry.register_client(
+      name,
+      [](const nlohmann::json& json) -> Result<std::shared_ptr<ClientMechanism>> {
+        MechanismOptions o(kTokenMechanism, json);
+        TokenClientOptions t;
+        for (Status s : {o.check({"token_file", "service"}), o.read("token_file", t.token_file),
+                         o.read("service", t.service)}) {
+          if (!s.ok()) return s;
+        }
+        return std::shared_ptr<ClientMechanism>(std::make_shared<TokenClientMechanism>(std::move(t)));
+      },
+      kTokenTraits, {token_file_flag()});
 }
 
 }  // namespace authrpc

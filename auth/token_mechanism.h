@@ -34,6 +34,7 @@
 #include <string_view>
 #include <vector>
 
+#include "auth/delegation_token_host.h"
 #include "auth/mechanism.h"
 #include "auth/token_replay_cache.h"
 #include "security/clock.h"
@@ -43,6 +44,19 @@
 namespace authrpc {
 
 inline constexpr std::string_view kTokenMechanism = "token";
+// Authenticates with a delegation token; shared by the interop mechanisms
+// (auth/token_sasl.h).
+inline constexpr MechanismTraits kTokenTraits{.delegation_token = true};
+
+class MechanismRegistry;
+struct MechanismFlag;
+// Registers both halves: the client reads {"token_file", "service"} (flag
+// --token-file); the server half comes from the server's token service
+// (MechanismRegistry::provide_delegation_tokens) and takes no options of its
+// own (they are the 'tokens' section's).
+void register_token(MechanismRegistry& registry);
+// --token-file, which every token mechanism's client declares.
+MechanismFlag token_file_flag();
 
 // The messages of the `token` mechanism, encoded and decoded (and signed)
 // here so that tests can build hostile ones and fuzzers can decode without a
@@ -120,26 +134,12 @@ Hello make_hello(const security::Token& token, std::string_view channel_binding,
 
 }  // namespace token_wire
 
-struct TokenServerOptions {
-  // HELLOs stamped further than this from the server's clock are refused.
-  std::chrono::milliseconds max_clock_skew{std::chrono::minutes(5)};
-  // Accepted client proofs remembered (TokenReplayCache), in all and per token.
-  std::size_t replay_cache_capacity = 1 << 17;
-  std::size_t replay_cache_per_token = 1 << 13;
-  // Over plaintext tcp:// the mechanism is refused (FAILED_PRECONDITION,
-  // "PLAINTEXT") unless this is set; then only the challenge exchange is
-  // accepted there. Calls on such a connection are not protected either.
-  bool allow_plaintext = false;
-  // If not empty: tokens presented for any other service are refused
-  // (AUTHENTICATION_FAILED, "WRONG_SERVICE").
-  std::vector<std::string> services;
-};
-
 class TokenServerMechanism final : public ServerMechanism {
  public:
   TokenServerMechanism(std::shared_ptr<const security::SecretManager> secrets,
                        TokenServerOptions options = {});
   std::string_view name() const noexcept override { return kTokenMechanism; }
+  MechanismTraits traits() const noexcept override { return kTokenTraits; }
   std::unique_ptr<ServerAuthSession> start(const ChannelInfo& channel) override;
 
   const TokenServerOptions& options() const noexcept { return options_; }
@@ -168,6 +168,7 @@ class TokenClientMechanism final : public ClientMechanism {
  public:
   explicit TokenClientMechanism(TokenClientOptions options);
   std::string_view name() const noexcept override { return kTokenMechanism; }
+  MechanismTraits traits() const noexcept override { return kTokenTraits; }
   std::unique_ptr<ClientAuthSession> start(const ChannelInfo& channel) override;
 
   // The token this mechanism would present for `service`: the given one, or

@@ -8,6 +8,10 @@
 #include <mutex>
 #include <optional>
 
+#include <nlohmann/json.hpp>
+
+#include "auth/mechanism_options.h"
+#include "auth/mechanism_registry.h"
 #include "auth/sasl_library.h"
 #include "auth/sasl_session.h"
 #include "auth/scram_verifier_cache.h"
@@ -312,6 +316,48 @@ std::unique_ptr<ClientAuthSession> TokenSaslClientMechanism::start(const Channel
   auto token = tokens_.find_token(service);
   return std::make_unique<TokenSaslClientSession>(name_, cyrus_mechanism_, names_,
                                                   std::move(token));
+}
+
+void register_token_sasl(MechanismRegistry& registry) {
+  for (std::string_view name : {kTokenDigestMechanism, kTokenScramMechanism}) {
+    const bool scram = name == kTokenScramMechanism;
+    registry.register_token_server(
+        std::string(name),
+        [name, scram](const nlohmann::json& json,
+                      const DelegationTokenHost& tokens) -> Result<std::shared_ptr<ServerMechanism>> {
+          MechanismOptions o(name, json);
+          TokenSaslServerOptions n;
+          for (Status s : {scram ? o.check({"sasl_service", "server_fqdn", "scram_verifier_cache"})
+                                 : o.check({"sasl_service", "server_fqdn"}),
+                           o.read("sasl_service", n.service), o.read("server_fqdn", n.server_fqdn),
+                           o.read("scram_verifier_cache", n.scram_verifier_cache, 1u << 26)}) {
+            if (!s.ok()) return s;
+          }
+          return std::shared_ptr<ServerMechanism>(
+              std::make_shared<TokenSaslServerMechanism>(name, tokens.secrets, std::move(n)));
+        },
+        kTokenTraits);
+    registry.register_client(
+        std::string(name),
+        [name](const nlohmann::json& json) -> Result<std::shared_ptr<ClientMechanism>> {
+          MechanismOptions o(name, json);
+          TokenClientOptions t;
+          TokenSaslServerOptions n;
+          for (Status s : {o.check({"token_file", "service", "sasl_service", "server_fqdn"}),
+                           o.read("token_file", t.token_file), o.read("service", t.service),
+                           o.read("sasl_service", n.service), o.read("server_fqdn", n.server_fqdn)}) {
+            if (!s.ok()) return s;
+          }
+          return std::shared_ptr<ClientMechanism>(
+              std::make_shared<TokenSaslClientMechanism>(name, std::move(t), std::move(n)));
+        },
+        kTokenTraits,
+        {token_file_flag(),
+         {"--sasl-service", "sasl_service",
+          "S  the SASL service name the server is configured with (default: authrpc)"},
+         {"--server-fqdn", "server_fqdn",
+          "H  the SASL host name the server is configured with (default: localhost)"}});
+  }
 }
 
 }  // namespace authrpc

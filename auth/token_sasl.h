@@ -38,6 +38,14 @@ namespace authrpc {
 inline constexpr std::string_view kTokenDigestMechanism = "token-digest";
 inline constexpr std::string_view kTokenScramMechanism = "token-scram";
 
+class MechanismRegistry;
+// Registers both halves of both. Client options {"token_file", "service",
+// "sasl_service", "server_fqdn"} (flags --token-file, --sasl-service,
+// --server-fqdn); server options {"sasl_service", "server_fqdn"} and, for
+// token-scram, "scram_verifier_cache"; the server halves come from the
+// server's token service (MechanismRegistry::provide_delegation_tokens).
+void register_token_sasl(MechanismRegistry& registry);
+
 // The SASL user name and password of a token (what a Hadoop or Kafka client
 // would be configured with).
 std::string token_sasl_user(const security::Token& token);
@@ -59,6 +67,7 @@ class TokenSaslServerMechanism final : public ServerMechanism {
                            std::shared_ptr<const security::SecretManager> secrets,
                            TokenSaslServerOptions options = {});
   std::string_view name() const noexcept override { return name_; }
+  MechanismTraits traits() const noexcept override { return kTokenTraits; }
   std::unique_ptr<ServerAuthSession> start(const ChannelInfo& channel) override;
   // token-scram with the cache on: the verifier cache; else null.
   const ScramVerifierCache* scram_cache() const noexcept { return scram_cache_.get(); }
@@ -76,6 +85,7 @@ class TokenSaslClientMechanism final : public ClientMechanism {
   TokenSaslClientMechanism(std::string_view mechanism, TokenClientOptions options,
                            TokenSaslServerOptions names = {});
   std::string_view name() const noexcept override { return name_; }
+  MechanismTraits traits() const noexcept override { return kTokenTraits; }
   std::unique_ptr<ClientAuthSession> start(const ChannelInfo& channel) override;
 
  private:

@@ -1,5 +1,9 @@
 #include "auth/x509.h"
 
+#include <nlohmann/json.hpp>
+
+#include "auth/mechanism_options.h"
+#include "auth/mechanism_registry.h"
 #include "auth/simple.h"
 
 namespace authrpc {
@@ -53,6 +57,34 @@ std::unique_ptr<ServerAuthSession> X509ServerMechanism::start(const ChannelInfo&
 
 std::unique_ptr<ClientAuthSession> X509ClientMechanism::start(const ChannelInfo&) {
   return std::make_unique<X509ClientSession>();
+}
+
+void register_x509(MechanismRegistry& registry) {
+  const std::string name(kX509Mechanism);
+  registry.register_server(
+      name,
+      [](const nlohmann::json& json) -> Result<std::shared_ptr<ServerMechanism>> {
+        MechanismOptions o(kX509Mechanism, json);
+        std::string user_from;
+        for (Status s : {o.check({"user_from"}), o.read("user_from", user_from)}) {
+          if (!s.ok()) return s;
+        }
+        auto rule = security::X509UserFrom::kCommonName;
+        if (!user_from.empty() || (json.is_object() && json.contains("user_from"))) {
+          if (!security::parse_x509_user_from(user_from, &rule)) {
+            return o.error("'user_from' must be cn, san-email, san-email-local or san-dns");
+          }
+        }
+        return std::shared_ptr<ServerMechanism>(std::make_shared<X509ServerMechanism>(rule));
+      },
+      kX509Traits);
+  registry.register_client(
+      name,
+      [](const nlohmann::json& json) -> Result<std::shared_ptr<ClientMechanism>> {
+        if (Status s = MechanismOptions(kX509Mechanism, json).check({}); !s.ok()) return s;
+        return std::shared_ptr<ClientMechanism>(std::make_shared<X509ClientMechanism>());
+      },
+      kX509Traits);
 }
 
 }  // namespace authrpc

@@ -14,12 +14,20 @@
 namespace authrpc {
 
 inline constexpr std::string_view kX509Mechanism = "x509";
+// The identity is the client certificate: TLS with a verified one.
+inline constexpr MechanismTraits kX509Traits{.needs_tls = true, .needs_client_certificate = true};
+
+class MechanismRegistry;
+// Registers both halves: server options {"user_from"}; the client takes
+// none (its certificate is the TLS flags').
+void register_x509(MechanismRegistry& registry);
 
 class X509ServerMechanism final : public ServerMechanism {
  public:
   explicit X509ServerMechanism(security::X509UserFrom rule = security::X509UserFrom::kCommonName)
       : rule_(rule) {}
   std::string_view name() const noexcept override { return kX509Mechanism; }
+  MechanismTraits traits() const noexcept override { return kX509Traits; }
   std::unique_ptr<ServerAuthSession> start(const ChannelInfo& channel) override;
 
  private:
@@ -29,6 +37,7 @@ class X509ServerMechanism final : public ServerMechanism {
 class X509ClientMechanism final : public ClientMechanism {
  public:
   std::string_view name() const noexcept override { return kX509Mechanism; }
+  MechanismTraits traits() const noexcept override { return kX509Traits; }
   std::unique_ptr<ClientAuthSession> start(const ChannelInfo& channel) override;
 };
 

@@ -18,6 +18,7 @@
 #include "client/cli_exit.h"
 #include "client/client.h"
 #include "client/client_tls.h"
+#include "client/mechanism_flags.h"
 #include "client/token_commands.h"
 #include "security/credentials_file.h"
 
@@ -111,9 +112,10 @@ int usage_error(const std::string& message) {
 int call_command(int argc, char** argv) {
   std::string server;
   std::vector<std::string> mechanisms;
-  std::string user, data, token_file, do_as;
-  nlohmann::json token_sasl = nlohmann::json::object();  // --sasl-service, --server-fqdn
-  nlohmann::json kerberos = nlohmann::json::object();
+  std::string data, do_as;
+  const auto registry = authrpc::MechanismRegistry::with_builtins();
+  // --user, --keytab, --token-file, ...: what the mechanisms declare.
+  authrpc::cli::MechanismFlags mechanism_flags(registry);
   std::chrono::milliseconds timeout{0}, connect_timeout{10'000};
   bool raw = false;
   std::vector<std::string> positional;
@@ -132,23 +134,15 @@ int call_command(int argc, char** argv) {
       return 0;
     } else if (arg == "--raw") {
       raw = true;
-    } else if (arg == "--server" || arg == "--auth" || arg == "--do-as" || arg == "--user" ||
-               arg == "--token-file" || arg == "--data") {
+    } else if (arg == "--server" || arg == "--auth" || arg == "--do-as" || arg == "--data") {
       if (!(v = value())) return usage_error(arg + " needs a value");
       if (arg == "--server") server = v;
       if (arg == "--auth") mechanisms.emplace_back(v);
       if (arg == "--do-as") do_as = v;
-      if (arg == "--user") user = v;
-      if (arg == "--token-file") token_file = v;
       if (arg == "--data") data = v;
-    } else if (arg == "--service-principal" || arg == "--principal" || arg == "--keytab" ||
-               arg == "--ccache") {
+    } else if (mechanism_flags.declares(arg)) {
       if (!(v = value())) return usage_error(arg + " needs a value");
-      const std::string key = arg == "--service-principal" ? "service_principal" : arg.substr(2);
-      kerberos[key] = v;
-    } else if (arg == "--sasl-service" || arg == "--server-fqdn") {
-      if (!(v = value())) return usage_error(arg + " needs a value");
-      token_sasl[arg == "--sasl-service" ? "sasl_service" : "server_fqdn"] = v;
+      mechanism_flags.set(arg, v);
     } else if (arg == "--data-file") {
       if (!(v = value())) return usage_error("--data-file needs a value");
       std::stringstream buf;
@@ -175,9 +169,8 @@ int call_command(int argc, char** argv) {
   if (positional.size() != 2) return usage_error("expected SERVICE METHOD");
   auto endpoint = authrpc::Endpoint::parse(server);
   if (!endpoint.ok()) return usage_error("--server: " + endpoint.status().message);
-  if (mechanisms.empty()) mechanisms.emplace_back("simple");
+  if (mechanisms.empty()) mechanisms.emplace_back("simple");  // names: documented default (--help)
 
-  const auto registry = authrpc::MechanismRegistry::with_builtins();
   const auto known = registry.client_names();
   authrpc::ClientOptions options;
   options.endpoint = *endpoint;
@@ -192,19 +185,19 @@ int call_command(int argc, char** argv) {
       for (const auto& k : known) list += (list.empty() ? "" : ", ") + k;
       return usage_error("--auth " + name + ": unknown mechanism (known: " + list + ")");
     }
-    nlohmann::json mech_options = nlohmann::json::object();
-    if (name == "simple" && !user.empty()) mech_options["user"] = user;
-    if (name == "kerberos" || name == "kerberos-sasl") mech_options = kerberos;
-    if (name == "token-digest" || name == "token-scram") mech_options = token_sasl;
-    if (name.starts_with("token")) {
+    nlohmann::json mech_options = mechanism_flags.options_for(name);
+    for (const auto& flag : mechanism_flags.credentials_files(name)) {
       // Checked here so that a missing file says "fetch a token", not the
       // transport-style advice the mechanism gives for an unreadable file.
-      const std::string path = authrpc::security::CredentialsFile::locate(token_file);
-      if (path.empty()) return usage_error("--auth " + name + " needs --token-file FILE (or AUTHRPC_TOKEN_FILE)");
+      const std::string* given = mechanism_flags.given(flag.flag);
+      const std::string path = authrpc::security::CredentialsFile::locate(given ? *given : "");
+      if (path.empty()) {
+        return usage_error("--auth " + name + " needs " + flag.flag + " FILE (or AUTHRPC_TOKEN_FILE)");
+      }
       if (auto file = authrpc::security::CredentialsFile::read(path); !file.ok()) {
         return report_failure(kProgram, authrpc::cli::credentials_status(file.status(), path));
       }
-      mech_options["token_file"] = path;
+      mech_options[flag.option] = path;
     }
     auto mechanism = registry.make_client(name, mech_options);
     if (!mechanism.ok()) {

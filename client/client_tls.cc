@@ -1,6 +1,5 @@
 #include "client/client_tls.h"
 
-#include "auth/simple.h"
 #include "rpc/tls_errors.h"
 #include "rpc/tls_transport.h"
 #include "security/tls_context.h"
@@ -24,18 +23,29 @@ Status validate_client_policies(const ClientOptions& o) {
     }
     if (!o.tls) return bad("encryption is required but no TLS context (CA bundle) is set");
   }
+  // By what each mechanism declares (auth/mechanism_traits.h), never its name.
   for (const auto& m : o.mechanisms) {
     if (!m) continue;
-    const bool is_simple = m->name() == kSimpleMechanism;
-    if (o.authentication == Policy::kRequired && is_simple) {
-      return bad("authentication is required but mechanism 'simple' (no proof) is allowed");
+    const MechanismTraits traits = m->traits();
+    const std::string name(m->name());
+    if (o.authentication == Policy::kRequired && !traits.proves_identity) {
+      return bad("authentication is required but mechanism '" + name + "' (no proof) is allowed");
     }
-    if (o.authentication == Policy::kDisabled && !is_simple) {
-      return bad("authentication is disabled but mechanism '" + std::string(m->name()) +
-                 "' is allowed (only 'simple' is)");
+    if (o.authentication == Policy::kDisabled && traits.proves_identity) {
+      return bad("authentication is disabled but mechanism '" + name +
+                 "' is allowed (only mechanisms without a proof, such as simple, are)");
     }
-    if (m->name() == "x509" && (encryption == Policy::kDisabled || !o.tls || !o.tls->has_certificate())) {
-      return bad("mechanism 'x509' needs TLS with a client certificate");
+    if (traits.needs_client_certificate &&
+        (encryption == Policy::kDisabled || !o.tls || !o.tls->has_certificate())) {
+      return bad("mechanism '" + name + "' needs TLS with a client certificate");
+    }
+    if (traits.needs_tls && (encryption == Policy::kDisabled || !o.tls)) {
+      return bad("mechanism '" + name + "' needs TLS");
+    }
+    if (traits.bearer_secret && encryption == Policy::kDisabled &&
+        o.endpoint.scheme == Endpoint::Scheme::kTcp) {
+      return bad("mechanism '" + name +
+                 "' carries a bearer secret, never sent over plaintext tcp://: use tls:// or unix:");
     }
   }
   return {};

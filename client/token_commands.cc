@@ -14,6 +14,7 @@
 #include "client/cli_exit.h"
 #include "client/client.h"
 #include "client/client_tls.h"
+#include "client/mechanism_flags.h"
 #include "security/credentials_file.h"
 #include "security/token_errors.h"
 
@@ -127,10 +128,16 @@ int usage_error(Sub sub, const std::string& message) {
 int failure(const Status& s) { return report_failure(kProgram, s); }
 
 struct Args {
+  Args() = default;
+  Args(const Args&) = delete;  // mechanism_flags refers to registry
+  Args& operator=(const Args&) = delete;
+
   std::string server, token_file, renewer, service;
   bool renewer_given = false, json = false;
   std::vector<std::string> mechanisms;
-  nlohmann::json kerberos = nlohmann::json::object();
+  MechanismRegistry registry = MechanismRegistry::with_builtins();
+  // --keytab, --ccache, ...: what the mechanisms declare.
+  MechanismFlags mechanism_flags{registry};
   std::chrono::milliseconds connect_timeout{10'000};
   TlsFlags tls;
 };
@@ -170,10 +177,9 @@ int parse(Sub sub, int argc, char** argv, Args& a) {
     } else if (connects && arg == "--auth") {
       if (!value(&v)) return usage_error(sub, "--auth needs a value");
       a.mechanisms.push_back(v);
-    } else if (connects && (arg == "--service-principal" || arg == "--principal" || arg == "--keytab" ||
-                            arg == "--ccache")) {
+    } else if (connects && a.mechanism_flags.declares(arg)) {
       if (!value(&v)) return usage_error(sub, arg + " needs a value");
-      a.kerberos[arg == "--service-principal" ? "service_principal" : arg.substr(2)] = v;
+      a.mechanism_flags.set(arg, v);
     } else if (connects && arg == "--connect-timeout") {
       if (!value(&v)) return usage_error(sub, arg + " needs a value");
       const auto ms = parse_milliseconds(v);
@@ -189,21 +195,24 @@ int parse(Sub sub, int argc, char** argv, Args& a) {
 }
 
 Result<std::unique_ptr<Client>> connect(const Args& a, const Endpoint& endpoint) {
-  const auto registry = MechanismRegistry::with_builtins();
+  const auto& registry = a.registry;
   ClientOptions options;
   options.endpoint = endpoint;
   options.connect_timeout = a.connect_timeout;
   if (Status s = a.tls.apply(options); !s.ok()) return s;
   std::vector<std::string> names = a.mechanisms;
-  if (names.empty()) names.emplace_back("kerberos");
+  if (names.empty()) names.emplace_back("kerberos");  // names: documented default (--help)
   const auto known = registry.client_names();
   for (const auto& name : names) {
     if (std::find(known.begin(), known.end(), name) == known.end()) {
       return Status(Errc::kConfigError, "--auth " + name + ": unknown mechanism");
     }
-    nlohmann::json o = nlohmann::json::object();
-    if (name == "kerberos" || name == "kerberos-sasl") o = a.kerberos;
-    if (name == "token" && !a.token_file.empty()) o["token_file"] = a.token_file;
+    nlohmann::json o = a.mechanism_flags.options_for(name);
+    // The command's credentials file is also the one a token mechanism
+    // authenticates with (cancelling a token with itself).
+    for (const auto& flag : a.mechanism_flags.credentials_files(name)) {
+      if (!a.token_file.empty()) o[flag.option] = a.token_file;
+    }
     auto m = registry.make_client(name, o);
     if (!m.ok()) return m.status();
     options.mechanisms.push_back(*m);

@@ -229,35 +229,72 @@ struct Args {
   bool in_process = false;   // --in-process
 };
 
-// The methods minibench knows how to set up, in the order "all" measures
-// them. Any other registered method can be named too (no options, held to
-// the bare floor like simple).
-struct KnownMethod {
-  const char* name;
-  FloorKind floor;
-  bool tcp_only;  // no unix row (none today: every method runs over tcp and unix)
-  bool kerberos;
-  std::optional<double> target;
-};
-constexpr KnownMethod kKnownMethods[] = {
-    {"simple", FloorKind::kBare, false, false, kSessionTarget},
-    {"kerberos", FloorKind::kGss, false, true, kKerberosSessionTarget},
-    {"kerberos-sasl", FloorKind::kGss, false, true, std::nullopt},
-    // Needs the realm to fetch its token over Kerberos (tokens.h).
-    {"token", FloorKind::kBare, false, true, std::nullopt},
-    // The same token through Cyrus DIGEST-MD5 / SCRAM-SHA-256 (interop).
-    {"token-digest", FloorKind::kBare, false, true, std::nullopt},
-    {"token-scram", FloorKind::kBare, false, true, std::nullopt},
-};
-
-// The rows that authenticate with a delegation token fetched first.
-bool is_token_method(const std::string& name) {
-  return name == "token" || name == "token-digest" || name == "token-scram";
+// How a method's rows are set up follows from what its mechanism declares
+// (auth/mechanism_traits.h), never from its name: one that may be issued
+// delegation tokens logs in from the bench realm; a delegation-token one
+// authenticates with a token fetched first, over token_issuer() (so it
+// needs the realm too, unless --token-file gives the token).
+const authrpc::MechanismTraits* traits_of(const authrpc::MechanismRegistry& registry,
+                                          const std::string& name) {
+  const auto* entry = registry.server(name);
+  return entry == nullptr ? nullptr : &entry->traits;
 }
 
-const KnownMethod* known_method(const std::string& name) {
-  for (const auto& m : kKnownMethods) {
-    if (name == m.name) return &m;
+// The rows that authenticate with a delegation token fetched first.
+bool is_token_method(const authrpc::MechanismRegistry& registry, const std::string& name) {
+  const auto* t = traits_of(registry, name);
+  return t != nullptr && t->delegation_token;
+}
+
+// The rows that need the bench realm (Kerberos credentials).
+bool needs_realm(const authrpc::MechanismRegistry& registry, const std::string& name) {
+  const auto* t = traits_of(registry, name);
+  return t != nullptr && (t->may_be_issued_tokens || t->delegation_token);
+}
+
+// What "all" measures, in this order: each registered method with both
+// halves that minibench can run (no client certificate, no TLS: the TLS rows
+// are --tls), those without a proof first, then those that prove an
+// identity, then the delegation-token ones; by name within each.
+std::vector<std::string> measurable_methods(const authrpc::MechanismRegistry& registry) {
+  std::vector<std::string> out;
+  for (int group = 0; group < 3; ++group) {
+    for (const auto& name : registry.server_names()) {
+      const auto* t = traits_of(registry, name);
+      if (registry.client(name) == nullptr || t->needs_client_certificate || t->needs_tls) continue;
+      if ((t->delegation_token ? 2 : t->proves_identity ? 1 : 0) == group) out.push_back(name);
+    }
+  }
+  return out;
+}
+
+// Row labels: the floor each method's rows are compared with and the p50
+// target they are held to (docs/DESIGN.md, "Cost"). A method not listed is
+// held to the bare floor and the session target.
+struct RowLabel {
+  const char* method;
+  FloorKind floor;
+  std::optional<double> target;
+};
+constexpr RowLabel kRowLabels[] = {
+    {"simple", FloorKind::kBare, kSessionTarget},                // names: row label
+    {"kerberos", FloorKind::kGss, kKerberosSessionTarget},       // names: row label
+    {"kerberos-sasl", FloorKind::kGss, std::nullopt},            // names: row label
+    {"token", FloorKind::kBare, std::nullopt},                   // names: row label
+    {"token-digest", FloorKind::kBare, std::nullopt},            // names: row label
+    {"token-scram", FloorKind::kBare, std::nullopt},             // names: row label
+};
+
+// The method the calls rows and single-method runs use: the first that
+// "all" measures, one without a proof when there is one (the cheapest).
+std::string baseline_method(const authrpc::MechanismRegistry& registry) {
+  const auto all = measurable_methods(registry);
+  return all.empty() ? std::string() : all.front();
+}
+
+const RowLabel* row_label(const std::string& name) {
+  for (const auto& m : kRowLabels) {
+    if (name == m.method) return &m;
   }
   return nullptr;
 }
@@ -404,7 +441,7 @@ int parse_args(int argc, char** argv, Args& args) {
   }
   const auto registry = authrpc::MechanismRegistry::with_builtins();
   for (const auto& method : args.methods) {
-    if (known_method(method) == nullptr && !registered(registry, method)) {
+    if (row_label(method) == nullptr && !registered(registry, method)) {
       std::string names;
       for (const auto& name : registry.client_names()) names += (names.empty() ? "" : ", ") + name;
       return usage_error("--method: unknown method '" + method + "' (available: " + names + ")");
@@ -516,19 +553,20 @@ struct Selection {
 // realm can be had and they were not asked for by name (each with a note on
 // stderr); opens the realm (setenv: before any thread starts).
 authrpc::Result<Selection> select_methods(const Args& args) {
+  const auto registry = authrpc::MechanismRegistry::with_builtins();
+  const std::string baseline = baseline_method(registry);
   std::vector<std::string> names = args.methods;
   if (!args.methods_given) {
     names.clear();
     if (!args.server.empty() || !args.sessions) {
-      names.push_back("simple");
+      names.push_back(baseline);
     } else {
-      for (const auto& m : kKnownMethods) names.emplace_back(m.name);
+      names = measurable_methods(registry);
     }
   } else if (!args.sessions) {
-    const bool simple = std::find(names.begin(), names.end(), "simple") != names.end();
-    names = {simple ? std::string("simple") : names.front()};
+    const bool has_baseline = std::find(names.begin(), names.end(), baseline) != names.end();
+    names = {has_baseline ? baseline : names.front()};
   }
-  const auto registry = authrpc::MechanismRegistry::with_builtins();
   std::vector<std::string> kept;
   for (const auto& name : names) {
     if (registered(registry, name)) {
@@ -542,9 +580,9 @@ authrpc::Result<Selection> select_methods(const Args& args) {
   }
   // Kerberos rows, and token rows that fetch their token over Kerberos
   // (not with --token-file).
-  auto is_kerberos = [&args](const std::string& name) {
-    const KnownMethod* m = known_method(name);
-    return m != nullptr && m->kerberos && (args.token_file.empty() || !is_token_method(name));
+  auto is_kerberos = [&args, &registry](const std::string& name) {
+    return needs_realm(registry, name) &&
+           (args.token_file.empty() || !is_token_method(registry, name));
   };
   Selection selection;
   if (std::any_of(kept.begin(), kept.end(), is_kerberos)) {
@@ -570,18 +608,17 @@ authrpc::Result<Selection> select_methods(const Args& args) {
     MethodPlan m;
     m.name = name;
     m.target = kSessionTarget;
-    if (const KnownMethod* known = known_method(name)) {
-      m.floor = known->floor;
-      m.tcp_only = known->tcp_only;
-      m.kerberos = known->kerberos && selection.realm != nullptr;
-      m.target = known->target;
+    if (const RowLabel* label = row_label(name)) {
+      m.floor = label->floor;
+      m.target = label->target;
     }
+    m.kerberos = needs_realm(registry, name) && selection.realm != nullptr;
     if (m.kerberos) m.client_options = selection.realm->setup().client_options();
     m.optional = !args.methods_given;
     selection.methods.push_back(std::move(m));
   }
-  const bool simple = std::find(kept.begin(), kept.end(), "simple") != kept.end();
-  selection.calls_method = simple ? std::string("simple") : kept.front();
+  const bool has_baseline = std::find(kept.begin(), kept.end(), baseline) != kept.end();
+  selection.calls_method = has_baseline ? baseline : kept.front();
   return selection;
 }
 
@@ -655,6 +692,8 @@ int run(const Args& args) {
   }
   Selection& selection = *selected;
   const KerberosSetup* kerberos = selection.realm ? &selection.realm->setup() : nullptr;
+  const auto registry = authrpc::MechanismRegistry::with_builtins();
+  const std::string issuer = token_issuer(registry);  // the token rows fetch over it
 
   std::unique_ptr<ServerChild> child;
   std::string token_dir;  // the token rows' credentials file and store
@@ -680,16 +719,16 @@ int run(const Args& args) {
       }
     }
     for (const auto& m : selection.methods) {
-      const bool token = is_token_method(m.name);
+      const bool token = is_token_method(registry, m.name);
       has_token = has_token || token;
-      has_kerberos = has_kerberos || m.name == "kerberos";
+      has_kerberos = has_kerberos || m.name == issuer;
       options.mechanisms.push_back(
           {m.name, m.kerberos && !token ? kerberos->server_options() : nlohmann::json::object(),
            m.optional});
     }
     // The token is fetched over Kerberos; --token-ops uses the file store.
     if (has_token && !has_kerberos) {
-      options.mechanisms.push_back({"kerberos", kerberos->server_options(), false});
+      options.mechanisms.push_back({issuer, kerberos->server_options(), false});
     }
     if (has_token) {
       token_dir = make_token_dir();
@@ -750,7 +789,7 @@ int run(const Args& args) {
   }
   for (auto it = selection.methods.begin(); it != selection.methods.end();) {
     auto& m = *it;
-    if (!is_token_method(m.name)) {
+    if (!is_token_method(registry, m.name)) {
       ++it;
       continue;
     }

@@ -51,7 +51,7 @@ struct TlsServers {
 
 struct BenchPlan {
   std::vector<MethodPlan> methods;  // sessions: measured in this order on each transport
-  std::string calls_method = "simple";  // calls: the connection authenticates with it
+  std::string calls_method;  // calls: the connection authenticates with it (main.cc)
   std::optional<KerberosSetup> kerberos;  // set when a Kerberos method is measured
   std::size_t n = 1000;       // measured iterations per row
   std::size_t warmup = 100;   // untimed iterations per row first

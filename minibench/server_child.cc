@@ -167,11 +167,15 @@ void serve(int fd, const ServerChildOptions& options, const std::function<void()
 
   const std::string tag = "minibench-" + std::to_string(::getpid());
   auto registry = authrpc::MechanismRegistry::with_builtins();
-  // The `token`, `token-digest` and `token-scram` rows: a token service
-  // sharing its SecretManager with those mechanisms (server/token_service.h).
+  // The delegation-token rows (`token`, `token-digest`, `token-scram`): a
+  // token service sharing its SecretManager with those mechanisms
+  // (server/token_service.h).
   std::unique_ptr<authrpc::TokenService> tokens;
   if (std::any_of(options.mechanisms.begin(), options.mechanisms.end(),
-                  [](const ServerMechanismSpec& m) { return m.name.starts_with("token"); })) {
+                  [&registry](const ServerMechanismSpec& m) {
+                    const auto* entry = registry.server(m.name);
+                    return entry != nullptr && entry->traits.delegation_token;
+                  })) {
     authrpc::TokenServiceOptions t;
     if (!options.token_zk_connect.empty()) {
 #if AUTHRPC_HAVE_ZOOKEEPER
@@ -195,9 +199,14 @@ void serve(int fd, const ServerChildOptions& options, const std::function<void()
     auto opened = authrpc::TokenService::open(std::move(t));
     if (!opened.ok()) fail_child(fd, "token service: " + opened.status().to_string());
     tokens = std::move(*opened);
-    tokens->register_mechanism(registry);
+    if (authrpc::Status s = tokens->register_mechanism(registry); !s.ok()) {
+      fail_child(fd, "token service: " + s.to_string());
+    }
   }
   authrpc::ServerOptions server_options;
+  // The calls rows authenticate with `simple`: enabled whether or not the
+  // sessions rows measure it.
+  const auto simple_mechanism = std::make_shared<authrpc::SimpleServerMechanism>();
   bool simple = false;
   for (const auto& spec : options.mechanisms) {
     auto mechanism = registry.make_server(spec.name, spec.options);
@@ -209,11 +218,9 @@ void serve(int fd, const ServerChildOptions& options, const std::function<void()
       continue;
     }
     server_options.mechanisms.push_back(*mechanism);
-    simple = simple || spec.name == authrpc::kSimpleMechanism;
+    simple = simple || (*mechanism)->name() == simple_mechanism->name();
   }
-  if (!simple) {
-    server_options.mechanisms.push_back(std::make_shared<authrpc::SimpleServerMechanism>());
-  }
+  if (!simple) server_options.mechanisms.push_back(simple_mechanism);
 
   FloorPlan floor_plan{floor_specs(tag, options.gss_floor.has_value()), nullptr, nullptr};
   if (options.gss_floor) {

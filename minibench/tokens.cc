@@ -19,7 +19,9 @@ using Clock = std::chrono::steady_clock;
 authrpc::Result<std::unique_ptr<authrpc::Client>> connect_kerberos(
     const authrpc::ClientOptions& server, const nlohmann::json& options) {
   const auto registry = authrpc::MechanismRegistry::with_builtins();
-  auto mechanism = registry.make_client("kerberos", options);
+  const std::string issuer = token_issuer(registry);
+  if (issuer.empty()) return Status(Errc::kMechanismUnavailable, "no mechanism may be issued tokens");
+  auto mechanism = registry.make_client(issuer, options);
   if (!mechanism.ok()) return mechanism.status();
   authrpc::ClientOptions o = server;
   o.mechanisms = {*mechanism};
@@ -40,6 +42,17 @@ double percentile(std::vector<double> v, double p) {
 }
 
 }  // namespace
+
+std::string token_issuer(const authrpc::MechanismRegistry& registry) {
+  for (const auto& name : registry.client_names()) {
+    const auto* server = registry.server(name);
+    if (server != nullptr && server->traits.may_be_issued_tokens &&
+        !server->traits.delegation_token) {
+      return name;
+    }
+  }
+  return {};
+}
 
 authrpc::Result<nlohmann::json> fetch_token(const authrpc::ClientOptions& server,
                                             const nlohmann::json& kerberos_client_options,

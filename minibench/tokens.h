@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
+#include "auth/mechanism_registry.h"
 #include "client/client.h"
 #include "rpc/endpoint.h"
 #include "security/base/result.h"
@@ -19,6 +20,11 @@ namespace minibench {
 // The service name stamped into minibench's token: one token serves every
 // transport (the client's `service` option names it).
 inline constexpr const char* kBenchTokenService = "minibench";
+
+// The mechanism a token is fetched over: the first registered one whose
+// sessions may be issued tokens (auth/mechanism_traits.h); empty if none.
+// Its client logs in from the bench realm (kerberos_client_options below).
+std::string token_issuer(const authrpc::MechanismRegistry& registry);
 
 // Connects to `server` (its endpoint and TLS context; mechanisms are
 // replaced) with `kerberos_client_options`, calls token.get with the client

@@ -12,7 +12,9 @@
 #     alone from the installed copy, check that they link no
 #     Kerberos/SASL/ZooKeeper library and that every installed header
 #     compiles on its own,
-#  5. run the README's and docs' shell blocks marked <!-- ci: run -->.
+#  5. run the README's and docs' shell blocks marked <!-- ci: run -->,
+#  6. check that no built-in mechanism's name decides anything outside its
+#     module (scripts/check_mechanism_names.sh).
 # Set AUTHRPC_SKIP_ASAN=1 to skip step 2 locally, AUTHRPC_SKIP_FUZZ=1 step 3.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -83,5 +85,8 @@ done
 
 echo "== the README's and docs' runnable examples (scripts/check_docs.sh)"
 bash scripts/check_docs.sh build
+
+echo "== no mechanism name decides anything outside its module (scripts/check_mechanism_names.sh)"
+bash scripts/check_mechanism_names.sh
 
 echo "== all tests passed in $(( $(date +%s) - start )) s"

@@ -27,7 +27,7 @@ struct TokenStoreOpener {
   std::string label;  // names the store in errors: "token store (<label>)"
   // Connects; `sweep_interval` is the token service's (a store shared by a
   // fleet lets one server per interval sweep).
-  std::function<TokenResult<std::shared_ptr<TokenStore>>(std::chrono::milliseconds sweep_interval)>
+  std::function<Result<std::shared_ptr<TokenStore>>(std::chrono::milliseconds sweep_interval)>
       open;
 };
 

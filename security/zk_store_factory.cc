@@ -81,7 +81,7 @@ Result<ZkTokenStoreOptions> zookeeper_store_options_from_json(const nlohmann::js
 TokenStoreOpener zookeeper_store(ZkTokenStoreOptions options) {
   return {"ZooKeeper",
           [options = std::move(options)](std::chrono::milliseconds sweep_interval)
-              -> TokenResult<std::shared_ptr<TokenStore>> {
+              -> Result<std::shared_ptr<TokenStore>> {
             auto zk_options = options;
             zk_options.sweep_interval = sweep_interval;
             auto zk = ZkTokenStore::open(std::move(zk_options));

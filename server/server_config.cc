@@ -167,6 +167,7 @@ Result<ServerOptions> server_options_from_json(const nlohmann::json& config,
   const nlohmann::json auth = config.value("auth", nlohmann::json::object());
   if (!auth.is_object()) return config_error("'auth' must be an object");
   if (Status s = check_keys(auth, "auth.", {"mechanisms", "options"}); !s.ok()) return s;
+  // names: documented default (docs/CONFIG.md)
   const nlohmann::json names = auth.value("mechanisms", nlohmann::json::array({"simple"}));
   if (!names.is_array() || names.empty()) {
     return config_error("'auth.mechanisms' must be a non-empty array of mechanism names");
@@ -228,6 +229,7 @@ Result<ServerOptions> server_options_from_json(const nlohmann::json& config,
   if (config.contains("tokens")) {
     auto tokens = token_service_options_from_json(config["tokens"], stores);
     if (!tokens.ok()) return tokens.status();
+    if (Status s = check_issue_mechanisms(*tokens, registry); !s.ok()) return s;
   }
   if (Status s = read_authz(config, o); !s.ok()) return s;
   return o;
@@ -252,7 +254,7 @@ Result<ServerConfig> server_config_from_json(const nlohmann::json& config,
     options->log = std::move(*log);
     auto service = TokenService::open(std::move(*options));
     if (!service.ok()) return service.status();
-    (*service)->register_mechanism(registry);
+    if (Status s = (*service)->register_mechanism(registry); !s.ok()) return s;
     out.tokens = std::move(*service);
   }
   auto options = server_options_from_json(config, registry, stores);

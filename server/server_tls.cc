@@ -1,13 +1,10 @@
 #include "server/server_tls.h"
 
-#include "auth/simple.h"
 #include "rpc/tls_transport.h"
 #include "security/tls_context.h"
 
 namespace authrpc {
 namespace {
-
-constexpr std::string_view kX509 = "x509";
 
 bool any_tls_endpoint(const ServerOptions& o) {
   for (const auto& e : o.endpoints) {
@@ -105,18 +102,30 @@ Status validate_server_policies(const ServerOptions& o) {
   }
   const bool client_certs =
       o.tls && o.tls->options().client_certificates != security::ClientCertificates::kNone;
+  bool plaintext_tcp = false;  // an endpoint that may carry a plaintext tcp:// connection
+  for (const auto& e : o.endpoints) plaintext_tcp = plaintext_tcp || e.scheme == Endpoint::Scheme::kTcp;
+  // By what each mechanism declares (auth/mechanism_traits.h), never its name.
   for (const auto& m : o.mechanisms) {
     if (!m) continue;
-    const bool is_simple = m->name() == kSimpleMechanism;
-    if (o.authentication == Policy::kRequired && is_simple) {
-      return bad("authentication is required but mechanism 'simple' (no proof) is enabled");
+    const MechanismTraits traits = m->traits();
+    const std::string name(m->name());
+    if (o.authentication == Policy::kRequired && !traits.proves_identity) {
+      return bad("authentication is required but mechanism '" + name + "' (no proof) is enabled");
     }
-    if (o.authentication == Policy::kDisabled && !is_simple) {
-      return bad("authentication is disabled but mechanism '" + std::string(m->name()) +
-                 "' is enabled (only 'simple' is allowed)");
+    if (o.authentication == Policy::kDisabled && traits.proves_identity) {
+      return bad("authentication is disabled but mechanism '" + name +
+                 "' is enabled (only mechanisms without a proof, such as simple, are allowed)");
     }
-    if (m->name() == kX509 && (encryption == Policy::kDisabled || !client_certs)) {
-      return bad("mechanism 'x509' needs TLS with client certificates (tls.client_certificates)");
+    if (traits.needs_client_certificate && (encryption == Policy::kDisabled || !client_certs)) {
+      return bad("mechanism '" + name + "' needs TLS with client certificates (tls.client_certificates)");
+    }
+    if (traits.needs_tls && encryption == Policy::kDisabled) {
+      return bad("mechanism '" + name + "' needs TLS but encryption is disabled");
+    }
+    if (traits.bearer_secret && encryption == Policy::kDisabled && plaintext_tcp) {
+      return bad("mechanism '" + name +
+                 "' carries a bearer secret, never accepted over plaintext tcp://: use tls:// "
+                 "or unix: endpoints");
     }
   }
   if (client_certs && encryption == Policy::kDisabled) {

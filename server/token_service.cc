@@ -134,13 +134,15 @@ Result<TokenServiceOptions> token_service_options_from_json(const nlohmann::json
                    read_ms(config, "renew_interval_ms", o.secrets.renew_interval, 1000),
                    read_ms(config, "sweep_interval_ms", o.sweep_interval, 100),
                    read_ms(config, "max_clock_skew_ms", o.mechanism.max_clock_skew, 1000),
-                   read_strings(config, "issue_mechanisms", o.issue_mechanisms),
                    read_strings(config, "services", o.mechanism.services)}) {
     if (!s.ok()) return s;
   }
-  if (std::find(o.issue_mechanisms.begin(), o.issue_mechanisms.end(), "token") !=
-      o.issue_mechanisms.end()) {
-    return config_error(".issue_mechanisms' must not contain \"token\": a token never begets a token");
+  if (config.contains("issue_mechanisms")) {
+    // Delegation-token names are refused by register_mechanism(), which
+    // knows what each name declares.
+    if (Status s = read_strings(config, "issue_mechanisms", o.issue_mechanisms.emplace()); !s.ok()) {
+      return s;
+    }
   }
   if (config.contains("replay_cache_capacity")) {
     const auto& v = config["replay_cache_capacity"];
@@ -258,32 +260,45 @@ void TokenService::sweeper() {
 }
 
 bool TokenService::may_issue(const Identity& identity) const {
-  return !is_token_mechanism(identity.mechanism) &&
-         std::find(options_.issue_mechanisms.begin(), options_.issue_mechanisms.end(),
-                   identity.mechanism) != options_.issue_mechanisms.end();
+  if (identity.mechanism_traits.delegation_token) return false;
+  if (!options_.issue_mechanisms) return identity.mechanism_traits.may_be_issued_tokens;
+  const auto& names = *options_.issue_mechanisms;
+  return std::find(names.begin(), names.end(), identity.mechanism) != names.end();
 }
 
-void TokenService::register_mechanism(MechanismRegistry& registry) const {
+Status check_issue_mechanisms(const TokenServiceOptions& options, const MechanismRegistry& registry) {
+  if (!options.issue_mechanisms) return {};
+  for (const auto& name : *options.issue_mechanisms) {
+    const auto* entry = registry.server(name);
+    if (entry != nullptr && entry->traits.delegation_token) {
+      return config_error(".issue_mechanisms' must not contain \"" + name +
+                          "\": a token never begets a token");
+    }
+  }
+  return {};
+}
+
+Status TokenService::register_mechanism(MechanismRegistry& registry) const {
+  if (Status s = check_issue_mechanisms(options_, registry); !s.ok()) return s;
+  registry.provide_delegation_tokens({secrets_, options_.mechanism});
+  // The service's own mechanism (mechanism()) under its own name: the
+  // configuration gets that very object, so that there is one replay cache
+  // however the server's mechanisms were made.
   registry.register_server(
-      std::string(kTokenMechanism),
+      std::string(mechanism_->name()),
       [m = mechanism_](const nlohmann::json& options) -> Result<std::shared_ptr<ServerMechanism>> {
         if (options.is_object() && !options.empty()) {
-          return Status(Errc::kConfigError,
-                        "token: the token mechanism's options live in the 'tokens' section");
+          return Status(Errc::kConfigError, std::string(m->name()) + ": the " + std::string(m->name()) +
+                                                " mechanism's options live in the 'tokens' section");
         }
         return std::shared_ptr<ServerMechanism>(m);
-      });
-  // Mechanisms of other modules that verify tokens (e.g. the interop ones of
-  // auth/token_sasl.h) share the SecretManager.
-  for (const auto& [name, factory] : registry.token_servers()) {
-    registry.register_server(
-        name, [factory, secrets = std::shared_ptr<const security::SecretManager>(secrets_)](
-                  const nlohmann::json& json) { return factory(json, secrets); });
-  }
+      },
+      mechanism_->traits());
+  return {};
 }
 
 bool TokenService::may_cancel(const Identity& identity) const {
-  return may_issue(identity) || is_token_mechanism(identity.mechanism);
+  return may_issue(identity) || identity.mechanism_traits.delegation_token;
 }
 
 // The token service's requests are one small object of strings; a token's

@@ -6,12 +6,18 @@
 // RPC service:
 //
 //   token.get     {"renewer": R, "service": S}  → {"token": ..., ...}
-//                 only on connections authenticated by one of
-//                 issue_mechanisms (Kerberos by default, never `token`)
+//                 only on connections a token may be issued to (below)
 //   token.renew   {"token": T} → {"renew_date": ..., "renew_date_ms": ...}
-//                 only the renewer, on a Kerberos-authenticated connection
-//   token.cancel  {"token": T} → {} — the owner or the renewer, on a
-//                 connection authenticated by Kerberos or by a token
+//                 only the renewer, on such a connection
+//   token.cancel  {"token": T} → {} — the owner or the renewer, on such a
+//                 connection or one authenticated by a delegation token
+//
+// Which connections those are is read from the identity's mechanism traits
+// (auth/mechanism_traits.h): may_be_issued_tokens (the Kerberos mechanisms
+// among the built-ins), or the names in issue_mechanisms when the server
+// lists them; never a delegation_token mechanism. The token mechanisms'
+// server halves reach the SecretManager through register_mechanism(), which
+// names none of them.
 //
 // Who may call a method is checked before its request is parsed, and
 // requests are parsed with small size and depth limits (service.h).
@@ -28,6 +34,7 @@
 #include <memory>
 #include <mutex>
 #include <nlohmann/json_fwd.hpp>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -57,8 +64,9 @@ struct TokenServiceOptions {
   security::SecretManagerOptions secrets;  // lifetimes, key roll, clock
   // How often the sweeper runs (expired tokens, retired keys, key roll).
   std::chrono::milliseconds sweep_interval{std::chrono::minutes(1)};
-  // Connections authenticated by these may get (and renew) tokens.
-  std::vector<std::string> issue_mechanisms{"kerberos", "kerberos-sasl"};
+  // Connections authenticated by these may get (and renew) tokens; unset:
+  // those whose mechanism declares may_be_issued_tokens.
+  std::optional<std::vector<std::string>> issue_mechanisms;
   // The `token` mechanism's options; `services` also limits what token.get
   // will stamp into a token.
   TokenServerOptions mechanism;
@@ -70,6 +78,9 @@ struct TokenServiceOptions {
 // (the file and memory stores need none).
 Result<TokenServiceOptions> token_service_options_from_json(
     const nlohmann::json& config, const security::TokenStoreRegistry& stores = {});
+// CONFIG_ERROR if `options.issue_mechanisms` names a mechanism that
+// `registry` says authenticates with a delegation token.
+Status check_issue_mechanisms(const TokenServiceOptions& options, const MechanismRegistry& registry);
 
 class TokenService {
  public:
@@ -83,8 +94,12 @@ class TokenService {
   std::shared_ptr<TokenServerMechanism> mechanism() const { return mechanism_; }
   // The `token` service (get, renew, cancel); add it to the server.
   Service service();
-  // Makes registry.make_server("token") return mechanism().
-  void register_mechanism(MechanismRegistry& registry) const;
+  // Lends the registry's delegation-token mechanisms (register_token_server)
+  // this service's SecretManager and rules, so that the configuration can
+  // enable them, and registers mechanism() itself under its name; CONFIG_ERROR
+  // if issue_mechanisms names a delegation-token mechanism (a token never
+  // begets a token).
+  Status register_mechanism(MechanismRegistry& registry) const;
 
   // Compare renewers through this authorizer's auth_to_local rules instead
   // of Hadoop's DEFAULT rule (docs/TOKENS.md §9). authrpc-server passes its

@@ -45,9 +45,10 @@ using testing::DataService;
 constexpr const char* kSecret = "s3cret-Proof-42";
 
 // "token" for tests: the client sends "user:proof"; the server accepts the
-// proof kSecret. Its only purpose is a mechanism named "token" carrying a
-// secret, so that proxy-user refusal over tokens and secret-free audit lines
-// can be tested without the real token mechanism.
+// proof kSecret. Its only purpose is a delegation-token mechanism (by its
+// traits, not its name) carrying a secret, so that proxy-user refusal over
+// tokens and secret-free audit lines can be tested without the real token
+// mechanism.
 class TestTokenServer final : public ServerMechanism {
   class Session final : public ServerAuthSession {
    public:
@@ -64,6 +65,7 @@ class TestTokenServer final : public ServerMechanism {
 
  public:
   std::string_view name() const noexcept override { return "token"; }
+  MechanismTraits traits() const noexcept override { return {.delegation_token = true}; }
   std::unique_ptr<ServerAuthSession> start(const ChannelInfo&) override {
     return std::make_unique<Session>();
   }

@@ -176,6 +176,7 @@ class LoggingServerMechanism final : public ServerMechanism {
   LoggingServerMechanism(std::shared_ptr<ServerMechanism> inner, SessionLog* log)
       : inner_(std::move(inner)), log_(log) {}
   std::string_view name() const noexcept override { return inner_->name(); }
+  MechanismTraits traits() const noexcept override { return inner_->traits(); }
   std::unique_ptr<ServerAuthSession> start(const ChannelInfo& channel) override {
     log_->add(std::string(name()));
     return inner_->start(channel);
@@ -191,6 +192,7 @@ class LoggingClientMechanism final : public ClientMechanism {
   LoggingClientMechanism(std::shared_ptr<ClientMechanism> inner, SessionLog* log)
       : inner_(std::move(inner)), log_(log) {}
   std::string_view name() const noexcept override { return inner_->name(); }
+  MechanismTraits traits() const noexcept override { return inner_->traits(); }
   std::unique_ptr<ClientAuthSession> start(const ChannelInfo& channel) override {
     log_->add(std::string(name()));
     return inner_->start(channel);

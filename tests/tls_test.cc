@@ -496,9 +496,12 @@ class ProvingClientMechanism final : public ClientMechanism {
   std::string_view name() const noexcept override { return "proving"; }
   std::unique_ptr<ClientAuthSession> start(const ChannelInfo&) override { return nullptr; }
 };
-class X509NamedServerMechanism final : public ServerMechanism {
+// The needs of the x509 mechanism, as it declares them, on a mechanism of
+// another name: the policy check reads the traits, not the name.
+class CertificateServerMechanism final : public ServerMechanism {
  public:
-  std::string_view name() const noexcept override { return "x509"; }
+  std::string_view name() const noexcept override { return "certificate"; }
+  MechanismTraits traits() const noexcept override { return kX509Traits; }
   std::unique_ptr<ServerAuthSession> start(const ChannelInfo&) override { return nullptr; }
 };
 
@@ -554,9 +557,14 @@ INSTANTIATE_TEST_SUITE_P(
                     {}, "authentication is disabled"},
         StartupCase{"server_x509_without_client_certificates",
                     [](ServerOptions& o) {
-                      o.mechanisms = {std::make_shared<X509NamedServerMechanism>()};
+                      o.mechanisms = {std::make_shared<X509ServerMechanism>()};
                     },
                     {}, "x509"},
+        StartupCase{"server_client_certificate_mechanism_without_client_certificates",
+                    [](ServerOptions& o) {
+                      o.mechanisms = {std::make_shared<CertificateServerMechanism>()};
+                    },
+                    {}, "'certificate' needs TLS with client certificates"},
         StartupCase{"client_disabled_with_tls_endpoint", {},
                     [](ClientOptions& o) { o.encryption = Policy::kDisabled; },
                     "encryption is disabled"},

@@ -128,7 +128,7 @@ class TokenItest : public testing::KerberosSuite {
     if (uri.starts_with("tls:")) r.server->tls_context(server_tls_);
     r.server->mechanisms({*kerberos, r.tokens->mechanism()}).service(r.tokens->service());
     auto registry = MechanismRegistry::with_builtins();
-    r.tokens->register_mechanism(registry);
+    if (Status s = r.tokens->register_mechanism(registry); !s.ok()) return s;
     for (const auto& [name, options] : interop) {
       auto m = registry.make_server(name, options);
       if (!m.ok()) return m.status();
