@@ -56,10 +56,6 @@ void MechanismRegistry::provide_delegation_tokens(DelegationTokenHost tokens) {
   tokens_ = std::move(tokens);
 }
 
-void MechanismRegistry::register_token_server(std::string name, TokenServerFactory factory) {
-  token_server_[std::move(name)] = std::move(factory);
-}
-
 Result<std::shared_ptr<ServerMechanism>> MechanismRegistry::make_server(
     std::string_view name, const nlohmann::json& options) const {
   const ServerEntry* entry = server(name);

@@ -126,7 +126,7 @@ void register_simple(MechanismRegistry& registry) {
           if (!s.ok()) return s;
         }
         if (!user.empty()) {
-          if (auto why = check_simple_user_name(user); !why.empty()) return o.error(why);
+          if (Status refused = check_simple_user_name(user); !refused.ok()) return o.error(refused.message);
         }
         return std::shared_ptr<ClientMechanism>(std::make_shared<SimpleClientMechanism>(user));
       },

@@ -131,10 +131,10 @@ std::shared_ptr<security::TlsServerContext> ServerTls(security::ClientCertificat
   o.private_key_file = certs().ca->key_file("server");
   o.ca_file = certs().ca->ca_file();
   o.client_certificates = client_certs;
-  std::string error;
-  auto ctx = security::TlsServerContext::create(o, &error);
-  EXPECT_TRUE(ctx) << error;
-  return ctx;
+  auto ctx = security::TlsServerContext::create(o);
+  EXPECT_TRUE(ctx.ok()) << ctx.status().to_string();
+  if (!ctx.ok()) return nullptr;
+  return std::move(*ctx);
 }
 
 std::shared_ptr<security::TlsClientContext> ClientTls(bool with_certificate) {
@@ -144,10 +144,10 @@ std::shared_ptr<security::TlsClientContext> ClientTls(bool with_certificate) {
     o.certificate_file = certs().ca->cert_file("client");
     o.private_key_file = certs().ca->key_file("client");
   }
-  std::string error;
-  auto ctx = security::TlsClientContext::create(o, &error);
-  EXPECT_TRUE(ctx) << error;
-  return ctx;
+  auto ctx = security::TlsClientContext::create(o);
+  EXPECT_TRUE(ctx.ok()) << ctx.status().to_string();
+  if (!ctx.ok()) return nullptr;
+  return std::move(*ctx);
 }
 
 // How a case's connection travels.
