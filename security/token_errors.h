@@ -55,7 +55,7 @@ enum class TokenUse {
 // token_authentication_errc() or the default condition, per `use`; text
 // `prefix` ("token") plus to_string(): "token: EXPIRED: token 12 ...", so
 // that both ends can tell EXPIRED from CANCELLED from FORGED.
-Status token_status(const Status& status, TokenUse use, std::string_view prefix = "token");
+Status token_status(const Status& status, TokenUse use, std::string_view prefix = "token");  // names: a message prefix
 
 // A Status for a failed system call: kIoError, "what: strerror(err)".
 Status io_error(std::string_view what, int err);
