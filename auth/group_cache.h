@@ -1,8 +1,8 @@
 // GroupCache: the groups of users from a slow source — the OS through NSS
 // (getgrouplist: /etc/group parsed each time with "files", a network round
 // trip with LDAP or sssd) — kept for a TTL, so that a connection does not pay
-// a lookup on the IO thread every time. Measured with NSS "files" on the
-// development VM: ~30 µs per session without it (docs/AUTHZ.md, "Cost").
+// a lookup on the IO thread every time (what that costs: docs/AUTHZ.md,
+// "Cost", and docs/DESIGN.md, "Measured costs behind the code").
 //
 // Unknown users are cached too (as empty). Bounded: at capacity the entry
 // looked up longest ago goes. Owned by an AuthzPolicy, so a reload starts

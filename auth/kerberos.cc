@@ -164,8 +164,8 @@ class KerberosServerSession final : public ServerAuthSession {
   GssContext context_;
   // The client's name, released with the session: the server drops a spent
   // session once the first replies have left (ServerConnection), and freeing
-  // a name costs a krb5 context (~25k instructions) that the client need not
-  // wait for.
+  // a name costs a krb5 context (docs/DESIGN.md, "Measured costs behind the
+  // code") that the client need not wait for.
   GssName client_;
 };
 
@@ -186,8 +186,8 @@ class KerberosClientSession final : public ClientAuthSession {
       target_label_ = o.service + "@" + host;
     }
     // gss_init_sec_context turns an imported name into a Kerberos name on
-    // every call, twice per session (~130k instructions, more than the rest
-    // of a session's client side). Do it once per target and share the
+    // every call, twice per session (more than the rest of a session's client
+    // side: docs/DESIGN.md, "Measured costs behind the code"). Do it once per target and share the
     // result: GSSAPI only reads a mechanism name (copying one with
     // gss_duplicate_name costs as much as making it). A host-based name is
     // thus resolved once per process.

@@ -12,8 +12,8 @@
 // cache is consulted only for the name; every token is still accepted in
 // full (ticket, authenticator, replay cache, channel bindings, mutual flag).
 //
-// Why it exists: MIT's GSSAPI makes a krb5 context (~25k instructions, a
-// re-read of krb5.conf) to turn the accepted name into a union name, another
+// Why it exists: MIT's GSSAPI makes a krb5 context (a re-read of krb5.conf;
+// docs/DESIGN.md, "Measured costs behind the code") to turn the accepted name into a union name, another
 // to display it and a third to release it. A session whose ticket is known
 // asks for no name: three contexts fewer (docs/KERBEROS.md).
 //

@@ -3,8 +3,8 @@
 // armed for the earliest; adding a deadline later than the one the timer is
 // armed for (the usual case: the same timeout, started later) and removing
 // one are a few pointer updates, where a timer per deadline costs an arm, a
-// cancel and a cancelled-handler run — about 2,000 instructions each, on the
-// critical path of every session (docs/DESIGN.md, "Performance").
+// cancel and a cancelled-handler run, on the critical path of every session
+// (docs/DESIGN.md, "Measured costs behind the code").
 //
 // Who uses it: the client connection (connect and negotiation deadlines, call
 // deadlines) and the socket transport's connect.

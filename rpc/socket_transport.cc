@@ -68,7 +68,8 @@ std::error_code errno_status() {
 
 // make_address() for the host of a connect, remembering the last literal
 // parsed on this thread: clients connect to the same few servers again and
-// again, and inet_pton cost ~400 instructions per connect.
+// again, and inet_pton cost too much per connect (docs/DESIGN.md, "Measured
+// costs behind the code").
 asio::ip::address parse_address(const std::string& host, std::error_code& ec) {
   thread_local std::string last_host;
   thread_local asio::ip::address last_address;

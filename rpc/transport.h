@@ -158,7 +158,8 @@ Result<asio::ip::tcp::acceptor> listen_tcp(asio::io_context& io, const Endpoint&
 
 // How an accepted tcp:// or tls:// peer is named (peer_address()):
 // "a.b.c.d:port" or "[v6]:port". IPv4 is formatted by hand: inet_ntop's
-// sprintf cost ~1,500 instructions per accepted connection.
+// sprintf cost too much per accepted connection (docs/DESIGN.md, "Measured
+// costs behind the code").
 std::string format_tcp_peer(const asio::ip::tcp::endpoint& ep);
 
 }  // namespace authrpc

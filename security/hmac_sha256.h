@@ -1,9 +1,9 @@
 // HMAC-SHA256 without OpenSSL 3's per-call algorithm fetch. The one-shot
 // HMAC() fetches the HMAC and SHA-256 implementations from the provider on
-// every call (about 25 000 instructions, more than the hashing itself);
-// this helper fetches them once per process and keeps one EVP_MAC_CTX per
-// thread, re-keyed for each MAC: about 1 µs instead of 2.4 µs per MAC
-// (docs/TOKENS.md "Costs"). Used by the token password derivation
+// every call, which costs more than the hashing itself; this helper fetches
+// them once per process and keeps one EVP_MAC_CTX per thread, re-keyed for
+// each MAC (docs/TOKENS.md "Costs", docs/DESIGN.md "Measured costs behind
+// the code"). Used by the token password derivation
 // (security/token.h) and the `token` mechanism's proofs
 // (auth/token_mechanism.h). Thread-safe.
 #pragma once

@@ -45,8 +45,8 @@ class GssName {
                             GssStatus* status);
 
   // The Kerberos mechanism name (MN) this name stands for. Expensive (the
-  // krb5 library resolves and parses it, ~60k instructions): do it once and
-  // share the result; GSSAPI calls only read a mechanism name.
+  // krb5 library resolves and parses it; docs/DESIGN.md, "Measured costs
+  // behind the code"): do it once and share the result; GSSAPI calls only read a mechanism name.
   GssName canonical(GssStatus* status) const;
 
   gss_name_t get() const noexcept { return name_; }

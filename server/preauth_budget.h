@@ -6,9 +6,10 @@
 // authenticated connections that max_connections limits.
 //
 // Shared by every reactor of a Server: thread-safe, one mutex, taken at
-// accept, at authentication and at close (a few hundred ns each, against a
-// session's ~100 µs). It only counts and chooses: the Server closes the
-// connections it names, on their own reactors.
+// accept, at authentication and at close (small against a session:
+// docs/DESIGN.md, "Measured costs behind the code"). It only counts and
+// chooses: the Server closes the connections it names, on their own
+// reactors.
 #pragma once
 
 #include <cstddef>
