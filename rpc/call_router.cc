@@ -33,6 +33,7 @@ void CallRouter::remove(const std::shared_ptr<CallStream>& stream) {
 }
 
 void CallRouter::fail_all(const Status& why) {
+  if (streams_.empty()) return;
   // Out of the table first: a stream's failure may run code that looks here.
   auto streams = std::move(streams_);
   streams_.clear();

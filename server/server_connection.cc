@@ -267,7 +267,10 @@ asio::awaitable<void> ServerConnection::serve() {
 
 void ServerConnection::cancel_all_calls() {
   for (auto& [id, flag] : cancel_flags_) flag->store(true);
-  streams_.fail_all(Status(Errc::kCancelled, "the connection to the client ended"));
+  // Most connections end with no stream open: no Status to build then.
+  if (!streams_.empty()) {
+    streams_.fail_all(Status(Errc::kCancelled, "the connection to the client ended"));
+  }
 }
 
 // Descriptors (SCM_RIGHTS) may ride only on SHM_RING frames, four each, on
