@@ -232,7 +232,9 @@ INSTANTIATE_TEST_SUITE_P(
 // Flow control is the stream's; the router passes its verdict on.
 TEST_F(CallRouterTest, DataBeyondTheCallsWindowIsAProtocolError) {
   auto stream = open(1);
-  const Frame frame = TestFrame{FrameType::kData, 1, std::string(kWindow / 2 + 1, 'x')}.frame();
+  // The Frame views the TestFrame's body: both outlive the calls.
+  const TestFrame data{FrameType::kData, 1, std::string(kWindow / 2 + 1, 'x')};
+  const Frame frame = data.frame();
   const Status first = run<Status>([&]() { return router_.on_data(*channel_, frame); });
   EXPECT_TRUE(first.ok()) << first.to_string();
   const Status second = run<Status>([&]() { return router_.on_data(*channel_, frame); });
@@ -241,7 +243,8 @@ TEST_F(CallRouterTest, DataBeyondTheCallsWindowIsAProtocolError) {
 
 TEST_F(CallRouterTest, CreditAboveTheWindowIsAProtocolError) {
   auto stream = open(1);
-  const Frame update = TestFrame{FrameType::kWindowUpdate, 1, u32_body(kWindow)}.frame();
+  const TestFrame credit{FrameType::kWindowUpdate, 1, u32_body(kWindow)};
+  const Frame update = credit.frame();
   EXPECT_TRUE(router_.on_window_update(update).ok());  // announces the window
   EXPECT_EQ(router_.on_window_update(update).code, Errc::kProtocolError);
 }
@@ -289,9 +292,10 @@ TEST_F(CallRouterTest, LargeDataBodyIsReadFromTheConnection) {
 TEST_F(CallRouterTest, ResponseEndsTheCallAfterItsMessages) {
   auto ok_call = open(1);
   auto failed_call = open(2);
-  ASSERT_TRUE(run<Status>([&]() {
-                return router_.on_data(*channel_, TestFrame{FrameType::kData, 1, "m1"}.frame());
-              }).ok());
+  // on_data() is a coroutine that reads the frame after the lambda returns.
+  const TestFrame m1{FrameType::kData, 1, "m1"};
+  const Frame data = m1.frame();
+  ASSERT_TRUE(run<Status>([&]() { return router_.on_data(*channel_, data); }).ok());
   wire::ResponseHeader ok{0, {}};
   EXPECT_TRUE(router_.on_response(1, ok, "final"));
   wire::ResponseHeader refused{static_cast<std::uint16_t>(Errc::kPermissionDenied), "no"};
