@@ -1,4 +1,4 @@
-#include "auth/acl.h"
+#include "authrpc/auth/acl.h"
 
 #include <arpa/inet.h>
 

@@ -1,4 +1,4 @@
-#include "auth/authorizer.h"
+#include "authrpc/auth/authorizer.h"
 
 namespace authrpc {
 

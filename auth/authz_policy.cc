@@ -1,7 +1,7 @@
-#include "auth/authz_policy.h"
+#include "authrpc/auth/authz_policy.h"
 
-#include "auth/default_realm.h"
-#include "rpc/json_document.h"
+#include "authrpc/auth/default_realm.h"
+#include "authrpc/rpc/json_document.h"
 
 #include <grp.h>
 #include <pwd.h>

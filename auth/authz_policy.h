@@ -13,11 +13,11 @@
 #include <string_view>
 #include <vector>
 
-#include "auth/acl.h"
-#include "auth/group_cache.h"
-#include "auth/identity.h"
-#include "auth/principal_mapper.h"
-#include "security/base/result.h"
+#include "authrpc/auth/acl.h"
+#include "authrpc/auth/group_cache.h"
+#include "authrpc/auth/identity.h"
+#include "authrpc/auth/principal_mapper.h"
+#include "authrpc/security/base/result.h"
 
 namespace authrpc {
 

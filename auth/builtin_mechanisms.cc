@@ -2,13 +2,13 @@
 // registers itself from its own module (options, flags, traits); this file
 // only lists them. Kept apart from the registry itself so that a program
 // that builds its own registry does not link every mechanism.
-#include "auth/kerberos.h"
-#include "auth/kerberos_sasl.h"
-#include "auth/mechanism_registry.h"
-#include "auth/simple.h"
-#include "auth/token_mechanism.h"
-#include "auth/token_sasl.h"
-#include "auth/x509.h"
+#include "authrpc/auth/kerberos.h"
+#include "authrpc/auth/kerberos_sasl.h"
+#include "authrpc/auth/mechanism_registry.h"
+#include "authrpc/auth/simple.h"
+#include "authrpc/auth/token_mechanism.h"
+#include "authrpc/auth/token_sasl.h"
+#include "authrpc/auth/x509.h"
 
 namespace authrpc {
 

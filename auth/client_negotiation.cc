@@ -1,6 +1,6 @@
-#include "auth/client_negotiation.h"
+#include "authrpc/auth/client_negotiation.h"
 
-#include "rpc/messages.h"
+#include "authrpc/rpc/messages.h"
 
 namespace authrpc {
 namespace {

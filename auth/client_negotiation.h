@@ -11,8 +11,8 @@
 #include <string>
 #include <vector>
 
-#include "auth/mechanism.h"
-#include "rpc/frame_channel.h"
+#include "authrpc/auth/mechanism.h"
+#include "authrpc/rpc/frame_channel.h"
 
 namespace authrpc {
 

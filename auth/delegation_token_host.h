@@ -12,7 +12,7 @@
 #include <string>
 #include <vector>
 
-#include "security/secret_manager.h"
+#include "authrpc/security/secret_manager.h"
 
 namespace authrpc {
 

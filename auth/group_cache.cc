@@ -1,4 +1,4 @@
-#include "auth/group_cache.h"
+#include "authrpc/auth/group_cache.h"
 
 namespace authrpc {
 

@@ -1,4 +1,4 @@
-#include "auth/identity.h"
+#include "authrpc/auth/identity.h"
 
 #include <algorithm>
 

@@ -8,7 +8,7 @@
 #include <ostream>
 #include <string>
 
-#include "auth/mechanism_traits.h"
+#include "authrpc/auth/mechanism_traits.h"
 
 namespace authrpc {
 

@@ -1,4 +1,4 @@
-#include "auth/kerberos.h"
+#include "authrpc/auth/kerberos.h"
 
 #include <asio/co_spawn.hpp>
 #include <asio/this_coro.hpp>
@@ -13,10 +13,10 @@
 
 #include <nlohmann/json.hpp>
 
-#include "auth/kerberos_errors.h"
-#include "auth/mechanism_options.h"
-#include "auth/mechanism_registry.h"
-#include "auth/kerberos_ticket_names.h"
+#include "authrpc/auth/kerberos_errors.h"
+#include "authrpc/auth/mechanism_options.h"
+#include "authrpc/auth/mechanism_registry.h"
+#include "authrpc/auth/kerberos_ticket_names.h"
 
 namespace authrpc {
 namespace {

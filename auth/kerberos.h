@@ -12,8 +12,8 @@
 #include <string>
 #include <vector>
 
-#include "auth/mechanism.h"
-#include "security/base/result.h"
+#include "authrpc/auth/mechanism.h"
+#include "authrpc/security/base/result.h"
 
 namespace authrpc {
 

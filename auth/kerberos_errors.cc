@@ -1,4 +1,4 @@
-#include "auth/kerberos_errors.h"
+#include "authrpc/auth/kerberos_errors.h"
 
 #include <krb5/krb5.h>
 

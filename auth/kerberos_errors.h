@@ -3,8 +3,8 @@
 // (UNAVAILABLE) from "this will never work" (AUTHENTICATION_FAILED).
 #pragma once
 
-#include "security/base/status.h"
-#include "security/kerberos_credentials.h"
+#include "authrpc/security/base/status.h"
+#include "authrpc/security/kerberos_credentials.h"
 
 namespace authrpc {
 

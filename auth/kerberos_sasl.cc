@@ -1,4 +1,4 @@
-#include "auth/kerberos_sasl.h"
+#include "authrpc/auth/kerberos_sasl.h"
 
 #include <asio/co_spawn.hpp>
 #include <asio/this_coro.hpp>
@@ -14,11 +14,11 @@
 
 #include <nlohmann/json.hpp>
 
-#include "auth/kerberos_errors.h"
-#include "auth/mechanism_options.h"
-#include "auth/mechanism_registry.h"
-#include "auth/sasl_library.h"
-#include "auth/sasl_session.h"
+#include "authrpc/auth/kerberos_errors.h"
+#include "authrpc/auth/mechanism_options.h"
+#include "authrpc/auth/mechanism_registry.h"
+#include "authrpc/auth/sasl_library.h"
+#include "authrpc/auth/sasl_session.h"
 
 namespace authrpc {
 namespace {

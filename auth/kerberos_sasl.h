@@ -20,9 +20,9 @@
 #include <memory>
 #include <string>
 
-#include "auth/kerberos.h"
-#include "auth/mechanism.h"
-#include "security/base/result.h"
+#include "authrpc/auth/kerberos.h"
+#include "authrpc/auth/mechanism.h"
+#include "authrpc/security/base/result.h"
 
 namespace authrpc {
 

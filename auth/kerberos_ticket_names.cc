@@ -1,4 +1,4 @@
-#include "auth/kerberos_ticket_names.h"
+#include "authrpc/auth/kerberos_ticket_names.h"
 
 #include <openssl/evp.h>
 

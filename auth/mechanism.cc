@@ -1,4 +1,4 @@
-#include "auth/mechanism.h"
+#include "authrpc/auth/mechanism.h"
 
 namespace authrpc {
 namespace {

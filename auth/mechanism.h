@@ -21,11 +21,11 @@
 #include <string>
 #include <string_view>
 
-#include "auth/identity.h"
-#include "auth/mechanism_host.h"
-#include "auth/mechanism_traits.h"
-#include "rpc/endpoint.h"
-#include "security/base/result.h"
+#include "authrpc/auth/identity.h"
+#include "authrpc/auth/mechanism_host.h"
+#include "authrpc/auth/mechanism_traits.h"
+#include "authrpc/rpc/endpoint.h"
+#include "authrpc/security/base/result.h"
 
 namespace authrpc {
 

@@ -1,4 +1,4 @@
-#include "auth/mechanism_host.h"
+#include "authrpc/auth/mechanism_host.h"
 
 #include <asio/execution/context.hpp>
 #include <asio/execution_context.hpp>

@@ -1,4 +1,4 @@
-#include "auth/mechanism_options.h"
+#include "authrpc/auth/mechanism_options.h"
 
 #include <algorithm>
 #include <nlohmann/json.hpp>

@@ -11,7 +11,7 @@
 #include <string>
 #include <string_view>
 
-#include "security/base/status.h"
+#include "authrpc/security/base/status.h"
 
 namespace authrpc {
 

@@ -1,4 +1,4 @@
-#include "auth/mechanism_registry.h"
+#include "authrpc/auth/mechanism_registry.h"
 
 #include <nlohmann/json.hpp>
 

@@ -16,8 +16,8 @@
 #include <string>
 #include <vector>
 
-#include "auth/delegation_token_host.h"
-#include "auth/mechanism.h"
+#include "authrpc/auth/delegation_token_host.h"
+#include "authrpc/auth/mechanism.h"
 
 namespace authrpc {
 

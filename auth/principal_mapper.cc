@@ -1,4 +1,4 @@
-#include "auth/principal_mapper.h"
+#include "authrpc/auth/principal_mapper.h"
 
 #include <algorithm>
 #include <cctype>

@@ -12,7 +12,7 @@
 #include <string_view>
 #include <vector>
 
-#include "security/base/result.h"
+#include "authrpc/security/base/result.h"
 
 namespace authrpc {
 

@@ -1,4 +1,4 @@
-#include "auth/sasl_library.h"
+#include "authrpc/auth/sasl_library.h"
 
 #include <sasl/sasl.h>
 #include <sasl/saslplug.h>

@@ -20,7 +20,7 @@
 #include <string>
 #include <vector>
 
-#include "security/base/status.h"
+#include "authrpc/security/base/status.h"
 
 namespace authrpc::sasl {
 

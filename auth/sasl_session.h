@@ -27,8 +27,8 @@
 #include <string>
 #include <string_view>
 
-#include "security/base/result.h"
-#include "security/base/status.h"
+#include "authrpc/security/base/result.h"
+#include "authrpc/security/base/status.h"
 
 namespace authrpc::sasl {
 

@@ -1,11 +1,11 @@
-#include "auth/scram_verifier_cache.h"
+#include "authrpc/auth/scram_verifier_cache.h"
 
 #include <openssl/crypto.h>
 #include <openssl/evp.h>
 #include <openssl/hmac.h>
 #include <openssl/rand.h>
 
-#include "security/secret_bytes.h"
+#include "authrpc/security/secret_bytes.h"
 
 namespace authrpc {
 namespace {

@@ -1,6 +1,6 @@
-#include "auth/server_negotiation.h"
+#include "authrpc/auth/server_negotiation.h"
 
-#include "rpc/messages.h"
+#include "authrpc/rpc/messages.h"
 
 namespace authrpc {
 namespace {

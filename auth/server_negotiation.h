@@ -10,8 +10,8 @@
 #include <memory>
 #include <vector>
 
-#include "auth/mechanism.h"
-#include "rpc/frame_channel.h"
+#include "authrpc/auth/mechanism.h"
+#include "authrpc/rpc/frame_channel.h"
 
 namespace authrpc {
 

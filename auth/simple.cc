@@ -1,4 +1,4 @@
-#include "auth/simple.h"
+#include "authrpc/auth/simple.h"
 
 #include <pwd.h>
 #include <unistd.h>
@@ -6,8 +6,8 @@
 #include <nlohmann/json.hpp>
 #include <vector>
 
-#include "auth/mechanism_options.h"
-#include "auth/mechanism_registry.h"
+#include "authrpc/auth/mechanism_options.h"
+#include "authrpc/auth/mechanism_registry.h"
 
 namespace authrpc {
 namespace {

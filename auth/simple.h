@@ -7,7 +7,7 @@
 #include <memory>
 #include <string>
 
-#include "auth/mechanism.h"
+#include "authrpc/auth/mechanism.h"
 
 namespace authrpc {
 

@@ -1,4 +1,4 @@
-#include "auth/token_mechanism.h"
+#include "authrpc/auth/token_mechanism.h"
 
 #include <openssl/crypto.h>
 #include <openssl/evp.h>
@@ -12,12 +12,12 @@
 
 #include <nlohmann/json.hpp>
 
-#include "auth/mechanism_options.h"
-#include "auth/mechanism_registry.h"
-#include "security/byte_codec.h"
-#include "security/credentials_file.h"
-#include "security/hmac_sha256.h"
-#include "security/token_errors.h"
+#include "authrpc/auth/mechanism_options.h"
+#include "authrpc/auth/mechanism_registry.h"
+#include "authrpc/security/byte_codec.h"
+#include "authrpc/security/credentials_file.h"
+#include "authrpc/security/hmac_sha256.h"
+#include "authrpc/security/token_errors.h"
 
 namespace authrpc {
 

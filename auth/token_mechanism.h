@@ -34,12 +34,12 @@
 #include <string_view>
 #include <vector>
 
-#include "auth/delegation_token_host.h"
-#include "auth/mechanism.h"
-#include "auth/token_replay_cache.h"
-#include "security/clock.h"
-#include "security/secret_manager.h"
-#include "security/token.h"
+#include "authrpc/auth/delegation_token_host.h"
+#include "authrpc/auth/mechanism.h"
+#include "authrpc/auth/token_replay_cache.h"
+#include "authrpc/security/clock.h"
+#include "authrpc/security/secret_manager.h"
+#include "authrpc/security/token.h"
 
 namespace authrpc {
 

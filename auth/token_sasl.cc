@@ -1,4 +1,4 @@
-#include "auth/token_sasl.h"
+#include "authrpc/auth/token_sasl.h"
 
 #include <sasl/sasl.h>
 #include <sasl/saslplug.h>
@@ -10,13 +10,13 @@
 
 #include <nlohmann/json.hpp>
 
-#include "auth/mechanism_options.h"
-#include "auth/mechanism_registry.h"
-#include "auth/sasl_library.h"
-#include "auth/sasl_session.h"
-#include "auth/scram_verifier_cache.h"
-#include "security/base64url.h"
-#include "security/token_errors.h"
+#include "authrpc/auth/mechanism_options.h"
+#include "authrpc/auth/mechanism_registry.h"
+#include "authrpc/auth/sasl_library.h"
+#include "authrpc/auth/sasl_session.h"
+#include "authrpc/auth/scram_verifier_cache.h"
+#include "authrpc/security/base64url.h"
+#include "authrpc/security/token_errors.h"
 
 namespace authrpc {
 namespace {

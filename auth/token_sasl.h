@@ -28,10 +28,10 @@
 #include <string>
 #include <string_view>
 
-#include "auth/mechanism.h"
-#include "auth/scram_verifier_cache.h"
-#include "auth/token_mechanism.h"
-#include "security/secret_manager.h"
+#include "authrpc/auth/mechanism.h"
+#include "authrpc/auth/scram_verifier_cache.h"
+#include "authrpc/auth/token_mechanism.h"
+#include "authrpc/security/secret_manager.h"
 
 namespace authrpc {
 

@@ -1,10 +1,10 @@
-#include "auth/x509.h"
+#include "authrpc/auth/x509.h"
 
 #include <nlohmann/json.hpp>
 
-#include "auth/mechanism_options.h"
-#include "auth/mechanism_registry.h"
-#include "auth/simple.h"
+#include "authrpc/auth/mechanism_options.h"
+#include "authrpc/auth/mechanism_registry.h"
+#include "authrpc/auth/simple.h"
 
 namespace authrpc {
 namespace {

@@ -8,8 +8,8 @@
 #include <memory>
 #include <string>
 
-#include "auth/mechanism.h"
-#include "security/x509_identity.h"
+#include "authrpc/auth/mechanism.h"
+#include "authrpc/security/x509_identity.h"
 
 namespace authrpc {
 

@@ -13,14 +13,14 @@
 #include <string>
 #include <vector>
 
-#include "auth/mechanism_registry.h"
-#include "client/cli_args.h"
-#include "client/cli_exit.h"
-#include "client/client.h"
-#include "client/client_tls.h"
-#include "client/mechanism_flags.h"
-#include "client/token_commands.h"
-#include "security/credentials_file.h"
+#include "authrpc/auth/mechanism_registry.h"
+#include "authrpc/client/cli_args.h"
+#include "authrpc/client/cli_exit.h"
+#include "authrpc/client/client.h"
+#include "authrpc/client/client_tls.h"
+#include "authrpc/client/mechanism_flags.h"
+#include "authrpc/client/token_commands.h"
+#include "authrpc/security/credentials_file.h"
 
 #ifndef AUTHRPC_VERSION
 #error "AUTHRPC_VERSION must be defined (CMakeLists.txt sets it from project(VERSION))"

@@ -1,4 +1,4 @@
-#include "client/cli_args.h"
+#include "authrpc/client/cli_args.h"
 
 #include <charconv>
 #include <cstdint>

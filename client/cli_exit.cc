@@ -1,4 +1,4 @@
-#include "client/cli_exit.h"
+#include "authrpc/client/cli_exit.h"
 
 #include <cstdio>
 #include <string>

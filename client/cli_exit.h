@@ -7,7 +7,7 @@
 
 #include <string_view>
 
-#include "security/base/status.h"
+#include "authrpc/security/base/status.h"
 
 namespace authrpc::cli {
 

@@ -1,4 +1,4 @@
-#include "client/client.h"
+#include "authrpc/client/client.h"
 
 #include <asio/co_spawn.hpp>
 #include <asio/dispatch.hpp>
@@ -6,7 +6,7 @@
 #include <asio/post.hpp>
 #include <asio/use_future.hpp>
 
-#include "client/client_connection.h"
+#include "authrpc/client/client_connection.h"
 
 namespace authrpc {
 

@@ -18,14 +18,14 @@
 #include <string_view>
 #include <vector>
 
-#include "auth/mechanism.h"
-#include "client/client_runtime.h"
-#include "client/client_stream.h"
-#include "rpc/endpoint.h"
-#include "rpc/policy.h"
-#include "security/base/result.h"
-#include "rpc/shm_options.h"
-#include "rpc/transport.h"
+#include "authrpc/auth/mechanism.h"
+#include "authrpc/client/client_runtime.h"
+#include "authrpc/client/client_stream.h"
+#include "authrpc/rpc/endpoint.h"
+#include "authrpc/rpc/policy.h"
+#include "authrpc/security/base/result.h"
+#include "authrpc/rpc/shm_options.h"
+#include "authrpc/rpc/transport.h"
 
 namespace authrpc {
 namespace security {

@@ -1,4 +1,4 @@
-#include "client/client_connection.h"
+#include "authrpc/client/client_connection.h"
 
 #include <asio/co_spawn.hpp>
 #include <asio/detached.hpp>
@@ -6,12 +6,12 @@
 #include <asio/redirect_error.hpp>
 #include <asio/use_awaitable.hpp>
 
-#include "auth/client_negotiation.h"
-#include "client/client_tls.h"
-#include "rpc/call_stream.h"
-#include "rpc/frame_channel.h"
-#include "rpc/messages.h"
-#include "rpc/shm_stream.h"
+#include "authrpc/auth/client_negotiation.h"
+#include "authrpc/client/client_tls.h"
+#include "authrpc/rpc/call_stream.h"
+#include "authrpc/rpc/frame_channel.h"
+#include "authrpc/rpc/messages.h"
+#include "authrpc/rpc/shm_stream.h"
 
 namespace authrpc {
 

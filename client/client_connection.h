@@ -22,12 +22,12 @@
 #include <string_view>
 #include <unordered_map>
 
-#include "auth/mechanism.h"
-#include "client/client.h"
-#include "client/client_stream.h"
-#include "rpc/call_router.h"
-#include "rpc/deadline_queue.h"
-#include "rpc/parked_handler.h"
+#include "authrpc/auth/mechanism.h"
+#include "authrpc/client/client.h"
+#include "authrpc/client/client_stream.h"
+#include "authrpc/rpc/call_router.h"
+#include "authrpc/rpc/deadline_queue.h"
+#include "authrpc/rpc/parked_handler.h"
 
 namespace authrpc {
 

@@ -1,4 +1,4 @@
-#include "client/client_runtime.h"
+#include "authrpc/client/client_runtime.h"
 
 #include <asio/executor_work_guard.hpp>
 #include <future>

@@ -1,8 +1,8 @@
-#include "client/client_stream.h"
+#include "authrpc/client/client_stream.h"
 
 #include <asio/dispatch.hpp>
 
-#include "rpc/call_stream.h"
+#include "authrpc/rpc/call_stream.h"
 
 namespace authrpc {
 

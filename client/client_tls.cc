@@ -1,8 +1,8 @@
-#include "client/client_tls.h"
+#include "authrpc/client/client_tls.h"
 
-#include "rpc/tls_errors.h"
-#include "rpc/tls_transport.h"
-#include "security/tls_context.h"
+#include "authrpc/rpc/tls_errors.h"
+#include "authrpc/rpc/tls_transport.h"
+#include "authrpc/security/tls_context.h"
 
 namespace authrpc {
 
@@ -57,7 +57,7 @@ bool client_tries_tls(const ClientOptions& o) {
          (encryption == Policy::kOptional && o.tls && o.endpoint.scheme != Endpoint::Scheme::kUnix);
 }
 
-asio::awaitable<Result<std::unique_ptr<Stream>>> connect_stream(
+asio::awaitable<Result<std::unique_ptr<ByteStream>>> connect_stream(
     asio::any_io_executor ex, const ClientOptions& o,
     std::chrono::steady_clock::time_point deadline) {
   const Policy encryption = client_encryption_policy(o);

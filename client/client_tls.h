@@ -12,8 +12,8 @@
 #include <optional>
 #include <string>
 
-#include "client/client.h"
-#include "rpc/transport.h"
+#include "authrpc/client/client.h"
+#include "authrpc/rpc/transport.h"
 
 namespace authrpc {
 
@@ -27,7 +27,7 @@ Status validate_client_policies(const ClientOptions& options);
 // plain transport connect.
 bool client_tries_tls(const ClientOptions& options);
 
-asio::awaitable<Result<std::unique_ptr<Stream>>> connect_stream(
+asio::awaitable<Result<std::unique_ptr<ByteStream>>> connect_stream(
     asio::any_io_executor ex, const ClientOptions& options,
     std::chrono::steady_clock::time_point deadline);
 

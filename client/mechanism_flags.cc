@@ -1,4 +1,4 @@
-#include "client/mechanism_flags.h"
+#include "authrpc/client/mechanism_flags.h"
 
 namespace authrpc::cli {
 

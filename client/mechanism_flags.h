@@ -12,7 +12,7 @@
 #include <string_view>
 #include <vector>
 
-#include "auth/mechanism_registry.h"
+#include "authrpc/auth/mechanism_registry.h"
 
 namespace authrpc::cli {
 

@@ -8,8 +8,8 @@
 
 #include <string>
 
-#include "security/base/status.h"
-#include "security/token_errors.h"
+#include "authrpc/security/base/status.h"
+#include "authrpc/security/token_errors.h"
 
 namespace authrpc::cli {
 

@@ -2,8 +2,8 @@
 
 #include <nlohmann/json.hpp>
 
-#include "auth/mechanism_registry.h"
-#include "client/client.h"
+#include "authrpc/auth/mechanism_registry.h"
+#include "authrpc/client/client.h"
 #include "minibench/floor.h"
 #include "minibench/schedule.h"
 

@@ -11,8 +11,8 @@
 #include <type_traits>
 #include <utility>
 
-#include "rpc/endpoint.h"
-#include "security/base/result.h"
+#include "authrpc/rpc/endpoint.h"
+#include "authrpc/security/base/result.h"
 
 namespace minibench::net {
 

@@ -25,9 +25,9 @@
 
 #include "minibench/floor.h"
 #include "minibench/stats.h"
-#include "rpc/endpoint.h"
-#include "security/base/result.h"
-#include "security/kerberos_credentials.h"
+#include "authrpc/rpc/endpoint.h"
+#include "authrpc/security/base/result.h"
+#include "authrpc/security/kerberos_credentials.h"
 
 namespace minibench {
 

@@ -23,8 +23,8 @@
 #include <thread>
 #include <vector>
 
-#include "auth/mechanism_registry.h"
-#include "client/client_runtime.h"
+#include "authrpc/auth/mechanism_registry.h"
+#include "authrpc/client/client_runtime.h"
 #include "minibench/calls.h"
 #include "minibench/floor.h"
 #include "minibench/realm.h"
@@ -36,7 +36,7 @@
 #include "minibench/summary.h"
 #include "minibench/tokens.h"
 #include "minibench/tls_sessions.h"
-#include "security/tls_context.h"
+#include "authrpc/security/tls_context.h"
 #include "minibench/throughput.h"
 #include "minibench/storm.h"
 

@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "minibench/realm.h"
-#include "rpc/endpoint.h"
+#include "authrpc/rpc/endpoint.h"
 
 namespace minibench {
 

@@ -15,7 +15,7 @@
 #include <vector>
 
 #include "minibench/report.h"
-#include "security/base/result.h"
+#include "authrpc/security/base/result.h"
 
 namespace minibench {
 

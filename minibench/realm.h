@@ -21,8 +21,8 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
-#include "security/base/result.h"
-#include "security/kerberos_credentials.h"
+#include "authrpc/security/base/result.h"
+#include "authrpc/security/kerberos_credentials.h"
 
 namespace authrpc::testing {
 class MiniKdc;

@@ -28,7 +28,7 @@
 #include <vector>
 
 #include "minibench/stats.h"
-#include "security/base/result.h"
+#include "authrpc/security/base/result.h"
 
 namespace minibench {
 

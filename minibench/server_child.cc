@@ -22,20 +22,20 @@
 #include <thread>
 #include <vector>
 
-#include "auth/authorizer.h"
-#include "auth/mechanism_registry.h"
-#include "server/token_service.h"
-#include "auth/simple.h"
-#include "client/client.h"
+#include "authrpc/auth/authorizer.h"
+#include "authrpc/auth/mechanism_registry.h"
+#include "authrpc/server/token_service.h"
+#include "authrpc/auth/simple.h"
+#include "authrpc/client/client.h"
 #include "minibench/floor.h"
 #include "minibench/gss_floor.h"
 #include "minibench/tls_floor.h"
-#include "security/tls_context.h"
+#include "authrpc/security/tls_context.h"
 #if AUTHRPC_HAVE_ZOOKEEPER
-#include "security/zk_store_factory.h"
+#include "authrpc/security/zk_store_factory.h"
 #endif
-#include "server/server.h"
-#include "server/service.h"
+#include "authrpc/server/server.h"
+#include "authrpc/server/service.h"
 
 namespace minibench {
 namespace {

@@ -37,9 +37,9 @@
 #include <string>
 #include <vector>
 
-#include "rpc/endpoint.h"
-#include "security/base/result.h"
-#include "security/kerberos_credentials.h"
+#include "authrpc/rpc/endpoint.h"
+#include "authrpc/security/base/result.h"
+#include "authrpc/security/kerberos_credentials.h"
 
 namespace minibench {
 

@@ -10,14 +10,14 @@
 #include <memory>
 #include <nlohmann/json.hpp>
 
-#include "auth/mechanism_registry.h"
-#include "client/client.h"
+#include "authrpc/auth/mechanism_registry.h"
+#include "authrpc/client/client.h"
 #include "minibench/floor.h"
 #include "minibench/gss_floor.h"
 #include "tests/testing/kdc_log.h"
 #include "minibench/schedule.h"
 #include "minibench/tls_sessions.h"
-#include "security/tls_context.h"
+#include "authrpc/security/tls_context.h"
 
 // GCC 12 misreads Asio's coroutine frame allocator (awaitable_frame_base's
 // operator new/delete pair) in this file's coroutines as a mismatched pair

@@ -28,13 +28,13 @@
 #include <thread>
 #include <vector>
 
-#include "auth/simple.h"
-#include "client/client.h"
+#include "authrpc/auth/simple.h"
+#include "authrpc/client/client.h"
 #include "minibench/stats.h"
-#include "security/base/log.h"
-#include "rpc/messages.h"
-#include "server/server.h"
-#include "server/service.h"
+#include "authrpc/security/base/log.h"
+#include "authrpc/rpc/messages.h"
+#include "authrpc/server/server.h"
+#include "authrpc/server/service.h"
 
 namespace minibench {
 

@@ -34,19 +34,19 @@
 #include <thread>
 #include <vector>
 
-#include "auth/simple.h"
-#include "client/client.h"
-#include "client/client_runtime.h"
+#include "authrpc/auth/simple.h"
+#include "authrpc/client/client.h"
+#include "authrpc/client/client_runtime.h"
 #include "minibench/cpu_clock.h"
 #include "minibench/floor_check.h"
 #include "minibench/run_info.h"
 #include "minibench/stats.h"
 #include "minibench/tls_sessions.h"
-#include "rpc/call_stream.h"
-#include "security/base/log.h"
-#include "security/tls_context.h"
-#include "server/server.h"
-#include "server/service.h"
+#include "authrpc/rpc/call_stream.h"
+#include "authrpc/security/base/log.h"
+#include "authrpc/security/tls_context.h"
+#include "authrpc/server/server.h"
+#include "authrpc/server/service.h"
 
 namespace minibench {
 

@@ -8,7 +8,7 @@
 #include <openssl/err.h>
 #include <openssl/ssl.h>
 
-#include "security/tls_context.h"
+#include "authrpc/security/tls_context.h"
 
 namespace minibench {
 namespace {

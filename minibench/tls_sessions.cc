@@ -10,11 +10,11 @@
 #include <memory>
 #include <optional>
 
-#include "client/client.h"
+#include "authrpc/client/client.h"
 #include "tests/testing/kdc_log.h"
 #include "minibench/schedule.h"
 #include "minibench/tls_floor.h"
-#include "security/tls_context.h"
+#include "authrpc/security/tls_context.h"
 
 namespace minibench {
 namespace {

@@ -12,7 +12,7 @@
 #include <memory>
 #include <string>
 
-#include "auth/mechanism.h"
+#include "authrpc/auth/mechanism.h"
 #include "minibench/plan.h"
 #include "minibench/report.h"
 

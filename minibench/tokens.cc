@@ -4,10 +4,10 @@
 #include <chrono>
 #include <vector>
 
-#include "auth/mechanism_registry.h"
-#include "client/client.h"
-#include "security/credentials_file.h"
-#include "security/secret_bytes.h"
+#include "authrpc/auth/mechanism_registry.h"
+#include "authrpc/client/client.h"
+#include "authrpc/security/credentials_file.h"
+#include "authrpc/security/secret_bytes.h"
 
 namespace minibench {
 namespace {

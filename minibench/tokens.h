@@ -10,10 +10,10 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
-#include "auth/mechanism_registry.h"
-#include "client/client.h"
-#include "rpc/endpoint.h"
-#include "security/base/result.h"
+#include "authrpc/auth/mechanism_registry.h"
+#include "authrpc/client/client.h"
+#include "authrpc/rpc/endpoint.h"
+#include "authrpc/security/base/result.h"
 
 namespace minibench {
 

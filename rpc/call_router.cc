@@ -1,14 +1,14 @@
-#include "rpc/call_router.h"
+#include "authrpc/rpc/call_router.h"
 
 #include <asio/post.hpp>
 #include <asio/use_awaitable.hpp>
 #include <cstring>
 #include <string>
 
-#include "rpc/call_stream.h"
-#include "rpc/frame_channel.h"
-#include "rpc/messages.h"
-#include "rpc/shm_stream.h"
+#include "authrpc/rpc/call_stream.h"
+#include "authrpc/rpc/frame_channel.h"
+#include "authrpc/rpc/messages.h"
+#include "authrpc/rpc/shm_stream.h"
 
 namespace authrpc {
 

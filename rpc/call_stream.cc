@@ -1,4 +1,4 @@
-#include "rpc/call_stream.h"
+#include "authrpc/rpc/call_stream.h"
 
 #include <asio/redirect_error.hpp>
 #include <asio/use_awaitable.hpp>
@@ -7,8 +7,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "rpc/messages.h"
-#include "rpc/shm_stream.h"
+#include "authrpc/rpc/messages.h"
+#include "authrpc/rpc/shm_stream.h"
 
 namespace authrpc {
 

@@ -34,9 +34,9 @@
 #include <string>
 #include <string_view>
 
-#include "rpc/frame_channel.h"
-#include "rpc/payload.h"
-#include "security/base/result.h"
+#include "authrpc/rpc/frame_channel.h"
+#include "authrpc/rpc/payload.h"
+#include "authrpc/security/base/result.h"
 
 namespace authrpc {
 

@@ -1,4 +1,4 @@
-#include "rpc/deadline_queue.h"
+#include "authrpc/rpc/deadline_queue.h"
 
 #include <asio/error.hpp>
 #include <asio/execution/context.hpp>

@@ -1,4 +1,4 @@
-#include "rpc/endpoint.h"
+#include "authrpc/rpc/endpoint.h"
 
 #include <charconv>
 #include <sys/un.h>

@@ -1,4 +1,4 @@
-#include "rpc/frame_channel.h"
+#include "authrpc/rpc/frame_channel.h"
 
 #include <asio/error.hpp>
 #include <asio/post.hpp>
@@ -19,7 +19,7 @@ constexpr std::size_t kInitialWriteBuffer = 512;
 
 }  // namespace
 
-FrameChannel::FrameChannel(std::unique_ptr<Stream> stream, std::size_t max_frame_size)
+FrameChannel::FrameChannel(std::unique_ptr<ByteStream> stream, std::size_t max_frame_size)
     : stream_(std::move(stream)),
       max_frame_size_(max_frame_size),
       in_(std::make_unique_for_overwrite<char[]>(kInitialReadBuffer)),

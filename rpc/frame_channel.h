@@ -1,5 +1,5 @@
 // FrameChannel: the framing layer of one connection, shared by the client and
-// server halves. It owns the Stream, reads whole frames into one growing
+// server halves. It owns the ByteStream, reads whole frames into one growing
 // buffer, and coalesces outgoing frames: everything queued during one turn of
 // the event loop leaves in a single write.
 //
@@ -17,9 +17,9 @@
 #include <string_view>
 #include <vector>
 
-#include "rpc/payload.h"
-#include "rpc/transport.h"
-#include "rpc/wire.h"
+#include "authrpc/rpc/payload.h"
+#include "authrpc/rpc/transport.h"
+#include "authrpc/rpc/wire.h"
 
 namespace authrpc {
 
@@ -35,7 +35,7 @@ struct Frame {
 class FrameChannel final : public std::enable_shared_from_this<FrameChannel>,
                            private WriteCompletion {
  public:
-  FrameChannel(std::unique_ptr<Stream> stream, std::size_t max_frame_size);
+  FrameChannel(std::unique_ptr<ByteStream> stream, std::size_t max_frame_size);
   ~FrameChannel();
 
   // Reads exactly `n` raw bytes (the preamble).
@@ -95,7 +95,7 @@ class FrameChannel final : public std::enable_shared_from_this<FrameChannel>,
   // `bytes` must stay valid until `done` reports the write's outcome (OK
   // once written to the stream, an error if the channel fails first).
   void append_view(std::string_view bytes, std::function<void(std::error_code)> done);
-  // `length` bytes of file `fd` from `offset`, sent with Stream::send_file
+  // `length` bytes of file `fd` from `offset`, sent with ByteStream::send_file
   // (only if stream().can_send_file()); `done` as for append_view.
   void append_file(int fd, std::uint64_t offset, std::size_t length,
                    std::function<void(std::error_code)> done);
@@ -104,7 +104,7 @@ class FrameChannel final : public std::enable_shared_from_this<FrameChannel>,
   std::size_t pending_bytes() const noexcept { return out_.size() + segment_bytes_ + in_flight_; }
   asio::awaitable<void> wait_pending_below(std::size_t limit);
 
-  Stream& stream() noexcept { return *stream_; }
+  ByteStream& stream() noexcept { return *stream_; }
   std::size_t max_frame_size() const noexcept { return max_frame_size_; }
   // Changes the limit for frames read from now on (a server raises it once
   // the peer has authenticated); a frame already returned is not rechecked.
@@ -135,7 +135,7 @@ class FrameChannel final : public std::enable_shared_from_this<FrameChannel>,
   void write_gathered();  // the next piece of a batch with segments
   static void complete_segments(std::vector<Segment>& segments, std::error_code ec);
 
-  std::unique_ptr<Stream> stream_;
+  std::unique_ptr<ByteStream> stream_;
   std::size_t max_frame_size_;
   // Read buffer, left uninitialized (zeroing it cost more than a whole
   // negotiation); grows to the largest frame seen.

@@ -1,4 +1,4 @@
-#include "rpc/json_document.h"
+#include "authrpc/rpc/json_document.h"
 
 #include <fstream>
 #include <sstream>

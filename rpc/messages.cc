@@ -1,4 +1,4 @@
-#include "rpc/messages.h"
+#include "authrpc/rpc/messages.h"
 
 namespace authrpc::wire {
 namespace {

@@ -9,8 +9,8 @@
 #include <string_view>
 #include <vector>
 
-#include "security/base/result.h"
-#include "rpc/wire.h"
+#include "authrpc/security/base/result.h"
+#include "authrpc/rpc/wire.h"
 
 namespace authrpc::wire {
 

@@ -1,4 +1,4 @@
-#include "rpc/payload.h"
+#include "authrpc/rpc/payload.h"
 
 #include <cstring>
 #include <new>

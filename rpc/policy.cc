@@ -1,4 +1,4 @@
-#include "rpc/policy.h"
+#include "authrpc/rpc/policy.h"
 
 namespace authrpc {
 

@@ -1,4 +1,4 @@
-#include "rpc/shm_errors.h"
+#include "authrpc/rpc/shm_errors.h"
 
 #include <string>
 

@@ -9,7 +9,7 @@
 
 #include <system_error>
 
-#include "security/base/status.h"
+#include "authrpc/security/base/status.h"
 
 namespace authrpc {
 

@@ -1,7 +1,7 @@
 // SO_PEERCRED checks and the SCM_RIGHTS handoff message of a shared-memory
 // ring. Sender and receiver are small step machines over a non-blocking
 // socket (MSG_DONTWAIT), driven either by Asio waits or by poll().
-#include "rpc/shm_handoff.h"
+#include "authrpc/rpc/shm_handoff.h"
 
 #include <asio/redirect_error.hpp>
 #include <asio/use_awaitable.hpp>

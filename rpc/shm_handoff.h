@@ -16,9 +16,9 @@
 
 #include <optional>
 
-#include "security/base/result.h"
-#include "rpc/shm_options.h"
-#include "rpc/shm_ring.h"
+#include "authrpc/security/base/result.h"
+#include "authrpc/rpc/shm_options.h"
+#include "authrpc/rpc/shm_ring.h"
 
 namespace authrpc {
 

@@ -1,6 +1,6 @@
 // The ring's shared header, its index protocol and its wake-ups; docs/SHM.md
 // explains the layout and why each fence is where it is.
-#include "rpc/shm_ring.h"
+#include "authrpc/rpc/shm_ring.h"
 
 #include <asio/posix/stream_descriptor.hpp>
 #include <asio/redirect_error.hpp>

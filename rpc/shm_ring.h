@@ -24,10 +24,10 @@
 #include <memory>
 #include <span>
 
-#include "security/base/result.h"
-#include "rpc/shm_errors.h"
-#include "rpc/shm_options.h"
-#include "rpc/unique_fd.h"
+#include "authrpc/security/base/result.h"
+#include "authrpc/rpc/shm_errors.h"
+#include "authrpc/rpc/shm_options.h"
+#include "authrpc/rpc/unique_fd.h"
 
 namespace authrpc {
 

@@ -1,4 +1,4 @@
-#include "rpc/shm_stream.h"
+#include "authrpc/rpc/shm_stream.h"
 
 #include <asio/dispatch.hpp>
 #include <asio/post.hpp>
@@ -11,7 +11,7 @@
 #include <cerrno>
 #include <cstring>
 
-#include "rpc/wire.h"
+#include "authrpc/rpc/wire.h"
 
 namespace authrpc {
 

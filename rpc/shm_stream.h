@@ -31,12 +31,12 @@
 #include <string_view>
 #include <vector>
 
-#include "rpc/frame_channel.h"
-#include "rpc/payload.h"
-#include "security/base/result.h"
-#include "rpc/shm_handoff.h"
-#include "rpc/shm_options.h"
-#include "rpc/shm_ring.h"
+#include "authrpc/rpc/frame_channel.h"
+#include "authrpc/rpc/payload.h"
+#include "authrpc/security/base/result.h"
+#include "authrpc/rpc/shm_handoff.h"
+#include "authrpc/rpc/shm_options.h"
+#include "authrpc/rpc/shm_ring.h"
 
 namespace authrpc {
 

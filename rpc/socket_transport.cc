@@ -17,8 +17,8 @@
 #include <sys/uio.h>
 #include <unistd.h>
 
-#include "rpc/deadline_queue.h"
-#include "rpc/transport.h"
+#include "authrpc/rpc/deadline_queue.h"
+#include "authrpc/rpc/transport.h"
 
 namespace authrpc {
 namespace {
@@ -148,7 +148,7 @@ asio::awaitable<std::error_code> connect_socket(typename Protocol::socket& socke
 }
 
 template <typename Protocol>
-class SocketStream final : public Stream {
+class SocketStream final : public ByteStream {
  public:
   // `peer` is how peer_address() describes the other end; passing it in
   // saves a getpeername() per connection.
@@ -421,16 +421,16 @@ class SocketStream final : public Stream {
   std::size_t file_left_ = 0;
 };
 
-// The outcome of a client connect: a Stream, or why not.
+// The outcome of a client connect: a ByteStream, or why not.
 template <typename Protocol>
-Result<std::unique_ptr<Stream>> connected(typename Protocol::socket socket, bool timed_out,
+Result<std::unique_ptr<ByteStream>> connected(typename Protocol::socket socket, bool timed_out,
                                           std::error_code ec, const Endpoint& endpoint) {
   if (timed_out) {
     return Status(Errc::kDeadlineExceeded, "connect " + endpoint.to_string() + ": timed out");
   }
   if (ec) return Status(ec, "connect " + endpoint.to_string());
   if constexpr (std::is_same_v<Protocol, Tcp>) socket.set_option(Tcp::no_delay(true), ec);
-  return std::unique_ptr<Stream>(new SocketStream<Protocol>(std::move(socket), endpoint.to_string(), true));
+  return std::unique_ptr<ByteStream>(new SocketStream<Protocol>(std::move(socket), endpoint.to_string(), true));
 }
 
 template <typename Protocol>
@@ -441,7 +441,7 @@ class SocketListener final : public Listener {
 
   ~SocketListener() override { close(); }
 
-  asio::awaitable<Result<std::unique_ptr<Stream>>> accept() override {
+  asio::awaitable<Result<std::unique_ptr<ByteStream>>> accept() override {
     std::error_code ec;
     typename Protocol::endpoint peer;
     auto socket = co_await acceptor_.async_accept(peer, redirect_error(use_awaitable, ec));
@@ -453,7 +453,7 @@ class SocketListener final : public Listener {
     } else {
       peer_name = bound_.to_string();  // Unix peers are unnamed: say where they came in
     }
-    co_return std::unique_ptr<Stream>(new SocketStream<Protocol>(std::move(socket), std::move(peer_name), false));
+    co_return std::unique_ptr<ByteStream>(new SocketStream<Protocol>(std::move(socket), std::move(peer_name), false));
   }
 
   void close() noexcept override {
@@ -490,7 +490,7 @@ class TcpTransport final : public Transport {
  public:
   Endpoint::Scheme scheme() const noexcept override { return Endpoint::Scheme::kTcp; }
 
-  asio::awaitable<Result<std::unique_ptr<Stream>>> connect(
+  asio::awaitable<Result<std::unique_ptr<ByteStream>>> connect(
       asio::any_io_executor ex, const Endpoint& endpoint,
       std::chrono::steady_clock::time_point deadline) override {
     std::error_code ec;
@@ -528,7 +528,7 @@ class UnixTransport final : public Transport {
  public:
   Endpoint::Scheme scheme() const noexcept override { return Endpoint::Scheme::kUnix; }
 
-  asio::awaitable<Result<std::unique_ptr<Stream>>> connect(
+  asio::awaitable<Result<std::unique_ptr<ByteStream>>> connect(
       asio::any_io_executor ex, const Endpoint& endpoint,
       std::chrono::steady_clock::time_point deadline) override {
     Local::socket socket(ex);
@@ -580,7 +580,7 @@ class UnixTransport final : public Transport {
 class TlsWithoutContext final : public Transport {
  public:
   Endpoint::Scheme scheme() const noexcept override { return Endpoint::Scheme::kTls; }
-  asio::awaitable<Result<std::unique_ptr<Stream>>> connect(
+  asio::awaitable<Result<std::unique_ptr<ByteStream>>> connect(
       asio::any_io_executor, const Endpoint& endpoint,
       std::chrono::steady_clock::time_point) override {
     co_return refused(endpoint);

@@ -1,9 +1,9 @@
-#include "rpc/tls_errors.h"
+#include "authrpc/rpc/tls_errors.h"
 
 #include <openssl/err.h>
 #include <openssl/x509_vfy.h>
 
-#include "security/tls_context.h"
+#include "authrpc/security/tls_context.h"
 
 namespace authrpc {
 namespace {

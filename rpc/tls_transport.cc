@@ -1,4 +1,4 @@
-#include "rpc/tls_transport.h"
+#include "authrpc/rpc/tls_transport.h"
 
 #include <asio/connect.hpp>
 #include <asio/ip/tcp.hpp>
@@ -17,10 +17,10 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include "rpc/deadline_queue.h"
-#include "rpc/messages.h"
-#include "rpc/tls_errors.h"
-#include "security/tls_context.h"
+#include "authrpc/rpc/deadline_queue.h"
+#include "authrpc/rpc/messages.h"
+#include "authrpc/rpc/tls_errors.h"
+#include "authrpc/security/tls_context.h"
 
 namespace authrpc {
 namespace {
@@ -142,7 +142,7 @@ class SocketDeadline final : public DeadlineQueue::Entry {
 
 // A TCP stream that is TLS (or, on a server accepting both, possibly
 // plaintext once the first byte has been seen). Owns the socket and the SSL.
-class TlsStream final : public Stream {
+class TlsStream final : public ByteStream {
  public:
   enum class Mode {
     kSniff,    // server: nothing read yet
@@ -527,14 +527,14 @@ class TlsListener final : public Listener {
         accept_plaintext_(accept_plaintext) {}
   ~TlsListener() override { close(); }
 
-  asio::awaitable<Result<std::unique_ptr<Stream>>> accept() override {
+  asio::awaitable<Result<std::unique_ptr<ByteStream>>> accept() override {
     std::error_code ec;
     Tcp::endpoint peer;
     auto socket = co_await acceptor_.async_accept(peer, redirect_error(use_awaitable, ec));
     if (ec) co_return Status(ec, "accept on " + bound_.to_string());
     socket.set_option(Tcp::no_delay(true), ec);
     socket.non_blocking(true, ec);
-    co_return std::unique_ptr<Stream>(
+    co_return std::unique_ptr<ByteStream>(
         new TlsStream(std::move(socket), format_tcp_peer(peer), context_, accept_plaintext_));
   }
 
@@ -580,7 +580,7 @@ Result<std::unique_ptr<Listener>> listen_tls(asio::io_context& io, const Endpoin
       new TlsListener(std::move(*acceptor), bound, std::move(context), accept_plaintext));
 }
 
-asio::awaitable<Result<std::unique_ptr<Stream>>> connect_tls(
+asio::awaitable<Result<std::unique_ptr<ByteStream>>> connect_tls(
     asio::any_io_executor ex, const Endpoint& endpoint,
     std::chrono::steady_clock::time_point deadline,
     std::shared_ptr<security::TlsClientContext> context) {
@@ -640,7 +640,7 @@ asio::awaitable<Result<std::unique_ptr<Stream>>> connect_tls(
   }
   guard.cancel();
   std::string peer = endpoint.to_string();
-  co_return std::unique_ptr<Stream>(
+  co_return std::unique_ptr<ByteStream>(
       new TlsStream(std::move(socket), std::move(peer), owned.release(), std::move(context)));
 }
 

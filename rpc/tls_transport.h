@@ -1,7 +1,7 @@
 // The TLS transport: TCP carrying TLS from the first byte (`tls://host:port`),
 // through OpenSSL on the socket itself (no BIO pair, no extra copy). The
 // contexts come from security/tls_context.h, one per process side, shared by
-// every connection; a Stream made here reports its TlsInfo (version, cipher,
+// every connection; a ByteStream made here reports its TlsInfo (version, cipher,
 // resumption, RFC 9266 channel binding, verified peer certificate).
 //
 // Server side: the handshake runs inside the stream's first reads, so the
@@ -21,9 +21,9 @@
 #include <chrono>
 #include <memory>
 
-#include "rpc/endpoint.h"
-#include "security/base/result.h"
-#include "rpc/transport.h"
+#include "authrpc/rpc/endpoint.h"
+#include "authrpc/security/base/result.h"
+#include "authrpc/rpc/transport.h"
 
 namespace authrpc {
 namespace security {
@@ -44,7 +44,7 @@ Result<std::unique_ptr<Listener>> listen_tls(asio::io_context& io, const Endpoin
 // verifying the server's certificate against the context's CA bundle and its
 // SAN against endpoint.host. Fails with a TlsErrc (rpc/tls_errors.h), a
 // connect error, or kDeadlineExceeded.
-asio::awaitable<Result<std::unique_ptr<Stream>>> connect_tls(
+asio::awaitable<Result<std::unique_ptr<ByteStream>>> connect_tls(
     asio::any_io_executor ex, const Endpoint& endpoint,
     std::chrono::steady_clock::time_point deadline,
     std::shared_ptr<security::TlsClientContext> context);

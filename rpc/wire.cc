@@ -1,4 +1,4 @@
-#include "rpc/wire.h"
+#include "authrpc/rpc/wire.h"
 
 #include <cstring>
 

@@ -8,7 +8,7 @@
 # all-built-ins library (auth/builtin_mechanisms.cc,
 # security/builtin_token_stores.cc) that links them.
 #   scripts/check_layers.sh [BUILD_DIR]
-# 1. Every `#include "<dir>/..."` in those directories goes down (or
+# 1. Every `#include "authrpc/<dir>/..."` in those directories goes down (or
 #    sideways within its own layer): base includes nothing of authrpc's;
 #    security/ only base and security/; rpc/ also nothing above it; auth/ not
 #    server/ or client/; server/ and client/ never each other. A component's
@@ -74,7 +74,8 @@ while IFS= read -r file; do
     [[ " ${allowed[$from]} " == *" $to "* ]] ||
       report "$file:$line: includes \"$header\" ($to), which $from code must not"
   done < <(awk '/^[ \t]*#[ \t]*include[ \t]*"[a-z_]+\// {
-                 match($0, /"[^"]*"/); print FNR ":" substr($0, RSTART + 1, RLENGTH - 2) }' "$file")
+                 match($0, /"[^"]*"/); h = substr($0, RSTART + 1, RLENGTH - 2)
+                 sub(/^authrpc\//, "", h); print FNR ":" h }' "$file")
 done < <(git ls-files 'security/*.h' 'security/*.cc' 'rpc/*.h' 'rpc/*.cc' 'auth/*.h' 'auth/*.cc' \
            'server/*.h' 'server/*.cc' 'client/*.h' 'client/*.cc')
 

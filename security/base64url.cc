@@ -1,8 +1,8 @@
-#include "security/base64url.h"
+#include "authrpc/security/base64url.h"
 
 #include <openssl/evp.h>
 
-#include "security/secret_bytes.h"
+#include "authrpc/security/secret_bytes.h"
 
 namespace authrpc::security {
 namespace {

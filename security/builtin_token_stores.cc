@@ -2,10 +2,10 @@
 // authrpc has. Part of the all-built-ins library (authrpc::builtins) with
 // MechanismRegistry::with_builtins(), so that only a program that asks for
 // every store links their client libraries.
-#include "security/token_store_registry.h"
+#include "authrpc/security/token_store_registry.h"
 
 #if AUTHRPC_HAVE_ZOOKEEPER
-#include "security/zk_store_factory.h"
+#include "authrpc/security/zk_store_factory.h"
 #endif
 
 namespace authrpc::security {

@@ -6,7 +6,7 @@
 #include <atomic>
 #include <chrono>
 
-#include "security/token.h"
+#include "authrpc/security/token.h"
 
 namespace authrpc::security {
 

@@ -1,4 +1,4 @@
-#include "security/credentials_file.h"
+#include "authrpc/security/credentials_file.h"
 
 #include <fcntl.h>
 #include <sys/stat.h>

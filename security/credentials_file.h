@@ -12,8 +12,8 @@
 #include <string_view>
 #include <vector>
 
-#include "security/token.h"
-#include "security/token_errors.h"
+#include "authrpc/security/token.h"
+#include "authrpc/security/token_errors.h"
 
 namespace authrpc::security {
 

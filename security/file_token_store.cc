@@ -1,4 +1,4 @@
-#include "security/file_token_store.h"
+#include "authrpc/security/file_token_store.h"
 
 #include <dirent.h>
 #include <fcntl.h>
@@ -13,7 +13,7 @@
 #include <cstring>
 #include <vector>
 
-#include "security/byte_codec.h"
+#include "authrpc/security/byte_codec.h"
 
 namespace authrpc::security {
 namespace {

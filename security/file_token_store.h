@@ -31,8 +31,8 @@
 #include <utility>
 #include <vector>
 
-#include "security/memory_token_store.h"
-#include "security/token_store.h"
+#include "authrpc/security/memory_token_store.h"
+#include "authrpc/security/token_store.h"
 
 namespace authrpc::security {
 

@@ -1,4 +1,4 @@
-#include "security/hmac_sha256.h"
+#include "authrpc/security/hmac_sha256.h"
 
 #include <openssl/core_names.h>
 #include <openssl/evp.h>

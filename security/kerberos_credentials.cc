@@ -1,4 +1,4 @@
-#include "security/kerberos_credentials.h"
+#include "authrpc/security/kerberos_credentials.h"
 
 #include <gssapi/gssapi_ext.h>
 #include <gssapi/gssapi_krb5.h>

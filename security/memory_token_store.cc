@@ -1,4 +1,4 @@
-#include "security/memory_token_store.h"
+#include "authrpc/security/memory_token_store.h"
 
 #include <algorithm>
 #include <limits>

@@ -6,7 +6,7 @@
 #include <map>
 #include <mutex>
 
-#include "security/token_store.h"
+#include "authrpc/security/token_store.h"
 
 namespace authrpc::security {
 

@@ -1,4 +1,4 @@
-#include "security/secret_bytes.h"
+#include "authrpc/security/secret_bytes.h"
 
 #include <openssl/crypto.h>
 #include <openssl/rand.h>

@@ -1,4 +1,4 @@
-#include "security/secret_manager.h"
+#include "authrpc/security/secret_manager.h"
 
 #include <algorithm>
 

@@ -50,11 +50,11 @@
 #include <unordered_set>
 #include <vector>
 
-#include "security/clock.h"
-#include "security/rw_lock.h"
-#include "security/token.h"
-#include "security/token_errors.h"
-#include "security/token_store.h"
+#include "authrpc/security/clock.h"
+#include "authrpc/security/rw_lock.h"
+#include "authrpc/security/token.h"
+#include "authrpc/security/token_errors.h"
+#include "authrpc/security/token_store.h"
 
 namespace authrpc::security {
 

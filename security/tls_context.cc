@@ -1,4 +1,4 @@
-#include "security/tls_context.h"
+#include "authrpc/security/tls_context.h"
 
 #include <openssl/err.h>
 #include <openssl/x509v3.h>

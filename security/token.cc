@@ -1,13 +1,13 @@
-#include "security/token.h"
+#include "authrpc/security/token.h"
 
 
 #include <array>
 #include <cstdio>
 #include <ctime>
 
-#include "security/base64url.h"
-#include "security/byte_codec.h"
-#include "security/hmac_sha256.h"
+#include "authrpc/security/base64url.h"
+#include "authrpc/security/byte_codec.h"
+#include "authrpc/security/hmac_sha256.h"
 
 namespace authrpc::security {
 namespace {

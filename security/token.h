@@ -14,8 +14,8 @@
 #include <string>
 #include <string_view>
 
-#include "security/secret_bytes.h"
-#include "security/token_errors.h"
+#include "authrpc/security/secret_bytes.h"
+#include "authrpc/security/token_errors.h"
 
 namespace authrpc::security {
 

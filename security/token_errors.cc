@@ -1,4 +1,4 @@
-#include "security/token_errors.h"
+#include "authrpc/security/token_errors.h"
 
 #include <string>
 

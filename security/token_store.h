@@ -26,9 +26,9 @@
 #include <string>
 #include <vector>
 
-#include "security/secret_bytes.h"
-#include "security/token.h"
-#include "security/token_errors.h"
+#include "authrpc/security/secret_bytes.h"
+#include "authrpc/security/token.h"
+#include "authrpc/security/token_errors.h"
 
 namespace authrpc::security {
 

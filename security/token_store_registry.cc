@@ -1,4 +1,4 @@
-#include "security/token_store_registry.h"
+#include "authrpc/security/token_store_registry.h"
 
 namespace authrpc::security {
 

@@ -16,9 +16,9 @@
 #include <string_view>
 #include <vector>
 
-#include "security/base/result.h"
-#include "security/token_errors.h"
-#include "security/token_store.h"
+#include "authrpc/security/base/result.h"
+#include "authrpc/security/token_errors.h"
+#include "authrpc/security/token_store.h"
 
 namespace authrpc::security {
 

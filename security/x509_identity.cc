@@ -1,4 +1,4 @@
-#include "security/x509_identity.h"
+#include "authrpc/security/x509_identity.h"
 
 #include <openssl/bio.h>
 #include <openssl/x509.h>

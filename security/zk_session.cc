@@ -1,4 +1,4 @@
-#include "security/zk_session.h"
+#include "authrpc/security/zk_session.h"
 
 #include <zookeeper/zookeeper.h>
 

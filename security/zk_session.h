@@ -27,8 +27,8 @@
 #include <string>
 #include <vector>
 
-#include "security/secret_bytes.h"
-#include "security/token_errors.h"
+#include "authrpc/security/secret_bytes.h"
+#include "authrpc/security/token_errors.h"
 
 struct _zhandle;
 

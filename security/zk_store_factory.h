@@ -7,9 +7,9 @@
 
 #include <nlohmann/json_fwd.hpp>
 
-#include "security/base/result.h"
-#include "security/token_store_registry.h"
-#include "security/zk_token_store.h"
+#include "authrpc/security/base/result.h"
+#include "authrpc/security/token_store_registry.h"
+#include "authrpc/security/zk_token_store.h"
 
 namespace authrpc::security {
 

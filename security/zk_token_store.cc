@@ -1,4 +1,4 @@
-#include "security/zk_token_store.h"
+#include "authrpc/security/zk_token_store.h"
 
 #include <zookeeper/zookeeper.h>
 
@@ -7,7 +7,7 @@
 #include <cstdio>
 #include <limits>
 
-#include "security/byte_codec.h"
+#include "authrpc/security/byte_codec.h"
 
 namespace authrpc::security {
 namespace {

@@ -38,9 +38,9 @@
 #include <string>
 #include <thread>
 
-#include "security/secret_bytes.h"
-#include "security/token_store.h"
-#include "security/zk_session.h"
+#include "authrpc/security/secret_bytes.h"
+#include "authrpc/security/token_store.h"
+#include "authrpc/security/zk_session.h"
 
 namespace authrpc::security {
 

@@ -1,4 +1,4 @@
-#include "server/audit_log.h"
+#include "authrpc/server/audit_log.h"
 
 #include <fcntl.h>
 #include <sys/stat.h>

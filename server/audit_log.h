@@ -16,9 +16,9 @@
 #include <string_view>
 #include <thread>
 
-#include "auth/identity.h"
-#include "security/base/log.h"
-#include "security/base/result.h"
+#include "authrpc/auth/identity.h"
+#include "authrpc/security/base/log.h"
+#include "authrpc/security/base/result.h"
 
 namespace authrpc {
 

@@ -9,10 +9,10 @@
 #include <memory>
 #include <string>
 
-#include "auth/mechanism_registry.h"
-#include "server/audit_log.h"
-#include "server/server.h"
-#include "server/server_config.h"
+#include "authrpc/auth/mechanism_registry.h"
+#include "authrpc/server/audit_log.h"
+#include "authrpc/server/server.h"
+#include "authrpc/server/server_config.h"
 
 #ifndef AUTHRPC_VERSION
 #error "AUTHRPC_VERSION must be defined (CMakeLists.txt sets it from project(VERSION))"

@@ -1,10 +1,10 @@
-#include "server/call_admission.h"
+#include "authrpc/server/call_admission.h"
 
 #include <optional>
 
-#include "auth/authorizer.h"
-#include "server/audit_log.h"
-#include "server/server.h"
+#include "authrpc/auth/authorizer.h"
+#include "authrpc/server/audit_log.h"
+#include "authrpc/server/server.h"
 
 namespace authrpc {
 

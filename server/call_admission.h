@@ -14,8 +14,8 @@
 #include <string_view>
 #include <vector>
 
-#include "auth/identity.h"
-#include "security/base/result.h"
+#include "authrpc/auth/identity.h"
+#include "authrpc/security/base/result.h"
 
 namespace authrpc {
 

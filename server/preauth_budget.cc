@@ -1,4 +1,4 @@
-#include "server/preauth_budget.h"
+#include "authrpc/server/preauth_budget.h"
 
 #include <arpa/inet.h>
 

@@ -49,7 +49,7 @@ class PreauthBudget {
 
   explicit PreauthBudget(Limits limits) : limits_(limits) {}
 
-  // A new connection from `peer` (Stream::peer_address()). Over the limits,
+  // A new connection from `peer` (ByteStream::peer_address()). Over the limits,
   // the oldest unauthenticated connection from the same address (per-address
   // limit) or from anywhere (the others) leaves the budget and is returned
   // for the caller to close; refused only when max_connections are all

@@ -1,4 +1,4 @@
-#include "server/server.h"
+#include "authrpc/server/server.h"
 
 #include <asio/co_spawn.hpp>
 #include <asio/detached.hpp>
@@ -15,13 +15,13 @@
 #include <exception>
 #include <future>
 
-#include "auth/authorizer.h"
-#include "rpc/messages.h"
-#include "server/audit_log.h"
+#include "authrpc/auth/authorizer.h"
+#include "authrpc/rpc/messages.h"
+#include "authrpc/server/audit_log.h"
 
-#include "server/server_connection.h"
-#include "server/server_tls.h"
-#include "server/server_impl.h"
+#include "authrpc/server/server_connection.h"
+#include "authrpc/server/server_tls.h"
+#include "authrpc/server/server_impl.h"
 
 namespace authrpc {
 namespace {
@@ -116,7 +116,7 @@ bool out_of_descriptors(std::error_code ec) {
 #if defined(__clang__) || defined(__GNUC__)
 __attribute__((no_sanitize("vptr")))
 #endif
-void refuse_out_of_descriptors(std::unique_ptr<Stream> stream, std::size_t max_connections) {
+void refuse_out_of_descriptors(std::unique_ptr<ByteStream> stream, std::size_t max_connections) {
   std::string frame;
   wire::append_error(frame, static_cast<std::uint16_t>(Errc::kServerBusy),
                      "server out of file descriptors (max_connections " +

@@ -16,14 +16,14 @@
 #include <string>
 #include <vector>
 
-#include "auth/mechanism.h"
-#include "rpc/shm_options.h"
-#include "rpc/endpoint.h"
-#include "security/base/log.h"
-#include "rpc/policy.h"
-#include "security/base/result.h"
-#include "rpc/transport.h"
-#include "server/service.h"
+#include "authrpc/auth/mechanism.h"
+#include "authrpc/rpc/shm_options.h"
+#include "authrpc/rpc/endpoint.h"
+#include "authrpc/security/base/log.h"
+#include "authrpc/rpc/policy.h"
+#include "authrpc/security/base/result.h"
+#include "authrpc/rpc/transport.h"
+#include "authrpc/server/service.h"
 
 namespace authrpc {
 namespace security {

@@ -1,9 +1,9 @@
-#include "server/server_config.h"
+#include "authrpc/server/server_config.h"
 
-#include "auth/authorizer.h"
-#include "rpc/json_document.h"
-#include "server/audit_log.h"
-#include "server/server_tls.h"
+#include "authrpc/auth/authorizer.h"
+#include "authrpc/rpc/json_document.h"
+#include "authrpc/server/audit_log.h"
+#include "authrpc/server/server_tls.h"
 
 #include <cstdlib>
 #include <fstream>

@@ -9,11 +9,11 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
-#include "auth/mechanism_registry.h"
-#include "security/base/result.h"
-#include "security/token_store_registry.h"
-#include "server/server.h"
-#include "server/token_service.h"
+#include "authrpc/auth/mechanism_registry.h"
+#include "authrpc/security/base/result.h"
+#include "authrpc/security/token_store_registry.h"
+#include "authrpc/server/server.h"
+#include "authrpc/server/token_service.h"
 
 namespace authrpc {
 

@@ -1,4 +1,4 @@
-#include "server/server_connection.h"
+#include "authrpc/server/server_connection.h"
 
 #include <asio/co_spawn.hpp>
 #include <asio/detached.hpp>
@@ -7,10 +7,10 @@
 #include <algorithm>
 #include <exception>
 
-#include "auth/server_negotiation.h"
-#include "rpc/call_stream.h"
-#include "rpc/messages.h"
-#include "rpc/shm_stream.h"
+#include "authrpc/auth/server_negotiation.h"
+#include "authrpc/rpc/call_stream.h"
+#include "authrpc/rpc/messages.h"
+#include "authrpc/rpc/shm_stream.h"
 
 namespace authrpc {
 namespace {
@@ -44,7 +44,7 @@ Result<std::string> run_plain_handler(const Handler& handler, CallContext& ctx,
 }  // namespace
 
 ServerConnection::ServerConnection(Server::Impl& server, Reactor& reactor,
-                                   std::unique_ptr<Stream> stream)
+                                   std::unique_ptr<ByteStream> stream)
     : server_(server),
       reactor_(reactor),
       peer_(stream->peer_address()),

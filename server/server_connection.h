@@ -15,11 +15,11 @@
 #include <optional>
 #include <unordered_map>
 
-#include "auth/identity.h"
-#include "rpc/call_router.h"
-#include "rpc/frame_channel.h"
-#include "server/call_admission.h"
-#include "server/server_impl.h"
+#include "authrpc/auth/identity.h"
+#include "authrpc/rpc/call_router.h"
+#include "authrpc/rpc/frame_channel.h"
+#include "authrpc/server/call_admission.h"
+#include "authrpc/server/server_impl.h"
 
 namespace authrpc {
 
@@ -30,7 +30,7 @@ class ServerConnection : public std::enable_shared_from_this<ServerConnection> {
  public:
   using Clock = std::chrono::steady_clock;
 
-  ServerConnection(Server::Impl& server, Reactor& reactor, std::unique_ptr<Stream> stream);
+  ServerConnection(Server::Impl& server, Reactor& reactor, std::unique_ptr<ByteStream> stream);
 
   // The connection's whole life. `refuse` set: send it as an ERROR and close.
   asio::awaitable<void> run(Status refuse = {});

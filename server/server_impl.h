@@ -16,9 +16,9 @@
 #include <thread>
 #include <unordered_set>
 
-#include "rpc/unique_fd.h"
-#include "server/preauth_budget.h"
-#include "server/server.h"
+#include "authrpc/rpc/unique_fd.h"
+#include "authrpc/server/preauth_budget.h"
+#include "authrpc/server/server.h"
 
 namespace authrpc {
 

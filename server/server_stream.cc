@@ -1,6 +1,6 @@
-#include "server/server_stream.h"
+#include "authrpc/server/server_stream.h"
 
-#include "rpc/call_stream.h"
+#include "authrpc/rpc/call_stream.h"
 
 namespace authrpc {
 

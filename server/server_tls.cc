@@ -1,7 +1,7 @@
-#include "server/server_tls.h"
+#include "authrpc/server/server_tls.h"
 
-#include "rpc/tls_transport.h"
-#include "security/tls_context.h"
+#include "authrpc/rpc/tls_transport.h"
+#include "authrpc/security/tls_context.h"
 
 namespace authrpc {
 namespace {

@@ -8,10 +8,10 @@
 #include <memory>
 #include <nlohmann/json.hpp>
 
-#include "rpc/policy.h"
-#include "security/base/result.h"
-#include "rpc/transport.h"
-#include "server/server.h"
+#include "authrpc/rpc/policy.h"
+#include "authrpc/security/base/result.h"
+#include "authrpc/rpc/transport.h"
+#include "authrpc/server/server.h"
 
 namespace authrpc {
 

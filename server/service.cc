@@ -1,4 +1,4 @@
-#include "server/service.h"
+#include "authrpc/server/service.h"
 
 namespace authrpc {
 

@@ -20,9 +20,9 @@
 #include <string>
 #include <string_view>
 
-#include "auth/identity.h"
-#include "security/base/result.h"
-#include "server/server_stream.h"
+#include "authrpc/auth/identity.h"
+#include "authrpc/security/base/result.h"
+#include "authrpc/server/server_stream.h"
 
 namespace authrpc {
 

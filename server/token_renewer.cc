@@ -1,8 +1,8 @@
-#include "server/token_renewer.h"
+#include "authrpc/server/token_renewer.h"
 
 #include <nlohmann/json.hpp>
 
-#include "auth/principal_mapper.h"
+#include "authrpc/auth/principal_mapper.h"
 
 namespace authrpc {
 

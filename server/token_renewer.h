@@ -11,8 +11,8 @@
 #include <string>
 #include <string_view>
 
-#include "auth/authorizer.h"
-#include "security/base/result.h"
+#include "authrpc/auth/authorizer.h"
+#include "authrpc/security/base/result.h"
 
 namespace authrpc {
 

@@ -1,4 +1,4 @@
-#include "server/token_service.h"
+#include "authrpc/server/token_service.h"
 
 #include <algorithm>
 #include <cstdio>
@@ -7,9 +7,9 @@
 #include <nlohmann/json.hpp>
 #include <set>
 
-#include "security/file_token_store.h"
-#include "security/memory_token_store.h"
-#include "security/token_errors.h"
+#include "authrpc/security/file_token_store.h"
+#include "authrpc/security/memory_token_store.h"
+#include "authrpc/security/token_errors.h"
 
 namespace authrpc {
 

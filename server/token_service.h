@@ -39,15 +39,15 @@
 #include <thread>
 #include <vector>
 
-#include "auth/mechanism_registry.h"
-#include "auth/token_mechanism.h"
-#include "security/base/log.h"
-#include "security/base/result.h"
-#include "security/secret_manager.h"
-#include "security/token_store.h"
-#include "security/token_store_registry.h"
-#include "server/service.h"
-#include "server/token_renewer.h"
+#include "authrpc/auth/mechanism_registry.h"
+#include "authrpc/auth/token_mechanism.h"
+#include "authrpc/security/base/log.h"
+#include "authrpc/security/base/result.h"
+#include "authrpc/security/secret_manager.h"
+#include "authrpc/security/token_store.h"
+#include "authrpc/security/token_store_registry.h"
+#include "authrpc/server/service.h"
+#include "authrpc/server/token_renewer.h"
 
 namespace authrpc {
 

@@ -27,14 +27,14 @@
 #include <string>
 #include <vector>
 
-#include "auth/authorizer.h"
-#include "auth/kerberos.h"
-#include "auth/token_mechanism.h"
-#include "client/client.h"
-#include "security/credentials_file.h"
-#include "server/audit_log.h"
-#include "server/server.h"
-#include "server/token_service.h"
+#include "authrpc/auth/authorizer.h"
+#include "authrpc/auth/kerberos.h"
+#include "authrpc/auth/token_mechanism.h"
+#include "authrpc/client/client.h"
+#include "authrpc/security/credentials_file.h"
+#include "authrpc/server/audit_log.h"
+#include "authrpc/server/server.h"
+#include "authrpc/server/token_service.h"
 #include "tests/testing/mini_kdc.h"
 #include "tests/test_server.h"
 #include "tests/test_support.h"

@@ -21,12 +21,12 @@
 #include <sstream>
 #include <thread>
 
-#include "auth/acl.h"
-#include "auth/authorizer.h"
-#include "auth/simple.h"
-#include "client/client.h"
-#include "server/audit_log.h"
-#include "server/server.h"
+#include "authrpc/auth/acl.h"
+#include "authrpc/auth/authorizer.h"
+#include "authrpc/auth/simple.h"
+#include "authrpc/client/client.h"
+#include "authrpc/server/audit_log.h"
+#include "authrpc/server/server.h"
 #include "tests/test_server.h"
 #include "tests/test_support.h"
 

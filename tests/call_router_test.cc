@@ -4,7 +4,7 @@
 // throughout: the streams sit on a FrameChannel over a connected Unix socket
 // pair (the library's own transport), and a large DATA body is read from that
 // socket by the router itself.
-#include "rpc/call_router.h"
+#include "authrpc/rpc/call_router.h"
 
 #include <gtest/gtest.h>
 #include <unistd.h>
@@ -18,10 +18,10 @@
 #include <ostream>
 #include <string>
 
-#include "rpc/call_stream.h"
-#include "rpc/frame_channel.h"
-#include "rpc/messages.h"
-#include "rpc/transport.h"
+#include "authrpc/rpc/call_stream.h"
+#include "authrpc/rpc/frame_channel.h"
+#include "authrpc/rpc/messages.h"
+#include "authrpc/rpc/transport.h"
 
 namespace authrpc {
 namespace {
@@ -40,8 +40,8 @@ class CallRouterTest : public ::testing::Test {
     ASSERT_TRUE(ep.ok()) << ep.status().to_string();
     auto listener = transport_for(Endpoint::Scheme::kUnix).listen(io_, *ep, {});
     ASSERT_TRUE(listener.ok()) << listener.status().to_string();
-    Result<std::unique_ptr<Stream>> accepted = Status(Errc::kInternal, "not run");
-    Result<std::unique_ptr<Stream>> connected = Status(Errc::kInternal, "not run");
+    Result<std::unique_ptr<ByteStream>> accepted = Status(Errc::kInternal, "not run");
+    Result<std::unique_ptr<ByteStream>> connected = Status(Errc::kInternal, "not run");
     asio::co_spawn(io_, [&]() -> asio::awaitable<void> { accepted = co_await (*listener)->accept(); },
                    rethrow);
     asio::co_spawn(io_, [&]() -> asio::awaitable<void> {
@@ -103,7 +103,7 @@ class CallRouterTest : public ::testing::Test {
   }
 
   asio::io_context io_{1};
-  std::unique_ptr<Stream> peer_;
+  std::unique_ptr<ByteStream> peer_;
   std::shared_ptr<FrameChannel> channel_;
   CallRouter router_;
 };

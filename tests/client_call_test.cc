@@ -22,12 +22,12 @@
 #include <thread>
 #include <vector>
 
-#include "auth/simple.h"
-#include "client/client.h"
-#include "rpc/deadline_queue.h"
-#include "rpc/parked_handler.h"
-#include "server/server.h"
-#include "server/service.h"
+#include "authrpc/auth/simple.h"
+#include "authrpc/client/client.h"
+#include "authrpc/rpc/deadline_queue.h"
+#include "authrpc/rpc/parked_handler.h"
+#include "authrpc/server/server.h"
+#include "authrpc/server/service.h"
 #include "tests/test_server.h"
 #include "tests/test_support.h"
 

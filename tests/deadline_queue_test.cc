@@ -1,6 +1,6 @@
 // DeadlineQueue: many deadlines on one timer (rpc/deadline_queue.h), and the
 // socket transport's connect deadline that is built on it.
-#include "rpc/deadline_queue.h"
+#include "authrpc/rpc/deadline_queue.h"
 
 #include <arpa/inet.h>
 #include <gtest/gtest.h>
@@ -17,7 +17,7 @@
 #include <string>
 #include <vector>
 
-#include "rpc/transport.h"
+#include "authrpc/rpc/transport.h"
 
 namespace authrpc {
 namespace {

@@ -2,7 +2,7 @@
 // on first use. This program links the authorization layer alone
 // (authrpc::auth, tests/CMakeLists.txt), as a program with no Kerberos
 // mechanism does, and still reads exactly what krb5.conf says.
-#include "auth/default_realm.h"
+#include "authrpc/auth/default_realm.h"
 
 #include <dlfcn.h>
 #include <gtest/gtest.h>

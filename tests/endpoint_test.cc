@@ -1,5 +1,5 @@
 // Unit tests for rpc/endpoint.h: URI parsing (good and bad) and to_string().
-#include "rpc/endpoint.h"
+#include "authrpc/rpc/endpoint.h"
 
 #include <gtest/gtest.h>
 #include <sys/un.h>

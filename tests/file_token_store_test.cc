@@ -5,7 +5,7 @@
 // crash test: a child process runs issue/renew/cancel through a file store,
 // reports each acknowledged operation over a pipe and is SIGKILLed mid-burst;
 // every acknowledged operation must be found after reopening.
-#include "security/file_token_store.h"
+#include "authrpc/security/file_token_store.h"
 
 #include <fcntl.h>
 #include <gmock/gmock.h>
@@ -27,10 +27,10 @@
 #include <string>
 #include <vector>
 
-#include "security/byte_codec.h"
-#include "security/clock.h"
-#include "security/memory_token_store.h"
-#include "security/secret_manager.h"
+#include "authrpc/security/byte_codec.h"
+#include "authrpc/security/clock.h"
+#include "authrpc/security/memory_token_store.h"
+#include "authrpc/security/secret_manager.h"
 
 namespace authrpc::security {
 namespace {

@@ -1,8 +1,8 @@
 // Unit tests for rpc/frame_channel.h over a real connected Unix socket pair
 // (abstract namespace, made with the library's own Unix transport). One end
 // is wrapped in a FrameChannel; the test drives the other end as a raw
-// Stream so that it controls every byte and every write boundary.
-#include "rpc/frame_channel.h"
+// ByteStream so that it controls every byte and every write boundary.
+#include "authrpc/rpc/frame_channel.h"
 
 #include <gtest/gtest.h>
 
@@ -23,8 +23,8 @@
 #include <string>
 #include <vector>
 
-#include "rpc/messages.h"
-#include "rpc/transport.h"
+#include "authrpc/rpc/messages.h"
+#include "authrpc/rpc/transport.h"
 
 namespace authrpc {
 namespace {
@@ -32,10 +32,10 @@ namespace {
 using namespace std::chrono_literals;
 using wire::FrameType;
 
-// A Stream decorator that counts write_all() calls (to observe coalescing).
-class CountingStream final : public Stream {
+// A ByteStream decorator that counts write_all() calls (to observe coalescing).
+class CountingStream final : public ByteStream {
  public:
-  explicit CountingStream(std::unique_ptr<Stream> inner, int* writes)
+  explicit CountingStream(std::unique_ptr<ByteStream> inner, int* writes)
       : inner_(std::move(inner)), writes_(writes) {}
   asio::awaitable<std::size_t> read_some(asio::mutable_buffer buffer,
                                          std::error_code& ec) override {
@@ -52,7 +52,7 @@ class CountingStream final : public Stream {
   const asio::any_io_executor& executor() const noexcept override { return inner_->executor(); }
 
  private:
-  std::unique_ptr<Stream> inner_;
+  std::unique_ptr<ByteStream> inner_;
   int* writes_;
 };
 
@@ -66,7 +66,7 @@ class FrameChannelTest : public ::testing::Test {
     auto listener = transport_for(Endpoint::Scheme::kUnix).listen(io_, *ep, {});
     ASSERT_TRUE(listener.ok()) << listener.status().to_string();
 
-    Result<std::unique_ptr<Stream>> accepted, connected;
+    Result<std::unique_ptr<ByteStream>> accepted, connected;
     asio::co_spawn(io_, [&]() -> asio::awaitable<void> { accepted = co_await (*listener)->accept(); },
                    rethrow);
     asio::co_spawn(io_, [&]() -> asio::awaitable<void> {
@@ -91,7 +91,7 @@ class FrameChannelTest : public ::testing::Test {
   // Wraps the local end in a FrameChannel (optionally counting writes).
   std::shared_ptr<FrameChannel> make_channel(std::size_t max_frame_size = 1 << 24,
                                              int* write_counter = nullptr) {
-    std::unique_ptr<Stream> s = std::move(local_);
+    std::unique_ptr<ByteStream> s = std::move(local_);
     if (write_counter) s = std::make_unique<CountingStream>(std::move(s), write_counter);
     channel_ = std::make_shared<FrameChannel>(std::move(s), max_frame_size);
     return channel_;
@@ -167,8 +167,8 @@ class FrameChannelTest : public ::testing::Test {
   }
 
   asio::io_context io_{1};
-  std::unique_ptr<Stream> local_;
-  std::unique_ptr<Stream> peer_;
+  std::unique_ptr<ByteStream> local_;
+  std::unique_ptr<ByteStream> peer_;
   std::shared_ptr<FrameChannel> channel_;
 };
 

@@ -6,8 +6,8 @@
 
 #include <map>
 
-#include "auth/authz_policy.h"
-#include "auth/group_cache.h"
+#include "authrpc/auth/authz_policy.h"
+#include "authrpc/auth/group_cache.h"
 
 namespace authrpc {
 namespace {

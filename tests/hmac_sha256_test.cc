@@ -1,6 +1,6 @@
 // security/hmac_sha256.h against RFC 4231's HMAC-SHA256 test vectors and
 // OpenSSL's one-shot HMAC(), including from several threads at once.
-#include "security/hmac_sha256.h"
+#include "authrpc/security/hmac_sha256.h"
 
 #include <gtest/gtest.h>
 #include <openssl/evp.h>

@@ -1,7 +1,7 @@
 // Identity::to_json is hand-written (it runs once per session for sys.whoami),
 // so check that every field survives a round trip through a real JSON parser,
 // whatever bytes it holds.
-#include "auth/identity.h"
+#include "authrpc/auth/identity.h"
 
 #include <gtest/gtest.h>
 

@@ -18,8 +18,8 @@
 #include <string>
 #include <vector>
 
-#include "auth/kerberos.h"
-#include "security/base/status.h"
+#include "authrpc/auth/kerberos.h"
+#include "authrpc/security/base/status.h"
 #include "tests/testing/mini_kdc.h"
 
 namespace authrpc::testing {

@@ -11,12 +11,12 @@
 #include <string>
 #include <vector>
 
-#include "auth/simple.h"
-#include "auth/token_mechanism.h"
-#include "security/base/log.h"
-#include "rpc/messages.h"
-#include "server/server.h"
-#include "server/token_service.h"
+#include "authrpc/auth/simple.h"
+#include "authrpc/auth/token_mechanism.h"
+#include "authrpc/security/base/log.h"
+#include "authrpc/rpc/messages.h"
+#include "authrpc/server/server.h"
+#include "authrpc/server/token_service.h"
 #include "tests/test_server.h"
 #include "tests/test_support.h"
 

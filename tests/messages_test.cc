@@ -2,7 +2,7 @@
 // header is right and whose body decodes back to the same values; decoders
 // refuse truncated bodies and (where the body has no trailing payload)
 // trailing garbage.
-#include "rpc/messages.h"
+#include "authrpc/rpc/messages.h"
 
 #include <gtest/gtest.h>
 

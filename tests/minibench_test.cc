@@ -22,14 +22,14 @@
 #include <string>
 #include <vector>
 
-#include "auth/simple.h"
+#include "authrpc/auth/simple.h"
 #include "minibench/floor_check.h"
 #include "minibench/plot.h"
 #include "minibench/report.h"
 #include "tests/test_server.h"
 #include "tests/testing/mini_kdc.h"
-#include "security/base/log.h"
-#include "server/server.h"
+#include "authrpc/security/base/log.h"
+#include "authrpc/server/server.h"
 
 #ifndef MINIBENCH_BIN
 #error "MINIBENCH_BIN must name the minibench binary"

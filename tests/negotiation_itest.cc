@@ -19,14 +19,14 @@
 #include <string>
 #include <vector>
 
-#include "auth/kerberos.h"
-#include "auth/kerberos_sasl.h"
-#include "auth/simple.h"
-#include "auth/token_mechanism.h"
-#include "auth/token_sasl.h"
-#include "auth/x509.h"
-#include "security/memory_token_store.h"
-#include "security/secret_manager.h"
+#include "authrpc/auth/kerberos.h"
+#include "authrpc/auth/kerberos_sasl.h"
+#include "authrpc/auth/simple.h"
+#include "authrpc/auth/token_mechanism.h"
+#include "authrpc/auth/token_sasl.h"
+#include "authrpc/auth/x509.h"
+#include "authrpc/security/memory_token_store.h"
+#include "authrpc/security/secret_manager.h"
 #include "tests/kerberos_realm.h"
 #include "tests/test_server.h"
 #include "tests/test_support.h"

@@ -28,10 +28,10 @@
 #include <thread>
 #include <vector>
 
-#include "auth/mechanism_registry.h"
-#include "auth/simple.h"
-#include "client/client.h"
-#include "server/server.h"
+#include "authrpc/auth/mechanism_registry.h"
+#include "authrpc/auth/simple.h"
+#include "authrpc/client/client.h"
+#include "authrpc/server/server.h"
 #include "tests/test_server.h"
 
 namespace authrpc {

@@ -25,13 +25,13 @@
 #include <thread>
 #include <vector>
 
-#include "auth/simple.h"
-#include "client/client.h"
-#include "rpc/messages.h"
-#include "security/base/status.h"
-#include "rpc/wire.h"
-#include "server/preauth_budget.h"
-#include "server/server.h"
+#include "authrpc/auth/simple.h"
+#include "authrpc/client/client.h"
+#include "authrpc/rpc/messages.h"
+#include "authrpc/security/base/status.h"
+#include "authrpc/rpc/wire.h"
+#include "authrpc/server/preauth_budget.h"
+#include "authrpc/server/server.h"
 #include "tests/test_server.h"
 #include "tests/test_support.h"
 

@@ -1,6 +1,6 @@
 // Table-driven tests of auth_to_local mapping (auth/principal_mapper.h):
 // Hadoop's KerberosName semantics, tricky principals and regex edge cases.
-#include "auth/principal_mapper.h"
+#include "authrpc/auth/principal_mapper.h"
 
 #include <gtest/gtest.h>
 

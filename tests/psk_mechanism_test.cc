@@ -12,9 +12,9 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
-#include "auth/mechanism_registry.h"
+#include "authrpc/auth/mechanism_registry.h"
 #include "psk_mechanism.h"
-#include "security/tls_context.h"
+#include "authrpc/security/tls_context.h"
 #include "tests/test_support.h"
 #include "tests/tls_test_certs.h"
 #include "tests/token_capture.h"

@@ -2,7 +2,7 @@
 // ManualClock: issue/verify, lifetimes, renew and cancel permissions, typed
 // failures, master-key rolling and retirement, the sweeper, reloading from a
 // store, and concurrent verification during changes.
-#include "security/secret_manager.h"
+#include "authrpc/security/secret_manager.h"
 
 #include <gtest/gtest.h>
 
@@ -12,8 +12,8 @@
 #include <thread>
 #include <vector>
 
-#include "security/clock.h"
-#include "security/memory_token_store.h"
+#include "authrpc/security/clock.h"
+#include "authrpc/security/memory_token_store.h"
 
 namespace authrpc::security {
 namespace {

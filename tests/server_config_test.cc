@@ -2,10 +2,10 @@
 // authrpc-server. The shipped example parses to the documented values;
 // every kind of mistake is refused with CONFIG_ERROR and a message that
 // says which key is wrong.
-#include "server/server_config.h"
+#include "authrpc/server/server_config.h"
 
-#include "client/client.h"
-#include "auth/simple.h"
+#include "authrpc/client/client.h"
+#include "authrpc/auth/simple.h"
 #include "test_support.h"
 
 #include <gtest/gtest.h>

@@ -13,9 +13,9 @@
 #include <stdexcept>
 #include <string>
 
-#include "auth/simple.h"
-#include "client/client.h"
-#include "server/server.h"
+#include "authrpc/auth/simple.h"
+#include "authrpc/client/client.h"
+#include "authrpc/server/server.h"
 #include "tests/test_support.h"
 
 namespace authrpc {

@@ -33,14 +33,14 @@
 #include <thread>
 #include <vector>
 
-#include "auth/simple.h"
-#include "client/client.h"
-#include "client/client_runtime.h"
-#include "rpc/endpoint.h"
-#include "security/base/log.h"
-#include "security/base/status.h"
-#include "server/server.h"
-#include "server/service.h"
+#include "authrpc/auth/simple.h"
+#include "authrpc/client/client.h"
+#include "authrpc/client/client_runtime.h"
+#include "authrpc/rpc/endpoint.h"
+#include "authrpc/security/base/log.h"
+#include "authrpc/security/base/status.h"
+#include "authrpc/server/server.h"
+#include "authrpc/server/service.h"
 #include "tests/test_server.h"
 #include "tests/test_support.h"
 

@@ -2,7 +2,7 @@
 // for real over socketpairs and a listening Unix socket, SO_PEERCRED refusal
 // of a peer running as another uid, malformed handoff messages, and sockets
 // that cannot carry a handoff at all.
-#include "rpc/shm_handoff.h"
+#include "authrpc/rpc/shm_handoff.h"
 
 #include <asio/detached.hpp>
 #include <asio/local/stream_protocol.hpp>

@@ -22,8 +22,8 @@
 #include <string>
 #include <vector>
 
-#include "rpc/shm_handoff.h"
-#include "rpc/shm_ring.h"
+#include "authrpc/rpc/shm_handoff.h"
+#include "authrpc/rpc/shm_ring.h"
 #include "tests/shm_test_util.h"
 
 namespace authrpc {

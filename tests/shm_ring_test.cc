@@ -2,7 +2,7 @@
 // threads and two processes, wraparound, a slow reader bounding the writer,
 // wake-up economy, peer death, orderly close, cancellation, corrupted shared
 // state, and refused geometry and descriptors.
-#include "rpc/shm_ring.h"
+#include "authrpc/rpc/shm_ring.h"
 
 #include <asio/detached.hpp>
 #include <asio/io_context.hpp>
@@ -19,7 +19,7 @@
 #include <atomic>
 #include <thread>
 
-#include "rpc/shm_handoff.h"
+#include "authrpc/rpc/shm_handoff.h"
 #include "tests/shm_test_util.h"
 
 namespace authrpc {

@@ -41,16 +41,16 @@
 #include <thread>
 #include <vector>
 
-#include "auth/simple.h"
-#include "client/client.h"
-#include "client/client_runtime.h"
-#include "security/base/log.h"
-#include "rpc/messages.h"
-#include "rpc/shm_ring.h"
-#include "rpc/wire.h"
-#include "rpc/shm_errors.h"
-#include "server/server.h"
-#include "server/service.h"
+#include "authrpc/auth/simple.h"
+#include "authrpc/client/client.h"
+#include "authrpc/client/client_runtime.h"
+#include "authrpc/security/base/log.h"
+#include "authrpc/rpc/messages.h"
+#include "authrpc/rpc/shm_ring.h"
+#include "authrpc/rpc/wire.h"
+#include "authrpc/rpc/shm_errors.h"
+#include "authrpc/server/server.h"
+#include "authrpc/server/service.h"
 #include "tests/test_server.h"
 
 namespace authrpc {

@@ -19,7 +19,7 @@
 #include <memory>
 #include <span>
 
-#include "rpc/shm_ring.h"
+#include "authrpc/rpc/shm_ring.h"
 
 namespace authrpc::shm_test {
 

@@ -42,16 +42,16 @@
 #include <thread>
 #include <vector>
 
-#include "auth/simple.h"
-#include "client/client.h"
-#include "rpc/endpoint.h"
-#include "security/base/log.h"
-#include "rpc/shm_ring.h"
-#include "security/base/status.h"
-#include "rpc/unique_fd.h"
-#include "rpc/wire.h"
-#include "server/server.h"
-#include "server/server_stream.h"
+#include "authrpc/auth/simple.h"
+#include "authrpc/client/client.h"
+#include "authrpc/rpc/endpoint.h"
+#include "authrpc/security/base/log.h"
+#include "authrpc/rpc/shm_ring.h"
+#include "authrpc/security/base/status.h"
+#include "authrpc/rpc/unique_fd.h"
+#include "authrpc/rpc/wire.h"
+#include "authrpc/server/server.h"
+#include "authrpc/server/server_stream.h"
 #include "tests/test_server.h"
 #include "tests/test_support.h"
 
@@ -1188,7 +1188,7 @@ TEST_P(StreamBadInputTest, AnEndStreamWithABodyIsAProtocolError) {
   ExpectServerStillServes();
 }
 
-// Stream frames with the id of a unary call in flight are dropped; the
+// ByteStream frames with the id of a unary call in flight are dropped; the
 // unary call is answered normally.
 TEST_P(StreamBadInputTest, StreamFramesForAUnaryCallAreDropped) {
   auto raw = Authenticated();

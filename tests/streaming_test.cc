@@ -26,14 +26,14 @@
 #include <string>
 #include <vector>
 
-#include "auth/simple.h"
-#include "client/client.h"
-#include "client/client_runtime.h"
-#include "rpc/call_stream.h"  // kDefaultStreamWindow, kFileChunk
-#include "security/base/log.h"
-#include "security/tls_context.h"
-#include "server/server.h"
-#include "server/service.h"
+#include "authrpc/auth/simple.h"
+#include "authrpc/client/client.h"
+#include "authrpc/client/client_runtime.h"
+#include "authrpc/rpc/call_stream.h"  // kDefaultStreamWindow, kFileChunk
+#include "authrpc/security/base/log.h"
+#include "authrpc/security/tls_context.h"
+#include "authrpc/server/server.h"
+#include "authrpc/server/service.h"
 #include "tests/test_server.h"
 #include "tests/tls_test_certs.h"
 

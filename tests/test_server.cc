@@ -4,7 +4,7 @@
 
 #include <utility>
 
-#include "auth/simple.h"
+#include "authrpc/auth/simple.h"
 
 namespace authrpc::testing {
 

@@ -21,15 +21,15 @@
 #include <string>
 #include <vector>
 
-#include "auth/mechanism.h"
-#include "client/client.h"
-#include "rpc/endpoint.h"
-#include "rpc/policy.h"
-#include "security/base/log.h"
-#include "security/base/result.h"
-#include "security/base/status.h"
-#include "server/server.h"
-#include "server/service.h"
+#include "authrpc/auth/mechanism.h"
+#include "authrpc/client/client.h"
+#include "authrpc/rpc/endpoint.h"
+#include "authrpc/rpc/policy.h"
+#include "authrpc/security/base/log.h"
+#include "authrpc/security/base/result.h"
+#include "authrpc/security/base/status.h"
+#include "authrpc/server/server.h"
+#include "authrpc/server/service.h"
 #include "tests/test_support.h"
 #include "tests/test_tls.h"
 

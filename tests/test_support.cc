@@ -19,7 +19,7 @@
 #include <future>
 #include <thread>
 
-#include "rpc/messages.h"
+#include "authrpc/rpc/messages.h"
 
 namespace authrpc::testing {
 namespace {

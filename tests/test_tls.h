@@ -7,7 +7,7 @@
 #include <memory>
 #include <string>
 
-#include "security/tls_context.h"
+#include "authrpc/security/tls_context.h"
 
 namespace authrpc::testing {
 

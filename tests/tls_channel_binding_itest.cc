@@ -18,12 +18,12 @@
 #include <nlohmann/json.hpp>
 #include <thread>
 
-#include "auth/kerberos.h"
-#include "auth/simple.h"
-#include "client/client.h"
-#include "rpc/tls_transport.h"
-#include "security/tls_context.h"
-#include "server/server.h"
+#include "authrpc/auth/kerberos.h"
+#include "authrpc/auth/simple.h"
+#include "authrpc/client/client.h"
+#include "authrpc/rpc/tls_transport.h"
+#include "authrpc/security/tls_context.h"
+#include "authrpc/server/server.h"
 #include "tests/kerberos_realm.h"
 #include "tests/test_server.h"
 #include "tests/testing/mini_kdc.h"
@@ -41,11 +41,11 @@ std::string Describe(const Result<T>& r) {
   return r.ok() ? std::string("OK") : r.status().to_string();
 }
 
-// Waits for one Stream::write_all() inside a coroutine.
+// Waits for one ByteStream::write_all() inside a coroutine.
 class AwaitWrite final : public WriteCompletion {
  public:
   explicit AwaitWrite(const asio::any_io_executor& ex) : timer_(ex) {}
-  asio::awaitable<std::error_code> write(Stream& stream, const char* data, std::size_t size) {
+  asio::awaitable<std::error_code> write(ByteStream& stream, const char* data, std::size_t size) {
     const asio::const_buffer buffer(data, size);
     done_ = false;
     stream.write_all(std::span<const asio::const_buffer>(&buffer, 1), *this);
@@ -94,23 +94,23 @@ class RelayingProxy {
     for (;;) {
       auto in = co_await listener_->accept();
       if (!in.ok()) co_return;
-      asio::co_spawn(io_, relay(std::shared_ptr<Stream>(std::move(*in))), asio::detached);
+      asio::co_spawn(io_, relay(std::shared_ptr<ByteStream>(std::move(*in))), asio::detached);
     }
   }
 
-  asio::awaitable<void> relay(std::shared_ptr<Stream> in) {
+  asio::awaitable<void> relay(std::shared_ptr<ByteStream> in) {
     auto out = co_await connect_tls(io_.get_executor(), target_,
                                     std::chrono::steady_clock::now() + 5s, upstream_);
     if (!out.ok()) {
       in->close();
       co_return;
     }
-    std::shared_ptr<Stream> upstream(std::move(*out));
+    std::shared_ptr<ByteStream> upstream(std::move(*out));
     asio::co_spawn(io_, copy(in, upstream), asio::detached);
     co_await copy(upstream, in);
   }
 
-  asio::awaitable<void> copy(std::shared_ptr<Stream> from, std::shared_ptr<Stream> to) {
+  asio::awaitable<void> copy(std::shared_ptr<ByteStream> from, std::shared_ptr<ByteStream> to) {
     AwaitWrite writer(io_.get_executor());
     char buffer[16384];
     for (;;) {

@@ -21,14 +21,14 @@
 #include <string>
 #include <thread>
 
-#include "auth/simple.h"
-#include "auth/x509.h"
-#include "client/client.h"
-#include "rpc/tls_errors.h"
-#include "security/tls_context.h"
-#include "server/server.h"
-#include "server/server_config.h"
-#include "auth/mechanism_registry.h"
+#include "authrpc/auth/simple.h"
+#include "authrpc/auth/x509.h"
+#include "authrpc/client/client.h"
+#include "authrpc/rpc/tls_errors.h"
+#include "authrpc/security/tls_context.h"
+#include "authrpc/server/server.h"
+#include "authrpc/server/server_config.h"
+#include "authrpc/auth/mechanism_registry.h"
 #include "tests/tls_test_certs.h"
 
 namespace authrpc {

@@ -12,7 +12,7 @@
 #include <string_view>
 #include <vector>
 
-#include "auth/mechanism.h"
+#include "authrpc/auth/mechanism.h"
 
 namespace authrpc::testing {
 

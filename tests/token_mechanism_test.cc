@@ -14,13 +14,13 @@
 #include <string>
 #include <vector>
 
-#include "auth/token_mechanism.h"
-#include "auth/token_replay_cache.h"
-#include "security/clock.h"
-#include "security/memory_token_store.h"
-#include "security/secret_manager.h"
-#include "security/token_errors.h"
-#include "server/token_service.h"
+#include "authrpc/auth/token_mechanism.h"
+#include "authrpc/auth/token_replay_cache.h"
+#include "authrpc/security/clock.h"
+#include "authrpc/security/memory_token_store.h"
+#include "authrpc/security/secret_manager.h"
+#include "authrpc/security/token_errors.h"
+#include "authrpc/server/token_service.h"
 #include "tests/test_support.h"
 #include "tests/token_realm.h"
 

@@ -12,10 +12,10 @@
 #include <string_view>
 #include <utility>
 
-#include "security/clock.h"
-#include "security/memory_token_store.h"
-#include "security/secret_manager.h"
-#include "security/token.h"
+#include "authrpc/security/clock.h"
+#include "authrpc/security/memory_token_store.h"
+#include "authrpc/security/secret_manager.h"
+#include "authrpc/security/token.h"
 
 namespace authrpc::testing {
 

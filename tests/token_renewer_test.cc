@@ -1,7 +1,7 @@
 // The renewer of a delegation token (server/token_renewer.h): which names
 // token.get refuses, and how token.renew/cancel compare a caller with the
 // renewer (Hadoop: short names through the principal mapping).
-#include "server/token_renewer.h"
+#include "authrpc/server/token_renewer.h"
 
 #include <gtest/gtest.h>
 #include <stdlib.h>

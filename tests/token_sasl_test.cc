@@ -13,13 +13,13 @@
 #include <memory>
 #include <string>
 
-#include "auth/sasl_library.h"
-#include "auth/scram_verifier_cache.h"
-#include "auth/token_sasl.h"
-#include "security/base64url.h"
-#include "security/clock.h"
-#include "security/memory_token_store.h"
-#include "security/secret_manager.h"
+#include "authrpc/auth/sasl_library.h"
+#include "authrpc/auth/scram_verifier_cache.h"
+#include "authrpc/auth/token_sasl.h"
+#include "authrpc/security/base64url.h"
+#include "authrpc/security/clock.h"
+#include "authrpc/security/memory_token_store.h"
+#include "authrpc/security/secret_manager.h"
 #include "tests/test_support.h"
 #include "tests/token_realm.h"
 

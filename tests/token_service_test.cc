@@ -14,11 +14,11 @@
 #include <string>
 #include <unistd.h>
 
-#include "auth/simple.h"
-#include "client/client.h"
-#include "server/server.h"
-#include "server/service.h"
-#include "server/token_service.h"
+#include "authrpc/auth/simple.h"
+#include "authrpc/client/client.h"
+#include "authrpc/server/server.h"
+#include "authrpc/server/service.h"
+#include "authrpc/server/token_service.h"
 #include "tests/test_server.h"
 #include "tests/test_support.h"
 

@@ -21,8 +21,8 @@
 #include <string>
 #include <vector>
 
-#include "security/file_token_store.h"
-#include "security/secret_manager.h"
+#include "authrpc/security/file_token_store.h"
+#include "authrpc/security/secret_manager.h"
 
 namespace {
 

@@ -2,7 +2,7 @@
 // and token, binary and string forms), security/base64url.h,
 // security/secret_bytes.h, security/token_errors.h, security/credentials_file.h,
 // and tamper detection through a real SecretManager.
-#include "security/token.h"
+#include "authrpc/security/token.h"
 
 #include <gtest/gtest.h>
 #include <openssl/hmac.h>
@@ -17,13 +17,13 @@
 #include <string>
 #include <vector>
 
-#include "security/base64url.h"
-#include "security/clock.h"
-#include "security/credentials_file.h"
-#include "security/memory_token_store.h"
-#include "security/secret_bytes.h"
-#include "security/secret_manager.h"
-#include "security/token_errors.h"
+#include "authrpc/security/base64url.h"
+#include "authrpc/security/clock.h"
+#include "authrpc/security/credentials_file.h"
+#include "authrpc/security/memory_token_store.h"
+#include "authrpc/security/secret_bytes.h"
+#include "authrpc/security/secret_manager.h"
+#include "authrpc/security/token_errors.h"
 
 namespace authrpc::security {
 namespace {

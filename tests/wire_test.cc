@@ -1,7 +1,7 @@
 // Unit tests for rpc/wire.h: the preamble, the fixed frame header and the
 // field encoding (Writer / Reader). All integers on the wire are big-endian,
 // so several tests compare against bytes written out by hand.
-#include "rpc/wire.h"
+#include "authrpc/rpc/wire.h"
 
 #include <gtest/gtest.h>
 

@@ -30,14 +30,14 @@
 #include <thread>
 #include <vector>
 
-#include "auth/kerberos.h"
-#include "auth/token_mechanism.h"
-#include "client/client.h"
-#include "security/tls_context.h"
-#include "security/zk_store_factory.h"
-#include "security/zk_token_store.h"
-#include "server/server.h"
-#include "server/token_service.h"
+#include "authrpc/auth/kerberos.h"
+#include "authrpc/auth/token_mechanism.h"
+#include "authrpc/client/client.h"
+#include "authrpc/security/tls_context.h"
+#include "authrpc/security/zk_store_factory.h"
+#include "authrpc/security/zk_token_store.h"
+#include "authrpc/server/server.h"
+#include "authrpc/server/token_service.h"
 #include "tests/kerberos_realm.h"
 #include "tests/test_server.h"
 #include "tests/test_tls.h"

@@ -1,4 +1,4 @@
-#include "security/base/log.h"
+#include "authrpc/security/base/log.h"
 
 #include <chrono>
 #include <cstdint>

@@ -5,7 +5,7 @@
 #include <utility>
 #include <variant>
 
-#include "security/base/status.h"
+#include "authrpc/security/base/status.h"
 
 namespace authrpc {
 

@@ -1,4 +1,4 @@
-#include "security/base/status.h"
+#include "authrpc/security/base/status.h"
 
 #include <asio/error.hpp>
 #include <cerrno>

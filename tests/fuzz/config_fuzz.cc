@@ -24,10 +24,10 @@
 
 #include <nlohmann/json.hpp>
 
-#include "auth/authz_policy.h"
-#include "auth/mechanism_registry.h"
-#include "server/server_config.h"
-#include "server/token_service.h"
+#include "authrpc/auth/authz_policy.h"
+#include "authrpc/auth/mechanism_registry.h"
+#include "authrpc/server/server_config.h"
+#include "authrpc/server/token_service.h"
 #include "tests/fuzz/fuzz_support.h"
 
 namespace authrpc::fuzz {

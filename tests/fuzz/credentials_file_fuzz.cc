@@ -7,7 +7,7 @@
 #include <string>
 #include <string_view>
 
-#include "security/credentials_file.h"
+#include "authrpc/security/credentials_file.h"
 #include "tests/fuzz/fuzz_support.h"
 
 namespace authrpc::fuzz {

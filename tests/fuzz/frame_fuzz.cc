@@ -14,9 +14,9 @@
 
 #include <asio/io_context.hpp>
 
-#include "rpc/frame_channel.h"
-#include "rpc/messages.h"
-#include "rpc/wire.h"
+#include "authrpc/rpc/frame_channel.h"
+#include "authrpc/rpc/messages.h"
+#include "authrpc/rpc/wire.h"
 #include "tests/fuzz/fuzz_support.h"
 
 namespace authrpc::fuzz {

@@ -1,6 +1,6 @@
 #include "tests/fuzz/fuzz_support.h"
 
-#include "security/memory_token_store.h"
+#include "authrpc/security/memory_token_store.h"
 
 #include <asio/post.hpp>
 #include <algorithm>
@@ -51,7 +51,7 @@ std::size_t InputStream::try_read_some(asio::mutable_buffer buffer, std::error_c
 void InputStream::write_all(std::span<const asio::const_buffer> buffers, WriteCompletion& done) {
   for (const auto& b : buffers) written_ += b.size();
   const bool closed = closed_;
-  // Never from inside this call (the Stream contract).
+  // Never from inside this call (the ByteStream contract).
   asio::post(executor_, [&done, closed] {
     done.write_done(closed ? std::error_code(asio::error::operation_aborted) : std::error_code());
   });

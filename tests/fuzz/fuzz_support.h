@@ -1,4 +1,4 @@
-// What the libFuzzer targets in tests/fuzz share (docs/FUZZING.md): a Stream
+// What the libFuzzer targets in tests/fuzz share (docs/FUZZING.md): a ByteStream
 // that plays the fuzzer's bytes as a peer's side of a connection, a private
 // temporary directory, and running a coroutine to completion.
 //
@@ -19,10 +19,10 @@
 #include <string_view>
 #include <vector>
 
-#include "rpc/transport.h"
-#include "security/clock.h"
-#include "security/secret_manager.h"
-#include "security/token.h"
+#include "authrpc/rpc/transport.h"
+#include "authrpc/security/clock.h"
+#include "authrpc/security/secret_manager.h"
+#include "authrpc/security/token.h"
 
 namespace authrpc::fuzz {
 
@@ -32,7 +32,7 @@ namespace authrpc::fuzz {
 // under test answers is not the subject. Unlike a socket, this delivers the
 // same chunks on every run (a socketpair merges writes as the kernel likes),
 // which is what makes a crash reproducible.
-class InputStream final : public Stream {
+class InputStream final : public ByteStream {
  public:
   InputStream(const asio::any_io_executor& executor, std::string_view input,
               std::vector<std::size_t> chunks, Endpoint::Scheme scheme = Endpoint::Scheme::kTcp);

@@ -9,7 +9,7 @@
 #include <string>
 #include <string_view>
 
-#include "auth/kerberos_ticket_names.h"
+#include "authrpc/auth/kerberos_ticket_names.h"
 #include "tests/fuzz/fuzz_support.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* bytes, std::size_t size) {

@@ -17,15 +17,15 @@
 
 #include <asio/io_context.hpp>
 
-#include "auth/simple.h"
-#include "auth/token_mechanism.h"
-#include "auth/token_sasl.h"
-#include "rpc/messages.h"
-#include "rpc/wire.h"
-#include "security/byte_codec.h"
-#include "security/credentials_file.h"
-#include "security/file_token_store.h"
-#include "security/secret_manager.h"
+#include "authrpc/auth/simple.h"
+#include "authrpc/auth/token_mechanism.h"
+#include "authrpc/auth/token_sasl.h"
+#include "authrpc/rpc/messages.h"
+#include "authrpc/rpc/wire.h"
+#include "authrpc/security/byte_codec.h"
+#include "authrpc/security/credentials_file.h"
+#include "authrpc/security/file_token_store.h"
+#include "authrpc/security/secret_manager.h"
 #include "tests/fuzz/fuzz_support.h"
 #include "tests/tls_test_certs.h"
 

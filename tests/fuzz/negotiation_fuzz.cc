@@ -18,13 +18,13 @@
 
 #include <asio/io_context.hpp>
 
-#include "auth/server_negotiation.h"
-#include "auth/simple.h"
-#include "auth/token_mechanism.h"
-#include "auth/token_sasl.h"
-#include "auth/x509.h"
-#include "rpc/frame_channel.h"
-#include "rpc/wire.h"
+#include "authrpc/auth/server_negotiation.h"
+#include "authrpc/auth/simple.h"
+#include "authrpc/auth/token_mechanism.h"
+#include "authrpc/auth/token_sasl.h"
+#include "authrpc/auth/x509.h"
+#include "authrpc/rpc/frame_channel.h"
+#include "authrpc/rpc/wire.h"
 #include "tests/fuzz/fuzz_support.h"
 
 namespace authrpc::fuzz {

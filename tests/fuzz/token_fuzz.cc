@@ -22,9 +22,9 @@
 
 #include <asio/io_context.hpp>
 
-#include "auth/token_mechanism.h"
-#include "security/base64url.h"
-#include "security/token.h"
+#include "authrpc/auth/token_mechanism.h"
+#include "authrpc/security/base64url.h"
+#include "authrpc/security/token.h"
 #include "tests/fuzz/fuzz_support.h"
 
 namespace authrpc::fuzz {

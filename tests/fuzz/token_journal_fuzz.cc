@@ -24,9 +24,9 @@
 #include <string>
 #include <string_view>
 
-#include "security/byte_codec.h"
-#include "security/file_token_store.h"
-#include "security/secret_manager.h"
+#include "authrpc/security/byte_codec.h"
+#include "authrpc/security/file_token_store.h"
+#include "authrpc/security/secret_manager.h"
 #include "tests/fuzz/fuzz_support.h"
 
 namespace authrpc::fuzz {

@@ -14,8 +14,8 @@
 #include <vector>
 
 #include "tests/testing/kdc_log.h"
-#include "security/base/result.h"
-#include "security/base/status.h"
+#include "authrpc/security/base/result.h"
+#include "authrpc/security/base/status.h"
 
 namespace authrpc::testing {
 
