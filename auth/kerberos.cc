@@ -359,7 +359,9 @@ std::unique_ptr<ClientAuthSession> KerberosClientMechanism::start(const ChannelI
 
 const std::string& KerberosClientMechanism::principal() const noexcept { return state_->principal; }
 
-Status read_kerberos_server_options(const MechanismOptions& o, KerberosServerOptions& k) {
+namespace {
+
+Status read_server_options(const MechanismOptions& o, KerberosServerOptions& k) {
   for (Status s : {o.check({"keytab", "principal", "service", "host", "replay_cache",
                             "replay_cache_dir"}),
                    o.read("keytab", k.keytab), o.read("principal", k.principal),
@@ -371,7 +373,7 @@ Status read_kerberos_server_options(const MechanismOptions& o, KerberosServerOpt
   return {};
 }
 
-Status read_kerberos_client_options(const MechanismOptions& o, KerberosClientOptions& k) {
+Status read_client_options(const MechanismOptions& o, KerberosClientOptions& k) {
   for (Status s : {o.check({"ccache", "principal", "keytab", "service_principal", "service"}),
                    o.read("ccache", k.ccache), o.read("principal", k.principal),
                    o.read("keytab", k.keytab), o.read("service_principal", k.service_principal),
@@ -381,7 +383,7 @@ Status read_kerberos_client_options(const MechanismOptions& o, KerberosClientOpt
   return {};
 }
 
-std::vector<MechanismFlag> kerberos_client_flags() {
+std::vector<MechanismFlag> client_flags() {
   return {
       {"--service-principal", "service_principal",
        "P  the server principal to expect, e.g. rpc/host@REALM (default: rpc@<host of --server>)"},
@@ -391,34 +393,42 @@ std::vector<MechanismFlag> kerberos_client_flags() {
   };
 }
 
-void register_kerberos(MechanismRegistry& registry) {
-  const std::string name(kKerberosMechanism);
+}  // namespace
+
+void register_kerberos_family(MechanismRegistry& registry, std::string_view name,
+                              KerberosServerMaker make_server, KerberosClientMaker make_client) {
+  const std::string mechanism(name);
   registry.register_server(
-      name,
-      [](const nlohmann::json& json) -> Result<std::shared_ptr<ServerMechanism>> {
+      mechanism,
+      [mechanism, make_server](const nlohmann::json& json) -> Result<std::shared_ptr<ServerMechanism>> {
         KerberosServerOptions k;
-        if (Status s = read_kerberos_server_options(MechanismOptions(kKerberosMechanism, json), k);
-            !s.ok()) {
-          return s;
-        }
+        if (Status s = read_server_options(MechanismOptions(mechanism, json), k); !s.ok()) return s;
+        return make_server(k);
+      },
+      kKerberosTraits);
+  registry.register_client(
+      mechanism,
+      [mechanism, make_client](const nlohmann::json& json) -> Result<std::shared_ptr<ClientMechanism>> {
+        KerberosClientOptions k;
+        if (Status s = read_client_options(MechanismOptions(mechanism, json), k); !s.ok()) return s;
+        return make_client(k);
+      },
+      kKerberosTraits, client_flags());
+}
+
+void register_kerberos(MechanismRegistry& registry) {
+  register_kerberos_family(
+      registry, kKerberosMechanism,
+      [](const KerberosServerOptions& k) -> Result<std::shared_ptr<ServerMechanism>> {
         auto mechanism = KerberosServerMechanism::create(k);
         if (!mechanism.ok()) return mechanism.status();
         return std::shared_ptr<ServerMechanism>(*mechanism);
       },
-      kKerberosTraits);
-  registry.register_client(
-      name,
-      [](const nlohmann::json& json) -> Result<std::shared_ptr<ClientMechanism>> {
-        KerberosClientOptions k;
-        if (Status s = read_kerberos_client_options(MechanismOptions(kKerberosMechanism, json), k);
-            !s.ok()) {
-          return s;
-        }
+      [](const KerberosClientOptions& k) -> Result<std::shared_ptr<ClientMechanism>> {
         auto mechanism = KerberosClientMechanism::create(k);
         if (!mechanism.ok()) return mechanism.status();
         return std::shared_ptr<ClientMechanism>(*mechanism);
-      },
-      kKerberosTraits, kerberos_client_flags());
+      });
 }
 
 }  // namespace authrpc

@@ -10,6 +10,7 @@
 
 #include <memory>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "authrpc/auth/mechanism.h"
@@ -87,14 +88,14 @@ class KerberosClientMechanism final : public ClientMechanism {
   std::shared_ptr<State> state_;
 };
 
-class MechanismOptions;
 class MechanismRegistry;
-struct MechanismFlag;
-// The options both Kerberos mechanisms read (docs/KERBEROS.md) and the
-// client flags both declare; `kerberos-sasl` registers with them too.
-Status read_kerberos_server_options(const MechanismOptions& options, KerberosServerOptions& out);
-Status read_kerberos_client_options(const MechanismOptions& options, KerberosClientOptions& out);
-std::vector<MechanismFlag> kerberos_client_flags();
+// Registers both halves of a Kerberos mechanism `name` (`kerberos` and
+// `kerberos-sasl` differ only in how they are made): the options both read
+// (docs/KERBEROS.md), their traits and the client flags both declare.
+using KerberosServerMaker = Result<std::shared_ptr<ServerMechanism>> (*)(const KerberosServerOptions&);
+using KerberosClientMaker = Result<std::shared_ptr<ClientMechanism>> (*)(const KerberosClientOptions&);
+void register_kerberos_family(MechanismRegistry& registry, std::string_view name,
+                              KerberosServerMaker make_server, KerberosClientMaker make_client);
 // Registers both halves of `kerberos`.
 void register_kerberos(MechanismRegistry& registry);
 

@@ -531,35 +531,18 @@ const std::string& KerberosSaslClientMechanism::principal() const noexcept {
 }
 
 void register_kerberos_sasl(MechanismRegistry& registry) {
-  const std::string name(kKerberosSaslMechanism);
-  registry.register_server(
-      name,
-      [](const nlohmann::json& json) -> Result<std::shared_ptr<ServerMechanism>> {
-        KerberosServerOptions k;
-        if (Status s =
-                read_kerberos_server_options(MechanismOptions(kKerberosSaslMechanism, json), k);
-            !s.ok()) {
-          return s;
-        }
+  register_kerberos_family(
+      registry, kKerberosSaslMechanism,
+      [](const KerberosServerOptions& k) -> Result<std::shared_ptr<ServerMechanism>> {
         auto mechanism = KerberosSaslServerMechanism::create(k);
         if (!mechanism.ok()) return mechanism.status();
         return std::shared_ptr<ServerMechanism>(*mechanism);
       },
-      kKerberosTraits);
-  registry.register_client(
-      name,
-      [](const nlohmann::json& json) -> Result<std::shared_ptr<ClientMechanism>> {
-        KerberosClientOptions k;
-        if (Status s =
-                read_kerberos_client_options(MechanismOptions(kKerberosSaslMechanism, json), k);
-            !s.ok()) {
-          return s;
-        }
+      [](const KerberosClientOptions& k) -> Result<std::shared_ptr<ClientMechanism>> {
         auto mechanism = KerberosSaslClientMechanism::create(k);
         if (!mechanism.ok()) return mechanism.status();
         return std::shared_ptr<ClientMechanism>(*mechanism);
-      },
-      kKerberosTraits, kerberos_client_flags());
+      });
 }
 
 }  // namespace authrpc

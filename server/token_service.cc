@@ -10,39 +10,25 @@
 #include "authrpc/security/file_token_store.h"
 #include "authrpc/security/memory_token_store.h"
 #include "authrpc/security/token_errors.h"
+#include "authrpc/security/tokens_config.h"
 
 namespace authrpc {
 
+using security::read_tokens_ms;
 using security::Token;
+using security::tokens_config_error;
 using security::token_status;
 using security::TokenUse;
 
 namespace {
 
-Status config_error(const std::string& message) {
-  return {Errc::kConfigError, "'tokens" + message};
-}
-
-Status read_ms(const nlohmann::json& o, const char* key, std::chrono::milliseconds& out,
-               std::int64_t min_ms) {
-  if (!o.contains(key)) return {};
-  const auto& v = o[key];
-  constexpr std::int64_t kMax = 3650ll * 24 * 3600 * 1000;  // ten years
-  if (!v.is_number_integer() || v.get<std::int64_t>() < min_ms || v.get<std::int64_t>() > kMax) {
-    return config_error(std::string(".") + key + "' must be an integer number of milliseconds from " +
-                        std::to_string(min_ms) + " to " + std::to_string(kMax));
-  }
-  out = std::chrono::milliseconds(v.get<std::int64_t>());
-  return {};
-}
-
 Status read_strings(const nlohmann::json& o, const char* key, std::vector<std::string>& out) {
   if (!o.contains(key)) return {};
   const auto& v = o[key];
-  if (!v.is_array()) return config_error(std::string(".") + key + "' must be an array of strings");
+  if (!v.is_array()) return tokens_config_error(std::string(".") + key + "' must be an array of strings");
   out.clear();
   for (const auto& s : v) {
-    if (!s.is_string()) return config_error(std::string(".") + key + "' must be an array of strings");
+    if (!s.is_string()) return tokens_config_error(std::string(".") + key + "' must be an array of strings");
     out.push_back(s.get<std::string>());
   }
   return {};
@@ -78,13 +64,13 @@ std::string caller_of(const Identity& identity) {
 Result<TokenServiceOptions> token_service_options_from_json(const nlohmann::json& config,
                                                              const security::TokenStoreRegistry& stores) {
   TokenServiceOptions o;
-  if (!config.is_object()) return config_error("' must be an object");
+  if (!config.is_object()) return tokens_config_error("' must be an object");
   static const std::set<std::string> kKeys = {
       "store", "dir", "key_roll_interval_ms", "max_lifetime_ms", "renew_interval_ms",
       "sweep_interval_ms", "issue_mechanisms", "services", "max_clock_skew_ms",
       "replay_cache_capacity", "replay_cache_per_token", "allow_plaintext"};
   for (const auto& [key, _] : config.items()) {
-    if (!kKeys.contains(key)) return config_error("." + key + "' is not a known key");
+    if (!kKeys.contains(key)) return tokens_config_error("." + key + "' is not a known key");
   }
   const bool store_object = config.contains("store") && config["store"].is_object();
   // A shared store's type: what an optional component registered (e.g.
@@ -94,7 +80,7 @@ Result<TokenServiceOptions> token_service_options_from_json(const nlohmann::json
     shared_types += (shared_types.empty() ? "\"" : " or \"") + type + "\"";
   }
   if (config.contains("store") && !config["store"].is_string() && !store_object) {
-    return config_error(".store' must be \"file\", \"memory\" or {\"type\": " +
+    return tokens_config_error(".store' must be \"file\", \"memory\" or {\"type\": " +
                         (shared_types.empty() ? std::string("...") : shared_types) + ", ...}");
   }
   std::string store = store_object ? config["store"].value("type", std::string())
@@ -102,17 +88,17 @@ Result<TokenServiceOptions> token_service_options_from_json(const nlohmann::json
   const security::TokenStoreRegistry::Factory* shared = stores.find(store);
   if (store_object && shared == nullptr) {
     if (shared_types.empty()) {
-      return config_error(".store.type' \"" + store +
+      return tokens_config_error(".store.type' \"" + store +
                           "\": this program has no shared token store (authrpc built without ZooKeeper "
                           "support, or the program not linked with authrpc::builtins)");
     }
-    return config_error(".store.type' must be " + shared_types +
+    return tokens_config_error(".store.type' must be " + shared_types +
                         " (\"file\" and \"memory\" are plain strings)");
   }
   if (shared != nullptr) {
     // Given the plain string, the factory says what its object needs.
     o.store = TokenServiceOptions::Store::kShared;
-    if (store_object && config.contains("dir")) return config_error(".dir' is only for the file store");
+    if (store_object && config.contains("dir")) return tokens_config_error(".dir' is only for the file store");
     auto opener = (*shared)(config["store"]);
     if (!opener.ok()) return opener.status();
     o.shared_store = std::move(*opener);
@@ -120,20 +106,20 @@ Result<TokenServiceOptions> token_service_options_from_json(const nlohmann::json
     o.store = TokenServiceOptions::Store::kFile;
     if (!config.contains("dir") || !config["dir"].is_string() ||
         config["dir"].get<std::string>().empty()) {
-      return config_error(".dir' (the token store directory) is required with the file store");
+      return tokens_config_error(".dir' (the token store directory) is required with the file store");
     }
     o.dir = config["dir"].get<std::string>();
   } else if (store == "memory") {
     o.store = TokenServiceOptions::Store::kMemory;
-    if (config.contains("dir")) return config_error(".dir' is only for the file store");
+    if (config.contains("dir")) return tokens_config_error(".dir' is only for the file store");
   } else {
-    return config_error(".store' must be \"file\" or \"memory\"");
+    return tokens_config_error(".store' must be \"file\" or \"memory\"");
   }
-  for (Status s : {read_ms(config, "key_roll_interval_ms", o.secrets.key_roll_interval, 1000),
-                   read_ms(config, "max_lifetime_ms", o.secrets.max_lifetime, 1000),
-                   read_ms(config, "renew_interval_ms", o.secrets.renew_interval, 1000),
-                   read_ms(config, "sweep_interval_ms", o.sweep_interval, 100),
-                   read_ms(config, "max_clock_skew_ms", o.mechanism.max_clock_skew, 1000),
+  for (Status s : {read_tokens_ms(config, "", "key_roll_interval_ms", o.secrets.key_roll_interval, 1000),
+                   read_tokens_ms(config, "", "max_lifetime_ms", o.secrets.max_lifetime, 1000),
+                   read_tokens_ms(config, "", "renew_interval_ms", o.secrets.renew_interval, 1000),
+                   read_tokens_ms(config, "", "sweep_interval_ms", o.sweep_interval, 100),
+                   read_tokens_ms(config, "", "max_clock_skew_ms", o.mechanism.max_clock_skew, 1000),
                    read_strings(config, "services", o.mechanism.services)}) {
     if (!s.ok()) return s;
   }
@@ -148,7 +134,7 @@ Result<TokenServiceOptions> token_service_options_from_json(const nlohmann::json
     const auto& v = config["replay_cache_capacity"];
     if (!v.is_number_unsigned() || v.get<std::uint64_t>() < 1 ||
         v.get<std::uint64_t>() > (std::uint64_t{1} << 26)) {
-      return config_error(".replay_cache_capacity' must be an integer from 1 to 67108864");
+      return tokens_config_error(".replay_cache_capacity' must be an integer from 1 to 67108864");
     }
     o.mechanism.replay_cache_capacity = v.get<std::size_t>();
   }
@@ -156,12 +142,12 @@ Result<TokenServiceOptions> token_service_options_from_json(const nlohmann::json
     const auto& v = config["replay_cache_per_token"];
     if (!v.is_number_integer() || v.get<std::int64_t>() < 1 ||
         v.get<std::int64_t>() > (std::int64_t{1} << 26)) {
-      return config_error(".replay_cache_per_token' must be an integer from 1 to 67108864");
+      return tokens_config_error(".replay_cache_per_token' must be an integer from 1 to 67108864");
     }
     o.mechanism.replay_cache_per_token = v.get<std::size_t>();
   }
   if (config.contains("allow_plaintext")) {
-    if (!config["allow_plaintext"].is_boolean()) return config_error(".allow_plaintext' must be true or false");
+    if (!config["allow_plaintext"].is_boolean()) return tokens_config_error(".allow_plaintext' must be true or false");
     o.mechanism.allow_plaintext = config["allow_plaintext"].get<bool>();
   }
   return o;
@@ -271,7 +257,7 @@ Status check_issue_mechanisms(const TokenServiceOptions& options, const Mechanis
   for (const auto& name : *options.issue_mechanisms) {
     const auto* entry = registry.server(name);
     if (entry != nullptr && entry->traits.delegation_token) {
-      return config_error(".issue_mechanisms' must not contain \"" + name +
+      return tokens_config_error(".issue_mechanisms' must not contain \"" + name +
                           "\": a token never begets a token");
     }
   }

@@ -567,6 +567,12 @@ TEST(ServerConfigTokensTest, ASharedStoreIsReadByTheComponentThatRegisteredIt) {
       {"a batch of 0",
        {{"store", {{"type", "zookeeper"}, {"connect", "h:1"}, {"root", "/a"}, {"sequence_batch", 0}}}},
        "'tokens.store.sequence_batch' must be an integer from 1 to 100000"},
+      // The key sits in tokens.store, and the message says so (it once read
+      // 'tokens.session_timeout_ms', a key that does not exist).
+      {"a session timeout too short",
+       {{"store", {{"type", "zookeeper"}, {"connect", "h:1"}, {"root", "/a"}, {"session_timeout_ms", 5}}}},
+       "'tokens.store.session_timeout_ms' must be an integer number of milliseconds from 1000 to "
+       "315360000000"},
       {"a directory too", {{"store", {{"type", "zookeeper"}, {"connect", "h:1"}, {"root", "/a"}}}, {"dir", "/d"}},
        "'tokens.dir' is only for the file store"},
       {"another type", {{"store", {{"type", "etcd"}}}},
