@@ -240,7 +240,10 @@ TEST_P(BadInputTest, AConnectThenCloseProbeDoesNotDelayStop) {
     auto raw = Raw();
   }
   ExpectServerStillServes();
-  std::this_thread::sleep_for(50ms);  // let the server see the probe's end
+  // The server has seen the probe's end (and the check's client's): its
+  // connections are gone, well before the 1500 ms negotiation timeout.
+  ASSERT_TRUE(Eventually([&] { return server_->stats().connections_active == 0; }, 750ms))
+      << "the probe's connection is still open";
   const auto start = Clock::now();
   server_->stop();
   EXPECT_LT(Clock::now() - start, 750ms)

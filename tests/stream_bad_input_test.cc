@@ -1079,7 +1079,10 @@ TEST_P(StreamBadInputTest, ACallReusingACancelledCallsIdIsServedAndTheOldResultD
       hold_->store(true);
       const int calls = next == Next::kHeld ? 2 : 1;
       ASSERT_TRUE(Eventually([&] { return held_->load() == calls; }, 5s));
-      std::this_thread::sleep_for(50ms);  // a blocking call's end is posted to the IO thread
+      // A blocking call's end is posted to the IO thread, and a cancelled
+      // call's end sends nothing that could be waited for: a window for a
+      // wrong RESPONSE to show before the PING below.
+      std::this_thread::sleep_for(50ms);
       const auto after = ExpectAlive(*raw);
       if (next == Next::kHeld) {
         ASSERT_EQ(after.size(), 1u) << "want the new call's RESPONSE only";
@@ -1218,7 +1221,9 @@ TEST_P(StreamBadInputTest, CancelEndsAStreamAndItsLaterFramesAreDropped) {
   ASSERT_NO_FATAL_FAILURE(OpenStream(*raw, 6, "stall"));
   ASSERT_NO_FATAL_FAILURE(OpenStream(*raw, 16, "put"));
   ASSERT_TRUE(raw->Send(Frame(kCancel, 6) + Frame(kData, 16, "x") + Frame(kCancel, 16)));
-  std::this_thread::sleep_for(50ms);  // let the handlers see it
+  // Let the handlers see it. A cancelled stream answers nothing (that is
+  // what is tested), so there is no event to wait for: a window instead.
+  std::this_thread::sleep_for(50ms);
   for (const auto& f : LateFrames()) {
     SCOPED_TRACE(f.name);
     ASSERT_TRUE(raw->Send(Frame(f.type, 6, f.body) + Frame(f.type, 16, f.body)));

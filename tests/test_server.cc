@@ -171,8 +171,9 @@ Status TestServer::start() {
     if (Status st = server->add_service(std::move(s)); !st.ok()) return st;
   }
   services_.clear();
-  if (Status s = server->start(); !s.ok()) return s;
-  bound_ = server->bound_endpoints();
+  const Status started = server->start();
+  bound_ = server->bound_endpoints();  // after a failure: what it left bound (nothing, if it cleaned up)
+  if (!started.ok()) return started;
   if (bound_.empty()) return Status(Errc::kInternal, "the server bound no endpoint");
   server_ = std::move(server);
   return {};

@@ -108,7 +108,9 @@ class TestServer {
 
   // --- after start() ---
   Server& server() const { return *server_; }
-  // The first endpoint as bound (port resolved), and all of them.
+  // The first endpoint as bound (port resolved), and all of them. After a
+  // failed start(), endpoints() is what the server still had bound: a test
+  // that checks Server's refusals expects it empty.
   const Endpoint& endpoint() const { return bound_.front(); }
   const std::vector<Endpoint>& endpoints() const { return bound_; }
   ServerStats stats() const { return server_->stats(); }

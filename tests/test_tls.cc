@@ -5,7 +5,6 @@
 #include <filesystem>
 
 #include "tests/test_support.h"
-#include "tests/tls_test_certs.h"
 
 namespace authrpc::testing {
 
@@ -16,8 +15,8 @@ const TestTls& TestTls::shared() {
 
 TestTls::TestTls() : dir_(TempDir("test-tls")) {
   ca_ = std::make_unique<TestCa>(dir_, "ca");
-  ca_->issue({"server", "localhost", {"DNS:localhost", "IP:127.0.0.1"}});
-  TestCa::Leaf client{"client", kClientCommonName, {}};
+  ca_->issue({"server", "localhost", {"DNS:localhost", "IP:127.0.0.1", "IP:::1"}});
+  TestCa::Leaf client{"client", kClientCommonName, {"email:alice@example.com"}};
   client.client = true;
   ca_->issue(client);
 }
@@ -28,14 +27,20 @@ TestTls::~TestTls() {
 }
 
 std::string TestTls::ca_file() const { return ca_->ca_file(); }
+std::string TestTls::cert_file(const std::string& leaf) const { return ca_->cert_file(leaf); }
+std::string TestTls::key_file(const std::string& leaf) const { return ca_->key_file(leaf); }
+
+void TestTls::issue(const TestCa::Leaf& leaf) const { ca_->issue(leaf); }
 
 std::shared_ptr<security::TlsServerContext> TestTls::server(
-    security::ClientCertificates client_certificates) const {
+    security::ClientCertificates client_certificates, security::TlsVersion min_version,
+    const std::string& leaf) const {
   security::TlsServerOptions o;
-  o.certificate_file = ca_->cert_file("server");
-  o.private_key_file = ca_->key_file("server");
+  o.certificate_file = ca_->cert_file(leaf);
+  o.private_key_file = ca_->key_file(leaf);
   o.ca_file = ca_->ca_file();
   o.client_certificates = client_certificates;
+  o.min_version = min_version;
   auto context = security::TlsServerContext::create(o);
   EXPECT_TRUE(context.ok()) << "TLS server context: " << context.status().to_string();
   if (!context.ok()) return nullptr;

@@ -1,8 +1,9 @@
 // TLS: contexts, the TLS transport, policies (client × server matrix and the
 // combinations refused at startup), typed failures with the server still
 // serving, session resumption, and `openssl s_client` probing what the server
-// refuses. Real sockets on loopback, certificates made per run
-// (tests/tls_test_certs.h).
+// refuses. Real sockets on loopback, servers and clients from
+// tests/test_server.h, certificates made per run by tests/test_tls.h (plus
+// odd ones from the same CA, and a CA nobody trusts).
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 #include <netinet/in.h>
@@ -19,7 +20,6 @@
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
-#include <thread>
 
 #include "authrpc/auth/simple.h"
 #include "authrpc/auth/x509.h"
@@ -29,6 +29,9 @@
 #include "authrpc/server/server.h"
 #include "authrpc/server/server_config.h"
 #include "authrpc/auth/mechanism_registry.h"
+#include "tests/test_server.h"
+#include "tests/test_support.h"
+#include "tests/test_tls.h"
 #include "tests/tls_test_certs.h"
 
 namespace authrpc {
@@ -41,52 +44,45 @@ using security::TlsClientOptions;
 using security::TlsServerContext;
 using security::TlsServerOptions;
 using security::TlsVersion;
+using testing::Describe;
 using testing::TestCa;
+using testing::TestClient;
+using testing::TestServer;
+using testing::TestTls;
 
-template <typename T>
-std::string Describe(const Result<T>& r) {
-  return r.ok() ? std::string("OK") : r.status().to_string();
+// The suite's CA (tests/test_tls.h) with the odd certificates the failure
+// cases serve, and a second CA that no client trusts.
+const TestTls& Tls() {
+  static const TestTls& tls = [] () -> const TestTls& {
+    const TestTls& t = TestTls::shared();
+    t.issue({"expired", "localhost", {"DNS:localhost", "IP:127.0.0.1"}, -7200, -60});
+    t.issue({"other-name", "other.example", {"DNS:other.example"}});
+    return t;
+  }();
+  return tls;
 }
 
-// Certificates shared by every test of the binary.
-struct Certs {
-  std::filesystem::path dir;
-  std::unique_ptr<TestCa> ca;
-  std::unique_ptr<TestCa> rogue;  // a CA no client trusts
-
-  Certs() {
-    char tmpl[] = "/tmp/authrpc-tls-test-XXXXXX";
-    dir = ::mkdtemp(tmpl);
-    ca = std::make_unique<TestCa>(dir, "ca");
-    rogue = std::make_unique<TestCa>(dir, "rogue-ca");
-    ca->issue({"server", "localhost", {"DNS:localhost", "IP:127.0.0.1", "IP:::1"}});
-    ca->issue({"expired", "localhost", {"DNS:localhost", "IP:127.0.0.1"}, -7200, -60});
-    ca->issue({"other-name", "other.example", {"DNS:other.example"}});
-    ca->issue({"client", "alice", {"email:alice@example.com"}, -3600, 86400, true});
-    rogue->issue({"rogue-server", "localhost", {"DNS:localhost", "IP:127.0.0.1"}});
-  }
-  ~Certs() {
+struct RogueCa {
+  std::string dir = testing::TempDir("tls-test-rogue");
+  TestCa ca{dir, "rogue-ca"};
+  RogueCa() { ca.issue({"rogue-server", "localhost", {"DNS:localhost", "IP:127.0.0.1"}}); }
+  ~RogueCa() {
     std::error_code ec;
     std::filesystem::remove_all(dir, ec);
   }
 };
 
-Certs& certs() {
-  static Certs c;
-  return c;
-}
-
+// A server context serving `leaf` of the suite's CA, or "rogue-server" of
+// the CA nobody trusts.
 std::shared_ptr<TlsServerContext> ServerContext(
     const std::string& leaf = "server", ClientCertificates client_certs = ClientCertificates::kNone,
     TlsVersion min_version = TlsVersion::kTls13) {
+  if (leaf != "rogue-server") return Tls().server(client_certs, min_version, leaf);
+  static const RogueCa rogue;
   TlsServerOptions o;
-  o.certificate_file = certs().ca->cert_file(leaf);
-  o.private_key_file = certs().ca->key_file(leaf);
-  if (leaf == "rogue-server") {
-    o.certificate_file = certs().rogue->cert_file(leaf);
-    o.private_key_file = certs().rogue->key_file(leaf);
-  }
-  o.ca_file = certs().ca->ca_file();
+  o.certificate_file = rogue.ca.cert_file(leaf);
+  o.private_key_file = rogue.ca.key_file(leaf);
+  o.ca_file = Tls().ca_file();
   o.client_certificates = client_certs;
   o.min_version = min_version;
   auto ctx = TlsServerContext::create(o);
@@ -94,16 +90,9 @@ std::shared_ptr<TlsServerContext> ServerContext(
   return ctx.ok() ? std::move(*ctx) : nullptr;
 }
 
+// A new client context (its own session cache) trusting the suite's CA.
 std::shared_ptr<TlsClientContext> ClientContext(bool with_certificate = false) {
-  TlsClientOptions o;
-  o.ca_file = certs().ca->ca_file();
-  if (with_certificate) {
-    o.certificate_file = certs().ca->cert_file("client");
-    o.private_key_file = certs().ca->key_file("client");
-  }
-  auto ctx = TlsClientContext::create(o);
-  EXPECT_TRUE(ctx.ok()) << ctx.status().to_string();
-  return ctx.ok() ? std::move(*ctx) : nullptr;
+  return Tls().client(with_certificate);
 }
 
 Endpoint Parse(const std::string& uri) {
@@ -112,60 +101,31 @@ Endpoint Parse(const std::string& uri) {
   return ep.ok() ? *ep : Endpoint{};
 }
 
-ServerOptions BaseServerOptions(const std::string& uri) {
-  ServerOptions o;
-  o.endpoints = {Parse(uri)};
-  o.mechanisms = {std::make_shared<SimpleServerMechanism>()};
-  o.io_threads = 1;
-  o.blocking_threads = 1;
-  o.negotiation_timeout = 5s;
-  o.stop_grace = 1s;
-  o.log = null_log_sink();
-  return o;
-}
-
-// A started server and the endpoint it bound.
-struct Running {
-  std::unique_ptr<Server> server;
-  Endpoint endpoint;
-  ~Running() {
-    if (server) server->stop();
-  }
-};
-
-std::unique_ptr<Running> Start(ServerOptions o) {
-  auto r = std::make_unique<Running>();
-  r->server = std::make_unique<Server>(std::move(o));
-  const Status s = r->server->start();
+// A started TLS-only server (simple) with `ctx`, or null after a test failure.
+std::unique_ptr<TestServer> StartTls(std::shared_ptr<TlsServerContext> ctx,
+                                     Policy encryption = Policy::kRequired,
+                                     std::chrono::milliseconds negotiation_timeout = 5s) {
+  auto server = std::make_unique<TestServer>();
+  server->tls(std::move(ctx)).encryption(encryption).blocking_threads(1).options(
+      [negotiation_timeout](ServerOptions& o) { o.negotiation_timeout = negotiation_timeout; });
+  const Status s = server->start();
   EXPECT_TRUE(s.ok()) << s.to_string();
-  if (!s.ok()) return nullptr;
-  r->endpoint = r->server->bound_endpoints().front();
-  return r;
+  return s.ok() ? std::move(server) : nullptr;
 }
 
-std::unique_ptr<Running> StartTls(std::shared_ptr<TlsServerContext> ctx,
-                                  Policy encryption = Policy::kRequired,
-                                  std::chrono::milliseconds negotiation_timeout = 5s) {
-  ServerOptions o = BaseServerOptions("tls://127.0.0.1:0");
-  o.tls = std::move(ctx);
-  o.encryption = encryption;
-  o.negotiation_timeout = negotiation_timeout;
-  return Start(std::move(o));
-}
-
-Endpoint WithScheme(Endpoint ep, Endpoint::Scheme scheme, const std::string& host = "") {
+Endpoint WithScheme(Endpoint ep, Endpoint::Scheme scheme) {
   ep.scheme = scheme;
-  if (!host.empty()) ep.host = host;
   return ep;
 }
 
-ClientOptions TlsClientOptionsFor(const Endpoint& ep, std::shared_ptr<TlsClientContext> ctx) {
-  ClientOptions o;
-  o.endpoint = WithScheme(ep, Endpoint::Scheme::kTls);
-  o.mechanisms = {std::make_shared<SimpleClientMechanism>("alice")};
-  o.connect_timeout = 5s;
-  o.tls = std::move(ctx);
-  return o;
+// A `simple` client (alice) of `ep` over TLS with `ctx`.
+TestClient TlsClientOf(const Endpoint& ep, std::shared_ptr<TlsClientContext> ctx) {
+  TestClient c(WithScheme(ep, Endpoint::Scheme::kTls));
+  c.simple("alice").tls(std::move(ctx));
+  return c;
+}
+TestClient TlsClientOf(const TestServer& server, std::shared_ptr<TlsClientContext> ctx) {
+  return TlsClientOf(server.endpoint(), std::move(ctx));
 }
 
 std::string Whoami(Client& c) {
@@ -175,13 +135,15 @@ std::string Whoami(Client& c) {
 }
 
 // The server still serves a well-behaved TLS client.
-void ExpectStillServing(const Running& r) {
-  auto c = Client::connect(TlsClientOptionsFor(r.endpoint, ClientContext()));
+void ExpectStillServing(const TestServer& server) {
+  auto c = TlsClientOf(server, ClientContext()).connect();
   ASSERT_TRUE(c.ok()) << "server stopped serving: " << Describe(c);
   EXPECT_EQ(Whoami(**c), "alice");
 }
 
-// A blocking loopback TCP socket with a receive timeout.
+// A blocking loopback TCP socket with a receive timeout, for bytes no TLS
+// client sends (testing::RawConnection speaks authrpc frames; this reads a
+// reply to its end).
 class RawSocket {
  public:
   explicit RawSocket(std::uint16_t port) {
@@ -223,8 +185,8 @@ class RawSocket {
 
 TEST(TlsContext, RefusesAKeyThatDoesNotMatchTheCertificate) {
   TlsServerOptions o;
-  o.certificate_file = certs().ca->cert_file("server");
-  o.private_key_file = certs().ca->key_file("client");
+  o.certificate_file = Tls().cert_file("server");
+  o.private_key_file = Tls().key_file("client");
   auto ctx = TlsServerContext::create(o);
   ASSERT_FALSE(ctx.ok());
   EXPECT_EQ(ctx.code(), Errc::kConfigError);
@@ -233,8 +195,8 @@ TEST(TlsContext, RefusesAKeyThatDoesNotMatchTheCertificate) {
 
 TEST(TlsContext, RefusesMissingFilesAndAClientWithoutCaBundle) {
   TlsServerOptions s;
-  s.certificate_file = certs().dir.string() + "/missing.pem";
-  s.private_key_file = certs().ca->key_file("server");
+  s.certificate_file = Tls().dir() + "/missing.pem";
+  s.private_key_file = Tls().key_file("server");
   auto server = TlsServerContext::create(s);
   ASSERT_FALSE(server.ok());
   EXPECT_EQ(server.code(), Errc::kConfigError);
@@ -248,8 +210,8 @@ TEST(TlsContext, RefusesMissingFilesAndAClientWithoutCaBundle) {
 TEST(Tls, CallsTravelOverTls13AndTheStreamReportsItsParameters) {
   auto server = StartTls(ServerContext());
   ASSERT_TRUE(server);
-  EXPECT_EQ(server->endpoint.scheme, Endpoint::Scheme::kTls);
-  auto client = Client::connect(TlsClientOptionsFor(server->endpoint, ClientContext()));
+  EXPECT_EQ(server->endpoint().scheme, Endpoint::Scheme::kTls);
+  auto client = TlsClientOf(*server, ClientContext()).connect();
   ASSERT_TRUE(client.ok()) << Describe(client);
   EXPECT_EQ(Whoami(**client), "alice");
   const auto info = (*client)->tls_info();
@@ -262,7 +224,7 @@ TEST(Tls, CallsTravelOverTls13AndTheStreamReportsItsParameters) {
 TEST(Tls, LargePayloadsSpanManyRecordsBothWays) {
   auto server = StartTls(ServerContext());
   ASSERT_TRUE(server);
-  auto client = Client::connect(TlsClientOptionsFor(server->endpoint, ClientContext()));
+  auto client = TlsClientOf(*server, ClientContext()).connect();
   ASSERT_TRUE(client.ok()) << Describe(client);
   std::string payload(3 * 1024 * 1024 + 17, '\0');
   for (std::size_t i = 0; i < payload.size(); ++i) payload[i] = static_cast<char>(i * 131 + 7);
@@ -279,8 +241,8 @@ TEST(Tls, EachConnectionHasItsOwnChannelBinding) {
   auto server = StartTls(ServerContext());
   ASSERT_TRUE(server);
   auto ctx = ClientContext();
-  auto a = Client::connect(TlsClientOptionsFor(server->endpoint, ctx));
-  auto b = Client::connect(TlsClientOptionsFor(server->endpoint, ctx));
+  auto a = TlsClientOf(*server, ctx).connect();
+  auto b = TlsClientOf(*server, ctx).connect();
   ASSERT_TRUE(a.ok() && b.ok());
   EXPECT_NE((*a)->tls_info()->channel_binding, (*b)->tls_info()->channel_binding);
 }
@@ -290,27 +252,27 @@ TEST(Tls, AReconnectingClientResumesItsSession) {
   ASSERT_TRUE(server);
   auto ctx = ClientContext();
   {
-    auto first = Client::connect(TlsClientOptionsFor(server->endpoint, ctx));
+    auto first = TlsClientOf(*server, ctx).connect();
     ASSERT_TRUE(first.ok()) << Describe(first);
     EXPECT_FALSE((*first)->tls_info()->resumed);
     EXPECT_EQ(Whoami(**first), "alice");  // the ticket arrives with the first response
   }
   EXPECT_EQ(ctx->cached_sessions(), 1u);
-  auto second = Client::connect(TlsClientOptionsFor(server->endpoint, ctx));
+  auto second = TlsClientOf(*server, ctx).connect();
   ASSERT_TRUE(second.ok()) << Describe(second);
   EXPECT_TRUE((*second)->tls_info()->resumed);
   EXPECT_EQ(Whoami(**second), "alice");
   // Another server (another ticket key) falls back to a full handshake.
   auto other = StartTls(ServerContext());
   ASSERT_TRUE(other);
-  auto third = Client::connect(TlsClientOptionsFor(other->endpoint, ctx));
+  auto third = TlsClientOf(*other, ctx).connect();
   ASSERT_TRUE(third.ok()) << Describe(third);
   EXPECT_FALSE((*third)->tls_info()->resumed);
 }
 
 TEST(Tls, Tls12IsAcceptedOnlyWhereConfigured) {
   TlsClientOptions co;
-  co.ca_file = certs().ca->ca_file();
+  co.ca_file = Tls().ca_file();
   co.min_version = TlsVersion::kTls12;
   auto made = TlsClientContext::create(co);
   ASSERT_TRUE(made.ok()) << made.status().to_string();
@@ -319,13 +281,13 @@ TEST(Tls, Tls12IsAcceptedOnlyWhereConfigured) {
 
   auto strict = StartTls(ServerContext());
   ASSERT_TRUE(strict);
-  auto refused = Client::connect(TlsClientOptionsFor(strict->endpoint, ctx12));
+  auto refused = TlsClientOf(*strict, ctx12).connect();
   ASSERT_FALSE(refused.ok());
   EXPECT_EQ(refused.status().code, TlsErrc::kProtocolVersion) << Describe(refused);
 
   auto lenient = StartTls(ServerContext("server", ClientCertificates::kNone, TlsVersion::kTls12));
   ASSERT_TRUE(lenient);
-  auto ok = Client::connect(TlsClientOptionsFor(lenient->endpoint, ctx12));
+  auto ok = TlsClientOf(*lenient, ctx12).connect();
   ASSERT_TRUE(ok.ok()) << Describe(ok);
   EXPECT_EQ((*ok)->tls_info()->version, "TLSv1.2");
   EXPECT_EQ((*ok)->tls_info()->channel_binding.size(), 32u);
@@ -342,16 +304,16 @@ struct X509Case {
 class X509Mapping : public ::testing::TestWithParam<X509Case> {};
 
 TEST_P(X509Mapping, TheVerifiedClientCertificateBecomesTheIdentity) {
-  ServerOptions o = BaseServerOptions("tls://127.0.0.1:0");
-  o.tls = ServerContext("server", ClientCertificates::kRequired);
-  o.mechanisms = {std::make_shared<X509ServerMechanism>(GetParam().rule)};
-  o.authentication = Policy::kRequired;
-  auto server = Start(std::move(o));
-  ASSERT_TRUE(server);
-  ClientOptions co = TlsClientOptionsFor(server->endpoint, ClientContext(true));
-  co.mechanisms = {std::make_shared<X509ClientMechanism>()};
-  co.authentication = Policy::kRequired;
-  auto client = Client::connect(co);
+  TestServer server;
+  server.tls(ServerContext("server", ClientCertificates::kRequired))
+      .mechanism(std::make_shared<X509ServerMechanism>(GetParam().rule))
+      .authentication(Policy::kRequired);
+  ASSERT_OK(server.start());
+  auto client = server.client()
+                    .tls(ClientContext(true))
+                    .mechanism(std::make_shared<X509ClientMechanism>())
+                    .authentication(Policy::kRequired)
+                    .connect();
   ASSERT_TRUE(client.ok()) << Describe(client);
   auto who = (*client)->call("sys", "whoami", "");
   ASSERT_TRUE(who.ok()) << Describe(who);
@@ -369,27 +331,23 @@ INSTANTIATE_TEST_SUITE_P(
     [](const auto& p) { return p.param.name; });
 
 TEST(X509, WithoutAClientCertificateTheMechanismRefusesAndNamesWhy) {
-  ServerOptions o = BaseServerOptions("tls://127.0.0.1:0");
-  o.tls = ServerContext("server", ClientCertificates::kOptional);
-  o.mechanisms = {std::make_shared<X509ServerMechanism>()};
-  auto server = Start(std::move(o));
-  ASSERT_TRUE(server);
-  ClientOptions co = TlsClientOptionsFor(server->endpoint, ClientContext(false));
-  co.mechanisms = {std::make_shared<X509ClientMechanism>()};
+  TestServer server;
+  server.tls(ServerContext("server", ClientCertificates::kOptional))
+      .mechanism(std::make_shared<X509ServerMechanism>());
+  ASSERT_OK(server.start());
   // The client check (x509 needs a client certificate) is bypassed by
   // offering the mechanism through a context that has none: refused locally.
-  auto local = Client::connect(co);
+  auto local =
+      server.client().tls(ClientContext(false)).mechanism(std::make_shared<X509ClientMechanism>()).connect();
   ASSERT_FALSE(local.ok());
   EXPECT_EQ(local.status().code, Errc::kConfigError);
   // A client that has a certificate but the mapping finds no such SAN.
-  ServerOptions o2 = BaseServerOptions("tls://127.0.0.1:0");
-  o2.tls = ServerContext("server", ClientCertificates::kRequired);
-  o2.mechanisms = {std::make_shared<X509ServerMechanism>(security::X509UserFrom::kSanDns)};
-  auto server2 = Start(std::move(o2));
-  ASSERT_TRUE(server2);
-  ClientOptions co2 = TlsClientOptionsFor(server2->endpoint, ClientContext(true));
-  co2.mechanisms = {std::make_shared<X509ClientMechanism>()};
-  auto refused = Client::connect(co2);
+  TestServer server2;
+  server2.tls(ServerContext("server", ClientCertificates::kRequired))
+      .mechanism(std::make_shared<X509ServerMechanism>(security::X509UserFrom::kSanDns));
+  ASSERT_OK(server2.start());
+  auto refused =
+      server2.client().tls(ClientContext(true)).mechanism(std::make_shared<X509ClientMechanism>()).connect();
   ASSERT_FALSE(refused.ok());
   EXPECT_EQ(refused.status().code, Errc::kAuthenticationFailed) << Describe(refused);
   EXPECT_THAT(refused.status().message, ::testing::HasSubstr("san-dns"));
@@ -410,17 +368,21 @@ class PolicyMatrix : public ::testing::TestWithParam<MatrixCase> {};
 
 TEST_P(PolicyMatrix, ClientPolicyTimesServerPolicy) {
   const auto& c = GetParam();
-  ServerOptions so = BaseServerOptions(c.server == Policy::kDisabled ? "tcp://127.0.0.1:0"
-                                                                     : "tls://127.0.0.1:0");
-  so.encryption = c.server;
-  if (c.server != Policy::kDisabled) so.tls = ServerContext();
-  auto server = Start(std::move(so));
-  ASSERT_TRUE(server);
+  TestServer server;
+  if (c.server != Policy::kDisabled) server.tls(ServerContext());
+  server.encryption(c.server).blocking_threads(1);
+  ASSERT_OK(server.start());
 
-  ClientOptions co = TlsClientOptionsFor(server->endpoint, ClientContext());
-  co.encryption = c.client;
-  co.endpoint.scheme = c.client == Policy::kDisabled ? Endpoint::Scheme::kTcp : Endpoint::Scheme::kTls;
-  auto client = Client::connect(co);
+  // A plaintext client dials the TLS port (tcp:// scheme), a TLS one the
+  // plaintext port (tls:// scheme).
+  const auto scheme_for = [](Policy p) {
+    return p == Policy::kDisabled ? Endpoint::Scheme::kTcp : Endpoint::Scheme::kTls;
+  };
+  auto client = TestClient(WithScheme(server.endpoint(), scheme_for(c.client)))
+                    .simple("alice")
+                    .tls(ClientContext())
+                    .encryption(c.client)
+                    .connect();
   if (c.ok) {
     ASSERT_TRUE(client.ok()) << Describe(client);
     EXPECT_EQ((*client)->tls_info().has_value(), c.tls);
@@ -429,19 +391,16 @@ TEST_P(PolicyMatrix, ClientPolicyTimesServerPolicy) {
     ASSERT_FALSE(client.ok());
     EXPECT_EQ(client.status().code, c.error) << Describe(client);
     // The server counts the failure on its own thread, perhaps after the
-    // client has seen the ERROR: give it a moment.
-    const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(5);
-    while (c.server != Policy::kDisabled && server->server->stats().negotiation_failures < 1 &&
-           std::chrono::steady_clock::now() < until) {
-      std::this_thread::sleep_for(std::chrono::milliseconds(5));
-    }
-    EXPECT_TRUE(server->server->stats().negotiation_failures >= 1 || c.server == Policy::kDisabled);
+    // client has seen the ERROR.
+    EXPECT_TRUE(c.server == Policy::kDisabled ||
+                testing::Eventually([&] { return server.stats().negotiation_failures >= 1; }, 5s));
   }
   // Whatever happened, the server goes on serving clients that fit its policy.
-  ClientOptions good = co;
-  good.encryption = c.server;
-  good.endpoint.scheme = c.server == Policy::kDisabled ? Endpoint::Scheme::kTcp : Endpoint::Scheme::kTls;
-  auto after = Client::connect(good);
+  auto after = TestClient(WithScheme(server.endpoint(), scheme_for(c.server)))
+                   .simple("alice")
+                   .tls(ClientContext())
+                   .encryption(c.server)
+                   .connect();
   ASSERT_TRUE(after.ok()) << Describe(after);
   EXPECT_EQ(Whoami(**after), "alice");
 }
@@ -467,7 +426,7 @@ INSTANTIATE_TEST_SUITE_P(
 TEST(TlsPolicy, APlaintextClientOnATlsOnlyPortGetsOneFixedErrorAndNothingElse) {
   auto server = StartTls(ServerContext());
   ASSERT_TRUE(server);
-  RawSocket s(server->endpoint.port);
+  RawSocket s(server->endpoint().port);
   s.Send(std::string("ARPC\x01\x00\x00\x00", 8));
   bool timed_out = false;
   const std::string reply = s.ReadToEnd(&timed_out);
@@ -508,18 +467,14 @@ class CertificateServerMechanism final : public ServerMechanism {
 TEST_P(ImpossibleCombinations, AreRefusedBeforeAnyConnection) {
   const auto& c = GetParam();
   if (c.server) {
-    ServerOptions o = BaseServerOptions("tls://127.0.0.1:0");
-    o.tls = ServerContext();
-    c.server(o);
-    Server server(std::move(o));
+    TestServer server;
+    server.tls(ServerContext()).options(c.server);
     const Status s = server.start();
     EXPECT_EQ(s.code, Errc::kConfigError) << s.to_string();
     EXPECT_THAT(s.message, ::testing::HasSubstr(c.message));
-    EXPECT_TRUE(server.bound_endpoints().empty());
+    EXPECT_TRUE(server.endpoints().empty());
   } else {
-    ClientOptions o = TlsClientOptionsFor(Parse("tls://127.0.0.1:1"), ClientContext());
-    c.client(o);
-    auto client = Client::connect(o);
+    auto client = TlsClientOf(Parse("tls://127.0.0.1:1"), ClientContext()).options(c.client).connect();
     ASSERT_FALSE(client.ok());
     EXPECT_EQ(client.status().code, Errc::kConfigError) << Describe(client);
     EXPECT_THAT(client.status().message, ::testing::HasSubstr(c.message));
@@ -592,9 +547,9 @@ nlohmann::json TlsConfig() {
   return {{"listen", {"tls://127.0.0.1:0"}},
           {"encryption", "required"},
           {"tls",
-           {{"certificate", certs().ca->cert_file("server")},
-            {"private_key", certs().ca->key_file("server")},
-            {"ca", certs().ca->ca_file()},
+           {{"certificate", Tls().cert_file("server")},
+            {"private_key", Tls().key_file("server")},
+            {"ca", Tls().ca_file()},
             {"client_certificates", "optional"},
             {"min_version", "1.2"}}},
           {"auth", {{"mechanisms", {"x509", "simple"}}}}};
@@ -606,13 +561,15 @@ TEST(TlsConfig, AServerConfiguredFromJsonServesTlsAndX509) {
   ASSERT_TRUE(options.ok()) << Describe(options);
   ASSERT_TRUE(options->tls);
   EXPECT_EQ(options->tls->options().min_version, TlsVersion::kTls12);
-  options->log = null_log_sink();
-  options->io_threads = 1;
-  auto server = Start(std::move(*options));
-  ASSERT_TRUE(server);
-  ClientOptions co = TlsClientOptionsFor(server->endpoint, ClientContext(true));
-  co.mechanisms = {std::make_shared<X509ClientMechanism>()};
-  auto client = Client::connect(co);
+  TestServer server;
+  server.options([configured = *options](ServerOptions& o) {
+    o = configured;  // the configuration as read, with the builder's quiet log
+    o.log = null_log_sink();
+    o.io_threads = 1;
+  });
+  ASSERT_OK(server.start());
+  auto client =
+      server.client().tls(ClientContext(true)).mechanism(std::make_shared<X509ClientMechanism>()).connect();
   ASSERT_TRUE(client.ok()) << Describe(client);
   EXPECT_EQ(Whoami(**client), "alice");
 }
@@ -629,7 +586,9 @@ TEST_P(TlsBadConfig, IsRefusedNamingTheKey) {
   nlohmann::json config = TlsConfig();
   GetParam().change(config);
   auto options = server_options_from_json(config, MechanismRegistry::with_builtins());
-  Status s = options.ok() ? Server(std::move(*options)).start() : options.status();
+  TestServer server;
+  if (options.ok()) server.options([configured = *options](ServerOptions& o) { o = configured; });
+  const Status s = options.ok() ? server.start() : options.status();
   EXPECT_EQ(s.code, Errc::kConfigError) << s.to_string();
   EXPECT_THAT(s.message, ::testing::HasSubstr(GetParam().message));
 }
@@ -665,20 +624,19 @@ TEST_P(TlsFailures, FailWithTheirOwnErrorAndTheServerKeepsServing) {
   const auto& c = GetParam();
   auto server = StartTls(ServerContext(c.server_leaf, c.client_certs));
   ASSERT_TRUE(server);
-  ClientOptions o = TlsClientOptionsFor(server->endpoint, ClientContext());
-  if (!c.dial_host.empty()) o.endpoint.host = c.dial_host;
-  auto client = Client::connect(o);
+  Endpoint dial = server->endpoint();
+  if (!c.dial_host.empty()) dial.host = c.dial_host;
+  auto client = TlsClientOf(dial, ClientContext()).connect();
   ASSERT_FALSE(client.ok());
   EXPECT_EQ(client.status().code, c.expected) << Describe(client);
   EXPECT_EQ(retry_advice(client.status().code), RetryAdvice::kGiveUp);
   if (c.server_leaf == "server") {
     // The failure was the client's: the server served the others all along.
-    auto mtls_ok = TlsClientOptionsFor(server->endpoint, ClientContext(true));
-    auto good = Client::connect(mtls_ok);
+    auto good = TlsClientOf(*server, ClientContext(true)).connect();
     ASSERT_TRUE(good.ok()) << Describe(good);
     EXPECT_EQ(Whoami(**good), "alice");
   } else {
-    EXPECT_TRUE(server->server->stats().connections_accepted >= 1);
+    EXPECT_TRUE(server->stats().connections_accepted >= 1);
   }
 }
 
@@ -703,32 +661,27 @@ TEST(TlsFailures, GarbageInsteadOfAClientHelloEndsThatConnectionOnly) {
   for (const std::string& garbage :
        {std::string("\x16\x03\x01\x00\x10" "0123456789abcdef", 21), std::string(64, '\x16'),
         std::string("GET / HTTP/1.1\r\n\r\n")}) {
-    RawSocket s(server->endpoint.port);
+    RawSocket s(server->endpoint().port);
     s.Send(garbage);
     bool timed_out = false;
     s.ReadToEnd(&timed_out);
     EXPECT_FALSE(timed_out) << "the server must close the connection";
   }
-  EXPECT_GE(server->server->stats().negotiation_failures, 3u);
+  EXPECT_GE(server->stats().negotiation_failures, 3u);
   ExpectStillServing(*server);
 }
 
 TEST(TlsFailures, AStalledHandshakeIsClosedByTheNegotiationTimeout) {
   auto server = StartTls(ServerContext(), Policy::kRequired, 300ms);
   ASSERT_TRUE(server);
-  RawSocket s(server->endpoint.port);
+  RawSocket s(server->endpoint().port);
   s.Send(std::string("\x16\x03\x01", 3));  // the start of a record, then silence
   const auto start = std::chrono::steady_clock::now();
   bool timed_out = false;
   s.ReadToEnd(&timed_out);
   EXPECT_FALSE(timed_out);
   EXPECT_LT(std::chrono::steady_clock::now() - start, 3s);
-  EXPECT_TRUE([&] {
-    for (int i = 0; i < 200 && server->server->stats().negotiation_failures == 0; ++i) {
-      std::this_thread::sleep_for(10ms);
-    }
-    return server->server->stats().negotiation_failures >= 1;
-  }());
+  EXPECT_TRUE(testing::Eventually([&] { return server->stats().negotiation_failures >= 1; }, 2s));
   ExpectStillServing(*server);
 }
 
@@ -743,9 +696,9 @@ TEST(TlsFailures, AServerThatNeverAnswersTheClientHelloTimesTheClientOut) {
   socklen_t len = sizeof a;
   ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
   Endpoint ep = Parse("tls://127.0.0.1:" + std::to_string(ntohs(a.sin_port)));
-  ClientOptions o = TlsClientOptionsFor(ep, ClientContext());
-  o.connect_timeout = 300ms;
-  auto client = Client::connect(o);
+  auto client = TlsClientOf(ep, ClientContext())
+                    .options([](ClientOptions& o) { o.connect_timeout = 300ms; })
+                    .connect();
   ::close(fd);
   ASSERT_FALSE(client.ok());
   EXPECT_EQ(client.status().code, Errc::kDeadlineExceeded) << Describe(client);
@@ -756,7 +709,7 @@ TEST(TlsFailures, AServerThatNeverAnswersTheClientHelloTimesTheClientOut) {
 // Runs `openssl s_client` with `args` against 127.0.0.1:port; its output.
 std::string SClient(std::uint16_t port, const std::string& args, int* exit_code) {
   const std::string cmd = "timeout 10 openssl s_client -connect 127.0.0.1:" + std::to_string(port) +
-                          " -CAfile " + certs().ca->ca_file() + " " + args + " </dev/null 2>&1";
+                          " -CAfile " + Tls().ca_file() + " " + args + " </dev/null 2>&1";
   std::string out;
   FILE* p = ::popen(cmd.c_str(), "r");
   if (p == nullptr) return out;
@@ -784,7 +737,7 @@ TEST_P(OpensslSClient, ProbesWhatTheServerAcceptsAndRefuses) {
   auto server = StartTls(ServerContext("server", ClientCertificates::kNone, c.server_min));
   ASSERT_TRUE(server);
   int code = -1;
-  const std::string out = SClient(server->endpoint.port, c.args, &code);
+  const std::string out = SClient(server->endpoint().port, c.args, &code);
   if (c.accepted) {
     EXPECT_THAT(out, ::testing::HasSubstr("Verify return code: 0 (ok)")) << out;
     EXPECT_THAT(out, ::testing::Not(::testing::HasSubstr("Cipher is (NONE)"))) << out;

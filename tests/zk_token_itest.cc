@@ -376,6 +376,8 @@ TEST_F(ZkTokenItest, ServerKilledDuringIssuanceLeavesNoHalfWrittenToken) {
       acknowledged.push_back(*Token::from_string((*r)["token"].get<std::string>()));
     }
   });
+  // How long the burst runs before the crash is the load under test: the
+  // kill must land in the middle of writes, at no chosen point.
   std::this_thread::sleep_for(1500ms);
   ASSERT_EQ(::kill(child->pid, SIGKILL), 0);
   ::waitpid(child->pid, nullptr, 0);

@@ -365,9 +365,13 @@ TEST_F(ZkTokenStoreTest, ZooKeeperRestartUnderLoad) {
       }
     }
   });
-  std::this_thread::sleep_for(300ms);
+  // The load is running (ZooKeeper goes down under it, not before it).
+  EXPECT_TRUE(Eventually([&] {
+    std::lock_guard lock(mu);
+    return !acknowledged.empty();
+  }));
   zk.stop();
-  std::this_thread::sleep_for(500ms);
+  std::this_thread::sleep_for(500ms);  // the outage under test: the load meets a dead ZooKeeper
   ASSERT_EQ(zk.start(), "");
   std::size_t after_restart = 0;
   ASSERT_TRUE(Eventually([&] {
