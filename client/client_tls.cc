@@ -6,18 +6,18 @@
 
 namespace authrpc {
 
-Policy client_encryption_policy(const ClientOptions& o) {
+SecurityRequirement client_encryption_policy(const ClientOptions& o) {
   if (o.encryption) return *o.encryption;
-  return o.endpoint.scheme == Endpoint::Scheme::kTls ? Policy::kRequired : Policy::kDisabled;
+  return o.endpoint.scheme == Endpoint::Scheme::kTls ? SecurityRequirement::kRequired : SecurityRequirement::kDisabled;
 }
 
 Status validate_client_policies(const ClientOptions& o) {
   auto bad = [](std::string m) { return Status(Errc::kConfigError, std::move(m)); };
-  const Policy encryption = client_encryption_policy(o);
-  if (encryption == Policy::kDisabled && o.endpoint.scheme == Endpoint::Scheme::kTls) {
+  const SecurityRequirement encryption = client_encryption_policy(o);
+  if (encryption == SecurityRequirement::kDisabled && o.endpoint.scheme == Endpoint::Scheme::kTls) {
     return bad("encryption is disabled but " + o.endpoint.to_string() + " is a TLS endpoint");
   }
-  if (encryption == Policy::kRequired) {
+  if (encryption == SecurityRequirement::kRequired) {
     if (o.endpoint.scheme == Endpoint::Scheme::kUnix) {
       return bad("encryption is required but " + o.endpoint.to_string() + " is a Unix socket");
     }
@@ -28,21 +28,21 @@ Status validate_client_policies(const ClientOptions& o) {
     if (!m) continue;
     const MechanismTraits traits = m->traits();
     const std::string name(m->name());
-    if (o.authentication == Policy::kRequired && !traits.proves_identity) {
+    if (o.authentication == SecurityRequirement::kRequired && !traits.proves_identity) {
       return bad("authentication is required but mechanism '" + name + "' (no proof) is allowed");
     }
-    if (o.authentication == Policy::kDisabled && traits.proves_identity) {
+    if (o.authentication == SecurityRequirement::kDisabled && traits.proves_identity) {
       return bad("authentication is disabled but mechanism '" + name +
                  "' is allowed (only mechanisms without a proof, such as simple, are)");
     }
     if (traits.needs_client_certificate &&
-        (encryption == Policy::kDisabled || !o.tls || !o.tls->has_certificate())) {
+        (encryption == SecurityRequirement::kDisabled || !o.tls || !o.tls->has_certificate())) {
       return bad("mechanism '" + name + "' needs TLS with a client certificate");
     }
-    if (traits.needs_tls && (encryption == Policy::kDisabled || !o.tls)) {
+    if (traits.needs_tls && (encryption == SecurityRequirement::kDisabled || !o.tls)) {
       return bad("mechanism '" + name + "' needs TLS");
     }
-    if (traits.bearer_secret && encryption == Policy::kDisabled &&
+    if (traits.bearer_secret && encryption == SecurityRequirement::kDisabled &&
         o.endpoint.scheme == Endpoint::Scheme::kTcp) {
       return bad("mechanism '" + name +
                  "' carries a bearer secret, never sent over plaintext tcp://: use tls:// or unix:");
@@ -52,18 +52,18 @@ Status validate_client_policies(const ClientOptions& o) {
 }
 
 bool client_tries_tls(const ClientOptions& o) {
-  const Policy encryption = client_encryption_policy(o);
-  return encryption == Policy::kRequired ||
-         (encryption == Policy::kOptional && o.tls && o.endpoint.scheme != Endpoint::Scheme::kUnix);
+  const SecurityRequirement encryption = client_encryption_policy(o);
+  return encryption == SecurityRequirement::kRequired ||
+         (encryption == SecurityRequirement::kOptional && o.tls && o.endpoint.scheme != Endpoint::Scheme::kUnix);
 }
 
 asio::awaitable<Result<std::unique_ptr<ByteStream>>> connect_stream(
     asio::any_io_executor ex, const ClientOptions& o,
     std::chrono::steady_clock::time_point deadline) {
-  const Policy encryption = client_encryption_policy(o);
+  const SecurityRequirement encryption = client_encryption_policy(o);
   if (!client_tries_tls(o)) co_return co_await transport_for(o.endpoint.scheme).connect(ex, o.endpoint, deadline);
   auto stream = co_await connect_tls(ex, o.endpoint, deadline, o.tls);
-  if (stream.ok() || encryption == Policy::kRequired) co_return stream;
+  if (stream.ok() || encryption == SecurityRequirement::kRequired) co_return stream;
   // `optional`: a server that answers a ClientHello with something that is
   // not TLS does not speak it; ask again in plaintext (an active attacker
   // can force this, which is what `optional` accepts: docs/TLS.md).
@@ -94,8 +94,8 @@ int TlsFlags::parse(const std::string& arg, const char* next, std::string* error
   if (arg == "--key") key = v;
   if (arg == "--tls-min-version") min_version = v;
   if (arg == "--encryption" || arg == "--authentication") {
-    Policy p;
-    if (!parse_policy(v, &p)) {
+    SecurityRequirement p;
+    if (!parse_security_requirement(v, &p)) {
       *error = arg + " must be disabled, optional or required";
       return 0;
     }
@@ -111,7 +111,7 @@ Status TlsFlags::apply(ClientOptions& options) const {
   if (encryption) options.encryption = *encryption;
   if (authentication) options.authentication = *authentication;
   const bool wants_tls = options.endpoint.scheme == Endpoint::Scheme::kTls ||
-                         (encryption && *encryption != Policy::kDisabled);
+                         (encryption && *encryption != SecurityRequirement::kDisabled);
   if (!wants_tls) {
     if (!ca.empty() || !cert.empty() || !key.empty()) {
       return Status(Errc::kConfigError, "--ca/--cert/--key need --tls or a tls:// server");

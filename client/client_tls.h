@@ -18,7 +18,7 @@
 namespace authrpc {
 
 // The encryption policy in force (ClientOptions::encryption or its default).
-Policy client_encryption_policy(const ClientOptions& options);
+SecurityRequirement client_encryption_policy(const ClientOptions& options);
 
 // kConfigError naming the conflict, or OK.
 Status validate_client_policies(const ClientOptions& options);
@@ -37,8 +37,8 @@ asio::awaitable<Result<std::unique_ptr<ByteStream>>> connect_stream(
 struct TlsFlags {
   bool tls = false;
   std::string ca, cert, key, min_version;
-  std::optional<Policy> encryption;
-  std::optional<Policy> authentication;
+  std::optional<SecurityRequirement> encryption;
+  std::optional<SecurityRequirement> authentication;
 
   // Consumes `arg` (and `next`, for flags with a value): how many arguments
   // were used, 0 if `arg` is not a TLS flag; *error on a bad value.

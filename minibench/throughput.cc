@@ -534,7 +534,7 @@ void add_bench_service(authrpc::Server& server) {
     if (!context.ok()) fail("TLS context: " + context.status().message);
     o.tls = std::move(*context);
     o.endpoints.push_back(*Endpoint::parse("tls://127.0.0.1:0"));
-    o.encryption = authrpc::Policy::kOptional;  // tcp:// and unix: stay plaintext
+    o.encryption = authrpc::SecurityRequirement::kOptional;  // tcp:// and unix: stay plaintext
   }
   o.mechanisms = {std::make_shared<authrpc::SimpleServerMechanism>()};
   o.io_threads = 1;

@@ -13,10 +13,10 @@ bool any_tls_endpoint(const ServerOptions& o) {
   return false;
 }
 
-Status read_policy(const nlohmann::json& config, const char* key, Policy* out) {
+Status read_policy(const nlohmann::json& config, const char* key, SecurityRequirement* out) {
   if (!config.contains(key)) return {};
   const auto& v = config[key];
-  if (!v.is_string() || !parse_policy(v.get<std::string>(), out)) {
+  if (!v.is_string() || !parse_security_requirement(v.get<std::string>(), out)) {
     return Status(Errc::kConfigError,
                   std::string("'") + key + "' must be disabled, optional or required");
   }
@@ -33,7 +33,7 @@ Status read_string(const nlohmann::json& tls, const char* key, std::string* out)
 }  // namespace
 
 Status apply_tls_config(const nlohmann::json& config, ServerOptions& o) {
-  Policy encryption = Policy::kDisabled;
+  SecurityRequirement encryption = SecurityRequirement::kDisabled;
   if (config.contains("encryption")) {
     if (Status s = read_policy(config, "encryption", &encryption); !s.ok()) return s;
     o.encryption = encryption;
@@ -80,24 +80,24 @@ Status apply_tls_config(const nlohmann::json& config, ServerOptions& o) {
   return {};
 }
 
-Policy server_encryption_policy(const ServerOptions& o) {
+SecurityRequirement server_encryption_policy(const ServerOptions& o) {
   if (o.encryption) return *o.encryption;
-  return any_tls_endpoint(o) ? Policy::kRequired : Policy::kDisabled;
+  return any_tls_endpoint(o) ? SecurityRequirement::kRequired : SecurityRequirement::kDisabled;
 }
 
 Status validate_server_policies(const ServerOptions& o) {
   auto bad = [](std::string m) { return Status(Errc::kConfigError, std::move(m)); };
-  const Policy encryption = server_encryption_policy(o);
+  const SecurityRequirement encryption = server_encryption_policy(o);
   for (const auto& e : o.endpoints) {
-    if (encryption == Policy::kDisabled && e.scheme == Endpoint::Scheme::kTls) {
+    if (encryption == SecurityRequirement::kDisabled && e.scheme == Endpoint::Scheme::kTls) {
       return bad("encryption is disabled but " + e.to_string() + " is a TLS endpoint");
     }
-    if (encryption == Policy::kRequired && e.scheme != Endpoint::Scheme::kTls) {
+    if (encryption == SecurityRequirement::kRequired && e.scheme != Endpoint::Scheme::kTls) {
       return bad("encryption is required but " + e.to_string() +
                  " is not a TLS endpoint (use tls://host:port)");
     }
   }
-  if (encryption != Policy::kDisabled && any_tls_endpoint(o) && !o.tls) {
+  if (encryption != SecurityRequirement::kDisabled && any_tls_endpoint(o) && !o.tls) {
     return bad("TLS endpoints need a TLS context (certificate and private key)");
   }
   const bool client_certs =
@@ -109,26 +109,26 @@ Status validate_server_policies(const ServerOptions& o) {
     if (!m) continue;
     const MechanismTraits traits = m->traits();
     const std::string name(m->name());
-    if (o.authentication == Policy::kRequired && !traits.proves_identity) {
+    if (o.authentication == SecurityRequirement::kRequired && !traits.proves_identity) {
       return bad("authentication is required but mechanism '" + name + "' (no proof) is enabled");
     }
-    if (o.authentication == Policy::kDisabled && traits.proves_identity) {
+    if (o.authentication == SecurityRequirement::kDisabled && traits.proves_identity) {
       return bad("authentication is disabled but mechanism '" + name +
                  "' is enabled (only mechanisms without a proof, such as simple, are allowed)");
     }
-    if (traits.needs_client_certificate && (encryption == Policy::kDisabled || !client_certs)) {
+    if (traits.needs_client_certificate && (encryption == SecurityRequirement::kDisabled || !client_certs)) {
       return bad("mechanism '" + name + "' needs TLS with client certificates (tls.client_certificates)");
     }
-    if (traits.needs_tls && encryption == Policy::kDisabled) {
+    if (traits.needs_tls && encryption == SecurityRequirement::kDisabled) {
       return bad("mechanism '" + name + "' needs TLS but encryption is disabled");
     }
-    if (traits.bearer_secret && encryption == Policy::kDisabled && plaintext_tcp) {
+    if (traits.bearer_secret && encryption == SecurityRequirement::kDisabled && plaintext_tcp) {
       return bad("mechanism '" + name +
                  "' carries a bearer secret, never accepted over plaintext tcp://: use tls:// "
                  "or unix: endpoints");
     }
   }
-  if (client_certs && encryption == Policy::kDisabled) {
+  if (client_certs && encryption == SecurityRequirement::kDisabled) {
     return bad("client certificates are requested but encryption is disabled");
   }
   return {};
@@ -140,7 +140,7 @@ Result<std::unique_ptr<Listener>> listen_endpoint(asio::io_context& io, const En
     return transport_for(endpoint.scheme).listen(io, endpoint, options.listen);
   }
   return listen_tls(io, endpoint, options.listen, options.tls,
-                    server_encryption_policy(options) == Policy::kOptional);
+                    server_encryption_policy(options) == SecurityRequirement::kOptional);
 }
 
 }  // namespace authrpc

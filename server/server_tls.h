@@ -8,7 +8,7 @@
 #include <memory>
 #include <nlohmann/json.hpp>
 
-#include "authrpc/rpc/policy.h"
+#include "authrpc/rpc/security_requirement.h"
 #include "authrpc/security/base/result.h"
 #include "authrpc/rpc/transport.h"
 #include "authrpc/server/server.h"
@@ -16,7 +16,7 @@
 namespace authrpc {
 
 // The encryption policy in force (ServerOptions::encryption or its default).
-Policy server_encryption_policy(const ServerOptions& options);
+SecurityRequirement server_encryption_policy(const ServerOptions& options);
 
 // kConfigError naming the conflict, or OK.
 Status validate_server_policies(const ServerOptions& options);

@@ -185,14 +185,14 @@ TEST_P(NegotiationItest, Negotiate) {
       server.tls(TestTls::shared().server(security::ClientCertificates::kOptional))
           .client_tls(TestTls::shared().client());
       break;
-    case Channel::kPlainToOptional: server.tls().encryption(Policy::kOptional); break;
+    case Channel::kPlainToOptional: server.tls().encryption(SecurityRequirement::kOptional); break;
   }
   ASSERT_OK(server.start());
 
   auto builder = server.client();
   for (const auto& spec : c.client) builder.mechanism(ClientMechanismFor(spec));
   if (c.channel == Channel::kPlainToOptional) {
-    builder.encryption(Policy::kDisabled).options([](ClientOptions& o) {
+    builder.encryption(SecurityRequirement::kDisabled).options([](ClientOptions& o) {
       o.endpoint.scheme = Endpoint::Scheme::kTcp;
     });
   }
