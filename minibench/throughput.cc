@@ -210,7 +210,7 @@ const std::string& pattern(std::size_t size) {
 // ends with a 1-byte acknowledgement from the server.
 //
 // It must be at least as lean as authrpc's own socket path (rpc/
-// socket_transport.cc, rpc/tls_transport.cc), doing the same work with
+// socket_transport.cc, rpc/tls_stream.cc), doing the same work with
 // nothing on top, or a row that beats it says nothing (floor_check.h):
 //  - a sender gathers as many batches as authrpc's stream window holds
 //    (kDefaultStreamWindow, 8 MiB) into one writev(), as authrpc's

@@ -24,12 +24,12 @@
 #include "authrpc/auth/token_mechanism.h"
 #include "authrpc/auth/x509.h"
 #include "authrpc/client/client.h"
-#include "authrpc/client/client_tls.h"
+#include "authrpc/client/client_policy.h"
 #include "authrpc/client/mechanism_flags.h"
 #include "authrpc/rpc/messages.h"
 #include "authrpc/security/tls_context.h"
 #include "authrpc/server/server.h"
-#include "authrpc/server/server_tls.h"
+#include "authrpc/server/server_policy.h"
 #include "authrpc/server/token_service.h"
 #include "test_support.h"
 #include "tls_test_certs.h"
@@ -163,7 +163,7 @@ const char* ChannelName(Channel c) {
   return "?";
 }
 
-// --- The server's policy check (server/server_tls.h) --------------------------
+// --- The server's policy check (server/server_policy.h) -----------------------
 
 struct ServerPolicyCase {
   const char* name;
@@ -238,7 +238,7 @@ TEST(MechanismTraits, DecideTheServersPolicyCheck) {
   }
 }
 
-// --- The client's policy check (client/client_tls.h) --------------------------
+// --- The client's policy check (client/client_policy.h) -----------------------
 
 struct ClientPolicyCase {
   const char* name;
