@@ -17,9 +17,9 @@
 #include "authrpc/client/cli_args.h"
 #include "authrpc/client/cli_exit.h"
 #include "authrpc/client/client.h"
-#include "authrpc/client/client_tls.h"
 #include "authrpc/client/mechanism_flags.h"
 #include "authrpc/client/token_commands.h"
+#include "authrpc/client/tls_flags.h"
 #include "authrpc/security/credentials_file.h"
 
 #ifndef AUTHRPC_VERSION
@@ -119,16 +119,16 @@ int call_command(int argc, char** argv) {
   std::chrono::milliseconds timeout{0}, connect_timeout{10'000};
   bool raw = false;
   std::vector<std::string> positional;
-  authrpc::TlsFlags tls_flags;
+  authrpc::cli::TlsFlags tls_flags;
   for (int i = 0; i < argc; ++i) {
     const std::string arg = argv[i];
     auto value = [&]() -> const char* { return i + 1 < argc ? argv[++i] : nullptr; };
     const char* v = nullptr;
-    std::string tls_error;
-    if (const int used = tls_flags.parse(arg, i + 1 < argc ? argv[i + 1] : nullptr, &tls_error);
-        used > 0 || !tls_error.empty()) {
-      if (!tls_error.empty()) return usage_error(tls_error);
-      i += used - 1;
+    const auto tls_used = tls_flags.parse(arg, i + 1 < argc ? argv[i + 1] : nullptr);
+    if (!tls_used.ok()) {
+      return usage_error(tls_used.status().message);
+    } else if (*tls_used > 0) {
+      i += *tls_used - 1;
     } else if (arg == "--help" || arg == "-h") {
       std::fputs(kCallHelp, stdout);
       return 0;

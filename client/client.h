@@ -22,7 +22,7 @@
 #include "authrpc/client/client_runtime.h"
 #include "authrpc/client/client_stream.h"
 #include "authrpc/rpc/endpoint.h"
-#include "authrpc/rpc/policy.h"
+#include "authrpc/rpc/security_requirement.h"
 #include "authrpc/security/base/result.h"
 #include "authrpc/rpc/shm_options.h"
 #include "authrpc/rpc/transport.h"
@@ -58,8 +58,8 @@ struct ClientOptions {
   // TLS and falls back to plaintext if the server does not speak it.
   // Authentication: `required` never uses `simple`; `disabled` only `simple`.
   std::shared_ptr<security::TlsClientContext> tls;
-  std::optional<Policy> encryption;
-  Policy authentication = Policy::kOptional;
+  std::optional<SecurityRequirement> encryption;
+  SecurityRequirement authentication = SecurityRequirement::kOptional;
   // Non-empty: act as this user (proxy user, "doAs"). The server must allow
   // the authenticated user to impersonate it (docs/AUTHZ.md), else the
   // connection fails with PERMISSION_DENIED. Never allowed over tokens.

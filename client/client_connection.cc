@@ -7,7 +7,8 @@
 #include <asio/use_awaitable.hpp>
 
 #include "authrpc/auth/client_negotiation.h"
-#include "authrpc/client/client_tls.h"
+#include "authrpc/client/client_policy.h"
+#include "authrpc/client/connect_stream.h"
 #include "authrpc/rpc/call_stream.h"
 #include "authrpc/rpc/frame_channel.h"
 #include "authrpc/rpc/messages.h"
@@ -24,13 +25,7 @@ Client::Connection::Connection(asio::any_io_executor ex, ClientOptions options)
 asio::awaitable<Status> Client::Connection::open() {
   const auto deadline = Clock::now() + options_.connect_timeout;
   if (Status s = validate_client_policies(options_); !s.ok()) co_return s;
-  // Plaintext: straight to the transport, one coroutine fewer per connect.
-  // (No co_await inside ?: — GCC 12 miscompiles it.)
-  auto connecting = client_tries_tls(options_)
-                        ? connect_stream(executor_, options_, deadline)
-                        : transport_for(options_.endpoint.scheme)
-                              .connect(executor_, options_.endpoint, deadline);
-  auto stream = co_await std::move(connecting);
+  auto stream = co_await connect_stream(executor_, options_, deadline);
   if (!stream.ok()) co_return stream.status();
   ChannelInfo info;
   info.peer_address = (*stream)->peer_address();

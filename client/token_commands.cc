@@ -13,8 +13,8 @@
 #include "authrpc/client/cli_args.h"
 #include "authrpc/client/cli_exit.h"
 #include "authrpc/client/client.h"
-#include "authrpc/client/client_tls.h"
 #include "authrpc/client/mechanism_flags.h"
+#include "authrpc/client/tls_flags.h"
 #include "authrpc/security/credentials_file.h"
 #include "authrpc/security/token_errors.h"
 
@@ -154,13 +154,13 @@ int parse(Sub sub, int argc, char** argv, Args& a) {
       return true;
     };
     std::string v;
-    std::string tls_error;
-    if (const int used =
-            connects ? a.tls.parse(arg, i + 1 < argc ? argv[i + 1] : nullptr, &tls_error) : 0;
-        used > 0 || !tls_error.empty()) {
-      if (!tls_error.empty()) return usage_error(sub, tls_error);
-      i += used - 1;
-      continue;
+    if (connects) {
+      const auto tls_used = a.tls.parse(arg, i + 1 < argc ? argv[i + 1] : nullptr);
+      if (!tls_used.ok()) return usage_error(sub, tls_used.status().message);
+      if (*tls_used > 0) {
+        i += *tls_used - 1;
+        continue;
+      }
     }
     if (arg == "--help" || arg == "-h") {
       std::fputs(help_of(sub).c_str(), stdout);

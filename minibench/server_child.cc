@@ -240,7 +240,7 @@ void serve(int fd, const ServerChildOptions& options, const std::function<void()
     if (!context.ok()) fail_child(fd, "TLS: " + context.status().message);
     floor_plan.tls = std::move(*context);
     server_options.tls = floor_plan.tls;  // one context for authrpc and floor/tls
-    server_options.encryption = authrpc::Policy::kOptional;  // tcp:// and unix stay plaintext
+    server_options.encryption = authrpc::SecurityRequirement::kOptional;  // tcp:// and unix stay plaintext
     server_options.endpoints.push_back(must_parse("tls://127.0.0.1:0"));
     floor_plan.specs.push_back({"floor/tls", must_parse("tcp://127.0.0.1:0"), false, true});
   }

@@ -210,7 +210,7 @@ const std::string& pattern(std::size_t size) {
 // ends with a 1-byte acknowledgement from the server.
 //
 // It must be at least as lean as authrpc's own socket path (rpc/
-// socket_transport.cc, rpc/tls_transport.cc), doing the same work with
+// socket_transport.cc, rpc/tls_stream.cc), doing the same work with
 // nothing on top, or a row that beats it says nothing (floor_check.h):
 //  - a sender gathers as many batches as authrpc's stream window holds
 //    (kDefaultStreamWindow, 8 MiB) into one writev(), as authrpc's
@@ -534,7 +534,7 @@ void add_bench_service(authrpc::Server& server) {
     if (!context.ok()) fail("TLS context: " + context.status().message);
     o.tls = std::move(*context);
     o.endpoints.push_back(*Endpoint::parse("tls://127.0.0.1:0"));
-    o.encryption = authrpc::Policy::kOptional;  // tcp:// and unix: stay plaintext
+    o.encryption = authrpc::SecurityRequirement::kOptional;  // tcp:// and unix: stay plaintext
   }
   o.mechanisms = {std::make_shared<authrpc::SimpleServerMechanism>()};
   o.io_threads = 1;

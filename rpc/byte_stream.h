@@ -1,7 +1,7 @@
 // A connected, ordered byte stream: what the framing layer (FrameChannel)
 // reads and writes, whatever carries it — a TCP or Unix socket
-// (rpc/socket_transport.cc) or TLS over TCP (rpc/tls_transport.h).
-// Transports (rpc/transport.h) make them.
+// (rpc/socket_transport.cc) or TLS over TCP (rpc/tls_stream.h, a wrapper
+// made over a TCP stream). Transports (rpc/transport.h) make the socket ones.
 //
 // Threading: a ByteStream belongs to the executor it was created on and must
 // only be used from it.
@@ -11,8 +11,10 @@
 #include <asio/awaitable.hpp>
 #include <asio/buffer.hpp>
 #include <asio/error.hpp>
+#include <asio/ip/tcp.hpp>
 #include <asio/post.hpp>
 #include <cstdint>
+#include <memory>
 #include <span>
 #include <string>
 #include <system_error>
@@ -33,7 +35,7 @@ class WriteCompletion {
   ~WriteCompletion() = default;
 };
 
-// What a TLS stream knows once its handshake is done (rpc/tls_transport.h).
+// What a TLS stream knows once its handshake is done (rpc/tls_stream.h).
 struct TlsInfo {
   std::string version;  // "TLSv1.3"
   std::string cipher;   // "TLS_AES_128_GCM_SHA256"
@@ -108,6 +110,26 @@ class ByteStream {
   // first (a Unix stream always reads with recvmsg, so none are lost).
   virtual int native_unix_handle() const noexcept { return -1; }
   virtual std::vector<UniqueFd> take_received_fds() { return {}; }
+
+  // The TCP socket under a plaintext TCP stream (null for any other), for
+  // what makes a stream over it (TLS: rpc/tls_stream.h, rpc/tls_listener.h).
+  // It may wait on the socket and peek at it; once it moves the socket out,
+  // this stream is spent and may only be destroyed. A hook, not a wrapper
+  // around this stream, so that TLS reads and writes reach OpenSSL and the
+  // socket with no call and no copy in between (docs/DESIGN.md, "Measured
+  // costs behind the code").
+  virtual asio::ip::tcp::socket* tcp_socket() noexcept { return nullptr; }
+
+  // True for an accepted stream that cannot be read before its peer's first
+  // byte has said what it carries (a tls:// listener's: TLS or plaintext,
+  // rpc/tls_listener.h). Its owner then calls open() once, before any read,
+  // and uses the stream open() returns from then on (null: this one). Until
+  // then nothing can be written to it, and close() ends a pending open().
+  virtual bool needs_open() const noexcept { return false; }
+  virtual asio::awaitable<std::unique_ptr<ByteStream>> open(std::error_code& ec) {
+    ec.clear();
+    co_return nullptr;
+  }
 };
 
 }  // namespace authrpc

@@ -57,6 +57,15 @@ asio::awaitable<std::error_code> FrameChannel::fill(std::size_t need) {
   co_return std::error_code();
 }
 
+asio::awaitable<Status> FrameChannel::open_stream() {
+  std::error_code ec;
+  auto opened = co_await stream_->open(ec);
+  if (ec == asio::error::eof) co_return Status(Errc::kConnectionClosed, "peer closed");
+  if (ec) co_return Status(ec, "read");
+  if (opened) stream_ = std::move(opened);
+  co_return Status();
+}
+
 asio::awaitable<Status> FrameChannel::read_exact(std::uint8_t* out, std::size_t n) {
   in_begin_ += consume_next_;
   consume_next_ = 0;

@@ -40,8 +40,9 @@ char* write_decimal(char* p, unsigned v) {
   return p;
 }
 
-}  // namespace
-
+// How an accepted TCP peer is named (peer_address()): "a.b.c.d:port" or
+// "[v6]:port". IPv4 is formatted by hand: inet_ntop's sprintf cost too much
+// per accepted connection (docs/DESIGN.md, "Measured costs behind the code").
 std::string format_tcp_peer(const asio::ip::tcp::endpoint& ep) {
   const auto addr = ep.address();
   if (addr.is_v6()) return "[" + addr.to_string() + "]:" + std::to_string(ep.port());
@@ -56,8 +57,6 @@ std::string format_tcp_peer(const asio::ip::tcp::endpoint& ep) {
   p = write_decimal(p, ep.port());
   return std::string(text, static_cast<std::size_t>(p - text));
 }
-
-namespace {
 
 // What a failed non-blocking socket call's errno means: would_block for
 // "try again later", the system error otherwise.
@@ -199,6 +198,11 @@ class SocketStream final : public ByteStream {
   }
 
   std::vector<UniqueFd> take_received_fds() override { return std::exchange(received_fds_, {}); }
+
+  Tcp::socket* tcp_socket() noexcept override {
+    if constexpr (std::is_same_v<Protocol, Tcp>) return &socket_;
+    else return nullptr;
+  }
 
   std::size_t try_read_some(asio::mutable_buffer buffer, std::error_code& ec) override {
     for (;;) {
@@ -486,6 +490,30 @@ class SocketListener final : public Listener {
   bool owns_path_;
 };
 
+// A TCP acceptor listening on `endpoint` (host resolved if not an address;
+// port 0 = any) for tcp:// and tls:// alike; `bound` gets the port.
+Result<asio::ip::tcp::acceptor> listen_tcp(asio::io_context& io, const Endpoint& endpoint,
+                                           const ListenOptions& options, Endpoint& bound) {
+  std::error_code ec;
+  auto address = asio::ip::make_address(endpoint.host, ec);
+  if (ec) {
+    Tcp::resolver resolver(io);
+    auto results = resolver.resolve(endpoint.host, std::to_string(endpoint.port), ec);
+    if (ec || results.empty()) return Status(ec, "resolve " + endpoint.host);
+    address = results.begin()->endpoint().address();
+  }
+  Tcp::acceptor acceptor(io);
+  const Tcp::endpoint ep(address, endpoint.port);
+  acceptor.open(ep.protocol(), ec);
+  if (!ec) acceptor.set_option(Tcp::acceptor::reuse_address(true), ec);
+  if (!ec) acceptor.bind(ep, ec);
+  if (!ec) acceptor.listen(options.backlog, ec);
+  if (ec) return Status(ec, "listen on " + endpoint.to_string());
+  bound = endpoint;
+  bound.port = acceptor.local_endpoint().port();
+  return acceptor;
+}
+
 class TcpTransport final : public Transport {
  public:
   Endpoint::Scheme scheme() const noexcept override { return Endpoint::Scheme::kTcp; }
@@ -575,59 +603,13 @@ class UnixTransport final : public Transport {
   }
 };
 
-// tls:// needs a TLS context, which a process-wide transport does not have:
-// refuse rather than carry the connection in plaintext (rpc/tls_transport.h).
-class TlsWithoutContext final : public Transport {
- public:
-  Endpoint::Scheme scheme() const noexcept override { return Endpoint::Scheme::kTls; }
-  asio::awaitable<Result<std::unique_ptr<ByteStream>>> connect(
-      asio::any_io_executor, const Endpoint& endpoint,
-      std::chrono::steady_clock::time_point) override {
-    co_return refused(endpoint);
-  }
-  Result<std::unique_ptr<Listener>> listen(asio::io_context&, const Endpoint& endpoint,
-                                           const ListenOptions&) override {
-    return refused(endpoint);
-  }
-
- private:
-  static Status refused(const Endpoint& endpoint) {
-    return Status(Errc::kConfigError, endpoint.to_string() + " needs a TLS context");
-  }
-};
-
 }  // namespace
-
-Result<asio::ip::tcp::acceptor> listen_tcp(asio::io_context& io, const Endpoint& endpoint,
-                                           const ListenOptions& options, Endpoint& bound) {
-  using Tcp = asio::ip::tcp;
-  std::error_code ec;
-  auto address = asio::ip::make_address(endpoint.host, ec);
-  if (ec) {
-    Tcp::resolver resolver(io);
-    auto results = resolver.resolve(endpoint.host, std::to_string(endpoint.port), ec);
-    if (ec || results.empty()) return Status(ec, "resolve " + endpoint.host);
-    address = results.begin()->endpoint().address();
-  }
-  Tcp::acceptor acceptor(io);
-  const Tcp::endpoint ep(address, endpoint.port);
-  acceptor.open(ep.protocol(), ec);
-  if (!ec) acceptor.set_option(Tcp::acceptor::reuse_address(true), ec);
-  if (!ec) acceptor.bind(ep, ec);
-  if (!ec) acceptor.listen(options.backlog, ec);
-  if (ec) return Status(ec, "listen on " + endpoint.to_string());
-  bound = endpoint;
-  bound.port = acceptor.local_endpoint().port();
-  return acceptor;
-}
 
 Transport& transport_for(Endpoint::Scheme scheme) {
   static TcpTransport tcp;
   static UnixTransport unix_transport;
-  static TlsWithoutContext tls;
   if (scheme == Endpoint::Scheme::kUnix) return unix_transport;
-  if (scheme == Endpoint::Scheme::kTls) return tls;
-  return tcp;
+  return tcp;  // tcp:// and tls://: TLS is made over the TCP stream (rpc/tls_stream.h)
 }
 
 }  // namespace authrpc

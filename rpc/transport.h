@@ -1,7 +1,8 @@
 // The transport seam: a Listener yields ByteStreams (rpc/byte_stream.h); a
-// Transport makes both for one endpoint scheme. TCP and Unix sockets
-// implement it (rpc/socket_transport.cc); TLS is made over TCP
-// (rpc/tls_transport.h).
+// Transport makes both for one kind of socket. TCP and Unix sockets
+// implement it (rpc/socket_transport.cc). TLS is not a transport but a
+// wrapper over a TCP stream (rpc/tls_stream.h) and over a TCP listener
+// (rpc/tls_listener.h), as kj's TlsContext::wrapServer and wrapPort.
 //
 // Threading: a Listener belongs to the executor it was created on and must
 // only be used from it.
@@ -12,7 +13,6 @@
 #include <asio/buffer.hpp>
 #include <asio/error.hpp>
 #include <asio/io_context.hpp>
-#include <asio/ip/tcp.hpp>
 #include <asio/post.hpp>
 #include <chrono>
 #include <cstdint>
@@ -61,20 +61,10 @@ class Transport {
                                                    const ListenOptions& options) = 0;
 };
 
-// The built-in transport for an endpoint's scheme (lives for the process).
-// For kTls it refuses (kConfigError): TLS needs a context, see
-// rpc/tls_transport.h.
+// The built-in transport for an endpoint's scheme (lives for the process):
+// Unix sockets for unix:, TCP for tcp:// and tls:// — a tls:// endpoint's
+// TCP stream or listener is then wrapped in TLS by whoever holds the TLS
+// context (server/listen_endpoint.h, client/connect_stream.h).
 Transport& transport_for(Endpoint::Scheme scheme);
-
-// A TCP acceptor listening on `endpoint` (host resolved if not an address;
-// port 0 = any), for the tcp:// and tls:// listeners; `bound` gets the port.
-Result<asio::ip::tcp::acceptor> listen_tcp(asio::io_context& io, const Endpoint& endpoint,
-                                           const ListenOptions& options, Endpoint& bound);
-
-// How an accepted tcp:// or tls:// peer is named (peer_address()):
-// "a.b.c.d:port" or "[v6]:port". IPv4 is formatted by hand: inet_ntop's
-// sprintf cost too much per accepted connection (docs/DESIGN.md, "Measured
-// costs behind the code").
-std::string format_tcp_peer(const asio::ip::tcp::endpoint& ep);
 
 }  // namespace authrpc

@@ -32,7 +32,8 @@ group_of() {
     auth/builtin_mechanisms.cc | security/builtin_token_stores.cc) echo builtins ;;
     # The programs' own sources (CMakeLists.txt: authrpc-server, authrpc).
     server/authrpc_server_main.cc) echo server-program ;;
-    client/authrpc_cli_main.cc | client/token_commands.* | client/cli_args.* | client/cli_exit.*)
+    client/authrpc_cli_main.cc | client/token_commands.* | client/cli_args.* | client/cli_exit.* | \
+      client/tls_flags.*)
       echo client-program ;;
     security/*) echo security ;;
     rpc/*) echo rpc ;;

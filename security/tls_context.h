@@ -8,8 +8,9 @@
 // doing a full handshake.
 //
 // Created by the application (or server/client configuration) and passed to
-// the TLS transport (rpc/tls_transport.h). Thread-safe after create(): the
-// SSL_CTX is only read, the session cache has its own mutex.
+// the TLS stream wrappers (rpc/tls_stream.h, rpc/tls_listener.h).
+// Thread-safe after create(): the SSL_CTX is only read, the session cache has
+// its own mutex.
 #pragma once
 
 #include <map>

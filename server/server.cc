@@ -20,7 +20,8 @@
 #include "authrpc/server/audit_log.h"
 
 #include "authrpc/server/server_connection.h"
-#include "authrpc/server/server_tls.h"
+#include "authrpc/server/listen_endpoint.h"
+#include "authrpc/server/server_policy.h"
 #include "authrpc/server/server_impl.h"
 
 namespace authrpc {

@@ -20,7 +20,7 @@
 #include "authrpc/rpc/shm_options.h"
 #include "authrpc/rpc/endpoint.h"
 #include "authrpc/security/base/log.h"
-#include "authrpc/rpc/policy.h"
+#include "authrpc/rpc/security_requirement.h"
 #include "authrpc/security/base/result.h"
 #include "authrpc/rpc/transport.h"
 #include "authrpc/server/service.h"
@@ -72,8 +72,8 @@ struct ServerOptions {
   // else disabled. Authentication policy: whether `simple` (no proof) is
   // refused (required), allowed (optional) or the only one (disabled).
   std::shared_ptr<security::TlsServerContext> tls;
-  std::optional<Policy> encryption;
-  Policy authentication = Policy::kOptional;
+  std::optional<SecurityRequirement> encryption;
+  SecurityRequirement authentication = SecurityRequirement::kOptional;
   LogSink log = stderr_log_sink(LogLevel::kInfo);
   // Authorization (docs/AUTHZ.md): principal mapping, groups, service and
   // method ACLs, proxy users; reloadable. Null: names stay as the mechanism

@@ -3,7 +3,7 @@
 #include "authrpc/auth/authorizer.h"
 #include "authrpc/rpc/json_document.h"
 #include "authrpc/server/audit_log.h"
-#include "authrpc/server/server_tls.h"
+#include "authrpc/server/tls_config.h"
 
 #include <cstdlib>
 #include <fstream>

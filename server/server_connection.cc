@@ -64,9 +64,13 @@ asio::awaitable<void> ServerConnection::run(Status refuse) {
   }
   deadline_ = Clock::now() + server_.options.negotiation_timeout;
 
-  // 1. The preamble.
+  // 1. The preamble; on a tls:// listener once the client's first byte has
+  // made the stream TLS (or plaintext, or refused it: rpc/tls_listener.h),
+  // under the same deadline.
+  Status status;
+  if (channel_->stream().needs_open()) status = co_await channel_->open_stream();
   std::uint8_t preamble[wire::kPreambleSize];
-  Status status = co_await channel_->read_exact(preamble, sizeof preamble);
+  if (status.ok()) status = co_await channel_->read_exact(preamble, sizeof preamble);
   if (status.ok()) status = wire::check_preamble(preamble);
   switch (ending_) {
     case Ending::kShed:

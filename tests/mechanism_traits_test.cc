@@ -24,12 +24,12 @@
 #include "authrpc/auth/token_mechanism.h"
 #include "authrpc/auth/x509.h"
 #include "authrpc/client/client.h"
-#include "authrpc/client/client_tls.h"
+#include "authrpc/client/client_policy.h"
 #include "authrpc/client/mechanism_flags.h"
 #include "authrpc/rpc/messages.h"
 #include "authrpc/security/tls_context.h"
 #include "authrpc/server/server.h"
-#include "authrpc/server/server_tls.h"
+#include "authrpc/server/server_policy.h"
 #include "authrpc/server/token_service.h"
 #include "test_support.h"
 #include "tls_test_certs.h"
@@ -163,12 +163,12 @@ const char* ChannelName(Channel c) {
   return "?";
 }
 
-// --- The server's policy check (server/server_tls.h) --------------------------
+// --- The server's policy check (server/server_policy.h) -----------------------
 
 struct ServerPolicyCase {
   const char* name;
   std::function<std::shared_ptr<ServerMechanism>()> mechanism;
-  Policy authentication;
+  SecurityRequirement authentication;
   Channel channel;
   const char* refused;  // nullptr: accepted
 };
@@ -180,35 +180,35 @@ std::shared_ptr<ServerMechanism> Custom(MechanismTraits t) {
 TEST(MechanismTraits, DecideTheServersPolicyCheck) {
   const ServerPolicyCase cases[] = {
       {"simple_when_required", [] { return std::make_shared<SimpleServerMechanism>(); },
-       Policy::kRequired, Channel::kPlainTcp, "mechanism 'simple' (no proof)"},
-      {"no_proof_when_required", [] { return Custom(kNoProof); }, Policy::kRequired,
+       SecurityRequirement::kRequired, Channel::kPlainTcp, "mechanism 'simple' (no proof)"},
+      {"no_proof_when_required", [] { return Custom(kNoProof); }, SecurityRequirement::kRequired,
        Channel::kPlainTcp, "mechanism 'custom' (no proof)"},
-      {"no_proof_when_disabled", [] { return Custom(kNoProof); }, Policy::kDisabled,
+      {"no_proof_when_disabled", [] { return Custom(kNoProof); }, SecurityRequirement::kDisabled,
        Channel::kPlainTcp, nullptr},
-      {"proof_when_disabled", [] { return Custom(kProof); }, Policy::kDisabled, Channel::kPlainTcp,
+      {"proof_when_disabled", [] { return Custom(kProof); }, SecurityRequirement::kDisabled, Channel::kPlainTcp,
        "authentication is disabled but mechanism 'custom'"},
-      {"proof_when_required", [] { return Custom(kProof); }, Policy::kRequired, Channel::kPlainTcp,
+      {"proof_when_required", [] { return Custom(kProof); }, SecurityRequirement::kRequired, Channel::kPlainTcp,
        nullptr},
       {"x509_without_client_certificates", [] { return std::make_shared<X509ServerMechanism>(); },
-       Policy::kOptional, Channel::kTls, "'x509' needs TLS with client certificates"},
+       SecurityRequirement::kOptional, Channel::kTls, "'x509' needs TLS with client certificates"},
       {"certificate_without_client_certificates", [] { return Custom(kCertificate); },
-       Policy::kOptional, Channel::kTls, "'custom' needs TLS with client certificates"},
-      {"certificate_on_plaintext", [] { return Custom(kCertificate); }, Policy::kOptional,
+       SecurityRequirement::kOptional, Channel::kTls, "'custom' needs TLS with client certificates"},
+      {"certificate_on_plaintext", [] { return Custom(kCertificate); }, SecurityRequirement::kOptional,
        Channel::kPlainTcp, "'custom' needs TLS with client certificates"},
       {"x509_with_client_certificates", [] { return std::make_shared<X509ServerMechanism>(); },
-       Policy::kOptional, Channel::kTlsWithClientCertificate, nullptr},
+       SecurityRequirement::kOptional, Channel::kTlsWithClientCertificate, nullptr},
       {"certificate_with_client_certificates", [] { return Custom(kCertificate); },
-       Policy::kOptional, Channel::kTlsWithClientCertificate, nullptr},
-      {"tls_only_on_plaintext", [] { return Custom(kTlsOnly); }, Policy::kOptional,
+       SecurityRequirement::kOptional, Channel::kTlsWithClientCertificate, nullptr},
+      {"tls_only_on_plaintext", [] { return Custom(kTlsOnly); }, SecurityRequirement::kOptional,
        Channel::kPlainTcp, "'custom' needs TLS but encryption is disabled"},
-      {"tls_only_on_tls", [] { return Custom(kTlsOnly); }, Policy::kOptional, Channel::kTls, nullptr},
-      {"bearer_on_plaintext_tcp", [] { return Custom(kBearer); }, Policy::kOptional,
+      {"tls_only_on_tls", [] { return Custom(kTlsOnly); }, SecurityRequirement::kOptional, Channel::kTls, nullptr},
+      {"bearer_on_plaintext_tcp", [] { return Custom(kBearer); }, SecurityRequirement::kOptional,
        Channel::kPlainTcp, "'custom' carries a bearer secret"},
-      {"bearer_on_unix", [] { return Custom(kBearer); }, Policy::kOptional, Channel::kUnix, nullptr},
-      {"bearer_on_tls", [] { return Custom(kBearer); }, Policy::kOptional, Channel::kTls, nullptr},
+      {"bearer_on_unix", [] { return Custom(kBearer); }, SecurityRequirement::kOptional, Channel::kUnix, nullptr},
+      {"bearer_on_tls", [] { return Custom(kBearer); }, SecurityRequirement::kOptional, Channel::kTls, nullptr},
       // A delegation-token mechanism decides about plaintext itself, as
       // `token` does (tokens.allow_plaintext).
-      {"delegation_token_on_plaintext", [] { return Custom(kDelegation); }, Policy::kOptional,
+      {"delegation_token_on_plaintext", [] { return Custom(kDelegation); }, SecurityRequirement::kOptional,
        Channel::kPlainTcp, nullptr},
   };
   for (const auto& c : cases) {
@@ -238,12 +238,12 @@ TEST(MechanismTraits, DecideTheServersPolicyCheck) {
   }
 }
 
-// --- The client's policy check (client/client_tls.h) --------------------------
+// --- The client's policy check (client/client_policy.h) -----------------------
 
 struct ClientPolicyCase {
   const char* name;
   std::function<std::shared_ptr<ClientMechanism>()> mechanism;
-  Policy authentication;
+  SecurityRequirement authentication;
   Channel channel;
   const char* refused;
 };
@@ -255,28 +255,28 @@ std::shared_ptr<ClientMechanism> CustomC(MechanismTraits t) {
 TEST(MechanismTraits, DecideTheClientsPolicyCheck) {
   const ClientPolicyCase cases[] = {
       {"simple_when_required", [] { return std::make_shared<SimpleClientMechanism>("alice"); },
-       Policy::kRequired, Channel::kPlainTcp, "mechanism 'simple' (no proof)"},
-      {"no_proof_when_required", [] { return CustomC(kNoProof); }, Policy::kRequired,
+       SecurityRequirement::kRequired, Channel::kPlainTcp, "mechanism 'simple' (no proof)"},
+      {"no_proof_when_required", [] { return CustomC(kNoProof); }, SecurityRequirement::kRequired,
        Channel::kPlainTcp, "mechanism 'custom' (no proof)"},
-      {"proof_when_disabled", [] { return CustomC(kProof); }, Policy::kDisabled, Channel::kPlainTcp,
+      {"proof_when_disabled", [] { return CustomC(kProof); }, SecurityRequirement::kDisabled, Channel::kPlainTcp,
        "authentication is disabled but mechanism 'custom'"},
-      {"no_proof_when_disabled", [] { return CustomC(kNoProof); }, Policy::kDisabled,
+      {"no_proof_when_disabled", [] { return CustomC(kNoProof); }, SecurityRequirement::kDisabled,
        Channel::kPlainTcp, nullptr},
       {"x509_without_a_certificate", [] { return std::make_shared<X509ClientMechanism>(); },
-       Policy::kOptional, Channel::kTls, "'x509' needs TLS with a client certificate"},
+       SecurityRequirement::kOptional, Channel::kTls, "'x509' needs TLS with a client certificate"},
       {"certificate_without_a_certificate", [] { return CustomC(kCertificate); },
-       Policy::kOptional, Channel::kTls, "'custom' needs TLS with a client certificate"},
-      {"certificate_with_a_certificate", [] { return CustomC(kCertificate); }, Policy::kOptional,
+       SecurityRequirement::kOptional, Channel::kTls, "'custom' needs TLS with a client certificate"},
+      {"certificate_with_a_certificate", [] { return CustomC(kCertificate); }, SecurityRequirement::kOptional,
        Channel::kTlsWithClientCertificate, nullptr},
-      {"tls_only_on_plaintext", [] { return CustomC(kTlsOnly); }, Policy::kOptional,
+      {"tls_only_on_plaintext", [] { return CustomC(kTlsOnly); }, SecurityRequirement::kOptional,
        Channel::kPlainTcp, "'custom' needs TLS"},
-      {"tls_only_on_tls", [] { return CustomC(kTlsOnly); }, Policy::kOptional, Channel::kTls,
+      {"tls_only_on_tls", [] { return CustomC(kTlsOnly); }, SecurityRequirement::kOptional, Channel::kTls,
        nullptr},
-      {"bearer_on_plaintext_tcp", [] { return CustomC(kBearer); }, Policy::kOptional,
+      {"bearer_on_plaintext_tcp", [] { return CustomC(kBearer); }, SecurityRequirement::kOptional,
        Channel::kPlainTcp, "'custom' carries a bearer secret"},
-      {"bearer_on_unix", [] { return CustomC(kBearer); }, Policy::kOptional, Channel::kUnix,
+      {"bearer_on_unix", [] { return CustomC(kBearer); }, SecurityRequirement::kOptional, Channel::kUnix,
        nullptr},
-      {"bearer_on_tls", [] { return CustomC(kBearer); }, Policy::kOptional, Channel::kTls, nullptr},
+      {"bearer_on_tls", [] { return CustomC(kBearer); }, SecurityRequirement::kOptional, Channel::kTls, nullptr},
   };
   for (const auto& c : cases) {
     SCOPED_TRACE(c.name);
@@ -357,7 +357,7 @@ class Negotiation : public ::testing::Test {
     o.endpoints = {*Endpoint::parse("tls://127.0.0.1:0"),
                    testing::FreshEndpoint(testing::SocketKind::kUnix, "traits")};
     o.tls = ServerTls(security::ClientCertificates::kOptional);
-    o.encryption = Policy::kOptional;
+    o.encryption = SecurityRequirement::kOptional;
     o.mechanisms = {mechanism};
     o.io_threads = 1;
     o.blocking_threads = 1;
@@ -391,7 +391,7 @@ class Negotiation : public ::testing::Test {
       // Optional encryption without a TLS context: plaintext, past the
       // client's startup check, up to the negotiation's.
       o.endpoint.scheme = Endpoint::Scheme::kTcp;
-      o.encryption = Policy::kOptional;
+      o.encryption = SecurityRequirement::kOptional;
     } else if (channel != Channel::kUnix) {
       o.tls = ClientTls(channel == Channel::kTlsWithClientCertificate);
     }

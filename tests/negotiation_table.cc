@@ -565,7 +565,7 @@ TEST_P(NegotiationTable, Negotiate) {
       server.tls(TestTls::shared().server(security::ClientCertificates::kOptional))
           .client_tls(TestTls::shared().client());
       break;
-    case Channel::kPlainToOptional: server.tls().encryption(Policy::kOptional); break;
+    case Channel::kPlainToOptional: server.tls().encryption(SecurityRequirement::kOptional); break;
   }
   Service test("test");
   test.add("count", [](CallContext& ctx, std::string_view request) -> Result<std::string> {
@@ -577,7 +577,7 @@ TEST_P(NegotiationTable, Negotiate) {
   auto builder = server.client();
   for (const auto& spec : c.client) builder.mechanism(ClientMechanismFor(spec, &client_log));
   if (c.channel == Channel::kPlainToOptional) {
-    builder.encryption(Policy::kDisabled).options([](ClientOptions& o) {
+    builder.encryption(SecurityRequirement::kDisabled).options([](ClientOptions& o) {
       o.endpoint.scheme = Endpoint::Scheme::kTcp;
     });
   }

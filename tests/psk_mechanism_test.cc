@@ -436,7 +436,7 @@ std::unique_ptr<Server> StartServer(Transport transport, std::shared_ptr<ServerM
       break;
   }
   o.mechanisms = {std::move(mechanism)};
-  o.authentication = Policy::kRequired;
+  o.authentication = SecurityRequirement::kRequired;
   o.io_threads = 1;
   o.blocking_threads = 1;
   o.stop_grace = 1s;
@@ -452,7 +452,7 @@ Result<std::unique_ptr<Client>> Connect(Server& server, Transport transport,
   ClientOptions o;
   o.endpoint = server.bound_endpoints().front();
   o.mechanisms = {std::move(mechanism)};
-  o.authentication = Policy::kRequired;
+  o.authentication = SecurityRequirement::kRequired;
   o.connect_timeout = 10s;
   if (transport == Transport::kTls) o.tls = ClientTls();
   return Client::connect(std::move(o));

@@ -37,12 +37,12 @@ TestClient& TestClient::tls(std::shared_ptr<security::TlsClientContext> context)
   return *this;
 }
 
-TestClient& TestClient::encryption(Policy p) {
+TestClient& TestClient::encryption(SecurityRequirement p) {
   options_.encryption = p;
   return *this;
 }
 
-TestClient& TestClient::authentication(Policy p) {
+TestClient& TestClient::authentication(SecurityRequirement p) {
   options_.authentication = p;
   return *this;
 }
@@ -112,12 +112,12 @@ TestServer& TestServer::client_tls(std::shared_ptr<security::TlsClientContext> c
   return *this;
 }
 
-TestServer& TestServer::encryption(Policy p) {
+TestServer& TestServer::encryption(SecurityRequirement p) {
   options_.encryption = p;
   return *this;
 }
 
-TestServer& TestServer::authentication(Policy p) {
+TestServer& TestServer::authentication(SecurityRequirement p) {
   options_.authentication = p;
   return *this;
 }

@@ -24,7 +24,7 @@
 #include "authrpc/auth/mechanism.h"
 #include "authrpc/client/client.h"
 #include "authrpc/rpc/endpoint.h"
-#include "authrpc/rpc/policy.h"
+#include "authrpc/rpc/security_requirement.h"
 #include "authrpc/security/base/log.h"
 #include "authrpc/security/base/result.h"
 #include "authrpc/security/base/status.h"
@@ -48,8 +48,8 @@ class TestClient {
   TestClient& simple(std::string user = "alice");
   // The TLS context (CA, optional client certificate); null: none.
   TestClient& tls(std::shared_ptr<security::TlsClientContext> context);
-  TestClient& encryption(Policy p);
-  TestClient& authentication(Policy p);
+  TestClient& encryption(SecurityRequirement p);
+  TestClient& authentication(SecurityRequirement p);
   TestClient& wait_for_authentication(bool wait);
   // Anything else, applied last.
   TestClient& options(std::function<void(ClientOptions&)> tweak);
@@ -88,8 +88,8 @@ class TestServer {
   // The TLS client context client() gives its clients (set by tls() with the
   // default context to TestTls's; null: none).
   TestServer& client_tls(std::shared_ptr<security::TlsClientContext> context);
-  TestServer& encryption(Policy p);
-  TestServer& authentication(Policy p);
+  TestServer& encryption(SecurityRequirement p);
+  TestServer& authentication(SecurityRequirement p);
   // Enabled mechanisms, most preferred first (appended).
   TestServer& mechanism(std::shared_ptr<ServerMechanism> m);
   TestServer& mechanisms(std::vector<std::shared_ptr<ServerMechanism>> ms);

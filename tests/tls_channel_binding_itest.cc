@@ -21,7 +21,8 @@
 #include "authrpc/auth/kerberos.h"
 #include "authrpc/auth/simple.h"
 #include "authrpc/client/client.h"
-#include "authrpc/rpc/tls_transport.h"
+#include "authrpc/rpc/tls_stream.h"
+#include "authrpc/rpc/transport.h"
 #include "authrpc/security/tls_context.h"
 #include "authrpc/server/server.h"
 #include "tests/kerberos_realm.h"
@@ -76,7 +77,8 @@ class RelayingProxy {
                 std::shared_ptr<security::TlsClientContext> upstream, Endpoint target)
       : upstream_(std::move(upstream)), target_(std::move(target)) {
     auto ep = Endpoint::parse("tls://127.0.0.1:0");
-    auto listener = listen_tls(io_, *ep, {}, std::move(own), false);
+    own_ = std::move(own);
+    auto listener = transport_for(Endpoint::Scheme::kTls).listen(io_, *ep, {});
     EXPECT_TRUE(listener.ok()) << Describe(listener);
     listener_ = std::move(*listener);
     endpoint_ = listener_->local_endpoint();
@@ -92,15 +94,24 @@ class RelayingProxy {
  private:
   asio::awaitable<void> accept_loop() {
     for (;;) {
-      auto in = co_await listener_->accept();
-      if (!in.ok()) co_return;
+      auto tcp = co_await listener_->accept();
+      if (!tcp.ok()) co_return;
+      // TLS-only: the wrapper over the accepted TCP stream, no first-byte check.
+      auto in = wrap_tls_server(std::move(*tcp), own_);
+      if (!in.ok()) continue;
       asio::co_spawn(io_, relay(std::shared_ptr<ByteStream>(std::move(*in))), asio::detached);
     }
   }
 
   asio::awaitable<void> relay(std::shared_ptr<ByteStream> in) {
-    auto out = co_await connect_tls(io_.get_executor(), target_,
-                                    std::chrono::steady_clock::now() + 5s, upstream_);
+    const auto deadline = std::chrono::steady_clock::now() + 5s;
+    auto tcp = co_await transport_for(Endpoint::Scheme::kTcp).connect(io_.get_executor(), target_,
+                                                                     deadline);
+    if (!tcp.ok()) {
+      in->close();
+      co_return;
+    }
+    auto out = co_await wrap_tls_client(std::move(*tcp), target_, deadline, upstream_);
     if (!out.ok()) {
       in->close();
       co_return;
@@ -125,6 +136,7 @@ class RelayingProxy {
 
   asio::io_context io_;
   std::unique_ptr<Listener> listener_;
+  std::shared_ptr<security::TlsServerContext> own_;
   std::shared_ptr<security::TlsClientContext> upstream_;
   Endpoint target_;
   Endpoint endpoint_;

@@ -103,7 +103,7 @@ Endpoint Parse(const std::string& uri) {
 
 // A started TLS-only server (simple) with `ctx`, or null after a test failure.
 std::unique_ptr<TestServer> StartTls(std::shared_ptr<TlsServerContext> ctx,
-                                     Policy encryption = Policy::kRequired,
+                                     SecurityRequirement encryption = SecurityRequirement::kRequired,
                                      std::chrono::milliseconds negotiation_timeout = 5s) {
   auto server = std::make_unique<TestServer>();
   server->tls(std::move(ctx)).encryption(encryption).blocking_threads(1).options(
@@ -307,12 +307,12 @@ TEST_P(X509Mapping, TheVerifiedClientCertificateBecomesTheIdentity) {
   TestServer server;
   server.tls(ServerContext("server", ClientCertificates::kRequired))
       .mechanism(std::make_shared<X509ServerMechanism>(GetParam().rule))
-      .authentication(Policy::kRequired);
+      .authentication(SecurityRequirement::kRequired);
   ASSERT_OK(server.start());
   auto client = server.client()
                     .tls(ClientContext(true))
                     .mechanism(std::make_shared<X509ClientMechanism>())
-                    .authentication(Policy::kRequired)
+                    .authentication(SecurityRequirement::kRequired)
                     .connect();
   ASSERT_TRUE(client.ok()) << Describe(client);
   auto who = (*client)->call("sys", "whoami", "");
@@ -357,8 +357,8 @@ TEST(X509, WithoutAClientCertificateTheMechanismRefusesAndNamesWhy) {
 
 struct MatrixCase {
   std::string name;
-  Policy client;
-  Policy server;
+  SecurityRequirement client;
+  SecurityRequirement server;
   bool ok;
   bool tls;                  // when ok: whether the connection is TLS
   std::error_code error;     // when !ok: the client's error
@@ -369,14 +369,14 @@ class PolicyMatrix : public ::testing::TestWithParam<MatrixCase> {};
 TEST_P(PolicyMatrix, ClientPolicyTimesServerPolicy) {
   const auto& c = GetParam();
   TestServer server;
-  if (c.server != Policy::kDisabled) server.tls(ServerContext());
+  if (c.server != SecurityRequirement::kDisabled) server.tls(ServerContext());
   server.encryption(c.server).blocking_threads(1);
   ASSERT_OK(server.start());
 
   // A plaintext client dials the TLS port (tcp:// scheme), a TLS one the
   // plaintext port (tls:// scheme).
-  const auto scheme_for = [](Policy p) {
-    return p == Policy::kDisabled ? Endpoint::Scheme::kTcp : Endpoint::Scheme::kTls;
+  const auto scheme_for = [](SecurityRequirement p) {
+    return p == SecurityRequirement::kDisabled ? Endpoint::Scheme::kTcp : Endpoint::Scheme::kTls;
   };
   auto client = TestClient(WithScheme(server.endpoint(), scheme_for(c.client)))
                     .simple("alice")
@@ -392,7 +392,7 @@ TEST_P(PolicyMatrix, ClientPolicyTimesServerPolicy) {
     EXPECT_EQ(client.status().code, c.error) << Describe(client);
     // The server counts the failure on its own thread, perhaps after the
     // client has seen the ERROR.
-    EXPECT_TRUE(c.server == Policy::kDisabled ||
+    EXPECT_TRUE(c.server == SecurityRequirement::kDisabled ||
                 testing::Eventually([&] { return server.stats().negotiation_failures >= 1; }, 5s));
   }
   // Whatever happened, the server goes on serving clients that fit its policy.
@@ -411,16 +411,16 @@ const std::error_code kTlsRequiredByServer = make_error_code(Errc::kFailedPrecon
 INSTANTIATE_TEST_SUITE_P(
     Tls, PolicyMatrix,
     ::testing::Values(
-        MatrixCase{"disabled_disabled", Policy::kDisabled, Policy::kDisabled, true, false, {}},
-        MatrixCase{"disabled_optional", Policy::kDisabled, Policy::kOptional, true, false, {}},
-        MatrixCase{"disabled_required", Policy::kDisabled, Policy::kRequired, false, false,
+        MatrixCase{"disabled_disabled", SecurityRequirement::kDisabled, SecurityRequirement::kDisabled, true, false, {}},
+        MatrixCase{"disabled_optional", SecurityRequirement::kDisabled, SecurityRequirement::kOptional, true, false, {}},
+        MatrixCase{"disabled_required", SecurityRequirement::kDisabled, SecurityRequirement::kRequired, false, false,
                    kTlsRequiredByServer},
-        MatrixCase{"optional_disabled", Policy::kOptional, Policy::kDisabled, true, false, {}},
-        MatrixCase{"optional_optional", Policy::kOptional, Policy::kOptional, true, true, {}},
-        MatrixCase{"optional_required", Policy::kOptional, Policy::kRequired, true, true, {}},
-        MatrixCase{"required_disabled", Policy::kRequired, Policy::kDisabled, false, false, kNotTls},
-        MatrixCase{"required_optional", Policy::kRequired, Policy::kOptional, true, true, {}},
-        MatrixCase{"required_required", Policy::kRequired, Policy::kRequired, true, true, {}}),
+        MatrixCase{"optional_disabled", SecurityRequirement::kOptional, SecurityRequirement::kDisabled, true, false, {}},
+        MatrixCase{"optional_optional", SecurityRequirement::kOptional, SecurityRequirement::kOptional, true, true, {}},
+        MatrixCase{"optional_required", SecurityRequirement::kOptional, SecurityRequirement::kRequired, true, true, {}},
+        MatrixCase{"required_disabled", SecurityRequirement::kRequired, SecurityRequirement::kDisabled, false, false, kNotTls},
+        MatrixCase{"required_optional", SecurityRequirement::kRequired, SecurityRequirement::kOptional, true, true, {}},
+        MatrixCase{"required_required", SecurityRequirement::kRequired, SecurityRequirement::kRequired, true, true, {}}),
     [](const auto& p) { return p.param.name; });
 
 TEST(TlsPolicy, APlaintextClientOnATlsOnlyPortGetsOneFixedErrorAndNothingElse) {
@@ -486,27 +486,27 @@ INSTANTIATE_TEST_SUITE_P(
     ::testing::Values(
         StartupCase{"server_required_with_plaintext_endpoint",
                     [](ServerOptions& o) {
-                      o.encryption = Policy::kRequired;
+                      o.encryption = SecurityRequirement::kRequired;
                       o.endpoints.push_back(Parse("tcp://127.0.0.1:0"));
                     },
                     {}, "not a TLS endpoint"},
         StartupCase{"server_required_with_unix_endpoint",
                     [](ServerOptions& o) {
-                      o.encryption = Policy::kRequired;
+                      o.encryption = SecurityRequirement::kRequired;
                       o.endpoints = {Parse("unix:@authrpc-tls-test-policy")};
                     },
                     {}, "not a TLS endpoint"},
         StartupCase{"server_disabled_with_tls_endpoint",
-                    [](ServerOptions& o) { o.encryption = Policy::kDisabled; }, {},
+                    [](ServerOptions& o) { o.encryption = SecurityRequirement::kDisabled; }, {},
                     "encryption is disabled"},
         StartupCase{"server_tls_endpoint_without_context", [](ServerOptions& o) { o.tls.reset(); },
                     {}, "need a TLS context"},
         StartupCase{"server_authentication_required_with_simple",
-                    [](ServerOptions& o) { o.authentication = Policy::kRequired; }, {},
+                    [](ServerOptions& o) { o.authentication = SecurityRequirement::kRequired; }, {},
                     "'simple'"},
         StartupCase{"server_authentication_disabled_with_a_proving_mechanism",
                     [](ServerOptions& o) {
-                      o.authentication = Policy::kDisabled;
+                      o.authentication = SecurityRequirement::kDisabled;
                       o.mechanisms.push_back(std::make_shared<ProvingServerMechanism>());
                     },
                     {}, "authentication is disabled"},
@@ -521,21 +521,21 @@ INSTANTIATE_TEST_SUITE_P(
                     },
                     {}, "'certificate' needs TLS with client certificates"},
         StartupCase{"client_disabled_with_tls_endpoint", {},
-                    [](ClientOptions& o) { o.encryption = Policy::kDisabled; },
+                    [](ClientOptions& o) { o.encryption = SecurityRequirement::kDisabled; },
                     "encryption is disabled"},
         StartupCase{"client_required_without_context", {},
                     [](ClientOptions& o) { o.tls.reset(); }, "no TLS context"},
         StartupCase{"client_required_on_unix", {},
                     [](ClientOptions& o) {
-                      o.encryption = Policy::kRequired;
+                      o.encryption = SecurityRequirement::kRequired;
                       o.endpoint = Parse("unix:@authrpc-tls-test-nowhere");
                     },
                     "Unix socket"},
         StartupCase{"client_authentication_required_with_simple", {},
-                    [](ClientOptions& o) { o.authentication = Policy::kRequired; }, "'simple'"},
+                    [](ClientOptions& o) { o.authentication = SecurityRequirement::kRequired; }, "'simple'"},
         StartupCase{"client_authentication_disabled_with_a_proving_mechanism", {},
                     [](ClientOptions& o) {
-                      o.authentication = Policy::kDisabled;
+                      o.authentication = SecurityRequirement::kDisabled;
                       o.mechanisms = {std::make_shared<ProvingClientMechanism>()};
                     },
                     "authentication is disabled"}),
@@ -656,7 +656,7 @@ INSTANTIATE_TEST_SUITE_P(
     [](const auto& p) { return p.param.name; });
 
 TEST(TlsFailures, GarbageInsteadOfAClientHelloEndsThatConnectionOnly) {
-  auto server = StartTls(ServerContext(), Policy::kRequired);
+  auto server = StartTls(ServerContext(), SecurityRequirement::kRequired);
   ASSERT_TRUE(server);
   for (const std::string& garbage :
        {std::string("\x16\x03\x01\x00\x10" "0123456789abcdef", 21), std::string(64, '\x16'),
@@ -672,7 +672,7 @@ TEST(TlsFailures, GarbageInsteadOfAClientHelloEndsThatConnectionOnly) {
 }
 
 TEST(TlsFailures, AStalledHandshakeIsClosedByTheNegotiationTimeout) {
-  auto server = StartTls(ServerContext(), Policy::kRequired, 300ms);
+  auto server = StartTls(ServerContext(), SecurityRequirement::kRequired, 300ms);
   ASSERT_TRUE(server);
   RawSocket s(server->endpoint().port);
   s.Send(std::string("\x16\x03\x01", 3));  // the start of a record, then silence

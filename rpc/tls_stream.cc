@@ -1,11 +1,9 @@
-#include "authrpc/rpc/tls_transport.h"
+#include "authrpc/rpc/tls_stream.h"
 
-#include <asio/connect.hpp>
 #include <asio/ip/tcp.hpp>
 #include <asio/post.hpp>
 #include <asio/redirect_error.hpp>
 #include <asio/use_awaitable.hpp>
-#include <asio/write.hpp>
 #include <cerrno>
 #include <cstdint>
 #include <climits>
@@ -18,7 +16,6 @@
 #include <unistd.h>
 
 #include "authrpc/rpc/deadline_queue.h"
-#include "authrpc/rpc/messages.h"
 #include "authrpc/rpc/tls_errors.h"
 #include "authrpc/security/tls_context.h"
 
@@ -140,34 +137,20 @@ class SocketDeadline final : public DeadlineQueue::Entry {
   bool timed_out_ = false;
 };
 
-// A TCP stream that is TLS (or, on a server accepting both, possibly
-// plaintext once the first byte has been seen). Owns the socket and the SSL.
+// TLS over a TCP socket: owns the socket and the SSL. A server's handshake
+// runs inside its first reads (SSL_read in accept state); a client's is done
+// before the stream is made (wrap_tls_client).
 class TlsStream final : public ByteStream {
  public:
-  enum class Mode {
-    kSniff,    // server: nothing read yet
-    kTls,      // TLS (handshake done, or running inside reads on a server)
-    kPlain,    // server, optional policy: the client spoke plaintext
-    kRefused,  // server, required policy: the client spoke plaintext
-  };
-
-  // Server side.
-  TlsStream(Tcp::socket socket, std::string peer,
-            std::shared_ptr<security::TlsServerContext> context, bool accept_plaintext)
+  // `ssl` is owned from now on and attached to `socket`; `context` keeps its
+  // SSL_CTX alive. A client's `ssl` has finished its handshake.
+  TlsStream(Tcp::socket socket, std::string peer, SSL* ssl, std::shared_ptr<const void> context)
       : socket_(std::move(socket)), executor_(socket_.get_executor()), peer_(std::move(peer)),
-        server_context_(std::move(context)), accept_plaintext_(accept_plaintext) {}
-
-  // Client side, after a completed handshake on `ssl` (owned from now on).
-  TlsStream(Tcp::socket socket, std::string peer, SSL* ssl,
-            std::shared_ptr<security::TlsClientContext> context)
-      : socket_(std::move(socket)), executor_(socket_.get_executor()), peer_(std::move(peer)),
-        ssl_(ssl), client_context_(std::move(context)), mode_(Mode::kTls) {
-    on_handshake_done();
+        ssl_(ssl), context_(std::move(context)) {
+    if (SSL_is_init_finished(ssl_)) on_handshake_done();
   }
 
-  ~TlsStream() override {
-    if (ssl_ != nullptr) SSL_free(ssl_);
-  }
+  ~TlsStream() override { SSL_free(ssl_); }
 
   asio::awaitable<std::size_t> read_some(asio::mutable_buffer buffer,
                                          std::error_code& ec) override {
@@ -183,26 +166,12 @@ class TlsStream final : public ByteStream {
 
   std::size_t try_read_some(asio::mutable_buffer buffer, std::error_code& ec) override {
     ec.clear();
-    if (mode_ == Mode::kSniff && !sniff(ec)) return 0;
-    switch (mode_) {
-      case Mode::kTls: return ssl_read(buffer, ec);
-      case Mode::kPlain: return plain_read(buffer, ec);
-      case Mode::kRefused: ec = TlsErrc::kTlsRequired; return 0;
-      case Mode::kSniff: break;
-    }
-    ec = asio::error::would_block;
-    return 0;
+    return ssl_read(buffer, ec);
   }
 
   void write_all(std::span<const asio::const_buffer> buffers, WriteCompletion& done) override {
-    if (mode_ == Mode::kPlain) {
-      asio::async_write(socket_, buffers,
-                        [&done](std::error_code ec, std::size_t) { done.write_done(ec); });
-      return;
-    }
-    if (mode_ != Mode::kTls || ssl_ == nullptr || !handshake_done_) {
-      // Nothing may leave in plaintext before the client has shown TLS, and
-      // nothing can leave inside TLS before the handshake is done (a write
+    if (!handshake_done_) {
+      // Nothing can leave inside TLS before the handshake is done (a write
       // then would wait for the peer's handshake forever).
       asio::post(executor_, [&done] { done.write_done(TlsErrc::kTlsRequired); });
       return;
@@ -214,21 +183,15 @@ class TlsStream final : public ByteStream {
   }
 
   void shutdown_send() noexcept override {
-    if (mode_ == Mode::kTls && ssl_ != nullptr && handshake_done_) {
-      ERR_clear_error();
-      SSL_shutdown(ssl_);  // close_notify; best effort on a non-blocking socket
-      ERR_clear_error();
-      return;
-    }
-    if (mode_ == Mode::kPlain) {
-      std::error_code ignored;
-      socket_.shutdown(Tcp::socket::shutdown_send, ignored);
-    }
+    if (!handshake_done_) return;
+    ERR_clear_error();
+    SSL_shutdown(ssl_);  // close_notify; best effort on a non-blocking socket
+    ERR_clear_error();
   }
 
   void close() noexcept override {
     if (!socket_.is_open()) return;
-    if (ssl_ != nullptr && handshake_done_ && (SSL_get_shutdown(ssl_) & SSL_SENT_SHUTDOWN) == 0) {
+    if (handshake_done_ && (SSL_get_shutdown(ssl_) & SSL_SENT_SHUTDOWN) == 0) {
       ERR_clear_error();
       SSL_shutdown(ssl_);
       ERR_clear_error();
@@ -239,75 +202,11 @@ class TlsStream final : public ByteStream {
   }
 
   std::string peer_address() const override { return peer_; }
-  Endpoint::Scheme scheme() const noexcept override {
-    return mode_ == Mode::kPlain ? Endpoint::Scheme::kTcp : Endpoint::Scheme::kTls;
-  }
+  Endpoint::Scheme scheme() const noexcept override { return Endpoint::Scheme::kTls; }
   const asio::any_io_executor& executor() const noexcept override { return executor_; }
   const TlsInfo* tls() const noexcept override { return handshake_done_ ? &info_ : nullptr; }
 
  private:
-  // Server: decides TLS or plaintext from the first byte. False with ec set
-  // (would_block included) if there is nothing to read yet.
-  bool sniff(std::error_code& ec) {
-    unsigned char first = 0;
-    ssize_t n;
-    do {
-      n = ::recv(socket_.native_handle(), &first, 1, MSG_PEEK | MSG_DONTWAIT);
-    } while (n < 0 && errno == EINTR);
-    if (n < 0) {
-      ec = (errno == EAGAIN || errno == EWOULDBLOCK) ? asio::error::would_block
-                                                     : std::error_code(errno, std::system_category());
-      return false;
-    }
-    if (n == 0) {
-      ec = asio::error::eof;
-      return false;
-    }
-    if (first == kTlsHandshakeRecordType) {
-      ssl_ = SSL_new(server_context_->native());
-      if (ssl_ == nullptr || !attach_socket(ssl_, socket_.native_handle())) {
-        security::drain_openssl_errors();
-        ec = TlsErrc::kHandshakeFailed;
-        return false;
-      }
-      SSL_set_accept_state(ssl_);
-      mode_ = Mode::kTls;
-    } else if (accept_plaintext_) {
-      mode_ = Mode::kPlain;
-    } else {
-      refuse_plaintext();
-      ec = TlsErrc::kTlsRequired;
-      return false;
-    }
-    return true;
-  }
-
-  // The only bytes a TLS-only listener ever sends in the clear: a fixed
-  // ERROR frame so that a plaintext authrpc client reports why. It echoes
-  // nothing the client sent and is sent before any of it is read.
-  void refuse_plaintext() {
-    mode_ = Mode::kRefused;
-    std::string frame;
-    wire::append_error(frame, static_cast<std::uint16_t>(Errc::kFailedPrecondition),
-                       "this endpoint requires TLS (connect with tls://)");
-    (void)::send(socket_.native_handle(), frame.data(), frame.size(), MSG_DONTWAIT | MSG_NOSIGNAL);
-  }
-
-  std::size_t plain_read(asio::mutable_buffer buffer, std::error_code& ec) {
-    for (;;) {
-      const ssize_t n = ::recv(socket_.native_handle(), buffer.data(), buffer.size(), MSG_DONTWAIT);
-      if (n > 0) return static_cast<std::size_t>(n);
-      if (n == 0) {
-        ec = buffer.size() == 0 ? std::error_code() : asio::error::eof;
-        return 0;
-      }
-      if (errno == EINTR) continue;
-      ec = (errno == EAGAIN || errno == EWOULDBLOCK) ? asio::error::would_block
-                                                     : std::error_code(errno, std::system_category());
-      return 0;
-    }
-  }
-
   std::size_t ssl_read(asio::mutable_buffer buffer, std::error_code& ec) {
     want_write_ = false;
     if (buffer.size() == 0) return 0;
@@ -505,11 +404,8 @@ class TlsStream final : public ByteStream {
   Tcp::socket socket_;
   asio::any_io_executor executor_;
   std::string peer_;
-  SSL* ssl_ = nullptr;
-  std::shared_ptr<security::TlsServerContext> server_context_;  // keeps the SSL_CTX alive
-  std::shared_ptr<security::TlsClientContext> client_context_;
-  bool accept_plaintext_ = false;
-  Mode mode_ = Mode::kSniff;
+  SSL* ssl_;
+  std::shared_ptr<const void> context_;  // keeps the SSL_CTX alive
   bool handshake_done_ = false;
   bool want_write_ = false;  // the last SSL_read needs the socket writable
   TlsInfo info_;
@@ -519,97 +415,51 @@ class TlsStream final : public ByteStream {
   std::string write_buffer_;      // records copied together from several buffers
 };
 
-class TlsListener final : public Listener {
- public:
-  TlsListener(Tcp::acceptor acceptor, Endpoint bound,
-              std::shared_ptr<security::TlsServerContext> context, bool accept_plaintext)
-      : acceptor_(std::move(acceptor)), bound_(std::move(bound)), context_(std::move(context)),
-        accept_plaintext_(accept_plaintext) {}
-  ~TlsListener() override { close(); }
-
-  asio::awaitable<Result<std::unique_ptr<ByteStream>>> accept() override {
-    std::error_code ec;
-    Tcp::endpoint peer;
-    auto socket = co_await acceptor_.async_accept(peer, redirect_error(use_awaitable, ec));
-    if (ec) co_return Status(ec, "accept on " + bound_.to_string());
-    socket.set_option(Tcp::no_delay(true), ec);
-    socket.non_blocking(true, ec);
-    co_return std::unique_ptr<ByteStream>(
-        new TlsStream(std::move(socket), format_tcp_peer(peer), context_, accept_plaintext_));
-  }
-
-  void close() noexcept override {
-    std::error_code ignored;
-    if (acceptor_.is_open()) acceptor_.close(ignored);
-  }
-
-  Endpoint local_endpoint() const override { return bound_; }
-
-  Result<std::unique_ptr<Listener>> share_with(asio::io_context& io) override {
-    const int fd = ::dup(acceptor_.native_handle());
-    if (fd < 0) return Status(std::error_code(errno, std::system_category()), "dup listener");
-    Tcp::acceptor acceptor(io);
-    std::error_code ec;
-    acceptor.assign(acceptor_.local_endpoint(ec).protocol(), fd, ec);
-    if (ec) {
-      ::close(fd);
-      return Status(ec, "share listener");
-    }
-    return std::unique_ptr<Listener>(
-        new TlsListener(std::move(acceptor), bound_, context_, accept_plaintext_));
-  }
-
- private:
-  Tcp::acceptor acceptor_;
-  Endpoint bound_;
-  std::shared_ptr<security::TlsServerContext> context_;
-  bool accept_plaintext_;
-};
+// The TCP socket of `tcp`, moved out and made non-blocking for OpenSSL's
+// reads and writes (the BIO calls recv/send itself).
+Result<Tcp::socket> take_tcp_socket(ByteStream& tcp) {
+  Tcp::socket* socket = tcp.tcp_socket();
+  if (socket == nullptr) return Status(Errc::kConfigError, "TLS over a stream that is not TCP");
+  Tcp::socket taken(std::move(*socket));
+  std::error_code ec;
+  taken.non_blocking(true, ec);
+  if (ec) return Status(ec, "TLS socket");
+  return taken;
+}
 
 }  // namespace
 
-Result<std::unique_ptr<Listener>> listen_tls(asio::io_context& io, const Endpoint& endpoint,
-                                             const ListenOptions& options,
-                                             std::shared_ptr<security::TlsServerContext> context,
-                                             bool accept_plaintext) {
-  if (!context) return Status(Errc::kConfigError, "TLS endpoint " + endpoint.to_string() + " without a TLS context");
-  Endpoint bound;
-  auto acceptor = listen_tcp(io, endpoint, options, bound);
-  if (!acceptor.ok()) return acceptor.status();
-  return std::unique_ptr<Listener>(
-      new TlsListener(std::move(*acceptor), bound, std::move(context), accept_plaintext));
+Result<std::unique_ptr<ByteStream>> wrap_tls_server(
+    std::unique_ptr<ByteStream> tcp, std::shared_ptr<security::TlsServerContext> context) {
+  if (!context) return Status(Errc::kConfigError, "TLS server without a TLS context");
+  std::string peer = tcp->peer_address();
+  auto socket = take_tcp_socket(*tcp);
+  if (!socket.ok()) return socket.status();
+  SSL* ssl = SSL_new(context->native());
+  if (ssl == nullptr || !attach_socket(ssl, socket->native_handle())) {
+    SSL_free(ssl);
+    security::drain_openssl_errors();
+    return Status(TlsErrc::kHandshakeFailed, "TLS with " + peer + ": SSL_new");
+  }
+  SSL_set_accept_state(ssl);
+  return std::unique_ptr<ByteStream>(
+      new TlsStream(std::move(*socket), std::move(peer), ssl, std::move(context)));
 }
 
-asio::awaitable<Result<std::unique_ptr<ByteStream>>> connect_tls(
-    asio::any_io_executor ex, const Endpoint& endpoint,
+asio::awaitable<Result<std::unique_ptr<ByteStream>>> wrap_tls_client(
+    std::unique_ptr<ByteStream> tcp, const Endpoint& server,
     std::chrono::steady_clock::time_point deadline,
     std::shared_ptr<security::TlsClientContext> context) {
   if (!context) co_return Status(Errc::kConfigError, "TLS connect without a TLS context");
-  Tcp::socket socket(ex);
+  std::string peer = tcp->peer_address();
+  auto taken = take_tcp_socket(*tcp);
+  if (!taken.ok()) co_return taken.status();
+  Tcp::socket socket = std::move(*taken);
   SocketDeadline guard(socket);
-  guard.start(ex, deadline);
-  std::error_code ec;
-  const auto address = asio::ip::make_address(endpoint.host, ec);
-  if (!ec) {
-    co_await socket.async_connect(Tcp::endpoint(address, endpoint.port),
-                                  redirect_error(use_awaitable, ec));
-  } else {
-    ec.clear();
-    Tcp::resolver resolver(ex);
-    auto results = co_await resolver.async_resolve(endpoint.host, std::to_string(endpoint.port),
-                                                   redirect_error(use_awaitable, ec));
-    if (ec) co_return Status(ec, "resolve " + endpoint.host);
-    co_await asio::async_connect(socket, results, redirect_error(use_awaitable, ec));
-  }
-  if (guard.timed_out()) {
-    co_return Status(Errc::kDeadlineExceeded, "connect " + endpoint.to_string() + ": timed out");
-  }
-  if (ec) co_return Status(ec, "connect " + endpoint.to_string());
-  socket.set_option(Tcp::no_delay(true), ec);
-  socket.non_blocking(true, ec);
+  guard.start(socket.get_executor(), deadline);
 
-  const std::string cache_key = endpoint.host + ":" + std::to_string(endpoint.port);
-  auto made = context->new_ssl(endpoint.host, cache_key);
+  const std::string cache_key = server.host + ":" + std::to_string(server.port);
+  auto made = context->new_ssl(server.host, cache_key);
   if (!made.ok()) co_return made.status();
   security::UniqueSsl owned = std::move(*made);
   SSL* ssl = owned.get();
@@ -621,25 +471,25 @@ asio::awaitable<Result<std::unique_ptr<ByteStream>>> connect_tls(
     if (r == 1) break;
     const int err = SSL_get_error(ssl, r);
     if (err == SSL_ERROR_WANT_READ || err == SSL_ERROR_WANT_WRITE) {
+      std::error_code ec;
       co_await socket.async_wait(err == SSL_ERROR_WANT_READ ? Tcp::socket::wait_read
                                                             : Tcp::socket::wait_write,
                                  redirect_error(use_awaitable, ec));
       if (guard.timed_out()) {
         co_return Status(Errc::kDeadlineExceeded,
-                         "TLS handshake with " + endpoint.to_string() + ": timed out");
+                         "TLS handshake with " + server.to_string() + ": timed out");
       }
-      if (ec) co_return Status(ec, "TLS handshake with " + endpoint.to_string());
+      if (ec) co_return Status(ec, "TLS handshake with " + server.to_string());
       continue;
     }
     if (err == SSL_ERROR_SYSCALL || err == SSL_ERROR_ZERO_RETURN) {
       security::drain_openssl_errors();
       co_return Status(Errc::kConnectionClosed,
-                       "TLS handshake with " + endpoint.to_string() + ": connection closed by the server");
+                       "TLS handshake with " + server.to_string() + ": connection closed by the server");
     }
-    co_return tls_handshake_status(ssl, "TLS handshake with " + endpoint.to_string());
+    co_return tls_handshake_status(ssl, "TLS handshake with " + server.to_string());
   }
   guard.cancel();
-  std::string peer = endpoint.to_string();
   co_return std::unique_ptr<ByteStream>(
       new TlsStream(std::move(socket), std::move(peer), owned.release(), std::move(context)));
 }

@@ -1,0 +1,21 @@
+// The server's security policy checks: whether the encryption and
+// authentication requirements (rpc/security_requirement.h), the endpoints,
+// the TLS context and what each mechanism declares fit together.
+// Server::start refuses impossible combinations before binding anything.
+// Semantics: docs/TLS.md, "Policies".
+#pragma once
+
+#include "authrpc/rpc/security_requirement.h"
+#include "authrpc/security/base/status.h"
+#include "authrpc/server/server.h"
+
+namespace authrpc {
+
+// The encryption requirement in force (ServerOptions::encryption, or by
+// default `required` if any endpoint is tls://, else `disabled`).
+SecurityRequirement server_encryption_policy(const ServerOptions& options);
+
+// kConfigError naming the conflict, or OK.
+Status validate_server_policies(const ServerOptions& options);
+
+}  // namespace authrpc
