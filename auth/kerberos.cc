@@ -97,7 +97,7 @@ struct KerberosClientMechanism::State {
   KerberosClientOptions options;
   std::unique_ptr<KerberosCredentials> credentials;  // null: default ccache each time
   std::string principal;
-  // Targets we already hold a service ticket for: their first token needs no
+  // Targets we already hold a service ticket for: their first message needs no
   // KDC request, so it is made on the IO thread. The first one per target may
   // wait for the KDC and is made on the host's blocking executor
   // (auth/mechanism_host.h).
@@ -115,18 +115,18 @@ class KerberosServerSession final : public ServerAuthSession {
                         const ChannelInfo& channel)
       : state_(std::move(state)), bindings_(channel) {}
 
-  asio::awaitable<ServerStep> step(std::string_view client_token) override {
+  asio::awaitable<ServerStep> step(std::string_view client_message) override {
     // MIT would take an empty token for SPNEGO's and fail for want of a
     // credential, which reads as "credentials expired" to the client.
-    if (client_token.empty()) {
+    if (client_message.empty()) {
       co_return ServerStep::failure(
           {Errc::kAuthenticationFailed, "kerberos: the client sent an empty token (no AP-REQ)"});
     }
-    gss_buffer_desc input = view(client_token);
+    gss_buffer_desc input = view(client_message);
     // A ticket accepted before names its client already: then MIT is asked
     // for no name (three krb5 contexts fewer; auth/kerberos_ticket_names.h).
-    // The token is accepted in full either way.
-    const std::string_view ticket = KerberosTicketNames::ticket_of(client_token);
+    // The context token is accepted in full either way.
+    const std::string_view ticket = KerberosTicketNames::ticket_of(client_message);
     std::optional<std::string> known = state_->ticket_names.find(ticket);
     gss_name_t source = GSS_C_NO_NAME;
     GssBuffer output;
@@ -217,13 +217,13 @@ class KerberosClientSession final : public ClientAuthSession {
       std::lock_guard lock(state_->mu);
       warm = state_->warm_targets.contains(target_label_);
     }
-    if (warm) co_return first_token();
+    if (warm) co_return first_message();
     // (No co_await inside ?: — GCC 12 miscompiles it.)
     MechanismHost* host = blocking_host_;
     if (host == nullptr) host = &mechanism_host_of(co_await asio::this_coro::executor);
     co_return co_await asio::co_spawn(
         host->blocking_executor(),
-        [this]() -> asio::awaitable<ClientStep> { co_return first_token(); }, asio::use_awaitable);
+        [this]() -> asio::awaitable<ClientStep> { co_return first_message(); }, asio::use_awaitable);
   }
 
   asio::awaitable<ClientStep> challenge(std::string_view) override {
@@ -231,12 +231,12 @@ class KerberosClientSession final : public ClientAuthSession {
         {Errc::kProtocolError, "kerberos: unexpected challenge (one token each way)"});
   }
 
-  asio::awaitable<Status> complete(std::string_view server_token) override {
-    if (server_token.empty()) {
+  asio::awaitable<Status> complete(std::string_view server_message) override {
+    if (server_message.empty()) {
       co_return Status(Errc::kAuthenticationFailed,
                        "kerberos: server sent no AP-REP; mutual authentication failed");
     }
-    gss_buffer_desc input = view(server_token);
+    gss_buffer_desc input = view(server_message);
     GssBuffer output;
     OM_uint32 minor = 0, flags = 0;
     const OM_uint32 major = gss_init_sec_context(
@@ -261,7 +261,7 @@ class KerberosClientSession final : public ClientAuthSession {
     return state_->credentials ? state_->credentials->handle() : GSS_C_NO_CREDENTIAL;
   }
 
-  ClientStep first_token() {
+  ClientStep first_message() {
     GssBuffer output;
     OM_uint32 minor = 0;
     const OM_uint32 major = gss_init_sec_context(

@@ -208,7 +208,7 @@ class KerberosSaslServerSession final : public ServerAuthSession {
   explicit KerberosSaslServerSession(std::shared_ptr<KerberosSaslServerMechanism::State> state)
       : state_(std::move(state)) {}
 
-  asio::awaitable<ServerStep> step(std::string_view client_token) override {
+  asio::awaitable<ServerStep> step(std::string_view client_message) override {
     Result<sasl::Output> out = Status(Errc::kInternal, "no step");
     if (!sasl_) {
       sasl::ServerConfig config;
@@ -219,12 +219,12 @@ class KerberosSaslServerSession final : public ServerAuthSession {
       auto session = sasl::ServerSession::create(std::move(config));
       if (!session.ok()) co_return ServerStep::failure(prefixed(session.status()));
       sasl_ = std::move(*session);
-      out = sasl_->start(kCyrusMechanism, client_token);
+      out = sasl_->start(kCyrusMechanism, client_message);
     } else {
-      out = sasl_->step(client_token);
+      out = sasl_->step(client_message);
     }
     if (!out.ok()) co_return ServerStep::failure(prefixed(out.status()));
-    if (!out->done) co_return ServerStep::challenge(std::move(out->token));
+    if (!out->done) co_return ServerStep::challenge(std::move(out->message));
 
     // Cyrus drops the realm of principals in the default realm ("alice" for
     // alice@DEFAULT.REALM); give it back, so that the identity is the same
@@ -239,7 +239,7 @@ class KerberosSaslServerSession final : public ServerAuthSession {
                                                           : authid;
     id.user = id.principal;
     id.realm = realm_of(id.principal);
-    co_return ServerStep::success(std::move(id), std::move(out->token));
+    co_return ServerStep::success(std::move(id), std::move(out->message));
   }
 
  private:
@@ -357,20 +357,20 @@ class KerberosSaslClientSession final : public ClientAuthSession {
     co_return step;
   }
 
-  asio::awaitable<ClientStep> challenge(std::string_view server_token) override {
+  asio::awaitable<ClientStep> challenge(std::string_view server_message) override {
     if (!sasl_ || sasl_->done()) {
       co_return ClientStep::failure(
           {Errc::kProtocolError, "kerberos-sasl: unexpected challenge after the exchange ended"});
     }
-    auto out = sasl_->step(server_token);
+    auto out = sasl_->step(server_message);
     if (!out.ok()) {
       forget_target();
       co_return ClientStep::failure(prefixed(out.status()));
     }
-    co_return ClientStep::send(std::move(out->token), out->done);
+    co_return ClientStep::send(std::move(out->message), out->done);
   }
 
-  asio::awaitable<Status> complete(std::string_view server_token) override {
+  asio::awaitable<Status> complete(std::string_view server_message) override {
     if (!sasl_) {
       co_return Status(Errc::kProtocolError, "kerberos-sasl: success before any exchange");
     }
@@ -382,7 +382,7 @@ class KerberosSaslClientSession final : public ClientAuthSession {
                        "exchange finished; mutual authentication with " +
                            target_label_ + " not completed");
     }
-    if (!server_token.empty()) {
+    if (!server_message.empty()) {
       co_return Status(Errc::kProtocolError,
                        "kerberos-sasl: unexpected data in AUTH_SUCCESS (GSSAPI has none)");
     }
@@ -459,7 +459,7 @@ class KerberosSaslClientSession final : public ClientAuthSession {
       cyrus_failed_ = true;
       return ClientStep::failure(prefixed(out.status()));
     }
-    return ClientStep::send(std::move(out->token), out->done);
+    return ClientStep::send(std::move(out->message), out->done);
   }
 
   std::shared_ptr<KerberosSaslClientMechanism::State> state_;

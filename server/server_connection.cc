@@ -49,7 +49,7 @@ ServerConnection::ServerConnection(Server::Impl& server, Reactor& reactor,
       reactor_(reactor),
       peer_(stream->peer_address()),
       admission_(server.options, peer_) {
-  // Until AUTH_SUCCESS only frames as large as a Kerberos token with a big
+  // Until AUTH_SUCCESS only frames as large as a Kerberos AP-REQ with a big
   // PAC: a peer nobody knows yet cannot make the server hold megabytes.
   channel_ = std::make_shared<FrameChannel>(
       std::move(stream),
