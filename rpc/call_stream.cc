@@ -8,7 +8,7 @@
 #include <unistd.h>
 
 #include "authrpc/rpc/messages.h"
-#include "authrpc/rpc/shm_stream.h"
+#include "authrpc/rpc/shm_stream_plane.h"
 
 namespace authrpc {
 
@@ -271,7 +271,7 @@ asio::awaitable<Result<std::optional<Payload>>> CallStream::read() {
         // The peer cannot see this failure (kCorrupted, kPeerGone...): fail()
         // closes our ring, and its reader, having drained it, waits for the
         // socket's word. Tell it (the client sends CANCEL), as for a
-        // deadline (shm_stream_test, ClientRingReadFailureCancelsTheCall).
+        // deadline (shm_stream_plane_test, ClientRingReadFailureCancelsTheCall).
         fail_locally(m.status());
         co_return m.status();
       }

@@ -122,7 +122,7 @@ class CallStream : public std::enable_shared_from_this<CallStream> {
     on_local_failure_ = std::move(hook);
   }
 
-  // --- Shared memory (rpc/shm_stream.h), on unix:// connections whose
+  // --- Shared memory (rpc/shm_stream_plane.h), on unix:// connections whose
   // ShmLink is active: messages this end writes go through a ring it
   // creates; a ring the peer hands over (SHM_RING) carries what we read.
   void set_shm(std::shared_ptr<ShmLink> link);

@@ -10,7 +10,7 @@
 #include "authrpc/auth/server_negotiation.h"
 #include "authrpc/rpc/call_stream.h"
 #include "authrpc/rpc/messages.h"
-#include "authrpc/rpc/shm_stream.h"
+#include "authrpc/rpc/shm_link.h"
 
 namespace authrpc {
 namespace {
