@@ -119,7 +119,7 @@ asio::awaitable<Result<Identity>> negotiate_server(
   step.identity.mechanism_traits = traits;
   step.identity.peer_address = info.peer_address;
   std::uint32_t features = wire::kFeatureStreams;
-  if (channel.stream().native_unix_handle() >= 0) features |= wire::kFeatureShm;
+  if (channel.byte_stream().native_unix_handle() >= 0) features |= wire::kFeatureShm;
   if (hooks != nullptr && hooks->authorize) {
     if (Status s = hooks->authorize(step.identity, do_as); !s.ok()) {
       hooks->refused_by_authorize = true;

@@ -9,7 +9,7 @@ namespace authrpc {
 
 std::shared_ptr<ShmLink> ShmLink::offer(FrameChannel& channel, const ShmOptions& options) {
   if (!options.enabled) return nullptr;
-  const int fd = channel.stream().native_unix_handle();
+  const int fd = channel.byte_stream().native_unix_handle();
   if (fd < 0) return nullptr;
   if (!check_shm_peer(fd, options.peer).ok()) return nullptr;
   std::string& out = channel.out();
@@ -17,13 +17,13 @@ std::shared_ptr<ShmLink> ShmLink::offer(FrameChannel& channel, const ShmOptions&
   out.resize(at + wire::kFrameHeaderSize);
   wire::write_frame_header(reinterpret_cast<std::uint8_t*>(out.data() + at),
                            wire::FrameType::kShmHello, 0, 0);
-  return std::make_shared<ShmLink>(options, channel.stream().executor(), State::kOffered);
+  return std::make_shared<ShmLink>(options, channel.byte_stream().executor(), State::kOffered);
 }
 
 std::shared_ptr<ShmLink> ShmLink::answer(FrameChannel& channel, const ShmOptions& options,
                                          Status* why) {
   Status status;
-  const int fd = channel.stream().native_unix_handle();
+  const int fd = channel.byte_stream().native_unix_handle();
   if (!options.enabled) {
     status = Status(ShmErrc::kUnsupported, "shared memory is disabled on the server");
   } else if (fd < 0) {
@@ -41,7 +41,7 @@ std::shared_ptr<ShmLink> ShmLink::answer(FrameChannel& channel, const ShmOptions
   w.u32(0);
   if (why) *why = status;
   if (!status.ok()) return nullptr;
-  return std::make_shared<ShmLink>(options, channel.stream().executor(), State::kActive);
+  return std::make_shared<ShmLink>(options, channel.byte_stream().executor(), State::kActive);
 }
 
 Status ShmLink::on_accept(std::string_view body) {
@@ -71,7 +71,7 @@ asio::awaitable<void> ShmLink::wait_answer() {
 }
 
 std::vector<UniqueFd> ShmLink::take_ring_fds(FrameChannel& channel) {
-  for (auto& fd : channel.stream().take_received_fds()) fds_.push_back(std::move(fd));
+  for (auto& fd : channel.byte_stream().take_received_fds()) fds_.push_back(std::move(fd));
   std::vector<UniqueFd> ring;
   while (ring.size() < 4 && !fds_.empty()) {
     ring.push_back(std::move(fds_.front()));

@@ -73,7 +73,7 @@ ShmStreamPlane::ShmStreamPlane(std::shared_ptr<ShmLink> link, std::shared_ptr<Fr
                                std::uint32_t call_id)
     : link_(std::move(link)),
       channel_(std::move(channel)),
-      executor_(channel_->stream().executor()),
+      executor_(channel_->byte_stream().executor()),
       call_id_(call_id),
       pool_(std::make_shared<BufferPool>(1u << 20)) {}
 
@@ -96,7 +96,8 @@ Status ShmStreamPlane::send_ring(ShmRing& ring) {
   if (!fds.ok()) return fds.status();
   const int list[4] = {fds->memfd.get(), fds->data_ready.get(), fds->space_ready.get(),
                        fds->liveness.get()};
-  return send_with_fds(channel_->stream().native_unix_handle(), ring_frame(call_id_, ring), list, 4);
+  const int socket = channel_->byte_stream().native_unix_handle();
+  return send_with_fds(socket, ring_frame(call_id_, ring), list, 4);
 }
 
 asio::awaitable<bool> ShmStreamPlane::ready_to_write() {
