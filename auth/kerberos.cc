@@ -13,17 +13,20 @@
 
 #include <nlohmann/json.hpp>
 
-#include "authrpc/auth/kerberos_errors.h"
+#include "authrpc/auth/kerberos_ticket_names.h"
 #include "authrpc/auth/mechanism_options.h"
 #include "authrpc/auth/mechanism_registry.h"
-#include "authrpc/auth/kerberos_ticket_names.h"
+#include "authrpc/security/kerberos_credentials.h"
+#include "authrpc/security/kerberos_errors.h"
 
 namespace authrpc {
 namespace {
 
+using security::gss_accept_status;
+using security::gss_status;
 using security::GssName;
-using security::GssStatus;
 using security::KerberosCredentials;
+using security::kerberos_status;
 
 class GssBuffer {
  public:
@@ -136,7 +139,7 @@ class KerberosServerSession final : public ServerAuthSession {
         known ? nullptr : &source, nullptr, output.get(), &flags, nullptr, nullptr);
     client_ = GssName(source);
     if (GSS_ERROR(major)) {
-      co_return ServerStep::failure(kerberos_accept_status(GssStatus::from(major, minor, "accept")));
+      co_return ServerStep::failure(kerberos_status(gss_accept_status(major, minor, "accept")));
     }
     if (major & GSS_S_CONTINUE_NEEDED) {
       co_return ServerStep::failure(
@@ -194,18 +197,17 @@ class KerberosClientSession final : public ClientAuthSession {
     std::lock_guard lock(state_->mu);
     auto& cached = state_->canonical_targets[target_label_];
     if (!cached) {
-      GssName imported = o.service_principal.empty()
-                             ? GssName::host_based(o.service, host, &target_status_)
-                             : GssName::principal(o.service_principal, &target_status_);
-      if (!target_status_.ok()) {
+      auto imported = o.service_principal.empty() ? GssName::host_based(o.service, host)
+                                                  : GssName::principal(o.service_principal);
+      if (!imported.ok()) {
+        target_status_ = imported.status();
         state_->canonical_targets.erase(target_label_);
         return;
       }
-      GssStatus status;
-      GssName canonical = imported.canonical(&status);
+      auto canonical = imported->canonical();
       // If that fails, gss_init_sec_context will say what is wrong with the name.
-      cached = std::make_shared<const GssName>(status.ok() ? std::move(canonical)
-                                                           : std::move(imported));
+      cached = std::make_shared<const GssName>(canonical.ok() ? std::move(*canonical)
+                                                              : std::move(*imported));
     }
     target_ = cached;
   }
@@ -243,7 +245,7 @@ class KerberosClientSession final : public ClientAuthSession {
         &minor, cred(), context_.get(), target_->get(), const_cast<gss_OID>(gss_mech_krb5),
         kFlags, 0, bindings_.get(), &input, nullptr, output.get(), &flags, nullptr);
     if (GSS_ERROR(major)) {
-      co_return kerberos_status(GssStatus::from(major, minor, "verify server (AP-REP)"));
+      co_return kerberos_status(gss_status(major, minor, "verify server (AP-REP)"));
     }
     if (major != GSS_S_COMPLETE || (flags & GSS_C_MUTUAL_FLAG) == 0) {
       co_return Status(Errc::kAuthenticationFailed,
@@ -272,7 +274,7 @@ class KerberosClientSession final : public ClientAuthSession {
       std::lock_guard lock(state_->mu);
       state_->warm_targets.erase(target_label_);
       return ClientStep::failure(
-          kerberos_status(GssStatus::from(major, minor, "ticket for " + target_label_)));
+          kerberos_status(gss_status(major, minor, "ticket for " + target_label_)));
     }
     if ((major & GSS_S_CONTINUE_NEEDED) == 0) {
       return ClientStep::failure(
@@ -282,7 +284,7 @@ class KerberosClientSession final : public ClientAuthSession {
   }
 
   std::shared_ptr<KerberosClientMechanism::State> state_;
-  GssStatus target_status_;
+  Status target_status_;  // importing the target name failed
   std::shared_ptr<const GssName> target_;  // shared by the sessions of a target
   std::string target_label_;
   ChannelBindings bindings_;
@@ -307,11 +309,12 @@ Result<std::shared_ptr<KerberosServerMechanism>> KerberosServerMechanism::create
   if (acceptor.principal == "*") acceptor.principal.clear();  // any key in the keytab
   acceptor.replay_cache = options.replay_cache;
   acceptor.replay_cache_dir = options.replay_cache_dir;
-  GssStatus status;
-  auto credentials = KerberosCredentials::acceptor(acceptor, &status);
-  if (!credentials) return Status(Errc::kConfigError, "kerberos: " + status.message);
+  auto credentials = KerberosCredentials::acceptor(acceptor);
+  if (!credentials.ok()) {
+    return Status(Errc::kConfigError, "kerberos: " + credentials.status().message);
+  }
   auto state = std::make_shared<State>();
-  state->credentials = std::move(credentials);
+  state->credentials = std::move(*credentials);
   state->principal = acceptor.principal.empty() ? std::string("*") : acceptor.principal;
   return std::shared_ptr<KerberosServerMechanism>(new KerberosServerMechanism(std::move(state)));
 }
@@ -333,23 +336,17 @@ Result<std::shared_ptr<KerberosClientMechanism>> KerberosClientMechanism::create
   }
   KerberosCredentials::InitiatorOptions initiator{options.ccache, options.principal,
                                                   options.keytab};
-  GssStatus status;
-  auto credentials = KerberosCredentials::initiator(initiator, &status);
-  if (!credentials) {
-    Status s = kerberos_status(status);
-    if (s.code == Errc::kAuthenticationFailed && status.major == GSS_S_FAILURE &&
-        status.minor == 0) {
-      s.code = make_error_code(Errc::kCredentialsExpired);
-    }
-    return s;
-  }
+  auto credentials = KerberosCredentials::initiator(initiator);
+  if (!credentials.ok()) return kerberos_status(credentials.status());
   auto state = std::make_shared<State>();
   state->options = options;
-  state->principal = credentials->principal();
+  state->principal = (*credentials)->principal();
   // A ticket-cache client re-reads the cache on every session, so that a
   // kinit (or a renewal by another process) is picked up; a keytab client
   // keeps its handle, whose tickets GSSAPI renews from the keytab.
-  if (!options.keytab.empty() || !options.ccache.empty()) state->credentials = std::move(credentials);
+  if (!options.keytab.empty() || !options.ccache.empty()) {
+    state->credentials = std::move(*credentials);
+  }
   return std::shared_ptr<KerberosClientMechanism>(new KerberosClientMechanism(std::move(state)));
 }
 

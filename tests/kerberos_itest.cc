@@ -895,7 +895,7 @@ struct SkewCase {
   const char* offset;        // faketime -f offset of the client's clock
   bool server_refuses;       // the service sees the AP-REQ and refuses it
   const char* krb5_message;  // MIT's text in the error the CLI prints
-  const char* advice;        // what authrpc adds to it (kerberos_errors.cc), or ""
+  const char* advice;        // what authrpc adds to it (security/kerberos_errors.cc), or ""
 };
 
 // Case 14: the client's clock is off by more than the allowed skew (300 s).

@@ -589,12 +589,11 @@ TEST_F(KerberosSaslTest, ClientWithoutTicket) {
 // dropped: why the mechanism puts it back), and the proxy policy — a client
 // may not ask to act as someone else (PERMISSION_DENIED).
 TEST_F(KerberosSaslTest, WrapperAuthorizationIdentity) {
-  security::GssStatus status;
   auto acceptor = security::KerberosCredentials::acceptor(
-      {kdc_->service_keytab(), ServicePrincipal(*kdc_), false, {}}, &status);
-  ASSERT_TRUE(acceptor) << status.message;
-  auto initiator = security::KerberosCredentials::initiator({kdc_->ccache(), {}, {}}, &status);
-  ASSERT_TRUE(initiator) << status.message;
+      {kdc_->service_keytab(), ServicePrincipal(*kdc_), false, {}});
+  ASSERT_TRUE(acceptor.ok()) << Describe(acceptor);
+  auto initiator = security::KerberosCredentials::initiator({kdc_->ccache(), {}, {}});
+  ASSERT_TRUE(initiator.ok()) << Describe(initiator);
 
   struct Case {
     const char* name;
@@ -612,7 +611,7 @@ TEST_F(KerberosSaslTest, WrapperAuthorizationIdentity) {
     server_config.service = "rpc";
     server_config.server_fqdn = "localhost";
     server_config.security.flags = SASL_SEC_NOPLAINTEXT | SASL_SEC_MUTUAL_AUTH;
-    server_config.gss_credentials = acceptor->handle();
+    server_config.gss_credentials = (*acceptor)->handle();
     auto server = sasl::ServerSession::create(server_config);
     ASSERT_TRUE(server.ok()) << Describe(server);
     sasl::ClientConfig client_config;
@@ -620,7 +619,7 @@ TEST_F(KerberosSaslTest, WrapperAuthorizationIdentity) {
     client_config.server_fqdn = "localhost";
     client_config.security.flags = SASL_SEC_NOPLAINTEXT | SASL_SEC_MUTUAL_AUTH;
     client_config.authorization_id = c.authorization_id;
-    client_config.gss_credentials = initiator->handle();
+    client_config.gss_credentials = (*initiator)->handle();
     auto client = sasl::ClientSession::create(client_config);
     ASSERT_TRUE(client.ok()) << Describe(client);
 
