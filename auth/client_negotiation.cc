@@ -53,10 +53,10 @@ asio::awaitable<Result<ClientNegotiationResult>> negotiate_client(
     if (step.kind == ClientStep::Kind::kFailure) co_return fail(channel, step.error, false);
     wire::append_hello(channel.out(),
                        {do_as.empty() ? wire::kNoFeatures : wire::kFeatureDoAs,
-                        std::string(mechanism->name()), step.token, do_as});
-    if (step.final) on_event(NegotiationEvent::kFinalTokenQueued);
+                        std::string(mechanism->name()), step.message, do_as});
+    if (step.final) on_event(NegotiationEvent::kFinalMessageQueued);
     // Written at once: whatever should travel with it (calls pipelined behind
-    // the last token) has been queued by on_event(); the read that follows
+    // the last message) has been queued by on_event(); the read that follows
     // then waits without a turn of the event loop first.
     channel.flush_now();
 
@@ -67,19 +67,19 @@ asio::awaitable<Result<ClientNegotiationResult>> negotiate_client(
       if (!frame.ok()) co_return fail(channel, frame.status(), false);
       switch (frame->header.type) {
         case FrameType::kAuthChallenge: {
-          auto challenge = wire::parse_auth_token(frame->body);
+          auto challenge = wire::parse_auth_message(frame->body);
           if (!challenge.ok()) co_return fail(channel, challenge.status(), true);
-          step = co_await session->challenge(challenge->token);
+          step = co_await session->challenge(challenge->message);
           if (step.kind == ClientStep::Kind::kFailure) co_return fail(channel, step.error, true);
-          wire::append_auth_token(channel.out(), FrameType::kAuthResponse, step.token);
-          if (step.final) on_event(NegotiationEvent::kFinalTokenQueued);
+          wire::append_auth_message(channel.out(), FrameType::kAuthResponse, step.message);
+          if (step.final) on_event(NegotiationEvent::kFinalMessageQueued);
           channel.flush_now();
           continue;
         }
         case FrameType::kAuthSuccess: {
           auto success = wire::parse_auth_success(frame->body);
           if (!success.ok()) co_return fail(channel, success.status(), true);
-          if (Status s = co_await session->complete(success->token); !s.ok()) {
+          if (Status s = co_await session->complete(success->message); !s.ok()) {
             co_return fail(channel, s, true);
           }
           if (!do_as.empty() && !(success->features & wire::kFeatureDoAs)) {

@@ -24,8 +24,8 @@ struct ClientNegotiationResult {
 
 // Events the connection needs in order to pipeline calls behind negotiation.
 enum class NegotiationEvent {
-  kFinalTokenQueued,   // the client's last token is queued: calls may follow it
-  kMechanismRefused,   // the server dropped anything pipelined: hold calls again
+  kFinalMessageQueued,  // the client's last message is queued: calls may follow it
+  kMechanismRefused,    // the server dropped anything pipelined: hold calls again
 };
 
 // Queues the preamble and HELLO, then runs negotiation until AUTH_SUCCESS

@@ -13,17 +13,20 @@
 
 #include <nlohmann/json.hpp>
 
-#include "authrpc/auth/kerberos_errors.h"
+#include "authrpc/auth/kerberos_ticket_names.h"
 #include "authrpc/auth/mechanism_options.h"
 #include "authrpc/auth/mechanism_registry.h"
-#include "authrpc/auth/kerberos_ticket_names.h"
+#include "authrpc/security/kerberos_credentials.h"
+#include "authrpc/security/kerberos_errors.h"
 
 namespace authrpc {
 namespace {
 
+using security::gss_accept_status;
+using security::gss_status;
 using security::GssName;
-using security::GssStatus;
 using security::KerberosCredentials;
+using security::kerberos_status;
 
 class GssBuffer {
  public:
@@ -97,7 +100,7 @@ struct KerberosClientMechanism::State {
   KerberosClientOptions options;
   std::unique_ptr<KerberosCredentials> credentials;  // null: default ccache each time
   std::string principal;
-  // Targets we already hold a service ticket for: their first token needs no
+  // Targets we already hold a service ticket for: their first message needs no
   // KDC request, so it is made on the IO thread. The first one per target may
   // wait for the KDC and is made on the host's blocking executor
   // (auth/mechanism_host.h).
@@ -115,18 +118,18 @@ class KerberosServerSession final : public ServerAuthSession {
                         const ChannelInfo& channel)
       : state_(std::move(state)), bindings_(channel) {}
 
-  asio::awaitable<ServerStep> step(std::string_view client_token) override {
+  asio::awaitable<ServerStep> step(std::string_view client_message) override {
     // MIT would take an empty token for SPNEGO's and fail for want of a
     // credential, which reads as "credentials expired" to the client.
-    if (client_token.empty()) {
+    if (client_message.empty()) {
       co_return ServerStep::failure(
           {Errc::kAuthenticationFailed, "kerberos: the client sent an empty token (no AP-REQ)"});
     }
-    gss_buffer_desc input = view(client_token);
+    gss_buffer_desc input = view(client_message);
     // A ticket accepted before names its client already: then MIT is asked
     // for no name (three krb5 contexts fewer; auth/kerberos_ticket_names.h).
-    // The token is accepted in full either way.
-    const std::string_view ticket = KerberosTicketNames::ticket_of(client_token);
+    // The context token is accepted in full either way.
+    const std::string_view ticket = KerberosTicketNames::ticket_of(client_message);
     std::optional<std::string> known = state_->ticket_names.find(ticket);
     gss_name_t source = GSS_C_NO_NAME;
     GssBuffer output;
@@ -136,7 +139,7 @@ class KerberosServerSession final : public ServerAuthSession {
         known ? nullptr : &source, nullptr, output.get(), &flags, nullptr, nullptr);
     client_ = GssName(source);
     if (GSS_ERROR(major)) {
-      co_return ServerStep::failure(kerberos_accept_status(GssStatus::from(major, minor, "accept")));
+      co_return ServerStep::failure(kerberos_status(gss_accept_status(major, minor, "accept")));
     }
     if (major & GSS_S_CONTINUE_NEEDED) {
       co_return ServerStep::failure(
@@ -194,18 +197,17 @@ class KerberosClientSession final : public ClientAuthSession {
     std::lock_guard lock(state_->mu);
     auto& cached = state_->canonical_targets[target_label_];
     if (!cached) {
-      GssName imported = o.service_principal.empty()
-                             ? GssName::host_based(o.service, host, &target_status_)
-                             : GssName::principal(o.service_principal, &target_status_);
-      if (!target_status_.ok()) {
+      auto imported = o.service_principal.empty() ? GssName::host_based(o.service, host)
+                                                  : GssName::principal(o.service_principal);
+      if (!imported.ok()) {
+        target_status_ = imported.status();
         state_->canonical_targets.erase(target_label_);
         return;
       }
-      GssStatus status;
-      GssName canonical = imported.canonical(&status);
+      auto canonical = imported->canonical();
       // If that fails, gss_init_sec_context will say what is wrong with the name.
-      cached = std::make_shared<const GssName>(status.ok() ? std::move(canonical)
-                                                           : std::move(imported));
+      cached = std::make_shared<const GssName>(canonical.ok() ? std::move(*canonical)
+                                                              : std::move(*imported));
     }
     target_ = cached;
   }
@@ -217,13 +219,13 @@ class KerberosClientSession final : public ClientAuthSession {
       std::lock_guard lock(state_->mu);
       warm = state_->warm_targets.contains(target_label_);
     }
-    if (warm) co_return first_token();
+    if (warm) co_return first_message();
     // (No co_await inside ?: — GCC 12 miscompiles it.)
     MechanismHost* host = blocking_host_;
     if (host == nullptr) host = &mechanism_host_of(co_await asio::this_coro::executor);
     co_return co_await asio::co_spawn(
         host->blocking_executor(),
-        [this]() -> asio::awaitable<ClientStep> { co_return first_token(); }, asio::use_awaitable);
+        [this]() -> asio::awaitable<ClientStep> { co_return first_message(); }, asio::use_awaitable);
   }
 
   asio::awaitable<ClientStep> challenge(std::string_view) override {
@@ -231,19 +233,19 @@ class KerberosClientSession final : public ClientAuthSession {
         {Errc::kProtocolError, "kerberos: unexpected challenge (one token each way)"});
   }
 
-  asio::awaitable<Status> complete(std::string_view server_token) override {
-    if (server_token.empty()) {
+  asio::awaitable<Status> complete(std::string_view server_message) override {
+    if (server_message.empty()) {
       co_return Status(Errc::kAuthenticationFailed,
                        "kerberos: server sent no AP-REP; mutual authentication failed");
     }
-    gss_buffer_desc input = view(server_token);
+    gss_buffer_desc input = view(server_message);
     GssBuffer output;
     OM_uint32 minor = 0, flags = 0;
     const OM_uint32 major = gss_init_sec_context(
         &minor, cred(), context_.get(), target_->get(), const_cast<gss_OID>(gss_mech_krb5),
         kFlags, 0, bindings_.get(), &input, nullptr, output.get(), &flags, nullptr);
     if (GSS_ERROR(major)) {
-      co_return kerberos_status(GssStatus::from(major, minor, "verify server (AP-REP)"));
+      co_return kerberos_status(gss_status(major, minor, "verify server (AP-REP)"));
     }
     if (major != GSS_S_COMPLETE || (flags & GSS_C_MUTUAL_FLAG) == 0) {
       co_return Status(Errc::kAuthenticationFailed,
@@ -261,7 +263,7 @@ class KerberosClientSession final : public ClientAuthSession {
     return state_->credentials ? state_->credentials->handle() : GSS_C_NO_CREDENTIAL;
   }
 
-  ClientStep first_token() {
+  ClientStep first_message() {
     GssBuffer output;
     OM_uint32 minor = 0;
     const OM_uint32 major = gss_init_sec_context(
@@ -272,7 +274,7 @@ class KerberosClientSession final : public ClientAuthSession {
       std::lock_guard lock(state_->mu);
       state_->warm_targets.erase(target_label_);
       return ClientStep::failure(
-          kerberos_status(GssStatus::from(major, minor, "ticket for " + target_label_)));
+          kerberos_status(gss_status(major, minor, "ticket for " + target_label_)));
     }
     if ((major & GSS_S_CONTINUE_NEEDED) == 0) {
       return ClientStep::failure(
@@ -282,7 +284,7 @@ class KerberosClientSession final : public ClientAuthSession {
   }
 
   std::shared_ptr<KerberosClientMechanism::State> state_;
-  GssStatus target_status_;
+  Status target_status_;  // importing the target name failed
   std::shared_ptr<const GssName> target_;  // shared by the sessions of a target
   std::string target_label_;
   ChannelBindings bindings_;
@@ -307,11 +309,12 @@ Result<std::shared_ptr<KerberosServerMechanism>> KerberosServerMechanism::create
   if (acceptor.principal == "*") acceptor.principal.clear();  // any key in the keytab
   acceptor.replay_cache = options.replay_cache;
   acceptor.replay_cache_dir = options.replay_cache_dir;
-  GssStatus status;
-  auto credentials = KerberosCredentials::acceptor(acceptor, &status);
-  if (!credentials) return Status(Errc::kConfigError, "kerberos: " + status.message);
+  auto credentials = KerberosCredentials::acceptor(acceptor);
+  if (!credentials.ok()) {
+    return Status(Errc::kConfigError, "kerberos: " + credentials.status().message);
+  }
   auto state = std::make_shared<State>();
-  state->credentials = std::move(credentials);
+  state->credentials = std::move(*credentials);
   state->principal = acceptor.principal.empty() ? std::string("*") : acceptor.principal;
   return std::shared_ptr<KerberosServerMechanism>(new KerberosServerMechanism(std::move(state)));
 }
@@ -333,23 +336,17 @@ Result<std::shared_ptr<KerberosClientMechanism>> KerberosClientMechanism::create
   }
   KerberosCredentials::InitiatorOptions initiator{options.ccache, options.principal,
                                                   options.keytab};
-  GssStatus status;
-  auto credentials = KerberosCredentials::initiator(initiator, &status);
-  if (!credentials) {
-    Status s = kerberos_status(status);
-    if (s.code == Errc::kAuthenticationFailed && status.major == GSS_S_FAILURE &&
-        status.minor == 0) {
-      s.code = make_error_code(Errc::kCredentialsExpired);
-    }
-    return s;
-  }
+  auto credentials = KerberosCredentials::initiator(initiator);
+  if (!credentials.ok()) return kerberos_status(credentials.status());
   auto state = std::make_shared<State>();
   state->options = options;
-  state->principal = credentials->principal();
+  state->principal = (*credentials)->principal();
   // A ticket-cache client re-reads the cache on every session, so that a
   // kinit (or a renewal by another process) is picked up; a keytab client
   // keeps its handle, whose tickets GSSAPI renews from the keytab.
-  if (!options.keytab.empty() || !options.ccache.empty()) state->credentials = std::move(credentials);
+  if (!options.keytab.empty() || !options.ccache.empty()) {
+    state->credentials = std::move(*credentials);
+  }
   return std::shared_ptr<KerberosClientMechanism>(new KerberosClientMechanism(std::move(state)));
 }
 

@@ -1,5 +1,5 @@
-// The `kerberos` mechanism: Kerberos V5 through MIT GSSAPI, one token each
-// way. The client's AP-REQ travels in HELLO (so calls can follow in the same
+// The `kerberos` mechanism: Kerberos V5 through MIT GSSAPI, one GSS-API
+// context token (one negotiation message) each way. The client's AP-REQ travels in HELLO (so calls can follow in the same
 // flight); the server's AP-REP comes back in AUTH_SUCCESS and the client
 // checks it before it accepts any response — mutual authentication is
 // required. No KDC traffic once the client holds a service ticket.

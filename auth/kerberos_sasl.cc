@@ -14,18 +14,20 @@
 
 #include <nlohmann/json.hpp>
 
-#include "authrpc/auth/kerberos_errors.h"
 #include "authrpc/auth/mechanism_options.h"
 #include "authrpc/auth/mechanism_registry.h"
 #include "authrpc/auth/sasl_library.h"
 #include "authrpc/auth/sasl_session.h"
+#include "authrpc/security/kerberos_credentials.h"
+#include "authrpc/security/kerberos_errors.h"
 
 namespace authrpc {
 namespace {
 
+using security::gss_status;
 using security::GssName;
-using security::GssStatus;
 using security::KerberosCredentials;
+using security::kerberos_status;
 
 constexpr std::string_view kCyrusMechanism = "GSSAPI";
 
@@ -97,7 +99,7 @@ Result<std::string> default_realm() {
   const std::string full = GSS_ERROR(major) ? std::string() : canonical_name.display();
   const auto at = full.rfind('@');
   if (at == std::string::npos || at + 1 == full.size()) {
-    const GssStatus status = GssStatus::from(major, minor, "default realm");
+    const Status status = gss_status(major, minor, "default realm");
     return Status(Errc::kConfigError,
                   std::string(kKerberosSaslMechanism) +
                       ": no default realm in the Kerberos configuration (Cyrus GSSAPI needs one)" +
@@ -126,16 +128,6 @@ std::string realm_of(const std::string& principal) {
   return at == std::string::npos ? std::string() : principal.substr(at + 1);
 }
 
-// A failed initiator gss_acquire_cred_from: an empty or expired cache is
-// CREDENTIALS_EXPIRED (run kinit), as with `kerberos`.
-Status initiator_status(const GssStatus& status) {
-  Status s = kerberos_status(status);
-  if (s.code == Errc::kAuthenticationFailed && status.major == GSS_S_FAILURE && status.minor == 0) {
-    s.code = make_error_code(Errc::kCredentialsExpired);
-  }
-  return s;
-}
-
 // SASL GSSAPI asks for the host-based name service@host, which Kerberos
 // turns into service/host@<the realm krb5.conf maps the host to>. If that
 // realm is known locally ([domain_realm]) it must be the one in
@@ -149,19 +141,18 @@ Status check_host_realm(const ServiceName& expected) {
     if (!def.ok()) return def.status();
     realm = std::move(*def);
   }
-  GssStatus status;
-  const GssName host_based = GssName::host_based(expected.service, expected.host, &status);
+  const auto host_based = GssName::host_based(expected.service, expected.host);
+  if (!host_based.ok()) return prefixed(kerberos_status(host_based.status()));
   gss_name_t canonical = GSS_C_NO_NAME;
   OM_uint32 minor = 0;
-  OM_uint32 major = GSS_S_COMPLETE;
-  if (status.ok()) {
-    major = gss_canonicalize_name(&minor, host_based.get(), const_cast<gss_OID>(gss_mech_krb5),
-                                  &canonical);
-    status =
-        GssStatus::from(major, minor, "service name " + expected.service + "@" + expected.host);
-  }
+  const OM_uint32 major = gss_canonicalize_name(
+      &minor, host_based->get(), const_cast<gss_OID>(gss_mech_krb5), &canonical);
   const GssName canonical_name(canonical);
-  if (!status.ok()) return prefixed(kerberos_status(status));
+  if (Status s = gss_status(major, minor,
+                            "service name " + expected.service + "@" + expected.host);
+      !s.ok()) {
+    return prefixed(kerberos_status(s));
+  }
   const std::string resolved = canonical_name.display();
   const std::string wanted = expected.service + "/" + expected.host + "@" + realm;
   const auto at = resolved.rfind('@');
@@ -208,7 +199,7 @@ class KerberosSaslServerSession final : public ServerAuthSession {
   explicit KerberosSaslServerSession(std::shared_ptr<KerberosSaslServerMechanism::State> state)
       : state_(std::move(state)) {}
 
-  asio::awaitable<ServerStep> step(std::string_view client_token) override {
+  asio::awaitable<ServerStep> step(std::string_view client_message) override {
     Result<sasl::Output> out = Status(Errc::kInternal, "no step");
     if (!sasl_) {
       sasl::ServerConfig config;
@@ -219,12 +210,12 @@ class KerberosSaslServerSession final : public ServerAuthSession {
       auto session = sasl::ServerSession::create(std::move(config));
       if (!session.ok()) co_return ServerStep::failure(prefixed(session.status()));
       sasl_ = std::move(*session);
-      out = sasl_->start(kCyrusMechanism, client_token);
+      out = sasl_->start(kCyrusMechanism, client_message);
     } else {
-      out = sasl_->step(client_token);
+      out = sasl_->step(client_message);
     }
     if (!out.ok()) co_return ServerStep::failure(prefixed(out.status()));
-    if (!out->done) co_return ServerStep::challenge(std::move(out->token));
+    if (!out->done) co_return ServerStep::challenge(std::move(out->message));
 
     // Cyrus drops the realm of principals in the default realm ("alice" for
     // alice@DEFAULT.REALM); give it back, so that the identity is the same
@@ -239,7 +230,7 @@ class KerberosSaslServerSession final : public ServerAuthSession {
                                                           : authid;
     id.user = id.principal;
     id.realm = realm_of(id.principal);
-    co_return ServerStep::success(std::move(id), std::move(out->token));
+    co_return ServerStep::success(std::move(id), std::move(out->message));
   }
 
  private:
@@ -273,12 +264,13 @@ Result<std::shared_ptr<KerberosSaslServerMechanism>> KerberosSaslServerMechanism
   acceptor.principal = principal;
   acceptor.replay_cache = options.replay_cache;
   acceptor.replay_cache_dir = options.replay_cache_dir;
-  GssStatus status;
-  auto credentials = KerberosCredentials::acceptor(acceptor, &status);
-  if (!credentials) return Status(Errc::kConfigError, "kerberos-sasl: " + status.message);
+  auto credentials = KerberosCredentials::acceptor(acceptor);
+  if (!credentials.ok()) {
+    return Status(Errc::kConfigError, "kerberos-sasl: " + credentials.status().message);
+  }
 
   auto state = std::make_shared<State>();
-  state->credentials = std::move(credentials);
+  state->credentials = std::move(*credentials);
   state->principal = principal;
   state->name = std::move(*name);
   state->default_realm = std::move(*realm);
@@ -357,20 +349,20 @@ class KerberosSaslClientSession final : public ClientAuthSession {
     co_return step;
   }
 
-  asio::awaitable<ClientStep> challenge(std::string_view server_token) override {
+  asio::awaitable<ClientStep> challenge(std::string_view server_message) override {
     if (!sasl_ || sasl_->done()) {
       co_return ClientStep::failure(
           {Errc::kProtocolError, "kerberos-sasl: unexpected challenge after the exchange ended"});
     }
-    auto out = sasl_->step(server_token);
+    auto out = sasl_->step(server_message);
     if (!out.ok()) {
       forget_target();
       co_return ClientStep::failure(prefixed(out.status()));
     }
-    co_return ClientStep::send(std::move(out->token), out->done);
+    co_return ClientStep::send(std::move(out->message), out->done);
   }
 
-  asio::awaitable<Status> complete(std::string_view server_token) override {
+  asio::awaitable<Status> complete(std::string_view server_message) override {
     if (!sasl_) {
       co_return Status(Errc::kProtocolError, "kerberos-sasl: success before any exchange");
     }
@@ -382,7 +374,7 @@ class KerberosSaslClientSession final : public ClientAuthSession {
                        "exchange finished; mutual authentication with " +
                            target_label_ + " not completed");
     }
-    if (!server_token.empty()) {
+    if (!server_message.empty()) {
       co_return Status(Errc::kProtocolError,
                        "kerberos-sasl: unexpected data in AUTH_SUCCESS (GSSAPI has none)");
     }
@@ -405,9 +397,9 @@ class KerberosSaslClientSession final : public ClientAuthSession {
   // The default ticket cache, read for this session.
   Status acquire_session_credentials() {
     if (state_->credentials || session_credentials_) return {};
-    GssStatus status;
-    session_credentials_ = KerberosCredentials::initiator({}, &status);
-    if (!session_credentials_) return initiator_status(status);
+    auto credentials = KerberosCredentials::initiator({});
+    if (!credentials.ok()) return kerberos_status(credentials.status());
+    session_credentials_ = std::move(*credentials);
     return {};
   }
 
@@ -424,20 +416,19 @@ class KerberosSaslClientSession final : public ClientAuthSession {
   // credentials' cache, where Cyrus's gss_init_sec_context finds it, with
   // typed errors (Cyrus only says SASL_FAIL). The token is never sent.
   Status get_service_ticket() {
-    GssStatus status;
-    const GssName target = GssName::host_based(service_, host_, &status);
-    if (!status.ok()) return prefixed(kerberos_status(status));
+    const auto target = GssName::host_based(service_, host_);
+    if (!target.ok()) return prefixed(kerberos_status(target.status()));
     GssContext context;
     gss_buffer_desc token = GSS_C_EMPTY_BUFFER;
     OM_uint32 minor = 0;
     const OM_uint32 major = gss_init_sec_context(
-        &minor, credentials(), context.get(), target.get(), const_cast<gss_OID>(gss_mech_krb5),
+        &minor, credentials(), context.get(), target->get(), const_cast<gss_OID>(gss_mech_krb5),
         0, 0, GSS_C_NO_CHANNEL_BINDINGS, GSS_C_NO_BUFFER, nullptr, &token, nullptr, nullptr);
     OM_uint32 ignored = 0;
     gss_release_buffer(&ignored, &token);
     if (GSS_ERROR(major)) {
       return prefixed(
-          kerberos_status(GssStatus::from(major, minor, "ticket for " + target_label_)));
+          kerberos_status(gss_status(major, minor, "ticket for " + target_label_)));
     }
     return {};
   }
@@ -459,7 +450,7 @@ class KerberosSaslClientSession final : public ClientAuthSession {
       cyrus_failed_ = true;
       return ClientStep::failure(prefixed(out.status()));
     }
-    return ClientStep::send(std::move(out->token), out->done);
+    return ClientStep::send(std::move(out->message), out->done);
   }
 
   std::shared_ptr<KerberosSaslClientMechanism::State> state_;
@@ -499,24 +490,23 @@ Result<std::shared_ptr<KerberosSaslClientMechanism>> KerberosSaslClientMechanism
 
   KerberosCredentials::InitiatorOptions initiator{options.ccache, options.principal,
                                                   options.keytab};
-  GssStatus status;
-  auto credentials = KerberosCredentials::initiator(initiator, &status);
-  if (!credentials) return prefixed(initiator_status(status));
-  state->principal = credentials->principal();
+  auto credentials = KerberosCredentials::initiator(initiator);
+  if (!credentials.ok()) return prefixed(kerberos_status(credentials.status()));
+  state->principal = (*credentials)->principal();
   if (!options.keytab.empty() || !options.ccache.empty()) {
     // With max SSF 0 Cyrus sets GSS_KRB5_CRED_NO_CI_FLAGS_X on the
     // credentials it is given (no integrity/confidentiality flags in the
     // AP-REQ), on every session. Set it once now, so that sessions sharing
     // this handle only ever rewrite the value it already has.
-    gss_cred_id_t handle = credentials->handle();
+    gss_cred_id_t handle = (*credentials)->handle();
     gss_buffer_desc empty = GSS_C_EMPTY_BUFFER;
     OM_uint32 minor = 0;
     const OM_uint32 major = gss_set_cred_option(
         &minor, &handle, const_cast<gss_OID>(GSS_KRB5_CRED_NO_CI_FLAGS_X), &empty);
     if (GSS_ERROR(major)) {
-      return prefixed(kerberos_status(GssStatus::from(major, minor, "credential options")));
+      return prefixed(kerberos_status(gss_status(major, minor, "credential options")));
     }
-    state->credentials = std::move(credentials);
+    state->credentials = std::move(*credentials);
   }
   return std::shared_ptr<KerberosSaslClientMechanism>(
       new KerberosSaslClientMechanism(std::move(state)));

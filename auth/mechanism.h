@@ -2,7 +2,9 @@
 // token, or one an application plugs in) is a ServerMechanism and a
 // ClientMechanism. Each starts one AuthSession per connection; the
 // negotiation code (auth/server_negotiation, auth/client_negotiation) carries
-// the sessions' tokens in frames and never looks inside them.
+// the sessions' negotiation messages in frames and never looks inside them.
+// (A negotiation message is what GSS-API calls a context token and SASL a
+// challenge or response; "token" in authrpc means a delegation token only.)
 //
 // Sessions run on the connection's IO thread: a step that would block (a KDC
 // request, a store lookup) must suspend rather than block the thread; the
@@ -51,8 +53,8 @@ struct ChannelInfo {
 // `channel` cannot carry one of a mechanism with `traits`. The server checks
 // everything the traits ask of a channel (a client certificate, TLS, no
 // bearer secret over plaintext tcp://); the client (`client_side`) only that
-// it never sends a bearer secret over plaintext tcp://, before the first token
-// leaves.
+// it never sends a bearer secret over plaintext tcp://, before the first
+// message leaves.
 Status check_channel(std::string_view mechanism, const MechanismTraits& traits,
                      const ChannelInfo& channel, bool client_side);
 
@@ -60,13 +62,15 @@ Status check_channel(std::string_view mechanism, const MechanismTraits& traits,
 struct ServerStep {
   enum class Kind { kChallenge, kSuccess, kFailure };
   Kind kind = Kind::kFailure;
-  std::string token;  // challenge, or final token on success (may be empty)
+  std::string message;  // challenge, or final message on success (may be empty)
   Identity identity;  // on success
   Status error;       // on failure; its message reaches the client: no secrets
 
-  static ServerStep challenge(std::string token) { return {Kind::kChallenge, std::move(token), {}, {}}; }
-  static ServerStep success(Identity id, std::string final_token = {}) {
-    return {Kind::kSuccess, std::move(final_token), std::move(id), {}};
+  static ServerStep challenge(std::string message) {
+    return {Kind::kChallenge, std::move(message), {}, {}};
+  }
+  static ServerStep success(Identity id, std::string final_message = {}) {
+    return {Kind::kSuccess, std::move(final_message), std::move(id), {}};
   }
   static ServerStep failure(Status error) { return {Kind::kFailure, {}, {}, std::move(error)}; }
 };
@@ -74,8 +78,8 @@ struct ServerStep {
 class ServerAuthSession {
  public:
   virtual ~ServerAuthSession() = default;
-  // Consumes the client's next token (the first comes with HELLO).
-  virtual asio::awaitable<ServerStep> step(std::string_view client_token) = 0;
+  // Consumes the client's next message (the first comes with HELLO).
+  virtual asio::awaitable<ServerStep> step(std::string_view client_message) = 0;
 };
 
 // The server half of a mechanism: shared by every connection of a server
@@ -93,17 +97,17 @@ class ServerMechanism {
   virtual std::unique_ptr<ServerAuthSession> start(const ChannelInfo& channel) = 0;
 };
 
-// One client-side step: send a token (and say whether it is the client's last
-// one, after which calls may be pipelined), or fail.
+// One client-side step: send a message (and say whether it is the client's
+// last one, after which calls may be pipelined), or fail.
 struct ClientStep {
   enum class Kind { kSend, kFailure };
   Kind kind = Kind::kFailure;
-  std::string token;
+  std::string message;
   bool final = false;  // the server needs nothing more from the client
   Status error;
 
-  static ClientStep send(std::string token, bool final) {
-    return {Kind::kSend, std::move(token), final, {}};
+  static ClientStep send(std::string message, bool final) {
+    return {Kind::kSend, std::move(message), final, {}};
   }
   static ClientStep failure(Status error) { return {Kind::kFailure, {}, false, std::move(error)}; }
 };
@@ -111,13 +115,13 @@ struct ClientStep {
 class ClientAuthSession {
  public:
   virtual ~ClientAuthSession() = default;
-  // The token that travels in HELLO.
+  // The message that travels in HELLO.
   virtual asio::awaitable<ClientStep> initial() = 0;
   // Answers a server challenge.
-  virtual asio::awaitable<ClientStep> challenge(std::string_view server_token) = 0;
-  // Checks the server's final token (mutual authentication); a failure here
+  virtual asio::awaitable<ClientStep> challenge(std::string_view server_message) = 0;
+  // Checks the server's final message (mutual authentication); a failure here
   // means the server is not who it should be and the connection is dropped.
-  virtual asio::awaitable<Status> complete(std::string_view server_final_token) = 0;
+  virtual asio::awaitable<Status> complete(std::string_view server_final_message) = 0;
 };
 
 // The client half: shared by every connection of the Clients given it, so

@@ -59,7 +59,7 @@ struct Connection {
     done = rc == SASL_OK;
     Output o;
     o.done = done;
-    if (out != nullptr && out_len > 0) o.token.assign(out, out_len);
+    if (out != nullptr && out_len > 0) o.message.assign(out, out_len);
     return o;
   }
 };
@@ -203,8 +203,8 @@ Result<Output> ServerSession::start(std::string_view mechanism, std::string_view
   return impl_->outcome(rc, out, out_len, "sasl_server_start(" + mech + ")");
 }
 
-Result<Output> ServerSession::step(std::string_view client_token) {
-  const std::string in(client_token);
+Result<Output> ServerSession::step(std::string_view client_message) {
+  const std::string in(client_message);
   const char* out = nullptr;
   unsigned out_len = 0;
   impl_->logged.clear();
@@ -280,8 +280,8 @@ Result<Output> ClientSession::start(std::string_view mechanism) {
   return impl_->outcome(rc, out, out_len, what);
 }
 
-Result<Output> ClientSession::step(std::string_view server_token) {
-  const std::string in(server_token);
+Result<Output> ClientSession::step(std::string_view server_message) {
+  const std::string in(server_message);
   sasl_interact_t* interact = nullptr;
   const char* out = nullptr;
   unsigned out_len = 0;

@@ -79,7 +79,7 @@ struct ClientConfig {
 // What one step produced.
 struct Output {
   bool done = false;  // Cyrus returned SASL_OK: this side has finished
-  std::string token;  // for the peer; may be empty
+  std::string message;  // for the peer; may be empty
 };
 
 // Server side of one SASL exchange.
@@ -94,7 +94,7 @@ class ServerSession {
   // sasl_server_start with the client's initial response (empty: none).
   Result<Output> start(std::string_view mechanism, std::string_view client_initial);
   // sasl_server_step with the client's next message.
-  Result<Output> step(std::string_view client_token);
+  Result<Output> step(std::string_view client_message);
   bool done() const noexcept;
 
   // Once done: SASL_AUTHUSER (who authenticated) and SASL_USERNAME (who they
@@ -120,7 +120,7 @@ class ClientSession {
   // sasl_client_start for exactly this mechanism: its initial response.
   Result<Output> start(std::string_view mechanism);
   // sasl_client_step with the server's next message.
-  Result<Output> step(std::string_view server_token);
+  Result<Output> step(std::string_view server_message);
   bool done() const noexcept;
 
   struct Impl;

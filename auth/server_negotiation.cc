@@ -53,7 +53,7 @@ asio::awaitable<Result<Identity>> negotiate_server(
     std::unique_ptr<ServerAuthSession>* spent) {
   bool refused_once = false;
   ServerMechanism* mechanism = nullptr;
-  std::string first_token;
+  std::string first_message;
   std::string do_as;
   while (mechanism == nullptr) {
     auto frame = co_await next_frame(channel, refused_once);
@@ -74,7 +74,7 @@ asio::awaitable<Result<Identity>> negotiate_server(
     }
     if (mechanism != nullptr) {
       if (hooks != nullptr) hooks->mechanism = hello->mechanism;
-      first_token = std::move(hello->token);
+      first_message = std::move(hello->message);
       do_as = std::move(hello->do_as);
       break;
     }
@@ -95,9 +95,9 @@ asio::awaitable<Result<Identity>> negotiate_server(
     co_return fail(channel, std::move(s));
   }
   auto session = mechanism->start(info);
-  ServerStep step = co_await session->step(first_token);
+  ServerStep step = co_await session->step(first_message);
   while (step.kind == ServerStep::Kind::kChallenge) {
-    wire::append_auth_token(channel.out(), FrameType::kAuthChallenge, step.token);
+    wire::append_auth_message(channel.out(), FrameType::kAuthChallenge, step.message);
     channel.schedule_flush();
     auto incoming = channel.buffered_frame();
     if (!incoming) incoming = co_await channel.read_frame();
@@ -109,9 +109,9 @@ asio::awaitable<Result<Identity>> negotiate_server(
     if (frame->header.type != FrameType::kAuthResponse) {
       co_return fail(channel, unexpected(*frame, "AUTH_RESPONSE"));
     }
-    auto response = wire::parse_auth_token(frame->body);
+    auto response = wire::parse_auth_message(frame->body);
     if (!response.ok()) co_return fail(channel, response.status());
-    step = co_await session->step(response->token);
+    step = co_await session->step(response->message);
   }
   if (step.kind == ServerStep::Kind::kFailure) co_return fail(channel, step.error);
 
@@ -119,7 +119,7 @@ asio::awaitable<Result<Identity>> negotiate_server(
   step.identity.mechanism_traits = traits;
   step.identity.peer_address = info.peer_address;
   std::uint32_t features = wire::kFeatureStreams;
-  if (channel.stream().native_unix_handle() >= 0) features |= wire::kFeatureShm;
+  if (channel.byte_stream().native_unix_handle() >= 0) features |= wire::kFeatureShm;
   if (hooks != nullptr && hooks->authorize) {
     if (Status s = hooks->authorize(step.identity, do_as); !s.ok()) {
       hooks->refused_by_authorize = true;
@@ -136,7 +136,7 @@ asio::awaitable<Result<Identity>> negotiate_server(
     }
     features |= wire::kFeatureDoAs;
   }
-  wire::append_auth_success(channel.out(), {features, step.token, step.identity.user});
+  wire::append_auth_success(channel.out(), {features, step.message, step.identity.user});
   if (spent != nullptr) *spent = std::move(session);
   co_return std::move(step.identity);
 }

@@ -16,12 +16,12 @@ class SimpleServerSession final : public ServerAuthSession {
  public:
   explicit SimpleServerSession(const ChannelInfo& channel) : peer_(channel.peer_address) {}
 
-  asio::awaitable<ServerStep> step(std::string_view client_token) override {
-    if (auto refused = check_simple_user_name(client_token); !refused.ok()) {
+  asio::awaitable<ServerStep> step(std::string_view client_message) override {
+    if (auto refused = check_simple_user_name(client_message); !refused.ok()) {
       co_return ServerStep::failure({Errc::kAuthenticationFailed, "simple: " + refused.message});
     }
     Identity id;
-    id.user = std::string(client_token);
+    id.user = std::string(client_message);
     id.principal = id.user;
     id.mechanism = std::string(kSimpleMechanism);
     id.peer_address = peer_;
@@ -42,9 +42,9 @@ class SimpleClientSession final : public ClientAuthSession {
     co_return ClientStep::failure({Errc::kProtocolError, "simple: unexpected server challenge"});
   }
 
-  asio::awaitable<Status> complete(std::string_view server_final_token) override {
-    if (!server_final_token.empty()) {
-      co_return Status(Errc::kProtocolError, "simple: unexpected final token from server");
+  asio::awaitable<Status> complete(std::string_view server_final_message) override {
+    if (!server_final_message.empty()) {
+      co_return Status(Errc::kProtocolError, "simple: unexpected final message from server");
     }
     co_return Status();
   }

@@ -282,13 +282,13 @@ class TokenServerSession final : public ServerAuthSession {
       : mechanism_(mechanism), channel_binding_(channel.channel_binding),
         peer_(channel.peer_address), one_message_(one_message_allowed(channel)) {}
 
-  asio::awaitable<ServerStep> step(std::string_view client_token) override {
-    if (challenged_) co_return respond(client_token);
-    co_return hello(client_token);
+  asio::awaitable<ServerStep> step(std::string_view client_message) override {
+    if (challenged_) co_return respond(client_message);
+    co_return hello(client_message);
   }
 
  private:
-  ServerStep hello(std::string_view client_token) {
+  ServerStep hello(std::string_view client_message) {
     if (!one_message_ && !mechanism_.options().allow_plaintext) {
       return ServerStep::failure(
           {Errc::kFailedPrecondition,
@@ -297,8 +297,8 @@ class TokenServerSession final : public ServerAuthSession {
            "or unix://, or the server must set tokens.allow_plaintext"});
     }
     const std::uint8_t version =
-        client_token.empty() ? 0 : static_cast<std::uint8_t>(client_token.front());
-    if (version == token_wire::kChallengeVersion) return challenge(client_token);
+        client_message.empty() ? 0 : static_cast<std::uint8_t>(client_message.front());
+    if (version == token_wire::kChallengeVersion) return challenge(client_message);
     if (!one_message_ && version == token_wire::kVersion) {
       return ServerStep::failure(
           {Errc::kFailedPrecondition,
@@ -306,12 +306,12 @@ class TokenServerSession final : public ServerAuthSession {
            "challenge exchange (HELLO version 2), which this client does not speak; update "
            "the client or connect with tls://"});
     }
-    return one_message(client_token);
+    return one_message(client_message);
   }
 
   // Version 1: HELLO → AUTH_SUCCESS.
-  ServerStep one_message(std::string_view client_token) {
-    auto hello = token_wire::Hello::decode(client_token);
+  ServerStep one_message(std::string_view client_message) {
+    auto hello = token_wire::Hello::decode(client_message);
     if (!hello) return ServerStep::failure(auth_failed("MALFORMED: malformed token HELLO"));
     if (Status wrong = check_service(hello->service); !wrong.ok()) return ServerStep::failure(wrong);
     const std::int64_t now = mechanism_.clock().now().time_since_epoch().count();
@@ -356,8 +356,8 @@ class TokenServerSession final : public ServerAuthSession {
   }
 
   // Version 2, first half: HELLO → AUTH_CHALLENGE with a fresh server nonce.
-  ServerStep challenge(std::string_view client_token) {
-    auto hello = token_wire::ChallengeHello::decode(client_token);
+  ServerStep challenge(std::string_view client_message) {
+    auto hello = token_wire::ChallengeHello::decode(client_message);
     if (!hello) return ServerStep::failure(auth_failed("MALFORMED: malformed token HELLO"));
     if (Status wrong = check_service(hello->service); !wrong.ok()) return ServerStep::failure(wrong);
     // Refuse an unusable token now rather than after a round trip.
@@ -375,8 +375,8 @@ class TokenServerSession final : public ServerAuthSession {
   }
 
   // Version 2, second half: AUTH_RESPONSE → AUTH_SUCCESS.
-  ServerStep respond(std::string_view client_token) {
-    auto response = token_wire::Response::decode(client_token);
+  ServerStep respond(std::string_view client_message) {
+    auto response = token_wire::Response::decode(client_message);
     if (!response) return ServerStep::failure(auth_failed("MALFORMED: malformed token response"));
     const auto proofs =
         token_wire::proofs(secret_->password, challenge_hello_, challenge_, channel_binding_);
@@ -457,11 +457,11 @@ class TokenClientSession final : public ClientAuthSession {
     co_return ClientStep::send(hello.encode(), true);
   }
 
-  asio::awaitable<ClientStep> challenge(std::string_view server_token) override {
+  asio::awaitable<ClientStep> challenge(std::string_view server_message) override {
     if (one_message_ || !token_.ok()) {
       co_return ClientStep::failure({Errc::kProtocolError, "token: unexpected server challenge"});
     }
-    auto challenge = token_wire::Challenge::decode(server_token);
+    auto challenge = token_wire::Challenge::decode(server_message);
     if (!challenge) {
       co_return ClientStep::failure({Errc::kProtocolError, "token: malformed server challenge"});
     }
@@ -471,15 +471,15 @@ class TokenClientSession final : public ClientAuthSession {
     co_return ClientStep::send(token_wire::Response{proofs.client}.encode(), true);
   }
 
-  asio::awaitable<Status> complete(std::string_view server_final_token) override {
+  asio::awaitable<Status> complete(std::string_view server_final_message) override {
     const std::uint8_t version = one_message_ ? token_wire::kVersion : token_wire::kChallengeVersion;
-    if (server_final_token.size() != 1 + token_wire::kProofBytes ||
-        static_cast<std::uint8_t>(server_final_token[0]) != version) {
-      co_return auth_failed("the server's final token is malformed");
+    if (server_final_message.size() != 1 + token_wire::kProofBytes ||
+        static_cast<std::uint8_t>(server_final_message[0]) != version) {
+      co_return auth_failed("the server's final message is malformed");
     }
     // Before the challenge there is nothing the server could have proved.
     if (!one_message_ && token_.ok()) co_return auth_failed("the server skipped the challenge");
-    if (CRYPTO_memcmp(server_final_token.data() + 1, expected_.data(), expected_.size()) != 0) {
+    if (CRYPTO_memcmp(server_final_message.data() + 1, expected_.data(), expected_.size()) != 0) {
       co_return auth_failed(
           "the server did not prove it knows the token's password (not the server that issued it?)");
     }

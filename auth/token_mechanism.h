@@ -124,7 +124,7 @@ Proofs proofs(const security::SecretBytes& password, const ChallengeHello& hello
               const Challenge& challenge, std::string_view channel_binding);
 // A fresh nonce from the CSPRNG (drawn in batches); false if it fails.
 bool next_nonce(std::array<std::uint8_t, kNonceBytes>* out);
-// AUTH_SUCCESS token: version byte + server proof.
+// AUTH_SUCCESS's message: version byte + server proof.
 std::string encode_success(const std::array<std::uint8_t, kProofBytes>& proof,
                            std::uint8_t version = kVersion);
 

@@ -155,12 +155,12 @@ class TokenSaslServerSession final : public ServerAuthSession {
     context_.scram = scram_.get();
   }
 
-  asio::awaitable<ServerStep> step(std::string_view client_token) override {
-    co_return next(client_token);
+  asio::awaitable<ServerStep> step(std::string_view client_message) override {
+    co_return next(client_message);
   }
 
  private:
-  ServerStep next(std::string_view client_token) {
+  ServerStep next(std::string_view client_message) {
     Result<sasl::Output> out = Status(Errc::kInternal, "no step");
     if (!sasl_) {
       if (Status s = register_plugin(); !s.ok()) return ServerStep::failure(prefixed(name_, s));
@@ -177,12 +177,12 @@ class TokenSaslServerSession final : public ServerAuthSession {
       auto session = sasl::ServerSession::create(std::move(config));
       if (!session.ok()) return ServerStep::failure(prefixed(name_, session.status()));
       sasl_ = std::move(*session);
-      out = sasl_->start(cyrus_, client_token);
+      out = sasl_->start(cyrus_, client_message);
     } else {
-      out = sasl_->step(client_token);
+      out = sasl_->step(client_message);
     }
     if (!out.ok()) return ServerStep::failure(refusal(out.status()));
-    if (!out->done) return ServerStep::challenge(std::move(out->token));
+    if (!out->done) return ServerStep::challenge(std::move(out->message));
     if (!context_.found) {
       return ServerStep::failure({Errc::kAuthenticationFailed, name_ + ": no token looked up"});
     }
@@ -196,7 +196,7 @@ class TokenSaslServerSession final : public ServerAuthSession {
     id.mechanism = name_;
     id.peer_address = peer_;
     if (!token.real_user.empty()) id.real_user = token.real_user;
-    return ServerStep::success(std::move(id), std::move(out->token));
+    return ServerStep::success(std::move(id), std::move(out->message));
   }
 
   // The typed reason the plugin recorded, else a failed proof: FORGED.
@@ -244,22 +244,22 @@ class TokenSaslClientSession final : public ClientAuthSession {
     sasl_ = std::move(*session);
     auto out = sasl_->start(cyrus_);
     if (!out.ok()) co_return ClientStep::failure(prefixed(name_, out.status()));
-    co_return ClientStep::send(std::move(out->token), false);
+    co_return ClientStep::send(std::move(out->message), false);
   }
 
-  asio::awaitable<ClientStep> challenge(std::string_view server_token) override {
+  asio::awaitable<ClientStep> challenge(std::string_view server_message) override {
     if (!sasl_) co_return ClientStep::failure({Errc::kProtocolError, name_ + ": challenge first"});
-    auto out = sasl_->step(server_token);
+    auto out = sasl_->step(server_message);
     if (!out.ok()) co_return ClientStep::failure(prefixed(name_, out.status()));
     // DIGEST-MD5's response and SCRAM's client-final are the last messages
     // the server needs (it answers with SASL_SUCCESS_DATA): calls may follow.
-    co_return ClientStep::send(std::move(out->token), true);
+    co_return ClientStep::send(std::move(out->message), true);
   }
 
-  asio::awaitable<Status> complete(std::string_view server_final_token) override {
+  asio::awaitable<Status> complete(std::string_view server_final_message) override {
     if (!sasl_) co_return Status(Errc::kProtocolError, name_ + ": success before any exchange");
     if (!sasl_->done()) {
-      auto out = sasl_->step(server_final_token);
+      auto out = sasl_->step(server_final_message);
       if (!out.ok()) {
         co_return Status(Errc::kAuthenticationFailed,
                          name_ + ": the server did not prove it knows the token's password: " +

@@ -1,8 +1,8 @@
 // The `x509` mechanism: the identity is the client certificate verified by the
 // TLS handshake (mutual TLS), mapped to a user name by a documented rule
-// (security/x509_identity.h, docs/TLS.md). No token of its own: the proof of
-// possession of the key was the TLS handshake. Refused on connections without
-// a verified client certificate.
+// (security/x509_identity.h, docs/TLS.md). Its negotiation messages are
+// empty: the proof of possession of the key was the TLS handshake. Refused on
+// connections without a verified client certificate.
 #pragma once
 
 #include <memory>

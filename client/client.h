@@ -48,7 +48,7 @@ struct ClientOptions {
   std::chrono::milliseconds default_call_timeout{0};
   std::size_t max_frame_size = 16 * 1024 * 1024;
   // true: connect returns once the server has authenticated us (and we it).
-  // false: connect returns once the client's last negotiation token is queued;
+  // false: connect returns once the client's last negotiation message is queued;
   // the first calls then travel in the same flight as the negotiation and
   // report any authentication failure themselves (fewest round trips).
   bool wait_for_authentication = true;

@@ -12,7 +12,7 @@
 #include "authrpc/rpc/call_stream.h"
 #include "authrpc/rpc/frame_channel.h"
 #include "authrpc/rpc/messages.h"
-#include "authrpc/rpc/shm_stream.h"
+#include "authrpc/rpc/shm_link.h"
 
 namespace authrpc {
 
@@ -226,7 +226,7 @@ asio::awaitable<void> Client::Connection::run() {
   co_await asio::post(executor_, asio::use_awaitable);
   auto negotiated = co_await negotiate_client(
       *channel_, options_.mechanisms, info_, [this](NegotiationEvent event) {
-        if (event == NegotiationEvent::kFinalTokenQueued) {
+        if (event == NegotiationEvent::kFinalMessageQueued) {
           channel_->out().append(held_);
           state_ = State::kOptimistic;
         } else {

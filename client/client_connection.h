@@ -42,7 +42,7 @@ class Client::Connection : public std::enable_shared_from_this<Client::Connectio
   Connection(asio::any_io_executor ex, ClientOptions options);
 
   // Connects and starts run(); returns once authenticated, or once the last
-  // negotiation token is queued (ClientOptions::wait_for_authentication).
+  // negotiation message is queued (ClientOptions::wait_for_authentication).
   asio::awaitable<Status> open();
   asio::awaitable<Status> wait_authenticated();
   // `self` (this connection) keeps it alive while the call waits.
@@ -67,7 +67,7 @@ class Client::Connection : public std::enable_shared_from_this<Client::Connectio
  private:
   enum class State {
     kHolding,     // negotiating; calls wait in held_
-    kOptimistic,  // our last token is queued; calls follow it (and are kept in held_)
+    kOptimistic,  // our last message is queued; calls follow it (and are kept in held_)
     kReady,       // authenticated
     kClosed,
   };

@@ -62,7 +62,7 @@ std::optional<Hello> decode_hello(std::string_view in) {
   return h;
 }
 
-// The challenge, the response and the success token: a version byte and 32 bytes.
+// The challenge, the response and the success message: a version byte and 32 bytes.
 template <std::size_t N>
 std::string encode_fixed(const std::array<std::uint8_t, N>& body) {
   return static_cast<char>(kVersion) + bytes(body.data(), body.size());
@@ -150,10 +150,10 @@ class ServerSession final : public authrpc::ServerAuthSession {
                 const ChannelInfo& channel)
       : keys_(std::move(keys)), decoy_(std::move(decoy)), channel_binding_(channel.channel_binding) {}
 
-  asio::awaitable<ServerStep> step(std::string_view client_token) override {
+  asio::awaitable<ServerStep> step(std::string_view client_message) override {
     switch (state_) {
-      case State::kHello: co_return hello(client_token);
-      case State::kResponse: co_return response(client_token);
+      case State::kHello: co_return hello(client_message);
+      case State::kResponse: co_return response(client_message);
       case State::kDone: break;
     }
     co_return ServerStep::failure(protocol("message after the exchange ended"));
@@ -162,9 +162,9 @@ class ServerSession final : public authrpc::ServerAuthSession {
  private:
   enum class State { kHello, kResponse, kDone };
 
-  ServerStep hello(std::string_view token) {
+  ServerStep hello(std::string_view message) {
     state_ = State::kDone;
-    auto hello = decode_hello(token);
+    auto hello = decode_hello(message);
     if (!hello || !valid_identity(hello->identity)) {
       return ServerStep::failure(failed("MALFORMED: malformed HELLO"));
     }
@@ -182,9 +182,9 @@ class ServerSession final : public authrpc::ServerAuthSession {
     return ServerStep::challenge(encode_fixed(server_nonce_));
   }
 
-  ServerStep response(std::string_view token) {
+  ServerStep response(std::string_view message) {
     state_ = State::kDone;
-    auto proof = decode_fixed<kProofBytes>(token);
+    auto proof = decode_fixed<kProofBytes>(message);
     if (!proof) return ServerStep::failure(failed("MALFORMED: malformed response"));
     const auto expected =
         proofs(*key_, hello_.identity, hello_.client_nonce, server_nonce_, channel_binding_);
@@ -226,9 +226,9 @@ class ClientSession final : public authrpc::ClientAuthSession {
     co_return ClientStep::send(encode_hello({identity_, client_nonce_}), false);
   }
 
-  asio::awaitable<ClientStep> challenge(std::string_view server_token) override {
+  asio::awaitable<ClientStep> challenge(std::string_view server_message) override {
     if (expected_server_) co_return ClientStep::failure(protocol("second server challenge"));
-    auto server_nonce = decode_fixed<kNonceBytes>(server_token);
+    auto server_nonce = decode_fixed<kNonceBytes>(server_message);
     if (!server_nonce) co_return ClientStep::failure(protocol("malformed server challenge"));
     const auto p = proofs(*key_, identity_, client_nonce_, *server_nonce, channel_binding_);
     if (!p) co_return ClientStep::failure(internal("HMAC-SHA256 failed"));
@@ -236,10 +236,10 @@ class ClientSession final : public authrpc::ClientAuthSession {
     co_return ClientStep::send(encode_fixed(p->client), true);
   }
 
-  asio::awaitable<Status> complete(std::string_view server_final_token) override {
+  asio::awaitable<Status> complete(std::string_view server_final_message) override {
     // A server that skipped the challenge, or answers with anything but our
     // expected proof, does not hold our key: it is not the server we meant.
-    auto proof = decode_fixed<kProofBytes>(server_final_token);
+    auto proof = decode_fixed<kProofBytes>(server_final_message);
     if (!expected_server_ || !proof || !same(*expected_server_, *proof)) {
       co_return failed("the server did not prove that it holds the key");
     }

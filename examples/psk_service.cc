@@ -66,16 +66,16 @@ class RecordingMechanism final : public ClientMechanism {
     Session(std::unique_ptr<ClientAuthSession> inner, Recording* out)
         : inner_(std::move(inner)), out_(out) {}
     asio::awaitable<ClientStep> initial() override { co_return keep(co_await inner_->initial()); }
-    asio::awaitable<ClientStep> challenge(std::string_view token) override {
-      co_return keep(co_await inner_->challenge(token));
+    asio::awaitable<ClientStep> challenge(std::string_view message) override {
+      co_return keep(co_await inner_->challenge(message));
     }
-    asio::awaitable<Status> complete(std::string_view token) override {
-      co_return co_await inner_->complete(token);
+    asio::awaitable<Status> complete(std::string_view message) override {
+      co_return co_await inner_->complete(message);
     }
 
    private:
     ClientStep keep(ClientStep step) {
-      if (step.kind == ClientStep::Kind::kSend) out_->push_back(step.token);
+      if (step.kind == ClientStep::Kind::kSend) out_->push_back(step.message);
       return step;
     }
     std::unique_ptr<ClientAuthSession> inner_;

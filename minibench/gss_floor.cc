@@ -13,6 +13,7 @@
 #include <cstdio>
 #include <string_view>
 
+#include "authrpc/security/kerberos_errors.h"
 #include "minibench/floor_sockets.h"
 
 namespace minibench {
@@ -24,8 +25,8 @@ using authrpc::Endpoint;
 using authrpc::Errc;
 using authrpc::Result;
 using authrpc::Status;
+using authrpc::security::gss_status;
 using authrpc::security::GssName;
-using authrpc::security::GssStatus;
 using authrpc::security::KerberosCredentials;
 using net::Local;
 using net::set_no_delay;
@@ -160,7 +161,7 @@ class GssListener final : public FloorServer {
           &source, nullptr, output.get(), &flags, nullptr, nullptr);
       GssName client(source);  // released here; a real server would map it to a user
       if (major != GSS_S_COMPLETE || (flags & GSS_C_MUTUAL_FLAG) == 0) {
-        report_refusal(GSS_ERROR(major) ? GssStatus::from(major, minor, "accept").message
+        report_refusal(GSS_ERROR(major) ? gss_status(major, minor, "accept").message
                                         : "not one token, or no mutual authentication");
       } else {
         co_await write_token(socket, output.view());
@@ -207,7 +208,7 @@ class GssClient final : public GssFloorClient {
                                ap_req.get(), nullptr, nullptr);
       if (GSS_ERROR(major)) {
         co_return Status(Errc::kAuthenticationFailed,
-                         "floor/gss: " + GssStatus::from(major, minor, "init").message);
+                         "floor/gss: " + gss_status(major, minor, "init").message);
       }
       ec = co_await write_token(socket, ap_req.view());
       if (ec) co_return Status(ec, "floor/gss write");
@@ -228,7 +229,7 @@ class GssClient final : public GssFloorClient {
     const auto elapsed = Clock::now() - start;
     if (major != GSS_S_COMPLETE || (flags & GSS_C_MUTUAL_FLAG) == 0) {
       co_return Status(Errc::kAuthenticationFailed,
-                       "floor/gss: " + GssStatus::from(major, minor, "verify AP-REP").message);
+                       "floor/gss: " + gss_status(major, minor, "verify AP-REP").message);
     }
     socket.close(ec);
     co_return elapsed;
@@ -251,21 +252,20 @@ Result<std::unique_ptr<FloorServer>> start_gss_floor_server(
 Result<std::unique_ptr<GssFloorClient>> GssFloorClient::make(
     const Endpoint& endpoint, std::shared_ptr<const KerberosCredentials> initiator,
     const std::string& service_principal) {
-  GssStatus status;
-  GssName imported = GssName::principal(service_principal, &status);
-  if (!status.ok()) return Status(Errc::kConfigError, "floor/gss: " + status.message);
+  auto imported = GssName::principal(service_principal);
+  if (!imported.ok()) return Status(Errc::kConfigError, "floor/gss: " + imported.status().message);
   // A mechanism name: given any other, every gss_init_sec_context imports it
   // into the krb5 mechanism again (2 of them per session: ~130k instructions,
   // ~30 µs here). Part of setting up, not of a session.
   OM_uint32 minor = 0;
   gss_name_t canonical = GSS_C_NO_NAME;
   const OM_uint32 major = gss_canonicalize_name(
-      &minor, imported.get(), const_cast<gss_OID>(gss_mech_krb5), &canonical);
+      &minor, imported->get(), const_cast<gss_OID>(gss_mech_krb5), &canonical);
   GssName target(canonical);
   if (GSS_ERROR(major)) {
     return Status(Errc::kConfigError,
                   "floor/gss: " +
-                      GssStatus::from(major, minor, "canonicalize " + service_principal).message);
+                      gss_status(major, minor, "canonicalize " + service_principal).message);
   }
   if (endpoint.scheme == Endpoint::Scheme::kUnix) {
     return std::unique_ptr<GssFloorClient>(new GssClient<Local>(

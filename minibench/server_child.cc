@@ -224,10 +224,9 @@ void serve(int fd, const ServerChildOptions& options, const std::function<void()
 
   FloorPlan floor_plan{floor_specs(tag, options.gss_floor.has_value()), nullptr, nullptr};
   if (options.gss_floor) {
-    authrpc::security::GssStatus status;
-    auto acceptor = KerberosCredentials::acceptor(*options.gss_floor, &status);
-    if (!acceptor) fail_child(fd, "floor/gss: " + status.message);
-    floor_plan.acceptor = std::move(acceptor);
+    auto acceptor = KerberosCredentials::acceptor(*options.gss_floor);
+    if (!acceptor.ok()) fail_child(fd, "floor/gss: " + acceptor.status().message);
+    floor_plan.acceptor = std::move(*acceptor);
   }
 
   server_options.endpoints = {must_parse("tcp://127.0.0.1:0"),

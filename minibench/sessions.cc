@@ -77,12 +77,12 @@ struct KerberosContext {
 Result<KerberosContext> kerberos_context(const KerberosSetup& setup) {
   KerberosContext k;
   if (setup.client_keeps_handle()) {
-    authrpc::security::GssStatus status;
-    auto credentials = KerberosCredentials::initiator(setup.initiator(), &status);
-    if (!credentials) {
-      return Status(authrpc::Errc::kConfigError, "floor/gss client: " + status.message);
+    auto credentials = KerberosCredentials::initiator(setup.initiator());
+    if (!credentials.ok()) {
+      return Status(authrpc::Errc::kConfigError,
+                    "floor/gss client: " + credentials.status().message);
     }
-    k.initiator = std::move(credentials);
+    k.initiator = std::move(*credentials);
   }
   if (!setup.kdc_log.empty()) k.kdc_log = std::make_unique<KdcLog>(setup.kdc_log);
   return k;

@@ -105,7 +105,7 @@ class ByteStream {
   // TLS parameters once the handshake is done; null for plaintext streams.
   virtual const TlsInfo* tls() const noexcept { return nullptr; }
   // Unix sockets only (else -1 / nothing): the socket's descriptor (for
-  // SO_PEERCRED and for sending descriptors, rpc/shm_stream.h), and the
+  // SO_PEERCRED and for sending descriptors, rpc/shm_link.h), and the
   // descriptors that arrived with SCM_RIGHTS on the bytes read so far, oldest
   // first (a Unix stream always reads with recvmsg, so none are lost).
   virtual int native_unix_handle() const noexcept { return -1; }

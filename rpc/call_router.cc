@@ -8,7 +8,7 @@
 #include "authrpc/rpc/call_stream.h"
 #include "authrpc/rpc/frame_channel.h"
 #include "authrpc/rpc/messages.h"
-#include "authrpc/rpc/shm_stream.h"
+#include "authrpc/rpc/shm_link.h"
 
 namespace authrpc {
 
@@ -76,7 +76,7 @@ asio::awaitable<Status> CallRouter::on_data(FrameChannel& channel, const Frame& 
   Status s = stream->on_data(std::move(message));
   // Let the consumer take the message while it is still in the cache, rather
   // than read on while more input waits and queue up to a window.
-  if (s.ok()) co_await asio::post(channel.stream().executor(), asio::use_awaitable);
+  if (s.ok()) co_await asio::post(channel.byte_stream().executor(), asio::use_awaitable);
   co_return s;
 }
 

@@ -8,7 +8,7 @@
 #include <unistd.h>
 
 #include "authrpc/rpc/messages.h"
-#include "authrpc/rpc/shm_stream.h"
+#include "authrpc/rpc/shm_stream_plane.h"
 
 namespace authrpc {
 
@@ -27,8 +27,8 @@ CallStream::CallStream(std::shared_ptr<FrameChannel> channel, std::uint32_t call
       pool_(std::make_shared<BufferPool>(std::max<std::size_t>(receive_window, 4u << 20))),
       call_id_(call_id),
       deadline_(deadline),
-      read_event_(channel_->stream().executor()),
-      write_event_(channel_->stream().executor()),
+      read_event_(channel_->byte_stream().executor()),
+      write_event_(channel_->byte_stream().executor()),
       send_window_(send_window),
       credit_(send_window),
       receive_window_(receive_window) {}
@@ -114,7 +114,7 @@ asio::awaitable<Status> CallStream::write(std::string_view message) {
     }
   }
   if (Status s = co_await wait_credit(message.size()); !s.ok()) co_return s;
-  auto waiter = std::make_shared<WriteWait>(channel_->stream().executor());
+  auto waiter = std::make_shared<WriteWait>(channel_->byte_stream().executor());
   wire::append_data_header(channel_->out(), call_id_, message.size());
   channel_->append_view(message, [waiter](std::error_code ec) {
     waiter->done = true;
@@ -192,7 +192,9 @@ Status CallStream::attach_shm_ring(std::shared_ptr<ShmLink> link, ShmRing ring) 
 bool CallStream::shm_writing() const noexcept { return shm_ && shm_->writing(); }
 bool CallStream::shm_reading() const noexcept { return shm_attached_; }
 
-bool CallStream::zero_copy_files() const noexcept { return channel_->stream().can_send_file(); }
+bool CallStream::zero_copy_files() const noexcept {
+  return channel_->byte_stream().can_send_file();
+}
 
 asio::awaitable<Status> CallStream::send_file(int fd, std::uint64_t offset, std::uint64_t length) {
   const std::size_t chunk =
@@ -208,7 +210,7 @@ asio::awaitable<Status> CallStream::send_file(int fd, std::uint64_t offset, std:
     const std::size_t n = static_cast<std::size_t>(std::min<std::uint64_t>(length, chunk));
     if (zero_copy) {
       if (Status s = co_await wait_credit(n); !s.ok()) co_return s;
-      auto waiter = std::make_shared<WriteWait>(channel_->stream().executor());
+      auto waiter = std::make_shared<WriteWait>(channel_->byte_stream().executor());
       wire::append_data_header(channel_->out(), call_id_, n);
       channel_->append_file(fd, offset, n, [waiter](std::error_code ec) {
         waiter->done = true;
@@ -271,7 +273,7 @@ asio::awaitable<Result<std::optional<Payload>>> CallStream::read() {
         // The peer cannot see this failure (kCorrupted, kPeerGone...): fail()
         // closes our ring, and its reader, having drained it, waits for the
         // socket's word. Tell it (the client sends CANCEL), as for a
-        // deadline (shm_stream_test, ClientRingReadFailureCancelsTheCall).
+        // deadline (shm_stream_plane_test, ClientRingReadFailureCancelsTheCall).
         fail_locally(m.status());
         co_return m.status();
       }

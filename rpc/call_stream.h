@@ -1,11 +1,12 @@
-// CallStream: the message stream of one streaming call, the half that the
-// client and the server share (client/client_stream.h and
-// server/server_stream.h wrap it): credit-based flow control in both
+// CallStream: the state of one streaming call ("stream" in authrpc means a
+// streaming call; docs/DESIGN.md "Names") that the client and the server
+// share; its two handles wrap it (ClientStream, client/client_stream.h, and
+// ServerStream, server/server_stream.h): credit-based flow control in both
 // directions, DATA frames written with scatter/gather (a frame header in
 // the channel's buffer, the payload sent from where it lies), large DATA
 // bodies read straight into pooled buffers, and the call's end, errors and
 // cancellation. docs/DATAPLANE.md explains the design; docs/PROTOCOL.md
-// section 6a the frames.
+// section 6 the frames.
 //
 // Flow control (per direction): the receiver announces a window W. A sender
 // may send a message of n bytes when its credit is at least min(n, W/2);
@@ -112,7 +113,9 @@ class CallStream : public std::enable_shared_from_this<CallStream> {
   bool finished() const noexcept { return failed() || input_end_.has_value(); }
   // The final response's payload (client side: the RESPONSE that ended the call).
   std::string& final_message() noexcept { return final_message_; }
-  const asio::any_io_executor& executor() const noexcept { return channel_->stream().executor(); }
+  const asio::any_io_executor& executor() const noexcept {
+    return channel_->byte_stream().executor();
+  }
   // Sends a frame about this call that carries no body (END_STREAM, CANCEL).
   void send_control(wire::FrameType type);
   // Called once when the stream fails by itself (its deadline passed, or
@@ -122,7 +125,7 @@ class CallStream : public std::enable_shared_from_this<CallStream> {
     on_local_failure_ = std::move(hook);
   }
 
-  // --- Shared memory (rpc/shm_stream.h), on unix:// connections whose
+  // --- Shared memory (rpc/shm_stream_plane.h), on unix:// connections whose
   // ShmLink is active: messages this end writes go through a ring it
   // creates; a ring the peer hands over (SHM_RING) carries what we read.
   void set_shm(std::shared_ptr<ShmLink> link);

@@ -19,8 +19,8 @@ constexpr std::size_t kInitialWriteBuffer = 512;
 
 }  // namespace
 
-FrameChannel::FrameChannel(std::unique_ptr<ByteStream> stream, std::size_t max_frame_size)
-    : stream_(std::move(stream)),
+FrameChannel::FrameChannel(std::unique_ptr<ByteStream> byte_stream, std::size_t max_frame_size)
+    : byte_stream_(std::move(byte_stream)),
       max_frame_size_(max_frame_size),
       in_(std::make_unique_for_overwrite<char[]>(kInitialReadBuffer)),
       in_capacity_(kInitialReadBuffer) {
@@ -50,7 +50,7 @@ asio::awaitable<std::error_code> FrameChannel::fill(std::size_t need) {
     const auto space = asio::buffer(in_.get() + in_end_, in_capacity_ - in_end_);
     std::error_code ec;
     // read_some() tries the stream before it waits.
-    const std::size_t n = co_await stream_->read_some(space, ec);
+    const std::size_t n = co_await byte_stream_->read_some(space, ec);
     if (ec) co_return ec;
     in_end_ += n;
   }
@@ -117,7 +117,7 @@ asio::awaitable<Result<Frame>> FrameChannel::read_frame() {
   // Output queued this turn leaves before we wait for input: the peer is
   // probably waiting for it, and a read now would only find nothing.
   if (writer_deferred_ && in_end_ - in_begin_ < wire::kFrameHeaderSize) {
-    co_await asio::post(stream_->executor(), asio::use_awaitable);
+    co_await asio::post(byte_stream_->executor(), asio::use_awaitable);
   }
   if (in_end_ - in_begin_ < wire::kFrameHeaderSize) {
     if (auto ec = co_await fill(wire::kFrameHeaderSize)) co_return closed_status(ec);
@@ -159,10 +159,10 @@ asio::awaitable<Status> FrameChannel::read_body(char* out) {
     // through the event loop while input is waiting.
     const auto space = asio::buffer(out + done, need - done);
     std::error_code ec;
-    std::size_t n = stream_->try_read_some(space, ec);
+    std::size_t n = byte_stream_->try_read_some(space, ec);
     if (ec == asio::error::would_block) {
       ec.clear();
-      n = co_await stream_->read_some(space, ec);
+      n = co_await byte_stream_->read_some(space, ec);
     }
     if (ec == asio::error::eof) {
       // Within a large message a vanished peer is the likely cause, not a
@@ -248,7 +248,7 @@ void FrameChannel::start_writer(bool defer) {
   }
   // Let the current turn of the event loop queue more frames first.
   writer_deferred_ = true;
-  asio::post(stream_->executor(), [self = shared_from_this()] {
+  asio::post(byte_stream_->executor(), [self = shared_from_this()] {
     if (!self->writer_deferred_) return;  // flush_now() started it already
     self->writer_deferred_ = false;
     self->write_next();
@@ -268,7 +268,7 @@ void FrameChannel::write_next() {
     // Try the stream first: a batch it takes whole is done here, with no
     // completion to post (a session's every write, on plaintext sockets).
     std::error_code ec;
-    written = stream_->try_write(asio::buffer(out_), ec);
+    written = byte_stream_->try_write(asio::buffer(out_), ec);
     if (!ec && written == out_.size()) {
       out_.clear();
       finish_writer();
@@ -282,7 +282,7 @@ void FrameChannel::write_next() {
   keepalive_ = shared_from_this();
   if (segments_.empty()) {
     write_buffer_ = asio::buffer(writing_) + written;
-    stream_->write_all(std::span(&write_buffer_, 1), *this);
+    byte_stream_->write_all(std::span(&write_buffer_, 1), *this);
     return;
   }
   writing_segments_.swap(segments_);
@@ -309,13 +309,13 @@ void FrameChannel::write_gathered() {
     if (s.fd >= 0) {
       if (!gather_.empty()) break;
       ++write_segment_;
-      stream_->send_file(s.fd, s.offset, s.size, *this);
+      byte_stream_->send_file(s.fd, s.offset, s.size, *this);
       return;
     }
     gather_.push_back(asio::buffer(s.data, s.size));
     ++write_segment_;
   }
-  stream_->write_all(gather_, *this);
+  byte_stream_->write_all(gather_, *this);
 }
 
 void FrameChannel::write_done(std::error_code ec) {
@@ -347,7 +347,7 @@ void FrameChannel::finish_writer() {
   if (close_when_flushed_) {
     close();
   } else if (shutdown_when_flushed_ && !closed_) {
-    stream_->shutdown_send();
+    byte_stream_->shutdown_send();
   }
   if (drained_) drained_->cancel();
 }
@@ -368,7 +368,7 @@ void FrameChannel::shutdown_after_flush() {
   if (writer_active_) {
     flush_now();  // a deferred writer: start it now
   } else if (!has_output()) {
-    stream_->shutdown_send();
+    byte_stream_->shutdown_send();
   } else {
     flush_now();
   }
@@ -378,7 +378,7 @@ asio::awaitable<void> FrameChannel::discard_input() {
   in_begin_ = in_end_ = consume_next_ = pending_body_ = 0;
   for (;;) {
     std::error_code ec;
-    co_await stream_->read_some(asio::buffer(in_.get(), in_capacity_), ec);
+    co_await byte_stream_->read_some(asio::buffer(in_.get(), in_capacity_), ec);
     if (ec) co_return;
   }
 }
@@ -389,13 +389,13 @@ void FrameChannel::close() noexcept {
   out_.clear();
   segment_bytes_ = 0;
   complete_segments(segments_, asio::error::operation_aborted);
-  stream_->close();
+  byte_stream_->close();
   if (drained_) drained_->cancel();
 }
 
 asio::awaitable<void> FrameChannel::wait_pending_below(std::size_t limit) {
   while (pending_bytes() > limit && !closed_) {
-    if (!drained_) drained_.emplace(stream_->executor());
+    if (!drained_) drained_.emplace(byte_stream_->executor());
     drained_->expires_at(asio::steady_timer::time_point::max());
     std::error_code ec;
     co_await drained_->async_wait(asio::redirect_error(asio::use_awaitable, ec));

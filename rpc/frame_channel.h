@@ -3,8 +3,8 @@
 // buffer, and coalesces outgoing frames: everything queued during one turn of
 // the event loop leaves in a single write.
 //
-// Threading: every method runs on the stream's executor. There is one reader
-// (the connection's coroutine) and one write in flight at a time.
+// Threading: every method runs on the byte stream's executor. There is one
+// reader (the connection's coroutine) and one write in flight at a time.
 #pragma once
 
 #include <asio/awaitable.hpp>
@@ -35,7 +35,7 @@ struct Frame {
 class FrameChannel final : public std::enable_shared_from_this<FrameChannel>,
                            private WriteCompletion {
  public:
-  FrameChannel(std::unique_ptr<ByteStream> stream, std::size_t max_frame_size);
+  FrameChannel(std::unique_ptr<ByteStream> byte_stream, std::size_t max_frame_size);
   ~FrameChannel();
 
   // For a stream that needs_open() (an accepted tls:// connection,
@@ -101,7 +101,7 @@ class FrameChannel final : public std::enable_shared_from_this<FrameChannel>,
   // once written to the stream, an error if the channel fails first).
   void append_view(std::string_view bytes, std::function<void(std::error_code)> done);
   // `length` bytes of file `fd` from `offset`, sent with ByteStream::send_file
-  // (only if stream().can_send_file()); `done` as for append_view.
+  // (only if byte_stream().can_send_file()); `done` as for append_view.
   void append_file(int fd, std::uint64_t offset, std::size_t length,
                    std::function<void(std::error_code)> done);
 
@@ -109,7 +109,7 @@ class FrameChannel final : public std::enable_shared_from_this<FrameChannel>,
   std::size_t pending_bytes() const noexcept { return out_.size() + segment_bytes_ + in_flight_; }
   asio::awaitable<void> wait_pending_below(std::size_t limit);
 
-  ByteStream& stream() noexcept { return *stream_; }
+  ByteStream& byte_stream() noexcept { return *byte_stream_; }
   std::size_t max_frame_size() const noexcept { return max_frame_size_; }
   // Changes the limit for frames read from now on (a server raises it once
   // the peer has authenticated); a frame already returned is not rechecked.
@@ -140,7 +140,7 @@ class FrameChannel final : public std::enable_shared_from_this<FrameChannel>,
   void write_gathered();  // the next piece of a batch with segments
   static void complete_segments(std::vector<Segment>& segments, std::error_code ec);
 
-  std::unique_ptr<ByteStream> stream_;
+  std::unique_ptr<ByteStream> byte_stream_;
   std::size_t max_frame_size_;
   // Read buffer, left uninitialized (zeroing it cost more than a whole
   // negotiation); grows to the largest frame seen.

@@ -24,7 +24,7 @@ void append_hello(std::string& out, const Hello& m) {
   append_frame(out, FrameType::kHello, 0, [&](Writer& w) {
     w.u32(m.features);
     w.str(m.mechanism);
-    w.bytes(m.token);
+    w.bytes(m.message);
     if (m.features & kFeatureDoAs) w.str(m.do_as);
   });
 }
@@ -37,14 +37,14 @@ void append_mechanisms(std::string& out, const Mechanisms& m) {
   });
 }
 
-void append_auth_token(std::string& out, FrameType type, std::string_view token) {
-  append_frame(out, type, 0, [&](Writer& w) { w.bytes(token); });
+void append_auth_message(std::string& out, FrameType type, std::string_view message) {
+  append_frame(out, type, 0, [&](Writer& w) { w.bytes(message); });
 }
 
 void append_auth_success(std::string& out, const AuthSuccess& m) {
   append_frame(out, FrameType::kAuthSuccess, 0, [&](Writer& w) {
     w.u32(m.features);
-    w.bytes(m.token);
+    w.bytes(m.message);
     w.str(m.user);
   });
 }
@@ -121,7 +121,7 @@ Result<Hello> parse_hello(std::string_view body) {
   Hello m;
   m.features = r.u32();
   m.mechanism = r.str();
-  m.token = r.bytes();
+  m.message = r.bytes();
   if (m.features & kFeatureDoAs) {
     m.do_as = r.str();
     if (m.do_as.empty()) return malformed("HELLO");
@@ -140,11 +140,11 @@ Result<Mechanisms> parse_mechanisms(std::string_view body) {
   return m;
 }
 
-Result<AuthToken> parse_auth_token(std::string_view body) {
+Result<AuthMessage> parse_auth_message(std::string_view body) {
   Reader r(body);
-  AuthToken m;
-  m.token = r.bytes();
-  if (!r.ok() || !r.at_end()) return malformed("AUTH token");
+  AuthMessage m;
+  m.message = r.bytes();
+  if (!r.ok() || !r.at_end()) return malformed("AUTH message");
   return m;
 }
 
@@ -152,7 +152,7 @@ Result<AuthSuccess> parse_auth_success(std::string_view body) {
   Reader r(body);
   AuthSuccess m;
   m.features = r.u32();
-  m.token = r.bytes();
+  m.message = r.bytes();
   m.user = r.str();
   if (!r.ok() || !r.at_end()) return malformed("AUTH_SUCCESS");
   return m;

@@ -16,8 +16,8 @@ namespace authrpc::wire {
 
 struct Hello {  // kHello
   std::uint32_t features = kNoFeatures;
-  std::string mechanism;  // empty: "tell me what you support"
-  std::string token;
+  std::string mechanism;   // empty: "tell me what you support"
+  std::string message;     // the mechanism's first negotiation message
   std::string do_as = {};  // carried only when features has kFeatureDoAs
 };
 
@@ -26,14 +26,14 @@ struct Mechanisms {  // kMechanisms
   std::vector<std::string> names;  // server preference order
 };
 
-struct AuthToken {  // kAuthChallenge / kAuthResponse
-  std::string token;
+struct AuthMessage {  // kAuthChallenge / kAuthResponse
+  std::string message;  // the mechanism's next negotiation message
 };
 
 struct AuthSuccess {  // kAuthSuccess
   std::uint32_t features = kNoFeatures;
-  std::string token;  // final server token (mutual authentication), may be empty
-  std::string user;   // the identity the server authenticated
+  std::string message;  // the final negotiation message (mutual authentication), may be empty
+  std::string user;     // the identity the server authenticated
 };
 
 struct ErrorBody {  // kError
@@ -70,7 +70,7 @@ struct ResponseHeader {
 
 void append_hello(std::string& out, const Hello& m);
 void append_mechanisms(std::string& out, const Mechanisms& m);
-void append_auth_token(std::string& out, FrameType type, std::string_view token);
+void append_auth_message(std::string& out, FrameType type, std::string_view message);
 void append_auth_success(std::string& out, const AuthSuccess& m);
 void append_error(std::string& out, std::uint16_t code, std::string_view message);
 void append_goaway(std::string& out, const GoAway& m);
@@ -90,7 +90,7 @@ void append_end_stream(std::string& out, std::uint32_t call_id);
 
 Result<Hello> parse_hello(std::string_view body);
 Result<Mechanisms> parse_mechanisms(std::string_view body);
-Result<AuthToken> parse_auth_token(std::string_view body);
+Result<AuthMessage> parse_auth_message(std::string_view body);
 Result<AuthSuccess> parse_auth_success(std::string_view body);
 Result<ErrorBody> parse_error(std::string_view body);
 Result<GoAway> parse_goaway(std::string_view body);

@@ -1,7 +1,7 @@
 // The options of the shared-memory data plane (docs/SHM.md): what
 // ClientOptions and ServerOptions carry, apart from the machinery that
-// reads them (rpc/shm_ring.h, rpc/shm_handoff.h, rpc/shm_stream.h), so that
-// the public headers need none of it.
+// reads them (rpc/shm_ring.h, rpc/shm_handoff.h, rpc/shm_link.h,
+// rpc/shm_stream_plane.h), so that the public headers need none of it.
 #pragma once
 
 #include <sys/types.h>

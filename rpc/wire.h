@@ -29,11 +29,11 @@ inline constexpr std::size_t kDefaultMaxFrameSize = 16 * 1024 * 1024;
 
 enum class FrameType : std::uint8_t {
   // Negotiation (call id 0).
-  kHello = 0x01,          // C→S: features, mechanism, first token
+  kHello = 0x01,          // C→S: features, mechanism, first negotiation message
   kMechanisms = 0x02,     // S→C: features, enabled mechanisms in preference order
-  kAuthChallenge = 0x03,  // S→C: mechanism token
-  kAuthResponse = 0x04,   // C→S: mechanism token
-  kAuthSuccess = 0x05,    // S→C: features, final token, authenticated user
+  kAuthChallenge = 0x03,  // S→C: negotiation message
+  kAuthResponse = 0x04,   // C→S: negotiation message
+  kAuthSuccess = 0x05,    // S→C: features, final message, authenticated user
   // Connection control (call id 0).
   kError = 0x06,   // either way: fatal connection error; the sender closes
   kGoAway = 0x07,  // S→C: no new calls; in-flight calls finish
@@ -62,7 +62,7 @@ bool is_known_frame_type(std::uint8_t type) noexcept;
 // Feature flags exchanged in kHello / kMechanisms / kAuthSuccess. No flags are
 // defined in v1; unknown bits are ignored by receivers.
 inline constexpr std::uint32_t kNoFeatures = 0;
-// HELLO: a `str do_as` follows the token (the client asks to act as that
+// HELLO: a `str do_as` follows the message (the client asks to act as that
 // user); AUTH_SUCCESS: the server honored it (docs/PROTOCOL.md, "Proxy users").
 inline constexpr std::uint32_t kFeatureDoAs = 0x1;
 // AUTH_SUCCESS: the server understands streaming calls (frames 0x20–0x23).

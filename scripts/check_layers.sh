@@ -4,7 +4,7 @@
 #   base (security/base/) → security/ → rpc/ → auth/ → server/, client/
 # with two optional components beside them, kerberos (auth/kerberos*,
 # auth/sasl_*, auth/token_sasl*, auth/scram_verifier_cache*,
-# security/kerberos_credentials*) and zookeeper (security/zk_*), and the
+# security/kerberos_*) and zookeeper (security/zk_*), and the
 # all-built-ins library (auth/builtin_mechanisms.cc,
 # security/builtin_token_stores.cc) that links them.
 #   scripts/check_layers.sh [BUILD_DIR]
@@ -27,7 +27,7 @@ group_of() {
   case $1 in
     security/base/*) echo base ;;
     auth/kerberos* | auth/sasl_* | auth/token_sasl* | auth/scram_verifier_cache* | \
-      security/kerberos_credentials*) echo kerberos ;;
+      security/kerberos_*) echo kerberos ;;
     security/zk_*) echo zookeeper ;;
     auth/builtin_mechanisms.cc | security/builtin_token_stores.cc) echo builtins ;;
     # The programs' own sources (CMakeLists.txt: authrpc-server, authrpc).

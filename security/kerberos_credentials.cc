@@ -7,24 +7,10 @@
 #include <random>
 #include <vector>
 
+#include "authrpc/security/kerberos_errors.h"
+
 namespace authrpc::security {
 namespace {
-
-std::string display_status(OM_uint32 code, int type) {
-  std::string out;
-  OM_uint32 context = 0;
-  do {
-    OM_uint32 minor = 0;
-    gss_buffer_desc text = GSS_C_EMPTY_BUFFER;
-    if (gss_display_status(&minor, code, type, GSS_C_NO_OID, &context, &text) != GSS_S_COMPLETE) {
-      break;
-    }
-    if (!out.empty()) out += "; ";
-    out.append(static_cast<const char*>(text.value), text.length);
-    gss_release_buffer(&minor, &text);
-  } while (context != 0);
-  return out;
-}
 
 // A credential store: the key/value pairs gss_acquire_cred_from reads.
 class CredStore {
@@ -58,24 +44,6 @@ std::string unique_memory_cache() {
 
 }  // namespace
 
-GssStatus GssStatus::from(OM_uint32 major, OM_uint32 minor, std::string_view what) {
-  GssStatus s;
-  s.major = major;
-  s.minor = minor;
-  if (GSS_ERROR(major)) {
-    s.message = std::string(what) + ": " + display_status(major, GSS_C_GSS_CODE);
-    if (minor != 0) s.message += " (" + display_status(minor, GSS_C_MECH_CODE) + ")";
-  }
-  return s;
-}
-
-GssStatus GssStatus::failure(std::string message) {
-  GssStatus s;
-  s.major = GSS_S_FAILURE;
-  s.message = std::move(message);
-  return s;
-}
-
 GssName::~GssName() {
   OM_uint32 minor = 0;
   if (name_ != GSS_C_NO_NAME) gss_release_name(&minor, &name_);
@@ -91,34 +59,36 @@ GssName& GssName::operator=(GssName&& other) noexcept {
   return *this;
 }
 
-GssName GssName::principal(const std::string& name, GssStatus* status) {
+Result<GssName> GssName::principal(const std::string& name) {
   gss_buffer_desc buffer{name.size(), const_cast<char*>(name.data())};
   gss_name_t out = GSS_C_NO_NAME;
   OM_uint32 minor = 0;
   const OM_uint32 major =
       gss_import_name(&minor, &buffer, const_cast<gss_OID>(GSS_KRB5_NT_PRINCIPAL_NAME), &out);
-  *status = GssStatus::from(major, minor, "principal name '" + name + "'");
-  return GssName(out);
+  GssName imported(out);
+  if (Status s = gss_status(major, minor, "principal name '" + name + "'"); !s.ok()) return s;
+  return imported;
 }
 
-GssName GssName::host_based(const std::string& service, const std::string& host,
-                            GssStatus* status) {
+Result<GssName> GssName::host_based(const std::string& service, const std::string& host) {
   const std::string name = service + "@" + host;
   gss_buffer_desc buffer{name.size(), const_cast<char*>(name.data())};
   gss_name_t out = GSS_C_NO_NAME;
   OM_uint32 minor = 0;
   const OM_uint32 major = gss_import_name(&minor, &buffer, GSS_C_NT_HOSTBASED_SERVICE, &out);
-  *status = GssStatus::from(major, minor, "service name '" + name + "'");
-  return GssName(out);
+  GssName imported(out);
+  if (Status s = gss_status(major, minor, "service name '" + name + "'"); !s.ok()) return s;
+  return imported;
 }
 
-GssName GssName::canonical(GssStatus* status) const {
+Result<GssName> GssName::canonical() const {
   gss_name_t out = GSS_C_NO_NAME;
   OM_uint32 minor = 0;
   const OM_uint32 major =
       gss_canonicalize_name(&minor, name_, const_cast<gss_OID>(gss_mech_krb5), &out);
-  *status = GssStatus::from(major, minor, "canonicalize name");
-  return GssName(out);
+  GssName canonical(out);
+  if (Status s = gss_status(major, minor, "canonicalize name"); !s.ok()) return s;
+  return canonical;
 }
 
 std::string GssName::display() const {
@@ -131,12 +101,13 @@ std::string GssName::display() const {
   return out;
 }
 
-std::unique_ptr<KerberosCredentials> KerberosCredentials::acceptor(const AcceptorOptions& options,
-                                                                   GssStatus* status) {
+Result<std::unique_ptr<KerberosCredentials>> KerberosCredentials::acceptor(
+    const AcceptorOptions& options) {
   GssName name;
   if (!options.principal.empty()) {
-    name = GssName::principal(options.principal, status);
-    if (!status->ok()) return nullptr;
+    auto imported = GssName::principal(options.principal);
+    if (!imported.ok()) return imported.status();
+    name = std::move(*imported);
   }
   CredStore store;
   store.add("keytab", options.keytab);
@@ -152,24 +123,26 @@ std::unique_ptr<KerberosCredentials> KerberosCredentials::acceptor(const Accepto
   const OM_uint32 major = gss_acquire_cred_from(&minor, name.get(), GSS_C_INDEFINITE, &mechs,
                                                 GSS_C_ACCEPT, store.get(), &cred, nullptr, nullptr);
   const std::string where = options.keytab.empty() ? "the default keytab" : options.keytab;
-  *status = GssStatus::from(
-      major, minor,
-      "acceptor credentials for " +
-          (options.principal.empty() ? std::string("any principal") : options.principal) +
-          " from " + where);
-  if (!status->ok()) return nullptr;
+  if (Status s = gss_status(major, minor,
+                            "acceptor credentials for " +
+                                (options.principal.empty() ? std::string("any principal")
+                                                           : options.principal) +
+                                " from " + where);
+      !s.ok()) {
+    return s;
+  }
   return std::unique_ptr<KerberosCredentials>(new KerberosCredentials(cred, options.principal));
 }
 
-std::unique_ptr<KerberosCredentials> KerberosCredentials::initiator(
-    const InitiatorOptions& options, GssStatus* status) {
+Result<std::unique_ptr<KerberosCredentials>> KerberosCredentials::initiator(
+    const InitiatorOptions& options) {
   GssName name;
   if (!options.principal.empty()) {
-    name = GssName::principal(options.principal, status);
-    if (!status->ok()) return nullptr;
+    auto imported = GssName::principal(options.principal);
+    if (!imported.ok()) return imported.status();
+    name = std::move(*imported);
   } else if (!options.keytab.empty()) {
-    *status = GssStatus::failure("a client keytab needs a principal to log in as");
-    return nullptr;
+    return Status(Errc::kConfigError, "a client keytab needs a principal to log in as");
   }
   CredStore store;
   if (!options.keytab.empty()) {
@@ -188,14 +161,17 @@ std::unique_ptr<KerberosCredentials> KerberosCredentials::initiator(
   const std::string source = !options.keytab.empty() ? "keytab " + options.keytab
                              : options.ccache.empty() ? std::string("the default ticket cache")
                                                       : "ticket cache " + options.ccache;
-  *status = GssStatus::from(major, minor, "Kerberos credentials from " + source);
-  if (!status->ok()) return nullptr;
+  if (Status s = gss_status(major, minor, "Kerberos credentials from " + source); !s.ok()) {
+    // A cache MIT cannot use at all comes without a mechanism code: log in.
+    if (major == GSS_S_FAILURE && minor == 0) s.code = KerberosErrc::kCredentialsExpired;
+    return s;
+  }
   auto creds = std::unique_ptr<KerberosCredentials>(new KerberosCredentials(cred, {}));
   if (lifetime == 0 && options.keytab.empty()) {
     // (Checked before gss_inquire_cred, which leaks inside MIT 1.20 when
     // asked about expired credentials.)
-    *status = GssStatus::failure("Kerberos credentials from " + source + " have expired");
-    return nullptr;
+    return Status(KerberosErrc::kCredentialsExpired,
+                  "Kerberos credentials from " + source + " have expired");
   }
   OM_uint32 m = 0;
   gss_name_t own = GSS_C_NO_NAME;

@@ -6,6 +6,7 @@
 //
 // Nothing here touches the process environment: keytab, cache and replay
 // cache locations travel in a GSSAPI credential store (gss_acquire_cred_from).
+// Failures are KerberosErrc statuses (security/kerberos_errors.h).
 #pragma once
 
 #include <gssapi/gssapi.h>
@@ -13,21 +14,10 @@
 #include <cstdint>
 #include <memory>
 #include <string>
-#include <string_view>
+
+#include "authrpc/security/base/result.h"
 
 namespace authrpc::security {
-
-// The outcome of a GSSAPI call: codes plus readable text from
-// gss_display_status. Never contains key material.
-struct GssStatus {
-  OM_uint32 major = GSS_S_COMPLETE;
-  OM_uint32 minor = 0;  // for the krb5 mechanism: a krb5_error_code
-  std::string message;
-
-  bool ok() const noexcept { return GSS_ERROR(major) == 0; }
-  static GssStatus from(OM_uint32 major, OM_uint32 minor, std::string_view what);
-  static GssStatus failure(std::string message);
-};
 
 // An owned gss_name_t.
 class GssName {
@@ -39,15 +29,14 @@ class GssName {
   GssName& operator=(GssName&& other) noexcept;
 
   // "rpc/host@REALM" or "alice" (default realm).
-  static GssName principal(const std::string& name, GssStatus* status);
+  static Result<GssName> principal(const std::string& name);
   // "service@host": the host-based service name GSSAPI maps to service/host@REALM.
-  static GssName host_based(const std::string& service, const std::string& host,
-                            GssStatus* status);
+  static Result<GssName> host_based(const std::string& service, const std::string& host);
 
   // The Kerberos mechanism name (MN) this name stands for. Expensive (the
   // krb5 library resolves and parses it; docs/DESIGN.md, "Measured costs
   // behind the code"): do it once and share the result; GSSAPI calls only read a mechanism name.
-  GssName canonical(GssStatus* status) const;
+  Result<GssName> canonical() const;
 
   gss_name_t get() const noexcept { return name_; }
   std::string display() const;
@@ -72,12 +61,12 @@ class KerberosCredentials {
 
   // Fails if the keytab is missing or unreadable or has no key for the
   // principal — so that a server finds out at startup.
-  static std::unique_ptr<KerberosCredentials> acceptor(const AcceptorOptions& options,
-                                                       GssStatus* status);
+  static Result<std::unique_ptr<KerberosCredentials>> acceptor(const AcceptorOptions& options);
   // With a keytab, logs in now (a KDC request) into a private memory cache.
-  // Without one, checks that the cache holds a usable TGT.
-  static std::unique_ptr<KerberosCredentials> initiator(const InitiatorOptions& options,
-                                                        GssStatus* status);
+  // Without one, checks that the cache holds a usable TGT: no cache, an empty
+  // or an expired one is KerberosErrc::kCredentialsExpired (run kinit). A
+  // keytab without a principal is CONFIG_ERROR.
+  static Result<std::unique_ptr<KerberosCredentials>> initiator(const InitiatorOptions& options);
   ~KerberosCredentials();
   KerberosCredentials(const KerberosCredentials&) = delete;
   KerberosCredentials& operator=(const KerberosCredentials&) = delete;

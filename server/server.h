@@ -53,7 +53,7 @@ struct ServerOptions {
   std::size_t max_unauthenticated = 1024;
   std::size_t max_unauthenticated_per_address = 64;
   // The largest frame accepted before AUTH_SUCCESS (header included):
-  // Kerberos tokens with large PACs reach ~48 KB; max_frame_size applies
+  // Kerberos AP-REQs with large PACs reach ~48 KB; max_frame_size applies
   // after.
   std::size_t max_negotiation_frame_size = 64 * 1024;
   // Reading pauses while this many response bytes wait to be sent.

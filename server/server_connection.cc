@@ -10,7 +10,7 @@
 #include "authrpc/auth/server_negotiation.h"
 #include "authrpc/rpc/call_stream.h"
 #include "authrpc/rpc/messages.h"
-#include "authrpc/rpc/shm_stream.h"
+#include "authrpc/rpc/shm_link.h"
 
 namespace authrpc {
 namespace {
@@ -44,15 +44,15 @@ Result<std::string> run_plain_handler(const Handler& handler, CallContext& ctx,
 }  // namespace
 
 ServerConnection::ServerConnection(Server::Impl& server, Reactor& reactor,
-                                   std::unique_ptr<ByteStream> stream)
+                                   std::unique_ptr<ByteStream> byte_stream)
     : server_(server),
       reactor_(reactor),
-      peer_(stream->peer_address()),
+      peer_(byte_stream->peer_address()),
       admission_(server.options, peer_) {
-  // Until AUTH_SUCCESS only frames as large as a Kerberos token with a big
+  // Until AUTH_SUCCESS only frames as large as a Kerberos AP-REQ with a big
   // PAC: a peer nobody knows yet cannot make the server hold megabytes.
   channel_ = std::make_shared<FrameChannel>(
-      std::move(stream),
+      std::move(byte_stream),
       std::min(server.options.max_negotiation_frame_size, server.options.max_frame_size));
   channel_->set_direct_data_threshold(kDirectDataThreshold);
 }
@@ -95,8 +95,8 @@ asio::awaitable<void> ServerConnection::run(Status refuse) {
   // 2. Negotiation (auth/server_negotiation.h), with authorization's hooks.
   ChannelInfo info;
   info.peer_address = peer_;
-  info.scheme = channel_->stream().scheme();
-  if (const TlsInfo* tls = channel_->stream().tls()) {
+  info.scheme = channel_->byte_stream().scheme();
+  if (const TlsInfo* tls = channel_->byte_stream().tls()) {
     info.tls = true;
     info.channel_binding = tls->channel_binding;
     info.peer_certificate = tls->peer_certificate;
@@ -170,7 +170,7 @@ asio::awaitable<void> ServerConnection::close_for_protocol_error(Status why) {
 }
 
 asio::awaitable<void> ServerConnection::serve() {
-  const bool unix_socket = channel_->stream().native_unix_handle() >= 0;
+  const bool unix_socket = channel_->byte_stream().native_unix_handle() >= 0;
   if (unix_socket) {
     // Descriptors sent during negotiation.
     if (Status s = check_stray_descriptors(); !s.ok()) {
@@ -309,7 +309,7 @@ Status ServerConnection::check_stray_descriptors() {
   if (shm_) {
     for (std::size_t n; (n = shm_->take_ring_fds(*channel_).size()) > 0;) stray += n;
   } else {
-    stray = channel_->stream().take_received_fds().size();
+    stray = channel_->byte_stream().take_received_fds().size();
   }
   if (stray > 0) {
     return Status(Errc::kProtocolError,
@@ -443,7 +443,7 @@ void ServerConnection::dispatch(const AdmittedCall& call, std::string_view paylo
       } else {
         result = run_plain_handler(call.method->handler, ctx, request);
       }
-      auto& ex = self->channel_->stream().executor();
+      auto& ex = self->channel_->byte_stream().executor();
       asio::post(ex, [self = std::move(self), call_id = call.call_id,
                       cancelled = std::move(cancelled), result = std::move(result),
                       deadline = call.deadline]() {
@@ -454,7 +454,7 @@ void ServerConnection::dispatch(const AdmittedCall& call, std::string_view paylo
   }
   // kAsync and kStream: a coroutine on this thread.
   asio::co_spawn(
-      channel_->stream().executor(),
+      channel_->byte_stream().executor(),
       [self = shared_from_this(), call, request = std::string(payload), cancelled,
        stream = std::move(stream)]() mutable -> asio::awaitable<void> {
         CallContext ctx(self->identity_, call.service, call.method_name, call.call_id,

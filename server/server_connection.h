@@ -30,7 +30,8 @@ class ServerConnection : public std::enable_shared_from_this<ServerConnection> {
  public:
   using Clock = std::chrono::steady_clock;
 
-  ServerConnection(Server::Impl& server, Reactor& reactor, std::unique_ptr<ByteStream> stream);
+  ServerConnection(Server::Impl& server, Reactor& reactor,
+                   std::unique_ptr<ByteStream> byte_stream);
 
   // The connection's whole life. `refuse` set: send it as an ERROR and close.
   asio::awaitable<void> run(Status refuse = {});

@@ -1,8 +1,8 @@
-// ServerStream: what a streaming method's handler (Service::add_stream) gets
-// for its call: the opening request, the client's messages (read) and a way
-// to send messages back (write, allocate + write, send_file). The handler's
-// return value ends the call: its payload or status travels in the final
-// RESPONSE, after every message it wrote.
+// ServerStream: the server's handle on one streaming call, what a streaming
+// method's handler (Service::add_stream) gets: the opening request, the
+// client's messages (read) and a way to send messages back (write, allocate
+// + write, send_file). The handler's return value ends the call: its payload
+// or status travels in the final RESPONSE, after every message it wrote.
 //
 // Threading: use it only from the handler's coroutine (the connection's IO
 // thread), and not after the handler has returned.

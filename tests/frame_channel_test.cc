@@ -614,7 +614,7 @@ TEST_F(FrameChannelTest, WriteToAClosedPeerSetsWriteErrorButStillReadsWhatThePee
 TEST_F(FrameChannelTest, MaxFrameSizeAccessor) {
   auto ch = make_channel(12345);
   EXPECT_EQ(ch->max_frame_size(), 12345u);
-  EXPECT_EQ(ch->stream().scheme(), Endpoint::Scheme::kUnix);
+  EXPECT_EQ(ch->byte_stream().scheme(), Endpoint::Scheme::kUnix);
   EXPECT_FALSE(ch->closed());
 }
 

@@ -188,7 +188,7 @@ Result<std::string> FirstToken(ClientMechanism& mechanism, const ChannelInfo& in
       io, [&]() -> asio::awaitable<void> { step = co_await session->initial(); }, asio::detached);
   io.run();
   if (step.kind != ClientStep::Kind::kSend) return step.error;
-  return std::move(step.token);
+  return std::move(step.message);
 }
 
 // What a client's mechanism sees of a plaintext TCP connection to 127.0.0.1:port.
@@ -505,7 +505,7 @@ TEST_F(KerberosTest, ReplayedFirstTokenIsRefused) {
   ASSERT_EQ(static_cast<int>(first->type), 0x05) << "AUTH_SUCCESS expected";
   auto success = wire::parse_auth_success(first->body);
   ASSERT_TRUE(success.ok()) << Describe(success);
-  EXPECT_FALSE(success->token.empty()) << "AP-REP for mutual authentication";
+  EXPECT_FALSE(success->message.empty()) << "AP-REP for mutual authentication";
 
   auto second = SendHello(server->endpoint.port, "kerberos", *token);
   ASSERT_TRUE(second.has_value()) << "no reply to the replayed HELLO";
@@ -895,7 +895,7 @@ struct SkewCase {
   const char* offset;        // faketime -f offset of the client's clock
   bool server_refuses;       // the service sees the AP-REQ and refuses it
   const char* krb5_message;  // MIT's text in the error the CLI prints
-  const char* advice;        // what authrpc adds to it (kerberos_errors.cc), or ""
+  const char* advice;        // what authrpc adds to it (security/kerberos_errors.cc), or ""
 };
 
 // Case 14: the client's clock is off by more than the allowed skew (300 s).

@@ -214,13 +214,13 @@ ClientStep RunInitial(ClientAuthSession& session) {
                              ClientStep::failure({Errc::kInternal, "did not finish"}));
 }
 
-ClientStep RunChallenge(ClientAuthSession& session, const std::string& token) {
-  return RunSync<ClientStep>([&] { return session.challenge(token); },
+ClientStep RunChallenge(ClientAuthSession& session, const std::string& message) {
+  return RunSync<ClientStep>([&] { return session.challenge(message); },
                              ClientStep::failure({Errc::kInternal, "did not finish"}));
 }
 
-Status RunComplete(ClientAuthSession& session, const std::string& token) {
-  return RunSync<Status>([&] { return session.complete(token); },
+Status RunComplete(ClientAuthSession& session, const std::string& message) {
+  return RunSync<Status>([&] { return session.complete(message); },
                          Status(Errc::kInternal, "did not finish"));
 }
 
@@ -409,7 +409,7 @@ TEST_F(KerberosSaslTest, KdcRequests) {
 // The exchange on the wire, as docs/PROTOCOL.md specifies it: HELLO(AP-REQ)
 // → AUTH_CHALLENGE(AP-REP) → AUTH_RESPONSE(empty) → AUTH_CHALLENGE(wrapped
 // security-layer offer) → AUTH_RESPONSE(wrapped choice, the client's last) →
-// AUTH_SUCCESS(empty token, the principal). Then the same HELLO again is a
+// AUTH_SUCCESS(empty message, the principal). Then the same HELLO again is a
 // replay, and garbage is refused; the server keeps serving.
 TEST_F(KerberosSaslTest, WireExchange) {
   auto server = StartSaslServer();
@@ -423,13 +423,13 @@ TEST_F(KerberosSaslTest, WireExchange) {
 
   ClientStep step = RunInitial(*session);
   ASSERT_EQ(step.kind, ClientStep::Kind::kSend) << step.error.to_string();
-  ASSERT_FALSE(step.token.empty());
+  ASSERT_FALSE(step.message.empty());
   EXPECT_FALSE(step.final);
-  const std::string hello_token = step.token;
+  const std::string hello_message = step.message;
 
   RawConnection connection(server->endpoint.port);
   ASSERT_TRUE(connection.connected());
-  ASSERT_TRUE(connection.SendHello(std::string(kSasl), hello_token));
+  ASSERT_TRUE(connection.SendHello(std::string(kSasl), hello_message));
   int round_trips = 1;
   for (;;) {
     auto frame = connection.ReadFrame();
@@ -437,28 +437,28 @@ TEST_F(KerberosSaslTest, WireExchange) {
     if (frame->type == wire::FrameType::kAuthSuccess) {
       auto success = wire::parse_auth_success(frame->body);
       ASSERT_TRUE(success.ok()) << Describe(success);
-      EXPECT_TRUE(success->token.empty()) << "SASL GSSAPI has no success data";
+      EXPECT_TRUE(success->message.empty()) << "SASL GSSAPI has no success data";
       EXPECT_EQ(success->user, "alice@" + kdc_->realm());
       EXPECT_TRUE(step.final) << "AUTH_SUCCESS before the client's last message";
-      EXPECT_TRUE(RunComplete(*session, success->token).ok());
+      EXPECT_TRUE(RunComplete(*session, success->message).ok());
       break;
     }
     ASSERT_EQ(frame->type, wire::FrameType::kAuthChallenge)
         << "round trip " << round_trips << ": frame type " << static_cast<int>(frame->type);
-    auto challenge = wire::parse_auth_token(frame->body);
+    auto challenge = wire::parse_auth_message(frame->body);
     ASSERT_TRUE(challenge.ok()) << Describe(challenge);
-    EXPECT_FALSE(challenge->token.empty()) << "round trip " << round_trips;
+    EXPECT_FALSE(challenge->message.empty()) << "round trip " << round_trips;
     ASSERT_FALSE(step.final) << "a challenge after the client's last message";
-    step = RunChallenge(*session, challenge->token);
+    step = RunChallenge(*session, challenge->message);
     ASSERT_EQ(step.kind, ClientStep::Kind::kSend) << step.error.to_string();
     if (round_trips == 1) {
-      EXPECT_TRUE(step.token.empty()) << "the answer to the AP-REP is empty";
+      EXPECT_TRUE(step.message.empty()) << "the answer to the AP-REP is empty";
       EXPECT_FALSE(step.final);
     } else {
-      EXPECT_FALSE(step.token.empty()) << "the wrapped security-layer choice";
+      EXPECT_FALSE(step.message.empty()) << "the wrapped security-layer choice";
       EXPECT_TRUE(step.final);
     }
-    ASSERT_TRUE(connection.SendResponse(step.token));
+    ASSERT_TRUE(connection.SendResponse(step.message));
     ++round_trips;
   }
   EXPECT_EQ(round_trips, 3);
@@ -466,17 +466,17 @@ TEST_F(KerberosSaslTest, WireExchange) {
 
   struct Refused {
     const char* name;
-    std::string token;
+    std::string message;
   };
   const Refused refused[] = {
-      {"the same AP-REQ again (replay cache)", hello_token},
+      {"the same AP-REQ again (replay cache)", hello_message},
       {"not a GSS-API token", "this is not a Kerberos token"},
   };
   for (const auto& r : refused) {
     SCOPED_TRACE(r.name);
     RawConnection again(server->endpoint.port);
     ASSERT_TRUE(again.connected());
-    ASSERT_TRUE(again.SendHello(std::string(kSasl), r.token));
+    ASSERT_TRUE(again.SendHello(std::string(kSasl), r.message));
     auto reply = again.ReadFrame();
     ASSERT_TRUE(reply.has_value());
     ASSERT_EQ(reply->type, wire::FrameType::kError);
@@ -589,12 +589,11 @@ TEST_F(KerberosSaslTest, ClientWithoutTicket) {
 // dropped: why the mechanism puts it back), and the proxy policy — a client
 // may not ask to act as someone else (PERMISSION_DENIED).
 TEST_F(KerberosSaslTest, WrapperAuthorizationIdentity) {
-  security::GssStatus status;
   auto acceptor = security::KerberosCredentials::acceptor(
-      {kdc_->service_keytab(), ServicePrincipal(*kdc_), false, {}}, &status);
-  ASSERT_TRUE(acceptor) << status.message;
-  auto initiator = security::KerberosCredentials::initiator({kdc_->ccache(), {}, {}}, &status);
-  ASSERT_TRUE(initiator) << status.message;
+      {kdc_->service_keytab(), ServicePrincipal(*kdc_), false, {}});
+  ASSERT_TRUE(acceptor.ok()) << Describe(acceptor);
+  auto initiator = security::KerberosCredentials::initiator({kdc_->ccache(), {}, {}});
+  ASSERT_TRUE(initiator.ok()) << Describe(initiator);
 
   struct Case {
     const char* name;
@@ -612,7 +611,7 @@ TEST_F(KerberosSaslTest, WrapperAuthorizationIdentity) {
     server_config.service = "rpc";
     server_config.server_fqdn = "localhost";
     server_config.security.flags = SASL_SEC_NOPLAINTEXT | SASL_SEC_MUTUAL_AUTH;
-    server_config.gss_credentials = acceptor->handle();
+    server_config.gss_credentials = (*acceptor)->handle();
     auto server = sasl::ServerSession::create(server_config);
     ASSERT_TRUE(server.ok()) << Describe(server);
     sasl::ClientConfig client_config;
@@ -620,18 +619,18 @@ TEST_F(KerberosSaslTest, WrapperAuthorizationIdentity) {
     client_config.server_fqdn = "localhost";
     client_config.security.flags = SASL_SEC_NOPLAINTEXT | SASL_SEC_MUTUAL_AUTH;
     client_config.authorization_id = c.authorization_id;
-    client_config.gss_credentials = initiator->handle();
+    client_config.gss_credentials = (*initiator)->handle();
     auto client = sasl::ClientSession::create(client_config);
     ASSERT_TRUE(client.ok()) << Describe(client);
 
     auto to_server = (*client)->start("GSSAPI");
     ASSERT_TRUE(to_server.ok()) << Describe(to_server);
-    auto to_client = (*server)->start("GSSAPI", to_server->token);
+    auto to_client = (*server)->start("GSSAPI", to_server->message);
     int messages = 2;
     while (to_client.ok() && !to_client->done) {
-      to_server = (*client)->step(to_client->token);
+      to_server = (*client)->step(to_client->message);
       ASSERT_TRUE(to_server.ok()) << Describe(to_server);
-      to_client = (*server)->step(to_server->token);
+      to_client = (*server)->step(to_server->message);
       messages += 2;
     }
     EXPECT_EQ(messages, 6) << "AP-REQ, AP-REP, empty, offer, choice, done";

@@ -313,7 +313,7 @@ TEST(MechanismTraits, DecideWhichChannelsCarryASession) {
     MechanismTraits traits;
     Channel channel;
     Errc server;  // kOk: the server starts the session
-    Errc client;  // kOk: the client sends its first token
+    Errc client;  // kOk: the client sends its first message
   };
   const Case cases[] = {
       {kProof, Channel::kPlainTcp, Errc::kOk, Errc::kOk},

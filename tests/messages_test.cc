@@ -47,7 +47,7 @@ TEST(MessagesTest, HelloRoundTrip) {
       {0xFFFFFFFE, "kerberos", kBinary, {}},  // every bit but kFeatureDoAs
       {kNoFeatures, "", "", {}},  // "tell me what you support"
       {0x12345678, std::string(300, 'm'), std::string(70000, 't'), {}},
-      {kFeatureDoAs, "simple", "svc", "alice"},  // proxy user: do_as follows the token
+      {kFeatureDoAs, "simple", "svc", "alice"},  // proxy user: do_as follows the message
   };
   for (const auto& m : cases) {
     std::string out;
@@ -59,7 +59,7 @@ TEST(MessagesTest, HelloRoundTrip) {
     ASSERT_TRUE(parsed.ok()) << parsed.status().to_string();
     EXPECT_EQ(parsed->features, m.features);
     EXPECT_EQ(parsed->mechanism, m.mechanism);
-    EXPECT_EQ(parsed->token, m.token);
+    EXPECT_EQ(parsed->message, m.message);
     EXPECT_EQ(parsed->do_as, m.do_as);
   }
 }
@@ -80,7 +80,7 @@ TEST(MessagesTest, HelloBodyBytes) {
   append_hello(out, {2, "ab", "xyz", {}});
   const std::string expected_body("\x00\x00\x00\x02"   // features
                                   "\x00\x02" "ab"       // mechanism
-                                  "\x00\x00\x00\x03" "xyz", 15);  // token
+                                  "\x00\x00\x00\x03" "xyz", 15);  // message
   EXPECT_EQ(out.substr(kFrameHeaderSize), expected_body);
   EXPECT_EQ(out.substr(0, kFrameHeaderSize),
             std::string("\x00\x00\x00\x17\x01\x00\x00\x00\x00\x00\x00\x00", 12));
@@ -106,18 +106,18 @@ TEST(MessagesTest, MechanismsRoundTrip) {
   }
 }
 
-TEST(MessagesTest, AuthTokenRoundTripBothDirections) {
+TEST(MessagesTest, AuthMessageRoundTripBothDirections) {
   for (const auto type : {FrameType::kAuthChallenge, FrameType::kAuthResponse}) {
-    for (const std::string& token : {std::string(), std::string("abc"), kBinary,
-                                     std::string(100000, '\x7F')}) {
+    for (const std::string& message : {std::string(), std::string("abc"), kBinary,
+                                       std::string(100000, '\x7F')}) {
       std::string out;
-      append_auth_token(out, type, token);
+      append_auth_message(out, type, message);
       const auto f = split_frame(out);
       EXPECT_EQ(f.header.type, type);
       EXPECT_EQ(f.header.call_id, 0u);
-      auto parsed = parse_auth_token(f.body);
+      auto parsed = parse_auth_message(f.body);
       ASSERT_TRUE(parsed.ok()) << parsed.status().to_string();
-      EXPECT_EQ(parsed->token, token);
+      EXPECT_EQ(parsed->message, message);
     }
   }
 }
@@ -137,7 +137,7 @@ TEST(MessagesTest, AuthSuccessRoundTrip) {
     auto parsed = parse_auth_success(f.body);
     ASSERT_TRUE(parsed.ok()) << parsed.status().to_string();
     EXPECT_EQ(parsed->features, m.features);
-    EXPECT_EQ(parsed->token, m.token);
+    EXPECT_EQ(parsed->message, m.message);
     EXPECT_EQ(parsed->user, m.user);
   }
 }
@@ -332,13 +332,13 @@ std::vector<DecoderCase> decoder_cases() {
          return body_of(f);
        },
        [](std::string_view b) { return status_of(parse_mechanisms(b)); }, false},
-      {"auth_token",
+      {"auth_message",
        [] {
          std::string f;
-         append_auth_token(f, FrameType::kAuthChallenge, kBinary);
+         append_auth_message(f, FrameType::kAuthChallenge, kBinary);
          return body_of(f);
        },
-       [](std::string_view b) { return status_of(parse_auth_token(b)); }, false},
+       [](std::string_view b) { return status_of(parse_auth_message(b)); }, false},
       {"auth_success",
        [] {
          std::string f;

@@ -180,9 +180,9 @@ std::string Preamble() {
   return std::string(reinterpret_cast<const char*>(p.data()), p.size());
 }
 
-std::string Hello(const std::string& token) {
+std::string Hello(const std::string& message) {
   std::string out;
-  wire::append_hello(out, {wire::kNoFeatures, "simple", token});
+  wire::append_hello(out, {wire::kNoFeatures, "simple", message});
   return out;
 }
 

@@ -452,11 +452,11 @@ std::string Bytes(const std::string& s) {
   return out + s;
 }
 
-std::string Hello(const std::string& mechanism, const std::string& token,
+std::string Hello(const std::string& mechanism, const std::string& message,
                   const std::string& do_as = {}) {
   std::string body;
   Put32(body, do_as.empty() ? 0 : 1);
-  body += Str(mechanism) + Bytes(token);
+  body += Str(mechanism) + Bytes(message);
   if (!do_as.empty()) body += Str(do_as);
   return Frame(0x01, 0, body);
 }
@@ -758,7 +758,7 @@ TEST_P(ExporterTest, TheServerBindsToTheExporterWithNoContext) {
   EXPECT_EQ(no_context == empty_context, c.tls_version == TLS1_3_VERSION) << conn.version();
   const std::string cb = c.empty_context ? empty_context : no_context;
 
-  // Section 4, "The token mechanism": T, client proof, HELLO.token.
+  // Section 4, "The token mechanism": T, client proof, HELLO.message.
   std::string nonce(16, '\0');
   RAND_bytes(reinterpret_cast<unsigned char*>(nonce.data()), 16);
   const auto now_ms = std::chrono::duration_cast<std::chrono::milliseconds>(

@@ -165,7 +165,7 @@ ChannelInfo Channel(std::string binding = {}) {
 
 struct Outcome {
   ServerStep server;      // the server's last step
-  Status client;          // complete() on the server's final token, if it succeeded
+  Status client;          // complete() on the server's final message, if it succeeded
   std::vector<std::string> sent;  // the client's messages
 };
 
@@ -181,15 +181,15 @@ Outcome Exchange(ClientMechanism& client, ServerMechanism& server, const Channel
       out.server = ServerStep::failure(step.error);
       return out;
     }
-    out.sent.push_back(step.token);
-    out.server = Await(ss->step(step.token));
+    out.sent.push_back(step.message);
+    out.server = Await(ss->step(step.message));
     if (out.server.kind != ServerStep::Kind::kChallenge) break;
     EXPECT_FALSE(step.final) << "challenged after the client's last message";
-    step = Await(cs->challenge(out.server.token));
+    step = Await(cs->challenge(out.server.message));
   }
   if (out.server.kind == ServerStep::Kind::kSuccess) {
     EXPECT_TRUE(step.final) << "succeeded before the client's last message";
-    out.client = Await(cs->complete(out.server.token));
+    out.client = Await(cs->complete(out.server.message));
   }
   return out;
 }
@@ -301,9 +301,9 @@ TEST(PskSession, TheClientRefusesAServerThatDoesNotHoldTheKey) {
   // What the real server would answer, to tamper with.
   auto cs = client->start(Channel());
   auto ss = real->start(Channel());
-  const ServerStep challenge = Await(ss->step(Await(cs->initial()).token));
-  const ClientStep response = Await(cs->challenge(challenge.token));
-  const std::string success = Await(ss->step(response.token)).token;
+  const ServerStep challenge = Await(ss->step(Await(cs->initial()).message));
+  const ClientStep response = Await(cs->challenge(challenge.message));
+  const std::string success = Await(ss->step(response.message)).message;
   ASSERT_EQ(success.size(), 33u);
   std::string flipped = success;
   flipped[5] ^= 1;
@@ -311,14 +311,14 @@ TEST(PskSession, TheClientRefusesAServerThatDoesNotHoldTheKey) {
   struct Case {
     const char* name;
     bool challenged;
-    std::string final_token;
+    std::string final_message;
     Errc expected;
   } cases[] = {
-      {"no challenge, empty final token", false, "", Errc::kAuthenticationFailed},
-      {"no challenge, a plausible token", false, success, Errc::kAuthenticationFailed},
-      {"empty final token", true, "", Errc::kAuthenticationFailed},
+      {"no challenge, empty final message", false, "", Errc::kAuthenticationFailed},
+      {"no challenge, a plausible message", false, success, Errc::kAuthenticationFailed},
+      {"empty final message", true, "", Errc::kAuthenticationFailed},
       {"one bit off", true, flipped, Errc::kAuthenticationFailed},
-      {"a token from another session", true, success, Errc::kAuthenticationFailed},
+      {"a message from another session", true, success, Errc::kAuthenticationFailed},
   };
   for (const auto& c : cases) {
     SCOPED_TRACE(c.name);
@@ -329,7 +329,7 @@ TEST(PskSession, TheClientRefusesAServerThatDoesNotHoldTheKey) {
       ASSERT_EQ(step.kind, ClientStep::Kind::kSend);
       EXPECT_TRUE(step.final);
     }
-    const Status s = Await(session->complete(c.final_token));
+    const Status s = Await(session->complete(c.final_message));
     EXPECT_EQ(s.code, c.expected) << s.to_string();
   }
   // The genuine exchange completes; a second challenge or a malformed one is

@@ -412,7 +412,7 @@ TEST_P(StreamingTest, SlowClientBuffersAtMostItsWindow) {
     }
     EXPECT_EQ(got, 8u << 20);
     // Over shared memory nothing is buffered: the ring bounds the server
-    // (tests/shm_stream_test.cc, SlowConsumerBoundsTheWriter).
+    // (tests/shm_stream_plane_test.cc, SlowConsumerBoundsTheWriter).
     if (GetParam() != "shm") {
       EXPECT_GT(max_buffered, 0u);
     }

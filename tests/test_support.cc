@@ -141,17 +141,17 @@ bool RawConnection::Send(const std::string& bytes) {
   return true;
 }
 
-bool RawConnection::SendHello(const std::string& mechanism, const std::string& token) {
+bool RawConnection::SendHello(const std::string& mechanism, const std::string& message) {
   std::string out;
   const auto preamble = wire::make_preamble();
   out.append(reinterpret_cast<const char*>(preamble.data()), preamble.size());
-  wire::append_hello(out, {wire::kNoFeatures, mechanism, token});
+  wire::append_hello(out, {wire::kNoFeatures, mechanism, message});
   return Send(out);
 }
 
-bool RawConnection::SendResponse(const std::string& token) {
+bool RawConnection::SendResponse(const std::string& message) {
   std::string out;
-  wire::append_auth_token(out, wire::FrameType::kAuthResponse, token);
+  wire::append_auth_message(out, wire::FrameType::kAuthResponse, message);
   return Send(out);
 }
 

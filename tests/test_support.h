@@ -134,10 +134,10 @@ class RawConnection {
 
   bool connected() const { return fd_ >= 0; }
   bool Send(const std::string& bytes);
-  // The preamble and a HELLO frame for `mechanism` with its first token.
-  bool SendHello(const std::string& mechanism, const std::string& token);
+  // The preamble and a HELLO frame for `mechanism` with its first message.
+  bool SendHello(const std::string& mechanism, const std::string& message);
   // An AUTH_RESPONSE frame.
-  bool SendResponse(const std::string& token);
+  bool SendResponse(const std::string& message);
   // The next whole frame, or nullopt (end of stream, error, timeout or a
   // length field below the header's or above wire::kDefaultMaxFrameSize).
   std::optional<RawFrame> ReadFrame(std::chrono::milliseconds timeout = std::chrono::seconds(5));

@@ -37,16 +37,16 @@ class CapturingClient final : public ClientMechanism {
       owner->sent_.clear();
     }
     asio::awaitable<ClientStep> initial() override { co_return record(co_await real->initial()); }
-    asio::awaitable<ClientStep> challenge(std::string_view token) override {
-      co_return record(co_await real->challenge(token));
+    asio::awaitable<ClientStep> challenge(std::string_view message) override {
+      co_return record(co_await real->challenge(message));
     }
-    asio::awaitable<Status> complete(std::string_view token) override {
-      co_return co_await real->complete(token);
+    asio::awaitable<Status> complete(std::string_view message) override {
+      co_return co_await real->complete(message);
     }
     ClientStep record(ClientStep step) {
       if (step.kind == ClientStep::Kind::kSend) {
         std::lock_guard lock(owner->mu_);
-        owner->sent_.push_back(step.token);
+        owner->sent_.push_back(step.message);
       }
       return step;
     }

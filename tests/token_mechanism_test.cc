@@ -67,7 +67,7 @@ ChannelInfo PlainTcp() {
 
 struct Outcome {
   ServerStep server;
-  Status client;                     // complete() on the server's final token, if the server succeeded
+  Status client;                     // complete() on the server's final message, if it succeeded
   std::vector<std::string> sent;     // what the client sent, in order (for replays)
 };
 
@@ -90,15 +90,15 @@ Outcome Authenticate(Realm& realm, const Token& token, ChannelInfo client_channe
       out.server = ServerStep::failure(step.error);
       return out;
     }
-    out.sent.push_back(step.token);
-    out.server = Await(ss->step(step.token));
+    out.sent.push_back(step.message);
+    out.server = Await(ss->step(step.message));
     if (out.server.kind != ServerStep::Kind::kChallenge) break;
     EXPECT_FALSE(step.final) << "the server challenged after the client's last message";
-    step = Await(cs->challenge(out.server.token));
+    step = Await(cs->challenge(out.server.message));
   }
   if (out.server.kind == ServerStep::Kind::kSuccess) {
     EXPECT_TRUE(step.final) << "the server succeeded before the client's last message";
-    out.client = Await(cs->complete(out.server.token));
+    out.client = Await(cs->complete(out.server.message));
   }
   return out;
 }

@@ -64,17 +64,17 @@ Outcome Authenticate(std::string_view mechanism, Realm& realm, const Token& toke
       return out;
     }
     ++out.round_trips;
-    out.server = Await(ss->step(step.token));
+    out.server = Await(ss->step(step.message));
     if (out.server.kind == ServerStep::Kind::kFailure) return out;
     if (out.server.kind == ServerStep::Kind::kSuccess) {
-      out.client = Await(cs->complete(out.server.token));
+      out.client = Await(cs->complete(out.server.message));
       return out;
     }
     if (out.round_trips > 5) {
       out.client = Status(Errc::kProtocolError, "too many steps");
       return out;
     }
-    step = Await(cs->challenge(out.server.token));
+    step = Await(cs->challenge(out.server.message));
   }
 }
 

@@ -53,10 +53,10 @@ void decode_body(std::uint8_t type, std::string_view body, bool round_trip) {
     }
     case FrameType::kAuthChallenge:
     case FrameType::kAuthResponse: {
-      auto m = wire::parse_auth_token(body);
+      auto m = wire::parse_auth_message(body);
       if (!m.ok() || !round_trip) return;
-      wire::append_auth_token(out, static_cast<FrameType>(type), m->token);
-      require(body_of() == body, "AUTH token re-encodes differently");
+      wire::append_auth_message(out, static_cast<FrameType>(type), m->message);
+      require(body_of() == body, "AUTH message re-encodes differently");
       return;
     }
     case FrameType::kAuthSuccess: {

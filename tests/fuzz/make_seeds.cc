@@ -74,13 +74,13 @@ std::string client_initial(ClientMechanism& m, const ChannelInfo& channel) {
   auto session = m.start(channel);
   auto step = run(io, session->initial());
   if (step.kind != ClientStep::Kind::kSend) fail(step.error.to_string().c_str());
-  return step.token;
+  return step.message;
 }
 
-std::string hello_frame(std::string_view mechanism, std::string token, std::string do_as = {}) {
+std::string hello_frame(std::string_view mechanism, std::string message, std::string do_as = {}) {
   wire::Hello h;
   h.mechanism = std::string(mechanism);
-  h.token = std::move(token);
+  h.message = std::move(message);
   if (!do_as.empty()) {
     h.features |= wire::kFeatureDoAs;
     h.do_as = std::move(do_as);
@@ -99,8 +99,8 @@ void frame_seeds() {
   wire::append_mechanisms(mechanisms, {wire::kNoFeatures, {"kerberos", "token", "simple"}});
   std::string challenge, response, success, error, goaway, ping, request, response_frame, cancel,
       stream_request, data, window, end_stream;
-  wire::append_auth_token(challenge, FrameType::kAuthChallenge, "challenge-bytes");
-  wire::append_auth_token(response, FrameType::kAuthResponse, "response-bytes");
+  wire::append_auth_message(challenge, FrameType::kAuthChallenge, "challenge-bytes");
+  wire::append_auth_message(response, FrameType::kAuthResponse, "response-bytes");
   wire::append_auth_success(success, {wire::kFeatureStreams, "final", "alice"});
   wire::append_error(error, 16, "authentication failed");
   wire::append_goaway(goaway, {7, "stopping"});
@@ -191,7 +191,7 @@ void negotiation_seeds() {
     TokenSaslClientMechanism sasl(name, options);
     std::string first = client_initial(sasl, plain);
     std::string response;
-    wire::append_auth_token(response, FrameType::kAuthResponse, "n,,n=x,r=abc");
+    wire::append_auth_message(response, FrameType::kAuthResponse, "n,,n=x,r=abc");
     seed("negotiation_fuzz", std::string(name), session(0, preamble() + hello_frame(name, first) + response));
   }
   const std::string der = x509_client_der();

@@ -80,10 +80,10 @@ std::uint64_t take_u64(std::string_view& data) {
 }
 
 ServerStep step(TokenServerMechanism& mechanism, const ChannelInfo& channel,
-                std::string_view client_token) {
+                std::string_view client_message) {
   asio::io_context io;
   auto session = mechanism.start(channel);
-  return run(io, session->step(client_token));
+  return run(io, session->step(client_message));
 }
 
 void server_sessions(std::string_view data, bool raw) {
@@ -159,7 +159,7 @@ void server_sessions(std::string_view data, bool raw) {
     if (result.kind == ServerStep::Kind::kSuccess) {
       require(result.identity.user == "alice@EXAMPLE.COM", "token success for the wrong user");
       require((flags & 8) != 0, "token success without the password");
-      require(result.token.size() == 1 + token_wire::kProofBytes, "bad final token");
+      require(result.message.size() == 1 + token_wire::kProofBytes, "bad final message");
     }
     // bit 6: replay the same HELLO at once, on another connection: over TLS
     // that connection's channel binding differs (the replay cache is for

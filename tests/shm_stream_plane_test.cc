@@ -1,6 +1,6 @@
-// Streaming calls over the shared-memory data plane (rpc/shm_stream.h,
-// docs/SHM.md "Integration"): a real Server and Client on an abstract Unix
-// socket. Byte-exact get and put through the ring (SHA-256 on both ends,
+// Streaming calls over the shared-memory data plane (rpc/shm_link.h,
+// rpc/shm_stream_plane.h, docs/SHM.md "Integration"): a real Server and
+// Client on an abstract Unix socket. Byte-exact get and put through the ring (SHA-256 on both ends,
 // in-place slots and messages spanning slots), fallback to the socket when
 // either side disables shared memory, refusal for a peer running as another
 // uid (a forked child that setuid()s to nobody), a peer process vanishing
