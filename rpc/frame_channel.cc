@@ -57,12 +57,12 @@ asio::awaitable<std::error_code> FrameChannel::fill(std::size_t need) {
   co_return std::error_code();
 }
 
-asio::awaitable<Status> FrameChannel::open_stream() {
+asio::awaitable<Status> FrameChannel::open_byte_stream() {
   std::error_code ec;
-  auto opened = co_await stream_->open(ec);
+  auto opened = co_await byte_stream_->open(ec);
   if (ec == asio::error::eof) co_return Status(Errc::kConnectionClosed, "peer closed");
   if (ec) co_return Status(ec, "read");
-  if (opened) stream_ = std::move(opened);
+  if (opened) byte_stream_ = std::move(opened);
   co_return Status();
 }
 

@@ -38,11 +38,11 @@ class FrameChannel final : public std::enable_shared_from_this<FrameChannel>,
   FrameChannel(std::unique_ptr<ByteStream> byte_stream, std::size_t max_frame_size);
   ~FrameChannel();
 
-  // For a stream that needs_open() (an accepted tls:// connection,
+  // For a byte stream that needs_open() (an accepted tls:// connection,
   // rpc/tls_listener.h): runs its open() and reads and writes through the
   // stream it returns from then on. Before anything else; close() ends it.
   // Errors as read_exact()'s.
-  asio::awaitable<Status> open_stream();
+  asio::awaitable<Status> open_byte_stream();
   // Reads exactly `n` raw bytes (the preamble).
   asio::awaitable<Status> read_exact(std::uint8_t* out, std::size_t n);
   // The next complete frame. kConnectionClosed on a clean end of stream,

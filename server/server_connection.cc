@@ -68,7 +68,7 @@ asio::awaitable<void> ServerConnection::run(Status refuse) {
   // made the stream TLS (or plaintext, or refused it: rpc/tls_listener.h),
   // under the same deadline.
   Status status;
-  if (channel_->stream().needs_open()) status = co_await channel_->open_stream();
+  if (channel_->byte_stream().needs_open()) status = co_await channel_->open_byte_stream();
   std::uint8_t preamble[wire::kPreambleSize];
   if (status.ok()) status = co_await channel_->read_exact(preamble, sizeof preamble);
   if (status.ok()) status = wire::check_preamble(preamble);
