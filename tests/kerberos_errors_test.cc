@@ -65,7 +65,7 @@ const Case kCases[] = {
     {"clock skew with NO_CRED", GSS_S_NO_CRED, KRB5KRB_AP_ERR_SKEW,
      KerberosErrc::kCredentialsExpired, KerberosErrc::kCredentialsExpired,
      Errc::kCredentialsExpired, RetryAdvice::kReauthenticate},
-    {"replay", GSS_S_DUPLICATE_TOKEN, KRB5KRB_AP_ERR_REPEAT, KerberosErrc::kFailed,
+    {"replay", GSS_S_FAILURE, KRB5KRB_AP_ERR_REPEAT, KerberosErrc::kFailed,
      KerberosErrc::kFailed, Errc::kAuthenticationFailed, RetryAdvice::kGiveUp},
     {"unknown server principal", GSS_S_FAILURE, KRB5KDC_ERR_S_PRINCIPAL_UNKNOWN,
      KerberosErrc::kFailed, KerberosErrc::kFailed, Errc::kAuthenticationFailed,

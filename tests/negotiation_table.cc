@@ -87,8 +87,8 @@ class PlainClientSession final : public ClientAuthSession {
     }
     co_return ClientStep::send(password_, true);
   }
-  asio::awaitable<Status> complete(std::string_view final_token) override {
-    if (final_token != "plain-test-ok:" + user_) {
+  asio::awaitable<Status> complete(std::string_view final_message) override {
+    if (final_message != "plain-test-ok:" + user_) {
       co_return Status(Errc::kAuthenticationFailed, "plain-test: server did not prove itself");
     }
     co_return Status();
