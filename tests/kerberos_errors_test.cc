@@ -98,9 +98,9 @@ TEST_P(KerberosErrorsTest, ClassifiesReportsAndAdvises) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Codes, KerberosErrorsTest, ::testing::ValuesIn(kCases),
-                         [](const auto& info) {
+                         [](const auto& param_info) {
                            std::string name;
-                           for (const char* p = info.param.name; *p; ++p) {
+                           for (const char* p = param_info.param.name; *p; ++p) {
                              name += std::isalnum(static_cast<unsigned char>(*p)) ? *p : '_';
                            }
                            return name;

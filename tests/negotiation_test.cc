@@ -189,7 +189,7 @@ TEST_F(NegotiationTest, StopIsPromptAfterAClientLeavesBeforeThePreamble) {
 // Pipelining (wait_for_authentication = false): calls made right after
 // connect travel behind the client's last negotiation token. If the server
 // refuses the mechanism it drops them unexecuted; the client must send them
-// again behind the next mechanism's final token. The calls are issued on the
+// again behind the next mechanism's final message. The calls are issued on the
 // client's own event loop before it ever suspends, so they are certainly
 // queued before the server's answer can arrive.
 struct PipelineCase {
@@ -285,9 +285,9 @@ INSTANTIATE_TEST_SUITE_P(
         // Accepted at once: calls ride in the first flight.
         PipelineCase{"accepted_first", {kS}, {kS}, Errc::kOk, kS, {kS}},
         PipelineCase{"accepted_multi_round", {kP}, {kP}, Errc::kOk, kP, {kP}},
-        // simple's HELLO carries its final token, so the calls follow it and
+        // simple's HELLO carries its final message, so the calls follow it and
         // are dropped by the server; plain-test then takes two rounds before
-        // its final token, behind which the calls must be resent.
+        // its final message, behind which the calls must be resent.
         PipelineCase{"refused_simple_then_plain", {kS, kP}, {kP}, Errc::kOk, kP, {kS, kP}},
         // Calls held during plain-test's first round, then follow simple.
         PipelineCase{"refused_plain_then_simple", {kP, kS}, {kS}, Errc::kOk, kS, {kP, kS}},
