@@ -7,7 +7,8 @@
 // (docs/DESIGN.md, "Measured costs behind the code").
 //
 // Who uses it: the client connection (connect and negotiation deadlines, call
-// deadlines) and the socket transport's connect.
+// deadlines), the socket transport's connect and the TLS client's handshake
+// (SocketDeadline, below).
 //
 // The timer's wait does not count as work of an io_context when it was armed
 // from one of the context's handlers (as connections do): with no entry left,
@@ -25,6 +26,7 @@
 #include <asio/steady_timer.hpp>
 #include <chrono>
 #include <optional>
+#include <system_error>
 
 namespace authrpc {
 
@@ -87,6 +89,35 @@ class DeadlineQueue final : public asio::execution_context::service {
   std::optional<asio::steady_timer> timer_;
   Clock::time_point armed_for_ = Clock::time_point::max();
   bool shut_down_ = false;
+};
+
+// Closes a socket (any Asio socket) if its deadline passes first, so that a
+// pending connect, wait or TLS handshake on it completes with an error. A
+// DeadlineQueue entry rather than a timer of its own: most connects (Unix
+// sockets, loopback TCP) and handshakes finish long before, and a timer
+// armed and cancelled for each would cost more than their own work. Used by
+// the socket transport's connect and the TLS client's handshake.
+template <typename Socket>
+class SocketDeadline final : public DeadlineQueue::Entry {
+ public:
+  explicit SocketDeadline(Socket& socket) : socket_(socket) {}
+  ~SocketDeadline() override { cancel(); }
+
+  void start(const asio::any_io_executor& ex, std::chrono::steady_clock::time_point deadline) {
+    if (deadline == std::chrono::steady_clock::time_point::max()) return;
+    DeadlineQueue::of(ex).add(*this, deadline, ex);
+  }
+  bool timed_out() const noexcept { return timed_out_; }
+
+ private:
+  void expired() override {
+    timed_out_ = true;
+    std::error_code ignored;
+    socket_.close(ignored);  // the pending wait or connect completes with an error
+  }
+
+  Socket& socket_;
+  bool timed_out_ = false;
 };
 
 }  // namespace authrpc

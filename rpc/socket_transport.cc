@@ -84,33 +84,6 @@ asio::ip::address parse_address(const std::string& host, std::error_code& ec) {
   return address;
 }
 
-// Closes a connecting socket if its deadline passes first. A DeadlineQueue
-// entry rather than a timer of its own: most connects (Unix sockets, loopback
-// TCP) finish long before, and a timer armed and cancelled for each would
-// cost more than the connect's own work.
-template <typename Socket>
-class ConnectDeadline final : public DeadlineQueue::Entry {
- public:
-  explicit ConnectDeadline(Socket& socket) : socket_(socket) {}
-  ~ConnectDeadline() { cancel(); }
-
-  void start(const asio::any_io_executor& ex, std::chrono::steady_clock::time_point deadline) {
-    if (deadline == std::chrono::steady_clock::time_point::max()) return;
-    DeadlineQueue::of(ex).add(*this, deadline, ex);
-  }
-  bool timed_out() const noexcept { return timed_out_; }
-
- private:
-  void expired() override {
-    timed_out_ = true;
-    std::error_code ignored;
-    socket_.close(ignored);  // the pending wait or connect completes with an error
-  }
-
-  Socket& socket_;
-  bool timed_out_ = false;
-};
-
 // Connects `socket` to `peer`: at once when the kernel can (a Unix socket,
 // often a loopback TCP connect), otherwise by waiting for the socket to
 // become writable, until `deadline`. Trying the connect inline saves a trip
@@ -130,7 +103,7 @@ asio::awaitable<std::error_code> connect_socket(typename Protocol::socket& socke
   if (errno != EINPROGRESS && errno != EAGAIN && errno != EINTR) {
     co_return std::error_code(errno, std::system_category());
   }
-  ConnectDeadline guard(socket);
+  SocketDeadline guard(socket);
   guard.start(socket.get_executor(), deadline);
   co_await socket.async_wait(Protocol::socket::wait_write, redirect_error(use_awaitable, ec));
   if (guard.timed_out()) {
@@ -529,7 +502,7 @@ class TcpTransport final : public Transport {
       ec = co_await connect_socket<Tcp>(socket, Tcp::endpoint(address, endpoint.port), deadline,
                                         timed_out);
     } else {
-      ConnectDeadline guard(socket);
+      SocketDeadline guard(socket);
       guard.start(ex, deadline);
       Tcp::resolver resolver(ex);
       ec.clear();

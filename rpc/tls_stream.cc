@@ -116,27 +116,6 @@ bool attach_socket(SSL* ssl, int fd) {
   return true;
 }
 
-// Closes the socket if the deadline passes first (connect or handshake).
-class SocketDeadline final : public DeadlineQueue::Entry {
- public:
-  explicit SocketDeadline(Tcp::socket& socket) : socket_(socket) {}
-  ~SocketDeadline() override { cancel(); }
-  void start(const asio::any_io_executor& ex, std::chrono::steady_clock::time_point deadline) {
-    if (deadline == std::chrono::steady_clock::time_point::max()) return;
-    DeadlineQueue::of(ex).add(*this, deadline, ex);
-  }
-  bool timed_out() const noexcept { return timed_out_; }
-
- private:
-  void expired() override {
-    timed_out_ = true;
-    std::error_code ignored;
-    socket_.close(ignored);
-  }
-  Tcp::socket& socket_;
-  bool timed_out_ = false;
-};
-
 // TLS over a TCP socket: owns the socket and the SSL. A server's handshake
 // runs inside its first reads (SSL_read in accept state); a client's is done
 // before the stream is made (wrap_tls_client).
