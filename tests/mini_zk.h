@@ -18,9 +18,11 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <string>
 #include <thread>
 
@@ -44,8 +46,23 @@ class MiniZk {
     return std::filesystem::exists(kJar) && std::filesystem::exists(kSlf4j) && ::access("/usr/bin/java", X_OK) == 0;
   }
 
-  // Empty on success, else what went wrong.
+  // Empty on success, else what went wrong. A port this class picked itself
+  // (free_port()) may be taken by someone else before ZooKeeper binds it —
+  // another test's outgoing connection gets ephemeral ports from the same
+  // range — so a start that fails to bind it tries again with another port.
   std::string start() {
+    const bool own_port = port_ == 0;
+    std::string error = start_once();
+    for (int retry = 0; retry < 3 && own_port && lost_the_port(); ++retry) {
+      std::fprintf(stderr, "mini_zk: port %d was taken before ZooKeeper bound it; trying another\n", port_);
+      port_ = 0;
+      error = start_once();
+    }
+    return error;
+  }
+
+ private:
+  std::string start_once() {
     if (pid_ > 0) return {};
     if (dir_.empty()) {
       std::string t = (std::filesystem::temp_directory_path() / "authrpc-minizk-XXXXXX").string();
@@ -73,7 +90,7 @@ class MiniZk {
     if (pid_ == 0) {
       ::prctl(PR_SET_PDEATHSIG, SIGKILL);
       if (::getppid() != parent) ::_exit(127);
-      int fd = ::open(log.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0600);
+      int fd = ::open(log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
       if (fd >= 0) {
         ::dup2(fd, 1);
         ::dup2(fd, 2);
@@ -97,6 +114,15 @@ class MiniZk {
     return "zookeeper did not answer srvr within 30 s; see " + log;
   }
 
+  // The last start's process exited because its port was in use.
+  bool lost_the_port() const {
+    if (pid_ > 0) return false;
+    std::ifstream in(dir_ + "/zookeeper.log");
+    const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    return text.find("Address already in use") != std::string::npos;
+  }
+
+ public:
   // SIGKILL, then wait for the process.
   void stop() {
     if (pid_ <= 0) return;
