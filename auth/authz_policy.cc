@@ -7,6 +7,7 @@
 #include <pwd.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <fstream>
 #include <set>
 #include <sstream>
@@ -225,6 +226,14 @@ std::vector<std::string> AuthzPolicy::groups_of(const std::string& user) const {
   return os_group_cache_ ? os_group_cache_->groups(user) : os_groups(user);
 }
 
+std::vector<std::string> AuthzPolicy::groups_of(const Identity& id) const {
+  std::vector<std::string> groups = groups_of(id.user);
+  for (const std::string& g : id.groups) {
+    if (std::find(groups.begin(), groups.end(), g) == groups.end()) groups.push_back(g);
+  }
+  return groups;
+}
+
 Status AuthzPolicy::establish(Identity& id, std::string_view do_as,
                               std::vector<std::string>& groups) const {
   if (map_principals_) {
@@ -232,7 +241,7 @@ Status AuthzPolicy::establish(Identity& id, std::string_view do_as,
     if (!name.ok()) return name.status();
     id.user = std::move(*name);
   }
-  groups = groups_of(id.user);
+  groups = groups_of(id);
   if (do_as.empty() || do_as == id.user) return {};
 
   const std::string who = id.principal.empty() ? id.user : id.principal;
@@ -255,6 +264,7 @@ Status AuthzPolicy::establish(Identity& id, std::string_view do_as,
   id.user = target;
   id.principal = target;
   id.realm.clear();
+  id.groups.clear();
   groups = std::move(target_groups);
   return {};
 }

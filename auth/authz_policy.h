@@ -44,6 +44,10 @@ class AuthzPolicy {
   bool is_admin(const Subject& who) const { return admins_.check(who).ok(); }
 
   std::vector<std::string> groups_of(const std::string& user) const;
+  // The groups of an authenticated `id`: those of id.user from the server's
+  // source, then those its mechanism vouches for (Identity::groups) that are
+  // not among them.
+  std::vector<std::string> groups_of(const Identity& id) const;
   const PrincipalMapper& mapper() const noexcept { return mapper_; }
 
  private:

@@ -33,7 +33,7 @@ Result<std::string> reload_authz(Server::Impl& server, CallContext& ctx) {
   if (!authorizer) return Status(Errc::kFailedPrecondition, "no authorization policy configured");
   const auto policy = authorizer->current();
   const Identity& id = ctx.identity();
-  const auto groups = policy->groups_of(id.user);
+  const auto groups = policy->groups_of(id);
   if (!policy->is_admin({id.user, &groups, id.peer_address})) {
     const std::string reason = "user '" + id.user + "' is not an authorization admin";
     if (server.options.audit_log) {

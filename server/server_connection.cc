@@ -254,6 +254,12 @@ asio::awaitable<void> ServerConnection::serve() {
                             " frame after negotiation");
         break;
     }
+    if (credentials_expired_) [[unlikely]] {
+      server_.log(LogLevel::kInfo, "closing connection from " + peer_ + " (" + identity_.user +
+                                       "): its credentials expired");
+      co_await linger(expired_credentials());
+      co_return;
+    }
     if (breach.ok() && unix_socket) breach = check_stray_descriptors();
     if (!breach.ok()) {
       co_await close_for_protocol_error(std::move(breach));
@@ -324,6 +330,12 @@ void ServerConnection::flush_if_idle() {
   spent_session_.reset();  // after the first replies have left (negotiate_server)
 }
 
+Status ServerConnection::expired_credentials() const {
+  return Status(Errc::kCredentialsExpired,
+                "the credentials this connection authenticated with (" + identity_.mechanism +
+                    ") have expired: authenticate again");
+}
+
 // A call's deadline from its header's timeout (0: none).
 ServerConnection::Clock::time_point ServerConnection::deadline_after(std::uint32_t timeout_ms) {
   return timeout_ms == 0 ? Clock::time_point::max()
@@ -335,6 +347,12 @@ std::optional<ServerConnection::AdmittedCall> ServerConnection::admit_call(
     Clock::time_point deadline) {
   if (state_ != State::kServing) {
     respond(call_id, Status(Errc::kUnavailable, "server is shutting down"), deadline);
+    return std::nullopt;
+  }
+  // A session does not outlive its credentials (Identity::expires).
+  if (identity_.expires && std::chrono::system_clock::now() >= *identity_.expires) [[unlikely]] {
+    respond(call_id, expired_credentials(), deadline);
+    credentials_expired_ = true;
     return std::nullopt;
   }
   AdmittedCall call{nullptr, {}, {}, call_id, deadline};

@@ -91,6 +91,9 @@ class ServerConnection : public std::enable_shared_from_this<ServerConnection> {
   Status handle_shm_hello(const Frame& frame);
   // Descriptors that arrived without an SHM_RING frame to claim them.
   Status check_stray_descriptors();
+  // CREDENTIALS_EXPIRED: what a call after identity_.expires is answered,
+  // and what the connection then closes with.
+  Status expired_credentials() const;
   static Clock::time_point deadline_after(std::uint32_t timeout_ms);
   // What every call passes before it runs: the server is serving, the
   // method exists, the caller may call it. On refusal, responds with the
@@ -124,6 +127,9 @@ class ServerConnection : public std::enable_shared_from_this<ServerConnection> {
   Identity identity_;
   std::unique_ptr<ServerAuthSession> spent_session_;  // see negotiate_server()
   std::uint64_t budget_ticket_ = 0;
+  // A call came after identity_.expires: the connection ends once that
+  // call's refusal is written.
+  bool credentials_expired_ = false;
   bool authenticated_ = false;  // left the budget for max_connections
   std::size_t in_flight_ = 0;
   std::uint32_t last_call_id_ = 0;
