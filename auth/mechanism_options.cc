@@ -35,7 +35,11 @@ Status MechanismOptions::read(const char* key, bool& out) const {
 Status MechanismOptions::read(const char* key, std::size_t& out, std::size_t max) const {
   if (!json_.is_object() || !json_.contains(key)) return {};
   const auto& v = json_[key];
-  if (!v.is_number_unsigned() || v.get<std::uint64_t>() > max) {
+  // A non-negative integer: unsigned from parsed text, signed when a program
+  // built the options ({"n", 5} in C++ is a signed integer).
+  const bool non_negative =
+      v.is_number_unsigned() || (v.is_number_integer() && v.get<std::int64_t>() >= 0);
+  if (!non_negative || v.get<std::uint64_t>() > max) {
     return error(std::string("'") + key + "' must be an integer from 0 to " + std::to_string(max));
   }
   out = static_cast<std::size_t>(v.get<std::uint64_t>());
