@@ -17,6 +17,9 @@ PACKAGES=(
   faketime  # libfaketime: the clock-skew case of tests/kerberos_itest.cc
   # ZooKeeper token store: the C client, and a server for tests/mini_zk.h
   libzookeeper-mt-dev zookeeper
+  # A real OIDC issuer for the jwt tests (tests/glewlwyd_idp.h) and sqlite3;
+  # dbconfig-sqlite3 satisfies its database dependency without a MariaDB client.
+  glewlwyd dbconfig-sqlite3
   # Fuzzing (scripts/fuzz.sh, docs/FUZZING.md): clang 14, libFuzzer and the
   # sanitizer runtimes (not pulled in by clang without recommends), and
   # llvm-symbolizer for readable stacks.
