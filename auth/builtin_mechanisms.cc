@@ -2,6 +2,7 @@
 // registers itself from its own module (options, flags, traits); this file
 // only lists them. Kept apart from the registry itself so that a program
 // that builds its own registry does not link every mechanism.
+#include "authrpc/auth/jwt.h"
 #include "authrpc/auth/kerberos.h"
 #include "authrpc/auth/kerberos_sasl.h"
 #include "authrpc/auth/mechanism_registry.h"
@@ -20,6 +21,7 @@ MechanismRegistry MechanismRegistry::with_builtins() {
   register_token(r);
   register_token_sasl(r);
   register_x509(r);
+  register_jwt(r);
   return r;
 }
 

@@ -131,7 +131,7 @@ INSTANTIATE_TEST_SUITE_P(
         // Acting for carol: carol's groups (the server's), not svc's vouched ones.
         GroupCase{"do_as_drops_vouched_groups", "svc|idp-admins|0", "carol",
                   Errc::kPermissionDenied}),
-    [](const auto& info) { return std::string(info.param.name); });
+    [](const auto& row) { return std::string(row.param.name); });
 
 TEST(AuthzPolicyGroupsTest, VouchedGroupsFollowTheServersWithoutDuplicates) {
   auto policy = AuthzPolicy::from_json(nlohmann::json::parse(

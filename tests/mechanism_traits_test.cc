@@ -18,6 +18,7 @@
 #include <thread>
 
 #include "authrpc/auth/authz_policy.h"
+#include "authrpc/auth/jwt.h"
 #include "authrpc/auth/kerberos.h"
 #include "authrpc/auth/mechanism_registry.h"
 #include "authrpc/auth/simple.h"
@@ -629,7 +630,7 @@ TEST(MechanismRegistry, KeepsWhatEachBuiltinDeclares) {
       {"simple", kSimpleTraits},       {"kerberos", kKerberosTraits},
       {"kerberos-sasl", kKerberosTraits}, {"token", kTokenTraits},
       {"token-digest", kTokenTraits},   {"token-scram", kTokenTraits},
-      {"x509", kX509Traits},
+      {"x509", kX509Traits},           {"jwt", kJwtTraits},
   };
   EXPECT_EQ(registry.server_names().size(), std::size(expected));
   for (const auto& [name, traits] : expected) {

@@ -8,9 +8,13 @@
 // credentials, and in the choice rows at the end. docs/TESTING.md has more.
 #include "tests/negotiation_table.h"
 
+#include <chrono>
+#include <filesystem>
+#include <fstream>
 #include <nlohmann/json.hpp>
 #include <utility>
 
+#include "authrpc/auth/jwt.h"
 #include "authrpc/auth/kerberos.h"
 #include "authrpc/auth/kerberos_sasl.h"
 #include "authrpc/auth/mechanism_registry.h"
@@ -23,6 +27,7 @@
 #include "tests/test_server.h"
 #include "tests/test_support.h"
 #include "tests/test_tls.h"
+#include "tests/testing/jwt_issuer.h"
 
 namespace authrpc::testing {
 namespace {
@@ -246,6 +251,34 @@ bool HaveRealm(const std::string& spec) {
 
 std::string BaseName(const std::string& spec) { return spec.substr(0, spec.find(':')); }
 
+// The jwt rows' issuer: an RS256 key, its JWKS, a token for alice and an
+// expired one, in a directory removed at exit.
+struct JwtIssuer {
+  JwtTestKey key = JwtTestKey::rsa("negotiation-1");
+  std::string dir = TempDir("negotiation-jwt");
+  std::string jwks = write("jwks.json", jwks_document({&key}));
+  std::string token = write("token", sign(600));
+  std::string expired = write("expired", sign(-3600));
+  ~JwtIssuer() {
+    std::error_code ec;
+    std::filesystem::remove_all(dir, ec);
+  }
+  std::string sign(long ttl_s) const {
+    const long now = static_cast<long>(std::chrono::duration_cast<std::chrono::seconds>(
+        std::chrono::system_clock::now().time_since_epoch()).count());
+    return key.sign({{"iss", "https://idp.test"}, {"aud", "negotiation"}, {"sub", "alice"},
+                     {"exp", now + ttl_s}, {"iat", now}});
+  }
+  std::string write(const std::string& name, const std::string& text) const {
+    std::ofstream(dir + "/" + name) << text;
+    return dir + "/" + name;
+  }
+};
+const JwtIssuer& jwt_issuer() {
+  static const JwtIssuer issuer;
+  return issuer;
+}
+
 std::shared_ptr<ServerMechanism> MakeServerMechanism(const std::string& name) {
   if (name == "simple" || name == kPlain || name == kReject) {
     auto m = registry().make_server(name, json::object());
@@ -253,6 +286,12 @@ std::shared_ptr<ServerMechanism> MakeServerMechanism(const std::string& name) {
     return m.ok() ? *m : nullptr;
   }
   if (name == "x509") return std::make_shared<X509ServerMechanism>();
+  if (name == "jwt") {
+    auto m = make_jwt_server({{"issuer", "https://idp.test"}, {"audience", "negotiation"},
+                              {"jwks_file", jwt_issuer().jwks}});
+    EXPECT_TRUE(m.ok()) << Describe(m);
+    return m.ok() ? *m : nullptr;
+  }
   if (!HaveRealm(name)) return nullptr;
   const TableRealm& r = realm();
   if (name == "kerberos") {
@@ -275,7 +314,7 @@ std::shared_ptr<ServerMechanism> MakeServerMechanism(const std::string& name) {
 // Variants: "simple:bad-user" is user "bad user" (refused by the server);
 // "plain-test:wrong" has the wrong password; "kerberos:otherhost" expects a
 // service principal the server has no key for; "<token mechanism>:forged"
-// holds alice's token with a wrong password.
+// holds alice's token with a wrong password; "jwt:expired" an expired access token.
 std::shared_ptr<ClientMechanism> MakeClientMechanism(const std::string& spec) {
   const std::string name = BaseName(spec);
   const std::string variant = name.size() < spec.size() ? spec.substr(name.size() + 1) : "";
@@ -298,6 +337,12 @@ std::shared_ptr<ClientMechanism> MakeClientMechanism(const std::string& spec) {
     return m.ok() ? *m : nullptr;
   }
   if (spec == "x509") return std::make_shared<X509ClientMechanism>();
+  if (name == "jwt") {
+    auto m = make_jwt_client(
+        {{"token_file", variant == "expired" ? jwt_issuer().expired : jwt_issuer().token}});
+    EXPECT_TRUE(m.ok()) << Describe(m);
+    return m.ok() ? *m : nullptr;
+  }
   if (!HaveRealm(spec)) return nullptr;
   const TableRealm& r = realm();
   if (name == "kerberos" || name == "kerberos-sasl") {
@@ -409,6 +454,7 @@ std::vector<NegotiationCase> MakeRows() {
         "kerberos-sasl", "alice@"},
       C{"kerberos_sasl_tls", {"kerberos-sasl"}, {"kerberos-sasl"}, Channel::kTls, kOk,
         "kerberos-sasl", "alice@"},
+      C{"jwt_tls", {"jwt"}, {"jwt"}, Channel::kTls, kOk, "jwt", "alice"},
       C{"token_unix", {"token"}, {"token"}, Channel::kUnix, kOk, "token", "alice@"},
       C{"token_tls", {"token"}, {"token"}, Channel::kTls, kOk, "token", "alice@"},
       C{"token_digest_tcp", {"token-digest"}, {"token-digest"}, Channel::kTcp, kOk, "token-digest",
@@ -427,11 +473,16 @@ std::vector<NegotiationCase> MakeRows() {
         Errc::kFailedPrecondition},
       C{"x509_without_client_certificate", {"x509"}, {"x509"}, Channel::kTlsNoClientCert,
         Errc::kConfigError},
+      // A bearer token: TLS only, unless both sides opt in to plaintext unix://.
+      C{"jwt_unix_without_opt_in", {"jwt"}, {"jwt"}, Channel::kUnix, Errc::kFailedPrecondition},
+      C{"jwt_plain_to_optional_tls", {"jwt"}, {"jwt"}, Channel::kPlainToOptional,
+        Errc::kConfigError},
       // Wrong credentials are refused, and never fall back to another mechanism.
       C{"kerberos_unknown_service_key", {"kerberos:otherhost"}, {"kerberos"}, Channel::kTcp, kRefused},
       C{"token_forged", {"token:forged", "kerberos"}, {"token", "kerberos"}, Channel::kTls, kRefused},
       C{"token_digest_forged", {"token-digest:forged"}, {"token-digest"}, Channel::kTcp, kRefused},
       C{"token_scram_forged", {"token-scram:forged"}, {"token-scram"}, Channel::kTls, kRefused},
+      C{"jwt_expired", {"jwt:expired"}, {"jwt"}, Channel::kTls, Errc::kCredentialsExpired},
       // Nothing in common.
       C{"kerberos_vs_simple", {"kerberos"}, {"simple"}, Channel::kTcp, kUnavailable},
       C{"simple_vs_kerberos_token", {"simple"}, {"kerberos", "token"}, Channel::kTls, kUnavailable},
@@ -605,7 +656,11 @@ TEST_P(NegotiationTable, Negotiate) {
   } else {
     ASSERT_FALSE(client.ok()) << "connected with " << (*client)->mechanism();
     EXPECT_EQ(client.code(), make_error_code(c.expected)) << Describe(client);
-    EXPECT_EQ(retry_advice(client.code()), RetryAdvice::kGiveUp) << Describe(client);
+    // Wrong or missing credentials are final; expired ones are renewed.
+    EXPECT_EQ(retry_advice(client.code()), c.expected == Errc::kCredentialsExpired
+                                               ? RetryAdvice::kReauthenticate
+                                               : RetryAdvice::kGiveUp)
+        << Describe(client);
     EXPECT_NE(client.status().message.find(c.message), std::string::npos) << Describe(client);
   }
   if (!c.sessions.checked) return;

@@ -2,7 +2,7 @@
 // the outcome the client sees, as one list of rows of one type
 // (tests/negotiation_table.cc), run by one parameterised test,
 // NegotiationTable.Negotiate, in two instantiations:
-//   negotiation_test   (WithoutKdc/...) the rows that need no KDC: `simple`,
+//   negotiation_test   (WithoutKdc/...) the rows that need no KDC: `simple`, `jwt`,
 //                      `x509` and the test mechanisms below; one ctest entry
 //                      per row, seconds in all;
 //   negotiation_itest  (WithKdc/...) the rows with a mechanism of the kerberos
@@ -20,7 +20,8 @@
 //                user (mutual step). Exercises multi-round negotiation.
 //   reject-test  the server always refuses with AUTHENTICATION_FAILED.
 // Users: simple → bob, plain-test → carol, x509 → alice (the certificate's
-// CN), kerberos and delegation tokens → alice@REALM.
+// CN), jwt → alice (the token's sub), kerberos and delegation tokens →
+// alice@REALM.
 #pragma once
 
 #include <gtest/gtest.h>
