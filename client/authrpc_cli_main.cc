@@ -64,21 +64,8 @@ unless it ends with one (--raw: the bytes exactly as received).
   --auth NAME        mechanism to use; repeat to allow several, in order of
                      preference (default: simple). Never falls back to one
                      not listed.
-  --user NAME        user name for --auth simple (default: the OS user)
   --do-as USER       act as USER (proxy user); the server must allow the
                      authenticated user to impersonate USER (docs/AUTHZ.md)
-  --service-principal P  kerberos, kerberos-sasl: the server principal to
-                     expect, e.g. rpc/host@REALM (default: rpc@<host of
-                     --server>, localhost for unix:)
-  --principal P --keytab F   kerberos, kerberos-sasl: log in from a keytab
-                     instead of using the ticket cache
-  --ccache C         kerberos, kerberos-sasl: ticket cache (default:
-                     KRB5CCNAME)
-  --token-file F     token, token-digest, token-scram: credentials file
-                     holding a token for --server (default: AUTHRPC_TOKEN_FILE)
-  --sasl-service S --server-fqdn H   token-digest, token-scram: the SASL
-                     service and host names the server is configured with
-                     (default: authrpc, localhost)
   --data TEXT        request payload (default: empty)
   --data-file FILE   request payload from FILE ('-' for stdin)
   --raw              print the response exactly, without adding a newline
@@ -92,7 +79,10 @@ unless it ends with one (--raw: the bytes exactly as received).
   --encryption P     disabled|optional|required (default: required for
                      tls://, else disabled); optional falls back to plaintext
   --authentication P disabled|optional|required: required refuses simple
+)";
 
+// After the mechanisms' own options (MechanismFlags::help()).
+constexpr const char* kCallExamples = R"(
 Examples:
   authrpc call --server tcp://127.0.0.1:7000 --auth simple sys whoami
   authrpc call --server tcp://localhost:7000 --auth kerberos sys whoami
@@ -100,6 +90,7 @@ Examples:
   authrpc call --server unix:/run/db.sock --auth token --token-file job.tokens sys whoami
   authrpc call --server tcp://localhost:7000 --auth token-scram --token-file job.tokens sys whoami
   authrpc call --server tls://localhost:7443 --ca ca.pem --auth kerberos sys whoami
+  authrpc call --server tls://localhost:7443 --ca ca.pem --auth jwt --jwt-file token.jwt sys whoami
 
 Exit status: 0 success, 1 other failure, 2 usage, 3 credentials,
 4 unavailable (retry), 5 permission denied (authrpc help).
@@ -131,6 +122,9 @@ int call_command(int argc, char** argv) {
       i += *tls_used - 1;
     } else if (arg == "--help" || arg == "-h") {
       std::fputs(kCallHelp, stdout);
+      std::fputs("\nMechanism options (declared by the mechanisms named):\n", stdout);
+      std::fputs(mechanism_flags.help().c_str(), stdout);
+      std::fputs(kCallExamples, stdout);
       return 0;
     } else if (arg == "--raw") {
       raw = true;

@@ -34,6 +34,13 @@ class MechanismFlags {
   // The credentials-file flags `name` declares (MechanismFlag::credentials_file).
   std::vector<MechanismFlag> credentials_files(std::string_view name) const;
 
+  // Help lines for every declared flag, in registration order: the flag and
+  // its value's name, then the mechanisms that declare it and its help,
+  // wrapped to 79 columns ("  --keytab F         kerberos, kerberos-sasl:
+  // log in from ..."). What `authrpc call --help` lists, so that a
+  // mechanism's flags appear there without the CLI naming it.
+  std::string help() const;
+
  private:
   const MechanismRegistry& registry_;
   std::map<std::string, std::string, std::less<>> given_;

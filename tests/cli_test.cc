@@ -24,6 +24,10 @@
 #include <thread>
 #include <vector>
 
+#include "authrpc/auth/mechanism_registry.h"
+#include "tests/test_tls.h"
+#include "tests/testing/jwt_issuer.h"
+
 #ifndef AUTHRPC_SERVER_BIN
 #error "AUTHRPC_SERVER_BIN must name the authrpc-server binary"
 #endif
@@ -291,6 +295,63 @@ TEST_F(CliTest, TheCliCallsWhoamiOnAServerStartedFromAConfigFile) {
   EXPECT_EQ(identity.value("mechanism", ""), "simple");
 }
 
+// `authrpc call --auth jwt` against authrpc-server configured for jwt over
+// TLS: the token from a file, from a variable, and an expired one refused
+// by the CLI itself with the credentials exit code.
+TEST_F(CliTest, TheCliAuthenticatesWithAnAccessToken) {
+  const auto& tls = authrpc::testing::TestTls::shared();
+  const auto key = authrpc::testing::JwtTestKey::ed25519("cli-1");
+  const long now = static_cast<long>(
+      std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch())
+          .count());
+  auto token = [&](long ttl) {
+    return key.sign({{"iss", "https://idp.test"}, {"aud", "cli-test"}, {"sub", "alice"},
+                     {"exp", now + ttl}, {"iat", now}});
+  };
+  const nlohmann::json config = {
+      {"listen", {"tls://127.0.0.1:0"}},
+      {"tls", {{"certificate", tls.cert_file("server")}, {"private_key", tls.key_file("server")}}},
+      {"auth",
+       {{"mechanisms", {"jwt"}},
+        {"options",
+         {{"jwt",
+           {{"issuer", "https://idp.test"},
+            {"audience", "cli-test"},
+            {"jwks_file", dir_.Write("jwks.json", authrpc::testing::jwks_document({&key}))}}}}}}},
+      {"io_threads", 1},
+      {"log_level", "error"}};
+  server_ = Child::Spawn({kServerBin, "--config", dir_.Write("jwt.json", config.dump()),
+                          "--print-endpoints"});
+  ASSERT_NE(server_, nullptr);
+  auto line = server_->ReadStdoutLine(10s);
+  ASSERT_TRUE(line.has_value()) << server_->stderr_text();
+  ASSERT_THAT(*line, StartsWith("tls://127.0.0.1:"));
+  const std::vector<std::string> call = {kCliBin, "call", "--server", *line, "--ca", tls.ca_file(),
+                                         "--auth", "jwt"};
+  auto with = [&call](std::vector<std::string> more) {
+    std::vector<std::string> args = call;
+    args.insert(args.end(), more.begin(), more.end());
+    return args;
+  };
+  const auto from_file =
+      RunCommand(with({"--jwt-file", dir_.Write("token", token(600)), "sys", "whoami"}));
+  ASSERT_EQ(from_file.exit_code, 0) << Describe(from_file);
+  const auto identity = nlohmann::json::parse(from_file.out, nullptr, false);
+  EXPECT_EQ(identity.value("user", ""), "alice");
+  EXPECT_EQ(identity.value("mechanism", ""), "jwt");
+
+  const auto from_env = RunCommand(with({"--jwt-env", "CLI_TEST_TOKEN", "sys", "whoami"}),
+                                   {"CLI_TEST_TOKEN=" + token(600)});
+  EXPECT_EQ(from_env.exit_code, 0) << Describe(from_env);
+
+  const std::string expired = token(-3600);
+  const auto refused =
+      RunCommand(with({"--jwt-file", dir_.Write("expired", expired), "sys", "whoami"}));
+  EXPECT_NE(refused.exit_code, 0);
+  EXPECT_THAT(refused.err, HasSubstr("CREDENTIALS_EXPIRED"));
+  EXPECT_THAT(refused.err, Not(HasSubstr(expired.substr(expired.rfind('.') + 1))));
+}
+
 TEST_F(CliTest, TheResponseIsPrintedWithATrailingNewlineOrRawWithRaw) {
   ASSERT_NO_FATAL_FAILURE(StartServer());
   const std::vector<std::string> call = {kCliBin, "call", "--server", endpoint_, "--user", "bob",
@@ -437,6 +498,25 @@ TEST_F(CliTest, HelpOfBothBinariesExitsZeroAndEachSubcommandHasItsOwn) {
   // --renewer belongs to fetch only.
   EXPECT_THAT(token_pages[0], HasSubstr("--renewer"));
   EXPECT_THAT(token_pages[3], Not(HasSubstr("--renewer")));
+}
+
+// `authrpc call --help` lists every flag a registered mechanism declares,
+// from the registry (MechanismFlag::help): a mechanism added as a module
+// shows its flags without the CLI naming it.
+TEST_F(CliTest, CallHelpListsEveryMechanismsFlags) {
+  const auto r = RunCommand({kCliBin, "call", "--help"});
+  ASSERT_EQ(r.exit_code, 0) << Describe(r);
+  const auto registry = authrpc::MechanismRegistry::with_builtins();
+  std::size_t flags = 0;
+  for (const auto& name : registry.client_names()) {
+    for (const auto& f : registry.client(name)->flags) {
+      ++flags;
+      EXPECT_THAT(r.out, HasSubstr("\n  " + f.flag + " ")) << name;
+    }
+  }
+  EXPECT_GE(flags, 10u);
+  EXPECT_THAT(r.out, HasSubstr("jwt: the access token (a JWT) from file F"));
+  EXPECT_THAT(r.out, HasSubstr("\n  --keytab F         kerberos, kerberos-sasl: log in from keytab F"));
 }
 
 TEST_F(CliTest, BothBinariesPrintTheirVersion) {
