@@ -27,6 +27,7 @@
 #include "authrpc/client/client_runtime.h"
 #include "minibench/calls.h"
 #include "minibench/floor.h"
+#include "minibench/jwt_bench.h"
 #include "minibench/realm.h"
 #include "minibench/report.h"
 #include "minibench/plot.h"
@@ -76,8 +77,12 @@ security) and the targets.
              Targets: simple p50 <= 1.25 x floor p50; kerberos p50 <= 1.15 x
              floor/gss p50 and <= 0.6 x kerberos-sasl/tcp p50; token/unix
              p50 <= 1.3 x simple/unix p50; simple+tls <= 1.15 x floor/tls;
-             token+tls <= 1.2 x simple+tls; simple+tls-resume <= 0.8 x
-             simple+tls; 0 KDC requests per session after the warm-up.
+             token+tls <= 1.2 x simple+tls; jwt+tls <= 1.1 x simple+tls;
+             simple+tls-resume <= 0.8 x simple+tls; 0 KDC requests per
+             session after the warm-up.
+             With jwt: also jwt-verify/RS256, PS256, ES256 and EdDSA, the
+             cold check of a token (JwtVerifier::verify_uncached: signature
+             and claims, no cache) in this process, no network, no floor.
   calls      N 1-byte sys.echo calls on one open connection; floor: a 1-byte
              ping-pong on one raw connection. Target: p50 <= 1.3 x floor p50.
   (none)     sessions, then calls.
@@ -103,6 +108,15 @@ Methods (--method M[,M...] or "all"; default all; with --server: simple):
   kerberos-sasl  Kerberos through Cyrus SASL GSSAPI (interop)
   token-digest   the same token through Cyrus SASL DIGEST-MD5 (interop)
   token-scram    the same token through Cyrus SASL SCRAM-SHA-256 (interop)
+  jwt            an OAuth 2.0 / OIDC access token (a JWT, RS256) that
+                 minibench issues itself (an RSA key, its JWKS file and a
+                 token file in $TMPDIR), the same token every session (the
+                 server's verified-token cache answers after the first); a
+                 bearer secret, so over TLS only: jwt+tls/tcp, and
+                 jwt-cold+tls/tcp against a second server child with that
+                 cache off (a process of its own: pin with --server-cpu to
+                 compare it with the warm row; not with --server, which
+                 would not trust the issuer)
 A method this build does not register, or whose realm cannot be had when it
 was not named, is skipped with a note on stderr.
 
@@ -188,8 +202,10 @@ echo listener per transport, floor/gss and floor/tls listeners, by default
 on the authrpc server's IO thread); the client runs on one IO thread in this
 process (K with --concurrency). Every row makes the same sys.whoami call.
 Nothing is cached across sessions except what a real client keeps: the
-Kerberos service ticket in its credential cache, and the TLS session ticket
-in the simple+tls-resume row (labelled; JSON "caching"). Nothing is pinned
+Kerberos service ticket in its credential cache, the TLS session ticket in
+the simple+tls-resume row, and the jwt rows' access token, which the
+server's verified-token cache answers (not in jwt-cold+tls/tcp: a second
+server with that cache off) (labelled; JSON "caching"). Nothing is pinned
 unless asked: where the scheduler puts the threads moves every number, so
 compare ratios, not absolute times, and use --client-cpu/--server-cpu for a
 fixed layout.
@@ -246,6 +262,12 @@ bool is_token_method(const authrpc::MechanismRegistry& registry, const std::stri
   return t != nullptr && t->delegation_token;
 }
 
+// The rows that carry a bearer secret: +tls rows only (MethodPlan::tls_only).
+bool carries_bearer_secret(const authrpc::MechanismRegistry& registry, const std::string& name) {
+  const auto* t = traits_of(registry, name);
+  return t != nullptr && t->bearer_secret;
+}
+
 // The rows that need the bench realm (Kerberos credentials).
 bool needs_realm(const authrpc::MechanismRegistry& registry, const std::string& name) {
   const auto* t = traits_of(registry, name);
@@ -268,13 +290,18 @@ std::vector<std::string> measurable_methods(const authrpc::MechanismRegistry& re
   return out;
 }
 
-// Row labels: the floor each method's rows are compared with and the p50
-// target they are held to (docs/DESIGN.md, "Cost"). A method not listed is
-// held to the bare floor and the session target.
+// Row labels: the floor each method's rows are compared with, the p50
+// target they are held to (docs/DESIGN.md, "Cost"), and whether minibench
+// issues the method's credentials itself: which options a method takes is
+// the method's own business, so minibench knows it only for the rows it
+// labels. A method not listed is held to the bare floor and the session
+// target.
 struct RowLabel {
   const char* method;
   FloorKind floor;
   std::optional<double> target;
+  // An OAuth 2.0 access token (JWT) from BenchJwtIssuer (jwt_bench.h).
+  bool issued_jwt = false;
 };
 constexpr RowLabel kRowLabels[] = {
     {"simple", FloorKind::kBare, kSessionTarget},                // names: row label
@@ -283,6 +310,7 @@ constexpr RowLabel kRowLabels[] = {
     {"token", FloorKind::kBare, std::nullopt},                   // names: row label
     {"token-digest", FloorKind::kBare, std::nullopt},            // names: row label
     {"token-scram", FloorKind::kBare, std::nullopt},             // names: row label
+    {"jwt", FloorKind::kBare, std::nullopt, true},               // names: row label
 };
 
 // The method the calls rows and single-method runs use: the first that
@@ -542,6 +570,12 @@ authrpc::Result<std::vector<TransportServers>> servers_for(const Args& args,
   return servers;
 }
 
+// TLS rows run on tcp (tls://): by default unless --transport unix, always
+// with --tls on, never with --tls off.
+bool tls_rows(const Args& args) {
+  return args.tls == "on" || (args.tls == "both" && args.transport != "unix");
+}
+
 // The methods to measure and the realm the Kerberos ones need.
 struct Selection {
   std::vector<MethodPlan> methods;
@@ -564,6 +598,15 @@ authrpc::Result<Selection> select_methods(const Args& args) {
       names = measurable_methods(registry);
     }
   } else if (!args.sessions) {
+    // The calls rows run over plaintext tcp:// and unix:.
+    std::erase_if(names, [&registry](const std::string& name) {
+      return carries_bearer_secret(registry, name);
+    });
+    if (names.empty()) {
+      return Status(authrpc::Errc::kInvalidArgument,
+                    "calls run over plaintext tcp:// and unix:, where a bearer secret is never "
+                    "sent: --method names no method for them");
+    }
     const bool has_baseline = std::find(names.begin(), names.end(), baseline) != names.end();
     names = {has_baseline ? baseline : names.front()};
   }
@@ -577,6 +620,27 @@ authrpc::Result<Selection> select_methods(const Args& args) {
                    "skipped\n",
                    name.c_str());
     }
+  }
+  // A bearer secret has its +tls row only (MethodPlan::tls_only), and a
+  // token minibench issues is trusted by the server it spawns only. Left out
+  // quietly when not asked for by name (--tls off asked for no TLS row).
+  for (auto it = kept.begin(); it != kept.end();) {
+    const RowLabel* label = row_label(*it);
+    std::string why;
+    if (carries_bearer_secret(registry, *it) && !tls_rows(args)) {
+      why = "it carries a bearer secret, sent over TLS only, and this run has no TLS rows (--tls "
+            "off, or --transport unix without --tls on)";
+    } else if (label != nullptr && label->issued_jwt && !args.server.empty()) {
+      why = "minibench issues its access token itself, which only the server it spawns trusts";
+    }
+    if (why.empty()) {
+      ++it;
+      continue;
+    }
+    if (args.methods_given) {
+      return Status(authrpc::Errc::kInvalidArgument, "--method " + *it + ": " + why);
+    }
+    it = kept.erase(it);
   }
   // Kerberos rows, and token rows that fetch their token over Kerberos
   // (not with --token-file).
@@ -611,14 +675,21 @@ authrpc::Result<Selection> select_methods(const Args& args) {
     if (const RowLabel* label = row_label(name)) {
       m.floor = label->floor;
       m.target = label->target;
+      m.issued_jwt = label->issued_jwt;
     }
+    m.tls_only = carries_bearer_secret(registry, name);
     m.kerberos = needs_realm(registry, name) && selection.realm != nullptr;
     if (m.kerberos) m.client_options = selection.realm->setup().client_options();
     m.optional = !args.methods_given;
     selection.methods.push_back(std::move(m));
   }
+  // The calls rows run over plaintext: with the baseline, or the first
+  // method that may; the spawned server always enables the baseline.
   const bool has_baseline = std::find(kept.begin(), kept.end(), baseline) != kept.end();
-  selection.calls_method = has_baseline ? baseline : kept.front();
+  const auto plaintext = std::find_if(kept.begin(), kept.end(), [&registry](const std::string& n) {
+    return !carries_bearer_secret(registry, n);
+  });
+  selection.calls_method = has_baseline || plaintext == kept.end() ? baseline : *plaintext;
   return selection;
 }
 
@@ -633,12 +704,6 @@ std::string joined_names(const std::vector<MethodPlan>& methods) {
   std::string out;
   for (const auto& m : methods) out += (out.empty() ? "" : ", ") + m.name;
   return out;
-}
-
-// TLS rows run on tcp (tls://): by default unless --transport unix, always
-// with --tls on, never with --tls off.
-bool tls_rows(const Args& args) {
-  return args.tls == "on" || (args.tls == "both" && args.transport != "unix");
 }
 
 // A tls:// --server's client settings (its CA); tcp:// and unix: need none.
@@ -696,6 +761,7 @@ int run(const Args& args) {
   const std::string issuer = token_issuer(registry);  // the token rows fetch over it
 
   std::unique_ptr<ServerChild> child;
+  std::unique_ptr<ServerChild> cold_child;  // the <method>-cold+tls/tcp row's server
   std::string token_dir;  // the token rows' credentials file and store
   struct RemoveDir {
     std::string* dir;
@@ -704,6 +770,7 @@ int run(const Args& args) {
     }
   } remove_token_dir{&token_dir};
   std::unique_ptr<ThrowawayCerts> tls_certs;  // removed at the end of the run
+  std::unique_ptr<BenchJwtIssuer> jwt_issuer;  // its files too
   if (args.server.empty()) {
     ServerChildOptions options;
     bool has_kerberos = false, has_token = false;
@@ -718,13 +785,39 @@ int run(const Args& args) {
                      certs.status().to_string().c_str());
       }
     }
-    for (const auto& m : selection.methods) {
+    // Without TLS rows a bearer secret has none (and the server, encryption
+    // disabled on tcp://, would refuse to enable it).
+    for (auto it = selection.methods.begin(); it != selection.methods.end();) {
+      if (!it->tls_only || options.tls) {
+        ++it;
+        continue;
+      }
+      if (!it->optional) {
+        std::fprintf(stderr, "minibench: the %s rows need TLS rows\n", it->name.c_str());
+        return 1;
+      }
+      std::fprintf(stderr, "minibench: the %s rows are skipped: no TLS rows\n", it->name.c_str());
+      it = selection.methods.erase(it);
+    }
+    for (auto& m : selection.methods) {
       const bool token = is_token_method(registry, m.name);
       has_token = has_token || token;
       has_kerberos = has_kerberos || m.name == issuer;
-      options.mechanisms.push_back(
-          {m.name, m.kerberos && !token ? kerberos->server_options() : nlohmann::json::object(),
-           m.optional});
+      nlohmann::json server_options =
+          m.kerberos && !token ? kerberos->server_options() : nlohmann::json::object();
+      if (m.issued_jwt) {
+        if (!jwt_issuer) {
+          auto made = BenchJwtIssuer::make();
+          if (!made.ok()) {
+            std::fprintf(stderr, "minibench: %s\n", made.status().to_string().c_str());
+            return 1;
+          }
+          jwt_issuer = std::move(*made);
+        }
+        server_options = jwt_issuer->server_options();
+        m.client_options = jwt_issuer->client_options();
+      }
+      options.mechanisms.push_back({m.name, std::move(server_options), m.optional});
     }
     // The token is fetched over Kerberos; --token-ops uses the file store.
     if (has_token && !has_kerberos) {
@@ -762,6 +855,29 @@ int run(const Args& args) {
     if (selection.methods.empty()) {
       std::fprintf(stderr, "minibench: no method left to measure\n");
       return 1;
+    }
+    // The cold row: the same issuer's token on a second server whose
+    // verified-token cache is off, so that every session pays the signature
+    // and claim checks. A server of its own because one server enables a
+    // mechanism once; forked now, as the first, before any thread exists.
+    const auto issued = std::find_if(selection.methods.begin(), selection.methods.end(),
+                                     [](const MethodPlan& m) { return m.issued_jwt; });
+    if (issued != selection.methods.end() && args.sessions && options.tls) {
+      ServerChildOptions cold;
+      cold.mechanisms = {{issued->name, jwt_issuer->cold_server_options(), false}};
+      cold.tls = options.tls;
+      cold.server_threads = options.server_threads;
+      cold.cpu = options.cpu;
+      cold.floors_on_server_thread = options.floors_on_server_thread;
+      cold.in_process = options.in_process;
+      cold.acl_file = options.acl_file;
+      auto spawned_cold = ServerChild::spawn(cold);
+      if (!spawned_cold.ok()) {
+        std::fprintf(stderr, "minibench: the %s-cold server: %s\n", issued->name.c_str(),
+                     spawned_cold.status().to_string().c_str());
+        return 1;
+      }
+      cold_child = std::move(*spawned_cold);
     }
   }
   if (args.client_cpu >= 0 && !pin_to_cpu(args.client_cpu)) {
@@ -843,6 +959,15 @@ int run(const Args& args) {
   if (child && tls_rows(args) && child->endpoints().contains("authrpc/tls")) {
     plan.tls = TlsServers{child->endpoints().at("authrpc/tls"), child->endpoints().at("floor/tls"),
                           tls_certs->dir() + "/ca.pem"};
+    if (cold_child) {
+      auto counter = cold_child->connection_counter();
+      if (!counter.ok()) {
+        std::fprintf(stderr, "minibench: %s\n", counter.status().to_string().c_str());
+        return 1;
+      }
+      plan.tls->cold = TlsServers::Cold{cold_child->endpoints().at("authrpc/tls"),
+                                        std::move(*counter)};
+    }
   } else if (!child && args.tls != "off" &&
              token_server->endpoint.scheme == Endpoint::Scheme::kTls) {
     plan.tls = TlsServers{token_server->endpoint, std::nullopt, args.ca};
@@ -905,6 +1030,10 @@ int run(const Args& args) {
 
   Report report;
   Status status;
+  // The cold check of an issued JWT, beside its warm session row.
+  const bool jwt_verify_rows =
+      args.sessions && std::any_of(plan.methods.begin(), plan.methods.end(),
+                                   [](const MethodPlan& m) { return m.issued_jwt; });
   // The client side runs on a ClientRuntime, as an application's would.
   authrpc::ClientRuntime runtime(1);
   asio::io_context& io = runtime.next_context();
@@ -913,6 +1042,9 @@ int run(const Args& args) {
       io,
       [&]() -> asio::awaitable<void> {
         if (args.sessions) status = co_await run_sessions(io.get_executor(), plan, report);
+        if (status.ok() && jwt_verify_rows) {
+          status = co_await run_jwt_verify(io.get_executor(), plan, report);
+        }
         if (status.ok() && args.calls) status = co_await run_calls(io.get_executor(), plan, report);
       },
       [&](std::exception_ptr e) {
@@ -930,6 +1062,7 @@ int run(const Args& args) {
     status = run_token_ops(token_server->endpoint, kerberos->client_options(), args.token_ops,
                            stdout);
   }
+  if (cold_child) cold_child->stop();
   if (child) child->stop();
 
   if (!status.ok()) {

@@ -35,6 +35,13 @@ struct MethodPlan {
   nlohmann::json client_options = nlohmann::json::object();  // for make_client
   FloorKind floor = FloorKind::kBare;
   bool tcp_only = false;       // no unix row
+  // Carries a bearer secret (auth/mechanism_traits.h): never sent over
+  // plaintext tcp://, and over unix: only where both sides opt in, so it
+  // has its +tls row only.
+  bool tls_only = false;
+  // Authenticates with an access token minibench issues itself
+  // (minibench/jwt_bench.h); also measures the jwt-verify/<alg> rows.
+  bool issued_jwt = false;
   bool kerberos = false;       // its rows report KDC requests per session
   // Not asked for by name (--method): if its client cannot be created, its
   // rows are skipped with a note rather than ending the run.
@@ -47,6 +54,13 @@ struct TlsServers {
   authrpc::Endpoint authrpc;  // tls://127.0.0.1:<port>
   std::optional<authrpc::Endpoint> floor;  // floor/tls; none: no floor row (--server)
   std::string ca_file;        // the CA the clients trust
+  // A second server whose issued-JWT method (MethodPlan::issued_jwt) has its
+  // verified-token cache off: the <method>-cold+tls/tcp row.
+  struct Cold {
+    authrpc::Endpoint authrpc;
+    std::function<long()> server_connections;  // as BenchPlan's
+  };
+  std::optional<Cold> cold = std::nullopt;
 };
 
 struct BenchPlan {

@@ -53,6 +53,7 @@ std::string panel_of(const Row& r) {
     return "calls over " + r.transport + " (1-byte call on an open connection)";
   }
   if (r.tls || r.name == "floor/tls") return "sessions over tcp + TLS";
+  if (r.transport == "in-process") return "in process (no network)";
   return "sessions over " + r.transport;
 }
 

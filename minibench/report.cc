@@ -97,6 +97,11 @@ std::string caching(const Row& row) {
       row.name == "floor/gss-unix") {
     return "Kerberos service ticket in the client's credential cache";
   }
+  if (row.method == "jwt") {
+    return row.name.starts_with("jwt-cold")
+               ? "the client's access token (server cache off: a signature check per session)"
+               : "the client's access token, answered from the server's verified-token cache";
+  }
   return {};
 }
 
@@ -135,7 +140,9 @@ void Report::print_rows(std::FILE* out) const {
     const auto& s = r.summary;
     std::fprintf(out, "%-22s %6zu %9.1f %9.1f %9.1f %9.1f %9.1f %10.0f  ", r.name.c_str(), s.n,
                  s.mean_us, s.p50_us, s.p95_us, s.p99_us, s.max_us, s.per_s);
-    if (!r.ratio) {
+    if (!r.ratio && r.transport == "in-process") {
+      std::fprintf(out, "-    (in process: no network, no floor)\n");
+    } else if (!r.ratio) {
       std::fprintf(out, "-    (no floor measured)\n");
     } else if (r.floor == r.name) {
       std::fprintf(out, "%.2f (floor)\n", *r.ratio);

@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cerrno>
 #include <chrono>
 #include <csignal>
@@ -165,7 +166,12 @@ void serve(int fd, const ServerChildOptions& options, const std::function<void()
     fail_child(fd, "cannot pin to CPU " + std::to_string(options.cpu));
   }
 
-  const std::string tag = "minibench-" + std::to_string(::getpid());
+  // Unique per server: --in-process may run two (the jwt-cold row's) in
+  // this process, and their abstract unix names must differ.
+  static std::atomic<int> servers{0};
+  const int index = servers++;
+  const std::string tag = "minibench-" + std::to_string(::getpid()) +
+                          (index > 0 ? "-" + std::to_string(index) : std::string());
   auto registry = authrpc::MechanismRegistry::with_builtins();
   // The delegation-token rows (`token`, `token-digest`, `token-scram`): a
   // token service sharing its SecretManager with those mechanisms

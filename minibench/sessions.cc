@@ -141,7 +141,7 @@ asio::awaitable<Status> run_floor_group(asio::any_io_executor ex, const BenchPla
                                         Report& report) {
   std::vector<const MethodPlan*> methods;
   for (const auto& m : plan.methods) {
-    if (m.floor == kind && (!m.tcp_only || target.transport == "tcp") &&
+    if (m.floor == kind && !m.tls_only && (!m.tcp_only || target.transport == "tcp") &&
         mechanisms.contains(m.name)) {
       methods.push_back(&m);
     }

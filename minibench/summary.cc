@@ -2,6 +2,7 @@
 
 #include <cmath>
 #include <string>
+#include <string_view>
 
 namespace minibench {
 namespace {
@@ -117,6 +118,27 @@ void print_summary(std::FILE* out, const std::vector<Row>& rows, std::size_t war
                    true)) {
     std::fprintf(out, "  (no kerberos-sasl, token-digest or token-scram row measured)\n");
   }
+  // Bearer access tokens travel over TLS only: one line. The cold check
+  // (jwt-verify/<alg>, in process) is what a token the server has not seen
+  // adds to a session.
+  const std::vector<Column> bearer = {{"JWT (server's token cache warm)", "jwt"},
+                                      {"JWT (no cache: cold)", "jwt-cold"}};
+  if (find(rows, "jwt+tls/tcp") != nullptr || find(rows, "jwt-cold+tls/tcp") != nullptr) {
+    std::fprintf(out, "bearer access tokens (OAuth 2.0 JWT; same cells, ratio to No security):\n");
+    print_table(out, rows, {lines[2]}, bearer, true);
+  }
+  constexpr std::string_view kVerifyRow = "jwt-verify/";  // then the algorithm
+  std::string verify;
+  for (const auto& r : rows) {
+    if (!r.name.starts_with(kVerifyRow)) continue;
+    char buf[64];
+    std::snprintf(buf, sizeof buf, "%s %.1f µs", r.name.substr(kVerifyRow.size()).c_str(),
+                  r.summary.p50_us);
+    verify += (verify.empty() ? "" : ", ") + std::string(buf);
+  }
+  if (!verify.empty()) {
+    std::fprintf(out, "cold JWT check (signature + claims, in process, p50): %s\n", verify.c_str());
+  }
 
   // Each session opened a connection of its own: the server's accepted
   // connections during each row equal its warm-up + timed sessions.
@@ -143,7 +165,11 @@ void print_summary(std::FILE* out, const std::vector<Row>& rows, std::size_t war
   std::fprintf(out, "caching: every session opens a new connection and authenticates from "
                     "scratch, keeping only what a real client keeps: the Kerberos service ticket "
                     "in its credential cache (kerberos*, floor/gss*: 0 KDC requests per session "
-                    "after the warm-up), and in the resumed TLS row its TLS session ticket\n");
+                    "after the warm-up), and in the resumed TLS row its TLS session ticket%s\n",
+               find(rows, "jwt+tls/tcp") != nullptr
+                   ? "; the jwt rows send the same access token every session, as a client "
+                     "does until it nears its exp"
+                   : "");
 }
 
 }  // namespace minibench

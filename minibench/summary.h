@@ -3,9 +3,11 @@
 // transport × TLS, one column per kind of security (No security | Kerberos |
 // Delegation token), each cell the mean in ms and the p50 in µs of that row,
 // and each secure cell's p50 ratio to the No security cell of its line. A
-// second table gives the interop (Cyrus SASL) paths the same way, and a
-// closing note says what is cached across sessions and how many connections
-// the server accepted per session. Called by minibench/main.cc.
+// second table gives the interop (Cyrus SASL) paths the same way, a third
+// (when measured) the bearer access tokens (jwt, over TLS only) with a line
+// of the cold JWT check per algorithm (jwt-verify/<alg>), and a closing note
+// says what is cached across sessions and how many connections the server
+// accepted per session. Called by minibench/main.cc.
 #pragma once
 
 #include <cstddef>

@@ -32,10 +32,13 @@ struct TlsRowSpec {
   bool resume;
   std::optional<double> target;
   const char* reference;
+  // Against TlsServers::cold (labelled "-cold"), when the run has one.
+  bool cold = false;
 };
 
 // Rows for methods the run has no client for (not registered, not selected)
-// are left out; the token row appears once the token mechanism is registered.
+// are left out; the token and jwt rows appear once their mechanisms are
+// registered.
 constexpr TlsRowSpec kTlsRows[] = {
     {"simple", false, kTlsSessionTarget, ""},
     {"kerberos", false, std::nullopt, ""},
@@ -43,13 +46,20 @@ constexpr TlsRowSpec kTlsRows[] = {
     {"token", false, kTokenTlsTarget, "simple+tls/tcp"},
     {"token-digest", false, std::nullopt, ""},
     {"token-scram", false, std::nullopt, ""},
+    // The same access token every session, as a reconnecting client sends
+    // until it nears its exp: the server's verified-token cache answers.
+    {"jwt", false, kJwtTlsTarget, "simple+tls/tcp"},
+    // The same, each session's token checked afresh (the server's cache
+    // off): what a token the server has not seen costs, as a whole session.
+    {"jwt", false, std::nullopt, "", true},
     // The one row with caching across sessions: the client keeps its TLS
     // session tickets and resumes (labelled "-resume").
     {"simple", true, kTlsResumeTarget, "simple+tls/tcp"},
 };
 
 std::string row_name(const TlsRowSpec& spec) {
-  return std::string(spec.method) + (spec.resume ? "+tls-resume" : "+tls") + "/tcp";
+  return std::string(spec.method) + (spec.cold ? "-cold" : "") +
+         (spec.resume ? "+tls-resume" : "+tls") + "/tcp";
 }
 
 asio::awaitable<Result<Clock::duration>> tls_session(asio::any_io_executor ex,
@@ -110,7 +120,7 @@ asio::awaitable<Status> run_tls_sessions(
 
   std::vector<const TlsRowSpec*> rows;
   for (const auto& spec : kTlsRows) {
-    if (mechanisms.contains(spec.method)) rows.push_back(&spec);
+    if (mechanisms.contains(spec.method) && (!spec.cold || tls.cold)) rows.push_back(&spec);
   }
   if (rows.empty()) co_return Status();
 
@@ -138,7 +148,7 @@ asio::awaitable<Status> run_tls_sessions(
   }
   for (std::size_t i = 0; i < rows.size(); ++i) {
     ClientOptions& o = options.emplace_back();
-    o.endpoint = tls.authrpc;
+    o.endpoint = rows[i]->cold ? tls.cold->authrpc : tls.authrpc;
     o.tls = rows[i]->resume ? *resuming : *full;
     o.mechanisms = {mechanisms.at(rows[i]->method)};
     o.wait_for_authentication = false;
@@ -147,7 +157,7 @@ asio::awaitable<Status> run_tls_sessions(
                      counts_kdc(*rows[i]) ? kdc_events : nullptr,
                      row_name(*rows[i]),
                      [&o](asio::any_io_executor e) { return tls_session(e, o); },
-                     plan.server_connections});
+                     rows[i]->cold ? tls.cold->server_connections : plan.server_connections});
   }
   if (Status s = co_await run_group(plan, "sessions tls", std::move(group), floor.has_value());
       !s.ok()) {

@@ -295,12 +295,24 @@ TEST(MinibenchTest, DefaultSessionsRunHasEveryRowSummaryAndPlot) {
     expected.insert(std::string(method) + "/unix");
     expected.insert(std::string(method) + "+tls/tcp");
   }
+  // A bearer secret: TLS rows only, warm and cold, and the cold check per
+  // algorithm in process.
+  const std::set<std::string> in_process = {"jwt-verify/RS256", "jwt-verify/PS256",
+                                            "jwt-verify/ES256", "jwt-verify/EdDSA"};
+  expected.insert({"jwt+tls/tcp", "jwt-cold+tls/tcp"});
+  expected.insert(in_process.begin(), in_process.end());
   EXPECT_EQ(row_names(doc), expected);
   for (const auto& row : doc.at("rows")) {
     const std::string name = row.at("name");
     EXPECT_EQ(row.at("n"), kN) << name;
     EXPECT_GT(row.at("p50_us").get<double>(), 0) << name;
     EXPECT_GE(row.at("p99_us").get<double>(), row.at("p50_us").get<double>()) << name;
+    if (in_process.contains(name)) {
+      EXPECT_EQ(row.at("transport"), "in-process") << name;
+      EXPECT_TRUE(row.at("ratio").is_null()) << name;
+      EXPECT_TRUE(row.at("server_connections").is_null()) << name;
+      continue;
+    }
     EXPECT_FALSE(row.at("ratio").is_null()) << name << " has no floor";
     if (row.at("method") == "none") continue;
     // Each session opened a connection of its own: the server accepted
@@ -338,6 +350,10 @@ TEST(MinibenchTest, DefaultSessionsRunHasEveryRowSummaryAndPlot) {
   EXPECT_THAT(r.out, HasSubstr("\n  tcp + TLS "));
   EXPECT_THAT(r.out, HasSubstr("\n  tcp + TLS, resumed"));
   EXPECT_THAT(r.out, HasSubstr("the server accepted exactly warm-up + n connections"));
+  EXPECT_THAT(r.out, HasSubstr("bearer access tokens (OAuth 2.0 JWT"));
+  EXPECT_THAT(r.out, ::testing::ContainsRegex("cold JWT check .*RS256 [0-9.]+ µs, PS256 [0-9.]+ "
+                                              "µs, ES256 [0-9.]+ µs, EdDSA [0-9.]+ µs"));
+  EXPECT_THAT(r.out, HasSubstr("jwt+tls/tcp  p50 <= 1.10 x simple+tls/tcp p50: ratio"));
 
   const std::string plot = read_file(svg);
   XmlChecker checker(plot);
@@ -347,7 +363,8 @@ TEST(MinibenchTest, DefaultSessionsRunHasEveryRowSummaryAndPlot) {
     EXPECT_THAT(plot, HasSubstr("<title>" + name + "</title>")) << "no bar for " << name;
   }
   EXPECT_THAT(plot, HasSubstr("latency per session or call (log scale)"));
-  for (const char* panel : {"sessions over tcp", "sessions over unix", "sessions over tcp + TLS"}) {
+  for (const char* panel : {"sessions over tcp", "sessions over unix", "sessions over tcp + TLS",
+                            "in process (no network)"}) {
     EXPECT_THAT(plot, HasSubstr(">" + std::string(panel) + "</text>"));
   }
 }
@@ -392,6 +409,52 @@ TEST(MinibenchTest, TlsOnMeasuresOnlyTlsRows) {
             (std::set<std::string>{"floor/tls", "simple+tls/tcp", "simple+tls-resume/tcp"}));
 }
 
+// jwt (a bearer secret) with plaintext rows asked for: its rows are the TLS
+// ones only — the warm row held to simple+tls/tcp, the cold one against a
+// second server with its cache off, one connection per session each — and
+// the cold check per algorithm; calls still run (over simple). With the
+// servers in child processes and, both at once, in minibench's own.
+TEST(MinibenchTest, JwtHasTlsRowsOnlyAndItsTarget) {
+  for (const bool in_process : {false, true}) {
+    SCOPED_TRACE(in_process ? "--in-process" : "server child");
+    TempDir dir;
+    ASSERT_TRUE(dir.ok());
+    const std::string json = dir.file("out.json");
+    constexpr int kN = 6, kWarmup = 2;
+    std::vector<std::string> args = {"--method", "simple,jwt", "--transport", "tcp", "-n",
+                                     std::to_string(kN), "--warmup", std::to_string(kWarmup),
+                                     "--blocks", "2", "--json", json, "--quiet"};
+    if (in_process) args.push_back("--in-process");
+    const RunResult r = run_minibench(dir, args);
+    ASSERT_EQ(r.exit_code, 0) << describe(r);
+    const Json doc = Json::parse(read_file(json), nullptr, false);
+    ASSERT_FALSE(doc.is_discarded()) << describe(r);
+    EXPECT_EQ(row_names(doc),
+              (std::set<std::string>{"floor/tcp", "simple/tcp", "floor/tls", "simple+tls/tcp",
+                                     "simple+tls-resume/tcp", "jwt+tls/tcp", "jwt-cold+tls/tcp",
+                                     "jwt-verify/RS256", "jwt-verify/PS256", "jwt-verify/ES256",
+                                     "jwt-verify/EdDSA", "calls/tcp", "floor/tcp-pingpong"}));
+    for (const auto& row : doc.at("rows")) {
+      const std::string name = row.at("name");
+      if (name.starts_with("jwt+") || name.starts_with("jwt-cold+")) {
+        EXPECT_EQ(row.at("method"), "jwt") << name;
+        EXPECT_EQ(row.at("floor"), "floor/tls") << name;
+        EXPECT_EQ(row.at("server_connections"), kWarmup + kN) << name;
+        EXPECT_FALSE(row.at("caching").is_null()) << name;
+      }
+    }
+    bool target = false;
+    for (const auto& t : doc.at("targets")) {
+      if (t.at("row") != "jwt+tls/tcp") continue;
+      target = true;
+      EXPECT_EQ(t.at("floor"), "simple+tls/tcp");
+      EXPECT_DOUBLE_EQ(t.at("limit").get<double>(), 1.1);
+      EXPECT_FALSE(t.at("ratio").is_null());
+    }
+    EXPECT_TRUE(target) << doc.at("targets").dump();
+  }
+}
+
 // --in-process: the same rows, the server on threads of minibench itself.
 TEST(MinibenchTest, InProcessServerCountsConnectionsToo) {
   TempDir dir;
@@ -422,6 +485,11 @@ TEST(MinibenchTest, RefusesBadOptions) {
       {"sessions", "--token-file", "x.tokens"},  // applies to --server only
       {"sessions", "--ca", "ca.pem"},
       {"sessions", "--method", "no-such-method"},
+      // A bearer secret travels over TLS only; calls run over plaintext.
+      {"sessions", "--method", "jwt", "--tls", "off"},
+      {"calls", "--method", "jwt"},
+      // Only the server minibench spawns trusts the tokens it issues.
+      {"sessions", "--method", "jwt", "--server", "tls://127.0.0.1:1", "--ca", "ca.pem"},
   };
   for (const auto& args : cases) {
     const RunResult r = run_minibench(dir, args);
