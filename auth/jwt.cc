@@ -6,7 +6,6 @@
 #include <asio/post.hpp>
 #include <asio/this_coro.hpp>
 #include <asio/use_awaitable.hpp>
-#include <ctime>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <sstream>
@@ -37,15 +36,6 @@ Status plaintext_refused(bool client_side) {
 
 bool plaintext_allowed(const ChannelInfo& channel, bool allow_plaintext_unix) {
   return channel.tls || (allow_plaintext_unix && channel.scheme == Endpoint::Scheme::kUnix);
-}
-
-std::string utc(SysClock::time_point t) {
-  const std::time_t secs = SysClock::to_time_t(t);
-  std::tm tm{};
-  gmtime_r(&secs, &tm);
-  char buf[32];
-  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
-  return buf;
 }
 
 // base64url(SHA-256(der)): RFC 8705's x5t#S256 of a certificate.
@@ -177,7 +167,7 @@ class JwtServer final : public ServerMechanism, public std::enable_shared_from_t
     id.groups = v.groups;
     if (!config_.session_outlives_token) id.expires = v.expires;
     id.attributes.emplace("jwt.issuer", v.issuer);
-    id.attributes.emplace("jwt.expires", utc(v.expires));
+    id.attributes.emplace("jwt.expires", v.expires_utc);
     if (!v.subject.empty()) id.attributes.emplace("jwt.subject", v.subject);
     co_return ServerStep::success(std::move(id));
   }

@@ -358,6 +358,7 @@ Result<VerifiedJwt> JwtVerifier::verify_uncached(std::string_view token, const J
   auto expires = exp == claims->end() ? std::nullopt : numeric_date(*exp);
   if (!expires) return refused("token has no valid expiry (exp)");
   v.expires = *expires;
+  v.expires_utc = utc(v.expires);
   if (const auto nbf = claims->find("nbf"); nbf != claims->end()) {
     v.not_before = numeric_date(*nbf);
     if (!v.not_before) return refused("token's nbf is not a date");

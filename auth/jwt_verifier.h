@@ -49,6 +49,7 @@ struct VerifiedJwt {
   std::string subject;  // `sub`, if any
   std::vector<std::string> groups;
   std::chrono::system_clock::time_point expires;
+  std::string expires_utc;  // "2026-12-01T22:00:00Z", made once per verification
   std::optional<std::chrono::system_clock::time_point> not_before;  // nbf
   std::optional<std::chrono::system_clock::time_point> issued_at;   // iat
   // RFC 8705 certificate binding: `cnf`.`x5t#S256` (base64url SHA-256 of
