@@ -27,6 +27,7 @@
 #include "authrpc/security/base/log.h"
 #include "authrpc/security/base64url.h"
 #include "tests/https_request.h"
+#include "tests/test_support.h"
 #include "tests/test_tls.h"
 
 namespace authrpc::testing {
@@ -60,22 +61,6 @@ bool write_file(const std::string& path, const std::string& text) {
 std::string tail_of(const std::string& path, std::size_t max = 600) {
   const std::string text = read_file(path);
   return escape_for_log(text.size() > max ? text.substr(text.size() - max) : text);
-}
-
-int free_port() {
-  const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  if (fd < 0) return -1;
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  socklen_t len = sizeof addr;
-  int port = -1;
-  if (::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0 &&
-      ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) == 0) {
-    port = ntohs(addr.sin_port);
-  }
-  ::close(fd);
-  return port;
 }
 
 // Forks and execs `argv` with stdout and stderr appended to `output`, dying
@@ -180,7 +165,7 @@ Result<std::unique_ptr<GlewlwydIdp>> GlewlwydIdp::start(const TestTls& tls) {
   }
   std::unique_ptr<GlewlwydIdp> idp(new GlewlwydIdp(tls));
   if (Status s = idp->prepare(); !s.ok()) return s;
-  // A port picked by free_port() may be taken by another process before
+  // A port picked by FreeLoopbackPort() may be taken by another process before
   // glewlwyd binds it (ephemeral ports of other tests' connections come from
   // the same range): start again on another port.
   Status s = idp->start_once();
@@ -267,7 +252,7 @@ Status GlewlwydIdp::prepare() {
 }
 
 Status GlewlwydIdp::start_once() {
-  port_ = free_port();
+  port_ = FreeLoopbackPort();
   if (port_ <= 0) return Status(Errc::kUnavailable, "no free port");
   // The issuer names the port, so the plugin's parameters change per start.
   const std::string db = dir_ + "/glewlwyd.db";

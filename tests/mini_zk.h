@@ -26,6 +26,8 @@
 #include <string>
 #include <thread>
 
+#include "tests/test_support.h"
+
 namespace authrpc::testing {
 
 class MiniZk {
@@ -47,7 +49,7 @@ class MiniZk {
   }
 
   // Empty on success, else what went wrong. A port this class picked itself
-  // (free_port()) may be taken by someone else before ZooKeeper binds it —
+  // (FreeLoopbackPort()) may be taken by someone else before ZooKeeper binds it —
   // another test's outgoing connection gets ephemeral ports from the same
   // range — so a start that fails to bind it tries again with another port.
   std::string start() {
@@ -69,7 +71,7 @@ class MiniZk {
       if (::mkdtemp(t.data()) == nullptr) return "mkdtemp failed";
       dir_ = t;
     }
-    if (port_ == 0) port_ = free_port();
+    if (port_ == 0) port_ = FreeLoopbackPort();
     if (port_ <= 0) return "no free port";
     {
       std::ofstream cfg(dir_ + "/zoo.cfg");
@@ -155,21 +157,6 @@ class MiniZk {
     }
     ::close(fd);
     return out;
-  }
-
-  static int free_port() {
-    int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    sockaddr_in addr{};
-    addr.sin_family = AF_INET;
-    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    socklen_t len = sizeof addr;
-    int port = -1;
-    if (::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0 &&
-        ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) == 0) {
-      port = ntohs(addr.sin_port);
-    }
-    ::close(fd);
-    return port;
   }
 
  private:

@@ -54,6 +54,22 @@ bool wait_readable(int fd, std::chrono::steady_clock::time_point until) {
 
 }  // namespace
 
+int FreeLoopbackPort() {
+  const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) return -1;
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t len = sizeof addr;
+  int port = -1;
+  if (::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0 &&
+      ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) == 0) {
+    port = ntohs(addr.sin_port);
+  }
+  ::close(fd);
+  return port;
+}
+
 std::string TempDir(const std::string& tag) {
   std::string t = (std::filesystem::temp_directory_path() / ("authrpc-" + tag + "-XXXXXX")).string();
   return ::mkdtemp(t.data()) != nullptr ? t : std::string();

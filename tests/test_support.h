@@ -46,6 +46,12 @@ std::string Describe(const Result<T>& r) {
 // A new directory under $TMPDIR named authrpc-<tag>-XXXXXX; empty on failure.
 std::string TempDir(const std::string& tag);
 
+// A TCP port on 127.0.0.1 that was free a moment ago (bound to port 0 and
+// released), for a server the test starts as a process; -1 if none. Another
+// socket may take it before that server binds it: callers retry on "Address
+// already in use" (tests/mini_zk.h, tests/glewlwyd_idp.cc).
+int FreeLoopbackPort();
+
 // Polls `done` every 5 ms until it holds (true) or `timeout` passes (false).
 bool Eventually(const std::function<bool()>& done,
                 std::chrono::steady_clock::duration timeout = std::chrono::seconds(3));
