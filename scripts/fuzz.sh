@@ -26,10 +26,11 @@ declare -A max_len=(
   [credentials_file_fuzz]=8192
   [token_journal_fuzz]=8192
   [config_fuzz]=4096
+  [jwt_fuzz]=4096
 )
 targets=("$@")
 ((${#targets[@]})) || targets=(frame_fuzz negotiation_fuzz token_fuzz kerberos_ticket_fuzz
-                               credentials_file_fuzz token_journal_fuzz config_fuzz)
+                               credentials_file_fuzz token_journal_fuzz config_fuzz jwt_fuzz)
 for t in "${targets[@]}"; do
   [[ -n ${max_len[$t]:-} ]] || { echo "fuzz: unknown target $t (known: ${!max_len[*]})" >&2; exit 2; }
 done

@@ -113,6 +113,9 @@ T run(asio::io_context& io, asio::awaitable<T> a);
 
 void fail(const char* what);  // prints and aborts: a harness error
 
+// jwt_fuzz's shared HS256 key, with which make_seeds signs its valid tokens.
+inline constexpr std::string_view kJwtHmacKey = "jwt_fuzz: a shared HS256 key of 32+ bytes";
+
 template <typename T>
 T run(asio::io_context& io, asio::awaitable<T> a) {
   std::optional<T> out;

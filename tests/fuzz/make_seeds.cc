@@ -7,6 +7,7 @@
 #include <openssl/pem.h>
 #include <openssl/x509.h>
 
+#include <array>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -22,9 +23,11 @@
 #include "authrpc/auth/token_sasl.h"
 #include "authrpc/rpc/messages.h"
 #include "authrpc/rpc/wire.h"
+#include "authrpc/security/base64url.h"
 #include "authrpc/security/byte_codec.h"
 #include "authrpc/security/credentials_file.h"
 #include "authrpc/security/file_token_store.h"
+#include "authrpc/security/hmac_sha256.h"
 #include "authrpc/security/secret_manager.h"
 #include "tests/fuzz/fuzz_support.h"
 #include "tests/tls_test_certs.h"
@@ -367,6 +370,42 @@ void kerberos_seeds() {
   seed("kerberos_ticket_fuzz", "not-krb5", der(0x60, der(0x06, "\x2b\x06\x01\x05\x05\x02") + "x"));
 }
 
+// ---- jwt_fuzz ----------------------------------------------------------------
+
+// An OAUTHBEARER message around an HS256 token signed with jwt_fuzz's key
+// (valid until 2030), one with a made-up EdDSA signature, and a JWKS.
+void jwt_seeds() {
+  using authrpc::security::base64url_encode;
+  auto hs256 = [](const std::string& header, const std::string& payload) {
+    const std::string input = base64url_encode(header) + "." + base64url_encode(payload);
+    std::array<std::uint8_t, authrpc::security::kHmacSha256Bytes> mac{};
+    const std::string_view key = kJwtHmacKey;
+    if (!authrpc::security::hmac_sha256(
+            {reinterpret_cast<const std::uint8_t*>(key.data()), key.size()}, {input}, &mac)) {
+      fail("hmac");
+    }
+    return input + "." +
+           base64url_encode(std::string_view(reinterpret_cast<const char*>(mac.data()), mac.size()));
+  };
+  auto oauthbearer = [](const std::string& token) {
+    return "n,,\x01host=localhost\x01" "auth=Bearer " + token + "\x01\x01";
+  };
+  const std::string claims =
+      R"({"iss":"https://idp.fuzz","aud":["fuzz","x"],"sub":"alice","exp":1900000000,)"
+      R"("iat":1799999000,"nbf":1799999000,"groups":["staff","ops"],"cnf":{"x5t#S256":"abc"}})";
+  seed("jwt_fuzz", "hs256-valid", oauthbearer(hs256(R"({"alg":"HS256","typ":"JWT"})", claims)));
+  seed("jwt_fuzz", "eddsa-forged",
+       oauthbearer(base64url_encode(R"({"alg":"EdDSA","kid":"ed"})") + "." +
+                   base64url_encode(claims) + "." + base64url_encode(std::string(64, 'x'))));
+  seed("jwt_fuzz", "es256-forged",
+       "y,a=alice,\x01" "auth=bearer " + base64url_encode(R"({"alg":"ES256","kid":"ec","typ":"at+jwt"})") +
+           "." + base64url_encode(claims) + "." + base64url_encode(std::string(64, 'y')) + "\x01\x01");
+  seed("jwt_fuzz", "jwks",
+       R"({"keys":[{"kty":"RSA","kid":"r","use":"sig","alg":"RS256","n":"AQAB","e":"AQAB"},)"
+       R"({"kty":"OKP","crv":"Ed25519","kid":"ed","x":"11qYAYKxCrfVS_7TyWQHOg7hcvPapiMlrwIaaPcHURo"},)"
+       R"({"kty":"oct","k":"c2VjcmV0"}]})");
+}
+
 }  // namespace
 }  // namespace authrpc::fuzz
 
@@ -385,6 +424,7 @@ int main(int argc, char** argv) {
   journal_seeds();
   config_seeds(source);
   kerberos_seeds();
+  jwt_seeds();
   std::printf("seeds written to %s\n", argv[1]);
   return 0;
 }
