@@ -215,7 +215,7 @@ TEST_F(ZkTokenStoreTest, UnreachableAtStartFailsClearlyOrAfterBoundedRetry) {
     std::chrono::milliseconds at_least;
     const char* text;
   };
-  const int dead_port = MiniZk::free_port();
+  const int dead_port = testing::FreeLoopbackPort();
   for (const Case& c : {Case{0ms, 0ms, "answered within"}, Case{1200ms, 1200ms, "gave up after"}}) {
     ZkTokenStoreOptions o = Options(*zk_, root_);
     o.connect = "127.0.0.1:" + std::to_string(dead_port);
