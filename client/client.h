@@ -23,6 +23,7 @@
 #include "authrpc/client/client_stream.h"
 #include "authrpc/rpc/endpoint.h"
 #include "authrpc/rpc/security_requirement.h"
+#include "authrpc/security/base/metrics.h"
 #include "authrpc/security/base/result.h"
 #include "authrpc/rpc/shm_options.h"
 #include "authrpc/rpc/transport.h"
@@ -64,6 +65,9 @@ struct ClientOptions {
   // the authenticated user to impersonate it (docs/AUTHZ.md), else the
   // connection fails with PERMISSION_DENIED. Never allowed over tokens.
   std::string do_as;
+  // Where the client counts (docs/OPERATIONS.md): by default the process's
+  // registry. Null: nothing is counted.
+  std::shared_ptr<MetricsRegistry> metrics = default_metrics_registry();
 };
 
 struct CallOptions {

@@ -454,6 +454,13 @@ void Server::wait() {
   });
 }
 
+bool Server::serving() const {
+  std::lock_guard lock(impl_->mu);
+  return impl_->state == Impl::State::kRunning;
+}
+
+const std::shared_ptr<MetricsRegistry>& Server::metrics() const { return impl_->options.metrics; }
+
 ServerStats Server::stats() const {
   ServerStats s;
   s.connections_accepted = impl_->connections_accepted.load();

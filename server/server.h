@@ -20,6 +20,7 @@
 #include "authrpc/rpc/shm_options.h"
 #include "authrpc/rpc/endpoint.h"
 #include "authrpc/security/base/log.h"
+#include "authrpc/security/base/metrics.h"
 #include "authrpc/rpc/security_requirement.h"
 #include "authrpc/security/base/result.h"
 #include "authrpc/rpc/transport.h"
@@ -82,6 +83,10 @@ struct ServerOptions {
   std::shared_ptr<Authorizer> authorizer;
   // Null: no audit log.
   std::shared_ptr<AuditLog> audit_log;
+  // Where the server counts (docs/OPERATIONS.md lists every metric): by
+  // default the process's registry, shared with its clients and exposed by
+  // the admin listener. Null: nothing is counted.
+  std::shared_ptr<MetricsRegistry> metrics = default_metrics_registry();
 };
 
 struct ServerStats {
@@ -127,6 +132,10 @@ class Server {
   void wait();
 
   ServerStats stats() const;
+  // Between a successful start() and stop(): accepting and serving.
+  bool serving() const;
+  // ServerOptions::metrics (may be null).
+  const std::shared_ptr<MetricsRegistry>& metrics() const;
 
   class Impl;
 

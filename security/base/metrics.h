@@ -1,0 +1,156 @@
+// Metrics: counters, gauges and histograms that the session and call paths
+// update without a lock, grouped in a MetricsRegistry that an exposition
+// (the admin listener's /metrics, the sys.stats RPC, `authrpc stats`) reads
+// as a Snapshot.
+//
+// Why not prometheus-cpp's own cells (docs/OPERATIONS.md, "Why our own
+// counters"): its Histogram::Observe takes a mutex and Family::Add allocates
+// on every call. Here a metric's children are resolved once — when a server
+// starts, or when a method is registered — and an update is one or two
+// relaxed atomic additions. prometheus-cpp is used only to write the text
+// format (server/admin_server.cc).
+//
+// Names and labels follow Prometheus' conventions: `authrpc_` prefix, base
+// units (`_seconds`, `_bytes`), `_total` on counters, and only label values
+// from a fixed set (a mechanism, an error code, a method registered at
+// start) — never a peer address or a user name.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <span>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+namespace authrpc {
+
+// Label name/value pairs of one child, in the order the family declares.
+using MetricLabels = std::vector<std::pair<std::string, std::string>>;
+
+// A monotonically increasing count. Thread-safe; inc() is one relaxed add.
+class Counter {
+ public:
+  void inc(std::uint64_t n = 1) noexcept { value_.fetch_add(n, std::memory_order_relaxed); }
+  std::uint64_t value() const noexcept { return value_.load(std::memory_order_relaxed); }
+
+ private:
+  std::atomic<std::uint64_t> value_{0};
+};
+
+// A value that goes up and down (open connections, calls in flight).
+class Gauge {
+ public:
+  void add(std::int64_t n = 1) noexcept { value_.fetch_add(n, std::memory_order_relaxed); }
+  void sub(std::int64_t n = 1) noexcept { value_.fetch_sub(n, std::memory_order_relaxed); }
+  void set(std::int64_t v) noexcept { value_.store(v, std::memory_order_relaxed); }
+  std::int64_t value() const noexcept { return value_.load(std::memory_order_relaxed); }
+
+ private:
+  std::atomic<std::int64_t> value_{0};
+};
+
+// Durations in fixed buckets (upper bounds in seconds, ascending; +Inf is
+// implied). observe() finds the bucket by a few integer compares and does
+// two relaxed adds (bucket, sum); the count is the sum of the buckets.
+class Histogram {
+ public:
+  // 10 µs … 10 s, 1-2.5-5 steps: sessions (~30 µs – 50 ms) and calls.
+  static std::span<const double> latency_buckets();
+
+  explicit Histogram(std::span<const double> upper_bounds_seconds = latency_buckets());
+  void observe(std::chrono::nanoseconds d) noexcept;
+  void observe_seconds(double seconds) noexcept;
+
+  struct Data {
+    std::vector<double> upper_bounds;  // seconds; +Inf not included
+    std::vector<std::uint64_t> cumulative;  // one per bound, then +Inf (= count)
+    std::uint64_t count = 0;
+    double sum_seconds = 0;
+  };
+  Data data() const;
+
+ private:
+  std::vector<double> bounds_;
+  std::vector<std::int64_t> bounds_ns_;
+  std::unique_ptr<std::atomic<std::uint64_t>[]> buckets_;  // bounds_.size() + 1
+  std::atomic<std::uint64_t> sum_ns_{0};
+};
+
+enum class MetricType { kCounter, kGauge, kHistogram };
+
+// A read of every metric, for an exposition. Plain values: no locks held.
+struct MetricSample {
+  MetricLabels labels;
+  double value = 0;      // counter, gauge
+  Histogram::Data histogram;  // histogram
+};
+struct MetricFamily {
+  std::string name;
+  std::string help;
+  MetricType type = MetricType::kCounter;
+  std::vector<MetricSample> samples;
+};
+using MetricsSnapshot = std::vector<MetricFamily>;
+
+// Owns metric families and their children. Children are created on first
+// request (a mutex, a lookup) and live as long as the registry, at a stable
+// address: callers ask once and keep the reference. Collection (snapshot())
+// takes the same mutex and reads the cells with relaxed loads; the cells'
+// updaters never take it.
+//
+// A server and the clients of a process may share one registry: the same
+// name and labels give the same child, so their counts add up. Asking for
+// an existing name with another type or other label names is a programming
+// error (std::logic_error), like registering two families of one name.
+class MetricsRegistry {
+ public:
+  MetricsRegistry();
+  ~MetricsRegistry();
+  MetricsRegistry(const MetricsRegistry&) = delete;
+  MetricsRegistry& operator=(const MetricsRegistry&) = delete;
+
+  Counter& counter(std::string_view name, std::string_view help, const MetricLabels& labels = {});
+  Gauge& gauge(std::string_view name, std::string_view help, const MetricLabels& labels = {});
+  Histogram& histogram(std::string_view name, std::string_view help, const MetricLabels& labels = {},
+                       std::span<const double> upper_bounds = Histogram::latency_buckets());
+
+  // A gauge computed at collection time (open descriptors, a queue's length).
+  // The function runs under the registry's mutex on the collecting thread; it
+  // must not call back into the registry. Returns an id for remove_callback();
+  // whoever registers a callback that captures an object removes it before the
+  // object dies.
+  using CallbackId = std::uint64_t;
+  CallbackId gauge_callback(std::string_view name, std::string_view help, const MetricLabels& labels,
+                            std::function<double()> read);
+  void remove_callback(CallbackId id);
+
+  // Every family with at least one child, sorted by name, children in the
+  // order created. Includes the process metrics (process_start_time_seconds,
+  // process_open_fds, process_resident_memory_bytes, process_cpu_seconds_total,
+  // authrpc_uptime_seconds, authrpc_build_info).
+  MetricsSnapshot snapshot() const;
+
+  // The value of one counter or gauge child (0 if absent): for tests and
+  // sys.stats' summaries.
+  double value(std::string_view name, const MetricLabels& labels = {}) const;
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+// The registry that ServerOptions::metrics and ClientOptions::metrics use by
+// default: one per process, created on first use, never destroyed.
+std::shared_ptr<MetricsRegistry> default_metrics_registry();
+
+// The version and commit authrpc was built from (authrpc_build_info).
+std::string_view authrpc_version();
+std::string_view authrpc_git_commit();
+
+}  // namespace authrpc
