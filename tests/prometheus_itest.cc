@@ -84,6 +84,29 @@ std::map<std::string, std::string> ExposedFamilies(const std::string& exposition
   return out;
 }
 
+// The PromQL of docs/OPERATIONS.md's alert table (second column, with the
+// table's escaped `\|` unescaped) and its rules file (the ```yaml block that
+// starts with "groups:").
+std::vector<std::string> AlertExpressions(const std::string& page) {
+  std::vector<std::string> out;
+  const std::size_t begin = page.find("## What to alert on");
+  const std::size_t end = page.find("\n## ", begin + 1);
+  std::istringstream lines(page.substr(begin, end - begin));
+  static const std::regex kRow(R"(^\| [^|]+ \| `((?:[^`])+)` \|)");
+  for (std::string line; std::getline(lines, line);) {
+    std::smatch m;
+    if (!std::regex_search(line, m, kRow)) continue;
+    out.push_back(std::regex_replace(m[1].str(), std::regex(R"(\\\|)"), "|"));
+  }
+  return out;
+}
+std::string AlertRules(const std::string& page) {
+  const std::size_t begin = page.find("```yaml\ngroups:");
+  if (begin == std::string::npos) return {};
+  const std::size_t body = begin + 8;
+  return page.substr(body, page.find("```", body) - body);
+}
+
 class PrometheusItest : public testing::KerberosSuite {
  protected:
   static void SetUpTestSuite() { StartRealm({.clients = {"alice"}, .kinit = ""}); }
@@ -253,6 +276,18 @@ TEST_F(PrometheusItest, ScrapedCountersEqualTheTraffic) {
       EXPECT_TRUE(answer.ok()) << panel.value("title", "") << ": " << expr << ": " << Describe(answer);
     }
   }
+  // docs/OPERATIONS.md's alerts are PromQL this Prometheus accepts, and its
+  // rules file passes promtool.
+  const auto alerts = AlertExpressions(operations);
+  EXPECT_GE(alerts.size(), 8u);
+  for (const auto& expr : alerts) {
+    auto answer = prom.query(expr);
+    EXPECT_TRUE(answer.ok()) << "alert " << expr << ": " << Describe(answer);
+  }
+  const std::string rules = AlertRules(operations);
+  EXPECT_FALSE(rules.empty());
+  EXPECT_OK(testing::PromtoolCheckRules(rules));
+
   // One panel's figure, as a reader of the dashboard would see it.
   EXPECT_OK(prom.wait_for(R"(sum(authrpc_server_negotiations_total{instance=~".*",outcome="ok"}))",
                           kKerberosSessions + kTokenSessions));

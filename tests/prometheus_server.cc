@@ -326,27 +326,44 @@ Status PrometheusServer::wait_for(std::string_view promql, std::string_view by,
                                              std::to_string(timeout.count()) + " ms; last answer " + last);
 }
 
-Status PromtoolCheckMetrics(const std::string& exposition) {
+namespace {
+
+// Runs promtool with `args`, the file `name` holding `input` in a temp dir
+// (on stdin when `on_stdin`, else as the last argument).
+Status run_promtool(std::vector<std::string> args, const std::string& name, const std::string& input,
+                    bool on_stdin) {
   const std::string dir = TempDir("promtool");
   if (dir.empty()) return Status(Errc::kInternal, "mkdtemp failed");
-  const std::string input = dir + "/metrics.prom";
+  const std::string file = dir + "/" + name;
   const std::string output = dir + "/promtool.out";
+  args.insert(args.begin(), PrometheusServer::kPromtool);
+  if (!on_stdin) args.push_back(file);
   Status result;
-  if (!write_file(input, exposition)) {
-    result = Status(Errc::kInternal, "cannot write " + input);
-  } else if (const pid_t pid = spawn({PrometheusServer::kPromtool, "check", "metrics"}, input, output); pid < 0) {
+  if (!write_file(file, input)) {
+    result = Status(Errc::kInternal, "cannot write " + file);
+  } else if (const pid_t pid = spawn(args, on_stdin ? file : "", output); pid < 0) {
     result = Status(Errc::kInternal, "fork failed");
   } else {
     int status = 0;
     ::waitpid(pid, &status, 0);
     if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
-      result = Status(Errc::kInvalidArgument, "promtool check metrics: status " + std::to_string(status) + ": " +
-                                                  tail_of(output, 4000));
+      result = Status(Errc::kInvalidArgument, "promtool " + args[1] + " " + args[2] + ": status " +
+                                                  std::to_string(status) + ": " + tail_of(output, 4000));
     }
   }
   std::error_code ignored;
   std::filesystem::remove_all(dir, ignored);
   return result;
+}
+
+}  // namespace
+
+Status PromtoolCheckMetrics(const std::string& exposition) {
+  return run_promtool({"check", "metrics"}, "metrics.prom", exposition, /*on_stdin=*/true);
+}
+
+Status PromtoolCheckRules(const std::string& rules_yaml) {
+  return run_promtool({"check", "rules"}, "rules.yml", rules_yaml, /*on_stdin=*/false);
 }
 
 std::string DescribeSamples(const PromVector& samples) {

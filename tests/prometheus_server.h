@@ -104,6 +104,10 @@ class PrometheusServer {
 // output for a lint problem (exit 3) or a parse error (exit 1).
 Status PromtoolCheckMetrics(const std::string& exposition);
 
+// The answer of `promtool check rules` for a rules file's text: OK for exit
+// status 0, else kInvalidArgument with promtool's output.
+Status PromtoolCheckRules(const std::string& rules_yaml);
+
 // "a=1, b=2" for a failure message.
 std::string DescribeSamples(const PromVector& samples);
 
