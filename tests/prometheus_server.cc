@@ -257,9 +257,9 @@ Result<PromVector> PrometheusServer::query(std::string_view promql) const {
                                                                                    : std::string("(no error text)");
     return Status(Errc::kInvalidArgument, "prometheus refused " + escape_for_log(promql) + ": " + escape_for_log(error));
   }
-  const nlohmann::json& data = body.value("data", nlohmann::json());
+  const nlohmann::json data = body.value("data", nlohmann::json());
   const std::string type = data.value("resultType", "");
-  const nlohmann::json& result = data.value("result", nlohmann::json());
+  const nlohmann::json result = data.value("result", nlohmann::json());
   PromVector out;
   if (type == "scalar") {
     auto v = sample_value(result);
@@ -275,7 +275,8 @@ Result<PromVector> PrometheusServer::query(std::string_view promql) const {
     auto v = element.is_object() ? sample_value(element.value("value", nlohmann::json())) : std::nullopt;
     if (!v) return Status(Errc::kProtocolError, "malformed sample: " + escape_for_log(element.dump()));
     sample.value = *v;
-    for (const auto& [name, value] : element.value("metric", nlohmann::json::object()).items()) {
+    const nlohmann::json labels = element.value("metric", nlohmann::json::object());
+    for (const auto& [name, value] : labels.items()) {
       if (value.is_string()) sample.labels[name] = value.get<std::string>();
     }
     out.push_back(std::move(sample));
@@ -347,8 +348,10 @@ Status run_promtool(std::vector<std::string> args, const std::string& name, cons
     int status = 0;
     ::waitpid(pid, &status, 0);
     if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
-      result = Status(Errc::kInvalidArgument, "promtool " + args[1] + " " + args[2] + ": status " +
-                                                  std::to_string(status) + ": " + tail_of(output, 4000));
+      const std::string how = WIFEXITED(status) ? "exit " + std::to_string(WEXITSTATUS(status))
+                                                : "wait status " + std::to_string(status);
+      result = Status(Errc::kInvalidArgument,
+                      "promtool " + args[1] + " " + args[2] + ": " + how + ": " + tail_of(output, 4000));
     }
   }
   std::error_code ignored;
