@@ -156,8 +156,9 @@ TEST_F(PrometheusItest, ScrapedCountersEqualTheTraffic) {
   auto admin = AdminServer::start(std::move(admin_options));
   ASSERT_TRUE(admin.ok()) << Describe(admin);
   const std::uint16_t admin_port = (*admin)->port();
+  const std::string admin_url = "http://127.0.0.1:" + std::to_string(admin_port);
 
-  auto ready = testing::HttpGet(admin_port, "/readyz");
+  auto ready = testing::http_get(admin_url + "/readyz");
   ASSERT_TRUE(ready.ok()) << Describe(ready);
   EXPECT_EQ(ready->status, 200) << ready->body;
 
@@ -249,7 +250,7 @@ TEST_F(PrometheusItest, ScrapedCountersEqualTheTraffic) {
   EXPECT_OK(prom.wait_for("count(authrpc_build_info == 1)", 1));
 
   // The exposition passes Prometheus' own linter.
-  auto metrics = testing::HttpGet(admin_port, "/metrics");
+  auto metrics = testing::http_get(admin_url + "/metrics");
   ASSERT_TRUE(metrics.ok()) << Describe(metrics);
   EXPECT_EQ(metrics->status, 200);
   EXPECT_OK(testing::PromtoolCheckMetrics(metrics->body));
@@ -292,7 +293,7 @@ TEST_F(PrometheusItest, ScrapedCountersEqualTheTraffic) {
   EXPECT_OK(prom.wait_for(R"(sum(authrpc_server_negotiations_total{instance=~".*",outcome="ok"}))",
                           kKerberosSessions + kTokenSessions));
 
-  ready = testing::HttpGet(admin_port, "/readyz");
+  ready = testing::http_get(admin_url + "/readyz");
   ASSERT_TRUE(ready.ok()) << Describe(ready);
   EXPECT_EQ(ready->status, 200) << ready->body;
 }
