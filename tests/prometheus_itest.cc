@@ -107,10 +107,8 @@ std::string AlertRules(const std::string& page) {
   return page.substr(body, page.find("```", body) - body);
 }
 
-class PrometheusItest : public testing::KerberosSuite {
- protected:
-  static void SetUpTestSuite() { StartRealm({.clients = {"alice"}, .kinit = ""}); }
-};
+// The usual realm: alice (keytab) and rpc/localhost.
+class PrometheusItest : public testing::KerberosSuite {};
 
 // A blocking method, so that both the queue and the processing histograms
 // of test.echo get one observation per call.
