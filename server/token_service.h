@@ -108,6 +108,12 @@ class TokenService {
     renewers_->use_authorizer(std::move(authorizer));
   }
 
+  // For a readiness probe (the admin listener's /readyz): UNAVAILABLE while
+  // the store is cut off from its backend, or while the master key is
+  // overdue for its roll by more than two sweeps (the sweeper keeps failing:
+  // see the log). No key yet is ready: the first token.get makes one.
+  Status ready() const;
+
   security::SecretManager& secrets() { return *secrets_; }
   const TokenServiceOptions& options() const noexcept { return options_; }
 

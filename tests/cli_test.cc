@@ -421,6 +421,11 @@ TEST_F(CliTest, EveryFailureHasItsExitCodeAndACodeOnStderr) {
       {{"token", "print", "--renewer", "yarn", "--token-file", "%/t"}, 2, usage},
       {{"token", "renew", "--server", "@", "--json"}, 2, usage},
       {{"token", "cancel", "--server", "@", "--connect-timeout", "-1"}, 2, usage},
+      {{"stats"}, 2, usage},
+      {{"stats", "--server", "@", "whoami"}, 2, usage},
+      {{"stats", "--server", "@", "--jsn"}, 2, usage},
+      // 5: sys.stats is for authorization admins; this server has no policy.
+      {{"stats", "--server", "@", "--user", "alice"}, 5, "authrpc: PERMISSION_DENIED: "},
       // 3: credentials. A token file that is not there says so (it used to
       // be UNAVAILABLE [retry]).
       {{"call", "--server", "@", "--auth", "token", "--token-file", "%/missing", "sys", "whoami"},
