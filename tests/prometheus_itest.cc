@@ -55,6 +55,9 @@ constexpr int kCalls = 5;             // C calls of test.echo, ok
 // does not offer, and one presenting a forged token.
 constexpr int kRefusedSessions = 2;
 constexpr int kSessions = kKerberosSessions + kTokenSessions + kRefusedSessions;
+// How long a figure may take to reach Prometheus once a scrape after the
+// traffic has happened: a few scrapes (1 s apart).
+constexpr auto kSettle = std::chrono::seconds(5);
 
 #define EXPECT_OK(expr)                                      \
   do {                                                       \
@@ -204,26 +207,34 @@ TEST_F(PrometheusItest, ScrapedCountersEqualTheTraffic) {
   EXPECT_EQ(refused.status().code, make_error_code(Errc::kAuthenticationFailed)) << Describe(refused);
 
   // --- what Prometheus scraped ----------------------------------------------
-  ASSERT_OK(prom.wait_for(R"(up{job="authrpc"})", 1));
+  // First a scrape that began after the traffic (its sample's timestamp is
+  // the scrape's start): from then on every figure is final but for the
+  // closes of the connections the clients above dropped, which the server
+  // sees a moment later. So each check below waits only a few scrapes, and
+  // a missing or wrong series fails in seconds, not minutes.
+  const double traffic_done =
+      std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+  ASSERT_OK(prom.wait_for("count(timestamp(up{job=\"authrpc\"} == 1) > " + std::to_string(traffic_done) + ")", 1,
+                          40s));
   EXPECT_OK(prom.wait_for(R"(sum by (mechanism) (authrpc_server_negotiations_total{outcome="ok"}))", "mechanism",
-                          {{"kerberos", kKerberosSessions}, {"token", kTokenSessions}}));
+                          {{"kerberos", kKerberosSessions}, {"token", kTokenSessions}}, kSettle));
   EXPECT_OK(prom.wait_for(R"(sum by (outcome) (authrpc_server_negotiations_total{outcome!="ok"}))", "outcome",
-                          {{"mechanism_unavailable", 1}, {"authentication_failed", 1}}));
+                          {{"mechanism_unavailable", 1}, {"authentication_failed", 1}}, kSettle));
   // A refused mechanism is labelled by what the server has, never by the
   // peer's string: the simple client named nothing the server offers.
   EXPECT_OK(prom.wait_for(
-      R"(authrpc_server_negotiations_total{mechanism="none",outcome="mechanism_unavailable"})", 1));
+      R"(authrpc_server_negotiations_total{mechanism="none",outcome="mechanism_unavailable"})", 1, kSettle));
   EXPECT_OK(prom.wait_for(
-      R"(authrpc_server_negotiations_total{mechanism="token",outcome="authentication_failed"})", 1));
-  EXPECT_OK(prom.wait_for(R"(sum(authrpc_server_connections_accepted_total{transport="tls"}))", kSessions));
-  EXPECT_OK(prom.wait_for(R"(sum(authrpc_server_tls_handshakes_total{outcome="ok"}))", kSessions));
+      R"(authrpc_server_negotiations_total{mechanism="token",outcome="authentication_failed"})", 1, kSettle));
+  EXPECT_OK(prom.wait_for(R"(sum(authrpc_server_connections_accepted_total{transport="tls"}))", kSessions, kSettle));
+  EXPECT_OK(prom.wait_for(R"(sum(authrpc_server_tls_handshakes_total{outcome="ok"}))", kSessions, kSettle));
 
   EXPECT_OK(prom.wait_for(R"(sum by (code) (authrpc_server_calls_total{service="test",method="echo"}))", "code",
-                          {{"ok", kCalls}}));
-  EXPECT_OK(prom.wait_for(R"(authrpc_server_calls_total{service="token",method="get",code="ok"})", 1));
-  EXPECT_OK(prom.wait_for(R"(authrpc_server_calls_total{service="unknown",method="unknown",code="not_found"})", 1));
-  EXPECT_OK(prom.wait_for(R"(authrpc_server_call_queue_seconds_count{service="test",method="echo"})", kCalls));
-  EXPECT_OK(prom.wait_for(R"(authrpc_server_call_processing_seconds_count{service="test",method="echo"})", kCalls));
+                          {{"ok", kCalls}}, kSettle));
+  EXPECT_OK(prom.wait_for(R"(authrpc_server_calls_total{service="token",method="get",code="ok"})", 1, kSettle));
+  EXPECT_OK(prom.wait_for(R"(authrpc_server_calls_total{service="unknown",method="unknown",code="not_found"})", 1, kSettle));
+  EXPECT_OK(prom.wait_for(R"(authrpc_server_call_queue_seconds_count{service="test",method="echo"})", kCalls, kSettle));
+  EXPECT_OK(prom.wait_for(R"(authrpc_server_call_processing_seconds_count{service="test",method="echo"})", kCalls, kSettle));
 
   // Latency: a quantile over the all-time buckets (no rate(): the series may
   // have been scraped only after the traffic) is a positive number of seconds.
@@ -231,21 +242,21 @@ TEST_F(PrometheusItest, ScrapedCountersEqualTheTraffic) {
     SCOPED_TRACE(mechanism);
     EXPECT_OK(prom.wait_for(
         std::string("count(histogram_quantile(0.99, sum by (le) (authrpc_server_negotiation_duration_seconds_bucket{"
-                    "mechanism=\"") + mechanism + "\"})) > 0)", 1));
+                    "mechanism=\"") + mechanism + "\"})) > 0)", 1, kSettle));
     EXPECT_OK(prom.wait_for(
         std::string("authrpc_server_negotiation_duration_seconds_count{mechanism=\"") + mechanism + "\"}",
-        std::string_view(mechanism) == "kerberos" ? kKerberosSessions : kTokenSessions));
+        std::string_view(mechanism) == "kerberos" ? kKerberosSessions : kTokenSessions, kSettle));
   }
 
   // Every client above is gone: their connections close.
-  EXPECT_OK(prom.wait_for("sum(authrpc_server_connections_open)", 0));
-  EXPECT_OK(prom.wait_for("sum(authrpc_server_connections_closed_total)", kSessions));
-  EXPECT_OK(prom.wait_for("authrpc_server_connections_unauthenticated", 0));
+  EXPECT_OK(prom.wait_for("sum(authrpc_server_connections_open)", 0, kSettle));
+  EXPECT_OK(prom.wait_for("sum(authrpc_server_connections_closed_total)", kSessions, kSettle));
+  EXPECT_OK(prom.wait_for("authrpc_server_connections_unauthenticated", 0, kSettle));
 
   // Process metrics are there and plausible.
-  EXPECT_OK(prom.wait_for("count(process_open_fds > 0)", 1));
-  EXPECT_OK(prom.wait_for("count(process_resident_memory_bytes > 0)", 1));
-  EXPECT_OK(prom.wait_for("count(authrpc_build_info == 1)", 1));
+  EXPECT_OK(prom.wait_for("count(process_open_fds > 0)", 1, kSettle));
+  EXPECT_OK(prom.wait_for("count(process_resident_memory_bytes > 0)", 1, kSettle));
+  EXPECT_OK(prom.wait_for("count(authrpc_build_info == 1)", 1, kSettle));
 
   // The exposition passes Prometheus' own linter.
   auto metrics = testing::http_get(admin_url + "/metrics");
@@ -289,7 +300,7 @@ TEST_F(PrometheusItest, ScrapedCountersEqualTheTraffic) {
 
   // One panel's figure, as a reader of the dashboard would see it.
   EXPECT_OK(prom.wait_for(R"(sum(authrpc_server_negotiations_total{instance=~".*",outcome="ok"}))",
-                          kKerberosSessions + kTokenSessions));
+                          kKerberosSessions + kTokenSessions, kSettle));
 
   ready = testing::http_get(admin_url + "/readyz");
   ASSERT_TRUE(ready.ok()) << Describe(ready);
