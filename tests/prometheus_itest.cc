@@ -152,7 +152,8 @@ TEST_F(PrometheusItest, ScrapedCountersEqualTheTraffic) {
   AdminOptions admin_options;
   admin_options.listen = "127.0.0.1:0";
   admin_options.metrics = registry;
-  admin_options.readiness = {{"server", server_serving_check(server.server())}};
+  admin_options.readiness = {{"server", server_serving_check(server.server())},
+                             {"tokens", [t = tokens->get()] { return t->ready(); }}};
   admin_options.log = null_log_sink();
   auto admin = AdminServer::start(std::move(admin_options));
   ASSERT_TRUE(admin.ok()) << Describe(admin);
