@@ -3,8 +3,11 @@
 // an AdminServer's /metrics every second while a real Server (kerberos and
 // token over TLS, against a real KDC: tests/kerberos_realm.h) serves known
 // traffic; the counters read back through Prometheus' query API must equal
-// what was done, series by series (names: docs/OPERATIONS.md). Also: promtool
-// accepts the exposition, and /readyz is 200 while the server serves.
+// what was done, series by series, on the server's side and on its clients'
+// (names: docs/OPERATIONS.md). Also: promtool accepts the exposition, the
+// page lists every family exposed, every Grafana panel's expression and
+// every alert of the page is PromQL Prometheus accepts, and /readyz is 200
+// while the server serves.
 //
 // Prometheus scrapes first ~6 s after it starts, so the whole case takes
 // ~10 s; it is one ctest entry (prometheus.itest). Without /usr/bin/prometheus
@@ -130,7 +133,9 @@ TEST_F(PrometheusItest, ScrapedCountersEqualTheTraffic) {
   }
 
   // The server's own registry, so that nothing else in this process counts
-  // into what Prometheus reads (the clients use the process registry).
+  // into what Prometheus reads; the test's clients count into it too (a
+  // process's servers and clients may share one), so that the client half
+  // is checked the same way.
   auto registry = std::make_shared<MetricsRegistry>();
 
   TokenServiceOptions token_options;
@@ -171,11 +176,14 @@ TEST_F(PrometheusItest, ScrapedCountersEqualTheTraffic) {
   const PrometheusServer& prom = **prometheus;
 
   // --- the traffic ---------------------------------------------------------
+  auto client_of = [&server, registry] {
+    return server.client().options([registry](ClientOptions& o) { o.metrics = registry; });
+  };
   auto kerberos_client = KerberosClientMechanism::create(testing::KeytabClientOptions(*kdc_, "alice"));
   ASSERT_TRUE(kerberos_client.ok()) << Describe(kerberos_client);
   std::string token_text;
   for (int i = 0; i < kKerberosSessions; ++i) {
-    auto client = server.client().mechanism(*kerberos_client).connect();
+    auto client = client_of().mechanism(*kerberos_client).connect();
     ASSERT_TRUE(client.ok()) << Describe(client);
     if (i != 0) continue;
     auto got = (*client)->call_json("token", "get",
@@ -195,16 +203,16 @@ TEST_F(PrometheusItest, ScrapedCountersEqualTheTraffic) {
   TokenClientOptions with_token;
   with_token.token = *token;
   for (int i = 0; i < kTokenSessions; ++i) {
-    auto client = server.client().mechanism(std::make_shared<TokenClientMechanism>(with_token)).connect();
+    auto client = client_of().mechanism(std::make_shared<TokenClientMechanism>(with_token)).connect();
     ASSERT_TRUE(client.ok()) << Describe(client);
   }
 
-  auto simple_only = server.client().simple().connect();
+  auto simple_only = client_of().simple().connect();
   EXPECT_EQ(simple_only.status().code, make_error_code(Errc::kMechanismUnavailable)) << Describe(simple_only);
   TokenClientOptions forged;
   forged.token = *token;
   forged.token->password.data()[5] ^= 0x40;
-  auto refused = server.client().mechanism(std::make_shared<TokenClientMechanism>(forged)).connect();
+  auto refused = client_of().mechanism(std::make_shared<TokenClientMechanism>(forged)).connect();
   EXPECT_EQ(refused.status().code, make_error_code(Errc::kAuthenticationFailed)) << Describe(refused);
 
   // --- what Prometheus scraped ----------------------------------------------
@@ -249,8 +257,22 @@ TEST_F(PrometheusItest, ScrapedCountersEqualTheTraffic) {
         std::string_view(mechanism) == "kerberos" ? kKerberosSessions : kTokenSessions, kSettle));
   }
 
+  // The clients' side of the same traffic: token.get, the echoes and the
+  // NOT_FOUND were calls; the refused sessions failed with the server's code.
+  EXPECT_OK(prom.wait_for("sum by (outcome) (authrpc_client_connections_total)", "outcome",
+                          {{"ok", kKerberosSessions + kTokenSessions},
+                           {"mechanism_unavailable", 1},
+                           {"authentication_failed", 1}},
+                          kSettle));
+  EXPECT_OK(prom.wait_for("sum by (mechanism) (authrpc_client_negotiation_duration_seconds_count)", "mechanism",
+                          {{"kerberos", kKerberosSessions}, {"token", kTokenSessions}}, kSettle));
+  EXPECT_OK(prom.wait_for("sum by (code) (authrpc_client_calls_total)", "code",
+                          {{"ok", kCalls + 1}, {"not_found", 1}}, kSettle));
+  EXPECT_OK(prom.wait_for("authrpc_client_call_duration_seconds_count", kCalls + 2, kSettle));
+
   // Every client above is gone: their connections close.
   EXPECT_OK(prom.wait_for("sum(authrpc_server_connections_open)", 0, kSettle));
+  EXPECT_OK(prom.wait_for("sum(authrpc_client_connections_open)", 0, kSettle));
   EXPECT_OK(prom.wait_for("sum(authrpc_server_connections_closed_total)", kSessions, kSettle));
   EXPECT_OK(prom.wait_for("authrpc_server_connections_unauthenticated", 0, kSettle));
 
