@@ -286,7 +286,7 @@ void TokenService::record(Operation op, const Identity& who, std::string_view to
   }
   if (!audit_log_) return;
   AuditEvent e;
-  e.event = "token";
+  e.event = kTokenServiceName;  // the audit event is named after the service
   e.outcome = status.ok() ? "success" : code == Errc::kPermissionDenied ? "denied" : "failure";
   e.peer = who.peer_address;
   e.mechanism = who.mechanism;
