@@ -12,6 +12,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <functional>
@@ -200,7 +201,10 @@ TEST(LogSink, FilterRunsBeforeEscaping) {
     sink(level, big);
     return Clock::now() - start;
   };
-  const auto dropped = timed(LogLevel::kDebug);
+  // The best of three: a drop is a load and a compare, but a loaded machine
+  // may preempt any single one of them.
+  auto dropped = timed(LogLevel::kDebug);
+  for (int i = 0; i < 2; ++i) dropped = std::min(dropped, timed(LogLevel::kDebug));
   EXPECT_EQ(seen, 0u);
   const auto logged = timed(LogLevel::kInfo);
   EXPECT_EQ(seen, big.size() * 2);
