@@ -28,19 +28,24 @@
 namespace authrpc {
 namespace {
 
-// The admin-only sys methods (reload_authz, stats): PERMISSION_DENIED,
-// audited, unless the policy in force lists the caller as an admin.
-Status require_admin(Server::Impl& server, CallContext& ctx, const AuthzPolicy& policy) {
+// PERMISSION_DENIED for an admin-only sys method, audited.
+Status deny_admin_method(Server::Impl& server, CallContext& ctx, const std::string& reason) {
   const Identity& id = ctx.identity();
-  const auto groups = policy.groups_of(id);
-  if (policy.is_admin({id.user, &groups, id.peer_address})) return {};
-  const std::string reason = "user '" + id.user + "' is not an authorization admin";
   if (server.options.audit_log) {
     server.options.audit_log->record({"authorization", "denied", id.peer_address, id.mechanism,
                                       id.principal, id.user, id.real_user, ctx.service(),
                                       ctx.method(), reason});
   }
   return Status(Errc::kPermissionDenied, reason);
+}
+
+// The admin-only sys methods (reload_authz, stats): denied unless the
+// policy in force lists the caller as an admin.
+Status require_admin(Server::Impl& server, CallContext& ctx, const AuthzPolicy& policy) {
+  const Identity& id = ctx.identity();
+  const auto groups = policy.groups_of(id);
+  if (policy.is_admin({id.user, &groups, id.peer_address})) return {};
+  return deny_admin_method(server, ctx, "user '" + id.user + "' is not an authorization admin");
 }
 
 // sys.reload_authz: re-reads the ACL file; only for the policy's admins.
@@ -63,7 +68,7 @@ Result<std::string> reload_authz(Server::Impl& server, CallContext& ctx) {
 // the deployment. Without a policy there are no admins: refused.
 Result<std::string> stats(Server::Impl& server, CallContext& ctx) {
   if (!server.options.authorizer) {
-    return Status(Errc::kPermissionDenied, "sys.stats needs an authorization policy with admins");
+    return deny_admin_method(server, ctx, "sys.stats needs an authorization policy with admins");
   }
   if (Status s = require_admin(server, ctx, *server.options.authorizer->current()); !s.ok()) return s;
   if (!server.options.metrics) return Status(Errc::kFailedPrecondition, "this server counts nothing (metrics off)");
