@@ -485,7 +485,7 @@ TEST_F(CliTest, HelpOfBothBinariesExitsZeroAndEachSubcommandHasItsOwn) {
   std::vector<std::string> token_pages;
   for (const auto& args : std::vector<std::vector<std::string>>{
            {kServerBin, "--help"}, {kCliBin, "--help"}, {kCliBin, "help"},
-           {kCliBin, "call", "--help"}, {kCliBin, "token", "--help"},
+           {kCliBin, "call", "--help"}, {kCliBin, "stats", "--help"}, {kCliBin, "token", "--help"},
            {kCliBin, "token", "fetch", "--help"}, {kCliBin, "token", "renew", "--help"},
            {kCliBin, "token", "cancel", "--help"}, {kCliBin, "token", "print", "--help"}}) {
     const auto r = RunCommand(args);
