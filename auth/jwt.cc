@@ -96,6 +96,13 @@ class JwtServer final : public ServerMechanism, public std::enable_shared_from_t
     return std::make_unique<JwtServerSession>(shared_from_this(), channel);
   }
 
+  // Not ready until a key set has loaded: every token would be refused.
+  Status ready() const override {
+    if (!source_ || source_->current()) return {};
+    return {Errc::kUnavailable, "no signing keys loaded from " + source_->describe() + " (" +
+                                    source_->last_error() + ")"};
+  }
+
   // A first load at start-up, so that the first client does not wait for it.
   Status load_now() {
     if (source_ && source_->claim_scheduled_load(JwtKeySource::Clock::now())) return source_->load();

@@ -95,6 +95,10 @@ class ServerMechanism {
   // Constant for the mechanism's life, and equal to what it registered.
   virtual MechanismTraits traits() const noexcept { return {}; }
   virtual std::unique_ptr<ServerAuthSession> start(const ChannelInfo& channel) = 0;
+  // Whether it can authenticate anyone now, for a readiness probe (the admin
+  // listener's /readyz): e.g. not before keys it fetches have loaded. Called
+  // from any thread; quick; the message names no secret.
+  virtual Status ready() const { return {}; }
 };
 
 // One client-side step: send a message (and say whether it is the client's

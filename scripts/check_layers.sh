@@ -4,7 +4,8 @@
 #   base (security/base/) → security/ → rpc/ → auth/ → server/, client/
 # with two optional components beside them, kerberos (auth/kerberos*,
 # auth/sasl_*, auth/token_sasl*, auth/scram_verifier_cache*,
-# security/kerberos_*) and zookeeper (security/zk_*), and the
+# security/kerberos_*), zookeeper (security/zk_*) and admin
+# (server/admin_server*: the HTTP admin listener, on top of server/), and the
 # all-built-ins library (auth/builtin_mechanisms.cc,
 # security/builtin_token_stores.cc) that links them.
 #   scripts/check_layers.sh [BUILD_DIR]
@@ -29,11 +30,12 @@ group_of() {
     auth/kerberos* | auth/sasl_* | auth/token_sasl* | auth/scram_verifier_cache* | \
       security/kerberos_*) echo kerberos ;;
     security/zk_*) echo zookeeper ;;
+    server/admin_server*) echo admin ;;
     auth/builtin_mechanisms.cc | security/builtin_token_stores.cc) echo builtins ;;
     # The programs' own sources (CMakeLists.txt: authrpc-server, authrpc).
     server/authrpc_server_main.cc) echo server-program ;;
     client/authrpc_cli_main.cc | client/token_commands.* | client/cli_args.* | client/cli_exit.* | \
-      client/tls_flags.*)
+      client/tls_flags.* | client/stats_summary.*)
       echo client-program ;;
     security/*) echo security ;;
     rpc/*) echo rpc ;;
@@ -54,8 +56,9 @@ declare -A allowed=(
   [kerberos]="base security rpc auth kerberos"
   [builtins]="base security rpc auth kerberos zookeeper"
   [server]="base security rpc auth server"
+  [admin]="base security rpc auth server admin"
   [client]="base security rpc auth client"
-  [server-program]="base security rpc auth kerberos zookeeper server server-program"
+  [server-program]="base security rpc auth kerberos zookeeper server admin server-program"
   [client-program]="base security rpc auth kerberos zookeeper client client-program"
 )
 
@@ -90,7 +93,7 @@ if [[ $# -ge 1 ]]; then
   declare -A target_group=(
     [authrpc_base]=base [authrpc_security]=security [authrpc_rpc]=rpc [authrpc_auth]=auth
     [authrpc_kerberos]=kerberos [authrpc_zookeeper]=zookeeper [authrpc_builtins]=builtins
-    [authrpc_server]=server [authrpc_client]=client
+    [authrpc_server]=server [authrpc_client]=client [authrpc_admin]=admin
   )
   declare -A name_of=()
   while IFS=$'\t' read -r node name; do

@@ -20,6 +20,10 @@ PACKAGES=(
   # A real OIDC issuer for the jwt tests (tests/glewlwyd_idp.h) and sqlite3;
   # dbconfig-sqlite3 satisfies its database dependency without a MariaDB client.
   glewlwyd dbconfig-sqlite3
+  # The admin listener (component `admin`, server/admin_server.h): prometheus-cpp's
+  # text serializer and civetweb (libcivetweb-dev comes with it); Prometheus itself
+  # and promtool for the tests that scrape it and lint /metrics.
+  prometheus-cpp-dev prometheus
   # Fuzzing (scripts/fuzz.sh, docs/FUZZING.md): clang 14, libFuzzer and the
   # sanitizer runtimes (not pulled in by clang without recommends), and
   # llvm-symbolizer for readable stacks.
@@ -29,13 +33,15 @@ PACKAGES=(
 # Tests run their own throwaway KDCs on free loopback ports; the system KDC and
 # kadmind are never used. krb5kdc sets SO_REUSEPORT, so a stray one is worse than
 # useless: stop them if a package script (or a boot) started them, by their pidfiles.
+# Likewise the system Prometheus (0.0.0.0:9090, scraping nothing of ours): the
+# tests start their own on a free loopback port.
 stop_system_kdc() {
   local svc name pidfile
-  for svc in krb5-kdc:krb5kdc krb5-admin-server:kadmind; do
+  for svc in krb5-kdc:krb5kdc krb5-admin-server:kadmind prometheus:prometheus/prometheus; do
     name=${svc#*:} svc=${svc%%:*}
     pidfile=/run/$name.pid
     [[ -s $pidfile ]] && kill -0 "$(cat "$pidfile")" 2>/dev/null || continue
-    echo "setup: stopping the system $svc service (tests start their own KDC)"
+    echo "setup: stopping the system $svc service (tests start their own)"
     if [[ -d /run/systemd/system ]]; then
       systemctl stop "$svc" && systemctl disable --quiet "$svc" || true
     else

@@ -132,6 +132,8 @@ class SecretManager final : private TokenStoreObserver {
   Status roll_master_key();
 
   std::vector<MasterKeyInfo> master_keys() const;
+  // The store's TokenStore::fresh(): false while its view may be stale.
+  bool store_fresh() const noexcept { return store_->fresh(); }
   std::size_t token_count() const;
   const SecretManagerOptions& options() const noexcept { return options_; }
 

@@ -1,6 +1,7 @@
 // authrpc-server: runs an authrpc server from a JSON configuration file,
 // serving the built-in sys service (whoami, echo) and, when configured, the
-// delegation-token service (token.get/renew/cancel). SIGINT/SIGTERM stop it
+// delegation-token service (token.get/renew/cancel), and, when configured,
+// the admin listener (/metrics, /healthz, /readyz). SIGINT/SIGTERM stop it
 // gracefully.
 #include <csignal>
 #include <cstdio>
@@ -8,11 +9,15 @@
 #include <iostream>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "authrpc/auth/mechanism_registry.h"
 #include "authrpc/server/audit_log.h"
 #include "authrpc/server/server.h"
 #include "authrpc/server/server_config.h"
+#ifdef AUTHRPC_HAVE_ADMIN
+#include "authrpc/server/admin_server.h"
+#endif
 
 #ifndef AUTHRPC_VERSION
 #error "AUTHRPC_VERSION must be defined (CMakeLists.txt sets it from project(VERSION))"
@@ -30,7 +35,8 @@ Runs an authrpc server configured by FILE (JSON; see docs/CONFIG.md).
   --config FILE   configuration file (required)
   --listen URI    listen on URI instead of the file's "listen" list
                   (tcp://127.0.0.1:7000, tcp://[::1]:7000, unix:/path.sock)
-  --print-endpoints  print each bound endpoint on stdout once serving
+  --print-endpoints  print each bound endpoint on stdout once serving, then
+                  the admin listener's http://HOST:PORT if configured
   --version       print the version
   --help          this text
 
@@ -64,6 +70,28 @@ void reread_log_level(const std::string& config_path, const authrpc::LogSink& lo
   std::fprintf(stderr, "authrpc-server: SIGHUP: log level %.*s -> %.*s\n", static_cast<int>(before.size()),
                before.data(), static_cast<int>(after.size()), after.data());
 }
+#ifdef AUTHRPC_HAVE_ADMIN
+// The admin listener of the "admin" section (docs/CONFIG.md "admin"): the
+// server's metrics, and ready while the server serves, the token service
+// (if any) can verify tokens and every mechanism can authenticate.
+authrpc::Result<std::unique_ptr<authrpc::AdminServer>> start_admin(
+    const authrpc::ServerConfig& config, const authrpc::Server& server,
+    const std::vector<std::shared_ptr<authrpc::ServerMechanism>>& mechanisms, const authrpc::LogSink& log) {
+  authrpc::AdminOptions admin;
+  admin.listen = *config.admin_listen;
+  admin.metrics = server.metrics() ? server.metrics() : authrpc::default_metrics_registry();
+  admin.log = log;
+  admin.readiness.emplace_back("server", authrpc::server_serving_check(server));
+  if (const authrpc::TokenService* tokens = config.tokens.get()) {
+    admin.readiness.emplace_back("tokens", [tokens] { return tokens->ready(); });
+  }
+  for (const auto& mechanism : mechanisms) {
+    admin.readiness.emplace_back("mechanism " + std::string(mechanism->name()),
+                                 [mechanism] { return mechanism->ready(); });
+  }
+  return authrpc::AdminServer::start(std::move(admin));
+}
+#endif
 
 }  // namespace
 
@@ -126,10 +154,20 @@ int main(int argc, char** argv) {
     }
   }
 
+  if (config->admin_listen) {
+#ifndef AUTHRPC_HAVE_ADMIN
+    std::fprintf(stderr, "authrpc-server: CONFIG_ERROR: 'admin': this authrpc-server was built without the "
+                         "admin listener (prometheus-cpp-dev and libcivetweb-dev were not found)\n");
+    return kExitUsage;
+#endif
+  }
+
   const auto authorizer = options.authorizer;
   const auto audit_log = options.audit_log;
   // A copy shares the level with the server's and the token service's sink.
   const authrpc::LogSink log = options.log;
+  const auto mechanisms = options.mechanisms;
+  const auto& server_log = log;
   authrpc::Server server(std::move(options));
   if (auto s = config->add_services(server); !s.ok()) {
     std::fprintf(stderr, "authrpc-server: %s\n", s.to_string().c_str());
@@ -141,8 +179,25 @@ int main(int argc, char** argv) {
   }
   if (print_endpoints) {
     for (const auto& ep : server.bound_endpoints()) std::cout << ep.to_string() << "\n";
-    std::cout.flush();
   }
+#ifdef AUTHRPC_HAVE_ADMIN
+  std::unique_ptr<authrpc::AdminServer> admin;
+  if (config->admin_listen) {
+    auto started = start_admin(*config, server, mechanisms, server_log);
+    if (!started.ok()) {
+      std::fprintf(stderr, "authrpc-server: cannot start: %s\n", started.status().to_string().c_str());
+      server.stop();
+      return started.code() == authrpc::Errc::kConfigError ? kExitUsage : kExitCannotStart;
+    }
+    admin = std::move(*started);
+    const std::string& admin_listen = *config->admin_listen;
+    const std::string where =
+        admin_listen.substr(0, admin_listen.rfind(':')) + ":" + std::to_string(admin->port());
+    server_log(authrpc::LogLevel::kInfo, "admin listener on " + where);
+    if (print_endpoints) std::cout << "http://" << where << "\n";
+  }
+#endif
+  std::cout.flush();
   int received = 0;
   for (;;) {
     sigwait(&signals, &received);
@@ -166,6 +221,9 @@ int main(int argc, char** argv) {
     }
   }
   std::fprintf(stderr, "authrpc-server: %s received, stopping\n", strsignal(received));
+#ifdef AUTHRPC_HAVE_ADMIN
+  if (admin) admin->stop();  // probes fail from now on, as the server stops
+#endif
   server.stop();
   return 0;
 }

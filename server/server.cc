@@ -18,6 +18,7 @@
 #include "authrpc/auth/authorizer.h"
 #include "authrpc/rpc/messages.h"
 #include "authrpc/server/audit_log.h"
+#include "authrpc/server/metrics_json.h"
 
 #include "authrpc/server/server_connection.h"
 #include "authrpc/server/listen_endpoint.h"
@@ -27,23 +28,33 @@
 namespace authrpc {
 namespace {
 
+// PERMISSION_DENIED for an admin-only sys method, audited.
+Status deny_admin_method(Server::Impl& server, CallContext& ctx, const std::string& reason) {
+  const Identity& id = ctx.identity();
+  if (server.metrics) server.metrics->denied(ServerMetrics::Denial::kAdmin);
+  if (server.options.audit_log) {
+    server.options.audit_log->record({"authorization", "denied", id.peer_address, id.mechanism,
+                                      id.principal, id.user, id.real_user, ctx.service(),
+                                      ctx.method(), reason});
+  }
+  return Status(Errc::kPermissionDenied, reason);
+}
+
+// The admin-only sys methods (reload_authz, stats): denied unless the
+// policy in force lists the caller as an admin.
+Status require_admin(Server::Impl& server, CallContext& ctx, const AuthzPolicy& policy) {
+  const Identity& id = ctx.identity();
+  const auto groups = policy.groups_of(id);
+  if (policy.is_admin({id.user, &groups, id.peer_address})) return {};
+  return deny_admin_method(server, ctx, "user '" + id.user + "' is not an authorization admin");
+}
+
 // sys.reload_authz: re-reads the ACL file; only for the policy's admins.
 Result<std::string> reload_authz(Server::Impl& server, CallContext& ctx) {
   const auto& authorizer = server.options.authorizer;
   if (!authorizer) return Status(Errc::kFailedPrecondition, "no authorization policy configured");
-  const auto policy = authorizer->current();
   const Identity& id = ctx.identity();
-  const auto groups = policy->groups_of(id);
-  if (!policy->is_admin({id.user, &groups, id.peer_address})) {
-    if (server.metrics) server.metrics->denied(ServerMetrics::Denial::kAdmin);
-    const std::string reason = "user '" + id.user + "' is not an authorization admin";
-    if (server.options.audit_log) {
-      server.options.audit_log->record({"authorization", "denied", id.peer_address, id.mechanism,
-                                        id.principal, id.user, id.real_user, ctx.service(),
-                                        ctx.method(), reason});
-    }
-    return Status(Errc::kPermissionDenied, reason);
-  }
+  if (Status s = require_admin(server, ctx, *authorizer->current()); !s.ok()) return s;
   if (Status s = authorizer->reload(); !s.ok()) {
     server.log(LogLevel::kWarning, "authorization reload refused, old policy stays: " + s.message);
     return Status(Errc::kFailedPrecondition, "reload refused, old policy stays: " + s.message);
@@ -53,11 +64,25 @@ Result<std::string> reload_authz(Server::Impl& server, CallContext& ctx) {
   return "{\"generation\":" + std::to_string(authorizer->generation()) + "}";
 }
 
+// sys.stats: the server's metrics as JSON (server/metrics_json.h); only
+// for the policy's admins, since counts by method and mechanism describe
+// the deployment. Without a policy there are no admins: refused.
+Result<std::string> stats(Server::Impl& server, CallContext& ctx) {
+  if (!server.options.authorizer) {
+    return deny_admin_method(server, ctx, "sys.stats needs an authorization policy with admins");
+  }
+  if (Status s = require_admin(server, ctx, *server.options.authorizer->current()); !s.ok()) return s;
+  if (!server.options.metrics) return Status(Errc::kFailedPrecondition, "this server counts nothing (metrics off)");
+  return metrics_json(server.options.metrics->snapshot()).dump();
+}
+
 Service make_sys_service(Server::Impl& server) {
   Service sys("sys");
   sys.add_blocking("reload_authz", [&server](CallContext& ctx, std::string_view) {
     return reload_authz(server, ctx);
   });
+  // Blocking: a snapshot reads /proc and takes the registry's lock.
+  sys.add_blocking("stats", [&server](CallContext& ctx, std::string_view) { return stats(server, ctx); });
   sys.add("whoami", [](CallContext& ctx, std::string_view) -> Result<std::string> {
     return ctx.identity().to_json();
   });

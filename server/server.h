@@ -115,7 +115,8 @@ class Server {
   Server& operator=(const Server&) = delete;
 
   // Registers a service. The name "sys" is reserved for built-ins
-  // (sys.whoami, sys.echo, sys.reload_authz). Fails after start() or for a duplicate name.
+  // (sys.whoami, sys.echo, sys.reload_authz, sys.stats). Fails after start() or for a
+  // duplicate name.
   Status add_service(Service service);
 
   // Validates the options, binds every endpoint and starts serving. A bind

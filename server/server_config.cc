@@ -84,6 +84,19 @@ Status read_authz(const nlohmann::json& config, ServerOptions& o) {
   return {};
 }
 
+// "admin": {"listen": "HOST:PORT"}: where authrpc-server's admin listener
+// listens; the address itself is checked by AdminServer::start().
+Result<std::optional<std::string>> read_admin(const nlohmann::json& config) {
+  if (!config.contains("admin")) return std::optional<std::string>();
+  const auto& a = config["admin"];
+  if (!a.is_object()) return config_error("'admin' must be an object");
+  if (Status s = check_keys(a, "admin.", {"listen"}); !s.ok()) return s;
+  if (!a.contains("listen") || !a["listen"].is_string() || a["listen"].get_ref<const std::string&>().empty()) {
+    return config_error("'admin.listen' must be a \"HOST:PORT\" string, e.g. \"127.0.0.1:9464\"");
+  }
+  return std::optional<std::string>(a["listen"].get<std::string>());
+}
+
 Result<LogLevel> parse_level(const std::string& name) {
   if (name == "debug") return LogLevel::kDebug;
   if (name == "info") return LogLevel::kInfo;
@@ -175,7 +188,7 @@ Result<ServerOptions> build_server_options(const nlohmann::json& config,
                              "max_negotiation_frame_size",
                              "unix_socket_mode", "log_level", "log_format", "tls", "encryption",
                              "authentication", "authorization", "audit_log",
-                             "stream_window", "shared_memory",
+                             "stream_window", "shared_memory", "admin",
                              "tokens"});  // "tokens": server/token_service.h
       !s.ok()) {
     return s;
@@ -257,6 +270,7 @@ Result<ServerOptions> build_server_options(const nlohmann::json& config,
     if (!tokens.ok()) return tokens.status();
     if (Status s = check_issue_mechanisms(*tokens, registry); !s.ok()) return s;
   }
+  if (auto admin = read_admin(config); !admin.ok()) return admin.status();
   if (Status s = read_authz(config, o); !s.ok()) return s;
   return o;
 }
@@ -288,6 +302,7 @@ Result<ServerConfig> server_config_from_json(const nlohmann::json& config,
   auto options = build_server_options(config, registry, stores, std::move(*log));
   if (!options.ok()) return options.status();
   out.options = std::move(*options);
+  out.admin_listen = *read_admin(config);  // checked by server_options_from_json
   // Renewers compare by short name through the configuration's mapping rules.
   if (out.tokens && out.options.authorizer) out.tokens->use_authorizer(out.options.authorizer);
   // Token operations are audited with the server's events.

@@ -7,6 +7,7 @@
 
 #include <memory>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 
 #include "authrpc/auth/mechanism_registry.h"
@@ -25,6 +26,9 @@ namespace authrpc {
 struct ServerConfig {
   ServerOptions options;
   std::unique_ptr<TokenService> tokens;  // null without a "tokens" section
+  // The "admin" section's listen address (docs/CONFIG.md "admin"); unset:
+  // no admin listener. authrpc-server starts one (server/admin_server.h).
+  std::optional<std::string> admin_listen;
 
   // Adds the configured services (the token service's `token` service, if
   // any) to `server`; call it before server.start().

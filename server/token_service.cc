@@ -340,6 +340,20 @@ void TokenService::sweeper() {
   }
 }
 
+Status TokenService::ready() const {
+  if (!secrets_->store_fresh()) {
+    return Status(Errc::kUnavailable, "token store cut off from its backend: verification refused");
+  }
+  const auto now = secrets_->options().clock->now();
+  for (const auto& key : secrets_->master_keys()) {
+    if (key.current && now >= key.created + secrets_->options().key_roll_interval + 2 * options_.sweep_interval) {
+      return Status(Errc::kUnavailable, "master key " + std::to_string(key.id) +
+                                            " is overdue for its roll: the token sweeper keeps failing");
+    }
+  }
+  return {};
+}
+
 bool TokenService::may_issue(const Identity& identity) const {
   if (identity.mechanism_traits.delegation_token) return false;
   if (!options_.issue_mechanisms) return identity.mechanism_traits.may_be_issued_tokens;

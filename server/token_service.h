@@ -129,6 +129,12 @@ class TokenService {
   // server: it is not synchronised with calls being served.
   void use_audit_log(std::shared_ptr<AuditLog> audit_log) { audit_log_ = std::move(audit_log); }
 
+  // For a readiness probe (the admin listener's /readyz): UNAVAILABLE while
+  // the store is cut off from its backend, or while the master key is
+  // overdue for its roll by more than two sweeps (the sweeper keeps failing:
+  // see the log). No key yet is ready: the first token.get makes one.
+  Status ready() const;
+
   security::SecretManager& secrets() { return *secrets_; }
   const TokenServiceOptions& options() const noexcept { return options_; }
 

@@ -28,6 +28,7 @@
 #include "authrpc/auth/simple.h"
 #include "authrpc/client/client.h"
 #include "tests/test_support.h"
+#include "tests/http_get.h"
 #include "tests/test_tls.h"
 #include "tests/testing/jwt_issuer.h"
 
@@ -281,8 +282,8 @@ class CliTest : public ::testing::Test {
 
   // Starts authrpc-server on a config listening on port 0 and reads the bound
   // endpoint it prints.
-  void StartServer() {
-    const std::string config = dir_.Write("server.json", kGoodConfig);
+  void StartServer(const std::string& config_text = kGoodConfig) {
+    const std::string config = dir_.Write("server.json", config_text);
     server_ = Child::Spawn({kServerBin, "--config", config, "--print-endpoints"});
     ASSERT_NE(server_, nullptr);
     auto line = server_->ReadStdoutLine(10s);
@@ -435,6 +436,11 @@ TEST_F(CliTest, EveryFailureHasItsExitCodeAndACodeOnStderr) {
       {{"token", "print", "--renewer", "yarn", "--token-file", "%/t"}, 2, usage},
       {{"token", "renew", "--server", "@", "--json"}, 2, usage},
       {{"token", "cancel", "--server", "@", "--connect-timeout", "-1"}, 2, usage},
+      {{"stats"}, 2, usage},
+      {{"stats", "--server", "@", "whoami"}, 2, usage},
+      {{"stats", "--server", "@", "--jsn"}, 2, usage},
+      // 5: sys.stats is for authorization admins; this server has no policy.
+      {{"stats", "--server", "@", "--user", "alice"}, 5, "authrpc: PERMISSION_DENIED: "},
       // 3: credentials. A token file that is not there says so (it used to
       // be UNAVAILABLE [retry]).
       {{"call", "--server", "@", "--auth", "token", "--token-file", "%/missing", "sys", "whoami"},
@@ -493,7 +499,7 @@ TEST_F(CliTest, HelpOfBothBinariesExitsZeroAndEachSubcommandHasItsOwn) {
   std::vector<std::string> token_pages;
   for (const auto& args : std::vector<std::vector<std::string>>{
            {kServerBin, "--help"}, {kCliBin, "--help"}, {kCliBin, "help"},
-           {kCliBin, "call", "--help"}, {kCliBin, "token", "--help"},
+           {kCliBin, "call", "--help"}, {kCliBin, "stats", "--help"}, {kCliBin, "token", "--help"},
            {kCliBin, "token", "fetch", "--help"}, {kCliBin, "token", "renew", "--help"},
            {kCliBin, "token", "cancel", "--help"}, {kCliBin, "token", "print", "--help"}}) {
     const auto r = RunCommand(args);
@@ -563,6 +569,10 @@ TEST_F(CliTest, ABadConfigFileExitsTwo) {
       {"no-listen.json", R"({"auth": {"mechanisms": ["simple"]}})"},
       {"bad-endpoint.json", R"({"listen": ["http://127.0.0.1:0"]})"},
       {"bad-mechanism.json", R"({"listen": ["tcp://127.0.0.1:0"], "auth": {"mechanisms": ["nope"]}})"},
+      {"admin-not-object.json", R"({"listen": ["tcp://127.0.0.1:0"], "admin": "127.0.0.1:0"})"},
+      {"admin-no-listen.json", R"({"listen": ["tcp://127.0.0.1:0"], "admin": {}})"},
+      {"admin-unknown-key.json", R"({"listen": ["tcp://127.0.0.1:0"], "admin": {"listen": "127.0.0.1:0", "port": 1}})"},
+      {"admin-bad-address.json", R"({"listen": ["tcp://127.0.0.1:0"], "admin": {"listen": "127.0.0.1:9464s"}})"},
   };
   for (const auto& [name, content] : configs) {
     const std::string path = dir_.Write(name, content);
@@ -664,6 +674,86 @@ TEST_F(CliTest, SighupChangesTheLogLevel) {
   ASSERT_TRUE(status.has_value());
   EXPECT_TRUE(WIFEXITED(*status) && WEXITSTATUS(*status) == 0) << server_->stderr_text();
 }
+
+// `authrpc stats` against authrpc-server with an authorization policy whose
+// admin is alice: a summary for her, the raw JSON with --json, PERMISSION_DENIED
+// (exit 5) for bob.
+TEST_F(CliTest, StatsSummarisesTheServerForAnAdminOnly) {
+  const std::string acl = dir_.Write("acl.json", R"({"admins": {"users": ["alice"]}})");
+  auto config = nlohmann::json::parse(kGoodConfig);
+  config["authorization"] = {{"acl_file", acl}};
+  ASSERT_NO_FATAL_FAILURE(StartServer(config.dump()));
+  // Some traffic to count.
+  for (int i = 0; i < 3; ++i) {
+    const auto r = RunCommand({kCliBin, "call", "--server", endpoint_, "--user", "carol", "sys", "whoami"});
+    ASSERT_EQ(r.exit_code, 0) << Describe(r);
+  }
+  const auto summary = RunCommand({kCliBin, "stats", "--server", endpoint_, "--auth", "simple", "--user", "alice"});
+  ASSERT_EQ(summary.exit_code, 0) << Describe(summary);
+  EXPECT_THAT(summary.out, StartsWith("authrpc "));
+  EXPECT_THAT(summary.out, HasSubstr(", up "));
+  EXPECT_THAT(summary.out, HasSubstr("\nconnections: "));
+  EXPECT_THAT(summary.out, HasSubstr("\nsessions by mechanism and outcome"));
+  EXPECT_THAT(summary.out, HasSubstr("\ncalls by method and code"));
+  EXPECT_THAT(summary.out, HasSubstr("\nprocess: "));
+  EXPECT_TRUE(summary.err.empty()) << Describe(summary);
+
+  const auto json = RunCommand({kCliBin, "stats", "--server", endpoint_, "--user", "alice", "--json"});
+  ASSERT_EQ(json.exit_code, 0) << Describe(json);
+  const auto stats = nlohmann::json::parse(json.out, nullptr, false);
+  ASSERT_FALSE(stats.is_discarded()) << json.out;
+  ASSERT_TRUE(stats["metrics"].is_array());
+  bool uptime = false;
+  for (const auto& family : stats["metrics"]) uptime = uptime || family["name"] == "authrpc_uptime_seconds";
+  EXPECT_TRUE(uptime) << json.out;
+
+  const auto denied = RunCommand({kCliBin, "stats", "--server", endpoint_, "--user", "bob"});
+  EXPECT_EQ(denied.exit_code, 5) << Describe(denied);
+  EXPECT_THAT(denied.err, StartsWith("authrpc: PERMISSION_DENIED: "));
+  EXPECT_TRUE(denied.out.empty());
+}
+
+#ifdef AUTHRPC_TEST_ADMIN
+// "admin": {"listen": "127.0.0.1:0"}: authrpc-server prints the admin
+// listener's URL after its endpoints, serves /healthz, /readyz and /metrics
+// there, and still stops cleanly.
+TEST_F(CliTest, TheServerAnswersProbesAndScrapesOnItsAdminListener) {
+  auto config = nlohmann::json::parse(kGoodConfig);
+  config["admin"] = {{"listen", "127.0.0.1:0"}};
+  ASSERT_NO_FATAL_FAILURE(StartServer(config.dump()));
+  const auto url = server_->ReadStdoutLine(10s);
+  ASSERT_TRUE(url.has_value()) << server_->stderr_text();
+  ASSERT_THAT(*url, StartsWith("http://127.0.0.1:"));
+  ASSERT_NE(*url, "http://127.0.0.1:0");
+  const auto r = RunCommand({kCliBin, "call", "--server", endpoint_, "--user", "carol", "sys", "whoami"});
+  ASSERT_EQ(r.exit_code, 0) << Describe(r);
+
+  auto health = authrpc::testing::http_get(*url + "/healthz");
+  ASSERT_TRUE(health.ok()) << health.status().to_string();
+  EXPECT_EQ(health->status, 200);
+  auto ready = authrpc::testing::http_get(*url + "/readyz");
+  ASSERT_TRUE(ready.ok()) << ready.status().to_string();
+  EXPECT_EQ(ready->status, 200) << ready->body;
+  auto metrics = authrpc::testing::http_get(*url + "/metrics");
+  ASSERT_TRUE(metrics.ok()) << metrics.status().to_string();
+  EXPECT_EQ(metrics->status, 200);
+  EXPECT_THAT(metrics->body, HasSubstr("\nauthrpc_build_info{version=\""));
+
+  const auto status = server_->Signal(SIGTERM, 10s);
+  ASSERT_TRUE(status.has_value()) << "authrpc-server did not exit after SIGTERM";
+  ASSERT_TRUE(WIFEXITED(*status));
+  EXPECT_EQ(WEXITSTATUS(*status), 0) << server_->stderr_text();
+  EXPECT_FALSE(authrpc::testing::http_get(*url + "/healthz").ok()) << "still listening after the stop";
+}
+#else
+TEST_F(CliTest, AnAdminSectionIsRefusedWithoutTheAdminComponent) {
+  auto config = nlohmann::json::parse(kGoodConfig);
+  config["admin"] = {{"listen", "127.0.0.1:0"}};
+  const auto r = RunCommand({kServerBin, "--config", dir_.Write("admin.json", config.dump())});
+  EXPECT_EQ(r.exit_code, 2) << Describe(r);
+  EXPECT_THAT(r.err, HasSubstr("without the admin listener"));
+}
+#endif
 
 TEST_F(CliTest, TheServerCanListenWhereTheCommandLineSays) {
   const std::string config = dir_.Write("server.json", kGoodConfig);

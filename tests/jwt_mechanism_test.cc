@@ -351,8 +351,13 @@ TEST(JwtMechanismTest, WithNoKeysLoadedAuthenticationIsUnavailableUntilTheIdpAns
   json so = {{"issuer", kIssuer},     {"audience", kAudience},      {"jwks_url", idp.url()},
              {"jwks_ca_file", tls.ca_file()}, {"jwks_min_refetch_s", 1}, {"jwks_timeout_ms", 2000}};
   testing::TestServer server;
-  server.tls().mechanism(Server(so)).service(WhoService());
+  const auto mechanism = Server(so);
+  server.tls().mechanism(mechanism).service(WhoService());
   ASSERT_TRUE(server.start().ok());  // the IdP may come up after the service
+  // What the admin listener's /readyz reports meanwhile.
+  const Status not_ready = mechanism->ready();
+  EXPECT_TRUE(not_ready.is(Errc::kUnavailable)) << not_ready.to_string();
+  EXPECT_THAT(not_ready.message, HasSubstr("no signing keys loaded from JWKS https://"));
   const std::string token = dir.write("t", issuer().rsa.sign(claims()));
   auto down = server.client().mechanism(Client({{"token_file", token}})).connect();
   ASSERT_FALSE(down.ok());
@@ -364,6 +369,7 @@ TEST(JwtMechanismTest, WithNoKeysLoadedAuthenticationIsUnavailableUntilTheIdpAns
   std::this_thread::sleep_for(std::chrono::milliseconds(1100));  // past min_refetch
   auto up = server.client().mechanism(Client({{"token_file", token}})).connect();
   EXPECT_TRUE(up.ok()) << up.status().to_string();
+  EXPECT_TRUE(mechanism->ready().ok()) << mechanism->ready().to_string();
 }
 
 // --- certificate-bound tokens (RFC 8705) ---------------------------------

@@ -401,7 +401,12 @@ INSTANTIATE_TEST_SUITE_P(
         BadConfig{"shared_memory_one_slot",
                   R"({)" LISTEN R"(, "shared_memory": {"slots": 1}})", "shared_memory.slots"},
         BadConfig{"shared_memory_uid_negative",
-                  R"({)" LISTEN R"(, "shared_memory": {"peer_uid": -1}})", "peer_uid"}),
+                  R"({)" LISTEN R"(, "shared_memory": {"peer_uid": -1}})", "peer_uid"},
+        BadConfig{"admin_not_object", R"({)" LISTEN R"(, "admin": "127.0.0.1:9464"})", "'admin'"},
+        BadConfig{"admin_without_listen", R"({)" LISTEN R"(, "admin": {}})", "admin.listen"},
+        BadConfig{"admin_listen_not_string", R"({)" LISTEN R"(, "admin": {"listen": 9464}})", "admin.listen"},
+        BadConfig{"admin_unknown_key",
+                  R"({)" LISTEN R"(, "admin": {"listen": "127.0.0.1:0", "enabled": true}})", "admin.enabled"}),
     [](const auto& tp) { return std::string(tp.param.name); });
 
 // A value the JSON parser accepts as an unsigned integer but that does not
@@ -646,6 +651,18 @@ TEST(ServerConfigTokensTest, WithoutATokensSectionThereIsNoTokenService) {
   auto config = load_server_config(f.path(), registry());
   ASSERT_TRUE(config.ok()) << config.status().to_string();
   EXPECT_EQ(config->tokens, nullptr);
+}
+
+// "admin" only records where the admin listener goes; authrpc-server starts
+// it (server/admin_server.h), which checks the address.
+TEST(ServerConfigTest, TheAdminSectionGivesTheListenersAddress) {
+  auto with = server_config_from_json(json::parse(R"({"listen": ["unix:@x"], "admin": {"listen": "127.0.0.1:9464"}})"),
+                                      registry());
+  ASSERT_TRUE(with.ok()) << with.status().to_string();
+  EXPECT_EQ(with->admin_listen, "127.0.0.1:9464");
+  auto without = server_config_from_json(json::parse(R"({"listen": ["unix:@x"]})"), registry());
+  ASSERT_TRUE(without.ok()) << without.status().to_string();
+  EXPECT_FALSE(without->admin_listen.has_value());
 }
 
 // A shared token store is a type registered by an optional component

@@ -24,6 +24,7 @@
 #include "authrpc/server/audit_log.h"
 #include "authrpc/server/server.h"
 #include "authrpc/server/service.h"
+#include "authrpc/security/clock.h"
 #include "authrpc/server/token_service.h"
 #include "tests/test_server.h"
 #include "tests/test_support.h"
@@ -349,6 +350,33 @@ TEST(TokenServiceAudit, OperationsAreAuditedAndCounted) {
   EXPECT_GE(store_calls["allocate_sequence_number"], 1u);
   running->server.stop();
   std::filesystem::remove_all(dir);
+// TokenService::ready(), what the admin listener's /readyz asks: ready with
+// no key yet (the first token.get makes one) and with a fresh one; not ready
+// once the key is overdue for its roll by more than two sweeps (a sweeper
+// that keeps failing), ready again after a roll.
+TEST(TokenServiceReady, AKeyOverdueForItsRollIsNotReady) {
+  auto clock = std::make_shared<security::ManualClock>(security::TokenTime(std::chrono::hours(24 * 365 * 50)));
+  TokenServiceOptions t;
+  t.store = TokenServiceOptions::Store::kMemory;
+  t.secrets.clock = clock;
+  t.secrets.key_roll_interval = 1h;
+  t.sweep_interval = 24h;  // the test sweeps by hand
+  t.log = null_log_sink();
+  auto tokens = TokenService::open(std::move(t));
+  ASSERT_TRUE(tokens.ok()) << Describe(tokens);
+  EXPECT_TRUE((*tokens)->ready().ok()) << (*tokens)->ready().to_string();
+  ASSERT_TRUE((*tokens)->secrets().issue({"alice", "yarn", "", "svc"}).ok());
+  EXPECT_TRUE((*tokens)->ready().ok());
+
+  clock->advance(1h + 2 * 24h - 1ms);
+  EXPECT_TRUE((*tokens)->ready().ok()) << "two sweeps late is still in time";
+  clock->advance(1ms);
+  const Status late = (*tokens)->ready();
+  EXPECT_EQ(late.code, Errc::kUnavailable);
+  EXPECT_THAT(late.message, HasSubstr("overdue for its roll"));
+
+  ASSERT_TRUE((*tokens)->secrets().sweep().ok());
+  EXPECT_TRUE((*tokens)->ready().ok()) << (*tokens)->ready().to_string();
 }
 
 }  // namespace
