@@ -1,0 +1,389 @@
+#include "tests/prometheus_server.h"
+
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <nlohmann/json.hpp>
+
+#include <cerrno>
+#include <charconv>
+#include <cmath>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <regex>
+#include <sstream>
+#include <thread>
+
+#include "authrpc/security/base/log.h"
+#include "tests/https_request.h"
+#include "tests/test_support.h"
+
+namespace authrpc::testing {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+using namespace std::chrono_literals;
+
+constexpr auto kStartTimeout = 20s;
+constexpr auto kQuitWait = 3s;
+constexpr auto kTermWait = 5s;
+constexpr std::size_t kMaxAnswer = 4 << 20;
+
+std::string read_file(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+}
+
+bool write_file(const std::string& path, const std::string& text) {
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  out << text;
+  return static_cast<bool>(out.flush());
+}
+
+std::string tail_of(const std::string& path, std::size_t max = 800) {
+  const std::string text = read_file(path);
+  return escape_for_log(text.size() > max ? text.substr(text.size() - max) : text);
+}
+
+// Forks and execs `argv` with stdin from `input` (/dev/null if empty) and
+// stdout and stderr appended to `output`, dying with the test process; -1 if
+// fork failed.
+pid_t spawn(const std::vector<std::string>& argv, const std::string& input, const std::string& output) {
+  std::vector<char*> args;
+  for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
+  args.push_back(nullptr);
+  const char* in = input.empty() ? "/dev/null" : input.c_str();
+  const pid_t parent = ::getpid();
+  const pid_t pid = ::fork();
+  if (pid != 0) return pid;
+  // Only async-signal-safe calls from here: the test process has threads.
+  ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+  if (::getppid() != parent) ::_exit(127);
+  const int in_fd = ::open(in, O_RDONLY);
+  if (in_fd >= 0) ::dup2(in_fd, 0);
+  const int fd = ::open(output.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0600);
+  if (fd >= 0) {
+    ::dup2(fd, 1);
+    ::dup2(fd, 2);
+  }
+  ::execv(args[0], args.data());
+  ::_exit(127);
+}
+
+// Waits up to `limit` for `pid` to exit; true if it did (and was reaped).
+bool reaped_within(pid_t pid, Clock::duration limit) {
+  const auto deadline = Clock::now() + limit;
+  int status = 0;
+  do {
+    if (::waitpid(pid, &status, WNOHANG) == pid) return true;
+    std::this_thread::sleep_for(10ms);
+  } while (Clock::now() < deadline);
+  return false;
+}
+
+struct HttpAnswer {
+  int status = 0;
+  std::string body;
+};
+
+// One plain HTTP/1.0 request to 127.0.0.1:port; the body is what follows
+// the headers until the server closes. HTTP/1.0 on purpose, rather than
+// tests/http_get.h's HTTP/1.1: Prometheus (Go's net/http) answers an
+// HTTP/1.1 client with chunked transfer encoding once a body passes ~4 KiB
+// (measured: a 5 KiB query answer), and an HTTP/1.0 client with the body
+// delimited by the close, which needs no decoder.
+Result<HttpAnswer> http_request(std::uint16_t port, std::string_view method, std::string_view target,
+                                std::chrono::milliseconds timeout = 5000ms) {
+  const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) return Status(Errc::kUnavailable, "socket failed");
+  struct Closer {
+    int fd;
+    ~Closer() { ::close(fd); }
+  } closer{fd};
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_port = htons(port);
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  if (::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) {
+    return Status(Errc::kUnavailable, "connect to 127.0.0.1:" + std::to_string(port) + " failed: errno " +
+                                          std::to_string(errno));
+  }
+  std::string request;
+  request += std::string(method) + " " + std::string(target) + " HTTP/1.0\r\n";
+  request += "Host: 127.0.0.1:" + std::to_string(port) + "\r\nContent-Length: 0\r\n\r\n";
+  for (std::size_t sent = 0; sent < request.size();) {
+    const ssize_t n = ::send(fd, request.data() + sent, request.size() - sent, MSG_NOSIGNAL);
+    if (n <= 0) return Status(Errc::kUnavailable, "send failed");
+    sent += static_cast<std::size_t>(n);
+  }
+  const auto deadline = Clock::now() + timeout;
+  std::string answer;
+  char buffer[16384];
+  for (;;) {
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()).count();
+    if (left <= 0) return Status(Errc::kUnavailable, "no complete answer within the timeout");
+    pollfd p{fd, POLLIN, 0};
+    if (::poll(&p, 1, static_cast<int>(left)) <= 0) continue;
+    const ssize_t n = ::recv(fd, buffer, sizeof buffer, 0);
+    if (n < 0) return Status(Errc::kUnavailable, "recv failed");
+    if (n == 0) break;
+    answer.append(buffer, static_cast<std::size_t>(n));
+    if (answer.size() > kMaxAnswer) return Status(Errc::kProtocolError, "answer larger than 4 MiB");
+  }
+  const std::size_t end = answer.find("\r\n\r\n");
+  if (!answer.starts_with("HTTP/1.") || end == std::string::npos || answer.size() < 12) {
+    return Status(Errc::kProtocolError, "not an HTTP/1.x answer");
+  }
+  HttpAnswer out;
+  const auto [ptr, ec] = std::from_chars(answer.data() + 9, answer.data() + 12, out.status);
+  if (ec != std::errc()) return Status(Errc::kProtocolError, "no HTTP status");
+  std::string headers = answer.substr(0, end);
+  for (char& c : headers) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  if (headers.find("transfer-encoding: chunked") != std::string::npos) {
+    return Status(Errc::kProtocolError, "chunked answer");
+  }
+  out.body = answer.substr(end + 4);
+  return out;
+}
+
+// A sample's value as the API gives it: [time, "value"], the value a string
+// that may be "NaN", "+Inf" or "-Inf".
+std::optional<double> sample_value(const nlohmann::json& pair) {
+  if (!pair.is_array() || pair.size() != 2 || !pair[1].is_string()) return std::nullopt;
+  const std::string text = pair[1].get<std::string>();
+  if (text == "NaN") return std::nan("");
+  if (text == "+Inf") return INFINITY;
+  if (text == "-Inf") return -INFINITY;
+  char* end = nullptr;
+  const double v = std::strtod(text.c_str(), &end);
+  if (end == text.c_str() || *end != '\0') return std::nullopt;
+  return v;
+}
+
+std::string format_value(double v) {
+  std::ostringstream out;
+  out << v;
+  return out.str();
+}
+
+}  // namespace
+
+bool PrometheusServer::installed() { return ::access(kBinary, X_OK) == 0 && ::access(kPromtool, X_OK) == 0; }
+
+Result<std::unique_ptr<PrometheusServer>> PrometheusServer::start(const PrometheusOptions& options) {
+  if (!installed()) {
+    return Result<std::unique_ptr<PrometheusServer>>(
+        Errc::kFailedPrecondition, "prometheus is not installed: run scripts/setup.sh as root (package prometheus)");
+  }
+  std::unique_ptr<PrometheusServer> p(new PrometheusServer());
+  p->dir_ = TempDir("prometheus");
+  if (p->dir_.empty()) return Status(Errc::kInternal, "mkdtemp failed");
+  const std::string interval = std::to_string(options.scrape_interval.count()) + "s";
+  const std::string config = p->dir_ + "/prometheus.yml";
+  // The scrape timeout may not exceed the interval; 1 s for a loopback
+  // target is plenty.
+  const std::string text = "global:\n  scrape_interval: " + interval + "\n  scrape_timeout: " + interval +
+                           "\nscrape_configs:\n  - job_name: \"" + options.job +
+                           "\"\n    static_configs:\n      - targets: [\"" + options.target + "\"]\n";
+  if (!write_file(config, text)) return Status(Errc::kInternal, "cannot write " + config);
+
+  p->pid_ = spawn({kBinary, "--config.file=" + config, "--storage.tsdb.path=" + p->dir_ + "/data",
+                   "--web.listen-address=127.0.0.1:0", "--web.enable-lifecycle", "--log.level=info"},
+                  "", p->log_file());
+  if (p->pid_ < 0) return Status(Errc::kInternal, "fork failed");
+
+  // ts=... component=web msg="Listening on" address=127.0.0.1:46069
+  static const std::regex kListening(R"(msg="Listening on" address=127\.0\.0\.1:([0-9]+))");
+  const auto deadline = Clock::now() + kStartTimeout;
+  while (Clock::now() < deadline) {
+    int status = 0;
+    if (::waitpid(p->pid_, &status, WNOHANG) == p->pid_) {
+      p->pid_ = -1;
+      return Status(Errc::kUnavailable, "prometheus exited during start (status " + std::to_string(status) +
+                                            "); see " + p->log_file() + ": " + tail_of(p->log_file()));
+    }
+    std::smatch m;
+    const std::string log = read_file(p->log_file());
+    if (std::regex_search(log, m, kListening)) {
+      p->port_ = static_cast<std::uint16_t>(std::stoi(m[1].str()));
+      return p;
+    }
+    std::this_thread::sleep_for(20ms);
+  }
+  (void)p->stop();
+  return Status(Errc::kUnavailable, "prometheus did not log its listening address within 20 s; see " +
+                                        p->log_file() + ": " + tail_of(p->log_file()));
+}
+
+PrometheusServer::~PrometheusServer() {
+  (void)stop();
+  if (!dir_.empty() && !std::getenv("AUTHRPC_KEEP_PROMETHEUS")) {
+    std::error_code ignored;
+    std::filesystem::remove_all(dir_, ignored);
+  }
+}
+
+Status PrometheusServer::stop() {
+  if (pid_ <= 0) return {};
+  const pid_t pid = pid_;
+  pid_ = -1;
+  if (port_ != 0) (void)http_request(port_, "POST", "/-/quit", 2000ms);
+  if (reaped_within(pid, kQuitWait)) return {};
+  ::kill(pid, SIGTERM);
+  if (reaped_within(pid, kTermWait)) return {};
+  ::kill(pid, SIGKILL);
+  int status = 0;
+  ::waitpid(pid, &status, 0);
+  return Status(Errc::kDeadlineExceeded, "prometheus ignored /-/quit and SIGTERM and was killed; see " + log_file());
+}
+
+Result<PromVector> PrometheusServer::query(std::string_view promql) const {
+  auto answer = http_request(port_, "GET", "/api/v1/query?query=" + form_urlencode(promql));
+  if (!answer.ok()) return answer.status();
+  const nlohmann::json body = nlohmann::json::parse(answer->body, nullptr, /*allow_exceptions=*/false);
+  if (!body.is_object() || !body.contains("status") || !body["status"].is_string()) {
+    return Status(Errc::kProtocolError, "HTTP " + std::to_string(answer->status) + ", not the query API's JSON: " +
+                                            escape_for_log(answer->body.substr(0, 300)));
+  }
+  if (body["status"] != "success") {
+    const std::string error = body.contains("error") && body["error"].is_string() ? body["error"].get<std::string>()
+                                                                                   : std::string("(no error text)");
+    return Status(Errc::kInvalidArgument, "prometheus refused " + escape_for_log(promql) + ": " + escape_for_log(error));
+  }
+  const nlohmann::json data = body.value("data", nlohmann::json());
+  const std::string type = data.value("resultType", "");
+  const nlohmann::json result = data.value("result", nlohmann::json());
+  PromVector out;
+  if (type == "scalar") {
+    auto v = sample_value(result);
+    if (!v) return Status(Errc::kProtocolError, "malformed scalar");
+    out.push_back({{}, *v});
+    return out;
+  }
+  if (type != "vector" || !result.is_array()) {
+    return Status(Errc::kProtocolError, "unexpected result type '" + escape_for_log(type) + "'");
+  }
+  for (const auto& element : result) {
+    PromSample sample;
+    auto v = element.is_object() ? sample_value(element.value("value", nlohmann::json())) : std::nullopt;
+    if (!v) return Status(Errc::kProtocolError, "malformed sample: " + escape_for_log(element.dump()));
+    sample.value = *v;
+    const nlohmann::json labels = element.value("metric", nlohmann::json::object());
+    for (const auto& [name, value] : labels.items()) {
+      if (value.is_string()) sample.labels[name] = value.get<std::string>();
+    }
+    out.push_back(std::move(sample));
+  }
+  return out;
+}
+
+Status PrometheusServer::wait_for(std::string_view promql, double expected, std::chrono::milliseconds timeout) const {
+  const auto deadline = Clock::now() + timeout;
+  std::string last;
+  for (;;) {
+    auto answer = query(promql);
+    if (!answer.ok() && answer.status().code == make_error_code(Errc::kInvalidArgument)) return answer.status();
+    if (answer.ok() && answer->size() == 1 && (*answer)[0].value == expected) return {};
+    last = answer.ok() ? "[" + DescribeSamples(*answer) + "]" : answer.status().to_string();
+    if (Clock::now() >= deadline) break;
+    std::this_thread::sleep_for(200ms);
+  }
+  return Status(Errc::kDeadlineExceeded, std::string(promql) + ": expected " + format_value(expected) + " within " +
+                                             std::to_string(timeout.count()) + " ms; last answer " + last);
+}
+
+Status PrometheusServer::wait_for(std::string_view promql, std::string_view by,
+                                  const std::map<std::string, double>& expected,
+                                  std::chrono::milliseconds timeout) const {
+  const auto deadline = Clock::now() + timeout;
+  std::string last;
+  for (;;) {
+    auto answer = query(promql);
+    if (!answer.ok() && answer.status().code == make_error_code(Errc::kInvalidArgument)) return answer.status();
+    if (answer.ok()) {
+      std::map<std::string, double> got;
+      for (const auto& s : *answer) {
+        auto it = s.labels.find(std::string(by));
+        got[it == s.labels.end() ? std::string() : it->second] = s.value;
+      }
+      if (got == expected) return {};
+      last = "[" + DescribeSamples(*answer) + "]";
+    } else {
+      last = answer.status().to_string();
+    }
+    if (Clock::now() >= deadline) break;
+    std::this_thread::sleep_for(200ms);
+  }
+  std::string want;
+  for (const auto& [k, v] : expected) want += (want.empty() ? "" : ", ") + std::string(by) + "=" + k + ": " + format_value(v);
+  return Status(Errc::kDeadlineExceeded, std::string(promql) + ": expected {" + want + "} within " +
+                                             std::to_string(timeout.count()) + " ms; last answer " + last);
+}
+
+namespace {
+
+// Runs promtool with `args`, the file `name` holding `input` in a temp dir
+// (on stdin when `on_stdin`, else as the last argument).
+Status run_promtool(std::vector<std::string> args, const std::string& name, const std::string& input,
+                    bool on_stdin) {
+  const std::string dir = TempDir("promtool");
+  if (dir.empty()) return Status(Errc::kInternal, "mkdtemp failed");
+  const std::string file = dir + "/" + name;
+  const std::string output = dir + "/promtool.out";
+  args.insert(args.begin(), PrometheusServer::kPromtool);
+  if (!on_stdin) args.push_back(file);
+  Status result;
+  if (!write_file(file, input)) {
+    result = Status(Errc::kInternal, "cannot write " + file);
+  } else if (const pid_t pid = spawn(args, on_stdin ? file : "", output); pid < 0) {
+    result = Status(Errc::kInternal, "fork failed");
+  } else {
+    int status = 0;
+    ::waitpid(pid, &status, 0);
+    if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+      const std::string how = WIFEXITED(status) ? "exit " + std::to_string(WEXITSTATUS(status))
+                                                : "wait status " + std::to_string(status);
+      result = Status(Errc::kInvalidArgument,
+                      "promtool " + args[1] + " " + args[2] + ": " + how + ": " + tail_of(output, 4000));
+    }
+  }
+  std::error_code ignored;
+  std::filesystem::remove_all(dir, ignored);
+  return result;
+}
+
+}  // namespace
+
+Status PromtoolCheckMetrics(const std::string& exposition) {
+  return run_promtool({"check", "metrics"}, "metrics.prom", exposition, /*on_stdin=*/true);
+}
+
+Status PromtoolCheckRules(const std::string& rules_yaml) {
+  return run_promtool({"check", "rules"}, "rules.yml", rules_yaml, /*on_stdin=*/false);
+}
+
+std::string DescribeSamples(const PromVector& samples) {
+  std::string out;
+  for (const auto& s : samples) {
+    if (!out.empty()) out += "; ";
+    out += "{";
+    bool first = true;
+    for (const auto& [k, v] : s.labels) {
+      out += (first ? "" : ",") + k + "=\"" + escape_for_log(v) + "\"";
+      first = false;
+    }
+    out += "} " + format_value(s.value);
+  }
+  return out;
+}
+
+}  // namespace authrpc::testing
