@@ -52,7 +52,10 @@ void ClientMetrics::connected(Transport t, std::uint16_t wire_code, std::string_
   connections_[t][code_slot(wire_code)]
       .get(registry_, "authrpc_client_connections_total",
            "Connect and negotiation attempts, by transport and outcome.",
-           {{"transport", std::string(kTransportNames[t])}, {"outcome", code_label(wire_code)}})
+           [&] {
+             return MetricLabels{{"transport", std::string(kTransportNames[t])},
+                                 {"outcome", code_label(wire_code)}};
+           })
       .inc();
   if (wire_code != 0) return;
   open_[t]->add();

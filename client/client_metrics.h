@@ -34,7 +34,7 @@ class ClientMetrics {
   void call(std::uint16_t wire_code, std::chrono::nanoseconds took) {
     calls_[code_slot(wire_code)]
         .get(registry_, "authrpc_client_calls_total", "Calls finished, by status code.",
-             {{"code", code_label(wire_code)}})
+             [&] { return MetricLabels{{"code", code_label(wire_code)}}; })
         .inc();
     call_duration_->observe(took);
   }

