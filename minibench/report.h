@@ -21,8 +21,8 @@
 // sessions over their number (null: not counted). A target's "floor" is what
 // the row is compared with: its floor, or another row of the same run
 // (kerberos/tcp ≤ 0.6 × kerberos-sasl/tcp). "metrics": whether the row's
-// client and server counted (false: --metrics off, or a "[metrics off]"
-// row). "metrics_cost" (--metrics compare; empty otherwise): each row beside
+// authrpc client and server counted (false: floors, in-process checks,
+// --metrics off, "[metrics off]" rows). "metrics_cost" (--metrics compare; empty otherwise): each row beside
 // its "[metrics off]" twin from the same blocks — p50s, their ratio, the
 // median of the per-block ratios — and, for the rows issue 18 holds to it,
 // limit 1.03 and whether it is met (null: no target).
@@ -57,8 +57,9 @@ struct Row {
   // not counted. Equal to warmup + n when each session opened its own.
   std::optional<long> server_connections;
   std::vector<double> sorted_us;  // every timed sample, ascending (for --plot)
-  // Its client and server counted into the process's metrics registry.
-  bool metrics = true;
+  // Its authrpc client and server counted into their metrics registries
+  // (false: a floor, an in-process check, --metrics off, a "[metrics off]" row).
+  bool metrics = false;
 };
 
 // Whether the row beat its floor by more than noise (floor_check.h): then

@@ -315,6 +315,8 @@ TEST(MinibenchTest, DefaultSessionsRunHasEveryRowSummaryAndPlot) {
       continue;
     }
     EXPECT_FALSE(row.at("ratio").is_null()) << name << " has no floor";
+    // --metrics on (the default): every authrpc row counted, no floor can.
+    EXPECT_EQ(row.at("metrics"), row.at("method") != "none") << name;
     if (row.at("method") == "none") continue;
     // Each session opened a connection of its own: the server accepted
     // exactly warm-up + n connections during the row.
@@ -326,6 +328,9 @@ TEST(MinibenchTest, DefaultSessionsRunHasEveryRowSummaryAndPlot) {
   }
   EXPECT_EQ(doc.at("run").at("n"), kN);
   EXPECT_EQ(doc.at("run").at("concurrency"), 1);
+  EXPECT_EQ(doc.at("run").at("metrics"), "on");
+  EXPECT_GT(doc.at("run").at("metrics_counted").at("server").get<double>(), 0);
+  EXPECT_TRUE(doc.at("metrics_cost").empty());
   // When, where and what was measured, so that runs can be compared later.
   const Json& run = doc.at("run");
   for (const char* key : {"time_utc", "host", "cpus", "cpus_usable", "kernel", "load_average",
@@ -500,7 +505,9 @@ TEST(MinibenchTest, MetricsCompareMeasuresEachRowAgainstAServerThatCountsNothing
   for (const auto& row : doc.at("rows")) {
     const std::string name = row.at("name");
     EXPECT_EQ(row.at("n"), kN) << name;
-    EXPECT_EQ(row.at("metrics"), !name.ends_with(" [metrics off]")) << name;
+    // Floors have no authrpc client or server to count.
+    EXPECT_EQ(row.at("metrics"), row.at("method") != "none" && !name.ends_with(" [metrics off]"))
+        << name;
     if (name.starts_with("simple/")) {
       EXPECT_EQ(row.at("server_connections"), kWarmup + kN) << name;
       EXPECT_EQ(row.at("floor"), "floor/tcp") << name;
