@@ -214,17 +214,19 @@ void Report::print_metrics_cost(std::FILE* out) const {
   std::fprintf(out, "\nmetrics cost (--metrics compare): each row beside its \"[metrics off]\" "
                     "twin — a second server in the same child and a client, both counting "
                     "nothing — measured in the same blocks; p50 in µs\n");
-  std::fprintf(out, "  %-16s %9s %9s %8s  %s\n", "row", "p50 on", "p50 off", "on/off",
+  int width = 16;
+  for (const auto& m : metrics_costs_) width = std::max(width, static_cast<int>(m.on.size()));
+  std::fprintf(out, "  %-*s %9s %9s %8s  %s\n", width, "row", "p50 on", "p50 off", "on/off",
                "per-block on/off: median (range)");
   std::vector<std::string> lines;
   for (const auto& m : metrics_costs_) {
     const auto c = compare({m.on, m.limit.value_or(0), m.off});
     if (!c) {
-      std::fprintf(out, "  %-16s not measured\n", m.on.c_str());
+      std::fprintf(out, "  %-*s not measured\n", width, m.on.c_str());
       if (m.limit) lines.push_back("metrics cost: " + m.on + " p50 on/off: not measured");
       continue;
     }
-    std::fprintf(out, "  %-16s %9.1f %9.1f %8.3f", m.on.c_str(), c->row->summary.p50_us,
+    std::fprintf(out, "  %-*s %9.1f %9.1f %8.3f", width, m.on.c_str(), c->row->summary.p50_us,
                  find(m.off)->summary.p50_us, c->ratio);
     if (!c->block_ratios.empty()) {
       const auto [lo, hi] = std::minmax_element(c->block_ratios.begin(), c->block_ratios.end());
