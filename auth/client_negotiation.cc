@@ -11,7 +11,11 @@ Result<ClientNegotiationResult> fail(FrameChannel& channel, Status status, bool 
   if (tell_server) {
     wire::append_error(channel.out(), static_cast<std::uint16_t>(to_wire_errc(status.code)),
                        status.message);
+    // Written now, not on a later turn: a failed connect often ends its
+    // event loop at once, and the server should learn why (its logs and
+    // metrics count the refusal by this code).
     channel.close_after_flush();
+    channel.flush_now();
   } else {
     channel.close();
   }

@@ -33,6 +33,19 @@ Status unexpected(const Frame& frame, std::string_view expected) {
                                     std::string(wire::frame_type_name(frame.header.type))};
 }
 
+// The client sent ERROR instead of its next negotiation message: it gave
+// up, with a code of its own (a known wire code, else PROTOCOL_ERROR: the
+// code becomes a metric label and a log word, so only known ones pass).
+// Nothing is sent back.
+Status client_gave_up(const Frame& frame) {
+  auto body = wire::parse_error(frame.body);
+  if (!body.ok()) return body.status();
+  const std::uint16_t c = body->code;
+  const bool known = (c >= 1 && c <= 16) || (c >= 100 && c <= 110 && c != 108);
+  return Status(known ? static_cast<Errc>(c) : Errc::kProtocolError,
+                "the client gave up: " + body->message);
+}
+
 Result<Identity> fail(FrameChannel& channel, Status status) {
   wire::append_error(channel.out(), static_cast<std::uint16_t>(to_wire_errc(status.code)),
                      status.message);
@@ -61,19 +74,27 @@ asio::awaitable<Result<Identity>> negotiate_server(
       if (frame.code() == Errc::kConnectionClosed) co_return frame.status();
       co_return fail(channel, read_failure(frame.status()));
     }
+    if (frame->header.type == FrameType::kError && refused_once) {
+      co_return client_gave_up(*frame);
+    }
     if (frame->header.type != FrameType::kHello || frame->header.call_id != 0) {
       co_return fail(channel, unexpected(*frame, "HELLO"));
     }
     auto hello = wire::parse_hello(frame->body);
     if (!hello.ok()) co_return fail(channel, hello.status());
+    int index = 0;
     for (const auto& m : mechanisms) {
       if (m->name() == hello->mechanism) {
         mechanism = m.get();
         break;
       }
+      ++index;
     }
     if (mechanism != nullptr) {
-      if (hooks != nullptr) hooks->mechanism = hello->mechanism;
+      if (hooks != nullptr) {
+        hooks->mechanism = hello->mechanism;
+        hooks->mechanism_index = index;
+      }
       first_message = std::move(hello->message);
       do_as = std::move(hello->do_as);
       break;
@@ -106,6 +127,7 @@ asio::awaitable<Result<Identity>> negotiate_server(
       if (frame.code() == Errc::kConnectionClosed) co_return frame.status();
       co_return fail(channel, read_failure(frame.status()));
     }
+    if (frame->header.type == FrameType::kError) co_return client_gave_up(*frame);
     if (frame->header.type != FrameType::kAuthResponse) {
       co_return fail(channel, unexpected(*frame, "AUTH_RESPONSE"));
     }

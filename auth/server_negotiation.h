@@ -18,7 +18,9 @@ namespace authrpc {
 // Runs negotiation. On success AUTH_SUCCESS is queued (not yet flushed, so the
 // first responses leave with it) and the identity is returned. On failure an
 // ERROR frame is queued and the error is returned; the caller closes the
-// connection. REQUEST frames pipelined behind a refused HELLO are dropped
+// connection. A client that gives up with an ERROR of its own (e.g.
+// MECHANISM_UNAVAILABLE after MECHANISMS: no mechanism it allows) ends it
+// with that code, prefixed "the client gave up: ". REQUEST frames pipelined behind a refused HELLO are dropped
 // unexecuted; REQUEST frames behind an accepted one stay buffered for the
 // caller. With `spent`, a successful session is handed to the caller
 // instead of being destroyed here: ending a GSSAPI context costs ~15k
@@ -29,9 +31,13 @@ namespace authrpc {
 // proxy users) or refuse it, its Status then being sent as the ERROR. A HELLO
 // asking to act as another user (do_as) without an `authorize` hook is
 // refused with PERMISSION_DENIED.
+//
+// The out fields are filled with or without `authorize`: pass hooks to learn
+// which mechanism a failed negotiation used (metrics, logs, audit).
 struct ServerNegotiationHooks {
   std::function<Status(Identity& id, std::string_view do_as)> authorize;
   std::string mechanism;            // out: the mechanism chosen, once known
+  int mechanism_index = -1;         // out: its index in `mechanisms`; -1 while none
   bool refused_by_authorize = false;  // out: failure came from `authorize`
 };
 

@@ -8,6 +8,7 @@
 
 #include "authrpc/auth/client_negotiation.h"
 #include "authrpc/client/client_policy.h"
+#include "authrpc/client/client_metrics.h"
 #include "authrpc/client/connect_stream.h"
 #include "authrpc/rpc/call_stream.h"
 #include "authrpc/rpc/frame_channel.h"
@@ -23,10 +24,21 @@ Client::Connection::Connection(asio::any_io_executor ex, ClientOptions options)
     : executor_(std::move(ex)), options_(std::move(options)), negotiation_deadline_(*this) {}
 
 asio::awaitable<Status> Client::Connection::open() {
-  const auto deadline = Clock::now() + options_.connect_timeout;
+  connect_started_ = Clock::now();
+  const auto deadline = connect_started_ + options_.connect_timeout;
   if (Status s = validate_client_policies(options_); !s.ok()) co_return s;
+  if (options_.metrics) {
+    metrics_ = &options_.metrics->extension<ClientMetrics>();
+    metrics_transport_ = ClientMetrics::transport_of(options_.endpoint.scheme);
+  }
   auto stream = co_await connect_stream(executor_, options_, deadline);
-  if (!stream.ok()) co_return stream.status();
+  if (!stream.ok()) {
+    if (metrics_) {
+      metrics_->connected(ClientMetrics::Transport(metrics_transport_),
+                          static_cast<std::uint16_t>(to_wire_errc(stream.status().code)), {}, {});
+    }
+    co_return stream.status();
+  }
   ChannelInfo info;
   info.peer_address = (*stream)->peer_address();
   info.scheme = (*stream)->scheme();
@@ -72,6 +84,7 @@ asio::awaitable<Result<std::string>> Client::Connection::call(
   if (going_away_) co_return Status(Errc::kUnavailable, "server is shutting down (GOAWAY)");
   const auto timeout = call_options.timeout.count() > 0 ? call_options.timeout
                                                         : options_.default_call_timeout;
+  const Clock::time_point sent = metrics_ ? Clock::now() : Clock::time_point();
   const auto deadline = timeout.count() > 0 ? Clock::now() + timeout : Clock::time_point::max();
   std::uint32_t id = next_call_id_++;
   if (id == 0) id = next_call_id_++;
@@ -97,6 +110,12 @@ asio::awaitable<Result<std::string>> Client::Connection::call(
   deadlines_->add(pending, deadline, executor_);
   co_await asio::async_initiate<const asio::use_awaitable_t<>&, void()>(
       [&pending](auto handler) { pending.park(std::move(handler)); }, asio::use_awaitable);
+  if (metrics_) {
+    const auto code = !pending.done ? Errc::kDeadlineExceeded
+                      : pending.result.ok() ? Errc::kOk
+                                            : to_wire_errc(pending.result.status().code);
+    metrics_->call(static_cast<std::uint16_t>(code), Clock::now() - sent);
+  }
   if (!pending.done) {
     if (state_ == State::kReady && !channel_->closed()) {
       wire::append_cancel(channel_->out(), id);
@@ -242,12 +261,21 @@ asio::awaitable<void> Client::Connection::run() {
                    "connect + negotiation took longer than " +
                        std::to_string(options_.connect_timeout.count()) + " ms");
     }
+    if (metrics_) {
+      metrics_->connected(ClientMetrics::Transport(metrics_transport_),
+                          static_cast<std::uint16_t>(to_wire_errc(why.code)), {}, {});
+    }
     close(std::move(why));
     co_return;
   }
   held_.clear();
   held_.shrink_to_fit();
   state_ = State::kReady;
+  if (metrics_) {
+    metrics_->connected(ClientMetrics::Transport(metrics_transport_), 0, negotiated->mechanism,
+                        Clock::now() - connect_started_);
+    counted_open_ = true;
+  }
   {
     std::lock_guard lock(summary_mu_);
     mechanism_ = negotiated->mechanism;
@@ -403,6 +431,10 @@ void Client::Connection::protocol_error(Status why) {
 void Client::Connection::fail(Status why) {
   if (state_ == State::kClosed) return;
   state_ = State::kClosed;
+  if (counted_open_) {
+    counted_open_ = false;
+    metrics_->closed(ClientMetrics::Transport(metrics_transport_));
+  }
   {
     std::lock_guard lock(summary_mu_);
     summary_status_ = why;

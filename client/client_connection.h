@@ -32,6 +32,7 @@
 namespace authrpc {
 
 class CallStream;
+class ClientMetrics;
 class FrameChannel;
 class ShmLink;
 struct Frame;
@@ -137,6 +138,12 @@ class Client::Connection : public std::enable_shared_from_this<Client::Connectio
 
   asio::any_io_executor executor_;
   ClientOptions options_;
+  // Metrics (null: off): this connection's transport, when connecting
+  // started, whether it counts as open.
+  ClientMetrics* metrics_ = nullptr;
+  int metrics_transport_ = 0;
+  std::chrono::steady_clock::time_point connect_started_;
+  bool counted_open_ = false;
   std::shared_ptr<FrameChannel> channel_;
   ChannelInfo info_;
   std::optional<TlsInfo> tls_info_;

@@ -8,6 +8,7 @@
 #include <asio/executor_work_guard.hpp>
 #include <asio/io_context.hpp>
 #include <algorithm>
+#include <cmath>
 #include <filesystem>
 #include <cerrno>
 #include <csignal>
@@ -21,6 +22,7 @@
 #include <optional>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "authrpc/auth/mechanism_registry.h"
@@ -28,6 +30,7 @@
 #include "minibench/calls.h"
 #include "minibench/floor.h"
 #include "minibench/jwt_bench.h"
+#include "minibench/metrics_count.h"
 #include "minibench/realm.h"
 #include "minibench/report.h"
 #include "minibench/plot.h"
@@ -164,6 +167,22 @@ options:
   --token-ops N       also N x (token.get, token.renew, token.cancel) through
                       the spawned server's token service and file store (in
                       $TMPDIR), printing ops/s and p50/p99 per operation
+  --metrics on|off|compare
+                      what the spawned server and minibench's clients count
+                      (docs/OPERATIONS.md): on (default) into the process's
+                      metrics registry, as an application does; off:
+                      nothing (ServerOptions::metrics and
+                      ClientOptions::metrics null; with --server: the
+                      clients only); compare: each plaintext session row and
+                      calls row twice, in the same blocks — against the
+                      server, and as "<row> [metrics off]" against a second
+                      server in the same child (same mechanisms, options,
+                      threads and pinning; its own IO threads) by a client,
+                      both counting nothing — then a "metrics cost" table
+                      (p50 on, p50 off, on/off, per-block median) and the
+                      target on/off <= 1.03 for simple/tcp, kerberos/tcp and
+                      calls/tcp. TLS rows run once, metrics on. Pin
+                      (--server-cpu, --client-cpu) for a steadier ratio
   --zk-connect H:P    the spawned server's token store is ZooKeeper at H:P
                       (root /minibench/<pid>, no ACLs) instead of the file store
   --json FILE         also write {"rows": [...], "targets": [...], "run": {...}};
@@ -243,6 +262,7 @@ struct Args {
   std::string token_file;    // --token-file, with --server
   std::string ca;            // --ca, with a tls:// --server
   bool in_process = false;   // --in-process
+  std::string metrics = "on";  // --metrics on|off|compare
 };
 
 // How a method's rows are set up follows from what its mechanism declares
@@ -461,6 +481,11 @@ int parse_args(int argc, char** argv, Args& args) {
       args.zk_connect = v;
     } else if (arg == "--acl") {
       args.acl_file = v;
+    } else if (arg == "--metrics") {
+      if (v != "on" && v != "off" && v != "compare") {
+        return usage_error("--metrics: on, off or compare");
+      }
+      args.metrics = v;
     } else if (arg == "--token-ops") {
       if (!parse_count(v, args.token_ops, 0)) return usage_error("--token-ops: a count");
     } else {
@@ -483,6 +508,10 @@ int parse_args(int argc, char** argv, Args& args) {
   }
   if (!args.server.empty() && args.in_process) {
     return usage_error("--in-process applies to the spawned server, not --server");
+  }
+  if (!args.server.empty() && args.metrics == "compare") {
+    return usage_error("--metrics compare needs the spawned server (its metrics-off twin), not "
+                       "--server");
   }
   if (!args.server.empty() && (args.server_threads_given || args.server_cpu >= 0)) {
     return usage_error("--server-threads and --server-cpu apply to the spawned server only");
@@ -561,6 +590,10 @@ authrpc::Result<std::vector<TransportServers>> servers_for(const Args& args,
     if (args.transport != "all" && args.transport != transport) continue;
     TransportServers t{transport, child->endpoints().at("authrpc/" + transport),
                        child->endpoints().at("floor/" + transport), std::nullopt};
+    if (const auto twin = child->endpoints().find("authrpc-nometrics/" + transport);
+        twin != child->endpoints().end()) {
+      t.authrpc_nometrics = twin->second;
+    }
     if (const auto gss = child->endpoints().find("gss-floor/" + transport);
         gss != child->endpoints().end()) {
       t.gss_floor = gss->second;
@@ -741,9 +774,29 @@ nlohmann::ordered_json run_info(const Args& args, const BenchPlan& plan, const S
           {"server", !child                ? args.server
                      : child->in_process() ? std::string("in process")
                                            : std::string("child process")},
-          {"server_threads", child ? nlohmann::ordered_json(args.server_threads) : nullptr}};
+          {"server_threads", child ? nlohmann::ordered_json(args.server_threads) : nullptr},
+          {"metrics", args.metrics}};
   info.update(machine);
   return info;
+}
+
+// "metrics counted during the rows: server 123456, clients 65432, metrics-off
+// server nothing (no registry)": authrpc_* counter totals (metrics_count.h).
+// In process the server counts into the clients' registry (the process's).
+void print_counted(std::FILE* out, const nlohmann::ordered_json& counted, bool in_process) {
+  auto text = [&](const char* key) {
+    const auto& v = counted.at(key);
+    return v.is_null() ? std::string("nothing (no registry)")
+                       : std::to_string(std::llround(v.get<double>()));
+  };
+  std::string line = "metrics counted (authrpc_* counter totals): ";
+  if (counted.contains("server")) line += "server " + text("server") + ", ";
+  line += "clients during the rows " + text("clients");
+  if (in_process) line += " (in process: the server's registry too)";
+  if (counted.contains("nometrics_server")) {
+    line += ", metrics-off server " + text("nometrics_server");
+  }
+  std::fprintf(out, "%s\n", line.c_str());
 }
 
 int run(const Args& args) {
@@ -841,6 +894,8 @@ int run(const Args& args) {
     options.cpu = args.server_cpu;
     options.floors_on_server_thread = args.floors_on_server_thread;
     options.in_process = args.in_process;
+    options.metrics = args.metrics != "off";
+    options.nometrics_server = args.metrics == "compare";
     // Forks: no thread may exist in this process yet.
     auto spawned = ServerChild::spawn(options);
     if (!spawned.ok()) {
@@ -871,6 +926,7 @@ int run(const Args& args) {
       cold.floors_on_server_thread = options.floors_on_server_thread;
       cold.in_process = options.in_process;
       cold.acl_file = options.acl_file;
+      cold.metrics = options.metrics;
       auto spawned_cold = ServerChild::spawn(cold);
       if (!spawned_cold.ok()) {
         std::fprintf(stderr, "minibench: the %s-cold server: %s\n", issued->name.c_str(),
@@ -956,6 +1012,9 @@ int run(const Args& args) {
   plan.plaintext = args.tls != "on";
   plan.concurrency = args.concurrency;
   plan.external_server = !child;
+  plan.metrics = args.metrics == "off"       ? MetricsMode::kOff
+                 : args.metrics == "compare" ? MetricsMode::kCompare
+                                             : MetricsMode::kOn;
   if (child && tls_rows(args) && child->endpoints().contains("authrpc/tls")) {
     plan.tls = TlsServers{child->endpoints().at("authrpc/tls"), child->endpoints().at("floor/tls"),
                           tls_certs->dir() + "/ca.pem"};
@@ -979,6 +1038,14 @@ int run(const Args& args) {
       return 1;
     }
     plan.server_connections = std::move(*counter);
+    if (plan.metrics == MetricsMode::kCompare) {
+      auto twin = child->connection_counter("authrpc-nometrics/unix");
+      if (!twin.ok()) {
+        std::fprintf(stderr, "minibench: %s\n", twin.status().to_string().c_str());
+        return 1;
+      }
+      plan.nometrics_server_connections = std::move(*twin);
+    }
   }
 
   const std::string methods = joined_names(plan.methods);
@@ -1024,6 +1091,16 @@ int run(const Args& args) {
                 kerberos->kdc_log.empty() ? "not counted (no --kdc-log)"
                                           : ("counted in " + kerberos->kdc_log).c_str());
   }
+  std::printf("minibench: metrics: %s\n",
+              plan.metrics == MetricsMode::kOff
+                  ? (child ? "off (the server and the clients count nothing)"
+                           : "off (the clients count nothing; the server as it is configured)")
+              : plan.metrics == MetricsMode::kOn
+                  ? "on (the server and the clients count into the process's registry)"
+                  : "compare (each plaintext session row and calls row also against a second "
+                    "server in the same child, with the same options and threads, and by a "
+                    "client, both counting nothing: the \"[metrics off]\" rows, in the same "
+                    "blocks)");
   std::printf("minibench: n %zu, warm-up %zu, %zu interleaved blocks; times in µs\n", plan.n,
               plan.warmup, plan.blocks);
   std::fflush(stdout);
@@ -1034,6 +1111,8 @@ int run(const Args& args) {
   const bool jwt_verify_rows =
       args.sessions && std::any_of(plan.methods.begin(), plan.methods.end(),
                                    [](const MethodPlan& m) { return m.issued_jwt; });
+  // What the rows' clients count (the token fetch before them may count too).
+  const double client_counted_before = counted_total(*authrpc::default_metrics_registry());
   // The client side runs on a ClientRuntime, as an application's would.
   authrpc::ClientRuntime runtime(1);
   asio::io_context& io = runtime.next_context();
@@ -1058,6 +1137,21 @@ int run(const Args& args) {
         done.set_value();
       });
   done.get_future().wait();
+  // --metrics reached the server and the clients: what each counted.
+  nlohmann::ordered_json counted = {
+      {"clients", counted_total(*authrpc::default_metrics_registry()) - client_counted_before}};
+  if (status.ok() && child) {
+    for (const auto& [key, endpoint] : {std::pair{"server", "authrpc/unix"},
+                                        std::pair{"nometrics_server", "authrpc-nometrics/unix"}}) {
+      if (!child->endpoints().contains(endpoint)) continue;
+      auto read = child->counted(endpoint);
+      if (!read.ok()) {
+        status = read.status();
+        break;
+      }
+      counted[key] = *read ? nlohmann::ordered_json(**read) : nlohmann::ordered_json(nullptr);
+    }
+  }
   if (status.ok() && args.token_ops > 0 && child && kerberos != nullptr) {
     status = run_token_ops(token_server->endpoint, kerberos->client_options(), args.token_ops,
                            stdout);
@@ -1072,7 +1166,11 @@ int run(const Args& args) {
   report.print_rows(stdout);
   if (args.sessions) print_summary(stdout, report.rows(), plan.warmup);
   report.print_targets(stdout);
-  report.set_run_info(run_info(args, plan, child.get(), machine));
+  report.print_metrics_cost(stdout);
+  print_counted(stdout, counted, child && child->in_process());
+  auto info = run_info(args, plan, child.get(), machine);
+  info["metrics_counted"] = counted;
+  report.set_run_info(std::move(info));
   if (!args.plot.empty()) {
     const std::string title = std::string("minibench ") +
                               (args.sessions && args.calls ? "sessions and calls"

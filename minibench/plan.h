@@ -15,12 +15,31 @@
 
 namespace minibench {
 
+// What the spawned server and minibench's clients count (--metrics).
+enum class MetricsMode {
+  kOn,   // into the process's registry, as an application's would (the default)
+  kOff,  // nothing: ServerOptions::metrics and ClientOptions::metrics null
+  // Both in one run: each plaintext session row and calls row is measured
+  // again, in the same blocks, against a second server in the same child
+  // that counts nothing, by a client that counts nothing — the row named
+  // metrics_off_row(name) — and held to kMetricsCostTarget × it.
+  kCompare,
+};
+
+// Issue 18: counting may cost at most 3 % of a session's or a call's p50.
+inline constexpr double kMetricsCostTarget = 1.03;
+
+// "simple/tcp" → "simple/tcp [metrics off]": the row's twin in --metrics compare.
+inline std::string metrics_off_row(const std::string& row) { return row + " [metrics off]"; }
+
 // The servers to measure on one transport.
 struct TransportServers {
   std::string transport;                   // "tcp" or "unix"
   authrpc::Endpoint authrpc;               // an authrpc server
   std::optional<authrpc::Endpoint> floor;  // a bare echo server; none: no floor row
   std::optional<authrpc::Endpoint> gss_floor;  // a floor/gss server; none: no floor/gss row
+  // MetricsMode::kCompare: the same server with metrics off.
+  std::optional<authrpc::Endpoint> authrpc_nometrics = std::nullopt;
 };
 
 // Which floor a method's session rows are held to.
@@ -84,6 +103,13 @@ struct BenchPlan {
   // The authrpc server's accepted-connection total (all its endpoints),
   // read outside the timings; null: not available (--server).
   std::function<long()> server_connections;
+  MetricsMode metrics = MetricsMode::kOn;
+  // kCompare: the metrics-off server's accepted-connection total, as above.
+  std::function<long()> nometrics_server_connections;
+
+  // Whether the rows' clients count (ClientOptions::metrics) — the
+  // "[metrics off]" rows' never do.
+  bool client_metrics() const { return metrics != MetricsMode::kOff; }
 
   const MethodPlan* method(const std::string& name) const {
     for (const auto& m : methods) {

@@ -109,6 +109,10 @@ void Report::add_target(std::string row, double limit, std::string reference) {
   targets_.push_back({std::move(row), limit, std::move(reference)});
 }
 
+void Report::add_metrics_cost(std::string on, std::string off, std::optional<double> limit) {
+  metrics_costs_.push_back({std::move(on), std::move(off), limit});
+}
+
 std::optional<Report::Comparison> Report::compare(const Target& t) const {
   const Row* r = find(t.row);
   if (r == nullptr) return std::nullopt;
@@ -134,12 +138,14 @@ const Row* Report::find(const std::string& name) const {
 }
 
 void Report::print_rows(std::FILE* out) const {
-  std::fprintf(out, "%-22s %6s %9s %9s %9s %9s %9s %10s  %s\n", "name", "n", "mean_us", "p50_us",
-               "p95_us", "p99_us", "max_us", "per_s", "ratio (p50/floor p50)");
+  int name_width = 22;  // wider for the "[metrics off]" rows
+  for (const auto& r : rows_) name_width = std::max(name_width, static_cast<int>(r.name.size()));
+  std::fprintf(out, "%-*s %6s %9s %9s %9s %9s %9s %10s  %s\n", name_width, "name", "n", "mean_us",
+               "p50_us", "p95_us", "p99_us", "max_us", "per_s", "ratio (p50/floor p50)");
   for (const auto& r : rows_) {
     const auto& s = r.summary;
-    std::fprintf(out, "%-22s %6zu %9.1f %9.1f %9.1f %9.1f %9.1f %10.0f  ", r.name.c_str(), s.n,
-                 s.mean_us, s.p50_us, s.p95_us, s.p99_us, s.max_us, s.per_s);
+    std::fprintf(out, "%-*s %6zu %9.1f %9.1f %9.1f %9.1f %9.1f %10.0f  ", name_width,
+                 r.name.c_str(), s.n, s.mean_us, s.p50_us, s.p95_us, s.p99_us, s.max_us, s.per_s);
     if (!r.ratio && r.transport == "in-process") {
       std::fprintf(out, "-    (in process: no network, no floor)\n");
     } else if (!r.ratio) {
@@ -203,6 +209,40 @@ void Report::print_floor_warnings(std::FILE* out) const {
   }
 }
 
+void Report::print_metrics_cost(std::FILE* out) const {
+  if (metrics_costs_.empty()) return;
+  std::fprintf(out, "\nmetrics cost (--metrics compare): each row beside its \"[metrics off]\" "
+                    "twin — a second server in the same child and a client, both counting "
+                    "nothing — measured in the same blocks; p50 in µs\n");
+  int width = 16;
+  for (const auto& m : metrics_costs_) width = std::max(width, static_cast<int>(m.on.size()));
+  std::fprintf(out, "  %-*s %9s %9s %8s  %s\n", width, "row", "p50 on", "p50 off", "on/off",
+               "per-block on/off: median (range)");
+  std::vector<std::string> lines;
+  for (const auto& m : metrics_costs_) {
+    const auto c = compare({m.on, m.limit.value_or(0), m.off});
+    if (!c) {
+      std::fprintf(out, "  %-*s not measured\n", width, m.on.c_str());
+      if (m.limit) lines.push_back("metrics cost: " + m.on + " p50 on/off: not measured");
+      continue;
+    }
+    std::fprintf(out, "  %-*s %9.1f %9.1f %8.3f", width, m.on.c_str(), c->row->summary.p50_us,
+                 find(m.off)->summary.p50_us, c->ratio);
+    if (!c->block_ratios.empty()) {
+      const auto [lo, hi] = std::minmax_element(c->block_ratios.begin(), c->block_ratios.end());
+      std::fprintf(out, "  %.3f (%.3f-%.3f)", median(c->block_ratios), *lo, *hi);
+    }
+    std::fprintf(out, "\n");
+    if (!m.limit) continue;
+    char line[160];
+    std::snprintf(line, sizeof line, "metrics cost: %s p50 on/off = %.3f %s %.2f -> %s",
+                  m.on.c_str(), c->ratio, c->ratio <= *m.limit ? "<=" : ">", *m.limit,
+                  c->ratio <= *m.limit ? "met" : "NOT met");
+    lines.push_back(line);
+  }
+  for (const auto& line : lines) std::fprintf(out, "%s\n", line.c_str());
+}
+
 authrpc::Status Report::write_json(const std::string& path) const {
   Json rows = Json::array();
   for (const auto& r : rows_) {
@@ -223,7 +263,8 @@ authrpc::Status Report::write_json(const std::string& path) const {
                     {"caching", caching(r).empty() ? Json(nullptr) : Json(caching(r))},
                     {"beats_floor", r.ratio && r.floor != r.name ? Json(beats_floor(r)) : Json(nullptr)},
                     {"server_connections", r.server_connections ? Json(*r.server_connections)
-                                                                : Json(nullptr)}});
+                                                                : Json(nullptr)},
+                    {"metrics", r.metrics}});
     if (r.kerberos) {
       rows.back()["kdc_requests_per_session"] =
           r.kdc_requests_per_session ? Json(*r.kdc_requests_per_session) : Json(nullptr);
@@ -238,7 +279,29 @@ authrpc::Status Report::write_json(const std::string& path) const {
                        {"ratio", c ? Json(rounded(c->ratio)) : Json(nullptr)},
                        {"met", c ? Json(c->ratio <= t.limit) : Json(nullptr)}});
   }
-  const Json doc = {{"rows", rows}, {"targets", targets}, {"run", run_info_}};
+  Json costs = Json::array();
+  for (const auto& m : metrics_costs_) {
+    const auto c = compare({m.on, m.limit.value_or(0), m.off});
+    const Row* off = find(m.off);
+    Json block_ratios = Json::array();
+    if (c) {
+      for (const double r : c->block_ratios) block_ratios.push_back(std::round(r * 1000.0) / 1000.0);
+    }
+    costs.push_back(
+        {{"row", m.on},
+         {"off_row", m.off},
+         {"p50_on_us", c ? Json(rounded(c->row->summary.p50_us)) : Json(nullptr)},
+         {"p50_off_us", off != nullptr ? Json(rounded(off->summary.p50_us)) : Json(nullptr)},
+         {"ratio", c ? Json(std::round(c->ratio * 1000.0) / 1000.0) : Json(nullptr)},
+         {"block_ratio_median",
+          c && !c->block_ratios.empty() ? Json(std::round(median(c->block_ratios) * 1000.0) / 1000.0)
+                                        : Json(nullptr)},
+         {"block_ratios", block_ratios},
+         {"limit", m.limit ? Json(*m.limit) : Json(nullptr)},
+         {"met", c && m.limit ? Json(c->ratio <= *m.limit) : Json(nullptr)}});
+  }
+  const Json doc = {{"rows", rows}, {"targets", targets}, {"metrics_cost", costs},
+                    {"run", run_info_}};
   std::ofstream file(path, std::ios::trunc);
   file << doc.dump(2) << "\n";
   file.close();

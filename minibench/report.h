@@ -2,9 +2,11 @@
 // two renderings — the text table on stdout and the --json file:
 //   {"rows": [{"name", "method", "transport", "tls", "n", "mean_us", "p50_us",
 //              "p95_us", "p99_us", "max_us", "per_s", "floor", "ratio",
-//              "caching", "beats_floor", "server_connections"
+//              "caching", "beats_floor", "server_connections", "metrics"
 //              [, "kdc_requests_per_session"]}, …],
 //    "targets": [{"row", "floor", "limit", "ratio", "met"}, …],
+//    "metrics_cost": [{"row", "off_row", "p50_on_us", "p50_off_us", "ratio",
+//                      "block_ratio_median", "block_ratios", "limit", "met"}, …],
 //    "run": {"n", "warmup", "blocks", "concurrency", "server", …, and
 //            run_info.h's time_utc, host, cpu_model, cpus, kernel, commit, …}}
 // "beats_floor": the row beat its floor by more than noise (null: no floor,
@@ -18,7 +20,12 @@
 // "kdc_requests_per_session": the KDC's requests during the row's timed
 // sessions over their number (null: not counted). A target's "floor" is what
 // the row is compared with: its floor, or another row of the same run
-// (kerberos/tcp ≤ 0.6 × kerberos-sasl/tcp).
+// (kerberos/tcp ≤ 0.6 × kerberos-sasl/tcp). "metrics": whether the row's
+// authrpc client and server counted (false: floors, in-process checks,
+// --metrics off, "[metrics off]" rows). "metrics_cost" (--metrics compare; empty otherwise): each row beside
+// its "[metrics off]" twin from the same blocks — p50s, their ratio, the
+// median of the per-block ratios — and, for the rows issue 18 holds to it,
+// limit 1.03 and whether it is met (null: no target).
 #pragma once
 
 #include <cstdio>
@@ -50,6 +57,9 @@ struct Row {
   // not counted. Equal to warmup + n when each session opened its own.
   std::optional<long> server_connections;
   std::vector<double> sorted_us;  // every timed sample, ascending (for --plot)
+  // Its authrpc client and server counted into their metrics registries
+  // (false: a floor, an in-process check, --metrics off, a "[metrics off]" row).
+  bool metrics = false;
 };
 
 // Whether the row beat its floor by more than noise (floor_check.h): then
@@ -71,6 +81,9 @@ class Report {
   // The row named `row` must have p50 ≤ limit × its floor's p50, or with
   // `reference`, ≤ limit × that row's p50.
   void add_target(std::string row, double limit, std::string reference = {});
+  // --metrics compare: row `on` beside `off`, its twin measured in the same
+  // blocks with nothing counted; with `limit`, on p50 ≤ limit × off p50.
+  void add_metrics_cost(std::string on, std::string off, std::optional<double> limit);
 
   const std::vector<Row>& rows() const noexcept { return rows_; }
   // Written into the --json file's "run" object (n, warmup, concurrency, ...).
@@ -82,6 +95,9 @@ class Report {
   // then a WARNING line per row that beats its floor (beats_floor()).
   void print_targets(std::FILE* out) const;
   void print_floor_warnings(std::FILE* out) const;
+  // The metrics-cost table and one "metrics cost: <row> p50 on/off = …"
+  // line per held row; nothing without add_metrics_cost().
+  void print_metrics_cost(std::FILE* out) const;
   authrpc::Status write_json(const std::string& path) const;
 
  private:
@@ -101,8 +117,14 @@ class Report {
   std::optional<Comparison> compare(const Target& target) const;
   const Row* find(const std::string& name) const;
 
+  struct MetricsCost {
+    std::string on, off;
+    std::optional<double> limit;
+  };
+
   std::vector<Row> rows_;
   std::vector<Target> targets_;
+  std::vector<MetricsCost> metrics_costs_;
   nlohmann::ordered_json run_info_ = nlohmann::ordered_json::object();
 };
 

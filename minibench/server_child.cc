@@ -30,6 +30,7 @@
 #include "authrpc/client/client.h"
 #include "minibench/floor.h"
 #include "minibench/gss_floor.h"
+#include "minibench/metrics_count.h"
 #include "minibench/tls_floor.h"
 #include "authrpc/security/tls_context.h"
 #if AUTHRPC_HAVE_ZOOKEEPER
@@ -131,10 +132,17 @@ authrpc::Service floor_starter(const FloorPlan& plan,
 // minibench_stats.connections: the server's accepted-connection total, as
 // decimal text. The parent reads it around each block over one connection it
 // keeps open (ServerChild::connection_counter).
+// minibench_stats.metrics: what the server's registry counted
+// (metrics_count.h), or "off" when it has none (ServerChild::counted).
 authrpc::Service stats_service(const authrpc::Server& server) {
   authrpc::Service service("minibench_stats");
   service.add("connections", [&server](authrpc::CallContext&, std::string_view) {
     return authrpc::Result<std::string>(std::to_string(server.stats().connections_accepted));
+  });
+  service.add("metrics", [&server](authrpc::CallContext&, std::string_view) {
+    const auto& registry = server.metrics();
+    return authrpc::Result<std::string>(
+        registry ? std::to_string(static_cast<long long>(counted_total(*registry))) : "off");
   });
   return service;
 }
@@ -144,6 +152,7 @@ Status call_start_floors(const Endpoint& endpoint) {
   authrpc::ClientOptions options;
   options.endpoint = endpoint;
   options.mechanisms = {std::make_shared<authrpc::SimpleClientMechanism>("minibench")};
+  options.metrics = nullptr;  // minibench's plumbing, not a measured client
   auto client = authrpc::Client::connect(std::move(options));
   if (!client.ok()) return client.status();
   auto reply = (*client)->call("minibench", "start_floors", "");
@@ -257,6 +266,20 @@ void serve(int fd, const ServerChildOptions& options, const std::function<void()
   server_options.io_threads = options.server_threads;
   server_options.blocking_threads = 1;  // sys.* handlers run inline
   server_options.log = authrpc::stderr_log_sink(authrpc::LogLevel::kWarning);
+  if (!options.metrics) server_options.metrics = nullptr;
+  // The metrics-off twin: only its endpoints and its registry differ.
+  std::unique_ptr<authrpc::Server> nometrics;
+  if (options.nometrics_server) {
+    authrpc::ServerOptions twin = server_options;
+    twin.metrics = nullptr;
+    twin.endpoints = {must_parse("tcp://127.0.0.1:0"),
+                      must_parse("unix:@" + tag + "-authrpc-nometrics")};
+    nometrics = std::make_unique<authrpc::Server>(std::move(twin));
+    if (Status s = nometrics->add_service(stats_service(*nometrics)); !s.ok()) {
+      fail_child(fd, s.to_string());
+    }
+    if (Status s = nometrics->start(); !s.ok()) fail_child(fd, "metrics-off server: " + s.to_string());
+  }
   authrpc::Server server(std::move(server_options));
   std::vector<std::unique_ptr<FloorServer>> floors;  // written on the IO thread that starts them
   if (tokens) {
@@ -290,6 +313,11 @@ void serve(int fd, const ServerChildOptions& options, const std::function<void()
   write_line(fd, "authrpc/tcp " + bound.at(0).to_string());
   write_line(fd, "authrpc/unix " + bound.at(1).to_string());
   if (options.tls) write_line(fd, "authrpc/tls " + bound.at(2).to_string());
+  if (nometrics) {
+    const auto twin = nometrics->bound_endpoints();
+    write_line(fd, "authrpc-nometrics/tcp " + twin.at(0).to_string());
+    write_line(fd, "authrpc-nometrics/unix " + twin.at(1).to_string());
+  }
   for (std::size_t i = 0; i < floor_plan.specs.size(); ++i) {
     write_line(fd, floor_plan.specs[i].key + " " + floors.at(i)->endpoint().to_string());
   }
@@ -388,10 +416,16 @@ bool read_report(int fd, std::map<std::string, Endpoint>& endpoints,
 
 }  // namespace
 
-authrpc::Result<std::function<long()>> ServerChild::connection_counter() const {
+authrpc::Result<std::function<long()>> ServerChild::connection_counter(
+    const std::string& server) const {
+  const auto endpoint = endpoints_.find(server);
+  if (endpoint == endpoints_.end()) {
+    return Status(Errc::kNotFound, "the server child has no " + server + " endpoint");
+  }
   authrpc::ClientOptions options;
-  options.endpoint = endpoints_.at("authrpc/unix");
+  options.endpoint = endpoint->second;
   options.mechanisms = {std::make_shared<authrpc::SimpleClientMechanism>("minibench")};
+  options.metrics = nullptr;  // minibench's plumbing, not a measured client
   auto client = authrpc::Client::connect(std::move(options));
   if (!client.ok()) return client.status();
   std::shared_ptr<authrpc::Client> shared(std::move(*client));
@@ -399,6 +433,23 @@ authrpc::Result<std::function<long()>> ServerChild::connection_counter() const {
     auto reply = shared->call("minibench_stats", "connections", "");
     return reply.ok() ? std::atol(reply->c_str()) : -1;
   });
+}
+
+authrpc::Result<std::optional<double>> ServerChild::counted(const std::string& server) const {
+  const auto endpoint = endpoints_.find(server);
+  if (endpoint == endpoints_.end()) {
+    return Status(Errc::kNotFound, "the server child has no " + server + " endpoint");
+  }
+  authrpc::ClientOptions options;
+  options.endpoint = endpoint->second;
+  options.mechanisms = {std::make_shared<authrpc::SimpleClientMechanism>("minibench")};
+  options.metrics = nullptr;
+  auto client = authrpc::Client::connect(std::move(options));
+  if (!client.ok()) return client.status();
+  auto reply = (*client)->call("minibench_stats", "metrics", "");
+  if (!reply.ok()) return reply.status();
+  if (*reply == "off") return std::optional<double>();
+  return std::optional<double>(std::atof(reply->c_str()));
 }
 
 bool pin_to_cpu(int cpu) {

@@ -13,7 +13,10 @@
 //   gss-floor/unix  and on unix:@minibench-<pid>-gss-floor
 //   authrpc/tls     with tls: the same Server on tls://127.0.0.1:0
 //   floor/tls       with tls: a bare TLS echo listener (tls_floor.h)
-// The Server also serves minibench_stats.connections (its accepted
+//   authrpc-nometrics/tcp, authrpc-nometrics/unix
+//                   with nometrics_server: a second authrpc::Server, the
+//                   same but counting nothing, on IO threads of its own
+// Each Server also serves minibench_stats.connections (its accepted
 // connections, for the one-connection-per-session check).
 // — and reports the bound endpoints over a pipe, one "<key> <uri>" line each
 // (and a "skipped <mechanism> <why>" line for each optional mechanism it could
@@ -86,6 +89,13 @@ struct ServerChildOptions {
   // Set: the server checks this authorization file (docs/AUTHZ.md) on every
   // session and call, as authrpc-server's `authorization.acl_file` does.
   std::string acl_file;
+  // false: the Server counts nothing (ServerOptions::metrics null).
+  bool metrics = true;
+  // --metrics compare: also the authrpc-nometrics/* Server — the same
+  // mechanisms (the same instances), options, IO and blocking threads and
+  // pinning, metrics off — so that the cost of counting is measured in the
+  // same process, against the same credentials, in the same run.
+  bool nometrics_server = false;
 };
 
 class ServerChild {
@@ -104,8 +114,15 @@ class ServerChild {
   bool in_process() const noexcept { return in_process_; }
   // A reader of the authrpc server's accepted-connection total (its
   // minibench_stats.connections call) over one connection it opens now and
-  // keeps; -1 if a call fails. Call it from one thread at a time.
-  authrpc::Result<std::function<long()>> connection_counter() const;
+  // keeps; -1 if a call fails. Call it from one thread at a time. `server`:
+  // the endpoint key of the server to read ("authrpc-nometrics/unix": the
+  // metrics-off one).
+  authrpc::Result<std::function<long()>> connection_counter(
+      const std::string& server = "authrpc/unix") const;
+  // What the server at endpoint key `server` has counted in its metrics
+  // registry (metrics_count.h); none: it has no registry (metrics off).
+  authrpc::Result<std::optional<double>> counted(
+      const std::string& server = "authrpc/unix") const;
   // SIGTERM, then wait. Idempotent.
   void stop() noexcept;
 

@@ -99,6 +99,7 @@ asio::awaitable<Status> skip_unoffered(asio::any_io_executor ex, const BenchPlan
                                        Mechanisms& mechanisms) {
   ClientOptions base;
   base.wait_for_authentication = false;
+  if (!plan.client_metrics()) base.metrics = nullptr;
   if (plan.plaintext && !plan.transports.empty()) {
     base.endpoint = plan.transports.front().authrpc;
   } else if (plan.tls) {
@@ -148,7 +149,24 @@ asio::awaitable<Status> run_floor_group(asio::any_io_executor ex, const BenchPla
   }
   if (methods.empty()) co_return Status();
 
-  std::deque<Samples> samples(methods.size() + 1);  // [0]: the floor's
+  // With --metrics compare each method has two rows — against the server
+  // that counts and, by a client that does not count, against the one that
+  // does not — in the same group, so that every block pairs them.
+  struct RowSpec {
+    const MethodPlan* method;
+    std::string name;
+    bool off_twin;  // the "[metrics off]" row, against target.authrpc_nometrics
+  };
+  std::vector<RowSpec> rows;
+  for (const MethodPlan* m : methods) {
+    const std::string name = m->name + "/" + target.transport;
+    rows.push_back({m, name, false});
+    if (plan.metrics == MetricsMode::kCompare && target.authrpc_nometrics) {
+      rows.push_back({m, metrics_off_row(name), true});
+    }
+  }
+
+  std::deque<Samples> samples(rows.size() + 1);  // [0]: the floor's
   std::deque<ClientOptions> options;
   std::vector<Measured> group;
   std::unique_ptr<FloorClient> bare_floor;
@@ -171,16 +189,17 @@ asio::awaitable<Status> run_floor_group(asio::any_io_executor ex, const BenchPla
                      [&](asio::any_io_executor e) { return gss_floor->session(e); }});
   }
   const bool has_floor = !group.empty();
-  for (std::size_t i = 0; i < methods.size(); ++i) {
+  for (std::size_t i = 0; i < rows.size(); ++i) {
+    const bool off_twin = rows[i].off_twin;
     ClientOptions& o = options.emplace_back();
-    o.endpoint = target.authrpc;
-    o.mechanisms = {mechanisms.at(methods[i]->name)};
+    o.endpoint = off_twin ? *target.authrpc_nometrics : target.authrpc;
+    o.mechanisms = {mechanisms.at(rows[i].method->name)};
     o.wait_for_authentication = false;
+    if (off_twin || !plan.client_metrics()) o.metrics = nullptr;
     group.push_back({[&ex, &o]() { return authrpc_session(ex, o); }, &samples[i + 1],
-                     methods[i]->kerberos && kerberos ? kerberos->events() : nullptr,
-                     methods[i]->name + "/" + target.transport,
-                     [&o](asio::any_io_executor e) { return authrpc_session(e, o); },
-                     plan.server_connections});
+                     rows[i].method->kerberos && kerberos ? kerberos->events() : nullptr,
+                     rows[i].name, [&o](asio::any_io_executor e) { return authrpc_session(e, o); },
+                     off_twin ? plan.nometrics_server_connections : plan.server_connections});
   }
 
   const std::string label =
@@ -194,13 +213,22 @@ asio::awaitable<Status> run_floor_group(asio::any_io_executor ex, const BenchPla
     floor = floor_row(floor_name(kind, target.transport), target.transport, samples[0]);
     report.add(*floor);
   }
-  for (std::size_t i = 0; i < methods.size(); ++i) {
-    const std::string name = methods[i]->name + "/" + target.transport;
-    Row row = compared_row(name, methods[i]->name, target.transport, samples[i + 1],
+  for (std::size_t i = 0; i < rows.size(); ++i) {
+    const MethodPlan& m = *rows[i].method;
+    Row row = compared_row(rows[i].name, m.name, target.transport, samples[i + 1],
                            floor ? &*floor : nullptr);
-    row.kerberos = methods[i]->kerberos;
+    row.kerberos = m.kerberos;
+    row.metrics = !rows[i].off_twin && plan.client_metrics();
     report.add(std::move(row));
-    if (methods[i]->target) report.add_target(name, *methods[i]->target);
+    if (rows[i].off_twin) {
+      const std::string on = m.name + "/" + target.transport;
+      // Issue 18's target covers the rows a deployment lives on.
+      const bool held = target.transport == "tcp" && (m.name == "simple" || m.name == "kerberos");
+      report.add_metrics_cost(on, rows[i].name,
+                              held ? std::optional<double>(kMetricsCostTarget) : std::nullopt);
+    } else if (m.target) {
+      report.add_target(rows[i].name, *m.target);
+    }
   }
   co_return Status();
 }

@@ -152,6 +152,7 @@ asio::awaitable<Status> run_tls_sessions(
     o.tls = rows[i]->resume ? *resuming : *full;
     o.mechanisms = {mechanisms.at(rows[i]->method)};
     o.wait_for_authentication = false;
+    if (!plan.client_metrics()) o.metrics = nullptr;
     Samples* row_samples = &samples[i + 1];
     group.push_back({[&ex, &o]() { return tls_session(ex, o); }, row_samples,
                      counts_kdc(*rows[i]) ? kdc_events : nullptr,
@@ -176,6 +177,7 @@ asio::awaitable<Status> run_tls_sessions(
     row.resumed = rows[i]->resume;
     row.kerberos = counts_kdc(*rows[i]);
     row.tls = true;
+    row.metrics = plan.client_metrics();
     report.add(std::move(row));
     if (rows[i]->target) report.add_target(name, *rows[i]->target, rows[i]->reference);
   }

@@ -53,6 +53,7 @@ asio::awaitable<std::error_code> FrameChannel::fill(std::size_t need) {
     const std::size_t n = co_await byte_stream_->read_some(space, ec);
     if (ec) co_return ec;
     in_end_ += n;
+    bytes_received_ += n;
   }
   co_return std::error_code();
 }
@@ -171,6 +172,7 @@ asio::awaitable<Status> FrameChannel::read_body(char* out) {
     }
     if (ec) co_return Status(ec, "read");
     done += n;
+    bytes_received_ += n;
   }
   co_return Status();
 }
@@ -263,6 +265,7 @@ void FrameChannel::write_next() {
     finish_writer();
     return;
   }
+  bytes_sent_ += out_.size() + segment_bytes_;
   std::size_t written = 0;
   if (segments_.empty()) {
     // Try the stream first: a batch it takes whole is done here, with no

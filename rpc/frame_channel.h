@@ -115,6 +115,11 @@ class FrameChannel final : public std::enable_shared_from_this<FrameChannel>,
   // the peer has authenticated); a frame already returned is not rechecked.
   void set_max_frame_size(std::size_t bytes) noexcept { max_frame_size_ = bytes; }
   std::error_code write_error() const noexcept { return write_error_; }
+  // Bytes read from the stream, and handed to it for writing, so far: plain
+  // counts on the channel's own thread, which its owner folds into shared
+  // metrics now and then (no atomic per read or write).
+  std::uint64_t bytes_received() const noexcept { return bytes_received_; }
+  std::uint64_t bytes_sent() const noexcept { return bytes_sent_; }
 
  private:
   void start_writer(bool defer);
@@ -162,6 +167,8 @@ class FrameChannel final : public std::enable_shared_from_this<FrameChannel>,
   std::error_code write_error_;
   std::size_t direct_data_threshold_ = static_cast<std::size_t>(-1);
   std::size_t pending_body_ = 0;  // bytes of a body_pending frame not yet taken
+  std::uint64_t bytes_received_ = 0;
+  std::uint64_t bytes_sent_ = 0;
   std::vector<Segment> segments_;          // queued along with out_
   std::size_t segment_bytes_ = 0;          // their size
   std::vector<Segment> writing_segments_;  // being written along with writing_

@@ -8,9 +8,25 @@
 namespace authrpc {
 namespace {
 
-class TlsCategory final : public std::error_category {
+class TlsCategory final : public NamedErrorCategory {
  public:
   const char* name() const noexcept override { return "authrpc.tls"; }
+  // Also the `reason` label of the TLS handshake metrics: a fixed set.
+  std::string_view code_name(int value) const noexcept override {
+    switch (static_cast<TlsErrc>(value)) {
+      case TlsErrc::kHandshakeFailed: return "HANDSHAKE_FAILED";
+      case TlsErrc::kCertificateExpired: return "CERTIFICATE_EXPIRED";
+      case TlsErrc::kUnknownCa: return "UNKNOWN_CA";
+      case TlsErrc::kNameMismatch: return "NAME_MISMATCH";
+      case TlsErrc::kCertificateRequired: return "CERTIFICATE_REQUIRED";
+      case TlsErrc::kCertificateRejected: return "CERTIFICATE_REJECTED";
+      case TlsErrc::kNotTls: return "NOT_TLS";
+      case TlsErrc::kTlsRequired: return "TLS_REQUIRED";
+      case TlsErrc::kProtocolVersion: return "PROTOCOL_VERSION";
+      case TlsErrc::kTlsDisabled: return "TLS_DISABLED";
+    }
+    return "TLS_ERROR";
+  }
   std::string message(int value) const override {
     switch (static_cast<TlsErrc>(value)) {
       case TlsErrc::kHandshakeFailed: return "TLS handshake failed";

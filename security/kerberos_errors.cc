@@ -7,9 +7,19 @@
 namespace authrpc::security {
 namespace {
 
-class KerberosCategory final : public std::error_category {
+class KerberosCategory final : public NamedErrorCategory {
  public:
   const char* name() const noexcept override { return "authrpc.kerberos"; }
+  // Also the `reason` label of authrpc_server_mechanism_errors_total.
+  std::string_view code_name(int value) const noexcept override {
+    switch (static_cast<KerberosErrc>(value)) {
+      case KerberosErrc::kCredentialsExpired: return "CREDENTIALS_EXPIRED";
+      case KerberosErrc::kKdcUnavailable: return "KDC_UNAVAILABLE";
+      case KerberosErrc::kNotAnApReq: return "NOT_AN_AP_REQ";
+      case KerberosErrc::kFailed: return "FAILED";
+    }
+    return "KERBEROS_ERROR";
+  }
   std::string message(int value) const override {
     switch (static_cast<KerberosErrc>(value)) {
       case KerberosErrc::kCredentialsExpired: return "Kerberos credentials expired or missing";

@@ -108,6 +108,9 @@ std::string AuditLog::format(const AuditEvent& e) {
   j["service"] = e.service;
   j["method"] = e.method;
   j["reason"] = e.reason;
+  if (!e.operation.empty()) j["operation"] = e.operation;
+  if (!e.token_id.empty()) j["token_id"] = e.token_id;
+  if (!e.code.empty()) j["code"] = e.code;
   // Peers choose some of these strings. ensure_ascii escapes everything
   // but printable ASCII (newlines, ESC, DEL, C1 controls, U+2028, bidi
   // overrides) as \uXXXX, so a line is one line and shows no terminal

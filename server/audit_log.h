@@ -1,5 +1,6 @@
-// AuditLog: one JSON line per authentication success or failure and per
-// authorization refusal (docs/AUTHZ.md, "Audit log"). IO threads call
+// AuditLog: one JSON line per authentication success or failure, per
+// authorization refusal and per delegation-token operation (docs/AUTHZ.md,
+// "Audit log"). IO threads call
 // record(), which formats the line and hands it to a writer thread through a
 // bounded queue: an IO thread never waits for the disk. If the queue is full
 // (the disk cannot keep up), lines are dropped and counted, and the next line
@@ -23,7 +24,7 @@
 namespace authrpc {
 
 struct AuditEvent {
-  std::string_view event;    // "authentication", "authorization", "proxy"
+  std::string_view event;    // "authentication", "authorization", "proxy", "token"
   std::string_view outcome;  // "success", "failure", "denied"
   std::string_view peer;
   std::string_view mechanism;
@@ -33,6 +34,11 @@ struct AuditEvent {
   std::string_view service;
   std::string_view method;
   std::string_view reason;  // never a secret: Status messages never carry one
+  // Written only when non-empty, so that the lines of the events above keep
+  // their keys:
+  std::string_view operation = {};  // "token": get, renew, cancel
+  std::string_view token_id = {};   // "token": "sequence_number=N,master_key_id=K", never the token
+  std::string_view code = {};       // a failure's wire code name, e.g. "MECHANISM_UNAVAILABLE"
 };
 
 class AuditLog {

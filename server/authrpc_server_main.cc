@@ -41,7 +41,8 @@ Runs an authrpc server configured by FILE (JSON; see docs/CONFIG.md).
   --help          this text
 
 SIGHUP reloads the authorization ACL file (a broken file is refused and the
-old policy stays in force) and reopens the audit log.
+old policy stays in force), reopens the audit log and re-reads log_level
+from FILE (a bad value is logged and the old level stays).
 SIGINT or SIGTERM stops the server gracefully: it stops accepting, sends
 GOAWAY, lets in-flight calls finish (stop_grace_ms) and exits 0.
 Exit status: 0 after a clean stop, 2 for usage or configuration errors,
@@ -53,6 +54,22 @@ Exit status: 0 after a clean stop, 2 for usage or configuration errors,
 constexpr int kExitCannotStart = 1;
 constexpr int kExitUsage = 2;
 
+// SIGHUP: the configuration file's log_level, applied to `log` (and so to
+// every component's copy). Reported on stderr like the other SIGHUP steps,
+// whatever the level.
+void reread_log_level(const std::string& config_path, const authrpc::LogSink& log) {
+  const auto before = authrpc::log_level_name(log.level());
+  auto level = authrpc::reload_log_level(config_path, log);
+  if (!level.ok()) {
+    std::fprintf(stderr, "authrpc-server: SIGHUP: log_level not changed, stays %.*s: %s\n",
+                 static_cast<int>(before.size()), before.data(), level.status().to_string().c_str());
+    return;
+  }
+  const auto after = authrpc::log_level_name(*level);
+  if (after == before) return;
+  std::fprintf(stderr, "authrpc-server: SIGHUP: log level %.*s -> %.*s\n", static_cast<int>(before.size()),
+               before.data(), static_cast<int>(after.size()), after.data());
+}
 #ifdef AUTHRPC_HAVE_ADMIN
 // The admin listener of the "admin" section (docs/CONFIG.md "admin"): the
 // server's metrics, and ready while the server serves, the token service
@@ -147,8 +164,10 @@ int main(int argc, char** argv) {
 
   const auto authorizer = options.authorizer;
   const auto audit_log = options.audit_log;
+  // A copy shares the level with the server's and the token service's sink.
+  const authrpc::LogSink log = options.log;
   const auto mechanisms = options.mechanisms;
-  const auto server_log = options.log;
+  const auto& server_log = log;
   authrpc::Server server(std::move(options));
   if (auto s = config->add_services(server); !s.ok()) {
     std::fprintf(stderr, "authrpc-server: %s\n", s.to_string().c_str());
@@ -183,6 +202,7 @@ int main(int argc, char** argv) {
   for (;;) {
     sigwait(&signals, &received);
     if (received != SIGHUP) break;
+    reread_log_level(config_path, log);
     if (audit_log) {
       if (auto s = audit_log->reopen(); !s.ok()) {
         std::fprintf(stderr, "authrpc-server: %s\n", s.to_string().c_str());

@@ -5,11 +5,13 @@
 #include "authrpc/auth/authorizer.h"
 #include "authrpc/server/audit_log.h"
 #include "authrpc/server/server.h"
+#include "authrpc/server/server_metrics.h"
 
 namespace authrpc {
 
-CallAdmission::CallAdmission(const ServerOptions& options, const std::string& peer)
-    : options_(options), peer_(peer) {}
+CallAdmission::CallAdmission(const ServerOptions& options, const std::string& peer,
+                             ServerMetrics* metrics)
+    : options_(options), peer_(peer), metrics_(metrics) {}
 
 bool CallAdmission::active() const noexcept {
   return options_.authorizer != nullptr || options_.audit_log != nullptr;
@@ -21,6 +23,10 @@ Status CallAdmission::establish(Identity& id, std::string_view do_as) {
   const std::string principal = id.principal.empty() ? id.user : id.principal;
   Status s = options_.authorizer->current()->establish(id, do_as, groups_);
   if (!s.ok()) {
+    if (metrics_) {
+      metrics_->denied(do_as.empty() ? ServerMetrics::Denial::kPrincipalMapping
+                                     : ServerMetrics::Denial::kProxy);
+    }
     if (options_.log) {
       options_.log(LogLevel::kWarning,
                    "connection from " + peer_ + " (" + principal + ") refused: " + s.to_string());
@@ -41,6 +47,7 @@ Status CallAdmission::check_call(const Identity& id, std::string_view service,
                                  std::string_view method) {
   Status denied =
       options_.authorizer->current()->check_call({id.user, &groups_, peer_}, service, method);
+  if (!denied.ok() && metrics_) metrics_->denied(ServerMetrics::Denial::kCallAcl);
   if (!denied.ok() && options_.audit_log) {
     options_.audit_log->record({"authorization", "denied", peer_, id.mechanism,
                                 id.real_user ? *id.real_user : id.principal, id.user,

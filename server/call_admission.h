@@ -21,13 +21,15 @@ namespace authrpc {
 
 class AuditLog;
 class Authorizer;
+class ServerMetrics;
 struct ServerOptions;
 
 class CallAdmission {
  public:
   // `options` and `peer` must outlive the admission (both are the
   // connection's server's and the connection's own).
-  CallAdmission(const ServerOptions& options, const std::string& peer);
+  // `metrics` (null: off) counts refusals.
+  CallAdmission(const ServerOptions& options, const std::string& peer, ServerMetrics* metrics);
 
   // An authorizer or an audit log is configured.
   bool active() const noexcept;
@@ -49,6 +51,7 @@ class CallAdmission {
  private:
   const ServerOptions& options_;
   const std::string& peer_;
+  ServerMetrics* const metrics_;
   std::vector<std::string> groups_;  // the effective user's groups, when authorization is on
 };
 

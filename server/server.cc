@@ -28,19 +28,25 @@
 namespace authrpc {
 namespace {
 
-// The admin-only sys methods (reload_authz, stats): PERMISSION_DENIED,
-// audited, unless the policy in force lists the caller as an admin.
-Status require_admin(Server::Impl& server, CallContext& ctx, const AuthzPolicy& policy) {
+// PERMISSION_DENIED for an admin-only sys method, audited.
+Status deny_admin_method(Server::Impl& server, CallContext& ctx, const std::string& reason) {
   const Identity& id = ctx.identity();
-  const auto groups = policy.groups_of(id);
-  if (policy.is_admin({id.user, &groups, id.peer_address})) return {};
-  const std::string reason = "user '" + id.user + "' is not an authorization admin";
+  if (server.metrics) server.metrics->denied(ServerMetrics::Denial::kAdmin);
   if (server.options.audit_log) {
     server.options.audit_log->record({"authorization", "denied", id.peer_address, id.mechanism,
                                       id.principal, id.user, id.real_user, ctx.service(),
                                       ctx.method(), reason});
   }
   return Status(Errc::kPermissionDenied, reason);
+}
+
+// The admin-only sys methods (reload_authz, stats): denied unless the
+// policy in force lists the caller as an admin.
+Status require_admin(Server::Impl& server, CallContext& ctx, const AuthzPolicy& policy) {
+  const Identity& id = ctx.identity();
+  const auto groups = policy.groups_of(id);
+  if (policy.is_admin({id.user, &groups, id.peer_address})) return {};
+  return deny_admin_method(server, ctx, "user '" + id.user + "' is not an authorization admin");
 }
 
 // sys.reload_authz: re-reads the ACL file; only for the policy's admins.
@@ -63,7 +69,7 @@ Result<std::string> reload_authz(Server::Impl& server, CallContext& ctx) {
 // the deployment. Without a policy there are no admins: refused.
 Result<std::string> stats(Server::Impl& server, CallContext& ctx) {
   if (!server.options.authorizer) {
-    return Status(Errc::kPermissionDenied, "sys.stats needs an authorization policy with admins");
+    return deny_admin_method(server, ctx, "sys.stats needs an authorization policy with admins");
   }
   if (Status s = require_admin(server, ctx, *server.options.authorizer->current()); !s.ok()) return s;
   if (!server.options.metrics) return Status(Errc::kFailedPrecondition, "this server counts nothing (metrics off)");
@@ -191,6 +197,7 @@ bool reopen_reserve(Reactor& reactor) {
 void shed(Server::Impl& server, const PreauthBudget::Victim& victim) {
   ++server.connections_shed;
   if (victim.same_address) ++server.connections_shed_per_address;
+  if (server.metrics) server.metrics->shed(victim.same_address);
   asio::post(victim.reactor->io, [connection = victim.connection] {
     if (auto c = connection.lock()) c->shed();
   });
@@ -217,6 +224,12 @@ asio::awaitable<void> accept_loop(Server::Impl& server, Reactor& reactor, Listen
           if (refused.ok()) {
             ++server.connections_accepted;
             ++server.connections_refused_busy;
+            if (server.metrics) {
+              const auto t = ServerMetrics::transport_of((*refused)->scheme());
+              server.metrics->accepted(t);
+              server.metrics->refused_out_of_descriptors();
+              server.metrics->closed(t, ServerMetrics::Close::kRefused);
+            }
             refuse_out_of_descriptors(std::move(*refused), server.options.max_connections);
           }
           if (reopen_reserve(reactor)) continue;
@@ -229,11 +242,13 @@ asio::awaitable<void> accept_loop(Server::Impl& server, Reactor& reactor, Listen
       continue;
     }
     ++server.connections_accepted;
+    if (server.metrics) server.metrics->accepted(ServerMetrics::transport_of((*stream)->scheme()));
     auto connection = std::make_shared<ServerConnection>(server, reactor, std::move(*stream));
     Status refuse;
     const auto admission = server.budget.admit(connection->peer(), connection, &reactor);
     if (admission.ticket == 0) {
       ++server.connections_refused_busy;
+      if (server.metrics) server.metrics->refused_max_connections();
       refuse = Status(Errc::kServerBusy, "too many connections (limit " +
                                               std::to_string(server.options.max_connections) + ")");
     } else {
@@ -247,6 +262,7 @@ asio::awaitable<void> accept_loop(Server::Impl& server, Reactor& reactor, Listen
     const bool counted = refuse.ok();
     asio::co_spawn(reactor.io, connection->run(std::move(refuse)),
                    [&server, &reactor, connection, counted](const std::exception_ptr&) {
+                     connection->count_close();
                      reactor.connections.erase(connection);
                      if (!counted) return;
                      connection->leave_budget();
@@ -340,7 +356,12 @@ const Service::Method* Server::Impl::find_method(std::string_view service,
 
 Server::Server(ServerOptions options) : impl_(std::make_unique<Impl>(std::move(options))) {}
 
-Server::~Server() { stop(); }
+Server::~Server() {
+  stop();
+  if (impl_->unauthenticated_gauge != 0) {
+    impl_->options.metrics->remove_callback(impl_->unauthenticated_gauge);
+  }
+}
 
 Status Server::add_service(Service service) {
   std::lock_guard lock(impl_->mu);
@@ -387,6 +408,13 @@ Status Server::start() {
     first.listeners.push_back(std::move(*listener));
   }
 
+  if (impl_->options.metrics && !impl_->metrics) {
+    impl_->metrics = std::make_unique<ServerMetrics>(impl_->options.metrics, impl_->options,
+                                                     impl_->services);
+    impl_->unauthenticated_gauge = impl_->options.metrics->gauge_callback(
+        "authrpc_server_connections_unauthenticated", "Connections negotiating now.", {},
+        [impl = impl_.get()] { return static_cast<double>(impl->budget.unauthenticated()); });
+  }
   impl_->blocking_pool = std::make_unique<asio::thread_pool>(impl_->options.blocking_threads);
   for (auto& reactor : impl_->reactors) {
     reactor->work.emplace(reactor->io.get_executor());

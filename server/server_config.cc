@@ -105,13 +105,23 @@ Result<LogLevel> parse_level(const std::string& name) {
   return config_error("log_level must be debug, info, warning or error");
 }
 
-// "log_level": the sink the server (and its token service) log to.
-Result<LogSink> read_log_sink(const nlohmann::json& config) {
-  if (!config.contains("log_level")) return stderr_log_sink(LogLevel::kInfo);
+// "log_level" (default info).
+Result<LogLevel> read_log_level(const nlohmann::json& config) {
+  if (!config.contains("log_level")) return LogLevel::kInfo;
   if (!config["log_level"].is_string()) return config_error("'log_level' must be a string");
-  auto level = parse_level(config["log_level"].get<std::string>());
+  return parse_level(config["log_level"].get<std::string>());
+}
+
+// "log_level" and "log_format": the one sink the server, its token service
+// and its audit log report to, so that a level set on it (SIGHUP) applies to
+// all of them.
+Result<LogSink> read_log_sink(const nlohmann::json& config) {
+  auto level = read_log_level(config);
   if (!level.ok()) return level.status();
-  return stderr_log_sink(*level);
+  const nlohmann::json format = config.value("log_format", nlohmann::json("text"));
+  if (format == "text") return stderr_log_sink(*level);
+  if (format == "json") return json_log_sink(*level);
+  return config_error("'log_format' must be \"text\" or \"json\"");
 }
 
 // "shared_memory": the same-host data plane for streams on unix:// endpoints
@@ -146,11 +156,29 @@ Status read_shared_memory(const nlohmann::json& config, ServerOptions& o) {
   return {};
 }
 
+// server_options_from_json() with the sink read from the configuration
+// already, so that server_config_from_json() can share it with the token
+// service.
+Result<ServerOptions> build_server_options(const nlohmann::json& config,
+                                           const MechanismRegistry& registry,
+                                           const security::TokenStoreRegistry& stores, LogSink log);
+
 }  // namespace
 
 Result<ServerOptions> server_options_from_json(const nlohmann::json& config,
                                                const MechanismRegistry& registry,
                                                const security::TokenStoreRegistry& stores) {
+  if (!config.is_object()) return config_error("configuration must be a JSON object");
+  auto log = read_log_sink(config);
+  if (!log.ok()) return log.status();
+  return build_server_options(config, registry, stores, std::move(*log));
+}
+
+namespace {
+
+Result<ServerOptions> build_server_options(const nlohmann::json& config,
+                                           const MechanismRegistry& registry,
+                                           const security::TokenStoreRegistry& stores, LogSink log) {
   if (!config.is_object()) return config_error("configuration must be a JSON object");
   if (Status s = check_keys(config, "",
                             {"listen", "auth", "io_threads", "blocking_threads",
@@ -158,7 +186,7 @@ Result<ServerOptions> server_options_from_json(const nlohmann::json& config,
                              "max_frame_size", "max_pending_output", "stop_grace_ms",
                              "max_unauthenticated", "max_unauthenticated_per_address",
                              "max_negotiation_frame_size",
-                             "unix_socket_mode", "log_level", "tls", "encryption",
+                             "unix_socket_mode", "log_level", "log_format", "tls", "encryption",
                              "authentication", "authorization", "audit_log",
                              "stream_window", "shared_memory", "admin",
                              "tokens"});  // "tokens": server/token_service.h
@@ -236,9 +264,7 @@ Result<ServerOptions> server_options_from_json(const nlohmann::json& config,
     o.listen.unix_socket_mode = static_cast<unsigned>(value);
   }
   if (Status s = apply_tls_config(config, o); !s.ok()) return s;
-  auto log = read_log_sink(config);
-  if (!log.ok()) return log.status();
-  o.log = std::move(*log);
+  o.log = std::move(log);
   if (config.contains("tokens")) {
     auto tokens = token_service_options_from_json(config["tokens"], stores);
     if (!tokens.ok()) return tokens.status();
@@ -248,6 +274,8 @@ Result<ServerOptions> server_options_from_json(const nlohmann::json& config,
   if (Status s = read_authz(config, o); !s.ok()) return s;
   return o;
 }
+
+}  // namespace
 
 Status ServerConfig::add_services(Server& server) const {
   if (!tokens) return {};
@@ -259,24 +287,26 @@ Result<ServerConfig> server_config_from_json(const nlohmann::json& config,
                                              const security::TokenStoreRegistry& stores) {
   if (!config.is_object()) return config_error("configuration must be a JSON object");
   ServerConfig out;
+  auto log = read_log_sink(config);
+  if (!log.ok()) return log.status();
   if (config.contains("tokens")) {
     auto options = token_service_options_from_json(config["tokens"], stores);
     if (!options.ok()) return options.status();
     // The service logs where the server does.
-    auto log = read_log_sink(config);
-    if (!log.ok()) return log.status();
-    options->log = std::move(*log);
+    options->log = *log;
     auto service = TokenService::open(std::move(*options));
     if (!service.ok()) return service.status();
     if (Status s = (*service)->register_mechanism(registry); !s.ok()) return s;
     out.tokens = std::move(*service);
   }
-  auto options = server_options_from_json(config, registry, stores);
+  auto options = build_server_options(config, registry, stores, std::move(*log));
   if (!options.ok()) return options.status();
   out.options = std::move(*options);
   out.admin_listen = *read_admin(config);  // checked by server_options_from_json
   // Renewers compare by short name through the configuration's mapping rules.
   if (out.tokens && out.options.authorizer) out.tokens->use_authorizer(out.options.authorizer);
+  // Token operations are audited with the server's events.
+  if (out.tokens && out.options.audit_log) out.tokens->use_audit_log(out.options.audit_log);
   return out;
 }
 
@@ -287,6 +317,16 @@ Result<ServerConfig> load_server_config(const std::string& path, MechanismRegist
   auto built = server_config_from_json(*config, std::move(registry), stores);
   if (!built.ok()) return Status(built.code(), path + ": " + built.status().message);
   return built;
+}
+
+Result<LogLevel> reload_log_level(const std::string& path, const LogSink& log) {
+  auto config = read_json_document(path, "configuration file");
+  if (!config.ok()) return config.status();
+  if (!config->is_object()) return config_error(path + ": configuration must be a JSON object");
+  auto level = read_log_level(*config);
+  if (!level.ok()) return Status(level.code(), path + ": " + level.status().message);
+  log.set_level(*level);
+  return *level;
 }
 
 }  // namespace authrpc

@@ -49,6 +49,12 @@ Result<ServerConfig> server_config_from_json(const nlohmann::json& config,
 Result<ServerConfig> load_server_config(const std::string& path, MechanismRegistry registry,
                                         const security::TokenStoreRegistry& stores = {});
 
+// Re-reads "log_level" (only that key) from the configuration file at `path`
+// and sets it on `log`, and so on every copy of it: authrpc-server on SIGHUP.
+// Returns the level now in force. A file that cannot be read or parsed, or a
+// bad log_level, is CONFIG_ERROR and leaves `log` as it was.
+Result<LogLevel> reload_log_level(const std::string& path, const LogSink& log);
+
 // The options alone, opening nothing: a "tokens" section is checked but not
 // opened, so auth.mechanisms may name `token` only if `registry` already
 // makes it (e.g. a TokenService the application opened itself).

@@ -47,8 +47,10 @@ ServerConnection::ServerConnection(Server::Impl& server, Reactor& reactor,
                                    std::unique_ptr<ByteStream> byte_stream)
     : server_(server),
       reactor_(reactor),
+      metrics_(server.metrics.get()),
+      transport_(ServerMetrics::transport_of(byte_stream->scheme())),
       peer_(byte_stream->peer_address()),
-      admission_(server.options, peer_) {
+      admission_(server.options, peer_, server.metrics.get()) {
   // Until AUTH_SUCCESS only frames as large as a Kerberos AP-REQ with a big
   // PAC: a peer nobody knows yet cannot make the server hold megabytes.
   channel_ = std::make_shared<FrameChannel>(
@@ -59,10 +61,12 @@ ServerConnection::ServerConnection(Server::Impl& server, Reactor& reactor,
 
 asio::awaitable<void> ServerConnection::run(Status refuse) {
   if (!refuse.ok()) {
+    close_reason_ = ServerMetrics::Close::kRefused;
     co_await linger(std::move(refuse));
     co_return;
   }
-  deadline_ = Clock::now() + server_.options.negotiation_timeout;
+  const Clock::time_point accepted = Clock::now();
+  deadline_ = accepted + server_.options.negotiation_timeout;
 
   // 1. The preamble; on a tls:// listener once the client's first byte has
   // made the stream TLS (or plaintext, or refused it: rpc/tls_listener.h),
@@ -72,8 +76,17 @@ asio::awaitable<void> ServerConnection::run(Status refuse) {
   std::uint8_t preamble[wire::kPreambleSize];
   if (status.ok()) status = co_await channel_->read_exact(preamble, sizeof preamble);
   if (status.ok()) status = wire::check_preamble(preamble);
+  if (metrics_ && transport_ == ServerMetrics::kTls) {
+    // The handshake ran inside the first reads (rpc/tls_stream.h).
+    if (const TlsInfo* tls = channel_->byte_stream().tls()) {
+      metrics_->tls_handshake_ok(tls->resumed);
+    } else if (!status.ok() && status.code.category() != authrpc_category()) {
+      metrics_->tls_handshake_failed(status.code);
+    }
+  }
   switch (ending_) {
     case Ending::kShed:
+      close_reason_ = ServerMetrics::Close::kShed;
       co_return;  // SERVER_BUSY is on its way (shed())
     case Ending::kNegotiationTimeout:
       if (!status.ok()) {
@@ -85,8 +98,14 @@ asio::awaitable<void> ServerConnection::run(Status refuse) {
   }
   if (!status.ok()) {
     if (status.code != Errc::kConnectionClosed) {
+      close_reason_ = status.code == Errc::kNegotiationTimeout
+                          ? ServerMetrics::Close::kNegotiationTimeout
+                          : ServerMetrics::Close::kNegotiationFailed;
+      if (metrics_) {
+        metrics_->negotiated(-1, static_cast<std::uint16_t>(to_wire_errc(status.code)), {});
+      }
       ++server_.negotiation_failures;
-      server_.log(LogLevel::kWarning, "connection from " + peer_ + " refused: " + status.to_string());
+      server_.log(LogLevel::kInfo, "connection from " + peer_ + " refused: " + status.to_string());
       co_await linger(std::move(status));
     }
     co_return;
@@ -101,28 +120,42 @@ asio::awaitable<void> ServerConnection::run(Status refuse) {
     info.channel_binding = tls->channel_binding;
     info.peer_certificate = tls->peer_certificate;
   }
-  // Without authorization or audit log, negotiation runs with no hooks (the
-  // fast path).
+  // Without authorization the hooks only report the mechanism (metrics,
+  // logs, audit).
   ServerNegotiationHooks hooks;
   if (admission_.authorizes()) {
     hooks.authorize = [this](Identity& id, std::string_view do_as) {
       return admission_.establish(id, do_as);
     };
   }
-  auto identity = co_await negotiate_server(*channel_, server_.options.mechanisms, info,
-                                            admission_.active() ? &hooks : nullptr,
+  auto identity = co_await negotiate_server(*channel_, server_.options.mechanisms, info, &hooks,
                                             &spent_session_);
   const Ending ending = ending_;
-  if (ending == Ending::kShed) co_return;
+  if (ending == Ending::kShed) {
+    close_reason_ = ServerMetrics::Close::kShed;
+    co_return;
+  }
   if (!identity.ok()) {
-    co_await negotiation_failed(identity.status(), ending, hooks.mechanism,
-                                hooks.refused_by_authorize);
+    co_await negotiation_failed(identity.status(), ending, hooks);
     co_return;
   }
   // Shed while its mechanism was deciding: close, AUTH_SUCCESS unsent.
   if (!server_.budget.authenticate(budget_ticket_)) {
+    close_reason_ = ServerMetrics::Close::kShed;
     channel_->close();
     co_return;
+  }
+  if (metrics_) {
+    metrics_->negotiated(hooks.mechanism_index, 0, Clock::now() - accepted);
+    if (identity->real_user) metrics_->proxy_session();
+  }
+  if (server_.options.log.enabled(LogLevel::kDebug)) [[unlikely]] {
+    server_.log(LogLevel::kDebug,
+                "connection from " + peer_ + " authenticated: user " + identity->user +
+                    (identity->real_user ? " (real user " + *identity->real_user + ")" : "") +
+                    ", mechanism " + identity->mechanism + ", transport " +
+                    std::string(ServerMetrics::transport_name(transport_)) +
+                    (channel_->byte_stream().tls() ? ", TLS" : ""));
   }
   authenticated_ = true;
   channel_->set_max_frame_size(server_.options.max_frame_size);
@@ -139,11 +172,11 @@ asio::awaitable<void> ServerConnection::run(Status refuse) {
 }
 
 asio::awaitable<void> ServerConnection::negotiation_failed(Status why, Ending ending,
-                                                          const std::string& mechanism,
-                                                          bool audited) {
+                                                          const ServerNegotiationHooks& hooks) {
   const bool timed_out = ending == Ending::kNegotiationTimeout;
+  const std::string& mechanism = hooks.mechanism;
   // A refusal by the authorizer was audited by it (CallAdmission::establish).
-  if (!audited && why.code != Errc::kConnectionClosed) {
+  if (!hooks.refused_by_authorize && why.code != Errc::kConnectionClosed) {
     admission_.audit_authentication(
         identity_, "failure", mechanism,
         (timed_out ? Status(Errc::kNegotiationTimeout, "negotiation timed out") : why)
@@ -154,15 +187,34 @@ asio::awaitable<void> ServerConnection::negotiation_failed(Status why, Ending en
                  "negotiation did not finish within " +
                      std::to_string(server_.options.negotiation_timeout.count()) + " ms");
   }
-  if (why.code != Errc::kConnectionClosed) {
+  const auto wire_code = static_cast<std::uint16_t>(to_wire_errc(why.code));
+  if (metrics_) {
+    metrics_->negotiated(hooks.mechanism_index, wire_code, {});
+    metrics_->mechanism_error(hooks.mechanism_index, why.code);
+  }
+  if (why.code == Errc::kConnectionClosed) {
+    close_reason_ = ServerMetrics::Close::kPeerClosed;
+    if (server_.options.log.enabled(LogLevel::kDebug)) {
+      server_.log(LogLevel::kDebug, "connection from " + peer_ + " closed during negotiation" +
+                                        (mechanism.empty() ? "" : " (mechanism " + mechanism + ")"));
+    }
+  } else {
+    close_reason_ = timed_out ? ServerMetrics::Close::kNegotiationTimeout
+                              : ServerMetrics::Close::kNegotiationFailed;
     ++server_.negotiation_failures;
-    server_.log(LogLevel::kWarning, "negotiation with " + peer_ + " failed: " + why.to_string());
+    // At info, not warning: a refused client is the server doing its job.
+    // The mechanism is one the server offers, or "none" (never the
+    // client's string unescaped: the sink escapes every message).
+    server_.log(LogLevel::kInfo, "negotiation with " + peer_ + " (mechanism " +
+                                     (mechanism.empty() ? std::string("none") : mechanism) +
+                                     ") failed: " + why.to_string());
   }
   // negotiate_server() queued the ERROR (the timeout path sent its own).
   if (!timed_out) co_await linger(std::nullopt);
 }
 
 asio::awaitable<void> ServerConnection::close_for_protocol_error(Status why) {
+  close_reason_ = ServerMetrics::Close::kProtocolError;
   ++server_.protocol_errors;
   server_.log(LogLevel::kWarning, "closing connection from " + peer_ + " (" + identity_.user +
                                       "): " + why.to_string());
@@ -255,6 +307,7 @@ asio::awaitable<void> ServerConnection::serve() {
         break;
     }
     if (credentials_expired_) [[unlikely]] {
+      close_reason_ = ServerMetrics::Close::kCredentialsExpired;
       server_.log(LogLevel::kInfo, "closing connection from " + peer_ + " (" + identity_.user +
                                        "): its credentials expired");
       co_await linger(expired_credentials());
@@ -345,27 +398,28 @@ ServerConnection::Clock::time_point ServerConnection::deadline_after(std::uint32
 std::optional<ServerConnection::AdmittedCall> ServerConnection::admit_call(
     std::uint32_t call_id, std::string_view service, std::string_view method,
     Clock::time_point deadline) {
+  AdmittedCall call{nullptr, {}, {}, call_id, deadline, nullptr};
+  call.method = server_.find_method(service, method, &call.service, &call.method_name);
+  if (metrics_) call.cells = &metrics_->method(call.method);
   if (state_ != State::kServing) {
-    respond(call_id, Status(Errc::kUnavailable, "server is shutting down"), deadline);
+    respond(call_id, Status(Errc::kUnavailable, "server is shutting down"), deadline, call.cells);
     return std::nullopt;
   }
   // A session does not outlive its credentials (Identity::expires).
   if (identity_.expires && std::chrono::system_clock::now() >= *identity_.expires) [[unlikely]] {
-    respond(call_id, expired_credentials(), deadline);
+    respond(call_id, expired_credentials(), deadline, call.cells);
     credentials_expired_ = true;
     return std::nullopt;
   }
-  AdmittedCall call{nullptr, {}, {}, call_id, deadline};
-  call.method = server_.find_method(service, method, &call.service, &call.method_name);
   if (call.method == nullptr) {
     respond(call_id,
             Status(Errc::kNotFound, "no method " + std::string(service) + "." + std::string(method)),
-            deadline);
+            deadline, call.cells);
     return std::nullopt;
   }
   if (admission_.authorizes()) {
     if (Status s = admission_.check_call(identity_, call.service, call.method_name); !s.ok()) {
-      respond(call_id, s, deadline);
+      respond(call_id, s, deadline, call.cells);
       return std::nullopt;
     }
   }
@@ -395,7 +449,7 @@ Status ServerConnection::handle_request(const Frame& frame) {
             Status(Errc::kInvalidArgument, std::string(call->service) + "." +
                                                std::string(call->method_name) +
                                                " is a streaming method: open it as a stream"),
-            deadline);
+            deadline, call->cells);
     return Status();
   }
   dispatch(*call, payload, nullptr);
@@ -424,12 +478,13 @@ Status ServerConnection::handle_stream_request(const Frame& frame) {
             Status(Errc::kInvalidArgument, std::string(call->service) + "." +
                                                std::string(call->method_name) +
                                                " is not a streaming method"),
-            deadline);
+            deadline, call->cells);
     return Status();
   }
   auto stream = std::make_shared<CallStream>(channel_, call_id, server_.options.stream_window,
                                              header->window, deadline);
   streams_.add(stream);
+  if (metrics_) metrics_->streams_open().add();
   if (shm_) stream->set_shm(shm_);
   // Accepts the call and announces our window: the client may send now.
   wire::append_window_update(channel_->out(), call_id, server_.options.stream_window);
@@ -440,17 +495,30 @@ Status ServerConnection::handle_stream_request(const Frame& frame) {
 void ServerConnection::dispatch(const AdmittedCall& call, std::string_view payload,
                                 std::shared_ptr<CallStream> stream) {
   const Service::Method& method = *call.method;
+  // Read only when counting: a clock read per call is not free.
+  const Clock::time_point started = call.cells ? Clock::now() : Clock::time_point();
   if (method.execution == Execution::kInline) {
     CallContext ctx(identity_, call.service, call.method_name, call.call_id, call.deadline);
-    respond(call.call_id, run_plain_handler(method.handler, ctx, payload), call.deadline);
+    const auto result = run_plain_handler(method.handler, ctx, payload);
+    if (call.cells) call.cells->processing->observe(Clock::now() - started);
+    respond(call.call_id, result, call.deadline, call.cells);
     return;
   }
   ++in_flight_;
+  if (metrics_) metrics_->calls_in_flight().add();
   auto cancelled = std::make_shared<std::atomic<bool>>(false);
   cancel_flags_[call.call_id] = cancelled;
   if (method.execution == Execution::kBlocking) {
+    if (metrics_) metrics_->blocking_queue_length().add();
     asio::post(*server_.blocking_pool, [self = shared_from_this(), call,
-                                        request = std::string(payload), cancelled]() {
+                                        request = std::string(payload), cancelled, started]() {
+      // Queue time ends here (Hadoop's RpcQueueTime); processing starts.
+      Clock::time_point began = started;
+      if (call.cells) {
+        began = Clock::now();
+        call.cells->queue->observe(began - started);
+        self->metrics_->blocking_queue_length().sub();
+      }
       CallContext ctx(self->identity_, call.service, call.method_name, call.call_id,
                       call.deadline, cancelled.get());
       Result<std::string> result = Status(Errc::kInternal, "handler did not complete");
@@ -464,8 +532,8 @@ void ServerConnection::dispatch(const AdmittedCall& call, std::string_view paylo
       auto& ex = self->channel_->byte_stream().executor();
       asio::post(ex, [self = std::move(self), call_id = call.call_id,
                       cancelled = std::move(cancelled), result = std::move(result),
-                      deadline = call.deadline]() {
-        self->finish_call(call_id, cancelled.get(), result, deadline);
+                      deadline = call.deadline, cells = call.cells, began]() {
+        self->finish_call(call_id, cancelled.get(), result, deadline, cells, began);
       });
     });
     return;
@@ -474,7 +542,7 @@ void ServerConnection::dispatch(const AdmittedCall& call, std::string_view paylo
   asio::co_spawn(
       channel_->byte_stream().executor(),
       [self = shared_from_this(), call, request = std::string(payload), cancelled,
-       stream = std::move(stream)]() mutable -> asio::awaitable<void> {
+       stream = std::move(stream), started]() mutable -> asio::awaitable<void> {
         CallContext ctx(self->identity_, call.service, call.method_name, call.call_id,
                         call.deadline, cancelled.get());
         Result<std::string> result = Status(Errc::kInternal, "handler did not complete");
@@ -494,8 +562,10 @@ void ServerConnection::dispatch(const AdmittedCall& call, std::string_view paylo
           if (stream->failed() && result.ok()) result = Status(Errc::kCancelled, "stream failed");
           stream->end_output(Status(Errc::kFailedPrecondition, "the call has ended"));
           self->streams_.remove(stream);
+          if (self->metrics_) self->metrics_->streams_open().sub();
         }
-        self->finish_call(call.call_id, cancelled.get(), result, call.deadline);
+        self->finish_call(call.call_id, cancelled.get(), result, call.deadline, call.cells,
+                          started);
       },
       asio::detached);
 }
@@ -510,6 +580,7 @@ Status ServerConnection::handle_shm_hello(const Frame& frame) {
   shm_answered_ = true;
   Status why;
   shm_ = ShmLink::answer(*channel_, server_.options.shm, &why);
+  if (shm_ && metrics_) metrics_->shm_connections_open().add();
   if (!why.ok() && why.code != ShmErrc::kUnsupported) {
     server_.log(LogLevel::kInfo, "shared memory refused to " + peer_ + " (" + identity_.user +
                                      "): " + why.to_string());
@@ -518,37 +589,49 @@ Status ServerConnection::handle_shm_hello(const Frame& frame) {
 }
 
 void ServerConnection::finish_call(std::uint32_t call_id, const std::atomic<bool>* cancelled,
-                                   const Result<std::string>& result, Clock::time_point deadline) {
+                                   const Result<std::string>& result, Clock::time_point deadline,
+                                   ServerMetrics::Method* cells, Clock::time_point started) {
   --in_flight_;
+  if (cells) {
+    cells->processing->observe(Clock::now() - started);
+    metrics_->calls_in_flight().sub();
+  }
   last_activity_ = Clock::now();
   // The id's entry is this call's only if it was not cancelled: a cancelled
   // call left the table (handle_cancel), and the id may run a new call now,
   // which this one must neither remove nor answer for.
   const auto it = cancel_flags_.find(call_id);
   if (it != cancel_flags_.end() && it->second.get() == cancelled) cancel_flags_.erase(it);
-  if (!cancelled->load()) respond(call_id, result, deadline);
+  if (!cancelled->load()) {
+    respond(call_id, result, deadline, cells);
+  } else if (cells) {
+    metrics_->call(*cells, static_cast<std::uint16_t>(Errc::kCancelled));
+  }
   channel_->schedule_flush();
   if (state_ == State::kGoingAway && in_flight_ == 0) close_when_drained();
 }
 
 void ServerConnection::respond(std::uint32_t call_id, const Result<std::string>& result,
-                               Clock::time_point deadline) {
-  if (channel_->closed()) return;
+                               Clock::time_point deadline, ServerMetrics::Method* cells) {
+  std::uint16_t code = 0;
   if (result.ok()) {
-    if (Clock::now() > deadline) {
-      ++server_.calls_failed;
-      wire::append_response(channel_->out(), call_id,
-                            static_cast<std::uint16_t>(Errc::kDeadlineExceeded),
-                            "deadline exceeded", {});
-      return;
+    if (deadline != Clock::time_point::max() && Clock::now() > deadline) {
+      code = static_cast<std::uint16_t>(Errc::kDeadlineExceeded);
     }
+  } else {
+    code = static_cast<std::uint16_t>(to_wire_errc(result.status().code));
+  }
+  if (cells) metrics_->call(*cells, code);
+  if (channel_->closed()) return;
+  if (code == 0) {
     ++server_.calls_ok;
     wire::append_response(channel_->out(), call_id, 0, {}, result.value());
+  } else if (result.ok()) {
+    ++server_.calls_failed;
+    wire::append_response(channel_->out(), call_id, code, "deadline exceeded", {});
   } else {
     ++server_.calls_failed;
-    const Status s = result.status();
-    wire::append_response(channel_->out(), call_id,
-                          static_cast<std::uint16_t>(to_wire_errc(s.code)), s.message, {});
+    wire::append_response(channel_->out(), call_id, code, result.status().message, {});
   }
 }
 
@@ -587,6 +670,7 @@ void ServerConnection::shed() {
 }
 
 void ServerConnection::go_away() {
+  close_reason_ = ServerMetrics::Close::kServerStopping;
   switch (state_) {
     case State::kNegotiating:
       force_close();
@@ -604,6 +688,7 @@ void ServerConnection::go_away() {
 }
 
 void ServerConnection::force_close() {
+  close_reason_ = ServerMetrics::Close::kServerStopping;
   cancel_all_calls();
   channel_->close();
 }
@@ -629,8 +714,24 @@ asio::awaitable<void> ServerConnection::linger(std::optional<Status> error) {
   channel_->close();
 }
 
+void ServerConnection::count_bytes() {
+  const std::uint64_t received = channel_->bytes_received();
+  const std::uint64_t sent = channel_->bytes_sent();
+  metrics_->bytes(transport_, received - counted_received_, sent - counted_sent_);
+  counted_received_ = received;
+  counted_sent_ = sent;
+}
+
+void ServerConnection::count_close() {
+  if (!metrics_) return;
+  count_bytes();
+  if (shm_) metrics_->shm_connections_open().sub();
+  metrics_->closed(transport_, close_reason_);
+}
+
 void ServerConnection::on_tick(Clock::time_point now) {
   if (channel_->closed()) return;
+  if (metrics_) count_bytes();
   switch (state_) {
     case State::kNegotiating:
       if (now < deadline_) return;
@@ -644,7 +745,10 @@ void ServerConnection::on_tick(Clock::time_point now) {
     case State::kGoingAway: {
       const auto idle = server_.options.idle_timeout;
       if (idle.count() == 0 || in_flight_ > 0 || now < last_activity_ + idle) return;
-      server_.log(LogLevel::kDebug, "closing idle connection from " + peer_);
+      close_reason_ = ServerMetrics::Close::kIdleTimeout;
+      if (server_.options.log.enabled(LogLevel::kDebug)) {
+        server_.log(LogLevel::kDebug, "closing idle connection from " + peer_);
+      }
       wire::append_error(channel_->out(), static_cast<std::uint16_t>(Errc::kIdleTimeout),
                          "connection idle for " + std::to_string(idle.count()) + " ms");
       close_when_drained();

@@ -16,10 +16,12 @@
 #include <unordered_map>
 
 #include "authrpc/auth/identity.h"
+#include "authrpc/auth/server_negotiation.h"
 #include "authrpc/rpc/call_router.h"
 #include "authrpc/rpc/frame_channel.h"
 #include "authrpc/server/call_admission.h"
 #include "authrpc/server/server_impl.h"
+#include "authrpc/server/server_metrics.h"
 
 namespace authrpc {
 
@@ -48,6 +50,8 @@ class ServerConnection : public std::enable_shared_from_this<ServerConnection> {
   const std::string& peer() const noexcept { return peer_; }
   void set_budget_ticket(std::uint64_t ticket) noexcept { budget_ticket_ = ticket; }
   void leave_budget();
+  // run() has ended: counts the close (metrics) with its reason.
+  void count_close();
   // The budget gave this connection's place to a newer one: if it is still
   // negotiating, SERVER_BUSY and close, without a log line (a storm would
   // make one per connection; ServerStats counts them).
@@ -68,12 +72,13 @@ class ServerConnection : public std::enable_shared_from_this<ServerConnection> {
     std::string_view method_name;
     std::uint32_t call_id;
     Clock::time_point deadline;
+    ServerMetrics::Method* cells;  // null when metrics are off
   };
 
   // Negotiation failed (`ending`: the server's own reason, if it had one):
   // counts, logs and audits it, then lingers so that the ERROR arrives.
   asio::awaitable<void> negotiation_failed(Status why, Ending ending,
-                                           const std::string& mechanism, bool audited);
+                                           const ServerNegotiationHooks& hooks);
   asio::awaitable<void> serve();
   // Ends the connection on the server's initiative: queues `error` (if any)
   // as an ERROR frame, sends it, then reads until the peer closes or 2 s pass
@@ -107,17 +112,27 @@ class ServerConnection : public std::enable_shared_from_this<ServerConnection> {
   // call's kInternal status.
   void dispatch(const AdmittedCall& call, std::string_view payload,
                 std::shared_ptr<CallStream> stream);
+  // `cells`: the method's metrics (null: metrics off, or the call named no
+  // method and counts as "unknown").
   void respond(std::uint32_t call_id, const Result<std::string>& result,
-               Clock::time_point deadline);
+               Clock::time_point deadline, ServerMetrics::Method* cells);
   // A call's handler has returned: answers unless `cancelled` (the call's
   // own flag) is set.
   void finish_call(std::uint32_t call_id, const std::atomic<bool>* cancelled,
-                   const Result<std::string>& result, Clock::time_point deadline);
+                   const Result<std::string>& result, Clock::time_point deadline,
+                   ServerMetrics::Method* cells, Clock::time_point started);
+  // Folds the channel's byte counts into the metrics (on_tick, close).
+  void count_bytes();
   void flush_if_idle();
   void close_when_drained();
 
   Server::Impl& server_;
   Reactor& reactor_;
+  ServerMetrics* const metrics_;  // null: metrics off
+  ServerMetrics::Transport transport_;
+  ServerMetrics::Close close_reason_ = ServerMetrics::Close::kPeerClosed;
+  std::uint64_t counted_received_ = 0;  // bytes already folded into metrics_
+  std::uint64_t counted_sent_ = 0;
   std::shared_ptr<FrameChannel> channel_;
   std::string peer_;
   CallAdmission admission_;

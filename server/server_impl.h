@@ -19,6 +19,7 @@
 #include "authrpc/rpc/unique_fd.h"
 #include "authrpc/server/preauth_budget.h"
 #include "authrpc/server/server.h"
+#include "authrpc/server/server_metrics.h"
 
 namespace authrpc {
 
@@ -63,6 +64,9 @@ class Server::Impl {
   std::map<std::string, Service, std::less<>> services;
   std::vector<std::unique_ptr<Reactor>> reactors;
   std::unique_ptr<asio::thread_pool> blocking_pool;
+  // Made by start() when options.metrics is set; the connections count in it.
+  std::unique_ptr<ServerMetrics> metrics;
+  MetricsRegistry::CallbackId unauthenticated_gauge = 0;
   std::vector<Endpoint> bound;
 
   std::atomic<std::uint64_t> connections_accepted{0};

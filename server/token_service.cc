@@ -1,14 +1,17 @@
 #include "authrpc/server/token_service.h"
 
 #include <algorithm>
+#include <cctype>
 #include <cstdio>
 #include <fstream>
+#include <iterator>
 #include <limits>
 #include <nlohmann/json.hpp>
 #include <set>
 
 #include "authrpc/security/file_token_store.h"
 #include "authrpc/security/memory_token_store.h"
+#include "authrpc/security/timed_token_store.h"
 #include "authrpc/security/token_errors.h"
 #include "authrpc/security/tokens_config.h"
 
@@ -57,6 +60,56 @@ Result<Token> request_token(const nlohmann::json& request) {
 
 std::string caller_of(const Identity& identity) {
   return identity.principal.empty() ? identity.user : identity.principal;
+}
+
+// How an audit line names a token: enough to find its token.get line and
+// the key it was made with, nothing that authenticates.
+std::string token_id_of(const security::TokenIdentifier& id) {
+  return "sequence_number=" + std::to_string(id.sequence_number) +
+         ",master_key_id=" + std::to_string(id.master_key_id);
+}
+
+std::string token_id_of(const Token& token) {
+  auto id = token.decode_identifier();
+  return id.ok() ? token_id_of(*id) : std::string();
+}
+
+// The outcomes a token.* call can have (token_status() maps every TokenErrc
+// to one of these): their counters are made when the service is, so that a
+// call never looks one up. Another code (none today) is looked up.
+constexpr Errc kCountedOutcomes[] = {
+    Errc::kOk,          Errc::kInvalidArgument,  Errc::kPermissionDenied, Errc::kFailedPrecondition,
+    Errc::kUnavailable, Errc::kUnauthenticated, Errc::kDataLoss,         Errc::kInternal,
+};
+constexpr const char* kOperationNames[] = {"get", "renew", "cancel"};
+
+// "ok", "permission_denied": the outcome label of a wire code.
+std::string outcome_label(Errc e) {
+  std::string name(errc_name(e));
+  for (char& c : name) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return name;
+}
+
+Counter& operations_counter(MetricsRegistry& metrics, const char* operation, Errc outcome) {
+  return metrics.counter(kTokenOperationsTotal, "Delegation-token service calls by operation and outcome",
+                         {{"operation", operation}, {"outcome", outcome_label(outcome)}});
+}
+
+// The `store` label of a shared store: its component's name ("ZooKeeper"
+// → "zookeeper"); a fixed word, never an address.
+std::string store_kind(const TokenServiceOptions& options) {
+  switch (options.store) {
+    case TokenServiceOptions::Store::kFile: return "file";
+    case TokenServiceOptions::Store::kMemory: return "memory";
+    case TokenServiceOptions::Store::kShared: break;
+  }
+  std::string kind;
+  for (const char c : options.shared_store.label) {
+    if (std::isalnum(static_cast<unsigned char>(c))) {
+      kind += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    }
+  }
+  return kind.empty() ? "shared" : kind;
 }
 
 }  // namespace
@@ -188,6 +241,10 @@ Result<std::unique_ptr<TokenService>> TokenService::open(TokenServiceOptions opt
   } else {
     store = std::make_shared<security::MemoryTokenStore>();
   }
+  if (options.metrics) {
+    store = std::make_shared<security::TimedTokenStore>(std::move(store), store_kind(options),
+                                                        *options.metrics);
+  }
   auto renewers = RenewerMatcher::create();
   if (!renewers.ok()) return renewers.status();
   auto secrets = security::SecretManager::open(store, options.secrets);
@@ -201,10 +258,48 @@ Result<std::unique_ptr<TokenService>> TokenService::open(TokenServiceOptions opt
 TokenService::TokenService(TokenServiceOptions options,
                            std::shared_ptr<security::SecretManager> secrets,
                            std::unique_ptr<RenewerMatcher> renewers)
-    : options_(std::move(options)), secrets_(std::move(secrets)),
+    : options_(std::move(options)), audit_log_(options_.audit_log), secrets_(std::move(secrets)),
       mechanism_(std::make_shared<TokenServerMechanism>(secrets_, options_.mechanism)),
       renewers_(std::move(renewers)) {
+  static_assert(std::size(kCountedOutcomes) == kCountedOutcomeCount);
+  if (options_.metrics) {
+    for (std::size_t op = 0; op < operations_.size(); ++op) {
+      for (std::size_t i = 0; i < kCountedOutcomeCount; ++i) {
+        operations_[op][i] = &operations_counter(*options_.metrics, kOperationNames[op], kCountedOutcomes[i]);
+      }
+    }
+  }
   sweeper_ = std::thread([this] { sweeper(); });
+}
+
+void TokenService::record(Operation op, const Identity& who, std::string_view token_id,
+                          const Status& status) const {
+  const Errc code = status.ok() ? Errc::kOk : to_wire_errc(status.code);
+  const auto index = static_cast<std::size_t>(op);
+  if (options_.metrics) {
+    const auto* slot = std::find(std::begin(kCountedOutcomes), std::end(kCountedOutcomes), code);
+    if (slot != std::end(kCountedOutcomes)) {
+      operations_[index][static_cast<std::size_t>(slot - std::begin(kCountedOutcomes))]->inc();
+    } else {
+      operations_counter(*options_.metrics, kOperationNames[index], code).inc();
+    }
+  }
+  if (!audit_log_) return;
+  AuditEvent e;
+  e.event = kTokenServiceName;  // the audit event is named after the service
+  e.outcome = status.ok() ? "success" : code == Errc::kPermissionDenied ? "denied" : "failure";
+  e.peer = who.peer_address;
+  e.mechanism = who.mechanism;
+  e.principal = who.principal;
+  e.user = who.user;
+  if (who.real_user) e.real_user = *who.real_user;
+  e.service = kTokenServiceName;
+  e.method = kOperationNames[index];
+  e.operation = kOperationNames[index];
+  e.token_id = token_id;
+  if (!status.ok()) e.code = errc_name(code);
+  e.reason = status.message;
+  audit_log_->record(e);
 }
 
 // The SecretManager compares names exactly; a caller whose short name is the
@@ -310,83 +405,102 @@ JsonMethodOptions TokenService::method_options(std::string_view method) const {
   o.limits.max_bytes = std::size_t{256} << 10;
   o.limits.max_depth = 4;
   const bool cancel = method == "cancel";
-  o.admit = [this, cancel, method = std::string(method)](const CallContext& ctx) -> Status {
+  const Operation op = method == "get" ? Operation::kGet : cancel ? Operation::kCancel : Operation::kRenew;
+  o.admit = [this, cancel, op, method = std::string(method)](const CallContext& ctx) -> Status {
     const Identity& who = ctx.identity();
     if (cancel ? may_cancel(who) : may_issue(who)) return {};
-    return Status(Errc::kPermissionDenied,
-                  "token." + method + " needs a connection authenticated by Kerberos" +
-                      (cancel ? " or by a token" : "") + "; this one used '" + who.mechanism + "'");
+    Status refused(Errc::kPermissionDenied,
+                   "token." + method + " needs a connection authenticated by Kerberos" +
+                       (cancel ? " or by a token" : "") + "; this one used '" + who.mechanism + "'");
+    record(op, who, {}, refused);
+    return refused;
   };
   return o;
 }
 
+Result<nlohmann::json> TokenService::get(const Identity& who, const nlohmann::json& request,
+                                         std::string& token_id) {
+  if (!request.is_object()) return Status(Errc::kInvalidArgument, "request must be an object");
+  for (const auto& [key, _] : request.items()) {
+    if (key != "renewer" && key != "service") {
+      return Status(Errc::kInvalidArgument, "token.get: unknown key '" + key + "'");
+    }
+  }
+  security::TokenRequest r;
+  r.owner = caller_of(who);
+  if (who.real_user) r.real_user = *who.real_user;
+  for (auto [key, out] : {std::pair{"renewer", &r.renewer}, std::pair{"service", &r.service}}) {
+    if (!request.contains(key)) continue;
+    if (!request[key].is_string()) {
+      return Status(Errc::kInvalidArgument, std::string("token.get: '") + key + "' must be a string");
+    }
+    *out = request[key].get<std::string>();
+  }
+  if (Status st = check_renewer(r.renewer); !st.ok()) return st;
+  const auto& services = options_.mechanism.services;
+  if (!services.empty() && std::find(services.begin(), services.end(), r.service) == services.end()) {
+    return Status(Errc::kInvalidArgument,
+                  "token.get: this server does not accept tokens for service '" + r.service + "'");
+  }
+  auto token = secrets_->issue(r);
+  if (!token.ok()) return token_status(token.status(), TokenUse::kService);
+  auto id = token->decode_identifier();
+  if (!id.ok()) return token_status(id.status(), TokenUse::kService);
+  token_id = token_id_of(*id);
+  auto text = token->to_string();
+  if (!text.ok()) return token_status(text.status(), TokenUse::kService);
+  nlohmann::json out = describe_json(*id);
+  out["token"] = *text;
+  security::cleanse(text->data(), text->size());
+  out["service"] = token->service;
+  const auto renew = std::min(id->max_date, id->issue_date + secrets_->options().renew_interval);
+  out["renew_date"] = security::format_token_time(renew);
+  out["renew_date_ms"] = renew.time_since_epoch().count();
+  return out;
+}
+
+Result<nlohmann::json> TokenService::renew(const Identity& who, const nlohmann::json& request,
+                                           std::string& token_id) {
+  auto token = request_token(request);
+  if (!token.ok()) return token.status();
+  token_id = token_id_of(*token);
+  auto renewed = secrets_->renew(*token, renew_caller(who, *token));
+  if (!renewed.ok()) return token_status(renewed.status(), TokenUse::kService);
+  return nlohmann::json{{"renew_date", security::format_token_time(*renewed)},
+                        {"renew_date_ms", renewed->time_since_epoch().count()}};
+}
+
+Result<nlohmann::json> TokenService::cancel(const Identity& who, const nlohmann::json& request,
+                                            std::string& token_id) {
+  auto token = request_token(request);
+  if (!token.ok()) return token.status();
+  token_id = token_id_of(*token);
+  if (auto st = secrets_->cancel(*token, renew_caller(who, *token)); !st.ok()) {
+    return token_status(st, TokenUse::kService);
+  }
+  return nlohmann::json::object();
+}
+
 Service TokenService::service() {
   Service s{std::string(kTokenServiceName)};
-  s.add_json(
-      "get",
-      [this](CallContext& ctx, const nlohmann::json& request) -> Result<nlohmann::json> {
-        const Identity& who = ctx.identity();
-        if (!request.is_object()) return Status(Errc::kInvalidArgument, "request must be an object");
-        for (const auto& [key, _] : request.items()) {
-          if (key != "renewer" && key != "service") {
-            return Status(Errc::kInvalidArgument, "token.get: unknown key '" + key + "'");
-          }
-        }
-        security::TokenRequest r;
-        r.owner = caller_of(who);
-        if (who.real_user) r.real_user = *who.real_user;
-        for (auto [key, out] : {std::pair{"renewer", &r.renewer}, std::pair{"service", &r.service}}) {
-          if (!request.contains(key)) continue;
-          if (!request[key].is_string()) {
-            return Status(Errc::kInvalidArgument, std::string("token.get: '") + key + "' must be a string");
-          }
-          *out = request[key].get<std::string>();
-        }
-        if (Status st = check_renewer(r.renewer); !st.ok()) return st;
-        const auto& services = options_.mechanism.services;
-        if (!services.empty() && std::find(services.begin(), services.end(), r.service) == services.end()) {
-          return Status(Errc::kInvalidArgument,
-                        "token.get: this server does not accept tokens for service '" + r.service + "'");
-        }
-        auto token = secrets_->issue(r);
-        if (!token.ok()) return token_status(token.status(), TokenUse::kService);
-        auto id = token->decode_identifier();
-        if (!id.ok()) return token_status(id.status(), TokenUse::kService);
-        auto text = token->to_string();
-        if (!text.ok()) return token_status(text.status(), TokenUse::kService);
-        nlohmann::json out = describe_json(*id);
-        out["token"] = *text;
-        security::cleanse(text->data(), text->size());
-        out["service"] = token->service;
-        const auto renew = std::min(id->max_date, id->issue_date + secrets_->options().renew_interval);
-        out["renew_date"] = security::format_token_time(renew);
-        out["renew_date_ms"] = renew.time_since_epoch().count();
-        return out;
-      },
-      method_options("get"));
-  s.add_json(
-      "renew",
-      [this](CallContext& ctx, const nlohmann::json& request) -> Result<nlohmann::json> {
-        const Identity& who = ctx.identity();
-        auto token = request_token(request);
-        if (!token.ok()) return token.status();
-        auto renewed = secrets_->renew(*token, renew_caller(who, *token));
-        if (!renewed.ok()) return token_status(renewed.status(), TokenUse::kService);
-        return nlohmann::json{{"renew_date", security::format_token_time(*renewed)},
-                              {"renew_date_ms", renewed->time_since_epoch().count()}};
-      },
-      method_options("renew"));
-  s.add_json(
-      "cancel",
-      [this](CallContext& ctx, const nlohmann::json& request) -> Result<nlohmann::json> {
-        auto token = request_token(request);
-        if (!token.ok()) return token.status();
-        if (auto st = secrets_->cancel(*token, renew_caller(ctx.identity(), *token)); !st.ok()) {
-          return token_status(st, TokenUse::kService);
-        }
-        return nlohmann::json::object();
-      },
-      method_options("cancel"));
+  using TokenHandler = Result<nlohmann::json> (TokenService::*)(const Identity&, const nlohmann::json&,
+                                                           std::string&);
+  for (const auto& entry : {std::pair{Operation::kGet, TokenHandler{&TokenService::get}},
+                            std::pair{Operation::kRenew, TokenHandler{&TokenService::renew}},
+                            std::pair{Operation::kCancel, TokenHandler{&TokenService::cancel}}}) {
+    const Operation op = entry.first;
+    const TokenHandler handler = entry.second;
+    const char* name = kOperationNames[static_cast<std::size_t>(op)];
+    s.add_json(
+        name,
+        [this, op, handler](CallContext& ctx, const nlohmann::json& request) -> Result<nlohmann::json> {
+          std::string token_id;
+          auto out = (this->*handler)(ctx.identity(), request, token_id);
+          record(op, ctx.identity(), token_id, out.status());
+          return out;
+        },
+        method_options(name));
+  }
   return s;
 }
 

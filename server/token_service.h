@@ -22,6 +22,13 @@
 // Who may call a method is checked before its request is parsed, and
 // requests are parsed with small size and depth limits (service.h).
 //
+// Every call, refused ones included, is recorded: an audit event "token"
+// (options.audit_log: operation, outcome, caller, the token's sequence
+// number and master key id, never the token or its password) and the counter
+// authrpc_token_operations_total{operation, outcome} (options.metrics). The
+// store is wrapped in a TimedTokenStore, which times each store call
+// (authrpc_token_store_operation_seconds{store, operation}).
+//
 // The handlers run on the server's blocking pool (each mutation fsyncs the
 // store). Created by authrpc-server when its configuration has a "tokens"
 // section, or by applications and tests directly; then
@@ -29,6 +36,7 @@
 // `server.add_service(service())`.
 #pragma once
 
+#include <array>
 #include <chrono>
 #include <condition_variable>
 #include <memory>
@@ -42,16 +50,19 @@
 #include "authrpc/auth/mechanism_registry.h"
 #include "authrpc/auth/token_mechanism.h"
 #include "authrpc/security/base/log.h"
+#include "authrpc/security/base/metrics.h"
 #include "authrpc/security/base/result.h"
 #include "authrpc/security/secret_manager.h"
 #include "authrpc/security/token_store.h"
 #include "authrpc/security/token_store_registry.h"
+#include "authrpc/server/audit_log.h"
 #include "authrpc/server/service.h"
 #include "authrpc/server/token_renewer.h"
 
 namespace authrpc {
 
 inline constexpr std::string_view kTokenServiceName = "token";
+inline constexpr std::string_view kTokenOperationsTotal = "authrpc_token_operations_total";
 
 struct TokenServiceOptions {
   enum class Store { kFile, kMemory, kShared };
@@ -71,6 +82,11 @@ struct TokenServiceOptions {
   // will stamp into a token.
   TokenServerOptions mechanism;
   LogSink log = stderr_log_sink(LogLevel::kInfo);
+  // Where token.get/renew/cancel are audited (event "token"); null: not
+  // audited. authrpc-server passes the server's audit log.
+  std::shared_ptr<AuditLog> audit_log;
+  // Token operation counts and store latency; null: not counted.
+  std::shared_ptr<MetricsRegistry> metrics = default_metrics_registry();
 };
 
 // The "tokens" object of the server configuration; unknown keys and wrong
@@ -107,6 +123,11 @@ class TokenService {
   void use_authorizer(std::shared_ptr<const Authorizer> authorizer) {
     renewers_->use_authorizer(std::move(authorizer));
   }
+  // Audit to `audit_log` instead of options().audit_log: for a server
+  // configuration, whose audit log is opened after the token service
+  // (server_config_from_json). Call it before service() is added to a
+  // server: it is not synchronised with calls being served.
+  void use_audit_log(std::shared_ptr<AuditLog> audit_log) { audit_log_ = std::move(audit_log); }
 
   // For a readiness probe (the admin listener's /readyz): UNAVAILABLE while
   // the store is cut off from its backend, or while the master key is
@@ -128,7 +149,21 @@ class TokenService {
   bool may_cancel(const Identity& identity) const;
   JsonMethodOptions method_options(std::string_view method) const;
 
+  enum class Operation { kGet, kRenew, kCancel };
+  // The handlers; `token_id` gets the token's id for the audit line as soon
+  // as it is known.
+  Result<nlohmann::json> get(const Identity& who, const nlohmann::json& request, std::string& token_id);
+  Result<nlohmann::json> renew(const Identity& who, const nlohmann::json& request, std::string& token_id);
+  Result<nlohmann::json> cancel(const Identity& who, const nlohmann::json& request, std::string& token_id);
+  // Audits and counts one call's outcome.
+  void record(Operation op, const Identity& who, std::string_view token_id, const Status& status) const;
+
   const TokenServiceOptions options_;
+  std::shared_ptr<AuditLog> audit_log_;
+  // authrpc_token_operations_total by [operation][outcome], outcomes in the
+  // order of kCountedOutcomes (token_service.cc); null without metrics.
+  static constexpr std::size_t kCountedOutcomeCount = 8;
+  std::array<std::array<Counter*, kCountedOutcomeCount>, 3> operations_{};
   std::shared_ptr<security::SecretManager> secrets_;
   std::shared_ptr<TokenServerMechanism> mechanism_;
   std::unique_ptr<RenewerMatcher> renewers_;

@@ -25,6 +25,9 @@
 #include <vector>
 
 #include "authrpc/auth/mechanism_registry.h"
+#include "authrpc/auth/simple.h"
+#include "authrpc/client/client.h"
+#include "tests/test_support.h"
 #include "tests/http_get.h"
 #include "tests/test_tls.h"
 #include "tests/testing/jwt_issuer.h"
@@ -167,6 +170,17 @@ class Child {
 
   const std::string& stdout_text() const { return out_buffer_; }
   const std::string& stderr_text() const { return err_buffer_; }
+
+  // Reads stderr while the child runs until it contains `needle` after
+  // offset `from`; false on timeout or end of stream. stderr_text() has
+  // what was read.
+  bool WaitForStderr(std::string_view needle, std::size_t from = 0, Clock::duration timeout = 10s) {
+    const auto until = Clock::now() + timeout;
+    while (err_buffer_.find(needle, std::min(from, err_buffer_.size())) == std::string::npos) {
+      if (!ReadSome(err_, err_buffer_, until)) return false;
+    }
+    return true;
+  }
 
  private:
   Child(pid_t pid, int out, int err) : pid_(pid), out_(out), err_(err) {}
@@ -485,7 +499,7 @@ TEST_F(CliTest, HelpOfBothBinariesExitsZeroAndEachSubcommandHasItsOwn) {
   std::vector<std::string> token_pages;
   for (const auto& args : std::vector<std::vector<std::string>>{
            {kServerBin, "--help"}, {kCliBin, "--help"}, {kCliBin, "help"},
-           {kCliBin, "call", "--help"}, {kCliBin, "token", "--help"},
+           {kCliBin, "call", "--help"}, {kCliBin, "stats", "--help"}, {kCliBin, "token", "--help"},
            {kCliBin, "token", "fetch", "--help"}, {kCliBin, "token", "renew", "--help"},
            {kCliBin, "token", "cancel", "--help"}, {kCliBin, "token", "print", "--help"}}) {
     const auto r = RunCommand(args);
@@ -590,6 +604,75 @@ TEST_F(CliTest, SigintAlsoStopsTheServerWithExitZero) {
   ASSERT_TRUE(status.has_value()) << "authrpc-server did not exit after SIGINT";
   ASSERT_TRUE(WIFEXITED(*status)) << "killed by signal " << WTERMSIG(*status);
   EXPECT_EQ(WEXITSTATUS(*status), 0) << server_->stderr_text();
+}
+
+// SIGHUP re-reads log_level: with "info" an idle close (a debug line) is not
+// logged; after "debug" and SIGHUP it is, as a JSON line ("log_format":
+// "json"); a bad value is reported and the level stays.
+TEST_F(CliTest, SighupChangesTheLogLevel) {
+  auto config_with = [](const std::string& level) {
+    return nlohmann::json{{"listen", {"tcp://127.0.0.1:0"}},
+                          {"auth", {{"mechanisms", {"simple"}}}},
+                          {"io_threads", 1},
+                          {"idle_timeout_ms", 100},
+                          {"log_level", level},
+                          {"log_format", "json"}}
+        .dump();
+  };
+  const std::string config = dir_.Write("server.json", config_with("info"));
+  server_ = Child::Spawn({kServerBin, "--config", config, "--print-endpoints"});
+  ASSERT_NE(server_, nullptr);
+  auto line = server_->ReadStdoutLine(10s);
+  ASSERT_TRUE(line.has_value()) << server_->stderr_text();
+  auto endpoint = authrpc::Endpoint::parse(*line);
+  ASSERT_TRUE(endpoint.ok()) << *line;
+  // Connects, calls, and waits until the server has closed the connection
+  // for idleness (a call after a pause longer than idle_timeout_ms fails).
+  auto idle_close = [&] {
+    auto client = authrpc::testing::ConnectWith(*endpoint, std::make_shared<authrpc::SimpleClientMechanism>("alice"));
+    ASSERT_TRUE(client.ok()) << client.status().to_string();
+    ASSERT_TRUE((*client)->call("sys", "echo", "x").ok());
+    bool closed = false;
+    for (int i = 0; i < 20 && !closed; ++i) {
+      std::this_thread::sleep_for(300ms);
+      closed = !(*client)->call("sys", "echo", "x").ok();
+    }
+    EXPECT_TRUE(closed) << "the server did not close the idle connection";
+  };
+  constexpr std::string_view kIdleLine = "closing idle connection from";
+
+  ASSERT_NO_FATAL_FAILURE(idle_close());
+  EXPECT_FALSE(server_->WaitForStderr(kIdleLine, 0, 300ms)) << server_->stderr_text();
+
+  dir_.Write("server.json", config_with("debug"));
+  ASSERT_EQ(::kill(server_->pid(), SIGHUP), 0);
+  ASSERT_TRUE(server_->WaitForStderr("SIGHUP: log level info -> debug")) << server_->stderr_text();
+  ASSERT_NO_FATAL_FAILURE(idle_close());
+  ASSERT_TRUE(server_->WaitForStderr(kIdleLine)) << server_->stderr_text();
+  {
+    const std::string& err = server_->stderr_text();
+    const auto at = err.find(kIdleLine);
+    const auto begin = err.rfind('\n', at) == std::string::npos ? 0 : err.rfind('\n', at) + 1;
+    ASSERT_TRUE(server_->WaitForStderr("\n", at));
+    const auto json_line = nlohmann::json::parse(err.substr(begin, err.find('\n', at) - begin), nullptr, false);
+    ASSERT_TRUE(json_line.is_object()) << err;
+    EXPECT_EQ(json_line.value("level", ""), "debug");
+    EXPECT_THAT(json_line.value("message", ""), HasSubstr("127.0.0.1:"));
+  }
+
+  const std::size_t before_bad = server_->stderr_text().size();
+  dir_.Write("server.json", config_with("loud"));
+  ASSERT_EQ(::kill(server_->pid(), SIGHUP), 0);
+  ASSERT_TRUE(server_->WaitForStderr("SIGHUP: log_level not changed, stays debug", before_bad))
+      << server_->stderr_text();
+  EXPECT_THAT(server_->stderr_text().substr(before_bad), HasSubstr("log_level must be debug, info, warning or error"));
+  const std::size_t before_idle = server_->stderr_text().size();
+  ASSERT_NO_FATAL_FAILURE(idle_close());
+  EXPECT_TRUE(server_->WaitForStderr(kIdleLine, before_idle)) << "still at debug:\n" << server_->stderr_text();
+
+  const auto status = server_->Signal(SIGTERM, 10s);
+  ASSERT_TRUE(status.has_value());
+  EXPECT_TRUE(WIFEXITED(*status) && WEXITSTATUS(*status) == 0) << server_->stderr_text();
 }
 
 // `authrpc stats` against authrpc-server with an authorization policy whose

@@ -4,10 +4,21 @@
 // captured while raw peers send a mechanism name, a token's service and an
 // ERROR message that try to forge a line ("\n[INFO] forged") and clear the
 // reader's terminal ("\x1b[2J"): each must produce exactly one line, escaped.
+// The level: shared by a sink's copies, changed at run time, checked before
+// any escaping; the stderr sinks (text and JSON lines) read from a
+// redirected fd 2, the JSON lines parsed back with nlohmann.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <functional>
 #include <mutex>
+#include <nlohmann/json.hpp>
+#include <regex>
 #include <string>
 #include <vector>
 
@@ -97,6 +108,173 @@ TEST(LogSink, EscapesForEveryCaller) {
   LogSink empty;
   EXPECT_FALSE(empty);
   empty(LogLevel::kError, "dropped");  // an empty sink drops, never throws
+}
+
+// What `f` writes to stderr (fd 2 redirected to an unnamed temporary file).
+std::string CaptureStderr(const std::function<void()>& f) {
+  std::fflush(stderr);
+  std::FILE* file = std::tmpfile();
+  if (file == nullptr) {
+    ADD_FAILURE() << "tmpfile failed";
+    return {};
+  }
+  const int saved = ::dup(STDERR_FILENO);
+  ::dup2(::fileno(file), STDERR_FILENO);
+  f();
+  std::fflush(stderr);
+  ::dup2(saved, STDERR_FILENO);
+  ::close(saved);
+  std::string out;
+  std::rewind(file);
+  char buf[4096];
+  for (std::size_t n; (n = std::fread(buf, 1, sizeof buf, file)) > 0;) out.append(buf, n);
+  std::fclose(file);
+  return out;
+}
+
+std::vector<std::string> Lines(const std::string& text) {
+  std::vector<std::string> lines;
+  std::size_t start = 0;
+  for (std::size_t nl; (nl = text.find('\n', start)) != std::string::npos; start = nl + 1) {
+    lines.push_back(text.substr(start, nl - start));
+  }
+  EXPECT_EQ(start, text.size()) << "output ends with a newline";
+  return lines;
+}
+
+TEST(LogSink, LevelIsSharedByCopiesAndChangesAtRunTime) {
+  CapturedLog log;
+  LogSink sink = log.sink();
+  // A sink from a plain function passes everything until told otherwise.
+  EXPECT_EQ(sink.level(), LogLevel::kDebug);
+  for (LogLevel l : {LogLevel::kDebug, LogLevel::kInfo, LogLevel::kWarning, LogLevel::kError}) {
+    EXPECT_TRUE(sink.enabled(l));
+  }
+  const LogSink copy = sink;       // e.g. the token service's
+  LogSink copy_of_copy = copy;     // e.g. the audit log's
+  copy_of_copy.set_level(LogLevel::kWarning);
+  struct Case {
+    LogLevel level;
+    bool passes;
+  };
+  const Case cases[] = {{LogLevel::kDebug, false},
+                        {LogLevel::kInfo, false},
+                        {LogLevel::kWarning, true},
+                        {LogLevel::kError, true}};
+  for (const LogSink* s : std::vector<const LogSink*>{&sink, &copy, &copy_of_copy}) {
+    EXPECT_EQ(s->level(), LogLevel::kWarning);
+    for (const auto& c : cases) EXPECT_EQ(s->enabled(c.level), c.passes) << static_cast<int>(c.level);
+  }
+  sink(LogLevel::kInfo, "dropped info");
+  copy(LogLevel::kDebug, "dropped debug");
+  copy(LogLevel::kWarning, "kept warning");
+  EXPECT_EQ(log.lines(), std::vector<std::string>{"kept warning"});
+  sink.set_level(LogLevel::kDebug);
+  copy_of_copy(LogLevel::kDebug, "kept debug");
+  EXPECT_EQ(log.lines(), (std::vector<std::string>{"kept warning", "kept debug"}));
+  // A sink of its own is not affected.
+  LogSink other = log.sink();
+  other.set_level(LogLevel::kError);
+  EXPECT_TRUE(sink.enabled(LogLevel::kDebug));
+
+  // An empty sink passes nothing and ignores set_level; so does the null sink.
+  LogSink empty;
+  empty.set_level(LogLevel::kDebug);
+  EXPECT_FALSE(empty.enabled(LogLevel::kError));
+  const LogSink null = null_log_sink();
+  EXPECT_TRUE(null);
+  for (LogLevel l : {LogLevel::kDebug, LogLevel::kInfo, LogLevel::kWarning, LogLevel::kError}) {
+    EXPECT_FALSE(null.enabled(l));
+  }
+}
+
+// A message below the level is dropped before it is escaped: escaping 64 MiB
+// takes tens of milliseconds, dropping it must not.
+TEST(LogSink, FilterRunsBeforeEscaping) {
+  std::size_t seen = 0;
+  LogSink sink = [&](LogLevel, std::string_view m) { seen += m.size(); };
+  sink.set_level(LogLevel::kInfo);
+  const std::string big(64u << 20, '\n');  // every byte escapes to two
+  using Clock = std::chrono::steady_clock;
+  auto timed = [&](LogLevel level) {
+    const auto start = Clock::now();
+    sink(level, big);
+    return Clock::now() - start;
+  };
+  // The best of three: a drop is a load and a compare, but a loaded machine
+  // may preempt any single one of them.
+  auto dropped = timed(LogLevel::kDebug);
+  for (int i = 0; i < 2; ++i) dropped = std::min(dropped, timed(LogLevel::kDebug));
+  EXPECT_EQ(seen, 0u);
+  const auto logged = timed(LogLevel::kInfo);
+  EXPECT_EQ(seen, big.size() * 2);
+  EXPECT_LT(dropped * 100, logged) << "dropped " << std::chrono::duration<double, std::micro>(dropped).count()
+                                   << " us, logged " << std::chrono::duration<double, std::micro>(logged).count()
+                                   << " us";
+}
+
+TEST(StderrLogSink, TextLinesAndRunTimeLevel) {
+  const std::string out = CaptureStderr([] {
+    LogSink sink = stderr_log_sink(LogLevel::kWarning);
+    EXPECT_EQ(sink.level(), LogLevel::kWarning);
+    sink(LogLevel::kInfo, "hidden info");
+    sink(LogLevel::kWarning, "warn " + std::string(kForgery));
+    const LogSink copy = sink;
+    copy.set_level(LogLevel::kDebug);
+    sink(LogLevel::kDebug, "shown debug");
+  });
+  const auto lines = Lines(out);
+  ASSERT_EQ(lines.size(), 2u) << out;
+  const std::regex stamp(R"(^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z (WARN|DEBUG) .*)");
+  for (const auto& l : lines) EXPECT_TRUE(std::regex_match(l, stamp)) << l;
+  EXPECT_THAT(lines[0], ::testing::EndsWith(" WARN warn " + std::string(kForgeryEscaped)));
+  EXPECT_THAT(lines[1], ::testing::EndsWith(" DEBUG shown debug"));
+}
+
+TEST(JsonLogSink, OneObjectPerLineThatParsesBack) {
+  const std::string messages[] = {
+      "plain",
+      "forged " + std::string(kForgery),                // newline, ESC
+      "quote \" backslash \\ tab \t nul " + std::string(1, '\0') + " bell \a del \x7f",
+      "m\xc3\xbcller \xe2\x82\xac ls \xe2\x80\xa8 bad \xff",  // UTF-8, U+2028, not UTF-8
+      "",
+  };
+  const std::string out = CaptureStderr([&] {
+    LogSink sink = json_log_sink(LogLevel::kInfo);
+    sink(LogLevel::kDebug, "hidden debug");
+    for (const auto& m : messages) sink(LogLevel::kWarning, m);
+    sink(LogLevel::kError, "last");
+  });
+  for (const char c : out) {
+    const auto u = static_cast<unsigned char>(c);
+    if (c != '\n') {
+      EXPECT_FALSE(u < 0x20 || u == 0x7f) << "raw control byte " << int(u) << " in " << out;
+    }
+  }
+  const auto lines = Lines(out);
+  ASSERT_EQ(lines.size(), std::size(messages) + 1) << out;
+  const std::regex time(R"(^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$)");
+  for (std::size_t i = 0; i < lines.size(); ++i) {
+    SCOPED_TRACE(lines[i]);
+    const auto j = nlohmann::json::parse(lines[i]);  // throws (fails the test) if not JSON
+    ASSERT_TRUE(j.is_object());
+    EXPECT_EQ(j.size(), 3u);
+    EXPECT_TRUE(std::regex_match(j["time"].get<std::string>(), time));
+    const bool last = i == std::size(messages);
+    EXPECT_EQ(j["level"], last ? "error" : "warning");
+    // What a reader gets back is the log-escaped text: one line, no
+    // terminal control, exactly as the text format shows it.
+    EXPECT_EQ(j["message"], last ? "last" : escape_for_log(messages[i]));
+  }
+  EXPECT_THAT(lines[1], HasSubstr(R"(forged \\n[INFO] forged\\x1b[2J)"));
+  EXPECT_THAT(lines[2], HasSubstr(R"(quote \" backslash \\\\ tab \\t nul \\x00)"));
+}
+
+TEST(LogLevelName, Names) {
+  EXPECT_EQ(log_level_name(LogLevel::kDebug), "debug");
+  EXPECT_EQ(log_level_name(LogLevel::kInfo), "info");
+  EXPECT_EQ(log_level_name(LogLevel::kWarning), "warning");
+  EXPECT_EQ(log_level_name(LogLevel::kError), "error");
 }
 
 // Defect 6: peer strings reach the server's log escaped, one line each.

@@ -225,6 +225,7 @@ TEST_F(SysStatsTest, WithoutAPolicyEveryoneIsDenied) {
   ASSERT_FALSE(stats.ok());
   EXPECT_EQ(stats.code(), Errc::kPermissionDenied);
   EXPECT_EQ(stats.status().message, "sys.stats needs an authorization policy with admins");
+  EXPECT_THAT(Audit(), HasSubstr(R"("reason":"sys.stats needs an authorization policy with admins")"));
 }
 
 TEST_F(SysStatsTest, WithMetricsOffItIsAFailedPrecondition) {

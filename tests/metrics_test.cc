@@ -165,6 +165,30 @@ TEST(MetricsTest, ConcurrentUpdatesAreAllCounted) {
   EXPECT_EQ(g.value(), 0);
 }
 
+// The labels of a lazily resolved child are built once, not per event.
+TEST(MetricsTest, LazyCounterBuildsItsLabelsOnce) {
+  MetricsRegistry r;
+  LazyCounter lazy;
+  int built = 0;
+  for (int i = 0; i < 5; ++i) {
+    lazy.get(r, "authrpc_lazy_total", "help", [&] {
+          ++built;
+          return MetricLabels{{"code", code_label(7)}};
+        })
+        .inc();
+  }
+  EXPECT_EQ(built, 1);
+  EXPECT_EQ(r.value("authrpc_lazy_total", {{"code", "permission_denied"}}), 5);
+}
+
+TEST(MetricsTest, CodeLabelsAreBoundedNames) {
+  EXPECT_EQ(code_label(0), "ok");
+  EXPECT_EQ(code_label(103), "mechanism_unavailable");
+  EXPECT_EQ(code_label(999), "other");
+  EXPECT_EQ(code_slot(999), kCodeSlots - 1);
+  EXPECT_EQ(code_slot(110), kCodeSlots - 2);
+}
+
 TEST(MetricsTest, DefaultRegistryIsOnePerProcess) {
   EXPECT_EQ(default_metrics_registry().get(), default_metrics_registry().get());
 }

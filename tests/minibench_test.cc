@@ -2,8 +2,8 @@
 // (its server child, throwaway KDC, certificates and token included) and
 // checks what it writes — every row in the JSON, one connection per session
 // (the server's accepted-connection count per row), the summary table, a
-// well-formed SVG plot, --concurrency, --tls and usage errors. Kept small so
-// the whole file runs in well under 30 s on 2 cores.
+// well-formed SVG plot, --concurrency, --tls, --metrics and usage errors.
+// Kept small so the whole file runs in well under 30 s on 2 cores.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 #include <fcntl.h>
@@ -40,6 +40,7 @@ extern char** environ;
 namespace {
 
 using ::testing::HasSubstr;
+using ::testing::Not;
 using Json = nlohmann::json;
 
 // A private temporary directory, removed with everything in it.
@@ -314,6 +315,8 @@ TEST(MinibenchTest, DefaultSessionsRunHasEveryRowSummaryAndPlot) {
       continue;
     }
     EXPECT_FALSE(row.at("ratio").is_null()) << name << " has no floor";
+    // --metrics on (the default): every authrpc row counted, no floor can.
+    EXPECT_EQ(row.at("metrics"), row.at("method") != "none") << name;
     if (row.at("method") == "none") continue;
     // Each session opened a connection of its own: the server accepted
     // exactly warm-up + n connections during the row.
@@ -325,6 +328,9 @@ TEST(MinibenchTest, DefaultSessionsRunHasEveryRowSummaryAndPlot) {
   }
   EXPECT_EQ(doc.at("run").at("n"), kN);
   EXPECT_EQ(doc.at("run").at("concurrency"), 1);
+  EXPECT_EQ(doc.at("run").at("metrics"), "on");
+  EXPECT_GT(doc.at("run").at("metrics_counted").at("server").get<double>(), 0);
+  EXPECT_TRUE(doc.at("metrics_cost").empty());
   // When, where and what was measured, so that runs can be compared later.
   const Json& run = doc.at("run");
   for (const char* key : {"time_utc", "host", "cpus", "cpus_usable", "kernel", "load_average",
@@ -476,11 +482,105 @@ TEST(MinibenchTest, InProcessServerCountsConnectionsToo) {
   EXPECT_EQ(doc.at("run").at("server"), "in process");
 }
 
+// --metrics compare: each plaintext session row and the calls row again,
+// in the same blocks, against the child's metrics-off server by a client
+// that counts nothing ("<row> [metrics off]", one connection per session
+// there too), the metrics-cost table and target lines, and the JSON fields;
+// the server that counts has counted, its twin has no registry.
+TEST(MinibenchTest, MetricsCompareMeasuresEachRowAgainstAServerThatCountsNothing) {
+  TempDir dir;
+  ASSERT_TRUE(dir.ok());
+  const std::string json = dir.file("out.json");
+  constexpr int kN = 6, kWarmup = 2;
+  const RunResult r = run_minibench(
+      dir, {"--method", "simple", "--tls", "off", "--transport", "tcp", "--metrics", "compare",
+            "-n", std::to_string(kN), "--warmup", std::to_string(kWarmup), "--blocks", "2",
+            "--json", json, "--quiet"});
+  ASSERT_EQ(r.exit_code, 0) << describe(r);
+  const Json doc = Json::parse(read_file(json), nullptr, false);
+  ASSERT_FALSE(doc.is_discarded()) << describe(r);
+  EXPECT_EQ(row_names(doc),
+            (std::set<std::string>{"floor/tcp", "simple/tcp", "simple/tcp [metrics off]",
+                                   "floor/tcp-pingpong", "calls/tcp", "calls/tcp [metrics off]"}));
+  for (const auto& row : doc.at("rows")) {
+    const std::string name = row.at("name");
+    EXPECT_EQ(row.at("n"), kN) << name;
+    // Floors have no authrpc client or server to count.
+    EXPECT_EQ(row.at("metrics"), row.at("method") != "none" && !name.ends_with(" [metrics off]"))
+        << name;
+    if (name.starts_with("simple/")) {
+      EXPECT_EQ(row.at("server_connections"), kWarmup + kN) << name;
+      EXPECT_EQ(row.at("floor"), "floor/tcp") << name;
+    }
+  }
+  std::map<std::string, Json> costs;
+  for (const auto& c : doc.at("metrics_cost")) costs[c.at("row").get<std::string>()] = c;
+  ASSERT_EQ(costs.size(), 2u) << doc.at("metrics_cost").dump();
+  for (const std::string row : {"simple/tcp", "calls/tcp"}) {
+    ASSERT_TRUE(costs.contains(row)) << row;
+    const Json& c = costs.at(row);
+    EXPECT_EQ(c.at("off_row"), row + " [metrics off]");
+    EXPECT_GT(c.at("p50_on_us").get<double>(), 0) << row;
+    EXPECT_GT(c.at("p50_off_us").get<double>(), 0) << row;
+    EXPECT_NEAR(c.at("ratio").get<double>(),
+                c.at("p50_on_us").get<double>() / c.at("p50_off_us").get<double>(), 0.01)
+        << row;
+    EXPECT_EQ(c.at("block_ratios").size(), 2u) << row;  // one per block: paired
+    EXPECT_GT(c.at("block_ratio_median").get<double>(), 0) << row;
+    EXPECT_DOUBLE_EQ(c.at("limit").get<double>(), 1.03) << row;
+    EXPECT_EQ(c.at("met").get<bool>(), c.at("ratio").get<double>() <= 1.03) << row;
+    EXPECT_THAT(r.out, ::testing::ContainsRegex("metrics cost: " + row +
+                                                " p50 on/off = [0-9.]+ (<=|>) 1.03 -> (met|NOT met)"));
+  }
+  EXPECT_THAT(r.out, HasSubstr("metrics cost (--metrics compare)"));
+  EXPECT_THAT(r.out, Not(HasSubstr("metrics cost: kerberos/tcp")));  // no kerberos row ran
+  // The compared rows keep their own targets; their twins have none.
+  for (const auto& t : doc.at("targets")) {
+    EXPECT_FALSE(t.at("row").get<std::string>().ends_with("[metrics off]")) << t.dump();
+  }
+  const Json& run = doc.at("run");
+  EXPECT_EQ(run.at("metrics"), "compare");
+  EXPECT_GT(run.at("metrics_counted").at("server").get<double>(), 0) << run.dump();
+  EXPECT_GT(run.at("metrics_counted").at("clients").get<double>(), 0) << run.dump();
+  EXPECT_TRUE(run.at("metrics_counted").at("nometrics_server").is_null()) << run.dump();
+}
+
+// --metrics off: the same rows as on, no twins; neither the server nor the
+// rows' clients count anything. --metrics compare needs the spawned server.
+TEST(MinibenchTest, MetricsOffCountsNothing) {
+  TempDir dir;
+  ASSERT_TRUE(dir.ok());
+  const std::string json = dir.file("out.json");
+  const RunResult r = run_minibench(dir, {"--method", "simple", "--tls", "off", "--transport",
+                                          "tcp", "--metrics", "off", "-n", "4", "--warmup", "1",
+                                          "--blocks", "1", "--json", json, "--quiet"});
+  ASSERT_EQ(r.exit_code, 0) << describe(r);
+  const Json doc = Json::parse(read_file(json), nullptr, false);
+  ASSERT_FALSE(doc.is_discarded()) << describe(r);
+  EXPECT_EQ(row_names(doc), (std::set<std::string>{"floor/tcp", "simple/tcp",
+                                                   "floor/tcp-pingpong", "calls/tcp"}));
+  for (const auto& row : doc.at("rows")) EXPECT_EQ(row.at("metrics"), false) << row.dump();
+  EXPECT_TRUE(doc.at("metrics_cost").empty());
+  EXPECT_THAT(r.out, Not(HasSubstr("metrics cost")));
+  const Json& counted = doc.at("run").at("metrics_counted");
+  EXPECT_TRUE(counted.at("server").is_null()) << counted.dump();
+  EXPECT_EQ(counted.at("clients").get<double>(), 0) << counted.dump();
+  EXPECT_FALSE(counted.contains("nometrics_server")) << counted.dump();
+  EXPECT_THAT(r.out, HasSubstr("metrics counted (authrpc_* counter totals): server nothing "
+                               "(no registry), clients during the rows 0"));
+
+  const RunResult external =
+      run_minibench(dir, {"--metrics", "compare", "--server", "tcp://127.0.0.1:1"});
+  EXPECT_EQ(external.exit_code, 2) << describe(external);
+  EXPECT_THAT(external.err, HasSubstr("--metrics compare needs the spawned server"));
+}
+
 TEST(MinibenchTest, RefusesBadOptions) {
   TempDir dir;
   ASSERT_TRUE(dir.ok());
   const std::vector<std::vector<std::string>> cases = {
       {"sessions", "--tls", "maybe"},
+      {"sessions", "--metrics", "both"},
       {"sessions", "--concurrency", "0"},
       {"sessions", "--token-file", "x.tokens"},  // applies to --server only
       {"sessions", "--ca", "ca.pem"},
@@ -497,7 +597,8 @@ TEST(MinibenchTest, RefusesBadOptions) {
   }
   const RunResult help = run_minibench(dir, {"--help"});
   EXPECT_EQ(help.exit_code, 0);
-  for (const char* option : {"--tls", "--concurrency", "--plot", "--token-file", "--ca"}) {
+  for (const char* option :
+       {"--tls", "--concurrency", "--plot", "--token-file", "--ca", "--metrics on|off|compare"}) {
     EXPECT_THAT(help.out, HasSubstr(option));
   }
 }

@@ -8,6 +8,7 @@
 #include "authrpc/auth/simple.h"
 #include "test_support.h"
 
+#include <gmock/gmock.h>
 #include <gtest/gtest.h>
 #include <unistd.h>
 
@@ -16,6 +17,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <optional>
 #include <ostream>
 #include <string>
 #include <string_view>
@@ -187,6 +189,68 @@ TEST(ServerConfigTest, EveryLogLevelIsAccepted) {
   }
 }
 
+TEST(ServerConfigTest, LogFormatsAndTheLevelOfTheSink) {
+  struct Case {
+    json config;
+    LogLevel level;
+  };
+  const Case cases[] = {
+      {{{"listen", {"unix:@x"}}}, LogLevel::kInfo},
+      {{{"listen", {"unix:@x"}}, {"log_format", "text"}, {"log_level", "debug"}}, LogLevel::kDebug},
+      {{{"listen", {"unix:@x"}}, {"log_format", "json"}, {"log_level", "warning"}}, LogLevel::kWarning},
+      {{{"listen", {"unix:@x"}}, {"log_format", "json"}}, LogLevel::kInfo},
+  };
+  for (const auto& c : cases) {
+    auto o = server_options_from_json(c.config, registry());
+    ASSERT_TRUE(o.ok()) << c.config.dump() << ": " << o.status().to_string();
+    EXPECT_EQ(o->log.level(), c.level) << c.config.dump();
+  }
+}
+
+// SIGHUP in authrpc-server: only log_level is read again, and applied to
+// every copy of the sink; a bad file or value leaves the level alone.
+TEST(ReloadLogLevelTest, Table) {
+  struct Case {
+    const char* name;
+    std::string content;  // "" with missing: no file at all
+    bool missing;
+    std::optional<LogLevel> level;  // nullopt: CONFIG_ERROR, level unchanged
+    const char* error;
+  };
+  const Case cases[] = {
+      {"debug", R"({"listen": ["unix:@x"], "log_level": "debug"})", false, LogLevel::kDebug, ""},
+      {"error", R"({"log_level": "error"})", false, LogLevel::kError, ""},
+      {"absent means info", R"({"listen": ["unix:@x"]})", false, LogLevel::kInfo, ""},
+      {"other keys are not read", R"({"log_level": "warning", "listen": 5, "typo": 1})", false,
+       LogLevel::kWarning, ""},
+      {"unknown level", R"({"log_level": "loud"})", false, std::nullopt, "log_level must be"},
+      {"not a string", R"({"log_level": 0})", false, std::nullopt, "'log_level' must be a string"},
+      {"not json", R"({"log_level": )", false, std::nullopt, "line 1"},
+      {"not an object", R"(["debug"])", false, std::nullopt, "must be a JSON object"},
+      {"missing file", "", true, std::nullopt, "configuration file"},
+  };
+  for (const auto& c : cases) {
+    SCOPED_TRACE(c.name);
+    LogSink sink = [](LogLevel, std::string_view) {};  // the level is what is tested
+    sink.set_level(LogLevel::kWarning);
+    const LogSink copy = sink;
+    TempFile f(c.content);
+    const std::string path = c.missing ? f.path() + ".missing" : f.path();
+    auto level = reload_log_level(path, sink);
+    if (c.level) {
+      ASSERT_TRUE(level.ok()) << level.status().to_string();
+      EXPECT_EQ(*level, *c.level);
+      EXPECT_EQ(copy.level(), *c.level);
+    } else {
+      ASSERT_FALSE(level.ok());
+      EXPECT_EQ(level.code(), make_error_code(Errc::kConfigError));
+      EXPECT_THAT(level.status().message, ::testing::HasSubstr(c.error));
+      EXPECT_THAT(level.status().message, ::testing::HasSubstr(path));
+      EXPECT_EQ(copy.level(), LogLevel::kWarning);
+    }
+  }
+}
+
 TEST(ServerConfigTest, MechanismsComeFromTheRegistryInOrder) {
   MechanismRegistry r = MechanismRegistry::with_builtins();
   struct Named final : ServerMechanism {
@@ -319,6 +383,9 @@ INSTANTIATE_TEST_SUITE_P(
         BadConfig{"log_level_unknown", R"({)" LISTEN R"(, "log_level": "verbose"})", "log_level"},
         BadConfig{"log_level_uppercase", R"({)" LISTEN R"(, "log_level": "INFO"})", "log_level"},
         BadConfig{"log_level_number", R"({)" LISTEN R"(, "log_level": 2})", "log_level"},
+        BadConfig{"log_format_unknown", R"({)" LISTEN R"(, "log_format": "xml"})", "log_format"},
+        BadConfig{"log_format_uppercase", R"({)" LISTEN R"(, "log_format": "JSON"})", "log_format"},
+        BadConfig{"log_format_number", R"({)" LISTEN R"(, "log_format": 1})", "log_format"},
         BadConfig{"stream_window_too_small", R"({)" LISTEN R"(, "stream_window": 1024})",
                   "stream_window"},
         BadConfig{"stream_window_string", R"({)" LISTEN R"(, "stream_window": "8M"})",
@@ -528,6 +595,55 @@ TEST(ServerConfigTokensTest, TheTokensSectionOpensTheTokenService) {
   EXPECT_NE(reply.code(), Errc::kNotFound) << reply.status().to_string();
   (*client).reset();
   server.stop();
+}
+
+// The server, its token service and its audit log share one sink (one level
+// for SIGHUP to set), and token operations are audited in the server's log.
+TEST(ServerConfigTokensTest, TheTokenServiceSharesTheServersSinkAndAuditLog) {
+  const std::string dir = testing::TempDir("config-audit");
+  ASSERT_FALSE(dir.empty());
+  const std::string audit = dir + "/audit.jsonl";
+  TempFile f(json{{"listen", {"tcp://127.0.0.1:0"}},
+                  {"auth", {{"mechanisms", {"simple"}}}},
+                  {"log_level", "info"},
+                  {"audit_log", {{"path", audit}}},
+                  {"tokens", {{"store", "memory"}, {"issue_mechanisms", {"simple"}}}}}
+                 .dump());
+  auto config = load_server_config(f.path(), registry());
+  ASSERT_TRUE(config.ok()) << config.status().to_string();
+  ASSERT_NE(config->tokens, nullptr);
+  ASSERT_NE(config->options.audit_log, nullptr);
+  config->options.log.set_level(LogLevel::kError);
+  EXPECT_EQ(config->tokens->options().log.level(), LogLevel::kError);
+  config->options.log.set_level(LogLevel::kInfo);
+  EXPECT_EQ(config->tokens->options().log.level(), LogLevel::kInfo);
+
+  const auto audit_log = config->options.audit_log;
+  Server server(std::move(config->options));
+  ASSERT_TRUE(config->add_services(server).ok());
+  ASSERT_TRUE(server.start().ok());
+  auto client = testing::ConnectWith(server.bound_endpoints().front(),
+                                     std::make_shared<SimpleClientMechanism>("alice"));
+  ASSERT_TRUE(client.ok()) << client.status().to_string();
+  auto got = (*client)->call("token", "get", R"({"renewer": "yarn"})");
+  ASSERT_TRUE(got.ok()) << got.status().to_string();
+  (*client).reset();
+  server.stop();
+  audit_log->flush();
+  std::ifstream in(audit);
+  std::string line;
+  bool found = false;
+  while (std::getline(in, line)) {
+    const json j = json::parse(line);
+    if (j["event"] != "token") continue;
+    found = true;
+    EXPECT_EQ(j["operation"], "get");
+    EXPECT_EQ(j["outcome"], "success");
+    EXPECT_EQ(j["user"], "alice");
+    EXPECT_THAT(j.value("token_id", ""), ::testing::StartsWith("sequence_number="));
+  }
+  EXPECT_TRUE(found) << "no token line in the server's audit log";
+  std::filesystem::remove_all(dir);
 }
 
 TEST(ServerConfigTokensTest, WithoutATokensSectionThereIsNoTokenService) {

@@ -9,13 +9,19 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <filesystem>
+#include <map>
 #include <fstream>
+#include <functional>
 #include <nlohmann/json.hpp>
+#include <sstream>
 #include <string>
 #include <unistd.h>
 
 #include "authrpc/auth/simple.h"
 #include "authrpc/client/client.h"
+#include "authrpc/security/base64url.h"
+#include "authrpc/server/audit_log.h"
 #include "authrpc/server/server.h"
 #include "authrpc/server/service.h"
 #include "authrpc/security/clock.h"
@@ -54,13 +60,15 @@ struct Running {
   Endpoint endpoint;
 };
 
-std::unique_ptr<Running> Start(std::vector<std::string> issue_mechanisms) {
+std::unique_ptr<Running> Start(std::vector<std::string> issue_mechanisms,
+                               const std::function<void(TokenServiceOptions&)>& tweak = {}) {
   auto r = std::make_unique<Running>();
   TokenServiceOptions t;
   t.store = TokenServiceOptions::Store::kMemory;
   t.issue_mechanisms = std::move(issue_mechanisms);
   t.mechanism.allow_plaintext = true;  // token callers over this tcp:// server (the challenge exchange)
   t.log = null_log_sink();
+  if (tweak) tweak(t);
   auto tokens = TokenService::open(std::move(t));
   EXPECT_TRUE(tokens.ok()) << Describe(tokens);
   if (!tokens.ok()) return nullptr;
@@ -199,6 +207,149 @@ TEST(TokenServiceRequests, CancelNeedsKerberosOrATokenCaller) {
   EXPECT_TRUE(cancelled.ok()) << Describe(cancelled);
 }
 
+// Issue 18: every token.get/renew/cancel is audited (event "token", with the
+// operation, the caller, the token's id and never the token) and counted by
+// operation and outcome; the store's calls are timed.
+TEST(TokenServiceAudit, OperationsAreAuditedAndCounted) {
+  const std::string dir = testing::TempDir("token-audit");
+  ASSERT_FALSE(dir.empty());
+  const std::string path = dir + "/audit.jsonl";
+  auto audit = AuditLog::open(path);
+  ASSERT_TRUE(audit.ok()) << Describe(audit);
+  auto metrics = std::make_shared<MetricsRegistry>();
+  auto running = Start({"simple"}, [&](TokenServiceOptions& t) {
+    t.audit_log = *audit;
+    t.metrics = metrics;
+  });
+  ASSERT_NE(running, nullptr);
+  auto as = [&](const std::string& user) {
+    auto c = testing::ConnectWith(running->endpoint, std::make_shared<SimpleClientMechanism>(user));
+    EXPECT_TRUE(c.ok()) << Describe(c);
+    return std::move(*c);
+  };
+  auto alice = as("alice"), yarn = as("yarn"), bob = as("bob");
+
+  auto got = alice->call_json("token", "get", {{"renewer", "yarn"}, {"service", "svc"}});
+  ASSERT_TRUE(got.ok()) << Describe(got);
+  const std::string token_text = (*got)["token"].get<std::string>();
+  const std::string token_id = "sequence_number=" + std::to_string((*got)["sequence_number"].get<std::uint64_t>()) +
+                               ",master_key_id=" + std::to_string((*got)["master_key_id"].get<std::uint32_t>());
+  auto token = security::Token::from_string(token_text);
+  ASSERT_TRUE(token.ok());
+  const nlohmann::json by_token = {{"token", token_text}};
+
+  EXPECT_TRUE(yarn->call_json("token", "renew", by_token).ok());
+  EXPECT_EQ(bob->call_json("token", "renew", by_token).code(), make_error_code(Errc::kPermissionDenied));
+  EXPECT_EQ(alice->call_json("token", "cancel", {{"token", "not a token"}}).code(),
+            make_error_code(Errc::kInvalidArgument));
+  {
+    // A connection authenticated by the token may cancel but never get.
+    TokenClientOptions to;
+    to.token = *token;
+    to.service = "svc";
+    auto holder = testing::ConnectWith(running->endpoint, std::make_shared<TokenClientMechanism>(to));
+    ASSERT_TRUE(holder.ok()) << Describe(holder);
+    EXPECT_EQ((*holder)->call_json("token", "get", nlohmann::json::object()).code(),
+              make_error_code(Errc::kPermissionDenied));
+  }
+  EXPECT_TRUE(alice->call_json("token", "cancel", by_token).ok());
+  const auto late = yarn->call_json("token", "renew", by_token);
+  ASSERT_FALSE(late.ok());
+  const Errc late_code = to_wire_errc(late.code());
+
+  (*audit)->flush();
+  std::ifstream in(path);
+  std::string raw((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  std::vector<nlohmann::json> lines;
+  std::istringstream split(raw);
+  for (std::string l; std::getline(split, l);) lines.push_back(nlohmann::json::parse(l));
+
+  struct Expected {
+    const char* operation;
+    const char* outcome;
+    const char* user;
+    const char* mechanism;
+    bool has_token_id;
+    const char* code;  // "" on success
+  };
+  const std::string late_name(errc_name(late_code));
+  const Expected expected[] = {
+      {"get", "success", "alice", "simple", true, ""},
+      {"renew", "success", "yarn", "simple", true, ""},
+      {"renew", "denied", "bob", "simple", true, "PERMISSION_DENIED"},
+      {"cancel", "failure", "alice", "simple", false, "INVALID_ARGUMENT"},
+      {"get", "denied", "alice", "token", false, "PERMISSION_DENIED"},
+      {"cancel", "success", "alice", "simple", true, ""},
+      {"renew", "failure", "yarn", "simple", true, late_name.c_str()},
+  };
+  ASSERT_EQ(lines.size(), std::size(expected)) << raw;
+  for (std::size_t i = 0; i < lines.size(); ++i) {
+    const auto& l = lines[i];
+    const auto& e = expected[i];
+    SCOPED_TRACE(l.dump());
+    EXPECT_EQ(l["event"], "token");
+    EXPECT_EQ(l["operation"], e.operation);
+    EXPECT_EQ(l["method"], e.operation);
+    EXPECT_EQ(l["service"], "token");
+    EXPECT_EQ(l["outcome"], e.outcome);
+    EXPECT_EQ(l["user"], e.user);
+    EXPECT_EQ(l["mechanism"], e.mechanism);
+    EXPECT_THAT(l["peer"].get<std::string>(), HasSubstr("127.0.0.1:"));
+    if (e.has_token_id) {
+      EXPECT_EQ(l.value("token_id", ""), token_id);
+    } else {
+      EXPECT_FALSE(l.contains("token_id"));
+    }
+    if (*e.code == 0) {
+      EXPECT_FALSE(l.contains("code"));
+      EXPECT_EQ(l["reason"], "");
+    } else {
+      EXPECT_EQ(l.value("code", ""), e.code);
+      EXPECT_NE(l["reason"], "");
+    }
+  }
+  // Never the token, nor its password in any encoding a log might use.
+  EXPECT_EQ(raw.find(token_text), std::string::npos);
+  EXPECT_EQ(raw.find(security::base64url_encode(token->password.view())), std::string::npos);
+  EXPECT_EQ(raw.find(token_text.substr(token_text.size() / 2, 16)), std::string::npos);
+
+  auto count = [&](const char* operation, const char* outcome) {
+    return metrics->value(kTokenOperationsTotal, {{"operation", operation}, {"outcome", outcome}});
+  };
+  EXPECT_EQ(count("get", "ok"), 1);
+  EXPECT_EQ(count("get", "permission_denied"), 1);
+  EXPECT_EQ(count("renew", "ok"), 1);
+  EXPECT_EQ(count("renew", "permission_denied"), 1);
+  std::string late_label = late_name;
+  for (char& c : late_label) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  EXPECT_EQ(count("renew", late_label.c_str()), 1);
+  EXPECT_EQ(count("cancel", "invalid_argument"), 1);
+  EXPECT_EQ(count("cancel", "ok"), 1);
+  EXPECT_EQ(count("cancel", "unavailable"), 0);
+
+  // Each family's children exist before they count (a rate is defined from
+  // the first scrape), and the store's calls were timed.
+  const auto snapshot = metrics->snapshot();
+  std::map<std::string, std::uint64_t> store_calls;
+  std::size_t operation_children = 0;
+  for (const auto& family : snapshot) {
+    if (family.name == kTokenOperationsTotal) operation_children = family.samples.size();
+    if (family.name != "authrpc_token_store_operation_seconds") continue;
+    EXPECT_EQ(family.type, MetricType::kHistogram);
+    for (const auto& sample : family.samples) {
+      ASSERT_EQ(sample.labels.size(), 2u);
+      EXPECT_EQ(sample.labels[0], (std::pair<std::string, std::string>{"store", "memory"}));
+      store_calls[sample.labels[1].second] = sample.histogram.count;
+    }
+  }
+  EXPECT_EQ(operation_children, 3u * 8u);
+  EXPECT_EQ(store_calls["add_token"], 1u);
+  EXPECT_EQ(store_calls["update_token"], 1u);  // the renew that succeeded
+  EXPECT_EQ(store_calls["remove_tokens"], 1u);
+  EXPECT_EQ(store_calls["load"], 1u);
+  EXPECT_GE(store_calls["allocate_sequence_number"], 1u);
+  running->server.stop();
+  std::filesystem::remove_all(dir);
 // TokenService::ready(), what the admin listener's /readyz asks: ready with
 // no key yet (the first token.get makes one) and with a fresh one; not ready
 // once the key is overdue for its roll by more than two sweeps (a sweeper

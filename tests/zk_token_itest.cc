@@ -23,6 +23,7 @@
 #include <filesystem>
 #include <fstream>
 #include <functional>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <nlohmann/json.hpp>
@@ -124,10 +125,12 @@ class ZkTokenItest : public testing::KerberosSuite {
   // A server with kerberos + token and the token service on the fleet's
   // root, on tls:// unless told otherwise (`token` needs TLS or unix://
   // unless the server opts in to plaintext).
-  Result<Running> Start(const std::string& uri = "tls://127.0.0.1:0", bool allow_plaintext = false) {
+  Result<Running> Start(const std::string& uri = "tls://127.0.0.1:0", bool allow_plaintext = false,
+                        std::shared_ptr<MetricsRegistry> metrics = default_metrics_registry()) {
     Running r;
     TokenServiceOptions t = FleetOptions();
     t.mechanism.allow_plaintext = allow_plaintext;
+    t.metrics = std::move(metrics);
     auto tokens = TokenService::open(std::move(t));
     if (!tokens.ok()) return tokens.status();
     r.tokens = std::move(*tokens);
@@ -223,6 +226,30 @@ TEST_F(ZkTokenItest, IssueOnARenewOnBCancelOnCThenRefusedEverywhere) {
     EXPECT_NE(refused.status().message.find("CANCELLED"), std::string::npos) << Describe(refused);
   }
   for (auto& r : fleet) r.server->stop();
+}
+
+// Issue 18: the token service times its ZooKeeper store's calls under
+// store="zookeeper" and counts its operations.
+TEST_F(ZkTokenItest, StoreCallsAreTimedAsZookeeper) {
+  auto metrics = std::make_shared<MetricsRegistry>();
+  auto r = Start("tls://127.0.0.1:0", false, metrics);
+  ASSERT_TRUE(r.ok()) << Describe(r);
+  auto token = Fetch(r->endpoint, "alice", Principal("yarn"));
+  ASSERT_TRUE(token.ok()) << Describe(token);
+  EXPECT_EQ(metrics->value("authrpc_token_operations_total", {{"operation", "get"}, {"outcome", "ok"}}), 1);
+  std::map<std::string, std::uint64_t> calls;
+  for (const auto& family : metrics->snapshot()) {
+    if (family.name != "authrpc_token_store_operation_seconds") continue;
+    for (const auto& sample : family.samples) {
+      ASSERT_EQ(sample.labels.size(), 2u);
+      EXPECT_EQ(sample.labels[0].second, "zookeeper");
+      calls[sample.labels[1].second] = sample.histogram.count;
+    }
+  }
+  EXPECT_EQ(calls["load"], 1u);
+  EXPECT_EQ(calls["add_token"], 1u);
+  EXPECT_GE(calls["allocate_sequence_number"], 1u);
+  r->server->stop();
 }
 
 // Issue 19, defect 1: an observer records a client's `token` session with

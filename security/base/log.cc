@@ -100,28 +100,114 @@ std::string escape_for_log(std::string_view text) {
 }
 
 void LogSink::operator()(LogLevel level, std::string_view message) const {
-  if (function_) function_(level, escape_for_log(message));
+  // Filter first: a dropped debug line costs no escaping.
+  if (enabled(level)) function_(level, escape_for_log(message));
 }
 
+void LogSink::set_level(LogLevel level) const noexcept {
+  if (min_level_) min_level_->store(static_cast<int>(level), std::memory_order_relaxed);
+}
+
+LogLevel LogSink::level() const noexcept {
+  if (!min_level_) return LogLevel::kError;
+  const int v = min_level_->load(std::memory_order_relaxed);
+  return v > static_cast<int>(LogLevel::kError) ? LogLevel::kError : static_cast<LogLevel>(v);
+}
+
+std::string_view log_level_name(LogLevel level) noexcept {
+  switch (level) {
+    case LogLevel::kDebug: return "debug";
+    case LogLevel::kInfo: return "info";
+    case LogLevel::kWarning: return "warning";
+    case LogLevel::kError: return "error";
+  }
+  return "info";
+}
+
+namespace {
+
+// RFC 3339 UTC with milliseconds: 2026-12-02T01:02:03.456Z
+std::string utc_timestamp() {
+  const auto now = std::chrono::system_clock::now();
+  const std::time_t t = std::chrono::system_clock::to_time_t(now);
+  const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(
+                      now.time_since_epoch()).count() % 1000;
+  std::tm tm{};
+  ::gmtime_r(&t, &tm);
+  char stamp[32];
+  std::strftime(stamp, sizeof stamp, "%Y-%m-%dT%H:%M:%S", &tm);
+  return std::string(stamp) + "." + std::to_string(1000 + ms).substr(1) + "Z";
+}
+
+// `text` as the body of a JSON string (RFC 8259 §7): quote, backslash and
+// the C0 controls escaped, DEL too (allowed by JSON, but it is a control);
+// other bytes pass unchanged (a LogSink's message is valid UTF-8 after
+// escape_for_log).
+void append_json_string_body(std::string& out, std::string_view text) {
+  for (const char ch : text) {
+    const auto c = static_cast<unsigned char>(ch);
+    switch (c) {
+      case '"': out += "\\\""; continue;
+      case '\\': out += "\\\\"; continue;
+      case '\n': out += "\\n"; continue;
+      case '\r': out += "\\r"; continue;
+      case '\t': out += "\\t"; continue;
+      case '\b': out += "\\b"; continue;
+      case '\f': out += "\\f"; continue;
+      default: break;
+    }
+    if (c < 0x20 || c == 0x7f) {
+      out += "\\u00";
+      out += kHex[c >> 4];
+      out += kHex[c & 0xf];
+    } else {
+      out += ch;
+    }
+  }
+}
+
+void write_line(const std::string& line) {
+  // One fwrite on unbuffered stderr: lines from several threads do not interleave.
+  std::fwrite(line.data(), 1, line.size(), stderr);
+}
+
+// `sink` with its (shared) minimum level set to `min_level`.
+LogSink with_level(LogSink sink, LogLevel min_level) {
+  sink.set_level(min_level);
+  return sink;
+}
+
+std::string json_log_line(LogLevel level, std::string_view message) {
+  std::string line = "{\"time\":\"" + utc_timestamp() + "\",\"level\":\"";
+  line += log_level_name(level);
+  line += "\",\"message\":\"";
+  append_json_string_body(line, message);
+  line += "\"}\n";
+  return line;
+}
+
+}  // namespace
+
 LogSink stderr_log_sink(LogLevel min_level) {
-  return [min_level](LogLevel level, std::string_view message) {
-    if (level < min_level) return;
-    const auto now = std::chrono::system_clock::now();
-    const std::time_t t = std::chrono::system_clock::to_time_t(now);
-    const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(
-                        now.time_since_epoch()).count() % 1000;
-    std::tm tm{};
-    ::gmtime_r(&t, &tm);
-    char stamp[32];
-    std::strftime(stamp, sizeof stamp, "%Y-%m-%dT%H:%M:%S", &tm);
-    std::string line = std::string(stamp) + "." + std::to_string(1000 + ms).substr(1) + "Z " +
-                       level_name(level) + " " + std::string(message) + "\n";
-    std::fwrite(line.data(), 1, line.size(), stderr);
-  };
+  return with_level(LogSink([](LogLevel level, std::string_view message) {
+                      write_line(utc_timestamp() + " " + level_name(level) + " " +
+                                 std::string(message) + "\n");
+                    }),
+                    min_level);
+}
+
+LogSink json_log_sink(LogLevel min_level) {
+  return with_level(LogSink([](LogLevel level, std::string_view message) {
+                      write_line(json_log_line(level, message));
+                    }),
+                    min_level);
 }
 
 LogSink null_log_sink() {
-  return [](LogLevel, std::string_view) {};
+  LogSink sink([](LogLevel, std::string_view) {});
+  // Above every level: callers that ask enabled() build nothing.
+  sink.set_level(static_cast<LogLevel>(static_cast<int>(LogLevel::kError) + 1));
+  return sink;
 }
 
 }  // namespace authrpc

@@ -9,7 +9,9 @@
 // "Logs").
 #pragma once
 
+#include <atomic>
 #include <functional>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <type_traits>
@@ -30,6 +32,14 @@ std::string escape_for_log(std::string_view text);
 // What components log through: the application's function, called with the
 // escaped message. An empty LogSink drops everything. Copy a LogSink to
 // share it; a function that calls another LogSink escapes twice.
+//
+// A sink has a minimum level, shared by all its copies, so that an
+// operator can change it while the server runs (SIGHUP in authrpc-server)
+// and every component holding a copy sees it. Messages below it are dropped
+// before they are escaped; callers that would build an expensive message
+// ask enabled() first:
+//   if (log.enabled(LogLevel::kDebug)) log(LogLevel::kDebug, describe(...));
+// A sink made from a plain function passes every level until set_level().
 class LogSink {
  public:
   using Function = std::function<void(LogLevel level, std::string_view message)>;
@@ -39,18 +49,43 @@ class LogSink {
   template <typename F>
     requires(!std::is_same_v<std::remove_cvref_t<F>, LogSink> &&
              std::is_constructible_v<Function, F>)
-  LogSink(F&& f) : function_(std::forward<F>(f)) {}
+  LogSink(F&& f) : function_(std::forward<F>(f)), min_level_(std::make_shared<std::atomic<int>>(0)) {}
 
+  // Escapes `message` and hands it to the function if enabled(level).
   void operator()(LogLevel level, std::string_view message) const;
   explicit operator bool() const noexcept { return static_cast<bool>(function_); }
 
+  // True if a message at `level` would reach the function: one relaxed
+  // atomic load. An empty sink is enabled for nothing.
+  bool enabled(LogLevel level) const noexcept {
+    return min_level_ != nullptr &&
+           static_cast<int>(level) >= min_level_->load(std::memory_order_relaxed);
+  }
+  // Sets the minimum level of this sink and of every copy of it; a no-op on
+  // an empty sink. Thread-safe.
+  void set_level(LogLevel level) const noexcept;
+  // The minimum level (kDebug for a sink from a plain function; kError for
+  // an empty or null sink, which pass nothing).
+  LogLevel level() const noexcept;
+
  private:
   Function function_;
+  // Shared by copies; a LogLevel, or one above kError for "nothing". Null
+  // in an empty sink.
+  std::shared_ptr<std::atomic<int>> min_level_;
 };
 
 // Writes "<UTC time> <LEVEL> <message>" lines to stderr for level ≥ min_level.
 LogSink stderr_log_sink(LogLevel min_level = LogLevel::kInfo);
-// Discards everything.
+// Writes one JSON object per line to stderr for level ≥ min_level, for log
+// shippers ("log_format": "json", docs/CONFIG.md):
+//   {"time":"2026-12-02T01:02:03.456Z","level":"info","message":"..."}
+// level is debug, info, warning or error. The message is escaped for logs
+// (above) and then for JSON (RFC 8259), so a reader gets the escaped text.
+LogSink json_log_sink(LogLevel min_level = LogLevel::kInfo);
+// The lower-case name of a level as configured and as json_log_sink writes it.
+std::string_view log_level_name(LogLevel level) noexcept;
+// Discards everything (enabled() is false for every level).
 LogSink null_log_sink();
 
 }  // namespace authrpc

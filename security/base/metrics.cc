@@ -1,10 +1,13 @@
 #include "authrpc/security/base/metrics.h"
 
+#include "authrpc/security/base/status.h"
+
 #include <dirent.h>
 #include <sys/resource.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <cstdio>
 #include <deque>
@@ -176,6 +179,7 @@ struct MetricsRegistry::Impl {
 
   mutable std::mutex mu;
   std::map<std::string, Family, std::less<>> families;
+  std::vector<std::shared_ptr<void>> extensions;  // owned; extensions_ points into them
   CallbackId next_callback = 1;
   const double start_time_s =
       std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
@@ -307,6 +311,46 @@ double MetricsRegistry::value(std::string_view name, const MetricLabels& labels)
     else if (c.histogram) sum += static_cast<double>(c.histogram->data().count);
   }
   return sum;
+}
+
+std::size_t MetricsRegistry::next_extension_index() {
+  static std::atomic<std::size_t> next{0};
+  const std::size_t i = next.fetch_add(1);
+  if (i >= kMaxExtensions) throw std::logic_error("too many metrics registry extensions");
+  return i;
+}
+
+void* MetricsRegistry::install_extension(std::size_t index,
+                                         const std::function<std::shared_ptr<void>()>& make) {
+  // Made outside the lock: T's constructor asks the registry for cells.
+  auto made = make();
+  std::lock_guard lock(impl_->mu);
+  if (void* p = extensions_[index].load(std::memory_order_acquire)) return p;  // lost a race
+  impl_->extensions.push_back(made);
+  extensions_[index].store(made.get(), std::memory_order_release);
+  return made.get();
+}
+
+Counter& LazyCounter::resolve(MetricsRegistry& registry, std::string_view name,
+                              std::string_view help, const MetricLabels& labels) {
+  // Two threads may both get here: the registry hands both the same child.
+  Counter& c = registry.counter(name, help, labels);
+  cell_.store(&c, std::memory_order_release);
+  return c;
+}
+
+std::size_t code_slot(std::uint16_t wire_code) noexcept {
+  if (wire_code <= 16) return wire_code;
+  if (wire_code >= 100 && wire_code <= 110) return 17 + (wire_code - 100);
+  return kCodeSlots - 1;
+}
+
+std::string code_label(std::uint16_t wire_code) {
+  if (wire_code == 0) return "ok";
+  if (code_slot(wire_code) == kCodeSlots - 1) return "other";
+  std::string out(errc_name(static_cast<Errc>(wire_code)));
+  for (char& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return out;
 }
 
 std::shared_ptr<MetricsRegistry> default_metrics_registry() {
