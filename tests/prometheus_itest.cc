@@ -231,6 +231,9 @@ TEST_F(PrometheusItest, ScrapedCountersEqualTheTraffic) {
                           {{"mechanism_unavailable", 1}, {"authentication_failed", 1}}, kSettle));
   // A refused mechanism is labelled by what the server has, never by the
   // peer's string: the simple client named nothing the server offers.
+  // The simple client's refusal, whatever its outcome, is labelled "none".
+  EXPECT_OK(prom.wait_for(R"(authrpc_server_negotiations_total{outcome!="ok",mechanism!="token"})", "mechanism",
+                          {{"none", 1}}, kSettle));
   EXPECT_OK(prom.wait_for(
       R"(authrpc_server_negotiations_total{mechanism="none",outcome="mechanism_unavailable"})", 1, kSettle));
   EXPECT_OK(prom.wait_for(
