@@ -265,6 +265,12 @@ asio::awaitable<void> Client::Connection::run() {
       metrics_->connected(ClientMetrics::Transport(metrics_transport_),
                           static_cast<std::uint16_t>(to_wire_errc(why.code)), {}, {});
     }
+    // The ERROR negotiate_client() queued for the server (why we give up:
+    // its logs and metrics count refusals by that code) leaves before the
+    // caller hears of the failure and perhaps ends the event loop: a TLS
+    // write completes asynchronously. One small frame into an almost empty
+    // socket buffer; returns at once if the channel is closed.
+    co_await channel_->wait_pending_below(0);
     close(std::move(why));
     co_return;
   }

@@ -116,6 +116,7 @@ TEST(MetricsTest, SnapshotIsSortedAndHasTheProcessMetrics) {
   const auto snap = r.snapshot();
   for (std::size_t i = 1; i < snap.size(); ++i) EXPECT_LT(snap[i - 1].name, snap[i].name);
   for (const char* name : {"authrpc_build_info", "authrpc_uptime_seconds", "process_open_fds",
+                           "process_max_fds",
                            "process_resident_memory_bytes", "process_cpu_seconds_total",
                            "process_start_time_seconds"}) {
     EXPECT_NE(find(snap, name), nullptr) << name;

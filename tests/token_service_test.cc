@@ -350,6 +350,8 @@ TEST(TokenServiceAudit, OperationsAreAuditedAndCounted) {
   EXPECT_GE(store_calls["allocate_sequence_number"], 1u);
   running->server.stop();
   std::filesystem::remove_all(dir);
+}
+
 // TokenService::ready(), what the admin listener's /readyz asks: ready with
 // no key yet (the first token.get makes one) and with a fresh one; not ready
 // once the key is overdue for its roll by more than two sweeps (a sweeper

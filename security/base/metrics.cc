@@ -289,6 +289,12 @@ MetricsSnapshot MetricsRegistry::snapshot() const {
   add("process_cpu_seconds_total", "User and system CPU time spent, in seconds.",
       MetricType::kCounter, process_cpu_seconds());
   add("process_open_fds", "Open file descriptors.", MetricType::kGauge, process_open_fds());
+  struct rlimit fds {};
+  add("process_max_fds", "The limit on open file descriptors (RLIMIT_NOFILE, soft).",
+      MetricType::kGauge,
+      getrlimit(RLIMIT_NOFILE, &fds) == 0 && fds.rlim_cur != RLIM_INFINITY
+          ? static_cast<double>(fds.rlim_cur)
+          : 0);
   add("process_resident_memory_bytes", "Resident memory size in bytes.", MetricType::kGauge,
       process_resident_bytes());
   add("process_start_time_seconds", "Start time of the metrics registry since the Unix epoch, in seconds.",
