@@ -26,6 +26,7 @@
 
 #include "authrpc/security/base/log.h"
 #include "authrpc/security/base64url.h"
+#include "tests/child_process.h"
 #include "tests/https_request.h"
 #include "tests/test_support.h"
 #include "tests/test_tls.h"
@@ -45,44 +46,6 @@ constexpr auto kStartTimeout = std::chrono::seconds(20);
 constexpr auto kStopTimeout = std::chrono::seconds(5);
 
 using Clock = std::chrono::steady_clock;
-
-std::string read_file(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-}
-
-bool write_file(const std::string& path, const std::string& text) {
-  std::ofstream out(path, std::ios::binary | std::ios::trunc);
-  out << text;
-  return static_cast<bool>(out.flush());
-}
-
-// The last `max` bytes of a log, for an error message.
-std::string tail_of(const std::string& path, std::size_t max = 600) {
-  const std::string text = read_file(path);
-  return escape_for_log(text.size() > max ? text.substr(text.size() - max) : text);
-}
-
-// Forks and execs `argv` with stdout and stderr appended to `output`, dying
-// with the test process. -1 if fork failed.
-pid_t spawn(const std::vector<std::string>& argv, const std::string& output) {
-  std::vector<char*> args;
-  for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
-  args.push_back(nullptr);
-  const pid_t parent = ::getpid();
-  const pid_t pid = ::fork();
-  if (pid != 0) return pid;
-  // Only async-signal-safe calls from here: the test process has threads.
-  ::prctl(PR_SET_PDEATHSIG, SIGKILL);
-  if (::getppid() != parent) ::_exit(127);
-  const int fd = ::open(output.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0600);
-  if (fd >= 0) {
-    ::dup2(fd, 1);
-    ::dup2(fd, 2);
-  }
-  ::execv(args[0], args.data());
-  ::_exit(127);
-}
 
 // SQL string literal.
 std::string sql_quote(std::string_view text) {
@@ -234,19 +197,19 @@ Status GlewlwydIdp::prepare() {
   sql += "INSERT INTO g_client_scope_client (gc_id, gcs_id) VALUES (" + client +
          ", (SELECT gcs_id FROM g_client_scope WHERE gcs_name=" + sql_quote(scope()) + "));\n";
   const std::string setup = dir_ + "/setup.sql";
-  if (!write_file(setup, sql)) return Status(Errc::kInternal, "cannot write " + setup);
+  if (!WriteFile(setup, sql)) return Status(Errc::kInternal, "cannot write " + setup);
 
   const std::string output = dir_ + "/sqlite3.out";
   // One transaction: statement by statement, sqlite3 would sync the file
   // ~850 times (2.6 s here instead of 20 ms).
-  const pid_t pid = spawn({kSqlite3, "-bail", dir_ + "/glewlwyd.db", "BEGIN;", std::string(".read ") + kInitSql,
+  const pid_t pid = SpawnLogged({kSqlite3, "-bail", dir_ + "/glewlwyd.db", "BEGIN;", std::string(".read ") + kInitSql,
                            ".read " + setup, "COMMIT;"},
                           output);
   if (pid < 0) return Status(Errc::kInternal, "fork failed");
   int status = 0;
   ::waitpid(pid, &status, 0);
   if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
-    return Status(Errc::kInternal, "sqlite3 could not create glewlwyd's database: " + tail_of(output));
+    return Status(Errc::kInternal, "sqlite3 could not create glewlwyd's database: " + FileTail(output));
   }
   return {};
 }
@@ -260,10 +223,10 @@ Status GlewlwydIdp::start_once() {
   const std::string set_issuer =
       "UPDATE g_plugin_module_instance SET gpmi_parameters = json_set(gpmi_parameters, '$.iss', " +
       sql_quote(issuer()) + ") WHERE gpmi_name = " + sql_quote(kPluginName) + ";";
-  const pid_t sql_pid = spawn({kSqlite3, "-bail", db, set_issuer}, update_output);
+  const pid_t sql_pid = SpawnLogged({kSqlite3, "-bail", db, set_issuer}, update_output);
   int status = 0;
   if (sql_pid < 0 || ::waitpid(sql_pid, &status, 0) != sql_pid || !WIFEXITED(status) || WEXITSTATUS(status) != 0) {
-    return Status(Errc::kInternal, "sqlite3 could not set the issuer: " + tail_of(update_output));
+    return Status(Errc::kInternal, "sqlite3 could not set the issuer: " + FileTail(update_output));
   }
 
   const std::string config = dir_ + "/glewlwyd.conf";
@@ -283,11 +246,11 @@ Status GlewlwydIdp::start_once() {
   text += "secure_connection_pem_file=\"" + tls_.cert_file("server") + "\"\n";
   text += "hash_algorithm=\"SHA512\"\n";
   text += "database = {\n  type = \"sqlite3\"\n  path = \"" + db + "\"\n};\n";
-  if (!write_file(config, text)) return Status(Errc::kInternal, "cannot write " + config);
+  if (!WriteFile(config, text)) return Status(Errc::kInternal, "cannot write " + config);
 
   // Each attempt gets a fresh log, so that lost_the_port() reads this one's.
   std::filesystem::remove(log_file());
-  pid_ = spawn({kGlewlwyd, "-c", config}, dir_ + "/glewlwyd.out");
+  pid_ = SpawnLogged({kGlewlwyd, "-c", config}, dir_ + "/glewlwyd.out");
   if (pid_ < 0) return Status(Errc::kInternal, "fork failed");
 
   const auto deadline = Clock::now() + kStartTimeout;
@@ -296,7 +259,7 @@ Status GlewlwydIdp::start_once() {
     if (::waitpid(pid_, &status, WNOHANG) == pid_) {
       pid_ = -1;
       return Status(Errc::kUnavailable, "glewlwyd exited during start (status " + std::to_string(status) +
-                                            "); see " + log_file() + ": " + tail_of(log_file()));
+                                            "); see " + log_file() + ": " + FileTail(log_file()));
     }
     HttpsRequest probe;
     probe.url = jwks_url();
@@ -309,11 +272,11 @@ Status GlewlwydIdp::start_once() {
   }
   (void)stop();
   return Status(Errc::kUnavailable, "glewlwyd did not serve its JWKS within 20 s (last: " + last_error + "); see " +
-                                        log_file() + ": " + tail_of(log_file()));
+                                        log_file() + ": " + FileTail(log_file()));
 }
 
 bool GlewlwydIdp::lost_the_port() const {
-  return pid_ <= 0 && read_file(log_file()).find("Address already in use") != std::string::npos;
+  return pid_ <= 0 && ReadFile(log_file()).find("Address already in use") != std::string::npos;
 }
 
 Status GlewlwydIdp::stop() {

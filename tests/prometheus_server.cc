@@ -24,6 +24,7 @@
 #include <thread>
 
 #include "authrpc/security/base/log.h"
+#include "tests/child_process.h"
 #include "tests/https_request.h"
 #include "tests/test_support.h"
 
@@ -37,58 +38,6 @@ constexpr auto kStartTimeout = 20s;
 constexpr auto kQuitWait = 3s;
 constexpr auto kTermWait = 5s;
 constexpr std::size_t kMaxAnswer = 4 << 20;
-
-std::string read_file(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-}
-
-bool write_file(const std::string& path, const std::string& text) {
-  std::ofstream out(path, std::ios::binary | std::ios::trunc);
-  out << text;
-  return static_cast<bool>(out.flush());
-}
-
-std::string tail_of(const std::string& path, std::size_t max = 800) {
-  const std::string text = read_file(path);
-  return escape_for_log(text.size() > max ? text.substr(text.size() - max) : text);
-}
-
-// Forks and execs `argv` with stdin from `input` (/dev/null if empty) and
-// stdout and stderr appended to `output`, dying with the test process; -1 if
-// fork failed.
-pid_t spawn(const std::vector<std::string>& argv, const std::string& input, const std::string& output) {
-  std::vector<char*> args;
-  for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
-  args.push_back(nullptr);
-  const char* in = input.empty() ? "/dev/null" : input.c_str();
-  const pid_t parent = ::getpid();
-  const pid_t pid = ::fork();
-  if (pid != 0) return pid;
-  // Only async-signal-safe calls from here: the test process has threads.
-  ::prctl(PR_SET_PDEATHSIG, SIGKILL);
-  if (::getppid() != parent) ::_exit(127);
-  const int in_fd = ::open(in, O_RDONLY);
-  if (in_fd >= 0) ::dup2(in_fd, 0);
-  const int fd = ::open(output.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0600);
-  if (fd >= 0) {
-    ::dup2(fd, 1);
-    ::dup2(fd, 2);
-  }
-  ::execv(args[0], args.data());
-  ::_exit(127);
-}
-
-// Waits up to `limit` for `pid` to exit; true if it did (and was reaped).
-bool reaped_within(pid_t pid, Clock::duration limit) {
-  const auto deadline = Clock::now() + limit;
-  int status = 0;
-  do {
-    if (::waitpid(pid, &status, WNOHANG) == pid) return true;
-    std::this_thread::sleep_for(10ms);
-  } while (Clock::now() < deadline);
-  return false;
-}
 
 struct HttpAnswer {
   int status = 0;
@@ -194,11 +143,11 @@ Result<std::unique_ptr<PrometheusServer>> PrometheusServer::start(const Promethe
   const std::string text = "global:\n  scrape_interval: " + interval + "\n  scrape_timeout: " + interval +
                            "\nscrape_configs:\n  - job_name: \"" + options.job +
                            "\"\n    static_configs:\n      - targets: [\"" + options.target + "\"]\n";
-  if (!write_file(config, text)) return Status(Errc::kInternal, "cannot write " + config);
+  if (!WriteFile(config, text)) return Status(Errc::kInternal, "cannot write " + config);
 
-  p->pid_ = spawn({kBinary, "--config.file=" + config, "--storage.tsdb.path=" + p->dir_ + "/data",
+  p->pid_ = SpawnLogged({kBinary, "--config.file=" + config, "--storage.tsdb.path=" + p->dir_ + "/data",
                    "--web.listen-address=127.0.0.1:0", "--web.enable-lifecycle", "--log.level=info"},
-                  "", p->log_file());
+                  p->log_file());
   if (p->pid_ < 0) return Status(Errc::kInternal, "fork failed");
 
   // ts=... component=web msg="Listening on" address=127.0.0.1:46069
@@ -209,10 +158,10 @@ Result<std::unique_ptr<PrometheusServer>> PrometheusServer::start(const Promethe
     if (::waitpid(p->pid_, &status, WNOHANG) == p->pid_) {
       p->pid_ = -1;
       return Status(Errc::kUnavailable, "prometheus exited during start (status " + std::to_string(status) +
-                                            "); see " + p->log_file() + ": " + tail_of(p->log_file()));
+                                            "); see " + p->log_file() + ": " + FileTail(p->log_file()));
     }
     std::smatch m;
-    const std::string log = read_file(p->log_file());
+    const std::string log = ReadFile(p->log_file());
     if (std::regex_search(log, m, kListening)) {
       p->port_ = static_cast<std::uint16_t>(std::stoi(m[1].str()));
       return p;
@@ -221,7 +170,7 @@ Result<std::unique_ptr<PrometheusServer>> PrometheusServer::start(const Promethe
   }
   (void)p->stop();
   return Status(Errc::kUnavailable, "prometheus did not log its listening address within 20 s; see " +
-                                        p->log_file() + ": " + tail_of(p->log_file()));
+                                        p->log_file() + ": " + FileTail(p->log_file()));
 }
 
 PrometheusServer::~PrometheusServer() {
@@ -237,9 +186,9 @@ Status PrometheusServer::stop() {
   const pid_t pid = pid_;
   pid_ = -1;
   if (port_ != 0) (void)http_request(port_, "POST", "/-/quit", 2000ms);
-  if (reaped_within(pid, kQuitWait)) return {};
+  if (ReapedWithin(pid, kQuitWait)) return {};
   ::kill(pid, SIGTERM);
-  if (reaped_within(pid, kTermWait)) return {};
+  if (ReapedWithin(pid, kTermWait)) return {};
   ::kill(pid, SIGKILL);
   int status = 0;
   ::waitpid(pid, &status, 0);
@@ -342,9 +291,9 @@ Status run_promtool(std::vector<std::string> args, const std::string& name, cons
   args.insert(args.begin(), PrometheusServer::kPromtool);
   if (!on_stdin) args.push_back(file);
   Status result;
-  if (!write_file(file, input)) {
+  if (!WriteFile(file, input)) {
     result = Status(Errc::kInternal, "cannot write " + file);
-  } else if (const pid_t pid = spawn(args, on_stdin ? file : "", output); pid < 0) {
+  } else if (const pid_t pid = SpawnLogged(args, output, on_stdin ? file : ""); pid < 0) {
     result = Status(Errc::kInternal, "fork failed");
   } else {
     int status = 0;
@@ -353,7 +302,7 @@ Status run_promtool(std::vector<std::string> args, const std::string& name, cons
       const std::string how = WIFEXITED(status) ? "exit " + std::to_string(WEXITSTATUS(status))
                                                 : "wait status " + std::to_string(status);
       result = Status(Errc::kInvalidArgument,
-                      "promtool " + args[1] + " " + args[2] + ": " + how + ": " + tail_of(output, 4000));
+                      "promtool " + args[1] + " " + args[2] + ": " + how + ": " + FileTail(output, 4000));
     }
   }
   std::error_code ignored;
