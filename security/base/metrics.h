@@ -133,7 +133,7 @@ class MetricsRegistry {
 
   // Every family with at least one child, sorted by name, children in the
   // order created. Includes the process metrics (process_start_time_seconds,
-  // process_open_fds, process_resident_memory_bytes, process_cpu_seconds_total,
+  // process_open_fds, process_max_fds, process_resident_memory_bytes, process_cpu_seconds_total,
   // authrpc_uptime_seconds, authrpc_build_info).
   MetricsSnapshot snapshot() const;
 
