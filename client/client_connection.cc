@@ -101,7 +101,13 @@ asio::awaitable<Result<std::string>> Client::Connection::call(
   // Until the server confirms authentication, keep a copy: if it refuses our
   // mechanism it drops pipelined requests and we send them again.
   if (state_ == State::kOptimistic) held_.append(out, start, std::string::npos);
-  if (state_ != State::kHolding) channel_->flush_now();
+  if (state_ != State::kHolding) {
+    if (delivering_) {
+      requests_held_ = true;  // the reader sends it with the rest of its batch
+    } else {
+      channel_->flush_now();
+    }
+  }
 
   // The caller waits with its handler parked in `pending`, completed once
   // by the response, a failure, the deadline, or the context's shutdown.
@@ -296,6 +302,9 @@ asio::awaitable<void> Client::Connection::run() {
 
   for (;;) {
     auto incoming = channel_->buffered_frame();
+    if (!incoming || !incoming->ok() || (*incoming)->header.type != FrameType::kResponse) {
+      flush_held_requests();  // the batch of responses is over
+    }
     if (!incoming) incoming = co_await channel_->read_frame();
     auto& frame = *incoming;
     if (!frame.ok()) {
@@ -314,17 +323,22 @@ asio::awaitable<void> Client::Connection::run() {
     // returns is the peer's breach of the protocol.
     Status breach;
     switch (frame->header.type) {
-      case FrameType::kResponse:
-        if (!deliver(*frame)) co_return;
+      case FrameType::kResponse: {
+        delivering_ = true;
+        const bool delivered = deliver(*frame);
+        delivering_ = false;
+        if (!delivered) co_return;
         // The caller may have closed the connection meanwhile (it ran
         // inside deliver()): nothing left to read.
         if (state_ == State::kClosed) co_return;
         // Let the callers we just woke run before we wait for more input.
         if (!channel_->frame_buffered()) {
+          flush_held_requests();
           co_await asio::post(executor_, asio::use_awaitable);
           spent_session_.reset();  // see negotiate_client()
         }
         break;
+      }
       case FrameType::kData:
         if (!co_await deliver_data(*frame)) co_return;
         break;
@@ -407,6 +421,12 @@ asio::awaitable<bool> Client::Connection::deliver_data(const Frame& frame) {
     close(std::move(s));
   }
   co_return false;
+}
+
+void Client::Connection::flush_held_requests() {
+  if (!requests_held_) return;
+  requests_held_ = false;
+  channel_->flush_now();
 }
 
 void Client::Connection::fail_calls_after(std::uint32_t last_call_id) {

@@ -127,6 +127,8 @@ class Client::Connection : public std::enable_shared_from_this<Client::Connectio
   bool deliver(const Frame& frame);
   // A DATA frame, through the router. False if the connection failed.
   asio::awaitable<bool> deliver_data(const Frame& frame);
+  // Sends the requests held while delivering (delivering_), if any.
+  void flush_held_requests();
   // GOAWAY: calls the server will not run fail with kUnavailable.
   void fail_calls_after(std::uint32_t last_call_id);
   void protocol_error(std::string message);
@@ -157,6 +159,13 @@ class Client::Connection : public std::enable_shared_from_this<Client::Connectio
   std::shared_ptr<ShmLink> shm_;  // offered or active shared memory (unix:// only)
   std::uint32_t next_call_id_ = 1;
   bool going_away_ = false;
+  // The reader is delivering a RESPONSE: a caller it wakes runs inside
+  // deliver(), and the request it makes next is held in the channel's
+  // output (requests_held_) until the reader has delivered every response
+  // it has buffered, so that the requests a batch of responses frees leave
+  // in one write, as the server's responses do (flush_held_requests()).
+  bool delivering_ = false;
+  bool requests_held_ = false;
   bool negotiation_timed_out_ = false;
   Status closed_status_;
   std::optional<asio::steady_timer> auth_event_;  // made by the first wait_authenticated()
