@@ -112,7 +112,7 @@ asio::awaitable<Result<std::string>> Client::Connection::call(
   // The caller waits with its handler parked in `pending`, completed once
   // by the response, a failure, the deadline, or the context's shutdown.
   Pending pending(*this, id);
-  pending_[id] = &pending;
+  pending_.insert(id, &pending);
   deadlines_->add(pending, deadline, executor_);
   co_await asio::async_initiate<const asio::use_awaitable_t<>&, void()>(
       [&pending](auto handler) { pending.park(std::move(handler)); }, asio::use_awaitable);
@@ -216,7 +216,7 @@ void Client::Connection::NegotiationDeadline::expired() {
 
 Client::Connection::Pending::~Pending() {
   cancel();
-  if (registered_) connection_.pending_.erase(id_);
+  if (registered_) connection_.pending_.take(id_);
 }
 
 void Client::Connection::Pending::finish(Result<std::string> outcome) {
@@ -239,7 +239,7 @@ void Client::Connection::Pending::settle(Result<std::string> outcome) {
 
 void Client::Connection::Pending::expired() {
   registered_ = false;
-  connection_.pending_.erase(id_);
+  connection_.pending_.take(id_);
   handler_.post();
 }
 
@@ -392,15 +392,14 @@ bool Client::Connection::deliver(const Frame& frame) {
     protocol_error(header.status().message);
     return false;
   }
-  const auto it = pending_.find(frame.header.call_id);
-  if (it == pending_.end()) {
+  Pending* const waiting = pending_.take(frame.header.call_id);
+  if (waiting == nullptr) {
     // A streaming call's end, or a call that timed out or was cancelled:
     // ignored.
     streams_.on_response(frame.header.call_id, *header, payload);
     return true;
   }
-  Pending& p = *it->second;
-  pending_.erase(it);
+  Pending& p = *waiting;
   // The caller runs before this returns and may close the connection:
   // run() checks the channel before it reads on.
   if (header->status == 0) {
@@ -432,14 +431,8 @@ void Client::Connection::flush_held_requests() {
 void Client::Connection::fail_calls_after(std::uint32_t last_call_id) {
   const Status not_run(Errc::kUnavailable, "server is shutting down; call not run");
   streams_.fail_after(last_call_id, not_run);
-  for (auto it = pending_.begin(); it != pending_.end();) {
-    if (it->first > last_call_id) {
-      Pending& p = *it->second;
-      it = pending_.erase(it);
-      p.finish(not_run);
-    } else {
-      ++it;
-    }
+  for (Pending* p : pending_.take_if([&](std::uint32_t id) { return id > last_call_id; })) {
+    p->finish(not_run);
   }
 }
 
@@ -467,9 +460,7 @@ void Client::Connection::fail(Status why) {
   }
   closed_status_ = std::move(why);
   const Status& why_closed = closed_status_;
-  auto pending = std::move(pending_);
-  pending_.clear();
-  for (auto& [id, p] : pending) p->finish(why_closed);
+  for (Pending* p : pending_.take_all()) p->finish(why_closed);
   streams_.fail_all(why_closed);
   if (shm_) shm_->cancel_wait();
   negotiation_deadline_.cancel();

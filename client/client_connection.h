@@ -20,9 +20,9 @@
 #include <optional>
 #include <string>
 #include <string_view>
-#include <unordered_map>
 
 #include "authrpc/auth/mechanism.h"
+#include "authrpc/client/call_id_table.h"
 #include "authrpc/client/client.h"
 #include "authrpc/client/client_stream.h"
 #include "authrpc/rpc/call_router.h"
@@ -152,7 +152,7 @@ class Client::Connection : public std::enable_shared_from_this<Client::Connectio
   State state_ = State::kHolding;
   std::string held_;
   std::unique_ptr<ClientAuthSession> spent_session_;  // dropped after the first response
-  std::unordered_map<std::uint32_t, Pending*> pending_;
+  CallIdTable<Pending> pending_;
   DeadlineQueue* deadlines_ = nullptr;  // this context's, looked up once in open()
   CallRouter streams_;
   std::uint32_t server_features_ = 0;
