@@ -101,12 +101,18 @@ asio::awaitable<Result<std::string>> Client::Connection::call(
   // Until the server confirms authentication, keep a copy: if it refuses our
   // mechanism it drops pipelined requests and we send them again.
   if (state_ == State::kOptimistic) held_.append(out, start, std::string::npos);
-  if (state_ != State::kHolding) channel_->flush_now();
+  if (state_ != State::kHolding) {
+    if (delivering_) {
+      requests_held_ = true;  // the reader sends it with the rest of its batch
+    } else {
+      channel_->flush_now();
+    }
+  }
 
   // The caller waits with its handler parked in `pending`, completed once
   // by the response, a failure, the deadline, or the context's shutdown.
   Pending pending(*this, id);
-  pending_[id] = &pending;
+  pending_.insert(id, &pending);
   deadlines_->add(pending, deadline, executor_);
   co_await asio::async_initiate<const asio::use_awaitable_t<>&, void()>(
       [&pending](auto handler) { pending.park(std::move(handler)); }, asio::use_awaitable);
@@ -210,7 +216,7 @@ void Client::Connection::NegotiationDeadline::expired() {
 
 Client::Connection::Pending::~Pending() {
   cancel();
-  if (registered_) connection_.pending_.erase(id_);
+  if (registered_) connection_.pending_.take(id_);
 }
 
 void Client::Connection::Pending::finish(Result<std::string> outcome) {
@@ -233,7 +239,7 @@ void Client::Connection::Pending::settle(Result<std::string> outcome) {
 
 void Client::Connection::Pending::expired() {
   registered_ = false;
-  connection_.pending_.erase(id_);
+  connection_.pending_.take(id_);
   handler_.post();
 }
 
@@ -296,6 +302,9 @@ asio::awaitable<void> Client::Connection::run() {
 
   for (;;) {
     auto incoming = channel_->buffered_frame();
+    if (!incoming || !incoming->ok() || (*incoming)->header.type != FrameType::kResponse) {
+      flush_held_requests();  // the batch of responses is over
+    }
     if (!incoming) incoming = co_await channel_->read_frame();
     auto& frame = *incoming;
     if (!frame.ok()) {
@@ -314,17 +323,22 @@ asio::awaitable<void> Client::Connection::run() {
     // returns is the peer's breach of the protocol.
     Status breach;
     switch (frame->header.type) {
-      case FrameType::kResponse:
-        if (!deliver(*frame)) co_return;
+      case FrameType::kResponse: {
+        delivering_ = true;
+        const bool delivered = deliver(*frame);
+        delivering_ = false;
+        if (!delivered) co_return;
         // The caller may have closed the connection meanwhile (it ran
         // inside deliver()): nothing left to read.
         if (state_ == State::kClosed) co_return;
         // Let the callers we just woke run before we wait for more input.
         if (!channel_->frame_buffered()) {
+          flush_held_requests();
           co_await asio::post(executor_, asio::use_awaitable);
           spent_session_.reset();  // see negotiate_client()
         }
         break;
+      }
       case FrameType::kData:
         if (!co_await deliver_data(*frame)) co_return;
         break;
@@ -378,15 +392,14 @@ bool Client::Connection::deliver(const Frame& frame) {
     protocol_error(header.status().message);
     return false;
   }
-  const auto it = pending_.find(frame.header.call_id);
-  if (it == pending_.end()) {
+  Pending* const waiting = pending_.take(frame.header.call_id);
+  if (waiting == nullptr) {
     // A streaming call's end, or a call that timed out or was cancelled:
     // ignored.
     streams_.on_response(frame.header.call_id, *header, payload);
     return true;
   }
-  Pending& p = *it->second;
-  pending_.erase(it);
+  Pending& p = *waiting;
   // The caller runs before this returns and may close the connection:
   // run() checks the channel before it reads on.
   if (header->status == 0) {
@@ -409,17 +422,17 @@ asio::awaitable<bool> Client::Connection::deliver_data(const Frame& frame) {
   co_return false;
 }
 
+void Client::Connection::flush_held_requests() {
+  if (!requests_held_) return;
+  requests_held_ = false;
+  channel_->flush_now();
+}
+
 void Client::Connection::fail_calls_after(std::uint32_t last_call_id) {
   const Status not_run(Errc::kUnavailable, "server is shutting down; call not run");
   streams_.fail_after(last_call_id, not_run);
-  for (auto it = pending_.begin(); it != pending_.end();) {
-    if (it->first > last_call_id) {
-      Pending& p = *it->second;
-      it = pending_.erase(it);
-      p.finish(not_run);
-    } else {
-      ++it;
-    }
+  for (Pending* p : pending_.take_if([&](std::uint32_t id) { return id > last_call_id; })) {
+    p->finish(not_run);
   }
 }
 
@@ -447,9 +460,7 @@ void Client::Connection::fail(Status why) {
   }
   closed_status_ = std::move(why);
   const Status& why_closed = closed_status_;
-  auto pending = std::move(pending_);
-  pending_.clear();
-  for (auto& [id, p] : pending) p->finish(why_closed);
+  for (Pending* p : pending_.take_all()) p->finish(why_closed);
   streams_.fail_all(why_closed);
   if (shm_) shm_->cancel_wait();
   negotiation_deadline_.cancel();

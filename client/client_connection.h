@@ -20,9 +20,9 @@
 #include <optional>
 #include <string>
 #include <string_view>
-#include <unordered_map>
 
 #include "authrpc/auth/mechanism.h"
+#include "authrpc/client/call_id_table.h"
 #include "authrpc/client/client.h"
 #include "authrpc/client/client_stream.h"
 #include "authrpc/rpc/call_router.h"
@@ -127,6 +127,8 @@ class Client::Connection : public std::enable_shared_from_this<Client::Connectio
   bool deliver(const Frame& frame);
   // A DATA frame, through the router. False if the connection failed.
   asio::awaitable<bool> deliver_data(const Frame& frame);
+  // Sends the requests held while delivering (delivering_), if any.
+  void flush_held_requests();
   // GOAWAY: calls the server will not run fail with kUnavailable.
   void fail_calls_after(std::uint32_t last_call_id);
   void protocol_error(std::string message);
@@ -150,13 +152,20 @@ class Client::Connection : public std::enable_shared_from_this<Client::Connectio
   State state_ = State::kHolding;
   std::string held_;
   std::unique_ptr<ClientAuthSession> spent_session_;  // dropped after the first response
-  std::unordered_map<std::uint32_t, Pending*> pending_;
+  CallIdTable<Pending> pending_;
   DeadlineQueue* deadlines_ = nullptr;  // this context's, looked up once in open()
   CallRouter streams_;
   std::uint32_t server_features_ = 0;
   std::shared_ptr<ShmLink> shm_;  // offered or active shared memory (unix:// only)
   std::uint32_t next_call_id_ = 1;
   bool going_away_ = false;
+  // The reader is delivering a RESPONSE: a caller it wakes runs inside
+  // deliver(), and the request it makes next is held in the channel's
+  // output (requests_held_) until the reader has delivered every response
+  // it has buffered, so that the requests a batch of responses frees leave
+  // in one write, as the server's responses do (flush_held_requests()).
+  bool delivering_ = false;
+  bool requests_held_ = false;
   bool negotiation_timed_out_ = false;
   Status closed_status_;
   std::optional<asio::steady_timer> auth_event_;  // made by the first wait_authenticated()

@@ -27,6 +27,7 @@
 
 #include "authrpc/auth/mechanism_registry.h"
 #include "authrpc/client/client_runtime.h"
+#include "minibench/call_load.h"
 #include "minibench/calls.h"
 #include "minibench/floor.h"
 #include "minibench/jwt_bench.h"
@@ -88,6 +89,17 @@ security) and the targets.
              and claims, no cache) in this process, no network, no floor.
   calls      N 1-byte sys.echo calls on one open connection; floor: a 1-byte
              ping-pong on one raw connection. Target: p50 <= 1.3 x floor p50.
+             With --concurrency K or --depth D above 1: calls under load
+             instead — K connections, each on a client thread of its own,
+             each with D sys.echo calls in flight (D coroutines calling back
+             to back), for --duration seconds per row, over tcp, unix and
+             (unless --tls off) tls://: rows "calls/tcp c<K>d<D>" ...
+             with calls/s and p50/p99/p99.9 per call. Floor: the same K and
+             D on raw connections to an echo server that answers
+             length-prefixed messages of authrpc's sizes (28 bytes out, 17
+             back) in one write per batch read, on as many IO threads as
+             the server: "floor/tcp-echo c<K>d<D>" (floor/tls-echo over
+             OpenSSL). Target: calls/s >= 0.8 x the floor's, tcp and unix.
   (none)     sessions, then calls.
   throughput bulk transfer through streaming calls (get/put over tcp, unix,
              tls) next to a bare-socket stream floor, arrow-flight-benchmark
@@ -139,7 +151,11 @@ options:
                       concurrent bare ones — is spread over the K threads.
                       Rows then report sessions/s (per_s: sessions over the
                       blocks' wall time) and latency percentiles per session.
-                      calls stay sequential on one connection.
+                      calls: K connections under load (see calls above)
+  --depth D           calls: D calls in flight per connection (default 1;
+                      above 1: calls under load, see calls above)
+  --duration S        calls under load: seconds per row, shared by its blocks
+                      (default 3; one more block's worth of warm-up each)
   --server-threads K  IO threads of the spawned authrpc server (default 1;
                       raise it with --concurrency)
   --server URI        measure a running authrpc-server at URI (tcp://,
@@ -263,6 +279,8 @@ struct Args {
   bool progress = true;
   std::string tls = "both";  // sessions: "on", "off", "both"
   std::size_t concurrency = 1;
+  std::size_t depth = 1;        // --depth: calls in flight per connection
+  double duration_s = 3;        // --duration: calls under load, per row
   std::string plot;          // --plot FILE.svg
   std::string token_file;    // --token-file, with --server
   std::string ca;            // --ca, with a tls:// --server
@@ -479,6 +497,16 @@ int parse_args(int argc, char** argv, Args& args) {
       if (!parse_count(v, args.concurrency, 1) || args.concurrency > 1024) {
         return usage_error("--concurrency: a count from 1 to 1024");
       }
+    } else if (arg == "--depth") {
+      if (!parse_count(v, args.depth, 1) || args.depth > 4096) {
+        return usage_error("--depth: a count from 1 to 4096");
+      }
+    } else if (arg == "--duration") {
+      char* end = nullptr;
+      args.duration_s = std::strtod(v.c_str(), &end);
+      if (v.empty() || *end != '\0' || !(args.duration_s > 0) || args.duration_s > 3600) {
+        return usage_error("--duration: seconds, above 0 and at most 3600");
+      }
     } else if (arg == "--plot") {
       args.plot = v;
     } else if (arg == "--token-file") {
@@ -607,6 +635,10 @@ authrpc::Result<std::vector<TransportServers>> servers_for(const Args& args,
         gss != child->endpoints().end() && args.floors) {
       t.gss_floor = gss->second;
     }
+    if (const auto echo = child->endpoints().find("echo-floor/" + transport);
+        echo != child->endpoints().end()) {
+      t.echo_floor = echo->second;
+    }
     servers.push_back(std::move(t));
   }
   return servers;
@@ -616,6 +648,11 @@ authrpc::Result<std::vector<TransportServers>> servers_for(const Args& args,
 // with --tls on, never with --tls off.
 bool tls_rows(const Args& args) {
   return args.tls == "on" || (args.tls == "both" && args.transport != "unix");
+}
+
+// Calls under load (call_load.h) instead of sequential calls.
+bool call_load(const Args& args) {
+  return args.calls && (args.concurrency > 1 || args.depth > 1);
 }
 
 // The methods to measure and the realm the Kerberos ones need.
@@ -778,6 +815,8 @@ nlohmann::ordered_json run_info(const Args& args, const BenchPlan& plan, const S
           {"warmup", plan.warmup},
           {"blocks", plan.blocks},
           {"concurrency", plan.concurrency},
+          {"depth", plan.depth},
+          {"duration_s", plan.duration_s},
           {"tls", args.tls},
           {"methods", methods},
           {"server", !child                ? args.server
@@ -836,7 +875,7 @@ int run(const Args& args) {
   if (args.server.empty()) {
     ServerChildOptions options;
     bool has_kerberos = false, has_token = false;
-    if (args.sessions && tls_rows(args)) {
+    if ((args.sessions || call_load(args)) && tls_rows(args)) {
       auto certs = ThrowawayCerts::make();
       if (certs.ok()) {
         tls_certs = std::move(*certs);
@@ -905,6 +944,7 @@ int run(const Args& args) {
     options.in_process = args.in_process;
     options.metrics = args.metrics != "off";
     options.nometrics_server = args.metrics == "compare";
+    options.echo_floors = call_load(args);
     // Forks: no thread may exist in this process yet.
     auto spawned = ServerChild::spawn(options);
     if (!spawned.ok()) {
@@ -1020,6 +1060,8 @@ int run(const Args& args) {
   plan.transports = std::move(*servers);
   plan.plaintext = args.tls != "on";
   plan.concurrency = args.concurrency;
+  plan.depth = args.depth;
+  plan.duration_s = args.duration_s;
   plan.external_server = !child;
   plan.metrics = args.metrics == "off"       ? MetricsMode::kOff
                  : args.metrics == "compare" ? MetricsMode::kCompare
@@ -1027,6 +1069,10 @@ int run(const Args& args) {
   if (child && tls_rows(args) && child->endpoints().contains("authrpc/tls")) {
     plan.tls = TlsServers{child->endpoints().at("authrpc/tls"), child->endpoints().at("floor/tls"),
                           tls_certs->dir() + "/ca.pem"};
+    if (const auto echo = child->endpoints().find("echo-floor/tls");
+        echo != child->endpoints().end()) {
+      plan.tls->echo_floor = echo->second;
+    }
     if (cold_child) {
       auto counter = cold_child->connection_counter();
       if (!counter.ok()) {
@@ -1112,6 +1158,17 @@ int run(const Args& args) {
                     "blocks)");
   std::printf("minibench: n %zu, warm-up %zu, %zu interleaved blocks; times in µs\n", plan.n,
               plan.warmup, plan.blocks);
+  if (call_load(args)) {
+    std::printf("minibench: calls under load: %zu connections (a client thread each) x %zu "
+                "calls in flight, %g s per row in %zu blocks after a block of warm-up; echo "
+                "floors on %s\n",
+                plan.concurrency, plan.depth, plan.duration_s, plan.blocks,
+                !child ? "none (--server)"
+                : args.server_threads > 1
+                    ? (std::to_string(args.server_threads) + " IO threads of their own").c_str()
+                : args.floors_on_server_thread ? "the server's IO thread"
+                                               : "the floors' thread");
+  }
   std::fflush(stdout);
 
   Report report;
@@ -1133,7 +1190,13 @@ int run(const Args& args) {
         if (status.ok() && jwt_verify_rows) {
           status = co_await run_jwt_verify(io.get_executor(), plan, report);
         }
-        if (status.ok() && args.calls) status = co_await run_calls(io.get_executor(), plan, report);
+        if (status.ok() && args.calls) {
+          if (call_load(args)) {
+            status = run_call_load(plan, report);
+          } else {
+            status = co_await run_calls(io.get_executor(), plan, report);
+          }
+        }
       },
       [&](std::exception_ptr e) {
         if (e) {

@@ -40,6 +40,8 @@ struct TransportServers {
   std::optional<authrpc::Endpoint> gss_floor;  // a floor/gss server; none: no floor/gss row
   // MetricsMode::kCompare: the same server with metrics off.
   std::optional<authrpc::Endpoint> authrpc_nometrics = std::nullopt;
+  // The echo floor of calls under load (echo_floor.h); none: no floor row.
+  std::optional<authrpc::Endpoint> echo_floor = std::nullopt;
 };
 
 // Which floor a method's session rows are held to.
@@ -80,6 +82,8 @@ struct TlsServers {
     std::function<long()> server_connections;  // as BenchPlan's
   };
   std::optional<Cold> cold = std::nullopt;
+  // The TLS echo floor of calls under load (echo_floor.h).
+  std::optional<authrpc::Endpoint> echo_floor = std::nullopt;
 };
 
 struct BenchPlan {
@@ -90,10 +94,15 @@ struct BenchPlan {
   std::size_t warmup = 100;   // untimed iterations per row first
   std::size_t blocks = 10;    // a row and its floor alternate in this many blocks
   bool progress = true;       // progress lines on stderr
-  // Client threads establishing sessions at once (sessions only): 1 runs
+  // Client threads establishing sessions at once (sessions): 1 runs
   // every iteration on the caller's executor, K > 1 runs each block on K
-  // threads (concurrency.h).
+  // threads (concurrency.h). Calls under load: K connections, each on a
+  // thread of its own (call_load.h).
   std::size_t concurrency = 1;
+  // Calls under load (call_load.h): calls in flight per connection, and
+  // how long each row runs (its blocks share it).
+  std::size_t depth = 1;
+  double duration_s = 3;
   std::vector<TransportServers> transports;  // measured in this order
   bool plaintext = true;  // sessions over `transports` (false: --tls on, TLS rows only)
   std::optional<TlsServers> tls;             // set: TLS rows after the others

@@ -49,6 +49,11 @@ double text_width(const std::string& s, double font_px = 12) {
 
 // Which panel a row is drawn in.
 std::string panel_of(const Row& r) {
+  if (r.load) {
+    return "calls over " + r.transport + (r.tls ? " + TLS" : "") + " (" +
+           std::to_string(r.load->connections) + " connections x " +
+           std::to_string(r.load->depth) + " calls in flight)";
+  }
   if (r.name.starts_with("calls/") || r.name.ends_with("-pingpong")) {
     return "calls over " + r.transport + " (1-byte call on an open connection)";
   }

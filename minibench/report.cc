@@ -109,6 +109,23 @@ void Report::add_target(std::string row, double limit, std::string reference) {
   targets_.push_back({std::move(row), limit, std::move(reference)});
 }
 
+void Report::add_rate_target(std::string row, std::string label, double limit) {
+  rate_targets_.push_back({std::move(row), std::move(label), limit});
+}
+
+std::optional<Report::Comparison> Report::compare_rate(const RateTarget& t) const {
+  const Row* r = find(t.row);
+  if (r == nullptr || !r->floor) return std::nullopt;
+  const Row* floor = find(*r->floor);
+  if (floor == nullptr || floor->summary.per_s <= 0) return std::nullopt;
+  Comparison c{r, floor->name, r->summary.per_s / floor->summary.per_s, {}};
+  const std::size_t paired = std::min(r->block_per_s.size(), floor->block_per_s.size());
+  for (std::size_t i = 0; i < paired; ++i) {
+    if (floor->block_per_s[i] > 0) c.block_ratios.push_back(r->block_per_s[i] / floor->block_per_s[i]);
+  }
+  return c;
+}
+
 void Report::add_metrics_cost(std::string on, std::string off, std::optional<double> limit) {
   metrics_costs_.push_back({std::move(on), std::move(off), limit});
 }
@@ -139,10 +156,16 @@ const Row* Report::find(const std::string& name) const {
 
 void Report::print_rows(std::FILE* out) const {
   int name_width = 22;  // wider for the "[metrics off]" rows
-  for (const auto& r : rows_) name_width = std::max(name_width, static_cast<int>(r.name.size()));
+  for (const auto& r : rows_) {
+    if (!r.load) name_width = std::max(name_width, static_cast<int>(r.name.size()));
+  }
+  // Calls under load have a table of their own (print_load_rows).
+  const bool only_load = std::all_of(rows_.begin(), rows_.end(), [](const Row& r) { return r.load; });
+  if (only_load) return print_load_rows(out);
   std::fprintf(out, "%-*s %6s %9s %9s %9s %9s %9s %10s  %s\n", name_width, "name", "n", "mean_us",
                "p50_us", "p95_us", "p99_us", "max_us", "per_s", "ratio (p50/floor p50)");
   for (const auto& r : rows_) {
+    if (r.load) continue;
     const auto& s = r.summary;
     std::fprintf(out, "%-*s %6zu %9.1f %9.1f %9.1f %9.1f %9.1f %10.0f  ", name_width,
                  r.name.c_str(), s.n, s.mean_us, s.p50_us, s.p95_us, s.p99_us, s.max_us, s.per_s);
@@ -167,14 +190,61 @@ void Report::print_rows(std::FILE* out) const {
                    r.name.c_str());
     }
   }
+  print_load_rows(out);
+}
+
+void Report::print_load_rows(std::FILE* out) const {
+  const auto first = std::find_if(rows_.begin(), rows_.end(), [](const Row& r) { return r.load; });
+  if (first == rows_.end()) return;
+  const LoadShape& shape = *first->load;
+  std::fprintf(out,
+               "%scalls under load: %zu connections (a client thread each) x %zu calls in flight, "
+               "%.1f s per row; calls/s over the blocks' wall time, latency per call in µs\n",
+               first == rows_.begin() ? "" : "\n", shape.connections, shape.depth, shape.seconds);
+  int width = 22;
+  for (const auto& r : rows_) {
+    if (r.load) width = std::max(width, static_cast<int>(r.name.size()));
+  }
+  std::fprintf(out, "  %-*s %9s %10s %9s %9s %9s  %s\n", width, "name", "calls", "calls/s",
+               "p50_us", "p99_us", "p99.9_us", "calls/s ratio");
+  for (const auto& r : rows_) {
+    if (!r.load) continue;
+    const auto& s = r.summary;
+    std::fprintf(out, "  %-*s %9zu %10.0f %9.1f %9.1f %9.1f  ", width, r.name.c_str(), s.n,
+                 s.per_s, s.p50_us, s.p99_us, s.p999_us);
+    const Row* floor = r.floor ? find(*r.floor) : nullptr;
+    if (floor == nullptr || floor->summary.per_s <= 0) {
+      std::fprintf(out, "-    (no floor measured)\n");
+    } else if (floor == &r) {
+      std::fprintf(out, "1.00 (floor)\n");
+    } else {
+      std::fprintf(out, "%.2f vs %s\n", s.per_s / floor->summary.per_s, floor->name.c_str());
+    }
+  }
 }
 
 void Report::print_targets(std::FILE* out) const {
   const bool kdc_rows = std::any_of(rows_.begin(), rows_.end(), [](const Row& r) {
     return r.kdc_requests_per_session.has_value();
   });
-  if (targets_.empty() && !kdc_rows) return print_floor_warnings(out);
+  if (targets_.empty() && rate_targets_.empty() && !kdc_rows) return print_floor_warnings(out);
   std::fprintf(out, "targets:\n");
+  for (const auto& t : rate_targets_) {
+    const auto c = compare_rate(t);
+    if (!c) {
+      std::fprintf(out, "  %s >= %g: not measured\n", t.label.c_str(), t.limit);
+      continue;
+    }
+    const bool met = c->ratio >= t.limit;
+    std::fprintf(out, "  %s = %.2f %s %g -> %s", t.label.c_str(), c->ratio, met ? ">=" : "<",
+                 t.limit, met ? "met" : "NOT met");
+    if (!c->block_ratios.empty()) {
+      const auto [lo, hi] = std::minmax_element(c->block_ratios.begin(), c->block_ratios.end());
+      std::fprintf(out, "  (per-block ratio: median %.2f, range %.2f-%.2f)",
+                   median(c->block_ratios), *lo, *hi);
+    }
+    std::fprintf(out, "\n");
+  }
   for (const auto& t : targets_) {
     const auto c = compare(t);
     const std::string against = t.reference.empty() ? "floor" : t.reference;
@@ -256,6 +326,7 @@ authrpc::Status Report::write_json(const std::string& path) const {
                     {"p50_us", rounded(s.p50_us)},
                     {"p95_us", rounded(s.p95_us)},
                     {"p99_us", rounded(s.p99_us)},
+                    {"p999_us", rounded(s.p999_us)},
                     {"max_us", rounded(s.max_us)},
                     {"per_s", rounded(s.per_s)},
                     {"floor", or_null(r.floor)},
@@ -265,6 +336,18 @@ authrpc::Status Report::write_json(const std::string& path) const {
                     {"server_connections", r.server_connections ? Json(*r.server_connections)
                                                                 : Json(nullptr)},
                     {"metrics", r.metrics}});
+    if (r.load) {
+      const Row* floor = r.floor ? find(*r.floor) : nullptr;
+      Json block_per_s = Json::array();
+      for (const double v : r.block_per_s) block_per_s.push_back(std::round(v));
+      rows.back()["connections"] = r.load->connections;
+      rows.back()["depth"] = r.load->depth;
+      rows.back()["duration_s"] = r.load->seconds;
+      rows.back()["block_per_s"] = block_per_s;
+      rows.back()["per_s_ratio"] = floor != nullptr && floor->summary.per_s > 0
+                                       ? Json(rounded(s.per_s / floor->summary.per_s))
+                                       : Json(nullptr);
+    }
     if (r.kerberos) {
       rows.back()["kdc_requests_per_session"] =
           r.kdc_requests_per_session ? Json(*r.kdc_requests_per_session) : Json(nullptr);
@@ -278,6 +361,19 @@ authrpc::Status Report::write_json(const std::string& path) const {
                        {"limit", t.limit},
                        {"ratio", c ? Json(rounded(c->ratio)) : Json(nullptr)},
                        {"met", c ? Json(c->ratio <= t.limit) : Json(nullptr)}});
+  }
+  Json rate_targets = Json::array();
+  for (const auto& t : rate_targets_) {
+    const auto c = compare_rate(t);
+    rate_targets.push_back(
+        {{"row", t.row},
+         {"label", t.label},
+         {"floor", c ? Json(c->against) : Json(nullptr)},
+         {"limit", t.limit},
+         {"ratio", c ? Json(rounded(c->ratio)) : Json(nullptr)},
+         {"block_ratio_median",
+          c && !c->block_ratios.empty() ? Json(rounded(median(c->block_ratios))) : Json(nullptr)},
+         {"met", c ? Json(c->ratio >= t.limit) : Json(nullptr)}});
   }
   Json costs = Json::array();
   for (const auto& m : metrics_costs_) {
@@ -300,7 +396,8 @@ authrpc::Status Report::write_json(const std::string& path) const {
          {"limit", m.limit ? Json(*m.limit) : Json(nullptr)},
          {"met", c && m.limit ? Json(c->ratio <= *m.limit) : Json(nullptr)}});
   }
-  const Json doc = {{"rows", rows}, {"targets", targets}, {"metrics_cost", costs},
+  const Json doc = {{"rows", rows}, {"targets", targets}, {"rate_targets", rate_targets},
+                    {"metrics_cost", costs},
                     {"run", run_info_}};
   std::ofstream file(path, std::ios::trunc);
   file << doc.dump(2) << "\n";

@@ -1,10 +1,14 @@
 // Report: the rows a run measured, the targets they are held to, and their
 // two renderings — the text table on stdout and the --json file:
 //   {"rows": [{"name", "method", "transport", "tls", "n", "mean_us", "p50_us",
-//              "p95_us", "p99_us", "max_us", "per_s", "floor", "ratio",
+//              "p95_us", "p99_us", "p999_us", "max_us", "per_s", "floor", "ratio",
 //              "caching", "beats_floor", "server_connections", "metrics"
-//              [, "kdc_requests_per_session"]}, …],
+//              [, "kdc_requests_per_session"]
+//              [, "connections", "depth", "duration_s", "block_per_s",
+//                 "per_s_ratio"]}, …],
 //    "targets": [{"row", "floor", "limit", "ratio", "met"}, …],
+//    "rate_targets": [{"row", "label", "floor", "limit", "ratio",
+//                      "block_ratio_median", "met"}, …],
 //    "metrics_cost": [{"row", "off_row", "p50_on_us", "p50_off_us", "ratio",
 //                      "block_ratio_median", "block_ratios", "limit", "met"}, …],
 //    "run": {"n", "warmup", "blocks", "concurrency", "server", …, and
@@ -22,7 +26,13 @@
 // the row is compared with: its floor, or another row of the same run
 // (kerberos/tcp ≤ 0.6 × kerberos-sasl/tcp). "metrics": whether the row's
 // authrpc client and server counted (false: floors, in-process checks,
-// --metrics off, "[metrics off]" rows). "metrics_cost" (--metrics compare; empty otherwise): each row beside
+// --metrics off, "[metrics off]" rows). Calls under load (call_load.h):
+// rows carry their shape (K "connections", "depth" calls in flight each,
+// "duration_s" of timed blocks), the calls/s of each block and
+// "per_s_ratio", their calls/s over their floor's (1 for a floor, null
+// without one);
+// "rate_targets" hold that ratio to a lower limit (ratio ≥ limit).
+// "metrics_cost" (--metrics compare; empty otherwise): each row beside
 // its "[metrics off]" twin from the same blocks — p50s, their ratio, the
 // median of the per-block ratios — and, for the rows issue 18 holds to it,
 // limit 1.03 and whether it is met (null: no target).
@@ -38,6 +48,13 @@
 #include "authrpc/security/base/result.h"
 
 namespace minibench {
+
+// The shape of a calls-under-load row (call_load.h).
+struct LoadShape {
+  std::size_t connections = 0;  // K, each on a client thread of its own
+  std::size_t depth = 0;        // D calls in flight per connection
+  double seconds = 0;           // the row's timed blocks together
+};
 
 struct Row {
   std::string name;       // "simple/tcp", "floor/tcp", "calls/unix", …
@@ -60,6 +77,9 @@ struct Row {
   // Its authrpc client and server counted into their metrics registries
   // (false: a floor, an in-process check, --metrics off, a "[metrics off]" row).
   bool metrics = false;
+  // Calls under load: K, D and duration, and calls/s of each timed block.
+  std::optional<LoadShape> load;
+  std::vector<double> block_per_s;
 };
 
 // Whether the row beat its floor by more than noise (floor_check.h): then
@@ -81,6 +101,10 @@ class Report {
   // The row named `row` must have p50 ≤ limit × its floor's p50, or with
   // `reference`, ≤ limit × that row's p50.
   void add_target(std::string row, double limit, std::string reference = {});
+  // Calls under load: the row named `row` must make ≥ limit × its floor's
+  // calls/s (per_s). `label` heads its line ("calls c8 d16: calls/s
+  // tcp/floor").
+  void add_rate_target(std::string row, std::string label, double limit);
   // --metrics compare: row `on` beside `off`, its twin measured in the same
   // blocks with nothing counted; with `limit`, on p50 ≤ limit × off p50.
   void add_metrics_cost(std::string on, std::string off, std::optional<double> limit);
@@ -117,6 +141,17 @@ class Report {
   std::optional<Comparison> compare(const Target& target) const;
   const Row* find(const std::string& name) const;
 
+  struct RateTarget {
+    std::string row, label;
+    double limit;
+  };
+  // The row's per_s over its floor's, with the paired blocks' ratios; null
+  // if either is missing.
+  std::optional<Comparison> compare_rate(const RateTarget& target) const;
+  // The calls-under-load table: per row calls, calls/s, p50/p99/p99.9 and
+  // calls/s over the floor's; nothing without such rows.
+  void print_load_rows(std::FILE* out) const;
+
   struct MetricsCost {
     std::string on, off;
     std::optional<double> limit;
@@ -124,6 +159,7 @@ class Report {
 
   std::vector<Row> rows_;
   std::vector<Target> targets_;
+  std::vector<RateTarget> rate_targets_;
   std::vector<MetricsCost> metrics_costs_;
   nlohmann::ordered_json run_info_ = nlohmann::ordered_json::object();
 };

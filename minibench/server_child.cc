@@ -28,6 +28,7 @@
 #include "authrpc/server/token_service.h"
 #include "authrpc/auth/simple.h"
 #include "authrpc/client/client.h"
+#include "minibench/echo_floor.h"
 #include "minibench/floor.h"
 #include "minibench/gss_floor.h"
 #include "minibench/metrics_count.h"
@@ -80,6 +81,7 @@ struct FloorSpec {
   Endpoint endpoint;
   bool gss;
   bool tls = false;
+  bool echo = false;  // an echo floor (echo_floor.h), with `tls` over TLS
 };
 
 // The floor listeners of a child with tag `tag`.
@@ -100,11 +102,16 @@ struct FloorPlan {
   std::vector<FloorSpec> specs;
   std::shared_ptr<const KerberosCredentials> acceptor;  // for the gss floors
   std::shared_ptr<authrpc::security::TlsServerContext> tls;  // for floor/tls
+  // The echo floors' threads when they have their own (empty: `ex`'s).
+  std::vector<asio::any_io_executor> echo_executors;
 
   Status start(const asio::any_io_executor& ex,
                std::vector<std::unique_ptr<FloorServer>>& floors) const {
     for (const auto& spec : specs) {
-      auto floor = spec.tls   ? start_tls_floor_server(ex, spec.endpoint, tls)
+      auto floor = spec.echo ? start_echo_floor_server(
+                                   echo_executors.empty() ? std::vector{ex} : echo_executors,
+                                   spec.endpoint, spec.tls ? tls : nullptr)
+                   : spec.tls ? start_tls_floor_server(ex, spec.endpoint, tls)
                    : spec.gss ? start_gss_floor_server(ex, spec.endpoint, acceptor)
                               : FloorServer::start(ex, spec.endpoint);
       if (!floor.ok()) return floor.status();
@@ -237,7 +244,7 @@ void serve(int fd, const ServerChildOptions& options, const std::function<void()
   }
   if (!simple) server_options.mechanisms.push_back(simple_mechanism);
 
-  FloorPlan floor_plan{floor_specs(tag, options.gss_floor.has_value()), nullptr, nullptr};
+  FloorPlan floor_plan{floor_specs(tag, options.gss_floor.has_value()), nullptr, nullptr, {}};
   if (options.gss_floor) {
     auto acceptor = KerberosCredentials::acceptor(*options.gss_floor);
     if (!acceptor.ok()) fail_child(fd, "floor/gss: " + acceptor.status().message);
@@ -257,6 +264,26 @@ void serve(int fd, const ServerChildOptions& options, const std::function<void()
     server_options.encryption = authrpc::SecurityRequirement::kOptional;  // tcp:// and unix stay plaintext
     server_options.endpoints.push_back(must_parse("tls://127.0.0.1:0"));
     floor_plan.specs.push_back({"floor/tls", must_parse("tcp://127.0.0.1:0"), false, true});
+  }
+  // The echo floors get as many IO threads as the server: with one, the
+  // floors' thread (the server's own by default); with more, threads of
+  // their own, as the server's IO threads each accepting from one socket.
+  std::vector<std::unique_ptr<asio::io_context>> echo_ios;
+  if (options.echo_floors) {
+    floor_plan.specs.push_back(
+        {"echo-floor/tcp", must_parse("tcp://127.0.0.1:0"), false, false, true});
+    floor_plan.specs.push_back(
+        {"echo-floor/unix", must_parse("unix:@" + tag + "-echo-floor"), false, false, true});
+    if (options.tls) {
+      floor_plan.specs.push_back(
+          {"echo-floor/tls", must_parse("tcp://127.0.0.1:0"), false, true, true});
+    }
+    if (options.server_threads > 1) {
+      for (std::size_t i = 0; i < options.server_threads; ++i) {
+        floor_plan.echo_executors.push_back(
+            echo_ios.emplace_back(std::make_unique<asio::io_context>(1))->get_executor());
+      }
+    }
   }
   if (!options.acl_file.empty()) {
     auto authorizer = authrpc::Authorizer::from_file(options.acl_file);
@@ -307,6 +334,14 @@ void serve(int fd, const ServerChildOptions& options, const std::function<void()
     floor_thread = std::thread([&floor_io] {
       auto work = asio::make_work_guard(floor_io);
       floor_io.run();
+    });
+  }
+
+  std::vector<std::thread> echo_threads;  // run until the process exits
+  for (auto& io : echo_ios) {
+    echo_threads.emplace_back([io = io.get()] {
+      auto work = asio::make_work_guard(*io);
+      io->run();
     });
   }
 

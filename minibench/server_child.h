@@ -13,6 +13,9 @@
 //   gss-floor/unix  and on unix:@minibench-<pid>-gss-floor
 //   authrpc/tls     with tls: the same Server on tls://127.0.0.1:0
 //   floor/tls       with tls: a bare TLS echo listener (tls_floor.h)
+//   echo-floor/tcp, echo-floor/unix, with tls echo-floor/tls
+//                   with echo_floors: echo floors for calls under load
+//                   (echo_floor.h), on as many IO threads as the Server
 //   authrpc-nometrics/tcp, authrpc-nometrics/unix
 //                   with nometrics_server: a second authrpc::Server, the
 //                   same but counting nothing, on IO threads of its own
@@ -96,6 +99,10 @@ struct ServerChildOptions {
   // pinning, metrics off — so that the cost of counting is measured in the
   // same process, against the same credentials, in the same run.
   bool nometrics_server = false;
+  // Also the echo floors of calls under load (echo_floor.h): with one
+  // server thread on the floors' thread (see floors_on_server_thread), with
+  // more on server_threads threads of their own.
+  bool echo_floors = false;
 };
 
 class ServerChild {

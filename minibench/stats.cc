@@ -50,6 +50,7 @@ Summary summarize(const Samples& samples) {
   s.p50_us = percentile(us, 0.50);
   s.p95_us = percentile(us, 0.95);
   s.p99_us = percentile(us, 0.99);
+  s.p999_us = percentile(us, 0.999);
   s.max_us = us.back();
   const double wall_s = std::chrono::duration<double>(samples.wall()).count();
   s.per_s = wall_s > 0 ? static_cast<double>(us.size()) / wall_s : 0;

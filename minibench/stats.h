@@ -46,7 +46,7 @@ class Samples {
 
 struct Summary {
   std::size_t n = 0;
-  double mean_us = 0, p50_us = 0, p95_us = 0, p99_us = 0, max_us = 0;
+  double mean_us = 0, p50_us = 0, p95_us = 0, p99_us = 0, p999_us = 0, max_us = 0;
   double per_s = 0;  // iterations per second of wall time (closes included)
 };
 

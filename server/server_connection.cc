@@ -399,8 +399,19 @@ std::optional<ServerConnection::AdmittedCall> ServerConnection::admit_call(
     std::uint32_t call_id, std::string_view service, std::string_view method,
     Clock::time_point deadline) {
   AdmittedCall call{nullptr, {}, {}, call_id, deadline, nullptr};
-  call.method = server_.find_method(service, method, &call.service, &call.method_name);
-  if (metrics_) call.cells = &metrics_->method(call.method);
+  if (last_method_.method != nullptr && service == last_method_.service &&
+      method == last_method_.method_name) {
+    call.method = last_method_.method;
+    call.service = last_method_.service;
+    call.method_name = last_method_.method_name;
+    call.cells = last_method_.cells;
+  } else {
+    call.method = server_.find_method(service, method, &call.service, &call.method_name);
+    if (metrics_) call.cells = &metrics_->method(call.method);
+    if (call.method != nullptr) {
+      last_method_ = {call.method, call.service, call.method_name, call.cells};
+    }
+  }
   if (state_ != State::kServing) {
     respond(call_id, Status(Errc::kUnavailable, "server is shutting down"), deadline, call.cells);
     return std::nullopt;

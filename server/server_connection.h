@@ -154,6 +154,17 @@ class ServerConnection : public std::enable_shared_from_this<ServerConnection>,
   // each id; a cancelled call leaves at CANCEL (its handler keeps the flag).
   std::unordered_map<std::uint32_t, std::shared_ptr<std::atomic<bool>>> cancel_flags_;
   CallRouter streams_;
+  // The method the last admitted call named, as admit_call() found it: a
+  // connection's calls mostly name the same few methods, and two short
+  // compares cost less than the service table's and the metrics' lookups.
+  // The views are the server's table's, which never changes once started.
+  struct FoundMethod {
+    const Service::Method* method = nullptr;
+    std::string_view service;
+    std::string_view method_name;
+    ServerMetrics::Method* cells = nullptr;
+  };
+  FoundMethod last_method_;
   std::shared_ptr<ShmLink> shm_;  // set once the client's SHM_HELLO was accepted
   bool shm_answered_ = false;     // the client's SHM_HELLO was answered (accepted or not)
 };

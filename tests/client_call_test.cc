@@ -13,11 +13,20 @@
 #include <asio/this_coro.hpp>
 #include <asio/use_awaitable.hpp>
 #include <asio/use_future.hpp>
+#include <poll.h>
+#include <sys/ioctl.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
+
 #include <atomic>
+#include <cstddef>
+#include <cstring>
 #include <future>
 #include <chrono>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
 #include <thread>
 #include <vector>
@@ -25,6 +34,7 @@
 #include "authrpc/auth/simple.h"
 #include "authrpc/client/client.h"
 #include "authrpc/rpc/deadline_queue.h"
+#include "authrpc/rpc/messages.h"
 #include "authrpc/rpc/parked_handler.h"
 #include "authrpc/server/server.h"
 #include "authrpc/server/service.h"
@@ -308,6 +318,145 @@ TEST_F(ClientCallTest, AContextDestroyedWithACallWaitingFreesIt) {
   EXPECT_TRUE(waiting);
   EXPECT_FALSE(finished);
   EXPECT_EQ(destroyed, 1);
+}
+
+// A server played with raw frames on a blocking Unix socket (abstract
+// name), every read bounded in time: what the client writes, as it arrives.
+class RawServer {
+ public:
+  explicit RawServer(const std::string& name) {
+    listener_ = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    sockaddr_un addr{};
+    addr.sun_family = AF_UNIX;
+    std::memcpy(addr.sun_path + 1, name.data(), name.size());
+    const auto len = static_cast<socklen_t>(offsetof(sockaddr_un, sun_path) + 1 + name.size());
+    if (::bind(listener_, reinterpret_cast<sockaddr*>(&addr), len) != 0 ||
+        ::listen(listener_, 4) != 0) {
+      ::close(listener_);
+      listener_ = -1;
+    }
+  }
+  ~RawServer() {
+    if (fd_ >= 0) ::close(fd_);
+    if (listener_ >= 0) ::close(listener_);
+  }
+  bool listening() const { return listener_ >= 0; }
+  int fd() const { return fd_; }
+
+  // Accepts the client, reads its preamble and HELLO, answers AUTH_SUCCESS.
+  bool AcceptAndAuthenticate() {
+    pollfd p{listener_, POLLIN, 0};
+    if (::poll(&p, 1, 10'000) != 1) return false;
+    fd_ = ::accept4(listener_, nullptr, nullptr, SOCK_CLOEXEC);
+    std::string preamble;
+    if (fd_ < 0 || !ReadExact(preamble, wire::kPreambleSize)) return false;
+    auto hello = ReadFrame();
+    if (!hello || hello->header.type != wire::FrameType::kHello) return false;
+    std::string out;
+    wire::append_auth_success(out, {wire::kNoFeatures, "", "alice"});
+    return Send(out);
+  }
+
+  struct RawFrame {
+    wire::FrameHeader header;
+    std::string body;
+  };
+  std::optional<RawFrame> ReadFrame() {
+    std::string header;
+    if (!ReadExact(header, wire::kFrameHeaderSize)) return std::nullopt;
+    auto parsed = wire::parse_frame_header(reinterpret_cast<const std::uint8_t*>(header.data()),
+                                           wire::kDefaultMaxFrameSize);
+    if (!parsed.ok()) return std::nullopt;
+    RawFrame f{*parsed, {}};
+    if (!ReadExact(f.body, parsed->body_size())) return std::nullopt;
+    return f;
+  }
+  bool Send(std::string_view bytes) {
+    return ::send(fd_, bytes.data(), bytes.size(), MSG_NOSIGNAL) ==
+           static_cast<ssize_t>(bytes.size());
+  }
+
+ private:
+  bool ReadExact(std::string& out, std::size_t n) {
+    out.clear();
+    while (out.size() < n) {
+      pollfd p{fd_, POLLIN, 0};
+      if (::poll(&p, 1, 10'000) != 1) return false;
+      char buf[512];
+      const ssize_t got = ::recv(fd_, buf, std::min(sizeof buf, n - out.size()), 0);
+      if (got <= 0) return false;
+      out.append(buf, static_cast<std::size_t>(got));
+    }
+    return true;
+  }
+
+  int listener_ = -1;
+  int fd_ = -1;
+};
+
+// Responses that arrive together free their callers' next requests
+// together: the client sends those in one write once it has delivered every
+// response it read — as the server answers a batch of requests — not one
+// write per caller (each a sendmsg, which cost pipelined clients most of
+// their CPU: minibench calls --concurrency K --depth D). With a raw server
+// on a Unix socket (a write is in the peer's queue when it returns): while
+// the woken callers run, none of their new requests has left; then all
+// have, in order.
+TEST(ClientPipeliningTest, RequestsFreedByABatchOfResponsesLeaveTogether) {
+  constexpr int kCallers = 4;
+  const std::string name = "authrpc-client-batch-" + std::to_string(::getpid());
+  RawServer server(name);
+  ASSERT_TRUE(server.listening());
+  ClientOptions options;
+  options.endpoint = *Endpoint::parse("unix:@" + name);
+  options.mechanisms = {std::make_shared<SimpleClientMechanism>("alice")};
+  options.connect_timeout = 10s;
+  options.metrics = nullptr;
+  auto connecting = std::async(std::launch::async, [&] { return Client::connect(options); });
+  ASSERT_TRUE(server.AcceptAndAuthenticate());
+  auto client = connecting.get();
+  ASSERT_OK(client.status());
+
+  // Bytes waiting at the server when each caller was woken by its response.
+  std::vector<int> queued_when_woken(kCallers, -1);
+  auto caller = [&](int i) -> asio::awaitable<Result<std::string>> {
+    auto first = co_await (*client)->async_call("t", "m", "first " + std::to_string(i));
+    if (!first.ok()) co_return first.status();
+    ::ioctl(server.fd(), FIONREAD, &queued_when_woken[i]);
+    co_return co_await (*client)->async_call("t", "m", "second " + std::to_string(i));
+  };
+  std::vector<std::future<Result<std::string>>> calls;
+  for (int i = 0; i < kCallers; ++i) {
+    calls.push_back(asio::co_spawn((*client)->executor(), caller(i), asio::use_future));
+  }
+  std::string responses;
+  for (int i = 0; i < kCallers; ++i) {
+    auto request = server.ReadFrame();
+    ASSERT_TRUE(request);
+    ASSERT_EQ(request->header.type, wire::FrameType::kRequest);
+    wire::append_response(responses, request->header.call_id, 0, "", "one");
+  }
+  ASSERT_TRUE(server.Send(responses));  // one write: the client reads them at once
+
+  std::string answers;
+  std::set<std::string> seconds;
+  for (int i = 0; i < kCallers; ++i) {
+    auto request = server.ReadFrame();
+    ASSERT_TRUE(request);
+    std::string_view payload;
+    ASSERT_OK(wire::parse_request(request->body, payload).status());
+    seconds.insert(std::string(payload));
+    wire::append_response(answers, request->header.call_id, 0, "", "two");
+  }
+  EXPECT_EQ(seconds, (std::set<std::string>{"second 0", "second 1", "second 2", "second 3"}));
+  ASSERT_TRUE(server.Send(answers));
+  for (auto& call : calls) {
+    auto reply = call.get();
+    ASSERT_OK(reply.status());
+    EXPECT_EQ(*reply, "two");
+  }
+  EXPECT_EQ(queued_when_woken, std::vector<int>(kCallers, 0))
+      << "a caller's next request left before the rest of the batch was delivered";
 }
 
 }  // namespace

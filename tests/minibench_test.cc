@@ -575,6 +575,88 @@ TEST(MinibenchTest, MetricsOffCountsNothing) {
   EXPECT_THAT(external.err, HasSubstr("--metrics compare needs the spawned server"));
 }
 
+// calls --concurrency K --depth D: calls under load. Each transport's row
+// beside its echo floor (the same K connections and D in flight on raw
+// sockets), over TLS too unless --tls off; calls/s, p50/p99/p99.9 and the
+// calls/s ratio per row, the calls/s target lines for tcp and unix, and the
+// JSON. With one server thread the echo floors run on the server's IO
+// thread, with more on threads of their own: both ways.
+TEST(MinibenchTest, CallsUnderLoadHaveEchoFloorsAndRateTargets) {
+  struct Case {
+    std::vector<std::string> args;
+    std::set<std::string> transports;  // "tls": the +tls row
+  };
+  const std::vector<Case> cases = {
+      {{"--server-threads", "1"}, {"tcp", "unix", "tls"}},
+      {{"--server-threads", "2", "--tls", "off", "--transport", "unix"}, {"unix"}},
+  };
+  for (const auto& c : cases) {
+    SCOPED_TRACE(c.args[1] + " server thread(s)");
+    TempDir dir;
+    ASSERT_TRUE(dir.ok());
+    const std::string json = dir.file("out.json");
+    std::vector<std::string> args = {"calls", "--concurrency", "2", "--depth", "3", "--duration",
+                                     "0.4", "--blocks", "2", "--json", json, "--quiet"};
+    args.insert(args.end(), c.args.begin(), c.args.end());
+    const RunResult r = run_minibench(dir, args);
+    ASSERT_EQ(r.exit_code, 0) << describe(r);
+    const Json doc = Json::parse(read_file(json), nullptr, false);
+    ASSERT_FALSE(doc.is_discarded()) << describe(r);
+    std::set<std::string> expected;
+    for (const auto& t : c.transports) {
+      expected.insert("floor/" + t + "-echo c2d3");
+      expected.insert(t == "tls" ? "calls+tls/tcp c2d3" : "calls/" + t + " c2d3");
+    }
+    EXPECT_EQ(row_names(doc), expected);
+    std::map<std::string, Json> rows;
+    for (const auto& row : doc.at("rows")) rows[row.at("name").get<std::string>()] = row;
+    for (const auto& [name, row] : rows) {
+      EXPECT_GT(row.at("n").get<double>(), 0) << name;
+      EXPECT_GT(row.at("per_s").get<double>(), 0) << name;
+      EXPECT_GT(row.at("p50_us").get<double>(), 0) << name;
+      EXPECT_GE(row.at("p99_us").get<double>(), row.at("p50_us").get<double>()) << name;
+      EXPECT_GE(row.at("p999_us").get<double>(), row.at("p99_us").get<double>()) << name;
+      EXPECT_EQ(row.at("connections"), 2) << name;
+      EXPECT_EQ(row.at("depth"), 3) << name;
+      EXPECT_DOUBLE_EQ(row.at("duration_s").get<double>(), 0.4) << name;
+      EXPECT_EQ(row.at("block_per_s").size(), 2u) << name;  // one per block: paired
+      EXPECT_EQ(row.at("tls"), name.starts_with("calls+tls/") || name.starts_with("floor/tls-"))
+          << name;
+      if (row.at("method") == "none") {
+        EXPECT_EQ(row.at("per_s_ratio"), 1.0) << name;  // a floor is its own
+        continue;
+      }
+      EXPECT_EQ(row.at("method"), "simple") << name;
+      const std::string floor = row.at("floor");
+      ASSERT_TRUE(rows.contains(floor)) << name << " is compared with " << floor;
+      EXPECT_NEAR(row.at("per_s_ratio").get<double>(),
+                  row.at("per_s").get<double>() / rows.at(floor).at("per_s").get<double>(), 0.01)
+          << name;
+    }
+    // The calls/s targets: tcp and unix, each against its own floor.
+    std::set<std::string> targeted;
+    for (const auto& t : doc.at("rate_targets")) {
+      const std::string row = t.at("row");
+      targeted.insert(row);
+      EXPECT_DOUBLE_EQ(t.at("limit").get<double>(), 0.8) << row;
+      EXPECT_EQ(t.at("floor"), rows.at(row).at("floor")) << row;
+      EXPECT_EQ(t.at("met").get<bool>(), t.at("ratio").get<double>() >= 0.8) << row;
+    }
+    std::set<std::string> plaintext;
+    for (const auto& t : c.transports) {
+      if (t == "tls") continue;
+      plaintext.insert("calls/" + t + " c2d3");
+      EXPECT_THAT(r.out, ::testing::ContainsRegex("calls c2 d3: calls/s " + t +
+                                                  "/floor = [0-9.]+ (>=|<) 0.8 -> (met|NOT met)"));
+    }
+    EXPECT_EQ(targeted, plaintext);
+    EXPECT_THAT(r.out, HasSubstr("calls under load: 2 connections (a client thread each) x 3 "
+                                 "calls in flight"));
+    EXPECT_EQ(doc.at("run").at("concurrency"), 2);
+    EXPECT_EQ(doc.at("run").at("depth"), 3);
+  }
+}
+
 TEST(MinibenchTest, RefusesBadOptions) {
   TempDir dir;
   ASSERT_TRUE(dir.ok());
@@ -588,6 +670,9 @@ TEST(MinibenchTest, RefusesBadOptions) {
       // A bearer secret travels over TLS only; calls run over plaintext.
       {"sessions", "--method", "jwt", "--tls", "off"},
       {"calls", "--method", "jwt"},
+      {"calls", "--depth", "0"},
+      {"calls", "--duration", "0"},
+      {"calls", "--duration", "soon"},
       // Only the server minibench spawns trusts the tokens it issues.
       {"sessions", "--method", "jwt", "--server", "tls://127.0.0.1:1", "--ca", "ca.pem"},
   };
@@ -598,7 +683,8 @@ TEST(MinibenchTest, RefusesBadOptions) {
   const RunResult help = run_minibench(dir, {"--help"});
   EXPECT_EQ(help.exit_code, 0);
   for (const char* option :
-       {"--tls", "--concurrency", "--plot", "--token-file", "--ca", "--metrics on|off|compare"}) {
+       {"--tls", "--concurrency", "--depth", "--duration", "--plot", "--token-file", "--ca",
+        "--metrics on|off|compare"}) {
     EXPECT_THAT(help.out, HasSubstr(option));
   }
 }

@@ -132,6 +132,34 @@ TEST_P(ServerDispatchTest, AThrowingHandlerFailsItsCallAlone) {
   EXPECT_EQ(server_->stats().protocol_errors, 0u);
 }
 
+// Calls naming different methods, and unknown ones, in turn on one
+// connection each reach their own handler (the connection remembers the
+// last method it found: ServerConnection::admit_call).
+TEST_F(ServerDispatchTest, CallsInTurnOnOneConnectionReachTheirOwnMethods) {
+  const struct {
+    const char* service;
+    const char* method;
+    Errc code;
+  } calls[] = {
+      {"dispatch", "echo", Errc::kOk},       {"dispatch", "echo", Errc::kOk},
+      {"dispatch", "inline_std", Errc::kInternal}, {"dispatch", "echo", Errc::kOk},
+      {"dispatch", "no_such", Errc::kNotFound},    {"dispatch", "echo", Errc::kOk},
+      {"sys", "echo", Errc::kOk},            {"dispatc", "echo", Errc::kNotFound},
+      {"dispatch", "ech", Errc::kNotFound},  {"dispatch", "echo", Errc::kOk},
+  };
+  int n = 0;
+  for (const auto& c : calls) {
+    const std::string request = "call " + std::to_string(n++);
+    auto r = client_->call(c.service, c.method, request, {10s});
+    if (c.code == Errc::kOk) {
+      ASSERT_TRUE(r.ok()) << c.service << "." << c.method << ": " << Describe(r);
+      EXPECT_EQ(*r, request) << c.service << "." << c.method;
+    } else {
+      EXPECT_EQ(r.status().code, c.code) << c.service << "." << c.method << ": " << Describe(r);
+    }
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(
     Table, ServerDispatchTest,
     ::testing::Values(
