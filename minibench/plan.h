@@ -68,6 +68,9 @@ struct MethodPlan {
   // rows are skipped with a note rather than ending the run.
   bool optional = false;
   std::optional<double> target;  // session p50 ≤ target × floor p50
+  // With --concurrency K > 1: sessions/s ≥ rate_target × the floor's
+  // sessions/s (issue 21: CPU per session under load).
+  std::optional<double> rate_target;
 };
 
 // The TLS server and floor of a run (the +tls rows and floor/tls).

@@ -226,8 +226,14 @@ asio::awaitable<Status> run_floor_group(asio::any_io_executor ex, const BenchPla
       const bool held = target.transport == "tcp" && (m.name == "simple" || m.name == "kerberos");
       report.add_metrics_cost(on, rows[i].name,
                               held ? std::optional<double>(kMetricsCostTarget) : std::nullopt);
-    } else if (m.target) {
-      report.add_target(rows[i].name, *m.target);
+    } else {
+      if (m.target) report.add_target(rows[i].name, *m.target);
+      if (m.rate_target && floor && plan.concurrency > 1) {
+        report.add_rate_target(rows[i].name,
+                               "sessions c" + std::to_string(plan.concurrency) + ": sessions/s " +
+                                   rows[i].name + " / " + floor->name,
+                               *m.rate_target);
+      }
     }
   }
   co_return Status();

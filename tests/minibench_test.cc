@@ -399,6 +399,22 @@ TEST(MinibenchTest, ConcurrencyRunsEverySessionOnItsOwnConnection) {
   }
   EXPECT_EQ(doc.at("run").at("concurrency"), 4);
   EXPECT_THAT(r.out, HasSubstr("No security"));
+  // Sessions/s held to the floor's (issue 21): a line and a JSON entry per
+  // row with a rate target, each with the ratio of the two rows' per_s.
+  EXPECT_THAT(r.out, HasSubstr("sessions c4: sessions/s simple/tcp / floor/tcp = "));
+  EXPECT_THAT(r.out, HasSubstr("sessions c4: sessions/s kerberos/unix / floor/gss-unix = "));
+  std::map<std::string, double> per_s;
+  for (const auto& row : doc.at("rows")) per_s[row.at("name")] = row.at("per_s").get<double>();
+  std::set<std::string> held;
+  for (const auto& t : doc.at("rate_targets")) {
+    held.insert(t.at("row").get<std::string>());
+    const double expected = per_s.at(t.at("row")) / per_s.at(t.at("floor"));
+    EXPECT_NEAR(t.at("ratio").get<double>(), expected, 0.01 * expected + 0.001) << t.at("row");
+    EXPECT_EQ(t.at("limit").get<double>(), t.at("row").get<std::string>().starts_with("simple")
+                                               ? 0.9 : 0.95) << t.at("row");
+  }
+  EXPECT_EQ(held, (std::set<std::string>{"simple/tcp", "simple/unix", "kerberos/tcp",
+                                         "kerberos/unix"}));
 }
 
 // --tls on: only the TLS rows (and floor/tls).
