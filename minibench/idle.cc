@@ -61,7 +61,7 @@ const char* const kIdleHelp = R"(  idle [--connections N] [--method simple,token
              source addresses 127.0.0.2... (ClientOptions::local_address),
              round robin, so that no address needs more than its ~28,000
              ephemeral ports. The server (a child process, K IO threads,
-             default 1) closes connections idle for T ms (default 5000); the
+             default 1) closes connections idle for T ms (default 10000); the
              clients send a keepalive PING after K ms with nothing sent
              (default T / 3; ClientOptions::keepalive). Once every connection
              is open, minibench waits until the last opened has been idle for
@@ -109,7 +109,7 @@ struct IdleArgs {
   bool methods_given = false;
   std::string transport = "tcp";
   std::size_t addresses = 4;
-  std::chrono::milliseconds idle_timeout{5000};
+  std::chrono::milliseconds idle_timeout{10000};
   std::optional<std::chrono::milliseconds> keepalive;
   std::size_t n = 1000;
   std::size_t warmup = 100;
