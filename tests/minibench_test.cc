@@ -576,7 +576,7 @@ TEST(MinibenchTest, MetricsOffCountsNothing) {
 }
 
 // minibench idle in a quick form: 200 connections (simple and token, from 4
-// source addresses) held past a 600 ms idle timeout on 200 ms keepalives,
+// source addresses) held past a 1 s idle timeout on 200 ms keepalives,
 // with every row, memory line and target line in the output and the JSON.
 TEST(MinibenchTest, IdleHoldsConnectionsPastTheIdleTimeoutAndReportsMemory) {
   std::string missing;
@@ -584,7 +584,7 @@ TEST(MinibenchTest, IdleHoldsConnectionsPastTheIdleTimeoutAndReportsMemory) {
   TempDir dir;
   ASSERT_TRUE(dir.ok());
   const std::string json = dir.file("idle.json");
-  std::vector<std::string> args = {"idle", "--connections", "200", "--idle-timeout-ms", "600",
+  std::vector<std::string> args = {"idle", "--connections", "200", "--idle-timeout-ms", "1000",
                                    "--keepalive-ms", "200", "-n", "20", "--warmup", "2",
                                    "--blocks", "2", "--json", json, "--quiet"};
   if (!token) args.insert(args.end(), {"--method", "simple"});
