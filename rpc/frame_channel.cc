@@ -27,21 +27,22 @@ FrameChannel::FrameChannel(std::unique_ptr<ByteStream> byte_stream, std::size_t 
 
 FrameChannel::~FrameChannel() { close(); }
 
-asio::awaitable<std::error_code> FrameChannel::fill(std::size_t need) {
-  if (in_begin_ == in_end_) {
-    // Nothing buffered. If what came since the buffer was last empty fitted
-    // the inline buffer, wait in it: a connection that waits for its next
-    // frame (an idle one most of all) holds no heap buffer, and small
-    // frames (a call, a PING) never take one (docs/DESIGN.md, "What an idle
-    // connection costs").
-    in_begin_ = in_end_ = 0;
-    if (in_heap_ && burst_ <= kInlineReadBuffer) {
-      in_heap_.reset();
-      in_ = in_inline_;
-      in_capacity_ = kInlineReadBuffer;
-    }
-    burst_ = 0;
+void FrameChannel::start_burst() noexcept {
+  // If what came since the buffer was last empty fitted the inline buffer,
+  // wait in it: a connection that waits for its next frame (an idle one most
+  // of all) holds no heap buffer, and small frames (a call, a PING) never
+  // take one (docs/DESIGN.md, "What an idle connection costs").
+  in_begin_ = in_end_ = 0;
+  if (in_heap_ && burst_ <= kInlineReadBuffer) {
+    in_heap_.reset();
+    in_ = in_inline_;
+    in_capacity_ = kInlineReadBuffer;
   }
+  burst_ = 0;
+}
+
+asio::awaitable<std::error_code> FrameChannel::fill(std::size_t need) {
+  if (in_begin_ == in_end_) start_burst();
   while (in_end_ - in_begin_ < need) {
     if (in_capacity_ - in_begin_ < need || (in_end_ == in_capacity_ && in_capacity_ < kSteadyReadBuffer)) {
       // Compact, into a larger buffer if the frame does not fit or a smaller
@@ -135,6 +136,18 @@ asio::awaitable<Result<Frame>> FrameChannel::read_frame() {
   // probably waiting for it, and a read now would only find nothing.
   if (writer_deferred_ && in_end_ - in_begin_ < wire::kFrameHeaderSize) {
     co_await asio::post(byte_stream_->executor(), asio::use_awaitable);
+  }
+  if (in_begin_ == in_end_) {
+    // Nothing buffered, the usual wait (and an idle connection's): read
+    // here rather than in fill(), whose coroutine frame every connection
+    // would hold while it waits.
+    start_burst();
+    std::error_code ec;
+    const std::size_t n = co_await byte_stream_->read_some(asio::buffer(in_, in_capacity_), ec);
+    if (ec) co_return closed_status(ec);
+    in_end_ = n;
+    burst_ = n;
+    bytes_received_ += n;
   }
   if (in_end_ - in_begin_ < wire::kFrameHeaderSize) {
     if (auto ec = co_await fill(wire::kFrameHeaderSize)) co_return closed_status(ec);

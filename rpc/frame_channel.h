@@ -136,6 +136,9 @@ class FrameChannel final : public std::enable_shared_from_this<FrameChannel>,
   void write_done(std::error_code ec) override;
   void finish_writer();
   asio::awaitable<std::error_code> fill(std::size_t need);
+  // Nothing is buffered: back to the inline buffer if the last burst of
+  // input fitted it (see in_).
+  void start_burst() noexcept;
 
   // Bytes sent from outside the out buffer (append_payload/view/file).
   struct Segment {
