@@ -80,9 +80,11 @@ const char* const kIdleHelp = R"(  idle [--connections N] [--method simple,token
              socket structures and buffers are not in RSS (the TCP buffer
              pages of /proc/net/sockstat are shown beside it, system-wide).
              This process's RSS per connection is shown too (the clients).
-             The idle connections' client thread runs at nice 19 (they
-             stand for clients on other machines); the measured client has a
-             thread of its own.
+             The idle connections have a client thread of their own, the
+             measured client another (on 2 CPUs they share them with the
+             server: a loaded machine moves the p99s, and one that starves
+             the idle connections' thread of CPU for longer than the idle
+             timeout less 2 keepalives loses connections, exit status 1).
              Descriptors: minibench raises its soft RLIMIT_NOFILE to the hard
              limit (the server child inherits it); each side holds one
              descriptor per connection, so N is at most the hard limit less a
@@ -524,12 +526,6 @@ int run_idle(int argc, char** argv) {
   authrpc::ClientRuntime measuring_runtime(1);
   asio::io_context& holder = holder_runtime.next_context();
   asio::io_context& measuring = measuring_runtime.next_context();
-  // The idle connections stand for clients on other machines: their thread
-  // (keepalives, PONGs) runs at the lowest priority, so that on a machine of
-  // 2 CPUs it does not preempt the measured client or the server.
-  const bool holder_niced = run_on(holder, []() -> asio::awaitable<bool> {
-    co_return ::setpriority(PRIO_PROCESS, static_cast<id_t>(::gettid()), 19) == 0;
-  }());
 
   std::vector<LatencyRow> rows;
   for (const auto& method : args.methods) {
@@ -569,9 +565,7 @@ int run_idle(int argc, char** argv) {
               static_cast<long long>(args.idle_timeout.count()),
               static_cast<long long>(keepalive.count()), args.window, args.n, args.warmup,
               args.blocks);
-  std::printf("minibench idle: the idle connections' client thread runs at %s; the measured "
-              "client has a thread of its own\n",
-              holder_niced ? "nice 19" : "normal priority (setpriority failed)");
+
   std::fflush(stdout);
 
   // 1. Quiet, before the idle connections; then the memory they start from.
