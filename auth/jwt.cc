@@ -169,8 +169,6 @@ class JwtServer final : public ServerMechanism, public std::enable_shared_from_t
     Identity id;
     id.user = v.principal;
     id.principal = v.principal;
-    id.mechanism = std::string(kJwtMechanism);
-    id.peer_address = channel.peer_address;
     id.groups = v.groups;
     if (!config_.session_outlives_token) id.expires = v.expires;
     id.attributes.emplace("jwt.issuer", v.issuer);

@@ -63,7 +63,9 @@ struct ServerStep {
   enum class Kind { kChallenge, kSuccess, kFailure };
   Kind kind = Kind::kFailure;
   std::string message;  // challenge, or final message on success (may be empty)
-  Identity identity;  // on success
+  // On success. The negotiation fills in its mechanism, mechanism_traits
+  // and peer_address (negotiate_server): a session sets the rest.
+  Identity identity;
   Status error;       // on failure; its message reaches the client: no secrets
 
   static ServerStep challenge(std::string message) {

@@ -46,7 +46,7 @@ Status client_gave_up(const Frame& frame) {
                 "the client gave up: " + body->message);
 }
 
-Result<Identity> fail(FrameChannel& channel, Status status) {
+Status fail(FrameChannel& channel, Status status) {
   wire::append_error(channel.out(), static_cast<std::uint16_t>(to_wire_errc(status.code)),
                      status.message);
   return status;
@@ -60,9 +60,9 @@ std::string offered(const std::vector<std::shared_ptr<ServerMechanism>>& mechani
 
 }  // namespace
 
-asio::awaitable<Result<Identity>> negotiate_server(
+asio::awaitable<Status> negotiate_server(
     FrameChannel& channel, const std::vector<std::shared_ptr<ServerMechanism>>& mechanisms,
-    const ChannelInfo& info, ServerNegotiationHooks* hooks,
+    const ChannelInfo& info, Identity& identity, ServerNegotiationHooks* hooks,
     std::unique_ptr<ServerAuthSession>* spent) {
   bool refused_once = false;
   ServerMechanism* mechanism = nullptr;
@@ -137,13 +137,14 @@ asio::awaitable<Result<Identity>> negotiate_server(
   }
   if (step.kind == ServerStep::Kind::kFailure) co_return fail(channel, step.error);
 
-  step.identity.mechanism = std::string(mechanism->name());
-  step.identity.mechanism_traits = traits;
-  step.identity.peer_address = info.peer_address;
+  Identity& id = step.identity;
+  id.mechanism = mechanism->name();
+  id.mechanism_traits = traits;
+  id.peer_address = info.peer_address;
   std::uint32_t features = wire::kFeatureStreams;
   if (channel.byte_stream().native_unix_handle() >= 0) features |= wire::kFeatureShm;
   if (hooks != nullptr && hooks->authorize) {
-    if (Status s = hooks->authorize(step.identity, do_as); !s.ok()) {
+    if (Status s = hooks->authorize(id, do_as); !s.ok()) {
       hooks->refused_by_authorize = true;
       co_return fail(channel, std::move(s));
     }
@@ -152,15 +153,16 @@ asio::awaitable<Result<Identity>> negotiate_server(
     // Acting as oneself is not impersonation: allowed with or without proxy
     // rules, as an ACL file's server allows it (docs/AUTHZ.md). Without one
     // no principal mapping runs, so "oneself" is the user AUTH_SUCCESS names.
-    if (do_as != step.identity.user) {
+    if (do_as != id.user) {
       co_return fail(channel, {Errc::kPermissionDenied,
                                "this server does not allow acting as another user"});
     }
     features |= wire::kFeatureDoAs;
   }
-  wire::append_auth_success(channel.out(), {features, step.message, step.identity.user});
+  wire::append_auth_success(channel.out(), {features, step.message, id.user});
   if (spent != nullptr) *spent = std::move(session);
-  co_return std::move(step.identity);
+  identity = std::move(id);
+  co_return Status();
 }
 
 }  // namespace authrpc

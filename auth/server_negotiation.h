@@ -41,9 +41,12 @@ struct ServerNegotiationHooks {
   bool refused_by_authorize = false;  // out: failure came from `authorize`
 };
 
-asio::awaitable<Result<Identity>> negotiate_server(
+// On success `identity` (the caller's, e.g. the connection's own: an
+// Identity is a dozen strings, not moved through the coroutines' results)
+// holds who the client is; on failure it is left as it was.
+asio::awaitable<Status> negotiate_server(
     FrameChannel& channel, const std::vector<std::shared_ptr<ServerMechanism>>& mechanisms,
-    const ChannelInfo& info, ServerNegotiationHooks* hooks = nullptr,
+    const ChannelInfo& info, Identity& identity, ServerNegotiationHooks* hooks = nullptr,
     std::unique_ptr<ServerAuthSession>* spent = nullptr);
 
 }  // namespace authrpc

@@ -14,8 +14,6 @@ namespace {
 
 class SimpleServerSession final : public ServerAuthSession {
  public:
-  explicit SimpleServerSession(const ChannelInfo& channel) : peer_(channel.peer_address) {}
-
   asio::awaitable<ServerStep> step(std::string_view client_message) override {
     if (auto refused = check_simple_user_name(client_message); !refused.ok()) {
       co_return ServerStep::failure({Errc::kAuthenticationFailed, "simple: " + refused.message});
@@ -23,13 +21,8 @@ class SimpleServerSession final : public ServerAuthSession {
     Identity id;
     id.user = std::string(client_message);
     id.principal = id.user;
-    id.mechanism = std::string(kSimpleMechanism);
-    id.peer_address = peer_;
     co_return ServerStep::success(std::move(id));
   }
-
- private:
-  std::string peer_;
 };
 
 class SimpleClientSession final : public ClientAuthSession {
@@ -55,8 +48,8 @@ class SimpleClientSession final : public ClientAuthSession {
 
 }  // namespace
 
-std::unique_ptr<ServerAuthSession> SimpleServerMechanism::start(const ChannelInfo& channel) {
-  return std::make_unique<SimpleServerSession>(channel);
+std::unique_ptr<ServerAuthSession> SimpleServerMechanism::start(const ChannelInfo&) {
+  return std::make_unique<SimpleServerSession>();
 }
 
 SimpleClientMechanism::SimpleClientMechanism(std::string user)

@@ -280,7 +280,7 @@ class TokenServerSession final : public ServerAuthSession {
  public:
   TokenServerSession(TokenServerMechanism& mechanism, const ChannelInfo& channel)
       : mechanism_(mechanism), channel_binding_(channel.channel_binding),
-        peer_(channel.peer_address), one_message_(one_message_allowed(channel)) {}
+        one_message_(one_message_allowed(channel)) {}
 
   asio::awaitable<ServerStep> step(std::string_view client_message) override {
     if (challenged_) co_return respond(client_message);
@@ -407,15 +407,12 @@ class TokenServerSession final : public ServerAuthSession {
     if (auto at = id.principal.rfind('@'); at != std::string::npos) {
       id.realm = id.principal.substr(at + 1);
     }
-    id.mechanism = std::string(kTokenMechanism);
-    id.peer_address = peer_;
     if (!secret.identifier.real_user.empty()) id.real_user = secret.identifier.real_user;
     return id;
   }
 
   TokenServerMechanism& mechanism_;
   std::string channel_binding_;
-  std::string peer_;
   const bool one_message_;
   // Between AUTH_CHALLENGE and AUTH_RESPONSE (version 2).
   bool challenged_ = false;

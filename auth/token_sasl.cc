@@ -147,10 +147,10 @@ Status prefixed(std::string_view name, const Status& s) {
 class TokenSaslServerSession final : public ServerAuthSession {
  public:
   TokenSaslServerSession(std::string name, std::string cyrus, TokenSaslServerOptions options,
-                         std::shared_ptr<const security::SecretManager> secrets, std::string peer,
+                         std::shared_ptr<const security::SecretManager> secrets,
                          std::shared_ptr<ScramVerifierCache> scram)
       : name_(std::move(name)), cyrus_(std::move(cyrus)), options_(std::move(options)),
-        peer_(std::move(peer)), scram_(std::move(scram)) {
+        scram_(std::move(scram)) {
     context_.secrets = std::move(secrets);
     context_.scram = scram_.get();
   }
@@ -193,8 +193,6 @@ class TokenSaslServerSession final : public ServerAuthSession {
     if (auto at = id.principal.rfind('@'); at != std::string::npos) {
       id.realm = id.principal.substr(at + 1);
     }
-    id.mechanism = name_;
-    id.peer_address = peer_;
     if (!token.real_user.empty()) id.real_user = token.real_user;
     return ServerStep::success(std::move(id), std::move(out->message));
   }
@@ -214,7 +212,6 @@ class TokenSaslServerSession final : public ServerAuthSession {
   std::string name_;
   std::string cyrus_;
   TokenSaslServerOptions options_;
-  std::string peer_;
   std::shared_ptr<ScramVerifierCache> scram_;  // token-scram only; shared by the mechanism's sessions
   LookupContext context_;
   std::unique_ptr<sasl::ServerSession> sasl_;  // after context_: disposed first
@@ -300,9 +297,9 @@ TokenSaslServerMechanism::TokenSaslServerMechanism(
   }
 }
 
-std::unique_ptr<ServerAuthSession> TokenSaslServerMechanism::start(const ChannelInfo& channel) {
+std::unique_ptr<ServerAuthSession> TokenSaslServerMechanism::start(const ChannelInfo&) {
   return std::make_unique<TokenSaslServerSession>(name_, cyrus_mechanism_, options_, secrets_,
-                                                  channel.peer_address, scram_cache_);
+                                                  scram_cache_);
 }
 
 TokenSaslClientMechanism::TokenSaslClientMechanism(std::string_view mechanism,

@@ -12,7 +12,7 @@ namespace {
 class X509ServerSession final : public ServerAuthSession {
  public:
   X509ServerSession(const ChannelInfo& channel, security::X509UserFrom rule)
-      : certificate_(channel.peer_certificate), peer_(channel.peer_address), rule_(rule) {}
+      : certificate_(channel.peer_certificate), rule_(rule) {}
 
   asio::awaitable<ServerStep> step(std::string_view) override {
     if (certificate_.empty()) {
@@ -29,14 +29,11 @@ class X509ServerSession final : public ServerAuthSession {
     Identity id;
     id.user = std::move(mapped->user);
     id.principal = std::move(mapped->subject);
-    id.mechanism = std::string(kX509Mechanism);
-    id.peer_address = peer_;
     co_return ServerStep::success(std::move(id));
   }
 
  private:
   std::string certificate_;
-  std::string peer_;
   security::X509UserFrom rule_;
 };
 

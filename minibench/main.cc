@@ -162,6 +162,10 @@ options:
   --in-process        run the server on threads of this process instead of a
                       child process (shares the allocator and CPU accounting
                       with the client: for comparison only)
+  --floors on|off     off: the bare and GSSAPI floors are not measured (no
+                      ratios or targets for the plaintext rows): for
+                      profiling, when only the rows' own work should be
+                      counted (scripts/session_cost.sh)
   --floor-thread T    where the spawned floor listeners run: "server" (default:
                       on the authrpc server's IO thread, so both are placed
                       alike by the scheduler) or "own" (a thread of their own)
@@ -255,6 +259,7 @@ struct Args {
   std::string server;
   std::string floor_server;
   bool floors_on_server_thread = true;
+  bool floors = true;  // --floors off: session rows without their floors
   int server_cpu = -1;
   int client_cpu = -1;
   std::string json;
@@ -461,6 +466,9 @@ int parse_args(int argc, char** argv, Args& args) {
       args.server = v;
     } else if (arg == "--floor-server") {
       args.floor_server = v;
+    } else if (arg == "--floors") {
+      if (v != "on" && v != "off") return usage_error("--floors: on or off");
+      args.floors = v == "on";
     } else if (arg == "--floor-thread") {
       if (v != "server" && v != "own") return usage_error("--floor-thread: server or own");
       args.floors_on_server_thread = v == "server";
@@ -596,12 +604,13 @@ authrpc::Result<std::vector<TransportServers>> servers_for(const Args& args,
     if (args.transport != "all" && args.transport != transport) continue;
     TransportServers t{transport, child->endpoints().at("authrpc/" + transport),
                        child->endpoints().at("floor/" + transport), std::nullopt};
+    if (!args.floors) t.floor.reset();
     if (const auto twin = child->endpoints().find("authrpc-nometrics/" + transport);
         twin != child->endpoints().end()) {
       t.authrpc_nometrics = twin->second;
     }
     if (const auto gss = child->endpoints().find("gss-floor/" + transport);
-        gss != child->endpoints().end()) {
+        gss != child->endpoints().end() && args.floors) {
       t.gss_floor = gss->second;
     }
     servers.push_back(std::move(t));

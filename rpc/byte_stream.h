@@ -99,7 +99,9 @@ class ByteStream {
   // Idempotent.
   virtual void close() noexcept = 0;
   // "127.0.0.1:51234", "[::1]:51234" or "unix:<path>" (or "unix" if unnamed).
-  virtual std::string peer_address() const = 0;
+  // Fixed for the stream's life (a reference, not a copy: it is read on
+  // every accepted connection).
+  virtual const std::string& peer_address() const = 0;
   virtual Endpoint::Scheme scheme() const noexcept = 0;
   virtual const asio::any_io_executor& executor() const noexcept = 0;
   // TLS parameters once the handshake is done; null for plaintext streams.

@@ -18,6 +18,7 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/uio.h>
+#include <sys/un.h>
 #include <unistd.h>
 
 #include "authrpc/rpc/deadline_queue.h"
@@ -270,7 +271,7 @@ class SocketStream final : public ByteStream {
     socket_.close(ignored);
   }
 
-  std::string peer_address() const override { return peer_; }
+  const std::string& peer_address() const override { return peer_; }
 
   Endpoint::Scheme scheme() const noexcept override {
     return std::is_same_v<Protocol, Tcp> ? Endpoint::Scheme::kTcp : Endpoint::Scheme::kUnix;
@@ -431,7 +432,11 @@ template <typename Protocol>
 class SocketListener final : public Listener {
  public:
   SocketListener(typename Protocol::acceptor acceptor, Endpoint bound, bool owns_path)
-      : acceptor_(std::move(acceptor)), bound_(std::move(bound)), owns_path_(owns_path) {}
+      : acceptor_(std::move(acceptor)), bound_(std::move(bound)), owns_path_(owns_path) {
+    // Unix peers are unnamed: each is named by where it came in, formatted
+    // once rather than per accepted connection.
+    if constexpr (!std::is_same_v<Protocol, Tcp>) unix_peer_name_ = bound_.to_string();
+  }
 
   ~SocketListener() override { close(); }
 
@@ -445,7 +450,7 @@ class SocketListener final : public Listener {
       socket.set_option(Tcp::no_delay(true), ec);
       peer_name = format_tcp_peer(peer);
     } else {
-      peer_name = bound_.to_string();  // Unix peers are unnamed: say where they came in
+      peer_name = unix_peer_name_;
     }
     co_return std::unique_ptr<ByteStream>(new SocketStream<Protocol>(std::move(socket), std::move(peer_name), false));
   }
@@ -477,6 +482,7 @@ class SocketListener final : public Listener {
  private:
   typename Protocol::acceptor acceptor_;
   Endpoint bound_;
+  std::string unix_peer_name_;  // what an accepted Unix peer is called
   bool owns_path_;
 };
 
@@ -610,7 +616,15 @@ class UnixTransport final : public Transport {
  private:
   static Local::endpoint native(const Endpoint& endpoint) {
     if (endpoint.path.starts_with("@")) {
-      return Local::endpoint(std::string(1, '\0') + endpoint.path.substr(1));
+      // Abstract: a NUL, then the name. Built on the stack — a client
+      // connects per session (two string allocations before); one too long
+      // for sun_path goes the long way, for asio's name_too_long.
+      char name[sizeof(sockaddr_un::sun_path)];
+      const std::size_t n = endpoint.path.size();
+      if (n > sizeof name) return Local::endpoint(std::string(1, '\0') + endpoint.path.substr(1));
+      name[0] = '\0';
+      std::memcpy(name + 1, endpoint.path.data() + 1, n - 1);
+      return Local::endpoint(asio::string_view(name, n));
     }
     return Local::endpoint(endpoint.path);
   }

@@ -60,7 +60,7 @@ class FirstByteStream final : public ByteStream {
   void close() noexcept override {
     if (tcp_) tcp_->close();  // ends a pending open()
   }
-  std::string peer_address() const override { return peer_; }
+  const std::string& peer_address() const override { return peer_; }
   Endpoint::Scheme scheme() const noexcept override { return Endpoint::Scheme::kTls; }
   const asio::any_io_executor& executor() const noexcept override { return executor_; }
 

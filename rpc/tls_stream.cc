@@ -180,7 +180,7 @@ class TlsStream final : public ByteStream {
     socket_.close(ignored);
   }
 
-  std::string peer_address() const override { return peer_; }
+  const std::string& peer_address() const override { return peer_; }
   Endpoint::Scheme scheme() const noexcept override { return Endpoint::Scheme::kTls; }
   const asio::any_io_executor& executor() const noexcept override { return executor_; }
   const TlsInfo* tls() const noexcept override { return handshake_done_ ? &info_ : nullptr; }

@@ -256,14 +256,14 @@ asio::awaitable<void> accept_loop(Server::Impl& server, Reactor& reactor, Listen
       ++server.connections_active;
       if (admission.shed) shed(server, *admission.shed);
     }
-    reactor.connections.insert(connection);
+    reactor.connections.insert(*connection);
     // The connection's own coroutine, ended by a handler (not a coroutine
     // wrapping it: one frame fewer per connection).
     const bool counted = refuse.ok();
     asio::co_spawn(reactor.io, connection->run(std::move(refuse)),
                    [&server, &reactor, connection, counted](const std::exception_ptr&) {
                      connection->count_close();
-                     reactor.connections.erase(connection);
+                     reactor.connections.erase(*connection);
                      if (!counted) return;
                      connection->leave_budget();
                      if (--server.connections_active == 0) {
@@ -291,7 +291,7 @@ asio::awaitable<void> sweep_loop(Reactor& reactor, std::chrono::milliseconds int
     const auto now = std::chrono::steady_clock::now();
     // on_tick may end a connection, which erases it from the set later (on
     // its own coroutine), never during this loop.
-    for (const auto& connection : reactor.connections) connection->on_tick(now);
+    reactor.connections.for_each([now](ServerConnection& c) { c.on_tick(now); });
   }
 }
 
@@ -457,7 +457,7 @@ void Server::stop() {
   };
   each_reactor([](Reactor& r) {
     for (auto& l : r.listeners) l->close();
-    for (auto& c : r.connections) c->go_away();
+    r.connections.for_each([](ServerConnection& c) { c.go_away(); });
   });
   {
     std::unique_lock lock(impl_->mu);
@@ -465,7 +465,7 @@ void Server::stop() {
                        [this] { return impl_->connections_active.load() == 0; });
   }
   each_reactor([](Reactor& r) {
-    for (auto& c : r.connections) c->force_close();
+    r.connections.for_each([](ServerConnection& c) { c.force_close(); });
   });
   for (auto& reactor : impl_->reactors) {
     asio::post(reactor->io, [r = reactor.get()] {

@@ -133,15 +133,16 @@ asio::awaitable<void> ServerConnection::run(Status refuse) {
       return admission_.establish(id, do_as);
     };
   }
-  auto identity = co_await negotiate_server(*channel_, server_.options.mechanisms, info, &hooks,
-                                            &spent_session_);
+  // identity_ stays empty unless the negotiation succeeds.
+  Status negotiated = co_await negotiate_server(*channel_, server_.options.mechanisms, info,
+                                                identity_, &hooks, &spent_session_);
   const Ending ending = ending_;
   if (ending == Ending::kShed) {
     close_reason_ = ServerMetrics::Close::kShed;
     co_return;
   }
-  if (!identity.ok()) {
-    co_await negotiation_failed(identity.status(), ending, hooks);
+  if (!negotiated.ok()) {
+    co_await negotiation_failed(std::move(negotiated), ending, hooks);
     co_return;
   }
   // Shed while its mechanism was deciding: close, AUTH_SUCCESS unsent.
@@ -152,19 +153,18 @@ asio::awaitable<void> ServerConnection::run(Status refuse) {
   }
   if (metrics_) {
     metrics_->negotiated(hooks.mechanism_index, 0, Clock::now() - accepted);
-    if (identity->real_user) metrics_->proxy_session();
+    if (identity_.real_user) metrics_->proxy_session();
   }
   if (server_.options.log.enabled(LogLevel::kDebug)) [[unlikely]] {
     server_.log(LogLevel::kDebug,
-                "connection from " + peer_ + " authenticated: user " + identity->user +
-                    (identity->real_user ? " (real user " + *identity->real_user + ")" : "") +
-                    ", mechanism " + identity->mechanism + ", transport " +
+                "connection from " + peer_ + " authenticated: user " + identity_.user +
+                    (identity_.real_user ? " (real user " + *identity_.real_user + ")" : "") +
+                    ", mechanism " + identity_.mechanism + ", transport " +
                     std::string(ServerMetrics::transport_name(transport_)) +
                     (channel_->byte_stream().tls() ? ", TLS" : ""));
   }
   authenticated_ = true;
   channel_->set_max_frame_size(server_.options.max_frame_size);
-  identity_ = std::move(*identity);
   admission_.audit_authentication(identity_, "success", identity_.mechanism, {});
 
   // 3. Calls, until either side ends the connection.

@@ -28,7 +28,8 @@ namespace authrpc {
 class CallStream;
 class ShmLink;
 
-class ServerConnection : public std::enable_shared_from_this<ServerConnection> {
+class ServerConnection : public std::enable_shared_from_this<ServerConnection>,
+                         public ConnectionList::Hook {
  public:
   using Clock = std::chrono::steady_clock;
 

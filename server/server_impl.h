@@ -14,7 +14,6 @@
 #include <future>
 #include <optional>
 #include <thread>
-#include <unordered_set>
 
 #include "authrpc/rpc/unique_fd.h"
 #include "authrpc/server/preauth_budget.h"
@@ -24,6 +23,40 @@
 namespace authrpc {
 
 class ServerConnection;
+
+// The connections a reactor serves, linked through the connections
+// themselves (each is a ConnectionList::Hook): joining and leaving allocate
+// nothing and hash nothing, once per session. The list does not own them —
+// each connection's coroutine does. Touched only on the reactor's thread;
+// a connection leaves only from its coroutine's completion, never while the
+// list is being walked.
+class ConnectionList {
+ public:
+  struct Hook {
+    Hook* prev = nullptr;
+    Hook* next = nullptr;
+  };
+  void insert(Hook& h) noexcept {
+    h.prev = nullptr;
+    h.next = head_;
+    if (head_ != nullptr) head_->prev = &h;
+    head_ = &h;
+  }
+  void erase(Hook& h) noexcept {
+    (h.prev != nullptr ? h.prev->next : head_) = h.next;
+    if (h.next != nullptr) h.next->prev = h.prev;
+    h.prev = h.next = nullptr;
+  }
+  // f(ServerConnection&) for each (C: so that ServerConnection need only be
+  // complete where this is called).
+  template <typename C = ServerConnection, typename F>
+  void for_each(F f) const {
+    for (Hook* h = head_; h != nullptr; h = h->next) f(static_cast<C&>(*h));
+  }
+
+ private:
+  Hook* head_ = nullptr;
+};
 
 // One IO thread: its event loop, its share of every listener, and the
 // connections it serves. `connections` is touched only on `thread`.
@@ -39,7 +72,7 @@ struct Reactor {
   bool stopping = false;  // set on `thread` by Server::stop()
   std::optional<asio::executor_work_guard<asio::io_context::executor_type>> work;
   std::vector<std::unique_ptr<Listener>> listeners;
-  std::unordered_set<std::shared_ptr<ServerConnection>> connections;
+  ConnectionList connections;
   // Closed when accept() runs out of descriptors, so that the connection
   // waiting can still be accepted and told SERVER_BUSY; then reopened. Two:
   // one for that connection, one spare while it is refused (server.cc).

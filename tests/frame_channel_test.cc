@@ -47,7 +47,7 @@ class CountingStream final : public ByteStream {
   }
   void shutdown_send() noexcept override { inner_->shutdown_send(); }
   void close() noexcept override { inner_->close(); }
-  std::string peer_address() const override { return inner_->peer_address(); }
+  const std::string& peer_address() const override { return inner_->peer_address(); }
   Endpoint::Scheme scheme() const noexcept override { return inner_->scheme(); }
   const asio::any_io_executor& executor() const noexcept override { return inner_->executor(); }
 

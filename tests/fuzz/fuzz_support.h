@@ -43,7 +43,7 @@ class InputStream final : public ByteStream {
   std::size_t try_write(asio::const_buffer buffer, std::error_code& ec) override;
   void shutdown_send() noexcept override {}
   void close() noexcept override { closed_ = true; }
-  std::string peer_address() const override { return "127.0.0.1:40000"; }
+  const std::string& peer_address() const override { return peer_; }
   Endpoint::Scheme scheme() const noexcept override { return scheme_; }
   const asio::any_io_executor& executor() const noexcept override { return executor_; }
 
@@ -58,6 +58,7 @@ class InputStream final : public ByteStream {
   std::vector<std::size_t> chunks_;
   std::size_t next_chunk_ = 0;
   Endpoint::Scheme scheme_;
+  std::string peer_ = "127.0.0.1:40000";
   bool closed_ = false;
   std::size_t written_ = 0;
 };

@@ -62,10 +62,11 @@ asio::awaitable<int> serve(FrameChannel& channel,
     return {};
   };
   std::unique_ptr<ServerAuthSession> spent;
-  auto identity = co_await negotiate_server(channel, offered, info, with_hooks ? &hooks : nullptr,
-                                            &spent);
-  if (identity.ok() && identity->user.empty()) fail("negotiation succeeded without a user");
-  co_return identity.ok() ? 1 : 0;
+  Identity identity;
+  const Status status = co_await negotiate_server(channel, offered, info, identity,
+                                                  with_hooks ? &hooks : nullptr, &spent);
+  if (status.ok() && identity.user.empty()) fail("negotiation succeeded without a user");
+  co_return status.ok() ? 1 : 0;
 }
 
 }  // namespace
