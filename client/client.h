@@ -45,6 +45,20 @@ struct ClientOptions {
   std::vector<std::shared_ptr<ClientMechanism>> mechanisms;
   // Bound on connect + negotiation.
   std::chrono::milliseconds connect_timeout{10'000};
+  // tcp:// and tls:// only (a unix: endpoint refuses it, kInvalidArgument):
+  // the IP address the connection comes from (empty: the kernel's choice).
+  // A process that holds many connections to one server spreads them over
+  // several source addresses (127.0.0.2, 127.0.0.3, ... on loopback), since
+  // one address has only the ephemeral port range (~28,000) for them.
+  std::string local_address;
+  // 0: none. Otherwise, once authenticated, the client looks every
+  // `keepalive` and sends a PING if it sent nothing since it last looked, so
+  // that a connection kept open for later is not closed by the server's idle
+  // timeout (docs/CONFIG.md, idle_timeout_ms) or by state-keeping
+  // middleboxes. The gap between frames can reach twice this: set it below
+  // half the server's idle timeout. The server answers PONG; a PING is 12
+  // bytes.
+  std::chrono::milliseconds keepalive{0};
   // Deadline for calls that set none; 0: none.
   std::chrono::milliseconds default_call_timeout{0};
   std::size_t max_frame_size = 16 * 1024 * 1024;

@@ -21,7 +21,10 @@ using Clock = std::chrono::steady_clock;
 using wire::FrameType;
 
 Client::Connection::Connection(asio::any_io_executor ex, ClientOptions options)
-    : executor_(std::move(ex)), options_(std::move(options)), negotiation_deadline_(*this) {}
+    : executor_(std::move(ex)),
+      options_(std::move(options)),
+      negotiation_deadline_(*this),
+      keepalive_(*this) {}
 
 asio::awaitable<Status> Client::Connection::open() {
   connect_started_ = Clock::now();
@@ -214,6 +217,27 @@ void Client::Connection::NegotiationDeadline::expired() {
   connection_.channel_->close();
 }
 
+std::uint64_t Client::Connection::Keepalive::queued_total() const {
+  FrameChannel& channel = *connection_.channel_;
+  return channel.bytes_sent() + channel.out().size();
+}
+
+void Client::Connection::Keepalive::arm() {
+  mark_ = queued_total();
+  connection_.deadlines_->add(*this, Clock::now() + connection_.options_.keepalive,
+                              connection_.executor_);
+}
+
+void Client::Connection::Keepalive::expired() {
+  Connection& c = connection_;
+  if (c.state_ != State::kReady || c.channel_->closed()) return;
+  if (queued_total() == mark_) {
+    wire::append_ping(c.channel_->out(), FrameType::kPing, {});
+    c.channel_->schedule_flush();
+  }
+  arm();
+}
+
 Client::Connection::Pending::~Pending() {
   cancel();
   if (registered_) connection_.pending_.take(id_);
@@ -299,6 +323,7 @@ asio::awaitable<void> Client::Connection::run() {
     if (shm_) channel_->schedule_flush();
   }
   if (auth_event_) auth_event_->cancel();
+  if (options_.keepalive.count() > 0) keepalive_.arm();
 
   for (;;) {
     auto incoming = channel_->buffered_frame();
@@ -464,6 +489,7 @@ void Client::Connection::fail(Status why) {
   streams_.fail_all(why_closed);
   if (shm_) shm_->cancel_wait();
   negotiation_deadline_.cancel();
+  keepalive_.cancel();
   if (auth_event_) auth_event_->cancel();
 }
 

@@ -84,6 +84,25 @@ class Client::Connection : public std::enable_shared_from_this<Client::Connectio
     Connection& connection_;
   };
 
+  // ClientOptions::keepalive: every interval, a PING if nothing was sent
+  // during the last one. An entry of the context's DeadlineQueue, re-added
+  // at the tail each time, rather than a timer per connection.
+  class Keepalive final : public DeadlineQueue::Entry {
+   public:
+    explicit Keepalive(Connection& c) : connection_(c) {}
+    ~Keepalive() override { cancel(); }
+    // Once authenticated; again after each interval.
+    void arm();
+
+   private:
+    void expired() override;
+    // Bytes written or queued so far: unchanged over an interval, nothing
+    // was sent.
+    std::uint64_t queued_total() const;
+    Connection& connection_;
+    std::uint64_t mark_ = 0;
+  };
+
   // A unary call waiting for its response: lives in the frame of call(),
   // found by call id in pending_ and queued in the context's DeadlineQueue —
   // always, even without a deadline (time_point::max() costs a tail insert
@@ -170,6 +189,7 @@ class Client::Connection : public std::enable_shared_from_this<Client::Connectio
   Status closed_status_;
   std::optional<asio::steady_timer> auth_event_;  // made by the first wait_authenticated()
   NegotiationDeadline negotiation_deadline_;
+  Keepalive keepalive_;
 
   mutable std::mutex summary_mu_;
   std::string mechanism_;

@@ -13,7 +13,8 @@ namespace {
 asio::awaitable<Result<std::unique_ptr<ByteStream>>> connect_trying_tls(
     asio::any_io_executor ex, const ClientOptions& o,
     std::chrono::steady_clock::time_point deadline) {
-  auto tcp = co_await transport_for(Endpoint::Scheme::kTcp).connect(ex, o.endpoint, deadline);
+  auto tcp = co_await transport_for(Endpoint::Scheme::kTcp)
+                 .connect(ex, o.endpoint, deadline, o.local_address);
   if (!tcp.ok()) co_return tcp.status();
   auto stream = co_await wrap_tls_client(std::move(*tcp), o.endpoint, deadline, o.tls);
   if (stream.ok() || client_encryption_policy(o) == SecurityRequirement::kRequired) co_return stream;
@@ -25,7 +26,8 @@ asio::awaitable<Result<std::unique_ptr<ByteStream>>> connect_trying_tls(
   }
   Endpoint plain = o.endpoint;
   plain.scheme = Endpoint::Scheme::kTcp;
-  co_return co_await transport_for(Endpoint::Scheme::kTcp).connect(ex, plain, deadline);
+  co_return co_await transport_for(Endpoint::Scheme::kTcp)
+      .connect(ex, plain, deadline, o.local_address);
 }
 
 }  // namespace
@@ -36,7 +38,8 @@ asio::awaitable<Result<std::unique_ptr<ByteStream>>> connect_stream(
     asio::any_io_executor ex, const ClientOptions& options,
     std::chrono::steady_clock::time_point deadline) {
   if (client_tries_tls(options)) return connect_trying_tls(std::move(ex), options, deadline);
-  return transport_for(options.endpoint.scheme).connect(std::move(ex), options.endpoint, deadline);
+  return transport_for(options.endpoint.scheme)
+      .connect(std::move(ex), options.endpoint, deadline, options.local_address);
 }
 
 }  // namespace authrpc

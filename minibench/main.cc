@@ -30,6 +30,7 @@
 #include "minibench/call_load.h"
 #include "minibench/calls.h"
 #include "minibench/floor.h"
+#include "minibench/idle.h"
 #include "minibench/jwt_bench.h"
 #include "minibench/metrics_count.h"
 #include "minibench/realm.h"
@@ -55,6 +56,7 @@ constexpr const char* kUsage = R"(usage: minibench [sessions|calls] [options]
        minibench floor-server URI...
        minibench throughput [options]   (see minibench throughput --help)
        minibench storm [options]        (see minibench storm --help)
+       minibench idle [options]         (see minibench idle --help)
 
 Measures authrpc against a bare-socket floor in the same run. Each row prints
 n, mean, p50, p95, p99, max (µs), iterations per second, its ratio to its
@@ -107,6 +109,10 @@ security) and the targets.
   storm      legitimate sessions quietly and under a storm of silent or
              slow unauthenticated connections; its options: minibench storm
              --help.
+  idle       N idle authenticated connections (simple and token) held past
+             the server's idle timeout on keepalives: the server's memory
+             per connection, and fresh sessions and calls with them held
+             beside the same without; its options: minibench idle --help.
   floor-server URI...
              run bare echo listeners (the floors) on the given endpoints until
              SIGINT/SIGTERM, for --floor-server.
@@ -1282,6 +1288,7 @@ int run(const Args& args) {
 int main(int argc, char** argv) {
   if (argc > 1 && std::string(argv[1]) == "throughput") return minibench::run_throughput(argc - 2, argv + 2);
   if (argc > 1 && std::string(argv[1]) == "storm") return minibench::run_storm(argc - 2, argv + 2);
+  if (argc > 1 && std::string(argv[1]) == "idle") return minibench::run_idle(argc - 2, argv + 2);
   minibench::Args args;
   if (int rc = minibench::parse_args(argc, argv, args); rc != 0) return rc < 0 ? 0 : rc;
   if (args.floor_server_mode) return minibench::run_floor_server(args);

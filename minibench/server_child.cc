@@ -4,6 +4,7 @@
 #include <asio/io_context.hpp>
 #include <asio/this_coro.hpp>
 #include <fcntl.h>
+#include <malloc.h>
 #include <poll.h>
 #include <sched.h>
 #include <sys/prctl.h>
@@ -145,6 +146,13 @@ authrpc::Service stats_service(const authrpc::Server& server) {
   authrpc::Service service("minibench_stats");
   service.add("connections", [&server](authrpc::CallContext&, std::string_view) {
     return authrpc::Result<std::string>(std::to_string(server.stats().connections_accepted));
+  });
+  service.add("memory", [&server](authrpc::CallContext&, std::string_view) {
+    const struct mallinfo2 heap = ::mallinfo2();
+    return authrpc::Result<std::string>(
+        nlohmann::json{{"connections_active", server.stats().connections_active},
+                       {"heap_in_use", heap.uordblks + heap.hblkhd}}
+            .dump());
   });
   service.add("metrics", [&server](authrpc::CallContext&, std::string_view) {
     const auto& registry = server.metrics();
@@ -294,6 +302,8 @@ void serve(int fd, const ServerChildOptions& options, const std::function<void()
   server_options.blocking_threads = 1;  // sys.* handlers run inline
   server_options.log = authrpc::stderr_log_sink(authrpc::LogLevel::kWarning);
   if (!options.metrics) server_options.metrics = nullptr;
+  if (options.idle_timeout) server_options.idle_timeout = *options.idle_timeout;
+  if (options.max_connections) server_options.max_connections = *options.max_connections;
   // The metrics-off twin: only its endpoints and its registry differ.
   std::unique_ptr<authrpc::Server> nometrics;
   if (options.nometrics_server) {
@@ -485,6 +495,20 @@ authrpc::Result<std::optional<double>> ServerChild::counted(const std::string& s
   if (!reply.ok()) return reply.status();
   if (*reply == "off") return std::optional<double>();
   return std::optional<double>(std::atof(reply->c_str()));
+}
+
+authrpc::Result<nlohmann::json> ServerChild::memory(const std::string& server) const {
+  const auto endpoint = endpoints_.find(server);
+  if (endpoint == endpoints_.end()) {
+    return Status(Errc::kNotFound, "the server child has no " + server + " endpoint");
+  }
+  authrpc::ClientOptions options;
+  options.endpoint = endpoint->second;
+  options.mechanisms = {std::make_shared<authrpc::SimpleClientMechanism>("minibench")};
+  options.metrics = nullptr;
+  auto client = authrpc::Client::connect(std::move(options));
+  if (!client.ok()) return client.status();
+  return (*client)->call_json("minibench_stats", "memory", nlohmann::json::object());
 }
 
 bool pin_to_cpu(int cpu) {

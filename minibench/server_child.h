@@ -20,7 +20,9 @@
 //                   with nometrics_server: a second authrpc::Server, the
 //                   same but counting nothing, on IO threads of its own
 // Each Server also serves minibench_stats.connections (its accepted
-// connections, for the one-connection-per-session check).
+// connections, for the one-connection-per-session check) and
+// minibench_stats.memory (its open connections and the child's malloc heap in
+// use, for minibench idle).
 // — and reports the bound endpoints over a pipe, one "<key> <uri>" line each
 // (and a "skipped <mechanism> <why>" line for each optional mechanism it could
 // not create), then "ready" (or one "error <message>" line, then exits 1). The Server has
@@ -34,6 +36,7 @@
 
 #include <sys/types.h>
 
+#include <chrono>
 #include <cstddef>
 #include <functional>
 #include <map>
@@ -94,6 +97,11 @@ struct ServerChildOptions {
   std::string acl_file;
   // false: the Server counts nothing (ServerOptions::metrics null).
   bool metrics = true;
+  // Set: the authrpc Server's ServerOptions::idle_timeout and
+  // max_connections (minibench idle: a short idle timeout, and room for
+  // every idle connection).
+  std::optional<std::chrono::milliseconds> idle_timeout;
+  std::optional<std::size_t> max_connections;
   // --metrics compare: also the authrpc-nometrics/* Server — the same
   // mechanisms (the same instances), options, IO and blocking threads and
   // pinning, metrics off — so that the cost of counting is measured in the
@@ -130,6 +138,10 @@ class ServerChild {
   // registry (metrics_count.h); none: it has no registry (metrics off).
   authrpc::Result<std::optional<double>> counted(
       const std::string& server = "authrpc/unix") const;
+  // minibench_stats.memory of the server at endpoint key `server`, read over
+  // a connection opened for it: {"connections_active", "heap_in_use"}
+  // (bytes malloc has handed out and not got back, all arenas: mallinfo2).
+  authrpc::Result<nlohmann::json> memory(const std::string& server = "authrpc/unix") const;
   // SIGTERM, then wait. Idempotent.
   void stop() noexcept;
 

@@ -10,9 +10,10 @@
 namespace authrpc {
 namespace {
 
-// Reads start in a buffer small enough for the allocator's per-thread cache
-// (a session's frames are a few hundred bytes) and move to a larger one once
-// a read fills it, so that streams of frames take few reads.
+// Reads start in the channel's inline buffer; once a read fills it, in a
+// heap buffer small enough for the allocator's per-thread cache (a
+// negotiation's frames are a few hundred bytes), and once a read fills that,
+// in a larger one, so that streams of frames take few reads.
 constexpr std::size_t kInitialReadBuffer = 1000;
 constexpr std::size_t kSteadyReadBuffer = 16 * 1024;
 constexpr std::size_t kInitialWriteBuffer = 512;
@@ -20,39 +21,55 @@ constexpr std::size_t kInitialWriteBuffer = 512;
 }  // namespace
 
 FrameChannel::FrameChannel(std::unique_ptr<ByteStream> byte_stream, std::size_t max_frame_size)
-    : byte_stream_(std::move(byte_stream)),
-      max_frame_size_(max_frame_size),
-      in_(std::make_unique_for_overwrite<char[]>(kInitialReadBuffer)),
-      in_capacity_(kInitialReadBuffer) {
+    : byte_stream_(std::move(byte_stream)), max_frame_size_(max_frame_size) {
   out_.reserve(kInitialWriteBuffer);
 }
 
 FrameChannel::~FrameChannel() { close(); }
 
+void FrameChannel::start_burst() noexcept {
+  // If what came since the buffer was last empty fitted the inline buffer,
+  // wait in it: a connection that waits for its next frame (an idle one most
+  // of all) holds no heap buffer, and small frames (a call, a PING) never
+  // take one (docs/DESIGN.md, "What an idle connection costs").
+  in_begin_ = in_end_ = 0;
+  if (in_heap_ && burst_ <= kInlineReadBuffer) {
+    in_heap_.reset();
+    in_ = in_inline_;
+    in_capacity_ = kInlineReadBuffer;
+  }
+  burst_ = 0;
+}
+
 asio::awaitable<std::error_code> FrameChannel::fill(std::size_t need) {
+  if (in_begin_ == in_end_) start_burst();
   while (in_end_ - in_begin_ < need) {
     if (in_capacity_ - in_begin_ < need || (in_end_ == in_capacity_ && in_capacity_ < kSteadyReadBuffer)) {
-      // Compact, into a larger buffer if the frame does not fit or the small
-      // first buffer has filled up.
+      // Compact, into a larger buffer if the frame does not fit or a smaller
+      // buffer has filled up.
       const std::size_t live = in_end_ - in_begin_;
       if (in_capacity_ < need || in_capacity_ < kSteadyReadBuffer) {
-        const std::size_t capacity = std::max({need, in_capacity_ * 2, kSteadyReadBuffer});
+        const std::size_t capacity = in_heap_
+                                         ? std::max({need, in_capacity_ * 2, kSteadyReadBuffer})
+                                         : std::max(need, kInitialReadBuffer);
         auto bigger = std::make_unique_for_overwrite<char[]>(capacity);
-        std::memcpy(bigger.get(), in_.get() + in_begin_, live);
-        in_ = std::move(bigger);
+        std::memcpy(bigger.get(), in_ + in_begin_, live);
+        in_heap_ = std::move(bigger);
+        in_ = in_heap_.get();
         in_capacity_ = capacity;
       } else {
-        std::memmove(in_.get(), in_.get() + in_begin_, live);
+        std::memmove(in_, in_ + in_begin_, live);
       }
       in_begin_ = 0;
       in_end_ = live;
     }
-    const auto space = asio::buffer(in_.get() + in_end_, in_capacity_ - in_end_);
+    const auto space = asio::buffer(in_ + in_end_, in_capacity_ - in_end_);
     std::error_code ec;
     // read_some() tries the stream before it waits.
     const std::size_t n = co_await byte_stream_->read_some(space, ec);
     if (ec) co_return ec;
     in_end_ += n;
+    burst_ += n;
     bytes_received_ += n;
   }
   co_return std::error_code();
@@ -74,7 +91,7 @@ asio::awaitable<Status> FrameChannel::read_exact(std::uint8_t* out, std::size_t 
     if (ec == asio::error::eof) co_return Status(Errc::kConnectionClosed, "peer closed");
     co_return Status(ec, "read");
   }
-  std::memcpy(out, in_.get() + in_begin_, n);
+  std::memcpy(out, in_ + in_begin_, n);
   in_begin_ += n;
   co_return Status();
 }
@@ -84,7 +101,7 @@ bool FrameChannel::frame_buffered() const noexcept {
   const std::size_t have = in_end_ - begin;
   if (have < wire::kFrameHeaderSize) return false;
   auto header = wire::parse_frame_header(
-      reinterpret_cast<const std::uint8_t*>(in_.get() + begin), max_frame_size_);
+      reinterpret_cast<const std::uint8_t*>(in_ + begin), max_frame_size_);
   return !header.ok() || have >= wire::kLengthFieldSize + header->length;
 }
 
@@ -94,7 +111,7 @@ std::optional<Result<Frame>> FrameChannel::buffered_frame() {
   if (in_begin_ == in_end_) in_begin_ = in_end_ = 0;
   if (in_end_ - in_begin_ < wire::kFrameHeaderSize) return std::nullopt;
   auto header = wire::parse_frame_header(
-      reinterpret_cast<const std::uint8_t*>(in_.get() + in_begin_), max_frame_size_);
+      reinterpret_cast<const std::uint8_t*>(in_ + in_begin_), max_frame_size_);
   if (!header.ok()) return Result<Frame>(header.status());
   const std::size_t total = wire::kLengthFieldSize + header->length;
   if (in_end_ - in_begin_ < total) {
@@ -102,7 +119,7 @@ std::optional<Result<Frame>> FrameChannel::buffered_frame() {
     return std::nullopt;
   }
   consume_next_ = total;
-  return Result<Frame>(Frame{*header, std::string_view(in_.get() + in_begin_ + wire::kFrameHeaderSize,
+  return Result<Frame>(Frame{*header, std::string_view(in_ + in_begin_ + wire::kFrameHeaderSize,
                                                        total - wire::kFrameHeaderSize)});
 }
 
@@ -120,11 +137,23 @@ asio::awaitable<Result<Frame>> FrameChannel::read_frame() {
   if (writer_deferred_ && in_end_ - in_begin_ < wire::kFrameHeaderSize) {
     co_await asio::post(byte_stream_->executor(), asio::use_awaitable);
   }
+  if (in_begin_ == in_end_) {
+    // Nothing buffered, the usual wait (and an idle connection's): read
+    // here rather than in fill(), whose coroutine frame every connection
+    // would hold while it waits.
+    start_burst();
+    std::error_code ec;
+    const std::size_t n = co_await byte_stream_->read_some(asio::buffer(in_, in_capacity_), ec);
+    if (ec) co_return closed_status(ec);
+    in_end_ = n;
+    burst_ = n;
+    bytes_received_ += n;
+  }
   if (in_end_ - in_begin_ < wire::kFrameHeaderSize) {
     if (auto ec = co_await fill(wire::kFrameHeaderSize)) co_return closed_status(ec);
   }
   auto header = wire::parse_frame_header(
-      reinterpret_cast<const std::uint8_t*>(in_.get() + in_begin_), max_frame_size_);
+      reinterpret_cast<const std::uint8_t*>(in_ + in_begin_), max_frame_size_);
   if (!header.ok()) co_return header.status();
   const std::size_t total = wire::kLengthFieldSize + header->length;
   if (in_end_ - in_begin_ < total) {
@@ -132,7 +161,7 @@ asio::awaitable<Result<Frame>> FrameChannel::read_frame() {
     if (auto ec = co_await fill(total)) co_return closed_status(ec);
   }
   consume_next_ = total;
-  co_return Frame{*header, std::string_view(in_.get() + in_begin_ + wire::kFrameHeaderSize,
+  co_return Frame{*header, std::string_view(in_ + in_begin_ + wire::kFrameHeaderSize,
                                             total - wire::kFrameHeaderSize)};
 }
 
@@ -151,7 +180,7 @@ asio::awaitable<Status> FrameChannel::read_body(char* out) {
   const std::size_t need = pending_body_;
   pending_body_ = 0;
   const std::size_t have = std::min(in_end_ - in_begin_, need);
-  std::memcpy(out, in_.get() + in_begin_, have);
+  std::memcpy(out, in_ + in_begin_, have);
   in_begin_ += have;
   if (in_begin_ == in_end_) in_begin_ = in_end_ = 0;
   std::size_t done = have;
@@ -381,7 +410,7 @@ asio::awaitable<void> FrameChannel::discard_input() {
   in_begin_ = in_end_ = consume_next_ = pending_body_ = 0;
   for (;;) {
     std::error_code ec;
-    co_await byte_stream_->read_some(asio::buffer(in_.get(), in_capacity_), ec);
+    co_await byte_stream_->read_some(asio::buffer(in_, in_capacity_), ec);
     if (ec) co_return;
   }
 }
@@ -394,6 +423,13 @@ void FrameChannel::close() noexcept {
   complete_segments(segments_, asio::error::operation_aborted);
   byte_stream_->close();
   if (drained_) drained_->cancel();
+}
+
+void FrameChannel::release_idle_buffers() {
+  if (closed_ || writer_active_ || has_output()) return;
+  // An empty std::string holds no allocation (small-string storage).
+  if (out_.capacity() > std::string().capacity()) std::string().swap(out_);
+  if (writing_.capacity() > std::string().capacity()) std::string().swap(writing_);
 }
 
 asio::awaitable<void> FrameChannel::wait_pending_below(std::size_t limit) {

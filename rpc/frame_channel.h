@@ -37,6 +37,8 @@ class FrameChannel final : public std::enable_shared_from_this<FrameChannel>,
  public:
   FrameChannel(std::unique_ptr<ByteStream> byte_stream, std::size_t max_frame_size);
   ~FrameChannel();
+  FrameChannel(const FrameChannel&) = delete;  // in_ may point into the object
+  FrameChannel& operator=(const FrameChannel&) = delete;
 
   // For a byte stream that needs_open() (an accepted tls:// connection,
   // rpc/tls_listener.h): runs its open() and reads and writes through the
@@ -105,6 +107,13 @@ class FrameChannel final : public std::enable_shared_from_this<FrameChannel>,
   void append_file(int fd, std::uint64_t offset, std::size_t length,
                    std::function<void(std::error_code)> done);
 
+  // Gives the write buffers' capacity back to the allocator when nothing is
+  // queued or being written: for an owner's connection that has been quiet
+  // a while (ServerConnection::on_tick), which then holds no buffer at all
+  // while it waits (the read side waits in the inline buffer, see fill()).
+  // The next frame queued allocates again.
+  void release_idle_buffers();
+
   // Bytes queued or being written; waits until that drops to `limit`.
   std::size_t pending_bytes() const noexcept { return out_.size() + segment_bytes_ + in_flight_; }
   asio::awaitable<void> wait_pending_below(std::size_t limit);
@@ -127,6 +136,9 @@ class FrameChannel final : public std::enable_shared_from_this<FrameChannel>,
   void write_done(std::error_code ec) override;
   void finish_writer();
   asio::awaitable<std::error_code> fill(std::size_t need);
+  // Nothing is buffered: back to the inline buffer if the last burst of
+  // input fitted it (see in_).
+  void start_burst() noexcept;
 
   // Bytes sent from outside the out buffer (append_payload/view/file).
   struct Segment {
@@ -147,10 +159,16 @@ class FrameChannel final : public std::enable_shared_from_this<FrameChannel>,
 
   std::unique_ptr<ByteStream> byte_stream_;
   std::size_t max_frame_size_;
-  // Read buffer, left uninitialized (zeroing it cost more than a whole
-  // negotiation); grows to the largest frame seen.
-  std::unique_ptr<char[]> in_;
-  std::size_t in_capacity_ = 0;
+  // Read buffer: in_inline_, or in_heap_ once a read has filled that (left
+  // uninitialized: zeroing cost more than a whole negotiation; grows to the
+  // largest frame seen). Back to in_inline_ when fill() finds nothing
+  // buffered and what came since it last did (burst_) fitted in_inline_.
+  static constexpr std::size_t kInlineReadBuffer = 256;
+  char in_inline_[kInlineReadBuffer];
+  std::unique_ptr<char[]> in_heap_;
+  char* in_ = in_inline_;
+  std::size_t in_capacity_ = kInlineReadBuffer;
+  std::size_t burst_ = 0;
   std::size_t in_begin_ = 0;     // first unconsumed byte
   std::size_t in_end_ = 0;       // one past the last buffered byte
   std::size_t consume_next_ = 0; // bytes of the last returned frame

@@ -10,6 +10,9 @@
 #include <climits>
 #include <csignal>
 #include <cstring>
+#include <optional>
+#include <string_view>
+#include <netinet/in.h>
 #include <pthread.h>
 #include <sys/sendfile.h>
 #include <sys/socket.h>
@@ -89,15 +92,29 @@ asio::ip::address parse_address(const std::string& host, std::error_code& ec) {
 // often a loopback TCP connect), otherwise by waiting for the socket to
 // become writable, until `deadline`. Trying the connect inline saves a trip
 // through the event loop on every session.
+// `local` (TCP only; null: the kernel's choice): the source address.
 template <typename Protocol>
 asio::awaitable<std::error_code> connect_socket(typename Protocol::socket& socket,
                                                 const typename Protocol::endpoint& peer,
                                                 std::chrono::steady_clock::time_point deadline,
-                                                bool& timed_out) {
+                                                bool& timed_out,
+                                                const asio::ip::address* local = nullptr) {
   std::error_code ec;
   socket.open(peer.protocol(), ec);
   if (!ec) socket.non_blocking(true, ec);
   if (ec) co_return ec;
+  if constexpr (std::is_same_v<Protocol, Tcp>) {
+    if (local != nullptr) {
+      // The port is left to connect(): bound now, every connection from the
+      // address would need a port of its own across all destinations.
+      const int one = 1;
+      ::setsockopt(socket.native_handle(), IPPROTO_IP, IP_BIND_ADDRESS_NO_PORT, &one, sizeof one);
+      // A bind failure is the address's fault (not this host's, or not
+      // the server's family), not the network's: no retry will mend it.
+      socket.bind(Tcp::endpoint(*local, 0), ec);
+      if (ec) co_return make_error_code(Errc::kInvalidArgument);
+    }
+  }
   if (::connect(socket.native_handle(), peer.data(), static_cast<socklen_t>(peer.size())) == 0) {
     co_return std::error_code();
   }
@@ -499,14 +516,22 @@ class TcpTransport final : public Transport {
 
   asio::awaitable<Result<std::unique_ptr<ByteStream>>> connect(
       asio::any_io_executor ex, const Endpoint& endpoint,
-      std::chrono::steady_clock::time_point deadline) override {
+      std::chrono::steady_clock::time_point deadline, std::string_view local_address) override {
     std::error_code ec;
     Tcp::socket socket(ex);
     bool timed_out = false;
+    std::optional<asio::ip::address> local;
+    if (!local_address.empty()) {
+      local = asio::ip::make_address(std::string(local_address), ec);
+      if (ec) {
+        co_return Status(Errc::kInvalidArgument,
+                         "local address '" + std::string(local_address) + "' is not an IP address");
+      }
+    }
     const auto address = parse_address(endpoint.host, ec);
     if (!ec) {
       ec = co_await connect_socket<Tcp>(socket, Tcp::endpoint(address, endpoint.port), deadline,
-                                        timed_out);
+                                        timed_out, local ? &*local : nullptr);
     } else {
       SocketDeadline guard(socket);
       guard.start(ex, deadline);
@@ -515,8 +540,28 @@ class TcpTransport final : public Transport {
       auto results = co_await resolver.async_resolve(
           endpoint.host, std::to_string(endpoint.port), redirect_error(use_awaitable, ec));
       if (ec) co_return Status(ec, "resolve " + endpoint.host);
-      co_await asio::async_connect(socket, results, redirect_error(use_awaitable, ec));
-      timed_out = guard.timed_out();
+      if (local) {
+        // From a chosen address: the first of the host's addresses of its
+        // family (asio::async_connect opens sockets of its own, unbound).
+        guard.cancel();
+        ec = asio::error::address_family_not_supported;
+        for (const auto& r : results) {
+          if (r.endpoint().address().is_v4() != local->is_v4()) continue;
+          ec = co_await connect_socket<Tcp>(socket, r.endpoint(), deadline, timed_out, &*local);
+          break;
+        }
+      } else {
+        co_await asio::async_connect(socket, results, redirect_error(use_awaitable, ec));
+        timed_out = guard.timed_out();
+      }
+    }
+    if (ec == Errc::kInvalidArgument) {
+      co_return Status(ec, "cannot connect from " + local->to_string() +
+                               ": not an address of this host, or not of " +
+                               endpoint.to_string() + "'s family");
+    }
+    if (ec && local && !timed_out) {
+      co_return Status(ec, "connect " + endpoint.to_string() + " from " + local->to_string());
     }
     co_return connected<Tcp>(std::move(socket), timed_out, ec, endpoint);
   }
@@ -537,7 +582,12 @@ class UnixTransport final : public Transport {
 
   asio::awaitable<Result<std::unique_ptr<ByteStream>>> connect(
       asio::any_io_executor ex, const Endpoint& endpoint,
-      std::chrono::steady_clock::time_point deadline) override {
+      std::chrono::steady_clock::time_point deadline, std::string_view local_address) override {
+    if (!local_address.empty()) {
+      co_return Status(Errc::kInvalidArgument,
+                       "a local address applies to tcp:// and tls:// only, not " +
+                           endpoint.to_string());
+    }
     Local::socket socket(ex);
     bool timed_out = false;
     const auto ec = co_await connect_socket<Local>(socket, native(endpoint), deadline, timed_out);

@@ -19,6 +19,7 @@
 #include <memory>
 #include <span>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "authrpc/rpc/byte_stream.h"
@@ -54,9 +55,20 @@ class Transport {
   virtual ~Transport() = default;
   virtual Endpoint::Scheme scheme() const noexcept = 0;
   // Connects, failing with kDeadlineExceeded if not connected by `deadline`.
+  // `local_address` (TCP only; empty: the kernel's choice) is the IP address
+  // the connection comes from, e.g. one of 127.0.0.0/8, so that one process
+  // can open more connections to one server than a single source address
+  // has ports for; the port is still the kernel's, picked at connect
+  // (IP_BIND_ADDRESS_NO_PORT). Not an address: kInvalidArgument; set on a
+  // Unix socket: kInvalidArgument.
   virtual asio::awaitable<Result<std::unique_ptr<ByteStream>>> connect(
       asio::any_io_executor ex, const Endpoint& endpoint,
-      std::chrono::steady_clock::time_point deadline) = 0;
+      std::chrono::steady_clock::time_point deadline, std::string_view local_address) = 0;
+  asio::awaitable<Result<std::unique_ptr<ByteStream>>> connect(
+      asio::any_io_executor ex, const Endpoint& endpoint,
+      std::chrono::steady_clock::time_point deadline) {
+    return connect(std::move(ex), endpoint, deadline, {});
+  }
   virtual Result<std::unique_ptr<Listener>> listen(asio::io_context& io, const Endpoint& endpoint,
                                                    const ListenOptions& options) = 0;
 };

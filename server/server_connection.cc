@@ -17,6 +17,11 @@ namespace {
 
 using wire::FrameType;
 constexpr auto kLingerTime = std::chrono::seconds(2);
+// A connection with no call in flight and no frame for this long gives its
+// buffers back (FrameChannel::release_idle_buffers) at the sweeper's next
+// tick: short enough that a connection held open for later holds none most
+// of the time, long enough that a busy one never pays for it.
+constexpr auto kReleaseBuffersAfter = std::chrono::milliseconds(100);
 
 // The one place where an exception a handler threw becomes its call's
 // status; called from inside a catch block (of a plain handler, or of a
@@ -754,6 +759,11 @@ void ServerConnection::on_tick(Clock::time_point now) {
       return;
     case State::kServing:
     case State::kGoingAway: {
+      // Quiet a while: its buffers go back to the allocator until the next
+      // frame (an idle connection's memory, docs/DESIGN.md).
+      if (in_flight_ == 0 && now - last_activity_ >= kReleaseBuffersAfter) {
+        channel_->release_idle_buffers();
+      }
       const auto idle = server_.options.idle_timeout;
       if (idle.count() == 0 || in_flight_ > 0 || now < last_activity_ + idle) return;
       close_reason_ = ServerMetrics::Close::kIdleTimeout;

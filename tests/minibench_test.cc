@@ -673,6 +673,77 @@ TEST(MinibenchTest, CallsUnderLoadHaveEchoFloorsAndRateTargets) {
   }
 }
 
+// minibench idle in a quick form: 200 connections (simple and token, from 4
+// source addresses) held past a 1 s idle timeout on 200 ms keepalives,
+// with every row, memory line and target line in the output and the JSON.
+TEST(MinibenchTest, IdleHoldsConnectionsPastTheIdleTimeoutAndReportsMemory) {
+  std::string missing;
+  const bool token = authrpc::testing::MiniKdc::tools_installed(&missing);
+  TempDir dir;
+  ASSERT_TRUE(dir.ok());
+  const std::string json = dir.file("idle.json");
+  std::vector<std::string> args = {"idle", "--connections", "200", "--idle-timeout-ms", "1000",
+                                   "--keepalive-ms", "200", "-n", "20", "--warmup", "2",
+                                   "--blocks", "2", "--json", json, "--quiet"};
+  if (!token) args.insert(args.end(), {"--method", "simple"});
+  const RunResult r = run_minibench(dir, args);
+  ASSERT_EQ(r.exit_code, 0) << describe(r);
+  EXPECT_THAT(r.out, HasSubstr("RLIMIT_NOFILE: soft "));
+  EXPECT_THAT(r.out, HasSubstr("held: 200 of 200 still open"));
+  EXPECT_THAT(r.out, HasSubstr("sys.echo answered on 200 of 200"));
+  EXPECT_THAT(r.out, HasSubstr("idle N=200: server memory per connection = "));
+  EXPECT_THAT(r.out, HasSubstr("idle N=200: fresh simple/tcp session p99 with idle / quiet = "));
+  EXPECT_THAT(r.out, HasSubstr("idle N=200: calls/tcp p99 with idle / quiet = "));
+  EXPECT_THAT(r.out, HasSubstr("idle N=100000: not measured"));
+  for (const char* line : {"server RSS", "server Pss", "server Private", "server malloc heap",
+                           "client (this process) RSS"}) {
+    EXPECT_THAT(r.out, HasSubstr(line));
+  }
+  if (token) {
+    EXPECT_THAT(r.out, HasSubstr("idle N=200: fresh token/tcp session p99 with idle / quiet = "));
+  }
+
+  const Json doc = Json::parse(read_file(json), nullptr, false);
+  ASSERT_FALSE(doc.is_discarded()) << describe(r);
+  EXPECT_EQ(doc.at("run").at("mode"), "idle");
+  EXPECT_EQ(doc.at("run").at("n"), 200);
+  EXPECT_EQ(doc.at("run").at("n_asked"), 200);
+  EXPECT_GT(doc.at("run").at("rlimit_nofile_hard").get<double>(), 200);
+  std::set<std::string> rows;
+  for (const auto& row : doc.at("rows")) {
+    rows.insert(row.at("name").get<std::string>());
+    EXPECT_EQ(row.at("quiet").at("n"), 40) << row.dump();
+    EXPECT_EQ(row.at("idle").at("n"), 20) << row.dump();
+    EXPECT_GT(row.at("idle").at("p99_us").get<double>(), 0) << row.dump();
+  }
+  std::set<std::string> expected = {"fresh simple/tcp session", "calls/tcp"};
+  if (token) expected.insert("fresh token/tcp session");
+  EXPECT_EQ(rows, expected);
+  EXPECT_EQ(doc.at("held").at("still_open"), 200);
+  EXPECT_EQ(doc.at("held").at("echo_answered"), 200);
+  EXPECT_GE(doc.at("held").at("server_connections_active").get<long>(), 200);
+  const Json& per = doc.at("memory").at("per_connection_kib");
+  for (const char* key : {"server_rss", "server_pss", "server_private", "server_heap_in_use",
+                          "client_rss"}) {
+    EXPECT_TRUE(per.at(key).is_number()) << key << " " << per.dump();
+  }
+  // The heap grows by at least what a connection's objects take.
+  EXPECT_GT(per.at("server_heap_in_use").get<double>(), 0.5) << per.dump();
+  ASSERT_EQ(doc.at("targets").size(), token ? 3u : 2u) << doc.at("targets").dump();
+  EXPECT_EQ(doc.at("targets").at(0).at("limit"), 4.0);
+  for (const auto& t : doc.at("targets")) EXPECT_TRUE(t.at("met").is_boolean()) << t.dump();
+  EXPECT_TRUE(doc.at("not_measured").is_string());
+
+  // More than the descriptor limit allows, with --exact: a clear failure.
+  const RunResult exact = run_minibench(dir, {"idle", "--connections", "100000000", "--exact"});
+  EXPECT_EQ(exact.exit_code, 1) << describe(exact);
+  EXPECT_THAT(exact.err, HasSubstr("100000000 connections cannot be held here: RLIMIT_NOFILE"));
+  // A keepalive that would let the idle timeout win.
+  const RunResult bad =
+      run_minibench(dir, {"idle", "--idle-timeout-ms", "1000", "--keepalive-ms", "500"});
+  EXPECT_EQ(bad.exit_code, 2) << describe(bad);
+}
+
 TEST(MinibenchTest, RefusesBadOptions) {
   TempDir dir;
   ASSERT_TRUE(dir.ok());
