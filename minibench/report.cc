@@ -236,7 +236,7 @@ void Report::print_targets(std::FILE* out) const {
       continue;
     }
     const bool met = c->ratio >= t.limit;
-    std::fprintf(out, "  %s = %.2f %s %g -> %s", t.label.c_str(), c->ratio, met ? ">=" : "<",
+    std::fprintf(out, "  %s = %.3f %s %g -> %s", t.label.c_str(), c->ratio, met ? ">=" : "<",
                  t.limit, met ? "met" : "NOT met");
     if (!c->block_ratios.empty()) {
       const auto [lo, hi] = std::minmax_element(c->block_ratios.begin(), c->block_ratios.end());
