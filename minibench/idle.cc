@@ -110,7 +110,7 @@ constexpr std::size_t kIssueN = 100'000;  // what issue 21 asks for
 
 struct IdleArgs {
   std::size_t connections = 10'000;
-  std::vector<std::string> methods = {"simple", "token"};
+  std::vector<std::string> methods = {"simple", "token"};  // names: idle row label
   bool methods_given = false;
   std::string transport = "tcp";
   std::size_t addresses = 4;
@@ -352,7 +352,7 @@ int run_idle(int argc, char** argv) {
       if (ok) args.methods = split(argv[++i]);
       ok = ok && !args.methods.empty() &&
            std::all_of(args.methods.begin(), args.methods.end(),
-                       [](const std::string& m) { return m == "simple" || m == "token"; });
+                       [](const std::string& m) { return m == "simple" || m == "token"; });  // names: idle row label
       args.methods_given = true;
     } else if (arg == "--transport") {
       ok = i + 1 < argc;
@@ -439,7 +439,7 @@ int run_idle(int argc, char** argv) {
   // realm sets the Kerberos environment the child inherits).
   const auto registry = authrpc::MechanismRegistry::with_builtins();
   const bool want_token =
-      std::find(args.methods.begin(), args.methods.end(), "token") != args.methods.end();
+      std::find(args.methods.begin(), args.methods.end(), "token") != args.methods.end();  // names: idle row label
   std::unique_ptr<BenchRealm> realm;
   std::string token_dir;
   struct RemoveDir {
@@ -459,7 +459,7 @@ int run_idle(int argc, char** argv) {
       }
       std::fprintf(stderr, "minibench idle: the token connections are left out: %s\n",
                    opened.status().to_string().c_str());
-      std::erase(args.methods, std::string("token"));
+      std::erase(args.methods, std::string("token"));  // names: idle row label
     } else {
       realm = std::move(*opened);
       const char* tmp = std::getenv("TMPDIR");
@@ -477,7 +477,7 @@ int run_idle(int argc, char** argv) {
   options.idle_timeout = args.idle_timeout;
   // Room for every idle connection and the measured ones beside them.
   options.max_connections = n + 64;
-  options.mechanisms.push_back({"simple", nlohmann::json::object(), false});
+  options.mechanisms.push_back({"simple", nlohmann::json::object(), false});  // names: idle row label
   const std::string issuer = token_issuer(registry);  // the token is fetched over it
   if (realm) {
     options.mechanisms.push_back({"token", nlohmann::json::object(), false});
@@ -495,7 +495,7 @@ int run_idle(int argc, char** argv) {
 
   // The clients' mechanisms, one instance per method shared by its clients.
   std::map<std::string, std::shared_ptr<authrpc::ClientMechanism>> mechanisms;
-  mechanisms["simple"] = std::make_shared<authrpc::SimpleClientMechanism>("minibench");
+  mechanisms["simple"] = std::make_shared<authrpc::SimpleClientMechanism>("minibench");  // names: idle row label
   if (realm) {
     ClientOptions fetch_from;
     fetch_from.endpoint = child->endpoints().at("authrpc/tcp");
@@ -505,7 +505,7 @@ int run_idle(int argc, char** argv) {
       std::fprintf(stderr, "minibench idle: %s\n", token.status().to_string().c_str());
       return 1;
     }
-    auto made = registry.make_client("token", *token);
+    auto made = registry.make_client("token", *token);  // names: idle row label
     if (!made.ok()) {
       std::fprintf(stderr, "minibench idle: token client: %s\n", made.status().to_string().c_str());
       return 1;
@@ -534,7 +534,7 @@ int run_idle(int argc, char** argv) {
     rows.push_back({"fresh " + method + "/" + args.transport + " session", std::move(o), {}, {}});
   }
   rows.push_back({"calls/" + args.transport, std::nullopt, {}, {}});
-  ClientOptions calls_options = options_for("simple");
+  ClientOptions calls_options = options_for("simple");  // names: idle row label
   calls_options.keepalive = keepalive;  // it waits out the hold too
   auto calls_client =
       run_on(measuring, Client::async_connect(measuring.get_executor(), std::move(calls_options)));
