@@ -208,7 +208,7 @@ std::string Client::Connection::authenticated_user() const {
 
 Status Client::Connection::status() const {
   std::lock_guard lock(summary_mu_);
-  return summary_status_;
+  return closed_status_;
 }
 
 void Client::Connection::NegotiationDeadline::expired() {
@@ -480,10 +480,10 @@ void Client::Connection::fail(Status why) {
     metrics_->closed(ClientMetrics::Transport(metrics_transport_));
   }
   {
+    // Written once, here; status() reads it from other threads.
     std::lock_guard lock(summary_mu_);
-    summary_status_ = why;
+    closed_status_ = std::move(why);
   }
-  closed_status_ = std::move(why);
   const Status& why_closed = closed_status_;
   for (Pending* p : pending_.take_all()) p->finish(why_closed);
   streams_.fail_all(why_closed);

@@ -186,6 +186,8 @@ class Client::Connection : public std::enable_shared_from_this<Client::Connectio
   bool delivering_ = false;
   bool requests_held_ = false;
   bool negotiation_timed_out_ = false;
+  // Set once by fail(), under summary_mu_ (status() reads it from any
+  // thread); read without the lock on the connection's executor.
   Status closed_status_;
   std::optional<asio::steady_timer> auth_event_;  // made by the first wait_authenticated()
   NegotiationDeadline negotiation_deadline_;
@@ -194,7 +196,6 @@ class Client::Connection : public std::enable_shared_from_this<Client::Connectio
   mutable std::mutex summary_mu_;
   std::string mechanism_;
   std::string server_user_;
-  Status summary_status_;
 };
 
 }  // namespace authrpc
