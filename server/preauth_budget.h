@@ -14,14 +14,13 @@
 
 #include <cstddef>
 #include <cstdint>
-#include <map>
 #include <memory>
 #include <mutex>
 #include <optional>
-#include <set>
 #include <string>
 #include <string_view>
 #include <unordered_map>
+#include <vector>
 
 namespace authrpc {
 
@@ -73,20 +72,49 @@ class PreauthBudget {
   static std::string address_key(std::string_view peer);
 
  private:
-  struct Entry {
-    std::string address;
+  static constexpr std::uint32_t kNone = 0xffffffff;
+  // The connections of one source address still in the budget, oldest
+  // first (a list through their slots).
+  struct AddressList {
+    std::uint32_t oldest = kNone;
+    std::uint32_t newest = kNone;
+    std::size_t count = 0;
+  };
+  using AddressMap = std::unordered_map<std::string, AddressList>;
+  // A connection in the budget, or a free slot. Slots are reused, so a
+  // connection costs no allocation here once the budget has seen as many at
+  // once; a ticket names its slot and the slot's generation at admission
+  // (generation << 32 | index + 1), so a ticket outlives its slot's reuse.
+  struct Slot {
+    std::uint32_t generation = 0;
+    bool live = false;
+    std::uint32_t older = kNone;  // age list; `newer` also links free slots
+    std::uint32_t newer = kNone;
+    std::uint32_t address_older = kNone;
+    std::uint32_t address_newer = kNone;
+    AddressMap::value_type* address = nullptr;  // null: exempt, or no per-address limit
     Reactor* reactor = nullptr;
     std::weak_ptr<ServerConnection> connection;
   };
-  // Removes `it` (and its per-address mark); the caller holds mu_.
-  Victim take(std::map<std::uint64_t, Entry>::iterator it, bool same_address);
+
+  // The live slot a ticket names, or kNone; the caller holds mu_.
+  std::uint32_t slot_of(std::uint64_t ticket) const;
+  // Removes slot `index` from the budget (and its address's list) and
+  // returns it as a victim; the caller holds mu_.
+  Victim take(std::uint32_t index, bool same_address);
 
   const Limits limits_;
   mutable std::mutex mu_;
-  std::uint64_t next_ticket_ = 0;
   std::size_t authenticated_ = 0;
-  std::map<std::uint64_t, Entry> by_age_;  // tickets grow: begin() is the oldest
-  std::unordered_map<std::string, std::set<std::uint64_t>> by_address_;
+  std::size_t unauthenticated_ = 0;
+  std::vector<Slot> slots_;
+  std::uint32_t free_ = kNone;    // free slots, through Slot::newer
+  std::uint32_t oldest_ = kNone;  // age list: admission order
+  std::uint32_t newest_ = kNone;
+  // Per source address (per_address > 0 only). An address whose last
+  // connection left keeps its entry while there are few (kKeptAddresses):
+  // a client reconnecting from the same address allocates nothing.
+  AddressMap by_address_;
 };
 
 }  // namespace authrpc

@@ -108,6 +108,52 @@ TEST(PreauthBudgetTest, MaxConnectionsShedsUnauthenticatedAndRefusesOnlyWhenAllA
       << "with max_connections all authenticated nothing can be shed: refused";
 }
 
+// Slots are reused (server/preauth_budget.h): the ticket of a connection
+// that left — shed or authenticated — must not name the connection that
+// took its slot, and the budget keeps counting right through thousands of
+// connections from hundreds of addresses (more than it keeps entries for).
+TEST(PreauthBudgetTest, ReusedSlotsKeepTicketsApartAndCountsRight) {
+  PreauthBudget budget({.unauthenticated = 4, .per_address = 2, .connections = 1000});
+  const auto a = budget.admit("10.0.0.1:1", {}, nullptr);
+  ASSERT_TRUE(budget.authenticate(a.ticket));
+  const auto b = budget.admit("10.0.0.1:2", {}, nullptr);  // a's slot again
+  ASSERT_NE(b.ticket, 0u);
+  EXPECT_NE(a.ticket, b.ticket);
+  EXPECT_FALSE(budget.authenticate(a.ticket)) << "a's ticket names b's slot: stale";
+  budget.release(a.ticket, false);  // stale: ignored, b stays
+  EXPECT_EQ(budget.unauthenticated(), 1u);
+  EXPECT_FALSE(budget.authenticate(0));
+  EXPECT_FALSE(budget.authenticate(~std::uint64_t{0}));
+  ASSERT_TRUE(budget.authenticate(b.ticket));
+
+  std::vector<std::uint64_t> live;
+  for (int i = 0; i < 3000; ++i) {
+    const std::string peer = "10.1." + std::to_string(i % 600 / 250) + "." +
+                             std::to_string(i % 250) + ":" + std::to_string(1000 + i);
+    const auto admitted = budget.admit(peer, {}, nullptr);
+    ASSERT_NE(admitted.ticket, 0u);
+    EXPECT_FALSE(admitted.shed && admitted.shed->same_address) << peer;
+    live.push_back(admitted.ticket);
+    if (live.size() == 3) {  // one authenticates, one leaves, one stays to be shed
+      EXPECT_TRUE(budget.authenticate(live[0]));
+      budget.release(live[0], true);
+      budget.release(live[1], false);
+      live.erase(live.begin(), live.begin() + 2);
+    }
+    EXPECT_LE(budget.unauthenticated(), 4u);
+  }
+  EXPECT_EQ(budget.authenticated(), 2u);  // a and b
+  // Two from one address, then a third: its oldest goes, the other stays.
+  const auto p1 = budget.admit("10.9.9.9:1", {}, nullptr);
+  const auto p2 = budget.admit("10.9.9.9:2", {}, nullptr);
+  const auto p3 = budget.admit("10.9.9.9:3", {}, nullptr);
+  ASSERT_TRUE(p3.shed.has_value());
+  EXPECT_TRUE(p3.shed->same_address);
+  EXPECT_FALSE(budget.authenticate(p1.ticket));
+  EXPECT_TRUE(budget.authenticate(p2.ticket));
+  EXPECT_TRUE(budget.authenticate(p3.ticket));
+}
+
 // --- a running server -------------------------------------------------------
 
 // A TCP connection to 127.0.0.1:`port` from `source` (any 127.0.0.0/8
