@@ -314,8 +314,8 @@ asio::awaitable<void> Client::Connection::run() {
   }
   {
     std::lock_guard lock(summary_mu_);
-    mechanism_ = negotiated->mechanism;
-    server_user_ = negotiated->server_user;
+    mechanism_ = std::move(negotiated->mechanism);
+    server_user_ = std::move(negotiated->server_user);
   }
   server_features_ = negotiated->server_features;
   if ((server_features_ & wire::kFeatureStreams) && (server_features_ & wire::kFeatureShm)) {
