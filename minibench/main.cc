@@ -29,6 +29,7 @@
 #include "authrpc/client/client_runtime.h"
 #include "minibench/call_load.h"
 #include "minibench/calls.h"
+#include "minibench/cpu_clock.h"
 #include "minibench/floor.h"
 #include "minibench/idle.h"
 #include "minibench/jwt_bench.h"
@@ -160,7 +161,11 @@ options:
                       and targets hold sessions/s to the floor's: simple
                       >= 0.9x, token >= 0.8x, kerberos >= 0.95x floor/gss
                       ("sessions c8: sessions/s simple/tcp / floor/tcp =
-                      0.77 < 0.9 -> NOT met"; JSON rate_targets).
+                      0.77 < 0.9 -> NOT met"; JSON rate_targets). Each such
+                      line also gives the CPU time (minibench + the server
+                      child) per session of the row and its floor and the
+                      floor's over the row's: the rate ratio the CPUs would
+                      give if nothing else ran (JSON cpu_us, cpu_ratio).
                       calls: K connections under load (see calls above)
   --depth D           calls: D calls in flight per connection (default 1;
                       above 1: calls under load, see calls above)
@@ -1107,6 +1112,13 @@ int run(const Args& args) {
       return 1;
     }
     plan.server_connections = std::move(*counter);
+    plan.cpu_used = [self = ::getpid(), server = child->pid()]()
+        -> std::optional<std::chrono::nanoseconds> {
+      const auto mine = process_cpu_ns(self);
+      const auto theirs = server >= 0 ? process_cpu_ns(server) : std::optional<std::int64_t>(0);
+      if (!mine || !theirs) return std::nullopt;
+      return std::chrono::nanoseconds(*mine + *theirs);
+    };
     if (plan.metrics == MetricsMode::kCompare) {
       auto twin = child->connection_counter("authrpc-nometrics/unix");
       if (!twin.ok()) {

@@ -3,6 +3,7 @@
 // its floors listen. Shared by sessions.cc and calls.cc.
 #pragma once
 
+#include <chrono>
 #include <cstddef>
 #include <functional>
 #include <nlohmann/json.hpp>
@@ -112,6 +113,12 @@ struct BenchPlan {
   // The server is a running one (--server), not spawned: sessions first
   // checks which methods it offers and skips the others (sessions.cc).
   bool external_server = false;
+  // CPU time used so far by this process and the spawned server child
+  // together (minibench/cpu_clock.h), read around each timed block of the
+  // concurrent schedule: CPU per session, which is what sessions/s measures
+  // on an otherwise idle machine, and what other work on a shared one
+  // disturbs least. Null: not measured (--server).
+  std::function<std::optional<std::chrono::nanoseconds>()> cpu_used;
   // The authrpc server's accepted-connection total (all its endpoints),
   // read outside the timings; null: not available (--server).
   std::function<long()> server_connections;

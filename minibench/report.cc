@@ -30,6 +30,10 @@ void add_samples(Row& row, const Samples& samples) {
   row.sorted_us = samples.all_us();
   std::sort(row.sorted_us.begin(), row.sorted_us.end());
   row.server_connections = samples.connections();
+  if (const auto cpu = samples.cpu(); cpu && !row.sorted_us.empty()) {
+    row.cpu_us = std::chrono::duration<double, std::micro>(*cpu).count() /
+                 static_cast<double>(row.sorted_us.size());
+  }
 }
 
 void add_kdc_requests(Row& row, const Samples& samples) {
@@ -123,6 +127,7 @@ std::optional<Report::Comparison> Report::compare_rate(const RateTarget& t) cons
   for (std::size_t i = 0; i < paired; ++i) {
     if (floor->block_per_s[i] > 0) c.block_ratios.push_back(r->block_per_s[i] / floor->block_per_s[i]);
   }
+  if (r->cpu_us && floor->cpu_us && *r->cpu_us > 0) c.cpu_ratio = *floor->cpu_us / *r->cpu_us;
   return c;
 }
 
@@ -243,6 +248,10 @@ void Report::print_targets(std::FILE* out) const {
       std::fprintf(out, "  (per-block ratio: median %.2f, range %.2f-%.2f)",
                    median(c->block_ratios), *lo, *hi);
     }
+    if (c->cpu_ratio) {
+      std::fprintf(out, "  (CPU per session %.1f us, floor %.1f us: floor/row %.3f)",
+                   *c->row->cpu_us, *find(c->against)->cpu_us, *c->cpu_ratio);
+    }
     std::fprintf(out, "\n");
   }
   for (const auto& t : targets_) {
@@ -336,6 +345,7 @@ authrpc::Status Report::write_json(const std::string& path) const {
                     {"server_connections", r.server_connections ? Json(*r.server_connections)
                                                                 : Json(nullptr)},
                     {"metrics", r.metrics}});
+    if (r.cpu_us) rows.back()["cpu_us"] = rounded(*r.cpu_us);
     if (r.load) {
       const Row* floor = r.floor ? find(*r.floor) : nullptr;
       Json block_per_s = Json::array();
@@ -373,6 +383,7 @@ authrpc::Status Report::write_json(const std::string& path) const {
          {"ratio", c ? Json(rounded(c->ratio)) : Json(nullptr)},
          {"block_ratio_median",
           c && !c->block_ratios.empty() ? Json(rounded(median(c->block_ratios))) : Json(nullptr)},
+         {"cpu_ratio", c && c->cpu_ratio ? Json(std::round(*c->cpu_ratio * 1000) / 1000) : Json(nullptr)},
          {"met", c ? Json(c->ratio >= t.limit) : Json(nullptr)}});
   }
   Json costs = Json::array();

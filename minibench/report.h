@@ -80,6 +80,9 @@ struct Row {
   // Calls under load: K, D and duration, and calls/s of each timed block.
   std::optional<LoadShape> load;
   std::vector<double> block_per_s;
+  // Sessions under --concurrency: CPU time (minibench + the server child,
+  // user + system) per timed iteration, in µs; unset: not measured.
+  std::optional<double> cpu_us;
 };
 
 // Whether the row beat its floor by more than noise (floor_check.h): then
@@ -137,6 +140,9 @@ class Report {
     std::string against;
     double ratio;
     std::vector<double> block_ratios;
+    // Rate targets: the floor's CPU per iteration over the row's (what the
+    // rate ratio would be with the CPUs all theirs); unset: not measured.
+    std::optional<double> cpu_ratio = std::nullopt;
   };
   std::optional<Comparison> compare(const Target& target) const;
   const Row* find(const std::string& name) const;

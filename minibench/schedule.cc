@@ -19,11 +19,15 @@ asio::awaitable<authrpc::Status> run_block(const BenchPlan& plan, Measured& m, s
   const long connections_before = m.connections ? m.connections() : 0;
   if (timed) m.samples->begin_block();
   if (plan.concurrency > 1 && m.on) {
+    const auto cpu_before = timed && plan.cpu_used ? plan.cpu_used() : std::nullopt;
     ConcurrentBlock block = run_concurrently(m.on, count, plan.concurrency);
     if (!block.status.ok()) co_return block.status;
     if (timed) {
       m.samples->add_all(block.us);
       m.samples->add_wall(block.wall);
+      if (cpu_before) {
+        if (const auto cpu_after = plan.cpu_used()) m.samples->add_cpu(*cpu_after - *cpu_before);
+      }
     }
   } else {
     const auto start = Clock::now();

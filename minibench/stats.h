@@ -29,6 +29,9 @@ class Samples {
   void add_connections(long n) { connections_ = connections_.value_or(0) + n; }
   // Merges one thread's share of the current block (concurrent schedule).
   void add_all(const std::vector<double>& us);
+  // CPU time (user + system) that minibench and the server child used
+  // during a timed block; unset: not measured.
+  void add_cpu(std::chrono::nanoseconds cpu) { cpu_ = cpu_.value_or(std::chrono::nanoseconds{}) + cpu; }
 
   std::vector<double> all_us() const;
   const std::vector<std::vector<double>>& blocks_us() const noexcept { return blocks_; }
@@ -36,12 +39,14 @@ class Samples {
   std::optional<long> timed_events() const noexcept { return timed_events_; }
   std::optional<long> warmup_events() const noexcept { return warmup_events_; }
   std::optional<long> connections() const noexcept { return connections_; }
+  std::optional<std::chrono::nanoseconds> cpu() const noexcept { return cpu_; }
 
  private:
   std::vector<std::vector<double>> blocks_;
   Clock::duration wall_{};
   std::optional<long> timed_events_, warmup_events_;
   std::optional<long> connections_;
+  std::optional<std::chrono::nanoseconds> cpu_;
 };
 
 struct Summary {

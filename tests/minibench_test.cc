@@ -412,7 +412,19 @@ TEST(MinibenchTest, ConcurrencyRunsEverySessionOnItsOwnConnection) {
     EXPECT_NEAR(t.at("ratio").get<double>(), expected, 0.01 * expected + 0.001) << t.at("row");
     EXPECT_EQ(t.at("limit").get<double>(), t.at("row").get<std::string>().starts_with("simple")
                                                ? 0.9 : 0.95) << t.at("row");
+    // CPU per session of both processes, row and floor: the floor's over
+    // the row's, as the rates would be on an otherwise idle machine.
+    std::map<std::string, double> cpu;
+    for (const auto& row : doc.at("rows")) {
+      ASSERT_TRUE(row.contains("cpu_us")) << row.at("name");
+      cpu[row.at("name")] = row.at("cpu_us").get<double>();
+      EXPECT_GT(cpu[row.at("name")], 0) << row.at("name");
+    }
+    const double cpu_expected = cpu.at(t.at("floor")) / cpu.at(t.at("row"));
+    EXPECT_NEAR(t.at("cpu_ratio").get<double>(), cpu_expected, 0.02 * cpu_expected + 0.002)
+        << t.at("row");
   }
+  EXPECT_THAT(r.out, HasSubstr("(CPU per session "));
   EXPECT_EQ(held, (std::set<std::string>{"simple/tcp", "simple/unix", "kerberos/tcp",
                                          "kerberos/unix"}));
 }
