@@ -109,9 +109,16 @@ class ByteStream {
   // Unix sockets only (else -1 / nothing): the socket's descriptor (for
   // SO_PEERCRED and for sending descriptors, rpc/shm_link.h), and the
   // descriptors that arrived with SCM_RIGHTS on the bytes read so far, oldest
-  // first (a Unix stream always reads with recvmsg, so none are lost).
+  // first. A Unix stream that expects descriptors reads with recvmsg, so none
+  // are lost: an accepted one always (the server refuses stray descriptors),
+  // a connected one once expect_descriptors() was called (ShmLink::offer,
+  // before the client asks for shared memory). Until then a client's Unix
+  // stream reads as a TCP one does — asio's read waits on the socket's
+  // registration as it is, where a wait for readability costs an epoll_ctl
+  // per wait — and the kernel closes any descriptor sent to it.
   virtual int native_unix_handle() const noexcept { return -1; }
   virtual std::vector<UniqueFd> take_received_fds() { return {}; }
+  virtual void expect_descriptors() noexcept {}
 
   // The TCP socket under a plaintext TCP stream (null for any other), for
   // what makes a stream over it (TLS: rpc/tls_stream.h, rpc/tls_listener.h).

@@ -12,6 +12,8 @@ std::shared_ptr<ShmLink> ShmLink::offer(FrameChannel& channel, const ShmOptions&
   const int fd = channel.byte_stream().native_unix_handle();
   if (fd < 0) return nullptr;
   if (!check_shm_peer(fd, options.peer).ok()) return nullptr;
+  // The server's answer and its rings may carry descriptors from now on.
+  channel.byte_stream().expect_descriptors();
   std::string& out = channel.out();
   const std::size_t at = out.size();
   out.resize(at + wire::kFrameHeaderSize);

@@ -145,9 +145,11 @@ class SocketStream final : public ByteStream {
   // `drained`: nothing can be waiting yet (a client's socket: the client
   // speaks first); an accepted socket may already hold the client's first
   // bytes.
+  // A connected (client) Unix stream expects no descriptors until told
+  // (ByteStream::expect_descriptors); an accepted one always does.
   SocketStream(typename Protocol::socket socket, std::string peer, bool drained)
       : socket_(std::move(socket)), executor_(socket_.get_executor()), peer_(std::move(peer)),
-        drained_(drained) {}
+        drained_(drained), descriptors_(!drained) {}
 
   asio::awaitable<std::size_t> read_some(asio::mutable_buffer buffer,
                                          std::error_code& ec) override {
@@ -157,7 +159,7 @@ class SocketStream final : public ByteStream {
     // once). On Unix sockets recvmsg keeps room for descriptors, so that
     // SCM_RIGHTS never get lost (docs/SHM.md).
     for (;;) {
-      if constexpr (std::is_same_v<Protocol, Tcp>) {
+      if (std::is_same_v<Protocol, Tcp> || !descriptors_) {
         // On TCP asio's own read waits: its op tries the socket (so we skip
         // our try when the last read drained it: one empty recv per wait,
         // not two), waits with the socket's registration as it is, and
@@ -189,6 +191,7 @@ class SocketStream final : public ByteStream {
   }
 
   std::vector<UniqueFd> take_received_fds() override { return std::exchange(received_fds_, {}); }
+  void expect_descriptors() noexcept override { descriptors_ = true; }
 
   Tcp::socket* tcp_socket() noexcept override {
     if constexpr (std::is_same_v<Protocol, Tcp>) return &socket_;
@@ -404,6 +407,7 @@ class SocketStream final : public ByteStream {
   // The last read took less than it asked for (or found nothing): the next
   // read_some on TCP waits through asio without trying first.
   bool drained_;
+  bool descriptors_;  // Unix: read with recvmsg (expect_descriptors())
   // The current write_all(), from iov_at_ on: in iov_inline_ or iov_heap_.
   static constexpr std::size_t kInlineIov = 4;
   iovec iov_inline_[kInlineIov];
