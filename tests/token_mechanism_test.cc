@@ -7,16 +7,19 @@
 #include <asio/co_spawn.hpp>
 #include <asio/io_context.hpp>
 #include <asio/use_future.hpp>
+#include <filesystem>
 #include <functional>
 #include <limits>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "authrpc/auth/token_mechanism.h"
 #include "authrpc/auth/token_replay_cache.h"
 #include "authrpc/security/clock.h"
+#include "authrpc/security/credentials_file.h"
 #include "authrpc/security/memory_token_store.h"
 #include "authrpc/security/secret_manager.h"
 #include "authrpc/security/token_errors.h"
@@ -239,6 +242,43 @@ TEST(TokenMechanism, ClientWithoutATokenForTheServiceRefusesLocally) {
   ASSERT_EQ(step.kind, ClientStep::Kind::kFailure);
   EXPECT_EQ(step.error.code, make_error_code(Errc::kUnauthenticated));
   EXPECT_EQ(retry_advice(step.error.code), RetryAdvice::kReauthenticate);
+}
+
+// The client keeps the tokens of its credentials file prepared between
+// sessions; a changed file (another token for the service, or none) is
+// read again before the next session.
+TEST(TokenMechanism, ClientReadsItsCredentialsFileAgainWhenItChanges) {
+  Realm realm;
+  const std::string dir = testing::TempDir("token-file");
+  const std::string path = dir + "/tokens";
+  auto write = [&](std::vector<Token> tokens) {
+    security::CredentialsFile file;
+    for (auto& t : tokens) file.add(std::move(t));
+    ASSERT_TRUE(file.write(path).ok());
+  };
+  TokenClientOptions co;
+  co.token_file = path;
+  co.clock = realm.clock;
+  TokenClientMechanism client(co);
+  auto session_as = [&]() -> std::string {
+    ChannelInfo channel = Unix();
+    channel.server_uri = std::string(kService);
+    ClientStep hello = Await(client.start(channel)->initial());
+    if (hello.kind != ClientStep::Kind::kSend) return "client: " + hello.error.to_string();
+    ServerStep step = Await(realm.server->start(Unix())->step(hello.message));
+    if (step.kind != ServerStep::Kind::kSuccess) return "server: " + step.error.to_string();
+    return step.identity.user;
+  };
+  write({realm.Issue("alice@R")});
+  EXPECT_EQ(session_as(), "alice@R");
+  EXPECT_EQ(session_as(), "alice@R");
+  write({realm.Issue("bob@R")});
+  EXPECT_EQ(session_as(), "bob@R");
+  Token elsewhere = realm.Issue("carol@R");
+  elsewhere.service = "tcp://elsewhere:1";
+  write({elsewhere});
+  EXPECT_NE(session_as().find("NOT_FOUND"), std::string::npos);
+  std::filesystem::remove_all(dir);
 }
 
 // unix://: the in-process replay cache refuses a second use.
@@ -581,6 +621,36 @@ TEST(TokenReplayCache, ManyTokensKeepMemoryBounded) {
   EXPECT_GT(cache.floor_ms(), 9'000);
   EXPECT_LT(cache.floor_ms(), now);
   EXPECT_EQ(cache.check_and_insert(now, now, 99, "now"), V::kFresh);
+}
+
+// The cache reuses the nodes of entries that leave (expired or evicted) for
+// the next ones. After many such turns, every HELLO of the clock window it
+// accepted is still refused: as a replay if it is held, as too old if it
+// was evicted.
+TEST(TokenReplayCache, RecycledEntriesStillRefuseReplays) {
+  using V = TokenReplayCache::Verdict;
+  constexpr std::size_t kPerToken = 16;
+  TokenReplayCache cache(/*skew_ms=*/100, /*capacity=*/40, kPerToken);
+  std::int64_t now = 1'000;
+  std::vector<std::tuple<std::int64_t, std::uint64_t, std::string>> accepted;
+  for (int i = 0; i < 2000; ++i) {
+    if (i % 7 == 0) ++now;  // entries expire as the clock moves
+    const std::uint64_t token = static_cast<std::uint64_t>(i % 3);
+    const std::string proof = "proof-" + std::to_string(i);
+    ASSERT_EQ(cache.check_and_insert(now, now, token, proof), V::kFresh) << i;
+    accepted.emplace_back(now, token, proof);
+  }
+  EXPECT_LE(cache.size(), 40u);
+  std::size_t replays = 0;
+  for (const auto& [time, token, proof] : accepted) {
+    // Older HELLOs never reach the cache: the clock window refuses them.
+    if (time < now - 100) continue;
+    const V v = cache.check_and_insert(now, time, token, proof);
+    EXPECT_NE(v, V::kFresh) << "accepted twice: " << proof;
+    replays += v == V::kReplay;
+  }
+  EXPECT_EQ(replays, cache.size()) << "every entry held is a replay";
+  EXPECT_EQ(cache.check_and_insert(now, now + 1, 0, "new"), V::kFresh);
 }
 
 TEST(TokenReplayCache, ExtremeTimesAreSafe) {
