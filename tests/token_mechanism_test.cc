@@ -3,6 +3,8 @@
 // store with a controlled clock; the replay cache; the TokenErrc → Errc
 // mapping. Negotiation over real sockets is in token_itest.cc.
 #include <gtest/gtest.h>
+#include <openssl/evp.h>
+#include <openssl/hmac.h>
 
 #include <asio/co_spawn.hpp>
 #include <asio/io_context.hpp>
@@ -423,6 +425,70 @@ TEST(TokenMechanism, RefusesHelloFromTheEndsOfTime) {
     EXPECT_NE(step.error.message.find("CLOCK_SKEW"), std::string::npos) << step.error.message;
     EXPECT_NE(step.error.message.find(c.says), std::string::npos) << step.error.message;
   }
+}
+
+// The proofs, recomputed here from docs/PROTOCOL.md's formulas with
+// OpenSSL's one-shot HMAC() over a transcript built field by field: what
+// both halves send must not depend on how they compute it (they take the
+// transcript from the messages' bytes and keep the password prepared).
+std::string be16(std::size_t n) { return {static_cast<char>(n >> 8), static_cast<char>(n & 0xff)}; }
+std::string str16(std::string_view s) { return be16(s.size()) + std::string(s); }
+std::string Hmac(const Token& token, std::string_view label, const std::string& data) {
+  unsigned char mac[32];
+  unsigned int len = 0;
+  const std::string message = std::string(label) + data;
+  HMAC(EVP_sha256(), token.password.data(), static_cast<int>(token.password.size()),
+       reinterpret_cast<const unsigned char*>(message.data()), message.size(), mac, &len);
+  return std::string(reinterpret_cast<const char*>(mac), len);
+}
+constexpr std::string_view kClientLabel{"authrpc token client\0", 21};
+constexpr std::string_view kServerLabel{"authrpc token server\0", 21};
+
+TEST(TokenMechanism, ProofsFollowTheProtocolFormula) {
+  // Version 1, without and with a channel binding.
+  for (const ChannelInfo& channel : {Unix(), Tls('x')}) {
+    Realm realm;
+    const Token token = realm.Issue();
+    auto out = Authenticate(realm, token, channel);
+    ASSERT_EQ(out.server.kind, ServerStep::Kind::kSuccess) << out.server.error.to_string();
+    auto hello = token_wire::Hello::decode(out.sent.at(0));
+    ASSERT_TRUE(hello.has_value());
+    std::string t = "\x01" + str16(token.identifier) + str16(token.service) +
+                    std::string(reinterpret_cast<const char*>(hello->nonce.data()), 16);
+    for (int shift = 56; shift >= 0; shift -= 8) {
+      t.push_back(static_cast<char>((static_cast<std::uint64_t>(hello->time_ms) >> shift) & 0xff));
+    }
+    t += str16(channel.channel_binding);
+    const std::string client = Hmac(token, kClientLabel, t);
+    EXPECT_EQ(std::string(reinterpret_cast<const char*>(hello->proof.data()), 32), client);
+    EXPECT_EQ(out.server.message, "\x01" + Hmac(token, kServerLabel, t + client));
+  }
+  // Version 2.
+  Realm realm(AllowPlaintext());
+  const Token token = realm.Issue();
+  TokenClientOptions co;
+  co.token = token;
+  co.clock = realm.clock;
+  TokenClientMechanism client(co);
+  ChannelInfo channel = PlainTcp();
+  channel.server_uri = std::string(kService);
+  auto cs = client.start(channel);
+  auto ss = realm.server->start(PlainTcp());
+  ClientStep hello = Await(cs->initial());
+  ServerStep challenge = Await(ss->step(hello.message));
+  ASSERT_EQ(challenge.kind, ServerStep::Kind::kChallenge) << challenge.error.to_string();
+  ClientStep response = Await(cs->challenge(challenge.message));
+  ServerStep done = Await(ss->step(response.message));
+  ASSERT_EQ(done.kind, ServerStep::Kind::kSuccess) << done.error.to_string();
+  auto h2 = token_wire::ChallengeHello::decode(hello.message);
+  ASSERT_TRUE(h2.has_value());
+  const std::string t2 = "\x02" + str16(token.identifier) + str16(token.service) +
+                         std::string(reinterpret_cast<const char*>(h2->client_nonce.data()), 16) +
+                         challenge.message.substr(1) + str16("");
+  const std::string client_proof = Hmac(token, kClientLabel, t2);
+  EXPECT_EQ(response.message, "\x02" + client_proof);
+  EXPECT_EQ(done.message, "\x02" + Hmac(token, kServerLabel, t2 + client_proof));
+  EXPECT_TRUE(Await(cs->complete(done.message)).ok());
 }
 
 TEST(TokenMechanism, ProofsAreBoundToTheChannel) {
