@@ -38,40 +38,20 @@ std::string_view view(const std::uint8_t* p, std::size_t n) {
   return {reinterpret_cast<const char*>(p), n};
 }
 
-// The bytes both proofs cover (docs/PROTOCOL.md): everything in HELLO but
-// the proof, plus the channel binding.
-std::string transcript(const Hello& h, std::string_view channel_binding) {
-  std::string out;
-  out.reserve(64 + h.identifier.size() + h.service.size() + channel_binding.size());
-  ByteWriter w(&out);
-  w.u8(kVersion);
-  w.str16(h.identifier);
-  w.str16(h.service);
-  w.raw(view(h.nonce.data(), h.nonce.size()));
-  w.i64(h.time_ms);
-  w.str16(channel_binding);
-  return out;
-}
-
-// Version 2: both nonces, no clock (the server's nonce makes it fresh).
-std::string transcript(const ChallengeHello& h, const Challenge& c, std::string_view channel_binding) {
-  std::string out;
-  out.reserve(64 + h.identifier.size() + h.service.size() + channel_binding.size());
-  ByteWriter w(&out);
-  w.u8(kChallengeVersion);
-  w.str16(h.identifier);
-  w.str16(h.service);
-  w.raw(view(h.client_nonce.data(), h.client_nonce.size()));
-  w.raw(view(c.server_nonce.data(), c.server_nonce.size()));
-  w.str16(channel_binding);
-  return out;
-}
-
-std::array<std::uint8_t, kProofBytes> hmac(const SecretBytes& key, std::string_view label,
-                                           std::string_view a, std::string_view b = {}) {
+// One proof: HMAC-SHA256(password, label || T [|| client proof]) with T
+// given as the message bytes it is made of (proofs() in the header).
+std::array<std::uint8_t, kProofBytes> proof(const security::HmacSha256Key& password,
+                                            std::string_view label, std::string_view hello_bytes,
+                                            std::string_view server_nonce,
+                                            std::string_view channel_binding,
+                                            std::string_view client_proof = {}) {
   static_assert(kProofBytes == security::kHmacSha256Bytes);
+  const char cb_length[2] = {static_cast<char>((channel_binding.size() >> 8) & 0xff),
+                             static_cast<char>(channel_binding.size() & 0xff)};
   std::array<std::uint8_t, kProofBytes> out{};
-  if (!security::hmac_sha256(key.span(), {label, a, b}, &out)) {
+  if (!password.mac({label, hello_bytes, server_nonce, std::string_view(cb_length, 2),
+                     channel_binding, client_proof},
+                    &out)) {
     // Never a usable proof: random bytes match nothing.
     RAND_bytes(out.data(), static_cast<int>(out.size()));
   }
@@ -122,23 +102,31 @@ std::string Hello::encode() const {
   return out;
 }
 
-std::optional<Hello> Hello::decode(std::string_view bytes) {
+std::optional<HelloView> HelloView::decode(std::string_view bytes) {
   ByteReader r(bytes);
   std::uint8_t version = 0;
-  std::string_view identifier, service, nonce, proof;
-  Hello h;
+  HelloView h;
   if (!r.u8(&version) || version != kVersion) return std::nullopt;
-  if (!r.str16(&identifier, security::Token::kMaxIdentifierBytes) || identifier.empty()) {
+  if (!r.str16(&h.identifier, security::Token::kMaxIdentifierBytes) || h.identifier.empty()) {
     return std::nullopt;
   }
-  if (!r.str16(&service, kMaxServiceBytes) || !r.raw(kNonceBytes, &nonce) || !r.i64(&h.time_ms) ||
-      !r.raw(kProofBytes, &proof) || !r.at_end()) {
+  if (!r.str16(&h.service, kMaxServiceBytes) || !r.raw(kNonceBytes, &h.nonce) ||
+      !r.i64(&h.time_ms) || !r.raw(kProofBytes, &h.proof) || !r.at_end()) {
     return std::nullopt;
   }
-  h.identifier = std::string(identifier);
-  h.service = std::string(service);
-  std::memcpy(h.nonce.data(), nonce.data(), kNonceBytes);
-  std::memcpy(h.proof.data(), proof.data(), kProofBytes);
+  h.signed_bytes = bytes.substr(0, bytes.size() - kProofBytes);
+  return h;
+}
+
+std::optional<Hello> Hello::decode(std::string_view bytes) {
+  auto v = HelloView::decode(bytes);
+  if (!v) return std::nullopt;
+  Hello h;
+  h.identifier = std::string(v->identifier);
+  h.service = std::string(v->service);
+  std::memcpy(h.nonce.data(), v->nonce.data(), kNonceBytes);
+  h.time_ms = v->time_ms;
+  std::memcpy(h.proof.data(), v->proof.data(), kProofBytes);
   return h;
 }
 
@@ -152,17 +140,25 @@ std::string ChallengeHello::encode() const {
   return out;
 }
 
-std::optional<ChallengeHello> ChallengeHello::decode(std::string_view bytes) {
+namespace {
+
+// A version 2 HELLO's fields, as views into it.
+bool parse_challenge_hello(std::string_view bytes, std::string_view* identifier,
+                           std::string_view* service, std::string_view* nonce) {
   ByteReader r(bytes);
   std::uint8_t version = 0;
+  if (!r.u8(&version) || version != kChallengeVersion) return false;
+  if (!r.str16(identifier, security::Token::kMaxIdentifierBytes) || identifier->empty()) {
+    return false;
+  }
+  return r.str16(service, kMaxServiceBytes) && r.raw(kNonceBytes, nonce) && r.at_end();
+}
+
+}  // namespace
+
+std::optional<ChallengeHello> ChallengeHello::decode(std::string_view bytes) {
   std::string_view identifier, service, nonce;
-  if (!r.u8(&version) || version != kChallengeVersion) return std::nullopt;
-  if (!r.str16(&identifier, security::Token::kMaxIdentifierBytes) || identifier.empty()) {
-    return std::nullopt;
-  }
-  if (!r.str16(&service, kMaxServiceBytes) || !r.raw(kNonceBytes, &nonce) || !r.at_end()) {
-    return std::nullopt;
-  }
+  if (!parse_challenge_hello(bytes, &identifier, &service, &nonce)) return std::nullopt;
   ChallengeHello h;
   h.identifier = std::string(identifier);
   h.service = std::string(service);
@@ -207,18 +203,23 @@ std::optional<Response> Response::decode(std::string_view bytes) {
 
 std::array<std::uint8_t, kProofBytes> client_proof(const SecretBytes& password, const Hello& hello,
                                                    std::string_view channel_binding) {
-  return hmac(password, kClientLabel, transcript(hello, channel_binding));
+  const std::string bytes = hello.encode();
+  return proof(security::HmacSha256Key(password.span()), kClientLabel,
+               std::string_view(bytes).substr(0, bytes.size() - kProofBytes), {}, channel_binding);
 }
 
 std::array<std::uint8_t, kProofBytes> server_proof(const SecretBytes& password, const Hello& hello,
                                                    std::string_view channel_binding) {
-  return hmac(password, kServerLabel, transcript(hello, channel_binding),
-              view(hello.proof.data(), hello.proof.size()));
+  const std::string bytes = hello.encode();
+  return proof(security::HmacSha256Key(password.span()), kServerLabel,
+               std::string_view(bytes).substr(0, bytes.size() - kProofBytes), {}, channel_binding,
+               view(hello.proof.data(), hello.proof.size()));
 }
 
 std::string encode_success(const std::array<std::uint8_t, kProofBytes>& proof,
                            std::uint8_t version) {
   std::string out;
+  out.reserve(1 + proof.size());
   out.push_back(static_cast<char>(version));
   out.append(view(proof.data(), proof.size()));
   return out;
@@ -235,24 +236,35 @@ Hello make_hello(const security::Token& token, std::string_view channel_binding,
   return h;
 }
 
-Proofs proofs(const SecretBytes& password, const Hello& hello, std::string_view channel_binding) {
-  const std::string t = transcript(hello, channel_binding);
+Proofs proofs(const security::HmacSha256Key& password, std::string_view hello_bytes,
+              std::string_view server_nonce, std::string_view channel_binding) {
   Proofs out;
-  out.client = hmac(password, kClientLabel, t);
-  out.server = hmac(password, kServerLabel, t, view(out.client.data(), out.client.size()));
-  return out;
-}
-
-Proofs proofs(const SecretBytes& password, const ChallengeHello& hello, const Challenge& challenge,
-              std::string_view channel_binding) {
-  const std::string t = transcript(hello, challenge, channel_binding);
-  Proofs out;
-  out.client = hmac(password, kClientLabel, t);
-  out.server = hmac(password, kServerLabel, t, view(out.client.data(), out.client.size()));
+  out.client = proof(password, kClientLabel, hello_bytes, server_nonce, channel_binding);
+  out.server = proof(password, kServerLabel, hello_bytes, server_nonce, channel_binding,
+                     view(out.client.data(), out.client.size()));
   return out;
 }
 
 }  // namespace token_wire
+
+struct TokenClientMechanism::Prepared {
+  explicit Prepared(security::Token t)
+      : token(std::move(t)), key(token.password.span()), hello_head(encode_head(token)) {}
+
+  // Version byte (set per session), str16 identifier, str16 service.
+  static std::string encode_head(const security::Token& token) {
+    std::string out;
+    ByteWriter w(&out);
+    w.u8(token_wire::kVersion);
+    w.str16(token.identifier);
+    w.str16(std::string_view(token.service).substr(0, token_wire::kMaxServiceBytes));
+    return out;
+  }
+
+  const security::Token token;
+  const security::HmacSha256Key key;  // token.password, prepared
+  const std::string hello_head;
+};
 
 namespace {
 
@@ -283,7 +295,7 @@ class TokenServerSession final : public ServerAuthSession {
         one_message_(one_message_allowed(channel)) {}
 
   asio::awaitable<ServerStep> step(std::string_view client_message) override {
-    if (challenged_) co_return respond(client_message);
+    if (token_) co_return respond(client_message);
     co_return hello(client_message);
   }
 
@@ -309,9 +321,10 @@ class TokenServerSession final : public ServerAuthSession {
     return one_message(client_message);
   }
 
-  // Version 1: HELLO → AUTH_SUCCESS.
+  // Version 1: HELLO → AUTH_SUCCESS. Read in place: the transcript is the
+  // HELLO's own bytes, the token the secret manager's own record.
   ServerStep one_message(std::string_view client_message) {
-    auto hello = token_wire::Hello::decode(client_message);
+    auto hello = token_wire::HelloView::decode(client_message);
     if (!hello) return ServerStep::failure(auth_failed("MALFORMED: malformed token HELLO"));
     if (Status wrong = check_service(hello->service); !wrong.ok()) return ServerStep::failure(wrong);
     const std::int64_t now = mechanism_.clock().now().time_since_epoch().count();
@@ -322,23 +335,23 @@ class TokenServerSession final : public ServerAuthSession {
           (hello->time_ms > now ? "ahead of" : "behind") + " the server's (at most " +
           std::to_string(skew) + " ms allowed)"));
     }
-    auto secret = mechanism_.secrets().retrieve_password(hello->identifier);
-    if (!secret.ok()) {
-      return ServerStep::failure(token_status(secret.status(), TokenUse::kAuthentication));
+    auto token = mechanism_.secrets().retrieve(hello->identifier);
+    if (!token.ok()) {
+      return ServerStep::failure(token_status(token.status(), TokenUse::kAuthentication));
     }
+    const security::IssuedToken& issued = **token;
     // Both proofs from one transcript; the server's covers the client's
     // expected proof, which equals the received one when it is used.
-    const auto proofs = token_wire::proofs(secret->password, *hello, channel_binding_);
+    const auto proofs =
+        token_wire::proofs(issued.password_key(), hello->signed_bytes, {}, channel_binding_);
     if (CRYPTO_memcmp(proofs.client.data(), hello->proof.data(), proofs.client.size()) != 0) {
-      return ServerStep::failure(forged(*secret));
+      return ServerStep::failure(forged(issued.id));
     }
     // A bound proof covers this connection's TLS exporter: it cannot arrive
     // on another connection, so only an unbound one (unix://) is remembered.
     if (channel_binding_.empty()) {
-      const std::string_view proof(reinterpret_cast<const char*>(hello->proof.data()),
-                                   hello->proof.size());
       switch (mechanism_.replay_cache().check_and_insert(
-          now, hello->time_ms, secret->identifier.sequence_number, proof)) {
+          now, hello->time_ms, issued.id.sequence_number, hello->proof)) {
         case TokenReplayCache::Verdict::kFresh:
           break;
         case TokenReplayCache::Verdict::kReplay:
@@ -351,26 +364,27 @@ class TokenServerSession final : public ServerAuthSession {
                "retry with a fresh HELLO"});
       }
     }
-    return ServerStep::success(identity(*secret),
+    return ServerStep::success(identity(issued.id),
                                token_wire::encode_success(proofs.server, token_wire::kVersion));
   }
 
   // Version 2, first half: HELLO → AUTH_CHALLENGE with a fresh server nonce.
   ServerStep challenge(std::string_view client_message) {
-    auto hello = token_wire::ChallengeHello::decode(client_message);
-    if (!hello) return ServerStep::failure(auth_failed("MALFORMED: malformed token HELLO"));
-    if (Status wrong = check_service(hello->service); !wrong.ok()) return ServerStep::failure(wrong);
+    std::string_view identifier, service, client_nonce;
+    if (!token_wire::parse_challenge_hello(client_message, &identifier, &service, &client_nonce)) {
+      return ServerStep::failure(auth_failed("MALFORMED: malformed token HELLO"));
+    }
+    if (Status wrong = check_service(service); !wrong.ok()) return ServerStep::failure(wrong);
     // Refuse an unusable token now rather than after a round trip.
-    auto secret = mechanism_.secrets().retrieve_password(hello->identifier);
-    if (!secret.ok()) {
-      return ServerStep::failure(token_status(secret.status(), TokenUse::kAuthentication));
+    auto token = mechanism_.secrets().retrieve(identifier);
+    if (!token.ok()) {
+      return ServerStep::failure(token_status(token.status(), TokenUse::kAuthentication));
     }
     if (!token_wire::next_nonce(&challenge_.server_nonce)) {
       return ServerStep::failure({Errc::kInternal, "token: the CSPRNG failed"});
     }
-    challenge_hello_ = std::move(*hello);
-    secret_ = std::move(*secret);
-    challenged_ = true;
+    hello_bytes_ = std::string(client_message);  // T2 starts with it
+    token_ = std::move(*token);
     return ServerStep::challenge(challenge_.encode());
   }
 
@@ -378,93 +392,103 @@ class TokenServerSession final : public ServerAuthSession {
   ServerStep respond(std::string_view client_message) {
     auto response = token_wire::Response::decode(client_message);
     if (!response) return ServerStep::failure(auth_failed("MALFORMED: malformed token response"));
+    const std::string_view server_nonce(reinterpret_cast<const char*>(challenge_.server_nonce.data()),
+                                        challenge_.server_nonce.size());
     const auto proofs =
-        token_wire::proofs(secret_->password, challenge_hello_, challenge_, channel_binding_);
+        token_wire::proofs(token_->password_key(), hello_bytes_, server_nonce, channel_binding_);
     if (CRYPTO_memcmp(proofs.client.data(), response->proof.data(), proofs.client.size()) != 0) {
-      return ServerStep::failure(forged(*secret_));
+      return ServerStep::failure(forged(token_->id));
     }
     return ServerStep::success(
-        identity(*secret_), token_wire::encode_success(proofs.server, token_wire::kChallengeVersion));
+        identity(token_->id), token_wire::encode_success(proofs.server, token_wire::kChallengeVersion));
   }
 
-  Status check_service(const std::string& service) const {
+  Status check_service(std::string_view service) const {
     const auto& services = mechanism_.options().services;
     if (services.empty() || std::find(services.begin(), services.end(), service) != services.end()) {
       return {};
     }
-    return auth_failed("WRONG_SERVICE: the token is for service '" + service + "', not this server");
+    return auth_failed("WRONG_SERVICE: the token is for service '" + std::string(service) +
+                       "', not this server");
   }
 
-  Status forged(const security::TokenSecret& secret) const {
-    return auth_failed("FORGED: wrong proof for " + secret.identifier.describe() +
+  Status forged(const security::TokenIdentifier& id) const {
+    return auth_failed("FORGED: wrong proof for " + id.describe() +
                        (channel_binding_.empty() ? std::string() : " (or made for another channel)"));
   }
 
-  Identity identity(const security::TokenSecret& secret) const {
-    Identity id;
-    id.user = secret.identifier.owner;
-    id.principal = secret.identifier.owner;
-    if (auto at = id.principal.rfind('@'); at != std::string::npos) {
-      id.realm = id.principal.substr(at + 1);
+  Identity identity(const security::TokenIdentifier& id) const {
+    Identity out;
+    out.user = id.owner;
+    out.principal = id.owner;
+    if (auto at = out.principal.rfind('@'); at != std::string::npos) {
+      out.realm = out.principal.substr(at + 1);
     }
-    if (!secret.identifier.real_user.empty()) id.real_user = secret.identifier.real_user;
-    return id;
+    if (!id.real_user.empty()) out.real_user = id.real_user;
+    return out;
   }
 
   TokenServerMechanism& mechanism_;
   std::string channel_binding_;
   const bool one_message_;
-  // Between AUTH_CHALLENGE and AUTH_RESPONSE (version 2).
-  bool challenged_ = false;
-  token_wire::ChallengeHello challenge_hello_;
+  // Between AUTH_CHALLENGE and AUTH_RESPONSE (version 2): set once challenged.
+  std::shared_ptr<const security::IssuedToken> token_;
+  std::string hello_bytes_;
   token_wire::Challenge challenge_;
-  std::optional<security::TokenSecret> secret_;
 };
 
 // --- client ------------------------------------------------------------------
 
 class TokenClientSession final : public ClientAuthSession {
  public:
-  TokenClientSession(Result<security::Token> token, const ChannelInfo& channel,
+  using Prepared = TokenClientMechanism::Prepared;
+
+  TokenClientSession(Result<std::shared_ptr<const Prepared>> token, const ChannelInfo& channel,
                      security::TokenTime now)
       : token_(std::move(token)), channel_binding_(channel.channel_binding),
         one_message_(one_message_allowed(channel)), now_(now) {}
 
   asio::awaitable<ClientStep> initial() override {
     if (!token_.ok()) co_return ClientStep::failure(token_.status());
-    if (!one_message_) {
-      hello2_.identifier = token_->identifier;
-      hello2_.service = token_->service.substr(0, token_wire::kMaxServiceBytes);
-      if (!token_wire::next_nonce(&hello2_.client_nonce)) {
-        co_return ClientStep::failure({Errc::kInternal, "token: the CSPRNG failed"});
-      }
-      co_return ClientStep::send(hello2_.encode(), false);
-    }
-    token_wire::Hello hello;
-    hello.identifier = std::move(token_->identifier);
-    hello.service = token_->service.substr(0, token_wire::kMaxServiceBytes);
-    if (!token_wire::next_nonce(&hello.nonce)) {
+    const Prepared& token = **token_;
+    // The HELLO is built in place: its fixed head, then the nonce (and, in
+    // version 1, the clock and the proof over the bytes before it).
+    std::string hello;
+    hello.reserve(token.hello_head.size() + token_wire::kNonceBytes + 8 + token_wire::kProofBytes);
+    hello = token.hello_head;
+    hello[0] = static_cast<char>(one_message_ ? token_wire::kVersion : token_wire::kChallengeVersion);
+    std::array<std::uint8_t, token_wire::kNonceBytes> nonce{};
+    if (!token_wire::next_nonce(&nonce)) {
       co_return ClientStep::failure({Errc::kInternal, "token: the CSPRNG failed"});
     }
-    hello.time_ms = now_.time_since_epoch().count();
-    const auto proofs = token_wire::proofs(token_->password, hello, channel_binding_);
-    hello.proof = proofs.client;
+    ByteWriter w(&hello);
+    w.raw(token_wire::view(nonce.data(), nonce.size()));
+    if (!one_message_) {
+      hello_bytes_ = hello;  // T2 starts with it
+      co_return ClientStep::send(std::move(hello), false);
+    }
+    w.i64(now_.time_since_epoch().count());
+    const auto proofs = token_wire::proofs(token.key, hello, {}, channel_binding_);
+    w.raw(token_wire::view(proofs.client.data(), proofs.client.size()));
     expected_ = proofs.server;
-    token_ = Status(Errc::kInternal, "token: already used");  // wipes the password copy
-    co_return ClientStep::send(hello.encode(), true);
+    answered_ = true;
+    co_return ClientStep::send(std::move(hello), true);
   }
 
   asio::awaitable<ClientStep> challenge(std::string_view server_message) override {
-    if (one_message_ || !token_.ok()) {
+    if (one_message_ || !token_.ok() || answered_) {
       co_return ClientStep::failure({Errc::kProtocolError, "token: unexpected server challenge"});
     }
     auto challenge = token_wire::Challenge::decode(server_message);
     if (!challenge) {
       co_return ClientStep::failure({Errc::kProtocolError, "token: malformed server challenge"});
     }
-    const auto proofs = token_wire::proofs(token_->password, hello2_, *challenge, channel_binding_);
+    const auto proofs = token_wire::proofs(
+        (*token_)->key, hello_bytes_,
+        token_wire::view(challenge->server_nonce.data(), challenge->server_nonce.size()),
+        channel_binding_);
     expected_ = proofs.server;
-    token_ = Status(Errc::kInternal, "token: already used");  // wipes the password copy
+    answered_ = true;
     co_return ClientStep::send(token_wire::Response{proofs.client}.encode(), true);
   }
 
@@ -475,7 +499,7 @@ class TokenClientSession final : public ClientAuthSession {
       co_return auth_failed("the server's final message is malformed");
     }
     // Before the challenge there is nothing the server could have proved.
-    if (!one_message_ && token_.ok()) co_return auth_failed("the server skipped the challenge");
+    if (!answered_) co_return auth_failed("the server skipped the challenge");
     if (CRYPTO_memcmp(server_final_message.data() + 1, expected_.data(), expected_.size()) != 0) {
       co_return auth_failed(
           "the server did not prove it knows the token's password (not the server that issued it?)");
@@ -484,11 +508,12 @@ class TokenClientSession final : public ClientAuthSession {
   }
 
  private:
-  Result<security::Token> token_;
+  Result<std::shared_ptr<const Prepared>> token_;
   std::string channel_binding_;
   const bool one_message_;
   security::TokenTime now_;
-  token_wire::ChallengeHello hello2_;  // version 2 only
+  std::string hello_bytes_;  // version 2 only
+  bool answered_ = false;    // the client proof has been sent
   std::array<std::uint8_t, token_wire::kProofBytes> expected_{};
 };
 
@@ -508,13 +533,22 @@ std::unique_ptr<ServerAuthSession> TokenServerMechanism::start(const ChannelInfo
 
 TokenClientMechanism::TokenClientMechanism(TokenClientOptions options)
     : options_(std::move(options)),
-      clock_(options_.clock ? options_.clock : std::make_shared<security::SystemClock>()) {}
+      clock_(options_.clock ? options_.clock : std::make_shared<security::SystemClock>()) {
+  if (options_.token) given_ = std::make_shared<const Prepared>(*options_.token);
+}
 
 Result<security::Token> TokenClientMechanism::find_token(const std::string& service) {
-  if (options_.token) {
-    if (!options_.service.empty() || options_.token->service == service) return *options_.token;
+  auto found = find_prepared(service);
+  if (!found.ok()) return found.status();
+  return (*found)->token;
+}
+
+Result<std::shared_ptr<const TokenClientMechanism::Prepared>> TokenClientMechanism::find_prepared(
+    const std::string& service) {
+  if (given_) {
+    if (!options_.service.empty() || given_->token.service == service) return given_;
     return Status(Errc::kUnauthenticated, "token: NOT_FOUND: the token given is for service '" +
-                                              options_.token->service + "', not " + service);
+                                              given_->token.service + "', not " + service);
   }
   const std::string path = security::CredentialsFile::locate(options_.token_file);
   if (path.empty()) {
@@ -532,19 +566,20 @@ Result<security::Token> TokenClientMechanism::find_token(const std::string& serv
   if (!(stamp == cached_stamp_)) {
     auto file = security::CredentialsFile::read(path);
     if (!file.ok()) return token_status(file.status(), TokenUse::kAuthentication);
-    cached_tokens_ = file->tokens();
+    cached_tokens_.clear();
+    for (const auto& t : file->tokens()) cached_tokens_.push_back(std::make_shared<const Prepared>(t));
     cached_stamp_ = stamp;
   }
   for (const auto& t : cached_tokens_) {
-    if (t.service == service) return t;
+    if (t->token.service == service) return t;
   }
   return Status(Errc::kUnauthenticated, "token: NOT_FOUND: no token for service " + service +
                                             " in " + path + " (authrpc token fetch)");
 }
 
 std::unique_ptr<ClientAuthSession> TokenClientMechanism::start(const ChannelInfo& channel) {
-  const std::string service = options_.service.empty() ? channel.server_uri : options_.service;
-  return std::make_unique<TokenClientSession>(find_token(service), channel, clock_->now());
+  const std::string& service = options_.service.empty() ? channel.server_uri : options_.service;
+  return std::make_unique<TokenClientSession>(find_prepared(service), channel, clock_->now());
 }
 
 MechanismFlag token_file_flag() {

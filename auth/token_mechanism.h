@@ -69,6 +69,19 @@ inline constexpr std::size_t kNonceBytes = 16;
 inline constexpr std::size_t kProofBytes = 32;
 inline constexpr std::size_t kMaxServiceBytes = 1024;
 
+// Version 1 HELLO read in place: views into the message (the server's
+// per-session decode, and Hello::decode's).
+struct HelloView {
+  std::string_view identifier;
+  std::string_view service;
+  std::string_view nonce;  // kNonceBytes
+  std::int64_t time_ms = 0;
+  std::string_view signed_bytes;  // the message up to its proof: T without str16(cb)
+  std::string_view proof;         // kProofBytes
+
+  static std::optional<HelloView> decode(std::string_view bytes);
+};
+
 // Version 1 HELLO.
 struct Hello {
   std::string identifier;  // TokenIdentifier bytes
@@ -117,11 +130,13 @@ struct Proofs {
   std::array<std::uint8_t, kProofBytes> client{};
   std::array<std::uint8_t, kProofBytes> server{};  // covers `client`
 };
-Proofs proofs(const security::SecretBytes& password, const Hello& hello,
-              std::string_view channel_binding);
-// Version 2: the transcript covers both nonces instead of a clock.
-Proofs proofs(const security::SecretBytes& password, const ChallengeHello& hello,
-              const Challenge& challenge, std::string_view channel_binding);
+// The transcript is made of the messages' own bytes, so neither side copies
+// it: version 1, T = `hello_bytes` (the HELLO up to its proof:
+// HelloView::signed_bytes) || str16(cb); version 2, T2 = `hello_bytes` (the
+// whole HELLO) || `server_nonce` || str16(cb). `password` is the token's
+// password prepared for HMAC (IssuedToken::password_key() on the server).
+Proofs proofs(const security::HmacSha256Key& password, std::string_view hello_bytes,
+              std::string_view server_nonce, std::string_view channel_binding);
 // A fresh nonce from the CSPRNG (drawn in batches); false if it fails.
 bool next_nonce(std::array<std::uint8_t, kNonceBytes>* out);
 // AUTH_SUCCESS's message: version byte + server proof.
@@ -176,6 +191,11 @@ class TokenClientMechanism final : public ClientMechanism {
   // to UNAUTHENTICATED.
   Result<security::Token> find_token(const std::string& service);
 
+  // A token with its password prepared for HMAC and its HELLO's fixed head
+  // (version, identifier, service) encoded once, shared by the sessions
+  // that present it: a session copies neither (defined in the .cc).
+  struct Prepared;
+
  private:
   TokenClientOptions options_;
   std::shared_ptr<const security::Clock> clock_;
@@ -187,8 +207,12 @@ class TokenClientMechanism final : public ClientMechanism {
     std::uint64_t inode = 0;
     bool operator==(const FileStamp&) const = default;
   };
+  // The token for `service`, as find_token() finds it.
+  Result<std::shared_ptr<const Prepared>> find_prepared(const std::string& service);
+
+  std::shared_ptr<const Prepared> given_;  // options_.token, prepared
   FileStamp cached_stamp_;
-  std::vector<security::Token> cached_tokens_;
+  std::vector<std::shared_ptr<const Prepared>> cached_tokens_;
 };
 
 }  // namespace authrpc

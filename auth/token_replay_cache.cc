@@ -35,8 +35,18 @@ TokenReplayCache::Verdict TokenReplayCache::check_and_insert(std::int64_t now_ms
   Verdict refused = Verdict::kFresh;
   if (time_ms <= state.floor) {
     refused = Verdict::kTooOld;
-  } else if (!by_time_.emplace(key, token).second) {
-    refused = Verdict::kReplay;
+  } else if (spare_time_.empty()) {
+    if (!by_time_.emplace(key, token).second) refused = Verdict::kReplay;
+  } else {
+    TimeNode node = std::move(spare_time_.back());
+    spare_time_.pop_back();
+    node.key() = key;
+    node.mapped() = token;
+    auto inserted = by_time_.insert(std::move(node));
+    if (!inserted.inserted) {
+      spare_time_.push_back(std::move(inserted.node));
+      refused = Verdict::kReplay;
+    }
   }
   if (refused != Verdict::kFresh) {
     // A token never evicted from holds nothing but its entries.
@@ -45,7 +55,14 @@ TokenReplayCache::Verdict TokenReplayCache::check_and_insert(std::int64_t now_ms
   }
   if (state.entries.empty()) idle_.erase({state.floor, token});
   unweigh(token, state);
-  state.entries.insert(key);
+  if (spare_entries_.empty()) {
+    state.entries.insert(key);
+  } else {
+    EntryNode node = std::move(spare_entries_.back());
+    spare_entries_.pop_back();
+    node.value() = key;
+    state.entries.insert(std::move(node));  // new: by_time_ took it
+  }
   weigh(token, state);
   if (state.entries.size() > per_token_) {
     evict_oldest(token, state);
@@ -60,10 +77,10 @@ TokenReplayCache::Verdict TokenReplayCache::check_and_insert(std::int64_t now_ms
 void TokenReplayCache::expire(std::int64_t cutoff) {
   while (!by_time_.empty() && by_time_.begin()->first.first < cutoff) {
     const auto [key, token] = *by_time_.begin();
-    by_time_.erase(by_time_.begin());
+    erase_time(by_time_.begin());
     TokenState& state = tokens_.at(token);
     unweigh(token, state);
-    state.entries.erase(key);
+    if (auto entry = state.entries.find(key); entry != state.entries.end()) erase_entry(state, entry);
     weigh(token, state);
     // Its remaining entries are all above its floor, so an empty token's
     // floor is below the cutoff too: nothing left to remember.
@@ -81,8 +98,8 @@ void TokenReplayCache::evict_oldest(std::uint64_t token, TokenState& state) {
   // Everything else of this token stamped at the floor is refused from now
   // on anyway.
   while (!state.entries.empty() && state.entries.begin()->first <= state.floor) {
-    by_time_.erase(*state.entries.begin());
-    state.entries.erase(state.entries.begin());
+    if (auto at = by_time_.find(*state.entries.begin()); at != by_time_.end()) erase_time(at);
+    erase_entry(state, state.entries.begin());
   }
   weigh(token, state);
   if (!state.entries.empty()) return;
@@ -95,12 +112,37 @@ void TokenReplayCache::evict_oldest(std::uint64_t token, TokenState& state) {
   }
 }
 
+void TokenReplayCache::erase_time(std::map<Key, std::uint64_t>::iterator it) {
+  if (spare_time_.size() < kSpareNodes) {
+    spare_time_.push_back(by_time_.extract(it));
+  } else {
+    by_time_.erase(it);
+  }
+}
+
+void TokenReplayCache::erase_entry(TokenState& state, std::set<Key>::iterator it) {
+  if (spare_entries_.size() < kSpareNodes) {
+    spare_entries_.push_back(state.entries.extract(it));
+  } else {
+    state.entries.erase(it);
+  }
+}
+
 void TokenReplayCache::unweigh(std::uint64_t token, const TokenState& state) {
-  if (!state.entries.empty()) by_weight_.erase({state.entries.size(), state.entries.begin()->first, token});
+  if (!state.entries.empty()) {
+    spare_weight_ = by_weight_.extract({state.entries.size(), state.entries.begin()->first, token});
+  }
 }
 
 void TokenReplayCache::weigh(std::uint64_t token, const TokenState& state) {
-  if (!state.entries.empty()) by_weight_.insert({state.entries.size(), state.entries.begin()->first, token});
+  if (state.entries.empty()) return;
+  const Weight weight{state.entries.size(), state.entries.begin()->first, token};
+  if (spare_weight_.empty()) {
+    by_weight_.insert(weight);
+  } else {
+    spare_weight_.value() = weight;
+    by_weight_.insert(std::move(spare_weight_));
+  }
 }
 
 std::size_t TokenReplayCache::size() const {

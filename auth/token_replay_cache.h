@@ -21,6 +21,10 @@
 //  - tokens whose entries were all evicted keep only their floor; when more
 //    than `capacity` such floors pile up (that many distinct tokens inside
 //    one window), the lowest becomes a floor for every token.
+// Tree nodes of entries that leave are kept (a few) for the next ones: a
+// full cache takes one entry in and one out per HELLO, which would
+// otherwise be four allocations and four frees (docs/DESIGN.md, "CPU per
+// session").
 #pragma once
 
 #include <array>
@@ -32,6 +36,7 @@
 #include <string_view>
 #include <unordered_map>
 #include <utility>
+#include <vector>
 
 namespace authrpc {
 
@@ -76,7 +81,14 @@ class TokenReplayCache {
     }
   };
 
+  using TimeNode = std::map<Key, std::uint64_t>::node_type;
+  using EntryNode = std::set<Key>::node_type;
+  static constexpr std::size_t kSpareNodes = 64;
+
   void expire(std::int64_t cutoff);
+  // Removes one entry from by_time_ / a token's entries, keeping the node.
+  void erase_time(std::map<Key, std::uint64_t>::iterator it);
+  void erase_entry(TokenState& state, std::set<Key>::iterator it);
   // Evicts the token's oldest entry and raises its floor to that stamp.
   void evict_oldest(std::uint64_t token, TokenState& state);
   // Take a token out of by_weight_ before changing its entries, put it back after.
@@ -92,6 +104,11 @@ class TokenReplayCache {
   std::set<Weight> by_weight_;                               // tokens with entries
   std::set<std::pair<std::int64_t, std::uint64_t>> idle_;     // (floor, token): no entries left
   std::int64_t floor_ms_;
+  // Nodes kept for reuse (at most kSpareNodes each); a token's weight node
+  // between unweigh() and weigh().
+  std::vector<TimeNode> spare_time_;
+  std::vector<EntryNode> spare_entries_;
+  std::set<Weight>::node_type spare_weight_;
 };
 
 }  // namespace authrpc

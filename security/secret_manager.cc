@@ -11,6 +11,21 @@ std::string seq_name(std::uint64_t seq) { return "token " + std::to_string(seq);
 
 }  // namespace
 
+IssuedToken::IssuedToken(TokenIdentifier decoded, std::string bytes, SecretBytes secret)
+    : id(std::move(decoded)), identifier(std::move(bytes)), password(std::move(secret)) {}
+
+const HmacSha256Key& IssuedToken::password_key() const {
+  std::call_once(prepared_, [this] { password_key_ = HmacSha256Key(password.span()); });
+  return password_key_;
+}
+
+SecretManager::Entry SecretManager::make_entry(TokenIdentifier id, std::string identifier,
+                                               SecretBytes password, TokenTime renew_date) {
+  return Entry{std::make_shared<const IssuedToken>(std::move(id), std::move(identifier),
+                                                   std::move(password)),
+               renew_date};
+}
+
 SecretManager::SecretManager(std::shared_ptr<TokenStore> store, SecretManagerOptions options)
     : options_(std::move(options)), store_(std::move(store)), shared_(store_->shared()) {}
 
@@ -58,9 +73,9 @@ Status SecretManager::load() {
                                                        " has an identifier with sequence number " +
                                                        std::to_string(id->sequence_number));
     }
-    Entry entry{std::move(*id), std::move(stored.identifier), std::move(stored.password),
-                stored.renew_date};
-    tokens_.insert_or_assign(stored.sequence_number, std::move(entry));
+    tokens_.insert_or_assign(stored.sequence_number,
+                             make_entry(std::move(*id), std::move(stored.identifier),
+                                        std::move(stored.password), stored.renew_date));
   }
   return {};
 }
@@ -111,17 +126,17 @@ Result<const SecretManager::Entry*> SecretManager::check(
 Status SecretManager::check_entry(const Entry& entry, std::string_view identifier,
                                        const std::span<const std::uint8_t>* password, TokenTime now,
                                        Use use) const {
-  const std::uint64_t seq = entry.id.sequence_number;
+  const std::uint64_t seq = entry.token->id.sequence_number;
   // Compare the whole identifier, not only its sequence number: the password
   // was made over all of it.
-  if (entry.identifier != identifier) {
+  if (entry.token->identifier != identifier) {
     return Status(TokenErrc::kForged, seq_name(seq) + ": identifier does not match the issued token");
   }
-  if (password != nullptr && !entry.password.equals(*password)) {
+  if (password != nullptr && !entry.token->password.equals(*password)) {
     return Status(TokenErrc::kForged, seq_name(seq) + ": password does not match");
   }
   if (use != Use::kCancel && now > entry.renew_date) {
-    bool at_max = entry.renew_date >= entry.id.max_date;
+    bool at_max = entry.renew_date >= entry.token->id.max_date;
     return Status(TokenErrc::kExpired, seq_name(seq) + " expired at " + format_token_time(entry.renew_date) +
                                                 (at_max ? " (its max date)" : ""));
   }
@@ -161,8 +176,8 @@ Result<std::optional<SecretManager::Entry>> SecretManager::fetch(std::string_vie
   if (!stored_id.ok() || stored_id->sequence_number != token.sequence_number) {
     return R(TokenErrc::kStoreCorrupt, "stored " + seq_name(token.sequence_number) + " does not decode");
   }
-  return std::optional<Entry>(Entry{std::move(*stored_id), std::move(token.identifier),
-                                    std::move(token.password), token.renew_date});
+  return std::optional<Entry>(make_entry(std::move(*stored_id), std::move(token.identifier),
+                                         std::move(token.password), token.renew_date));
 }
 
 Result<const SecretManager::Entry*> SecretManager::check_or_fetch_locked(
@@ -172,7 +187,7 @@ Result<const SecretManager::Entry*> SecretManager::check_or_fetch_locked(
   auto fetched = fetch(identifier);
   if (!fetched.ok()) return fetched.status();
   if (!fetched->has_value()) return found;
-  const std::uint64_t seq = (*fetched)->id.sequence_number;
+  const std::uint64_t seq = (*fetched)->token->id.sequence_number;
   {
     std::unique_lock lock(view_mu_);
     tokens_.insert_or_assign(seq, std::move(**fetched));
@@ -188,7 +203,7 @@ void SecretManager::forget_locked(std::uint64_t seq, TokenTime now) {
   auto it = tokens_.find(seq);
   if (it == tokens_.end()) return;
   const TokenErrc why = now > it->second.renew_date ? TokenErrc::kExpired : TokenErrc::kCancelled;
-  removed_.insert_or_assign(seq, Removed{why, it->second.id.max_date});
+  removed_.insert_or_assign(seq, Removed{why, it->second.token->id.max_date});
   tokens_.erase(it);
 }
 
@@ -210,7 +225,8 @@ void SecretManager::apply(const std::function<Result<TokenStoreChanges>()>& read
   auto decode = [](StoredToken& stored) -> std::optional<Entry> {
     auto id = TokenIdentifier::decode(stored.identifier);
     if (!id.ok() || id->sequence_number != stored.sequence_number) return std::nullopt;
-    return Entry{std::move(*id), std::move(stored.identifier), std::move(stored.password), stored.renew_date};
+    return make_entry(std::move(*id), std::move(stored.identifier), std::move(stored.password),
+                      stored.renew_date);
   };
   std::unique_lock lock(view_mu_);
   if (changes->reset) {
@@ -270,7 +286,7 @@ Result<TokenIdentifier> SecretManager::verify(std::string_view identifier,
   {
     std::shared_lock lock(view_mu_);
     auto entry = check(identifier, &password, now, Use::kVerify);
-    if (entry.ok()) return (*entry)->id;
+    if (entry.ok()) return (*entry)->token->id;
     refusal = entry.status();
   }
   if (!worth_fetching(refusal, identifier, now)) return refusal;
@@ -278,10 +294,10 @@ Result<TokenIdentifier> SecretManager::verify(std::string_view identifier,
   if (!fetched.ok()) return fetched.status();
   if (!fetched->has_value()) return refusal;
   if (auto s = check_entry(**fetched, identifier, &password, now, Use::kVerify); !s.ok()) return s;
-  return (*fetched)->id;
+  return (*fetched)->token->id;
 }
 
-Result<TokenSecret> SecretManager::retrieve_password(std::string_view identifier) const {
+Result<std::shared_ptr<const IssuedToken>> SecretManager::retrieve(std::string_view identifier) const {
   const TokenTime now = options_.clock->now();
   if (shared_ && !store_->fresh()) {
     return Status(TokenErrc::kStoreUnavailable,
@@ -290,8 +306,25 @@ Result<TokenSecret> SecretManager::retrieve_password(std::string_view identifier
   Status refusal;
   {
     std::shared_lock lock(view_mu_);
+    // The sequence number is the identifier's last 12 bytes but its key id's
+    // four (docs/TOKENS.md §1). When the bytes equal a token's in the view,
+    // decoding them would give that token's identifier, so check() would
+    // pass exactly when this does; anything else takes check() for its error.
+    if (identifier.size() > 12) {
+      std::uint64_t seq = 0;
+      for (std::size_t i = identifier.size() - 12; i < identifier.size() - 4; ++i) {
+        seq = (seq << 8) | static_cast<std::uint8_t>(identifier[i]);
+      }
+      if (auto it = tokens_.find(seq); it != tokens_.end()) {
+        const Entry& entry = it->second;
+        if (entry.token->identifier == identifier && entry.token->id.kind == options_.kind &&
+            keys_.contains(entry.token->id.master_key_id) && now <= entry.renew_date) {
+          return entry.token;
+        }
+      }
+    }
     auto entry = check(identifier, nullptr, now, Use::kVerify);
-    if (entry.ok()) return TokenSecret{(*entry)->id, (*entry)->password};
+    if (entry.ok()) return (*entry)->token;
     refusal = entry.status();
   }
   if (!worth_fetching(refusal, identifier, now)) return refusal;
@@ -299,7 +332,13 @@ Result<TokenSecret> SecretManager::retrieve_password(std::string_view identifier
   if (!fetched.ok()) return fetched.status();
   if (!fetched->has_value()) return refusal;
   if (auto s = check_entry(**fetched, identifier, nullptr, now, Use::kVerify); !s.ok()) return s;
-  return TokenSecret{(*fetched)->id, std::move((*fetched)->password)};
+  return (*fetched)->token;
+}
+
+Result<TokenSecret> SecretManager::retrieve_password(std::string_view identifier) const {
+  auto token = retrieve(identifier);
+  if (!token.ok()) return token.status();
+  return TokenSecret{(*token)->id, (*token)->password};
 }
 
 bool SecretManager::roll_due(TokenTime now) const {
@@ -344,7 +383,7 @@ Status SecretManager::roll_locked(TokenTime now) {
   // of its tokens. If storing that fails, the key keeps its (later) bound.
   TokenTime last = now;
   for (const auto& [seq, entry] : tokens_) {
-    if (entry.id.master_key_id == old_id) last = std::max(last, entry.id.max_date);
+    if (entry.token->id.master_key_id == old_id) last = std::max(last, entry.token->id.max_date);
   }
   MasterKey retired = old->second;
   retired.expires = std::min(retired.expires, last);
@@ -406,8 +445,8 @@ Result<Token> SecretManager::issue(const TokenRequest& request) {
     std::unique_lock lock(view_mu_);
     touched_.insert(id.sequence_number);
     tokens_.insert_or_assign(id.sequence_number,
-                             Entry{std::move(id), std::move(stored.identifier),
-                                   std::move(stored.password), stored.renew_date});
+                             make_entry(std::move(id), std::move(stored.identifier),
+                                        std::move(stored.password), stored.renew_date));
   }
   return token;
 }
@@ -420,13 +459,13 @@ Result<TokenTime> SecretManager::renew(const Token& token, std::string_view call
   auto found = check_or_fetch_locked(token.identifier, &password, now, Use::kRenew);
   if (!found.ok()) return found.status();
   const Entry& entry = **found;
-  const std::uint64_t seq = entry.id.sequence_number;
-  if (entry.id.renewer.empty() || caller != entry.id.renewer) {
+  const std::uint64_t seq = entry.token->id.sequence_number;
+  if (entry.token->id.renewer.empty() || caller != entry.token->id.renewer) {
     return R(TokenErrc::kPermissionDenied,
              "'" + std::string(caller) + "' may not renew " + seq_name(seq) + " (renewer: " +
-                 (entry.id.renewer.empty() ? std::string("none") : "'" + entry.id.renewer + "'") + ")");
+                 (entry.token->id.renewer.empty() ? std::string("none") : "'" + entry.token->id.renewer + "'") + ")");
   }
-  const TokenTime renew_date = std::min(entry.id.max_date, now + options_.renew_interval);
+  const TokenTime renew_date = std::min(entry.token->id.max_date, now + options_.renew_interval);
   if (auto s = store_->update_token(seq, renew_date); !s.ok()) return s;
   {
     std::unique_lock lock(view_mu_);
@@ -443,14 +482,14 @@ Status SecretManager::cancel(const Token& token, std::string_view caller) {
   auto found = check_or_fetch_locked(token.identifier, &password, now, Use::kCancel);
   if (!found.ok()) return found.status();
   const Entry& entry = **found;
-  const std::uint64_t seq = entry.id.sequence_number;
+  const std::uint64_t seq = entry.token->id.sequence_number;
   const bool allowed =
-      !caller.empty() && (caller == entry.id.owner || (!entry.id.renewer.empty() && caller == entry.id.renewer));
+      !caller.empty() && (caller == entry.token->id.owner || (!entry.token->id.renewer.empty() && caller == entry.token->id.renewer));
   if (!allowed) {
     return Status(TokenErrc::kPermissionDenied, "'" + std::string(caller) + "' may not cancel " +
                                                          seq_name(seq) + " (only its owner or renewer)");
   }
-  const TokenTime max_date = entry.id.max_date;
+  const TokenTime max_date = entry.token->id.max_date;
   const std::uint64_t seqs[] = {seq};
   if (auto s = store_->remove_tokens(seqs); !s.ok()) return s;
   std::unique_lock lock(view_mu_);
@@ -481,7 +520,7 @@ Result<SweepResult> SecretManager::sweep() {
     std::erase_if(removed_, [&](const auto& kv) { return now > kv.second.max_date; });
     for (auto seq : expired) {
       auto it = tokens_.find(seq);
-      if (it->second.id.max_date >= now) removed_.insert_or_assign(seq, Removed{TokenErrc::kExpired, it->second.id.max_date});
+      if (it->second.token->id.max_date >= now) removed_.insert_or_assign(seq, Removed{TokenErrc::kExpired, it->second.token->id.max_date});
       tokens_.erase(it);
     }
   }

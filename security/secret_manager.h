@@ -51,6 +51,7 @@
 #include <vector>
 
 #include "authrpc/security/clock.h"
+#include "authrpc/security/hmac_sha256.h"
 #include "authrpc/security/rw_lock.h"
 #include "authrpc/security/token.h"
 #include "authrpc/security/token_errors.h"
@@ -80,6 +81,27 @@ struct TokenRequest {
 struct TokenSecret {
   TokenIdentifier identifier;
   SecretBytes password;
+};
+
+// A token as the manager holds it: immutable, and shared by reference count
+// with the sessions checking a proof with it (renewing the token keeps it;
+// cancelling or sweeping drops only the manager's reference). The `token`
+// mechanism takes it from SecretManager::retrieve() per session instead of
+// copying the identifier and the password.
+class IssuedToken {
+ public:
+  IssuedToken(TokenIdentifier decoded, std::string bytes, SecretBytes secret);
+
+  const TokenIdentifier id;
+  const std::string identifier;  // the signed bytes that `id` was decoded from
+  const SecretBytes password;
+  // The password prepared for HMAC-SHA256, on first use (thread-safe): a
+  // `token` session's two proofs then cost no keying.
+  const HmacSha256Key& password_key() const;
+
+ private:
+  mutable std::once_flag prepared_;
+  mutable HmacSha256Key password_key_;
 };
 
 // A master key without its secret, for introspection.
@@ -124,6 +146,10 @@ class SecretManager final : private TokenStoreObserver {
   }
   // The same checks, short of the password, which it returns.
   Result<TokenSecret> retrieve_password(std::string_view identifier) const;
+  // The same, without a copy: the manager's own record of the token. An
+  // identifier byte-for-byte equal to a valid token's is looked up without
+  // decoding it (the `token` mechanism's path, once per session).
+  Result<std::shared_ptr<const IssuedToken>> retrieve(std::string_view identifier) const;
 
   // Removes expired tokens and retired keys past their expiry, and rolls the
   // master key if due. The server calls it periodically (e.g. every minute).
@@ -139,11 +165,11 @@ class SecretManager final : private TokenStoreObserver {
 
  private:
   struct Entry {
-    TokenIdentifier id;
-    std::string identifier;
-    SecretBytes password;
+    std::shared_ptr<const IssuedToken> token;  // never null
     TokenTime renew_date{};
   };
+  static Entry make_entry(TokenIdentifier id, std::string identifier, SecretBytes password,
+                          TokenTime renew_date);
   enum class Use { kVerify, kRenew, kCancel };
 
   SecretManager(std::shared_ptr<TokenStore> store, SecretManagerOptions options);

@@ -42,8 +42,7 @@ struct Vector {
   const char* mac;
 };
 
-TEST(HmacSha256Test, Rfc4231Vectors) {
-  const Vector vectors[] = {
+const Vector kVectors[] = {
       {"case 1", std::string(20, '\x0b'), "Hi There",
        "b0344c61d8db38535ca8afceaf0bf12b881dc200c9833da726e9376c2e32cff7"},
       {"case 2", "Jefe", "what do ya want for nothing?",
@@ -55,19 +54,65 @@ TEST(HmacSha256Test, Rfc4231Vectors) {
       {"case 6 (key longer than a block)", std::string(131, '\xaa'),
        "Test Using Larger Than Block-Size Key - Hash Key First",
        "60e431591ee0b67f0d8a26aacbf5b77f8e0bc6213728c5140546040f0ee37f54"},
+      {"exactly one block of key", std::string(64, '\x5a'), "one block",
+       ""},  // filled in from OpenSSL's one-shot HMAC below
   };
-  for (const auto& v : vectors) {
+
+std::string one_shot(const std::string& key, const std::string& data) {
+  std::array<std::uint8_t, kHmacSha256Bytes> mac{};
+  unsigned int len = 0;
+  HMAC(EVP_sha256(), key.data(), static_cast<int>(key.size()),
+       reinterpret_cast<const unsigned char*>(data.data()), data.size(), mac.data(), &len);
+  return hex(mac);
+}
+
+std::string expected(const Vector& v) { return *v.mac != '\0' ? v.mac : one_shot(v.key, v.data); }
+
+TEST(HmacSha256Test, Rfc4231Vectors) {
+  for (const auto& v : kVectors) {
     std::array<std::uint8_t, kHmacSha256Bytes> mac{};
     ASSERT_TRUE(hmac_sha256(bytes(v.key), {v.data}, &mac)) << v.name;
-    EXPECT_EQ(hex(mac), v.mac) << v.name;
+    EXPECT_EQ(hex(mac), expected(v)) << v.name;
     // The same MAC when the data comes in parts (the token proofs' label +
     // transcript), and after the per-thread context was keyed differently.
     const std::string first = v.data.substr(0, v.data.size() / 2);
     const std::string rest = v.data.substr(v.data.size() / 2);
     std::array<std::uint8_t, kHmacSha256Bytes> parts{};
     ASSERT_TRUE(hmac_sha256(bytes(v.key), {first, "", rest}, &parts)) << v.name;
-    EXPECT_EQ(hex(parts), v.mac) << v.name;
+    EXPECT_EQ(hex(parts), expected(v)) << v.name;
   }
+}
+
+// A prepared key gives the same MACs, whole or in parts, again and again
+// (its states are copied per MAC, never consumed).
+TEST(HmacSha256Test, PreparedKeyMatchesTheVectors) {
+  for (const auto& v : kVectors) {
+    const HmacSha256Key key(bytes(v.key));
+    ASSERT_FALSE(key.empty()) << v.name;
+    const std::string first = v.data.substr(0, v.data.size() / 2);
+    const std::string rest = v.data.substr(v.data.size() / 2);
+    for (int round = 0; round < 3; ++round) {
+      std::array<std::uint8_t, kHmacSha256Bytes> whole{}, parts{};
+      ASSERT_TRUE(key.mac({v.data}, &whole)) << v.name;
+      ASSERT_TRUE(key.mac({first, "", rest}, &parts)) << v.name;
+      EXPECT_EQ(hex(whole), expected(v)) << v.name << " round " << round;
+      EXPECT_EQ(hex(parts), expected(v)) << v.name << " round " << round;
+    }
+  }
+}
+
+TEST(HmacSha256Test, EmptyOrMovedFromPreparedKeyMakesNoMac) {
+  std::array<std::uint8_t, kHmacSha256Bytes> mac{};
+  const HmacSha256Key none;
+  EXPECT_TRUE(none.empty());
+  EXPECT_FALSE(none.mac({"data"}, &mac));
+  EXPECT_TRUE(HmacSha256Key(std::span<const std::uint8_t>()).empty());
+  HmacSha256Key key(bytes("a key"));
+  HmacSha256Key moved = std::move(key);
+  EXPECT_TRUE(key.empty());  // NOLINT(bugprone-use-after-move): the moved-from state is specified
+  EXPECT_FALSE(key.mac({"data"}, &mac));
+  ASSERT_TRUE(moved.mac({"data"}, &mac));
+  EXPECT_EQ(hex(mac), one_shot("a key", "data"));
 }
 
 TEST(HmacSha256Test, EmptyKeyIsRefused) {
@@ -77,6 +122,7 @@ TEST(HmacSha256Test, EmptyKeyIsRefused) {
 
 TEST(HmacSha256Test, ThreadsAgreeWithOneShotHmac) {
   const std::string key = "a token password of 32 bytes....";
+  const HmacSha256Key prepared(bytes(key));  // one key, all threads at once
   std::vector<std::thread> threads;
   std::vector<int> mismatches(4, 0);
   for (int t = 0; t < 4; ++t) {
@@ -88,6 +134,7 @@ TEST(HmacSha256Test, ThreadsAgreeWithOneShotHmac) {
         HMAC(EVP_sha256(), key.data(), static_cast<int>(key.size()),
              reinterpret_cast<const unsigned char*>(data.data()), data.size(), theirs.data(), &len);
         if (!hmac_sha256(bytes(key), {data}, &ours) || ours != theirs) ++mismatches[t];
+        if (!prepared.mac({data}, &ours) || ours != theirs) ++mismatches[t];
       }
     });
   }

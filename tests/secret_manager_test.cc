@@ -6,6 +6,7 @@
 
 #include <gtest/gtest.h>
 
+#include <array>
 #include <atomic>
 #include <ostream>
 #include <string>
@@ -13,6 +14,7 @@
 #include <vector>
 
 #include "authrpc/security/clock.h"
+#include "authrpc/security/hmac_sha256.h"
 #include "authrpc/security/memory_token_store.h"
 
 namespace authrpc::security {
@@ -269,6 +271,74 @@ TEST_F(SecretManagerTest, FailuresAreTyped) {
   // Garbage identifiers.
   EXPECT_TRUE(manager_->verify("", token.password.span()).is(TokenErrc::kMalformed));
   EXPECT_TRUE(manager_->verify("\x05xyz", token.password.span()).is(TokenErrc::kUnsupportedVersion));
+}
+
+// retrieve() finds a token by its identifier's bytes without decoding them
+// (the `token` mechanism's per-session lookup). Every identifier that is not
+// byte-for-byte an issued, valid one must get the error the full check gives:
+// one row per way an identifier can differ from the issued one.
+TEST_F(SecretManagerTest, RetrieveRefusesEveryIdentifierButTheIssuedOne) {
+  Token token = issue();
+  const TokenIdentifier id = *token.decode_identifier();
+  auto with = [&](auto change) {
+    TokenIdentifier changed = id;
+    change(changed);
+    return *changed.encode();
+  };
+  struct Case {
+    const char* name;
+    std::string identifier;
+    TokenErrc expect;
+  };
+  const Case cases[] = {
+      {"another owner, same sequence number", with([](auto& i) { i.owner = "mallory"; }), TokenErrc::kForged},
+      {"another real user", with([](auto& i) { i.real_user = "bob"; }), TokenErrc::kForged},
+      {"a later max date", with([](auto& i) { i.max_date += kDay; }), TokenErrc::kForged},
+      {"another kind", with([](auto& i) { i.kind = "hdfs-delegation"; }), TokenErrc::kUnknownToken},
+      {"an unknown key", with([](auto& i) { i.master_key_id = 77; }), TokenErrc::kUnknownKey},
+      {"never issued", with([](auto& i) { i.sequence_number = 999; }), TokenErrc::kUnknownToken},
+      {"a byte short", token.identifier.substr(0, token.identifier.size() - 1), TokenErrc::kMalformed},
+      {"a byte more", token.identifier + "x", TokenErrc::kMalformed},
+      {"empty", "", TokenErrc::kMalformed},
+      {"only the last 12 bytes", token.identifier.substr(token.identifier.size() - 12), TokenErrc::kUnsupportedVersion},
+  };
+  for (const auto& c : cases) {
+    auto found = manager_->retrieve(c.identifier);
+    EXPECT_TRUE(found.is(c.expect)) << c.name << ": " << found.status().to_string();
+  }
+  auto found = manager_->retrieve(token.identifier);
+  ASSERT_TRUE(found.ok()) << found.status().to_string();
+  EXPECT_EQ((*found)->id, id);
+  EXPECT_TRUE((*found)->password.equals(token.password));
+
+  // Past its renew date the same bytes are refused as expired.
+  clock_->advance(kDay + milliseconds(1));
+  EXPECT_TRUE(manager_->retrieve(token.identifier).is(TokenErrc::kExpired));
+}
+
+// A session keeps the record it was given, unchanged, whatever the manager
+// does meanwhile; renewing shares it, cancelling refuses it from then on.
+TEST_F(SecretManagerTest, RetrieveSharesTheManagersRecord) {
+  Token token = issue();
+  auto first = manager_->retrieve(token.identifier);
+  auto second = manager_->retrieve(token.identifier);
+  ASSERT_TRUE(first.ok() && second.ok());
+  EXPECT_EQ(first->get(), second->get()) << "retrieve() copied the token";
+  std::array<std::uint8_t, kHmacSha256Bytes> mac{}, expected{};
+  ASSERT_TRUE((*first)->password_key().mac({"message"}, &mac));
+  ASSERT_TRUE(hmac_sha256(token.password.span(), {"message"}, &expected));
+  EXPECT_EQ(mac, expected);
+
+  ASSERT_TRUE(manager_->renew(token, "yarn").ok());
+  auto renewed = manager_->retrieve(token.identifier);
+  ASSERT_TRUE(renewed.ok());
+  EXPECT_EQ(renewed->get(), first->get());
+
+  ASSERT_TRUE(manager_->cancel(token, "alice").ok());
+  EXPECT_TRUE(manager_->retrieve(token.identifier).is(TokenErrc::kCancelled));
+  EXPECT_TRUE((*first)->password.equals(token.password)) << "a held record must stay intact";
+  ASSERT_TRUE((*first)->password_key().mac({"message"}, &mac));
+  EXPECT_EQ(mac, expected);
 }
 
 TEST_F(SecretManagerTest, KeysRollOnTheInterval) {

@@ -3,20 +3,25 @@
 // store with a controlled clock; the replay cache; the TokenErrc → Errc
 // mapping. Negotiation over real sockets is in token_itest.cc.
 #include <gtest/gtest.h>
+#include <openssl/evp.h>
+#include <openssl/hmac.h>
 
 #include <asio/co_spawn.hpp>
 #include <asio/io_context.hpp>
 #include <asio/use_future.hpp>
+#include <filesystem>
 #include <functional>
 #include <limits>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "authrpc/auth/token_mechanism.h"
 #include "authrpc/auth/token_replay_cache.h"
 #include "authrpc/security/clock.h"
+#include "authrpc/security/credentials_file.h"
 #include "authrpc/security/memory_token_store.h"
 #include "authrpc/security/secret_manager.h"
 #include "authrpc/security/token_errors.h"
@@ -241,6 +246,43 @@ TEST(TokenMechanism, ClientWithoutATokenForTheServiceRefusesLocally) {
   EXPECT_EQ(retry_advice(step.error.code), RetryAdvice::kReauthenticate);
 }
 
+// The client keeps the tokens of its credentials file prepared between
+// sessions; a changed file (another token for the service, or none) is
+// read again before the next session.
+TEST(TokenMechanism, ClientReadsItsCredentialsFileAgainWhenItChanges) {
+  Realm realm;
+  const std::string dir = testing::TempDir("token-file");
+  const std::string path = dir + "/tokens";
+  auto write = [&](std::vector<Token> tokens) {
+    security::CredentialsFile file;
+    for (auto& t : tokens) file.add(std::move(t));
+    ASSERT_TRUE(file.write(path).ok());
+  };
+  TokenClientOptions co;
+  co.token_file = path;
+  co.clock = realm.clock;
+  TokenClientMechanism client(co);
+  auto session_as = [&]() -> std::string {
+    ChannelInfo channel = Unix();
+    channel.server_uri = std::string(kService);
+    ClientStep hello = Await(client.start(channel)->initial());
+    if (hello.kind != ClientStep::Kind::kSend) return "client: " + hello.error.to_string();
+    ServerStep step = Await(realm.server->start(Unix())->step(hello.message));
+    if (step.kind != ServerStep::Kind::kSuccess) return "server: " + step.error.to_string();
+    return step.identity.user;
+  };
+  write({realm.Issue("alice@R")});
+  EXPECT_EQ(session_as(), "alice@R");
+  EXPECT_EQ(session_as(), "alice@R");
+  write({realm.Issue("bob@R")});
+  EXPECT_EQ(session_as(), "bob@R");
+  Token elsewhere = realm.Issue("carol@R");
+  elsewhere.service = "tcp://elsewhere:1";
+  write({elsewhere});
+  EXPECT_NE(session_as().find("NOT_FOUND"), std::string::npos);
+  std::filesystem::remove_all(dir);
+}
+
 // unix://: the in-process replay cache refuses a second use.
 TEST(TokenMechanism, RefusesReplayedHelloOnUnix) {
   Realm realm;
@@ -383,6 +425,70 @@ TEST(TokenMechanism, RefusesHelloFromTheEndsOfTime) {
     EXPECT_NE(step.error.message.find("CLOCK_SKEW"), std::string::npos) << step.error.message;
     EXPECT_NE(step.error.message.find(c.says), std::string::npos) << step.error.message;
   }
+}
+
+// The proofs, recomputed here from docs/PROTOCOL.md's formulas with
+// OpenSSL's one-shot HMAC() over a transcript built field by field: what
+// both halves send must not depend on how they compute it (they take the
+// transcript from the messages' bytes and keep the password prepared).
+std::string be16(std::size_t n) { return {static_cast<char>(n >> 8), static_cast<char>(n & 0xff)}; }
+std::string str16(std::string_view s) { return be16(s.size()) + std::string(s); }
+std::string Hmac(const Token& token, std::string_view label, const std::string& data) {
+  unsigned char mac[32];
+  unsigned int len = 0;
+  const std::string message = std::string(label) + data;
+  HMAC(EVP_sha256(), token.password.data(), static_cast<int>(token.password.size()),
+       reinterpret_cast<const unsigned char*>(message.data()), message.size(), mac, &len);
+  return std::string(reinterpret_cast<const char*>(mac), len);
+}
+constexpr std::string_view kClientLabel{"authrpc token client\0", 21};
+constexpr std::string_view kServerLabel{"authrpc token server\0", 21};
+
+TEST(TokenMechanism, ProofsFollowTheProtocolFormula) {
+  // Version 1, without and with a channel binding.
+  for (const ChannelInfo& channel : {Unix(), Tls('x')}) {
+    Realm realm;
+    const Token token = realm.Issue();
+    auto out = Authenticate(realm, token, channel);
+    ASSERT_EQ(out.server.kind, ServerStep::Kind::kSuccess) << out.server.error.to_string();
+    auto hello = token_wire::Hello::decode(out.sent.at(0));
+    ASSERT_TRUE(hello.has_value());
+    std::string t = "\x01" + str16(token.identifier) + str16(token.service) +
+                    std::string(reinterpret_cast<const char*>(hello->nonce.data()), 16);
+    for (int shift = 56; shift >= 0; shift -= 8) {
+      t.push_back(static_cast<char>((static_cast<std::uint64_t>(hello->time_ms) >> shift) & 0xff));
+    }
+    t += str16(channel.channel_binding);
+    const std::string client = Hmac(token, kClientLabel, t);
+    EXPECT_EQ(std::string(reinterpret_cast<const char*>(hello->proof.data()), 32), client);
+    EXPECT_EQ(out.server.message, "\x01" + Hmac(token, kServerLabel, t + client));
+  }
+  // Version 2.
+  Realm realm(AllowPlaintext());
+  const Token token = realm.Issue();
+  TokenClientOptions co;
+  co.token = token;
+  co.clock = realm.clock;
+  TokenClientMechanism client(co);
+  ChannelInfo channel = PlainTcp();
+  channel.server_uri = std::string(kService);
+  auto cs = client.start(channel);
+  auto ss = realm.server->start(PlainTcp());
+  ClientStep hello = Await(cs->initial());
+  ServerStep challenge = Await(ss->step(hello.message));
+  ASSERT_EQ(challenge.kind, ServerStep::Kind::kChallenge) << challenge.error.to_string();
+  ClientStep response = Await(cs->challenge(challenge.message));
+  ServerStep done = Await(ss->step(response.message));
+  ASSERT_EQ(done.kind, ServerStep::Kind::kSuccess) << done.error.to_string();
+  auto h2 = token_wire::ChallengeHello::decode(hello.message);
+  ASSERT_TRUE(h2.has_value());
+  const std::string t2 = "\x02" + str16(token.identifier) + str16(token.service) +
+                         std::string(reinterpret_cast<const char*>(h2->client_nonce.data()), 16) +
+                         challenge.message.substr(1) + str16("");
+  const std::string client_proof = Hmac(token, kClientLabel, t2);
+  EXPECT_EQ(response.message, "\x02" + client_proof);
+  EXPECT_EQ(done.message, "\x02" + Hmac(token, kServerLabel, t2 + client_proof));
+  EXPECT_TRUE(Await(cs->complete(done.message)).ok());
 }
 
 TEST(TokenMechanism, ProofsAreBoundToTheChannel) {
@@ -581,6 +687,36 @@ TEST(TokenReplayCache, ManyTokensKeepMemoryBounded) {
   EXPECT_GT(cache.floor_ms(), 9'000);
   EXPECT_LT(cache.floor_ms(), now);
   EXPECT_EQ(cache.check_and_insert(now, now, 99, "now"), V::kFresh);
+}
+
+// The cache reuses the nodes of entries that leave (expired or evicted) for
+// the next ones. After many such turns, every HELLO of the clock window it
+// accepted is still refused: as a replay if it is held, as too old if it
+// was evicted.
+TEST(TokenReplayCache, RecycledEntriesStillRefuseReplays) {
+  using V = TokenReplayCache::Verdict;
+  constexpr std::size_t kPerToken = 16;
+  TokenReplayCache cache(/*skew_ms=*/100, /*capacity=*/40, kPerToken);
+  std::int64_t now = 1'000;
+  std::vector<std::tuple<std::int64_t, std::uint64_t, std::string>> accepted;
+  for (int i = 0; i < 2000; ++i) {
+    if (i % 7 == 0) ++now;  // entries expire as the clock moves
+    const std::uint64_t token = static_cast<std::uint64_t>(i % 3);
+    const std::string proof = "proof-" + std::to_string(i);
+    ASSERT_EQ(cache.check_and_insert(now, now, token, proof), V::kFresh) << i;
+    accepted.emplace_back(now, token, proof);
+  }
+  EXPECT_LE(cache.size(), 40u);
+  std::size_t replays = 0;
+  for (const auto& [time, token, proof] : accepted) {
+    // Older HELLOs never reach the cache: the clock window refuses them.
+    if (time < now - 100) continue;
+    const V v = cache.check_and_insert(now, time, token, proof);
+    EXPECT_NE(v, V::kFresh) << "accepted twice: " << proof;
+    replays += v == V::kReplay;
+  }
+  EXPECT_EQ(replays, cache.size()) << "every entry held is a replay";
+  EXPECT_EQ(cache.check_and_insert(now, now + 1, 0, "new"), V::kFresh);
 }
 
 TEST(TokenReplayCache, ExtremeTimesAreSafe) {
