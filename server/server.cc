@@ -259,18 +259,8 @@ asio::awaitable<void> accept_loop(Server::Impl& server, Reactor& reactor, Listen
     reactor.connections.insert(*connection);
     // The connection's own coroutine, ended by a handler (not a coroutine
     // wrapping it: one frame fewer per connection).
-    const bool counted = refuse.ok();
     asio::co_spawn(reactor.io, connection->run(std::move(refuse)),
-                   [&server, &reactor, connection, counted](const std::exception_ptr&) {
-                     connection->count_close();
-                     reactor.connections.erase(*connection);
-                     if (!counted) return;
-                     connection->leave_budget();
-                     if (--server.connections_active == 0) {
-                       { std::lock_guard lock(server.mu); }
-                       server.cv.notify_all();
-                     }
-                   });
+                   [connection](const std::exception_ptr&) { connection->run_ended(); });
   }
 }
 
@@ -513,6 +503,7 @@ ServerStats Server::stats() const {
   ServerStats s;
   s.connections_accepted = impl_->connections_accepted.load();
   s.connections_active = impl_->connections_active.load();
+  s.connections_parked = impl_->connections_parked.load();
   s.connections_refused_busy = impl_->connections_refused_busy.load();
   s.connections_unauthenticated = impl_->budget.unauthenticated();
   s.connections_shed = impl_->connections_shed.load();
