@@ -441,8 +441,7 @@ void FrameChannel::release_idle_buffers() {
 }
 
 bool FrameChannel::parkable() const noexcept {
-  return !input_buffered() && pending_body_ == 0 && !closed_ && !writer_active_ &&
-         !has_output() && byte_stream_->can_wait_readable();
+  return !input_buffered() && pending_body_ == 0 && !closed_ && byte_stream_->can_wait_readable();
 }
 
 bool FrameChannel::interrupt_reader() noexcept {

@@ -115,13 +115,16 @@ class FrameChannel final : public std::enable_shared_from_this<FrameChannel>,
   void release_idle_buffers();
 
   // Parking the reader (ServerConnection, docs/DESIGN.md "What an idle
-  // connection costs"): true with nothing buffered, nothing queued or being
-  // written, and a stream that can wait for input without a read
-  // (ByteStream::can_wait_readable()): the owner may then wait with
-  // byte_stream().wait_readable() instead of read_frame().
+  // connection costs"): true with no input buffered and a stream that can
+  // wait for input without a read (ByteStream::can_wait_readable()): the
+  // owner may then wait with byte_stream().wait_readable() instead of
+  // read_frame(). (A write may go on meanwhile.)
   bool parkable() const noexcept;
-  // parkable(), and the reader waits in read_frame() now.
-  bool reader_parkable() const noexcept { return idle_read_ && !interrupting_ && parkable(); }
+  // parkable(), the reader waits in read_frame() now, and nothing is queued
+  // or being written (interrupting the read cancels the stream's writes).
+  bool reader_parkable() const noexcept {
+    return idle_read_ && !interrupting_ && !writer_active_ && !has_output() && parkable();
+  }
   // If reader_parkable(), ends that wait: read_frame() returns an error at
   // once, with read_interrupted() true, and the owner may wait for input
   // with byte_stream().wait_readable() instead. (Input that had already

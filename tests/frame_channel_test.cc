@@ -646,6 +646,7 @@ TEST_F(FrameChannelTest, AnInterruptedIdleReaderParksAndAWaitSeesTheNextFrame) {
         wire::append_ping(ch->out(), FrameType::kPong, "busy");
         ch->schedule_flush();
         EXPECT_FALSE(ch->reader_parkable());
+        EXPECT_TRUE(ch->parkable()) << "a plain wait may stand beside a write";
         EXPECT_FALSE(ch->interrupt_reader());
         co_await pause(20ms);  // written
         EXPECT_TRUE(ch->reader_parkable());
