@@ -280,8 +280,9 @@ asio::awaitable<void> sweep_loop(Reactor& reactor, std::chrono::milliseconds int
     if (ec || reactor.stopping) co_return;
     const auto now = std::chrono::steady_clock::now();
     // on_tick may end a connection, which erases it from the set later (on
-    // its own coroutine), never during this loop.
-    reactor.connections.for_each([now](ServerConnection& c) { c.on_tick(now); });
+    // its own handlers), never during this loop. Parked connections are
+    // visited only once their idle deadline is due (ReactorConnections).
+    reactor.connections.sweep(now, [now](ServerConnection& c) { c.on_tick(now); });
   }
 }
 

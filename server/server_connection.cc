@@ -353,6 +353,10 @@ asio::awaitable<void> ServerConnection::serve(bool woken) {
 void ServerConnection::park() {
   ++holds_;
   ++server_.connections_parked;
+  // Until its idle deadline the sweeper has nothing to do with it.
+  const auto idle = server_.options.idle_timeout;
+  reactor_.connections.park(*this, idle.count() > 0 ? last_activity_ + idle : Clock::time_point::max(),
+                            idle, Clock::now());
   channel_->byte_stream().wait_readable(std::shared_ptr<ReadReady>(shared_from_this(), this));
 }
 
@@ -366,6 +370,7 @@ void ServerConnection::readable(std::error_code ec) {
     release();
     return;
   }
+  reactor_.connections.insert(*this);  // awake: the sweeper visits it again
   // The wait's hold passes to the coroutine.
   asio::co_spawn(reactor_.io, serve(true),
                  [self = shared_from_this()](const std::exception_ptr&) { self->release(); });
@@ -760,6 +765,7 @@ void ServerConnection::force_close() {
 }
 
 void ServerConnection::close_when_drained() {
+  reactor_.connections.insert(*this);  // if parked: the linger deadline needs the sweeper
   state_ = State::kLingering;
   channel_->shutdown_after_flush();
   deadline_ = Clock::now() + kLingerTime;
