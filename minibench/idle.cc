@@ -176,6 +176,7 @@ struct MemoryReading {
   double client_rss = 0;                     // this process
   std::optional<double> kernel_tcp;          // /proc/net/sockstat, system-wide
   long server_connections = -1;              // its connections_active
+  long server_parked = -1;                   // and connections_parked
 
   nlohmann::ordered_json json() const {
     return {{"server_rss_kib", rss},
@@ -185,7 +186,8 @@ struct MemoryReading {
             {"client_rss_kib", client_rss},
             {"kernel_tcp_buffers_kib", kernel_tcp ? nlohmann::ordered_json(*kernel_tcp)
                                                   : nlohmann::ordered_json(nullptr)},
-            {"server_connections_active", server_connections}};
+            {"server_connections_active", server_connections},
+            {"server_connections_parked", server_parked}};
   }
 };
 
@@ -206,6 +208,7 @@ Result<MemoryReading> read_memory(const ServerChild& child) {
   if (!heap.ok()) return heap.status();
   m.heap = (*heap)["heap_in_use"].get<double>() / 1024;
   m.server_connections = (*heap)["connections_active"].get<long>();
+  m.server_parked = (*heap).value("connections_parked", -1L);
   return m;
 }
 
@@ -724,6 +727,8 @@ int run_idle(int argc, char** argv) {
   }
   std::printf("(RSS, Pss and Private count user-space pages only; the kernel's per-socket "
               "structures are in neither column)\n");
+  std::printf("server connections parked when read (waiting with no coroutine): %ld of %ld\n",
+              with->server_parked, with->server_connections);
   std::printf("\nheld: %zu of %zu still open after %.1f s (idle timeout %lld ms, keepalive %lld "
               "ms); the server counted %ld open; sys.echo answered on %zu of %zu%s%s\n",
               still_open, n, held_seconds, static_cast<long long>(args.idle_timeout.count()),

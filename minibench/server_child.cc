@@ -151,6 +151,7 @@ authrpc::Service stats_service(const authrpc::Server& server) {
     const struct mallinfo2 heap = ::mallinfo2();
     return authrpc::Result<std::string>(
         nlohmann::json{{"connections_active", server.stats().connections_active},
+                       {"connections_parked", server.stats().connections_parked},
                        {"heap_in_use", heap.uordblks + heap.hblkhd}}
             .dump());
   });

@@ -35,6 +35,18 @@ class WriteCompletion {
   ~WriteCompletion() = default;
 };
 
+// Told by ByteStream::wait_readable() that its stream may be read now (or
+// that the wait ended: operation_aborted once the stream is closed). The
+// wait holds it by shared_ptr, so the waiter lives until it is told, and
+// nothing is kept alive by a wait the event loop destroys untold.
+class ReadReady {
+ public:
+  virtual void readable(std::error_code ec) = 0;
+
+ protected:
+  ~ReadReady() = default;
+};
+
 // What a TLS stream knows once its handshake is done (rpc/tls_stream.h).
 struct TlsInfo {
   std::string version;  // "TLSv1.3"
@@ -93,6 +105,26 @@ class ByteStream {
     (void)fd, (void)offset, (void)length;
     asio::post(executor(), [&done] { done.write_done(asio::error::operation_not_supported); });
   }
+  // Parking an idle reader (a server's quiet connection: docs/DESIGN.md,
+  // "What an idle connection costs"), so that it waits with no coroutine
+  // and no buffer. True if a read_some() now would wait for the socket to
+  // become readable, with nothing inside the stream it could return first
+  // (TLS: no decrypted bytes, no buffered record, not waiting to write):
+  // then wait_readable() may stand in for that read. The default: never.
+  virtual bool can_wait_readable() const noexcept { return false; }
+  // Waits until the socket is readable (input, end of stream or an error to
+  // read), or the stream is closed (operation_aborted), then calls
+  // done->readable() on the executor, never from inside this call. No data
+  // is read. One wait at a time, and never while a read_some() is pending.
+  virtual void wait_readable(std::shared_ptr<ReadReady> done) {
+    asio::post(executor(), [done = std::move(done)] {
+      done->readable(asio::error::operation_not_supported);
+    });
+  }
+  // Ends a pending read_some() at once with operation_aborted. Asio cancels
+  // every operation on the socket, so only while no write is in progress.
+  virtual void cancel_read() noexcept {}
+
   // Sends end-of-stream to the peer; reading stays possible.
   virtual void shutdown_send() noexcept = 0;
   // Ends the stream; pending reads and writes complete with operation_aborted.

@@ -6,6 +6,7 @@
 #include <asio/use_awaitable.hpp>
 #include <algorithm>
 #include <cstring>
+#include <utility>
 
 namespace authrpc {
 namespace {
@@ -124,6 +125,7 @@ std::optional<Result<Frame>> FrameChannel::buffered_frame() {
 }
 
 asio::awaitable<Result<Frame>> FrameChannel::read_frame() {
+  read_interrupted_ = false;
   if (auto frame = buffered_frame()) co_return std::move(*frame);
 
   auto closed_status = [this](std::error_code ec) {
@@ -143,7 +145,13 @@ asio::awaitable<Result<Frame>> FrameChannel::read_frame() {
     // would hold while it waits.
     start_burst();
     std::error_code ec;
+    idle_read_ = true;
     const std::size_t n = co_await byte_stream_->read_some(asio::buffer(in_, in_capacity_), ec);
+    idle_read_ = false;
+    if (std::exchange(interrupting_, false) && ec == asio::error::operation_aborted && !closed_) {
+      read_interrupted_ = true;
+      co_return Status(ec, "read interrupted to park the connection");
+    }
     if (ec) co_return closed_status(ec);
     in_end_ = n;
     burst_ = n;
@@ -430,6 +438,17 @@ void FrameChannel::release_idle_buffers() {
   // An empty std::string holds no allocation (small-string storage).
   if (out_.capacity() > std::string().capacity()) std::string().swap(out_);
   if (writing_.capacity() > std::string().capacity()) std::string().swap(writing_);
+}
+
+bool FrameChannel::parkable() const noexcept {
+  return !input_buffered() && pending_body_ == 0 && !closed_ && byte_stream_->can_wait_readable();
+}
+
+bool FrameChannel::interrupt_reader() noexcept {
+  if (!reader_parkable()) return false;
+  interrupting_ = true;
+  byte_stream_->cancel_read();  // no write is in progress (reader_parkable)
+  return true;
 }
 
 asio::awaitable<void> FrameChannel::wait_pending_below(std::size_t limit) {

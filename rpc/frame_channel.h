@@ -114,6 +114,25 @@ class FrameChannel final : public std::enable_shared_from_this<FrameChannel>,
   // The next frame queued allocates again.
   void release_idle_buffers();
 
+  // Parking the reader (ServerConnection, docs/DESIGN.md "What an idle
+  // connection costs"): true with no input buffered and a stream that can
+  // wait for input without a read (ByteStream::can_wait_readable()): the
+  // owner may then wait with byte_stream().wait_readable() instead of
+  // read_frame(). (A write may go on meanwhile.)
+  bool parkable() const noexcept;
+  // parkable(), the reader waits in read_frame() now, and nothing is queued
+  // or being written (interrupting the read cancels the stream's writes).
+  bool reader_parkable() const noexcept {
+    return idle_read_ && !interrupting_ && !writer_active_ && !has_output() && parkable();
+  }
+  // If reader_parkable(), ends that wait: read_frame() returns an error at
+  // once, with read_interrupted() true, and the owner may wait for input
+  // with byte_stream().wait_readable() instead. (Input that had already
+  // arrived is returned as usual.) True if it did.
+  bool interrupt_reader() noexcept;
+  // The last read_frame() failed because interrupt_reader() ended its wait.
+  bool read_interrupted() const noexcept { return read_interrupted_; }
+
   // Bytes queued or being written; waits until that drops to `limit`.
   std::size_t pending_bytes() const noexcept { return out_.size() + segment_bytes_ + in_flight_; }
   asio::awaitable<void> wait_pending_below(std::size_t limit);
@@ -182,6 +201,9 @@ class FrameChannel final : public std::enable_shared_from_this<FrameChannel>,
   bool close_when_flushed_ = false;
   bool shutdown_when_flushed_ = false;
   bool closed_ = false;
+  bool idle_read_ = false;          // read_frame() waits with nothing buffered
+  bool interrupting_ = false;       // interrupt_reader() cancelled that wait
+  bool read_interrupted_ = false;   // and read_frame() returned for it
   std::error_code write_error_;
   std::size_t direct_data_threshold_ = static_cast<std::size_t>(-1);
   std::size_t pending_body_ = 0;  // bytes of a body_pending frame not yet taken

@@ -262,6 +262,20 @@ class SocketStream final : public ByteStream {
     pump_file(done, true);
   }
 
+  bool can_wait_readable() const noexcept override { return socket_.is_open(); }
+
+  void wait_readable(std::shared_ptr<ReadReady> done) override {
+    // Woken, the next read finds input: it tries the socket first.
+    drained_ = false;
+    socket_.async_wait(Protocol::socket::wait_read,
+                       [done = std::move(done)](std::error_code ec) { done->readable(ec); });
+  }
+
+  void cancel_read() noexcept override {
+    std::error_code ignored;
+    socket_.cancel(ignored);
+  }
+
   void shutdown_send() noexcept override {
     std::error_code ignored;
     socket_.shutdown(Protocol::socket::shutdown_send, ignored);

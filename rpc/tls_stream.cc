@@ -161,6 +161,24 @@ class TlsStream final : public ByteStream {
     pump_write(done, true);
   }
 
+  // Only with nothing inside OpenSSL that SSL_read would return without the
+  // socket: no decrypted bytes, no record (or part of one) buffered, and no
+  // read that waits for the socket to become writable.
+  bool can_wait_readable() const noexcept override {
+    return handshake_done_ && !want_write_ && socket_.is_open() && SSL_pending(ssl_) == 0 &&
+           SSL_has_pending(ssl_) == 0;
+  }
+
+  void wait_readable(std::shared_ptr<ReadReady> done) override {
+    socket_.async_wait(Tcp::socket::wait_read,
+                       [done = std::move(done)](std::error_code ec) { done->readable(ec); });
+  }
+
+  void cancel_read() noexcept override {
+    std::error_code ignored;
+    socket_.cancel(ignored);
+  }
+
   void shutdown_send() noexcept override {
     if (!handshake_done_) return;
     ERR_clear_error();

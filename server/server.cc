@@ -259,18 +259,8 @@ asio::awaitable<void> accept_loop(Server::Impl& server, Reactor& reactor, Listen
     reactor.connections.insert(*connection);
     // The connection's own coroutine, ended by a handler (not a coroutine
     // wrapping it: one frame fewer per connection).
-    const bool counted = refuse.ok();
     asio::co_spawn(reactor.io, connection->run(std::move(refuse)),
-                   [&server, &reactor, connection, counted](const std::exception_ptr&) {
-                     connection->count_close();
-                     reactor.connections.erase(*connection);
-                     if (!counted) return;
-                     connection->leave_budget();
-                     if (--server.connections_active == 0) {
-                       { std::lock_guard lock(server.mu); }
-                       server.cv.notify_all();
-                     }
-                   });
+                   [connection](const std::exception_ptr&) { connection->run_ended(); });
   }
 }
 
@@ -290,8 +280,9 @@ asio::awaitable<void> sweep_loop(Reactor& reactor, std::chrono::milliseconds int
     if (ec || reactor.stopping) co_return;
     const auto now = std::chrono::steady_clock::now();
     // on_tick may end a connection, which erases it from the set later (on
-    // its own coroutine), never during this loop.
-    reactor.connections.for_each([now](ServerConnection& c) { c.on_tick(now); });
+    // its own handlers), never during this loop. Parked connections are
+    // visited only once their idle deadline is due (ReactorConnections).
+    reactor.connections.sweep(now, [now](ServerConnection& c) { c.on_tick(now); });
   }
 }
 
@@ -513,6 +504,7 @@ ServerStats Server::stats() const {
   ServerStats s;
   s.connections_accepted = impl_->connections_accepted.load();
   s.connections_active = impl_->connections_active.load();
+  s.connections_parked = impl_->connections_parked.load();
   s.connections_refused_busy = impl_->connections_refused_busy.load();
   s.connections_unauthenticated = impl_->budget.unauthenticated();
   s.connections_shed = impl_->connections_shed.load();

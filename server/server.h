@@ -92,6 +92,9 @@ struct ServerOptions {
 struct ServerStats {
   std::uint64_t connections_accepted = 0;
   std::uint64_t connections_active = 0;
+  // Authenticated connections quiet a while, waiting for input with no
+  // coroutine (docs/DESIGN.md, "What an idle connection costs").
+  std::uint64_t connections_parked = 0;
   std::uint64_t connections_refused_busy = 0;
   std::uint64_t connections_unauthenticated = 0;  // negotiating now
   // Unauthenticated connections closed to make room for a newer one, and

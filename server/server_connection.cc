@@ -226,7 +226,7 @@ asio::awaitable<void> ServerConnection::close_for_protocol_error(Status why) {
   co_await linger(std::move(why));
 }
 
-asio::awaitable<void> ServerConnection::serve() {
+asio::awaitable<void> ServerConnection::serve(bool woken) {
   const bool unix_socket = channel_->byte_stream().native_unix_handle() >= 0;
   if (unix_socket) {
     // Descriptors sent during negotiation.
@@ -235,11 +235,27 @@ asio::awaitable<void> ServerConnection::serve() {
       co_return;
     }
   }
+  // Woken for keepalives alone, a connection parks again once they are
+  // answered, rather than a sweeper tick later: an idle connection's PINGs
+  // would otherwise keep it unparked for a good part of its life.
+  // PINGs answered since woken; -1: not woken, or some other frame came.
+  int keepalives = woken ? 0 : -1;
   for (;;) {
     auto incoming = channel_->buffered_frame();
-    if (!incoming) incoming = co_await channel_->read_frame();
+    if (!incoming) {
+      if (keepalives > 0 && state_ == State::kServing && in_flight_ == 0 && streams_.empty() &&
+          channel_->parkable()) {
+        park();
+        co_return;
+      }
+      incoming = co_await channel_->read_frame();
+    }
     auto& frame = *incoming;
     if (!frame.ok()) {
+      if (channel_->read_interrupted() && !channel_->closed()) {
+        park();
+        co_return;
+      }
       const Status& s = frame.status();
       if (s.code == Errc::kConnectionClosed || channel_->closed() || state_ == State::kLingering) {
         break;
@@ -248,6 +264,7 @@ asio::awaitable<void> ServerConnection::serve() {
       co_return;
     }
     last_activity_ = Clock::now();
+    if (keepalives >= 0) keepalives = frame->header.type == FrameType::kPing ? keepalives + 1 : -1;
     // The frame's protocol error, if it is one: the connection ends with it.
     Status breach;
     // Frames of a call need its id (PROTOCOL.md section 10); the router
@@ -331,6 +348,44 @@ asio::awaitable<void> ServerConnection::serve() {
   }
   cancel_all_calls();
   channel_->close();
+}
+
+void ServerConnection::park() {
+  ++holds_;
+  ++server_.connections_parked;
+  // Until its idle deadline the sweeper has nothing to do with it.
+  const auto idle = server_.options.idle_timeout;
+  reactor_.connections.park(*this, idle.count() > 0 ? last_activity_ + idle : Clock::time_point::max(),
+                            idle, Clock::now());
+  channel_->byte_stream().wait_readable(std::shared_ptr<ReadReady>(shared_from_this(), this));
+}
+
+void ServerConnection::readable(std::error_code ec) {
+  --server_.connections_parked;
+  if (ec || channel_->closed()) {
+    // Closed while parked (stop(), the idle timeout's linger): no call is
+    // in flight, nothing is read any more.
+    cancel_all_calls();
+    channel_->close();
+    release();
+    return;
+  }
+  reactor_.connections.insert(*this);  // awake: the sweeper visits it again
+  // The wait's hold passes to the coroutine.
+  asio::co_spawn(reactor_.io, serve(true),
+                 [self = shared_from_this()](const std::exception_ptr&) { self->release(); });
+}
+
+void ServerConnection::release() {
+  if (--holds_ > 0) return;
+  count_close();
+  reactor_.connections.erase(*this);
+  if (budget_ticket_ == 0) return;  // refused at accept: counted nowhere
+  leave_budget();
+  if (--server_.connections_active == 0) {
+    { std::lock_guard lock(server_.mu); }
+    server_.cv.notify_all();
+  }
 }
 
 void ServerConnection::cancel_all_calls() {
@@ -710,6 +765,7 @@ void ServerConnection::force_close() {
 }
 
 void ServerConnection::close_when_drained() {
+  reactor_.connections.insert(*this);  // if parked: the linger deadline needs the sweeper
   state_ = State::kLingering;
   channel_->shutdown_after_flush();
   deadline_ = Clock::now() + kLingerTime;
@@ -759,13 +815,17 @@ void ServerConnection::on_tick(Clock::time_point now) {
       return;
     case State::kServing:
     case State::kGoingAway: {
-      // Quiet a while: its buffers go back to the allocator until the next
-      // frame (an idle connection's memory, docs/DESIGN.md).
-      if (in_flight_ == 0 && now - last_activity_ >= kReleaseBuffersAfter) {
-        channel_->release_idle_buffers();
-      }
       const auto idle = server_.options.idle_timeout;
-      if (idle.count() == 0 || in_flight_ > 0 || now < last_activity_ + idle) return;
+      if (idle.count() == 0 || in_flight_ > 0 || now < last_activity_ + idle) {
+        // Quiet a while: its buffers go back to the allocator until the next
+        // frame, and, with no stream open, its coroutines end until then
+        // (park(); an idle connection's memory, docs/DESIGN.md).
+        if (in_flight_ == 0 && now - last_activity_ >= kReleaseBuffersAfter) {
+          channel_->release_idle_buffers();
+          if (state_ == State::kServing && streams_.empty()) channel_->interrupt_reader();
+        }
+        return;
+      }
       close_reason_ = ServerMetrics::Close::kIdleTimeout;
       if (server_.options.log.enabled(LogLevel::kDebug)) {
         server_.log(LogLevel::kDebug, "closing idle connection from " + peer_);

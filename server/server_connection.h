@@ -1,7 +1,11 @@
 // Internal: one accepted connection, from preamble to close, as a single
 // coroutine on its reactor's thread (read preamble → negotiate → serve calls
-// → close). Owned by its Reactor's connection set while it runs; in-flight
-// async and blocking calls hold it alive until they respond.
+// → close). Owned by its coroutine while it runs (the Reactor's connection
+// list only links it); in-flight async and blocking calls hold it alive
+// until they respond. An authenticated connection that has been quiet a
+// while is parked: its coroutines end and a plain wait on the socket holds
+// it, which starts serving again when input arrives (docs/DESIGN.md, "What
+// an idle connection costs").
 //
 // Its jobs are the connection's life and the calls' bookkeeping; the frames
 // of streaming calls are routed by its CallRouter (rpc/call_router.h), and
@@ -28,16 +32,22 @@ namespace authrpc {
 class CallStream;
 class ShmLink;
 
-class ServerConnection : public std::enable_shared_from_this<ServerConnection>,
-                         public ConnectionList::Hook {
+class ServerConnection final : public std::enable_shared_from_this<ServerConnection>,
+                               public ConnectionList::Hook,
+                               private ReadReady {
  public:
   using Clock = std::chrono::steady_clock;
 
   ServerConnection(Server::Impl& server, Reactor& reactor,
                    std::unique_ptr<ByteStream> byte_stream);
 
-  // The connection's whole life. `refuse` set: send it as an ERROR and close.
+  // The connection's life up to its first parking (or its end). `refuse`
+  // set: send it as an ERROR and close. The caller spawns it and calls
+  // run_ended() when it returns; the connection then ends (count_close(),
+  // leaves the reactor's list and the budget) once no serving coroutine and
+  // no parked wait is left.
   asio::awaitable<void> run(Status refuse = {});
+  void run_ended() { release(); }
   // Stop taking calls (GOAWAY), finish in-flight ones, then close.
   void go_away();
   // Close now; in-flight results are dropped.
@@ -47,12 +57,10 @@ class ServerConnection : public std::enable_shared_from_this<ServerConnection>,
   void on_tick(Clock::time_point now);
 
   // The pre-authentication budget (server/preauth_budget.h). The accept loop
-  // sets the ticket before run(); leave_budget() once run() has ended.
+  // sets the ticket before run() (none: the connection is refused and
+  // counts nowhere); the connection leaves the budget when it ends.
   const std::string& peer() const noexcept { return peer_; }
   void set_budget_ticket(std::uint64_t ticket) noexcept { budget_ticket_ = ticket; }
-  void leave_budget();
-  // run() has ended: counts the close (metrics) with its reason.
-  void count_close();
   // The budget gave this connection's place to a newer one: if it is still
   // negotiating, SERVER_BUSY and close, without a log line (a storm would
   // make one per connection; ServerStats counts them).
@@ -80,7 +88,21 @@ class ServerConnection : public std::enable_shared_from_this<ServerConnection>,
   // counts, logs and audits it, then lingers so that the ERROR arrives.
   asio::awaitable<void> negotiation_failed(Status why, Ending ending,
                                            const ServerNegotiationHooks& hooks);
-  asio::awaitable<void> serve();
+  // Serves calls until the connection ends, or until the sweeper has
+  // interrupted its idle read (on_tick): then it parks. `woken`: from
+  // parking (readable()); if all it gets are keepalive PINGs, it parks
+  // again as soon as they are answered.
+  asio::awaitable<void> serve(bool woken = false);
+  // Waits for input without a coroutine (ByteStream::wait_readable); the
+  // wait holds the connection. readable() serves again, or ends it.
+  void park();
+  void readable(std::error_code ec) override;
+  // One of the connection's holds (its serving coroutine, its parked wait)
+  // is gone: at the last, the connection ends.
+  void release();
+  // run() ended: counts the close (metrics) with its reason.
+  void count_close();
+  void leave_budget();
   // Ends the connection on the server's initiative: queues `error` (if any)
   // as an ERROR frame, sends it, then reads until the peer closes or 2 s pass
   // so that the frame is not destroyed by a reset.
@@ -167,6 +189,10 @@ class ServerConnection : public std::enable_shared_from_this<ServerConnection>,
   FoundMethod last_method_;
   std::shared_ptr<ShmLink> shm_;  // set once the client's SHM_HELLO was accepted
   bool shm_answered_ = false;     // the client's SHM_HELLO was answered (accepted or not)
+  // What keeps the connection's life going: its coroutine (run(), later
+  // serve() again after a parking) and its parked wait. Both may be under
+  // way for a moment (a wait started while the coroutine unwinds).
+  std::uint8_t holds_ = 1;  // run(), spawned by the accept loop
 };
 
 }  // namespace authrpc

@@ -611,6 +611,82 @@ TEST_F(FrameChannelTest, WriteToAClosedPeerSetsWriteErrorButStillReadsWhatThePee
   }}));
 }
 
+// Parking (ServerConnection): an idle reader interrupted gives up its read
+// at once; a plain wait on the stream then sees the next frame arrive, and
+// the frame is read whole afterwards. Never while output is being written
+// (the stream's cancel would end the write too).
+TEST_F(FrameChannelTest, AnInterruptedIdleReaderParksAndAWaitSeesTheNextFrame) {
+  auto ch = make_channel();
+  struct Woken final : ReadReady {
+    explicit Woken(asio::io_context& io) : timer(io, asio::steady_timer::time_point::max()) {}
+    void readable(std::error_code e) override {
+      ec = e;
+      timer.cancel();
+    }
+    asio::steady_timer timer;
+    std::optional<std::error_code> ec;
+  };
+  auto woken = std::make_shared<Woken>(io_);
+  Got interrupted, after;
+  bool interrupted_flag = false;
+  ASSERT_TRUE(run({
+      [&]() -> asio::awaitable<void> {
+        interrupted = co_await read_one(*ch);
+        interrupted_flag = ch->read_interrupted();
+        ch->byte_stream().wait_readable(woken);
+        while (!woken->ec) {
+          std::error_code ignored;
+          co_await woken->timer.async_wait(asio::redirect_error(asio::use_awaitable, ignored));
+        }
+        after = co_await read_one(*ch);
+      },
+      [&]() -> asio::awaitable<void> {
+        co_await pause(20ms);
+        // Output queued, its write not done: not parkable.
+        wire::append_ping(ch->out(), FrameType::kPong, "busy");
+        ch->schedule_flush();
+        EXPECT_FALSE(ch->reader_parkable());
+        EXPECT_TRUE(ch->parkable()) << "a plain wait may stand beside a write";
+        EXPECT_FALSE(ch->interrupt_reader());
+        co_await pause(20ms);  // written
+        EXPECT_TRUE(ch->reader_parkable());
+        EXPECT_TRUE(ch->interrupt_reader());
+        EXPECT_FALSE(ch->interrupt_reader()) << "interrupted twice";
+        co_await pause(20ms);
+        EXPECT_FALSE(woken->ec.has_value()) << "woken with nothing to read";
+        EXPECT_FALSE(co_await peer_write(ping_frame("after parking")));
+      },
+  }));
+  EXPECT_FALSE(interrupted.status.ok());
+  EXPECT_TRUE(interrupted_flag) << interrupted.status.to_string();
+  ASSERT_TRUE(woken->ec.has_value());
+  EXPECT_FALSE(*woken->ec) << woken->ec->message();
+  ASSERT_TRUE(after.status.ok()) << after.status.to_string();
+  EXPECT_EQ(after.body, "after parking");
+  EXPECT_FALSE(ch->read_interrupted());
+}
+
+// A parked wait ends when the channel is closed (Server::stop closing a
+// parked connection): operation_aborted, and the waiter is released.
+TEST_F(FrameChannelTest, ClosingTheChannelEndsAParkedWait) {
+  auto ch = make_channel();
+  struct Woken final : ReadReady {
+    void readable(std::error_code e) override { ec = e; }
+    std::optional<std::error_code> ec;
+  };
+  auto woken = std::make_shared<Woken>();
+  ch->byte_stream().wait_readable(woken);
+  EXPECT_EQ(woken.use_count(), 2) << "the wait holds its waiter";
+  io_.poll();
+  EXPECT_FALSE(woken->ec.has_value());
+  ch->close();
+  io_.restart();
+  io_.run_for(1s);
+  ASSERT_TRUE(woken->ec.has_value());
+  EXPECT_EQ(*woken->ec, asio::error::operation_aborted);
+  EXPECT_EQ(woken.use_count(), 1) << "the ended wait still holds its waiter";
+}
+
 TEST_F(FrameChannelTest, MaxFrameSizeAccessor) {
   auto ch = make_channel(12345);
   EXPECT_EQ(ch->max_frame_size(), 12345u);

@@ -1,0 +1,101 @@
+// ReactorConnections (server/server_impl.h): the sweeper visits awake
+// connections every tick and parked ones only once their idle deadline is
+// due; stop() visits every one.
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "authrpc/server/server_impl.h"
+
+namespace authrpc {
+namespace {
+
+using namespace std::chrono_literals;
+using Clock = std::chrono::steady_clock;
+
+struct Entry : ConnectionList::Hook {
+  explicit Entry(std::string n) : name(std::move(n)) {}
+  std::string name;
+};
+
+std::set<std::string> swept(ReactorConnections& c, Clock::time_point now) {
+  std::set<std::string> seen;
+  c.sweep<Entry>(now, [&](Entry& e) { seen.insert(e.name); });
+  return seen;
+}
+
+std::set<std::string> all(ReactorConnections& c) {
+  std::set<std::string> seen;
+  c.for_each<Entry>([&](Entry& e) { seen.insert(e.name); });
+  return seen;
+}
+
+TEST(ReactorConnectionsTest, ParkedConnectionsAreSweptOnlyOnceDue) {
+  const auto t0 = Clock::now();
+  constexpr auto kIdle = 3200ms;  // 100 ms buckets
+  ReactorConnections c;
+  Entry awake("awake"), soon("soon"), later("later"), never("never"), overdue("overdue");
+  for (Entry* e : {&awake, &soon, &later, &never, &overdue}) c.insert(*e);
+  EXPECT_EQ(swept(c, t0), (std::set<std::string>{"awake", "soon", "later", "never", "overdue"}));
+  c.park(soon, t0 + 1000ms, kIdle, t0);
+  c.park(later, t0 + 5000ms, kIdle, t0);
+  c.park(never, Clock::time_point::max(), kIdle, t0);
+  c.park(overdue, t0 - 3000ms, kIdle, t0);
+  // Each tick: what it visits. The times keep clear of the 100 ms bucket
+  // edges (a bucket is visited from its start).
+  struct Tick {
+    Clock::duration at;
+    std::set<std::string> visits;
+  };
+  const std::vector<Tick> ticks = {
+      {0ms, {"awake", "overdue"}},  // due already: the first tick
+      {500ms, {"awake"}},
+      {1120ms, {"awake", "soon"}},
+      {1500ms, {"awake"}},
+      {4850ms, {"awake"}},
+      {5120ms, {"awake", "later"}},
+      {20000ms, {"awake"}},  // a long gap: every bucket once, none left in them
+  };
+  for (const Tick& t : ticks) {
+    SCOPED_TRACE(std::to_string(std::chrono::duration_cast<std::chrono::milliseconds>(t.at).count()) +
+                 " ms");
+    EXPECT_EQ(swept(c, t0 + t.at), t.visits);
+    // The sweeper closes a due one; once it has ended it leaves.
+    for (Entry* e : {&soon, &later, &overdue}) {
+      if (t.visits.contains(e->name)) c.erase(*e);
+    }
+  }
+  EXPECT_EQ(all(c), (std::set<std::string>{"awake", "never"}));
+}
+
+TEST(ReactorConnectionsTest, EveryConnectionIsVisitedByForEachAndMayMoveWhileVisited) {
+  const auto t0 = Clock::now();
+  ReactorConnections c;
+  std::vector<Entry> entries;
+  entries.reserve(200);
+  for (int i = 0; i < 200; ++i) entries.emplace_back("c" + std::to_string(i));
+  for (auto& e : entries) c.insert(e);
+  for (std::size_t i = 0; i < entries.size(); i += 2) {
+    c.park(entries[i], t0 + std::chrono::milliseconds(10 * i), 10s, t0);
+  }
+  c.park(entries[1], Clock::time_point::max(), 10s, t0);
+  // stop(): go_away() wakes each parked one as it is visited.
+  std::size_t visited = 0;
+  c.for_each<Entry>([&](Entry& e) {
+    ++visited;
+    c.insert(e);
+  });
+  EXPECT_EQ(visited, entries.size());
+  // All awake now: one sweep sees each once.
+  std::size_t swept_now = 0;
+  c.sweep<Entry>(t0, [&](Entry&) { ++swept_now; });
+  EXPECT_EQ(swept_now, entries.size());
+  for (auto& e : entries) c.erase(e);
+  EXPECT_TRUE(all(c).empty());
+}
+
+}  // namespace
+}  // namespace authrpc
