@@ -36,6 +36,16 @@ Result<std::string> handler_threw() {
   }
 }
 
+// Equality of two names without a call to memcmp: a call's service and
+// method names are a few bytes, compared on every call (admit_call).
+bool same_name(std::string_view a, std::string_view b) noexcept {
+  if (a.size() != b.size()) return false;
+  for (std::size_t i = 0; i < a.size(); ++i) {
+    if (a[i] != b[i]) return false;
+  }
+  return true;
+}
+
 // A plain handler (inline or blocking), its exception caught.
 Result<std::string> run_plain_handler(const Handler& handler, CallContext& ctx,
                                       std::string_view request) {
@@ -339,6 +349,7 @@ asio::awaitable<void> ServerConnection::serve() {
       batch_clock_ = Clock::now();
     }
   }
+  count_calls();
   cancel_all_calls();
   channel_->close();
 }
@@ -393,6 +404,7 @@ Status ServerConnection::check_stray_descriptors() {
 }
 
 void ServerConnection::end_batch() {
+  count_calls();  // before the answers leave: a caller that has one sees it counted
   channel_->flush_now();
   spent_session_.reset();  // after the first replies have left (negotiate_server)
 }
@@ -413,8 +425,8 @@ std::optional<ServerConnection::AdmittedCall> ServerConnection::admit_call(
     std::uint32_t call_id, std::string_view service, std::string_view method,
     Clock::time_point deadline) {
   AdmittedCall call{nullptr, {}, {}, call_id, deadline, nullptr};
-  if (last_method_.method != nullptr && service == last_method_.service &&
-      method == last_method_.method_name) {
+  if (last_method_.method != nullptr && same_name(service, last_method_.service) &&
+      same_name(method, last_method_.method_name)) {
     call.method = last_method_.method;
     call.service = last_method_.service;
     call.method_name = last_method_.method_name;
@@ -637,6 +649,7 @@ void ServerConnection::finish_call(std::uint32_t call_id, const std::atomic<bool
   if (it != cancel_flags_.end() && it->second.get() == cancelled) cancel_flags_.erase(it);
   if (!cancelled->load()) {
     respond(call_id, result, deadline, cells);
+    count_calls();
   } else if (cells) {
     metrics_->call(*cells, static_cast<std::uint16_t>(Errc::kCancelled));
   }
@@ -657,15 +670,20 @@ void ServerConnection::respond(std::uint32_t call_id, const Result<std::string>&
   if (cells) metrics_->call(*cells, code);
   if (channel_->closed()) return;
   if (code == 0) {
-    ++server_.calls_ok;
+    ++calls_ok_;
     wire::append_response(channel_->out(), call_id, 0, {}, result.value());
   } else if (result.ok()) {
-    ++server_.calls_failed;
+    ++calls_failed_;
     wire::append_response(channel_->out(), call_id, code, "deadline exceeded", {});
   } else {
-    ++server_.calls_failed;
+    ++calls_failed_;
     wire::append_response(channel_->out(), call_id, code, result.status().message, {});
   }
+}
+
+void ServerConnection::count_calls() {
+  if (calls_ok_ != 0) server_.calls_ok += std::exchange(calls_ok_, 0);
+  if (calls_failed_ != 0) server_.calls_failed += std::exchange(calls_failed_, 0);
 }
 
 Status ServerConnection::handle_cancel(const Frame& frame) {
@@ -733,6 +751,7 @@ void ServerConnection::close_when_drained() {
 }
 
 asio::awaitable<void> ServerConnection::linger(std::optional<Status> error) {
+  count_calls();  // the answers queued so far still leave
   state_ = State::kLingering;
   cancel_all_calls();
   if (error) {

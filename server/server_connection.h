@@ -124,6 +124,10 @@ class ServerConnection : public std::enable_shared_from_this<ServerConnection>,
                    ServerMetrics::Method* cells, Clock::time_point started);
   // Folds the channel's byte counts into the metrics (on_tick, close).
   void count_bytes();
+  // Folds the calls answered since into Server::stats()' counts: once per
+  // batch (end_batch) rather than an atomic add per call, which IO threads
+  // would pass between them.
+  void count_calls();
   // No further frame is buffered: sends what the batch queued.
   void end_batch();
   void close_when_drained();
@@ -149,6 +153,8 @@ class ServerConnection : public std::enable_shared_from_this<ServerConnection>,
   bool credentials_expired_ = false;
   bool authenticated_ = false;  // left the budget for max_connections
   std::size_t in_flight_ = 0;
+  std::uint64_t calls_ok_ = 0;  // answered, not yet folded (count_calls)
+  std::uint64_t calls_failed_ = 0;
   std::uint32_t last_call_id_ = 0;
   Clock::time_point last_activity_;
   // The latest clock read of the frames being handled: when the read that
