@@ -87,7 +87,10 @@ asio::awaitable<Result<std::string>> Client::Connection::call(
   if (going_away_) co_return Status(Errc::kUnavailable, "server is shutting down (GOAWAY)");
   const auto timeout = call_options.timeout.count() > 0 ? call_options.timeout
                                                         : options_.default_call_timeout;
-  const Clock::time_point sent = metrics_ ? Clock::now() : Clock::time_point();
+  // A call its caller makes while the reader delivers (the caller was
+  // woken by a response) starts at that batch's read.
+  const Clock::time_point sent =
+      !metrics_ ? Clock::time_point() : delivering_ ? read_at_ : Clock::now();
   const auto deadline = timeout.count() > 0 ? Clock::now() + timeout : Clock::time_point::max();
   std::uint32_t id = next_call_id_++;
   if (id == 0) id = next_call_id_++;
@@ -120,10 +123,9 @@ asio::awaitable<Result<std::string>> Client::Connection::call(
   co_await asio::async_initiate<const asio::use_awaitable_t<>&, void()>(
       [&pending](auto handler) { pending.park(std::move(handler)); }, asio::use_awaitable);
   if (metrics_) {
-    const auto code = !pending.done ? Errc::kDeadlineExceeded
-                      : pending.result.ok() ? Errc::kOk
-                                            : to_wire_errc(pending.result.status().code);
-    metrics_->call(static_cast<std::uint16_t>(code), Clock::now() - sent);
+    const auto code = pending.done ? pending.code() : Errc::kDeadlineExceeded;
+    metrics_->call(static_cast<std::uint16_t>(code),
+                   (pending.done ? pending.answered_at() : Clock::now()) - sent);
   }
   if (!pending.done) {
     if (state_ == State::kReady && !channel_->closed()) {
@@ -134,7 +136,7 @@ asio::awaitable<Result<std::string>> Client::Connection::call(
                      std::string(service) + "." + std::string(method) + " timed out after " +
                          std::to_string(timeout.count()) + " ms");
   }
-  co_return std::move(pending.result);
+  co_return pending.take_result();
 }
 
 asio::awaitable<Result<std::shared_ptr<CallStream>>> Client::Connection::open_stream(
@@ -244,19 +246,46 @@ Client::Connection::Pending::~Pending() {
 }
 
 void Client::Connection::Pending::finish(Result<std::string> outcome) {
-  settle(std::move(outcome));
+  settle();
+  owned_.emplace(std::move(outcome));
   handler_.post();
 }
 
-void Client::Connection::Pending::finish_here(Result<std::string> outcome,
-                                              const asio::any_io_executor& current) {
-  settle(std::move(outcome));
-  handler_.complete_here(current);  // `*this` may be gone after this
+void Client::Connection::Pending::answer(std::uint16_t status, std::string_view text,
+                                         Clock::time_point read_at,
+                                         const asio::any_io_executor& current) {
+  settle();
+  status_ = status;
+  read_at_ = read_at;
+  if (handler_.runs_here(current)) {
+    in_place_ = true;
+    text_ = text;
+    handler_.resume_here();  // `*this` may be gone after this
+    return;
+  }
+  if (status == 0) {
+    owned_.emplace(std::string(text));
+  } else {
+    owned_.emplace(Status(errc_from_wire(status), std::string(text)));
+  }
+  handler_.post();
 }
 
-void Client::Connection::Pending::settle(Result<std::string> outcome) {
+Result<std::string> Client::Connection::Pending::take_result() {
+  if (!in_place_) return std::move(*owned_);
+  if (status_ == 0) return std::string(text_);
+  return Status(errc_from_wire(status_), std::string(text_));
+}
+
+Errc Client::Connection::Pending::code() const {
+  if (in_place_) {
+    return status_ == 0 ? Errc::kOk : to_wire_errc(make_error_code(errc_from_wire(status_)));
+  }
+  return owned_->ok() ? Errc::kOk : to_wire_errc(owned_->code());
+}
+
+void Client::Connection::Pending::settle() {
   registered_ = false;
-  result = std::move(outcome);
   done = true;
   cancel();  // off the deadline queue
 }
@@ -330,7 +359,10 @@ asio::awaitable<void> Client::Connection::run() {
     if (!incoming || !incoming->ok() || (*incoming)->header.type != FrameType::kResponse) {
       flush_held_requests();  // the batch of responses is over
     }
-    if (!incoming) incoming = co_await channel_->read_frame();
+    if (!incoming) {
+      incoming = co_await channel_->read_frame();
+      if (metrics_) read_at_ = Clock::now();
+    }
     auto& frame = *incoming;
     if (!frame.ok()) {
       Status why = frame.status();
@@ -424,15 +456,10 @@ bool Client::Connection::deliver(const Frame& frame) {
     streams_.on_response(frame.header.call_id, *header, payload);
     return true;
   }
-  Pending& p = *waiting;
   // The caller runs before this returns and may close the connection:
   // run() checks the channel before it reads on.
-  if (header->status == 0) {
-    p.finish_here(std::string(payload), executor_);
-  } else {
-    p.finish_here(Status(errc_from_wire(header->status), std::string(header->error_message)),
-                  executor_);
-  }
+  waiting->answer(header->status, header->status == 0 ? payload : header->error_message,
+                  read_at_, executor_);
   return true;
 }
 

@@ -66,6 +66,8 @@ class Client::Connection : public std::enable_shared_from_this<Client::Connectio
   const std::optional<TlsInfo>& tls_info() const noexcept { return tls_info_; }
 
  private:
+  using Clock = std::chrono::steady_clock;
+
   enum class State {
     kHolding,     // negotiating; calls wait in held_
     kOptimistic,  // our last message is queued; calls follow it (and are kept in held_)
@@ -107,8 +109,9 @@ class Client::Connection : public std::enable_shared_from_this<Client::Connectio
   // found by call id in pending_ and queued in the context's DeadlineQueue —
   // always, even without a deadline (time_point::max() costs a tail insert
   // and arms nothing), so that a context shutting down with calls waiting
-  // lets go of their handlers. Completed exactly once: finish() (response
-  // or failure) or expired() (deadline) posts the parked handler.
+  // lets go of their handlers. Completed exactly once: finish() (failure),
+  // answer() (response) or expired() (deadline) completes the parked
+  // handler.
   class Pending final : public DeadlineQueue::Entry {
    public:
     Pending(Connection& c, std::uint32_t id) : connection_(c), id_(id) {}
@@ -120,22 +123,39 @@ class Client::Connection : public std::enable_shared_from_this<Client::Connectio
     // The caller has been taken out of pending_ already. The waiting call
     // resumes through its executor.
     void finish(Result<std::string> outcome);
-    // The same, but a caller waiting on `current` (the reader's executor)
-    // resumes inside this call: it sees its response without another turn
-    // of the event loop (which would first poll the reactor).
-    void finish_here(Result<std::string> outcome, const asio::any_io_executor& current);
+    // The RESPONSE (wire `status`; `text`: the payload, or the error
+    // message), read at `read_at`. A caller waiting on `current` (the
+    // reader's executor) resumes inside this call — it sees its response
+    // without another turn of the event loop (which would first poll the
+    // reactor), and builds its result once, straight from the reader's
+    // buffer (take_result) rather than through a chain of moves; any other
+    // caller gets a copy, posted.
+    void answer(std::uint16_t status, std::string_view text, Clock::time_point read_at,
+                const asio::any_io_executor& current);
+    // The call's outcome, once done; once.
+    Result<std::string> take_result();
+    // The outcome's wire code (metrics), once done.
+    Errc code() const;
+    // When the response was read, for one answered in place; else now.
+    Clock::time_point answered_at() const { return in_place_ ? read_at_ : Clock::now(); }
 
     bool done = false;
-    Result<std::string> result = Status(Errc::kInternal, "no result");
 
    private:
-    void settle(Result<std::string> outcome);
+    void settle();
     void expired() override;  // the deadline passed: `done` stays false
     void abandoned() noexcept override { handler_.reset(); }
 
     Connection& connection_;
     std::uint32_t id_;
     bool registered_ = true;
+    // Answered in place: `text_` views the reader's buffer, valid while
+    // the caller runs inside answer(). Otherwise the outcome is `owned_`.
+    bool in_place_ = false;
+    std::uint16_t status_ = 0;
+    std::string_view text_;
+    Clock::time_point read_at_;
+    std::optional<Result<std::string>> owned_;
     ParkedHandler handler_;
   };
 
@@ -185,6 +205,10 @@ class Client::Connection : public std::enable_shared_from_this<Client::Connectio
   // in one write, as the server's responses do (flush_held_requests()).
   bool delivering_ = false;
   bool requests_held_ = false;
+  // With metrics: when the reader's last read completed. The responses of
+  // a batch are timed to it, and so are the calls their callers make while
+  // it delivers: one clock read per batch rather than two per call.
+  Clock::time_point read_at_;
   bool negotiation_timed_out_ = false;
   // Set once by fail(), under summary_mu_ (status() reads it from any
   // thread); read without the lock on the connection's executor.

@@ -187,10 +187,10 @@ options:
   --in-process        run the server on threads of this process instead of a
                       child process (shares the allocator and CPU accounting
                       with the client: for comparison only)
-  --floors on|off     off: the bare and GSSAPI floors are not measured (no
-                      ratios or targets for the plaintext rows): for
-                      profiling, when only the rows' own work should be
-                      counted (scripts/session_cost.sh)
+  --floors on|off     off: the bare, GSSAPI and echo floors are not
+                      measured (no ratios or targets for the plaintext rows):
+                      for profiling, when only the rows' own work should be
+                      counted (scripts/session_cost.sh, scripts/call_cost.sh)
   --floor-thread T    where the spawned floor listeners run: "server" (default:
                       on the authrpc server's IO thread, so both are placed
                       alike by the scheduler) or "own" (a thread of their own)
@@ -654,7 +654,7 @@ authrpc::Result<std::vector<TransportServers>> servers_for(const Args& args,
       t.gss_floor = gss->second;
     }
     if (const auto echo = child->endpoints().find("echo-floor/" + transport);
-        echo != child->endpoints().end()) {
+        echo != child->endpoints().end() && args.floors) {
       t.echo_floor = echo->second;
     }
     servers.push_back(std::move(t));
@@ -1089,7 +1089,7 @@ int run(const Args& args) {
     plan.tls = TlsServers{child->endpoints().at("authrpc/tls"), child->endpoints().at("floor/tls"),
                           tls_certs->dir() + "/ca.pem"};
     if (const auto echo = child->endpoints().find("echo-floor/tls");
-        echo != child->endpoints().end()) {
+        echo != child->endpoints().end() && args.floors) {
       plan.tls->echo_floor = echo->second;
     }
     if (cold_child) {

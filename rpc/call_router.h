@@ -41,7 +41,10 @@ class CallRouter {
   // `stream` runs under its call id from now on (the caller has checked
   // that the id is free).
   void add(std::shared_ptr<CallStream> stream);
-  bool contains(std::uint32_t call_id) const { return streams_.contains(call_id); }
+  // (Most connections have no stream open: no hash then.)
+  bool contains(std::uint32_t call_id) const {
+    return !streams_.empty() && streams_.contains(call_id);
+  }
   bool empty() const noexcept { return streams_.empty(); }
   // The stream of `call_id` leaves the table (null if there is none).
   std::shared_ptr<CallStream> take(std::uint32_t call_id);

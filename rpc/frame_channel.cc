@@ -101,9 +101,12 @@ bool FrameChannel::frame_buffered() const noexcept {
   const std::size_t begin = in_begin_ + consume_next_;
   const std::size_t have = in_end_ - begin;
   if (have < wire::kFrameHeaderSize) return false;
-  auto header = wire::parse_frame_header(
-      reinterpret_cast<const std::uint8_t*>(in_ + begin), max_frame_size_);
-  return !header.ok() || have >= wire::kLengthFieldSize + header->length;
+  wire::FrameHeader header;
+  if (!wire::decode_frame_header(reinterpret_cast<const std::uint8_t*>(in_ + begin),
+                                 max_frame_size_, header)) {
+    return true;  // buffered_frame() reports it
+  }
+  return have >= wire::kLengthFieldSize + header.length;
 }
 
 std::optional<Result<Frame>> FrameChannel::buffered_frame() {
@@ -111,17 +114,19 @@ std::optional<Result<Frame>> FrameChannel::buffered_frame() {
   consume_next_ = 0;
   if (in_begin_ == in_end_) in_begin_ = in_end_ = 0;
   if (in_end_ - in_begin_ < wire::kFrameHeaderSize) return std::nullopt;
-  auto header = wire::parse_frame_header(
-      reinterpret_cast<const std::uint8_t*>(in_ + in_begin_), max_frame_size_);
-  if (!header.ok()) return Result<Frame>(header.status());
-  const std::size_t total = wire::kLengthFieldSize + header->length;
+  const auto* bytes = reinterpret_cast<const std::uint8_t*>(in_ + in_begin_);
+  wire::FrameHeader header;
+  if (!wire::decode_frame_header(bytes, max_frame_size_, header)) {
+    return Result<Frame>(wire::parse_frame_header(bytes, max_frame_size_).status());
+  }
+  const std::size_t total = wire::kLengthFieldSize + header.length;
   if (in_end_ - in_begin_ < total) {
-    if (defer_body(*header)) return Result<Frame>(Frame{*header, {}, true});
+    if (defer_body(header)) return Result<Frame>(Frame{header, {}, true});
     return std::nullopt;
   }
   consume_next_ = total;
-  return Result<Frame>(Frame{*header, std::string_view(in_ + in_begin_ + wire::kFrameHeaderSize,
-                                                       total - wire::kFrameHeaderSize)});
+  return Result<Frame>(Frame{header, std::string_view(in_ + in_begin_ + wire::kFrameHeaderSize,
+                                                      total - wire::kFrameHeaderSize)});
 }
 
 asio::awaitable<Result<Frame>> FrameChannel::read_frame() {

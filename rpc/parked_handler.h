@@ -37,6 +37,13 @@ class ParkedHandler {
 
   bool parked() const noexcept { return ops_ != nullptr; }
 
+  // True if complete_here(current) would resume the waiter inside the call
+  // (a handler is parked and its executor is `current`): the waiter may then
+  // read what the completer's frame still holds, with no copy.
+  bool runs_here(const asio::any_io_executor& current) const {
+    return ops_ != nullptr && ops_->runs_here(storage_, current);
+  }
+
   // Completes the handler exactly once: it is taken out of the slot, then
   // posted to its own executor (never run inline). No-op if empty.
   void post() {
@@ -52,6 +59,13 @@ class ParkedHandler {
     if (const Ops* ops = std::exchange(ops_, nullptr)) ops->complete_here(storage_, current);
   }
 
+  // Completes the handler exactly once, at once: for a caller that has
+  // just seen runs_here() (complete_here() would compare the executors
+  // again). No-op if empty.
+  void resume_here() {
+    if (const Ops* ops = std::exchange(ops_, nullptr)) ops->resume(storage_);
+  }
+
   // Drops the handler without running it (for an awaitable's handler, Asio
   // then unwinds the waiting coroutine through its executor). No-op if empty.
   void reset() noexcept {
@@ -65,6 +79,8 @@ class ParkedHandler {
     void (*post)(void*);
     void (*complete_here)(void*, const asio::any_io_executor&);
     void (*destroy)(void*) noexcept;
+    bool (*runs_here)(const void*, const asio::any_io_executor&);
+    void (*resume)(void*);
   };
 
   template <typename H>
@@ -86,13 +102,25 @@ class ParkedHandler {
     }
   }
   template <typename H>
+  static bool runs_here(const void* p, const asio::any_io_executor& current) {
+    return asio::get_associated_executor(*static_cast<const H*>(p)) == current;
+  }
+  template <typename H>
+  static void resume(void* p) {
+    H& slot = *static_cast<H*>(p);
+    H handler(std::move(slot));
+    slot.~H();
+    std::move(handler)();
+  }
+  template <typename H>
   static void destroy(void* p) noexcept {
     H& slot = *static_cast<H*>(p);
     H handler(std::move(slot));  // destroyed outside the slot
     slot.~H();
   }
   template <typename H>
-  static constexpr Ops kOps{&post_and_destroy<H>, &complete_here<H>, &destroy<H>};
+  static constexpr Ops kOps{&post_and_destroy<H>, &complete_here<H>, &destroy<H>, &runs_here<H>,
+                              &resume<H>};
 
   alignas(std::max_align_t) unsigned char storage_[kCapacity];
   const Ops* ops_ = nullptr;

@@ -46,11 +46,6 @@ std::string_view frame_type_name(FrameType type) noexcept {
   return "UNKNOWN";
 }
 
-bool is_known_frame_type(std::uint8_t type) noexcept {
-  return (type >= 0x01 && type <= 0x09) || (type >= 0x10 && type <= 0x12) ||
-         (type >= 0x20 && type <= 0x23) || (type >= 0x30 && type <= 0x32);
-}
-
 std::array<std::uint8_t, kPreambleSize> make_preamble() noexcept {
   return {kMagic[0], kMagic[1], kMagic[2], kMagic[3], kVersion, 0, 0, 0};
 }

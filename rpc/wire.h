@@ -57,7 +57,10 @@ enum class FrameType : std::uint8_t {
 };
 
 std::string_view frame_type_name(FrameType type) noexcept;
-bool is_known_frame_type(std::uint8_t type) noexcept;
+constexpr bool is_known_frame_type(std::uint8_t type) noexcept {
+  return (type >= 0x01 && type <= 0x09) || (type >= 0x10 && type <= 0x12) ||
+         (type >= 0x20 && type <= 0x23) || (type >= 0x30 && type <= 0x32);
+}
 
 // Feature flags exchanged in kHello / kMechanisms / kAuthSuccess. No flags are
 // defined in v1; unknown bits are ignored by receivers.
@@ -90,6 +93,25 @@ Status check_preamble(const std::uint8_t* bytes) noexcept;
 // Parses the fixed header. Errors: kFrameTooLarge (length above limit),
 // kProtocolError (length too small, unknown type, reserved bits set).
 Result<FrameHeader> parse_frame_header(const std::uint8_t* bytes, std::size_t max_frame_size);
+// The same checks without building an error: true and `out` filled for a
+// valid header, false for any header parse_frame_header() refuses (ask it
+// why). Inline: every frame read takes this path, often twice (is a whole
+// frame buffered, then take it), and a Result costs more than the checks.
+inline bool decode_frame_header(const std::uint8_t* bytes, std::size_t max_frame_size,
+                                FrameHeader& out) noexcept {
+  const std::uint32_t length = (std::uint32_t{bytes[0]} << 24) | (std::uint32_t{bytes[1]} << 16) |
+                               (std::uint32_t{bytes[2]} << 8) | std::uint32_t{bytes[3]};
+  if (length < kMinFrameLength || std::size_t{length} + kLengthFieldSize > max_frame_size ||
+      !is_known_frame_type(bytes[4]) || bytes[6] != 0 || bytes[7] != 0) {
+    return false;
+  }
+  out.length = length;
+  out.type = static_cast<FrameType>(bytes[4]);
+  out.flags = bytes[5];
+  out.call_id = (std::uint32_t{bytes[8]} << 24) | (std::uint32_t{bytes[9]} << 16) |
+                (std::uint32_t{bytes[10]} << 8) | std::uint32_t{bytes[11]};
+  return true;
+}
 // Writes a header for a body of body_size bytes into out[0..kFrameHeaderSize).
 void write_frame_header(std::uint8_t* out, FrameType type, std::uint32_t call_id,
                         std::size_t body_size) noexcept;

@@ -146,7 +146,12 @@ class ServerConnection final : public std::enable_shared_from_this<ServerConnect
                    ServerMetrics::Method* cells, Clock::time_point started);
   // Folds the channel's byte counts into the metrics (on_tick, close).
   void count_bytes();
-  void flush_if_idle();
+  // Folds the calls answered since into Server::stats()' counts: once per
+  // batch (end_batch) rather than an atomic add per call, which IO threads
+  // would pass between them.
+  void count_calls();
+  // No further frame is buffered: sends what the batch queued.
+  void end_batch();
   void close_when_drained();
 
   Server::Impl& server_;
@@ -170,8 +175,13 @@ class ServerConnection final : public std::enable_shared_from_this<ServerConnect
   bool credentials_expired_ = false;
   bool authenticated_ = false;  // left the budget for max_connections
   std::size_t in_flight_ = 0;
+  std::uint64_t calls_ok_ = 0;  // answered, not yet folded (count_calls)
+  std::uint64_t calls_failed_ = 0;
   std::uint32_t last_call_id_ = 0;
   Clock::time_point last_activity_;
+  // The latest clock read of the frames being handled: when the read that
+  // brought them completed, then when the last inline call ended (dispatch).
+  Clock::time_point batch_clock_;
   // The cancel flags of the async, blocking and stream calls running under
   // each id; a cancelled call leaves at CANCEL (its handler keeps the flag).
   std::unordered_map<std::uint32_t, std::shared_ptr<std::atomic<bool>>> cancel_flags_;

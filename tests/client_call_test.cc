@@ -66,7 +66,9 @@ struct Tracer {
 
 struct ParkedCase {
   const char* name;
-  enum class How { kPost, kHereSameExecutor, kHereOtherExecutor } how;
+  // kResumeHere: runs_here() on the waiter's executor, then resume_here()
+  // (the client's reader answering a call in place).
+  enum class How { kPost, kHereSameExecutor, kHereOtherExecutor, kResumeHere } how;
   bool resumed_inside_the_call;  // before complete_here()/post() returned
 };
 
@@ -99,6 +101,11 @@ TEST_P(ParkedHandlerTest, ResumesTheWaiterExactlyOnceOnItsOwnExecutor) {
       case ParkedCase::How::kHereOtherExecutor:
         slot.complete_here(asio::any_io_executor(other.get_executor()));
         break;
+      case ParkedCase::How::kResumeHere:
+        EXPECT_FALSE(slot.runs_here(asio::any_io_executor(other.get_executor())));
+        EXPECT_TRUE(slot.runs_here(asio::any_io_executor(io.get_executor())));
+        slot.resume_here();
+        break;
     }
     log.push_back("completed");
   };
@@ -110,6 +117,7 @@ TEST_P(ParkedHandlerTest, ResumesTheWaiterExactlyOnceOnItsOwnExecutor) {
   const std::vector<std::string> later = {"completed", "resumed on its executor"};
   EXPECT_EQ(log, c.resumed_inside_the_call ? inside : later);
   slot.post();  // empty: nothing happens
+  EXPECT_FALSE(slot.runs_here(asio::any_io_executor(io.get_executor())));  // empty
   EXPECT_EQ(log.size(), 2u);
 }
 
@@ -118,7 +126,8 @@ INSTANTIATE_TEST_SUITE_P(
     ::testing::Values(ParkedCase{"post", ParkedCase::How::kPost, false},
                       ParkedCase{"here_same_executor", ParkedCase::How::kHereSameExecutor, true},
                       ParkedCase{"here_other_executor", ParkedCase::How::kHereOtherExecutor,
-                                 false}),
+                                 false},
+                      ParkedCase{"resume_here", ParkedCase::How::kResumeHere, true}),
     [](const auto& param_info) { return std::string(param_info.param.name); });
 
 TEST(ParkedHandlerTest, ResetFreesTheWaitingCoroutineWithoutResumingIt) {

@@ -685,6 +685,22 @@ TEST(MinibenchTest, CallsUnderLoadHaveEchoFloorsAndRateTargets) {
   }
 }
 
+// --floors off (scripts/call_cost.sh profiles a calls row alone): no echo
+// floor is measured, so the row has no ratio and its target says so.
+TEST(MinibenchTest, CallsWithFloorsOffMeasureTheRowAlone) {
+  TempDir dir;
+  ASSERT_TRUE(dir.ok());
+  const std::string json = dir.file("out.json");
+  const RunResult r = run_minibench(
+      dir, {"calls", "--concurrency", "2", "--depth", "3", "--duration", "0.2", "--blocks", "1",
+            "--tls", "off", "--transport", "tcp", "--floors", "off", "--json", json, "--quiet"});
+  ASSERT_EQ(r.exit_code, 0) << describe(r);
+  const Json doc = Json::parse(read_file(json), nullptr, false);
+  ASSERT_FALSE(doc.is_discarded()) << describe(r);
+  EXPECT_EQ(row_names(doc), std::set<std::string>{"calls/tcp c2d3"});
+  EXPECT_THAT(r.out, HasSubstr("calls c2 d3: calls/s tcp/floor >= 0.8: not measured"));
+}
+
 // minibench idle in a quick form: 200 connections (simple and token, from 4
 // source addresses) held past a 1 s idle timeout on 200 ms keepalives,
 // with every row, memory line and target line in the output and the JSON.

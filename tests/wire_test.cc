@@ -240,6 +240,33 @@ TEST(FrameHeaderTest, TooLargeMessageNamesSizeAndLimit) {
   EXPECT_NE(h.status().message.find("4096"), std::string::npos) << h.status().message;
 }
 
+// decode_frame_header (the read path's check, no Result) accepts exactly
+// what parse_frame_header accepts, with the same fields: every type byte,
+// lengths at and around the limits, reserved bits, flags and call ids.
+TEST(FrameHeaderTest, DecodeAgreesWithParseOnEveryTypeAndEdge) {
+  const std::uint32_t lengths[] = {0, 7, 8, 9, 100, 4092, 4093, 0xFFFFFFFF};
+  const std::uint16_t reserved[] = {0, 1, 0x100};
+  int accepted = 0;
+  for (unsigned type = 0; type <= 0xFF; ++type) {
+    for (const std::uint32_t length : lengths) {
+      for (const std::uint16_t r : reserved) {
+        const auto bytes = header_bytes(length, static_cast<std::uint8_t>(type), 0xA5, r, 0x01020304);
+        const auto parsed = parse_frame_header(bytes.data(), kLimit);
+        FrameHeader decoded;
+        const bool ok = decode_frame_header(bytes.data(), kLimit, decoded);
+        ASSERT_EQ(ok, parsed.ok()) << "type " << type << " length " << length << " reserved " << r;
+        if (!ok) continue;
+        ++accepted;
+        EXPECT_EQ(decoded.length, parsed->length);
+        EXPECT_EQ(decoded.type, parsed->type);
+        EXPECT_EQ(decoded.flags, parsed->flags);
+        EXPECT_EQ(decoded.call_id, parsed->call_id);
+      }
+    }
+  }
+  EXPECT_EQ(accepted, 19 * 4);  // 19 known types x lengths 8, 9, 100, 4092
+}
+
 TEST(FrameTypeTest, NamesAndKnownTypes) {
   EXPECT_EQ(frame_type_name(FrameType::kHello), "HELLO");
   EXPECT_EQ(frame_type_name(FrameType::kMechanisms), "MECHANISMS");
