@@ -46,7 +46,14 @@ count() {
 printf '%-16s %14s %14s\n' row "client/session" "server/session"
 for row in "${rows[@]}"; do
   method=${row%/*} transport=${row#*/}
-  read -r c1 s1 < <(count "$method" "$transport" "$N1")
-  read -r c2 s2 < <(count "$method" "$transport" "$N2")
+  # Not `read < <(count ...)`: a failed run would go unseen and print nonsense.
+  first=$(count "$method" "$transport" "$N1") || exit 1
+  second=$(count "$method" "$transport" "$N2") || exit 1
+  read -r c1 s1 <<<"$first"
+  read -r c2 s2 <<<"$second"
+  if [[ -z $c1 || -z $s1 || -z $c2 || -z $s2 ]]; then
+    echo "session_cost: $row: no instruction count (a run failed)" >&2
+    exit 1
+  fi
   printf '%-16s %14d %14d\n' "$row" $(( (c2 - c1) / (N2 - N1) )) $(( (s2 - s1) / (N2 - N1) ))
 done
