@@ -364,7 +364,7 @@ class TokenServerSession final : public ServerAuthSession {
                "retry with a fresh HELLO"});
       }
     }
-    return ServerStep::success(identity(issued.id),
+    return ServerStep::success(token_identity(issued.id),
                                token_wire::encode_success(proofs.server, token_wire::kVersion));
   }
 
@@ -400,7 +400,8 @@ class TokenServerSession final : public ServerAuthSession {
       return ServerStep::failure(forged(token_->id));
     }
     return ServerStep::success(
-        identity(token_->id), token_wire::encode_success(proofs.server, token_wire::kChallengeVersion));
+        token_identity(token_->id),
+        token_wire::encode_success(proofs.server, token_wire::kChallengeVersion));
   }
 
   Status check_service(std::string_view service) const {
@@ -415,17 +416,6 @@ class TokenServerSession final : public ServerAuthSession {
   Status forged(const security::TokenIdentifier& id) const {
     return auth_failed("FORGED: wrong proof for " + id.describe() +
                        (channel_binding_.empty() ? std::string() : " (or made for another channel)"));
-  }
-
-  Identity identity(const security::TokenIdentifier& id) const {
-    Identity out;
-    out.user = id.owner;
-    out.principal = id.owner;
-    if (auto at = out.principal.rfind('@'); at != std::string::npos) {
-      out.realm = out.principal.substr(at + 1);
-    }
-    if (!id.real_user.empty()) out.real_user = id.real_user;
-    return out;
   }
 
   TokenServerMechanism& mechanism_;
@@ -580,6 +570,17 @@ Result<std::shared_ptr<const TokenClientMechanism::Prepared>> TokenClientMechani
 std::unique_ptr<ClientAuthSession> TokenClientMechanism::start(const ChannelInfo& channel) {
   const std::string& service = options_.service.empty() ? channel.server_uri : options_.service;
   return std::make_unique<TokenClientSession>(find_prepared(service), channel, clock_->now());
+}
+
+Identity token_identity(const security::TokenIdentifier& id) {
+  Identity out;
+  out.user = id.owner;
+  out.principal = id.owner;
+  if (auto at = out.principal.rfind('@'); at != std::string::npos) {
+    out.realm = out.principal.substr(at + 1);
+  }
+  if (!id.real_user.empty()) out.real_user = id.real_user;
+  return out;
 }
 
 MechanismFlag token_file_flag() {

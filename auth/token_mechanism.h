@@ -57,6 +57,11 @@ struct MechanismFlag;
 void register_token(MechanismRegistry& registry);
 // --token-file, which every token mechanism's client declares.
 MechanismFlag token_file_flag();
+// The identity a delegation token vouches for: its owner as user and
+// principal (the realm from owner@REALM), and the real user of a token
+// issued to a proxy. Shared by the token mechanisms (token, token-digest,
+// token-scram).
+Identity token_identity(const security::TokenIdentifier& id);
 
 // The messages of the `token` mechanism, encoded and decoded (and signed)
 // here so that tests can build hostile ones and fuzzers can decode without a

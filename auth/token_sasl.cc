@@ -186,15 +186,8 @@ class TokenSaslServerSession final : public ServerAuthSession {
     if (!context_.found) {
       return ServerStep::failure({Errc::kAuthenticationFailed, name_ + ": no token looked up"});
     }
-    const security::TokenIdentifier& token = context_.found->identifier;
-    Identity id;
-    id.user = token.owner;
-    id.principal = token.owner;
-    if (auto at = id.principal.rfind('@'); at != std::string::npos) {
-      id.realm = id.principal.substr(at + 1);
-    }
-    if (!token.real_user.empty()) id.real_user = token.real_user;
-    return ServerStep::success(std::move(id), std::move(out->message));
+    return ServerStep::success(token_identity(context_.found->identifier),
+                               std::move(out->message));
   }
 
   // The typed reason the plugin recorded, else a failed proof: FORGED.
