@@ -668,7 +668,10 @@ TEST(MinibenchTest, CallsUnderLoadHaveEchoFloorsAndRateTargets) {
       targeted.insert(row);
       EXPECT_DOUBLE_EQ(t.at("limit").get<double>(), 0.8) << row;
       EXPECT_EQ(t.at("floor"), rows.at(row).at("floor")) << row;
-      EXPECT_EQ(t.at("met").get<bool>(), t.at("ratio").get<double>() >= 0.8) << row;
+      // The JSON's ratio is rounded to two decimals, "met" is decided on the
+      // exact one: within a rounding step of the limit either is right.
+      const double ratio = t.at("ratio").get<double>();
+      if (std::abs(ratio - 0.8) > 0.006) EXPECT_EQ(t.at("met").get<bool>(), ratio >= 0.8) << row;
     }
     std::set<std::string> plaintext;
     for (const auto& t : c.transports) {
