@@ -446,17 +446,26 @@ void Server::stop() {
       asio::post(reactor->io, [r = reactor.get(), fn] { fn(*r); });
     }
   };
-  each_reactor([](Reactor& r) {
+  // Each connection is held while it is told: telling one may end it (and
+  // move or erase list entries) before the walk is over.
+  auto held = [](Reactor& r) {
+    std::vector<std::shared_ptr<ServerConnection>> all;
+    r.connections.for_each([&all](ServerConnection& c) {
+      if (auto self = c.weak_from_this().lock()) all.push_back(std::move(self));
+    });
+    return all;
+  };
+  each_reactor([held](Reactor& r) {
     for (auto& l : r.listeners) l->close();
-    r.connections.for_each([](ServerConnection& c) { c.go_away(); });
+    for (auto& c : held(r)) c->go_away();
   });
   {
     std::unique_lock lock(impl_->mu);
     impl_->cv.wait_for(lock, impl_->options.stop_grace,
                        [this] { return impl_->connections_active.load() == 0; });
   }
-  each_reactor([](Reactor& r) {
-    r.connections.for_each([](ServerConnection& c) { c.force_close(); });
+  each_reactor([held](Reactor& r) {
+    for (auto& c : held(r)) c->force_close();
   });
   for (auto& reactor : impl_->reactors) {
     asio::post(reactor->io, [r = reactor.get()] {

@@ -1557,7 +1557,7 @@ TEST_P(ShmBadInputTest, EveryStrayDescriptorIsClosedAtOnceWhileTheConnectionLing
       }
       ExpectErrorThenClose(*raw, Errc::kProtocolError);
       // The server lingers up to 2 s reading until we close: check well within.
-      EXPECT_TRUE(Eventually([&] { return OpenFds() == connected; }, 1s))
+      EXPECT_TRUE(Eventually([&] { return OpenFds() == connected; }, 1800ms))
           << OpenFds() << " descriptors open, " << connected
           << " with the connection up: stray descriptors still held";
     }
