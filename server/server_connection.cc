@@ -74,6 +74,8 @@ ServerConnection::ServerConnection(Server::Impl& server, Reactor& reactor,
   channel_->set_direct_data_threshold(kDirectDataThreshold);
 }
 
+ServerConnection::~ServerConnection() { ConnectionList::erase(*this); }
+
 asio::awaitable<void> ServerConnection::run(Status refuse) {
   if (!refuse.ok()) {
     close_reason_ = ServerMetrics::Close::kRefused;
@@ -799,6 +801,11 @@ void ServerConnection::force_close() {
 }
 
 void ServerConnection::close_when_drained() {
+  // Ended already: a call's handler outlived the connection's coroutines
+  // (the client left after GOAWAY). Nothing is left to drain, and it must
+  // not rejoin the reactor's list it left in release(): it would be freed
+  // while linked there.
+  if (holds_ == 0) return;
   reactor_.connections.insert(*this);  // if parked: the linger deadline needs the sweeper
   state_ = State::kLingering;
   channel_->shutdown_after_flush();

@@ -40,6 +40,9 @@ class ServerConnection final : public std::enable_shared_from_this<ServerConnect
 
   ServerConnection(Server::Impl& server, Reactor& reactor,
                    std::unique_ptr<ByteStream> byte_stream);
+  // Leaves the reactor's list if it is still in one: only when its
+  // handlers were abandoned at stop (release() unlinks it otherwise).
+  ~ServerConnection();
 
   // The connection's life up to its first parking (or its end). `refuse`
   // set: send it as an ERROR and close. The caller spawns it and calls

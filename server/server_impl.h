@@ -156,6 +156,9 @@ class ReactorConnections {
 // connections each tick (as Kudu's reactors do; parked ones only when due,
 // see ReactorConnections), so that a session arms no timer of its own.
 struct Reactor {
+  // Declared before `io`, so that it outlives the handlers `io` destroys:
+  // a connection whose handlers were abandoned at stop leaves it then.
+  ReactorConnections connections;
   // One thread runs `io`, and sockets are only touched from it, so the
   // per-socket locks of the reactor are off (posting from other threads stays
   // safe: the scheduler keeps its lock).
@@ -164,7 +167,6 @@ struct Reactor {
   bool stopping = false;  // set on `thread` by Server::stop()
   std::optional<asio::executor_work_guard<asio::io_context::executor_type>> work;
   std::vector<std::unique_ptr<Listener>> listeners;
-  ReactorConnections connections;
   // Closed when accept() runs out of descriptors, so that the connection
   // waiting can still be accepted and told SERVER_BUSY; then reopened. Two:
   // one for that connection, one spare while it is refused (server.cc).

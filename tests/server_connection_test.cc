@@ -6,7 +6,11 @@
 #include <gtest/gtest.h>
 
 #include <asio/co_spawn.hpp>
+#include <asio/steady_timer.hpp>
+#include <asio/this_coro.hpp>
+#include <asio/use_awaitable.hpp>
 #include <asio/use_future.hpp>
+#include <atomic>
 #include <chrono>
 #include <future>
 #include <memory>
@@ -43,6 +47,23 @@ Service EchoStreams() {
   return s;
 }
 
+// "hold": an async call that answers once it is cancelled (its
+// connection closed), counting those that have begun in `*begun`.
+Service Hold(std::shared_ptr<std::atomic<int>> begun) {
+  Service s("hold");
+  s.add_async("until_cancelled", [begun](CallContext& ctx,
+                                         std::string) -> asio::awaitable<Result<std::string>> {
+    ++*begun;
+    asio::steady_timer t(co_await asio::this_coro::executor);
+    while (!ctx.cancelled()) {
+      t.expires_after(2ms);
+      co_await t.async_wait(asio::use_awaitable);
+    }
+    co_return std::string("cancelled");
+  });
+  return s;
+}
+
 class ServerConnectionTest : public ::testing::TestWithParam<std::string> {
  protected:
   void Start(std::chrono::milliseconds idle_timeout = 0ms,
@@ -53,7 +74,7 @@ class ServerConnectionTest : public ::testing::TestWithParam<std::string> {
     } else {
       server_->endpoint(GetParam() + ":");
     }
-    server_->service(EchoStreams()).options([=](ServerOptions& o) {
+    server_->service(EchoStreams()).service(Hold(holding_)).options([=](ServerOptions& o) {
       o.negotiation_timeout = kNegotiationTimeout;
       o.idle_timeout = idle_timeout;
       o.stop_grace = stop_grace;
@@ -74,6 +95,7 @@ class ServerConnectionTest : public ::testing::TestWithParam<std::string> {
   }
 
   std::unique_ptr<testing::TestServer> server_;
+  std::shared_ptr<std::atomic<int>> holding_ = std::make_shared<std::atomic<int>>(0);
 };
 
 TEST_P(ServerConnectionTest, AParkedConnectionAnswersCallsWhenWoken) {
@@ -125,6 +147,35 @@ TEST_P(ServerConnectionTest, StopClosesParkedConnectionsPromptly) {
     EXPECT_TRUE(testing::Eventually([&] { return !a->connection_status().ok(); }));
     EXPECT_FALSE(b->call("sys", "echo", "x").ok());
   }
+}
+
+TEST_P(ServerConnectionTest, ACallThatOutlivesItsConnectionDuringStopLeavesNoTrace) {
+  // During stop()'s grace period a client told GOAWAY leaves with a call in
+  // flight: its connection ends (its coroutines return), then the call's
+  // handler, cancelled, returns. The connection must not rejoin the
+  // reactor's list then: it would be freed while linked, and stop()'s last
+  // walk (after the grace period, which b's call keeps running) would read
+  // freed memory (ASan: heap-use-after-free in ReactorConnections).
+  ASSERT_NO_FATAL_FAILURE(Start(0ms, 1500ms));
+  auto a = Connect();
+  auto b = Connect();
+  ASSERT_TRUE(a && b);
+  auto a_call = a->call_future("hold", "until_cancelled", "");
+  auto b_call = b->call_future("hold", "until_cancelled", "");
+  ASSERT_TRUE(testing::Eventually([&] { return *holding_ == 2; }));
+  std::thread stopper([&] { server_->server().stop(); });
+  // GOAWAY has reached a once a new call is refused with it.
+  const bool told = testing::Eventually([&] {
+    auto r = a->call("sys", "echo", "x");
+    return !r.ok() && r.status().code == Errc::kUnavailable;
+  });
+  a.reset();  // a leaves; its call's handler returns after its connection ended
+  stopper.join();
+  ASSERT_TRUE(told) << "GOAWAY never reached the client";
+  EXPECT_EQ(server_->stats().connections_active, 0u);
+  ASSERT_EQ(b_call.wait_for(5s), std::future_status::ready);
+  EXPECT_FALSE(b_call.get().ok()) << "b's call was cut by stop() after the grace period";
+  ASSERT_EQ(a_call.wait_for(5s), std::future_status::ready);
 }
 
 TEST_P(ServerConnectionTest, TheIdleTimeoutClosesAParkedConnection) {
