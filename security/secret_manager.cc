@@ -306,16 +306,11 @@ Result<std::shared_ptr<const IssuedToken>> SecretManager::retrieve(std::string_v
   Status refusal;
   {
     std::shared_lock lock(view_mu_);
-    // The sequence number is the identifier's last 12 bytes but its key id's
-    // four (docs/TOKENS.md §1). When the bytes equal a token's in the view,
-    // decoding them would give that token's identifier, so check() would
-    // pass exactly when this does; anything else takes check() for its error.
-    if (identifier.size() > 12) {
-      std::uint64_t seq = 0;
-      for (std::size_t i = identifier.size() - 12; i < identifier.size() - 4; ++i) {
-        seq = (seq << 8) | static_cast<std::uint8_t>(identifier[i]);
-      }
-      if (auto it = tokens_.find(seq); it != tokens_.end()) {
+    // When the bytes equal a token's in the view, decoding them would give
+    // that token's identifier, so check() would pass exactly when this
+    // does; anything else takes check() for its error.
+    if (const auto seq = TokenIdentifier::peek_sequence_number(identifier)) {
+      if (auto it = tokens_.find(*seq); it != tokens_.end()) {
         const Entry& entry = it->second;
         if (entry.token->identifier == identifier && entry.token->id.kind == options_.kind &&
             keys_.contains(entry.token->id.master_key_id) && now <= entry.renew_date) {

@@ -94,6 +94,15 @@ Result<TokenIdentifier> TokenIdentifier::decode(std::string_view bytes) {
   return id;
 }
 
+std::optional<std::uint64_t> TokenIdentifier::peek_sequence_number(std::string_view bytes) {
+  constexpr std::size_t kTail = 8 + 4;  // sequence number, master key id: encode()'s last fields
+  if (bytes.size() <= kTail) return std::nullopt;
+  ByteReader r(bytes.substr(bytes.size() - kTail));
+  std::uint64_t seq = 0;
+  if (!r.u64(&seq)) return std::nullopt;
+  return seq;
+}
+
 std::string TokenIdentifier::describe() const {
   std::string out = kind + " token " + std::to_string(sequence_number) + " (owner " + owner;
   if (!real_user.empty()) out += ", real user " + real_user;

@@ -11,6 +11,7 @@
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -46,6 +47,11 @@ struct TokenIdentifier {
   // kMalformed for truncated, over-long, trailing or inconsistent bytes,
   // kUnsupportedVersion for a version other than kVersion.
   static Result<TokenIdentifier> decode(std::string_view bytes);
+  // The sequence number as encoded bytes would decode it, read from its
+  // fixed place (the last 12 bytes are the sequence number and the key id)
+  // without decoding the rest; nullopt if the bytes are too short. Only a
+  // key to look a token up by: whoever uses it compares the bytes whole.
+  static std::optional<std::uint64_t> peek_sequence_number(std::string_view bytes);
 
   // "authrpc-delegation token 42 (owner alice, renewer yarn, key 3, max 2024-...)"
   // Safe for logs: identifiers carry no secret.

@@ -104,6 +104,13 @@ TEST_P(IdentifierRoundTrip, DecodeOfEncodeIsIdentity) {
   EXPECT_EQ(*back->encode(), *bytes);
 }
 
+TEST_P(IdentifierRoundTrip, PeekedSequenceNumberIsTheDecodedOne) {
+  const auto& id = GetParam().id;
+  auto bytes = *id.encode();
+  EXPECT_EQ(TokenIdentifier::peek_sequence_number(bytes), id.sequence_number);
+  EXPECT_EQ(TokenIdentifier::peek_sequence_number(std::string_view(bytes).substr(0, 12)), std::nullopt);
+}
+
 TEST_P(IdentifierRoundTrip, EveryTruncationIsMalformed) {
   auto bytes = *GetParam().id.encode();
   for (std::size_t n = 0; n < bytes.size(); ++n) {
