@@ -4,6 +4,49 @@
 #include <sstream>
 
 namespace authrpc {
+namespace {
+
+// A SAX reader that accepts every event and keeps where the first error was:
+// run only after a parse failed with something nlohmann reports without a
+// position (a number too large for a double), to say where it is.
+class ErrorLocator final : public nlohmann::json_sax<nlohmann::json> {
+ public:
+  std::size_t token_start = 0;
+
+  bool null() override { return true; }
+  bool boolean(bool) override { return true; }
+  bool number_integer(number_integer_t) override { return true; }
+  bool number_unsigned(number_unsigned_t) override { return true; }
+  bool number_float(number_float_t, const string_t&) override { return true; }
+  bool string(string_t&) override { return true; }
+  bool binary(binary_t&) override { return true; }
+  bool start_object(std::size_t) override { return true; }
+  bool key(string_t&) override { return true; }
+  bool end_object() override { return true; }
+  bool start_array(std::size_t) override { return true; }
+  bool end_array() override { return true; }
+  bool parse_error(std::size_t position, const std::string& last_token,
+                   const nlohmann::json::exception&) override {
+    // `position` is just past the offending token.
+    token_start = position >= last_token.size() ? position - last_token.size() : 0;
+    return false;
+  }
+};
+
+// "line L, column C" (both from 1) of byte `offset` in `text`.
+std::string line_and_column(std::string_view text, std::size_t offset) {
+  offset = std::min(offset, text.size());
+  std::size_t line = 1, line_start = 0;
+  for (std::size_t i = 0; i < offset; ++i) {
+    if (text[i] == '\n') {
+      ++line;
+      line_start = i + 1;
+    }
+  }
+  return "line " + std::to_string(line) + ", column " + std::to_string(offset - line_start + 1);
+}
+
+}  // namespace
 
 Result<nlohmann::json> parse_json_document(std::string_view text, const std::string& origin) {
   try {
@@ -19,6 +62,16 @@ Result<nlohmann::json> parse_json_document(std::string_view text, const std::str
       what.erase(echo, expected == std::string::npos ? std::string::npos : expected - echo);
     }
     return Status(Errc::kConfigError, origin + ": syntax error " + what);
+  } catch (const nlohmann::json::exception&) {
+    // The one other error the parser reports: a number that overflows a
+    // double (out_of_range.406, whose message quotes the digits). Find it
+    // with a second, position-keeping pass.
+    ErrorLocator locator;
+    nlohmann::json::sax_parse(text, &locator, nlohmann::json::input_format_t::json,
+                              /*strict=*/true, /*ignore_comments=*/true);
+    return Status(Errc::kConfigError, origin + ": number out of range at " +
+                                          line_and_column(text, locator.token_start) +
+                                          ": a JSON number here must fit a double");
   }
 }
 

@@ -224,6 +224,29 @@ TEST(AuthzPolicyTest, AclFileSyntaxErrorsNameLineAndColumn) {
   fs::remove_all(dir);
 }
 
+// A number too large for a double is an error nlohmann reports apart from
+// syntax errors (out_of_range, not parse_error); it escaped the loader and
+// ended the process (found by config_fuzz). It is a CONFIG_ERROR that says
+// where, without quoting the digits.
+TEST(AuthzPolicyTest, AclFileNumberTooLargeIsAConfigErrorNamingLineAndColumn) {
+  const fs::path dir = MakeTempDir();
+  const fs::path acl = dir / "acl.json";
+  const std::string digits = "2222322222222222222222222222e222222222";
+  for (const std::string& text : {digits + std::string("\001\000\000", 3),
+                                  "{\n  \"default\": \"deny\",\n  \"x\": [1, " + digits + "]\n}\n"}) {
+    WriteFile(acl, text);
+    auto policy = AuthzPolicy::load(acl.string());
+    ASSERT_FALSE(policy.ok());
+    EXPECT_EQ(policy.code(), Errc::kConfigError);
+    const std::string where = text.starts_with(digits) ? "line 1, column 1" : "line 3, column 12";
+    EXPECT_NE(policy.status().message.find(acl.string() + ": number out of range at " + where),
+              std::string::npos)
+        << policy.status().message;
+    EXPECT_EQ(policy.status().message.find(digits), std::string::npos) << policy.status().message;
+  }
+  fs::remove_all(dir);
+}
+
 // ---------------------------------------------------------------- matrix
 
 const nlohmann::json kRealmPolicy = R"({

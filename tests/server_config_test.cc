@@ -567,6 +567,16 @@ TEST(ServerConfigTokensTest, SyntaxErrorsNameLineAndColumn) {
       << config.status().message;
 }
 
+TEST(ServerConfigTokensTest, NumbersTooLargeAreConfigErrorsNamingLineAndColumn) {
+  TempFile f("{\n  \"listen\": [\"unix:@x\"],\n  \"io_threads\": 1e999\n}\n");
+  auto config = load_server_config(f.path(), registry());
+  ASSERT_FALSE(config.ok());
+  EXPECT_EQ(config.code(), Errc::kConfigError);
+  EXPECT_NE(config.status().message.find(f.path() + ": number out of range at line 3, column 17"),
+            std::string::npos)
+      << config.status().message;
+}
+
 // A configuration with a "tokens" section gives the application what
 // authrpc-server runs: the token service open, `token` among the mechanisms,
 // and the `token` service served once add_services() added it.
