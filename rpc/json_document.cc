@@ -1,5 +1,6 @@
 #include "authrpc/rpc/json_document.h"
 
+#include <algorithm>
 #include <fstream>
 #include <sstream>
 
@@ -9,22 +10,10 @@ namespace {
 // A SAX reader that accepts every event and keeps where the first error was:
 // run only after a parse failed with something nlohmann reports without a
 // position (a number too large for a double), to say where it is.
-class ErrorLocator final : public nlohmann::json_sax<nlohmann::json> {
+class ErrorLocator final : public JsonSaxAcceptor {
  public:
   std::size_t token_start = 0;
 
-  bool null() override { return true; }
-  bool boolean(bool) override { return true; }
-  bool number_integer(number_integer_t) override { return true; }
-  bool number_unsigned(number_unsigned_t) override { return true; }
-  bool number_float(number_float_t, const string_t&) override { return true; }
-  bool string(string_t&) override { return true; }
-  bool binary(binary_t&) override { return true; }
-  bool start_object(std::size_t) override { return true; }
-  bool key(string_t&) override { return true; }
-  bool end_object() override { return true; }
-  bool start_array(std::size_t) override { return true; }
-  bool end_array() override { return true; }
   bool parse_error(std::size_t position, const std::string& last_token,
                    const nlohmann::json::exception&) override {
     // `position` is just past the offending token.

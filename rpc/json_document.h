@@ -13,8 +13,32 @@
 namespace authrpc {
 
 // Parses `text` (JSON, `//` and `/* */` comments allowed). `origin` names it
-// in errors: "ORIGIN: syntax error at line L, column C: what was expected".
+// in errors: "ORIGIN: syntax error at line L, column C: what was expected",
+// or "ORIGIN: number out of range at line L, column C: ..." for a number
+// that does not fit a double. Neither quotes the document's bytes.
 Result<nlohmann::json> parse_json_document(std::string_view text, const std::string& origin);
+
+// A reader for nlohmann::json::sax_parse() that accepts every event, builds
+// nothing and stops at the first error: the base of one-pass checks on a
+// document's shape (server/service.cc's depth limit) or position.
+class JsonSaxAcceptor : public nlohmann::json::json_sax_t {
+ public:
+  bool null() override { return true; }
+  bool boolean(bool) override { return true; }
+  bool number_integer(number_integer_t) override { return true; }
+  bool number_unsigned(number_unsigned_t) override { return true; }
+  bool number_float(number_float_t, const string_t&) override { return true; }
+  bool string(string_t&) override { return true; }
+  bool binary(binary_t&) override { return true; }
+  bool start_object(std::size_t) override { return true; }
+  bool key(string_t&) override { return true; }
+  bool end_object() override { return true; }
+  bool start_array(std::size_t) override { return true; }
+  bool end_array() override { return true; }
+  bool parse_error(std::size_t, const std::string&, const nlohmann::json::exception&) override {
+    return false;
+  }
+};
 
 // Reads the file at `path` and parses it as above.
 Result<nlohmann::json> read_json_document(const std::string& path, const std::string& what);

@@ -1,31 +1,22 @@
 #include "authrpc/server/service.h"
 
+#include "authrpc/rpc/json_document.h"
+
 namespace authrpc {
 
 namespace {
 
 // The first pass of parse_json_request(): nlohmann's SAX events with a depth
 // count, building nothing. Returning false stops the parser at once.
-class DepthCheck final : public nlohmann::json::json_sax_t {
+class DepthCheck final : public JsonSaxAcceptor {
  public:
   explicit DepthCheck(std::size_t max_depth) : max_depth_(max_depth) {}
   bool too_deep() const noexcept { return too_deep_; }
 
-  bool null() override { return true; }
-  bool boolean(bool) override { return true; }
-  bool number_integer(number_integer_t) override { return true; }
-  bool number_unsigned(number_unsigned_t) override { return true; }
-  bool number_float(number_float_t, const string_t&) override { return true; }
-  bool string(string_t&) override { return true; }
-  bool binary(binary_t&) override { return true; }
   bool start_object(std::size_t) override { return enter(); }
-  bool key(string_t&) override { return true; }
   bool end_object() override { return leave(); }
   bool start_array(std::size_t) override { return enter(); }
   bool end_array() override { return leave(); }
-  bool parse_error(std::size_t, const std::string&, const nlohmann::json::exception&) override {
-    return false;
-  }
 
  private:
   bool enter() {
