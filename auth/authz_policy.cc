@@ -62,6 +62,10 @@ std::vector<std::string> os_groups(const std::string& user) {
 }  // namespace
 
 Result<std::shared_ptr<const AuthzPolicy>> AuthzPolicy::from_json(const nlohmann::json& j) {
+  return read_config_guarded("ACL", [&] { return read(j); });
+}
+
+Result<std::shared_ptr<const AuthzPolicy>> AuthzPolicy::read(const nlohmann::json& j) {
   if (Status s = check_keys(j, "(acl file)",
                             {"auth_to_local", "groups", "admins", "default", "services",
                              "proxy_users"});
@@ -114,11 +118,10 @@ Result<std::shared_ptr<const AuthzPolicy>> AuthzPolicy::from_json(const nlohmann
     if (Status s = check_keys(g, "groups", {"source", "static", "cache_ttl_ms", "cache_size"}); !s.ok()) {
       return s;
     }
-    const std::string source = g.value("source", std::string("os"));
-    if (source != "os" && source != "static") {
+    if (g.contains("source") && g["source"] != "os" && g["source"] != "static") {
       return config_error("'groups.source' must be \"os\" or \"static\"");
     }
-    p->os_groups_ = source == "os";
+    p->os_groups_ = !g.contains("source") || g["source"] == "os";
     for (const char* key : {"cache_ttl_ms", "cache_size"}) {
       if (g.contains(key) && (!g[key].is_number_unsigned() || g[key].get<std::uint64_t>() > (1ull << 32))) {
         return config_error(std::string("'groups.") + key + "' must be an integer 0 … 2^32");

@@ -51,6 +51,8 @@ class AuthzPolicy {
   const PrincipalMapper& mapper() const noexcept { return mapper_; }
 
  private:
+  static Result<std::shared_ptr<const AuthzPolicy>> read(const nlohmann::json& j);
+
   struct ServiceAcl {
     std::optional<Acl> acl;  // absent: the default decision
     std::map<std::string, Acl, std::less<>> methods;

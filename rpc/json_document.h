@@ -40,6 +40,24 @@ class JsonSaxAcceptor : public nlohmann::json::json_sax_t {
   }
 };
 
+// Runs `read`, a reader of a parsed configuration document that returns a
+// Result: a value of a type it did not check for (an nlohmann::json
+// exception escaping it) becomes a CONFIG_ERROR about `what`, never an
+// exception across the API. Readers check types and name the key; this is
+// the net under them (the fuzz target tests/fuzz/config_fuzz.cc walks it).
+template <typename Read>
+auto read_config_guarded(const std::string& what, Read&& read) -> decltype(read()) {
+  try {
+    return read();
+  } catch (const nlohmann::json::exception& e) {
+    // "[json.exception.type_error.302] type must be string, but is number":
+    // nlohmann's text names types, not the document's bytes.
+    std::string message = e.what();
+    if (const auto at = message.find("] "); at != std::string::npos) message.erase(0, at + 2);
+    return Status(Errc::kConfigError, what + ": a value of the wrong type (" + message + ")");
+  }
+}
+
 // Reads the file at `path` and parses it as above.
 Result<nlohmann::json> read_json_document(const std::string& path, const std::string& what);
 

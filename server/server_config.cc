@@ -168,10 +168,12 @@ Result<ServerOptions> build_server_options(const nlohmann::json& config,
 Result<ServerOptions> server_options_from_json(const nlohmann::json& config,
                                                const MechanismRegistry& registry,
                                                const security::TokenStoreRegistry& stores) {
-  if (!config.is_object()) return config_error("configuration must be a JSON object");
-  auto log = read_log_sink(config);
-  if (!log.ok()) return log.status();
-  return build_server_options(config, registry, stores, std::move(*log));
+  return read_config_guarded("configuration", [&]() -> Result<ServerOptions> {
+    if (!config.is_object()) return config_error("configuration must be a JSON object");
+    auto log = read_log_sink(config);
+    if (!log.ok()) return log.status();
+    return build_server_options(config, registry, stores, std::move(*log));
+  });
 }
 
 namespace {
@@ -282,9 +284,10 @@ Status ServerConfig::add_services(Server& server) const {
   return server.add_service(tokens->service());
 }
 
-Result<ServerConfig> server_config_from_json(const nlohmann::json& config,
-                                             MechanismRegistry registry,
-                                             const security::TokenStoreRegistry& stores) {
+namespace {
+
+Result<ServerConfig> read_server_config(const nlohmann::json& config, MechanismRegistry registry,
+                                        const security::TokenStoreRegistry& stores) {
   if (!config.is_object()) return config_error("configuration must be a JSON object");
   ServerConfig out;
   auto log = read_log_sink(config);
@@ -310,6 +313,16 @@ Result<ServerConfig> server_config_from_json(const nlohmann::json& config,
   return out;
 }
 
+}  // namespace
+
+Result<ServerConfig> server_config_from_json(const nlohmann::json& config,
+                                             MechanismRegistry registry,
+                                             const security::TokenStoreRegistry& stores) {
+  return read_config_guarded("configuration", [&] {
+    return read_server_config(config, std::move(registry), stores);
+  });
+}
+
 Result<ServerConfig> load_server_config(const std::string& path, MechanismRegistry registry,
                                         const security::TokenStoreRegistry& stores) {
   auto config = read_json_document(path, "configuration file");
@@ -323,7 +336,7 @@ Result<LogLevel> reload_log_level(const std::string& path, const LogSink& log) {
   auto config = read_json_document(path, "configuration file");
   if (!config.ok()) return config.status();
   if (!config->is_object()) return config_error(path + ": configuration must be a JSON object");
-  auto level = read_log_level(*config);
+  auto level = read_config_guarded(path, [&] { return read_log_level(*config); });
   if (!level.ok()) return Status(level.code(), path + ": " + level.status().message);
   log.set_level(*level);
   return *level;

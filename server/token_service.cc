@@ -1,5 +1,7 @@
 #include "authrpc/server/token_service.h"
 
+#include "authrpc/rpc/json_document.h"
+
 #include <algorithm>
 #include <cctype>
 #include <cstdio>
@@ -114,8 +116,10 @@ std::string store_kind(const TokenServiceOptions& options) {
 
 }  // namespace
 
-Result<TokenServiceOptions> token_service_options_from_json(const nlohmann::json& config,
-                                                             const security::TokenStoreRegistry& stores) {
+namespace {
+
+Result<TokenServiceOptions> read_token_service_options(const nlohmann::json& config,
+                                                       const security::TokenStoreRegistry& stores) {
   TokenServiceOptions o;
   if (!config.is_object()) return tokens_config_error("' must be an object");
   static const std::set<std::string> kKeys = {
@@ -135,6 +139,9 @@ Result<TokenServiceOptions> token_service_options_from_json(const nlohmann::json
   if (config.contains("store") && !config["store"].is_string() && !store_object) {
     return tokens_config_error(".store' must be \"file\", \"memory\" or {\"type\": " +
                         (shared_types.empty() ? std::string("...") : shared_types) + ", ...}");
+  }
+  if (store_object && config["store"].contains("type") && !config["store"]["type"].is_string()) {
+    return tokens_config_error(".store.type' must be a string");
   }
   std::string store = store_object ? config["store"].value("type", std::string())
                                    : config.value("store", std::string("file"));
@@ -204,6 +211,13 @@ Result<TokenServiceOptions> token_service_options_from_json(const nlohmann::json
     o.mechanism.allow_plaintext = config["allow_plaintext"].get<bool>();
   }
   return o;
+}
+
+}  // namespace
+
+Result<TokenServiceOptions> token_service_options_from_json(const nlohmann::json& config,
+                                                             const security::TokenStoreRegistry& stores) {
+  return read_config_guarded("'tokens'", [&] { return read_token_service_options(config, stores); });
 }
 
 Result<std::unique_ptr<TokenService>> TokenService::open(TokenServiceOptions options) {

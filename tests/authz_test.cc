@@ -247,6 +247,31 @@ TEST(AuthzPolicyTest, AclFileNumberTooLargeIsAConfigErrorNamingLineAndColumn) {
   fs::remove_all(dir);
 }
 
+// Values of a type the reader did not expect are CONFIG_ERRORs naming the
+// key, never an escaped nlohmann::json::type_error (config_fuzz found
+// "groups.source" as an object ending the process).
+TEST(AuthzPolicyTest, ValuesOfTheWrongTypeAreConfigErrorsNamingTheKey) {
+  struct Case {
+    const char* json;
+    const char* message;
+  };
+  const Case cases[] = {
+      {R"({"default": "allow", "groups": {"source": {"users": ["ali"]}}})", "'groups.source' must be"},
+      {R"({"groups": {"source": 7}})", "'groups.source' must be"},
+      {R"({"groups": {"source": "static"}, "default": 1})", "'default' must be"},
+      {R"({"auth_to_local": {"rules": [], "mechanism": []}})", "'auth_to_local.mechanism' must be"},
+  };
+  for (const auto& c : cases) {
+    SCOPED_TRACE(c.json);
+    auto policy = AuthzPolicy::from_json(nlohmann::json::parse(c.json));
+    ASSERT_FALSE(policy.ok());
+    EXPECT_EQ(policy.code(), Errc::kConfigError);
+    EXPECT_NE(policy.status().message.find(c.message), std::string::npos) << policy.status().message;
+  }
+  auto fine = AuthzPolicy::from_json(nlohmann::json::parse(R"({"groups": {"source": "static"}})"));
+  EXPECT_TRUE(fine.ok()) << fine.status().to_string();
+}
+
 // ---------------------------------------------------------------- matrix
 
 const nlohmann::json kRealmPolicy = R"({

@@ -541,6 +541,19 @@ TEST(LoadServerConfigTest, ErrorsInTheFileNameTheFileAndTheKey) {
 namespace authrpc {
 namespace {
 
+TEST(ServerConfigTokensTest, AStoreTypeThatIsNotAStringIsAConfigError) {
+  const auto stores = security::TokenStoreRegistry::with_builtins();
+  for (const char* store : {R"({"type": 5})", R"({"type": {}})", R"({"type": null})"}) {
+    SCOPED_TRACE(store);
+    auto options = token_service_options_from_json(
+        json::parse(std::string(R"({"store": )") + store + "}"), stores);
+    ASSERT_FALSE(options.ok());
+    EXPECT_EQ(options.code(), Errc::kConfigError);
+    EXPECT_NE(options.status().message.find("store.type' must be a string"), std::string::npos)
+        << options.status().message;
+  }
+}
+
 TEST(ServerConfigTokensTest, UnknownKeysInTheTokensSectionAreRefusedEverywhere) {
   const std::string text =
       R"({"listen": ["unix:@x"], "tokens": {"store": "memory", "bogus": 1}})";
