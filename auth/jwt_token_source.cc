@@ -254,6 +254,9 @@ Result<CommandRun> run_command(const std::string& command, std::chrono::millisec
   posix_spawn_file_actions_addopen(&actions, STDIN_FILENO, "/dev/null", O_RDONLY, 0);
   posix_spawn_file_actions_adddup2(&actions, out_write.get(), STDOUT_FILENO);
   posix_spawn_file_actions_adddup2(&actions, err_write.get(), STDERR_FILENO);
+  // Nothing else of this process's: descriptors the application left
+  // inheritable (a log file, a socket of its own) stay here.
+  posix_spawn_file_actions_addclosefrom_np(&actions, STDERR_FILENO + 1);
   posix_spawnattr_t attr;
   posix_spawnattr_init(&attr);
   // Its own process group, so that a timeout kills what the shell started

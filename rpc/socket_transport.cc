@@ -1,5 +1,4 @@
 // TCP and Unix-domain socket transports (one template over the Asio protocol).
-#include <asio/connect.hpp>
 #include <asio/ip/tcp.hpp>
 #include <asio/local/stream_protocol.hpp>
 #include <asio/post.hpp>
@@ -12,6 +11,7 @@
 #include <cstring>
 #include <optional>
 #include <string_view>
+#include <fcntl.h>
 #include <netinet/in.h>
 #include <pthread.h>
 #include <sys/sendfile.h>
@@ -88,6 +88,23 @@ asio::ip::address parse_address(const std::string& host, std::error_code& ec) {
   return address;
 }
 
+// Opens `s` (a socket or an acceptor) close-on-exec, as accept4() below
+// makes accepted sockets: a process that starts a program (a token command,
+// auth/jwt_token_source.cc, or the application's own) hands it none of
+// authrpc's sockets, so a connection ends when authrpc closes it (close()
+// needs no shutdown() first) and a listener's port is free once the server
+// stops. Asio's open() and accept() leave the flag off.
+template <typename Socket, typename Protocol>
+void open_cloexec(Socket& s, const Protocol& protocol, std::error_code& ec) {
+  const int fd = ::socket(protocol.family(), protocol.type() | SOCK_CLOEXEC, protocol.protocol());
+  if (fd < 0) {
+    ec = std::error_code(errno, std::system_category());
+    return;
+  }
+  s.assign(protocol, fd, ec);
+  if (ec) ::close(fd);
+}
+
 // Connects `socket` to `peer`: at once when the kernel can (a Unix socket,
 // often a loopback TCP connect), otherwise by waiting for the socket to
 // become writable, until `deadline`. Trying the connect inline saves a trip
@@ -100,7 +117,8 @@ asio::awaitable<std::error_code> connect_socket(typename Protocol::socket& socke
                                                 bool& timed_out,
                                                 const asio::ip::address* local = nullptr) {
   std::error_code ec;
-  socket.open(peer.protocol(), ec);
+  if (socket.is_open()) socket.close(ec);  // a try at another of a host's addresses
+  open_cloexec(socket, peer.protocol(), ec);
   if (!ec) socket.non_blocking(true, ec);
   if (ec) co_return ec;
   if constexpr (std::is_same_v<Protocol, Tcp>) {
@@ -284,7 +302,8 @@ class SocketStream final : public ByteStream {
   void close() noexcept override {
     std::error_code ignored;
     if (!socket_.is_open()) return;
-    socket_.shutdown(Protocol::socket::shutdown_both, ignored);
+    // No shutdown() first: the descriptor is close-on-exec and never
+    // duplicated, so close() is its last reference and ends the connection.
     socket_.close(ignored);
   }
 
@@ -461,7 +480,34 @@ class SocketListener final : public Listener {
   asio::awaitable<Result<std::unique_ptr<ByteStream>>> accept() override {
     std::error_code ec;
     typename Protocol::endpoint peer;
-    auto socket = co_await acceptor_.async_accept(peer, redirect_error(use_awaitable, ec));
+    typename Protocol::socket socket(acceptor_.get_executor());
+    bool waited = false;
+    for (;;) {
+      if (!acceptor_.is_open()) co_return Status(asio::error::operation_aborted, "accept on " + bound_.to_string());
+      // accept4() for SOCK_CLOEXEC (open_cloexec above); the listener is
+      // non-blocking, so this waits only when no client is queued.
+      socklen_t length = static_cast<socklen_t>(peer.capacity());
+      const int fd = ::accept4(acceptor_.native_handle(), peer.data(), &length, SOCK_CLOEXEC);
+      if (fd >= 0) {
+        peer.resize(length);
+        socket.assign(peer.protocol(), fd, ec);
+        if (ec) ::close(fd);
+        break;
+      }
+      // As asio's accept: a connection the client aborted while queued is
+      // skipped, not reported.
+      if (errno == EINTR || errno == ECONNABORTED || errno == EPROTO) continue;
+      if (errno != EAGAIN && errno != EWOULDBLOCK) {
+        ec = std::error_code(errno, asio::error::get_system_category());
+        break;
+      }
+      co_await acceptor_.async_wait(Protocol::acceptor::wait_read, redirect_error(use_awaitable, ec));
+      if (ec) break;
+      waited = true;
+    }
+    // Through the event loop once per connection, as asio's accept: a queue
+    // of waiting clients does not keep this thread from its other work.
+    if (!waited) co_await asio::post(acceptor_.get_executor(), use_awaitable);
     if (ec) co_return Status(ec, "accept on " + bound_.to_string());
     std::string peer_name;
     if constexpr (std::is_same_v<Protocol, Tcp>) {
@@ -485,7 +531,7 @@ class SocketListener final : public Listener {
   Endpoint local_endpoint() const override { return bound_; }
 
   Result<std::unique_ptr<Listener>> share_with(asio::io_context& io) override {
-    const int fd = ::dup(acceptor_.native_handle());
+    const int fd = ::fcntl(acceptor_.native_handle(), F_DUPFD_CLOEXEC, 0);
     if (fd < 0) return Status(std::error_code(errno, std::system_category()), "dup listener");
     typename Protocol::acceptor acceptor(io);
     std::error_code ec;
@@ -518,10 +564,11 @@ Result<asio::ip::tcp::acceptor> listen_tcp(asio::io_context& io, const Endpoint&
   }
   Tcp::acceptor acceptor(io);
   const Tcp::endpoint ep(address, endpoint.port);
-  acceptor.open(ep.protocol(), ec);
+  open_cloexec(acceptor, ep.protocol(), ec);
   if (!ec) acceptor.set_option(Tcp::acceptor::reuse_address(true), ec);
   if (!ec) acceptor.bind(ep, ec);
   if (!ec) acceptor.listen(options.backlog, ec);
+  if (!ec) acceptor.non_blocking(true, ec);  // SocketListener::accept() tries first
   if (ec) return Status(ec, "listen on " + endpoint.to_string());
   bound = endpoint;
   bound.port = acceptor.local_endpoint().port();
@@ -558,19 +605,22 @@ class TcpTransport final : public Transport {
       auto results = co_await resolver.async_resolve(
           endpoint.host, std::to_string(endpoint.port), redirect_error(use_awaitable, ec));
       if (ec) co_return Status(ec, "resolve " + endpoint.host);
-      if (local) {
-        // From a chosen address: the first of the host's addresses of its
-        // family (asio::async_connect opens sockets of its own, unbound).
-        guard.cancel();
-        ec = asio::error::address_family_not_supported;
-        for (const auto& r : results) {
-          if (r.endpoint().address().is_v4() != local->is_v4()) continue;
-          ec = co_await connect_socket<Tcp>(socket, r.endpoint(), deadline, timed_out, &*local);
-          break;
-        }
+      guard.cancel();
+      if (guard.timed_out()) {
+        timed_out = true;
+        ec = asio::error::timed_out;
       } else {
-        co_await asio::async_connect(socket, results, redirect_error(use_awaitable, ec));
-        timed_out = guard.timed_out();
+        // The host's addresses in turn until one connects (not
+        // asio::async_connect: its sockets are not close-on-exec); from a
+        // chosen address, the first of the host's addresses of its family.
+        ec = local ? std::error_code(asio::error::address_family_not_supported)
+                   : std::error_code(asio::error::host_not_found);
+        for (const auto& r : results) {
+          if (local && r.endpoint().address().is_v4() != local->is_v4()) continue;
+          ec = co_await connect_socket<Tcp>(socket, r.endpoint(), deadline, timed_out,
+                                            local ? &*local : nullptr);
+          if (!ec || timed_out || local) break;
+        }
       }
     }
     if (ec == Errc::kInvalidArgument) {
@@ -619,13 +669,14 @@ class UnixTransport final : public Transport {
     std::error_code ec;
     Local::acceptor acceptor(io);
     const auto ep = native(endpoint);
-    acceptor.open(ep.protocol(), ec);
+    open_cloexec(acceptor, ep.protocol(), ec);
     if (!ec) acceptor.bind(ep, ec);
     if (!ec && !abstract && options.unix_socket_mode != 0 &&
         ::chmod(endpoint.path.c_str(), options.unix_socket_mode) != 0) {
       ec = std::error_code(errno, std::system_category());
     }
     if (!ec) acceptor.listen(options.backlog, ec);
+    if (!ec) acceptor.non_blocking(true, ec);  // SocketListener::accept() tries first
     if (ec) return Status(ec, "listen on " + endpoint.to_string());
     return std::unique_ptr<Listener>(
         new SocketListener<Local>(std::move(acceptor), endpoint, !abstract));
@@ -653,7 +704,8 @@ class UnixTransport final : public Transport {
     if (::lstat(endpoint.path.c_str(), &st) != 0 || !S_ISSOCK(st.st_mode)) return;
     Local::socket probe(io);
     std::error_code ec;
-    probe.connect(native(endpoint), ec);
+    open_cloexec(probe, Local(), ec);
+    if (!ec) probe.connect(native(endpoint), ec);
     if (ec == asio::error::connection_refused) ::unlink(endpoint.path.c_str());
   }
 };

@@ -194,8 +194,7 @@ class TlsStream final : public ByteStream {
       ERR_clear_error();
     }
     std::error_code ignored;
-    socket_.shutdown(Tcp::socket::shutdown_both, ignored);
-    socket_.close(ignored);
+    socket_.close(ignored);  // close-on-exec, never duplicated: the last reference
   }
 
   const std::string& peer_address() const override { return peer_; }

@@ -6,6 +6,7 @@
 // base64url-encoding JSON with a fake signature: the source never verifies.
 #include "authrpc/auth/jwt_token_source.h"
 
+#include <fcntl.h>
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <sys/stat.h>
@@ -412,6 +413,22 @@ TEST(JwtTokenSource, CommandCases) {
   int status = 0;
   EXPECT_EQ(::waitpid(-1, &status, WNOHANG), -1);
   EXPECT_EQ(errno, ECHILD);
+}
+
+// The command gets stdin, stdout and stderr and nothing else of this
+// process's, even a descriptor the application left inheritable.
+TEST(JwtTokenSource, TheCommandInheritsNoOtherDescriptor) {
+  const int inheritable = ::open("/dev/null", O_RDONLY);  // no O_CLOEXEC, on purpose
+  ASSERT_GE(inheritable, 3);
+  const std::string token = JwtExpiringIn(3600, "fd-user");
+  JwtTokenSourceOptions options;
+  options.command = "if [ -e /proc/$$/fd/" + std::to_string(inheritable) +
+                    " ]; then echo 'inherited a descriptor' >&2; exit 1; fi; printf '%s' '" + token + "'";
+  auto source = MakeSource(options);
+  ASSERT_TRUE(source);
+  auto got = source->token();
+  ::close(inheritable);
+  Check(got, Ok(token), token);
 }
 
 // How many processes of process group `group` are alive: not exited, nor

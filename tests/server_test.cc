@@ -3,6 +3,7 @@
 #include <gmock/gmock.h>
 #include <arpa/inet.h>
 #include <gtest/gtest.h>
+#include <fcntl.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -23,6 +24,8 @@
 #include <condition_variable>
 #include <cstdio>
 #include <functional>
+#include <map>
+#include <filesystem>
 #include <future>
 #include <memory>
 #include <mutex>
@@ -1193,6 +1196,50 @@ TEST(UnixSocketFileTest, TheSocketFileExistsWhileServingAndIsRemovedOnStop) {
   EXPECT_NE(::lstat(path.c_str(), &st), 0) << "the socket file outlived the server";
   ::unlink(path.c_str());
   ::rmdir(dir.c_str());
+}
+
+// The sockets this process holds: descriptor -> close-on-exec.
+std::map<int, bool> OpenSockets() {
+  std::map<int, bool> sockets;
+  for (const auto& entry : std::filesystem::directory_iterator("/proc/self/fd")) {
+    std::error_code ec;
+    const auto target = std::filesystem::read_symlink(entry.path(), ec);
+    if (ec || !target.string().starts_with("socket:")) continue;
+    const int fd = std::stoi(entry.path().filename().string());
+    const int flags = ::fcntl(fd, F_GETFD);
+    if (flags >= 0) sockets[fd] = (flags & FD_CLOEXEC) != 0;
+  }
+  return sockets;
+}
+
+// Every socket of a server (listeners on tcp, unix and tls, shared by two IO
+// threads; accepted connections) and of its clients is close-on-exec: a
+// program the process starts holds none of them open (socket_transport.cc).
+TEST(SocketDescriptorTest, EverySocketOfAServerAndItsClientsIsCloseOnExec) {
+  const auto before = OpenSockets();
+  {
+    testing::TestServer server;
+    server.endpoint("tcp:").endpoint("unix:").tls().encryption(SecurityRequirement::kOptional).io_threads(2);
+    const Status started = server.start();
+    ASSERT_TRUE(started.ok()) << started.to_string();
+    std::vector<std::unique_ptr<Client>> clients;
+    for (const auto& endpoint : server.endpoints()) {
+      for (int i = 0; i < 2; ++i) {
+        auto client = server.client(endpoint).simple().connect();
+        ASSERT_TRUE(client.ok()) << endpoint.to_string() << ": " << Describe(client);
+        ASSERT_TRUE((*client)->call_json("sys", "whoami", nullptr).ok()) << endpoint.to_string();
+        clients.push_back(std::move(*client));
+      }
+    }
+    std::size_t added = 0;
+    for (const auto& [fd, cloexec] : OpenSockets()) {
+      if (before.contains(fd)) continue;
+      ++added;
+      EXPECT_TRUE(cloexec) << "socket descriptor " << fd << " is inherited by exec";
+    }
+    // 3 endpoints x 2 IO threads' listeners, 6 clients and 6 accepted.
+    EXPECT_GE(added, 15u);
+  }
 }
 
 TEST(ClientConnectTest, AMissingUnixSocketPathIsNotWorthRetrying) {
