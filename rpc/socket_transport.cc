@@ -5,6 +5,7 @@
 #include <asio/redirect_error.hpp>
 #include <asio/use_awaitable.hpp>
 #include <asio/write.hpp>
+#include <algorithm>
 #include <cerrno>
 #include <climits>
 #include <csignal>
@@ -485,13 +486,25 @@ class SocketListener final : public Listener {
     for (;;) {
       if (!acceptor_.is_open()) co_return Status(asio::error::operation_aborted, "accept on " + bound_.to_string());
       // accept4() for SOCK_CLOEXEC (open_cloexec above); the listener is
-      // non-blocking, so this waits only when no client is queued.
+      // non-blocking, so this waits only when no client is queued. A Unix
+      // peer's address is not asked for: it is named by the listener, and a
+      // client bound to a full 108-byte path has a longer address (Linux
+      // adds a NUL) than an endpoint holds.
       socklen_t length = static_cast<socklen_t>(peer.capacity());
-      const int fd = ::accept4(acceptor_.native_handle(), peer.data(), &length, SOCK_CLOEXEC);
-      if (fd >= 0) {
-        peer.resize(length);
-        socket.assign(peer.protocol(), fd, ec);
-        if (ec) ::close(fd);
+      UniqueFd fd;
+      if constexpr (std::is_same_v<Protocol, Tcp>) {
+        fd.reset(::accept4(acceptor_.native_handle(), peer.data(), &length, SOCK_CLOEXEC));
+      } else {
+        fd.reset(::accept4(acceptor_.native_handle(), nullptr, nullptr, SOCK_CLOEXEC));
+      }
+      if (fd.get() >= 0) {
+        if constexpr (std::is_same_v<Protocol, Tcp>) {
+          peer.resize(std::min<std::size_t>(length, peer.capacity()));
+          socket.assign(peer.protocol(), fd.get(), ec);
+        } else {
+          socket.assign(Protocol(), fd.get(), ec);
+        }
+        if (!ec) fd.release();
         break;
       }
       // As asio's accept: a connection the client aborted while queued is
@@ -535,7 +548,11 @@ class SocketListener final : public Listener {
     if (fd < 0) return Status(std::error_code(errno, std::system_category()), "dup listener");
     typename Protocol::acceptor acceptor(io);
     std::error_code ec;
-    acceptor.assign(acceptor_.local_endpoint(ec).protocol(), fd, ec);
+    if constexpr (std::is_same_v<Protocol, Tcp>) {
+      acceptor.assign(acceptor_.local_endpoint(ec).protocol(), fd, ec);
+    } else {
+      acceptor.assign(Protocol(), fd, ec);  // no getsockname: the protocol is the only one
+    }
     if (ec) {
       ::close(fd);
       return Status(ec, "share listener");

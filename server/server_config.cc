@@ -336,7 +336,7 @@ Result<LogLevel> reload_log_level(const std::string& path, const LogSink& log) {
   auto config = read_json_document(path, "configuration file");
   if (!config.ok()) return config.status();
   if (!config->is_object()) return config_error(path + ": configuration must be a JSON object");
-  auto level = read_config_guarded(path, [&] { return read_log_level(*config); });
+  auto level = read_config_guarded("configuration", [&] { return read_log_level(*config); });
   if (!level.ok()) return Status(level.code(), path + ": " + level.status().message);
   log.set_level(*level);
   return *level;

@@ -23,6 +23,7 @@
 #include <chrono>
 #include <condition_variable>
 #include <cstdio>
+#include <cstring>
 #include <functional>
 #include <map>
 #include <filesystem>
@@ -1240,6 +1241,45 @@ TEST(SocketDescriptorTest, EverySocketOfAServerAndItsClientsIsCloseOnExec) {
     // 3 endpoints x 2 IO threads' listeners, 6 clients and 6 accepted.
     EXPECT_GE(added, 15u);
   }
+}
+
+// A Unix client bound to a path that fills sun_path has an address one
+// byte longer than an endpoint holds (Linux adds a NUL): accepting it once
+// threw from the accept loop and left the server accepting nothing.
+TEST(SocketDescriptorTest, AUnixClientBoundToAFullLengthPathDoesNotStopAccepting) {
+  char dir_template[] = "/tmp/authrpc-long-peer-XXXXXX";
+  ASSERT_NE(::mkdtemp(dir_template), nullptr);
+  const std::string dir = dir_template;
+  testing::TestServer server;
+  server.endpoint("unix:" + dir + "/s.sock").io_threads(1);
+  const Status started = server.start();
+  ASSERT_TRUE(started.ok()) << started.to_string();
+
+  sockaddr_un client_address{};
+  client_address.sun_family = AF_UNIX;
+  std::string client_path = dir + "/";
+  client_path.append(sizeof client_address.sun_path - client_path.size(), 'c');  // no NUL left
+  std::memcpy(client_address.sun_path, client_path.data(), client_path.size());
+  sockaddr_un server_address{};
+  server_address.sun_family = AF_UNIX;
+  std::snprintf(server_address.sun_path, sizeof server_address.sun_path, "%s", (dir + "/s.sock").c_str());
+  for (int i = 0; i < 2; ++i) {
+    const int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    ASSERT_GE(fd, 0);
+    ::unlink(client_path.c_str());
+    ASSERT_EQ(::bind(fd, reinterpret_cast<const sockaddr*>(&client_address), sizeof client_address), 0)
+        << std::strerror(errno);
+    ASSERT_EQ(::connect(fd, reinterpret_cast<const sockaddr*>(&server_address), sizeof server_address), 0)
+        << std::strerror(errno);
+    // The next client is still accepted and served.
+    auto client = server.client().simple().connect();
+    ASSERT_TRUE(client.ok()) << Describe(client);
+    EXPECT_TRUE((*client)->call_json("sys", "whoami", nullptr).ok());
+    ::close(fd);
+  }
+  server.stop();
+  ::unlink(client_path.c_str());
+  ::rmdir(dir.c_str());
 }
 
 TEST(ClientConnectTest, AMissingUnixSocketPathIsNotWorthRetrying) {
