@@ -6,8 +6,8 @@
 // docs/AUTHZ.md, "Principal mapping".
 #pragma once
 
+#include <memory>
 #include <optional>
-#include <regex>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -15,6 +15,8 @@
 #include "authrpc/security/base/result.h"
 
 namespace authrpc {
+
+class AuthToLocalRegex;  // principal_mapper.cc
 
 // A principal split into its components and realm: "a/b@R" → {a, b}, "R".
 // Backslash escapes a separator ("a\/b@R" is one component "a/b").
@@ -52,8 +54,8 @@ class PrincipalMapper {
     bool is_default = false;
     std::size_t components = 0;
     std::string format;
-    std::optional<std::regex> match;
-    std::optional<std::regex> from;
+    std::shared_ptr<const AuthToLocalRegex> match;  // null: none
+    std::shared_ptr<const AuthToLocalRegex> from;
     std::string to;
     bool global = false;
     bool lowercase = false;

@@ -87,7 +87,25 @@ INSTANTIATE_TEST_SUITE_P(
         // Empty result is refused rather than becoming the empty user.
         MapCase{"empty_result", {"RULE:[1:$1](.*)s/.*//"}, "alice@R", nullptr},
         MapCase{"empty_component_refused", {"DEFAULT"}, "/x@EXAMPLE.COM", nullptr},
-        MapCase{"first_rule_wins", {"RULE:[1:first](.*)", "RULE:[1:second](.*)"}, "u@R", "first"}),
+        MapCase{"first_rule_wins", {"RULE:[1:first](.*)", "RULE:[1:second](.*)"}, "u@R", "first"},
+        // Expressions are POSIX extended (regcomp, as MIT Kerberos's): the
+        // ECMAScript spellings rules use are translated...
+        MapCase{"digit_class", {"RULE:[1:$1](u\\d+)s/\\d/N/g"}, "u42@R", "uNN"},
+        MapCase{"escape_in_brackets", {"RULE:[1:$1](.*)s/[\\.]/_/g"}, "a.b.c@R", "a_b_c"},
+        MapCase{"whole_match_ref", {"RULE:[1:$1](.*)s/b+/<$&>/"}, "abbc@R", "a<bb>c"},
+        MapCase{"dollar_dollar", {"RULE:[1:$1](.*)s/b/$$/"}, "abc@R", "a$c"},
+        MapCase{"prefix_suffix_refs", {"RULE:[1:$1](.*)s/b/[$`|$']/"}, "abc@R", "a[a|c]c"},
+        MapCase{"global_empty_matches", {"RULE:[1:$1](.*)s/x*/-/g"}, "ab@R", "-a-b-"},
+        MapCase{"alternation_anchored_whole", {"RULE:[1:$1](a|b)s/.*/ok/"}, "ab@R", nullptr},
+        MapCase{"alternation", {"RULE:[1:$1](a|b)s/.*/ok/"}, "b@R", "ok"},
+        // ...and matched without backtracking blow-ups: each of these took
+        // seconds to forever with std::regex on this short principal.
+        MapCase{"nested_star", {"RULE:[1:$1@$0](.**@PARTNER\\.ORG)s/@.*//"}, "alice@EXAMPLE.COM", nullptr},
+        MapCase{"many_stars", {"RULE:[1:$1@$0](.*.*.*.*.*.*.*.*.*.*.*.*.*.*.*.*.*.*@X)s/@.*//"},
+                "alice@EXAMPLE.COM", nullptr},
+        MapCase{"nested_groups_sed", {"RULE:[1:$1](.*)s/((a|a)*)*b//"}, "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaac@R",
+                "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaac"},
+        MapCase{"nested_groups_sed_match", {"RULE:[1:$1](.*)s/((a|a)*)*c/x/"}, "aaaaaaaaaaaaaaaaaaaac@R", "x"}),
     [](const auto& param_info) { return std::string(param_info.param.name); });
 
 TEST(PrincipalMapperConfig, RefusesBadRules) {
@@ -101,7 +119,16 @@ TEST(PrincipalMapperConfig, RefusesBadRules) {
            {"RULE:[1:$1](.*)s/(/x/"},  // bad sed regex
            {"DEFAULTX"},
            {"rule:[1:$1]"},
-           {"RULE:[1:$1](.*)s/\\//_/"}}) {  // '/' inside the sed part
+           {"RULE:[1:$1](.*)s/\\//_/"},   // '/' inside the sed part
+           // What POSIX extended expressions cannot do as ECMAScript does:
+           {"RULE:[1:$1](.*?)"},               // lazy quantifier
+           {"RULE:[1:$1](.*)s/a+?/x/"},        // lazy quantifier
+           {"RULE:[1:$1](?:a)"},               // non-capturing group
+           {"RULE:[1:$1](.*)s/(?=a)//"},       // look-ahead
+           {"RULE:[1:$1](.*)s/(a)\\1//"},    // back-reference
+           {"RULE:[1:$1](\\n)"},             // letter escape
+           {"RULE:[1:$1](.*)s/[\\]]//"},     // escaped ']' in brackets
+           {"RULE:[1:$1](a[b)"}}) {            // unclosed bracket
     auto mapper = PrincipalMapper::create(rules, "R");
     EXPECT_FALSE(mapper.ok()) << rules[0];
     if (!mapper.ok()) {
