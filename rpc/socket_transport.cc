@@ -4,6 +4,7 @@
 #include <asio/post.hpp>
 #include <asio/redirect_error.hpp>
 #include <asio/use_awaitable.hpp>
+#include <asio/version.hpp>
 #include <asio/write.hpp>
 #include <algorithm>
 #include <cerrno>
@@ -106,6 +107,53 @@ void open_cloexec(Socket& s, const Protocol& protocol, std::error_code& ec) {
   if (ec) ::close(fd);
 }
 
+// The stream sockets this file makes are its own: created (socket(),
+// accept4()) close-on-exec and non-blocking, and never dup()ed. Asio cannot
+// know that of a descriptor it is handed with assign(): it would switch it
+// to non-blocking again (an ioctl, at the first wait) and, taking it for a
+// possible duplicate, remove it from epoll before close() (an epoll_ctl)
+// — two system calls per socket, four per session (docs/DESIGN.md,
+// "Sessions under load"). This tells Asio what its own open() and accept()
+// would: the descriptor is non-blocking (`user`: as non_blocking(true) set
+// it) and closing it ends its registration. The state lives in Asio's
+// reactive socket implementation (socket_ops' flags, unchanged since Asio
+// 1.11), reached through the protected member basic_socket gives derived
+// classes.
+static_assert(ASIO_VERSION >= 101100 && ASIO_VERSION < 103500,
+              "adopt_own_socket() reads Asio's reactive socket state: check it against this Asio");
+template <typename Socket>
+struct AsioSocketState : Socket {
+  static asio::detail::socket_ops::state_type& of(Socket& socket) {
+    return (socket.*(&AsioSocketState::impl_)).get_implementation().state_;
+  }
+};
+template <typename Socket>
+void adopt_own_socket(Socket& socket, bool user) {
+  namespace ops = asio::detail::socket_ops;
+  auto& state = AsioSocketState<Socket>::of(socket);
+  state = static_cast<ops::state_type>((state & ~ops::possible_dup) | ops::internal_non_blocking |
+                                       (user ? ops::user_set_non_blocking : 0));
+}
+
+// Opens the stream socket `socket` for `protocol`, as open_cloexec(), non-
+// blocking (as non_blocking(true) would, without the ioctl) and adopted
+// (adopt_own_socket()).
+template <typename Socket, typename Protocol>
+void open_own_socket(Socket& socket, const Protocol& protocol, std::error_code& ec) {
+  const int fd = ::socket(protocol.family(), protocol.type() | SOCK_CLOEXEC | SOCK_NONBLOCK,
+                          protocol.protocol());
+  if (fd < 0) {
+    ec = std::error_code(errno, std::system_category());
+    return;
+  }
+  socket.assign(protocol, fd, ec);
+  if (ec) {
+    ::close(fd);
+    return;
+  }
+  adopt_own_socket(socket, true);
+}
+
 // Connects `socket` to `peer`: at once when the kernel can (a Unix socket,
 // often a loopback TCP connect), otherwise by waiting for the socket to
 // become writable, until `deadline`. Trying the connect inline saves a trip
@@ -119,8 +167,7 @@ asio::awaitable<std::error_code> connect_socket(typename Protocol::socket& socke
                                                 const asio::ip::address* local = nullptr) {
   std::error_code ec;
   if (socket.is_open()) socket.close(ec);  // a try at another of a host's addresses
-  open_cloexec(socket, peer.protocol(), ec);
-  if (!ec) socket.non_blocking(true, ec);
+  open_own_socket(socket, peer.protocol(), ec);
   if (ec) co_return ec;
   if constexpr (std::is_same_v<Protocol, Tcp>) {
     if (local != nullptr) {
@@ -492,10 +539,11 @@ class SocketListener final : public Listener {
       // adds a NUL) than an endpoint holds.
       socklen_t length = static_cast<socklen_t>(peer.capacity());
       UniqueFd fd;
+      constexpr int kFlags = SOCK_CLOEXEC | SOCK_NONBLOCK;
       if constexpr (std::is_same_v<Protocol, Tcp>) {
-        fd.reset(::accept4(acceptor_.native_handle(), peer.data(), &length, SOCK_CLOEXEC));
+        fd.reset(::accept4(acceptor_.native_handle(), peer.data(), &length, kFlags));
       } else {
-        fd.reset(::accept4(acceptor_.native_handle(), nullptr, nullptr, SOCK_CLOEXEC));
+        fd.reset(::accept4(acceptor_.native_handle(), nullptr, nullptr, kFlags));
       }
       if (fd.get() >= 0) {
         if constexpr (std::is_same_v<Protocol, Tcp>) {
@@ -504,7 +552,10 @@ class SocketListener final : public Listener {
         } else {
           socket.assign(Protocol(), fd.get(), ec);
         }
-        if (!ec) fd.release();
+        if (!ec) {
+          fd.release();
+          adopt_own_socket(socket, false);  // as asio's accept leaves it: blocking to the user
+        }
         break;
       }
       // As asio's accept: a connection the client aborted while queued is
