@@ -142,12 +142,13 @@ class ByteStream {
   // SO_PEERCRED and for sending descriptors, rpc/shm_link.h), and the
   // descriptors that arrived with SCM_RIGHTS on the bytes read so far, oldest
   // first. A Unix stream that expects descriptors reads with recvmsg, so none
-  // are lost: an accepted one always (the server refuses stray descriptors),
-  // a connected one once expect_descriptors() was called (ShmLink::offer,
-  // before the client asks for shared memory). Until then a client's Unix
-  // stream reads as a TCP one does — asio's read waits on the socket's
-  // registration as it is, where a wait for readability costs an epoll_ctl
-  // per wait — and the kernel closes any descriptor sent to it.
+  // are lost, once expect_descriptors() was called: a client's when it asks
+  // for shared memory (ShmLink::offer), a server's when it accepts that
+  // (ShmLink::answer), each before the message that lets the peer send any.
+  // Until then a Unix stream reads as a TCP one does — asio's read waits on
+  // the socket's registration as it is, where a wait for readability costs
+  // an epoll_ctl per wait — and the kernel closes any descriptor sent to it:
+  // none reaches the process.
   virtual int native_unix_handle() const noexcept { return -1; }
   virtual std::vector<UniqueFd> take_received_fds() { return {}; }
   virtual void expect_descriptors() noexcept {}

@@ -43,6 +43,8 @@ std::shared_ptr<ShmLink> ShmLink::answer(FrameChannel& channel, const ShmOptions
   w.u32(0);
   if (why) *why = status;
   if (!status.ok()) return nullptr;
+  // The client's rings may carry descriptors once it reads this answer.
+  channel.byte_stream().expect_descriptors();
   return std::make_shared<ShmLink>(options, channel.byte_stream().executor(), State::kActive);
 }
 

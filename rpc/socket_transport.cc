@@ -211,11 +211,11 @@ class SocketStream final : public ByteStream {
   // `drained`: nothing can be waiting yet (a client's socket: the client
   // speaks first); an accepted socket may already hold the client's first
   // bytes.
-  // A connected (client) Unix stream expects no descriptors until told
-  // (ByteStream::expect_descriptors); an accepted one always does.
+  // A Unix stream expects no descriptors until told
+  // (ByteStream::expect_descriptors): until then the kernel discards any.
   SocketStream(typename Protocol::socket socket, std::string peer, bool drained)
       : socket_(std::move(socket)), executor_(socket_.get_executor()), peer_(std::move(peer)),
-        drained_(drained), descriptors_(!drained) {}
+        drained_(drained), descriptors_(false) {}
 
   asio::awaitable<std::size_t> read_some(asio::mutable_buffer buffer,
                                          std::error_code& ec) override {
@@ -451,9 +451,11 @@ class SocketStream final : public ByteStream {
     }
   }
 
-  // recv() on TCP; recvmsg() keeping any descriptors that came along on Unix.
+  // recv() on TCP and on a Unix stream not expecting descriptors; recvmsg()
+  // keeping any descriptors that came along on one that does.
   ssize_t recv_some(asio::mutable_buffer buffer) {
-    if constexpr (std::is_same_v<Protocol, Tcp>) {
+    if (std::is_same_v<Protocol, Tcp> || !descriptors_) {
+      // Without room for them, the kernel closes any descriptors that came.
       return ::recv(socket_.native_handle(), buffer.data(), buffer.size(), MSG_DONTWAIT);
     } else {
       constexpr std::size_t kMaxFds = 16;
