@@ -419,8 +419,9 @@ void ServerConnection::cancel_all_calls() {
 }
 
 // Descriptors (SCM_RIGHTS) may ride only on SHM_RING frames, four each, on
-// a connection whose SHM_HELLO was accepted (PROTOCOL.md section 7). When
-// no input is buffered beyond the frames handled, every descriptor that has
+// a connection whose SHM_HELLO was accepted (PROTOCOL.md section 7); until
+// then the socket is read without room for any, so the kernel closes them
+// and none arrives here (rpc/byte_stream.h). When no input is buffered beyond the frames handled, every descriptor that has
 // arrived came with one of those frames, so any left unclaimed were sent
 // with something else (or an SHM_RING carried more than four): a protocol
 // error, and the descriptors are closed at once rather than held until the
