@@ -380,7 +380,7 @@ authrpc::Status Report::write_json(const std::string& path) const {
          {"label", t.label},
          {"floor", c ? Json(c->against) : Json(nullptr)},
          {"limit", t.limit},
-         {"ratio", c ? Json(rounded(c->ratio)) : Json(nullptr)},
+         {"ratio", c ? Json(std::round(c->ratio * 1000) / 1000) : Json(nullptr)},  // as the line prints it
          {"block_ratio_median",
           c && !c->block_ratios.empty() ? Json(rounded(median(c->block_ratios))) : Json(nullptr)},
          {"cpu_ratio", c && c->cpu_ratio ? Json(std::round(*c->cpu_ratio * 1000) / 1000) : Json(nullptr)},
