@@ -419,8 +419,7 @@ class EchoLoadOn final : public EchoLoad {
 template <typename Protocol>
 asio::awaitable<std::error_code> connect_socket(typename Protocol::socket& socket,
                                                 const typename Protocol::endpoint& peer) {
-  std::error_code ec;
-  co_await socket.async_connect(peer, redirect_error(use_awaitable, ec));
+  const std::error_code ec = co_await net::connect<Protocol>(socket, peer);
   if (!ec) net::set_no_delay(socket);
   co_return ec;
 }

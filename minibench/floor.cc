@@ -135,7 +135,7 @@ class BareClient final : public FloorClient {
     std::error_code ec;
     const auto start = Clock::now();
     typename Protocol::socket socket(ex);
-    co_await socket.async_connect(endpoint_, redirect_error(use_awaitable, ec));
+    ec = co_await net::connect<Protocol>(socket, endpoint_);
     if (ec) co_return Status(ec, "floor connect");
     set_no_delay(socket);
     char byte = 'x';
@@ -154,7 +154,7 @@ class BareClient final : public FloorClient {
   asio::awaitable<Result<std::unique_ptr<PingPong>>> connect(asio::any_io_executor ex) override {
     std::error_code ec;
     typename Protocol::socket socket(ex);
-    co_await socket.async_connect(endpoint_, redirect_error(use_awaitable, ec));
+    ec = co_await net::connect<Protocol>(socket, endpoint_);
     if (ec) co_return Status(ec, "floor connect");
     set_no_delay(socket);
     co_return std::unique_ptr<PingPong>(new BarePingPong<Protocol>(std::move(socket)));

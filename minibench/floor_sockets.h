@@ -1,15 +1,21 @@
 // Socket plumbing the floors share (floor.cc: the bare echo floors;
-// gss_floor.cc: floor/gss): authrpc endpoints as Asio endpoints, listening
-// sockets, and the socket options authrpc sets, so that every floor's
-// sockets are made the way authrpc makes its own.
+// gss_floor.cc: floor/gss; tls_floor.cc, echo_floor.cc): authrpc endpoints
+// as Asio endpoints, listening sockets, connecting, and the socket options
+// authrpc sets, so that every floor's sockets are made and connected the
+// way authrpc makes and connects its own.
 #pragma once
 
 #include <asio/any_io_executor.hpp>
 #include <asio/ip/tcp.hpp>
 #include <asio/local/stream_protocol.hpp>
+#include <asio/redirect_error.hpp>
+#include <asio/use_awaitable.hpp>
+#include <cerrno>
 #include <memory>
 #include <type_traits>
 #include <utility>
+#include <poll.h>
+#include <sys/socket.h>
 
 #include "authrpc/rpc/endpoint.h"
 #include "authrpc/security/base/result.h"
@@ -36,6 +42,32 @@ void set_no_delay(Socket& socket) {
     std::error_code ignored;
     socket.set_option(Tcp::no_delay(true), ignored);
   }
+}
+
+// As authrpc's client connects (rpc/socket_transport.cc, connect_socket):
+// connect() on a non-blocking socket, then a zero-timeout poll() — a
+// loopback TCP handshake has usually completed inside connect() — and a
+// wait through the event loop only if the socket is not writable yet.
+template <typename Protocol>
+asio::awaitable<std::error_code> connect(typename Protocol::socket& socket,
+                                              const typename Protocol::endpoint& peer) {
+  std::error_code ec;
+  socket.open(peer.protocol(), ec);
+  if (!ec) socket.native_non_blocking(true, ec);
+  if (ec) co_return ec;
+  if (::connect(socket.native_handle(), peer.data(), static_cast<socklen_t>(peer.size())) == 0) {
+    co_return std::error_code();
+  }
+  if (errno != EINPROGRESS && errno != EAGAIN) co_return std::error_code(errno, std::system_category());
+  pollfd ready{socket.native_handle(), POLLOUT, 0};
+  if (::poll(&ready, 1, 0) != 1) {
+    co_await socket.async_wait(Protocol::socket::wait_write, asio::redirect_error(asio::use_awaitable, ec));
+    if (ec) co_return ec;
+  }
+  int error = 0;
+  socklen_t length = sizeof error;
+  if (::getsockopt(socket.native_handle(), SOL_SOCKET, SO_ERROR, &error, &length) != 0) error = errno;
+  co_return error == 0 ? std::error_code() : std::error_code(error, std::system_category());
 }
 
 // A listening acceptor on `native`; for tcp port 0, `bound.port` becomes the

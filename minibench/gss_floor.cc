@@ -194,7 +194,7 @@ class GssClient final : public GssFloorClient {
     const auto mech = const_cast<gss_OID>(gss_mech_krb5);
     const auto start = Clock::now();
     typename Protocol::socket socket(ex);
-    co_await socket.async_connect(endpoint_, redirect_error(use_awaitable, ec));
+    ec = co_await net::connect<Protocol>(socket, endpoint_);
     if (ec) co_return Status(ec, "floor/gss connect");
     set_no_delay(socket);
 

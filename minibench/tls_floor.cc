@@ -9,6 +9,7 @@
 #include <openssl/ssl.h>
 
 #include "authrpc/security/tls_context.h"
+#include "minibench/floor_sockets.h"
 
 namespace minibench {
 namespace {
@@ -121,7 +122,7 @@ asio::awaitable<Result<Clock::duration>> TlsFloorClient::session(asio::any_io_ex
   if (ec) co_return Status(ec, "floor/tls address");
   const auto start = Clock::now();
   Tcp::socket socket(ex);
-  co_await socket.async_connect(ep, redirect_error(use_awaitable, ec));
+  ec = co_await net::connect<Tcp>(socket, ep);
   if (ec) co_return Status(ec, "floor/tls connect");
   socket.set_option(Tcp::no_delay(true), ec);
   socket.non_blocking(true, ec);

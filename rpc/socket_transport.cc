@@ -15,6 +15,7 @@
 #include <string_view>
 #include <fcntl.h>
 #include <netinet/in.h>
+#include <poll.h>
 #include <pthread.h>
 #include <sys/sendfile.h>
 #include <sys/socket.h>
@@ -155,9 +156,9 @@ void open_own_socket(Socket& socket, const Protocol& protocol, std::error_code& 
 }
 
 // Connects `socket` to `peer`: at once when the kernel can (a Unix socket,
-// often a loopback TCP connect), otherwise by waiting for the socket to
-// become writable, until `deadline`. Trying the connect inline saves a trip
-// through the event loop on every session.
+// a loopback TCP connect), otherwise by waiting for the socket to become
+// writable, until `deadline`. Trying the connect inline saves a trip
+// through the event loop, and an epoll_ctl, on every session.
 // `local` (TCP only; null: the kernel's choice): the source address.
 template <typename Protocol>
 asio::awaitable<std::error_code> connect_socket(typename Protocol::socket& socket,
@@ -187,14 +188,19 @@ asio::awaitable<std::error_code> connect_socket(typename Protocol::socket& socke
   if (errno != EINPROGRESS && errno != EAGAIN && errno != EINTR) {
     co_return std::error_code(errno, std::system_category());
   }
-  SocketDeadline guard(socket);
-  guard.start(socket.get_executor(), deadline);
-  co_await socket.async_wait(Protocol::socket::wait_write, redirect_error(use_awaitable, ec));
-  if (guard.timed_out()) {
-    timed_out = true;
-    co_return asio::error::timed_out;
+  // A loopback TCP handshake has usually finished, or been refused, inside
+  // connect(), which still says EINPROGRESS: ask without waiting first.
+  pollfd ready{socket.native_handle(), POLLOUT, 0};
+  if (::poll(&ready, 1, 0) != 1) {
+    SocketDeadline guard(socket);
+    guard.start(socket.get_executor(), deadline);
+    co_await socket.async_wait(Protocol::socket::wait_write, redirect_error(use_awaitable, ec));
+    if (guard.timed_out()) {
+      timed_out = true;
+      co_return asio::error::timed_out;
+    }
+    if (ec) co_return ec;
   }
-  if (ec) co_return ec;
   int error = 0;
   socklen_t length = sizeof error;
   if (::getsockopt(socket.native_handle(), SOL_SOCKET, SO_ERROR, &error, &length) != 0) {

@@ -214,6 +214,35 @@ TEST(ConnectDeadlineTest, TcpConnectToAFullBacklogTimesOut) {
   ::close(listener);
 }
 
+// A loopback TCP connect has usually finished (or failed) inside connect(),
+// which still says EINPROGRESS; the transport asks with a zero-timeout poll
+// before it waits. A refusal found that way is typed as one found by waiting.
+TEST(ConnectDeadlineTest, TcpRefusalFoundWithoutWaitingIsTyped) {
+  // Bound but not listening: a SYN to it is answered with a reset.
+  const int bound = ::socket(AF_INET, SOCK_STREAM, 0);
+  ASSERT_GE(bound, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ASSERT_EQ(::bind(bound, reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0);
+  socklen_t len = sizeof addr;
+  ASSERT_EQ(::getsockname(bound, reinterpret_cast<sockaddr*>(&addr), &len), 0);
+  const Endpoint endpoint =
+      Endpoint::parse("tcp://127.0.0.1:" + std::to_string(ntohs(addr.sin_port))).value();
+
+  asio::io_context io;
+  const auto start = Clock::now();
+  auto refused = asio::co_spawn(
+      io, transport_for(Endpoint::Scheme::kTcp).connect(io.get_executor(), endpoint, start + 5s),
+      asio::use_future);
+  io.run();
+  auto result = refused.get();
+  ASSERT_FALSE(result.ok());
+  EXPECT_EQ(result.code(), std::errc::connection_refused) << result.status().to_string();
+  EXPECT_LT(Clock::now() - start, 2s);
+  ::close(bound);
+}
+
 TEST(ConnectDeadlineTest, UnixConnectsAtOnceAndRefusalIsTyped) {
   asio::io_context io;
   const Endpoint endpoint = Endpoint::parse("unix:@authrpc-nobody-listens-here").value();
