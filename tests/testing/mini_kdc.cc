@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
@@ -279,13 +280,18 @@ bool accepts_connections(int port) {
 
 // Inodes of TCP listeners and UDP sockets bound to PORT (any address), from
 // /proc/net/{tcp,tcp6,udp,udp6}.
+// Every socket of the machine has a line there, TIME_WAIT ones too (tens of
+// thousands after a benchmark): only lines naming the port are parsed.
 std::set<unsigned long> socket_inodes_on_port(int port) {
   std::set<unsigned long> inodes;
+  char needle[8];
+  std::snprintf(needle, sizeof needle, ":%04X ", static_cast<unsigned>(port) & 0xFFFF);
   for (const char* table : {"tcp", "tcp6", "udp", "udp6"}) {
     std::ifstream in(std::string("/proc/net/") + table);
     std::string line;
     std::getline(in, line);  // header
     while (std::getline(in, line)) {
+      if (line.find(needle) == std::string::npos) continue;  // neither address has the port
       std::istringstream f(line);
       std::string slot, local, remote, state, skip;
       unsigned long inode = 0;
