@@ -108,7 +108,7 @@ asio::awaitable<Status> negotiate_server(
     wire::Mechanisms list;
     for (const auto& m : mechanisms) list.names.emplace_back(m->name());
     wire::append_mechanisms(channel.out(), list);
-    channel.schedule_flush();
+    channel.flush_now();
   }
 
   const MechanismTraits traits = mechanism->traits();
@@ -118,8 +118,10 @@ asio::awaitable<Status> negotiate_server(
   auto session = mechanism->start(info);
   ServerStep step = co_await session->step(first_message);
   while (step.kind == ServerStep::Kind::kChallenge) {
+    // Written at once: the read that follows waits for the answer, and
+    // nothing else queues frames on a connection still negotiating.
     wire::append_auth_message(channel.out(), FrameType::kAuthChallenge, step.message);
-    channel.schedule_flush();
+    channel.flush_now();
     auto incoming = channel.buffered_frame();
     if (!incoming) incoming = co_await channel.read_frame();
     auto& frame = *incoming;
