@@ -251,12 +251,18 @@ Result<CommandRun> run_command(const std::string& command, std::chrono::millisec
 
   posix_spawn_file_actions_t actions;
   posix_spawn_file_actions_init(&actions);
-  posix_spawn_file_actions_addopen(&actions, STDIN_FILENO, "/dev/null", O_RDONLY, 0);
-  posix_spawn_file_actions_adddup2(&actions, out_write.get(), STDOUT_FILENO);
-  posix_spawn_file_actions_adddup2(&actions, err_write.get(), STDERR_FILENO);
+  int prepared = posix_spawn_file_actions_addopen(&actions, STDIN_FILENO, "/dev/null", O_RDONLY, 0);
+  if (prepared == 0) prepared = posix_spawn_file_actions_adddup2(&actions, out_write.get(), STDOUT_FILENO);
+  if (prepared == 0) prepared = posix_spawn_file_actions_adddup2(&actions, err_write.get(), STDERR_FILENO);
   // Nothing else of this process's: descriptors the application left
-  // inheritable (a log file, a socket of its own) stay here.
-  posix_spawn_file_actions_addclosefrom_np(&actions, STDERR_FILENO + 1);
+  // inheritable (a log file, a socket of its own) stay here. Not started
+  // at all if that cannot be arranged (ENOMEM).
+  if (prepared == 0) prepared = posix_spawn_file_actions_addclosefrom_np(&actions, STDERR_FILENO + 1);
+  if (prepared != 0) {
+    posix_spawn_file_actions_destroy(&actions);
+    return Result<CommandRun>(Errc::kUnavailable,
+                              "token command: cannot set up its descriptors: " + errno_text(prepared));
+  }
   posix_spawnattr_t attr;
   posix_spawnattr_init(&attr);
   // Its own process group, so that a timeout kills what the shell started

@@ -545,21 +545,17 @@ class SocketListener final : public Listener {
       // peer's address is not asked for: it is named by the listener, and a
       // client bound to a full 108-byte path has a longer address (Linux
       // adds a NUL) than an endpoint holds.
-      socklen_t length = static_cast<socklen_t>(peer.capacity());
       UniqueFd fd;
       constexpr int kFlags = SOCK_CLOEXEC | SOCK_NONBLOCK;
       if constexpr (std::is_same_v<Protocol, Tcp>) {
+        socklen_t length = static_cast<socklen_t>(peer.capacity());
         fd.reset(::accept4(acceptor_.native_handle(), peer.data(), &length, kFlags));
+        if (fd.get() >= 0) peer.resize(std::min<std::size_t>(length, peer.capacity()));
       } else {
         fd.reset(::accept4(acceptor_.native_handle(), nullptr, nullptr, kFlags));
       }
       if (fd.get() >= 0) {
-        if constexpr (std::is_same_v<Protocol, Tcp>) {
-          peer.resize(std::min<std::size_t>(length, peer.capacity()));
-          socket.assign(peer.protocol(), fd.get(), ec);
-        } else {
-          socket.assign(Protocol(), fd.get(), ec);
-        }
+        socket.assign(peer.protocol(), fd.get(), ec);  // a Unix endpoint's protocol is a constant
         if (!ec) {
           fd.release();
           adopt_own_socket(socket, false);  // as asio's accept leaves it: blocking to the user
