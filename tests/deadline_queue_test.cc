@@ -176,18 +176,43 @@ TEST(DeadlineQueueTest, OneQueuePerContext) {
   EXPECT_NE(&DeadlineQueue::of(io1.get_executor()), &DeadlineQueue::of(io2.get_executor()));
 }
 
+// A TCP socket bound to 127.0.0.1 on a port the kernel picks (in *addr);
+// -1 if that fails.
+int bound_loopback_socket(sockaddr_in* addr) {
+  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  if (fd < 0) return -1;
+  *addr = sockaddr_in{};
+  addr->sin_family = AF_INET;
+  addr->sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t len = sizeof *addr;
+  if (::bind(fd, reinterpret_cast<sockaddr*>(addr), sizeof *addr) != 0 ||
+      ::getsockname(fd, reinterpret_cast<sockaddr*>(addr), &len) != 0) {
+    ::close(fd);
+    return -1;
+  }
+  return fd;
+}
+
+// The transport's connect to `endpoint`, run to its end on a fresh io_context.
+Result<std::unique_ptr<ByteStream>> connect_until(const Endpoint& endpoint, Clock::time_point deadline) {
+  asio::io_context io;
+  auto connected = asio::co_spawn(
+      io, transport_for(endpoint.scheme).connect(io.get_executor(), endpoint, deadline), asio::use_future);
+  io.run();
+  return connected.get();
+}
+
+Endpoint loopback_endpoint(const sockaddr_in& addr) {
+  return Endpoint::parse("tcp://127.0.0.1:" + std::to_string(ntohs(addr.sin_port))).value();
+}
+
 // A TCP listener whose accept queue is full drops new SYNs, so a connect to it
 // stays in progress: the transport's deadline must end it.
 TEST(ConnectDeadlineTest, TcpConnectToAFullBacklogTimesOut) {
-  const int listener = ::socket(AF_INET, SOCK_STREAM, 0);
-  ASSERT_GE(listener, 0);
   sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  ASSERT_EQ(::bind(listener, reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0);
+  const int listener = bound_loopback_socket(&addr);
+  ASSERT_GE(listener, 0);
   ASSERT_EQ(::listen(listener, 0), 0);
-  socklen_t len = sizeof addr;
-  ASSERT_EQ(::getsockname(listener, reinterpret_cast<sockaddr*>(&addr), &len), 0);
   // Fill the accept queue (nobody accepts).
   std::vector<int> fillers;
   for (int i = 0; i < 4; ++i) {
@@ -197,14 +222,8 @@ TEST(ConnectDeadlineTest, TcpConnectToAFullBacklogTimesOut) {
   }
   ::usleep(50'000);
 
-  asio::io_context io;
-  const Endpoint endpoint = Endpoint::parse("tcp://127.0.0.1:" + std::to_string(ntohs(addr.sin_port))).value();
   const auto start = Clock::now();
-  auto future = asio::co_spawn(
-      io, transport_for(Endpoint::Scheme::kTcp).connect(io.get_executor(), endpoint, start + 300ms),
-      asio::use_future);
-  io.run();
-  auto result = future.get();
+  auto result = connect_until(loopback_endpoint(addr), start + 300ms);
   const auto took = Clock::now() - start;
   ASSERT_FALSE(result.ok());
   EXPECT_EQ(result.code(), Errc::kDeadlineExceeded) << result.status().to_string();
@@ -219,24 +238,11 @@ TEST(ConnectDeadlineTest, TcpConnectToAFullBacklogTimesOut) {
 // before it waits. A refusal found that way is typed as one found by waiting.
 TEST(ConnectDeadlineTest, TcpRefusalFoundWithoutWaitingIsTyped) {
   // Bound but not listening: a SYN to it is answered with a reset.
-  const int bound = ::socket(AF_INET, SOCK_STREAM, 0);
-  ASSERT_GE(bound, 0);
   sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  ASSERT_EQ(::bind(bound, reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0);
-  socklen_t len = sizeof addr;
-  ASSERT_EQ(::getsockname(bound, reinterpret_cast<sockaddr*>(&addr), &len), 0);
-  const Endpoint endpoint =
-      Endpoint::parse("tcp://127.0.0.1:" + std::to_string(ntohs(addr.sin_port))).value();
-
-  asio::io_context io;
+  const int bound = bound_loopback_socket(&addr);
+  ASSERT_GE(bound, 0);
   const auto start = Clock::now();
-  auto refused = asio::co_spawn(
-      io, transport_for(Endpoint::Scheme::kTcp).connect(io.get_executor(), endpoint, start + 5s),
-      asio::use_future);
-  io.run();
-  auto result = refused.get();
+  auto result = connect_until(loopback_endpoint(addr), start + 5s);
   ASSERT_FALSE(result.ok());
   EXPECT_EQ(result.code(), std::errc::connection_refused) << result.status().to_string();
   EXPECT_LT(Clock::now() - start, 2s);
@@ -244,13 +250,8 @@ TEST(ConnectDeadlineTest, TcpRefusalFoundWithoutWaitingIsTyped) {
 }
 
 TEST(ConnectDeadlineTest, UnixConnectsAtOnceAndRefusalIsTyped) {
-  asio::io_context io;
-  const Endpoint endpoint = Endpoint::parse("unix:@authrpc-nobody-listens-here").value();
-  auto refused = asio::co_spawn(
-      io, transport_for(Endpoint::Scheme::kUnix).connect(io.get_executor(), endpoint, Clock::now() + 1s),
-      asio::use_future);
-  io.run();
-  auto result = refused.get();
+  auto result = connect_until(Endpoint::parse("unix:@authrpc-nobody-listens-here").value(),
+                              Clock::now() + 1s);
   ASSERT_FALSE(result.ok());
   EXPECT_EQ(result.code(), std::errc::connection_refused) << result.status().to_string();
   EXPECT_NE(result.status().to_string().find("connect unix:@authrpc-nobody-listens-here"),
