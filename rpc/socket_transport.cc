@@ -185,7 +185,9 @@ asio::awaitable<std::error_code> connect_socket(typename Protocol::socket& socke
   if (::connect(socket.native_handle(), peer.data(), static_cast<socklen_t>(peer.size())) == 0) {
     co_return std::error_code();
   }
-  if (errno != EINPROGRESS && errno != EAGAIN && errno != EINTR) {
+  // EAGAIN is not a connect in progress: a Unix listener's queue is full (or
+  // TCP has no local port left), and nothing will complete.
+  if (errno != EINPROGRESS && errno != EINTR) {
     co_return std::error_code(errno, std::system_category());
   }
   // A loopback TCP handshake has usually finished, or been refused, inside
@@ -515,6 +517,12 @@ Result<std::unique_ptr<ByteStream>> connected(typename Protocol::socket socket, 
                                           std::error_code ec, const Endpoint& endpoint) {
   if (timed_out) {
     return Status(Errc::kDeadlineExceeded, "connect " + endpoint.to_string() + ": timed out");
+  }
+  if constexpr (!std::is_same_v<Protocol, Tcp>) {
+    if (ec == std::errc::resource_unavailable_try_again) {
+      return Status(ec, "connect " + endpoint.to_string() +
+                            ": the server's listen queue is full (it accepts more slowly than clients arrive)");
+    }
   }
   if (ec) return Status(ec, "connect " + endpoint.to_string());
   if constexpr (std::is_same_v<Protocol, Tcp>) socket.set_option(Tcp::no_delay(true), ec);

@@ -3,9 +3,12 @@
 #include "authrpc/rpc/deadline_queue.h"
 
 #include <arpa/inet.h>
+#include <cstddef>
+#include <cstring>
 #include <gtest/gtest.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
+#include <sys/un.h>
 #include <unistd.h>
 
 #include <asio/co_spawn.hpp>
@@ -257,6 +260,40 @@ TEST(ConnectDeadlineTest, UnixConnectsAtOnceAndRefusalIsTyped) {
   EXPECT_NE(result.status().to_string().find("connect unix:@authrpc-nobody-listens-here"),
             std::string::npos)
       << result.status().to_string();
+}
+
+// A Unix listener whose queue is full answers a non-blocking connect() with
+// EAGAIN and does not connect at all (unlike TCP, nothing is in progress);
+// the socket then polls writable with SO_ERROR 0. The transport must say the
+// server is busy, not hand back an unconnected stream.
+TEST(ConnectDeadlineTest, UnixConnectToAFullQueueIsTypedUnavailable) {
+  const std::string name = "authrpc-full-queue-" + std::to_string(::getpid());
+  sockaddr_un addr{};
+  addr.sun_family = AF_UNIX;
+  std::memcpy(addr.sun_path + 1, name.data(), name.size());  // abstract
+  const auto length = static_cast<socklen_t>(offsetof(sockaddr_un, sun_path) + 1 + name.size());
+  const int listener = ::socket(AF_UNIX, SOCK_STREAM, 0);
+  ASSERT_GE(listener, 0);
+  ASSERT_EQ(::bind(listener, reinterpret_cast<sockaddr*>(&addr), length), 0);
+  ASSERT_EQ(::listen(listener, 0), 0);
+  std::vector<int> fillers;  // nobody accepts: the queue fills
+  for (int i = 0; i < 4; ++i) {
+    const int s = ::socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK, 0);
+    ::connect(s, reinterpret_cast<sockaddr*>(&addr), length);
+    fillers.push_back(s);
+  }
+
+  const auto start = Clock::now();
+  auto result = connect_until(Endpoint::parse("unix:@" + name).value(), start + 2s);
+  ASSERT_FALSE(result.ok()) << "connected to a listener that has no room";
+  EXPECT_EQ(result.code(), std::errc::resource_unavailable_try_again) << result.status().to_string();
+  EXPECT_EQ(to_wire_errc(result.code()), Errc::kUnavailable) << result.status().to_string();
+  EXPECT_EQ(retry_advice(result.code()), RetryAdvice::kRetry) << result.status().to_string();
+  EXPECT_NE(result.status().to_string().find("listen queue is full"), std::string::npos)
+      << result.status().to_string();
+  EXPECT_LT(Clock::now() - start, 1s);
+  for (int s : fillers) ::close(s);
+  ::close(listener);
 }
 
 }  // namespace

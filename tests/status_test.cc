@@ -150,6 +150,8 @@ INSTANTIATE_TEST_SUITE_P(
         ForeignCase{"host_unreachable", asio::error::host_unreachable, Errc::kUnavailable,
                     RetryAdvice::kRetry},
         ForeignCase{"eof", asio::error::eof, Errc::kUnavailable, RetryAdvice::kRetry},
+        ForeignCase{"try_again", std::make_error_code(std::errc::resource_unavailable_try_again),
+                    Errc::kUnavailable, RetryAdvice::kRetry},
         ForeignCase{"timed_out", asio::error::timed_out, Errc::kDeadlineExceeded,
                     RetryAdvice::kRetry},
         ForeignCase{"operation_aborted", asio::error::operation_aborted, Errc::kCancelled,

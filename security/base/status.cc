@@ -96,6 +96,7 @@ Errc to_wire_errc(std::error_code ec) noexcept {
     case ENETDOWN:
     case EHOSTUNREACH:
     case ETIMEDOUT:
+    case EAGAIN:  // a Unix listener's queue is full: busy now
       return Errc::kUnavailable;
     default:
       return Errc::kUnknown;
