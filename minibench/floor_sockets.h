@@ -50,7 +50,7 @@ void set_no_delay(Socket& socket) {
 // wait through the event loop only if the socket is not writable yet.
 template <typename Protocol>
 asio::awaitable<std::error_code> connect(typename Protocol::socket& socket,
-                                              const typename Protocol::endpoint& peer) {
+                                         const typename Protocol::endpoint& peer) {
   std::error_code ec;
   socket.open(peer.protocol(), ec);
   if (!ec) socket.native_non_blocking(true, ec);
@@ -58,7 +58,8 @@ asio::awaitable<std::error_code> connect(typename Protocol::socket& socket,
   if (::connect(socket.native_handle(), peer.data(), static_cast<socklen_t>(peer.size())) == 0) {
     co_return std::error_code();
   }
-  if (errno != EINPROGRESS && errno != EAGAIN) co_return std::error_code(errno, std::system_category());
+  // As authrpc's: EAGAIN (a Unix listener's full queue) is a failure, not a connect in progress.
+  if (errno != EINPROGRESS && errno != EINTR) co_return std::error_code(errno, std::system_category());
   pollfd ready{socket.native_handle(), POLLOUT, 0};
   if (::poll(&ready, 1, 0) != 1) {
     co_await socket.async_wait(Protocol::socket::wait_write, asio::redirect_error(asio::use_awaitable, ec));
