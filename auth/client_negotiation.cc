@@ -58,6 +58,7 @@ asio::awaitable<Result<ClientNegotiationResult>> negotiate_client(
     wire::append_hello(channel.out(),
                        {do_as.empty() ? wire::kNoFeatures : wire::kFeatureDoAs,
                         std::string(mechanism->name()), step.message, do_as});
+    bool final_sent = step.final;
     if (step.final) on_event(NegotiationEvent::kFinalMessageQueued);
     // Written at once: whatever should travel with it (calls pipelined behind
     // the last message) has been queued by on_event(); the read that follows
@@ -73,9 +74,14 @@ asio::awaitable<Result<ClientNegotiationResult>> negotiate_client(
         case FrameType::kAuthChallenge: {
           auto challenge = wire::parse_auth_message(frame->body);
           if (!challenge.ok()) co_return fail(channel, challenge.status(), true);
+          // Challenged after our last message: the server drops what was
+          // pipelined behind it, and the calls are sent again after the
+          // next last message.
+          if (final_sent) on_event(NegotiationEvent::kFinalMessageChallenged);
           step = co_await session->challenge(challenge->message);
           if (step.kind == ClientStep::Kind::kFailure) co_return fail(channel, step.error, true);
           wire::append_auth_message(channel.out(), FrameType::kAuthResponse, step.message);
+          final_sent = step.final;
           if (step.final) on_event(NegotiationEvent::kFinalMessageQueued);
           channel.flush_now();
           continue;

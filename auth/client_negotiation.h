@@ -24,8 +24,9 @@ struct ClientNegotiationResult {
 
 // Events the connection needs in order to pipeline calls behind negotiation.
 enum class NegotiationEvent {
-  kFinalMessageQueued,  // the client's last message is queued: calls may follow it
-  kMechanismRefused,    // the server dropped anything pipelined: hold calls again
+  kFinalMessageQueued,      // the client's last message is queued: calls may follow it
+  kMechanismRefused,        // the server dropped anything pipelined: hold calls again
+  kFinalMessageChallenged,  // the same: the server challenged the last message
 };
 
 // Queues the preamble and HELLO, then runs negotiation until AUTH_SUCCESS

@@ -8,7 +8,7 @@ namespace {
 using wire::FrameType;
 
 // Reads the next negotiation frame, skipping REQUEST frames the client
-// pipelined behind a HELLO that was refused.
+// pipelined behind a message the server refused (MECHANISMS) or challenged.
 asio::awaitable<Result<Frame>> next_frame(FrameChannel& channel, bool drop_requests) {
   for (;;) {
     auto incoming = channel.buffered_frame();
@@ -122,9 +122,11 @@ asio::awaitable<Status> negotiate_server(
     // nothing else queues frames on a connection still negotiating.
     wire::append_auth_message(channel.out(), FrameType::kAuthChallenge, step.message);
     channel.flush_now();
-    auto incoming = channel.buffered_frame();
-    if (!incoming) incoming = co_await channel.read_frame();
-    auto& frame = *incoming;
+    // A client whose message was its last (say, a `token` HELLO with a
+    // session ticket this server did not issue) may have pipelined calls
+    // behind it: they are dropped, and the client sends them again after
+    // its answer (docs/PROTOCOL.md, "Pipelining calls behind negotiation").
+    auto frame = co_await next_frame(channel, true);
     if (!frame.ok()) {
       if (frame.code() == Errc::kConnectionClosed) co_return frame.status();
       co_return fail(channel, read_failure(frame.status()));

@@ -50,7 +50,9 @@ class PlainServerSession final : public ServerAuthSession {
         if (token.empty()) {
           co_return ServerStep::failure({Errc::kAuthenticationFailed, "plain-test: empty user"});
         }
-        user_ = std::string(token);
+        // An optimistic client's "user\npassword" is challenged all the
+        // same (as a `token` ticket this server did not issue is).
+        user_ = std::string(token.substr(0, token.find('\n')));
         co_return ServerStep::challenge(std::string(kPasswordPrompt));
       case 1: {
         if (token != kPassword) {
@@ -83,9 +85,14 @@ class PlainServerMechanism final : public ServerMechanism {
 
 class PlainClientSession final : public ClientAuthSession {
  public:
-  PlainClientSession(std::string user, std::string password)
-      : user_(std::move(user)), password_(std::move(password)) {}
-  asio::awaitable<ClientStep> initial() override { co_return ClientStep::send(user_, false); }
+  PlainClientSession(std::string user, std::string password, bool optimistic)
+      : user_(std::move(user)), password_(std::move(password)), optimistic_(optimistic) {}
+  // Optimistic: the password in HELLO too, as the client's last message
+  // (calls are pipelined behind it), which the server challenges anyway.
+  asio::awaitable<ClientStep> initial() override {
+    if (optimistic_) co_return ClientStep::send(user_ + "\n" + password_, true);
+    co_return ClientStep::send(user_, false);
+  }
   asio::awaitable<ClientStep> challenge(std::string_view token) override {
     if (token != kPasswordPrompt) {
       co_return ClientStep::failure({Errc::kProtocolError, "plain-test: unexpected challenge"});
@@ -101,19 +108,21 @@ class PlainClientSession final : public ClientAuthSession {
 
  private:
   std::string user_, password_;
+  bool optimistic_;
 };
 
 class PlainClientMechanism final : public ClientMechanism {
  public:
-  PlainClientMechanism(std::string user, std::string password)
-      : user_(std::move(user)), password_(std::move(password)) {}
+  PlainClientMechanism(std::string user, std::string password, bool optimistic)
+      : user_(std::move(user)), password_(std::move(password)), optimistic_(optimistic) {}
   std::string_view name() const noexcept override { return kPlain; }
   std::unique_ptr<ClientAuthSession> start(const ChannelInfo&) override {
-    return std::make_unique<PlainClientSession>(user_, password_);
+    return std::make_unique<PlainClientSession>(user_, password_, optimistic_);
   }
 
  private:
   std::string user_, password_;
+  bool optimistic_;
 };
 
 class RejectServerSession final : public ServerAuthSession {
@@ -183,7 +192,7 @@ class LoggingClientMechanism final : public ClientMechanism {
 
 // The built-ins plus the test mechanisms, so that `simple` and the test
 // mechanisms are made the way configuration makes them.
-//   client options: simple {"user"}, plain-test {"user", "password"}
+//   client options: simple {"user"}, plain-test {"user", "password", "optimistic"}
 MechanismRegistry test_registry() {
   MechanismRegistry r = MechanismRegistry::with_builtins();
   r.register_server(std::string(kPlain), [](const json&) -> Result<std::shared_ptr<ServerMechanism>> {
@@ -192,7 +201,8 @@ MechanismRegistry test_registry() {
   r.register_client(std::string(kPlain),
                     [](const json& o) -> Result<std::shared_ptr<ClientMechanism>> {
                       return std::shared_ptr<ClientMechanism>(std::make_shared<PlainClientMechanism>(
-                          o.value("user", "carol"), o.value("password", kPassword)));
+                          o.value("user", "carol"), o.value("password", kPassword),
+                          o.value("optimistic", false)));
                     });
   r.register_server(std::string(kReject), [](const json&) -> Result<std::shared_ptr<ServerMechanism>> {
     return std::shared_ptr<ServerMechanism>(std::make_shared<RejectServerMechanism>());
@@ -326,8 +336,9 @@ std::shared_ptr<ClientMechanism> MakeClientMechanism(const std::string& spec) {
   // Not through the registry: its factory refuses bad names up front.
   if (spec == "simple:bad-user") return std::make_shared<SimpleClientMechanism>("bad user");
   if (name == kPlain) {
-    auto m = registry().make_client(
-        kPlain, {{"user", "carol"}, {"password", variant == "wrong" ? "guess" : kPassword}});
+    auto m = registry().make_client(kPlain, {{"user", "carol"},
+                                             {"password", variant == "wrong" ? "guess" : kPassword},
+                                             {"optimistic", variant == "optimistic"}});
     EXPECT_TRUE(m.ok()) << Describe(m);
     return m.ok() ? *m : nullptr;
   }

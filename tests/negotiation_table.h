@@ -18,6 +18,9 @@
 //                an AUTH_CHALLENGE, the client sends the password in
 //                AUTH_RESPONSE; the server's final message proves it knew the
 //                user (mutual step). Exercises multi-round negotiation.
+//                Variant "optimistic": the client sends the password in
+//                HELLO too, as its last message; the server challenges it
+//                all the same (pipelined calls are dropped and sent again).
 //   reject-test  the server always refuses with AUTHENTICATION_FAILED.
 // Users: simple → bob, plain-test → carol, x509 → alice (the certificate's
 // CN), jwt → alice (the token's sub), kerberos and delegation tokens →

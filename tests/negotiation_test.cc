@@ -189,7 +189,8 @@ TEST_F(NegotiationTest, StopIsPromptAfterAClientLeavesBeforeThePreamble) {
 // Pipelining (wait_for_authentication = false): calls made right after
 // connect travel behind the client's last negotiation token. If the server
 // refuses the mechanism it drops them unexecuted; the client must send them
-// again behind the next mechanism's final message. The calls are issued on the
+// again behind the next mechanism's final message; and the same if the server
+// challenges a message the client sent as its last. The calls are issued on the
 // client's own event loop before it ever suspends, so they are certainly
 // queued before the server's answer can arrive.
 struct PipelineCase {
@@ -292,6 +293,10 @@ INSTANTIATE_TEST_SUITE_P(
         // Calls held during plain-test's first round, then follow simple.
         PipelineCase{"refused_plain_then_simple", {kP, kS}, {kS}, Errc::kOk, kS, {kP, kS}},
         PipelineCase{"refused_reject_then_simple", {kR, kS}, {kS}, Errc::kOk, kS, {kR, kS}},
+        // The client's HELLO was its last message, but the server challenges
+        // it (a `token` ticket it did not issue): the calls behind it are
+        // dropped and follow the client's answer.
+        PipelineCase{"challenged_after_final", {"plain-test:optimistic"}, {kP}, Errc::kOk, kP, {kP}},
         // Failures reach every pipelined call.
         PipelineCase{"rejected", {kR}, {kR}, Errc::kAuthenticationFailed, "", {kR}},
         PipelineCase{"refused_then_rejected", {kS, kR}, {kR}, Errc::kAuthenticationFailed, "",
