@@ -28,6 +28,11 @@ struct TokenServerOptions {
   // "PLAINTEXT") unless this is set; then only the challenge exchange is
   // accepted there. Calls on such a connection are not protected either.
   bool allow_plaintext = false;
+  // Session tickets on plaintext tcp:// (auth/token_tickets.h): at most this
+  // many outstanding (0: none issued; every session is challenged), each
+  // valid for session_ticket_lifetime.
+  std::size_t session_tickets = 1 << 16;
+  std::chrono::milliseconds session_ticket_lifetime{std::chrono::minutes(10)};
   // If not empty: tokens presented for any other service are refused
   // (AUTHENTICATION_FAILED, "WRONG_SERVICE").
   std::vector<std::string> services;

@@ -170,35 +170,85 @@ namespace {
 
 // Version byte + fixed-size bytes: the shape of Challenge and Response.
 template <std::size_t N>
-std::string encode_fixed(const std::array<std::uint8_t, N>& bytes) {
-  std::string out(1, static_cast<char>(kChallengeVersion));
+std::string encode_fixed(std::uint8_t version, const std::array<std::uint8_t, N>& bytes) {
+  std::string out(1, static_cast<char>(version));
   out.append(view(bytes.data(), N));
   return out;
 }
 
 template <std::size_t N>
-bool decode_fixed(std::string_view in, std::array<std::uint8_t, N>* out) {
-  if (in.size() != 1 + N || static_cast<std::uint8_t>(in[0]) != kChallengeVersion) return false;
+bool decode_fixed(std::string_view in, std::uint8_t* version, std::array<std::uint8_t, N>* out) {
+  if (in.size() != 1 + N) return false;
+  *version = static_cast<std::uint8_t>(in[0]);
+  if (*version != kChallengeVersion && *version != kTicketVersion) return false;
   std::memcpy(out->data(), in.data() + 1, N);
   return true;
 }
 
 }  // namespace
 
-std::string Challenge::encode() const { return encode_fixed(server_nonce); }
+std::string Challenge::encode() const { return encode_fixed(version, server_nonce); }
 
 std::optional<Challenge> Challenge::decode(std::string_view bytes) {
   Challenge c;
-  if (!decode_fixed(bytes, &c.server_nonce)) return std::nullopt;
+  if (!decode_fixed(bytes, &c.version, &c.server_nonce)) return std::nullopt;
   return c;
 }
 
-std::string Response::encode() const { return encode_fixed(proof); }
+std::string Response::encode() const { return encode_fixed(version, proof); }
 
 std::optional<Response> Response::decode(std::string_view bytes) {
   Response r;
-  if (!decode_fixed(bytes, &r.proof)) return std::nullopt;
+  if (!decode_fixed(bytes, &r.version, &r.proof)) return std::nullopt;
   return r;
+}
+
+std::optional<TicketHelloView> TicketHelloView::decode(std::string_view bytes) {
+  ByteReader r(bytes);
+  std::uint8_t version = 0;
+  TicketHelloView h;
+  if (!r.u8(&version) || version != kTicketVersion) return std::nullopt;
+  if (!r.str16(&h.identifier, security::Token::kMaxIdentifierBytes) || h.identifier.empty()) {
+    return std::nullopt;
+  }
+  std::uint8_t ticket_bytes = 0;
+  if (!r.str16(&h.service, kMaxServiceBytes) || !r.raw(kNonceBytes, &h.nonce) ||
+      !r.u8(&ticket_bytes) || ticket_bytes > kMaxTicketBytes || !r.raw(ticket_bytes, &h.ticket)) {
+    return std::nullopt;
+  }
+  if (ticket_bytes > 0) {
+    h.signed_bytes = bytes.substr(0, bytes.size() - r.remaining());
+    if (!r.raw(kProofBytes, &h.proof)) return std::nullopt;
+  }
+  if (!r.at_end()) return std::nullopt;
+  return h;
+}
+
+std::string TicketSuccess::encode() const {
+  std::string out;
+  ByteWriter w(&out);
+  w.u8(kTicketVersion);
+  w.raw(view(proof.data(), proof.size()));
+  w.u32(lifetime_ms);
+  w.u8(static_cast<std::uint8_t>(std::min(ticket.size(), kMaxTicketBytes)));
+  w.raw(std::string_view(ticket).substr(0, kMaxTicketBytes));
+  return out;
+}
+
+std::optional<TicketSuccess> TicketSuccess::decode(std::string_view bytes) {
+  ByteReader r(bytes);
+  std::uint8_t version = 0;
+  std::string_view proof, ticket;
+  std::uint8_t ticket_bytes = 0;
+  TicketSuccess s;
+  if (!r.u8(&version) || version != kTicketVersion || !r.raw(kProofBytes, &proof) ||
+      !r.u32(&s.lifetime_ms) || !r.u8(&ticket_bytes) || ticket_bytes > kMaxTicketBytes ||
+      !r.raw(ticket_bytes, &ticket) || !r.at_end()) {
+    return std::nullopt;
+  }
+  std::memcpy(s.proof.data(), proof.data(), kProofBytes);
+  s.ticket = std::string(ticket);
+  return s;
 }
 
 std::array<std::uint8_t, kProofBytes> client_proof(const SecretBytes& password, const Hello& hello,
@@ -247,6 +297,53 @@ Proofs proofs(const security::HmacSha256Key& password, std::string_view hello_by
 
 }  // namespace token_wire
 
+namespace {
+
+// The session tickets one token holds (version 3), by endpoint URI: at most
+// kPerEndpoint per endpoint (as many as the client's concurrent sessions to
+// it, at most) and kEndpoints endpoints; newest first, as the newest are
+// the least likely to have left the server's window. Thread-safe.
+class TicketPool {
+ public:
+  std::optional<std::string> take(std::string_view endpoint, std::int64_t now_ms) {
+    std::lock_guard lock(mu_);
+    for (auto& e : entries_) {
+      if (e.endpoint != endpoint) continue;
+      while (!e.tickets.empty()) {
+        auto [expires, ticket] = std::move(e.tickets.back());
+        e.tickets.pop_back();
+        if (expires > now_ms) return std::move(ticket);
+      }
+      return std::nullopt;
+    }
+    return std::nullopt;
+  }
+
+  void put(std::string_view endpoint, std::string ticket, std::int64_t expires_ms) {
+    std::lock_guard lock(mu_);
+    auto it = std::find_if(entries_.begin(), entries_.end(),
+                           [&](const Entry& e) { return e.endpoint == endpoint; });
+    if (it == entries_.end()) {
+      if (entries_.size() == kEndpoints) entries_.erase(entries_.begin());
+      it = entries_.insert(entries_.end(), Entry{std::string(endpoint), {}});
+    }
+    if (it->tickets.size() == kPerEndpoint) it->tickets.erase(it->tickets.begin());
+    it->tickets.emplace_back(expires_ms, std::move(ticket));
+  }
+
+ private:
+  static constexpr std::size_t kPerEndpoint = 64;
+  static constexpr std::size_t kEndpoints = 64;
+  struct Entry {
+    std::string endpoint;
+    std::vector<std::pair<std::int64_t, std::string>> tickets;  // (expires, ticket), oldest first
+  };
+  std::mutex mu_;
+  std::vector<Entry> entries_;
+};
+
+}  // namespace
+
 struct TokenClientMechanism::Prepared {
   explicit Prepared(security::Token t)
       : token(std::move(t)), key(token.password.span()), hello_head(encode_head(token)) {}
@@ -264,6 +361,9 @@ struct TokenClientMechanism::Prepared {
   const security::Token token;
   const security::HmacSha256Key key;  // token.password, prepared
   const std::string hello_head;
+  // Tickets servers gave for this token (a re-read credentials file makes
+  // new Prepared records, so a token no longer held takes its tickets along).
+  mutable TicketPool tickets;
 };
 
 namespace {
@@ -311,11 +411,12 @@ class TokenServerSession final : public ServerAuthSession {
     const std::uint8_t version =
         client_message.empty() ? 0 : static_cast<std::uint8_t>(client_message.front());
     if (version == token_wire::kChallengeVersion) return challenge(client_message);
+    if (version == token_wire::kTicketVersion) return ticket_hello(client_message);
     if (!one_message_ && version == token_wire::kVersion) {
       return ServerStep::failure(
           {Errc::kFailedPrecondition,
            "token: CHALLENGE_REQUIRED: over plaintext tcp:// this server accepts only the "
-           "challenge exchange (HELLO version 2), which this client does not speak; update "
+           "challenge exchange (HELLO version 2 or 3), which this client does not speak; update "
            "the client or connect with tls://"});
     }
     return one_message(client_message);
@@ -368,6 +469,39 @@ class TokenServerSession final : public ServerAuthSession {
                                token_wire::encode_success(proofs.server, token_wire::kVersion));
   }
 
+  // Version 3: with a ticket this server issued, unspent and unexpired,
+  // HELLO → AUTH_SUCCESS as version 1 (the ticket stands in for the
+  // challenge's nonce); without one, or with any other ticket, the challenge
+  // as version 2. A ticket is spent only once the proof over it holds: a
+  // stranger who saw it go by cannot spend it first.
+  ServerStep ticket_hello(std::string_view client_message) {
+    auto hello = token_wire::TicketHelloView::decode(client_message);
+    if (!hello) return ServerStep::failure(auth_failed("MALFORMED: malformed token HELLO"));
+    if (Status wrong = check_service(hello->service); !wrong.ok()) return ServerStep::failure(wrong);
+    auto token = mechanism_.secrets().retrieve(hello->identifier);
+    if (!token.ok()) {
+      return ServerStep::failure(token_status(token.status(), TokenUse::kAuthentication));
+    }
+    version_ = token_wire::kTicketVersion;
+    if (hello->ticket.empty()) return send_challenge(client_message, std::move(*token));
+    const security::IssuedToken& issued = **token;
+    const std::int64_t now = mechanism_.clock().now().time_since_epoch().count();
+    std::uint64_t counter = 0;
+    if (mechanism_.tickets().check(hello->ticket, issued.id.sequence_number, now, &counter) !=
+        TokenTickets::Verdict::kValid) {
+      return send_challenge(client_message, std::move(*token));
+    }
+    const auto proofs =
+        token_wire::proofs(issued.password_key(), hello->signed_bytes, {}, channel_binding_);
+    if (CRYPTO_memcmp(proofs.client.data(), hello->proof.data(), proofs.client.size()) != 0) {
+      return ServerStep::failure(forged(issued.id));
+    }
+    // Spent before (a replay, or a client that kept a copy): challenged, so
+    // a recorded HELLO (and calls behind it) never authenticates again.
+    if (!mechanism_.tickets().redeem(counter)) return send_challenge(client_message, std::move(*token));
+    return ServerStep::success(token_identity(issued.id), success(issued, proofs.server, now));
+  }
+
   // Version 2, first half: HELLO → AUTH_CHALLENGE with a fresh server nonce.
   ServerStep challenge(std::string_view client_message) {
     std::string_view identifier, service, client_nonce;
@@ -380,18 +514,26 @@ class TokenServerSession final : public ServerAuthSession {
     if (!token.ok()) {
       return ServerStep::failure(token_status(token.status(), TokenUse::kAuthentication));
     }
+    return send_challenge(client_message, std::move(*token));
+  }
+
+  ServerStep send_challenge(std::string_view client_message,
+                            std::shared_ptr<const security::IssuedToken> token) {
     if (!token_wire::next_nonce(&challenge_.server_nonce)) {
       return ServerStep::failure({Errc::kInternal, "token: the CSPRNG failed"});
     }
+    challenge_.version = version_;
     hello_bytes_ = std::string(client_message);  // T2 starts with it
-    token_ = std::move(*token);
+    token_ = std::move(token);
     return ServerStep::challenge(challenge_.encode());
   }
 
-  // Version 2, second half: AUTH_RESPONSE → AUTH_SUCCESS.
+  // Version 2 or 3, second half: AUTH_RESPONSE → AUTH_SUCCESS.
   ServerStep respond(std::string_view client_message) {
     auto response = token_wire::Response::decode(client_message);
-    if (!response) return ServerStep::failure(auth_failed("MALFORMED: malformed token response"));
+    if (!response || response->version != version_) {
+      return ServerStep::failure(auth_failed("MALFORMED: malformed token response"));
+    }
     const std::string_view server_nonce(reinterpret_cast<const char*>(challenge_.server_nonce.data()),
                                         challenge_.server_nonce.size());
     const auto proofs =
@@ -399,9 +541,28 @@ class TokenServerSession final : public ServerAuthSession {
     if (CRYPTO_memcmp(proofs.client.data(), response->proof.data(), proofs.client.size()) != 0) {
       return ServerStep::failure(forged(token_->id));
     }
+    if (version_ == token_wire::kChallengeVersion) {
+      return ServerStep::success(
+          token_identity(token_->id),
+          token_wire::encode_success(proofs.server, token_wire::kChallengeVersion));
+    }
     return ServerStep::success(
         token_identity(token_->id),
-        token_wire::encode_success(proofs.server, token_wire::kChallengeVersion));
+        success(*token_, proofs.server, mechanism_.clock().now().time_since_epoch().count()));
+  }
+
+  // Version 3's AUTH_SUCCESS: the proof and a ticket for the next session.
+  std::string success(const security::IssuedToken& token,
+                      const std::array<std::uint8_t, token_wire::kProofBytes>& proof,
+                      std::int64_t now) {
+    token_wire::TicketSuccess out;
+    out.proof = proof;
+    if (auto ticket = mechanism_.tickets().issue(token.id.sequence_number, now)) {
+      out.ticket.assign(reinterpret_cast<const char*>(ticket->data()), ticket->size());
+      out.lifetime_ms = static_cast<std::uint32_t>(
+          std::min<std::int64_t>(mechanism_.tickets().lifetime().count(), UINT32_MAX));
+    }
+    return out.encode();
   }
 
   Status check_service(std::string_view service) const {
@@ -421,7 +582,8 @@ class TokenServerSession final : public ServerAuthSession {
   TokenServerMechanism& mechanism_;
   std::string channel_binding_;
   const bool one_message_;
-  // Between AUTH_CHALLENGE and AUTH_RESPONSE (version 2): set once challenged.
+  // Between AUTH_CHALLENGE and AUTH_RESPONSE (version 2 or 3): set once challenged.
+  std::uint8_t version_ = token_wire::kChallengeVersion;
   std::shared_ptr<const security::IssuedToken> token_;
   std::string hello_bytes_;
   token_wire::Challenge challenge_;
@@ -434,43 +596,68 @@ class TokenClientSession final : public ClientAuthSession {
   using Prepared = TokenClientMechanism::Prepared;
 
   TokenClientSession(Result<std::shared_ptr<const Prepared>> token, const ChannelInfo& channel,
-                     security::TokenTime now)
+                     security::TokenTime now, bool tickets)
       : token_(std::move(token)), channel_binding_(channel.channel_binding),
-        one_message_(one_message_allowed(channel)), now_(now) {}
+        endpoint_(channel.server_uri), now_(now),
+        version_(one_message_allowed(channel) ? token_wire::kVersion
+                 : tickets                     ? token_wire::kTicketVersion
+                                               : token_wire::kChallengeVersion) {}
 
   asio::awaitable<ClientStep> initial() override {
     if (!token_.ok()) co_return ClientStep::failure(token_.status());
     const Prepared& token = **token_;
     // The HELLO is built in place: its fixed head, then the nonce (and, in
-    // version 1, the clock and the proof over the bytes before it).
+    // version 1, the clock and the proof over the bytes before it; in
+    // version 3, a ticket if the token holds one for this endpoint, and the
+    // proof over it).
     std::string hello;
-    hello.reserve(token.hello_head.size() + token_wire::kNonceBytes + 8 + token_wire::kProofBytes);
+    hello.reserve(token.hello_head.size() + token_wire::kNonceBytes + 8 + 1 + TokenTickets::kBytes +
+                  token_wire::kProofBytes);
     hello = token.hello_head;
-    hello[0] = static_cast<char>(one_message_ ? token_wire::kVersion : token_wire::kChallengeVersion);
+    hello[0] = static_cast<char>(version_);
     std::array<std::uint8_t, token_wire::kNonceBytes> nonce{};
     if (!token_wire::next_nonce(&nonce)) {
       co_return ClientStep::failure({Errc::kInternal, "token: the CSPRNG failed"});
     }
     ByteWriter w(&hello);
     w.raw(token_wire::view(nonce.data(), nonce.size()));
-    if (!one_message_) {
+    if (version_ == token_wire::kChallengeVersion) {
       hello_bytes_ = hello;  // T2 starts with it
       co_return ClientStep::send(std::move(hello), false);
     }
-    w.i64(now_.time_since_epoch().count());
+    if (version_ == token_wire::kTicketVersion) {
+      auto ticket = token.tickets.take(endpoint_, now_.time_since_epoch().count());
+      w.u8(ticket ? static_cast<std::uint8_t>(ticket->size()) : 0);
+      if (!ticket) {
+        hello_bytes_ = hello;  // the challenged transcript starts with it
+        co_return ClientStep::send(std::move(hello), false);
+      }
+      w.raw(*ticket);
+    } else {
+      w.i64(now_.time_since_epoch().count());
+    }
     const auto proofs = token_wire::proofs(token.key, hello, {}, channel_binding_);
     w.raw(token_wire::view(proofs.client.data(), proofs.client.size()));
     expected_ = proofs.server;
     answered_ = true;
+    // With a ticket the server may still challenge (it did not issue the
+    // ticket, or it expired): the challenged transcript starts with the
+    // whole HELLO.
+    if (version_ == token_wire::kTicketVersion) hello_bytes_ = hello;
     co_return ClientStep::send(std::move(hello), true);
   }
 
   asio::awaitable<ClientStep> challenge(std::string_view server_message) override {
-    if (one_message_ || !token_.ok() || answered_) {
+    // Version 2 and 3 are challenged once: version 3 also after a ticket
+    // (answered_ then, but not challenged_).
+    const bool may = version_ == token_wire::kChallengeVersion
+                         ? !answered_
+                         : version_ == token_wire::kTicketVersion && !challenged_;
+    if (!token_.ok() || !may) {
       co_return ClientStep::failure({Errc::kProtocolError, "token: unexpected server challenge"});
     }
     auto challenge = token_wire::Challenge::decode(server_message);
-    if (!challenge) {
+    if (!challenge || challenge->version != version_) {
       co_return ClientStep::failure({Errc::kProtocolError, "token: malformed server challenge"});
     }
     const auto proofs = token_wire::proofs(
@@ -479,20 +666,37 @@ class TokenClientSession final : public ClientAuthSession {
         channel_binding_);
     expected_ = proofs.server;
     answered_ = true;
-    co_return ClientStep::send(token_wire::Response{proofs.client}.encode(), true);
+    challenged_ = true;
+    co_return ClientStep::send(token_wire::Response{proofs.client, version_}.encode(), true);
   }
 
   asio::awaitable<Status> complete(std::string_view server_final_message) override {
-    const std::uint8_t version = one_message_ ? token_wire::kVersion : token_wire::kChallengeVersion;
-    if (server_final_message.size() != 1 + token_wire::kProofBytes ||
-        static_cast<std::uint8_t>(server_final_message[0]) != version) {
-      co_return auth_failed("the server's final message is malformed");
+    std::string_view proof;
+    std::optional<token_wire::TicketSuccess> ticketed;
+    if (version_ == token_wire::kTicketVersion) {
+      ticketed = token_wire::TicketSuccess::decode(server_final_message);
+      if (!ticketed) co_return auth_failed("the server's final message is malformed");
+      proof = token_wire::view(ticketed->proof.data(), ticketed->proof.size());
+    } else {
+      if (server_final_message.size() != 1 + token_wire::kProofBytes ||
+          static_cast<std::uint8_t>(server_final_message[0]) != version_) {
+        co_return auth_failed("the server's final message is malformed");
+      }
+      proof = server_final_message.substr(1);
     }
     // Before the challenge there is nothing the server could have proved.
     if (!answered_) co_return auth_failed("the server skipped the challenge");
-    if (CRYPTO_memcmp(server_final_message.data() + 1, expected_.data(), expected_.size()) != 0) {
+    if (CRYPTO_memcmp(proof.data(), expected_.data(), expected_.size()) != 0) {
       co_return auth_failed(
           "the server did not prove it knows the token's password (not the server that issued it?)");
+    }
+    if (ticketed && !ticketed->ticket.empty() && ticketed->lifetime_ms > 0) {
+      // Kept a little less than the server said: the ticket must still be
+      // valid when the next HELLO arrives.
+      const std::int64_t lifetime = ticketed->lifetime_ms;
+      (*token_)->tickets.put(endpoint_, std::move(ticketed->ticket),
+                             now_.time_since_epoch().count() + lifetime -
+                                 std::min<std::int64_t>(1000, lifetime / 4));
     }
     co_return Status();
   }
@@ -500,10 +704,12 @@ class TokenClientSession final : public ClientAuthSession {
  private:
   Result<std::shared_ptr<const Prepared>> token_;
   std::string channel_binding_;
-  const bool one_message_;
+  std::string endpoint_;  // the key of the token's tickets
   security::TokenTime now_;
-  std::string hello_bytes_;  // version 2 only
-  bool answered_ = false;    // the client proof has been sent
+  const std::uint8_t version_;
+  std::string hello_bytes_;  // version 2 and 3: what the challenged transcript starts with
+  bool answered_ = false;    // a client proof has been sent
+  bool challenged_ = false;  // the server challenged
   std::array<std::uint8_t, token_wire::kProofBytes> expected_{};
 };
 
@@ -515,7 +721,8 @@ TokenServerMechanism::TokenServerMechanism(std::shared_ptr<const security::Secre
       clock_(secrets_->options().clock ? secrets_->options().clock
                                        : std::make_shared<security::SystemClock>()),
       replay_(options_.max_clock_skew.count(), options_.replay_cache_capacity,
-              options_.replay_cache_per_token) {}
+              options_.replay_cache_per_token),
+      tickets_(options_.session_tickets, options_.session_ticket_lifetime) {}
 
 std::unique_ptr<ServerAuthSession> TokenServerMechanism::start(const ChannelInfo& channel) {
   return std::make_unique<TokenServerSession>(*this, channel);
@@ -569,7 +776,8 @@ Result<std::shared_ptr<const TokenClientMechanism::Prepared>> TokenClientMechani
 
 std::unique_ptr<ClientAuthSession> TokenClientMechanism::start(const ChannelInfo& channel) {
   const std::string& service = options_.service.empty() ? channel.server_uri : options_.service;
-  return std::make_unique<TokenClientSession>(find_prepared(service), channel, clock_->now());
+  return std::make_unique<TokenClientSession>(find_prepared(service), channel, clock_->now(),
+                                              options_.tickets);
 }
 
 Identity token_identity(const security::TokenIdentifier& id) {
@@ -607,8 +815,9 @@ void register_token(MechanismRegistry& registry) {
       [](const nlohmann::json& json) -> Result<std::shared_ptr<ClientMechanism>> {
         MechanismOptions o(kTokenMechanism, json);
         TokenClientOptions t;
-        for (Status s : {o.check({"token_file", "service"}), o.read("token_file", t.token_file),
-                         o.read("service", t.service)}) {
+        for (Status s : {o.check({"token_file", "service", "tickets"}),
+                         o.read("token_file", t.token_file), o.read("service", t.service),
+                         o.read("tickets", t.tickets)}) {
           if (!s.ok()) return s;
         }
         return std::shared_ptr<ClientMechanism>(std::make_shared<TokenClientMechanism>(std::move(t)));

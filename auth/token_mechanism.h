@@ -16,6 +16,14 @@
 //    opts in (TokenServerOptions::allow_plaintext): the server contributes a
 //    fresh nonce that the client's proof must cover, so nothing a passive
 //    observer records authenticates again, on this server or another.
+//  - version 3, the same over plaintext tcp:// with session tickets: a
+//    challenged session's AUTH_SUCCESS carries a single-use ticket from the
+//    server (TokenTickets) that the client's next HELLO to the same
+//    endpoint proves over instead of a challenge nonce: one message each
+//    way. A ticket this server process did not issue, or issued and saw
+//    spent, or that expired, is answered with the challenge; so is a HELLO
+//    without one. Calls pipelined behind a ticket HELLO that is challenged
+//    are dropped by the server and sent again by the client.
 // The password is already a random 32-byte HMAC: no key stretching.
 //
 // TokenServerMechanism is created by the server's token runtime
@@ -37,6 +45,7 @@
 #include "authrpc/auth/delegation_token_host.h"
 #include "authrpc/auth/mechanism.h"
 #include "authrpc/auth/token_replay_cache.h"
+#include "authrpc/auth/token_tickets.h"
 #include "authrpc/security/clock.h"
 #include "authrpc/security/secret_manager.h"
 #include "authrpc/security/token.h"
@@ -70,6 +79,8 @@ namespace token_wire {
 
 inline constexpr std::uint8_t kVersion = 1;           // one message each way
 inline constexpr std::uint8_t kChallengeVersion = 2;  // server challenge
+inline constexpr std::uint8_t kTicketVersion = 3;     // challenge or session ticket
+inline constexpr std::size_t kMaxTicketBytes = 64;
 inline constexpr std::size_t kNonceBytes = 16;
 inline constexpr std::size_t kProofBytes = 32;
 inline constexpr std::size_t kMaxServiceBytes = 1024;
@@ -99,8 +110,32 @@ struct Hello {
   static std::optional<Hello> decode(std::string_view bytes);
 };
 
+// Version 3 HELLO read in place: version 2's fields, then a ticket (empty:
+// none, the client asks to be challenged) and, with a ticket, the proof.
+struct TicketHelloView {
+  std::string_view identifier;
+  std::string_view service;
+  std::string_view nonce;         // kNonceBytes
+  std::string_view ticket;        // 0 … kMaxTicketBytes
+  std::string_view signed_bytes;  // with a ticket: the message up to its proof
+  std::string_view proof;         // kProofBytes with a ticket, else empty
+
+  static std::optional<TicketHelloView> decode(std::string_view bytes);
+};
+// Version 3 AUTH_SUCCESS: the server proof and the client's next ticket
+// (empty when the server issues none), valid for lifetime_ms.
+struct TicketSuccess {
+  std::array<std::uint8_t, kProofBytes> proof{};
+  std::uint32_t lifetime_ms = 0;
+  std::string ticket;
+
+  std::string encode() const;
+  static std::optional<TicketSuccess> decode(std::string_view bytes);
+};
+
 // Version 2: HELLO (ChallengeHello), AUTH_CHALLENGE (Challenge),
 // AUTH_RESPONSE (Response), AUTH_SUCCESS (encode_success with the version).
+// Challenge and Response are version 3's too, with that version byte.
 struct ChallengeHello {
   std::string identifier;
   std::string service;
@@ -111,12 +146,14 @@ struct ChallengeHello {
 };
 struct Challenge {
   std::array<std::uint8_t, kNonceBytes> server_nonce{};
+  std::uint8_t version = kChallengeVersion;  // 2 or 3
 
   std::string encode() const;
   static std::optional<Challenge> decode(std::string_view bytes);
 };
 struct Response {
   std::array<std::uint8_t, kProofBytes> proof{};
+  std::uint8_t version = kChallengeVersion;  // 2 or 3
 
   std::string encode() const;
   static std::optional<Response> decode(std::string_view bytes);
@@ -138,7 +175,8 @@ struct Proofs {
 // The transcript is made of the messages' own bytes, so neither side copies
 // it: version 1, T = `hello_bytes` (the HELLO up to its proof:
 // HelloView::signed_bytes) || str16(cb); version 2, T2 = `hello_bytes` (the
-// whole HELLO) || `server_nonce` || str16(cb). `password` is the token's
+// whole HELLO) || `server_nonce` || str16(cb); version 3 as version 1 with
+// a ticket, as version 2 when challenged. `password` is the token's
 // password prepared for HMAC (IssuedToken::password_key() on the server).
 Proofs proofs(const security::HmacSha256Key& password, std::string_view hello_bytes,
               std::string_view server_nonce, std::string_view channel_binding);
@@ -165,6 +203,7 @@ class TokenServerMechanism final : public ServerMechanism {
   const TokenServerOptions& options() const noexcept { return options_; }
   const security::SecretManager& secrets() const noexcept { return *secrets_; }
   TokenReplayCache& replay_cache() noexcept { return replay_; }
+  TokenTickets& tickets() noexcept { return tickets_; }
   const security::Clock& clock() const noexcept { return *clock_; }
 
  private:
@@ -172,6 +211,7 @@ class TokenServerMechanism final : public ServerMechanism {
   const TokenServerOptions options_;
   std::shared_ptr<const security::Clock> clock_;
   TokenReplayCache replay_;
+  TokenTickets tickets_;
 };
 
 struct TokenClientOptions {
@@ -182,6 +222,10 @@ struct TokenClientOptions {
   // A token to use instead of the file (programs that hold one in memory).
   std::optional<security::Token> token;
   std::shared_ptr<const security::Clock> clock;  // null: SystemClock
+  // Over plaintext tcp://, speak version 3: ask for session tickets and
+  // use them (one round trip instead of two). Off: version 2, for servers
+  // older than version 3, which refuse its HELLO as MALFORMED.
+  bool tickets = true;
 };
 
 class TokenClientMechanism final : public ClientMechanism {

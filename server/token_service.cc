@@ -125,7 +125,8 @@ Result<TokenServiceOptions> read_token_service_options(const nlohmann::json& con
   static const std::set<std::string> kKeys = {
       "store", "dir", "key_roll_interval_ms", "max_lifetime_ms", "renew_interval_ms",
       "sweep_interval_ms", "issue_mechanisms", "services", "max_clock_skew_ms",
-      "replay_cache_capacity", "replay_cache_per_token", "allow_plaintext"};
+      "replay_cache_capacity", "replay_cache_per_token", "allow_plaintext", "session_tickets",
+      "session_ticket_lifetime_ms"};
   for (const auto& [key, _] : config.items()) {
     if (!kKeys.contains(key)) return tokens_config_error("." + key + "' is not a known key");
   }
@@ -180,6 +181,8 @@ Result<TokenServiceOptions> read_token_service_options(const nlohmann::json& con
                    read_tokens_ms(config, "", "renew_interval_ms", o.secrets.renew_interval, 1000),
                    read_tokens_ms(config, "", "sweep_interval_ms", o.sweep_interval, 100),
                    read_tokens_ms(config, "", "max_clock_skew_ms", o.mechanism.max_clock_skew, 1000),
+                   read_tokens_ms(config, "", "session_ticket_lifetime_ms",
+                                  o.mechanism.session_ticket_lifetime, 1000),
                    read_strings(config, "services", o.mechanism.services)}) {
     if (!s.ok()) return s;
   }
@@ -205,6 +208,14 @@ Result<TokenServiceOptions> read_token_service_options(const nlohmann::json& con
       return tokens_config_error(".replay_cache_per_token' must be an integer from 1 to 67108864");
     }
     o.mechanism.replay_cache_per_token = v.get<std::size_t>();
+  }
+  if (config.contains("session_tickets")) {
+    const auto& v = config["session_tickets"];
+    if (!v.is_number_integer() || v.get<std::int64_t>() < 0 ||
+        v.get<std::int64_t>() > (std::int64_t{1} << 24)) {
+      return tokens_config_error(".session_tickets' must be an integer from 0 to 16777216");
+    }
+    o.mechanism.session_tickets = v.get<std::size_t>();
   }
   if (config.contains("allow_plaintext")) {
     if (!config["allow_plaintext"].is_boolean()) return tokens_config_error(".allow_plaintext' must be true or false");

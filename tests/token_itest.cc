@@ -465,6 +465,59 @@ TEST_F(TokenItest, TokensSurviveAServerRestartButCapturedSessionsDoNot) {
   }
 }
 
+// Session tickets over plaintext tcp:// (opted in), on real sockets: the
+// first session is challenged and brings a ticket, the next is one message
+// each way with its call pipelined behind it; its recorded HELLO does not
+// authenticate again; after a restart on the same address the old ticket is
+// challenged, and the calls pipelined behind it still run (sent again after
+// the client's answer).
+TEST_F(TokenItest, SessionTicketsSaveARoundTripAndSurviveARestart) {
+  TokenServiceOptions t;
+  t.mechanism.allow_plaintext = true;
+  auto running = Start(t, "tcp://127.0.0.1:0");
+  ASSERT_TRUE(running.ok()) << Describe(running);
+  const Endpoint endpoint = running->endpoint;
+  auto token = Fetch(endpoint, "alice", "");
+  ASSERT_TRUE(token.ok()) << Describe(token);
+  NoTicket no_ticket(dir_);
+  auto capture = std::make_shared<testing::CapturingClient>(WithToken(*token));
+  // Connects without waiting for AUTH_SUCCESS and makes a call at once.
+  auto session = [&](std::size_t messages) {
+    auto client = testing::TestClient(endpoint).mechanism(capture).wait_for_authentication(false).connect();
+    ASSERT_TRUE(client.ok()) << Describe(client);
+    auto whoami = (*client)->call_json("sys", "whoami", nlohmann::json::object());
+    ASSERT_TRUE(whoami.ok()) << Describe(whoami);
+    EXPECT_EQ((*whoami)["user"], Principal("alice"));
+    EXPECT_EQ(capture->sent().size(), messages);
+  };
+  {
+    SCOPED_TRACE("first: challenged");
+    session(2);
+  }
+  {
+    SCOPED_TRACE("second: the ticket");
+    session(1);
+  }
+  const std::vector<std::string> recorded = capture->sent();
+  auto replayed = Connect(endpoint, std::make_shared<testing::ReplayingClient>(recorded));
+  EXPECT_FALSE(replayed.ok()) << "a recorded ticket HELLO authenticated again";
+
+  running->server->stop();
+  running->server.reset();
+  running->tokens.reset();  // the store is locked while open
+  running = Start(t, endpoint.to_string());  // same store and address, new process state
+  ASSERT_TRUE(running.ok()) << Describe(running);
+  {
+    SCOPED_TRACE("after a restart: the old ticket is challenged");
+    session(2);
+  }
+  {
+    SCOPED_TRACE("and the new one is taken");
+    session(1);
+  }
+  running->server->stop();
+}
+
 // --- child processes -------------------------------------------------------------
 
 // Starts authrpc-server with CONFIG and reads its endpoint from stdout.

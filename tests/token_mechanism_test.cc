@@ -18,6 +18,7 @@
 #include <tuple>
 #include <vector>
 
+#include "authrpc/auth/mechanism_registry.h"
 #include "authrpc/auth/token_mechanism.h"
 #include "authrpc/auth/token_replay_cache.h"
 #include "authrpc/security/clock.h"
@@ -74,20 +75,16 @@ struct Outcome {
   ServerStep server;
   Status client;                     // complete() on the server's final message, if it succeeded
   std::vector<std::string> sent;     // what the client sent, in order (for replays)
+  bool challenged_last = false;      // the server challenged the client's last message
 };
 
-// Runs one session, challenges included, with the server half `server`
-// (default: realm.server) and the client's clock (default: the realm's).
-Outcome Authenticate(Realm& realm, const Token& token, ChannelInfo client_channel,
-                     ChannelInfo server_channel, TokenServerMechanism* server = nullptr,
-                     std::shared_ptr<const security::Clock> client_clock = nullptr) {
+// Runs one session, challenges included, between the client half `client`
+// and the server half `server`.
+Outcome Authenticate(TokenClientMechanism& client, ServerMechanism& server,
+                     ChannelInfo client_channel, const ChannelInfo& server_channel) {
   client_channel.server_uri = std::string(kService);
-  TokenClientOptions co;
-  co.token = token;
-  co.clock = client_clock ? client_clock : realm.clock;
-  TokenClientMechanism client(co);
   auto cs = client.start(client_channel);
-  auto ss = (server ? server : realm.server.get())->start(server_channel);
+  auto ss = server.start(server_channel);
   Outcome out;
   ClientStep step = Await(cs->initial());
   for (;;) {
@@ -98,13 +95,29 @@ Outcome Authenticate(Realm& realm, const Token& token, ChannelInfo client_channe
     out.sent.push_back(step.message);
     out.server = Await(ss->step(step.message));
     if (out.server.kind != ServerStep::Kind::kChallenge) break;
-    EXPECT_FALSE(step.final) << "the server challenged after the client's last message";
+    if (step.final) out.challenged_last = true;
     step = Await(cs->challenge(out.server.message));
   }
   if (out.server.kind == ServerStep::Kind::kSuccess) {
     EXPECT_TRUE(step.final) << "the server succeeded before the client's last message";
     out.client = Await(cs->complete(out.server.message));
   }
+  return out;
+}
+
+// The same with a client of its own for `token` (no tickets from earlier
+// sessions), the server half `server` (default: realm.server) and the
+// client's clock (default: the realm's).
+Outcome Authenticate(Realm& realm, const Token& token, ChannelInfo client_channel,
+                     ChannelInfo server_channel, TokenServerMechanism* server = nullptr,
+                     std::shared_ptr<const security::Clock> client_clock = nullptr) {
+  TokenClientOptions co;
+  co.token = token;
+  co.clock = client_clock ? client_clock : realm.clock;
+  TokenClientMechanism client(co);
+  Outcome out = Authenticate(client, server ? *server : *realm.server, std::move(client_channel),
+                             server_channel);
+  EXPECT_FALSE(out.challenged_last) << "the server challenged after the client's last message";
   return out;
 }
 
@@ -469,6 +482,7 @@ TEST(TokenMechanism, ProofsFollowTheProtocolFormula) {
   TokenClientOptions co;
   co.token = token;
   co.clock = realm.clock;
+  co.tickets = false;
   TokenClientMechanism client(co);
   ChannelInfo channel = PlainTcp();
   channel.server_uri = std::string(kService);
@@ -489,6 +503,46 @@ TEST(TokenMechanism, ProofsFollowTheProtocolFormula) {
   EXPECT_EQ(response.message, "\x02" + client_proof);
   EXPECT_EQ(done.message, "\x02" + Hmac(token, kServerLabel, t2 + client_proof));
   EXPECT_TRUE(Await(cs->complete(done.message)).ok());
+
+  // Version 3, challenged (no ticket yet): T3 = the whole HELLO || server
+  // nonce || str16(cb); AUTH_SUCCESS brings a ticket.
+  co.tickets = true;
+  TokenClientMechanism ticketed(co);
+  cs = ticketed.start(channel);
+  ss = realm.server->start(PlainTcp());
+  hello = Await(cs->initial());
+  EXPECT_EQ(hello.message, "\x03" + str16(token.identifier) + str16(token.service) +
+                               hello.message.substr(hello.message.size() - 17, 16) + std::string(1, '\0'));
+  challenge = Await(ss->step(hello.message));
+  ASSERT_EQ(challenge.kind, ServerStep::Kind::kChallenge) << challenge.error.to_string();
+  ASSERT_EQ(challenge.message.size(), 17u);
+  EXPECT_EQ(challenge.message[0], '\x03');
+  response = Await(cs->challenge(challenge.message));
+  done = Await(ss->step(response.message));
+  ASSERT_EQ(done.kind, ServerStep::Kind::kSuccess) << done.error.to_string();
+  const std::string t3c = hello.message + challenge.message.substr(1) + str16("");
+  const std::string proof3c = Hmac(token, kClientLabel, t3c);
+  EXPECT_EQ(response.message, "\x03" + proof3c);
+  const std::string lifetime("\x00\x09\x27\xc0", 4);  // 600,000 ms
+  ASSERT_EQ(done.message.size(), 1 + 32 + 4 + 1 + 32u);
+  EXPECT_EQ(done.message.substr(0, 1 + 32 + 4 + 1),
+            "\x03" + Hmac(token, kServerLabel, t3c + proof3c) + lifetime + "\x20");
+  EXPECT_TRUE(Await(cs->complete(done.message)).ok());
+  const std::string ticket = done.message.substr(1 + 32 + 4 + 1);
+
+  // Version 3 with that ticket: T3 = the HELLO up to its proof || str16(cb).
+  cs = ticketed.start(channel);
+  ss = realm.server->start(PlainTcp());
+  hello = Await(cs->initial());
+  ASSERT_TRUE(hello.final);
+  const std::string t3 = hello.message.substr(0, hello.message.size() - 32);
+  EXPECT_EQ(t3.substr(t3.size() - 33), "\x20" + ticket);
+  EXPECT_EQ(hello.message.substr(t3.size()), Hmac(token, kClientLabel, t3 + str16("")));
+  done = Await(ss->step(hello.message));
+  ASSERT_EQ(done.kind, ServerStep::Kind::kSuccess) << done.error.to_string();
+  EXPECT_EQ(done.message.substr(0, 33),
+            "\x03" + Hmac(token, kServerLabel, t3 + str16("") + hello.message.substr(t3.size())));
+  EXPECT_TRUE(Await(cs->complete(done.message)).ok());
 }
 
 TEST(TokenMechanism, ProofsAreBoundToTheChannel) {
@@ -502,31 +556,48 @@ TEST(TokenMechanism, ProofsAreBoundToTheChannel) {
 TEST(TokenMechanism, ClientRefusesAServerThatCannotProveItKnowsThePassword) {
   Realm realm(AllowPlaintext());
   const Token token = realm.Issue();
-  TokenClientOptions co;
-  co.token = token;
-  co.clock = realm.clock;
-  for (ChannelInfo info : {Unix(), PlainTcp()}) {
-    info.server_uri = std::string(kService);
-    for (std::uint8_t version : {token_wire::kVersion, token_wire::kChallengeVersion}) {
+  struct Case {
+    const char* name;
+    ChannelInfo info;
+    bool tickets;
+    std::uint8_t version;  // what the client speaks
+  };
+  for (Case c : {Case{"unix", Unix(), true, token_wire::kVersion},
+                 Case{"tcp, version 2", PlainTcp(), false, token_wire::kChallengeVersion},
+                 Case{"tcp, version 3", PlainTcp(), true, token_wire::kTicketVersion}}) {
+    SCOPED_TRACE(c.name);
+    TokenClientOptions co;
+    co.token = token;
+    co.clock = realm.clock;
+    co.tickets = c.tickets;
+    c.info.server_uri = std::string(kService);
+    token_wire::TicketSuccess unproved;
+    unproved.lifetime_ms = 1000;
+    unproved.ticket = std::string(TokenTickets::kBytes, 't');
+    for (std::uint8_t version :
+         {token_wire::kVersion, token_wire::kChallengeVersion, token_wire::kTicketVersion}) {
       for (std::string final_token : {std::string(), std::string(33, static_cast<char>(version)),
-                                      std::string(1, static_cast<char>(version))}) {
-        auto session = TokenClientMechanism(co).start(info);
+                                      std::string(1, static_cast<char>(version)), unproved.encode()}) {
+        auto session = TokenClientMechanism(co).start(c.info);
         (void)Await(session->initial());
         Status s = Await(session->complete(final_token));
         EXPECT_EQ(s.code, make_error_code(Errc::kAuthenticationFailed));
       }
     }
     // After a real challenge, a server proof for another challenge is refused.
-    auto session = TokenClientMechanism(co).start(info);
+    auto session = TokenClientMechanism(co).start(c.info);
     (void)Await(session->initial());
-    if (info.scheme == Endpoint::Scheme::kTcp) {
-      token_wire::Challenge c;
-      c.server_nonce.fill(7);
-      ClientStep response = Await(session->challenge(c.encode()));
+    if (c.version != token_wire::kVersion) {
+      token_wire::Challenge challenge;
+      challenge.server_nonce.fill(7);
+      challenge.version = c.version;
+      ClientStep response = Await(session->challenge(challenge.encode()));
       ASSERT_EQ(response.kind, ClientStep::Kind::kSend);
       EXPECT_TRUE(response.final);
-      EXPECT_EQ(Await(session->complete(token_wire::encode_success({}, token_wire::kChallengeVersion))).code,
-                make_error_code(Errc::kAuthenticationFailed));
+      const std::string wrong = c.version == token_wire::kTicketVersion
+                                    ? unproved.encode()
+                                    : token_wire::encode_success({}, token_wire::kChallengeVersion);
+      EXPECT_EQ(Await(session->complete(wrong)).code, make_error_code(Errc::kAuthenticationFailed));
     } else {
       // The one-message client takes no challenge.
       EXPECT_EQ(Await(session->challenge(token_wire::Challenge{}.encode())).error.code,
@@ -542,14 +613,22 @@ TEST(TokenMechanism, ClientRefusesMalformedChallenges) {
   co.clock = realm.clock;
   ChannelInfo info = PlainTcp();
   info.server_uri = std::string(kService);
-  const std::string good = token_wire::Challenge{}.encode();
-  for (std::string bad : {std::string(), good.substr(0, good.size() - 1), good + "x",
-                          std::string(1, '\x01') + good.substr(1)}) {
-    auto session = TokenClientMechanism(co).start(info);
-    ASSERT_EQ(Await(session->initial()).kind, ClientStep::Kind::kSend);
-    ClientStep step = Await(session->challenge(bad));
-    ASSERT_EQ(step.kind, ClientStep::Kind::kFailure);
-    EXPECT_EQ(step.error.code, make_error_code(Errc::kProtocolError));
+  // Version 2 (a client without tickets) and version 3: a challenge of the
+  // other version is malformed too.
+  for (bool tickets : {false, true}) {
+    SCOPED_TRACE(tickets ? "version 3" : "version 2");
+    co.tickets = tickets;
+    const std::uint8_t version = tickets ? token_wire::kTicketVersion : token_wire::kChallengeVersion;
+    const std::string good = token_wire::Challenge{{}, version}.encode();
+    const char other = static_cast<char>(tickets ? token_wire::kChallengeVersion : token_wire::kTicketVersion);
+    for (std::string bad : {std::string(), good.substr(0, good.size() - 1), good + "x",
+                            std::string(1, '\x01') + good.substr(1), std::string(1, other) + good.substr(1)}) {
+      auto session = TokenClientMechanism(co).start(info);
+      ASSERT_EQ(Await(session->initial()).kind, ClientStep::Kind::kSend);
+      ClientStep step = Await(session->challenge(bad));
+      ASSERT_EQ(step.kind, ClientStep::Kind::kFailure);
+      EXPECT_EQ(step.error.code, make_error_code(Errc::kProtocolError));
+    }
   }
 }
 
@@ -734,6 +813,250 @@ TEST(TokenReplayCache, ExtremeTimesAreSafe) {
 }
 
 // The server configuration's keys for the mechanism (docs/CONFIG.md, `tokens`).
+// --- session tickets (version 3, plaintext tcp://) ---------------------------
+
+// The issuer alone: each ticket once, only this issuer's, only for its
+// token, only before it expires, only while in the window; any bytes safe.
+TEST(TokenTickets, EachTicketOnceFromThisIssuerOnly) {
+  constexpr std::int64_t kNow = 1'700'000'000'000;
+  TokenTickets tickets(128, 60s);
+  auto bytes = [](const TokenTickets::Ticket& t) {
+    return std::string(reinterpret_cast<const char*>(t.data()), t.size());
+  };
+  auto ticket = tickets.issue(7, kNow);
+  ASSERT_TRUE(ticket);
+  std::uint64_t counter = 0;
+  ASSERT_EQ(tickets.check(bytes(*ticket), 7, kNow, &counter), TokenTickets::Verdict::kValid);
+  // Checking spends nothing; redeeming does, once.
+  ASSERT_EQ(tickets.check(bytes(*ticket), 7, kNow, &counter), TokenTickets::Verdict::kValid);
+  EXPECT_TRUE(tickets.redeem(counter));
+  EXPECT_FALSE(tickets.redeem(counter));
+  EXPECT_FALSE(tickets.redeem(counter + 1)) << "not issued yet";
+
+  struct Case {
+    const char* name;
+    std::string ticket;
+    std::uint64_t token;
+    std::int64_t now;
+    TokenTickets::Verdict verdict;
+  };
+  TokenTickets other(128, 60s);  // another server of the fleet, or this one restarted
+  const std::string fresh = bytes(*tickets.issue(7, kNow));
+  std::vector<Case> cases = {
+      {"fresh", fresh, 7, kNow, TokenTickets::Verdict::kValid},
+      {"another issuer's", bytes(*other.issue(7, kNow)), 7, kNow, TokenTickets::Verdict::kForeign},
+      {"another token's", fresh, 8, kNow, TokenTickets::Verdict::kForeign},
+      {"at its expiry", fresh, 7, kNow + 60'000, TokenTickets::Verdict::kExpired},
+      {"empty", "", 7, kNow, TokenTickets::Verdict::kForeign},
+      {"short", fresh.substr(1), 7, kNow, TokenTickets::Verdict::kForeign},
+      {"long", fresh + "x", 7, kNow, TokenTickets::Verdict::kForeign},
+  };
+  for (std::size_t i = 0; i < fresh.size(); ++i) {  // counter, expiry, tag
+    std::string tampered = fresh;
+    tampered[i] = static_cast<char>(tampered[i] ^ 0x01);
+    cases.push_back({"tampered", tampered, 7, kNow, TokenTickets::Verdict::kForeign});
+  }
+  for (const auto& c : cases) {
+    SCOPED_TRACE(c.name);
+    std::uint64_t ignored = 0;
+    EXPECT_EQ(tickets.check(c.ticket, c.token, c.now, &ignored), c.verdict);
+  }
+
+  // A ticket more than `window` issues old is refused like a spent one:
+  // the window is all the memory there is.
+  const std::string oldest = bytes(*tickets.issue(7, kNow));
+  ASSERT_EQ(tickets.check(oldest, 7, kNow, &counter), TokenTickets::Verdict::kValid);
+  for (std::size_t i = 0; i < tickets.window(); ++i) tickets.issue(7, kNow);
+  EXPECT_FALSE(tickets.redeem(counter));
+  // Disabled: none issued, none accepted.
+  TokenTickets none(0, 60s);
+  EXPECT_FALSE(none.enabled());
+  EXPECT_FALSE(none.issue(7, kNow));
+  EXPECT_EQ(none.check(fresh, 7, kNow, &counter), TokenTickets::Verdict::kForeign);
+}
+
+// A client's sessions to one endpoint, each after the one before: the first
+// is challenged and brings a ticket; with it the next is one message each
+// way. Each row changes something between the two; a ticket the server
+// cannot take is answered with the challenge, never a failure.
+TEST(TokenMechanism, SessionTicketsSaveTheChallengeAndFallBackToIt) {
+  struct Case {
+    const char* name;
+    std::function<void(Realm&, security::ManualClock& client_clock)> between;
+    bool second_server = false;  // another server of the fleet (or a restart)
+    std::size_t session_tickets = 1 << 16;
+    std::size_t second_messages;  // what the client sends in the second session
+    bool challenged_last;         // its ticket HELLO was challenged
+  };
+  const auto lifetime = TokenServerOptions{}.session_ticket_lifetime;
+  const Case cases[] = {
+      {"a fresh ticket", {}, false, 1 << 16, 1, false},
+      {"another server's ticket", {}, true, 1 << 16, 2, true},
+      {"expired on the server's clock only",
+       [&](Realm& realm, security::ManualClock&) { realm.clock->advance(lifetime); }, false,
+       1 << 16, 2, true},
+      {"expired on the client's clock: not sent",
+       [&](Realm& realm, security::ManualClock& client) {
+         realm.clock->advance(lifetime);
+         client.advance(lifetime);
+       },
+       false, 1 << 16, 2, false},
+      {"a server that issues none", {}, false, 0, 2, false},
+  };
+  for (const auto& c : cases) {
+    SCOPED_TRACE(c.name);
+    TokenServerOptions o = AllowPlaintext();
+    o.session_tickets = c.session_tickets;
+    Realm realm(o);
+    auto fleet_b = std::make_shared<TokenServerMechanism>(realm.secrets, o);
+    auto client_clock = std::make_shared<security::ManualClock>(realm.clock->now());
+    TokenClientOptions co;
+    co.token = realm.Issue();
+    co.clock = client_clock;
+    TokenClientMechanism client(co);
+
+    auto first = Authenticate(client, *realm.server, PlainTcp(), PlainTcp());
+    ASSERT_EQ(first.server.kind, ServerStep::Kind::kSuccess) << first.server.error.to_string();
+    ASSERT_TRUE(first.client.ok()) << first.client.to_string();
+    ASSERT_EQ(first.sent.size(), 2u);
+    EXPECT_EQ(first.sent[0][0], static_cast<char>(token_wire::kTicketVersion));
+    auto success = token_wire::TicketSuccess::decode(first.server.message);
+    ASSERT_TRUE(success);
+    EXPECT_EQ(success->ticket.size(), c.session_tickets > 0 ? TokenTickets::kBytes : 0u);
+
+    if (c.between) c.between(realm, *client_clock);
+    auto second = Authenticate(client, c.second_server ? *fleet_b : *realm.server, PlainTcp(), PlainTcp());
+    ASSERT_EQ(second.server.kind, ServerStep::Kind::kSuccess) << second.server.error.to_string();
+    EXPECT_TRUE(second.client.ok()) << second.client.to_string();
+    EXPECT_EQ(second.sent.size(), c.second_messages);
+    EXPECT_EQ(second.challenged_last, c.challenged_last);
+    EXPECT_EQ(second.server.identity.user, "alice@R");
+    // Every success brings the next ticket: the third session is one
+    // message each way (where the server issues tickets).
+    auto third = Authenticate(client, c.second_server ? *fleet_b : *realm.server, PlainTcp(), PlainTcp());
+    ASSERT_EQ(third.server.kind, ServerStep::Kind::kSuccess) << third.server.error.to_string();
+    EXPECT_EQ(third.sent.size(), c.session_tickets > 0 ? 1u : 2u);
+  }
+}
+
+// What a passive observer records of a ticket session, played again: to
+// the same server (the ticket is spent), to another server (not its
+// ticket), altered (not a ticket at all) — each is challenged, which the
+// observer cannot answer; and a HELLO with a good ticket but a wrong proof
+// is FORGED without spending the ticket.
+TEST(TokenMechanism, RecordedTicketHellosDoNotAuthenticateAgain) {
+  Realm realm(AllowPlaintext());
+  auto fleet_b = std::make_shared<TokenServerMechanism>(realm.secrets, AllowPlaintext());
+  TokenClientOptions co;
+  co.token = realm.Issue();
+  co.clock = realm.clock;
+  TokenClientMechanism client(co);
+  ASSERT_EQ(Authenticate(client, *realm.server, PlainTcp(), PlainTcp()).server.kind,
+            ServerStep::Kind::kSuccess);
+  auto ticketed = Authenticate(client, *realm.server, PlainTcp(), PlainTcp());
+  ASSERT_EQ(ticketed.server.kind, ServerStep::Kind::kSuccess) << ticketed.server.error.to_string();
+  ASSERT_EQ(ticketed.sent.size(), 1u);
+  const std::string hello = ticketed.sent[0];
+  auto view = token_wire::TicketHelloView::decode(hello);
+  ASSERT_TRUE(view);
+  ASSERT_EQ(view->ticket.size(), TokenTickets::kBytes);
+  std::string altered = hello;
+  altered[view->ticket.data() - hello.data()] ^= 0x01;
+
+  struct Case {
+    const char* name;
+    TokenServerMechanism* server;
+    std::string hello;
+  };
+  for (const Case& c : {Case{"to the same server", realm.server.get(), hello},
+                        Case{"to another server", fleet_b.get(), hello},
+                        Case{"with its ticket altered", realm.server.get(), altered}}) {
+    SCOPED_TRACE(c.name);
+    ServerStep step = Replay(*c.server, PlainTcp(), {c.hello});
+    EXPECT_EQ(step.kind, ServerStep::Kind::kChallenge) << step.error.to_string();
+  }
+
+  // A good ticket under a wrong proof: FORGED, and the ticket stays good.
+  ChannelInfo info = PlainTcp();
+  info.server_uri = std::string(kService);
+  auto session = client.start(info);
+  ClientStep step = Await(session->initial());
+  ASSERT_EQ(step.kind, ClientStep::Kind::kSend);
+  ASSERT_TRUE(step.final) << "a ticket HELLO is the client's last message";
+  std::string forged = step.message;
+  forged.back() ^= 0x01;
+  ServerStep refused = Replay(*realm.server, PlainTcp(), {forged});
+  ASSERT_EQ(refused.kind, ServerStep::Kind::kFailure);
+  EXPECT_EQ(refused.error.code, make_error_code(Errc::kAuthenticationFailed));
+  EXPECT_NE(refused.error.message.find("FORGED"), std::string::npos) << refused.error.message;
+  ServerStep good = Replay(*realm.server, PlainTcp(), {step.message});
+  ASSERT_EQ(good.kind, ServerStep::Kind::kSuccess) << good.error.to_string();
+  EXPECT_TRUE(Await(session->complete(good.message)).ok());
+}
+
+// Old and new ends: a client without tickets speaks version 2, which every
+// server with the challenge accepts (servers older than version 3 refuse
+// its HELLO: docs/TOKENS.md "Session tickets"); its AUTH_SUCCESS is
+// version 2's, and it keeps no ticket.
+TEST(TokenMechanism, ClientWithoutTicketsSpeaksVersionTwo) {
+  Realm realm(AllowPlaintext());
+  TokenClientOptions co;
+  co.token = realm.Issue();
+  co.clock = realm.clock;
+  co.tickets = false;
+  TokenClientMechanism client(co);
+  for (int session = 0; session < 2; ++session) {
+    auto out = Authenticate(client, *realm.server, PlainTcp(), PlainTcp());
+    ASSERT_EQ(out.server.kind, ServerStep::Kind::kSuccess) << out.server.error.to_string();
+    EXPECT_TRUE(out.client.ok()) << out.client.to_string();
+    ASSERT_EQ(out.sent.size(), 2u);
+    EXPECT_EQ(out.sent[0][0], static_cast<char>(token_wire::kChallengeVersion));
+    EXPECT_EQ(out.server.message.size(), 1 + token_wire::kProofBytes);
+  }
+  // The client option, as a config file sets it.
+  auto registry = MechanismRegistry::with_builtins();
+  EXPECT_TRUE(registry.make_client("token", {{"tickets", false}}).ok());
+  EXPECT_FALSE(registry.make_client("token", {{"tickets", "no"}}).ok());
+}
+
+// Hostile version 3 messages: every truncation and extension of a good
+// HELLO, response and AUTH_SUCCESS is refused by the decoders, and the
+// server answers with MALFORMED, never a crash.
+TEST(TokenMechanism, RefusesMalformedVersionThreeMessages) {
+  Realm realm(AllowPlaintext());
+  TokenClientOptions co;
+  co.token = realm.Issue();
+  co.clock = realm.clock;
+  TokenClientMechanism client(co);
+  ASSERT_EQ(Authenticate(client, *realm.server, PlainTcp(), PlainTcp()).server.kind,
+            ServerStep::Kind::kSuccess);
+  ChannelInfo info = PlainTcp();
+  info.server_uri = std::string(kService);
+  const std::string hello = Await(client.start(info)->initial()).message;
+  ASSERT_TRUE(token_wire::TicketHelloView::decode(hello));
+  for (std::size_t n = 0; n < hello.size(); ++n) {
+    EXPECT_FALSE(token_wire::TicketHelloView::decode(hello.substr(0, n))) << n;
+  }
+  EXPECT_FALSE(token_wire::TicketHelloView::decode(hello + "x"));
+  std::string long_ticket = hello;
+  long_ticket[hello.size() - token_wire::kProofBytes - TokenTickets::kBytes - 1] =
+      static_cast<char>(token_wire::kMaxTicketBytes + 1);
+  EXPECT_FALSE(token_wire::TicketHelloView::decode(long_ticket));
+  ServerStep step = Replay(*realm.server, PlainTcp(), {hello.substr(0, hello.size() - 1)});
+  ASSERT_EQ(step.kind, ServerStep::Kind::kFailure);
+  EXPECT_NE(step.error.message.find("MALFORMED"), std::string::npos) << step.error.message;
+
+  token_wire::TicketSuccess s;
+  s.lifetime_ms = 1000;
+  s.ticket = std::string(TokenTickets::kBytes, 't');
+  const std::string good = s.encode();
+  ASSERT_TRUE(token_wire::TicketSuccess::decode(good));
+  for (std::size_t n = 0; n < good.size(); ++n) {
+    EXPECT_FALSE(token_wire::TicketSuccess::decode(good.substr(0, n))) << n;
+  }
+  EXPECT_FALSE(token_wire::TicketSuccess::decode(good + "x"));
+}
+
 TEST(TokenMechanism, ConfigKeys) {
   auto defaults = token_service_options_from_json({{"store", "memory"}});
   ASSERT_TRUE(defaults.ok()) << defaults.status().to_string();
@@ -744,7 +1067,17 @@ TEST(TokenMechanism, ConfigKeys) {
   ASSERT_TRUE(set.ok()) << set.status().to_string();
   EXPECT_TRUE(set->mechanism.allow_plaintext);
   EXPECT_EQ(set->mechanism.replay_cache_per_token, 64u);
+  EXPECT_EQ(defaults->mechanism.session_tickets, 65536u);
+  EXPECT_EQ(defaults->mechanism.session_ticket_lifetime, std::chrono::minutes(10));
+  auto tickets = token_service_options_from_json(
+      {{"store", "memory"}, {"session_tickets", 0}, {"session_ticket_lifetime_ms", 5000}});
+  ASSERT_TRUE(tickets.ok()) << tickets.status().to_string();
+  EXPECT_EQ(tickets->mechanism.session_tickets, 0u);
+  EXPECT_EQ(tickets->mechanism.session_ticket_lifetime, std::chrono::milliseconds(5000));
   for (const nlohmann::json& bad : {nlohmann::json{{"store", "memory"}, {"allow_plaintext", "yes"}},
+                                    nlohmann::json{{"store", "memory"}, {"session_tickets", -1}},
+                                    nlohmann::json{{"store", "memory"}, {"session_tickets", 1 << 25}},
+                                    nlohmann::json{{"store", "memory"}, {"session_ticket_lifetime_ms", 10}},
                                     nlohmann::json{{"store", "memory"}, {"replay_cache_per_token", 0}},
                                     nlohmann::json{{"store", "memory"}, {"replay_cache_per_token", -1}}}) {
     auto r = token_service_options_from_json(bad);

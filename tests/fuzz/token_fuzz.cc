@@ -13,7 +13,12 @@
 //      sessions on one TokenServerMechanism, each step() run on an
 //      io_context as a connection would;
 //   5  the same server half, the rest of the input being the raw client
-//      token.
+//      token;
+//   6  session tickets (version 3, plaintext tcp opted in): a real client
+//      half and a server half with a small ticket window, up to eight
+//      sessions, each chosen by the input: a genuine one (must succeed), the
+//      last ticket HELLO played again, or with a byte flipped, or a raw
+//      message from the input — none of the last three may succeed.
 #include <cstdint>
 #include <cstring>
 #include <memory>
@@ -174,6 +179,70 @@ void server_sessions(std::string_view data, bool raw) {
   }
 }
 
+// Runs the client half against the server half to the end; the server's
+// last step, and the client's first message if it was its last (a ticket
+// HELLO).
+ServerStep genuine_session(TokenClientMechanism& client, TokenServerMechanism& server,
+                           const ChannelInfo& channel, std::string* ticket_hello) {
+  asio::io_context io;
+  auto cs = client.start(channel);
+  auto ss = server.start(channel);
+  ClientStep c = run(io, cs->initial());
+  if (c.kind != ClientStep::Kind::kSend) fail("the client failed to start");
+  if (c.final) *ticket_hello = c.message;
+  ServerStep s = run(io, ss->step(c.message));
+  while (s.kind == ServerStep::Kind::kChallenge) {
+    c = run(io, cs->challenge(s.message));
+    if (c.kind != ClientStep::Kind::kSend) fail("the client refused a challenge");
+    s = run(io, ss->step(c.message));
+  }
+  if (s.kind == ServerStep::Kind::kSuccess) {
+    require(run(io, cs->complete(s.message)).ok(), "the client refused the server's proof");
+  }
+  return s;
+}
+
+void ticket_sessions(std::string_view data) {
+  const TokenRealm& realm = token_realm();
+  TokenServerOptions options;
+  options.allow_plaintext = true;
+  options.session_tickets = 64;  // small: reach the window's end
+  TokenServerMechanism server(realm.secrets, options);
+  TokenClientOptions co;
+  co.token = realm.token;
+  co.clock = realm.clock;
+  TokenClientMechanism client(co);
+  ChannelInfo channel;
+  channel.scheme = Endpoint::Scheme::kTcp;
+  channel.peer_address = "127.0.0.1:40000";
+  channel.server_uri = realm.token.service;
+  std::string ticket_hello;
+  for (int session = 0; session < 8 && !data.empty(); ++session) {
+    const auto flags = static_cast<std::uint8_t>(data[0]);
+    data.remove_prefix(1);
+    if ((flags & 3) == 0) {
+      const ServerStep s = genuine_session(client, server, channel, &ticket_hello);
+      require(s.kind == ServerStep::Kind::kSuccess, "a genuine ticket session failed");
+      continue;
+    }
+    std::string message;
+    if ((flags & 3) == 3) {
+      const std::size_t n = data.empty() ? 0 : static_cast<std::uint8_t>(data[0]);
+      take(data, 1);
+      message = std::string(take(data, n));
+    } else {
+      if (ticket_hello.empty()) continue;
+      message = ticket_hello;
+      if ((flags & 3) == 2 && !data.empty()) {
+        message[static_cast<std::uint8_t>(data[0]) % message.size()] ^= 0x01;
+        data.remove_prefix(1);
+      }
+    }
+    const ServerStep s = step(server, channel, message);
+    require(s.kind != ServerStep::Kind::kSuccess, "a replayed, altered or made-up ticket HELLO succeeded");
+  }
+}
+
 }  // namespace
 }  // namespace authrpc::fuzz
 
@@ -181,7 +250,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* bytes, std::size_t siz
   using namespace authrpc::fuzz;
   std::string_view data(reinterpret_cast<const char*>(bytes), size);
   if (data.empty()) return 0;
-  const auto mode = static_cast<std::uint8_t>(data[0]) % 6;
+  const auto mode = static_cast<std::uint8_t>(data[0]) % 7;
   data.remove_prefix(1);
   switch (mode) {
     case 0: identifier(data); break;
@@ -190,6 +259,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* bytes, std::size_t siz
     case 3: hello(data); break;
     case 4: server_sessions(data, false); break;
     case 5: server_sessions(data, true); break;
+    case 6: ticket_sessions(data); break;
   }
   return 0;
 }
