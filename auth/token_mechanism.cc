@@ -102,16 +102,25 @@ std::string Hello::encode() const {
   return out;
 }
 
+namespace {
+
+// The head every version's HELLO starts with: the version byte, str16
+// identifier (not empty), str16 service, the client nonce.
+bool read_head(ByteReader& r, std::uint8_t version, std::string_view* identifier,
+               std::string_view* service, std::string_view* nonce) {
+  std::uint8_t v = 0;
+  return r.u8(&v) && v == version &&
+         r.str16(identifier, security::Token::kMaxIdentifierBytes) && !identifier->empty() &&
+         r.str16(service, kMaxServiceBytes) && r.raw(kNonceBytes, nonce);
+}
+
+}  // namespace
+
 std::optional<HelloView> HelloView::decode(std::string_view bytes) {
   ByteReader r(bytes);
-  std::uint8_t version = 0;
   HelloView h;
-  if (!r.u8(&version) || version != kVersion) return std::nullopt;
-  if (!r.str16(&h.identifier, security::Token::kMaxIdentifierBytes) || h.identifier.empty()) {
-    return std::nullopt;
-  }
-  if (!r.str16(&h.service, kMaxServiceBytes) || !r.raw(kNonceBytes, &h.nonce) ||
-      !r.i64(&h.time_ms) || !r.raw(kProofBytes, &h.proof) || !r.at_end()) {
+  if (!read_head(r, kVersion, &h.identifier, &h.service, &h.nonce) || !r.i64(&h.time_ms) ||
+      !r.raw(kProofBytes, &h.proof) || !r.at_end()) {
     return std::nullopt;
   }
   h.signed_bytes = bytes.substr(0, bytes.size() - kProofBytes);
@@ -146,12 +155,7 @@ namespace {
 bool parse_challenge_hello(std::string_view bytes, std::string_view* identifier,
                            std::string_view* service, std::string_view* nonce) {
   ByteReader r(bytes);
-  std::uint8_t version = 0;
-  if (!r.u8(&version) || version != kChallengeVersion) return false;
-  if (!r.str16(identifier, security::Token::kMaxIdentifierBytes) || identifier->empty()) {
-    return false;
-  }
-  return r.str16(service, kMaxServiceBytes) && r.raw(kNonceBytes, nonce) && r.at_end();
+  return read_head(r, kChallengeVersion, identifier, service, nonce) && r.at_end();
 }
 
 }  // namespace
@@ -205,14 +209,9 @@ std::optional<Response> Response::decode(std::string_view bytes) {
 
 std::optional<TicketHelloView> TicketHelloView::decode(std::string_view bytes) {
   ByteReader r(bytes);
-  std::uint8_t version = 0;
   TicketHelloView h;
-  if (!r.u8(&version) || version != kTicketVersion) return std::nullopt;
-  if (!r.str16(&h.identifier, security::Token::kMaxIdentifierBytes) || h.identifier.empty()) {
-    return std::nullopt;
-  }
   std::uint8_t ticket_bytes = 0;
-  if (!r.str16(&h.service, kMaxServiceBytes) || !r.raw(kNonceBytes, &h.nonce) ||
+  if (!read_head(r, kTicketVersion, &h.identifier, &h.service, &h.nonce) ||
       !r.u8(&ticket_bytes) || ticket_bytes > kMaxTicketBytes || !r.raw(ticket_bytes, &h.ticket)) {
     return std::nullopt;
   }

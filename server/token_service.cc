@@ -118,6 +118,20 @@ std::string store_kind(const TokenServiceOptions& options) {
 
 namespace {
 
+// An integer count from min to max, if the key is there.
+Status read_count(const nlohmann::json& config, const char* key, std::size_t min, std::size_t max,
+                  std::size_t& out) {
+  if (!config.contains(key)) return {};
+  const auto& v = config[key];
+  if (!v.is_number_integer() || v.get<std::int64_t>() < static_cast<std::int64_t>(min) ||
+      v.get<std::int64_t>() > static_cast<std::int64_t>(max)) {
+    return tokens_config_error(std::string(".") + key + "' must be an integer from " +
+                               std::to_string(min) + " to " + std::to_string(max));
+  }
+  out = v.get<std::size_t>();
+  return {};
+}
+
 Result<TokenServiceOptions> read_token_service_options(const nlohmann::json& config,
                                                        const security::TokenStoreRegistry& stores) {
   TokenServiceOptions o;
@@ -193,29 +207,13 @@ Result<TokenServiceOptions> read_token_service_options(const nlohmann::json& con
       return s;
     }
   }
-  if (config.contains("replay_cache_capacity")) {
-    const auto& v = config["replay_cache_capacity"];
-    if (!v.is_number_unsigned() || v.get<std::uint64_t>() < 1 ||
-        v.get<std::uint64_t>() > (std::uint64_t{1} << 26)) {
-      return tokens_config_error(".replay_cache_capacity' must be an integer from 1 to 67108864");
-    }
-    o.mechanism.replay_cache_capacity = v.get<std::size_t>();
-  }
-  if (config.contains("replay_cache_per_token")) {
-    const auto& v = config["replay_cache_per_token"];
-    if (!v.is_number_integer() || v.get<std::int64_t>() < 1 ||
-        v.get<std::int64_t>() > (std::int64_t{1} << 26)) {
-      return tokens_config_error(".replay_cache_per_token' must be an integer from 1 to 67108864");
-    }
-    o.mechanism.replay_cache_per_token = v.get<std::size_t>();
-  }
-  if (config.contains("session_tickets")) {
-    const auto& v = config["session_tickets"];
-    if (!v.is_number_integer() || v.get<std::int64_t>() < 0 ||
-        v.get<std::int64_t>() > (std::int64_t{1} << 24)) {
-      return tokens_config_error(".session_tickets' must be an integer from 0 to 16777216");
-    }
-    o.mechanism.session_tickets = v.get<std::size_t>();
+  for (Status s : {read_count(config, "replay_cache_capacity", 1, std::size_t{1} << 26,
+                              o.mechanism.replay_cache_capacity),
+                   read_count(config, "replay_cache_per_token", 1, std::size_t{1} << 26,
+                              o.mechanism.replay_cache_per_token),
+                   read_count(config, "session_tickets", 0, std::size_t{1} << 24,
+                              o.mechanism.session_tickets)}) {
+    if (!s.ok()) return s;
   }
   if (config.contains("allow_plaintext")) {
     if (!config["allow_plaintext"].is_boolean()) return tokens_config_error(".allow_plaintext' must be true or false");

@@ -939,6 +939,18 @@ TEST(TokenMechanism, SessionTicketsSaveTheChallengeAndFallBackToIt) {
   }
 }
 
+// A client of the realm's token over plaintext tcp whose first session
+// (challenged) has brought it a ticket.
+std::unique_ptr<TokenClientMechanism> ClientWithATicket(Realm& realm) {
+  TokenClientOptions co;
+  co.token = realm.Issue();
+  co.clock = realm.clock;
+  auto client = std::make_unique<TokenClientMechanism>(co);
+  auto first = Authenticate(*client, *realm.server, PlainTcp(), PlainTcp());
+  EXPECT_EQ(first.server.kind, ServerStep::Kind::kSuccess) << first.server.error.to_string();
+  return client;
+}
+
 // What a passive observer records of a ticket session, played again: to
 // the same server (the ticket is spent), to another server (not its
 // ticket), altered (not a ticket at all) — each is challenged, which the
@@ -947,12 +959,8 @@ TEST(TokenMechanism, SessionTicketsSaveTheChallengeAndFallBackToIt) {
 TEST(TokenMechanism, RecordedTicketHellosDoNotAuthenticateAgain) {
   Realm realm(AllowPlaintext());
   auto fleet_b = std::make_shared<TokenServerMechanism>(realm.secrets, AllowPlaintext());
-  TokenClientOptions co;
-  co.token = realm.Issue();
-  co.clock = realm.clock;
-  TokenClientMechanism client(co);
-  ASSERT_EQ(Authenticate(client, *realm.server, PlainTcp(), PlainTcp()).server.kind,
-            ServerStep::Kind::kSuccess);
+  auto owned = ClientWithATicket(realm);
+  TokenClientMechanism& client = *owned;
   auto ticketed = Authenticate(client, *realm.server, PlainTcp(), PlainTcp());
   ASSERT_EQ(ticketed.server.kind, ServerStep::Kind::kSuccess) << ticketed.server.error.to_string();
   ASSERT_EQ(ticketed.sent.size(), 1u);
@@ -1024,15 +1032,10 @@ TEST(TokenMechanism, ClientWithoutTicketsSpeaksVersionTwo) {
 // server answers with MALFORMED, never a crash.
 TEST(TokenMechanism, RefusesMalformedVersionThreeMessages) {
   Realm realm(AllowPlaintext());
-  TokenClientOptions co;
-  co.token = realm.Issue();
-  co.clock = realm.clock;
-  TokenClientMechanism client(co);
-  ASSERT_EQ(Authenticate(client, *realm.server, PlainTcp(), PlainTcp()).server.kind,
-            ServerStep::Kind::kSuccess);
+  auto client = ClientWithATicket(realm);
   ChannelInfo info = PlainTcp();
   info.server_uri = std::string(kService);
-  const std::string hello = Await(client.start(info)->initial()).message;
+  const std::string hello = Await(client->start(info)->initial()).message;
   ASSERT_TRUE(token_wire::TicketHelloView::decode(hello));
   for (std::size_t n = 0; n < hello.size(); ++n) {
     EXPECT_FALSE(token_wire::TicketHelloView::decode(hello.substr(0, n))) << n;
