@@ -105,8 +105,26 @@ asio::awaitable<Result<std::string>> Client::Connection::call(
                                                " bytes exceeds the frame limit");
   }
   // Until the server confirms authentication, keep a copy: if it refuses our
-  // mechanism it drops pipelined requests and we send them again.
-  if (state_ == State::kOptimistic) held_.append(out, start, std::string::npos);
+  // mechanism (or challenges our last message) it drops pipelined requests
+  // and we send them again. It reads those it drops under its limit before
+  // authentication (max_negotiation_frame_size, at least
+  // kMinNegotiationFrameSize): a larger request, and every one after it,
+  // waits for AUTH_SUCCESS.
+  if (state_ != State::kReady) {
+    const bool too_large = out.size() - start > wire::kMinNegotiationFrameSize;
+    if (state_ == State::kOptimistic) {
+      held_.append(out, start, std::string::npos);
+      if (too_large) {
+        out.resize(start);
+        held_deferred_ = held_sent_;  // where this request starts
+        state_ = State::kHolding;
+      } else {
+        held_sent_ = held_.size();
+      }
+    } else if (too_large && held_deferred_ == std::string::npos) {
+      held_deferred_ = start;
+    }
+  }
   if (state_ != State::kHolding) {
     if (delivering_) {
       requests_held_ = true;  // the reader sends it with the rest of its batch
@@ -305,9 +323,11 @@ asio::awaitable<void> Client::Connection::run() {
   auto negotiated = co_await negotiate_client(
       *channel_, options_.mechanisms, info_, [this](NegotiationEvent event) {
         if (event == NegotiationEvent::kFinalMessageQueued) {
-          channel_->out().append(held_);
-          state_ = State::kOptimistic;
+          held_sent_ = std::min(held_deferred_, held_.size());
+          channel_->out().append(held_, 0, held_sent_);
+          state_ = held_sent_ == held_.size() ? State::kOptimistic : State::kHolding;
         } else {
+          held_sent_ = 0;
           state_ = State::kHolding;
         }
       },
@@ -333,8 +353,15 @@ asio::awaitable<void> Client::Connection::run() {
     close(std::move(why));
     co_return;
   }
+  if (held_sent_ < held_.size()) {
+    // Requests that waited for AUTH_SUCCESS (too large to travel before it).
+    channel_->out().append(held_, held_sent_, std::string::npos);
+    channel_->flush_now();
+  }
   held_.clear();
   held_.shrink_to_fit();
+  held_sent_ = 0;
+  held_deferred_ = std::string::npos;
   state_ = State::kReady;
   if (metrics_) {
     metrics_->connected(ClientMetrics::Transport(metrics_transport_), 0, negotiated->mechanism,

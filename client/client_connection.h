@@ -189,7 +189,14 @@ class Client::Connection : public std::enable_shared_from_this<Client::Connectio
   ChannelInfo info_;
   std::optional<TlsInfo> tls_info_;
   State state_ = State::kHolding;
+  // Until AUTH_SUCCESS, every request made (a server that refuses or
+  // challenges our last message drops those that followed it, and we send
+  // them again); held_sent_ of its bytes were written behind that message.
+  // A request too large to travel before AUTH_SUCCESS (held_deferred_, its
+  // offset) waits for it, and so do the requests made after it.
   std::string held_;
+  std::size_t held_sent_ = 0;
+  std::size_t held_deferred_ = std::string::npos;
   std::unique_ptr<ClientAuthSession> spent_session_;  // dropped after the first response
   CallIdTable<Pending> pending_;
   DeadlineQueue* deadlines_ = nullptr;  // this context's, looked up once in open()

@@ -75,6 +75,12 @@ inline constexpr std::uint32_t kFeatureStreams = 0x2;
 // docs/PROTOCOL.md section 7); a client may offer shared memory.
 inline constexpr std::uint32_t kFeatureShm = 0x4;
 
+// The smallest limit a server may set on frames before AUTH_SUCCESS
+// (ServerOptions::max_negotiation_frame_size): requests no larger may be
+// pipelined behind negotiation; larger ones wait for AUTH_SUCCESS, because a
+// server that drops pipelined requests reads them under that limit.
+inline constexpr std::size_t kMinNegotiationFrameSize = 4096;
+
 struct FrameHeader {
   std::uint32_t length = 0;  // bytes after the length field
   FrameType type = FrameType::kError;

@@ -112,8 +112,9 @@ Status validate(const ServerOptions& o) {
   if (o.max_connections == 0) return bad("max_connections must be at least 1");
   if (o.blocking_threads == 0) return bad("blocking_threads must be at least 1");
   if (o.max_unauthenticated == 0) return bad("max_unauthenticated must be at least 1");
-  if (o.max_negotiation_frame_size < 4096) {
-    return bad("max_negotiation_frame_size must be at least 4096 bytes");
+  if (o.max_negotiation_frame_size < wire::kMinNegotiationFrameSize) {
+    return bad("max_negotiation_frame_size must be at least " +
+               std::to_string(wire::kMinNegotiationFrameSize) + " bytes");
   }
   if (o.max_pending_output < o.max_frame_size) {
     return bad("max_pending_output must be at least max_frame_size");

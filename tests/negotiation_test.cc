@@ -200,6 +200,7 @@ struct PipelineCase {
   Errc expected;  // for every call
   std::string mechanism;
   std::vector<std::string> client_sessions;
+  std::size_t padding = 0;  // bytes added to each call's payload
 };
 
 void PrintTo(const PipelineCase& c, std::ostream* os) { *os << c.name; }
@@ -232,7 +233,9 @@ TEST_P(PipelinedNegotiationTest, CallsBehindNegotiation) {
     int finished = 0;
     // async_call takes string_views and runs lazily: keep the payloads alive.
     std::vector<std::string> payloads;
-    for (int i = 0; i < kCalls; ++i) payloads.push_back("call-" + std::to_string(i));
+    for (int i = 0; i < kCalls; ++i) {
+      payloads.push_back("call-" + std::to_string(i) + std::string(c.padding, '.'));
+    }
     for (int i = 1; i < kCalls; ++i) {
       asio::co_spawn(io, (*client)->async_call("test", "count", payloads[i]),
                      [&, i](std::exception_ptr, Result<std::string> r) {
@@ -261,7 +264,8 @@ TEST_P(PipelinedNegotiationTest, CallsBehindNegotiation) {
     EXPECT_TRUE(auth_status.ok()) << auth_status.to_string();
     for (int i = 0; i < kCalls; ++i) {
       ASSERT_TRUE(results[i].ok()) << "call " << i << ": " << results[i].status().to_string();
-      EXPECT_EQ(*results[i], "call-" + std::to_string(i) + "/" + c.mechanism);
+      EXPECT_EQ(*results[i],
+                "call-" + std::to_string(i) + std::string(c.padding, '.') + "/" + c.mechanism);
     }
     // Each call ran exactly once: copies dropped behind a refused HELLO
     // were not executed, and the resent ones were.
@@ -297,6 +301,15 @@ INSTANTIATE_TEST_SUITE_P(
         // it (a `token` ticket it did not issue): the calls behind it are
         // dropped and follow the client's answer.
         PipelineCase{"challenged_after_final", {"plain-test:optimistic"}, {kP}, Errc::kOk, kP, {kP}},
+        // Calls larger than the server's limit before authentication
+        // (max_negotiation_frame_size, 64 KiB) would end the connection if
+        // the server read them to drop them: the client holds them until
+        // AUTH_SUCCESS (larger than 4096 bytes, the smallest such limit).
+        PipelineCase{"challenged_after_final_large", {"plain-test:optimistic"}, {kP}, Errc::kOk, kP,
+                     {kP}, 70'000},
+        PipelineCase{"refused_simple_then_plain_large", {kS, kP}, {kP}, Errc::kOk, kP, {kS, kP},
+                     70'000},
+        PipelineCase{"accepted_first_large", {kS}, {kS}, Errc::kOk, kS, {kS}, 70'000},
         // Failures reach every pipelined call.
         PipelineCase{"rejected", {kR}, {kR}, Errc::kAuthenticationFailed, "", {kR}},
         PipelineCase{"refused_then_rejected", {kS, kR}, {kR}, Errc::kAuthenticationFailed, "",
