@@ -29,10 +29,11 @@ struct TokenServerOptions {
   // accepted there. Calls on such a connection are not protected either.
   bool allow_plaintext = false;
   // Session tickets on plaintext tcp:// (auth/token_tickets.h): at most this
-  // many outstanding (0: none issued; every session is challenged), each
-  // valid for session_ticket_lifetime.
-  std::size_t session_tickets = 1 << 16;
-  std::chrono::milliseconds session_ticket_lifetime{std::chrono::minutes(10)};
+  // many outstanding (0, the default: none issued, every session is
+  // challenged), each valid for session_ticket_lifetime. Not behind a proxy
+  // that hides client addresses (docs/TOKENS.md, "Session tickets").
+  std::size_t session_tickets = 0;
+  std::chrono::milliseconds session_ticket_lifetime{std::chrono::minutes(2)};
   // If not empty: tokens presented for any other service are refused
   // (AUTHENTICATION_FAILED, "WRONG_SERVICE").
   std::vector<std::string> services;

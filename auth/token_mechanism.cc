@@ -318,6 +318,11 @@ class TicketPool {
     return std::nullopt;
   }
 
+  void drop(std::string_view endpoint) {
+    std::lock_guard lock(mu_);
+    std::erase_if(entries_, [&](const Entry& e) { return e.endpoint == endpoint; });
+  }
+
   void put(std::string_view endpoint, std::string ticket, std::int64_t expires_ms) {
     std::lock_guard lock(mu_);
     auto it = std::find_if(entries_.begin(), entries_.end(),
@@ -379,6 +384,13 @@ bool one_message_allowed(const ChannelInfo& channel) {
   return !channel.channel_binding.empty() || channel.scheme == Endpoint::Scheme::kUnix;
 }
 
+// A peer address without its port ("192.0.2.1:5000" → "192.0.2.1",
+// "[2001:db8::1]:5000" → "[2001:db8::1]"): what a session ticket is bound to.
+std::string_view host_of(std::string_view peer_address) {
+  const auto colon = peer_address.rfind(':');
+  return colon == std::string_view::npos ? peer_address : peer_address.substr(0, colon);
+}
+
 // |a − b| without overflow: the difference of two int64 fits in a uint64.
 std::uint64_t distance(std::int64_t a, std::int64_t b) {
   return a >= b ? static_cast<std::uint64_t>(a) - static_cast<std::uint64_t>(b)
@@ -391,7 +403,7 @@ class TokenServerSession final : public ServerAuthSession {
  public:
   TokenServerSession(TokenServerMechanism& mechanism, const ChannelInfo& channel)
       : mechanism_(mechanism), channel_binding_(channel.channel_binding),
-        one_message_(one_message_allowed(channel)) {}
+        client_host_(host_of(channel.peer_address)), one_message_(one_message_allowed(channel)) {}
 
   asio::awaitable<ServerStep> step(std::string_view client_message) override {
     if (token_) co_return respond(client_message);
@@ -486,8 +498,8 @@ class TokenServerSession final : public ServerAuthSession {
     const security::IssuedToken& issued = **token;
     const std::int64_t now = mechanism_.clock().now().time_since_epoch().count();
     std::uint64_t counter = 0;
-    if (mechanism_.tickets().check(hello->ticket, issued.id.sequence_number, now, &counter) !=
-        TokenTickets::Verdict::kValid) {
+    if (mechanism_.tickets().check(hello->ticket, issued.id.sequence_number, client_host_, now,
+                                   &counter) != TokenTickets::Verdict::kValid) {
       return send_challenge(client_message, std::move(*token));
     }
     const auto proofs =
@@ -556,7 +568,11 @@ class TokenServerSession final : public ServerAuthSession {
                       std::int64_t now) {
     token_wire::TicketSuccess out;
     out.proof = proof;
-    if (auto ticket = mechanism_.tickets().issue(token.id.sequence_number, now)) {
+    // Only where a challenge is the alternative: elsewhere a session is one
+    // message each way without one.
+    std::optional<TokenTickets::Ticket> ticket;
+    if (!one_message_) ticket = mechanism_.tickets().issue(token.id.sequence_number, client_host_, now);
+    if (ticket) {
       out.ticket.assign(reinterpret_cast<const char*>(ticket->data()), ticket->size());
       out.lifetime_ms = static_cast<std::uint32_t>(
           std::min<std::int64_t>(mechanism_.tickets().lifetime().count(), UINT32_MAX));
@@ -580,6 +596,7 @@ class TokenServerSession final : public ServerAuthSession {
 
   TokenServerMechanism& mechanism_;
   std::string channel_binding_;
+  const std::string client_host_;  // what a ticket is bound to
   const bool one_message_;
   // Between AUTH_CHALLENGE and AUTH_RESPONSE (version 2 or 3): set once challenged.
   std::uint8_t version_ = token_wire::kChallengeVersion;
@@ -663,6 +680,12 @@ class TokenClientSession final : public ClientAuthSession {
         (*token_)->key, hello_bytes_,
         token_wire::view(challenge->server_nonce.data(), challenge->server_nonce.size()),
         channel_binding_);
+    // Our ticket was not taken: the endpoint's other tickets most likely
+    // came from a server we no longer reach (a restart, another server
+    // behind the address). Each ticket HELLO that misses its issuer stays
+    // acceptable there until it expires (from this client's address only):
+    // send no more of them.
+    if (answered_) (*token_)->tickets.drop(endpoint_);
     expected_ = proofs.server;
     answered_ = true;
     challenged_ = true;

@@ -222,10 +222,12 @@ struct TokenClientOptions {
   // A token to use instead of the file (programs that hold one in memory).
   std::optional<security::Token> token;
   std::shared_ptr<const security::Clock> clock;  // null: SystemClock
-  // Over plaintext tcp://, speak version 3: ask for session tickets and
-  // use them (one round trip instead of two). Off: version 2, for servers
-  // older than version 3, which refuse its HELLO as MALFORMED.
-  bool tickets = true;
+  // Over plaintext tcp://, speak version 3: keep the session tickets the
+  // server gives and use them (one round trip instead of two, where the
+  // server issues tickets: tokens.session_tickets). Off (the default):
+  // version 2, which servers older than version 3 speak too (they refuse a
+  // version 3 HELLO as MALFORMED).
+  bool tickets = false;
 };
 
 class TokenClientMechanism final : public ClientMechanism {

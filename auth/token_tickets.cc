@@ -3,6 +3,7 @@
 #include <openssl/crypto.h>
 #include <openssl/rand.h>
 
+#include <algorithm>
 #include <cstring>
 #include <limits>
 
@@ -14,12 +15,16 @@ namespace {
 constexpr std::string_view kTicketLabel{"authrpc token ticket\0", 21};
 constexpr std::size_t kTagBytes = 16;
 
-std::size_t round_up_to_64(std::size_t n) { return (n + 63) / 64 * 64; }
+std::size_t round_up_to_64(std::size_t n) {
+  return (std::min(n, TokenTickets::kMaxWindow) + 63) / 64 * 64;
+}
 
 }  // namespace
 
 TokenTickets::TokenTickets(std::size_t window, std::chrono::milliseconds lifetime)
-    : window_(round_up_to_64(window)), lifetime_(lifetime), unspent_(window_ / 64, 0) {
+    : window_(round_up_to_64(window)),
+      lifetime_(std::clamp(lifetime, std::chrono::milliseconds(1), kMaxLifetime)),
+      unspent_(window_ / 64, 0) {
   if (window_ == 0) return;
   std::array<std::uint8_t, 32> key{};
   if (RAND_bytes(key.data(), static_cast<int>(key.size())) == 1) {
@@ -29,13 +34,15 @@ TokenTickets::TokenTickets(std::size_t window, std::chrono::milliseconds lifetim
 }
 
 std::array<std::uint8_t, kTagBytes> TokenTickets::tag(std::uint64_t counter, std::int64_t expiry,
-                                                      std::uint64_t token) const {
+                                                      std::uint64_t token,
+                                                      std::string_view client_host) const {
   std::string fields;
-  fields.reserve(24);
+  fields.reserve(26 + client_host.size());
   security::ByteWriter w(&fields);
   w.u64(counter);
   w.i64(expiry);
   w.u64(token);
+  w.str16(client_host.substr(0, 0xffff));
   std::array<std::uint8_t, security::kHmacSha256Bytes> mac{};
   std::array<std::uint8_t, kTagBytes> out{};
   if (key_.mac({kTicketLabel, fields}, &mac)) {
@@ -47,7 +54,9 @@ std::array<std::uint8_t, kTagBytes> TokenTickets::tag(std::uint64_t counter, std
   return out;
 }
 
-std::optional<TokenTickets::Ticket> TokenTickets::issue(std::uint64_t token, std::int64_t now_ms) {
+std::optional<TokenTickets::Ticket> TokenTickets::issue(std::uint64_t token,
+                                                        std::string_view client_host,
+                                                        std::int64_t now_ms) {
   if (!enabled()) return std::nullopt;
   std::uint64_t counter = 0;
   {
@@ -66,20 +75,21 @@ std::optional<TokenTickets::Ticket> TokenTickets::issue(std::uint64_t token, std
   w.u64(counter);
   w.i64(expiry);
   std::memcpy(out.data(), head.data(), 16);
-  const auto t = tag(counter, expiry, token);
+  const auto t = tag(counter, expiry, token, client_host);
   std::memcpy(out.data() + 16, t.data(), kTagBytes);
   return out;
 }
 
 TokenTickets::Verdict TokenTickets::check(std::string_view ticket, std::uint64_t token,
-                                          std::int64_t now_ms, std::uint64_t* counter) const {
+                                          std::string_view client_host, std::int64_t now_ms,
+                                          std::uint64_t* counter) const {
   if (!enabled() || ticket.size() != kBytes) return Verdict::kForeign;
   security::ByteReader r(ticket);
   std::uint64_t c = 0;
   std::int64_t expiry = 0;
   std::string_view received;
   if (!r.u64(&c) || !r.i64(&expiry) || !r.raw(kTagBytes, &received)) return Verdict::kForeign;
-  const auto expected = tag(c, expiry, token);
+  const auto expected = tag(c, expiry, token, client_host);
   if (CRYPTO_memcmp(expected.data(), received.data(), kTagBytes) != 0) return Verdict::kForeign;
   if (expiry <= now_ms) return Verdict::kExpired;
   *counter = c;

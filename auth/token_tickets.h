@@ -9,14 +9,19 @@
 // ticket is accepted once. Each ticket is
 //   u64 counter || i64 expiry (ms since the epoch) || 16-byte tag
 // with tag = the first 16 bytes of HMAC-SHA256(key, "authrpc token
-// ticket" 0x00 || counter || expiry || u64 token sequence number), under a
-// key drawn from the CSPRNG when the mechanism is made and never stored:
-// another server of a fleet, or this one after a restart, fails the tag
-// (kForeign) and challenges. Counters are issued in order; the window keeps
-// one bit per counter for the last `window` issued ("not yet spent"), as
-// IPsec's anti-replay window keeps the sequence numbers it has seen: memory
-// is `window` bits whatever the rate, and a ticket more than `window`
-// issues old is refused (kUsed) like a spent one.
+// ticket" 0x00 || counter || expiry || u64 token sequence number ||
+// str16(client host)), under a key drawn from the CSPRNG when the mechanism
+// is made and never stored: another server of a fleet, this one after a
+// restart, or a connection from another address fails the tag (kForeign)
+// and challenges. The address binding is what keeps a ticket HELLO that
+// never reached its issuer (a load balancer sent it to another server, the
+// connection broke first) from being played to the issuer by an observer
+// elsewhere: docs/TOKENS.md, "Session tickets". Counters are issued in
+// order; the window keeps one bit per counter for the last `window` issued
+// ("not yet spent"), as IPsec's anti-replay window keeps the sequence
+// numbers it has seen: memory is `window` bits whatever the rate, and a
+// ticket more than `window` issues old is refused by redeem() like a spent
+// one.
 #pragma once
 
 #include <array>
@@ -36,34 +41,40 @@ class TokenTickets {
  public:
   static constexpr std::size_t kBytes = 32;
   using Ticket = std::array<std::uint8_t, kBytes>;
-  enum class Verdict { kValid, kForeign, kExpired, kUsed };
+  enum class Verdict { kValid, kForeign, kExpired };
+  static constexpr std::size_t kMaxWindow = std::size_t{1} << 24;
+  static constexpr std::chrono::milliseconds kMaxLifetime{std::chrono::hours(1)};
 
-  // `window` tickets outstanding at most (0: none are issued); each valid
-  // for `lifetime`. A CSPRNG failure leaves the issuer disabled.
+  // `window` tickets outstanding at most (0: none are issued; rounded up to
+  // a multiple of 64, at most kMaxWindow); each valid for `lifetime` (1 ms
+  // to kMaxLifetime). A CSPRNG failure leaves the issuer disabled.
   TokenTickets(std::size_t window, std::chrono::milliseconds lifetime);
 
   bool enabled() const noexcept { return window_ > 0 && !key_.empty(); }
   std::chrono::milliseconds lifetime() const noexcept { return lifetime_; }
   std::size_t window() const noexcept { return window_; }
 
-  // A new ticket for sessions of token `token` (its sequence number),
-  // valid until now_ms + lifetime; nullopt if disabled.
-  std::optional<Ticket> issue(std::uint64_t token, std::int64_t now_ms);
+  // A new ticket for sessions of token `token` (its sequence number) from
+  // `client_host` (the peer address without its port), valid until
+  // now_ms + lifetime; nullopt if disabled.
+  std::optional<Ticket> issue(std::uint64_t token, std::string_view client_host,
+                              std::int64_t now_ms);
 
-  // Whether `ticket` is one of ours, for `token`, and unexpired at now_ms;
-  // on kValid, *counter is what to redeem(). Changes nothing: the caller
-  // checks the proof over the ticket before spending it, so that a stranger
-  // who saw the ticket go by cannot spend it. Any bytes are safe.
-  Verdict check(std::string_view ticket, std::uint64_t token, std::int64_t now_ms,
-                std::uint64_t* counter) const;
+  // Whether `ticket` is one of ours, for `token` from `client_host`, and
+  // unexpired at now_ms; on kValid, *counter is what to redeem(). Changes
+  // nothing: the caller checks the proof over the ticket before spending
+  // it, so that a stranger who saw the ticket go by cannot spend it. Any
+  // bytes are safe.
+  Verdict check(std::string_view ticket, std::uint64_t token, std::string_view client_host,
+                std::int64_t now_ms, std::uint64_t* counter) const;
 
   // Spends a checked ticket: true once per counter; false if spent already
-  // or no longer in the window (kUsed).
+  // or no longer in the window.
   bool redeem(std::uint64_t counter);
 
  private:
-  std::array<std::uint8_t, 16> tag(std::uint64_t counter, std::int64_t expiry,
-                                   std::uint64_t token) const;
+  std::array<std::uint8_t, 16> tag(std::uint64_t counter, std::int64_t expiry, std::uint64_t token,
+                                   std::string_view client_host) const;
 
   const std::size_t window_;  // a multiple of 64
   const std::chrono::milliseconds lifetime_;

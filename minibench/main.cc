@@ -122,9 +122,11 @@ Methods (--method M[,M...] or "all"; default all; with --server: simple):
   simple         no security (the "No security" column)
   kerberos       Kerberos V5 through GSSAPI, authrpc's fast path
   token          delegation token, authrpc's fast path (one message each
-                 way) over unix and tls; over plaintext tcp the challenge
-                 exchange (one round trip more; the spawned server opts in
-                 to it, a --server must set tokens.allow_plaintext);
+                 way) over unix and tls; over plaintext tcp a session
+                 ticket from the session before (the first is challenged:
+                 one round trip more; the spawned server opts in to both,
+                 a --server must set tokens.allow_plaintext and
+                 tokens.session_tickets, or every session is challenged);
                  minibench first fetches one over Kerberos from the server
                  (as HADOOP-6637)
   kerberos-sasl  Kerberos through Cyrus SASL GSSAPI (interop)
@@ -363,12 +365,15 @@ struct RowLabel {
   std::optional<double> rate_target = std::nullopt;
   // An OAuth 2.0 access token (JWT) from BenchJwtIssuer (jwt_bench.h).
   bool issued_jwt = false;
+  // Client options (JSON) added to the ones minibench gives the method.
+  const char* client_options = nullptr;
 };
 constexpr RowLabel kRowLabels[] = {
     {"simple", FloorKind::kBare, kSessionTarget, 0.9},                // names: row label
     {"kerberos", FloorKind::kGss, kKerberosSessionTarget, 0.95},      // names: row label
     {"kerberos-sasl", FloorKind::kGss, std::nullopt},                 // names: row label
-    {"token", FloorKind::kBare, std::nullopt, 0.8},                   // names: row label
+    // Session tickets over plaintext tcp (the spawned server issues them).
+    {"token", FloorKind::kBare, std::nullopt, 0.8, false, R"({"tickets": true})"},  // names: row label
     {"token-digest", FloorKind::kBare, std::nullopt},                 // names: row label
     {"token-scram", FloorKind::kBare, std::nullopt},                  // names: row label
     {"jwt", FloorKind::kBare, std::nullopt, std::nullopt, true},      // names: row label
@@ -1061,6 +1066,9 @@ int run(const Args& args) {
       token_options = *fetched;
     }
     m.client_options = *token_options;
+    if (const RowLabel* label = row_label(m.name); label != nullptr && label->client_options) {
+      m.client_options.update(nlohmann::json::parse(label->client_options));
+    }
     ++it;
   }
   if (selection.methods.empty()) {

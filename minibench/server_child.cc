@@ -224,9 +224,11 @@ void serve(int fd, const ServerChildOptions& options, const std::function<void()
       t.dir = options.token_store_dir;
     }
     t.log = authrpc::stderr_log_sink(authrpc::LogLevel::kWarning);
-    // The token/tcp row: plaintext tcp:// takes the challenge exchange,
-    // which a server must opt in to (docs/TOKENS.md, "Replay").
+    // The token/tcp row: plaintext tcp:// takes a session ticket or the
+    // challenge exchange, which a server must opt in to (docs/TOKENS.md,
+    // "Replay" and "Session tickets"; its clients are all on loopback).
     t.mechanism.allow_plaintext = true;
+    t.mechanism.session_tickets = std::size_t{1} << 16;
     auto opened = authrpc::TokenService::open(std::move(t));
     if (!opened.ok()) fail_child(fd, "token service: " + opened.status().to_string());
     tokens = std::move(*opened);

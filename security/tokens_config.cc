@@ -10,14 +10,13 @@ Status tokens_config_error(std::string_view detail) {
 }
 
 Status read_tokens_ms(const nlohmann::json& o, std::string_view section, const char* key,
-                      std::chrono::milliseconds& out, std::int64_t min_ms) {
+                      std::chrono::milliseconds& out, std::int64_t min_ms, std::int64_t max_ms) {
   if (!o.contains(key)) return {};
   const auto& v = o[key];
-  constexpr std::int64_t kMax = 3650ll * 24 * 3600 * 1000;  // ten years
-  if (!v.is_number_integer() || v.get<std::int64_t>() < min_ms || v.get<std::int64_t>() > kMax) {
+  if (!v.is_number_integer() || v.get<std::int64_t>() < min_ms || v.get<std::int64_t>() > max_ms) {
     return tokens_config_error(std::string(section) + "." + key +
                                "' must be an integer number of milliseconds from " +
-                               std::to_string(min_ms) + " to " + std::to_string(kMax));
+                               std::to_string(min_ms) + " to " + std::to_string(max_ms));
   }
   out = std::chrono::milliseconds(v.get<std::int64_t>());
   return {};

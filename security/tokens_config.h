@@ -16,10 +16,11 @@ namespace authrpc::security {
 // kConfigError "'tokens<detail>", e.g. detail ".store.root' is required".
 Status tokens_config_error(std::string_view detail);
 
-// Reads o[key], if present, as whole milliseconds in [min_ms, ten years]
+// Reads o[key], if present, as whole milliseconds in [min_ms, max_ms] (ten years by default)
 // into `out`; kConfigError naming 'tokens<section>.<key>' otherwise, where
 // `section` is where `o` sits below "tokens" ("" or ".store").
 Status read_tokens_ms(const nlohmann::json& o, std::string_view section, const char* key,
-                      std::chrono::milliseconds& out, std::int64_t min_ms);
+                      std::chrono::milliseconds& out, std::int64_t min_ms,
+                      std::int64_t max_ms = 3650ll * 24 * 3600 * 1000);
 
 }  // namespace authrpc::security

@@ -196,7 +196,8 @@ Result<TokenServiceOptions> read_token_service_options(const nlohmann::json& con
                    read_tokens_ms(config, "", "sweep_interval_ms", o.sweep_interval, 100),
                    read_tokens_ms(config, "", "max_clock_skew_ms", o.mechanism.max_clock_skew, 1000),
                    read_tokens_ms(config, "", "session_ticket_lifetime_ms",
-                                  o.mechanism.session_ticket_lifetime, 1000),
+                                  o.mechanism.session_ticket_lifetime, 1000,
+                                  TokenTickets::kMaxLifetime.count()),
                    read_strings(config, "services", o.mechanism.services)}) {
     if (!s.ok()) return s;
   }

@@ -474,13 +474,17 @@ TEST_F(TokenItest, TokensSurviveAServerRestartButCapturedSessionsDoNot) {
 TEST_F(TokenItest, SessionTicketsSaveARoundTripAndSurviveARestart) {
   TokenServiceOptions t;
   t.mechanism.allow_plaintext = true;
+  t.mechanism.session_tickets = 1 << 16;
   auto running = Start(t, "tcp://127.0.0.1:0");
   ASSERT_TRUE(running.ok()) << Describe(running);
   const Endpoint endpoint = running->endpoint;
   auto token = Fetch(endpoint, "alice", "");
   ASSERT_TRUE(token.ok()) << Describe(token);
-  NoTicket no_ticket(dir_);
-  auto capture = std::make_shared<testing::CapturingClient>(WithToken(*token));
+  NoTicket no_ticket(dir_);  // no Kerberos ticket: the token alone
+  TokenClientOptions o;
+  o.token = *token;
+  o.tickets = true;
+  auto capture = std::make_shared<testing::CapturingClient>(std::make_shared<TokenClientMechanism>(o));
   // Connects without waiting for AUTH_SUCCESS and makes a call at once.
   auto session = [&](std::size_t messages) {
     auto client = testing::TestClient(endpoint).mechanism(capture).wait_for_authentication(false).connect();

@@ -65,9 +65,10 @@ ChannelInfo Tls(char binding) {
   c.channel_binding = std::string(32, binding);
   return c;
 }
-ChannelInfo PlainTcp() {
+ChannelInfo PlainTcp(std::string peer = "192.0.2.1:40000") {
   ChannelInfo c;
   c.scheme = Endpoint::Scheme::kTcp;
+  c.peer_address = std::move(peer);
   return c;
 }
 
@@ -141,6 +142,13 @@ ServerStep Replay(TokenServerMechanism& server, const ChannelInfo& channel,
 TokenServerOptions AllowPlaintext() {
   TokenServerOptions o;
   o.allow_plaintext = true;
+  return o;
+}
+
+// Plaintext tcp with session tickets (off by default).
+TokenServerOptions TicketsOn() {
+  TokenServerOptions o = AllowPlaintext();
+  o.session_tickets = 1 << 16;
   return o;
 }
 
@@ -477,7 +485,7 @@ TEST(TokenMechanism, ProofsFollowTheProtocolFormula) {
     EXPECT_EQ(out.server.message, "\x01" + Hmac(token, kServerLabel, t + client));
   }
   // Version 2.
-  Realm realm(AllowPlaintext());
+  Realm realm(TicketsOn());
   const Token token = realm.Issue();
   TokenClientOptions co;
   co.token = token;
@@ -523,7 +531,7 @@ TEST(TokenMechanism, ProofsFollowTheProtocolFormula) {
   const std::string t3c = hello.message + challenge.message.substr(1) + str16("");
   const std::string proof3c = Hmac(token, kClientLabel, t3c);
   EXPECT_EQ(response.message, "\x03" + proof3c);
-  const std::string lifetime("\x00\x09\x27\xc0", 4);  // 600,000 ms
+  const std::string lifetime("\x00\x01\xd4\xc0", 4);  // 120,000 ms
   ASSERT_EQ(done.message.size(), 1 + 32 + 4 + 1 + 32u);
   EXPECT_EQ(done.message.substr(0, 1 + 32 + 4 + 1),
             "\x03" + Hmac(token, kServerLabel, t3c + proof3c) + lifetime + "\x20");
@@ -812,23 +820,23 @@ TEST(TokenReplayCache, ExtremeTimesAreSafe) {
   EXPECT_LE(cache.size(), 2u);
 }
 
-// The server configuration's keys for the mechanism (docs/CONFIG.md, `tokens`).
 // --- session tickets (version 3, plaintext tcp://) ---------------------------
 
 // The issuer alone: each ticket once, only this issuer's, only for its
 // token, only before it expires, only while in the window; any bytes safe.
 TEST(TokenTickets, EachTicketOnceFromThisIssuerOnly) {
   constexpr std::int64_t kNow = 1'700'000'000'000;
+  constexpr std::string_view kHost = "192.0.2.1";
   TokenTickets tickets(128, 60s);
   auto bytes = [](const TokenTickets::Ticket& t) {
     return std::string(reinterpret_cast<const char*>(t.data()), t.size());
   };
-  auto ticket = tickets.issue(7, kNow);
+  auto ticket = tickets.issue(7, kHost, kNow);
   ASSERT_TRUE(ticket);
   std::uint64_t counter = 0;
-  ASSERT_EQ(tickets.check(bytes(*ticket), 7, kNow, &counter), TokenTickets::Verdict::kValid);
+  ASSERT_EQ(tickets.check(bytes(*ticket), 7, kHost, kNow, &counter), TokenTickets::Verdict::kValid);
   // Checking spends nothing; redeeming does, once.
-  ASSERT_EQ(tickets.check(bytes(*ticket), 7, kNow, &counter), TokenTickets::Verdict::kValid);
+  ASSERT_EQ(tickets.check(bytes(*ticket), 7, kHost, kNow, &counter), TokenTickets::Verdict::kValid);
   EXPECT_TRUE(tickets.redeem(counter));
   EXPECT_FALSE(tickets.redeem(counter));
   EXPECT_FALSE(tickets.redeem(counter + 1)) << "not issued yet";
@@ -837,42 +845,56 @@ TEST(TokenTickets, EachTicketOnceFromThisIssuerOnly) {
     const char* name;
     std::string ticket;
     std::uint64_t token;
+    std::string_view host;
     std::int64_t now;
     TokenTickets::Verdict verdict;
   };
   TokenTickets other(128, 60s);  // another server of the fleet, or this one restarted
-  const std::string fresh = bytes(*tickets.issue(7, kNow));
+  const std::string fresh = bytes(*tickets.issue(7, kHost, kNow));
   std::vector<Case> cases = {
-      {"fresh", fresh, 7, kNow, TokenTickets::Verdict::kValid},
-      {"another issuer's", bytes(*other.issue(7, kNow)), 7, kNow, TokenTickets::Verdict::kForeign},
-      {"another token's", fresh, 8, kNow, TokenTickets::Verdict::kForeign},
-      {"at its expiry", fresh, 7, kNow + 60'000, TokenTickets::Verdict::kExpired},
-      {"empty", "", 7, kNow, TokenTickets::Verdict::kForeign},
-      {"short", fresh.substr(1), 7, kNow, TokenTickets::Verdict::kForeign},
-      {"long", fresh + "x", 7, kNow, TokenTickets::Verdict::kForeign},
+      {"fresh", fresh, 7, kHost, kNow, TokenTickets::Verdict::kValid},
+      {"another issuer's", bytes(*other.issue(7, kHost, kNow)), 7, kHost, kNow,
+       TokenTickets::Verdict::kForeign},
+      {"another token's", fresh, 8, kHost, kNow, TokenTickets::Verdict::kForeign},
+      {"from another address", fresh, 7, "192.0.2.2", kNow, TokenTickets::Verdict::kForeign},
+      {"at its expiry", fresh, 7, kHost, kNow + 60'000, TokenTickets::Verdict::kExpired},
+      {"empty", "", 7, kHost, kNow, TokenTickets::Verdict::kForeign},
+      {"short", fresh.substr(1), 7, kHost, kNow, TokenTickets::Verdict::kForeign},
+      {"long", fresh + "x", 7, kHost, kNow, TokenTickets::Verdict::kForeign},
   };
   for (std::size_t i = 0; i < fresh.size(); ++i) {  // counter, expiry, tag
     std::string tampered = fresh;
     tampered[i] = static_cast<char>(tampered[i] ^ 0x01);
-    cases.push_back({"tampered", tampered, 7, kNow, TokenTickets::Verdict::kForeign});
+    cases.push_back({"tampered", tampered, 7, kHost, kNow, TokenTickets::Verdict::kForeign});
   }
   for (const auto& c : cases) {
     SCOPED_TRACE(c.name);
     std::uint64_t ignored = 0;
-    EXPECT_EQ(tickets.check(c.ticket, c.token, c.now, &ignored), c.verdict);
+    EXPECT_EQ(tickets.check(c.ticket, c.token, c.host, c.now, &ignored), c.verdict);
   }
 
   // A ticket more than `window` issues old is refused like a spent one:
   // the window is all the memory there is.
-  const std::string oldest = bytes(*tickets.issue(7, kNow));
-  ASSERT_EQ(tickets.check(oldest, 7, kNow, &counter), TokenTickets::Verdict::kValid);
-  for (std::size_t i = 0; i < tickets.window(); ++i) tickets.issue(7, kNow);
+  const std::string oldest = bytes(*tickets.issue(7, kHost, kNow));
+  ASSERT_EQ(tickets.check(oldest, 7, kHost, kNow, &counter), TokenTickets::Verdict::kValid);
+  for (std::size_t i = 0; i < tickets.window(); ++i) tickets.issue(7, kHost, kNow);
   EXPECT_FALSE(tickets.redeem(counter));
   // Disabled: none issued, none accepted.
   TokenTickets none(0, 60s);
   EXPECT_FALSE(none.enabled());
-  EXPECT_FALSE(none.issue(7, kNow));
-  EXPECT_EQ(none.check(fresh, 7, kNow, &counter), TokenTickets::Verdict::kForeign);
+  EXPECT_FALSE(none.issue(7, kHost, kNow));
+  EXPECT_EQ(none.check(fresh, 7, kHost, kNow, &counter), TokenTickets::Verdict::kForeign);
+  // Out-of-range settings are clamped, never undefined behaviour.
+  TokenTickets extreme(std::numeric_limits<std::size_t>::max(), std::chrono::milliseconds(-5));
+  EXPECT_EQ(extreme.window(), TokenTickets::kMaxWindow);
+  EXPECT_EQ(extreme.lifetime(), std::chrono::milliseconds(1));
+  TokenTickets one(1, std::chrono::hours(24 * 365));
+  EXPECT_EQ(one.window(), 64u);
+  EXPECT_EQ(one.lifetime(), TokenTickets::kMaxLifetime);
+  auto late = one.issue(7, kHost, std::numeric_limits<std::int64_t>::max() - 1);
+  ASSERT_TRUE(late);
+  EXPECT_EQ(one.check(bytes(*late), 7, kHost, std::numeric_limits<std::int64_t>::max() - 1, &counter),
+            TokenTickets::Verdict::kValid);
 }
 
 // A client's sessions to one endpoint, each after the one before: the first
@@ -913,6 +935,7 @@ TEST(TokenMechanism, SessionTicketsSaveTheChallengeAndFallBackToIt) {
     TokenClientOptions co;
     co.token = realm.Issue();
     co.clock = client_clock;
+    co.tickets = true;
     TokenClientMechanism client(co);
 
     auto first = Authenticate(client, *realm.server, PlainTcp(), PlainTcp());
@@ -945,6 +968,7 @@ std::unique_ptr<TokenClientMechanism> ClientWithATicket(Realm& realm) {
   TokenClientOptions co;
   co.token = realm.Issue();
   co.clock = realm.clock;
+  co.tickets = true;
   auto client = std::make_unique<TokenClientMechanism>(co);
   auto first = Authenticate(*client, *realm.server, PlainTcp(), PlainTcp());
   EXPECT_EQ(first.server.kind, ServerStep::Kind::kSuccess) << first.server.error.to_string();
@@ -957,8 +981,8 @@ std::unique_ptr<TokenClientMechanism> ClientWithATicket(Realm& realm) {
 // observer cannot answer; and a HELLO with a good ticket but a wrong proof
 // is FORGED without spending the ticket.
 TEST(TokenMechanism, RecordedTicketHellosDoNotAuthenticateAgain) {
-  Realm realm(AllowPlaintext());
-  auto fleet_b = std::make_shared<TokenServerMechanism>(realm.secrets, AllowPlaintext());
+  Realm realm(TicketsOn());
+  auto fleet_b = std::make_shared<TokenServerMechanism>(realm.secrets, TicketsOn());
   auto owned = ClientWithATicket(realm);
   TokenClientMechanism& client = *owned;
   auto ticketed = Authenticate(client, *realm.server, PlainTcp(), PlainTcp());
@@ -1002,16 +1026,66 @@ TEST(TokenMechanism, RecordedTicketHellosDoNotAuthenticateAgain) {
   EXPECT_TRUE(Await(session->complete(good.message)).ok());
 }
 
+// A ticket HELLO that never reached its issuer A (the client's next
+// connection to the address went to B, which challenged it) is not spent
+// at A: played there from another address it is challenged (the ticket is
+// bound to the client's address as A saw it); from the client's own
+// address A takes it — the limit docs/TOKENS.md states, which is why
+// session tickets are off by default and never for servers behind a proxy
+// that hides client addresses. The client sends no more tickets to that
+// address once one was challenged.
+TEST(TokenMechanism, ATicketHelloThatMissedItsIssuerIsBoundToTheClientAddress) {
+  Realm realm(TicketsOn());
+  TokenServerOptions no_tickets = AllowPlaintext();
+  auto fleet_b = std::make_shared<TokenServerMechanism>(realm.secrets, no_tickets);
+  auto client = ClientWithATicket(realm);
+  // Two sessions at once: the client ends with two of A's tickets.
+  ChannelInfo info = PlainTcp();
+  info.server_uri = std::string(kService);
+  auto with_ticket = client->start(info);
+  auto without = client->start(info);
+  ClientStep hello1 = Await(with_ticket->initial());
+  ClientStep hello2 = Await(without->initial());
+  ASSERT_TRUE(hello1.final);
+  ASSERT_FALSE(hello2.final);
+  ServerStep done1 = Await(realm.server->start(PlainTcp())->step(hello1.message));
+  ASSERT_EQ(done1.kind, ServerStep::Kind::kSuccess) << done1.error.to_string();
+  ASSERT_TRUE(Await(with_ticket->complete(done1.message)).ok());
+  auto server2 = realm.server->start(PlainTcp());
+  ServerStep challenge = Await(server2->step(hello2.message));
+  ASSERT_EQ(challenge.kind, ServerStep::Kind::kChallenge);
+  ServerStep done2 = Await(server2->step(Await(without->challenge(challenge.message)).message));
+  ASSERT_EQ(done2.kind, ServerStep::Kind::kSuccess) << done2.error.to_string();
+  ASSERT_TRUE(Await(without->complete(done2.message)).ok());
+
+  // The next connection goes to B, which challenges A's ticket (and
+  // issues none).
+  auto missed = Authenticate(*client, *fleet_b, PlainTcp(), PlainTcp());
+  ASSERT_EQ(missed.server.kind, ServerStep::Kind::kSuccess) << missed.server.error.to_string();
+  ASSERT_TRUE(missed.challenged_last);
+  const std::string hello = missed.sent[0];
+  // Played to A by an observer elsewhere: challenged.
+  EXPECT_EQ(Replay(*realm.server, PlainTcp("192.0.2.99:50000"), {hello}).kind,
+            ServerStep::Kind::kChallenge);
+  // The client dropped A's other ticket: its next HELLO carries none.
+  auto next = Authenticate(*client, *realm.server, PlainTcp(), PlainTcp());
+  ASSERT_EQ(next.server.kind, ServerStep::Kind::kSuccess) << next.server.error.to_string();
+  EXPECT_EQ(next.sent.size(), 2u);
+  EXPECT_FALSE(next.challenged_last);
+  // The documented limit: from the client's own address, A takes it.
+  EXPECT_EQ(Replay(*realm.server, PlainTcp(), {hello}).kind, ServerStep::Kind::kSuccess);
+}
+
 // Old and new ends: a client without tickets speaks version 2, which every
 // server with the challenge accepts (servers older than version 3 refuse
 // its HELLO: docs/TOKENS.md "Session tickets"); its AUTH_SUCCESS is
 // version 2's, and it keeps no ticket.
 TEST(TokenMechanism, ClientWithoutTicketsSpeaksVersionTwo) {
-  Realm realm(AllowPlaintext());
+  Realm realm(TicketsOn());
   TokenClientOptions co;
   co.token = realm.Issue();
   co.clock = realm.clock;
-  co.tickets = false;
+  EXPECT_FALSE(co.tickets) << "tickets are opt-in";
   TokenClientMechanism client(co);
   for (int session = 0; session < 2; ++session) {
     auto out = Authenticate(client, *realm.server, PlainTcp(), PlainTcp());
@@ -1023,7 +1097,7 @@ TEST(TokenMechanism, ClientWithoutTicketsSpeaksVersionTwo) {
   }
   // The client option, as a config file sets it.
   auto registry = MechanismRegistry::with_builtins();
-  EXPECT_TRUE(registry.make_client("token", {{"tickets", false}}).ok());
+  EXPECT_TRUE(registry.make_client("token", {{"tickets", true}}).ok());
   EXPECT_FALSE(registry.make_client("token", {{"tickets", "no"}}).ok());
 }
 
@@ -1031,7 +1105,7 @@ TEST(TokenMechanism, ClientWithoutTicketsSpeaksVersionTwo) {
 // HELLO, response and AUTH_SUCCESS is refused by the decoders, and the
 // server answers with MALFORMED, never a crash.
 TEST(TokenMechanism, RefusesMalformedVersionThreeMessages) {
-  Realm realm(AllowPlaintext());
+  Realm realm(TicketsOn());
   auto client = ClientWithATicket(realm);
   ChannelInfo info = PlainTcp();
   info.server_uri = std::string(kService);
@@ -1060,6 +1134,7 @@ TEST(TokenMechanism, RefusesMalformedVersionThreeMessages) {
   EXPECT_FALSE(token_wire::TicketSuccess::decode(good + "x"));
 }
 
+// The server configuration's keys for the mechanism (docs/CONFIG.md, `tokens`).
 TEST(TokenMechanism, ConfigKeys) {
   auto defaults = token_service_options_from_json({{"store", "memory"}});
   ASSERT_TRUE(defaults.ok()) << defaults.status().to_string();
@@ -1070,8 +1145,8 @@ TEST(TokenMechanism, ConfigKeys) {
   ASSERT_TRUE(set.ok()) << set.status().to_string();
   EXPECT_TRUE(set->mechanism.allow_plaintext);
   EXPECT_EQ(set->mechanism.replay_cache_per_token, 64u);
-  EXPECT_EQ(defaults->mechanism.session_tickets, 65536u);
-  EXPECT_EQ(defaults->mechanism.session_ticket_lifetime, std::chrono::minutes(10));
+  EXPECT_EQ(defaults->mechanism.session_tickets, 0u);
+  EXPECT_EQ(defaults->mechanism.session_ticket_lifetime, std::chrono::minutes(2));
   auto tickets = token_service_options_from_json(
       {{"store", "memory"}, {"session_tickets", 0}, {"session_ticket_lifetime_ms", 5000}});
   ASSERT_TRUE(tickets.ok()) << tickets.status().to_string();
@@ -1081,6 +1156,7 @@ TEST(TokenMechanism, ConfigKeys) {
                                     nlohmann::json{{"store", "memory"}, {"session_tickets", -1}},
                                     nlohmann::json{{"store", "memory"}, {"session_tickets", 1 << 25}},
                                     nlohmann::json{{"store", "memory"}, {"session_ticket_lifetime_ms", 10}},
+                                    nlohmann::json{{"store", "memory"}, {"session_ticket_lifetime_ms", 3'600'001}},
                                     nlohmann::json{{"store", "memory"}, {"replay_cache_per_token", 0}},
                                     nlohmann::json{{"store", "memory"}, {"replay_cache_per_token", -1}}}) {
     auto r = token_service_options_from_json(bad);

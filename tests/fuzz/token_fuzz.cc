@@ -206,11 +206,12 @@ void ticket_sessions(std::string_view data) {
   const TokenRealm& realm = token_realm();
   TokenServerOptions options;
   options.allow_plaintext = true;
-  options.session_tickets = 64;  // small: reach the window's end
+  options.session_tickets = 64;
   TokenServerMechanism server(realm.secrets, options);
   TokenClientOptions co;
   co.token = realm.token;
   co.clock = realm.clock;
+  co.tickets = true;
   TokenClientMechanism client(co);
   ChannelInfo channel;
   channel.scheme = Endpoint::Scheme::kTcp;
