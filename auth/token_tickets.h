@@ -8,12 +8,11 @@
 // server process made, so a client proof over it is fresh as long as each
 // ticket is accepted once. Each ticket is
 //   u64 counter || i64 expiry (ms since the epoch) || 16-byte tag
-// with tag = the first 16 bytes of HMAC-SHA256(key, "authrpc token
-// ticket" 0x00 || counter || expiry || u64 token sequence number ||
-// str16(client host)), under a key drawn from the CSPRNG when the mechanism
-// is made and never stored: another server of a fleet, this one after a
-// restart, or a connection from another address fails the tag (kForeign)
-// and challenges. The address binding is what keeps a ticket HELLO that
+// with tag = the first 16 bytes of HMAC-SHA256(key, counter || expiry ||
+// u64 token sequence number || str16(client host)), under a key drawn from
+// the CSPRNG when the mechanism is made and never stored: another server of
+// a fleet, this one after a restart, or a connection from another address
+// fails the tag (kForeign) and challenges. The address binding is what keeps a ticket HELLO that
 // never reached its issuer (a load balancer sent it to another server, the
 // connection broke first) from being played to the issuer by an observer
 // elsewhere: docs/TOKENS.md, "Session tickets". Counters are issued in

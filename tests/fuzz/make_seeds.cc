@@ -237,11 +237,13 @@ void token_seeds() {
   std::string four = u8(4) + u8(0x19);
   for (int i = 0; i < 4; ++i) four += u8(1 | 2 | 4 | 8) + std::string(token_wire::kNonceBytes, char('a' + i)) + u64(i);
   seed("token_fuzz", "session-four-fill-replay-cache", four);
-  // Mode 6, session flags: 0 genuine, 1 replay the last ticket HELLO, 2 flip
-  // a byte of it, 3 a raw message (u8 length).
+  // Mode 6, session flags: 0 genuine, 1 replay the last ticket HELLO (with
+  // 4: an unseen one, from another address), 2 flip a byte of it, 3 a raw
+  // message (u8 length).
   seed("token_fuzz", "tickets-genuine-replayed-flipped",
        u8(6) + u8(0) + u8(0) + u8(1) + u8(2) + u8(17) + u8(0));
   seed("token_fuzz", "tickets-raw", u8(6) + u8(0) + u8(3) + u8(4) + "\x03\x00\x01x" + u8(0));
+  seed("token_fuzz", "tickets-unseen-elsewhere", u8(6) + u8(0) + u8(0) + u8(5) + u8(0));
 }
 
 // ---- credentials_file_fuzz -------------------------------------------------

@@ -18,7 +18,8 @@
 //      half and a server half with a small ticket window, up to eight
 //      sessions, each chosen by the input: a genuine one (must succeed), the
 //      last ticket HELLO played again, or with a byte flipped, or a raw
-//      message from the input — none of the last three may succeed.
+//      message from the input, or a ticket HELLO the server never saw
+//      played from another address — none of the last four may succeed.
 #include <cstdint>
 #include <cstring>
 #include <memory>
@@ -224,6 +225,18 @@ void ticket_sessions(std::string_view data) {
     if ((flags & 3) == 0) {
       const ServerStep s = genuine_session(client, server, channel, &ticket_hello);
       require(s.kind == ServerStep::Kind::kSuccess, "a genuine ticket session failed");
+      continue;
+    }
+    if ((flags & 3) == 1 && (flags & 4) != 0) {
+      // A ticket HELLO the server never saw (its ticket unspent), played
+      // by someone at another address: the ticket is bound to the client's.
+      asio::io_context io;
+      const ClientStep c = run(io, client.start(channel)->initial());
+      if (c.kind != ClientStep::Kind::kSend || !c.final) continue;
+      ChannelInfo elsewhere = channel;
+      elsewhere.peer_address = "192.0.2.99:40000";
+      require(step(server, elsewhere, c.message).kind != ServerStep::Kind::kSuccess,
+              "an unspent ticket HELLO succeeded from another address");
       continue;
     }
     std::string message;
