@@ -498,7 +498,10 @@ class TokenServerSession final : public ServerAuthSession {
     const security::IssuedToken& issued = **token;
     const std::int64_t now = mechanism_.clock().now().time_since_epoch().count();
     std::uint64_t counter = 0;
-    if (mechanism_.tickets().check(hello->ticket, issued.id.sequence_number, client_host_, now,
+    // Without the client's address (a ChannelInfo an embedder made without
+    // one) no ticket is bound to anything: none is taken or issued.
+    if (client_host_.empty() ||
+        mechanism_.tickets().check(hello->ticket, issued.id.sequence_number, client_host_, now,
                                    &counter) != TokenTickets::Verdict::kValid) {
       return send_challenge(client_message, std::move(*token));
     }
@@ -571,7 +574,9 @@ class TokenServerSession final : public ServerAuthSession {
     // Only where a challenge is the alternative: elsewhere a session is one
     // message each way without one.
     std::optional<TokenTickets::Ticket> ticket;
-    if (!one_message_) ticket = mechanism_.tickets().issue(token.id.sequence_number, client_host_, now);
+    if (!one_message_ && !client_host_.empty()) {
+      ticket = mechanism_.tickets().issue(token.id.sequence_number, client_host_, now);
+    }
     if (ticket) {
       out.ticket.assign(reinterpret_cast<const char*>(ticket->data()), ticket->size());
       out.lifetime_ms = static_cast<std::uint32_t>(
@@ -619,6 +624,13 @@ class TokenClientSession final : public ClientAuthSession {
                  : tickets                     ? token_wire::kTicketVersion
                                                : token_wire::kChallengeVersion) {}
 
+  // A ticket HELLO whose session did not end in our AUTH_SUCCESS check (the
+  // server refused the mechanism or the HELLO, the connection broke) may
+  // not have been spent by its issuer: send no more of the endpoint's.
+  ~TokenClientSession() override {
+    if (sent_ticket_ && !completed_ && token_.ok()) (*token_)->tickets.drop(endpoint_);
+  }
+
   asio::awaitable<ClientStep> initial() override {
     if (!token_.ok()) co_return ClientStep::failure(token_.status());
     const Prepared& token = **token_;
@@ -649,6 +661,7 @@ class TokenClientSession final : public ClientAuthSession {
         co_return ClientStep::send(std::move(hello), false);
       }
       w.raw(*ticket);
+      sent_ticket_ = true;
     } else {
       w.i64(now_.time_since_epoch().count());
     }
@@ -712,6 +725,7 @@ class TokenClientSession final : public ClientAuthSession {
       co_return auth_failed(
           "the server did not prove it knows the token's password (not the server that issued it?)");
     }
+    completed_ = true;
     if (ticketed && !ticketed->ticket.empty() && ticketed->lifetime_ms > 0) {
       // Kept a little less than the server said: the ticket must still be
       // valid when the next HELLO arrives.
@@ -732,6 +746,8 @@ class TokenClientSession final : public ClientAuthSession {
   std::string hello_bytes_;  // version 2 and 3: what the challenged transcript starts with
   bool answered_ = false;    // a client proof has been sent
   bool challenged_ = false;  // the server challenged
+  bool sent_ticket_ = false;  // the HELLO carried a ticket
+  bool completed_ = false;    // the server's proof checked out
   std::array<std::uint8_t, token_wire::kProofBytes> expected_{};
 };
 

@@ -9,11 +9,13 @@
 #include <asio/co_spawn.hpp>
 #include <asio/io_context.hpp>
 #include <asio/ip/tcp.hpp>
+#include <asio/post.hpp>
 #include <asio/steady_timer.hpp>
 #include <asio/use_awaitable.hpp>
 #include <atomic>
 #include <chrono>
 #include <memory>
+#include <mutex>
 #include <nlohmann/json.hpp>
 #include <ostream>
 #include <set>
@@ -55,6 +57,10 @@ class NegotiationTest : public ::testing::Test {
     Service test("test");
     test.add("count", [this](CallContext& ctx, std::string_view request) -> Result<std::string> {
       ++executed_;
+      {
+        std::lock_guard lock(order_mu_);
+        order_.emplace_back(request.substr(0, request.find('.')));
+      }
       return std::string(request) + "/" + ctx.identity().mechanism;
     });
     server_.service(std::move(test));
@@ -80,6 +86,8 @@ class NegotiationTest : public ::testing::Test {
   SessionLog server_log_;
   SessionLog client_log_;
   std::atomic<int> executed_{0};
+  std::mutex order_mu_;
+  std::vector<std::string> order_;  // the calls `test.count` ran, by payload up to its first '.'
 };
 
 // Runs a coroutine on `io` to completion (bounded).
@@ -317,6 +325,79 @@ INSTANTIATE_TEST_SUITE_P(
         PipelineCase{"wrong_password", {"plain-test:wrong"}, {kP}, Errc::kAuthenticationFailed, "",
                      {kP}},
         PipelineCase{"nothing_in_common", {kS}, {kP}, Errc::kMechanismUnavailable, "", {kS}}),
+    [](const auto& tp) { return std::string(tp.param.name); });
+
+// Pipelined calls of mixed sizes keep their order and run once, whichever
+// way negotiation goes: made before the client's last message was queued
+// (held, then sent behind it) or after (sent at once: the optimistic path),
+// with a request over 4096 bytes among them (it and the ones after it wait
+// for AUTH_SUCCESS).
+struct OrderCase {
+  const char* name;
+  std::vector<std::string> server;
+  std::vector<std::string> client;
+  int turns_before_calls;  // event-loop turns after connect before the calls are made
+};
+
+void PrintTo(const OrderCase& c, std::ostream* os) { *os << c.name; }
+
+class PipelinedOrderTest : public NegotiationTest,
+                           public ::testing::WithParamInterface<OrderCase> {};
+
+TEST_P(PipelinedOrderTest, MixedSizesRunOnceInOrder) {
+  const auto& c = GetParam();
+  const Endpoint ep = start_server(c.server);
+  ASSERT_NE(ep.port, 0);
+  ClientOptions options = client_options(ep, c.client);
+  options.wait_for_authentication = false;
+  const std::vector<std::size_t> sizes = {10, 70'000, 10, 5'000, 10};
+  std::vector<std::string> payloads;
+  std::vector<std::string> in_order;
+  for (std::size_t i = 0; i < sizes.size(); ++i) {
+    in_order.push_back("c" + std::to_string(i));
+    payloads.push_back(in_order.back() + std::string(sizes[i], '.'));
+  }
+  std::vector<Result<std::string>> results(sizes.size());
+  std::string mechanism_before;
+  asio::io_context io;
+  run_coroutine(io, [&]() -> asio::awaitable<void> {
+    auto client = co_await Client::async_connect(io.get_executor(), options);
+    if (!client.ok()) co_return;
+    for (int i = 0; i < c.turns_before_calls; ++i) co_await asio::post(io, asio::use_awaitable);
+    mechanism_before = (*client)->mechanism();
+    std::size_t finished = 0;
+    for (std::size_t i = 0; i < sizes.size(); ++i) {
+      asio::co_spawn(io, (*client)->async_call("test", "count", payloads[i]),
+                     [&, i](std::exception_ptr, Result<std::string> r) {
+                       results[i] = std::move(r);
+                       ++finished;
+                     });
+    }
+    while (finished < sizes.size()) {
+      asio::steady_timer t(io, 1ms);
+      co_await t.async_wait(asio::use_awaitable);
+    }
+    (*client)->close();
+  });
+  EXPECT_EQ(mechanism_before, "") << "negotiation finished before the calls were made";
+  for (std::size_t i = 0; i < sizes.size(); ++i) {
+    EXPECT_TRUE(results[i].ok()) << "call " << i << ": " << results[i].status().to_string();
+  }
+  EXPECT_EQ(executed_.load(), static_cast<int>(sizes.size()));
+  std::lock_guard lock(order_mu_);
+  EXPECT_EQ(order_, in_order);
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Table, PipelinedOrderTest,
+    ::testing::Values(OrderCase{"held_challenged_after_final", {kP}, {"plain-test:optimistic"}, 0},
+                      OrderCase{"sent_challenged_after_final", {kP}, {"plain-test:optimistic"}, 2},
+                      OrderCase{"held_accepted_first", {kS}, {kS}, 0},
+                      OrderCase{"sent_accepted_first", {kS}, {kS}, 2},
+                      OrderCase{"held_refused_then_plain", {kP}, {kS, kP}, 0},
+                      OrderCase{"sent_refused_then_plain", {kP}, {kS, kP}, 2},
+                      OrderCase{"sent_refused_then_optimistic", {kP}, {kS, "plain-test:optimistic"}, 2},
+                      OrderCase{"multi_round", {kP}, {kP}, 2}),
     [](const auto& tp) { return std::string(tp.param.name); });
 
 }  // namespace

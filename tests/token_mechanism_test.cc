@@ -823,7 +823,8 @@ TEST(TokenReplayCache, ExtremeTimesAreSafe) {
 // --- session tickets (version 3, plaintext tcp://) ---------------------------
 
 // The issuer alone: each ticket once, only this issuer's, only for its
-// token, only before it expires, only while in the window; any bytes safe.
+// token and the client address it was issued to, only before it expires,
+// only while in the window; any bytes and settings safe.
 TEST(TokenTickets, EachTicketOnceFromThisIssuerOnly) {
   constexpr std::int64_t kNow = 1'700'000'000'000;
   constexpr std::string_view kHost = "192.0.2.1";
@@ -909,6 +910,8 @@ TEST(TokenMechanism, SessionTicketsSaveTheChallengeAndFallBackToIt) {
     std::size_t session_tickets = 1 << 16;
     std::size_t second_messages;  // what the client sends in the second session
     bool challenged_last;         // its ticket HELLO was challenged
+    const char* first_peer = "192.0.2.1:40000";  // the client's address, as the server sees it
+    const char* second_peer = "192.0.2.1:40000";
   };
   const auto lifetime = TokenServerOptions{}.session_ticket_lifetime;
   const Case cases[] = {
@@ -924,6 +927,12 @@ TEST(TokenMechanism, SessionTicketsSaveTheChallengeAndFallBackToIt) {
        },
        false, 1 << 16, 2, false},
       {"a server that issues none", {}, false, 0, 2, false},
+      {"the same host, another port", {}, false, 1 << 16, 1, false, "192.0.2.1:40000",
+       "192.0.2.1:41234"},
+      {"another client address", {}, false, 1 << 16, 2, true, "192.0.2.1:40000", "192.0.2.7:40000"},
+      {"IPv6", {}, false, 1 << 16, 1, false, "[2001:db8::1]:40000", "[2001:db8::1]:40001"},
+      {"another IPv6 address", {}, false, 1 << 16, 2, true, "[2001:db8::1]:40000",
+       "[2001:db8::2]:40000"},
   };
   for (const auto& c : cases) {
     SCOPED_TRACE(c.name);
@@ -938,7 +947,7 @@ TEST(TokenMechanism, SessionTicketsSaveTheChallengeAndFallBackToIt) {
     co.tickets = true;
     TokenClientMechanism client(co);
 
-    auto first = Authenticate(client, *realm.server, PlainTcp(), PlainTcp());
+    auto first = Authenticate(client, *realm.server, PlainTcp(), PlainTcp(c.first_peer));
     ASSERT_EQ(first.server.kind, ServerStep::Kind::kSuccess) << first.server.error.to_string();
     ASSERT_TRUE(first.client.ok()) << first.client.to_string();
     ASSERT_EQ(first.sent.size(), 2u);
@@ -948,7 +957,8 @@ TEST(TokenMechanism, SessionTicketsSaveTheChallengeAndFallBackToIt) {
     EXPECT_EQ(success->ticket.size(), c.session_tickets > 0 ? TokenTickets::kBytes : 0u);
 
     if (c.between) c.between(realm, *client_clock);
-    auto second = Authenticate(client, c.second_server ? *fleet_b : *realm.server, PlainTcp(), PlainTcp());
+    auto second = Authenticate(client, c.second_server ? *fleet_b : *realm.server, PlainTcp(),
+                               PlainTcp(c.second_peer));
     ASSERT_EQ(second.server.kind, ServerStep::Kind::kSuccess) << second.server.error.to_string();
     EXPECT_TRUE(second.client.ok()) << second.client.to_string();
     EXPECT_EQ(second.sent.size(), c.second_messages);
@@ -956,7 +966,8 @@ TEST(TokenMechanism, SessionTicketsSaveTheChallengeAndFallBackToIt) {
     EXPECT_EQ(second.server.identity.user, "alice@R");
     // Every success brings the next ticket: the third session is one
     // message each way (where the server issues tickets).
-    auto third = Authenticate(client, c.second_server ? *fleet_b : *realm.server, PlainTcp(), PlainTcp());
+    auto third = Authenticate(client, c.second_server ? *fleet_b : *realm.server, PlainTcp(),
+                              PlainTcp(c.second_peer));
     ASSERT_EQ(third.server.kind, ServerStep::Kind::kSuccess) << third.server.error.to_string();
     EXPECT_EQ(third.sent.size(), c.session_tickets > 0 ? 1u : 2u);
   }
@@ -1074,6 +1085,33 @@ TEST(TokenMechanism, ATicketHelloThatMissedItsIssuerIsBoundToTheClientAddress) {
   EXPECT_FALSE(next.challenged_last);
   // The documented limit: from the client's own address, A takes it.
   EXPECT_EQ(Replay(*realm.server, PlainTcp(), {hello}).kind, ServerStep::Kind::kSuccess);
+}
+
+// A session that sent a ticket and did not end in a checked AUTH_SUCCESS
+// (refused, broken: here, abandoned after its HELLO) may have left the
+// ticket unspent at its issuer: the client sends none of the endpoint's
+// other tickets after it. And a server that does not know the client's
+// address takes and issues none.
+TEST(TokenMechanism, AFailedTicketSessionDropsTheEndpointsTickets) {
+  Realm realm(TicketsOn());
+  auto client = ClientWithATicket(realm);
+  ChannelInfo info = PlainTcp();
+  info.server_uri = std::string(kService);
+  {
+    auto abandoned = client->start(info);
+    ASSERT_TRUE(Await(abandoned->initial()).final) << "no ticket was sent";
+  }
+  auto next = Authenticate(*client, *realm.server, PlainTcp(), PlainTcp());
+  ASSERT_EQ(next.server.kind, ServerStep::Kind::kSuccess) << next.server.error.to_string();
+  EXPECT_EQ(next.sent.size(), 2u);
+  EXPECT_FALSE(next.challenged_last);
+
+  auto no_address = Authenticate(*client, *realm.server, PlainTcp(), PlainTcp(""));
+  ASSERT_EQ(no_address.server.kind, ServerStep::Kind::kSuccess);
+  EXPECT_TRUE(no_address.challenged_last) << "a ticket was taken without a client address";
+  auto success = token_wire::TicketSuccess::decode(no_address.server.message);
+  ASSERT_TRUE(success);
+  EXPECT_TRUE(success->ticket.empty()) << "a ticket was issued without a client address";
 }
 
 // Old and new ends: a client without tickets speaks version 2, which every
