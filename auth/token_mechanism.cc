@@ -403,7 +403,9 @@ class TokenServerSession final : public ServerAuthSession {
  public:
   TokenServerSession(TokenServerMechanism& mechanism, const ChannelInfo& channel)
       : mechanism_(mechanism), channel_binding_(channel.channel_binding),
-        client_host_(host_of(channel.peer_address)), one_message_(one_message_allowed(channel)) {}
+        client_host_(one_message_allowed(channel) ? std::string_view()
+                                                  : host_of(channel.peer_address)),
+        one_message_(one_message_allowed(channel)) {}
 
   asio::awaitable<ServerStep> step(std::string_view client_message) override {
     if (token_) co_return respond(client_message);
@@ -601,7 +603,7 @@ class TokenServerSession final : public ServerAuthSession {
 
   TokenServerMechanism& mechanism_;
   std::string channel_binding_;
-  const std::string client_host_;  // what a ticket is bound to
+  const std::string client_host_;  // what a ticket is bound to; plaintext tcp only
   const bool one_message_;
   // Between AUTH_CHALLENGE and AUTH_RESPONSE (version 2 or 3): set once challenged.
   std::uint8_t version_ = token_wire::kChallengeVersion;
@@ -619,10 +621,12 @@ class TokenClientSession final : public ClientAuthSession {
   TokenClientSession(Result<std::shared_ptr<const Prepared>> token, const ChannelInfo& channel,
                      security::TokenTime now, bool tickets)
       : token_(std::move(token)), channel_binding_(channel.channel_binding),
-        endpoint_(channel.server_uri), now_(now),
+        now_(now),
         version_(one_message_allowed(channel) ? token_wire::kVersion
                  : tickets                     ? token_wire::kTicketVersion
-                                               : token_wire::kChallengeVersion) {}
+                                               : token_wire::kChallengeVersion) {
+    if (version_ == token_wire::kTicketVersion) endpoint_ = channel.server_uri;
+  }
 
   // A ticket HELLO whose session did not end in our AUTH_SUCCESS check (the
   // server refused the mechanism or the HELLO, the connection broke) may
@@ -698,7 +702,7 @@ class TokenClientSession final : public ClientAuthSession {
     // behind the address). Each ticket HELLO that misses its issuer stays
     // acceptable there until it expires (from this client's address only):
     // send no more of them.
-    if (answered_) (*token_)->tickets.drop(endpoint_);
+    if (sent_ticket_) (*token_)->tickets.drop(endpoint_);
     expected_ = proofs.server;
     answered_ = true;
     challenged_ = true;
@@ -740,7 +744,7 @@ class TokenClientSession final : public ClientAuthSession {
  private:
   Result<std::shared_ptr<const Prepared>> token_;
   std::string channel_binding_;
-  std::string endpoint_;  // the key of the token's tickets
+  std::string endpoint_;  // the key of the token's tickets (version 3 only)
   security::TokenTime now_;
   const std::uint8_t version_;
   std::string hello_bytes_;  // version 2 and 3: what the challenged transcript starts with

@@ -16,14 +16,16 @@
 //    opts in (TokenServerOptions::allow_plaintext): the server contributes a
 //    fresh nonce that the client's proof must cover, so nothing a passive
 //    observer records authenticates again, on this server or another.
-//  - version 3, the same over plaintext tcp:// with session tickets: a
-//    challenged session's AUTH_SUCCESS carries a single-use ticket from the
-//    server (TokenTickets) that the client's next HELLO to the same
-//    endpoint proves over instead of a challenge nonce: one message each
-//    way. A ticket this server process did not issue, or issued and saw
-//    spent, or that expired, is answered with the challenge; so is a HELLO
-//    without one. Calls pipelined behind a ticket HELLO that is challenged
-//    are dropped by the server and sent again by the client.
+//  - version 3, the same over plaintext tcp:// with session tickets, where
+//    both ends opt in (TokenServerOptions::session_tickets,
+//    TokenClientOptions::tickets): each AUTH_SUCCESS carries a single-use
+//    ticket (TokenTickets, bound to the token and the client's address)
+//    that the client's next HELLO to the same endpoint proves over instead
+//    of a challenge nonce: one message each way. A ticket this server
+//    process did not issue for this token and address, or saw spent, or
+//    that expired, is answered with the challenge; so is a HELLO without
+//    one. Calls pipelined behind a ticket HELLO that is challenged are
+//    dropped by the server and sent again by the client.
 // The password is already a random 32-byte HMAC: no key stretching.
 //
 // TokenServerMechanism is created by the server's token runtime

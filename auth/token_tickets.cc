@@ -14,6 +14,13 @@ namespace {
 
 constexpr std::size_t kTagBytes = 16;
 
+// Big-endian, n bytes of v at p; returns the end. The tag's fixed fields and
+// the ticket's head are written on the stack: no allocation per session.
+char* put_be(char* p, std::uint64_t v, int n) {
+  for (int i = n - 1; i >= 0; --i) *p++ = static_cast<char>((v >> (8 * i)) & 0xff);
+  return p;
+}
+
 std::size_t round_up_to_64(std::size_t n) {
   return (std::min(n, TokenTickets::kMaxWindow) + 63) / 64 * 64;
 }
@@ -35,18 +42,18 @@ TokenTickets::TokenTickets(std::size_t window, std::chrono::milliseconds lifetim
 std::array<std::uint8_t, kTagBytes> TokenTickets::tag(std::uint64_t counter, std::int64_t expiry,
                                                       std::uint64_t token,
                                                       std::string_view client_host) const {
-  std::string fields;
-  fields.reserve(26 + client_host.size());
-  security::ByteWriter w(&fields);
-  w.u64(counter);
-  w.i64(expiry);
-  w.u64(token);
-  w.str16(client_host.substr(0, 0xffff));
+  // counter || expiry || token || str16(client host)
+  client_host = client_host.substr(0, 0xffff);
+  char fixed[26];
+  char* p = put_be(fixed, counter, 8);
+  p = put_be(p, static_cast<std::uint64_t>(expiry), 8);
+  p = put_be(p, token, 8);
+  put_be(p, client_host.size(), 2);
   std::array<std::uint8_t, security::kHmacSha256Bytes> mac{};
   std::array<std::uint8_t, kTagBytes> out{};
   // No label: the key tags nothing else. For an IPv4 client the fields fit
   // one SHA-256 block (two per ticket with the outer hash).
-  if (key_.mac({fields}, &mac)) {
+  if (key_.mac({std::string_view(fixed, sizeof fixed), client_host}, &mac)) {
     std::memcpy(out.data(), mac.data(), kTagBytes);
   } else {
     // Never a usable tag: random bytes match nothing.
@@ -71,11 +78,8 @@ std::optional<TokenTickets::Ticket> TokenTickets::issue(std::uint64_t token,
           ? std::numeric_limits<std::int64_t>::max()
           : now_ms + lifetime_.count();
   Ticket out{};
-  std::string head;
-  security::ByteWriter w(&head);
-  w.u64(counter);
-  w.i64(expiry);
-  std::memcpy(out.data(), head.data(), 16);
+  put_be(put_be(reinterpret_cast<char*>(out.data()), counter, 8), static_cast<std::uint64_t>(expiry),
+         8);
   const auto t = tag(counter, expiry, token, client_host);
   std::memcpy(out.data() + 16, t.data(), kTagBytes);
   return out;

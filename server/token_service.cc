@@ -212,7 +212,7 @@ Result<TokenServiceOptions> read_token_service_options(const nlohmann::json& con
                               o.mechanism.replay_cache_capacity),
                    read_count(config, "replay_cache_per_token", 1, std::size_t{1} << 26,
                               o.mechanism.replay_cache_per_token),
-                   read_count(config, "session_tickets", 0, std::size_t{1} << 24,
+                   read_count(config, "session_tickets", 0, TokenTickets::kMaxWindow,
                               o.mechanism.session_tickets)}) {
     if (!s.ok()) return s;
   }
