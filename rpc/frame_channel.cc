@@ -155,6 +155,12 @@ asio::awaitable<Result<Frame>> FrameChannel::read_frame() {
     idle_read_ = false;
     if (std::exchange(interrupting_, false) && ec == asio::error::operation_aborted && !closed_) {
       read_interrupted_ = true;
+      // Parked, the connection waits without a buffer: a heap one (the last
+      // input was larger than the inline buffer, a negotiation's) goes back
+      // now rather than after the next small input, which for an idle
+      // connection is its first keepalive.
+      burst_ = 0;
+      start_burst();
       co_return Status(ec, "read interrupted to park the connection");
     }
     if (ec) co_return closed_status(ec);

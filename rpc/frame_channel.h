@@ -132,6 +132,9 @@ class FrameChannel final : public std::enable_shared_from_this<FrameChannel>,
   bool interrupt_reader() noexcept;
   // The last read_frame() failed because interrupt_reader() ended its wait.
   bool read_interrupted() const noexcept { return read_interrupted_; }
+  // Input waits in a heap buffer rather than the inline one (a frame larger
+  // than that came in the last burst). An interrupted reader gives it back.
+  bool holds_heap_read_buffer() const noexcept { return in_heap_ != nullptr; }
 
   // Bytes queued or being written; waits until that drops to `limit`.
   std::size_t pending_bytes() const noexcept { return out_.size() + segment_bytes_ + in_flight_; }

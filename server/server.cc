@@ -265,17 +265,23 @@ asio::awaitable<void> accept_loop(Server::Impl& server, Reactor& reactor, Listen
   }
 }
 
-// How often the sweeper visits connections: a quarter of the shortest
-// timeout, between 10 ms and 1 s.
+// How often the sweeper visits every awake connection: a quarter of the
+// shortest timeout (the negotiation timeout counting as at most 2 s), so
+// between 10 and 500 ms.
 std::chrono::milliseconds sweep_interval(const ServerOptions& o) {
   auto shortest = std::min(o.negotiation_timeout, std::chrono::milliseconds(2000));
   if (o.idle_timeout.count() > 0) shortest = std::min(shortest, o.idle_timeout);
   return std::clamp(shortest / 4, std::chrono::milliseconds(10), std::chrono::milliseconds(1000));
 }
 
+// Every `interval` a tick visits the awake connections and the parked ones
+// come due; quick ticks in between, every kReleaseBuffersAfter, visit only
+// the fresh ones (ReactorConnections).
 asio::awaitable<void> sweep_loop(Reactor& reactor, std::chrono::milliseconds interval) {
-  for (;;) {
-    reactor.sweeper.expires_after(interval);
+  const auto quick = std::min(interval, kReleaseBuffersAfter);
+  const auto quick_per_tick = std::max<std::chrono::milliseconds::rep>(1, interval / quick);
+  for (std::chrono::milliseconds::rep n = 1;; ++n) {
+    reactor.sweeper.expires_after(quick);
     std::error_code ec;
     co_await reactor.sweeper.async_wait(asio::redirect_error(asio::use_awaitable, ec));
     if (ec || reactor.stopping) co_return;
@@ -283,7 +289,12 @@ asio::awaitable<void> sweep_loop(Reactor& reactor, std::chrono::milliseconds int
     // on_tick may end a connection, which erases it from the set later (on
     // its own handlers), never during this loop. Parked connections are
     // visited only once their idle deadline is due (ReactorConnections).
-    reactor.connections.sweep(now, [now](ServerConnection& c) { c.on_tick(now); });
+    const auto visit = [now](ServerConnection& c) { c.on_tick(now); };
+    if (n % quick_per_tick == 0) {
+      reactor.connections.sweep(now, visit);
+    } else {
+      reactor.connections.sweep_fresh(visit);
+    }
   }
 }
 

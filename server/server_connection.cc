@@ -17,11 +17,6 @@ namespace {
 
 using wire::FrameType;
 constexpr auto kLingerTime = std::chrono::seconds(2);
-// A connection with no call in flight and no frame for this long gives its
-// buffers back (FrameChannel::release_idle_buffers) at the sweeper's next
-// tick: short enough that a connection held open for later holds none most
-// of the time, long enough that a busy one never pays for it.
-constexpr auto kReleaseBuffersAfter = std::chrono::milliseconds(100);
 
 // The one place where an exception a handler threw becomes its call's
 // status; called from inside a catch block (of a plain handler, or of a

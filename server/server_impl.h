@@ -39,6 +39,8 @@ class ConnectionList {
   struct Hook {
     Hook* prev = nullptr;
     Hook* next = nullptr;
+    // Quick ticks it has been visited in ReactorConnections' fresh list.
+    std::uint8_t fresh_visits = 0;
   };
   ConnectionList() noexcept { head_.prev = head_.next = &head_; }
   ConnectionList(const ConnectionList&) = delete;  // the sentinel points at itself
@@ -57,6 +59,22 @@ class ConnectionList {
     h.next->prev = h.prev;
     h.prev = h.next = nullptr;
   }
+  bool empty() const noexcept { return head_.next == &head_; }
+  // The first one, unlinked; null if none.
+  Hook* pop_front() noexcept {
+    if (empty()) return nullptr;
+    Hook* h = head_.next;
+    erase(*h);
+    return h;
+  }
+  // Moves every connection of `other` here (this list must be empty).
+  void take_all(ConnectionList& other) noexcept {
+    if (other.empty()) return;
+    head_.next = other.head_.next;
+    head_.prev = other.head_.prev;
+    head_.next->prev = head_.prev->next = &head_;
+    other.head_.prev = other.head_.next = &other.head_;
+  }
   // f(C&) for each (C: so that ServerConnection need only be complete where
   // this is called). `f` may move the connection it is given to another
   // list, never touch the others' links.
@@ -73,8 +91,22 @@ class ConnectionList {
   Hook head_;
 };
 
+// A connection with no call in flight and no frame for this long gives its
+// buffers back (FrameChannel::release_idle_buffers) and parks at the
+// sweeper's next visit: short enough that a connection held open for later
+// holds none most of the time, long enough that a busy one never pays for it.
+inline constexpr std::chrono::milliseconds kReleaseBuffersAfter{100};
+
 // Every connection a reactor serves. Awake ones are visited by the sweeper
-// every tick (negotiation and linger deadlines, idle buffers, parking).
+// every tick (negotiation and linger deadlines, idle buffers, parking);
+// those just accepted or woken (fresh) also at the quick ticks in between,
+// every kReleaseBuffersAfter, for their first kFreshVisits of them, so that
+// one that goes quiet at once parks within two of those intervals however
+// long the sweeper's tick is (a quarter of the idle timeout, up to 1 s):
+// after a burst of new connections, each had held its coroutine frames and
+// buffers until then, and their memory, freed between the connections that
+// stayed, was still resident (docs/DESIGN.md, "What an idle connection
+// costs"). A busy connection is visited by the quick ticks only then.
 // Parked ones (ServerConnection::park) have nothing to do until their idle
 // deadline: they wait in a timing wheel, in the bucket of that deadline, and
 // a tick visits only the buckets that have come due. So a tick costs the
@@ -87,10 +119,12 @@ class ReactorConnections {
   using Clock = std::chrono::steady_clock;
   using Hook = ConnectionList::Hook;
 
-  // Accepted or woken, wherever it was: visited every tick.
+  // Accepted or woken, wherever it was: visited every tick, and at the
+  // quick ticks while fresh.
   void insert(Hook& h) noexcept {
     ConnectionList::erase(h);
-    awake_.insert(h);
+    h.fresh_visits = 0;
+    fresh_.insert(h);
   }
   void erase(Hook& h) noexcept { ConnectionList::erase(h); }
   // Parked: visited from the tick at which `deadline` (its idle timeout;
@@ -117,6 +151,7 @@ class ReactorConnections {
   // Every connection (Server::stop).
   template <typename C = ServerConnection, typename F>
   void for_each(F f) {
+    fresh_.for_each<C>(f);
     awake_.for_each<C>(f);
     undated_.for_each<C>(f);
     if (buckets_) {
@@ -128,6 +163,7 @@ class ReactorConnections {
   // stay, and are visited again next tick.
   template <typename C = ServerConnection, typename F>
   void sweep(Clock::time_point now, F f) {
+    sweep_fresh<C>(f);
     awake_.for_each<C>(f);
     if (!buckets_) return;
     const std::uint64_t last = slot_of(now);
@@ -136,6 +172,24 @@ class ReactorConnections {
     }
     cursor_ = last;
   }
+  // The fresh connections (a quick tick): each joins the awake ones after
+  // its kFreshVisits-th, then at least 2 x kReleaseBuffersAfter after it was
+  // inserted (the first comes up to one interval after that).
+  template <typename C = ServerConnection, typename F>
+  void sweep_fresh(F f) {
+    ConnectionList visiting;
+    visiting.take_all(fresh_);
+    // Each is placed before its visit, so that `f` may still move it.
+    while (Hook* h = visiting.pop_front()) {
+      if (++h->fresh_visits >= kFreshVisits) {
+        awake_.insert(*h);
+      } else {
+        fresh_.insert(*h);
+      }
+      f(static_cast<C&>(*h));
+    }
+  }
+  static constexpr std::uint8_t kFreshVisits = 3;
 
  private:
   static constexpr std::size_t kBuckets = 64;
@@ -143,6 +197,7 @@ class ReactorConnections {
     return static_cast<std::uint64_t>(t.time_since_epoch() / width_);
   }
 
+  ConnectionList fresh_;  // accepted or woken, fewer than kFreshVisits quick ticks ago
   ConnectionList awake_;
   ConnectionList undated_;  // parked with no idle timeout: only stop() visits them
   std::unique_ptr<ConnectionList[]> buckets_;

@@ -666,6 +666,33 @@ TEST_F(FrameChannelTest, AnInterruptedIdleReaderParksAndAWaitSeesTheNextFrame) {
   EXPECT_FALSE(ch->read_interrupted());
 }
 
+// A negotiation's messages are larger than the inline read buffer, and the
+// heap buffer they took stays until input that fits the inline one has come
+// (for an idle connection, its first keepalive): a reader interrupted to
+// park gives it back at once.
+TEST_F(FrameChannelTest, AnInterruptedReaderGivesBackItsHeapReadBuffer) {
+  auto ch = make_channel();
+  Got large, interrupted;
+  bool held_after_large = false;
+  ASSERT_TRUE(run({
+      [&]() -> asio::awaitable<void> {
+        large = co_await read_one(*ch);
+        held_after_large = ch->holds_heap_read_buffer();
+        interrupted = co_await read_one(*ch);
+      },
+      [&]() -> asio::awaitable<void> {
+        EXPECT_FALSE(co_await peer_write(ping_frame(std::string(2000, 'n'))));
+        co_await pause(20ms);
+        EXPECT_TRUE(ch->interrupt_reader());
+      },
+  }));
+  ASSERT_TRUE(large.status.ok()) << large.status.to_string();
+  EXPECT_EQ(large.body.size(), 2000u);
+  EXPECT_TRUE(held_after_large) << "the 2000-byte frame was read into the inline buffer?";
+  EXPECT_TRUE(ch->read_interrupted()) << interrupted.status.to_string();
+  EXPECT_FALSE(ch->holds_heap_read_buffer());
+}
+
 // A parked wait ends when the channel is closed (Server::stop closing a
 // parked connection): operation_aborted, and the waiter is released.
 TEST_F(FrameChannelTest, ClosingTheChannelEndsAParkedWait) {

@@ -1,6 +1,7 @@
 // ReactorConnections (server/server_impl.h): the sweeper visits awake
 // connections every tick and parked ones only once their idle deadline is
-// due; stop() visits every one.
+// due, quick ticks the fresh ones (just accepted or woken); stop() visits
+// every one.
 #include <gtest/gtest.h>
 
 #include <chrono>
@@ -94,6 +95,52 @@ TEST(ReactorConnectionsTest, EveryConnectionIsVisitedByForEachAndMayMoveWhileVis
   c.sweep<Entry>(t0, [&](Entry&) { ++swept_now; });
   EXPECT_EQ(swept_now, entries.size());
   for (auto& e : entries) c.erase(e);
+  EXPECT_TRUE(all(c).empty());
+}
+
+std::set<std::string> swept_fresh(ReactorConnections& c) {
+  std::set<std::string> seen;
+  c.sweep_fresh<Entry>([&](Entry& e) { seen.insert(e.name); });
+  return seen;
+}
+
+TEST(ReactorConnectionsTest, QuickTicksVisitConnectionsOnlyWhileFresh) {
+  const auto t0 = Clock::now();
+  ReactorConnections c;
+  Entry old("old"), busy("busy"), quiet("quiet"), woken("woken");
+  for (Entry* e : {&old, &busy}) c.insert(*e);
+  // Accepted together: each quick tick visits both until their
+  // kFreshVisits-th; from then on only the sweeper's ticks do.
+  for (int i = 0; i < ReactorConnections::kFreshVisits; ++i) {
+    EXPECT_EQ(swept_fresh(c), (std::set<std::string>{"old", "busy"})) << "quick tick " << i;
+  }
+  EXPECT_EQ(swept_fresh(c), (std::set<std::string>{}));
+  EXPECT_EQ(swept(c, t0), (std::set<std::string>{"old", "busy"}));
+  // One accepted later is fresh on its own; one visited fresh parks (the
+  // visit may move it), and a parked one woken is fresh again.
+  c.insert(quiet);
+  c.insert(woken);
+  c.park(woken, t0 + 10s, 10s, t0);
+  EXPECT_EQ(swept_fresh(c), (std::set<std::string>{"quiet"}));
+  std::size_t visits = 0;
+  c.sweep_fresh<Entry>([&](Entry& e) {
+    ++visits;
+    c.park(e, t0 + 10s, 10s, t0);
+  });
+  EXPECT_EQ(visits, 1u);
+  EXPECT_EQ(swept_fresh(c), (std::set<std::string>{})) << "parked from the fresh list";
+  c.insert(woken);
+  EXPECT_EQ(swept_fresh(c), (std::set<std::string>{"woken"}));
+  // A full tick visits the fresh ones too, and counts as one of their visits.
+  EXPECT_EQ(swept(c, t0), (std::set<std::string>{"old", "busy", "woken"}));
+  EXPECT_EQ(swept_fresh(c), (std::set<std::string>{"woken"}));
+  EXPECT_EQ(swept_fresh(c), (std::set<std::string>{}));
+  // A fresh one may end (leave) between ticks.
+  c.insert(busy);
+  c.erase(busy);
+  EXPECT_EQ(swept_fresh(c), (std::set<std::string>{}));
+  EXPECT_EQ(all(c), (std::set<std::string>{"old", "quiet", "woken"}));
+  for (Entry* e : {&old, &quiet, &woken}) c.erase(*e);
   EXPECT_TRUE(all(c).empty());
 }
 
