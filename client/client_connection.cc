@@ -138,8 +138,7 @@ asio::awaitable<Result<std::string>> Client::Connection::call(
   Pending pending(*this, id);
   pending_.insert(id, &pending);
   deadlines_->add(pending, deadline, executor_);
-  co_await asio::async_initiate<const asio::use_awaitable_t<>&, void()>(
-      [&pending](auto handler) { pending.park(std::move(handler)); }, asio::use_awaitable);
+  co_await pending.wait();
   if (metrics_) {
     const auto code = pending.done ? pending.code() : Errc::kDeadlineExceeded;
     metrics_->call(static_cast<std::uint16_t>(code),

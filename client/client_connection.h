@@ -116,10 +116,8 @@ class Client::Connection : public std::enable_shared_from_this<Client::Connectio
    public:
     Pending(Connection& c, std::uint32_t id) : connection_(c), id_(id) {}
     ~Pending() override;
-    template <typename Handler>
-    void park(Handler&& handler) {
-      handler_.park(std::forward<Handler>(handler));
-    }
+    // co_await: the caller waits here until completed.
+    auto wait() { return wait_in(handler_); }
     // The caller has been taken out of pending_ already. The waiting call
     // resumes through its executor.
     void finish(Result<std::string> outcome);

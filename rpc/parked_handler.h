@@ -10,7 +10,11 @@
 
 #include <asio/any_io_executor.hpp>
 #include <asio/associated_executor.hpp>
+#include <asio/async_result.hpp>
+#include <asio/awaitable.hpp>
 #include <asio/post.hpp>
+#include <asio/use_awaitable.hpp>
+#include <asio/version.hpp>
 #include <cstddef>
 #include <new>
 #include <type_traits>
@@ -125,5 +129,44 @@ class ParkedHandler {
   alignas(std::max_align_t) unsigned char storage_[kCapacity];
   const Ops* ops_ = nullptr;
 };
+
+namespace parked_handler_detail {
+#if ASIO_VERSION >= 102200 && ASIO_VERSION < 102300
+// Asio 1.22's coroutine "thread" (the stack of awaitable frames), taken from
+// the frame that suspended; running it relaunches that frame, as the handler
+// of a use_awaitable operation does once its initiation's frame is popped.
+class ResumeCoroutine final : public asio::detail::awaitable_thread<asio::any_io_executor> {
+ public:
+  explicit ResumeCoroutine(asio::detail::awaitable_thread<asio::any_io_executor>* thread) noexcept
+      : asio::detail::awaitable_thread<asio::any_io_executor>(std::move(*thread)) {}
+  void operator()() { this->launch(); }
+};
+#endif
+}  // namespace parked_handler_detail
+
+// `co_await wait_in(slot)` in an asio::awaitable<T> coroutine (on an
+// any_io_executor): suspends it and parks its continuation in `slot`, which
+// resumes it when completed and unwinds it when reset. The same as awaiting
+// asio::async_initiate<use_awaitable_t, void()> with an initiation that parks
+// its handler in `slot`, but Asio 1.22 runs each use_awaitable initiation in
+// a coroutine of its own: a frame allocated, resumed and freed per wait, ~150
+// instructions of every client call (docs/DESIGN.md, "Calls under load").
+// On that version the suspended frame's thread is parked directly (through
+// Asio's awaitable internals, which the Asio version check guards); on any
+// other, async_initiate.
+inline auto wait_in(ParkedHandler& slot) {
+#if ASIO_VERSION >= 102200 && ASIO_VERSION < 102300
+  // Asio calls this once the coroutine has suspended (awaitable_frame_base's
+  // await_transform of a function of the frame); nullptr: nothing to resume
+  // now.
+  return [&slot](asio::detail::awaitable_frame_base<asio::any_io_executor>* frame) {
+    slot.park(parked_handler_detail::ResumeCoroutine(frame->detach_thread()));
+    return static_cast<asio::detail::awaitable_thread<asio::any_io_executor>*>(nullptr);
+  };
+#else
+  return asio::async_initiate<const asio::use_awaitable_t<>&, void()>(
+      [&slot](auto handler) { slot.park(std::move(handler)); }, asio::use_awaitable);
+#endif
+}
 
 }  // namespace authrpc

@@ -51,10 +51,16 @@ using testing::StopAndDestroy;
 
 std::error_code Code(Errc e) { return make_error_code(e); }
 
-// Parks the awaiting coroutine in `slot`.
-asio::awaitable<void> WaitIn(ParkedHandler& slot) {
-  co_await asio::async_initiate<const asio::use_awaitable_t<>&, void()>(
-      [&slot](auto handler) { slot.park(std::move(handler)); }, asio::use_awaitable);
+// Parks the awaiting coroutine in `slot`: directly (wait_in, as a client
+// call does), or through asio::async_initiate with use_awaitable (what
+// wait_in does on Asio versions other than 1.22).
+asio::awaitable<void> WaitIn(ParkedHandler& slot, bool direct) {
+  if (direct) {
+    co_await wait_in(slot);
+  } else {
+    co_await asio::async_initiate<const asio::use_awaitable_t<>&, void()>(
+        [&slot](auto handler) { slot.park(std::move(handler)); }, asio::use_awaitable);
+  }
 }
 
 // Counts its destruction (to see a coroutine frame freed).
@@ -70,6 +76,7 @@ struct ParkedCase {
   // (the client's reader answering a call in place).
   enum class How { kPost, kHereSameExecutor, kHereOtherExecutor, kResumeHere } how;
   bool resumed_inside_the_call;  // before complete_here()/post() returned
+  bool direct;                    // WaitIn's way
 };
 
 class ParkedHandlerTest : public ::testing::TestWithParam<ParkedCase> {};
@@ -83,7 +90,7 @@ TEST_P(ParkedHandlerTest, ResumesTheWaiterExactlyOnceOnItsOwnExecutor) {
   asio::co_spawn(
       io,
       [&]() -> asio::awaitable<void> {
-        co_await WaitIn(slot);
+        co_await WaitIn(slot, c.direct);
         log.push_back(io.get_executor().running_in_this_thread() ? "resumed on its executor"
                                                                  : "resumed elsewhere");
       },
@@ -123,34 +130,76 @@ TEST_P(ParkedHandlerTest, ResumesTheWaiterExactlyOnceOnItsOwnExecutor) {
 
 INSTANTIATE_TEST_SUITE_P(
     Table, ParkedHandlerTest,
-    ::testing::Values(ParkedCase{"post", ParkedCase::How::kPost, false},
-                      ParkedCase{"here_same_executor", ParkedCase::How::kHereSameExecutor, true},
-                      ParkedCase{"here_other_executor", ParkedCase::How::kHereOtherExecutor,
-                                 false},
-                      ParkedCase{"resume_here", ParkedCase::How::kResumeHere, true}),
+    ::testing::Values(
+        ParkedCase{"post", ParkedCase::How::kPost, false, true},
+        ParkedCase{"here_same_executor", ParkedCase::How::kHereSameExecutor, true, true},
+        ParkedCase{"here_other_executor", ParkedCase::How::kHereOtherExecutor, false, true},
+        ParkedCase{"resume_here", ParkedCase::How::kResumeHere, true, true},
+        ParkedCase{"initiate_post", ParkedCase::How::kPost, false, false},
+        ParkedCase{"initiate_here_same_executor", ParkedCase::How::kHereSameExecutor, true,
+                   false},
+        ParkedCase{"initiate_here_other_executor", ParkedCase::How::kHereOtherExecutor, false,
+                   false},
+        ParkedCase{"initiate_resume_here", ParkedCase::How::kResumeHere, true, false}),
     [](const auto& param_info) { return std::string(param_info.param.name); });
 
 TEST(ParkedHandlerTest, ResetFreesTheWaitingCoroutineWithoutResumingIt) {
-  int destroyed = 0;
-  bool resumed = false;
-  ParkedHandler slot;
-  {
-    asio::io_context io;
-    asio::co_spawn(
-        io,
-        [&]() -> asio::awaitable<void> {
-          Tracer tracer(destroyed);
-          co_await WaitIn(slot);
-          resumed = true;
-        },
-        asio::detached);
-    io.poll();
-    ASSERT_TRUE(slot.parked());
-    slot.reset();  // the frame is unwound through the context
-    EXPECT_FALSE(slot.parked());
+  for (const bool direct : {true, false}) {
+    SCOPED_TRACE(direct ? "wait_in" : "async_initiate");
+    int destroyed = 0;
+    bool resumed = false;
+    ParkedHandler slot;
+    {
+      asio::io_context io;
+      asio::co_spawn(
+          io,
+          [&]() -> asio::awaitable<void> {
+            Tracer tracer(destroyed);
+            co_await WaitIn(slot, direct);
+            resumed = true;
+          },
+          asio::detached);
+      io.poll();
+      ASSERT_TRUE(slot.parked());
+      slot.reset();  // the frame is unwound through the context
+      EXPECT_FALSE(slot.parked());
+    }
+    EXPECT_FALSE(resumed);
+    EXPECT_EQ(destroyed, 1);
   }
-  EXPECT_FALSE(resumed);
-  EXPECT_EQ(destroyed, 1);
+}
+
+// A coroutine that waits in a slot again and again, with its result and
+// its caller's frames intact across each wait (wait_in parks the frame that
+// suspended, and the stack above it resumes in order).
+TEST(ParkedHandlerTest, AWaiterParksAgainAndItsCallersSeeItsResults) {
+  asio::io_context io;
+  ParkedHandler slot;
+  auto inner = [&](int i) -> asio::awaitable<int> {
+    co_await wait_in(slot);
+    co_return i * 10;
+  };
+  int sum = 0;
+  bool done = false;
+  asio::co_spawn(
+      io,
+      [&]() -> asio::awaitable<void> {
+        for (int i = 1; i <= 100; ++i) sum += co_await inner(i);
+        done = true;
+      },
+      asio::detached);
+  for (int i = 1; i <= 100; ++i) {
+    io.poll();
+    ASSERT_TRUE(slot.parked()) << i;
+    if (i % 2 == 0) {
+      slot.post();
+    } else {
+      asio::post(io, [&] { slot.complete_here(asio::any_io_executor(io.get_executor())); });
+    }
+  }
+  io.poll();
+  EXPECT_TRUE(done);
+  EXPECT_EQ(sum, 10 * 5050);
 }
 
 // An entry that parks a waiter, as a client call does: the queue's shutdown
@@ -170,26 +219,29 @@ class ParkingEntry final : public DeadlineQueue::Entry {
 };
 
 TEST(ParkedHandlerTest, AContextShuttingDownLetsGoOfAParkedWaiterInItsDeadlineQueue) {
-  int destroyed = 0;
-  ParkingEntry entry;
-  {
-    asio::io_context io;
-    asio::co_spawn(
-        io,
-        [&]() -> asio::awaitable<void> {
-          Tracer tracer(destroyed);
-          DeadlineQueue::of(io.get_executor())
-              .add(entry, std::chrono::steady_clock::time_point::max(), io.get_executor());
-          co_await WaitIn(entry.slot);
-        },
-        asio::detached);
-    io.poll();
-    ASSERT_TRUE(entry.slot.parked());
-    ASSERT_TRUE(entry.queued());
+  for (const bool direct : {true, false}) {
+    SCOPED_TRACE(direct ? "wait_in" : "async_initiate");
+    int destroyed = 0;
+    ParkingEntry entry;
+    {
+      asio::io_context io;
+      asio::co_spawn(
+          io,
+          [&]() -> asio::awaitable<void> {
+            Tracer tracer(destroyed);
+            DeadlineQueue::of(io.get_executor())
+                .add(entry, std::chrono::steady_clock::time_point::max(), io.get_executor());
+            co_await WaitIn(entry.slot, direct);
+          },
+          asio::detached);
+      io.poll();
+      ASSERT_TRUE(entry.slot.parked());
+      ASSERT_TRUE(entry.queued());
+    }
+    EXPECT_EQ(entry.abandoned_calls, 1);
+    EXPECT_FALSE(entry.queued());
+    EXPECT_EQ(destroyed, 1);
   }
-  EXPECT_EQ(entry.abandoned_calls, 1);
-  EXPECT_FALSE(entry.queued());
-  EXPECT_EQ(destroyed, 1);
 }
 
 // --- Through a real server and client on loopback TCP.

@@ -236,6 +236,37 @@ TEST(MessagesTest, ResponseRoundTripWithPayload) {
   }
 }
 
+// Every short length of name, payload and error message, each byte
+// distinct, appended behind bytes already in the buffer.
+TEST(MessagesTest, FieldsOfEveryShortLengthRoundTripByteForByte) {
+  auto distinct = [](std::size_t n, char base) {
+    std::string v(n, '\0');
+    for (std::size_t i = 0; i < n; ++i) v[i] = static_cast<char>(base + i);
+    return v;
+  };
+  for (std::size_t n = 0; n <= 40; ++n) {
+    SCOPED_TRACE(std::to_string(n) + " bytes");
+    const std::string service = distinct(n, 'A'), method = distinct(40 - n, 'a'),
+                      payload = distinct(n, '\x80'), message = distinct(n, '0');
+    std::string out = "prefix";
+    append_request(out, 7, {service, method, 9}, payload);
+    const auto request = split_frame(out.substr(6));
+    std::string_view got_payload;
+    auto parsed = parse_request(request.body, got_payload);
+    ASSERT_TRUE(parsed.ok()) << parsed.status().to_string();
+    EXPECT_EQ(parsed->service, service);
+    EXPECT_EQ(parsed->method, method);
+    EXPECT_EQ(got_payload, payload);
+    out.clear();
+    append_response(out, 7, 5, message, payload);
+    const auto response = split_frame(out);
+    auto answered = parse_response(response.body, got_payload);
+    ASSERT_TRUE(answered.ok()) << answered.status().to_string();
+    EXPECT_EQ(answered->error_message, message);
+    EXPECT_EQ(got_payload, payload);
+  }
+}
+
 TEST(MessagesTest, CancelIsAnEmptyFrameWithTheCallId) {
   std::string out;
   append_cancel(out, 0x01020304);
