@@ -210,6 +210,10 @@ class Client::Connection : public std::enable_shared_from_this<Client::Connectio
   // in one write, as the server's responses do (flush_held_requests()).
   bool delivering_ = false;
   bool requests_held_ = false;
+  // Batches of responses delivered since the reader last let the loop's
+  // other work run (run()).
+  static constexpr int kBatchesPerTurn = 8;
+  int batches_in_turn_ = 0;
   // With metrics: when the reader's last read completed. The responses of
   // a batch are timed to it, and so are the calls their callers make while
   // it delivers: one clock read per batch rather than two per call.
