@@ -22,16 +22,21 @@ struct Entry : ConnectionList::Hook {
   std::string name;
 };
 
-std::set<std::string> swept(ReactorConnections& c, Clock::time_point now) {
+// The names a walk visits: walk(visitor) calls sweep, sweep_fresh or for_each.
+template <typename Walk>
+std::set<std::string> visited(Walk walk) {
   std::set<std::string> seen;
-  c.sweep<Entry>(now, [&](Entry& e) { seen.insert(e.name); });
+  walk([&](Entry& e) { seen.insert(e.name); });
   return seen;
 }
-
+std::set<std::string> swept(ReactorConnections& c, Clock::time_point now) {
+  return visited([&](auto f) { c.sweep<Entry>(now, f); });
+}
+std::set<std::string> swept_fresh(ReactorConnections& c) {
+  return visited([&](auto f) { c.sweep_fresh<Entry>(f); });
+}
 std::set<std::string> all(ReactorConnections& c) {
-  std::set<std::string> seen;
-  c.for_each<Entry>([&](Entry& e) { seen.insert(e.name); });
-  return seen;
+  return visited([&](auto f) { c.for_each<Entry>(f); });
 }
 
 TEST(ReactorConnectionsTest, ParkedConnectionsAreSweptOnlyOnceDue) {
@@ -96,12 +101,6 @@ TEST(ReactorConnectionsTest, EveryConnectionIsVisitedByForEachAndMayMoveWhileVis
   EXPECT_EQ(swept_now, entries.size());
   for (auto& e : entries) c.erase(e);
   EXPECT_TRUE(all(c).empty());
-}
-
-std::set<std::string> swept_fresh(ReactorConnections& c) {
-  std::set<std::string> seen;
-  c.sweep_fresh<Entry>([&](Entry& e) { seen.insert(e.name); });
-  return seen;
 }
 
 TEST(ReactorConnectionsTest, QuickTicksVisitConnectionsOnlyWhileFresh) {
