@@ -278,8 +278,10 @@ std::chrono::milliseconds sweep_interval(const ServerOptions& o) {
 // come due; quick ticks in between, every kReleaseBuffersAfter, visit only
 // the fresh ones (ReactorConnections).
 asio::awaitable<void> sweep_loop(Reactor& reactor, std::chrono::milliseconds interval) {
-  const auto quick = std::min(interval, kReleaseBuffersAfter);
-  const auto quick_per_tick = std::max<std::chrono::milliseconds::rep>(1, interval / quick);
+  // `interval` in whole quick ticks of at most kReleaseBuffersAfter each.
+  const auto quick_per_tick = std::max<std::chrono::milliseconds::rep>(
+      1, (interval + kReleaseBuffersAfter - std::chrono::milliseconds(1)) / kReleaseBuffersAfter);
+  const auto quick = interval / quick_per_tick;
   for (std::chrono::milliseconds::rep n = 1;; ++n) {
     reactor.sweeper.expires_after(quick);
     std::error_code ec;

@@ -176,6 +176,10 @@ asio::awaitable<void> ServerConnection::run(Status refuse) {
 
   // 3. Calls, until either side ends the connection.
   state_ = State::kServing;
+  // Fresh again (ReactorConnections): the quick ticks that would park it
+  // once quiet count from here, not from the accept, however long the
+  // negotiation took.
+  reactor_.connections.insert(*this);
   last_activity_ = batch_clock_ = Clock::now();
   // Calls pipelined behind the negotiation are answered in the same write as
   // AUTH_SUCCESS: flush only once no further frame is buffered.

@@ -102,7 +102,8 @@ inline constexpr std::chrono::milliseconds kReleaseBuffersAfter{100};
 // those just accepted or woken (fresh) also at the quick ticks in between,
 // every kReleaseBuffersAfter, for their first kFreshVisits of them, so that
 // one that goes quiet at once parks within two of those intervals however
-// long the sweeper's tick is (a quarter of the idle timeout, up to 1 s):
+// long the sweeper's tick is (a quarter of the shortest timeout, up to
+// 500 ms; a connection is made fresh again once it has authenticated):
 // after a burst of new connections, each had held its coroutine frames and
 // buffers until then, and their memory, freed between the connections that
 // stayed, was still resident (docs/DESIGN.md, "What an idle connection
@@ -161,10 +162,12 @@ class ReactorConnections {
   // The awake connections, then the parked ones whose bucket has come due
   // by `now` (the sweeper). Those of now's own bucket that are not due yet
   // stay, and are visited again next tick.
+  // The fresh ones are visited after the awake ones: those that join the
+  // awake list in this tick are not visited twice.
   template <typename C = ServerConnection, typename F>
   void sweep(Clock::time_point now, F f) {
-    sweep_fresh<C>(f);
     awake_.for_each<C>(f);
+    sweep_fresh<C>(f);
     if (!buckets_) return;
     const std::uint64_t last = slot_of(now);
     for (std::uint64_t slot = cursor_, n = 0; slot <= last && n < kBuckets; ++slot, ++n) {
@@ -177,10 +180,18 @@ class ReactorConnections {
   // inserted (the first comes up to one interval after that).
   template <typename C = ServerConnection, typename F>
   void sweep_fresh(F f) {
-    ConnectionList visiting;
-    visiting.take_all(fresh_);
+    // Those not visited yet go back to the fresh list if `f` throws, rather
+    // than stay linked to a list that is gone.
+    struct Visiting {
+      ConnectionList list;
+      ConnectionList& back;
+      ~Visiting() {
+        while (Hook* h = list.pop_front()) back.insert(*h);
+      }
+    } visiting{{}, fresh_};
+    visiting.list.take_all(fresh_);
     // Each is placed before its visit, so that `f` may still move it.
-    while (Hook* h = visiting.pop_front()) {
+    while (Hook* h = visiting.list.pop_front()) {
       if (++h->fresh_visits >= kFreshVisits) {
         awake_.insert(*h);
       } else {

@@ -4,8 +4,10 @@
 // every one.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <chrono>
 #include <set>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -132,14 +134,36 @@ TEST(ReactorConnectionsTest, QuickTicksVisitConnectionsOnlyWhileFresh) {
   EXPECT_EQ(swept_fresh(c), (std::set<std::string>{"woken"}));
   // A full tick visits the fresh ones too, and counts as one of their visits.
   EXPECT_EQ(swept(c, t0), (std::set<std::string>{"old", "busy", "woken"}));
-  EXPECT_EQ(swept_fresh(c), (std::set<std::string>{"woken"}));
-  EXPECT_EQ(swept_fresh(c), (std::set<std::string>{}));
+  // Each once, also one whose last fresh visit moves it to the awake list
+  // in that tick.
+  std::vector<std::string> order;
+  c.sweep<Entry>(t0, [&](Entry& e) { order.push_back(e.name); });
+  std::sort(order.begin(), order.end());
+  EXPECT_EQ(order, (std::vector<std::string>{"busy", "old", "woken"}));
+  EXPECT_EQ(swept_fresh(c), (std::set<std::string>{})) << "woken had its third visit";
   // A fresh one may end (leave) between ticks.
   c.insert(busy);
   c.erase(busy);
   EXPECT_EQ(swept_fresh(c), (std::set<std::string>{}));
   EXPECT_EQ(all(c), (std::set<std::string>{"old", "quiet", "woken"}));
   for (Entry* e : {&old, &quiet, &woken}) c.erase(*e);
+  EXPECT_TRUE(all(c).empty());
+}
+
+// A visit that throws (an allocation, an application's log sink) leaves
+// the connections it had not reached in the fresh list, linked as before.
+TEST(ReactorConnectionsTest, AVisitThatThrowsLeavesTheRestFresh) {
+  ReactorConnections c;
+  Entry a("a"), b("b"), d("d");
+  for (Entry* e : {&a, &b, &d}) c.insert(*e);
+  int visits = 0;
+  EXPECT_THROW(c.sweep_fresh<Entry>([&](Entry&) {
+    if (++visits == 2) throw std::runtime_error("log sink");
+  }),
+               std::runtime_error);
+  EXPECT_EQ(all(c), (std::set<std::string>{"a", "b", "d"}));
+  EXPECT_EQ(swept_fresh(c), (std::set<std::string>{"a", "b", "d"}));
+  for (Entry* e : {&a, &b, &d}) c.erase(*e);
   EXPECT_TRUE(all(c).empty());
 }
 
