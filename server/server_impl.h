@@ -159,11 +159,11 @@ class ReactorConnections {
       for (std::size_t i = 0; i < kBuckets; ++i) buckets_[i].for_each<C>(f);
     }
   }
-  // The awake connections, then the parked ones whose bucket has come due
-  // by `now` (the sweeper). Those of now's own bucket that are not due yet
-  // stay, and are visited again next tick.
-  // The fresh ones are visited after the awake ones: those that join the
-  // awake list in this tick are not visited twice.
+  // The awake connections, then the fresh ones (after the awake ones, so
+  // that those joining the awake list in this tick are not visited twice),
+  // then the parked ones whose bucket has come due by `now` (the sweeper).
+  // Those of now's own bucket that are not due yet stay, and are visited
+  // again next tick.
   template <typename C = ServerConnection, typename F>
   void sweep(Clock::time_point now, F f) {
     awake_.for_each<C>(f);
