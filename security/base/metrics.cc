@@ -38,14 +38,13 @@ std::span<const double> Histogram::latency_buckets() {
 
 Histogram::Histogram(std::span<const double> upper_bounds_seconds)
     : bounds_(upper_bounds_seconds.begin(), upper_bounds_seconds.end()),
-      buckets_(new std::atomic<std::uint64_t>[upper_bounds_seconds.size() + 1]) {
+      cells_(static_cast<std::uint32_t>(upper_bounds_seconds.size() + 2)) {
   if (!std::is_sorted(bounds_.begin(), bounds_.end()) ||
       std::adjacent_find(bounds_.begin(), bounds_.end()) != bounds_.end()) {
     throw std::logic_error("histogram bounds must be strictly ascending");
   }
   bounds_ns_.reserve(bounds_.size());
   for (double b : bounds_) bounds_ns_.push_back(static_cast<std::int64_t>(std::llround(b * 1e9)));
-  for (std::size_t i = 0; i <= bounds_.size(); ++i) buckets_[i].store(0, std::memory_order_relaxed);
 }
 
 void Histogram::observe(std::chrono::nanoseconds d) noexcept {
@@ -54,8 +53,8 @@ void Histogram::observe(std::chrono::nanoseconds d) noexcept {
   // touches one cache line and predicts well.
   std::size_t i = 0;
   while (i < bounds_ns_.size() && ns > bounds_ns_[i]) ++i;
-  buckets_[i].fetch_add(1, std::memory_order_relaxed);
-  sum_ns_.fetch_add(static_cast<std::uint64_t>(ns), std::memory_order_relaxed);
+  cells_.add(static_cast<std::uint32_t>(i), 1);
+  cells_.add(static_cast<std::uint32_t>(bounds_ns_.size() + 1), static_cast<std::uint64_t>(ns));
 }
 
 void Histogram::observe_seconds(double seconds) noexcept {
@@ -70,11 +69,11 @@ Histogram::Data Histogram::data() const {
   d.cumulative.resize(bounds_.size() + 1);
   std::uint64_t running = 0;
   for (std::size_t i = 0; i <= bounds_.size(); ++i) {
-    running += buckets_[i].load(std::memory_order_relaxed);
+    running += cells_.sum(static_cast<std::uint32_t>(i));
     d.cumulative[i] = running;
   }
   d.count = running;
-  d.sum_seconds = static_cast<double>(sum_ns_.load(std::memory_order_relaxed)) / 1e9;
+  d.sum_seconds = static_cast<double>(cells_.sum(static_cast<std::uint32_t>(bounds_.size() + 1))) / 1e9;
   return d;
 }
 

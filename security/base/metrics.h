@@ -6,8 +6,8 @@
 // Why not prometheus-cpp's own cells (docs/OPERATIONS.md, "Why our own
 // counters"): its Histogram::Observe takes a mutex and Family::Add allocates
 // on every call. Here a metric's children are resolved once — when a server
-// starts, or when a method is registered — and an update is one or two
-// relaxed atomic additions. prometheus-cpp is used only to write the text
+// starts, or when a method is registered — and an update adds to the
+// calling thread's own cells (metric_cells.h), with no locked instruction. prometheus-cpp is used only to write the text
 // format (server/admin_server.cc).
 //
 // Names and labels follow Prometheus' conventions: `authrpc_` prefix, base
@@ -29,19 +29,23 @@
 #include <utility>
 #include <vector>
 
+#include "authrpc/security/base/metric_cells.h"
+
 namespace authrpc {
 
 // Label name/value pairs of one child, in the order the family declares.
 using MetricLabels = std::vector<std::pair<std::string, std::string>>;
 
-// A monotonically increasing count. Thread-safe; inc() is one relaxed add.
+// A monotonically increasing count. Thread-safe; inc() adds to the calling
+// thread's cell (metric_cells.h): no locked instruction; value() sums the
+// cells.
 class Counter {
  public:
-  void inc(std::uint64_t n = 1) noexcept { value_.fetch_add(n, std::memory_order_relaxed); }
-  std::uint64_t value() const noexcept { return value_.load(std::memory_order_relaxed); }
+  void inc(std::uint64_t n = 1) noexcept { cells_.add(0, n); }
+  std::uint64_t value() const noexcept { return cells_.sum(0); }
 
  private:
-  std::atomic<std::uint64_t> value_{0};
+  metric_cells::Span cells_{1};
 };
 
 // A value that goes up and down (open connections, calls in flight).
@@ -57,8 +61,9 @@ class Gauge {
 };
 
 // Durations in fixed buckets (upper bounds in seconds, ascending; +Inf is
-// implied). observe() finds the bucket by a few integer compares and does
-// two relaxed adds (bucket, sum); the count is the sum of the buckets.
+// implied). observe() finds the bucket by a few integer compares and adds to
+// two of the calling thread's cells (bucket, sum); the count is the sum of
+// the buckets.
 class Histogram {
  public:
   // 10 µs … 10 s, 1-2.5-5 steps: sessions (~30 µs – 50 ms) and calls.
@@ -79,8 +84,8 @@ class Histogram {
  private:
   std::vector<double> bounds_;
   std::vector<std::int64_t> bounds_ns_;
-  std::unique_ptr<std::atomic<std::uint64_t>[]> buckets_;  // bounds_.size() + 1
-  std::atomic<std::uint64_t> sum_ns_{0};
+  // A bucket per bound, then +Inf's, then the sum in nanoseconds.
+  metric_cells::Span cells_;
 };
 
 enum class MetricType { kCounter, kGauge, kHistogram };

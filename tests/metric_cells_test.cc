@@ -1,0 +1,143 @@
+// Per-thread metric cells (security/base/metric_cells.h): rows leased and
+// given back as threads come and go, counts kept across that, the shared row
+// for threads without a row, zeroed offsets for new metrics, and Spans that
+// find no room.
+#include "authrpc/security/base/metric_cells.h"
+
+#include <gtest/gtest.h>
+
+#include <latch>
+#include <memory>
+#include <thread>
+#include <vector>
+
+#include "authrpc/security/base/metrics.h"
+
+namespace authrpc {
+namespace {
+
+using metric_cells::kMaxRows;
+using metric_cells::kRowWords;
+using metric_cells::row_stats;
+
+// Threads one after another: each leases a row, counts, and gives the row
+// back at exit; the next one goes on in the same row. Nothing is lost and
+// the rows made do not grow with the threads.
+TEST(MetricCellsTest, ThreadsThatExitLeaveTheirCountsAndTheirRows) {
+  Counter c;
+  c.inc();  // this thread's row
+  const auto before = row_stats();
+  constexpr int kThreads = 50, kEach = 1000;
+  for (int t = 0; t < kThreads; ++t) {
+    std::thread([&] {
+      for (int i = 0; i < kEach; ++i) c.inc();
+    }).join();
+  }
+  EXPECT_EQ(c.value(), 1u + kThreads * kEach);
+  const auto after = row_stats();
+  EXPECT_EQ(after.leased, before.leased);
+  EXPECT_LE(after.made, before.made + 1);
+}
+
+// Many threads at once, with reads meanwhile: every update counted, and a
+// reader never sees the sum go down.
+TEST(MetricCellsTest, ConcurrentThreadsCountEveryUpdate) {
+  Counter c;
+  Histogram h;
+  constexpr int kThreads = 8, kEach = 200'000;
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t) {
+    threads.emplace_back([&] {
+      for (int i = 0; i < kEach; ++i) {
+        c.inc();
+        h.observe(std::chrono::microseconds(i % 100));
+      }
+    });
+  }
+  std::uint64_t last = 0;
+  for (int i = 0; i < 1000; ++i) {
+    const std::uint64_t v = c.value();
+    ASSERT_GE(v, last);
+    last = v;
+  }
+  for (auto& t : threads) t.join();
+  EXPECT_EQ(c.value(), std::uint64_t{kThreads} * kEach);
+  EXPECT_EQ(h.data().count, std::uint64_t{kThreads} * kEach);
+}
+
+// More threads holding rows at once than there are rows: the rest add to
+// the shared row, atomically, and nothing is lost.
+TEST(MetricCellsTest, ThreadsBeyondTheRowsShareOneRowAndLoseNothing) {
+  Counter c;
+  constexpr int kThreads = static_cast<int>(kMaxRows) + 16, kEach = 2000;
+  std::latch all_counting(kThreads);
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t) {
+    threads.emplace_back([&] {
+      c.inc();  // leases a row, or finds none
+      all_counting.arrive_and_wait();  // every thread holds what it got
+      for (int i = 1; i < kEach; ++i) c.inc();
+    });
+  }
+  for (auto& t : threads) t.join();
+  EXPECT_EQ(c.value(), std::uint64_t{kThreads} * kEach);
+  EXPECT_LE(row_stats().made, kMaxRows);
+}
+
+// A thread's update from a destructor that runs after its row went back
+// (thread_local objects die in reverse order of construction) is counted,
+// in the shared row.
+TEST(MetricCellsTest, AnUpdateAfterTheThreadsLeaseEndedIsCounted) {
+  Counter c;
+  struct IncOnExit {
+    Counter* c = nullptr;
+    ~IncOnExit() {
+      if (c) c->inc(7);
+    }
+  };
+  std::thread([&] {
+    thread_local IncOnExit on_exit;  // constructed before the row's lease
+    on_exit.c = &c;
+    c.inc();
+  }).join();
+  EXPECT_EQ(c.value(), 8u);
+}
+
+// A metric made where one died starts at zero, in every row.
+TEST(MetricCellsTest, AMetricAtAFreedOffsetStartsAtZero) {
+  auto first = std::make_unique<Counter>();
+  first->inc(5);
+  std::thread([&] { first->inc(6); }).join();
+  ASSERT_EQ(first->value(), 11u);
+  first.reset();
+  Counter second;  // the same size: the same offset
+  EXPECT_EQ(second.value(), 0u);
+  second.inc();
+  EXPECT_EQ(second.value(), 1u);
+}
+
+// Spans that do not fit in the rows keep cells of their own and count the
+// same; once the big ones are gone, the rows have room again.
+TEST(MetricCellsTest, MetricsBeyondTheRowsCountInCellsOfTheirOwn) {
+  // Histograms of (bounds + 2) cells, enough to fill every row twice.
+  std::vector<double> bounds;
+  for (int i = 1; i <= 4094; ++i) bounds.push_back(i * 1e-6);
+  std::vector<std::unique_ptr<Histogram>> big;
+  for (std::uint32_t used = 0; used < 2 * kRowWords; used += 4096) {
+    big.push_back(std::make_unique<Histogram>(bounds));
+  }
+  Histogram& last = *big.back();
+  std::thread([&] { last.observe(std::chrono::microseconds(3)); }).join();
+  last.observe(std::chrono::seconds(1));
+  const auto d = last.data();
+  EXPECT_EQ(d.count, 2u);
+  EXPECT_EQ(d.cumulative[2], 1u);  // 3 µs: the bucket of bound 3 µs
+  EXPECT_DOUBLE_EQ(d.sum_seconds, 1.000003);
+  big.clear();
+  Counter after;
+  after.inc(2);
+  EXPECT_EQ(after.value(), 2u);
+}
+
+}  // namespace
+}  // namespace authrpc
