@@ -381,6 +381,42 @@ TEST_F(ClientCallTest, AContextDestroyedWithACallWaitingFreesIt) {
   EXPECT_EQ(destroyed, 1);
 }
 
+// Destroying the Client while calls wait, and with one made but not yet
+// awaited, fails them with kCancelled; the connection goes once the last
+// has returned (LSan would report one kept alive, ASan one freed under a
+// call).
+TEST_F(ClientCallTest, CallsWaitingWhenTheirClientIsDestroyedFailAndReleaseTheConnection) {
+  asio::io_context io;
+  std::vector<Result<std::string>> outcomes;
+  asio::co_spawn(
+      io,
+      [&]() -> asio::awaitable<void> {
+        auto client = co_await Client::async_connect(io.get_executor(), Options());
+        if (!client.ok()) co_return;
+        Client* c = client->get();
+        for (int i = 0; i < 3; ++i) {
+          asio::co_spawn(
+              io,
+              [&, c]() -> asio::awaitable<void> {
+                outcomes.push_back(co_await c->async_call("test", "hold", ""));
+              },
+              asio::detached);
+        }
+        // A call made but not yet awaited when the Client goes.
+        auto late = (*client)->async_call("sys", "whoami", "");
+        while (!gate_->three_holding.WaitFor(0ms)) {
+          asio::steady_timer t(io.get_executor(), 5ms);
+          co_await t.async_wait(asio::use_awaitable);
+        }
+        client->reset();
+        outcomes.push_back(co_await std::move(late));
+      },
+      asio::detached);
+  io.run_for(10s);
+  ASSERT_EQ(outcomes.size(), 4u);
+  for (const auto& r : outcomes) EXPECT_EQ(r.code(), Code(Errc::kCancelled)) << Describe(r);
+}
+
 // A server played with raw frames on a blocking Unix socket (abstract
 // name), every read bounded in time: what the client writes, as it arrives.
 class RawServer {
