@@ -1,11 +1,14 @@
 // Per-thread metric cells (security/base/metric_cells.h): rows leased and
 // given back as threads come and go, counts kept across that, the shared row
-// for threads without a row, zeroed offsets for new metrics, and Spans that
-// find no room.
+// for threads without a row, zeroed offsets for new metrics, Spans that
+// find no room, and fork().
 #include "authrpc/security/base/metric_cells.h"
 
 #include <gtest/gtest.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
+#include <atomic>
 #include <latch>
 #include <memory>
 #include <thread>
@@ -133,10 +136,61 @@ TEST(MetricCellsTest, MetricsBeyondTheRowsCountInCellsOfTheirOwn) {
   EXPECT_EQ(d.count, 2u);
   EXPECT_EQ(d.cumulative[2], 1u);  // 3 µs: the bucket of bound 3 µs
   EXPECT_DOUBLE_EQ(d.sum_seconds, 1.000003);
+  metric_cells::Span beyond(4096);
+  EXPECT_FALSE(beyond.in_rows());
   big.clear();
-  Counter after;
-  after.inc(2);
-  EXPECT_EQ(after.value(), 2u);
+  metric_cells::Span after(4096);
+  EXPECT_TRUE(after.in_rows());
+  after.add(4095, 2);
+  EXPECT_EQ(after.sum(4095), 2u);
+}
+
+// A metric freed while a thread that counted in it lives on: the next
+// metric at its offset starts at zero in that thread's row too.
+TEST(MetricCellsTest, AFreedMetricsCountsInALiveThreadsRowAreGone) {
+  auto first = std::make_unique<Counter>();
+  Counter* second = nullptr;
+  std::latch counted(1), replaced(1);
+  std::thread other([&] {
+    first->inc(40);
+    counted.count_down();
+    replaced.wait();
+    second->inc(2);
+  });
+  counted.wait();
+  first.reset();
+  Counter fresh;  // the same size: the same offset
+  second = &fresh;
+  replaced.count_down();
+  other.join();
+  EXPECT_EQ(fresh.value(), 2u);
+}
+
+// A child forked while another thread makes and frees metrics (and so
+// takes the table's lock) counts on in its own table.
+TEST(MetricCellsTest, AChildForkedWhileAnotherThreadMakesMetricsCounts) {
+  std::atomic<bool> stop{false};
+  std::thread churn([&] {
+    while (!stop.load()) {
+      Counter c;
+      c.inc();
+    }
+  });
+  for (int i = 0; i < 20; ++i) {
+    const pid_t pid = ::fork();
+    ASSERT_GE(pid, 0);
+    if (pid == 0) {
+      Counter c;
+      std::thread([&] { c.inc(3); }).join();
+      c.inc(4);
+      ::_exit(c.value() == 7 ? 0 : 1);
+    }
+    int status = 0;
+    ASSERT_EQ(::waitpid(pid, &status, 0), pid);
+    EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << "child " << i;
+  }
+  stop = true;
+  churn.join();
 }
 
 }  // namespace

@@ -8,15 +8,19 @@
 
 namespace authrpc::metric_cells {
 
-constinit thread_local std::uint64_t* this_thread_row = nullptr;
+constinit thread_local std::uint64_t* this_thread_row [[gnu::tls_model("initial-exec")]] = nullptr;
 
 namespace {
 
 constexpr std::uint32_t kNoRow = ~0u;
 
-// This thread's lease has ended (it is exiting) or was refused (kMaxRows
-// threads hold rows): its updates go to the shared row from now on.
-constinit thread_local bool no_lease = false;
+// This thread's lease has ended (it is exiting): its updates go to the
+// shared row from now on.
+constinit thread_local bool lease_ended = false;
+// Updates this thread made in the shared row since a lease was refused
+// (kMaxRows threads held rows); it asks again every kRetryLeaseAfter.
+constinit thread_local std::uint32_t since_refused = 0;
+constexpr std::uint32_t kRetryLeaseAfter = 4096;
 
 // The row of threads without one of their own: atomic adds only. In .bss:
 // zero, and resident only where counted in.
@@ -28,9 +32,13 @@ std::uint64_t* map_row() {
   return p == MAP_FAILED ? nullptr : static_cast<std::uint64_t*>(p);
 }
 
+// Stores only where a cell is not zero: a page no thread counted in stays
+// untouched (reading it maps the shared zero page; writing would make it
+// resident in every row).
 void zero(std::uint64_t* row, std::uint32_t offset, std::uint32_t words) {
   for (std::uint32_t i = 0; i < words; ++i) {
-    std::atomic_ref<std::uint64_t>(row[offset + i]).store(0, std::memory_order_relaxed);
+    std::atomic_ref<std::uint64_t> cell(row[offset + i]);
+    if (cell.load(std::memory_order_relaxed) != 0) cell.store(0, std::memory_order_relaxed);
   }
 }
 
@@ -46,6 +54,9 @@ class Table {
 
   bool allocate(std::uint32_t words, std::uint32_t& offset) {
     std::lock_guard lock(mu_);
+    // Room for this span in free_spans_ now: release() runs in destructors.
+    free_spans_.reserve(free_spans_.size() + live_spans_ + 1);
+    ++live_spans_;
     for (auto it = free_spans_.begin(); it != free_spans_.end(); ++it) {
       if (it->words == words) {
         offset = it->offset;
@@ -53,7 +64,10 @@ class Table {
         return true;
       }
     }
-    if (kRowWords - next_offset_ < words) return false;
+    if (kRowWords - next_offset_ < words) {
+      --live_spans_;
+      return false;
+    }
     offset = next_offset_;
     next_offset_ += words;
     return true;
@@ -66,6 +80,7 @@ class Table {
     const std::uint32_t made = made_.load(std::memory_order_relaxed);
     for (std::uint32_t r = 0; r < made; ++r) zero(rows_[r].load(std::memory_order_relaxed), offset, words);
     zero(shared_row, offset, words);
+    --live_spans_;
     free_spans_.push_back({offset, words});
     // Free spans at the end go back to the unallocated tail, so that spans
     // of any size fit there again.
@@ -111,6 +126,19 @@ class Table {
     --leased_;
   }
 
+  void sum_all(std::uint32_t offset, std::span<std::uint64_t> out) const noexcept {
+    for (std::size_t i = 0; i < out.size(); ++i) {
+      out[i] = std::atomic_ref<std::uint64_t>(shared_row[offset + i]).load(std::memory_order_relaxed);
+    }
+    const std::uint32_t made = made_.load(std::memory_order_acquire);
+    for (std::uint32_t r = 0; r < made; ++r) {
+      std::uint64_t* row = rows_[r].load(std::memory_order_relaxed) + offset;
+      for (std::size_t i = 0; i < out.size(); ++i) {
+        out[i] += std::atomic_ref<std::uint64_t>(row[i]).load(std::memory_order_relaxed);
+      }
+    }
+  }
+
   std::uint64_t sum(std::uint32_t offset) const noexcept {
     std::uint64_t s = std::atomic_ref<std::uint64_t>(shared_row[offset]).load(std::memory_order_relaxed);
     const std::uint32_t made = made_.load(std::memory_order_acquire);
@@ -128,6 +156,7 @@ class Table {
 
  private:
   Table() {
+    free_rows_.reserve(kMaxRows);  // give_back() runs in destructors
     // A child forked while another thread held the mutex would wait on it
     // forever: the fork waits for it instead.
     pthread_atfork([] { get().mu_.lock(); }, [] { get().mu_.unlock(); },
@@ -145,26 +174,33 @@ class Table {
   std::uint32_t leased_ = 0;
   std::vector<std::uint32_t> free_rows_;
   std::uint32_t next_offset_ = 0;
+  std::uint32_t live_spans_ = 0;  // in the rows
   std::vector<FreeSpan> free_spans_;
 };
+
+// Made before main(): a fork() while another thread was making it would
+// leave the child waiting on its initialization.
+[[maybe_unused]] Table& table_made_early = Table::get();
 
 // Gives the thread's row back when the thread exits.
 struct RowLease {
   std::uint32_t index = kNoRow;
   ~RowLease() {
     this_thread_row = nullptr;
-    no_lease = true;  // updates from later destructors go to the shared row
+    lease_ended = true;  // updates from later destructors go to the shared row
     if (index != kNoRow) Table::get().give_back(index);
   }
 };
 
 // The calling thread's row, leased on its first update; null: the shared row.
 std::uint64_t* lease_row() {
-  if (no_lease) return nullptr;
+  if (lease_ended) return nullptr;
+  if (since_refused != 0 && ++since_refused < kRetryLeaseAfter) return nullptr;
+  since_refused = 0;
   thread_local RowLease lease;
   if (lease.index == kNoRow) {
     this_thread_row = Table::get().lease(lease.index);
-    if (this_thread_row == nullptr) no_lease = true;
+    if (this_thread_row == nullptr) since_refused = 1;
   }
   return this_thread_row;
 }
@@ -193,6 +229,14 @@ void Span::add_slow(std::uint32_t i, std::uint64_t n) noexcept {
 std::uint64_t Span::sum(std::uint32_t i) const noexcept {
   if (own_) return own_[i].load(std::memory_order_relaxed);
   return Table::get().sum(offset_ + i);
+}
+
+void Span::sum_all(std::span<std::uint64_t> out) const noexcept {
+  if (own_) {
+    for (std::size_t i = 0; i < out.size(); ++i) out[i] = own_[i].load(std::memory_order_relaxed);
+    return;
+  }
+  Table::get().sum_all(offset_, out);
 }
 
 RowStats row_stats() { return Table::get().stats(); }

@@ -18,12 +18,14 @@
 #include <atomic>
 #include <cstdint>
 #include <memory>
+#include <span>
 
 namespace authrpc::metric_cells {
 
 // The calling thread's row, or null before its first update (or after its
-// lease ended). Read by Span::add's fast path only.
-extern constinit thread_local std::uint64_t* this_thread_row;
+// lease ended). Read by Span::add's fast path only; initial-exec, so that
+// the read is one instruction in a -fPIC library too.
+extern constinit thread_local std::uint64_t* this_thread_row [[gnu::tls_model("initial-exec")]];
 
 // `words` cells at one offset of every row, zero when made.
 class Span {
@@ -43,10 +45,26 @@ class Span {
     }
     add_slow(i, n);
   }
+  // Adds `n` to cell `i` and `m` to cell `j`, with one look at the row.
+  void add(std::uint32_t i, std::uint64_t n, std::uint32_t j, std::uint64_t m) noexcept {
+    std::uint64_t* row = this_thread_row;
+    if (row != nullptr && !own_) [[likely]] {
+      std::atomic_ref<std::uint64_t> a(row[offset_ + i]), b(row[offset_ + j]);
+      a.store(a.load(std::memory_order_relaxed) + n, std::memory_order_relaxed);
+      b.store(b.load(std::memory_order_relaxed) + m, std::memory_order_relaxed);
+      return;
+    }
+    add_slow(i, n);
+    add_slow(j, m);
+  }
 
   // Cell `i` summed over every row: each thread's updates as far as this
   // thread sees them (as a relaxed atomic's would be).
   std::uint64_t sum(std::uint32_t i) const noexcept;
+  // Every cell summed (out.size() == words), a row at a time.
+  void sum_all(std::span<std::uint64_t> out) const noexcept;
+  // False if the rows had no room for it (its cells are its own): tests.
+  bool in_rows() const noexcept { return !own_; }
 
  private:
   void add_slow(std::uint32_t i, std::uint64_t n) noexcept;

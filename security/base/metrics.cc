@@ -53,8 +53,8 @@ void Histogram::observe(std::chrono::nanoseconds d) noexcept {
   // touches one cache line and predicts well.
   std::size_t i = 0;
   while (i < bounds_ns_.size() && ns > bounds_ns_[i]) ++i;
-  cells_.add(static_cast<std::uint32_t>(i), 1);
-  cells_.add(static_cast<std::uint32_t>(bounds_ns_.size() + 1), static_cast<std::uint64_t>(ns));
+  cells_.add(static_cast<std::uint32_t>(i), 1, static_cast<std::uint32_t>(bounds_ns_.size() + 1),
+             static_cast<std::uint64_t>(ns));
 }
 
 void Histogram::observe_seconds(double seconds) noexcept {
@@ -66,14 +66,16 @@ void Histogram::observe_seconds(double seconds) noexcept {
 Histogram::Data Histogram::data() const {
   Data d;
   d.upper_bounds = bounds_;
+  std::vector<std::uint64_t> cells(bounds_.size() + 2);  // buckets, +Inf, sum
+  cells_.sum_all(cells);
   d.cumulative.resize(bounds_.size() + 1);
   std::uint64_t running = 0;
   for (std::size_t i = 0; i <= bounds_.size(); ++i) {
-    running += cells_.sum(static_cast<std::uint32_t>(i));
+    running += cells[i];
     d.cumulative[i] = running;
   }
   d.count = running;
-  d.sum_seconds = static_cast<double>(cells_.sum(static_cast<std::uint32_t>(bounds_.size() + 1))) / 1e9;
+  d.sum_seconds = static_cast<double>(cells.back()) / 1e9;
   return d;
 }
 
