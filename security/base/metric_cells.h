@@ -8,9 +8,12 @@
 // same offset in every row (a Span). A thread leases a row at its first
 // update and gives it back when it exits; the next thread to lease it goes on
 // adding to the values it holds, so no count is lost and no row is wasted.
-// Threads beyond kMaxRows at once, and a thread's updates from destructors
-// that run after its lease ended, add to one shared row with atomic adds; a
-// Span that finds no room in the rows keeps cells of its own, also atomic.
+// Threads beyond kMaxRows at once (each asks for a row again every few
+// thousand updates), and a thread's updates from destructors that run after
+// its lease ended, add to one shared row with atomic adds; a Span that
+// finds no room in the rows keeps cells of its own, also atomic. A freed
+// Span's cells are zeroed where not zero, so a row's pages are resident
+// only where its thread counted.
 //
 // Used by Counter and Histogram; thread-safe.
 #pragma once
