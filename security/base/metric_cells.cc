@@ -112,7 +112,7 @@ class Table {
     std::uint64_t* row = map_row();
     if (row == nullptr) return nullptr;
     rows_[made].store(row, std::memory_order_relaxed);
-    made_.store(made + 1, std::memory_order_release);  // sum() reads rows_ below it
+    made_.store(made + 1, std::memory_order_release);  // sum_all() reads rows_ below it
     index = made;
     ++leased_;
     return row;
@@ -137,16 +137,6 @@ class Table {
         out[i] += std::atomic_ref<std::uint64_t>(row[i]).load(std::memory_order_relaxed);
       }
     }
-  }
-
-  std::uint64_t sum(std::uint32_t offset) const noexcept {
-    std::uint64_t s = std::atomic_ref<std::uint64_t>(shared_row[offset]).load(std::memory_order_relaxed);
-    const std::uint32_t made = made_.load(std::memory_order_acquire);
-    for (std::uint32_t r = 0; r < made; ++r) {
-      s += std::atomic_ref<std::uint64_t>(rows_[r].load(std::memory_order_relaxed)[offset])
-               .load(std::memory_order_relaxed);
-    }
-    return s;
   }
 
   RowStats stats() {
@@ -219,8 +209,7 @@ void Span::add_slow(std::uint32_t i, std::uint64_t n) noexcept {
   if (own_) {
     own_[i].fetch_add(n, std::memory_order_relaxed);
   } else if (std::uint64_t* row = lease_row()) {
-    std::atomic_ref<std::uint64_t> cell(row[offset_ + i]);
-    cell.store(cell.load(std::memory_order_relaxed) + n, std::memory_order_relaxed);
+    add_to_own(row[offset_ + i], n);
   } else {
     std::atomic_ref<std::uint64_t>(shared_row[offset_ + i]).fetch_add(n, std::memory_order_relaxed);
   }
@@ -228,7 +217,9 @@ void Span::add_slow(std::uint32_t i, std::uint64_t n) noexcept {
 
 std::uint64_t Span::sum(std::uint32_t i) const noexcept {
   if (own_) return own_[i].load(std::memory_order_relaxed);
-  return Table::get().sum(offset_ + i);
+  std::uint64_t s = 0;
+  Table::get().sum_all(offset_ + i, {&s, 1});
+  return s;
 }
 
 void Span::sum_all(std::span<std::uint64_t> out) const noexcept {

@@ -30,6 +30,13 @@ namespace authrpc::metric_cells {
 // the read is one instruction in a -fPIC library too.
 extern constinit thread_local std::uint64_t* this_thread_row [[gnu::tls_model("initial-exec")]];
 
+// Adds `n` to a cell only the calling thread writes: a relaxed load and
+// store, no locked instruction.
+inline void add_to_own(std::uint64_t& cell, std::uint64_t n) noexcept {
+  std::atomic_ref<std::uint64_t> c(cell);
+  c.store(c.load(std::memory_order_relaxed) + n, std::memory_order_relaxed);
+}
+
 // `words` cells at one offset of every row, zero when made.
 class Span {
  public:
@@ -42,8 +49,7 @@ class Span {
   void add(std::uint32_t i, std::uint64_t n) noexcept {
     std::uint64_t* row = this_thread_row;
     if (row != nullptr && !own_) [[likely]] {
-      std::atomic_ref<std::uint64_t> cell(row[offset_ + i]);
-      cell.store(cell.load(std::memory_order_relaxed) + n, std::memory_order_relaxed);
+      add_to_own(row[offset_ + i], n);
       return;
     }
     add_slow(i, n);
@@ -52,9 +58,8 @@ class Span {
   void add(std::uint32_t i, std::uint64_t n, std::uint32_t j, std::uint64_t m) noexcept {
     std::uint64_t* row = this_thread_row;
     if (row != nullptr && !own_) [[likely]] {
-      std::atomic_ref<std::uint64_t> a(row[offset_ + i]), b(row[offset_ + j]);
-      a.store(a.load(std::memory_order_relaxed) + n, std::memory_order_relaxed);
-      b.store(b.load(std::memory_order_relaxed) + m, std::memory_order_relaxed);
+      add_to_own(row[offset_ + i], n);
+      add_to_own(row[offset_ + j], m);
       return;
     }
     add_slow(i, n);

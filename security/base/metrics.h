@@ -7,8 +7,9 @@
 // counters"): its Histogram::Observe takes a mutex and Family::Add allocates
 // on every call. Here a metric's children are resolved once — when a server
 // starts, or when a method is registered — and an update adds to the
-// calling thread's own cells (metric_cells.h), with no locked instruction. prometheus-cpp is used only to write the text
-// format (server/admin_server.cc).
+// calling thread's own cells (metric_cells.h), with no locked instruction.
+// prometheus-cpp is used only to write the text format
+// (server/admin_server.cc).
 //
 // Names and labels follow Prometheus' conventions: `authrpc_` prefix, base
 // units (`_seconds`, `_bytes`), `_total` on counters, and only label values
