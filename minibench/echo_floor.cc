@@ -14,6 +14,7 @@
 #include <cerrno>
 #include <cstring>
 
+#include "authrpc/security/base/cycle_clock.h"
 #include "authrpc/security/tls_context.h"
 #include "minibench/floor_sockets.h"
 
@@ -22,6 +23,7 @@ namespace {
 
 using asio::redirect_error;
 using asio::use_awaitable;
+using authrpc::CycleClock;
 using authrpc::Endpoint;
 using authrpc::Errc;
 using authrpc::Result;
@@ -353,9 +355,12 @@ class EchoLoadOn final : public EchoLoad {
   asio::awaitable<Status> run(std::size_t depth, Clock::time_point until,
                               std::vector<double>& us) override {
     if (depth == 0) co_return Status();
+    // On the CycleClock, as authrpc's calls are timed (call_load.cc).
+    const auto block = until - Clock::now();
+    const CycleClock::Ticks began = CycleClock::now();
     // The send times of the messages in flight, oldest first (a ring): the
     // server answers in order.
-    std::vector<Clock::time_point> sent(depth);
+    std::vector<CycleClock::Ticks> sent(depth);
     std::size_t oldest = 0, in_flight = 0;
     std::vector<char> out(depth * kEchoRequestSize);
     std::size_t fresh = depth;  // messages queued in `out`, not yet sent
@@ -366,7 +371,7 @@ class EchoLoadOn final : public EchoLoad {
     std::error_code ec;
     for (;;) {
       if (fresh > 0) {
-        const auto now = Clock::now();
+        const CycleClock::Ticks now = CycleClock::now();
         for (std::size_t i = 0; i < fresh; ++i) sent[(oldest + in_flight + i) % depth] = now;
         in_flight += fresh;
         co_await write_all(io_, out.data(), fresh * kEchoRequestSize, ec);
@@ -389,7 +394,8 @@ class EchoLoadOn final : public EchoLoad {
         if (ec == asio::error::eof) co_return Status(Errc::kConnectionClosed, "echo floor: closed");
         if (ec) co_return Status(ec, "echo floor: read");
         end += n;
-        const auto now = Clock::now();
+        const CycleClock::Ticks now = CycleClock::now();
+        const bool more = CycleClock::elapsed(began, now) < block;
         while (end - begin >= kLengthSize && in_flight > 0) {
           const std::uint32_t length = read_length(in_.data() + begin);
           if (length != kEchoReplySize - kLengthSize) {
@@ -397,10 +403,12 @@ class EchoLoadOn final : public EchoLoad {
           }
           if (end - begin < kEchoReplySize) break;
           begin += kEchoReplySize;
-          us.push_back(std::chrono::duration<double, std::micro>(now - sent[oldest]).count());
+          us.push_back(std::chrono::duration<double, std::micro>(
+                           CycleClock::elapsed(sent[oldest], now))
+                           .count());
           oldest = (oldest + 1) % depth;
           --in_flight;
-          if (now < until) {
+          if (more) {
             std::memcpy(out.data() + fresh * kEchoRequestSize, request_.data(), kEchoRequestSize);
             ++fresh;
           }

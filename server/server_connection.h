@@ -23,6 +23,7 @@
 #include "authrpc/auth/server_negotiation.h"
 #include "authrpc/rpc/call_router.h"
 #include "authrpc/rpc/frame_channel.h"
+#include "authrpc/security/base/cycle_clock.h"
 #include "authrpc/server/call_admission.h"
 #include "authrpc/server/server_impl.h"
 #include "authrpc/server/server_metrics.h"
@@ -182,9 +183,10 @@ class ServerConnection final : public std::enable_shared_from_this<ServerConnect
   std::uint64_t calls_failed_ = 0;
   std::uint32_t last_call_id_ = 0;
   Clock::time_point last_activity_;
-  // The latest clock read of the frames being handled: when the read that
-  // brought them completed, then when the last inline call ended (dispatch).
-  Clock::time_point batch_clock_;
+  // With metrics, the latest CycleClock read of the frames being handled:
+  // when the read that brought them completed, then when the last inline
+  // call ended (dispatch).
+  CycleClock::Ticks batch_ticks_ = 0;
   // The cancel flags of the async, blocking and stream calls running under
   // each id; a cancelled call leaves at CANCEL (its handler keeps the flag).
   std::unordered_map<std::uint32_t, std::shared_ptr<std::atomic<bool>>> cancel_flags_;

@@ -79,6 +79,11 @@ Service TestService() {
     std::this_thread::sleep_for(20ms);
     return std::string("done");
   });
+  // Inline, on the IO thread: its processing time is on the CycleClock.
+  s.add("pause", [](CallContext&, std::string_view) -> Result<std::string> {
+    std::this_thread::sleep_for(10ms);
+    return std::string("done");
+  });
   return s;
 }
 
@@ -221,9 +226,29 @@ TEST_F(ServerMetricsTest, CallsAreCountedByMethodAndCodeWithQueueAndProcessingTi
       EXPECT_EQ(s.histogram.count, 2u);
     }
   }
-  EXPECT_EQ(client_registry_->value("authrpc_client_calls_total", {{"code", "ok"}}), 6);
+  // An inline call's processing time: at least its handler's pause, at
+  // most the round trips the client saw (ticks taken for nanoseconds, or
+  // a wrong rate, would fall outside).
+  const MetricLabels pause{{"service", "t"}, {"method", "pause"}};
+  const auto before = std::chrono::steady_clock::now();
+  for (int i = 0; i < 2; ++i) ASSERT_TRUE((*client)->call("t", "pause", "").ok());
+  const double round_trips =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - before).count();
+  bool seen = false;
+  for (const auto& f : registry_->snapshot()) {
+    if (f.name != "authrpc_server_call_processing_seconds") continue;
+    for (const auto& s : f.samples) {
+      if (s.labels != pause) continue;
+      seen = true;
+      EXPECT_EQ(s.histogram.count, 2u);
+      EXPECT_GE(s.histogram.sum_seconds, 0.020);
+      EXPECT_LE(s.histogram.sum_seconds, round_trips);
+    }
+  }
+  EXPECT_TRUE(seen);
+  EXPECT_EQ(client_registry_->value("authrpc_client_calls_total", {{"code", "ok"}}), 8);
   EXPECT_EQ(client_registry_->value("authrpc_client_calls_total", {{"code", "not_found"}}), 2);
-  EXPECT_EQ(client_registry_->value("authrpc_client_call_duration_seconds"), 9);
+  EXPECT_EQ(client_registry_->value("authrpc_client_call_duration_seconds"), 11);
   EXPECT_EQ(client_registry_->value("authrpc_client_connections_open", {{"transport", "tcp"}}), 1);
 }
 
