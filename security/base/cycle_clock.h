@@ -46,8 +46,7 @@ class CycleClock {
   static std::chrono::nanoseconds elapsed(Ticks from, Ticks to) noexcept {
     if (to <= from) return std::chrono::nanoseconds(0);
     const std::uint64_t mult = ns_per_tick_q32_.load(std::memory_order_relaxed);
-    if (mult == 0) return std::chrono::nanoseconds(static_cast<std::int64_t>(to - from));
-    const Wide ns = static_cast<Wide>(to - from) * mult >> 32;
+    const Wide ns = mult == 0 ? Wide{to - from} : static_cast<Wide>(to - from) * mult >> 32;
     constexpr auto kMax = static_cast<Wide>(INT64_MAX);
     return std::chrono::nanoseconds(static_cast<std::int64_t>(ns > kMax ? kMax : ns));
   }
