@@ -137,10 +137,10 @@ void on_each_thread(ClientThreads& threads, const std::function<void(std::size_t
 
 // One of D coroutines on a connection: sys.echo calls back to back until
 // `until`, each timed from before the call to its reply (the clock read
-// that ends one call starts the next).
-// Each call is timed on the CycleClock (one rdtsc where it is the TSC), as
-// the floor's batches are (echo_floor.cc): a steady_clock read per call was
-// ~2 % of the row's CPU that the floor, reading once per batch, did not pay.
+// that ends one call starts the next). On the CycleClock (one rdtsc where
+// it is the TSC), as the floor's batches are (echo_floor.cc): a
+// steady_clock read per call was ~2 % of the row's CPU, which the floor,
+// reading once per batch, did not pay.
 asio::awaitable<Status> echo_calls(Client& client, Clock::time_point until,
                                    std::vector<double>& us) {
   const auto length = until - Clock::now();
