@@ -1,8 +1,8 @@
 #include "authrpc/security/base/cycle_clock.h"
 
-#include <fstream>
+#include <cstdio>
+#include <cstring>
 #include <mutex>
-#include <string>
 
 #if defined(__x86_64__)
 #include <cpuid.h>
@@ -11,21 +11,24 @@
 namespace authrpc {
 namespace {
 
-using Steady = std::chrono::steady_clock;
-
-std::int64_t steady_ns() noexcept {
-  return std::chrono::duration_cast<std::chrono::nanoseconds>(Steady::now().time_since_epoch())
+#if defined(__x86_64__)
+std::int64_t steady_now_ns() noexcept {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(
+             std::chrono::steady_clock::now().time_since_epoch())
       .count();
 }
 
-#if defined(__x86_64__)
 // The kernel keeps time with the TSC only once it has found it invariant
 // and synchronised across CPUs; without that, ticks from two CPUs do not
 // compare.
-bool kernel_trusts_tsc() {
-  std::ifstream in("/sys/devices/system/clocksource/clocksource0/current_clocksource");
-  std::string name;
-  return in && std::getline(in, name) && name == "tsc";
+bool kernel_trusts_tsc() noexcept {
+  std::FILE* f = std::fopen("/sys/devices/system/clocksource/clocksource0/current_clocksource", "re");
+  if (f == nullptr) return false;
+  char name[32] = {};
+  const bool read = std::fgets(name, sizeof name, f) != nullptr;
+  std::fclose(f);
+  name[std::strcspn(name, "\n")] = '\0';
+  return read && std::strcmp(name, "tsc") == 0;
 }
 
 // CPUID 0x80000007 EDX bit 8: the TSC runs at a constant rate in every
@@ -50,7 +53,7 @@ Sample sample() noexcept {
   std::uint64_t best_gap = UINT64_MAX;
   for (int i = 0; i < 5; ++i) {
     const std::uint64_t before = __rdtsc();
-    const std::int64_t ns = steady_ns();
+    const std::int64_t ns = steady_now_ns();
     const std::uint64_t after = __rdtsc();
     if (after - before < best_gap) {
       best_gap = after - before;
@@ -72,14 +75,14 @@ bool CycleClock::uses_tsc() noexcept {
   return mode_.load(std::memory_order_acquire) == Mode::kTsc;
 }
 
-CycleClock::Ticks CycleClock::now_slow() noexcept {
+CycleClock::Ticks CycleClock::decide_and_read() noexcept {
   std::call_once(g_decided, [] {
 #if defined(__x86_64__)
     if (invariant_tsc() && kernel_trusts_tsc()) {
       // The rate over ~200 µs: each end is good to a few tens of ns, so the
       // rate to ~1e-4, enough for histograms of durations.
       const Sample a = sample();
-      while (steady_ns() - a.ns < kCalibrationNs) {
+      while (steady_now_ns() - a.ns < kCalibrationNs) {
       }
       const Sample b = sample();
       if (b.tsc > a.tsc && b.ns > a.ns) {
@@ -94,10 +97,7 @@ CycleClock::Ticks CycleClock::now_slow() noexcept {
 #endif
     mode_.store(Mode::kSteady, std::memory_order_release);
   });
-#if defined(__x86_64__)
-  if (mode_.load(std::memory_order_acquire) == Mode::kTsc) return __rdtsc();
-#endif
-  return static_cast<Ticks>(steady_ns());
+  return now();
 }
 
 }  // namespace authrpc

@@ -11,8 +11,11 @@
 // wall time: steady_clock is the clock those are on (docs/OPERATIONS.md,
 // "Clocks").
 //
-// The first read decides which clock it is and measures the rate (~200 µs,
-// once per process); a server that counts makes that read when it starts.
+// The first read decides which clock it is, once per process, and measures
+// the rate (~200 µs); a server that counts makes that read when it starts.
+// A kernel that later gives up the TSC as its clocksource (its watchdog
+// found it unstable) is not followed: intervals may then be off, and only
+// the histograms timed with this clock are.
 // Thread-safe.
 #pragma once
 
@@ -29,26 +32,33 @@ namespace authrpc {
 class CycleClock {
  public:
   using Ticks = std::uint64_t;
-  // For a tick count times the rate (GCC and clang; one `mul` on x86-64).
-  __extension__ typedef unsigned __int128 Wide;
 
   // The time now, in ticks.
   static Ticks now() noexcept {
-#if defined(__x86_64__)
     // Acquire: a thread that reads TSC ticks also sees their rate (a plain
     // load on x86-64).
-    if (mode_.load(std::memory_order_acquire) == Mode::kTsc) [[likely]] return __rdtsc();
+    const Mode mode = mode_.load(std::memory_order_acquire);
+#if defined(__x86_64__)
+    if (mode == Mode::kTsc) [[likely]] return __rdtsc();
 #endif
-    return now_slow();
+    if (mode == Mode::kSteady) return steady_ns();
+    return decide_and_read();
   }
 
   // The time from `from` to `to` (both from now()); zero if `to` is earlier.
   static std::chrono::nanoseconds elapsed(Ticks from, Ticks to) noexcept {
     if (to <= from) return std::chrono::nanoseconds(0);
+    const std::uint64_t ticks = to - from;
+#if defined(__x86_64__)
     const std::uint64_t mult = ns_per_tick_q32_.load(std::memory_order_relaxed);
-    const Wide ns = mult == 0 ? Wide{to - from} : static_cast<Wide>(to - from) * mult >> 32;
-    constexpr auto kMax = static_cast<Wide>(INT64_MAX);
-    return std::chrono::nanoseconds(static_cast<std::int64_t>(ns > kMax ? kMax : ns));
+    if (mult != 0) {
+      const Wide ns = static_cast<Wide>(ticks) * mult >> 32;
+      return std::chrono::nanoseconds(
+          static_cast<std::int64_t>(ns > Wide{INT64_MAX} ? Wide{INT64_MAX} : ns));
+    }
+#endif
+    return std::chrono::nanoseconds(
+        static_cast<std::int64_t>(ticks > std::uint64_t{INT64_MAX} ? INT64_MAX : ticks));
   }
 
   // True if ticks are the TSC's (decided by the first now()).
@@ -56,8 +66,18 @@ class CycleClock {
 
  private:
   enum class Mode : std::uint8_t { kUnknown, kTsc, kSteady };
+#if defined(__x86_64__)
+  // A tick count times the rate (one `mul` on x86-64).
+  __extension__ typedef unsigned __int128 Wide;
+#endif
 
-  static Ticks now_slow() noexcept;
+  static Ticks steady_ns() noexcept {
+    return static_cast<Ticks>(std::chrono::duration_cast<std::chrono::nanoseconds>(
+                                  std::chrono::steady_clock::now().time_since_epoch())
+                                  .count());
+  }
+  // The first read: decides the mode (and measures the rate), then reads.
+  static Ticks decide_and_read() noexcept;
 
   static inline std::atomic<Mode> mode_{Mode::kUnknown};
   // Nanoseconds per tick × 2^32; 0 while ticks are nanoseconds.
