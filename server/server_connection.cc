@@ -180,8 +180,8 @@ asio::awaitable<void> ServerConnection::run(Status refuse) {
   // once quiet count from here, not from the accept, however long the
   // negotiation took.
   reactor_.connections.insert(*this);
-  read_batch_clocks();
-  last_activity_ = batch_time_;
+  last_activity_ = Clock::now();
+  if (metrics_) batch_ticks_ = CycleClock::now();
   // Calls pipelined behind the negotiation are answered in the same write as
   // AUTH_SUCCESS: flush only once no further frame is buffered.
   if (!channel_->frame_buffered()) end_batch();
@@ -262,10 +262,9 @@ asio::awaitable<void> ServerConnection::serve(bool woken) {
       }
       incoming = co_await channel_->read_frame();
       // One clock read per read, not per frame: what a batch of frames
-      // read at once shares (the idle deadlines, the calls' deadlines and
-      // credential checks, the first call's start).
-      read_batch_clocks();
-      last_activity_ = batch_time_;
+      // read at once shares (the idle deadlines, the first call's start).
+      last_activity_ = Clock::now();
+      if (metrics_) batch_ticks_ = CycleClock::now();
     }
     auto& frame = *incoming;
     if (!frame.ok()) {
@@ -301,7 +300,7 @@ asio::awaitable<void> ServerConnection::serve(bool woken) {
         break;
       case FrameType::kData: {
         Status s = co_await streams_.on_data(*channel_, *frame);
-        read_batch_clocks();  // it may have waited for the body
+        if (metrics_) batch_ticks_ = CycleClock::now();  // it may have waited for the body
         if (!s.ok() && s.code != Errc::kProtocolError) {
           // The connection failed inside the frame: as for a failed read.
           if (!channel_->closed() && state_ != State::kLingering) {
@@ -365,7 +364,7 @@ asio::awaitable<void> ServerConnection::serve(bool woken) {
     if (batch_over) end_batch();
     if (channel_->pending_bytes() > server_.options.max_pending_output) {
       co_await channel_->wait_pending_below(server_.options.max_pending_output / 2);
-      read_batch_clocks();
+      if (metrics_) batch_ticks_ = CycleClock::now();
     }
   }
   count_calls();
@@ -474,17 +473,10 @@ Status ServerConnection::expired_credentials() const {
                     ") have expired: authenticate again");
 }
 
-// A call's deadline from its header's timeout (0: none), counted from the
-// read that brought it.
-ServerConnection::Clock::time_point ServerConnection::deadline_after(std::uint32_t timeout_ms) const {
+// A call's deadline from its header's timeout (0: none).
+ServerConnection::Clock::time_point ServerConnection::deadline_after(std::uint32_t timeout_ms) {
   return timeout_ms == 0 ? Clock::time_point::max()
-                         : batch_time_ + std::chrono::milliseconds(timeout_ms);
-}
-
-void ServerConnection::read_batch_clocks() {
-  batch_time_ = Clock::now();
-  if (metrics_) batch_ticks_ = CycleClock::now();
-  if (identity_.expires) batch_wall_ = std::chrono::system_clock::now();
+                         : Clock::now() + std::chrono::milliseconds(timeout_ms);
 }
 
 std::optional<ServerConnection::AdmittedCall> ServerConnection::admit_call(
@@ -508,9 +500,8 @@ std::optional<ServerConnection::AdmittedCall> ServerConnection::admit_call(
     respond(call_id, Status(Errc::kUnavailable, "server is shutting down"), deadline, call.cells);
     return std::nullopt;
   }
-  // A session does not outlive its credentials (Identity::expires): a call
-  // read after they expired is refused.
-  if (identity_.expires && batch_wall_ >= *identity_.expires) [[unlikely]] {
+  // A session does not outlive its credentials (Identity::expires).
+  if (identity_.expires && std::chrono::system_clock::now() >= *identity_.expires) [[unlikely]] {
     respond(call_id, expired_credentials(), deadline, call.cells);
     credentials_expired_ = true;
     return std::nullopt;

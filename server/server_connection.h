@@ -126,9 +126,7 @@ class ServerConnection final : public std::enable_shared_from_this<ServerConnect
   // CREDENTIALS_EXPIRED: what a call after identity_.expires is answered,
   // and what the connection then closes with.
   Status expired_credentials() const;
-  Clock::time_point deadline_after(std::uint32_t timeout_ms) const;
-  // Reads the clocks the frames of a batch share (batch_time_ and the rest).
-  void read_batch_clocks();
+  static Clock::time_point deadline_after(std::uint32_t timeout_ms);
   // What every call passes before it runs: the server is serving, the
   // method exists, the caller may call it. On refusal, responds with the
   // typed error and returns nullopt.
@@ -185,14 +183,9 @@ class ServerConnection final : public std::enable_shared_from_this<ServerConnect
   std::uint64_t calls_failed_ = 0;
   std::uint32_t last_call_id_ = 0;
   Clock::time_point last_activity_;
-  // The clocks the frames being handled share, read once when the read that
-  // brought them completed (or a wait among them ended): read_batch_clocks().
-  // Their calls' deadlines count from batch_time_; with credentials that
-  // expire, their calls are checked against batch_wall_; with metrics,
-  // batch_ticks_ is the first inline call's start, then the end of the last
-  // one (dispatch).
-  Clock::time_point batch_time_;
-  std::chrono::system_clock::time_point batch_wall_;
+  // With metrics, the latest CycleClock read of the frames being handled:
+  // when the read that brought them completed, then when the last inline
+  // call ended (dispatch).
   CycleClock::Ticks batch_ticks_ = 0;
   // The cancel flags of the async, blocking and stream calls running under
   // each id; a cancelled call leaves at CANCEL (its handler keeps the flag).
