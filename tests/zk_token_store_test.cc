@@ -395,11 +395,23 @@ TEST_F(ZkTokenStoreTest, ZooKeeperRestartUnderLoad) {
   }
   // An issue whose reply the restart cut off may have been committed: it is
   // in ZooKeeper, whole, though nobody got it.
-  ASSERT_TRUE(Eventually([&] {
+  const bool settled = Eventually([&] {
     return sb->fresh() && b->token_count() >= acknowledged.size() &&
            b->token_count() <= acknowledged.size() + failures.size();
-  })) << b->token_count() << " of " << acknowledged.size();
-  for (const auto& t : acknowledged) EXPECT_TRUE(b->verify(t).ok());
+  });
+  if (!settled) {
+    // Seen once (ASan build, CI, 30 of 31): tell a token ZooKeeper lost from
+    // a view that missed one, by reading ZooKeeper afresh.
+    const auto in_zk = sb->load();
+    ADD_FAILURE() << b->token_count() << " of " << acknowledged.size() << " acknowledged ("
+                  << failures.size() << " failed) in b's view, fresh: " << sb->fresh()
+                  << "; ZooKeeper holds "
+                  << (in_zk.ok() ? std::to_string(in_zk->tokens.size()) + " tokens"
+                                 : in_zk.status().to_string());
+  }
+  for (std::size_t i = 0; i < acknowledged.size(); ++i) {
+    EXPECT_TRUE(b->verify(acknowledged[i]).ok()) << "acknowledged token " << i;
+  }
   // Usually the session survives the restart; on a loaded machine it may
   // expire first, and then the store rebuilt its view: both are fine here.
   EXPECT_LE(sa->stats().sessions, 2u);
