@@ -12,12 +12,6 @@ namespace authrpc {
 namespace {
 
 #if defined(__x86_64__)
-std::int64_t steady_now_ns() noexcept {
-  return std::chrono::duration_cast<std::chrono::nanoseconds>(
-             std::chrono::steady_clock::now().time_since_epoch())
-      .count();
-}
-
 // The kernel keeps time with the TSC only once it has found it invariant
 // and synchronised across CPUs; without that, ticks from two CPUs do not
 // compare.
@@ -42,18 +36,19 @@ bool invariant_tsc() {
 
 struct Sample {
   std::uint64_t tsc;
-  std::int64_t ns;
+  std::uint64_t ns;
 };
 
 // A TSC reading and a steady_clock one taken together: of five tries, the
 // one whose two TSC reads around the clock read are closest (the least
 // likely to have been interrupted), at their midpoint.
-Sample sample() noexcept {
+// `steady_ns` reads steady_clock in nanoseconds (CycleClock's own).
+Sample sample(std::uint64_t (*steady_ns)() noexcept) noexcept {
   Sample best{0, 0};
   std::uint64_t best_gap = UINT64_MAX;
   for (int i = 0; i < 5; ++i) {
     const std::uint64_t before = __rdtsc();
-    const std::int64_t ns = steady_now_ns();
+    const std::uint64_t ns = steady_ns();
     const std::uint64_t after = __rdtsc();
     if (after - before < best_gap) {
       best_gap = after - before;
@@ -63,7 +58,7 @@ Sample sample() noexcept {
   return best;
 }
 
-constexpr std::int64_t kCalibrationNs = 200'000;
+constexpr std::uint64_t kCalibrationNs = 200'000;
 #endif
 
 std::once_flag g_decided;
@@ -81,10 +76,10 @@ CycleClock::Ticks CycleClock::decide_and_read() noexcept {
     if (invariant_tsc() && kernel_trusts_tsc()) {
       // The rate over ~200 µs: each end is good to a few tens of ns, so the
       // rate to ~1e-4, enough for histograms of durations.
-      const Sample a = sample();
-      while (steady_now_ns() - a.ns < kCalibrationNs) {
+      const Sample a = sample(steady_ns);
+      while (steady_ns() - a.ns < kCalibrationNs) {
       }
-      const Sample b = sample();
+      const Sample b = sample(steady_ns);
       if (b.tsc > a.tsc && b.ns > a.ns) {
         const Wide q32 = (static_cast<Wide>(b.ns - a.ns) << 32) / (b.tsc - a.tsc);
         if (q32 > 0 && q32 < (static_cast<Wide>(1) << 63)) {

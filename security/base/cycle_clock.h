@@ -1,21 +1,16 @@
 // A clock for short intervals read very often: the server's per-call
 // processing time (one read per inline call), minibench's per-call latency.
 // Where the kernel keeps its own time with the CPU's time-stamp counter
-// (x86-64, invariant TSC, clocksource "tsc"), a read is one `rdtsc` — ~11 ns
-// on the development VM, where `clock_gettime` through the vDSO takes ~25 —
-// and an interval is converted to nanoseconds at a rate measured once against
-// steady_clock. Elsewhere the ticks are steady_clock's nanoseconds. The
-// kernel uses the TSC as its clocksource only after checking that it is
-// synchronised across CPUs, so ticks read on different threads compare;
-// an interval that comes out negative reads as zero. Not for deadlines or
-// wall time: steady_clock is the clock those are on (docs/OPERATIONS.md,
-// "Clocks").
+// (x86-64, invariant TSC, clocksource "tsc"), a read is one `rdtsc` and an
+// interval is converted to nanoseconds at a rate measured once against
+// steady_clock; elsewhere the ticks are steady_clock's nanoseconds. Ticks
+// read on different threads compare (the kernel checked that the CPUs'
+// counters agree); an interval that comes out negative reads as zero. Not
+// for deadlines or wall time. Why, what it costs, and its limits:
+// docs/OPERATIONS.md, "Clocks".
 //
 // The first read decides which clock it is, once per process, and measures
 // the rate (~200 µs); a server that counts makes that read when it starts.
-// A kernel that later gives up the TSC as its clocksource (its watchdog
-// found it unstable) is not followed: intervals may then be off, and only
-// the histograms timed with this clock are.
 // Thread-safe.
 #pragma once
 
