@@ -554,6 +554,11 @@ Result<TokenStoreChanges> ZkTokenStore::read_changes(const std::vector<ZkEvent>&
       if (!watched_tokens_.contains(seq)) reads.insert(seq);
     }
   }
+  // All or nothing: watched_tokens_ changes only with a round that is
+  // delivered. Were a token found here marked watched while a later read of
+  // the round fails, the retry's listing would not read it again, and it
+  // would never reach the view.
+  std::vector<std::uint64_t> now_watched, now_gone;
   if (!reads.empty()) {
     std::vector<std::string> paths;
     for (auto seq : reads) paths.push_back(token_path(seq));
@@ -562,14 +567,14 @@ Result<TokenStoreChanges> ZkTokenStore::read_changes(const std::vector<ZkEvent>&
     for (auto seq : reads) {
       auto& node = nodes[i++];
       if (node.rc == ZNONODE) {
-        watched_tokens_.erase(seq);
+        now_gone.push_back(seq);
         changes.tokens_removed.push_back(seq);
         continue;
       }
       if (node.rc != ZOK) return fail(node.rc, "read " + token_path(seq));
       auto token = decode_token(node.data);
       wipe(node.data);
-      watched_tokens_.insert(seq);
+      now_watched.push_back(seq);
       // A record this code cannot read is left out of the view (load() reports it).
       if (token.ok() && token->sequence_number == seq) changes.tokens_put.push_back(std::move(*token));
     }
@@ -589,6 +594,8 @@ Result<TokenStoreChanges> ZkTokenStore::read_changes(const std::vector<ZkEvent>&
     }
     changes.all_keys = true;  // keys not listed any more were swept
   }
+  for (auto seq : now_gone) watched_tokens_.erase(seq);
+  watched_tokens_.insert(now_watched.begin(), now_watched.end());
   return changes;
 }
 
@@ -634,6 +641,10 @@ void ZkTokenStore::watch_loop() {
       }
     } else {
       deliver([&] { return read_changes(batch, &again); });
+    }
+    if (again) {
+      std::lock_guard stats_lock(mu_);
+      ++stats_.retries;
     }
     lock.lock();
     if (again) {

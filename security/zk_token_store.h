@@ -69,6 +69,7 @@ class ZkTokenStore final : public TokenStore {
     std::uint64_t sequence_reservations = 0;  // round trips to root/seq
     std::uint64_t fetches = 0;               // sync + read after a local miss
     std::uint64_t events = 0;                // watch events handled
+    std::uint64_t retries = 0;               // watch rounds that failed a read, tried again
   };
 
   // Connects (retrying up to start_timeout), authenticates and creates the

@@ -1,8 +1,9 @@
 // ZkTokenStore and SecretManagers sharing it, against a real ZooKeeper
 // started by the test (tests/mini_zk.h): the store contract, batch-reserved
 // sequence numbers, digest ACLs, start-up with ZooKeeper unreachable, views
-// kept in step by watches, exactly one key roll and one sweeper per
-// interval, session expiry, and a ZooKeeper restart under load.
+// kept in step by watches (also when a round of the watch's reads fails
+// partway), exactly one key roll and one sweeper per interval, session
+// expiry, and a ZooKeeper restart under load.
 // Skipped (with the reason) only where ZooKeeper is not installed.
 #include <gtest/gtest.h>
 #include <zookeeper/zookeeper.h>
@@ -340,6 +341,60 @@ TEST_F(ZkTokenStoreTest, SessionExpiryRebuildsTheViewFromZooKeeper) {
   EXPECT_TRUE(a->verify(*fresh).ok());
   EXPECT_TRUE(a->verify(*cancelled).is(TokenErrc::kCancelled)) << a->verify(*cancelled).status().to_string();
   EXPECT_TRUE(a->issue({"carol", "", "", "svc"}).ok());
+}
+
+// A raw C-client handle authenticated as the stores are, for records the
+// stores themselves never write (here: a node they may list but not read).
+struct RawZk {
+  explicit RawZk(const std::string& connect) {
+    zh = zookeeper_init(connect.c_str(), nullptr, 10000, nullptr, nullptr, 0);
+    for (int i = 0; zh != nullptr && i < 500 && zoo_state(zh) != ZOO_CONNECTED_STATE; ++i) {
+      std::this_thread::sleep_for(10ms);
+    }
+    // Requests after it are served after it, on one connection.
+    const char cred[] = "authrpc:s3cret";
+    if (connected()) zoo_add_auth(zh, "digest", cred, sizeof cred - 1, nullptr, nullptr);
+  }
+  ~RawZk() {
+    if (zh != nullptr) zookeeper_close(zh);
+  }
+  bool connected() const { return zh != nullptr && zoo_state(zh) == ZOO_CONNECTED_STATE; }
+  zhandle_t* zh = nullptr;
+};
+
+// A watch round reads new token nodes, and the keys when they changed. When
+// one read fails (here: a node the stores may list but not read), nothing of
+// that round may be kept as seen but not delivered, or a token issued
+// meanwhile is listed by every retry yet never enters the view.
+TEST_F(ZkTokenStoreTest, ViewKeepsATokenFoundInARoundWhoseOtherReadFailed) {
+  for (const char* dir : {"/tokens/00000000009999999999", "/keys/9999999999"}) {
+    SCOPED_TRACE(dir);
+    root_ += "x";  // a fresh layout per case
+    auto sa = Open(), sb = Open();
+    ASSERT_TRUE(sa && sb);
+    auto a = Manager(sa), b = Manager(sb);
+    ASSERT_TRUE(a && b);
+    RawZk raw(zk_->connect_string());
+    ASSERT_TRUE(raw.connected());
+    // Listed by the watch, but ADMIN is all the stores' user may do with it.
+    const std::string unreadable = root_ + dir;
+    ACL admin_only_acl{ZOO_PERM_ADMIN, {const_cast<char*>("auth"), const_cast<char*>("")}};
+    ACL_vector admin_only{1, &admin_only_acl};
+    ASSERT_EQ(zoo_create(raw.zh, unreadable.c_str(), "x", 1, &admin_only, ZOO_PERSISTENT, nullptr, 0), ZOK);
+    ASSERT_TRUE(Eventually([&] { return sb->stats().retries > 0; })) << "b's watch failed a read";
+    auto token = a->issue({"alice", "", "", "svc"});
+    ASSERT_TRUE(token.ok()) << token.status().to_string();
+    // The second failed round from here started after the first had failed,
+    // so after the token was in ZooKeeper: it listed the token too.
+    const auto retries = sb->stats().retries;
+    ASSERT_TRUE(Eventually([&] { return sb->stats().retries >= retries + 2; })) << "b's watch retried";
+    EXPECT_EQ(b->token_count(), 0u);  // nothing is delivered while a read fails
+    // Readable again: b's next round delivers the token. The node's own
+    // bytes are neither a token nor a key, and stay out of the view.
+    ASSERT_EQ(zoo_set_acl(raw.zh, unreadable.c_str(), -1, &ZOO_CREATOR_ALL_ACL), ZOK);
+    EXPECT_TRUE(Eventually([&] { return b->token_count() == 1; })) << b->token_count();
+    EXPECT_TRUE(b->verify(*token).ok());
+  }
 }
 
 TEST_F(ZkTokenStoreTest, ZooKeeperRestartUnderLoad) {
