@@ -469,8 +469,10 @@ bool ZkTokenStore::fresh() const noexcept {
 }
 
 void ZkTokenStore::set_observer(TokenStoreObserver* observer) {
-  std::lock_guard lock(observer_mu_);
-  observer_ = observer;
+  observer_.store(observer, std::memory_order_release);
+  if (observer == nullptr) {
+    std::lock_guard wait_for_apply(observer_mu_);  // one in progress ends first
+  }
 }
 
 ZkTokenStore::Stats ZkTokenStore::stats() const {
@@ -502,8 +504,8 @@ void ZkTokenStore::on_event(ZkEvent event) {
 
 void ZkTokenStore::deliver(const std::function<Result<TokenStoreChanges>()>& read) {
   std::lock_guard lock(observer_mu_);
-  if (observer_ != nullptr) {
-    observer_->apply(read);
+  if (auto* observer = observer_.load(std::memory_order_acquire); observer != nullptr) {
+    observer->apply(read);
   } else {
     (void)read();  // keeps the watches armed
   }

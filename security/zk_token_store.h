@@ -132,8 +132,11 @@ class ZkTokenStore final : public TokenStore {
   std::mutex watch_mu_;  // after mu_ if both
   std::set<std::uint64_t> watched_tokens_;  // holding a data watch, reported to the observer
 
-  std::mutex observer_mu_;  // held while the observer is called
-  TokenStoreObserver* observer_ = nullptr;
+  // Held while the observer is called; setting one takes no lock (the
+  // SecretManager sets itself under its own write lock, which apply() takes
+  // under this one), clearing it waits for a call in progress.
+  std::mutex observer_mu_;
+  std::atomic<TokenStoreObserver*> observer_{nullptr};
 
   std::mutex events_mu_;
   std::condition_variable events_cv_;
