@@ -95,6 +95,7 @@ class ZkSession {
 
   // Fault injection for tests: closes this session from a second handle
   // that presents its id and password, so ZooKeeper expires it for us.
+  // ZOK once this handle has heard that its session expired.
   int expire_for_testing(const std::string& connect);
 
  private:
