@@ -162,6 +162,8 @@ bool ZkSession::expired() const {
   return state_ == ZOO_EXPIRED_SESSION_STATE || state_ == ZOO_AUTH_FAILED_STATE;
 }
 
+ZkSession::Node::~Node() { cleanse(data.data(), data.size()); }
+
 ZkSession::Node ZkSession::get(const std::string& path, bool watch) {
   return std::move(get_many({path}, watch).front());
 }

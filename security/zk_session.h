@@ -63,10 +63,16 @@ class ZkSession {
   ZkSession(const ZkSession&) = delete;
   ZkSession& operator=(const ZkSession&) = delete;
 
+  // A node read. Its data may be a key or a token's password: this copy is
+  // wiped when the Node is freed, on every path (an error return included).
   struct Node {
     int rc = 0;
     std::string data;
     std::int32_t version = -1;
+    Node() = default;
+    Node(Node&&) noexcept = default;
+    Node& operator=(Node&&) noexcept = default;
+    ~Node();
   };
   // With watch, a later change or deletion of the node is reported once.
   Node get(const std::string& path, bool watch);
