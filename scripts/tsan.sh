@@ -14,7 +14,9 @@ if ((${#tests[@]} == 0)); then
   tests=(secret_manager_test zk_token_store_test file_token_store_test timed_token_store_test
          server_test server_metrics_test server_connection_test client_call_test streaming_test
          shm_ring_test shm_handoff_test shm_stream_plane_test metrics_test metric_cells_test
-         jwt_token_source_test preauth_budget_test tls_test cycle_clock_test)
+         jwt_token_source_test preauth_budget_test tls_test cycle_clock_test authz_test
+         server_dispatch_test call_router_test bad_input_test stream_bad_input_test
+         protocol_conformance_test jwt_https_test)
 fi
 bash scripts/setup.sh
 JOBS=${JOBS:-$(nproc)}
