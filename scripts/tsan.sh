@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # Builds the tests whose threads meet (token stores and their watch threads,
 # the server's IO threads and handler pools, the client runtime, shared-memory
-# rings, metric cells, JWKS refresh) with ThreadSanitizer into build-tsan/,
-# and runs each; exits non-zero at the first data race, lock-order inversion
-# or failed test.
+# rings, metric cells, JWKS refresh, policy reload, the bad-input and protocol
+# tables against a live server) with ThreadSanitizer into build-tsan/, and
+# runs each; exits non-zero at the first data race, lock-order inversion or
+# failed test.
 #   scripts/tsan.sh [TEST...]     (default: the list below)
 # Not a step of scripts/test.sh: it is a third build of every library (about
 # 15 minutes on 2 cores with a cold ccache). docs/TESTING.md says when to run it.

@@ -132,7 +132,7 @@ int ZkSession::expire_for_testing(const std::string& connect) {
   // dropped by the takeover, may reconnect first and take the session back:
   // then the close never reaches the server (seen under ThreadSanitizer's
   // slowness) and the session lives on. So: until this handle has heard
-  // that its session expired, which it does at its next ping or reconnect.
+  // that its session expired, which it does when it next reconnects.
   const auto hear_within = std::chrono::milliseconds(zoo_recv_timeout(zh_)) + std::chrono::seconds(1);
   for (int attempt = 0; attempt < 5; ++attempt) {
     clientid_t other_id = copy;
@@ -145,7 +145,7 @@ int ZkSession::expire_for_testing(const std::string& connect) {
     }
     const int state = zoo_state(other);  // expired: an earlier attempt's close went through
     zookeeper_close(other);
-    if (state != ZOO_CONNECTED_STATE && state != ZOO_EXPIRED_SESSION_STATE) return ZCONNECTIONLOSS;
+    if (state != ZOO_CONNECTED_STATE && state != ZOO_EXPIRED_SESSION_STATE) continue;
     std::unique_lock lock(mu_);
     if (changed_.wait_for(lock, hear_within, [&] { return state_ == ZOO_EXPIRED_SESSION_STATE; })) return ZOK;
   }
@@ -163,6 +163,14 @@ bool ZkSession::expired() const {
 }
 
 ZkSession::Node::~Node() { cleanse(data.data(), data.size()); }
+
+ZkSession::Node& ZkSession::Node::operator=(Node&& other) noexcept {
+  cleanse(data.data(), data.size());
+  rc = other.rc;
+  data = std::move(other.data);
+  version = other.version;
+  return *this;
+}
 
 ZkSession::Node ZkSession::get(const std::string& path, bool watch) {
   return std::move(get_many({path}, watch).front());

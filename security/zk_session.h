@@ -71,7 +71,7 @@ class ZkSession {
     std::int32_t version = -1;
     Node() = default;
     Node(Node&&) noexcept = default;
-    Node& operator=(Node&&) noexcept = default;
+    Node& operator=(Node&& other) noexcept;  // wipes what it replaces
     ~Node();
   };
   // With watch, a later change or deletion of the node is reported once.

@@ -464,15 +464,21 @@ Status ZkTokenStore::expire_session_for_testing() {
 
 bool ZkTokenStore::fresh() const noexcept {
   if (rebuilding_.load(std::memory_order_relaxed)) return false;
-  const std::int64_t since = cut_off_since_.load(std::memory_order_relaxed);
-  return since == 0 || steady_ms() - since < options_.stale_after.count();
+  const std::int64_t cut_off = cut_off_since_.load(std::memory_order_relaxed);
+  const std::int64_t failing = failing_since_.load(std::memory_order_relaxed);
+  if (cut_off == 0 && failing == 0) return true;
+  const std::int64_t since = cut_off == 0 ? failing : failing == 0 ? cut_off : std::min(cut_off, failing);
+  return steady_ms() - since < options_.stale_after.count();
 }
 
 void ZkTokenStore::set_observer(TokenStoreObserver* observer) {
-  observer_.store(observer, std::memory_order_release);
   if (observer == nullptr) {
-    std::lock_guard wait_for_apply(observer_mu_);  // one in progress ends first
+    observer_.store(nullptr, std::memory_order_release);
+    std::lock_guard wait_for_apply(observer_mu_);  // a call in progress ends first
+    return;
   }
+  std::lock_guard wait_for_round(unobserved_mu_);  // a round without one ends first
+  observer_.store(observer, std::memory_order_release);
 }
 
 ZkTokenStore::Stats ZkTokenStore::stats() const {
@@ -503,11 +509,20 @@ void ZkTokenStore::on_event(ZkEvent event) {
 }
 
 void ZkTokenStore::deliver(const std::function<Result<TokenStoreChanges>()>& read) {
-  std::lock_guard lock(observer_mu_);
-  if (auto* observer = observer_.load(std::memory_order_acquire); observer != nullptr) {
-    observer->apply(read);
-  } else {
-    (void)read();  // keeps the watches armed
+  for (;;) {
+    {
+      std::lock_guard lock(unobserved_mu_);
+      if (observer_.load(std::memory_order_acquire) == nullptr) {
+        (void)read();  // keeps the watches armed
+        return;
+      }
+    }
+    std::lock_guard lock(observer_mu_);
+    if (auto* observer = observer_.load(std::memory_order_acquire); observer != nullptr) {
+      observer->apply(read);
+      return;
+    }
+    // Cleared between the two looks: a round without an observer after all.
   }
 }
 
@@ -645,8 +660,12 @@ void ZkTokenStore::watch_loop() {
       deliver([&] { return read_changes(batch, &again); });
     }
     if (again) {
+      std::int64_t expected = 0;
+      failing_since_.compare_exchange_strong(expected, steady_ms());
       std::lock_guard stats_lock(mu_);
       ++stats_.retries;
+    } else {
+      failing_since_ = 0;
     }
     lock.lock();
     if (again) {

@@ -17,7 +17,8 @@
 // them as they fire, reads what changed and hands it to the observer (the
 // SecretManager's view). When ZooKeeper expires the session the thread opens
 // a new one and hands over the whole state again; while cut off for longer
-// than stale_after, fresh() is false.
+// than stale_after, or failing to read what changed for that long (a round
+// is applied whole or not at all, and tried again), fresh() is false.
 //
 // With a digest credential every node below root is created creator-only
 // (ZOO_CREATOR_ALL_ACL): only sessions with the same credential read keys and
@@ -57,8 +58,9 @@ struct ZkTokenStoreOptions {
   std::uint32_t sequence_batch = 100;
   // One server per interval wins claim_sweep().
   std::chrono::milliseconds sweep_interval{std::chrono::minutes(1)};
-  // Cut off from ZooKeeper for longer than this, the view is stale; 0: the
-  // session timeout (after which ZooKeeper expires the session anyway).
+  // Cut off from ZooKeeper, or failing to read what changed, for longer than
+  // this, the view is stale; 0: the session timeout (after which ZooKeeper
+  // expires the session anyway).
   std::chrono::milliseconds stale_after{0};
 };
 
@@ -69,7 +71,7 @@ class ZkTokenStore final : public TokenStore {
     std::uint64_t sequence_reservations = 0;  // round trips to root/seq
     std::uint64_t fetches = 0;               // sync + read after a local miss
     std::uint64_t events = 0;                // watch events handled
-    std::uint64_t retries = 0;               // watch rounds that failed a read, tried again
+    std::uint64_t retries = 0;               // watch rounds (reads, rebuilds) that failed, tried again
   };
 
   // Connects (retrying up to start_timeout), authenticates and creates the
@@ -79,6 +81,9 @@ class ZkTokenStore final : public TokenStore {
   ZkTokenStore(const ZkTokenStore&) = delete;
   ZkTokenStore& operator=(const ZkTokenStore&) = delete;
 
+  // Everything, read afresh; the watches' bookkeeping restarts from it, so
+  // it is for the observer's own start (SecretManager::open), whose view
+  // the next rounds then change.
   Result<TokenStoreState> load() override;
   Result<std::uint64_t> allocate_sequence_number() override;
   Result<std::uint32_t> allocate_master_key_id() override;
@@ -130,11 +135,18 @@ class ZkTokenStore final : public TokenStore {
   std::uint64_t next_seq_ = 1, seq_block_end_ = 0;  // reserved: [next_seq_, seq_block_end_]
   Stats stats_;
   std::mutex watch_mu_;  // after mu_ if both
-  std::set<std::uint64_t> watched_tokens_;  // holding a data watch, reported to the observer
+  // Tokens holding a data watch whose last read was handed over: to the
+  // observer, to load()'s caller, or (no observer yet) to nobody, and then
+  // the observer's load() lists afresh. Changes only with a whole round.
+  std::set<std::uint64_t> watched_tokens_;
 
-  // Held while the observer is called; setting one takes no lock (the
-  // SecretManager sets itself under its own write lock, which apply() takes
-  // under this one), clearing it waits for a call in progress.
+  // A round with no observer runs under unobserved_mu_, a round that calls
+  // the observer under observer_mu_. Setting an observer waits for the
+  // former (its load() then lists after anything that round marked watched),
+  // clearing one for the latter (the observer outlives its last call). Two
+  // locks, because SecretManager sets itself under its write lock while its
+  // apply() takes that lock under observer_mu_.
+  std::mutex unobserved_mu_;
   std::mutex observer_mu_;
   std::atomic<TokenStoreObserver*> observer_{nullptr};
 
@@ -145,6 +157,9 @@ class ZkTokenStore final : public TokenStore {
 
   // Steady-clock ms since which the session has been cut off; 0: connected.
   std::atomic<std::int64_t> cut_off_since_{0};
+  // Steady-clock ms since which every watch round has failed; 0: the last
+  // one was applied.
+  std::atomic<std::int64_t> failing_since_{0};
   std::atomic<bool> rebuilding_{false};
   std::thread watcher_;
 };

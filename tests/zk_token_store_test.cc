@@ -365,13 +365,18 @@ struct RawZk {
 // A watch round reads new token nodes, and the keys when they changed. When
 // one read fails (here: a node the stores may list but not read), nothing of
 // that round may be kept as seen but not delivered, or a token issued
-// meanwhile is listed by every retry yet never enters the view.
+// meanwhile is listed by every retry yet never enters the view. And a view
+// whose rounds keep failing is stale: verification says so.
 TEST_F(ZkTokenStoreTest, ViewKeepsATokenFoundInARoundWhoseOtherReadFailed) {
   for (const char* dir : {"/tokens/00000000009999999999", "/keys/9999999999"}) {
     SCOPED_TRACE(dir);
     root_ += "x";  // a fresh layout per case
-    auto sa = Open(), sb = Open();
-    ASSERT_TRUE(sa && sb);
+    auto sa = Open();
+    ZkTokenStoreOptions ob = Options(*zk_, root_);
+    ob.stale_after = 300ms;
+    auto opened = ZkTokenStore::open(ob);
+    ASSERT_TRUE(sa && opened.ok()) << opened.status().to_string();
+    std::shared_ptr<ZkTokenStore> sb(std::move(*opened));
     auto a = Manager(sa), b = Manager(sb);
     ASSERT_TRUE(a && b);
     RawZk raw(zk_->connect_string());
@@ -389,10 +394,15 @@ TEST_F(ZkTokenStoreTest, ViewKeepsATokenFoundInARoundWhoseOtherReadFailed) {
     const auto retries = sb->stats().retries;
     ASSERT_TRUE(Eventually([&] { return sb->stats().retries >= retries + 2; })) << "b's watch retried";
     EXPECT_EQ(b->token_count(), 0u);  // nothing is delivered while a read fails
+    // Failing for longer than stale_after, b's view may lack any change (a
+    // cancellation as well as this token): b no longer verifies from it.
+    EXPECT_TRUE(Eventually([&] { return !sb->fresh(); }));
+    EXPECT_TRUE(b->verify(*token).is(TokenErrc::kStoreUnavailable)) << b->verify(*token).status().to_string();
     // Readable again: b's next round delivers the token. The node's own
     // bytes are neither a token nor a key, and stay out of the view.
     ASSERT_EQ(zoo_set_acl(raw.zh, unreadable.c_str(), -1, &ZOO_CREATOR_ALL_ACL), ZOK);
     EXPECT_TRUE(Eventually([&] { return b->token_count() == 1; })) << b->token_count();
+    EXPECT_TRUE(sb->fresh());
     EXPECT_TRUE(b->verify(*token).ok());
   }
 }
