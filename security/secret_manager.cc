@@ -280,7 +280,8 @@ Result<TokenIdentifier> SecretManager::verify(std::string_view identifier,
   const TokenTime now = options_.clock->now();
   if (shared_ && !store_->fresh()) {
     return Status(TokenErrc::kStoreUnavailable,
-                       "cut off from the shared token store: this server's view may be stale");
+                  "this server's view of the shared token store may be stale "
+                  "(cut off from it, or unable to read its changes)");
   }
   Status refusal;
   {
@@ -301,7 +302,8 @@ Result<std::shared_ptr<const IssuedToken>> SecretManager::retrieve(std::string_v
   const TokenTime now = options_.clock->now();
   if (shared_ && !store_->fresh()) {
     return Status(TokenErrc::kStoreUnavailable,
-                       "cut off from the shared token store: this server's view may be stale");
+                  "this server's view of the shared token store may be stale "
+                  "(cut off from it, or unable to read its changes)");
   }
   Status refusal;
   {
