@@ -131,11 +131,14 @@ class TokenStore {
     return std::optional<MasterKey>();
   }
   // False while the view fed to the observer may be stale (a shared store
-  // cut off from its backend for longer than it allows): verification then
-  // fails with kStoreUnavailable instead of trusting the view.
+  // cut off from its backend, or unable to read its changes, for longer
+  // than it allows): verification then fails with kStoreUnavailable
+  // instead of trusting the view.
   virtual bool fresh() const noexcept { return true; }
   // Starts (or, with nullptr, stops) reporting other servers' changes.
-  // Setting nullptr waits until no apply() is running.
+  // Setting one may wait for a change being read with no observer (so that
+  // the observer's load() comes after it); setting nullptr waits until no
+  // apply() is running.
   virtual void set_observer(TokenStoreObserver* observer) { (void)observer; }
 };
 

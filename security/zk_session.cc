@@ -165,6 +165,7 @@ bool ZkSession::expired() const {
 ZkSession::Node::~Node() { cleanse(data.data(), data.size()); }
 
 ZkSession::Node& ZkSession::Node::operator=(Node&& other) noexcept {
+  if (this == &other) return *this;
   cleanse(data.data(), data.size());
   rc = other.rc;
   data = std::move(other.data);

@@ -207,7 +207,7 @@ Status ZkTokenStore::unavailable_locked() const {
 std::string ZkTokenStore::token_path(std::uint64_t seq) const { return tokens_dir_ + "/" + padded(seq, 20); }
 std::string ZkTokenStore::key_path(std::uint32_t id) const { return keys_dir_ + "/" + padded(id, 10); }
 
-Result<TokenStoreState> ZkTokenStore::read_all_locked() {
+Result<TokenStoreState> ZkTokenStore::read_all_locked(bool skip_unreadable) {
   using R = Result<TokenStoreState>;
   if (!session_) return unavailable_locked();
   if (int rc = session_->sync(options_.root); rc != ZOK) return zk_status(rc, "sync " + options_.root);
@@ -233,7 +233,10 @@ Result<TokenStoreState> ZkTokenStore::read_all_locked() {
     if (nodes[i].rc != ZOK) return zk_status(nodes[i].rc, "read " + paths[i]);
     auto key = decode_key(nodes[i].data);
     wipe(nodes[i].data);
-    if (!key.ok()) return R(TokenErrc::kStoreCorrupt, paths[i] + ": " + key.status().to_string());
+    if (!key.ok()) {
+      if (skip_unreadable) continue;
+      return R(TokenErrc::kStoreCorrupt, paths[i] + ": " + key.status().to_string());
+    }
     state.last_master_key_id = std::max(state.last_master_key_id, key->id);
     state.keys.push_back(std::move(*key));
   }
@@ -249,7 +252,13 @@ Result<TokenStoreState> ZkTokenStore::read_all_locked() {
     if (nodes[i].rc != ZOK) return zk_status(nodes[i].rc, "read " + paths[i]);
     auto token = decode_token(nodes[i].data);
     wipe(nodes[i].data);
-    if (!token.ok()) return R(TokenErrc::kStoreCorrupt, paths[i] + ": " + token.status().to_string());
+    if (!token.ok()) {
+      if (!skip_unreadable) return R(TokenErrc::kStoreCorrupt, paths[i] + ": " + token.status().to_string());
+      // Left out, and read again when it changes, as read_changes() does.
+      std::uint64_t seq = 0;
+      if (parse_u64(names[i], &seq)) watched_tokens_.insert(seq);
+      continue;
+    }
     watched_tokens_.insert(token->sequence_number);
     state.last_sequence_number = std::max(state.last_sequence_number, token->sequence_number);
     state.tokens.push_back(std::move(*token));
@@ -262,7 +271,7 @@ Result<TokenStoreState> ZkTokenStore::read_all_locked() {
 
 Result<TokenStoreState> ZkTokenStore::load() {
   std::lock_guard lock(mu_);
-  return read_all_locked();
+  return read_all_locked(false);
 }
 
 Result<std::uint64_t> ZkTokenStore::bump_counter_locked(const std::string& path, std::uint64_t by) {
@@ -625,6 +634,7 @@ void ZkTokenStore::watch_loop() {
     events_.clear();
     lock.unlock();
 
+    const std::int64_t round_began = steady_ms();
     const bool expired = std::any_of(batch.begin(), batch.end(),
                                      [](const ZkEvent& e) { return e.type == ZOO_SESSION_EVENT; });
     bool again = false;
@@ -640,7 +650,9 @@ void ZkTokenStore::watch_loop() {
       if (status.ok()) {
         deliver([&]() -> Result<TokenStoreChanges> {
           std::lock_guard store_lock(mu_);
-          auto state = read_all_locked();
+          // A record this code cannot read is left out, as in a round;
+          // failing on it would keep the view stale for good.
+          auto state = read_all_locked(true);
           if (!state.ok()) {
             status = state.status();
             return state.status();
@@ -661,7 +673,7 @@ void ZkTokenStore::watch_loop() {
     }
     if (again) {
       std::int64_t expected = 0;
-      failing_since_.compare_exchange_strong(expected, steady_ms());
+      failing_since_.compare_exchange_strong(expected, round_began);
       std::lock_guard stats_lock(mu_);
       ++stats_.retries;
     } else {

@@ -117,7 +117,9 @@ class ZkTokenStore final : public TokenStore {
   explicit ZkTokenStore(ZkTokenStoreOptions options);
   Status connect_locked();
   Status unavailable_locked() const;
-  Result<TokenStoreState> read_all_locked();
+  // Everything; a record this code cannot decode is kStoreCorrupt, or with
+  // skip_unreadable left out (a rebuild's view, as a round's).
+  Result<TokenStoreState> read_all_locked(bool skip_unreadable);
   Result<std::uint64_t> bump_counter_locked(const std::string& path, std::uint64_t by);
   Result<std::optional<MasterKey>> read_key_locked(std::uint32_t id);
   Result<TokenStoreChanges> read_changes(const std::vector<ZkEvent>& events, bool* rebuild);
@@ -157,8 +159,8 @@ class ZkTokenStore final : public TokenStore {
 
   // Steady-clock ms since which the session has been cut off; 0: connected.
   std::atomic<std::int64_t> cut_off_since_{0};
-  // Steady-clock ms since which every watch round has failed; 0: the last
-  // one was applied.
+  // Steady-clock ms since which every watch round has failed (from the
+  // start of the first); 0: the last one read whole.
   std::atomic<std::int64_t> failing_since_{0};
   std::atomic<bool> rebuilding_{false};
   std::thread watcher_;
