@@ -109,6 +109,26 @@ bool FrameChannel::frame_buffered() const noexcept {
   return have >= wire::kLengthFieldSize + header.length;
 }
 
+bool FrameChannel::take_buffered(Frame& frame) noexcept {
+  in_begin_ += consume_next_;
+  consume_next_ = 0;
+  if (in_begin_ == in_end_) in_begin_ = in_end_ = 0;
+  if (in_end_ - in_begin_ < wire::kFrameHeaderSize) return false;
+  wire::FrameHeader header;
+  if (!wire::decode_frame_header(reinterpret_cast<const std::uint8_t*>(in_ + in_begin_),
+                                 max_frame_size_, header)) {
+    return false;  // buffered_frame() reports it
+  }
+  const std::size_t total = wire::kLengthFieldSize + header.length;
+  if (in_end_ - in_begin_ < total) return false;  // or a body to read directly
+  consume_next_ = total;
+  frame.header = header;
+  frame.body = std::string_view(in_ + in_begin_ + wire::kFrameHeaderSize,
+                                total - wire::kFrameHeaderSize);
+  frame.body_pending = false;
+  return true;
+}
+
 std::optional<Result<Frame>> FrameChannel::buffered_frame() {
   in_begin_ += consume_next_;
   consume_next_ = 0;

@@ -57,6 +57,12 @@ class FrameChannel final : public std::enable_shared_from_this<FrameChannel>,
   std::optional<Result<Frame>> buffered_frame();
   // True if a complete frame is already buffered (no read would block).
   bool frame_buffered() const noexcept;
+  // The serving loop's fast path: takes the next frame into `frame` if it
+  // is whole in the buffer with a sound header, without buffered_frame()'s
+  // Result. False otherwise — nothing whole yet, a bad header, a large
+  // DATA body to be read directly — and then buffered_frame() or
+  // read_frame() says which. Taking a frame releases the one before it.
+  bool take_buffered(Frame& frame) noexcept;
   // True if any input beyond the frame last returned (and its header-only
   // body) is buffered: false means every byte read so far was returned.
   bool input_buffered() const noexcept { return in_end_ > in_begin_ + consume_next_; }

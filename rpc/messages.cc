@@ -135,12 +135,22 @@ void append_response(std::string& out, std::uint32_t call_id, std::uint16_t stat
                      std::string_view error_message, std::string_view payload) {
   const auto message = short_str(error_message);
   const std::size_t body = 2 + 2 + message.size() + payload.size();
-  const std::size_t start = out.size();
-  out.resize(start + kFrameHeaderSize + body);
-  char* p = out.data() + start;
-  write_frame_header(reinterpret_cast<std::uint8_t*>(p), FrameType::kResponse, call_id, body);
-  p = put16(p + kFrameHeaderSize, status);
-  put_bytes(put_bytes(put16(p, static_cast<std::uint16_t>(message.size())), message), payload);
+  // The fixed part (frame header, status, the message's length) is built
+  // here and appended at once: a resize would first fill it with zeros.
+  char head[kFrameHeaderSize + 4];
+  write_frame_header(reinterpret_cast<std::uint8_t*>(head), FrameType::kResponse, call_id, body);
+  put16(put16(head + kFrameHeaderSize, status), static_cast<std::uint16_t>(message.size()));
+  out.append(head, sizeof head);
+  if (!message.empty()) out.append(message);
+  if (!payload.empty()) out.append(payload);
+}
+
+void append_ok_response(std::string& out, std::uint32_t call_id, std::string_view payload) {
+  char head[kFrameHeaderSize + 4] = {};  // status 0 and an empty message after the header
+  write_frame_header(reinterpret_cast<std::uint8_t*>(head), FrameType::kResponse, call_id,
+                     4 + payload.size());
+  out.append(head, sizeof head);
+  out.append(payload);
 }
 
 void append_cancel(std::string& out, std::uint32_t call_id) {
@@ -243,6 +253,10 @@ Result<RequestHeader> parse_request(std::string_view body, std::string_view& pay
   h.timeout_ms = get32(body.data() + at);
   payload = body.substr(at + 4);
   return h;
+}
+
+std::string_view request_names(std::string_view body, std::string_view payload) noexcept {
+  return body.substr(0, body.size() - payload.size() - 4);
 }
 
 Result<ResponseHeader> parse_response(std::string_view body, std::string_view& payload) {

@@ -79,6 +79,9 @@ void append_request(std::string& out, std::uint32_t call_id, const RequestHeader
                     std::string_view payload);
 void append_response(std::string& out, std::uint32_t call_id, std::uint16_t status,
                      std::string_view error_message, std::string_view payload);
+// A RESPONSE with status 0 (no message): the server's path for every call
+// that succeeds.
+void append_ok_response(std::string& out, std::uint32_t call_id, std::string_view payload);
 void append_cancel(std::string& out, std::uint32_t call_id);
 void append_stream_request(std::string& out, std::uint32_t call_id, const StreamRequestHeader& h,
                            std::string_view payload);
@@ -96,6 +99,23 @@ Result<ErrorBody> parse_error(std::string_view body);
 Result<GoAway> parse_goaway(std::string_view body);
 // On success `payload` views the rest of `body`.
 Result<RequestHeader> parse_request(std::string_view body, std::string_view& payload);
+// The bytes of a parsed REQUEST body that hold its two names (both
+// length-prefixed): the body up to its timeout. A body that starts with the
+// same bytes names the same service and method.
+std::string_view request_names(std::string_view body, std::string_view payload) noexcept;
+// The timeout and payload of a REQUEST body whose first `names_size` bytes
+// are the names of one parsed before (request_names()). False if the body
+// is too short to hold the timeout. Inline: the server's per-call path.
+inline bool parse_request_after_names(std::string_view body, std::size_t names_size,
+                                      std::uint32_t& timeout_ms,
+                                      std::string_view& payload) noexcept {
+  if (body.size() < names_size || body.size() - names_size < 4) return false;
+  const auto* p = reinterpret_cast<const unsigned char*>(body.data() + names_size);
+  timeout_ms = (std::uint32_t{p[0]} << 24) | (std::uint32_t{p[1]} << 16) |
+               (std::uint32_t{p[2]} << 8) | std::uint32_t{p[3]};
+  payload = std::string_view(body.data() + names_size + 4, body.size() - names_size - 4);
+  return true;
+}
 Result<ResponseHeader> parse_response(std::string_view body, std::string_view& payload);
 Result<StreamRequestHeader> parse_stream_request(std::string_view body, std::string_view& payload);
 // The increment of a WINDOW_UPDATE (0 is malformed).

@@ -64,7 +64,7 @@ count() {
   echo "$(sed -n 's/^summary: //p' "$dir/cg.$client")" \
     "$(calls_into "$dir/cg.$client" '^authrpc::wire::append_request\(')" \
     "$(sed -n 's/^summary: //p' "$dir/cg.$child")" \
-    "$(calls_into "$dir/cg.$child" '^authrpc::wire::append_response\(')"
+    "$(calls_into "$dir/cg.$child" '^authrpc::wire::append_(ok_)?response\(')"
 }
 
 printf '%-10s %12s %12s %10s\n' transport client/call server/call calls

@@ -88,7 +88,7 @@ Service make_sys_service(Server::Impl& server) {
     return ctx.identity().to_json();
   });
   sys.add("echo", [](CallContext&, std::string_view request) -> Result<std::string> {
-    return std::string(request);
+    return Result<std::string>(std::in_place, request);
   });
   return sys;
 }

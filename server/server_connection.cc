@@ -5,6 +5,7 @@
 #include <asio/post.hpp>
 #include <asio/use_awaitable.hpp>
 #include <algorithm>
+#include <cstring>
 #include <exception>
 
 #include "authrpc/auth/server_negotiation.h"
@@ -35,6 +36,7 @@ Result<std::string> handler_threw() {
 // method names are a few bytes, compared on every call (admit_call).
 bool same_name(std::string_view a, std::string_view b) noexcept {
   if (a.size() != b.size()) return false;
+  if (a.data() == b.data()) return true;  // handle_request's view of last_method_'s
   for (std::size_t i = 0; i < a.size(); ++i) {
     if (a[i] != b[i]) return false;
   }
@@ -252,54 +254,67 @@ asio::awaitable<void> ServerConnection::serve(bool woken) {
   // would otherwise keep it unparked for a good part of its life.
   // PINGs answered since woken; -1: not woken, or some other frame came.
   int keepalives = woken ? 0 : -1;
+  // The frame's protocol error, if it is one: the connection ends with it.
+  // OK at the top of every turn (a breach ends the loop), so made once, and
+  // set only when a handler reports one: most frames pay for no Status.
+  Status breach;
+  // The next frame, taken from the buffer at the end of the last turn (that
+  // decides whether the batch is over) and handled in this one.
+  Frame frame;
+  bool taken = false;
   for (;;) {
-    auto incoming = channel_->buffered_frame();
-    if (!incoming) {
-      if (keepalives > 0 && state_ == State::kServing && in_flight_ == 0 && streams_.empty() &&
-          channel_->parkable()) {
-        park();
+    // Most frames of a busy connection are whole in the buffer already:
+    // take_buffered() without a Result; else buffered_frame() or a read,
+    // which also report a bad header or the stream's end.
+    if (!taken && !channel_->take_buffered(frame)) {
+      auto incoming = channel_->buffered_frame();
+      if (!incoming) {
+        if (keepalives > 0 && state_ == State::kServing && in_flight_ == 0 && streams_.empty() &&
+            channel_->parkable()) {
+          park();
+          co_return;
+        }
+        incoming = co_await channel_->read_frame();
+        // One clock read per read, not per frame: what a batch of frames
+        // read at once shares (the idle deadlines, the first call's start).
+        last_activity_ = Clock::now();
+        if (metrics_) batch_ticks_ = CycleClock::now();
+      }
+      if (!incoming->ok()) {
+        if (channel_->read_interrupted() && !channel_->closed()) {
+          park();
+          co_return;
+        }
+        const Status& s = incoming->status();
+        if (s.code == Errc::kConnectionClosed || channel_->closed() ||
+            state_ == State::kLingering) {
+          break;
+        }
+        co_await close_for_protocol_error(s);
         co_return;
       }
-      incoming = co_await channel_->read_frame();
-      // One clock read per read, not per frame: what a batch of frames
-      // read at once shares (the idle deadlines, the first call's start).
-      last_activity_ = Clock::now();
-      if (metrics_) batch_ticks_ = CycleClock::now();
+      frame = **incoming;
     }
-    auto& frame = *incoming;
-    if (!frame.ok()) {
-      if (channel_->read_interrupted() && !channel_->closed()) {
-        park();
-        co_return;
-      }
-      const Status& s = frame.status();
-      if (s.code == Errc::kConnectionClosed || channel_->closed() || state_ == State::kLingering) {
-        break;
-      }
-      co_await close_for_protocol_error(s);
-      co_return;
-    }
-    if (keepalives >= 0) keepalives = frame->header.type == FrameType::kPing ? keepalives + 1 : -1;
-    // The frame's protocol error, if it is one: the connection ends with it.
-    Status breach;
+    taken = false;
+    if (keepalives >= 0) keepalives = frame.header.type == FrameType::kPing ? keepalives + 1 : -1;
     // Frames of a call need its id (PROTOCOL.md section 10); the router
     // would silently drop one with call id 0 (stream_bad_input_test,
     // CallFramesWithCallIdZeroAreProtocolErrors).
-    if (frame->header.call_id == 0 && CallRouter::is_call_frame(frame->header.type)) {
+    if (frame.header.call_id == 0 && CallRouter::is_call_frame(frame.header.type)) {
       breach = Status(Errc::kProtocolError,
-                      std::string(wire::frame_type_name(frame->header.type)) + " with call id 0");
-    } else switch (frame->header.type) {
+                      std::string(wire::frame_type_name(frame.header.type)) + " with call id 0");
+    } else switch (frame.header.type) {
       case FrameType::kRequest:
-        breach = handle_request(*frame);
+        if (Status s = handle_request(frame); !s.ok()) breach = std::move(s);
         break;
       case FrameType::kCancel:
-        breach = handle_cancel(*frame);
+        breach = handle_cancel(frame);
         break;
       case FrameType::kStreamRequest:
-        breach = handle_stream_request(*frame);
+        breach = handle_stream_request(frame);
         break;
       case FrameType::kData: {
-        Status s = co_await streams_.on_data(*channel_, *frame);
+        Status s = co_await streams_.on_data(*channel_, frame);
         if (metrics_) batch_ticks_ = CycleClock::now();  // it may have waited for the body
         if (!s.ok() && s.code != Errc::kProtocolError) {
           // The connection failed inside the frame: as for a failed read.
@@ -314,25 +329,25 @@ asio::awaitable<void> ServerConnection::serve(bool woken) {
         break;
       }
       case FrameType::kWindowUpdate:
-        breach = streams_.on_window_update(*frame);
+        breach = streams_.on_window_update(frame);
         break;
       case FrameType::kEndStream:
-        breach = streams_.on_end_stream(*frame);
+        breach = streams_.on_end_stream(frame);
         break;
       case FrameType::kShmHello:
-        breach = handle_shm_hello(*frame);
+        breach = handle_shm_hello(frame);
         break;
       case FrameType::kShmRing:
-        breach = shm_ ? streams_.on_shm_ring(shm_, *channel_, *frame)
+        breach = shm_ ? streams_.on_shm_ring(shm_, *channel_, frame)
                       : Status(Errc::kProtocolError, "SHM_RING without shared memory negotiated");
         break;
       case FrameType::kPing:
-        wire::append_ping(channel_->out(), FrameType::kPong, frame->body);
+        wire::append_ping(channel_->out(), FrameType::kPong, frame.body);
         break;
       case FrameType::kPong:
         break;
       case FrameType::kError: {
-        auto body = wire::parse_error(frame->body);
+        auto body = wire::parse_error(frame.body);
         server_.log(LogLevel::kInfo, "client " + peer_ + " closed with an error: " +
                                          (body.ok() ? body->message : std::string("(malformed)")));
         channel_->close();
@@ -340,7 +355,7 @@ asio::awaitable<void> ServerConnection::serve(bool woken) {
       }
       default:
         breach = Status(Errc::kProtocolError,
-                        "unexpected " + std::string(wire::frame_type_name(frame->header.type)) +
+                        "unexpected " + std::string(wire::frame_type_name(frame.header.type)) +
                             " frame after negotiation");
         break;
     }
@@ -354,7 +369,11 @@ asio::awaitable<void> ServerConnection::serve(bool woken) {
     // The frames read at once have all been handled: check for stray
     // descriptors (no read in between could have brought any: see
     // check_stray_descriptors()) and answer them in one write.
-    const bool batch_over = !channel_->frame_buffered();
+    // Taking the next frame now tells whether the batch is over; a frame
+    // buffered_frame() must report (a bad header, a body to read directly)
+    // keeps it going, as the next turn reports it.
+    taken = channel_->take_buffered(frame);
+    const bool batch_over = !taken && !channel_->frame_buffered();
     if (breach.ok() && unix_socket && batch_over) breach = check_stray_descriptors();
     if (!breach.ok()) {
       co_await close_for_protocol_error(std::move(breach));
@@ -479,9 +498,44 @@ ServerConnection::Clock::time_point ServerConnection::deadline_after(std::uint32
                          : Clock::now() + std::chrono::milliseconds(timeout_ms);
 }
 
+void ServerConnection::FoundMethod::keep_names(std::string_view wire) noexcept {
+  if (wire.empty() || wire.size() > names_wire.size()) {
+    names_wire_size = 0;
+    return;
+  }
+  std::memcpy(names_wire.data(), wire.data(), wire.size());
+  names_wire_size = static_cast<std::uint8_t>(wire.size());
+}
+
+bool ServerConnection::FoundMethod::names_start(std::string_view body) const noexcept {
+  const std::size_t n = names_wire_size;
+  if (n == 0 || body.size() < n) return false;
+  const char* a = body.data();
+  const char* b = names_wire.data();
+  // Names of 4 to 16 bytes in all (most: "sys" and "echo" are 11) as two
+  // overlapping words each, without a call to memcmp.
+  if (n >= 8 && n <= 16) {
+    std::uint64_t a0, a1, b0, b1;
+    std::memcpy(&a0, a, 8);
+    std::memcpy(&a1, a + n - 8, 8);
+    std::memcpy(&b0, b, 8);
+    std::memcpy(&b1, b + n - 8, 8);
+    return ((a0 ^ b0) | (a1 ^ b1)) == 0;
+  }
+  if (n >= 4 && n < 8) {
+    std::uint32_t a0, a1, b0, b1;
+    std::memcpy(&a0, a, 4);
+    std::memcpy(&a1, a + n - 4, 4);
+    std::memcpy(&b0, b, 4);
+    std::memcpy(&b1, b + n - 4, 4);
+    return ((a0 ^ b0) | (a1 ^ b1)) == 0;
+  }
+  return std::memcmp(a, b, n) == 0;
+}
+
 std::optional<ServerConnection::AdmittedCall> ServerConnection::admit_call(
     std::uint32_t call_id, std::string_view service, std::string_view method,
-    Clock::time_point deadline) {
+    Clock::time_point deadline, std::string_view names_wire) {
   AdmittedCall call{nullptr, {}, {}, call_id, deadline, nullptr};
   if (last_method_.method != nullptr && same_name(service, last_method_.service) &&
       same_name(method, last_method_.method_name)) {
@@ -489,11 +543,17 @@ std::optional<ServerConnection::AdmittedCall> ServerConnection::admit_call(
     call.service = last_method_.service;
     call.method_name = last_method_.method_name;
     call.cells = last_method_.cells;
+    // Named last by a STREAM_REQUEST: keep a REQUEST's bytes now.
+    if (last_method_.names_wire_size == 0) last_method_.keep_names(names_wire);
   } else {
     call.method = server_.find_method(service, method, &call.service, &call.method_name);
     if (metrics_) call.cells = &metrics_->method(call.method);
     if (call.method != nullptr) {
-      last_method_ = {call.method, call.service, call.method_name, call.cells};
+      last_method_.method = call.method;
+      last_method_.service = call.service;
+      last_method_.method_name = call.method_name;
+      last_method_.cells = call.cells;
+      last_method_.keep_names(names_wire);  // or forgets the last method's
     }
   }
   if (state_ != State::kServing) {
@@ -524,8 +584,20 @@ std::optional<ServerConnection::AdmittedCall> ServerConnection::admit_call(
 Status ServerConnection::handle_request(const Frame& frame) {
   const std::uint32_t call_id = frame.header.call_id;
   std::string_view payload;
-  auto header = wire::parse_request(frame.body, payload);
-  if (!header.ok()) return header.status();
+  wire::RequestHeader header;
+  std::string_view names_wire;  // set when parsed here, for last_method_
+  // Names the method the last call named (FoundMethod): the same bytes.
+  if (last_method_.names_start(frame.body) &&
+      wire::parse_request_after_names(frame.body, last_method_.names_wire_size,
+                                      header.timeout_ms, payload)) {
+    header.service = last_method_.service;
+    header.method = last_method_.method_name;
+  } else {
+    auto parsed = wire::parse_request(frame.body, payload);
+    if (!parsed.ok()) return parsed.status();
+    header = *parsed;
+    names_wire = wire::request_names(frame.body, payload);
+  }
   if (call_id == 0) return Status(Errc::kProtocolError, "REQUEST with call id 0");
   // As for STREAM_REQUEST: an id still outstanding is a protocol error
   // (else both calls would run under it, two RESPONSEs would go out for one
@@ -536,8 +608,8 @@ Status ServerConnection::handle_request(const Frame& frame) {
     return Status(Errc::kProtocolError, "REQUEST reuses call id " + std::to_string(call_id));
   }
   last_call_id_ = std::max(last_call_id_, call_id);
-  const auto deadline = deadline_after(header->timeout_ms);
-  const auto call = admit_call(call_id, header->service, header->method, deadline);
+  const auto deadline = deadline_after(header.timeout_ms);
+  const auto call = admit_call(call_id, header.service, header.method, deadline, names_wire);
   if (!call) return Status();
   if (call->method->execution == Execution::kStream) {
     respond(call_id,
@@ -730,7 +802,7 @@ void ServerConnection::respond(std::uint32_t call_id, const Result<std::string>&
   if (channel_->closed()) return;
   if (code == 0) {
     ++calls_ok_;
-    wire::append_response(channel_->out(), call_id, 0, {}, result.value());
+    wire::append_ok_response(channel_->out(), call_id, result.value());
   } else if (result.ok()) {
     ++calls_failed_;
     wire::append_response(channel_->out(), call_id, code, "deadline exceeded", {});

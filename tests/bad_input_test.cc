@@ -26,6 +26,7 @@
 #include "authrpc/security/base/status.h"
 #include "authrpc/rpc/wire.h"
 #include "authrpc/server/server.h"
+#include "authrpc/server/service.h"
 #include "tests/test_server.h"
 #include "tests/test_support.h"
 
@@ -133,9 +134,13 @@ class BadInputTest : public ::testing::TestWithParam<Kind> {
   void SetUp() override { ASSERT_NO_FATAL_FAILURE(StartServer()); }
   void TearDown() override { server_.reset(); }
 
-  void StartServer(const std::function<void(ServerOptions&)>& tweak = {}) {
-    if (server_) ASSERT_TRUE(server_->stop());
+  void StartServer(const std::function<void(ServerOptions&)>& tweak = {},
+                   std::optional<Service> service = std::nullopt) {
+    if (server_) {
+      ASSERT_TRUE(server_->stop());
+    }
     server_ = std::make_unique<testing::TestServer>();
+    if (service) server_->service(std::move(*service));
     server_->endpoint(FreshEndpoint(GetParam())).io_threads(2).options([tweak](ServerOptions& o) {
       o.negotiation_timeout = 3s;
       o.idle_timeout = 60s;
@@ -483,6 +488,69 @@ TEST_P(BadInputTest, AMalformedRequestBodyGetsProtocolError) {
   auto raw = Raw();
   ASSERT_NO_FATAL_FAILURE(Authenticate(*raw));
   ASSERT_TRUE(raw->Send(RawFrame(0x10, 3, std::string("\x00\x09sys", 5))));
+  ExpectErrorThenClose(*raw, Errc::kProtocolError);
+  ExpectServerStillServes();
+}
+
+// The server reads a REQUEST that names the method its connection's last
+// call named by comparing the bytes of the two names (ServerConnection::
+// FoundMethod) and looks any other up. A batch in one write, so that the
+// requests are taken from one buffer: the same method again, another of the
+// same service, names that share the cached bytes' prefix, names too long
+// to keep, methods that do not exist (one differing from the kept names in
+// its last byte only), and last a body that starts with the kept names but
+// ends before its timeout.
+TEST_P(BadInputTest, RequestsNamingTheLastMethodOrAnotherAreEachAnsweredAsTheirOwn) {
+  const std::string long_service(40, 's');
+  const std::string long_method(30, 'm');
+  Service long_names(long_service);
+  long_names.add(long_method, [](CallContext&, std::string_view request) -> Result<std::string> {
+    return "long:" + std::string(request);
+  });
+  ASSERT_NO_FATAL_FAILURE(StartServer({}, std::move(long_names)));
+  auto raw = Raw();
+  ASSERT_NO_FATAL_FAILURE(Authenticate(*raw));
+  struct Expected {
+    std::uint32_t call_id;
+    Errc code;
+    std::string payload;  // for OK
+  };
+  std::string batch;
+  std::vector<Expected> expected;
+  auto add = [&](std::uint32_t id, std::string_view service, std::string_view method,
+                 std::string_view payload, Errc code, std::string answer) {
+    batch += Request(id, service, method, payload);
+    expected.push_back({id, code, std::move(answer)});
+  };
+  add(1, "sys", "echo", "a", Errc::kOk, "a");
+  add(2, "sys", "echo", "", Errc::kOk, "");
+  add(3, "sys", "echo", std::string(300, 'p'), Errc::kOk, std::string(300, 'p'));
+  add(4, "sys", "echoo", "x", Errc::kNotFound, "");
+  add(5, "sys", "echo", "b", Errc::kOk, "b");
+  add(6, "sys", "ech", "x", Errc::kNotFound, "");
+  add(14, "sys", "echx", "x", Errc::kNotFound, "");  // the kept bytes but the last
+  add(7, "sy", "secho", "x", Errc::kNotFound, "");
+  add(8, long_service, long_method, "c", Errc::kOk, "long:c");
+  add(9, long_service, long_method, "d", Errc::kOk, "long:d");
+  add(10, "sys", "echo", "e", Errc::kOk, "e");
+  add(11, "sys", "whoami", "", Errc::kOk, "");
+  add(12, "sys", "echo", "f", Errc::kOk, "f");
+  // The kept names ("sys", "echo") and two of the timeout's four bytes.
+  batch += RawFrame(0x10, 13, std::string("\x00\x03" "sys" "\x00\x04" "echo" "\x00\x00", 13));
+  ASSERT_TRUE(raw->Send(batch));
+  for (const Expected& e : expected) {
+    auto frame = raw->ReadFrame();
+    ASSERT_TRUE(frame.has_value()) << "no RESPONSE for call " << e.call_id;
+    ASSERT_EQ(frame->type, kTypeResponse) << "frame type " << int(frame->type);
+    EXPECT_EQ(frame->call_id, e.call_id);
+    ASSERT_GE(frame->body.size(), 4u);
+    EXPECT_EQ(Load16(frame->body, 0), static_cast<std::uint16_t>(e.code))
+        << "call " << e.call_id << ": " << frame->body.substr(4);
+    if (e.code == Errc::kOk && e.call_id != 11) {
+      EXPECT_EQ(frame->body, std::string("\x00\x00\x00\x00", 4) + e.payload)
+          << "call " << e.call_id;
+    }
+  }
   ExpectErrorThenClose(*raw, Errc::kProtocolError);
   ExpectServerStillServes();
 }

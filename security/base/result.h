@@ -15,6 +15,10 @@ class [[nodiscard]] Result {
   // An error (kUnknown) until assigned; needed by generic code such as futures.
   Result() : v_(Status(Errc::kUnknown, "no result")) {}
   Result(T value) : v_(std::move(value)) {}
+  // The value made in place from `args` (no move of a T made first).
+  template <typename... Args>
+  explicit Result(std::in_place_t, Args&&... args)
+      : v_(std::in_place_index<0>, std::forward<Args>(args)...) {}
   Result(Status status) : v_(std::move(status)) {}
   Result(Errc e, std::string message = {}) : v_(Status(e, std::move(message))) {}
   // A domain's code: Result<T>(TokenErrc::kMalformed, "...").
