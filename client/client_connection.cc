@@ -290,7 +290,7 @@ void Client::Connection::Pending::answer(std::uint16_t status, std::string_view 
 
 Result<std::string> Client::Connection::Pending::take_result() {
   if (!in_place_) return std::move(*owned_);
-  if (status_ == 0) return std::string(text_);
+  if (status_ == 0) return Result<std::string>(std::in_place, text_);
   return Status(errc_from_wire(status_), std::string(text_));
 }
 

@@ -33,6 +33,7 @@
 
 #include "authrpc/auth/simple.h"
 #include "authrpc/client/client.h"
+#include "authrpc/client/client_runtime.h"
 #include "authrpc/rpc/deadline_queue.h"
 #include "authrpc/rpc/messages.h"
 #include "authrpc/rpc/parked_handler.h"
@@ -416,6 +417,73 @@ TEST_F(ClientCallTest, CallsWaitingWhenTheirClientIsDestroyedFailAndReleaseTheCo
   ASSERT_EQ(outcomes.size(), 4u);
   for (const auto& r : outcomes) EXPECT_EQ(r.code(), Code(Errc::kCancelled)) << Describe(r);
 }
+
+// Where a unary call's awaitable is made — on the client's IO thread or on
+// another thread (co_spawn'd onto the client's executor later) — and what
+// becomes of it once its Client is destroyed and the connection's reader has
+// ended: awaited later (it fails with kCancelled) or dropped unawaited.
+// Either way the call's frame keeps the connection from its creation, not
+// from its first resumption, and lets it go with the frame (ASan would
+// report a use after free, LSan a connection kept alive). A guard for any
+// cheaper lifetime rule (docs/DESIGN.md, "Calls under load").
+struct KeepaliveCase {
+  const char* name;
+  bool made_on_io_thread;
+  bool awaited;
+};
+
+class CallKeepaliveTest : public ClientCallTest,
+                          public ::testing::WithParamInterface<KeepaliveCase> {};
+
+TEST_P(CallKeepaliveTest, ACallMadeBeforeItsClientIsDestroyedKeepsTheConnectionUntilItEnds) {
+  const KeepaliveCase& c = GetParam();
+  ClientRuntime runtime(1);
+  asio::io_context& io = runtime.next_context();
+  auto client = Client::connect(runtime, Options());
+  ASSERT_TRUE(client.ok()) << Describe(client);
+  // Runs fn on the IO thread and waits for it.
+  auto on_io = [&](auto fn) {
+    std::promise<void> done;
+    asio::post(io, [&] {
+      fn();
+      done.set_value();
+    });
+    done.get_future().wait();
+  };
+
+  std::optional<asio::awaitable<Result<std::string>>> call;
+  if (c.made_on_io_thread) {
+    on_io([&] { call.emplace((*client)->async_call("sys", "whoami", "")); });
+  } else {
+    call.emplace((*client)->async_call("sys", "whoami", ""));
+  }
+  client->reset();
+  // Let the connection's reader see the close and end (it held the other
+  // reference), so that only the call keeps the connection.
+  for (int i = 0; i < 5; ++i) on_io([] {});
+  std::this_thread::sleep_for(20ms);
+  for (int i = 0; i < 5; ++i) on_io([] {});
+
+  if (c.awaited) {
+    auto outcome = asio::co_spawn(io, std::move(*call), asio::use_future);
+    call.reset();
+    ASSERT_EQ(outcome.wait_for(5s), std::future_status::ready);
+    auto result = outcome.get();
+    EXPECT_EQ(result.code(), Code(Errc::kCancelled)) << Describe(result);
+  } else if (c.made_on_io_thread) {
+    on_io([&] { call.reset(); });
+  } else {
+    call.reset();
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Table, CallKeepaliveTest,
+    ::testing::Values(KeepaliveCase{"MadeOnTheIoThreadThenAwaited", true, true},
+                      KeepaliveCase{"MadeOnTheIoThreadThenDropped", true, false},
+                      KeepaliveCase{"MadeOnAnotherThreadThenAwaited", false, true},
+                      KeepaliveCase{"MadeOnAnotherThreadThenDropped", false, false}),
+    [](const ::testing::TestParamInfo<KeepaliveCase>& param_info) { return param_info.param.name; });
 
 // A server played with raw frames on a blocking Unix socket (abstract
 // name), every read bounded in time: what the client writes, as it arrives.
