@@ -255,8 +255,13 @@ Result<RequestHeader> parse_request(std::string_view body, std::string_view& pay
   return h;
 }
 
-std::string_view request_names(std::string_view body, std::string_view payload) noexcept {
-  return body.substr(0, body.size() - payload.size() - 4);
+std::string encode_request_names(std::string_view service, std::string_view method) {
+  if (service.size() > 0xFFFF || method.size() > 0xFFFF) return {};
+  std::string out(2 + service.size() + 2 + method.size(), '\0');
+  put_bytes(put16(put_bytes(put16(out.data(), static_cast<std::uint16_t>(service.size())), service),
+                  static_cast<std::uint16_t>(method.size())),
+            method);
+  return out;
 }
 
 Result<ResponseHeader> parse_response(std::string_view body, std::string_view& payload) {

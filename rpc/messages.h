@@ -99,13 +99,13 @@ Result<ErrorBody> parse_error(std::string_view body);
 Result<GoAway> parse_goaway(std::string_view body);
 // On success `payload` views the rest of `body`.
 Result<RequestHeader> parse_request(std::string_view body, std::string_view& payload);
-// The bytes of a parsed REQUEST body that hold its two names (both
-// length-prefixed): the body up to its timeout. A body that starts with the
-// same bytes names the same service and method.
-std::string_view request_names(std::string_view body, std::string_view payload) noexcept;
+// The bytes a REQUEST body naming service.method starts with (its two
+// length-prefixed names, before the timeout); empty if a name is too long
+// for the wire. A body that starts with them names exactly that method.
+std::string encode_request_names(std::string_view service, std::string_view method);
 // The timeout and payload of a REQUEST body whose first `names_size` bytes
-// are the names of one parsed before (request_names()). False if the body
-// is too short to hold the timeout. Inline: the server's per-call path.
+// are known names (encode_request_names()). False if the body is too short
+// to hold the timeout. Inline: the server's per-call path.
 inline bool parse_request_after_names(std::string_view body, std::size_t names_size,
                                       std::uint32_t& timeout_ms,
                                       std::string_view& payload) noexcept {

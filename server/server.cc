@@ -350,13 +350,18 @@ Server::Impl::Impl(ServerOptions o)
 const Service::Method* Server::Impl::find_method(std::string_view service,
                                                  std::string_view method,
                                                  std::string_view* service_name,
-                                                 std::string_view* method_name) const {
+                                                 std::string_view* method_name,
+                                                 std::string_view* names_wire) const {
   const auto s = services.find(service);
   if (s == services.end()) return nullptr;
   const auto m = s->second.methods().find(method);
   if (m == s->second.methods().end()) return nullptr;
   *service_name = s->first;
   *method_name = m->first;
+  if (names_wire != nullptr) {
+    const auto names = request_names.find(&m->second);
+    *names_wire = names != request_names.end() ? std::string_view(names->second) : std::string_view();
+  }
   return &m->second;
 }
 
@@ -387,6 +392,11 @@ Status Server::start() {
   std::unique_lock lock(impl_->mu);
   if (impl_->state != Impl::State::kNew) return {Errc::kFailedPrecondition, "already started"};
   if (Status s = validate(impl_->options); !s.ok()) return s;
+  for (const auto& [service_name, service] : impl_->services) {
+    for (const auto& [method_name, method] : service.methods()) {
+      impl_->request_names[&method] = wire::encode_request_names(service_name, method_name);
+    }
+  }
 
   std::size_t threads = impl_->options.io_threads;
   if (threads == 0) threads = std::max(1u, std::thread::hardware_concurrency());

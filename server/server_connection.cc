@@ -498,17 +498,8 @@ ServerConnection::Clock::time_point ServerConnection::deadline_after(std::uint32
                          : Clock::now() + std::chrono::milliseconds(timeout_ms);
 }
 
-void ServerConnection::FoundMethod::keep_names(std::string_view wire) noexcept {
-  if (wire.empty() || wire.size() > names_wire.size()) {
-    names_wire_size = 0;
-    return;
-  }
-  std::memcpy(names_wire.data(), wire.data(), wire.size());
-  names_wire_size = static_cast<std::uint8_t>(wire.size());
-}
-
 bool ServerConnection::FoundMethod::names_start(std::string_view body) const noexcept {
-  const std::size_t n = names_wire_size;
+  const std::size_t n = names_wire.size();
   if (n == 0 || body.size() < n) return false;
   const char* a = body.data();
   const char* b = names_wire.data();
@@ -535,7 +526,7 @@ bool ServerConnection::FoundMethod::names_start(std::string_view body) const noe
 
 std::optional<ServerConnection::AdmittedCall> ServerConnection::admit_call(
     std::uint32_t call_id, std::string_view service, std::string_view method,
-    Clock::time_point deadline, std::string_view names_wire) {
+    Clock::time_point deadline) {
   AdmittedCall call{nullptr, {}, {}, call_id, deadline, nullptr};
   if (last_method_.method != nullptr && same_name(service, last_method_.service) &&
       same_name(method, last_method_.method_name)) {
@@ -543,17 +534,13 @@ std::optional<ServerConnection::AdmittedCall> ServerConnection::admit_call(
     call.service = last_method_.service;
     call.method_name = last_method_.method_name;
     call.cells = last_method_.cells;
-    // Named last by a STREAM_REQUEST: keep a REQUEST's bytes now.
-    if (last_method_.names_wire_size == 0) last_method_.keep_names(names_wire);
   } else {
-    call.method = server_.find_method(service, method, &call.service, &call.method_name);
+    std::string_view names_wire;
+    call.method =
+        server_.find_method(service, method, &call.service, &call.method_name, &names_wire);
     if (metrics_) call.cells = &metrics_->method(call.method);
     if (call.method != nullptr) {
-      last_method_.method = call.method;
-      last_method_.service = call.service;
-      last_method_.method_name = call.method_name;
-      last_method_.cells = call.cells;
-      last_method_.keep_names(names_wire);  // or forgets the last method's
+      last_method_ = {call.method, call.service, call.method_name, call.cells, names_wire};
     }
   }
   if (state_ != State::kServing) {
@@ -585,10 +572,9 @@ Status ServerConnection::handle_request(const Frame& frame) {
   const std::uint32_t call_id = frame.header.call_id;
   std::string_view payload;
   wire::RequestHeader header;
-  std::string_view names_wire;  // set when parsed here, for last_method_
   // Names the method the last call named (FoundMethod): the same bytes.
   if (last_method_.names_start(frame.body) &&
-      wire::parse_request_after_names(frame.body, last_method_.names_wire_size,
+      wire::parse_request_after_names(frame.body, last_method_.names_wire.size(),
                                       header.timeout_ms, payload)) {
     header.service = last_method_.service;
     header.method = last_method_.method_name;
@@ -596,7 +582,6 @@ Status ServerConnection::handle_request(const Frame& frame) {
     auto parsed = wire::parse_request(frame.body, payload);
     if (!parsed.ok()) return parsed.status();
     header = *parsed;
-    names_wire = wire::request_names(frame.body, payload);
   }
   if (call_id == 0) return Status(Errc::kProtocolError, "REQUEST with call id 0");
   // As for STREAM_REQUEST: an id still outstanding is a protocol error
@@ -609,7 +594,7 @@ Status ServerConnection::handle_request(const Frame& frame) {
   }
   last_call_id_ = std::max(last_call_id_, call_id);
   const auto deadline = deadline_after(header.timeout_ms);
-  const auto call = admit_call(call_id, header.service, header.method, deadline, names_wire);
+  const auto call = admit_call(call_id, header.service, header.method, deadline);
   if (!call) return Status();
   if (call->method->execution == Execution::kStream) {
     respond(call_id,

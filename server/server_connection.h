@@ -13,7 +13,6 @@
 #pragma once
 
 #include <asio/awaitable.hpp>
-#include <array>
 #include <atomic>
 #include <chrono>
 #include <memory>
@@ -131,12 +130,8 @@ class ServerConnection final : public std::enable_shared_from_this<ServerConnect
   // What every call passes before it runs: the server is serving, the
   // method exists, the caller may call it. On refusal, responds with the
   // typed error and returns nullopt.
-  // `names_wire`: the REQUEST bytes that held the names (wire::
-  // request_names), kept with the method found (last_method_); empty for
-  // other frames.
   std::optional<AdmittedCall> admit_call(std::uint32_t call_id, std::string_view service,
-                                         std::string_view method, Clock::time_point deadline,
-                                         std::string_view names_wire = {});
+                                         std::string_view method, Clock::time_point deadline);
   // Runs an admitted call's handler the way its method asks
   // (Service::Method::execution): inline, as a coroutine on this thread
   // (async and streaming methods; `stream` set for the latter) or on the
@@ -200,21 +195,19 @@ class ServerConnection final : public std::enable_shared_from_this<ServerConnect
   // connection's calls mostly name the same few methods, and two short
   // compares cost less than the service table's and the metrics' lookups.
   // The views are the server's table's, which never changes once started.
-  // With the bytes of the REQUEST that named it, up to its timeout (its two
-  // length-prefixed names, when they fit): a REQUEST whose body starts with
-  // them names the same method, and handle_request() reads only its timeout
-  // and payload — one memcmp instead of parsing and comparing the names.
+  // With the bytes a REQUEST naming it starts with (its two length-prefixed
+  // names, from the same table): a REQUEST whose body starts with them names
+  // the same method, and handle_request() reads only its timeout and
+  // payload — a compare of a few words instead of parsing and comparing the
+  // names.
   struct FoundMethod {
-    static constexpr std::size_t kNamesWireMax = 64;
     const Service::Method* method = nullptr;
     std::string_view service;
     std::string_view method_name;
     ServerMetrics::Method* cells = nullptr;
-    std::array<char, kNamesWireMax> names_wire;
-    std::uint8_t names_wire_size = 0;  // 0: not kept (none yet, or too long)
+    std::string_view names_wire;  // empty: none
 
-    void keep_names(std::string_view wire) noexcept;
-    // `body` starts with the names kept.
+    // `body` starts with names_wire.
     bool names_start(std::string_view body) const noexcept;
   };
   FoundMethod last_method_;

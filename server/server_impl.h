@@ -14,6 +14,7 @@
 #include <atomic>
 #include <condition_variable>
 #include <map>
+#include <unordered_map>
 #include <mutex>
 #include <future>
 #include <optional>
@@ -245,9 +246,13 @@ class Server::Impl {
  public:
   explicit Impl(ServerOptions options);
 
+  // The method service.method names, with the table's views of its names
+  // and of the bytes a REQUEST naming it starts with (request_names; empty
+  // before start()).
   const Service::Method* find_method(std::string_view service, std::string_view method,
                                      std::string_view* service_name,
-                                     std::string_view* method_name) const;
+                                     std::string_view* method_name,
+                                     std::string_view* names_wire = nullptr) const;
   void log(LogLevel level, const std::string& message) const {
     if (options.log) options.log(level, message);
   }
@@ -255,6 +260,9 @@ class Server::Impl {
   ServerOptions options;
   PreauthBudget budget;
   std::map<std::string, Service, std::less<>> services;
+  // Each method's wire::encode_request_names(), made in start() once the
+  // services are fixed (ServerConnection's REQUEST fast path).
+  std::unordered_map<const Service::Method*, std::string> request_names;
   std::vector<std::unique_ptr<Reactor>> reactors;
   std::unique_ptr<asio::thread_pool> blocking_pool;
   // Made by start() when options.metrics is set; the connections count in it.

@@ -496,10 +496,10 @@ TEST_P(BadInputTest, AMalformedRequestBodyGetsProtocolError) {
 // call named by comparing the bytes of the two names (ServerConnection::
 // FoundMethod) and looks any other up. A batch in one write, so that the
 // requests are taken from one buffer: the same method again, another of the
-// same service, names that share the cached bytes' prefix, names too long
-// to keep, methods that do not exist (one differing from the kept names in
-// its last byte only), and last a body that starts with the kept names but
-// ends before its timeout.
+// same service, names sharing the last method's bytes but for their length
+// or their last byte, long names (past the two-word compare), methods that
+// do not exist, and last a body that starts with the last method's names
+// but ends before its timeout.
 TEST_P(BadInputTest, RequestsNamingTheLastMethodOrAnotherAreEachAnsweredAsTheirOwn) {
   const std::string long_service(40, 's');
   const std::string long_method(30, 'm');
