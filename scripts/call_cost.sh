@@ -3,7 +3,8 @@
 # (docs/DESIGN.md, "Calls under load"): runs `minibench calls --floors off`
 # twice under valgrind --tool=callgrind, for D1 and D2 seconds, and divides
 # the difference in each process's instruction count by the difference in
-# calls it made (client: REQUEST frames encoded, server: RESPONSE frames) —
+# calls it made (client: REQUEST frames encoded, server: RESPONSE frames,
+# append_response or append_ok_response) —
 # start-up, connecting and reporting cancel out; event-loop wake-ups and
 # syscalls' user-space side are included, as batches make them. One
 # transport per run.

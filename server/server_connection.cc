@@ -43,6 +43,18 @@ bool same_name(std::string_view a, std::string_view b) noexcept {
   return true;
 }
 
+// a[0..n) == b[0..n) for sizeof(Word) <= n <= 2 * sizeof(Word): the first
+// and the last word of each, overlapping in the middle.
+template <typename Word>
+bool same_by_two_words(const char* a, const char* b, std::size_t n) noexcept {
+  Word a0, a1, b0, b1;
+  std::memcpy(&a0, a, sizeof(Word));
+  std::memcpy(&a1, a + n - sizeof(Word), sizeof(Word));
+  std::memcpy(&b0, b, sizeof(Word));
+  std::memcpy(&b1, b + n - sizeof(Word), sizeof(Word));
+  return ((a0 ^ b0) | (a1 ^ b1)) == 0;
+}
+
 // A plain handler (inline or blocking), its exception caught.
 Result<std::string> run_plain_handler(const Handler& handler, CallContext& ctx,
                                       std::string_view request) {
@@ -501,27 +513,11 @@ ServerConnection::Clock::time_point ServerConnection::deadline_after(std::uint32
 bool ServerConnection::FoundMethod::names_start(std::string_view body) const noexcept {
   const std::size_t n = names_wire.size();
   if (n == 0 || body.size() < n) return false;
-  const char* a = body.data();
-  const char* b = names_wire.data();
   // Names of 4 to 16 bytes in all (most: "sys" and "echo" are 11) as two
   // overlapping words each, without a call to memcmp.
-  if (n >= 8 && n <= 16) {
-    std::uint64_t a0, a1, b0, b1;
-    std::memcpy(&a0, a, 8);
-    std::memcpy(&a1, a + n - 8, 8);
-    std::memcpy(&b0, b, 8);
-    std::memcpy(&b1, b + n - 8, 8);
-    return ((a0 ^ b0) | (a1 ^ b1)) == 0;
-  }
-  if (n >= 4 && n < 8) {
-    std::uint32_t a0, a1, b0, b1;
-    std::memcpy(&a0, a, 4);
-    std::memcpy(&a1, a + n - 4, 4);
-    std::memcpy(&b0, b, 4);
-    std::memcpy(&b1, b + n - 4, 4);
-    return ((a0 ^ b0) | (a1 ^ b1)) == 0;
-  }
-  return std::memcmp(a, b, n) == 0;
+  if (n >= 8 && n <= 16) return same_by_two_words<std::uint64_t>(body.data(), names_wire.data(), n);
+  if (n >= 4) return same_by_two_words<std::uint32_t>(body.data(), names_wire.data(), n);
+  return std::memcmp(body.data(), names_wire.data(), n) == 0;
 }
 
 std::optional<ServerConnection::AdmittedCall> ServerConnection::admit_call(
