@@ -130,23 +130,17 @@ bool FrameChannel::take_buffered(Frame& frame) noexcept {
 }
 
 std::optional<Result<Frame>> FrameChannel::buffered_frame() {
-  in_begin_ += consume_next_;
-  consume_next_ = 0;
-  if (in_begin_ == in_end_) in_begin_ = in_end_ = 0;
+  if (Frame frame; take_buffered(frame)) return Result<Frame>(frame);
+  // Nothing whole (the frame before is released), or a header to refuse,
+  // or a large DATA body to be read directly.
   if (in_end_ - in_begin_ < wire::kFrameHeaderSize) return std::nullopt;
   const auto* bytes = reinterpret_cast<const std::uint8_t*>(in_ + in_begin_);
   wire::FrameHeader header;
   if (!wire::decode_frame_header(bytes, max_frame_size_, header)) {
     return Result<Frame>(wire::parse_frame_header(bytes, max_frame_size_).status());
   }
-  const std::size_t total = wire::kLengthFieldSize + header.length;
-  if (in_end_ - in_begin_ < total) {
-    if (defer_body(header)) return Result<Frame>(Frame{header, {}, true});
-    return std::nullopt;
-  }
-  consume_next_ = total;
-  return Result<Frame>(Frame{header, std::string_view(in_ + in_begin_ + wire::kFrameHeaderSize,
-                                                      total - wire::kFrameHeaderSize)});
+  if (defer_body(header)) return Result<Frame>(Frame{header, {}, true});
+  return std::nullopt;
 }
 
 asio::awaitable<Result<Frame>> FrameChannel::read_frame() {

@@ -257,6 +257,25 @@ TEST(MessagesTest, FieldsOfEveryShortLengthRoundTripByteForByte) {
     EXPECT_EQ(parsed->service, service);
     EXPECT_EQ(parsed->method, method);
     EXPECT_EQ(got_payload, payload);
+    // The server's fast path: the body starts with the names as encoded
+    // once per method, and the rest reads as the full parse did.
+    const std::string names = encode_request_names(service, method);
+    ASSERT_EQ(request.body.substr(0, names.size()), names);
+    std::uint32_t timeout_ms = 0;
+    std::string_view after_names;
+    ASSERT_TRUE(parse_request_after_names(request.body, names.size(), timeout_ms, after_names));
+    EXPECT_EQ(timeout_ms, 9u);
+    EXPECT_EQ(after_names, payload);
+    EXPECT_FALSE(parse_request_after_names(request.body.substr(0, names.size() + 3), names.size(),
+                                           timeout_ms, after_names));
+    out.clear();
+    append_ok_response(out, 7, payload);
+    const auto ok_frame = split_frame(out);
+    auto ok = parse_response(ok_frame.body, got_payload);
+    ASSERT_TRUE(ok.ok()) << ok.status().to_string();
+    EXPECT_EQ(ok->status, 0);
+    EXPECT_EQ(ok->error_message, "");
+    EXPECT_EQ(got_payload, payload);
     out.clear();
     append_response(out, 7, 5, message, payload);
     const auto response = split_frame(out);
