@@ -750,7 +750,8 @@ int run_idle(int argc, char** argv) {
   std::string not_measured;
   if (n < kIssueN) {
     not_measured = "idle N=" + std::to_string(kIssueN) + ": not measured: " +
-                   (largest < kIssueN ? "this machine's " + limit_note
+                   (largest < kIssueN ? "this machine's " + limit_note +
+                                            " (scripts/idle_vm.sh runs it in a QEMU guest)"
                                       : std::string("run with --connections ") +
                                             std::to_string(kIssueN));
     target_lines.push_back(not_measured);
