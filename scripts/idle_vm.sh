@@ -33,7 +33,9 @@ MINIBENCH=$BUILD_DIR/minibench/minibench
 
 need=()
 command -v qemu-system-x86_64 >/dev/null || need+=(qemu-system-x86)
-[[ -x /bin/busybox ]] && /bin/busybox --list | grep -qx insmod || need+=(busybox-static)
+# The initramfs has no libraries: busybox must be the static build.
+dpkg-query -W -f='${Status}' busybox-static 2>/dev/null | grep -q "install ok installed" ||
+  need+=(busybox-static)
 command -v cpio >/dev/null || need+=(cpio)
 if ((${#need[@]})); then
   echo "idle_vm: installing ${need[*]}"
