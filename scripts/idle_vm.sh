@@ -14,10 +14,11 @@
 # minibench, libraries and krb5kdc, with a tmpfs /tmp; as root in its own
 # kernel it raises RLIMIT_NOFILE to 400,000, then runs minibench idle in a
 # directory shared with this script (JSON written there is copied to the
-# current directory: give --json a relative path) and powers off. Without /dev/kvm QEMU emulates the CPU
-# (TCG), several times slower than the host: compare the ratios minibench
-# prints (memory per connection, p99 with the N held over the quiet p99),
-# both measured inside the same guest, not its absolute times.
+# current directory: give --json a relative path) and powers off. Without
+# /dev/kvm QEMU emulates the CPU (TCG; ~14x slower than the host on the
+# development machines): compare the ratios minibench prints (memory per
+# connection, p99 with the N held over the quiet p99), both measured inside
+# the same guest, not its absolute times.
 #
 # Environment: VM_MEMORY (default 12G), VM_CPUS (default: this machine's),
 # VM_CACHE (where the kernel package is kept; default a temporary directory).
@@ -82,7 +83,7 @@ mount -t sysfs sys /sys
 mount -t devtmpfs dev /dev
 for m in ${order[*]##*/}; do [ -f /mods/\$m.ko ] && insmod /mods/\$m.ko; done
 mount -t 9p -o trans=virtio,version=9p2000.L,ro,msize=512000,cache=loose hostroot /newroot
-for d in tmp run dev/shm; do mount -t tmpfs tmpfs /newroot/\$d; done
+for d in tmp run; do mount -t tmpfs tmpfs /newroot/\$d; done
 mount -t proc proc /newroot/proc
 mount -t sysfs sys /newroot/sys
 mount -t devtmpfs dev /newroot/dev
