@@ -40,30 +40,64 @@ void DeadlineQueue::add(Entry& entry, Clock::time_point deadline, const asio::an
   if (shut_down_) return;  // the context is going away: nothing will run
   entry.deadline_ = deadline;
   entry.queue_ = this;
-  // Deadlines mostly arrive in order: look for the place from the back.
-  Entry* after = tail_;
+  Lane& lane = lane_for(deadline);
+  entry.lane_ = static_cast<std::uint8_t>(&lane - lanes_.data());
+  // At the back, but for the rare deadline sorted into a lane ending later.
+  Entry* after = lane.tail;
   while (after != nullptr && after->deadline_ > deadline) after = after->prev_;
   entry.prev_ = after;
-  entry.next_ = after != nullptr ? after->next_ : head_;
-  (entry.next_ != nullptr ? entry.next_->prev_ : tail_) = &entry;
-  (after != nullptr ? after->next_ : head_) = &entry;
+  entry.next_ = after != nullptr ? after->next_ : lane.head;
+  (entry.next_ != nullptr ? entry.next_->prev_ : lane.tail) = &entry;
+  (after != nullptr ? after->next_ : lane.head) = &entry;
+  ++lane.size;
 
   if (!timer_) {
     timer_.emplace(ex);
     io_ = io_context_of(ex);
   }
   // A timer armed for later than this deadline must be brought forward; one
-  // armed earlier fires, finds nothing due, and re-arms for the head.
+  // armed earlier fires, finds nothing due, and re-arms for the earliest.
   if (deadline < armed_for_) arm(deadline);
 }
 
+DeadlineQueue::Lane& DeadlineQueue::lane_for(Clock::time_point deadline) noexcept {
+  Lane* fits = nullptr;  // ending latest at or before `deadline`
+  Lane* empty = nullptr;
+  Lane* shortest = nullptr;
+  for (std::size_t i = 0; i < lanes_used_; ++i) {
+    Lane& lane = lanes_[i];
+    if (lane.tail == nullptr) {
+      if (empty == nullptr) empty = &lane;
+    } else if (lane.tail->deadline_ <= deadline &&
+               (fits == nullptr || lane.tail->deadline_ > fits->tail->deadline_)) {
+      fits = &lane;
+    }
+    if (shortest == nullptr || lane.size < shortest->size) shortest = &lane;
+  }
+  if (fits != nullptr) return *fits;
+  if (empty != nullptr) return *empty;
+  if (lanes_used_ < kLanes) return lanes_[lanes_used_++];
+  return *shortest;
+}
+
 void DeadlineQueue::unlink(Entry& entry) noexcept {
-  (entry.prev_ != nullptr ? entry.prev_->next_ : head_) = entry.next_;
-  (entry.next_ != nullptr ? entry.next_->prev_ : tail_) = entry.prev_;
+  Lane& lane = lanes_[entry.lane_];
+  (entry.prev_ != nullptr ? entry.prev_->next_ : lane.head) = entry.next_;
+  (entry.next_ != nullptr ? entry.next_->prev_ : lane.tail) = entry.prev_;
+  --lane.size;
   entry.prev_ = entry.next_ = nullptr;
   entry.queue_ = nullptr;
   // The timer stays armed: it is cheaper to let it fire once for nothing
   // than to cancel it for every entry removed.
+}
+
+DeadlineQueue::Entry* DeadlineQueue::earliest() const noexcept {
+  Entry* first = nullptr;
+  for (std::size_t i = 0; i < lanes_used_; ++i) {
+    Entry* head = lanes_[i].head;
+    if (head != nullptr && (first == nullptr || head->deadline_ < first->deadline_)) first = head;
+  }
+  return first;
 }
 
 void DeadlineQueue::arm(Clock::time_point when) {
@@ -85,18 +119,17 @@ void DeadlineQueue::arm(Clock::time_point when) {
 void DeadlineQueue::on_timer() {
   armed_for_ = Clock::time_point::max();
   const auto now = Clock::now();
-  while (head_ != nullptr && head_->deadline_ <= now) {
-    Entry& due = *head_;
-    unlink(due);
-    due.expired();  // may add or cancel entries
+  for (Entry* due = earliest(); due != nullptr && due->deadline_ <= now; due = earliest()) {
+    unlink(*due);
+    due->expired();  // may add or cancel entries
   }
-  if (head_ != nullptr && head_->deadline_ < armed_for_) arm(head_->deadline_);
+  if (Entry* next = earliest(); next != nullptr && next->deadline_ < armed_for_) arm(next->deadline_);
 }
 
 void DeadlineQueue::shutdown() {
   shut_down_ = true;
-  while (head_ != nullptr) {
-    Entry& entry = *head_;
+  while (Entry* first = earliest()) {
+    Entry& entry = *first;
     unlink(entry);
     entry.abandoned();  // may destroy entries further on, which unlink themselves
   }

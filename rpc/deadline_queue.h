@@ -1,10 +1,17 @@
 // DeadlineQueue: cheap deadlines for everything that runs on one io_context
 // (an Asio service, one per context). All deadlines share one steady_timer
-// armed for the earliest; adding a deadline later than the one the timer is
-// armed for (the usual case: the same timeout, started later) and removing
-// one are a few pointer updates, where a timer per deadline costs an arm, a
-// cancel and a cancelled-handler run, on the critical path of every session
+// armed for the earliest; adding a deadline and removing one are a few
+// pointer updates, where a timer per deadline costs an arm, a cancel and a
+// cancelled-handler run, on the critical path of every session
 // (docs/DESIGN.md, "Measured costs behind the code").
+//
+// The entries wait in a few lanes, each a list in deadline order. Deadlines
+// of one timeout arrive in order (the same timeout, started later), so an
+// entry joins, at the back, the lane whose last deadline is the latest at
+// or before its own: as many lanes as timeouts in use (connects, calls,
+// keepalives), and no walk past the entries of another timeout. (One sorted
+// list walked 100,000 keepalives for every new connection's shorter
+// negotiation deadline: docs/DESIGN.md, "What an idle connection costs".)
 //
 // Who uses it: the client connection (connect and negotiation deadlines, call
 // deadlines), the socket transport's connect and the TLS client's handshake
@@ -24,7 +31,10 @@
 #include <asio/execution_context.hpp>
 #include <asio/io_context.hpp>
 #include <asio/steady_timer.hpp>
+#include <array>
 #include <chrono>
+#include <cstddef>
+#include <cstdint>
 #include <optional>
 #include <system_error>
 
@@ -61,6 +71,7 @@ class DeadlineQueue final : public asio::execution_context::service {
     Entry* prev_ = nullptr;
     Entry* next_ = nullptr;
     Clock::time_point deadline_;
+    std::uint8_t lane_ = 0;  // its index in queue_->lanes_
   };
 
   static inline asio::execution_context::id id;
@@ -78,14 +89,26 @@ class DeadlineQueue final : public asio::execution_context::service {
   void add(Entry& entry, Clock::time_point deadline, const asio::any_io_executor& ex);
 
  private:
+  // Entries in deadline order, earliest first.
+  struct Lane {
+    Entry* head = nullptr;
+    Entry* tail = nullptr;
+    std::size_t size = 0;
+  };
+  static constexpr std::size_t kLanes = 8;
+
   void shutdown() override;
+  // Where `deadline` goes: the lane it can join at the back, or, with every
+  // lane in use and each ending later, the shortest (sorted in from its back).
+  Lane& lane_for(Clock::time_point deadline) noexcept;
   void unlink(Entry& entry) noexcept;
+  Entry* earliest() const noexcept;
   void arm(Clock::time_point when);
   void on_timer();
 
   asio::io_context* io_ = nullptr;  // null for other kinds of context: their waits count as work
-  Entry* head_ = nullptr;  // earliest deadline first
-  Entry* tail_ = nullptr;
+  std::array<Lane, kLanes> lanes_;
+  std::size_t lanes_used_ = 0;  // lanes_[0, lanes_used_) have held entries (empty ones are reused)
   std::optional<asio::steady_timer> timer_;
   Clock::time_point armed_for_ = Clock::time_point::max();
   bool shut_down_ = false;

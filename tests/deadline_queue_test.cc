@@ -16,6 +16,8 @@
 #include <asio/post.hpp>
 #include <asio/steady_timer.hpp>
 #include <asio/use_future.hpp>
+#include <algorithm>
+#include <cstdint>
 #include <functional>
 #include <string>
 #include <vector>
@@ -71,6 +73,50 @@ TEST(DeadlineQueueTest, EntriesExpireInDeadlineOrderWhateverTheOrderAdded) {
   EXPECT_GE(a.fired_at, start + 20ms);
   EXPECT_GE(d.fired_at, start + 80ms);
   EXPECT_FALSE(a.queued());
+}
+
+// Deadlines of many timeouts interleaved, as a client holding keepalives,
+// calls and connects makes them: more timeouts than the queue keeps lanes
+// for, a share added out of any order, some cancelled or moved. Every
+// deadline is already past, so all expire in the first timer run, where
+// the order they expire in is the queue's own.
+TEST(DeadlineQueueTest, ManyTimeoutsInterleavedExpireInDeadlineOrder) {
+  struct Stamped final : DeadlineQueue::Entry {
+    Clock::time_point at;
+    std::vector<Clock::time_point>* fired = nullptr;
+    ~Stamped() override { cancel(); }
+    void expired() override { fired->push_back(at); }
+  };
+  asio::io_context io;
+  auto& queue = DeadlineQueue::of(io.get_executor());
+  std::vector<Clock::time_point> fired;
+  std::vector<Stamped> entries(3000);
+  const auto base = Clock::now() - 1h;
+  std::uint32_t rng = 12345;
+  auto next = [&rng] { return rng = rng * 1664525u + 1013904223u; };
+  for (std::size_t i = 0; i < entries.size(); ++i) {
+    const std::uint32_t r = next();
+    // 20 timeouts, each started in order; one in 16 at an arbitrary time.
+    entries[i].at = r % 16 == 0 ? base + std::chrono::microseconds(next() % 1'000'000)
+                                : base + std::chrono::milliseconds((r >> 8) % 20 * 50) +
+                                      std::chrono::microseconds(i);
+    entries[i].fired = &fired;
+    queue.add(entries[i], entries[i].at, io.get_executor());
+  }
+  std::vector<Clock::time_point> expected;
+  for (std::size_t i = 0; i < entries.size(); ++i) {
+    const std::uint32_t r = next() % 8;
+    if (r == 0) {
+      entries[i].cancel();
+    } else if (r == 1) {  // moved
+      entries[i].at = base + std::chrono::microseconds(next() % 1'000'000);
+      queue.add(entries[i], entries[i].at, io.get_executor());
+    }
+    if (entries[i].queued()) expected.push_back(entries[i].at);
+  }
+  std::sort(expected.begin(), expected.end());
+  RunFor(io, 50ms);
+  EXPECT_EQ(fired, expected);
 }
 
 TEST(DeadlineQueueTest, CancelledAndDestroyedEntriesNeverFire) {
