@@ -55,10 +55,9 @@ struct ClientOptions {
   // `keepalive` and sends a PING if it sent nothing since it last looked, so
   // that a connection kept open for later is not closed by the server's idle
   // timeout (docs/CONFIG.md, idle_timeout_ms) or by state-keeping
-  // middleboxes. Each wait is drawn between 0.8 and 1 times this, so that
-  // connections opened together do not PING together. The gap between
-  // frames can reach twice this: set it below half the server's idle
-  // timeout. The server answers PONG; a PING is 12 bytes.
+  // middleboxes. The gap between frames can reach twice this: set it below
+  // half the server's idle timeout. The server answers PONG; a PING is 12
+  // bytes.
   std::chrono::milliseconds keepalive{0};
   // Deadline for calls that set none; 0: none.
   std::chrono::milliseconds default_call_timeout{0};

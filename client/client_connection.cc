@@ -10,7 +10,6 @@
 #include "authrpc/client/client_policy.h"
 #include "authrpc/client/client_metrics.h"
 #include "authrpc/client/connect_stream.h"
-#include "authrpc/client/keepalive_interval.h"
 #include "authrpc/rpc/call_stream.h"
 #include "authrpc/rpc/frame_channel.h"
 #include "authrpc/rpc/messages.h"
@@ -244,7 +243,7 @@ std::uint64_t Client::Connection::Keepalive::queued_total() const {
 
 void Client::Connection::Keepalive::arm() {
   mark_ = queued_total();
-  connection_.deadlines_->add(*this, Clock::now() + keepalive_interval(connection_.options_.keepalive),
+  connection_.deadlines_->add(*this, Clock::now() + connection_.options_.keepalive,
                               connection_.executor_);
 }
 

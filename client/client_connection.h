@@ -86,10 +86,9 @@ class Client::Connection : public std::enable_shared_from_this<Client::Connectio
     Connection& connection_;
   };
 
-  // ClientOptions::keepalive: every interval (drawn from [0.8, 1] x the
-  // keepalive: keepalive_interval.h), a PING if nothing was sent during the
-  // last one. An entry of the context's DeadlineQueue, re-added each time,
-  // rather than a timer per connection.
+  // ClientOptions::keepalive: every interval, a PING if nothing was sent
+  // during the last one. An entry of the context's DeadlineQueue, re-added
+  // at the tail each time, rather than a timer per connection.
   class Keepalive final : public DeadlineQueue::Entry {
    public:
     explicit Keepalive(Connection& c) : connection_(c) {}
