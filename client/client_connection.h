@@ -88,7 +88,7 @@ class Client::Connection : public std::enable_shared_from_this<Client::Connectio
 
   // ClientOptions::keepalive: every interval, a PING if nothing was sent
   // during the last one. An entry of the context's DeadlineQueue, re-added
-  // at the tail each time, rather than a timer per connection.
+  // at the back of its lane each time, rather than a timer per connection.
   class Keepalive final : public DeadlineQueue::Entry {
    public:
     explicit Keepalive(Connection& c) : connection_(c) {}

@@ -11,7 +11,9 @@
 // or before its own: as many lanes as timeouts in use (connects, calls,
 // keepalives), and no walk past the entries of another timeout. (One sorted
 // list walked 100,000 keepalives for every new connection's shorter
-// negotiation deadline: docs/DESIGN.md, "What an idle connection costs".)
+// negotiation deadline: docs/DESIGN.md, "Many connections on one client
+// thread".) Deadlines that arrive out of order (no lane fits) are sorted
+// into the shortest lane by a walk.
 //
 // Who uses it: the client connection (connect and negotiation deadlines, call
 // deadlines), the socket transport's connect and the TLS client's handshake
