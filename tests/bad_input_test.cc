@@ -32,10 +32,6 @@
 
 namespace authrpc {
 
-// Readable failure messages.
-void PrintTo(const Endpoint& endpoint, std::ostream* os) { *os << endpoint.to_string(); }
-void PrintTo(RetryAdvice advice, std::ostream* os) { *os << to_string(advice); }
-
 namespace {
 
 using namespace std::chrono_literals;
@@ -51,12 +47,11 @@ using ::testing::Contains;
 constexpr wire::FrameType kTypeMechanisms{0x02};
 constexpr wire::FrameType kTypeAuthSuccess{0x05};
 constexpr wire::FrameType kTypeError{0x06};
+using testing::RawHello;
+using testing::RawPreamble;
+
 constexpr wire::FrameType kTypePong{0x09};
 constexpr wire::FrameType kTypeResponse{0x11};
-
-std::string Preamble(std::uint8_t version = 1) {
-  return std::string("ARPC", 4) + static_cast<char>(version) + std::string(3, '\0');
-}
 
 void Put32(std::string& out, std::uint32_t v) {
   out.push_back(static_cast<char>(v >> 24));
@@ -75,12 +70,6 @@ std::string RawFrame(std::uint8_t type, std::uint32_t call_id, const std::string
   out.append(2, '\0');
   Put32(out, call_id);
   return out + body;
-}
-
-std::string Hello(const std::string& mechanism, const std::string& token) {
-  std::string out;
-  wire::append_hello(out, {wire::kNoFeatures, mechanism, token});
-  return out;
 }
 
 std::string Request(std::uint32_t call_id, std::string_view service, std::string_view method,
@@ -176,7 +165,7 @@ class BadInputTest : public ::testing::TestWithParam<Kind> {
 
   // Negotiates `simple` by hand and checks AUTH_SUCCESS.
   void Authenticate(RawConnection& raw, const std::string& user = "mallory") {
-    ASSERT_TRUE(raw.Send(Preamble() + Hello("simple", user)));
+    ASSERT_TRUE(raw.Send(RawPreamble() + RawHello("simple", user)));
     auto frame = raw.ReadFrame();
     ASSERT_TRUE(frame.has_value()) << "no answer to HELLO";
     ASSERT_EQ(frame->type, kTypeAuthSuccess) << "frame type " << int(frame->type);
@@ -215,7 +204,7 @@ TEST_P(BadInputTest, GarbageInsteadOfAPreambleGetsProtocolError) {
 
 TEST_P(BadInputTest, APreambleWithVersionTwoGetsUnsupportedVersion) {
   auto raw = Raw();
-  ASSERT_TRUE(raw->Send(Preamble(2)));
+  ASSERT_TRUE(raw->Send(RawPreamble(2)));
   ExpectErrorThenClose(*raw, Errc::kUnsupportedVersion);
   ExpectServerStillServes();
 }
@@ -259,30 +248,30 @@ TEST_P(BadInputTest, AConnectThenCloseProbeDoesNotDelayStop) {
 
 TEST_P(BadInputTest, AFrameHeaderAnnouncingOneGibibyteGetsFrameTooLarge) {
   auto raw = Raw();
-  ASSERT_TRUE(raw->Send(Preamble() + RawFrame(0x01, 0, "", 1u << 30)));
+  ASSERT_TRUE(raw->Send(RawPreamble() + RawFrame(0x01, 0, "", 1u << 30)));
   ExpectErrorThenClose(*raw, Errc::kFrameTooLarge);
   ExpectServerStillServes();
 }
 
 TEST_P(BadInputTest, AnUnknownFrameTypeGetsProtocolError) {
   auto raw = Raw();
-  ASSERT_TRUE(raw->Send(Preamble() + RawFrame(0x7F, 0, "whatever")));
+  ASSERT_TRUE(raw->Send(RawPreamble() + RawFrame(0x7F, 0, "whatever")));
   ExpectErrorThenClose(*raw, Errc::kProtocolError);
   ExpectServerStillServes();
 }
 
 TEST_P(BadInputTest, AFrameWithReservedHeaderBitsSetGetsProtocolError) {
-  std::string frame = Hello("simple", "alice");
+  std::string frame = RawHello("simple", "alice");
   frame[7] = 1;  // reserved u16
   auto raw = Raw();
-  ASSERT_TRUE(raw->Send(Preamble() + frame));
+  ASSERT_TRUE(raw->Send(RawPreamble() + frame));
   ExpectErrorThenClose(*raw, Errc::kProtocolError);
   ExpectServerStillServes();
 }
 
 TEST_P(BadInputTest, ARequestBeforeHelloGetsProtocolError) {
   auto raw = Raw();
-  ASSERT_TRUE(raw->Send(Preamble() + Request(1, "sys", "echo", "sneaky")));
+  ASSERT_TRUE(raw->Send(RawPreamble() + Request(1, "sys", "echo", "sneaky")));
   ExpectErrorThenClose(*raw, Errc::kProtocolError);
   ExpectServerStillServes();
 }
@@ -292,14 +281,14 @@ TEST_P(BadInputTest, AMalformedHelloGetsProtocolError) {
   Put32(body, 0);
   body += std::string("\x00\x06sim", 5);  // says 6 bytes of name, has 3
   auto raw = Raw();
-  ASSERT_TRUE(raw->Send(Preamble() + RawFrame(0x01, 0, body)));
+  ASSERT_TRUE(raw->Send(RawPreamble() + RawFrame(0x01, 0, body)));
   ExpectErrorThenClose(*raw, Errc::kProtocolError);
   ExpectServerStillServes();
 }
 
 TEST_P(BadInputTest, AnUnacceptableSimpleUserNameGetsAuthenticationFailed) {
   auto raw = Raw();
-  ASSERT_TRUE(raw->Send(Preamble() + Hello("simple", "bad user")));
+  ASSERT_TRUE(raw->Send(RawPreamble() + RawHello("simple", "bad user")));
   ExpectErrorThenClose(*raw, Errc::kAuthenticationFailed);
   ExpectServerStillServes();
 }
@@ -307,7 +296,7 @@ TEST_P(BadInputTest, AnUnacceptableSimpleUserNameGetsAuthenticationFailed) {
 TEST_P(BadInputTest, AnUnknownMechanismGetsTheListThenASecondGetsMechanismUnavailable) {
   const auto before = server_->stats().negotiation_failures;
   auto raw = Raw();
-  ASSERT_TRUE(raw->Send(Preamble() + Hello("nope", "token")));
+  ASSERT_TRUE(raw->Send(RawPreamble() + RawHello("nope", "token")));
   auto list = raw->ReadFrame();
   ASSERT_TRUE(list.has_value()) << "no answer to a HELLO with an unknown mechanism";
   ASSERT_EQ(list->type, kTypeMechanisms) << "frame type " << int(list->type);
@@ -316,7 +305,7 @@ TEST_P(BadInputTest, AnUnknownMechanismGetsTheListThenASecondGetsMechanismUnavai
   ASSERT_TRUE(names.has_value()) << "malformed MECHANISMS body";
   EXPECT_THAT(*names, Contains("simple"));
 
-  ASSERT_TRUE(raw->Send(Hello("nope-again", "token")));
+  ASSERT_TRUE(raw->Send(RawHello("nope-again", "token")));
   ExpectErrorThenClose(*raw, Errc::kMechanismUnavailable);
   EXPECT_TRUE(Eventually([&] { return server_->stats().negotiation_failures > before; }));
   ExpectServerStillServes();
@@ -325,11 +314,11 @@ TEST_P(BadInputTest, AnUnknownMechanismGetsTheListThenASecondGetsMechanismUnavai
 TEST_P(BadInputTest, AnUnknownMechanismThenSimpleAuthenticates) {
   auto raw = Raw();
   // A request pipelined behind the refused HELLO is dropped, not run.
-  ASSERT_TRUE(raw->Send(Preamble() + Hello("nope", "token") + Request(1, "sys", "echo", "dropped")));
+  ASSERT_TRUE(raw->Send(RawPreamble() + RawHello("nope", "token") + Request(1, "sys", "echo", "dropped")));
   auto list = raw->ReadFrame();
   ASSERT_TRUE(list.has_value());
   ASSERT_EQ(list->type, kTypeMechanisms);
-  ASSERT_TRUE(raw->Send(Hello("simple", "mallory") + Request(2, "sys", "echo", "kept")));
+  ASSERT_TRUE(raw->Send(RawHello("simple", "mallory") + Request(2, "sys", "echo", "kept")));
   auto success = raw->ReadFrame();
   ASSERT_TRUE(success.has_value());
   ASSERT_EQ(success->type, kTypeAuthSuccess) << "frame type " << int(success->type);
@@ -343,7 +332,7 @@ TEST_P(BadInputTest, AnUnknownMechanismThenSimpleAuthenticates) {
 
 TEST_P(BadInputTest, AHandWrittenClientCanPipelineARequestBehindHello) {
   auto raw = Raw();
-  ASSERT_TRUE(raw->Send(Preamble() + Hello("simple", "mallory") +
+  ASSERT_TRUE(raw->Send(RawPreamble() + RawHello("simple", "mallory") +
                         Request(7, "sys", "echo", "in the same flight")));
   auto success = raw->ReadFrame();
   ASSERT_TRUE(success.has_value());
@@ -356,14 +345,14 @@ TEST_P(BadInputTest, AHandWrittenClientCanPipelineARequestBehindHello) {
 }
 
 TEST_P(BadInputTest, ATruncatedFrameThenCloseDoesNotHurtTheServer) {
-  const std::string hello = Hello("simple", "alice");
+  const std::string hello = RawHello("simple", "alice");
   {  // Half a header, then a full close.
     auto raw = Raw();
-    ASSERT_TRUE(raw->Send(Preamble() + hello.substr(0, 6)));
+    ASSERT_TRUE(raw->Send(RawPreamble() + hello.substr(0, 6)));
   }
   {  // A whole header and half the body, then end of stream: the server says why.
     auto raw = Raw();
-    ASSERT_TRUE(raw->Send(Preamble() + hello.substr(0, hello.size() - 3)));
+    ASSERT_TRUE(raw->Send(RawPreamble() + hello.substr(0, hello.size() - 3)));
     raw->ShutdownWrite();
     ExpectErrorThenClose(*raw, Errc::kProtocolError);
   }
@@ -406,7 +395,7 @@ TEST_P(BadInputTest, AClientThatStallsAfterThePreambleGetsNegotiationTimeout) {
       StartServer([](ServerOptions& o) { o.negotiation_timeout = 200ms; }));
   const auto start = Clock::now();
   auto raw = Raw();
-  ASSERT_TRUE(raw->Send(Preamble()));
+  ASSERT_TRUE(raw->Send(RawPreamble()));
   ExpectErrorThenClose(*raw, Errc::kNegotiationTimeout);
   EXPECT_LT(Clock::now() - start, 2s);
   ExpectServerStillServes();
@@ -470,7 +459,7 @@ TEST_P(BadInputTest, ARequestWithCallIdZeroGetsProtocolError) {
 TEST_P(BadInputTest, ANegotiationFrameAfterNegotiationGetsProtocolError) {
   auto raw = Raw();
   ASSERT_NO_FATAL_FAILURE(Authenticate(*raw));
-  ASSERT_TRUE(raw->Send(Hello("simple", "someone-else")));
+  ASSERT_TRUE(raw->Send(RawHello("simple", "someone-else")));
   ExpectErrorThenClose(*raw, Errc::kProtocolError);
   ExpectServerStillServes();
 }
@@ -567,7 +556,7 @@ TEST_P(BadInputTest, AHundredConnectionsOfRandomBytesDoNotStopAWellBehavedClient
   for (int i = 0; i < kConnections; ++i) {
     std::string junk;
     // Every other one gets past the preamble, so the frame parser sees junk too.
-    if (i % 2 == 1) junk = Preamble();
+    if (i % 2 == 1) junk = RawPreamble();
     const int n = size(rng);
     for (int k = 0; k < n; ++k) junk.push_back(static_cast<char>(byte(rng)));
     RawConnection raw(endpoint_);

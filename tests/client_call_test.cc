@@ -50,7 +50,7 @@ using testing::Describe;
 using testing::Eventually;
 using testing::StopAndDestroy;
 
-std::error_code Code(Errc e) { return make_error_code(e); }
+using testing::Code;
 
 // Parks the awaiting coroutine in `slot`: directly (wait_in, as a client
 // call does), or through asio::async_initiate with use_awaitable (what
@@ -426,17 +426,17 @@ TEST_F(ClientCallTest, CallsWaitingWhenTheirClientIsDestroyedFailAndReleaseTheCo
 // from its first resumption, and lets it go with the frame (ASan would
 // report a use after free, LSan a connection kept alive). A guard for any
 // cheaper lifetime rule (docs/DESIGN.md, "Calls under load").
-struct KeepaliveCase {
+struct CallLifetimeCase {
   const char* name;
   bool made_on_io_thread;
   bool awaited;
 };
 
 class CallKeepaliveTest : public ClientCallTest,
-                          public ::testing::WithParamInterface<KeepaliveCase> {};
+                          public ::testing::WithParamInterface<CallLifetimeCase> {};
 
 TEST_P(CallKeepaliveTest, ACallMadeBeforeItsClientIsDestroyedKeepsTheConnectionUntilItEnds) {
-  const KeepaliveCase& c = GetParam();
+  const CallLifetimeCase& c = GetParam();
   ClientRuntime runtime(1);
   asio::io_context& io = runtime.next_context();
   auto client = Client::connect(runtime, Options());
@@ -479,11 +479,11 @@ TEST_P(CallKeepaliveTest, ACallMadeBeforeItsClientIsDestroyedKeepsTheConnectionU
 
 INSTANTIATE_TEST_SUITE_P(
     Table, CallKeepaliveTest,
-    ::testing::Values(KeepaliveCase{"MadeOnTheIoThreadThenAwaited", true, true},
-                      KeepaliveCase{"MadeOnTheIoThreadThenDropped", true, false},
-                      KeepaliveCase{"MadeOnAnotherThreadThenAwaited", false, true},
-                      KeepaliveCase{"MadeOnAnotherThreadThenDropped", false, false}),
-    [](const ::testing::TestParamInfo<KeepaliveCase>& param_info) { return param_info.param.name; });
+    ::testing::Values(CallLifetimeCase{"MadeOnTheIoThreadThenAwaited", true, true},
+                      CallLifetimeCase{"MadeOnTheIoThreadThenDropped", true, false},
+                      CallLifetimeCase{"MadeOnAnotherThreadThenAwaited", false, true},
+                      CallLifetimeCase{"MadeOnAnotherThreadThenDropped", false, false}),
+    [](const ::testing::TestParamInfo<CallLifetimeCase>& param_info) { return param_info.param.name; });
 
 // A server played with raw frames on a blocking Unix socket (abstract
 // name), every read bounded in time: what the client writes, as it arrives.

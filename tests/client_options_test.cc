@@ -23,7 +23,7 @@ using testing::TestServer;
 using ::testing::HasSubstr;
 using ::testing::StartsWith;
 
-std::error_code Code(Errc e) { return make_error_code(e); }
+using testing::Code;
 
 // The peer address the server saw (sys.whoami's identity).
 std::string PeerSeenByServer(Client& client) {

@@ -31,6 +31,7 @@
 #include "authrpc/security/clock.h"
 #include "authrpc/security/memory_token_store.h"
 #include "authrpc/security/secret_manager.h"
+#include "tests/token_realm.h"
 
 namespace authrpc::security {
 namespace {
@@ -40,7 +41,7 @@ using std::chrono::hours;
 using std::chrono::milliseconds;
 using std::chrono::seconds;
 
-const TokenTime kStart = TokenTime(milliseconds(1'700'000'000'000));
+using testing::kTokenEpoch;
 
 std::string read_all(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
@@ -78,8 +79,8 @@ StoredToken make_token(std::uint64_t seq, TokenTime renew, std::string renewer =
   id.kind = "authrpc-delegation";
   id.owner = "user" + std::to_string(seq);
   id.renewer = std::move(renewer);
-  id.issue_date = kStart;
-  id.max_date = kStart + hours(24 * 7);
+  id.issue_date = kTokenEpoch;
+  id.max_date = kTokenEpoch + hours(24 * 7);
   id.sequence_number = seq;
   id.master_key_id = 1;
   StoredToken t;
@@ -142,25 +143,25 @@ TEST_P(TokenStoreContract, CountersIncreaseAndFollowStoredIds) {
   EXPECT_EQ(*store_->allocate_sequence_number(), 1u);
   EXPECT_EQ(*store_->allocate_sequence_number(), 2u);
   EXPECT_EQ(*store_->allocate_master_key_id(), 1u);
-  ASSERT_TRUE(store_->add_token(make_token(10, kStart)).ok());
-  ASSERT_TRUE(store_->put_master_key(make_key(5, kStart)).ok());
+  ASSERT_TRUE(store_->add_token(make_token(10, kTokenEpoch)).ok());
+  ASSERT_TRUE(store_->put_master_key(make_key(5, kTokenEpoch)).ok());
   EXPECT_EQ(*store_->allocate_sequence_number(), 11u);
   EXPECT_EQ(*store_->allocate_master_key_id(), 6u);
 }
 
 TEST_P(TokenStoreContract, KeysAndTokensChangeAsTold) {
-  auto k1 = make_key(1, kStart);
-  auto k2 = make_key(2, kStart + hours(24));
+  auto k1 = make_key(1, kTokenEpoch);
+  auto k2 = make_key(2, kTokenEpoch + hours(24));
   ASSERT_TRUE(store_->put_master_key(k1).ok());
   ASSERT_TRUE(store_->put_master_key(k2).ok());
-  k1.expires = kStart + hours(100);
+  k1.expires = kTokenEpoch + hours(100);
   ASSERT_TRUE(store_->put_master_key(k1).ok()) << "replace";
-  ASSERT_TRUE(store_->add_token(make_token(1, kStart + hours(24))).ok());
-  ASSERT_TRUE(store_->add_token(make_token(2, kStart + hours(24))).ok());
-  ASSERT_TRUE(store_->add_token(make_token(3, kStart + hours(24))).ok());
-  EXPECT_TRUE(store_->add_token(make_token(2, kStart)).is(TokenErrc::kInvalidArgument));
-  ASSERT_TRUE(store_->update_token(2, kStart + hours(48)).ok());
-  EXPECT_TRUE(store_->update_token(9, kStart).is(TokenErrc::kUnknownToken));
+  ASSERT_TRUE(store_->add_token(make_token(1, kTokenEpoch + hours(24))).ok());
+  ASSERT_TRUE(store_->add_token(make_token(2, kTokenEpoch + hours(24))).ok());
+  ASSERT_TRUE(store_->add_token(make_token(3, kTokenEpoch + hours(24))).ok());
+  EXPECT_TRUE(store_->add_token(make_token(2, kTokenEpoch)).is(TokenErrc::kInvalidArgument));
+  ASSERT_TRUE(store_->update_token(2, kTokenEpoch + hours(48)).ok());
+  EXPECT_TRUE(store_->update_token(9, kTokenEpoch).is(TokenErrc::kUnknownToken));
   const std::uint64_t gone[] = {1, 3, 99};
   ASSERT_TRUE(store_->remove_tokens(gone).ok());
   ASSERT_TRUE(store_->remove_tokens(gone).ok()) << "idempotent";
@@ -170,11 +171,11 @@ TEST_P(TokenStoreContract, KeysAndTokensChangeAsTold) {
   auto state = *store_->load();
   ASSERT_EQ(state.keys.size(), 1u);
   EXPECT_EQ(state.keys[0].id, 1u);
-  EXPECT_EQ(state.keys[0].expires, kStart + hours(100));
+  EXPECT_EQ(state.keys[0].expires, kTokenEpoch + hours(100));
   EXPECT_TRUE(state.keys[0].secret.equals(k1.secret));
   ASSERT_EQ(state.tokens.size(), 1u);
   EXPECT_EQ(state.tokens[0].sequence_number, 2u);
-  EXPECT_EQ(state.tokens[0].renew_date, kStart + hours(48));
+  EXPECT_EQ(state.tokens[0].renew_date, kTokenEpoch + hours(48));
   EXPECT_EQ(state.last_sequence_number, 3u);
   EXPECT_EQ(state.last_master_key_id, 2u);
 }
@@ -208,19 +209,19 @@ class FileTokenStoreTest : public ::testing::Test {
 
   // A store with keys, live, renewed and removed tokens.
   void populate(FileTokenStore& store, int tokens = 20) {
-    ASSERT_TRUE(store.put_master_key(make_key(*store.allocate_master_key_id(), kStart)).ok());
+    ASSERT_TRUE(store.put_master_key(make_key(*store.allocate_master_key_id(), kTokenEpoch)).ok());
     for (int i = 0; i < tokens; ++i) {
       auto seq = *store.allocate_sequence_number();
-      ASSERT_TRUE(store.add_token(make_token(seq, kStart + hours(24))).ok());
+      ASSERT_TRUE(store.add_token(make_token(seq, kTokenEpoch + hours(24))).ok());
       if (i % 3 == 1) {
-        ASSERT_TRUE(store.update_token(seq, kStart + hours(30 + i)).ok());
+        ASSERT_TRUE(store.update_token(seq, kTokenEpoch + hours(30 + i)).ok());
       }
       if (i % 5 == 2) {
         const std::uint64_t gone[] = {seq};
         ASSERT_TRUE(store.remove_tokens(gone).ok());
       }
     }
-    ASSERT_TRUE(store.put_master_key(make_key(*store.allocate_master_key_id(), kStart + hours(24))).ok());
+    ASSERT_TRUE(store.put_master_key(make_key(*store.allocate_master_key_id(), kTokenEpoch + hours(24))).ok());
   }
 
   TempDir dir_;
@@ -244,7 +245,7 @@ TEST_F(FileTokenStoreTest, ReopenKeepsEverything) {
 }
 
 TEST_F(FileTokenStoreTest, SecretManagerStateSurvivesAReopen) {
-  auto clock = std::make_shared<ManualClock>(kStart);
+  auto clock = std::make_shared<ManualClock>(kTokenEpoch);
   SecretManagerOptions options;
   options.clock = clock;
   Token kept, renewed, cancelled;
@@ -268,7 +269,7 @@ TEST_F(FileTokenStoreTest, SecretManagerStateSurvivesAReopen) {
   EXPECT_TRUE(manager->verify(renewed).ok());
   EXPECT_TRUE(manager->verify(cancelled).is(TokenErrc::kUnknownToken));
   EXPECT_EQ(manager->master_keys().size(), 2u);
-  clock->set(kStart + hours(24) + milliseconds(1));
+  clock->set(kTokenEpoch + hours(24) + milliseconds(1));
   EXPECT_TRUE(manager->verify(kept).is(TokenErrc::kExpired));
   clock->set(renew_date);
   EXPECT_TRUE(manager->verify(renewed).ok());
@@ -291,7 +292,7 @@ TEST_F(FileTokenStoreTest, TornTailIsDroppedAtEveryByteOffset) {
     populate(*store, 6);
     state_before_last = *store->load();
     before_last = store->stats().journal_bytes;
-    ASSERT_TRUE(store->add_token(make_token(*store->allocate_sequence_number(), kStart)).ok());
+    ASSERT_TRUE(store->add_token(make_token(*store->allocate_sequence_number(), kTokenEpoch)).ok());
     after_last = store->stats().journal_bytes;
     journal_file = store->journal_path();
   }
@@ -314,12 +315,12 @@ TEST_F(FileTokenStoreTest, TornTailIsDroppedAtEveryByteOffset) {
       expect_same_state(*store->load(), state_before_last);
       EXPECT_EQ(fs::file_size(journal_file), before_last) << "cut back to the last intact record";
       // New appends follow the last intact record.
-      ASSERT_TRUE(store->update_token(state_before_last.tokens[0].sequence_number, kStart + hours(99)).ok());
+      ASSERT_TRUE(store->update_token(state_before_last.tokens[0].sequence_number, kTokenEpoch + hours(99)).ok());
     }
     auto again = open();
     ASSERT_NE(again, nullptr);
     EXPECT_EQ(again->recovery().dropped_tail_bytes, 0u);
-    EXPECT_EQ(again->load()->tokens[0].renew_date, kStart + hours(99));
+    EXPECT_EQ(again->load()->tokens[0].renew_date, kTokenEpoch + hours(99));
     again.reset();
     write_all(journal_file, full);
   }
@@ -335,10 +336,10 @@ TEST_F(FileTokenStoreTest, MidFileCorruptionIsAnError) {
     auto store = open();
     ASSERT_NE(store, nullptr);
     ends.push_back(store->stats().journal_bytes);
-    ASSERT_TRUE(store->put_master_key(make_key(1, kStart)).ok());
+    ASSERT_TRUE(store->put_master_key(make_key(1, kTokenEpoch)).ok());
     ends.push_back(store->stats().journal_bytes);
     for (std::uint64_t seq = 1; seq <= 5; ++seq) {
-      ASSERT_TRUE(store->add_token(make_token(seq, kStart)).ok());
+      ASSERT_TRUE(store->add_token(make_token(seq, kTokenEpoch)).ok());
       ends.push_back(store->stats().journal_bytes);
     }
     journal_file = store->journal_path();
@@ -426,7 +427,7 @@ TEST_F(FileTokenStoreTest, TornTailWhoseRenewerIsAWellFormedRecord) {
       populate(*store, 4);
       state_before_last = *store->load();
       before_last = store->stats().journal_bytes;
-      ASSERT_TRUE(store->add_token(make_token(*store->allocate_sequence_number(), kStart, planted)).ok());
+      ASSERT_TRUE(store->add_token(make_token(*store->allocate_sequence_number(), kTokenEpoch, planted)).ok());
       after_last = store->stats().journal_bytes;
       journal_file = store->journal_path();
     }
@@ -457,7 +458,7 @@ TEST_F(FileTokenStoreTest, DamagedMiddleRecordBeforeATornTailIsAnError) {
     ASSERT_NE(store, nullptr);
     ends.push_back(store->stats().journal_bytes);
     for (std::uint64_t seq = 1; seq <= 3; ++seq) {
-      ASSERT_TRUE(store->add_token(make_token(seq, kStart)).ok());
+      ASSERT_TRUE(store->add_token(make_token(seq, kTokenEpoch)).ok());
       ends.push_back(store->stats().journal_bytes);
     }
     journal_file = store->journal_path();
@@ -475,8 +476,8 @@ TEST_F(FileTokenStoreTest, DamagedMiddleRecordBeforeATornTailIsAnError) {
 // A journal in format version 1 (no salt) is read, then rewritten as 2.
 TEST_F(FileTokenStoreTest, FormatVersion1IsReadAndMigrated) {
   ASSERT_EQ(::mkdir(store_dir().c_str(), 0700), 0);
-  const MasterKey key = make_key(1, kStart);
-  const StoredToken token = make_token(5, kStart + hours(3));
+  const MasterKey key = make_key(1, kTokenEpoch);
+  const StoredToken token = make_token(5, kTokenEpoch + hours(3));
   std::string journal = "ATKJ";
   {
     ByteWriter w(&journal);
@@ -516,7 +517,7 @@ TEST_F(FileTokenStoreTest, FormatVersion1IsReadAndMigrated) {
     EXPECT_EQ(state.tokens[0].identifier, token.identifier);
     EXPECT_EQ(state.tokens[0].renew_date, token.renew_date);
     EXPECT_EQ(store->journal_path(), store_dir() + "/journal.1");
-    ASSERT_TRUE(store->update_token(5, kStart + hours(4)).ok());
+    ASSERT_TRUE(store->update_token(5, kTokenEpoch + hours(4)).ok());
   }
   EXPECT_FALSE(fs::exists(store_dir() + "/journal.0"));
   const std::string snapshot = read_all(store_dir() + "/snapshot");
@@ -526,7 +527,7 @@ TEST_F(FileTokenStoreTest, FormatVersion1IsReadAndMigrated) {
   ASSERT_NE(store, nullptr);
   EXPECT_EQ(store->recovery().format_version, 2u);
   EXPECT_FALSE(store->recovery().migrated);
-  EXPECT_EQ(store->load()->tokens[0].renew_date, kStart + hours(4));
+  EXPECT_EQ(store->load()->tokens[0].renew_date, kTokenEpoch + hours(4));
 }
 
 TEST_F(FileTokenStoreTest, CompactionPreservesState) {
@@ -544,11 +545,11 @@ TEST_F(FileTokenStoreTest, CompactionPreservesState) {
   expect_same_state(*store->load(), before);
 
   // Changes after the snapshot go to the new journal; both are read back.
-  ASSERT_TRUE(store->update_token(before.tokens[0].sequence_number, kStart + hours(77)).ok());
+  ASSERT_TRUE(store->update_token(before.tokens[0].sequence_number, kTokenEpoch + hours(77)).ok());
   const std::uint64_t gone[] = {before.tokens[1].sequence_number};
   ASSERT_TRUE(store->remove_tokens(gone).ok());
   ASSERT_TRUE(store->compact().ok());
-  ASSERT_TRUE(store->add_token(make_token(*store->allocate_sequence_number(), kStart)).ok());
+  ASSERT_TRUE(store->add_token(make_token(*store->allocate_sequence_number(), kTokenEpoch)).ok());
   auto after = *store->load();
   store.reset();
 
@@ -599,7 +600,7 @@ TEST_F(FileTokenStoreTest, InterruptedCompactionLeavesAUsableStore) {
     ASSERT_NE(store, nullptr);
     populate(*store);
     ASSERT_TRUE(store->compact().ok());
-    ASSERT_TRUE(store->update_token(1, kStart + hours(50)).ok());
+    ASSERT_TRUE(store->update_token(1, kTokenEpoch + hours(50)).ok());
     state = *store->load();
     current_journal = store->journal_path();
   }
@@ -666,7 +667,7 @@ TEST_F(FileTokenStoreTest, FilesArePrivateWhateverTheUmask) {
     ASSERT_NE(store, nullptr);
     populate(*store, 3);
     ASSERT_TRUE(store->compact().ok());
-    ASSERT_TRUE(store->add_token(make_token(100, kStart)).ok());
+    ASSERT_TRUE(store->add_token(make_token(100, kTokenEpoch)).ok());
   }
   ::umask(old);
   struct stat st {};
@@ -816,7 +817,7 @@ TEST(FileTokenStoreCrash, EveryAcknowledgedOperationSurvivesSigkill) {
   TempDir dir;
   const std::string store_dir = dir.path() + "/tokens";
   Acked acked;
-  TokenTime start = kStart;
+  TokenTime start = kTokenEpoch;
   // Several rounds on the same store: each child continues where the last
   // one was killed, so recovery runs on states left by earlier kills.
   const std::size_t kill_after[] = {40, 150, 90, 260};

@@ -21,7 +21,7 @@ namespace {
 using json = nlohmann::json;
 using ::testing::HasSubstr;
 
-Service WhoService() {
+Service GlewlwydIdentityService() {
   Service s("data");
   s.add_blocking("who", [](CallContext& ctx, std::string_view) -> Result<std::string> {
     const Identity& id = ctx.identity();
@@ -74,7 +74,7 @@ TEST_F(JwtGlewlwydTest, AClientCredentialsTokenAuthenticates) {
   auto token = idp_->client_credentials_token(idp_->scope());
   ASSERT_TRUE(token.ok()) << token.status().to_string();
   testing::TestServer server;
-  server.tls().mechanism(Server(idp_->audience())).service(WhoService());
+  server.tls().mechanism(Server(idp_->audience())).service(GlewlwydIdentityService());
   ASSERT_TRUE(server.start().ok());
   auto jwt = make_jwt_client({{"token_file", TokenFile(*token)}});
   ASSERT_TRUE(jwt.ok()) << jwt.status().to_string();
@@ -93,7 +93,7 @@ TEST_F(JwtGlewlwydTest, ATokenForAnotherAudienceIsRefused) {
   auto token = idp_->client_credentials_token(idp_->scope());
   ASSERT_TRUE(token.ok()) << token.status().to_string();
   testing::TestServer server;
-  server.tls().mechanism(Server("some-other-service")).service(WhoService());
+  server.tls().mechanism(Server("some-other-service")).service(GlewlwydIdentityService());
   ASSERT_TRUE(server.start().ok());
   auto jwt = make_jwt_client({{"token_file", TokenFile(*token)}});
   ASSERT_TRUE(jwt.ok());

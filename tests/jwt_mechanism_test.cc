@@ -35,22 +35,22 @@ using ::testing::Not;
 using testing::JwtTestKey;
 using testing::TestTls;
 
-constexpr char kIssuer[] = "https://idp.test/realms/authrpc";
-constexpr char kAudience[] = "data-service";
+constexpr char kIdpIssuer[] = "https://idp.test/realms/authrpc";
+constexpr char kServiceAudience[] = "data-service";
 
-std::int64_t now_s() {
+std::int64_t unix_now() {
   return std::chrono::duration_cast<std::chrono::seconds>(
              std::chrono::system_clock::now().time_since_epoch())
       .count();
 }
 
 json claims(const std::string& sub = "alice", std::int64_t ttl = 600) {
-  return {{"iss", kIssuer},       {"aud", kAudience},  {"sub", sub},
-          {"exp", now_s() + ttl}, {"iat", now_s()},    {"groups", {"idp-readers"}}};
+  return {{"iss", kIdpIssuer},       {"aud", kServiceAudience},  {"sub", sub},
+          {"exp", unix_now() + ttl}, {"iat", unix_now()},    {"groups", {"idp-readers"}}};
 }
 
 // The identity a call sees, as JSON.
-Service WhoService() {
+Service IdentityService() {
   Service s("data");
   s.add_blocking("who", [](CallContext& ctx, std::string_view) -> Result<std::string> {
     const Identity& id = ctx.identity();
@@ -91,7 +91,7 @@ const Issuer& issuer() {
 }
 
 json server_options(const std::string& jwks_file) {
-  return {{"issuer", kIssuer}, {"audience", kAudience}, {"jwks_file", jwks_file},
+  return {{"issuer", kIdpIssuer}, {"audience", kServiceAudience}, {"jwks_file", jwks_file},
           {"groups_claim", "groups"}};
 }
 
@@ -128,7 +128,7 @@ TEST_P(JwtTransportTest, BearerTokensOnlyWhereTheyCannotBeRead) {
   json so = server_options(jwks);
   so["allow_plaintext_unix"] = c.server_allows_unix;
   testing::TestServer server;
-  server.endpoint(c.endpoint).mechanism(Server(so)).service(WhoService());
+  server.endpoint(c.endpoint).mechanism(Server(so)).service(IdentityService());
   if (std::string_view(c.endpoint) == "tls:") server.tls();
   const Status started = server.start();
   if (std::string_view(c.endpoint) == "tcp:") {
@@ -177,7 +177,7 @@ TEST(JwtMechanismTest, TheIdentityCarriesIssuerExpiryAndGroups) {
   testing::TestServer server;
   server.tls()
       .mechanism(Server(server_options(dir.write("jwks.json", testing::jwks_document({&issuer().rsa})))))
-      .service(WhoService());
+      .service(IdentityService());
   ASSERT_TRUE(server.start().ok());
   auto client =
       server.client().mechanism(Client({{"token_file", dir.write("t", issuer().rsa.sign(claims("bob")))}})).connect();
@@ -186,7 +186,7 @@ TEST(JwtMechanismTest, TheIdentityCarriesIssuerExpiryAndGroups) {
   EXPECT_EQ(j["user"], "bob");
   EXPECT_EQ(j["groups"], json({"idp-readers"}));
   EXPECT_EQ(j["expires"], true);
-  EXPECT_EQ(j["attributes"]["jwt.issuer"], kIssuer);
+  EXPECT_EQ(j["attributes"]["jwt.issuer"], kIdpIssuer);
   EXPECT_EQ(j["attributes"]["jwt.subject"], "bob");
   EXPECT_THAT(j["attributes"]["jwt.expires"].get<std::string>(), HasSubstr("Z"));
 }
@@ -201,7 +201,7 @@ TEST(JwtMechanismTest, AnIdpGroupCanBeAllowedAMethod) {
   testing::TestServer server;
   server.tls()
       .mechanism(Server(server_options(dir.write("jwks.json", testing::jwks_document({&issuer().rsa})))))
-      .service(WhoService())
+      .service(IdentityService())
       .options([a = Authorizer::from_policy(*policy)](ServerOptions& o) { o.authorizer = a; });
   ASSERT_TRUE(server.start().ok());
   json reader = claims("carol");
@@ -225,7 +225,7 @@ TEST(JwtMechanismTest, TheSessionEndsWithTheTokenUnlessConfigured) {
     so["leeway_s"] = 0;
     so["session_outlives_token"] = outlives;
     testing::TestServer server;
-    server.tls().mechanism(Server(so)).service(WhoService());
+    server.tls().mechanism(Server(so)).service(IdentityService());
     ASSERT_TRUE(server.start().ok());
     auto client = server.client()
                       .mechanism(Client({{"token_file", dir.write("t", issuer().rsa.sign(claims("alice", 2)))},
@@ -250,7 +250,7 @@ TEST(JwtMechanismTest, FailuresAreTypedAndNeverEchoTheToken) {
   testing::TestServer server;
   server.tls()
       .mechanism(Server(server_options(dir.write("jwks.json", testing::jwks_document({&issuer().rsa})))))
-      .service(WhoService());
+      .service(IdentityService());
   ASSERT_TRUE(server.start().ok());
   json wrong_audience = claims();
   wrong_audience["aud"] = "another-service";
@@ -289,10 +289,10 @@ TEST(JwtMechanismTest, KeysFromAnHttpsJwksFollowARotationWithOneFetch) {
   const TestTls& tls = TestTls::shared();
   testing::JwksHttpsServer idp(tls, testing::jwks_document({&issuer().rsa}));
   Dir dir;
-  json so = {{"issuer", kIssuer}, {"audience", kAudience}, {"jwks_url", idp.url()},
+  json so = {{"issuer", kIdpIssuer}, {"audience", kServiceAudience}, {"jwks_url", idp.url()},
              {"jwks_ca_file", tls.ca_file()}, {"jwks_min_refetch_s", 1}};
   testing::TestServer server;
-  server.tls().mechanism(Server(so)).service(WhoService());
+  server.tls().mechanism(Server(so)).service(IdentityService());
   ASSERT_TRUE(server.start().ok());
   EXPECT_EQ(idp.requests(), 1);  // loaded at start
   auto connect = [&](const JwtTestKey& key) {
@@ -326,12 +326,12 @@ TEST(JwtMechanismTest, CachedKeysKeepWorkingWhileTheIdpIsDown) {
   const TestTls& tls = TestTls::shared();
   testing::JwksHttpsServer idp(tls, testing::jwks_document({&issuer().rsa}));
   Dir dir;
-  json so = {{"issuer", kIssuer},        {"audience", kAudience},
+  json so = {{"issuer", kIdpIssuer},        {"audience", kServiceAudience},
              {"jwks_url", idp.url()},    {"jwks_ca_file", tls.ca_file()},
              {"jwks_refresh_s", 1},      {"jwks_min_refetch_s", 1},
              {"jwks_timeout_ms", 2000}};
   testing::TestServer server;
-  server.tls().mechanism(Server(so)).service(WhoService());
+  server.tls().mechanism(Server(so)).service(IdentityService());
   ASSERT_TRUE(server.start().ok());
   idp.stop();
   std::this_thread::sleep_for(std::chrono::milliseconds(1100));  // keys due for refresh
@@ -348,11 +348,11 @@ TEST(JwtMechanismTest, WithNoKeysLoadedAuthenticationIsUnavailableUntilTheIdpAns
   testing::JwksHttpsServer idp(tls, testing::jwks_document({&issuer().rsa}));
   idp.stop();
   Dir dir;
-  json so = {{"issuer", kIssuer},     {"audience", kAudience},      {"jwks_url", idp.url()},
+  json so = {{"issuer", kIdpIssuer},     {"audience", kServiceAudience},      {"jwks_url", idp.url()},
              {"jwks_ca_file", tls.ca_file()}, {"jwks_min_refetch_s", 1}, {"jwks_timeout_ms", 2000}};
   testing::TestServer server;
   const auto mechanism = Server(so);
-  server.tls().mechanism(mechanism).service(WhoService());
+  server.tls().mechanism(mechanism).service(IdentityService());
   ASSERT_TRUE(server.start().ok());  // the IdP may come up after the service
   // What the admin listener's /readyz reports meanwhile.
   const Status not_ready = mechanism->ready();
@@ -400,7 +400,7 @@ TEST(JwtMechanismTest, ACertificateBoundTokenNeedsItsCertificate) {
   server.tls(tls.server(security::ClientCertificates::kOptional))
       .client_tls(tls.client())
       .mechanism(Server(server_options(dir.write("jwks.json", testing::jwks_document({&issuer().rsa})))))
-      .service(WhoService());
+      .service(IdentityService());
   ASSERT_TRUE(server.start().ok());
   auto with_cert = server.client().tls(tls.client(true)).mechanism(Client({{"token_file", token}})).connect();
   EXPECT_TRUE(with_cert.ok()) << with_cert.status().to_string();

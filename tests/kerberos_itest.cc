@@ -60,9 +60,6 @@
 #endif
 
 namespace authrpc {
-
-void PrintTo(RetryAdvice advice, std::ostream* os) { *os << to_string(advice); }
-
 namespace {
 
 using namespace std::chrono_literals;
@@ -80,8 +77,15 @@ using testing::RawFrame;
 using Clock = std::chrono::steady_clock;
 using ::testing::AnyOf;
 using ::testing::HasSubstr;
-
-std::error_code Code(Errc e) { return make_error_code(e); }
+using testing::Code;
+using testing::Connect;
+using testing::ExpectServesSimple;
+using testing::RunningServer;
+using testing::ScopedEnv;
+using testing::StartServer;
+using testing::UniqueSuffix;
+using testing::ViaLocalhost;
+using testing::Whoami;
 
 // --- realm and mechanisms ------------------------------------------------------
 
@@ -91,58 +95,10 @@ std::shared_ptr<ClientMechanism> Simple(const std::string& user = "bob") {
 
 // --- servers and clients -----------------------------------------------------------
 
-std::string UniqueSuffix() {
-  static std::atomic<int> counter{0};
-  return std::to_string(::getpid()) + "-" + std::to_string(++counter);
-}
-
 std::string UniqueAbstractName() { return "unix:@authrpc-kerberos-itest-" + UniqueSuffix(); }
 
 // A MEMORY ccache name no earlier test (or earlier realm, with --gtest_repeat) used.
 std::string UniqueMemoryCache() { return "MEMORY:authrpc-kerberos-itest-" + UniqueSuffix(); }
-
-// A started server (tests/test_server.h) and its bound endpoint.
-struct RunningServer {
-  std::unique_ptr<TestServer> server;
-  Endpoint endpoint;
-};
-
-Result<RunningServer> StartServer(std::vector<std::shared_ptr<ServerMechanism>> mechanisms,
-                                  const std::string& uri = "tcp://127.0.0.1:0",
-                                  LogSink log = null_log_sink()) {
-  auto server = std::make_unique<TestServer>();
-  server->endpoint(uri).mechanisms(std::move(mechanisms)).blocking_threads(1).log(std::move(log));
-  if (Status s = server->start(); !s.ok()) return s;
-  const Endpoint endpoint = server->endpoint();
-  return RunningServer{std::move(server), endpoint};
-}
-
-Result<std::unique_ptr<Client>> Connect(const Endpoint& endpoint,
-                                        std::vector<std::shared_ptr<ClientMechanism>> mechanisms,
-                                        bool wait_for_authentication = true) {
-  return TestClient(endpoint)
-      .mechanisms(std::move(mechanisms))
-      .wait_for_authentication(wait_for_authentication)
-      .connect();
-}
-
-Result<std::unique_ptr<Client>> Connect(const Endpoint& endpoint,
-                                        std::shared_ptr<ClientMechanism> mechanism,
-                                        bool wait_for_authentication = true) {
-  return Connect(endpoint, std::vector<std::shared_ptr<ClientMechanism>>{std::move(mechanism)},
-                 wait_for_authentication);
-}
-
-// The same endpoint reached through the host name "localhost" (so that a client
-// without service_principal expects rpc@localhost, i.e. rpc/localhost@REALM).
-Endpoint ViaLocalhost(Endpoint endpoint) {
-  endpoint.host = "localhost";
-  return endpoint;
-}
-
-Result<nlohmann::json> Whoami(Client& client) {
-  return client.call_json("sys", "whoami", nlohmann::json::object());
-}
 
 // sys.whoami shows alice authenticated by kerberos.
 void ExpectAlice(Client& client, const MiniKdc& kdc) {
@@ -163,17 +119,6 @@ void ExpectKerberosSession(const Endpoint& endpoint, std::shared_ptr<ClientMecha
   auto client = Connect(endpoint, std::move(mechanism), wait_for_authentication);
   ASSERT_TRUE(client.ok()) << Describe(client);
   ExpectAlice(**client, kdc);
-}
-
-// After a failure: the server still authenticates a `simple` client.
-void ExpectServesSimple(const Endpoint& endpoint) {
-  SCOPED_TRACE("server still serves a simple client");
-  auto client = Connect(endpoint, Simple("bob"));
-  ASSERT_TRUE(client.ok()) << Describe(client);
-  auto who = Whoami(**client);
-  ASSERT_TRUE(who.ok()) << Describe(who);
-  EXPECT_EQ((*who)["mechanism"], "simple");
-  EXPECT_EQ((*who)["user"], "bob");
 }
 
 // --- raw frames (replay test) ---------------------------------------------------
@@ -379,25 +324,6 @@ TEST_F(KerberosTest, StartupErrors) {
 }
 
 // Sets an environment variable for one scope (the suite's env is otherwise kept).
-class ScopedEnv {
- public:
-  ScopedEnv(const char* name, const std::string& value) : name_(name) {
-    if (const char* old = std::getenv(name)) old_ = old;
-    ::setenv(name, value.c_str(), 1);
-  }
-  ~ScopedEnv() {
-    if (old_) {
-      ::setenv(name_, old_->c_str(), 1);
-    } else {
-      ::unsetenv(name_);
-    }
-  }
-
- private:
-  const char* name_;
-  std::optional<std::string> old_;
-};
-
 // Case 6: no ticket and no keytab → CREDENTIALS_EXPIRED (run kinit).
 TEST_F(KerberosTest, ClientWithoutTicket) {
   // MIT falls back on the default client keytab (KRB5_CLIENT_KTNAME, which
@@ -912,6 +838,17 @@ struct SkewCase {
 //    server, which records no failure.
 // In both cases the server keeps serving: the same CLI call without skew
 // succeeds right after, with the same ticket cache and no KDC request.
+//
+// libfaketime's first clock_gettime() calls dlsym(), which allocates: in a CLI
+// with clang's AddressSanitizer runtime linked in, that malloc runs inside the
+// runtime's own start and waits on its allocator's lock for good (gcc's
+// shared libasan, preloaded after it, does not). That tree checks the
+// unskewed call only; the others run every case.
+#if defined(__clang__) && defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define AUTHRPC_CLI_CANNOT_RUN_UNDER_FAKETIME 1
+#endif
+#endif
 TEST_F(KerberosKdcStateTest, ClockSkewedClient) {
   const std::string faketime = FindInPath("faketime");
   if (faketime.empty()) {
@@ -952,6 +889,9 @@ TEST_F(KerberosKdcStateTest, ClockSkewedClient) {
     SCOPED_TRACE("no skew: gets and caches the service ticket");
     ASSERT_NO_FATAL_FAILURE(expect_alice(cli("")));
   }
+#ifdef AUTHRPC_CLI_CANNOT_RUN_UNDER_FAKETIME
+  GTEST_SKIP() << "the CLI has clang's AddressSanitizer runtime, which libfaketime's start deadlocks";
+#endif
   const auto kdc_before = kdc_.kdc_request_counts();
 
   const SkewCase cases[] = {

@@ -1,5 +1,6 @@
 #include "tests/kerberos_realm.h"
 
+#include "authrpc/auth/simple.h"
 #include "tests/test_support.h"
 
 namespace authrpc::testing {
@@ -61,6 +62,50 @@ void KerberosSuite::TearDownTestSuite() {
 void KerberosSuite::SetUp() {
   ASSERT_OK(setup_);
   kdc_->set_env_for_process();
+}
+
+Result<RunningServer> StartServer(std::vector<std::shared_ptr<ServerMechanism>> mechanisms,
+                                  const std::string& uri, LogSink log) {
+  auto server = std::make_unique<TestServer>();
+  server->endpoint(uri).mechanisms(std::move(mechanisms)).blocking_threads(1).log(std::move(log));
+  if (Status s = server->start(); !s.ok()) return s;
+  const Endpoint endpoint = server->endpoint();
+  return RunningServer{std::move(server), endpoint};
+}
+
+Result<std::unique_ptr<Client>> Connect(const Endpoint& endpoint,
+                                        std::vector<std::shared_ptr<ClientMechanism>> mechanisms,
+                                        bool wait_for_authentication) {
+  return TestClient(endpoint)
+      .mechanisms(std::move(mechanisms))
+      .wait_for_authentication(wait_for_authentication)
+      .connect();
+}
+
+Result<std::unique_ptr<Client>> Connect(const Endpoint& endpoint,
+                                        std::shared_ptr<ClientMechanism> mechanism,
+                                        bool wait_for_authentication) {
+  return Connect(endpoint, std::vector<std::shared_ptr<ClientMechanism>>{std::move(mechanism)},
+                 wait_for_authentication);
+}
+
+Endpoint ViaLocalhost(Endpoint endpoint) {
+  endpoint.host = "localhost";
+  return endpoint;
+}
+
+Result<nlohmann::json> Whoami(Client& client) {
+  return client.call_json("sys", "whoami", nlohmann::json::object());
+}
+
+void ExpectServesSimple(const Endpoint& endpoint) {
+  SCOPED_TRACE("server still serves a simple client");
+  auto client = Connect(endpoint, std::make_shared<SimpleClientMechanism>("bob"));
+  ASSERT_TRUE(client.ok()) << Describe(client);
+  auto who = Whoami(**client);
+  ASSERT_TRUE(who.ok()) << Describe(who);
+  EXPECT_EQ((*who)["mechanism"], "simple");
+  EXPECT_EQ((*who)["user"], "bob");
 }
 
 }  // namespace authrpc::testing

@@ -1,7 +1,8 @@
 // The Kerberos fixture of the test suite (library authrpc_test_kerberos): a
 // real MIT KDC (tests/testing/mini_kdc.h) with the principals, keytabs and
 // ticket cache Kerberos tests use, the mechanism options that point at them,
-// and KerberosSuite, a GoogleTest base class with one realm per suite.
+// KerberosSuite, a GoogleTest base class with one realm per suite, and the
+// servers and clients its integration tests start.
 //
 // The usual realm: client alice (key in kdc.client_keytab(), a TGT in
 // kdc.ccache()), service rpc/localhost (key in kdc.service_keytab(), the
@@ -18,8 +19,16 @@
 #include <string>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "authrpc/auth/kerberos.h"
+#include "authrpc/auth/mechanism.h"
+#include "authrpc/client/client.h"
+#include "authrpc/rpc/endpoint.h"
+#include "authrpc/security/base/log.h"
+#include "authrpc/security/base/result.h"
 #include "authrpc/security/base/status.h"
+#include "tests/test_server.h"
 #include "tests/testing/mini_kdc.h"
 
 namespace authrpc::testing {
@@ -49,6 +58,39 @@ KerberosClientOptions CcacheClientOptions(const MiniKdc& kdc);
 // A keytab-login client (no kinit, no ticket cache) as `user`, expecting
 // rpc/localhost.
 KerberosClientOptions KeytabClientOptions(const MiniKdc& kdc, const std::string& user = "alice");
+
+// --- servers and clients of the Kerberos integration tests ---
+
+// A started server (tests/test_server.h) and its bound endpoint.
+struct RunningServer {
+  std::unique_ptr<TestServer> server;
+  Endpoint endpoint;
+};
+
+// A server on `uri` with `mechanisms` and one blocking thread.
+Result<RunningServer> StartServer(std::vector<std::shared_ptr<ServerMechanism>> mechanisms,
+                                  const std::string& uri = "tcp://127.0.0.1:0",
+                                  LogSink log = null_log_sink());
+
+// A client of `endpoint` with `mechanism(s)`; with wait_for_authentication
+// false, connect() returns before the server's verdict.
+Result<std::unique_ptr<Client>> Connect(const Endpoint& endpoint,
+                                        std::vector<std::shared_ptr<ClientMechanism>> mechanisms,
+                                        bool wait_for_authentication = true);
+Result<std::unique_ptr<Client>> Connect(const Endpoint& endpoint,
+                                        std::shared_ptr<ClientMechanism> mechanism,
+                                        bool wait_for_authentication = true);
+
+// The same endpoint reached through the host name "localhost" (so that a
+// client without service_principal expects rpc@localhost, i.e.
+// rpc/localhost@REALM).
+Endpoint ViaLocalhost(Endpoint endpoint);
+
+// sys.whoami's answer.
+Result<nlohmann::json> Whoami(Client& client);
+
+// After a failure: the server still authenticates a `simple` client as bob.
+void ExpectServesSimple(const Endpoint& endpoint);
 
 // One realm for the suite. A suite with other principals defines its own
 // static SetUpTestSuite() calling StartRealm(options). Tests read the KDC

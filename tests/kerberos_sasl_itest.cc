@@ -61,9 +61,6 @@
 #endif
 
 namespace authrpc {
-
-void PrintTo(RetryAdvice advice, std::ostream* os) { *os << to_string(advice); }
-
 namespace {
 
 using namespace std::chrono_literals;
@@ -79,37 +76,17 @@ using testing::RawConnection;
 using testing::RawFrame;
 using ::testing::HasSubstr;
 using ::testing::Contains;
-
-std::error_code Code(Errc e) { return make_error_code(e); }
+using testing::Code;
+using testing::Connect;
+using testing::ExpectServesSimple;
+using testing::RunningServer;
+using testing::ScopedEnv;
+using testing::StartServer;
+using testing::UniqueSuffix;
+using testing::ViaLocalhost;
+using testing::Whoami;
 
 constexpr std::string_view kSasl = "kerberos-sasl";
-
-// Sets an environment variable for one scope.
-class ScopedEnv {
- public:
-  ScopedEnv(const char* name, const std::string& value) : name_(name) {
-    if (const char* old = std::getenv(name)) old_ = old;
-    ::setenv(name, value.c_str(), 1);
-  }
-  ~ScopedEnv() {
-    if (old_) {
-      ::setenv(name_, old_->c_str(), 1);
-    } else {
-      ::unsetenv(name_);
-    }
-  }
-  ScopedEnv(const ScopedEnv&) = delete;
-  ScopedEnv& operator=(const ScopedEnv&) = delete;
-
- private:
-  const char* name_;
-  std::optional<std::string> old_;
-};
-
-std::string UniqueSuffix() {
-  static std::atomic<int> counter{0};
-  return std::to_string(::getpid()) + "-" + std::to_string(++counter);
-}
 
 // --- realm and options ---------------------------------------------------------------
 
@@ -124,46 +101,6 @@ Status PopulateRealmWithBob(MiniKdc& kdc, const testing::KerberosRealmOptions& o
 }
 
 // --- servers and clients -----------------------------------------------------------
-
-// A started server (tests/test_server.h) and its bound endpoint.
-struct RunningServer {
-  std::unique_ptr<TestServer> server;
-  Endpoint endpoint;
-};
-
-Result<RunningServer> StartServer(std::vector<std::shared_ptr<ServerMechanism>> mechanisms,
-                                  const std::string& uri = "tcp://127.0.0.1:0") {
-  auto server = std::make_unique<TestServer>();
-  server->endpoint(uri).mechanisms(std::move(mechanisms)).blocking_threads(1);
-  if (Status s = server->start(); !s.ok()) return s;
-  const Endpoint endpoint = server->endpoint();
-  return RunningServer{std::move(server), endpoint};
-}
-
-Result<std::unique_ptr<Client>> Connect(const Endpoint& endpoint,
-                                        std::vector<std::shared_ptr<ClientMechanism>> mechanisms,
-                                        bool wait_for_authentication = true) {
-  return TestClient(endpoint)
-      .mechanisms(std::move(mechanisms))
-      .wait_for_authentication(wait_for_authentication)
-      .connect();
-}
-
-Result<std::unique_ptr<Client>> Connect(const Endpoint& endpoint,
-                                        std::shared_ptr<ClientMechanism> mechanism,
-                                        bool wait_for_authentication = true) {
-  return Connect(endpoint, std::vector<std::shared_ptr<ClientMechanism>>{std::move(mechanism)},
-                 wait_for_authentication);
-}
-
-Endpoint ViaLocalhost(Endpoint endpoint) {
-  endpoint.host = "localhost";
-  return endpoint;
-}
-
-Result<nlohmann::json> Whoami(Client& client) {
-  return client.call_json("sys", "whoami", nlohmann::json::object());
-}
 
 // sys.whoami shows PRINCIPAL (default: alice) authenticated by MECHANISM.
 void ExpectIdentity(Client& client, const MiniKdc& kdc, std::string_view mechanism = kSasl,
@@ -185,15 +122,6 @@ void ExpectSession(const Endpoint& endpoint, std::shared_ptr<ClientMechanism> me
   auto client = Connect(endpoint, std::move(mechanism), wait_for_authentication);
   ASSERT_TRUE(client.ok()) << Describe(client);
   ExpectIdentity(**client, kdc, name);
-}
-
-void ExpectServesSimple(const Endpoint& endpoint) {
-  SCOPED_TRACE("server still serves a simple client");
-  auto client = Connect(endpoint, std::make_shared<SimpleClientMechanism>("bob"));
-  ASSERT_TRUE(client.ok()) << Describe(client);
-  auto who = Whoami(**client);
-  ASSERT_TRUE(who.ok()) << Describe(who);
-  EXPECT_EQ((*who)["mechanism"], "simple");
 }
 
 // --- raw frames ------------------------------------------------------------------------

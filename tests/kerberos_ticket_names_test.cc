@@ -37,7 +37,7 @@ std::string TicketField(std::size_t size, char fill) {
 }
 
 // An initial context token around an AP-REQ carrying `ticket`.
-std::string Token(const std::string& ticket, const std::string& oid = kKrb5Oid,
+std::string GssToken(const std::string& ticket, const std::string& oid = kKrb5Oid,
                   const std::string& tok_id = std::string("\x01\x00", 2)) {
   const std::string ap_req = Tlv(
       0x6e, Tlv(0x30, Tlv(0xa0, Tlv(0x02, "\x05")) + Tlv(0xa1, Tlv(0x02, "\x0e")) +
@@ -54,14 +54,14 @@ TEST(TicketOfTest, FindsTheTicketElement) {
   for (const Case& c : {Case{"short", 40}, Case{"long1", 200}, Case{"long2", 1500}}) {
     SCOPED_TRACE(c.name);
     const std::string ticket = TicketField(c.ticket_size, 'T');
-    const std::string token = Token(ticket);
+    const std::string token = GssToken(ticket);
     EXPECT_EQ(KerberosTicketNames::ticket_of(token), ticket);
   }
 }
 
 TEST(TicketOfTest, AnythingElseHasNoTicket) {
   const std::string ticket = TicketField(64, 'T');
-  const std::string good = Token(ticket);
+  const std::string good = GssToken(ticket);
   const std::string spnego_oid = Tlv(0x06, "\x2b\x06\x01\x05\x05\x02");
   struct Case {
     const char* name;
@@ -70,9 +70,9 @@ TEST(TicketOfTest, AnythingElseHasNoTicket) {
   const std::vector<Case> cases = {
       {"empty", ""},
       {"not a GSS token", "\x30\x03\x02\x01\x05"},
-      {"SPNEGO instead of krb5", Token(ticket, spnego_oid)},
-      {"AP-REP token id", Token(ticket, kKrb5Oid, std::string("\x02\x00", 2))},
-      {"no ticket field", Token("")},
+      {"SPNEGO instead of krb5", GssToken(ticket, spnego_oid)},
+      {"AP-REP token id", GssToken(ticket, kKrb5Oid, std::string("\x02\x00", 2))},
+      {"no ticket field", GssToken("")},
       {"trailing bytes", good + "x"},
       {"indefinite length", std::string("\x60\x80", 2) + good.substr(2)},
       {"length beyond the end", std::string("\x60\x84\x7f\xff\xff\xff", 6) + good.substr(2)},

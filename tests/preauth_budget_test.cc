@@ -43,6 +43,8 @@ namespace {
 using namespace std::chrono_literals;
 using Clock = std::chrono::steady_clock;
 using testing::Describe;
+using testing::RawHello;
+using testing::RawPreamble;
 using testing::Eventually;
 using testing::StopAndDestroy;
 
@@ -223,17 +225,6 @@ class Peer {
   std::string received_;
 };
 
-std::string Preamble() {
-  const auto p = wire::make_preamble();
-  return std::string(reinterpret_cast<const char*>(p.data()), p.size());
-}
-
-std::string Hello(const std::string& message) {
-  std::string out;
-  wire::append_hello(out, {wire::kNoFeatures, "simple", message});
-  return out;
-}
-
 // A HELLO header claiming `length` bytes after its length field.
 std::string HelloHeaderClaiming(std::uint32_t length) {
   std::string out(wire::kFrameHeaderSize, '\0');
@@ -347,7 +338,7 @@ TEST_F(PreauthServerTest, AFrameOverThePreAuthLimitIsRefusedBeforeItsBodyIsHeld)
   for (int i = 0; i < kPeers; ++i) {
     peers.push_back(std::make_unique<Peer>(port_));
     ASSERT_TRUE(peers.back()->connected());
-    ASSERT_TRUE(peers.back()->Send(Preamble() + HelloHeaderClaiming(16 * 1024 * 1024 - 4)));
+    ASSERT_TRUE(peers.back()->Send(RawPreamble() + HelloHeaderClaiming(16 * 1024 * 1024 - 4)));
   }
   // 8 MiB of body each, as fast as the server takes it (it stops taking it).
   const std::string chunk(256 * 1024, 'x');
@@ -388,7 +379,7 @@ TEST_F(PreauthServerTest, TheLimitFitsAKerberosTokenWithALargePac) {
   for (const auto& c : {HelloSizeCase{48'000, false}, HelloSizeCase{64'000, false},
                         HelloSizeCase{70'000, true}}) {
     Peer peer(port_);
-    ASSERT_TRUE(peer.Send(Preamble() + Hello(std::string(c.token, 'u'))));
+    ASSERT_TRUE(peer.Send(RawPreamble() + RawHello("simple", std::string(c.token, 'u'))));
     peer.Closed(c.too_large ? 3000ms : 500ms);
     EXPECT_EQ(peer.ErrorCode() == static_cast<int>(Errc::kFrameTooLarge), c.too_large)
         << "a HELLO with a " << c.token << "-byte token, error " << peer.ErrorCode();
@@ -398,7 +389,7 @@ TEST_F(PreauthServerTest, TheLimitFitsAKerberosTokenWithALargePac) {
 TEST_F(PreauthServerTest, APeerDrippingBytesIsClosedAtTheNegotiationDeadline) {
   ASSERT_NO_FATAL_FAILURE(StartServer([](ServerOptions& o) { o.negotiation_timeout = 400ms; }));
   Peer peer(port_);
-  const std::string bytes = Preamble() + Hello("alice");
+  const std::string bytes = RawPreamble() + RawHello("simple", "alice");
   const auto start = Clock::now();
   bool closed = false;
   for (std::size_t i = 0; i + 1 < bytes.size() && !closed; ++i) {

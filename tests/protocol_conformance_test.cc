@@ -340,7 +340,7 @@ TEST_P(ConformanceTest, TheServerAnswersAsTheSpecShows) {
   const auto& [name, kind, authz] = GetParam();
   const auto& examples = Examples();
   const auto example = std::find_if(examples.begin(), examples.end(),
-                                    [&](const Example& e) { return e.name == name; });
+                                    [&name = name](const Example& e) { return e.name == name; });
   ASSERT_NE(example, examples.end());
   SCOPED_TRACE("docs/PROTOCOL.md:" + std::to_string(example->line) + " (" + name + ")");
 

@@ -163,18 +163,18 @@ ChannelInfo Channel(std::string binding = {}) {
   return c;
 }
 
-struct Outcome {
+struct PskOutcome {
   ServerStep server;      // the server's last step
   Status client;          // complete() on the server's final message, if it succeeded
   std::vector<std::string> sent;  // the client's messages
 };
 
 // One exchange between `client` and `server`, each seeing its own channel.
-Outcome Exchange(ClientMechanism& client, ServerMechanism& server, const ChannelInfo& client_channel,
+PskOutcome Exchange(ClientMechanism& client, ServerMechanism& server, const ChannelInfo& client_channel,
             const ChannelInfo& server_channel) {
   auto cs = client.start(client_channel);
   auto ss = server.start(server_channel);
-  Outcome out;
+  PskOutcome out;
   ClientStep step = Await(cs->initial());
   for (;;) {
     if (step.kind != ClientStep::Kind::kSend) {
@@ -218,7 +218,7 @@ TEST(PskSession, AuthenticatesBothWaysAndBindsTheProofsToTheChannel) {
   for (const auto& c : cases) {
     SCOPED_TRACE(c.name);
     auto client = keys.Client(c.identity, c.key);
-    const Outcome out = Exchange(*client, *server, c.client_channel, c.server_channel);
+    const PskOutcome out = Exchange(*client, *server, c.client_channel, c.server_channel);
     EXPECT_EQ(out.sent.size(), 2u) << "HELLO and AUTH_RESPONSE";
     if (c.expected == Errc::kOk) {
       EXPECT_EQ(out.server.kind, ServerStep::Kind::kSuccess) << out.server.error.to_string();
@@ -235,8 +235,8 @@ TEST(PskSession, AuthenticatesBothWaysAndBindsTheProofsToTheChannel) {
 TEST(PskSession, AnUnknownIdentityFailsExactlyLikeAWrongKey) {
   Keys keys;
   auto server = keys.Server();
-  const Outcome unknown = Exchange(*keys.Client("carol", keys.alice), *server, Channel(), Channel());
-  const Outcome wrong = Exchange(*keys.Client("alice", keys.bob), *server, Channel(), Channel());
+  const PskOutcome unknown = Exchange(*keys.Client("carol", keys.alice), *server, Channel(), Channel());
+  const PskOutcome wrong = Exchange(*keys.Client("alice", keys.bob), *server, Channel(), Channel());
   EXPECT_EQ(unknown.server.error.to_string(), wrong.server.error.to_string());
   EXPECT_THAT(unknown.server.error.message, Not(HasSubstr("carol")));
 }
@@ -246,7 +246,7 @@ TEST(PskSession, ARecordedResponseIsWorthlessOnTheNextSession) {
   auto server = keys.Server();
   auto client = keys.Client("alice", keys.alice);
   for (const auto& channel : {Channel(), Channel(std::string(32, 'x'))}) {
-    const Outcome first = Exchange(*client, *server, channel, channel);
+    const PskOutcome first = Exchange(*client, *server, channel, channel);
     ASSERT_EQ(first.server.kind, ServerStep::Kind::kSuccess);
     auto replay = server->start(channel);
     const ServerStep challenge = Await(replay->step(first.sent[0]));

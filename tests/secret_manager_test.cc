@@ -16,6 +16,7 @@
 #include "authrpc/security/clock.h"
 #include "authrpc/security/hmac_sha256.h"
 #include "authrpc/security/memory_token_store.h"
+#include "tests/token_realm.h"
 
 namespace authrpc::security {
 namespace {
@@ -24,7 +25,7 @@ using std::chrono::hours;
 using std::chrono::milliseconds;
 constexpr auto kDay = hours(24);
 
-const TokenTime kStart = TokenTime(milliseconds(1'700'000'000'000));
+using testing::kTokenEpoch;
 
 class SecretManagerTest : public ::testing::Test {
  protected:
@@ -53,7 +54,7 @@ class SecretManagerTest : public ::testing::Test {
   }
   bool has_key(std::uint32_t id) { return key_info(id).id == id; }
 
-  std::shared_ptr<ManualClock> clock_ = std::make_shared<ManualClock>(kStart);
+  std::shared_ptr<ManualClock> clock_ = std::make_shared<ManualClock>(kTokenEpoch);
   std::shared_ptr<MemoryTokenStore> store_ = std::make_shared<MemoryTokenStore>();
   std::unique_ptr<SecretManager> manager_;
 };
@@ -76,8 +77,8 @@ TEST_F(SecretManagerTest, IssueThenVerify) {
   EXPECT_EQ(id->owner, "alice");
   EXPECT_EQ(id->renewer, "yarn");
   EXPECT_EQ(id->real_user, "oozie");
-  EXPECT_EQ(id->issue_date, kStart);
-  EXPECT_EQ(id->max_date, kStart + 7 * kDay);
+  EXPECT_EQ(id->issue_date, kTokenEpoch);
+  EXPECT_EQ(id->max_date, kTokenEpoch + 7 * kDay);
   EXPECT_EQ(id->sequence_number, 1u);
   EXPECT_EQ(id->master_key_id, 1u);
 
@@ -87,7 +88,7 @@ TEST_F(SecretManagerTest, IssueThenVerify) {
   EXPECT_EQ(state.keys[0].secret.size(), 32u);
   EXPECT_TRUE(token_password(state.keys[0].secret, token.identifier).equals(token.password));
   ASSERT_EQ(state.tokens.size(), 1u);
-  EXPECT_EQ(state.tokens[0].renew_date, kStart + kDay);
+  EXPECT_EQ(state.tokens[0].renew_date, kTokenEpoch + kDay);
 
   auto secret = manager_->retrieve_password(token.identifier);
   ASSERT_TRUE(secret.ok());
@@ -122,7 +123,7 @@ TEST_F(SecretManagerTest, OptionsAreChecked) {
 
 TEST_F(SecretManagerTest, ValidUpToTheRenewDateInclusive) {
   Token token = issue();
-  clock_->set(kStart + kDay);
+  clock_->set(kTokenEpoch + kDay);
   EXPECT_TRUE(manager_->verify(token).ok());
   clock_->advance(milliseconds(1));
   auto r = manager_->verify(token);
@@ -135,9 +136,9 @@ TEST_F(SecretManagerTest, ValidUpToTheRenewDateInclusive) {
 
 TEST_F(SecretManagerTest, RenewExtendsUpToTheMaxDate) {
   Token token = issue();
-  const TokenTime max = kStart + 7 * kDay;
+  const TokenTime max = kTokenEpoch + 7 * kDay;
   // Renewing every 20 hours: each renewal gives now + 1 day, capped at max.
-  TokenTime now = kStart;
+  TokenTime now = kTokenEpoch;
   for (int i = 0; i < 20; ++i) {
     now += hours(20);
     clock_->set(now);
@@ -175,10 +176,10 @@ TEST_P(PermissionTable, RenewOnlyRenewerCancelOwnerOrRenewer) {
   auto renewed = manager_->renew(token, c.caller);
   if (c.may_renew) {
     ASSERT_TRUE(renewed.ok()) << renewed.status().to_string();
-    EXPECT_EQ(*renewed, kStart + hours(1) + kDay);
+    EXPECT_EQ(*renewed, kTokenEpoch + hours(1) + kDay);
   } else {
     EXPECT_TRUE(renewed.is(TokenErrc::kPermissionDenied)) << renewed.status().to_string();
-    EXPECT_EQ(store_->load()->tokens[0].renew_date, kStart + kDay) << "unchanged";
+    EXPECT_EQ(store_->load()->tokens[0].renew_date, kTokenEpoch + kDay) << "unchanged";
   }
   auto cancelled = manager_->cancel(token, c.caller);
   if (c.may_cancel) {
@@ -344,9 +345,9 @@ TEST_F(SecretManagerTest, RetrieveSharesTheManagersRecord) {
 TEST_F(SecretManagerTest, KeysRollOnTheInterval) {
   Token first = issue();
   EXPECT_EQ(first.decode_identifier()->master_key_id, 1u);
-  clock_->set(kStart + kDay - milliseconds(1));
+  clock_->set(kTokenEpoch + kDay - milliseconds(1));
   EXPECT_EQ(issue().decode_identifier()->master_key_id, 1u);
-  clock_->set(kStart + kDay);
+  clock_->set(kTokenEpoch + kDay);
   Token second = issue();
   EXPECT_EQ(second.decode_identifier()->master_key_id, 2u);
   EXPECT_TRUE(key_info(2).current);
@@ -354,7 +355,7 @@ TEST_F(SecretManagerTest, KeysRollOnTheInterval) {
   EXPECT_TRUE(manager_->verify(second).ok());
 
   // The sweeper rolls too, without an issue.
-  clock_->set(kStart + 2 * kDay);
+  clock_->set(kTokenEpoch + 2 * kDay);
   auto swept = manager_->sweep();
   ASSERT_TRUE(swept.ok());
   EXPECT_TRUE(swept->key_rolled);
@@ -375,19 +376,19 @@ TEST_F(SecretManagerTest, KeysRollOnTheInterval) {
 // the max date of its last token (day 7.5), then dropped.
 TEST_F(SecretManagerTest, RetiredKeyKeptUntilItsLastTokensMaxDate) {
   Token early = issue();
-  clock_->set(kStart + hours(12));
+  clock_->set(kTokenEpoch + hours(12));
   Token late = issue();
-  const TokenTime last_max = kStart + hours(12) + 7 * kDay;
-  EXPECT_EQ(key_info(1).expires, kStart + kDay + 7 * kDay) << "an upper bound while current";
+  const TokenTime last_max = kTokenEpoch + hours(12) + 7 * kDay;
+  EXPECT_EQ(key_info(1).expires, kTokenEpoch + kDay + 7 * kDay) << "an upper bound while current";
 
-  clock_->set(kStart + kDay);
+  clock_->set(kTokenEpoch + kDay);
   ASSERT_TRUE(manager_->sweep().ok());
   ASSERT_TRUE(key_info(2).current);
   EXPECT_EQ(key_info(1).expires, last_max) << "exact once retired";
   EXPECT_EQ(store_->load()->keys[0].expires, last_max) << "and stored";
 
   // Keep `late` alive by renewing it, sweeping (and rolling) daily.
-  for (TokenTime now = kStart + kDay; now <= last_max; now += hours(20)) {
+  for (TokenTime now = kTokenEpoch + kDay; now <= last_max; now += hours(20)) {
     clock_->set(now);
     ASSERT_TRUE(manager_->renew(late, "yarn").ok());
     ASSERT_TRUE(manager_->sweep().ok());
@@ -413,7 +414,7 @@ TEST_F(SecretManagerTest, RetiredKeyWithoutTokensGoesAtTheNextSweep) {
   ASSERT_TRUE(manager_->roll_master_key().ok());
   clock_->advance(hours(1));
   ASSERT_TRUE(manager_->roll_master_key().ok());
-  EXPECT_EQ(key_info(1).expires, kStart + hours(1));
+  EXPECT_EQ(key_info(1).expires, kTokenEpoch + hours(1));
   clock_->advance(milliseconds(1));
   auto swept = manager_->sweep();
   ASSERT_TRUE(swept.ok());
@@ -427,9 +428,9 @@ TEST_F(SecretManagerTest, SweeperRemovesExpiredTokensOnly) {
   Token b = issue();
   Token c = issue();
   ASSERT_TRUE(manager_->cancel(c, "alice").ok());
-  clock_->set(kStart + hours(20));
+  clock_->set(kTokenEpoch + hours(20));
   ASSERT_TRUE(manager_->renew(b, "yarn").ok());  // b now lasts to day 1 + 20 h
-  clock_->set(kStart + kDay + milliseconds(1));
+  clock_->set(kTokenEpoch + kDay + milliseconds(1));
   auto swept = manager_->sweep();
   ASSERT_TRUE(swept.ok());
   EXPECT_EQ(swept->tokens_removed, 1u);
@@ -441,7 +442,7 @@ TEST_F(SecretManagerTest, SweeperRemovesExpiredTokensOnly) {
   EXPECT_TRUE(manager_->verify(b).ok());
   EXPECT_TRUE(manager_->verify(c).is(TokenErrc::kCancelled));
   // The cancellation is remembered until c's max date, then forgotten.
-  clock_->set(kStart + 7 * kDay + milliseconds(1));
+  clock_->set(kTokenEpoch + 7 * kDay + milliseconds(1));
   ASSERT_TRUE(manager_->sweep().ok());
   EXPECT_TRUE(manager_->verify(c).is(TokenErrc::kExpired));
   EXPECT_EQ(manager_->token_count(), 0u);
@@ -466,7 +467,7 @@ TEST_F(SecretManagerTest, ReopenedManagerSeesTheStoredState) {
   EXPECT_TRUE(manager_->verify(a).ok());
   clock_->advance(milliseconds(1));
   EXPECT_TRUE(manager_->verify(a).is(TokenErrc::kExpired));
-  clock_->set(kStart + hours(3));
+  clock_->set(kTokenEpoch + hours(3));
   Token c = issue();
   EXPECT_EQ(c.decode_identifier()->sequence_number, 3u) << "counters continue";
   EXPECT_EQ(c.decode_identifier()->master_key_id, 2u);

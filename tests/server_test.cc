@@ -50,10 +50,6 @@
 
 namespace authrpc {
 
-// Readable failure messages.
-void PrintTo(const Endpoint& endpoint, std::ostream* os) { *os << endpoint.to_string(); }
-void PrintTo(RetryAdvice advice, std::ostream* os) { *os << to_string(advice); }
-
 namespace {
 
 using namespace std::chrono_literals;
@@ -65,7 +61,7 @@ using testing::StopAndDestroy;
 using ::testing::HasSubstr;
 using ::testing::StartsWith;
 
-std::error_code Code(Errc e) { return make_error_code(e); }
+using testing::Code;
 
 // What the test service's handlers report back to the tests.
 struct TestState {

@@ -51,47 +51,17 @@
 #include "authrpc/rpc/shm_errors.h"
 #include "authrpc/server/server.h"
 #include "authrpc/server/service.h"
+#include "tests/stream_data.h"
 #include "tests/test_server.h"
 
 namespace authrpc {
 namespace {
 
 using namespace std::chrono_literals;
-
-char PatternByte(std::uint64_t seed, std::uint64_t i) {
-  std::uint64_t x = i * 0x9E3779B97F4A7C15ull + seed;
-  x ^= x >> 29;
-  return static_cast<char>(x * 0xBF58476D1CE4E5B9ull >> 56);
-}
-void Pattern(std::uint64_t seed, std::uint64_t offset, char* out, std::size_t n) {
-  for (std::size_t i = 0; i < n; ++i) out[i] = PatternByte(seed, offset + i);
-}
-
-std::string Sha256Hex(EVP_MD_CTX* ctx) {
-  unsigned char digest[32];
-  unsigned int len = 0;
-  EVP_DigestFinal_ex(ctx, digest, &len);
-  std::string out;
-  char buf[3];
-  for (unsigned i = 0; i < len; ++i) {
-    std::snprintf(buf, sizeof buf, "%02x", digest[i]);
-    out += buf;
-  }
-  return out;
-}
-struct Sha256 {
-  Sha256() : ctx(EVP_MD_CTX_new()) { EVP_DigestInit_ex(ctx, EVP_sha256(), nullptr); }
-  ~Sha256() { EVP_MD_CTX_free(ctx); }
-  void Update(std::string_view b) { EVP_DigestUpdate(ctx, b.data(), b.size()); }
-  std::string Hex() { return Sha256Hex(ctx); }
-  EVP_MD_CTX* ctx;
-};
-
-asio::awaitable<void> Sleep(std::chrono::milliseconds d) {
-  asio::steady_timer timer(co_await asio::this_coro::executor, d);
-  std::error_code ec;
-  co_await timer.async_wait(asio::redirect_error(asio::use_awaitable, ec));
-}
+using testing::Pattern;
+using testing::PatternByte;
+using testing::Sha256;
+using testing::Sleep;
 
 // What the handlers saw.
 struct Seen {

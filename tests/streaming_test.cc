@@ -34,6 +34,7 @@
 #include "authrpc/security/tls_context.h"
 #include "authrpc/server/server.h"
 #include "authrpc/server/service.h"
+#include "tests/stream_data.h"
 #include "tests/test_server.h"
 #include "tests/tls_test_certs.h"
 
@@ -45,38 +46,11 @@ using security::TlsClientContext;
 using security::TlsClientOptions;
 using security::TlsServerContext;
 using security::TlsServerOptions;
-
 // The deterministic bytes of stream `seed` at `offset` (so both ends can
-// produce and check them without sharing a buffer).
-void Pattern(std::uint64_t seed, std::uint64_t offset, char* out, std::size_t n) {
-  for (std::size_t i = 0; i < n; ++i) {
-    std::uint64_t x = (offset + i) * 0x9E3779B97F4A7C15ull + seed;
-    x ^= x >> 29;
-    out[i] = static_cast<char>(x * 0xBF58476D1CE4E5B9ull >> 56);
-  }
-}
-
-class Sha256 {
- public:
-  Sha256() : ctx_(EVP_MD_CTX_new()) { EVP_DigestInit_ex(ctx_, EVP_sha256(), nullptr); }
-  ~Sha256() { EVP_MD_CTX_free(ctx_); }
-  void Update(std::string_view bytes) { EVP_DigestUpdate(ctx_, bytes.data(), bytes.size()); }
-  std::string Hex() {
-    unsigned char digest[32];
-    unsigned int len = 0;
-    EVP_DigestFinal_ex(ctx_, digest, &len);
-    std::string out;
-    char buf[3];
-    for (unsigned i = 0; i < len; ++i) {
-      std::snprintf(buf, sizeof buf, "%02x", digest[i]);
-      out += buf;
-    }
-    return out;
-  }
-
- private:
-  EVP_MD_CTX* ctx_;
-};
+// produce and check them without sharing a buffer), their digest, a sleep.
+using testing::Pattern;
+using testing::Sha256;
+using testing::Sleep;
 
 // "<total> <batch> <seed> [<delay ms>]"
 struct GetRequest {
@@ -90,12 +64,6 @@ GetRequest ParseGet(std::string_view request) {
   std::sscanf(std::string(request).c_str(), "%lu %zu %lu %ld", &g.total, &g.batch, &g.seed,
               &g.delay_ms);
   return g;
-}
-
-asio::awaitable<void> Sleep(std::chrono::milliseconds d) {
-  asio::steady_timer timer(co_await asio::this_coro::executor, d);
-  std::error_code ec;
-  co_await timer.async_wait(asio::redirect_error(asio::use_awaitable, ec));
 }
 
 // What the handlers report to the tests.

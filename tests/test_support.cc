@@ -13,6 +13,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cerrno>
+#include <cstdlib>
 #include <cstddef>
 #include <cstring>
 #include <filesystem>
@@ -20,6 +21,13 @@
 #include <thread>
 
 #include "authrpc/rpc/messages.h"
+
+namespace authrpc {
+
+void PrintTo(RetryAdvice advice, std::ostream* os) { *os << to_string(advice); }
+void PrintTo(const Endpoint& endpoint, std::ostream* os) { *os << endpoint.to_string(); }
+
+}  // namespace authrpc
 
 namespace authrpc::testing {
 namespace {
@@ -53,6 +61,34 @@ bool wait_readable(int fd, std::chrono::steady_clock::time_point until) {
 }
 
 }  // namespace
+
+std::string UniqueSuffix() {
+  static std::atomic<int> counter{0};
+  return std::to_string(::getpid()) + "-" + std::to_string(++counter);
+}
+
+ScopedEnv::ScopedEnv(const char* name, const std::string& value) : name_(name) {
+  if (const char* old = std::getenv(name)) old_ = old;
+  ::setenv(name, value.c_str(), 1);
+}
+
+ScopedEnv::~ScopedEnv() {
+  if (old_) {
+    ::setenv(name_, old_->c_str(), 1);
+  } else {
+    ::unsetenv(name_);
+  }
+}
+
+std::string RawPreamble(std::uint8_t version) {
+  return std::string("ARPC", 4) + static_cast<char>(version) + std::string(3, '\0');
+}
+
+std::string RawHello(const std::string& mechanism, const std::string& message) {
+  std::string out;
+  wire::append_hello(out, {wire::kNoFeatures, mechanism, message});
+  return out;
+}
 
 int FreeLoopbackPort() {
   const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);

@@ -28,7 +28,19 @@
 #include "authrpc/server/service.h"
 #include "authrpc/client/client.h"
 
+namespace authrpc {
+
+// How gtest prints a RetryAdvice ("retry", "re-login", ...) and an Endpoint
+// (its URI).
+void PrintTo(RetryAdvice advice, std::ostream* os);
+void PrintTo(const Endpoint& endpoint, std::ostream* os);
+
+}  // namespace authrpc
+
 namespace authrpc::testing {
+
+// The error code of `e`, for comparing with a Status's code.
+inline std::error_code Code(Errc e) { return make_error_code(e); }
 
 // "OK" or the status, for `<< Describe(r)` after an expectation.
 template <typename T>
@@ -51,6 +63,23 @@ std::string TempDir(const std::string& tag);
 // socket may take it before that server binds it: callers retry on "Address
 // already in use" (tests/mini_zk.h, tests/glewlwyd_idp.cc).
 int FreeLoopbackPort();
+
+// "<pid>-<n>", a different n at each call: names (abstract sockets, ccaches,
+// principals) no earlier test of this process or of another used.
+std::string UniqueSuffix();
+
+// Sets an environment variable for one scope, then puts back what was there.
+class ScopedEnv {
+ public:
+  ScopedEnv(const char* name, const std::string& value);
+  ~ScopedEnv();
+  ScopedEnv(const ScopedEnv&) = delete;
+  ScopedEnv& operator=(const ScopedEnv&) = delete;
+
+ private:
+  const char* name_;
+  std::optional<std::string> old_;
+};
 
 // Polls `done` every 5 ms until it holds (true) or `timeout` passes (false).
 bool Eventually(const std::function<bool()>& done,
@@ -125,6 +154,11 @@ struct RawFrame {
   std::uint32_t call_id = 0;
   std::string body;
 };
+
+// The bytes of a preamble of `version`, and of a HELLO frame (no features)
+// for `mechanism` with its first `message`, as RawConnection sends them.
+std::string RawPreamble(std::uint8_t version = 1);
+std::string RawHello(const std::string& mechanism, const std::string& message);
 
 // A blocking socket to a server on loopback (tcp://127.0.0.1:PORT or a unix:
 // endpoint, abstract ones too), every read bounded in time. Used by tests

@@ -20,13 +20,14 @@
 #include "authrpc/security/memory_token_store.h"
 #include "authrpc/security/secret_manager.h"
 #include "tests/test_support.h"
+#include "tests/token_realm.h"
 
 namespace authrpc::security {
 namespace {
 
 using std::chrono::milliseconds;
 
-const TokenTime kStart = TokenTime(milliseconds(1'700'000'000'000));
+using testing::kTokenEpoch;
 
 struct StoreCase {
   const char* kind;
@@ -71,7 +72,7 @@ StoredToken MakeToken(std::uint64_t seq) {
   t.sequence_number = seq;
   t.identifier = "identifier-" + std::to_string(seq);
   t.password = SecretBytes(std::string(32, static_cast<char>('a' + seq % 26)));
-  t.renew_date = kStart + std::chrono::hours(1);
+  t.renew_date = kTokenEpoch + std::chrono::hours(1);
   return t;
 }
 
@@ -105,16 +106,16 @@ TEST_P(TimedTokenStoreTest, ForwardsEveryCallAndTimesIt) {
   ASSERT_TRUE(key_id.ok());
   MasterKey key;
   key.id = *key_id;
-  key.created = kStart;
-  key.expires = kStart + std::chrono::hours(48);
+  key.created = kTokenEpoch;
+  key.expires = kTokenEpoch + std::chrono::hours(48);
   key.secret = SecretBytes(std::string(32, 'k'));
   ASSERT_OK(store.put_master_key(key));
   ASSERT_OK(store.add_token(MakeToken(*seq1)));
   ASSERT_OK(store.add_token(MakeToken(*seq2)));
   // Errors come back as the store made them, and are timed too.
   EXPECT_TRUE(store.add_token(MakeToken(*seq1)).is(make_error_code(TokenErrc::kInvalidArgument)));
-  EXPECT_TRUE(store.update_token(*seq2 + 100, kStart).is(make_error_code(TokenErrc::kUnknownToken)));
-  ASSERT_OK(store.update_token(*seq1, kStart + std::chrono::hours(2)));
+  EXPECT_TRUE(store.update_token(*seq2 + 100, kTokenEpoch).is(make_error_code(TokenErrc::kUnknownToken)));
+  ASSERT_OK(store.update_token(*seq1, kTokenEpoch + std::chrono::hours(2)));
   const std::uint64_t removed[] = {*seq2};
   ASSERT_OK(store.remove_tokens(removed));
 
@@ -123,7 +124,7 @@ TEST_P(TimedTokenStoreTest, ForwardsEveryCallAndTimesIt) {
   ASSERT_TRUE(state.ok()) << state.status().to_string();
   ASSERT_EQ(state->tokens.size(), 1u);
   EXPECT_EQ(state->tokens[0].sequence_number, *seq1);
-  EXPECT_EQ(state->tokens[0].renew_date, kStart + std::chrono::hours(2));
+  EXPECT_EQ(state->tokens[0].renew_date, kTokenEpoch + std::chrono::hours(2));
   ASSERT_EQ(state->keys.size(), 1u);
   EXPECT_EQ(state->keys[0].id, *key_id);
   EXPECT_GE(state->last_sequence_number, *seq2);
@@ -134,7 +135,7 @@ TEST_P(TimedTokenStoreTest, ForwardsEveryCallAndTimesIt) {
   ASSERT_TRUE(rolled.ok());
   EXPECT_EQ(rolled->id, next.id);
   ASSERT_OK(store.remove_master_key(*key_id));
-  auto claimed = store.claim_sweep(kStart);
+  auto claimed = store.claim_sweep(kTokenEpoch);
   ASSERT_TRUE(claimed.ok());
   EXPECT_TRUE(*claimed);  // a store only this process writes always lets it sweep
   auto fetched = store.fetch_token(*seq1);

@@ -28,6 +28,7 @@
 #include "tests/kerberos_realm.h"
 #include "tests/test_server.h"
 #include "tests/testing/mini_kdc.h"
+#include "tests/test_support.h"
 #include "tests/tls_test_certs.h"
 
 namespace authrpc {
@@ -36,11 +37,7 @@ namespace {
 using namespace std::chrono_literals;
 using authrpc::testing::MiniKdc;
 using authrpc::testing::TestCa;
-
-template <typename T>
-std::string Describe(const Result<T>& r) {
-  return r.ok() ? std::string("OK") : r.status().to_string();
-}
+using testing::Describe;
 
 // Waits for one ByteStream::write_all() inside a coroutine.
 class AwaitWrite final : public WriteCompletion {

@@ -1,4 +1,4 @@
-// TokenRealm: what unit tests of the token mechanisms (token_mechanism_test,
+// kTokenEpoch, where the token tests' clocks start, and TokenRealm: what unit tests of the token mechanisms (token_mechanism_test,
 // token_sasl_test) authenticate against: a real SecretManager over a memory
 // store, its clock under the test's control, and tokens it issues for
 // kTokenRealmService. Header only; test code (fails the test on error).
@@ -19,12 +19,14 @@
 
 namespace authrpc::testing {
 
+// Where the token tests' clocks start (2023-11-14).
+inline const security::TokenTime kTokenEpoch{std::chrono::milliseconds(1'700'000'000'000)};
+
 // The service the realm's tokens are for, as a client would name the server.
 inline constexpr std::string_view kTokenRealmService = "tcp://127.0.0.1:7000";
 
 struct TokenRealm {
-  std::shared_ptr<security::ManualClock> clock = std::make_shared<security::ManualClock>(
-      security::TokenTime(std::chrono::milliseconds(1'700'000'000'000)));
+  std::shared_ptr<security::ManualClock> clock = std::make_shared<security::ManualClock>(kTokenEpoch);
   std::shared_ptr<security::SecretManager> secrets;
 
   TokenRealm() {

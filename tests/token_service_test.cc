@@ -45,9 +45,16 @@ std::size_t ResidentBytes() {
 }
 
 // AddressSanitizer's quarantine keeps freed blocks (the 8 MiB buffers)
-// resident, so resident memory says nothing about parsing there.
+// resident, so resident memory says nothing about parsing there. gcc says
+// so with __SANITIZE_ADDRESS__, clang 14 with __has_feature.
 #if defined(__SANITIZE_ADDRESS__)
 constexpr bool kResidentMemoryIsMeaningful = false;
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+constexpr bool kResidentMemoryIsMeaningful = false;
+#else
+constexpr bool kResidentMemoryIsMeaningful = true;
+#endif
 #else
 constexpr bool kResidentMemoryIsMeaningful = true;
 #endif
