@@ -1,19 +1,31 @@
 #!/usr/bin/env bash
 # Builds the libFuzzer targets (tests/fuzz, docs/FUZZING.md) with clang,
-# ASan and UBSan into build-fuzz/, then runs each for SECONDS on a copy of
-# its seed corpus (tests/fuzz/corpus/<target>/ is never written to).
-#   scripts/fuzz.sh [SECONDS] [TARGET...]     (default: 30 s, every target)
-# Exits non-zero on the first target that finds a crash, a leak, undefined
-# behaviour or a timeout, after printing the input that did it (kept under
-# $AUTHRPC_FUZZ_ARTIFACTS, default build-fuzz/artifacts/). Extra libFuzzer
-# flags: AUTHRPC_FUZZ_FLAGS="-jobs=2 -workers=2". A corpus that should keep
-# what the run found: AUTHRPC_FUZZ_CORPUS_OUT=DIR (DIR/<target>/).
+# ASan and UBSan, then runs each for SECONDS on a copy of its seed corpus
+# (tests/fuzz/corpus/<target>/ is never written to), up to
+# AUTHRPC_FUZZ_JOBS (default: the number of cores) targets at a time.
+#   scripts/fuzz.sh [--build-only | --run-only] [SECONDS] [TARGET...]
+#                                             (default: 30 s, every target)
+# The build directory is $AUTHRPC_FUZZ_BUILD_DIR (default build-fuzz/): a tree
+# already configured with -DAUTHRPC_FUZZ=ON (scripts/test.sh's build-asan/,
+# which builds the tests beside them) is built as it is, any other is
+# configured for the fuzz targets alone. Exits non-zero if a target finds a
+# crash, a leak, undefined behaviour or a timeout, after printing the input
+# that did it (kept under $AUTHRPC_FUZZ_ARTIFACTS, default
+# <build dir>/artifacts/). Extra libFuzzer flags: AUTHRPC_FUZZ_FLAGS="-jobs=2
+# -workers=2". A corpus that should keep what the run found:
+# AUTHRPC_FUZZ_CORPUS_OUT=DIR (DIR/<target>/).
 set -euo pipefail
 cd "$(dirname "$0")/.."
+step=all
+case ${1:-} in
+  --build-only) step=build; shift ;;
+  --run-only) step=run; shift ;;
+esac
 seconds=${1:-30}
 shift || true
 BUILD_DIR=${AUTHRPC_FUZZ_BUILD_DIR:-build-fuzz}
 JOBS=${JOBS:-$(nproc)}
+FUZZ_JOBS=${AUTHRPC_FUZZ_JOBS:-$(nproc)}
 
 # -max_len per target: a little above its largest realistic input (a
 # negotiation flight, a credentials file with a few tokens, a journal of a
@@ -35,18 +47,17 @@ for t in "${targets[@]}"; do
   [[ -n ${max_len[$t]:-} ]] || { echo "fuzz: unknown target $t (known: ${!max_len[*]})" >&2; exit 2; }
 done
 
-build_start=$(date +%s)
-echo "== fuzz: building ${targets[*]} in $BUILD_DIR (clang, ASan+UBSan+libFuzzer)"
-launcher=()
-if command -v ccache >/dev/null; then
-  export CCACHE_BASEDIR=${CCACHE_BASEDIR:-$PWD} CCACHE_NOHASHDIR=${CCACHE_NOHASHDIR:-1}
-  launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache)
+if [[ $step != run ]]; then
+  build_start=$(date +%s)
+  echo "== fuzz: building ${targets[*]} in $BUILD_DIR (clang, ASan+UBSan+libFuzzer)"
+  if ! grep -qs '^AUTHRPC_FUZZ:BOOL=ON' "$BUILD_DIR/CMakeCache.txt"; then
+    CC=${CC_FUZZ:-clang} CXX=${CXX_FUZZ:-clang++} bash scripts/build.sh --configure-only "$BUILD_DIR" \
+      -DAUTHRPC_FUZZ=ON -DAUTHRPC_BUILD_TESTS=OFF -DAUTHRPC_BUILD_MINIBENCH=OFF
+  fi
+  cmake --build "$BUILD_DIR" -j "$JOBS" --target "${targets[@]}"
+  echo "== fuzz: built in $(( $(date +%s) - build_start )) s"
 fi
-cmake -S . -B "$BUILD_DIR" "${launcher[@]}" -DCMAKE_CXX_COMPILER="${CXX_FUZZ:-clang++}" \
-  -DCMAKE_BUILD_TYPE=RelWithDebInfo -DAUTHRPC_FUZZ=ON -DAUTHRPC_BUILD_TESTS=OFF \
-  -DAUTHRPC_BUILD_MINIBENCH=OFF >/dev/null
-cmake --build "$BUILD_DIR" -j "$JOBS" --target "${targets[@]}"
-echo "== fuzz: built in $(( $(date +%s) - build_start )) s"
+[[ $step == build ]] && exit 0
 
 # Everything a run writes goes under one directory, removed at the end: the
 # targets' scratch files ($TMPDIR; on /dev/shm when possible, as the token
@@ -65,28 +76,59 @@ export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
 [[ -n $symbolizer ]] && export ASAN_SYMBOLIZER_PATH=$symbolizer
 
 bin=$(cd "$BUILD_DIR/tests/fuzz" && pwd)
-for t in "${targets[@]}"; do
-  corpus=$work/corpus/$t
+# Runs target $1 into $work/$1.log; its status is the target's.
+run_target() {
+  local t=$1 corpus=$work/corpus/$1
   mkdir -p "$corpus" "$work/tmp/$t"
   cp -R tests/fuzz/corpus/"$t"/. "$corpus"/ 2>/dev/null || true
-  log=$work/$t.log
-  echo "== fuzz: $t for ${seconds} s (max_len ${max_len[$t]})"
   # shellcheck disable=SC2086 # AUTHRPC_FUZZ_FLAGS is a list of flags
-  if ! (cd "$work/tmp/$t" && TMPDIR=$work/tmp/$t "$bin/$t" \
-          -max_total_time="$seconds" -max_len="${max_len[$t]}" -timeout=10 -rss_limit_mb=2048 \
-          -print_final_stats=1 -artifact_prefix="$artifacts/$t-" ${AUTHRPC_FUZZ_FLAGS:-} \
-          "$corpus") >"$log" 2>&1; then
+  (cd "$work/tmp/$t" && TMPDIR=$work/tmp/$t "$bin/$t" \
+     -max_total_time="$seconds" -max_len="${max_len[$t]}" -timeout=10 -rss_limit_mb=2048 \
+     -print_final_stats=1 -artifact_prefix="$artifacts/$t-" ${AUTHRPC_FUZZ_FLAGS:-} \
+     "$corpus") >"$work/$t.log" 2>&1
+}
+
+# Reports target $1 after its run ended with status $2; non-zero if it found
+# something.
+report_target() {
+  local t=$1 status=$2 log=$work/$1.log input
+  if ((status != 0)); then
     tail -n 80 "$log"
     input=$(sed -n 's/.*Test unit written to \(.*\)$/\1/p' "$log" | tail -n 1)
     echo "fuzz: $t FAILED on ${input:-an input in $artifacts/}" >&2
     echo "fuzz: reproduce with $bin/$t ${input:-<input>}" >&2
-    exit 1
+    return 1
   fi
   grep -E "^stat::(number_of_executed_units|average_exec_per_sec|peak_rss_mb)" "$log" |
     sed "s/^/  $t /"
   if [[ -n ${AUTHRPC_FUZZ_CORPUS_OUT:-} ]]; then
     mkdir -p "$AUTHRPC_FUZZ_CORPUS_OUT/$t"
-    cp -R "$corpus"/. "$AUTHRPC_FUZZ_CORPUS_OUT/$t"/
+    cp -R "$work/corpus/$t"/. "$AUTHRPC_FUZZ_CORPUS_OUT/$t"/
   fi
+}
+
+echo "== fuzz: ${#targets[@]} targets for ${seconds} s each, $FUZZ_JOBS at a time"
+declare -A running=()  # pid -> target
+failed=0
+for t in "${targets[@]}" ""; do
+  # Waits for a run to end while FUZZ_JOBS run, and for all of them at the end.
+  while ((${#running[@]} >= FUZZ_JOBS || (${#running[@]} > 0 && ${#t} == 0))); do
+    set +e
+    wait -n -p done_pid "${!running[@]}"
+    status=$?
+    set -e
+    report_target "${running[$done_pid]}" "$status" || failed=1
+    unset "running[$done_pid]"
+  done
+  [[ -z $t ]] && break
+  ((failed)) && break
+  echo "== fuzz: $t (max_len ${max_len[$t]})"
+  run_target "$t" &
+  running[$!]=$t
 done
+if ((failed)); then
+  for pid in "${!running[@]}"; do kill "$pid" 2>/dev/null || true; done
+  wait || true
+  exit 1
+fi
 echo "== fuzz: ${#targets[@]} targets, ${seconds} s each, no finding"
