@@ -305,7 +305,7 @@ const nlohmann::json kNetworkPolicy = R"({
 
 enum class Outcome { kOk, kDenied, kRefused, kNotFound };
 
-struct MatrixCase {
+struct AuthzCase {
   const char* name;
   const nlohmann::json* policy;
   const char* principal;
@@ -314,7 +314,7 @@ struct MatrixCase {
   Outcome expected;
 };
 
-class AuthzMatrixTest : public ::testing::TestWithParam<MatrixCase> {};
+class AuthzMatrixTest : public ::testing::TestWithParam<AuthzCase> {};
 
 TEST_P(AuthzMatrixTest, Call) {
   const auto& c = GetParam();
@@ -350,24 +350,24 @@ TEST_P(AuthzMatrixTest, Call) {
 INSTANTIATE_TEST_SUITE_P(
     Matrix, AuthzMatrixTest,
     ::testing::Values(
-        MatrixCase{"staff_reads", &kRealmPolicy, "alice@EXAMPLE.COM", "data", "read", Outcome::kOk},
-        MatrixCase{"listed_user_writes", &kRealmPolicy, "alice@EXAMPLE.COM", "data", "write", Outcome::kOk},
-        MatrixCase{"blocked_group_wins", &kRealmPolicy, "bob@EXAMPLE.COM", "data", "read", Outcome::kDenied},
-        MatrixCase{"service_mapped_to_hdfs_writes", &kRealmPolicy, "nn/nn1.example.com@EXAMPLE.COM", "data", "write", Outcome::kOk},
-        MatrixCase{"other_instance_by_default", &kRealmPolicy, "dn/dn1.example.com@EXAMPLE.COM", "data", "read", Outcome::kDenied},
-        MatrixCase{"partner_realm_lowercased", &kRealmPolicy, "Dave@PARTNER.ORG", "data", "read", Outcome::kOk},
-        MatrixCase{"method_acl_also_applies", &kRealmPolicy, "Dave@PARTNER.ORG", "data", "write", Outcome::kDenied},
-        MatrixCase{"unmapped_realm_refused", &kRealmPolicy, "eve@OTHER.ORG", "sys", "echo", Outcome::kRefused},
-        MatrixCase{"instance_in_other_realm_refused", &kRealmPolicy, "nn/x@OTHER.ORG", "sys", "echo", Outcome::kRefused},
-        MatrixCase{"no_realm_name_unchanged", &kRealmPolicy, "alice", "data", "read", Outcome::kOk},
-        MatrixCase{"network_restricted_service", &kRealmPolicy, "carol@EXAMPLE.COM", "admin", "shutdown", Outcome::kDenied},
-        MatrixCase{"unlisted_service_default_deny", &kRealmPolicy, "alice@EXAMPLE.COM", "misc", "ping", Outcome::kDenied},
-        MatrixCase{"unknown_method_not_found", &kRealmPolicy, "alice@EXAMPLE.COM", "data", "nope", Outcome::kNotFound},
-        MatrixCase{"loopback_network_allowed", &kNetworkPolicy, "anyone", "data", "read", Outcome::kOk},
-        MatrixCase{"blocked_user_in_allowed_network", &kNetworkPolicy, "mallory", "data", "read", Outcome::kDenied},
-        MatrixCase{"unix_only_service_over_tcp", &kNetworkPolicy, "anyone", "admin", "shutdown", Outcome::kDenied},
-        MatrixCase{"blocked_network", &kNetworkPolicy, "anyone", "misc", "ping", Outcome::kDenied},
-        MatrixCase{"unlisted_service_default_allow", &kNetworkPolicy, "anyone", "sys", "whoami", Outcome::kOk}),
+        AuthzCase{"staff_reads", &kRealmPolicy, "alice@EXAMPLE.COM", "data", "read", Outcome::kOk},
+        AuthzCase{"listed_user_writes", &kRealmPolicy, "alice@EXAMPLE.COM", "data", "write", Outcome::kOk},
+        AuthzCase{"blocked_group_wins", &kRealmPolicy, "bob@EXAMPLE.COM", "data", "read", Outcome::kDenied},
+        AuthzCase{"service_mapped_to_hdfs_writes", &kRealmPolicy, "nn/nn1.example.com@EXAMPLE.COM", "data", "write", Outcome::kOk},
+        AuthzCase{"other_instance_by_default", &kRealmPolicy, "dn/dn1.example.com@EXAMPLE.COM", "data", "read", Outcome::kDenied},
+        AuthzCase{"partner_realm_lowercased", &kRealmPolicy, "Dave@PARTNER.ORG", "data", "read", Outcome::kOk},
+        AuthzCase{"method_acl_also_applies", &kRealmPolicy, "Dave@PARTNER.ORG", "data", "write", Outcome::kDenied},
+        AuthzCase{"unmapped_realm_refused", &kRealmPolicy, "eve@OTHER.ORG", "sys", "echo", Outcome::kRefused},
+        AuthzCase{"instance_in_other_realm_refused", &kRealmPolicy, "nn/x@OTHER.ORG", "sys", "echo", Outcome::kRefused},
+        AuthzCase{"no_realm_name_unchanged", &kRealmPolicy, "alice", "data", "read", Outcome::kOk},
+        AuthzCase{"network_restricted_service", &kRealmPolicy, "carol@EXAMPLE.COM", "admin", "shutdown", Outcome::kDenied},
+        AuthzCase{"unlisted_service_default_deny", &kRealmPolicy, "alice@EXAMPLE.COM", "misc", "ping", Outcome::kDenied},
+        AuthzCase{"unknown_method_not_found", &kRealmPolicy, "alice@EXAMPLE.COM", "data", "nope", Outcome::kNotFound},
+        AuthzCase{"loopback_network_allowed", &kNetworkPolicy, "anyone", "data", "read", Outcome::kOk},
+        AuthzCase{"blocked_user_in_allowed_network", &kNetworkPolicy, "mallory", "data", "read", Outcome::kDenied},
+        AuthzCase{"unix_only_service_over_tcp", &kNetworkPolicy, "anyone", "admin", "shutdown", Outcome::kDenied},
+        AuthzCase{"blocked_network", &kNetworkPolicy, "anyone", "misc", "ping", Outcome::kDenied},
+        AuthzCase{"unlisted_service_default_allow", &kNetworkPolicy, "anyone", "sys", "whoami", Outcome::kOk}),
     [](const auto& param_info) { return std::string(param_info.param.name); });
 
 TEST(AuthzTest, WhoamiShowsShortNameAndPrincipal) {

@@ -48,17 +48,13 @@ constexpr wire::FrameType kTypeMechanisms{0x02};
 constexpr wire::FrameType kTypeAuthSuccess{0x05};
 constexpr wire::FrameType kTypeError{0x06};
 using testing::RawHello;
+using testing::Load16;
+using testing::Put32;
 using testing::RawPreamble;
 
 constexpr wire::FrameType kTypePong{0x09};
 constexpr wire::FrameType kTypeResponse{0x11};
 
-void Put32(std::string& out, std::uint32_t v) {
-  out.push_back(static_cast<char>(v >> 24));
-  out.push_back(static_cast<char>(v >> 16));
-  out.push_back(static_cast<char>(v >> 8));
-  out.push_back(static_cast<char>(v));
-}
 
 // A frame written by hand: header (length, type, flags, reserved, call id) + body.
 std::string RawFrame(std::uint8_t type, std::uint32_t call_id, const std::string& body,
@@ -79,10 +75,6 @@ std::string Request(std::uint32_t call_id, std::string_view service, std::string
   return out;
 }
 
-std::uint16_t Load16(const std::string& s, std::size_t at) {
-  return static_cast<std::uint16_t>((static_cast<std::uint8_t>(s[at]) << 8) |
-                                    static_cast<std::uint8_t>(s[at + 1]));
-}
 
 // An ERROR body: u16 code, u16 length, message.
 struct ErrorReply {
@@ -115,8 +107,7 @@ std::optional<std::vector<std::string>> ParseMechanismsBody(const std::string& b
 }
 
 using Kind = testing::SocketKind;
-constexpr auto KindName = &testing::SocketKindName;
-Endpoint FreshEndpoint(Kind kind) { return testing::FreshEndpoint(kind, "authrpc-bad-input-test"); }
+Endpoint BadInputEndpoint(Kind kind) { return testing::FreshEndpoint(kind, "authrpc-bad-input-test"); }
 
 class BadInputTest : public ::testing::TestWithParam<Kind> {
  protected:
@@ -130,7 +121,7 @@ class BadInputTest : public ::testing::TestWithParam<Kind> {
     }
     server_ = std::make_unique<testing::TestServer>();
     if (service) server_->service(std::move(*service));
-    server_->endpoint(FreshEndpoint(GetParam())).io_threads(2).options([tweak](ServerOptions& o) {
+    server_->endpoint(BadInputEndpoint(GetParam())).io_threads(2).options([tweak](ServerOptions& o) {
       o.negotiation_timeout = 3s;
       o.idle_timeout = 60s;
       o.stop_grace = 3s;
@@ -189,7 +180,7 @@ class BadInputTest : public ::testing::TestWithParam<Kind> {
 };
 
 INSTANTIATE_TEST_SUITE_P(Transports, BadInputTest, ::testing::Values(Kind::kTcp, Kind::kUnix),
-                         KindName);
+                         testing::SocketKindName);
 
 // --- preamble -----------------------------------------------------------------
 

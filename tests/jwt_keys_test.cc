@@ -20,14 +20,14 @@ using nlohmann::json;
 using testing::JwtTestKey;
 
 // Keys made once: RSA generation takes a while.
-struct Keys {
+struct SampleKeys {
   JwtTestKey rsa = JwtTestKey::rsa("rsa-1");
   JwtTestKey ec = JwtTestKey::ec_p256("ec-1");
   JwtTestKey ed = JwtTestKey::ed25519("ed-1");
   JwtTestKey small_rsa = JwtTestKey::rsa("rsa-small", 1024);
 };
-const Keys& keys() {
-  static const Keys k;
+const SampleKeys& sample_keys() {
+  static const SampleKeys k;
   return k;
 }
 
@@ -40,23 +40,23 @@ TEST(JwkSet, ParsesAGoodKeyOfEachType) {
     Jwk::Type type;
     const char* alg;
   };
-  json no_alg = keys().ec.public_jwk();
+  json no_alg = sample_keys().ec.public_jwk();
   no_alg.erase("alg");
-  json no_use = keys().ed.public_jwk();
+  json no_use = sample_keys().ed.public_jwk();
   no_use.erase("use");
-  json with_private = keys().rsa.public_jwk();
+  json with_private = sample_keys().rsa.public_jwk();
   with_private["d"] = security::base64url_encode("not really a private exponent");
-  json key_ops = keys().rsa.public_jwk();
+  json key_ops = sample_keys().rsa.public_jwk();
   key_ops.erase("use");
   key_ops["key_ops"] = {"verify"};
-  json ed_alg = keys().ed.public_jwk();
+  json ed_alg = sample_keys().ed.public_jwk();
   ed_alg["alg"] = "Ed25519";  // the fully-specified name (RFC 9864)
-  json ps256 = keys().rsa.public_jwk();
+  json ps256 = sample_keys().rsa.public_jwk();
   ps256["alg"] = "PS256";
   const Case cases[] = {
-      {"RSA 2048", keys().rsa.public_jwk(), Jwk::Type::kRsa, "RS256"},
-      {"EC P-256", keys().ec.public_jwk(), Jwk::Type::kEcP256, "ES256"},
-      {"Ed25519", keys().ed.public_jwk(), Jwk::Type::kEd25519, "EdDSA"},
+      {"RSA 2048", sample_keys().rsa.public_jwk(), Jwk::Type::kRsa, "RS256"},
+      {"EC P-256", sample_keys().ec.public_jwk(), Jwk::Type::kEcP256, "ES256"},
+      {"Ed25519", sample_keys().ed.public_jwk(), Jwk::Type::kEd25519, "EdDSA"},
       {"no alg", no_alg, Jwk::Type::kEcP256, ""},
       {"no use", no_use, Jwk::Type::kEd25519, "EdDSA"},
       {"private member ignored", with_private, Jwk::Type::kRsa, "RS256"},
@@ -85,7 +85,7 @@ TEST(JwkSet, ParsesAGoodKeyOfEachType) {
 }
 
 TEST(JwkSet, BuildsTheSameKeyAsTheIssuers) {
-  for (const JwtTestKey* key : {&keys().rsa, &keys().ec, &keys().ed}) {
+  for (const JwtTestKey* key : {&sample_keys().rsa, &sample_keys().ec, &sample_keys().ed}) {
     SCOPED_TRACE(key->kid());
     auto set = JwkSet::parse(testing::jwks_document({key}));
     ASSERT_TRUE(set.ok()) << testing::Describe(set);
@@ -99,9 +99,9 @@ TEST(JwkSet, SkipsKeysItCannotUseWithAReason) {
     change(jwk);
     return jwk;
   };
-  const json rsa = keys().rsa.public_jwk();
-  const json ec = keys().ec.public_jwk();
-  const json ed = keys().ed.public_jwk();
+  const json rsa = sample_keys().rsa.public_jwk();
+  const json ec = sample_keys().ec.public_jwk();
+  const json ed = sample_keys().ed.public_jwk();
   std::string off_curve_y = *security::base64url_decode(ec["y"].get<std::string>());
   off_curve_y.back() ^= 0x01;
   struct Case {
@@ -120,7 +120,7 @@ TEST(JwkSet, SkipsKeysItCannotUseWithAReason) {
       {"no kty", with(rsa, [](json& j) { j.erase("kty"); }), "no \"kty\" string"},
       {"not an object", json(42), "key 1: not a JSON object"},
       {"kid not a string", with(rsa, [](json& j) { j["kid"] = 7; }), "key 1: \"kid\" is not a string"},
-      {"RSA 1024", keys().small_rsa.public_jwk(), "RSA modulus of 1024 bits, under 2048"},
+      {"RSA 1024", sample_keys().small_rsa.public_jwk(), "RSA modulus of 1024 bits, under 2048"},
       {"RSA no n", with(rsa, [](json& j) { j.erase("n"); }), "RSA key: no \"n\""},
       {"RSA e not a string", with(rsa, [](json& j) { j["e"] = 65537; }), "RSA key: \"e\" is not a string"},
       {"RSA padded n", with(rsa, [](json& j) { j["n"] = j["n"].get<std::string>() + "=="; }),
@@ -150,7 +150,7 @@ TEST(JwkSet, SkipsKeysItCannotUseWithAReason) {
       {"control bytes escaped", with(rsa, [](json& j) { j["kty"] = "\x1b[31m\n"; }),
        "\"kty\" \"\\x1b[31m\\n\" (only RSA, EC, OKP)"},
   };
-  json good = keys().ed.public_jwk();
+  json good = sample_keys().ed.public_jwk();
   good["kid"] = "good";
   for (const Case& c : cases) {
     SCOPED_TRACE(c.name);
@@ -164,12 +164,12 @@ TEST(JwkSet, SkipsKeysItCannotUseWithAReason) {
 }
 
 TEST(JwkSet, RefusesDocumentsItCannotUse) {
-  const json rsa = keys().rsa.public_jwk();
-  json other = keys().ec.public_jwk();
+  const json rsa = sample_keys().rsa.public_jwk();
+  json other = sample_keys().ec.public_jwk();
   other["kid"] = "rsa-1";
   json use_enc = rsa;
   use_enc["use"] = "enc";
-  std::vector<json> many(3, keys().ed.public_jwk());
+  std::vector<json> many(3, sample_keys().ed.public_jwk());
   for (std::size_t i = 0; i < many.size(); ++i) many[i]["kid"] = "k" + std::to_string(i);
   struct Case {
     const char* name;
@@ -204,16 +204,16 @@ TEST(JwkSet, RefusesDocumentsItCannotUse) {
 // A signing key and an encryption key may share a kid (IdPs publish both):
 // only usable keys must be told apart by it.
 TEST(JwkSet, AKidSharedWithASkippedKeyIsNoDuplicate) {
-  json enc = keys().rsa.public_jwk();
+  json enc = sample_keys().rsa.public_jwk();
   enc["use"] = "enc";
-  auto set = JwkSet::parse(doc({keys().rsa.public_jwk(), enc}));
+  auto set = JwkSet::parse(doc({sample_keys().rsa.public_jwk(), enc}));
   ASSERT_TRUE(set.ok()) << testing::Describe(set);
   EXPECT_EQ(set->keys().size(), 1u);
   EXPECT_EQ(set->skipped().size(), 1u);
 }
 
 TEST(JwkSet, FindsAKeyByKidOrTheSoleKey) {
-  auto three = JwkSet::parse(testing::jwks_document({&keys().rsa, &keys().ec, &keys().ed}));
+  auto three = JwkSet::parse(testing::jwks_document({&sample_keys().rsa, &sample_keys().ec, &sample_keys().ed}));
   ASSERT_TRUE(three.ok()) << testing::Describe(three);
   ASSERT_NE(three->find("ec-1"), nullptr);
   EXPECT_EQ(three->find("ec-1")->type, Jwk::Type::kEcP256);
@@ -228,7 +228,7 @@ TEST(JwkSet, FindsAKeyByKidOrTheSoleKey) {
   EXPECT_EQ(sole->find("")->kid, "");
   EXPECT_EQ(sole->find("rsa-1"), nullptr);  // a kid must match
 
-  auto one = JwkSet::parse(testing::jwks_document({&keys().ec}));
+  auto one = JwkSet::parse(testing::jwks_document({&sample_keys().ec}));
   ASSERT_TRUE(one.ok());
   EXPECT_EQ(one->find(""), one->find("ec-1"));
 }
@@ -244,13 +244,13 @@ TEST(JwkSet, HostileDocumentsAreRefusedWithoutHarm) {
     EXPECT_EQ(set.code(), Errc::kInvalidArgument);
   }
 
-  json long_kid = keys().rsa.public_jwk();
+  json long_kid = sample_keys().rsa.public_jwk();
   long_kid["kid"] = std::string(100000, 'k');
   auto set = JwkSet::parse(doc({long_kid, long_kid}));
   EXPECT_EQ(set.code(), Errc::kInvalidArgument);
   EXPECT_LT(set.status().message.size(), 200u) << set.status().message;
 
-  json huge_n = keys().rsa.public_jwk();
+  json huge_n = sample_keys().rsa.public_jwk();
   huge_n["n"] = security::base64url_encode(std::string(2048, '\xff'));  // 16384 bits
   auto huge = JwkSet::parse(doc({huge_n}));
   EXPECT_EQ(huge.code(), Errc::kInvalidArgument);

@@ -40,7 +40,7 @@ using std::chrono::seconds;
 using std::chrono::system_clock;
 using testing::Describe;
 
-std::int64_t unix_now() {
+std::int64_t seconds_now() {
   return std::chrono::duration_cast<seconds>(system_clock::now().time_since_epoch()).count();
 }
 
@@ -53,7 +53,7 @@ std::string Jwt(const std::string& payload, std::string_view signature = "not-a-
 
 // A token for `sub` expiring `in` seconds from now (negative: in the past).
 std::string JwtExpiringIn(std::int64_t in, const std::string& sub = "alice") {
-  return Jwt(R"({"sub":")" + sub + R"(","exp":)" + std::to_string(unix_now() + in) + "}");
+  return Jwt(R"({"sub":")" + sub + R"(","exp":)" + std::to_string(seconds_now() + in) + "}");
 }
 
 std::string JwtWithoutExp(const std::string& sub = "alice") { return Jwt(R"({"sub":")" + sub + R"("})"); }

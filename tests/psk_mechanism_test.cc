@@ -389,24 +389,24 @@ TEST(PskRegistry, BuildsBothHalvesFromJsonOptionsAndRefusesBadOnes) {
 enum class Transport { kTcp, kUnix, kTls };
 
 // Certificates for the TLS cases, shared by the binary.
-struct Certs {
+struct PskCerts {
   std::string dir = testing::TempDir("psk-tls");
   testing::TestCa ca{dir, "ca"};
-  Certs() { ca.issue({"server", "localhost", {"DNS:localhost", "IP:127.0.0.1"}}); }
-  ~Certs() {
+  PskCerts() { ca.issue({"server", "localhost", {"DNS:localhost", "IP:127.0.0.1"}}); }
+  ~PskCerts() {
     std::error_code ec;
     std::filesystem::remove_all(dir, ec);
   }
 };
-Certs& certs() {
-  static Certs c;
+PskCerts& psk_certs() {
+  static PskCerts c;
   return c;
 }
 
 std::shared_ptr<security::TlsServerContext> ServerTls() {
   security::TlsServerOptions o;
-  o.certificate_file = certs().ca.cert_file("server");
-  o.private_key_file = certs().ca.key_file("server");
+  o.certificate_file = psk_certs().ca.cert_file("server");
+  o.private_key_file = psk_certs().ca.key_file("server");
   auto ctx = security::TlsServerContext::create(o);
   EXPECT_TRUE(ctx.ok()) << ctx.status().to_string();
   if (!ctx.ok()) return nullptr;
@@ -415,7 +415,7 @@ std::shared_ptr<security::TlsServerContext> ServerTls() {
 
 std::shared_ptr<security::TlsClientContext> ClientTls() {
   security::TlsClientOptions o;
-  o.ca_file = certs().ca.ca_file();
+  o.ca_file = psk_certs().ca.ca_file();
   auto ctx = security::TlsClientContext::create(o);
   EXPECT_TRUE(ctx.ok()) << ctx.status().to_string();
   if (!ctx.ok()) return nullptr;

@@ -220,7 +220,6 @@ class FakeClientMechanism final : public ClientMechanism {
 };
 
 using Kind = testing::SocketKind;
-constexpr auto KindName = &testing::SocketKindName;
 Endpoint FreshEndpoint(Kind kind) { return testing::FreshEndpoint(kind, "authrpc-server-test"); }
 
 ServerOptions DefaultServerOptions(Endpoint endpoint) {
@@ -293,7 +292,7 @@ class ServerTest : public ::testing::TestWithParam<Kind> {
 };
 
 INSTANTIATE_TEST_SUITE_P(Transports, ServerTest, ::testing::Values(Kind::kTcp, Kind::kUnix),
-                         KindName);
+                         testing::SocketKindName);
 
 // --- identity and built-ins -------------------------------------------------
 

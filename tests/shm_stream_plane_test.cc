@@ -613,14 +613,14 @@ TEST(ShmStreamTest, SlowConsumerIsBoundedByTheRing) {
 // side under test has only the socket to learn that nothing more will come.
 
 // A blocking Unix socket that speaks frames; every read is bounded in time.
-class RawPeer {
+class RawShmPeer {
  public:
-  explicit RawPeer(int fd) : fd_(fd) {}
-  ~RawPeer() {
+  explicit RawShmPeer(int fd) : fd_(fd) {}
+  ~RawShmPeer() {
     if (fd_ >= 0) ::close(fd_);
   }
-  RawPeer(const RawPeer&) = delete;
-  RawPeer& operator=(const RawPeer&) = delete;
+  RawShmPeer(const RawShmPeer&) = delete;
+  RawShmPeer& operator=(const RawShmPeer&) = delete;
 
   // An abstract Unix socket listening as `name` (without the '@').
   static int Listen(const std::string& name) {
@@ -843,7 +843,7 @@ TEST(ShmStreamTest, RingLeftOpenByTheServerEndsWithTheResponse) {
   for (const auto& c : cases) {
     SCOPED_TRACE(c.name);
     const std::string name = RawSocketName(c.name);
-    const int listener = RawPeer::Listen(name);
+    const int listener = RawShmPeer::Listen(name);
     ASSERT_GE(listener, 0);
     const auto messages = RingMessages(0x5eed);
     std::atomic<bool> all_sent{false};
@@ -853,7 +853,7 @@ TEST(ShmStreamTest, RingLeftOpenByTheServerEndsWithTheResponse) {
     // stream, writes the messages into a ring and ends the call, keeping
     // the ring's writer and the socket alive until the client is done.
     auto server = std::async(std::launch::async, [&]() -> std::string {
-      RawPeer peer(RawPeer::Accept(listener, 10s));
+      RawShmPeer peer(RawShmPeer::Accept(listener, 10s));
       std::uint32_t id = 0;
       if (std::string failed = peer.ServeShmStream(id); !failed.empty()) return failed;
       std::string out;
@@ -949,12 +949,12 @@ TEST(ShmStreamTest, ClientRingReadFailureCancelsTheCall) {
   for (const bool client_writes : {false, true}) {
     SCOPED_TRACE(client_writes ? "the client wrote through its own ring first" : "read only");
     const std::string name = RawSocketName("corrupt");
-    const int listener = RawPeer::Listen(name);
+    const int listener = RawShmPeer::Listen(name);
     ASSERT_GE(listener, 0);
     std::promise<void> client_done;
     auto client_done_future = client_done.get_future().share();
     auto server = std::async(std::launch::async, [&]() -> std::string {
-      RawPeer peer(RawPeer::Accept(listener, 10s));
+      RawShmPeer peer(RawShmPeer::Accept(listener, 10s));
       std::uint32_t id = 0;
       if (std::string failed = peer.ServeShmStream(id); !failed.empty()) return failed;
       std::string out;
@@ -1027,7 +1027,7 @@ TEST(ShmStreamTest, RingLeftOpenByTheClientEndsWithEndStream) {
   const std::string expected = std::to_string(bytes) + " " + sha.Hex();
   for (const bool read_late : {false, true}) {
     SCOPED_TRACE(read_late ? "END_STREAM once the handler has read them" : "END_STREAM right behind the messages");
-    RawPeer peer(RawPeer::Connect(name));
+    RawShmPeer peer(RawShmPeer::Connect(name));
     std::string out;
     const auto preamble = wire::make_preamble();
     out.append(reinterpret_cast<const char*>(preamble.data()), preamble.size());

@@ -62,6 +62,10 @@ using namespace std::chrono_literals;
 using Clock = std::chrono::steady_clock;
 using testing::Describe;
 using testing::Eventually;
+using testing::Load16;
+using testing::Load32;
+using testing::Put16;
+using testing::Put32;
 using testing::StopAndDestroy;
 
 // Frame types, as on the wire.
@@ -89,29 +93,9 @@ constexpr std::uint32_t kServerWindow = 64 * 1024;
 
 // --- bytes -----------------------------------------------------------------------
 
-void Put16(std::string& out, std::uint16_t v) {
-  out.push_back(static_cast<char>(v >> 8));
-  out.push_back(static_cast<char>(v));
-}
-void Put32(std::string& out, std::uint32_t v) {
-  out.push_back(static_cast<char>(v >> 24));
-  out.push_back(static_cast<char>(v >> 16));
-  out.push_back(static_cast<char>(v >> 8));
-  out.push_back(static_cast<char>(v));
-}
 void PutStr(std::string& out, std::string_view s) {
   Put16(out, static_cast<std::uint16_t>(s.size()));
   out.append(s);
-}
-std::uint16_t Load16(const std::string& s, std::size_t at) {
-  return static_cast<std::uint16_t>((static_cast<std::uint8_t>(s[at]) << 8) |
-                                    static_cast<std::uint8_t>(s[at + 1]));
-}
-std::uint32_t Load32(const std::string& s, std::size_t at) {
-  return (std::uint32_t{static_cast<std::uint8_t>(s[at])} << 24) |
-         (std::uint32_t{static_cast<std::uint8_t>(s[at + 1])} << 16) |
-         (std::uint32_t{static_cast<std::uint8_t>(s[at + 2])} << 8) |
-         std::uint32_t{static_cast<std::uint8_t>(s[at + 3])};
 }
 std::string U32(std::uint32_t v) {
   std::string out;
@@ -467,8 +451,7 @@ FdSet RingWithRegion(UniqueFd region) {
 // --- the server ----------------------------------------------------------------------
 
 using Kind = testing::SocketKind;
-constexpr auto KindName = &testing::SocketKindName;
-Endpoint FreshEndpoint(Kind kind) { return testing::FreshEndpoint(kind, "authrpc-stream-bad-input"); }
+Endpoint StreamTestEndpoint(Kind kind) { return testing::FreshEndpoint(kind, "authrpc-stream-bad-input"); }
 
 asio::awaitable<void> Pause(std::chrono::milliseconds d) {
   asio::steady_timer timer(co_await asio::this_coro::executor, d);
@@ -566,7 +549,7 @@ class StreamBadInputTest : public ::testing::TestWithParam<Kind> {
   void StartServer(const std::function<void(ServerOptions&)>& tweak = {}) {
     if (server_) ASSERT_TRUE(server_->stop());
     server_ = std::make_unique<testing::TestServer>();
-    server_->endpoint(FreshEndpoint(GetParam())).io_threads(2);
+    server_->endpoint(StreamTestEndpoint(GetParam())).io_threads(2);
     server_->service(TestService(release_, hold_, holding_, held_));
     server_->options([tweak](ServerOptions& o) {
       o.idle_timeout = 60s;
@@ -738,7 +721,7 @@ class StreamBadInputTest : public ::testing::TestWithParam<Kind> {
 };
 
 INSTANTIATE_TEST_SUITE_P(Transports, StreamBadInputTest,
-                         ::testing::Values(Kind::kTcp, Kind::kUnix), KindName);
+                         ::testing::Values(Kind::kTcp, Kind::kUnix), testing::SocketKindName);
 
 // A frame of a call, for tables.
 struct CallFrame {
@@ -1320,7 +1303,7 @@ TEST_P(StreamBadInputTest, ShmRingAfterARefusedShmHelloIsAProtocolError) {
 
 class ShmBadInputTest : public StreamBadInputTest {};
 
-INSTANTIATE_TEST_SUITE_P(Unix, ShmBadInputTest, ::testing::Values(Kind::kUnix), KindName);
+INSTANTIATE_TEST_SUITE_P(Unix, ShmBadInputTest, ::testing::Values(Kind::kUnix), testing::SocketKindName);
 
 // Each row sends one SHM_RING for an open stream; everything about the ring
 // is wrong in one way. The server answers PROTOCOL_ERROR and closes, and no

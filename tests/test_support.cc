@@ -90,6 +90,25 @@ std::string RawHello(const std::string& mechanism, const std::string& message) {
   return out;
 }
 
+void Put16(std::string& out, std::uint16_t v) {
+  out.push_back(static_cast<char>(v >> 8));
+  out.push_back(static_cast<char>(v));
+}
+
+void Put32(std::string& out, std::uint32_t v) {
+  Put16(out, static_cast<std::uint16_t>(v >> 16));
+  Put16(out, static_cast<std::uint16_t>(v));
+}
+
+std::uint16_t Load16(const std::string& s, std::size_t at) {
+  return static_cast<std::uint16_t>((static_cast<std::uint8_t>(s[at]) << 8) |
+                                    static_cast<std::uint8_t>(s[at + 1]));
+}
+
+std::uint32_t Load32(const std::string& s, std::size_t at) {
+  return (std::uint32_t{Load16(s, at)} << 16) | Load16(s, at + 2);
+}
+
 int FreeLoopbackPort() {
   const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
   if (fd < 0) return -1;

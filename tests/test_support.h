@@ -160,6 +160,13 @@ struct RawFrame {
 std::string RawPreamble(std::uint8_t version = 1);
 std::string RawHello(const std::string& mechanism, const std::string& message);
 
+// Big-endian integers as the wire carries them, for frames written by hand:
+// appended to `out`, or read from `s` at byte `at`.
+void Put16(std::string& out, std::uint16_t v);
+void Put32(std::string& out, std::uint32_t v);
+std::uint16_t Load16(const std::string& s, std::size_t at);
+std::uint32_t Load32(const std::string& s, std::size_t at);
+
 // A blocking socket to a server on loopback (tcp://127.0.0.1:PORT or a unix:
 // endpoint, abstract ones too), every read bounded in time. Used by tests
 // that send what a real Client never would (bad_input_test, kerberos_itest,
