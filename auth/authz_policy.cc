@@ -15,14 +15,14 @@
 namespace authrpc {
 namespace {
 
-Status config_error(std::string m) { return {Errc::kConfigError, std::move(m)}; }
-Status denied(std::string m) { return {Errc::kPermissionDenied, std::move(m)}; }
+Status policy_error(std::string m) { return {Errc::kConfigError, std::move(m)}; }
+Status policy_denied(std::string m) { return {Errc::kPermissionDenied, std::move(m)}; }
 
 Status check_keys(const nlohmann::json& j, const std::string& where,
                   const std::set<std::string>& allowed) {
-  if (!j.is_object()) return config_error("'" + where + "' must be an object");
+  if (!j.is_object()) return policy_error("'" + where + "' must be an object");
   for (const auto& [key, _] : j.items()) {
-    if (!allowed.contains(key)) return config_error("unknown key '" + where + "." + key + "'");
+    if (!allowed.contains(key)) return policy_error("unknown key '" + where + "." + key + "'");
   }
   return {};
 }
@@ -83,16 +83,16 @@ Result<std::shared_ptr<const AuthzPolicy>> AuthzPolicy::read(const nlohmann::jso
     }
     std::vector<std::string> rules;
     if (!a.contains("rules") || !a["rules"].is_array()) {
-      return config_error("'auth_to_local.rules' must be an array of rule strings");
+      return policy_error("'auth_to_local.rules' must be an array of rule strings");
     }
     for (const auto& r : a["rules"]) {
-      if (!r.is_string()) return config_error("'auth_to_local.rules' entries must be strings");
+      if (!r.is_string()) return policy_error("'auth_to_local.rules' entries must be strings");
       rules.push_back(r.get<std::string>());
     }
     std::string realm;
     if (a.contains("default_realm")) {
       if (!a["default_realm"].is_string()) {
-        return config_error("'auth_to_local.default_realm' must be a string");
+        return policy_error("'auth_to_local.default_realm' must be a string");
       }
       realm = a["default_realm"].get<std::string>();
     } else {
@@ -104,11 +104,11 @@ Result<std::shared_ptr<const AuthzPolicy>> AuthzPolicy::read(const nlohmann::jso
       if (m == "mit") {
         fallback = PrincipalMapper::Fallback::kKeepFullName;
       } else if (m != "hadoop") {
-        return config_error("'auth_to_local.mechanism' must be \"hadoop\" or \"mit\"");
+        return policy_error("'auth_to_local.mechanism' must be \"hadoop\" or \"mit\"");
       }
     }
     auto mapper = PrincipalMapper::create(rules, realm, fallback);
-    if (!mapper.ok()) return config_error("'auth_to_local.rules': " + mapper.status().message);
+    if (!mapper.ok()) return policy_error("'auth_to_local.rules': " + mapper.status().message);
     p->mapper_ = std::move(*mapper);
     p->map_principals_ = true;
   }
@@ -119,24 +119,24 @@ Result<std::shared_ptr<const AuthzPolicy>> AuthzPolicy::read(const nlohmann::jso
       return s;
     }
     if (g.contains("source") && g["source"] != "os" && g["source"] != "static") {
-      return config_error("'groups.source' must be \"os\" or \"static\"");
+      return policy_error("'groups.source' must be \"os\" or \"static\"");
     }
     p->os_groups_ = !g.contains("source") || g["source"] == "os";
     for (const char* key : {"cache_ttl_ms", "cache_size"}) {
       if (g.contains(key) && (!g[key].is_number_unsigned() || g[key].get<std::uint64_t>() > (1ull << 32))) {
-        return config_error(std::string("'groups.") + key + "' must be an integer 0 … 2^32");
+        return policy_error(std::string("'groups.") + key + "' must be an integer 0 … 2^32");
       }
     }
     group_cache_ttl = std::chrono::milliseconds(g.value("cache_ttl_ms", std::uint64_t{300000}));
     group_cache_size = g.value("cache_size", std::size_t{65536});
     if (g.contains("static")) {
-      if (!g["static"].is_object()) return config_error("'groups.static' must be an object");
+      if (!g["static"].is_object()) return policy_error("'groups.static' must be an object");
       for (const auto& [user, list] : g["static"].items()) {
-        if (!list.is_array()) return config_error("'groups.static." + user + "' must be an array");
+        if (!list.is_array()) return policy_error("'groups.static." + user + "' must be an array");
         auto& out = p->static_groups_[user];
         for (const auto& name : list) {
           if (!name.is_string()) {
-            return config_error("'groups.static." + user + "' entries must be strings");
+            return policy_error("'groups.static." + user + "' entries must be strings");
           }
           out.push_back(name.get<std::string>());
         }
@@ -152,21 +152,21 @@ Result<std::shared_ptr<const AuthzPolicy>> AuthzPolicy::read(const nlohmann::jso
 
   if (j.contains("default")) {
     if (j["default"] != "allow" && j["default"] != "deny") {
-      return config_error("'default' must be \"allow\" or \"deny\"");
+      return policy_error("'default' must be \"allow\" or \"deny\"");
     }
     p->default_allow_ = j["default"] == "allow";
   }
 
   if (j.contains("services")) {
-    if (!j["services"].is_object()) return config_error("'services' must be an object");
+    if (!j["services"].is_object()) return policy_error("'services' must be an object");
     for (const auto& [name, entry] : j["services"].items()) {
       const std::string where = "services." + name;
-      if (!entry.is_object()) return config_error("'" + where + "' must be an object");
+      if (!entry.is_object()) return policy_error("'" + where + "' must be an object");
       ServiceAcl service;
       nlohmann::json own = entry;
       if (entry.contains("methods")) {
         if (!entry["methods"].is_object()) {
-          return config_error("'" + where + ".methods' must be an object");
+          return policy_error("'" + where + ".methods' must be an object");
         }
         for (const auto& [method, acl] : entry["methods"].items()) {
           auto parsed = Acl::from_json(acl, where + ".methods." + method);
@@ -185,7 +185,7 @@ Result<std::shared_ptr<const AuthzPolicy>> AuthzPolicy::read(const nlohmann::jso
   }
 
   if (j.contains("proxy_users")) {
-    if (!j["proxy_users"].is_object()) return config_error("'proxy_users' must be an object");
+    if (!j["proxy_users"].is_object()) return policy_error("'proxy_users' must be an object");
     for (const auto& [proxy, entry] : j["proxy_users"].items()) {
       const std::string where = "proxy_users." + proxy;
       if (Status s = check_keys(entry, where, {"users", "groups", "hosts"}); !s.ok()) return s;
@@ -195,15 +195,15 @@ Result<std::shared_ptr<const AuthzPolicy>> AuthzPolicy::read(const nlohmann::jso
       auto acl = Acl::from_json(targets, where);
       if (!acl.ok()) return acl.status();
       if (!entry.contains("hosts") || !entry["hosts"].is_array()) {
-        return config_error("'" + where + ".hosts' must be an array (\"*\" for any host)");
+        return policy_error("'" + where + ".hosts' must be an array (\"*\" for any host)");
       }
       std::vector<std::string> hosts;
       for (const auto& h : entry["hosts"]) {
-        if (!h.is_string()) return config_error("'" + where + ".hosts' entries must be strings");
+        if (!h.is_string()) return policy_error("'" + where + ".hosts' entries must be strings");
         hosts.push_back(h.get<std::string>());
       }
       auto set = NetworkSet::parse(hosts);
-      if (!set.ok()) return config_error("'" + where + ".hosts': " + set.status().message);
+      if (!set.ok()) return policy_error("'" + where + ".hosts': " + set.status().message);
       p->proxy_users_.emplace(proxy, ProxyRule{std::move(*acl), std::move(*set)});
     }
   }
@@ -217,7 +217,7 @@ Result<std::shared_ptr<const AuthzPolicy>> AuthzPolicy::load(const std::string& 
   auto j = read_json_document(path, "ACL file");
   if (!j.ok()) return j.status();
   auto policy = from_json(*j);
-  if (!policy.ok()) return config_error(path + ": " + policy.status().message);
+  if (!policy.ok()) return policy_error(path + ": " + policy.status().message);
   return policy;
 }
 
@@ -249,19 +249,19 @@ Status AuthzPolicy::establish(Identity& id, std::string_view do_as,
 
   const std::string who = id.principal.empty() ? id.user : id.principal;
   if (id.mechanism_traits.delegation_token) {
-    return denied(who + " may not act as another user on a token-authenticated connection");
+    return policy_denied(who + " may not act as another user on a token-authenticated connection");
   }
   const auto rule = proxy_users_.find(id.user);
   if (rule == proxy_users_.end()) {
-    return denied(id.user + " is not allowed to impersonate anyone");
+    return policy_denied(id.user + " is not allowed to impersonate anyone");
   }
   if (!rule->second.hosts.contains(id.peer_address)) {
-    return denied(id.user + " may not impersonate from " + id.peer_address);
+    return policy_denied(id.user + " may not impersonate from " + id.peer_address);
   }
   const std::string target(do_as);
   std::vector<std::string> target_groups = groups_of(target);
   if (!rule->second.targets.check({target, &target_groups, id.peer_address}).ok()) {
-    return denied(id.user + " is not allowed to impersonate " + target);
+    return policy_denied(id.user + " is not allowed to impersonate " + target);
   }
   id.real_user = who;
   id.user = target;
@@ -277,12 +277,12 @@ Status AuthzPolicy::check_call(const Subject& who, std::string_view service,
   const auto s = services_.find(service);
   if (s == services_.end()) {
     if (default_allow_) return {};
-    return denied("service '" + std::string(service) + "' is not listed and the default is deny");
+    return policy_denied("service '" + std::string(service) + "' is not listed and the default is deny");
   }
   if (s->second.acl) {
     if (Status refused = s->second.acl->check(who); !refused.ok()) return refused;
   } else if (!default_allow_ && s->second.methods.find(method) == s->second.methods.end()) {
-    return denied("method '" + std::string(service) + "." + std::string(method) +
+    return policy_denied("method '" + std::string(service) + "." + std::string(method) +
                   "' has no ACL and the default is deny");
   }
   const auto m = s->second.methods.find(method);

@@ -52,7 +52,7 @@ Built skip(std::string reason) { return {nullptr, std::move(reason)}; }
 
 // A string from the document, quoted for a message: escaped, and cut short
 // so that a hostile document cannot make an error message megabytes long.
-std::string for_message(std::string_view text) {
+std::string quote_for_message(std::string_view text) {
   constexpr std::size_t kMax = 64;
   std::string out = "\"" + escape_for_log(text.substr(0, kMax));
   return out + (text.size() > kMax ? "...\"" : "\"");
@@ -144,7 +144,7 @@ Built rsa_key(const Json& jwk) {
 Built ec_key(const Json& jwk) {
   auto crv = jwk.find("crv");
   if (crv == jwk.end() || !crv->is_string()) return skip("EC key without a \"crv\" string");
-  if (*crv != "P-256") return skip("EC curve " + for_message(crv->get_ref<const std::string&>()) + " (only P-256)");
+  if (*crv != "P-256") return skip("EC curve " + quote_for_message(crv->get_ref<const std::string&>()) + " (only P-256)");
   std::string reason;
   auto x = member_bytes(jwk, "x", &reason);
   if (!x) return skip("EC key: " + reason);
@@ -170,7 +170,7 @@ Built okp_key(const Json& jwk) {
   auto crv = jwk.find("crv");
   if (crv == jwk.end() || !crv->is_string()) return skip("OKP key without a \"crv\" string");
   if (*crv != "Ed25519") {
-    return skip("OKP curve " + for_message(crv->get_ref<const std::string&>()) + " (only Ed25519)");
+    return skip("OKP curve " + quote_for_message(crv->get_ref<const std::string&>()) + " (only Ed25519)");
   }
   std::string reason;
   auto x = member_bytes(jwk, "x", &reason);
@@ -210,7 +210,7 @@ std::optional<Jwk> read_jwk(const Json& jwk, std::string* reason) {
     out.kid = kid->get<std::string>();
   }
   if (auto use = jwk.find("use"); use != jwk.end() && *use != "sig") {
-    *reason = use->is_string() ? "\"use\" is " + for_message(use->get_ref<const std::string&>()) + ", not \"sig\""
+    *reason = use->is_string() ? "\"use\" is " + quote_for_message(use->get_ref<const std::string&>()) + ", not \"sig\""
                                : "\"use\" is not a string";
     return std::nullopt;
   }
@@ -240,7 +240,7 @@ std::optional<Jwk> read_jwk(const Json& jwk, std::string* reason) {
     *reason = "symmetric (\"oct\") key: HMAC keys come only from configuration";
     return std::nullopt;
   } else {
-    *reason = "\"kty\" " + for_message(type) + " (only RSA, EC, OKP)";
+    *reason = "\"kty\" " + quote_for_message(type) + " (only RSA, EC, OKP)";
     return std::nullopt;
   }
   if (!built.key) {
@@ -254,7 +254,7 @@ std::optional<Jwk> read_jwk(const Json& jwk, std::string* reason) {
     }
     const std::string& name = alg->get_ref<const std::string&>();
     if (!alg_fits(out.type, name)) {
-      *reason = "\"alg\" " + for_message(name) + " is not a signature algorithm of a " + type + " key";
+      *reason = "\"alg\" " + quote_for_message(name) + " is not a signature algorithm of a " + type + " key";
       return std::nullopt;
     }
     out.alg = name;
@@ -267,7 +267,7 @@ std::string describe_key(std::size_t index, const Json& jwk) {
   std::string who = "key " + std::to_string(index);
   if (jwk.is_object()) {
     if (auto kid = jwk.find("kid"); kid != jwk.end() && kid->is_string()) {
-      who += " (kid " + for_message(kid->get_ref<const std::string&>()) + ")";
+      who += " (kid " + quote_for_message(kid->get_ref<const std::string&>()) + ")";
     }
   }
   return who;
@@ -306,7 +306,7 @@ Result<JwkSet> JwkSet::parse(std::string_view json, std::size_t max_bytes, std::
     // encryption key under its signing key's kid.
     if (!key->kid.empty() && set.find(key->kid) != nullptr) {
       return Result<JwkSet>(Errc::kInvalidArgument,
-                            "JWKS document has two keys with kid " + for_message(key->kid));
+                            "JWKS document has two keys with kid " + quote_for_message(key->kid));
     }
     set.keys_.push_back(std::move(*key));
   }

@@ -42,7 +42,7 @@ constexpr std::int64_t kMaxEpochSeconds =
 
 bool is_space(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f' || c == '\v'; }
 
-std::string_view trim(std::string_view s) {
+std::string_view trim_space(std::string_view s) {
   while (!s.empty() && is_space(s.front())) s.remove_prefix(1);
   while (!s.empty() && is_space(s.back())) s.remove_suffix(1);
   return s;
@@ -153,13 +153,13 @@ Status check_compact_jws(std::string_view token, const std::string& from) {
 }
 
 // An owned file descriptor.
-class Fd {
+class OwnedFd {
  public:
-  Fd() = default;
-  explicit Fd(int fd) : fd_(fd) {}
-  Fd(const Fd&) = delete;
-  Fd& operator=(const Fd&) = delete;
-  ~Fd() { reset(); }
+  OwnedFd() = default;
+  explicit OwnedFd(int fd) : fd_(fd) {}
+  OwnedFd(const OwnedFd&) = delete;
+  OwnedFd& operator=(const OwnedFd&) = delete;
+  ~OwnedFd() { reset(); }
   int get() const { return fd_; }
   void reset() {
     if (fd_ >= 0) ::close(fd_);
@@ -194,13 +194,13 @@ struct CommandRun {
 // anything that looks like a JWT replaced, cut to kMaxStderrExcerpt bytes
 // and escaped for a log line; empty when stderr said nothing.
 std::string stderr_excerpt(const CommandRun& run) {
-  std::string_view line = trim(run.err);
-  line = trim(line.substr(0, line.find('\n')));
+  std::string_view line = trim_space(run.err);
+  line = trim_space(line.substr(0, line.find('\n')));
   std::string text(line);
   // A command that fails after printing its token, or that complains about
   // the token it was given, may echo one; an error message never quotes it.
   // Redacted before the line is cut, so that no cut leaves a piece of one.
-  const std::string_view printed = trim(run.stdout_text());
+  const std::string_view printed = trim_space(run.stdout_text());
   constexpr std::string_view kRedacted = "[redacted]";
   if (printed.size() >= 8) {
     for (std::size_t at = text.find(printed); at != std::string::npos; at = text.find(printed, at + kRedacted.size())) {
@@ -243,11 +243,11 @@ Result<CommandRun> run_command(const std::string& command, std::chrono::millisec
   if (::pipe2(out_pipe, O_CLOEXEC) != 0) {
     return Result<CommandRun>(Errc::kUnavailable, "token command: pipe: " + errno_text(errno));
   }
-  Fd out_read(out_pipe[0]), out_write(out_pipe[1]);
+  OwnedFd out_read(out_pipe[0]), out_write(out_pipe[1]);
   if (::pipe2(err_pipe, O_CLOEXEC) != 0) {
     return Result<CommandRun>(Errc::kUnavailable, "token command: pipe: " + errno_text(errno));
   }
-  Fd err_read(err_pipe[0]), err_write(err_pipe[1]);
+  OwnedFd err_read(err_pipe[0]), err_write(err_pipe[1]);
 
   posix_spawn_file_actions_t actions;
   posix_spawn_file_actions_init(&actions);
@@ -442,11 +442,11 @@ Result<security::SecretBytes> read_command(const JwtTokenSourceOptions& options,
     return R(Errc::kUnavailable,
              with_stderr("token command exited with status " + std::to_string(WEXITSTATUS(run.wait_status)), run));
   }
-  const std::string_view printed = trim(run.stdout_text());
+  const std::string_view printed = trim_space(run.stdout_text());
   if (printed.empty()) return R(Errc::kUnavailable, with_stderr("token command printed nothing", run));
   auto token = token_from_output(printed, expiry);
   if (token.ok()) {
-    const std::string_view inner = trim(token->view());
+    const std::string_view inner = trim_space(token->view());
     if (inner.size() != token->size()) token = security::SecretBytes(inner);
     if (token->empty()) return R(Errc::kUnavailable, "token command printed an empty token");
   }
@@ -460,7 +460,7 @@ Result<security::SecretBytes> read_file(const std::string& path, struct stat* st
   using R = Result<security::SecretBytes>;
   // O_NONBLOCK: opening a FIFO with no writer would otherwise wait forever;
   // it is refused below, as anything but a regular file is.
-  Fd fd(::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY));
+  OwnedFd fd(::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY));
   if (fd.get() < 0) return R(Errc::kUnavailable, "token file " + path + ": " + errno_text(errno));
   if (::fstat(fd.get(), st) != 0) return R(Errc::kUnavailable, "token file " + path + ": " + errno_text(errno));
   if (!S_ISREG(st->st_mode)) return R(Errc::kInvalidArgument, "token file " + path + " is not a regular file");
@@ -479,7 +479,7 @@ Result<security::SecretBytes> read_file(const std::string& path, struct stat* st
   }
   // It grew between fstat and read.
   if (len > kMaxTokenBytes) return R(Errc::kInvalidArgument, "token file " + path + " is larger than 64 KiB");
-  const std::string_view text = trim(buf.view().substr(0, len));
+  const std::string_view text = trim_space(buf.view().substr(0, len));
   if (text.empty()) return R(Errc::kUnavailable, "token file " + path + " is empty");
   return security::SecretBytes(text);
 }
@@ -559,7 +559,7 @@ Result<JwtTokenSource::Fetched> JwtTokenSource::fetch() const {
     if (value == nullptr) return R(Errc::kUnavailable, from + " is not set");
     const std::string_view text(value);
     if (text.size() > kMaxTokenBytes) return R(Errc::kInvalidArgument, from + " is larger than 64 KiB");
-    const std::string_view trimmed = trim(text);
+    const std::string_view trimmed = trim_space(text);
     if (trimmed.empty()) return R(Errc::kUnavailable, from + " is empty");
     fetched.token = security::SecretBytes(trimmed);
   } else {

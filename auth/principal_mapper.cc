@@ -182,8 +182,8 @@ std::string AuthToLocalRegex::replace(const std::string& text, const std::string
 
 namespace {
 
-Status config_error(std::string m) { return {Errc::kConfigError, std::move(m)}; }
-Status denied(std::string m) { return {Errc::kPermissionDenied, std::move(m)}; }
+Status mapping_error(std::string m) { return {Errc::kConfigError, std::move(m)}; }
+Status mapping_denied(std::string m) { return {Errc::kPermissionDenied, std::move(m)}; }
 
 // Hadoop's KerberosName.ruleParser, anchored: DEFAULT, or
 // RULE:[n:format](match)s/from/to/g with the (match), s/// and g parts
@@ -206,10 +206,10 @@ Result<std::string> expand_format(const std::string& format,
     }
     std::size_t j = i + 1;
     while (j < format.size() && std::isdigit(static_cast<unsigned char>(format[j]))) ++j;
-    if (j == i + 1 || j - i > 4) return config_error("bad format '" + format + "' in mapping rule");
+    if (j == i + 1 || j - i > 4) return mapping_error("bad format '" + format + "' in mapping rule");
     const auto n = static_cast<std::size_t>(std::stoul(format.substr(i + 1, j - i - 1)));
     if (n >= params.size()) {
-      return config_error("index " + std::to_string(n) + " in '" + format +
+      return mapping_error("index " + std::to_string(n) + " in '" + format +
                           "' is outside of the valid range 0 to " +
                           std::to_string(params.size() - 1));
     }
@@ -262,7 +262,7 @@ Result<PrincipalMapper> PrincipalMapper::create(const std::vector<std::string>& 
   for (const auto& text : rules) {
     std::smatch m;
     if (!std::regex_match(text, m, rule_parser())) {
-      return config_error("invalid auth_to_local rule '" + text + "'");
+      return mapping_error("invalid auth_to_local rule '" + text + "'");
     }
     Rule rule;
     rule.text = text;
@@ -270,20 +270,20 @@ Result<PrincipalMapper> PrincipalMapper::create(const std::vector<std::string>& 
     if (m[1].matched) {
       rule.is_default = true;
     } else {
-      if (m[2].length() > 3) return config_error("too many components in rule '" + text + "'");
+      if (m[2].length() > 3) return mapping_error("too many components in rule '" + text + "'");
       rule.components = static_cast<std::size_t>(std::stoul(m[2].str()));
-      if (rule.components == 0) return config_error("rule '" + text + "' names 0 components");
+      if (rule.components == 0) return mapping_error("rule '" + text + "' names 0 components");
       rule.format = m[3].str();
       // Check the format once against a name of the right shape.
       if (auto f = expand_format(rule.format, std::vector<std::string>(rule.components + 1));
           !f.ok()) {
-        return config_error(f.status().message + " (rule '" + text + "')");
+        return mapping_error(f.status().message + " (rule '" + text + "')");
       }
       for (auto [group, whole, slot] : {std::tuple{4, true, &rule.match}, std::tuple{5, false, &rule.from}}) {
         if (!m[group].matched) continue;
         auto re = AuthToLocalRegex::compile(m[group].str(), whole);
         if (!re.ok()) {
-          return config_error("bad regular expression in rule '" + text + "': " + re.status().message);
+          return mapping_error("bad regular expression in rule '" + text + "': " + re.status().message);
         }
         *slot = std::move(*re);
       }
@@ -315,10 +315,10 @@ Result<std::optional<std::string>> PrincipalMapper::apply(const Rule& rule,
   }
   if (!result) return std::optional<std::string>();
   if (fallback_ == Fallback::kRefuse && result->find_first_of("/@") != std::string::npos) {
-    return denied("auth_to_local rule '" + rule.text + "' gave the non-simple name '" + *result +
+    return mapping_denied("auth_to_local rule '" + rule.text + "' gave the non-simple name '" + *result +
                   "'");
   }
-  if (result->empty()) return denied("auth_to_local rule '" + rule.text + "' gave an empty name");
+  if (result->empty()) return mapping_denied("auth_to_local rule '" + rule.text + "' gave an empty name");
   if (rule.lowercase) {
     std::transform(result->begin(), result->end(), result->begin(),
                    [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
@@ -328,7 +328,7 @@ Result<std::optional<std::string>> PrincipalMapper::apply(const Rule& rule,
 
 Result<std::string> PrincipalMapper::map(std::string_view principal) const {
   auto name = PrincipalName::parse(principal);
-  if (!name.ok()) return denied("cannot map '" + std::string(principal) + "': " + name.status().message);
+  if (!name.ok()) return mapping_denied("cannot map '" + std::string(principal) + "': " + name.status().message);
   if (!name->realm) return std::string(principal);
   for (const auto& rule : rules_) {
     auto result = apply(rule, *name);
@@ -336,7 +336,7 @@ Result<std::string> PrincipalMapper::map(std::string_view principal) const {
     if (*result) return std::move(**result);
   }
   if (fallback_ == Fallback::kKeepFullName) return std::string(principal);
-  return denied("no auth_to_local rule maps '" + std::string(principal) + "'");
+  return mapping_denied("no auth_to_local rule maps '" + std::string(principal) + "'");
 }
 
 }  // namespace authrpc

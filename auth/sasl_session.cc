@@ -16,7 +16,7 @@ using Callback = int (*)();
 // Cyrus stores every callback as int (*)(). Casting through void (*)() says
 // the signature change is intended (-Wcast-function-type).
 template <typename F>
-Callback as_callback(F* f) {
+Callback as_sasl_callback(F* f) {
   return reinterpret_cast<Callback>(reinterpret_cast<void (*)()>(f));
 }
 
@@ -177,9 +177,9 @@ Result<std::unique_ptr<ServerSession>> ServerSession::create(ServerConfig config
   impl->options = std::move(config.options);
   void* self = impl.get();
   impl->callbacks = {
-      {SASL_CB_GETOPT, as_callback(&get_option), self},
-      {SASL_CB_LOG, as_callback(&log_message), self},
-      {SASL_CB_PROXY_POLICY, as_callback(&same_identity_only), self},
+      {SASL_CB_GETOPT, as_sasl_callback(&get_option), self},
+      {SASL_CB_LOG, as_sasl_callback(&log_message), self},
+      {SASL_CB_PROXY_POLICY, as_sasl_callback(&same_identity_only), self},
       {SASL_CB_LIST_END, nullptr, nullptr},
   };
   const int rc = sasl_server_new(
@@ -237,9 +237,9 @@ Result<std::unique_ptr<ClientSession>> ClientSession::create(ClientConfig config
   impl->authorization_id = std::move(config.authorization_id);
   void* self = impl.get();
   impl->callbacks = {
-      {SASL_CB_GETOPT, as_callback(&get_option), self},
-      {SASL_CB_LOG, as_callback(&log_message), self},
-      {SASL_CB_USER, as_callback(&get_user), self},
+      {SASL_CB_GETOPT, as_sasl_callback(&get_option), self},
+      {SASL_CB_LOG, as_sasl_callback(&log_message), self},
+      {SASL_CB_USER, as_sasl_callback(&get_user), self},
   };
   if (!config.authentication_id.empty()) {
     impl->authentication_id = std::move(config.authentication_id);
@@ -249,8 +249,8 @@ Result<std::unique_ptr<ClientSession>> ClientSession::create(ClientConfig config
     secret->len = config.password.size();
     std::memcpy(secret->data, config.password.data(), config.password.size());
     OPENSSL_cleanse(config.password.data(), config.password.size());
-    impl->callbacks.push_back({SASL_CB_AUTHNAME, as_callback(&get_authname), self});
-    impl->callbacks.push_back({SASL_CB_PASS, as_callback(&get_secret), self});
+    impl->callbacks.push_back({SASL_CB_AUTHNAME, as_sasl_callback(&get_authname), self});
+    impl->callbacks.push_back({SASL_CB_PASS, as_sasl_callback(&get_secret), self});
   }
   impl->callbacks.push_back({SASL_CB_LIST_END, nullptr, nullptr});
   const int rc = sasl_client_new(config.service.c_str(), config.server_fqdn.c_str(), nullptr,

@@ -2,14 +2,15 @@
 # The README's second command (and CI's): install what is missing, then, in
 # stages whose wall times it prints as a table at the end (docs/TESTING.md):
 #   setup        scripts/setup.sh
-#   configure    build/: g++, RelWithDebInfo with -g1, test programs -O0 -g0
-#                as unity sources of 4 files, ccache, Ninja and mold or lld
-#                when installed
+#   configure    build/: g++, RelWithDebInfo with -g1, each library file on
+#                its own (so a missing #include shows), test programs -g0 as
+#                unity sources of 4 files, ccache, Ninja and mold or lld when
+#                installed
 #   build        everything in build/, minibench included
 #   ctest        the whole suite on build/
 #   asan build   build-asan/: clang, ASan + UBSan, libraries -O1 with
-#                libFuzzer's coverage, each file on its own (so a missing
-#                #include shows here), test programs -O0 in unity sources of 5
+#                libFuzzer's coverage, test programs -O0, both as unity
+#                sources (8 and 5 files)
 #   asan ctest   the whole suite again on build-asan/
 #   fuzz build   the libFuzzer targets in build-asan/, on its libraries
 #   fuzz run     each target for AUTHRPC_FUZZ_SECONDS (default 20) on its
@@ -65,7 +66,7 @@ stage() {
 stage setup bash scripts/setup.sh
 
 stage configure bash scripts/build.sh --configure-only build -DAUTHRPC_UNITY_TESTS=ON \
-  -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O2 -g1 -DNDEBUG" -DAUTHRPC_TEST_COMPILE_OPTIONS="-O0;-g0"
+  -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O2 -g1 -DNDEBUG" -DAUTHRPC_TEST_COMPILE_OPTIONS=-g0
 stage build cmake --build build -j "$JOBS"
 stage ctest ctest --test-dir build -j "$CTEST_JOBS" --output-on-failure --timeout 300
 
@@ -75,6 +76,7 @@ if [[ ${AUTHRPC_SKIP_ASAN:-0} != 1 ]]; then
   asan_build() {
     CC=clang CXX=clang++ BUILD_TYPE=Debug bash scripts/build.sh --configure-only build-asan \
       -DAUTHRPC_FUZZ=ON -DAUTHRPC_BUILD_MINIBENCH=OFF -DCMAKE_CXX_FLAGS_DEBUG="-O1 -gline-tables-only" \
+      -DAUTHRPC_UNITY_LIBRARIES=ON \
       -DAUTHRPC_TEST_COMPILE_OPTIONS=-O0 -DAUTHRPC_UNITY_TESTS=ON -DAUTHRPC_UNITY_BATCH_SIZE=5
     cmake --build build-asan -j "$JOBS"
   }

@@ -27,9 +27,9 @@ struct WipedJson {
   ~WipedJson() { cleanse_json(j); }
 };
 
-struct WipedString {
+struct WipedText {
   std::string s;
-  ~WipedString() { cleanse(s.data(), s.size()); }
+  ~WipedText() { cleanse(s.data(), s.size()); }
 };
 
 std::string dir_of(const std::string& path) {
@@ -50,7 +50,7 @@ Result<CredentialsFile> CredentialsFile::read(const std::string& path) {
   using R = Result<CredentialsFile>;
   int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) return io_error("open credentials file " + path, errno);
-  WipedString text;
+  WipedText text;
   struct stat st {};
   if (::fstat(fd, &st) == 0 && st.st_size > 0) text.s.reserve(static_cast<std::size_t>(st.st_size));
   char buf[16 * 1024];
@@ -114,7 +114,7 @@ Status CredentialsFile::write(const std::string& path) const {
     if (!text.ok()) return text.status();
     doc.j["tokens"][token.service] = std::move(*text);
   }
-  WipedString out;
+  WipedText out;
   out.s = doc.j.dump(2) + "\n";
 
   const std::string temp = path + ".tmp";

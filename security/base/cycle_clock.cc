@@ -29,7 +29,8 @@ bool kernel_trusts_tsc() noexcept {
 // power state.
 bool invariant_tsc() {
   unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
-  if (__get_cpuid_max(0x80000000u, nullptr) < 0x80000007u) return false;
+  // (gcc declares the maximum unsigned, clang int.)
+  if (static_cast<unsigned>(__get_cpuid_max(0x80000000u, nullptr)) < 0x80000007u) return false;
   __cpuid(0x80000007u, eax, ebx, ecx, edx);
   return (edx & (1u << 8)) != 0;
 }
