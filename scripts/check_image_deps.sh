@@ -38,21 +38,38 @@ checked=0
 for p in "${dlopened[@]}"; do
   grep -qx "$p" <<<"$listed" || { echo "check_image_deps: $dockerfile must install $p (loaded with dlopen)" >&2; status=1; }
 done
+# Which binaries load each library (by its real path), then one dpkg query
+# for all of them (each query reads dpkg's whole database): under a merged
+# /usr a library's path may be recorded with or without its /usr prefix.
+declare -A users=() owner=()
 for bin in "$bin_dir"/*; do
   [[ -x $bin && -f $bin ]] || continue
   [[ $(head -c4 "$bin" | od -An -c | tr -d ' ') == 177ELF ]] || continue
   checked=$((checked + 1))
   while read -r lib; do
     real=$(readlink -f "$lib")
-    pkg=$(dpkg -S "$real" 2>/dev/null || dpkg -S "${real#/usr}" 2>/dev/null || dpkg -S "/usr$real" 2>/dev/null || true)
-    pkg=${pkg%%:*}
-    if [[ -z $pkg ]]; then
-      echo "check_image_deps: $(basename "$bin") needs $lib, which no installed package ships" >&2; status=1
-    elif [[ -z ${closure[$pkg]:-} ]]; then
-      echo "check_image_deps: $(basename "$bin") needs $lib from package $pkg, which $dockerfile's runtime stage does not install" >&2
-      status=1
-    fi
+    users[$real]+="${users[$real]:+ }$(basename "$bin")"
   done < <(ldd "$bin" | awk '$2 == "=>" && $3 ~ /^\// {print $3}')
+done
+queries=()
+for real in "${!users[@]}"; do
+  queries+=("$real" "${real#/usr}" "/usr$real")
+done
+if ((${#queries[@]})); then
+  while IFS= read -r line; do
+    pkg=${line%%: /*} path=/${line#*: /}
+    pkg=${pkg%%,*}
+    owner[$path]=${pkg%%:*}
+  done < <(dpkg -S "${queries[@]}" 2>/dev/null || true)
+fi
+for real in "${!users[@]}"; do
+  pkg=${owner[$real]:-${owner[${real#/usr}]:-${owner[/usr$real]:-}}}
+  if [[ -z $pkg ]]; then
+    echo "check_image_deps: ${users[$real]} needs $real, which no installed package ships" >&2; status=1
+  elif [[ -z ${closure[$pkg]:-} ]]; then
+    echo "check_image_deps: ${users[$real]} needs $real from package $pkg, which $dockerfile's runtime stage does not install" >&2
+    status=1
+  fi
 done
 ((status == 0)) && echo "check_image_deps: the runtime image installs every library of $checked binaries"
 exit $status

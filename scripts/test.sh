@@ -15,11 +15,12 @@
 #   fuzz build   the libFuzzer targets in build-asan/, on its libraries
 #   fuzz run     each target for AUTHRPC_FUZZ_SECONDS (default 20) on its
 #                seed corpus, one per core at a time (scripts/fuzz.sh)
-#   consumers    authrpc installed into a temporary prefix: the docker
-#                runtime image's packages (scripts/check_image_deps.sh),
-#                examples/ built against it with CMake and with pkg-config
-#                alone, neither linking a Kerberos/SASL/ZooKeeper library,
-#                and every installed header compiled on its own
+#   consumers    authrpc installed into a prefix (build/consumer-prefix):
+#                the docker runtime image's packages
+#                (scripts/check_image_deps.sh), examples/ built against it
+#                with CMake and with pkg-config alone, neither linking a
+#                Kerberos/SASL/ZooKeeper library, and every installed header
+#                compiled on its own
 #   docs         the README's and docs' shell blocks marked <!-- ci: run -->
 #   checks       includes and links follow the layers; no built-in
 #                mechanism's name decides anything outside its module
@@ -33,13 +34,12 @@ JOBS=${JOBS:-$(nproc)}
 # compute: more of them at once than cores keeps the cores busy.
 CTEST_JOBS=${CTEST_JOBS:-$((JOBS * 4))}
 
-stage_names=() stage_seconds=() current_stage="" scratch=""
+stage_names=() stage_seconds=() current_stage=""
 run_start=$SECONDS
-# At exit: removes the scratch prefix and prints the stages run so far with
-# the total, so a failed run's log says where its time went too.
+# At exit: prints the stages run so far with the total, so a failed run's
+# log says where its time went too.
 on_exit() {
   local status=$? i
-  [[ -n $scratch ]] && rm -rf "$scratch"
   echo
   echo "== stage times (s)"
   for i in "${!stage_names[@]}"; do
@@ -77,7 +77,8 @@ if [[ ${AUTHRPC_SKIP_ASAN:-0} != 1 ]]; then
     CC=clang CXX=clang++ BUILD_TYPE=Debug bash scripts/build.sh --configure-only build-asan \
       -DAUTHRPC_FUZZ=ON -DAUTHRPC_BUILD_MINIBENCH=OFF -DCMAKE_CXX_FLAGS_DEBUG="-O1 -gline-tables-only" \
       -DAUTHRPC_UNITY_LIBRARIES=ON \
-      -DAUTHRPC_TEST_COMPILE_OPTIONS=-O0 -DAUTHRPC_UNITY_TESTS=ON -DAUTHRPC_UNITY_BATCH_SIZE=5
+      -DAUTHRPC_TEST_COMPILE_OPTIONS=-O0 -DAUTHRPC_UNITY_TESTS=ON -DAUTHRPC_UNITY_BATCH_SIZE=5 \
+      -DAUTHRPC_TEST_GROUP_SIZE=8
     cmake --build build-asan -j "$JOBS"
   }
   stage "asan build" asan_build
@@ -89,47 +90,77 @@ if [[ ${AUTHRPC_SKIP_ASAN:-0} != 1 ]]; then
   fi
 fi
 
+# The installed package as its users get it. The prefix and the consumer
+# builds live in build/ and are brought up to date like the build itself (an
+# unchanged file keeps its time stamp when installed again; ccache compiles),
+# so a run after a small change pays only for what the change touched.
 consumers() {
-  scratch=$(mktemp -d)
-  local prefix=$scratch
+  local prefix=$PWD/build/consumer-prefix cxx=g++ launcher=() stamp=build/consumer-headers.stamp
+  if command -v ccache >/dev/null; then
+    cxx="ccache g++" launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache)
+  fi
   cmake --install build --prefix "$prefix" >/dev/null
+  # Only what this install put there: a file it no longer installs goes.
+  comm -23 <(find "$prefix" -type f -o -type l | sort) <(sort -u build/install_manifest.txt) | xargs -r rm -f
   # The Docker image must install every library these binaries load.
   bash scripts/check_image_deps.sh "$prefix/bin"
-  echo "-- examples/ as a consumer project (find_package(authrpc))"
-  cmake -S examples -B build/examples-consumer -DCMAKE_PREFIX_PATH="$prefix" >/dev/null
-  cmake --build build/examples-consumer -j "$JOBS"
-  build/examples-consumer/hello_service
-  build/examples-consumer/psk_service
-  echo "-- the installed package without CMake: pkg-config, examples, scripts"
-  local pc share flags
+  local pc share
   pc=$(find "$prefix" -name authrpc.pc -print -quit)
   [[ -n $pc ]] || { echo "test: no authrpc.pc installed" >&2; return 1; }
   share=$prefix/share/authrpc
+  pkg() { PKG_CONFIG_PATH=$(dirname "$pc") pkg-config "$@"; }
+  echo "-- examples/ as a consumer project (find_package(authrpc)), and the installed package without CMake (pkg-config)"
+  # The two builds at once; the pkg-config one compiles and links in two
+  # steps so that ccache can keep its objects.
+  # (A consumer tree configured against another prefix starts afresh.)
+  grep -qsx "CMAKE_PREFIX_PATH:UNINITIALIZED=$prefix" build/examples-consumer/CMakeCache.txt ||
+    rm -rf build/examples-consumer
+  cmake -S examples -B build/examples-consumer -DCMAKE_PREFIX_PATH="$prefix" "${launcher[@]}" >/dev/null
+  cmake --build build/examples-consumer -j "$JOBS" &
+  local cmake_build=$!
   # shellcheck disable=SC2046  # pkg-config's flags are meant to be split
-  g++ -o build/hello_service-pkgconfig "$share/examples/hello_service.cc" \
-    $(PKG_CONFIG_PATH=$(dirname "$pc") pkg-config --cflags --libs authrpc)
-  build/hello_service-pkgconfig
-  # The custom-mechanism example computes its proofs with OpenSSL itself.
-  # shellcheck disable=SC2046
-  g++ -o build/psk_service-pkgconfig "$share/examples/psk_service.cc" "$share/examples/psk_mechanism.cc" \
-    $(PKG_CONFIG_PATH=$(dirname "$pc") pkg-config --cflags --libs authrpc openssl)
-  build/psk_service-pkgconfig
-  # A program with its own mechanisms links no Kerberos, SASL or ZooKeeper
-  # library (docs/API.md), whichever way it was built.
+  {
+    mkdir -p build/consumer-pkgconfig
+    $cxx -c -o build/consumer-pkgconfig/hello_service.o "$share/examples/hello_service.cc" $(pkg --cflags authrpc) &&
+    g++ -o build/hello_service-pkgconfig build/consumer-pkgconfig/hello_service.o $(pkg --libs authrpc) &&
+    # The custom-mechanism example computes its proofs with OpenSSL itself.
+    $cxx -c -o build/consumer-pkgconfig/psk_service.o "$share/examples/psk_service.cc" $(pkg --cflags authrpc openssl) &&
+    $cxx -c -o build/consumer-pkgconfig/psk_mechanism.o "$share/examples/psk_mechanism.cc" $(pkg --cflags authrpc openssl) &&
+    g++ -o build/psk_service-pkgconfig build/consumer-pkgconfig/psk_service.o build/consumer-pkgconfig/psk_mechanism.o \
+      $(pkg --libs authrpc openssl)
+  } || { wait "$cmake_build"; return 1; }
+  wait "$cmake_build"
   local bin
   for bin in build/examples-consumer/hello_service build/hello_service-pkgconfig \
              build/examples-consumer/psk_service build/psk_service-pkgconfig; do
+    "$bin"
+    # A program with its own mechanisms links no Kerberos, SASL or ZooKeeper
+    # library (docs/API.md), whichever way it was built.
     if ldd "$bin" | grep -E 'lib(gssapi_krb5|krb5|sasl2|zookeeper)'; then
       echo "test: $bin links a library of an optional component" >&2
       return 1
     fi
   done
   # Every installed header compiles on its own against the prefix (a header
-  # missing from CMakeLists.txt's lists fails here).
-  flags=$(PKG_CONFIG_PATH=$(dirname "$pc") pkg-config --cflags authrpc-builtins)
-  (cd "$prefix/include" && find authrpc -name '*.h' | sort) |
-    xargs -P "$JOBS" -I{} sh -c 'echo "#include <{}>" | g++ -x c++ -fsyntax-only $0 - ||
-                                    { echo "test: installed header {} does not compile on its own" >&2; exit 255; }' "$flags"
+  # missing from CMakeLists.txt's lists fails here). The result depends on
+  # the headers, the flags, the compiler and the system's packages alone: a
+  # run where none of them changed says so instead of compiling them again.
+  local flags headers key
+  flags=$(pkg --cflags authrpc-builtins)
+  headers=$(cd "$prefix/include" && find authrpc -name '*.h' | sort)
+  # shellcheck disable=SC2086  # one header a word
+  key=$( (cd "$prefix/include" && sha256sum $headers; echo "$flags"; g++ --version; stat -c %Y /var/lib/dpkg/status) |
+        sha256sum)
+  if [[ $(cat "$stamp" 2>/dev/null) == "$key" ]]; then
+    echo "-- the $(wc -l <<<"$headers") installed headers: unchanged since each compiled on its own ($stamp)"
+  else
+    rm -f "$stamp"
+    echo "-- each of the $(wc -l <<<"$headers") installed headers compiled on its own"
+    (cd "$prefix/include" && echo "$headers") |
+      xargs -P "$JOBS" -I{} sh -c 'echo "#include <{}>" | g++ -x c++ -fsyntax-only $0 - ||
+                                      { echo "test: installed header {} does not compile on its own" >&2; exit 255; }' "$flags"
+    echo "$key" >"$stamp"
+  fi
   local f
   for f in examples/server.json examples/server-tls.json examples/acl.json; do
     cmp "$f" "$share/$f"
