@@ -11,7 +11,9 @@
 #   asan build   build-asan/: clang, ASan + UBSan, libraries -O1 with
 #                libFuzzer's coverage, test programs -O0, both as unity
 #                sources (8 and 5 files)
-#   asan ctest   the whole suite again on build-asan/
+#   asan ctest   the whole suite again on build-asan/, up to eight cases of
+#                one suite per process (a sanitizer's start costs more than
+#                most cases)
 #   fuzz build   the libFuzzer targets in build-asan/, on its libraries
 #   fuzz run     each target for AUTHRPC_FUZZ_SECONDS (default 20) on its
 #                seed corpus, one per core at a time (scripts/fuzz.sh)
