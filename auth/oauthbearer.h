@@ -34,7 +34,7 @@ std::string format_oauthbearer(std::string_view token, std::string_view host,
 // AUTHENTICATION_FAILED with what is wrong (never quoting the token) for a
 // message that is not an OAUTHBEARER initial response: a channel-binding
 // flag other than n or y, a malformed authzid, a pair that is not key=value,
-// a key twice, no auth pair, a scheme other than Bearer, a token outside
+// a key twice, more than 16 pairs, no auth pair, a scheme other than Bearer, a token outside
 // the b64token alphabet, or more than `max_bytes` bytes.
 Result<OAuthBearerMessage> parse_oauthbearer(std::string_view message, std::size_t max_bytes);
 
