@@ -52,11 +52,7 @@ Built skip(std::string reason) { return {nullptr, std::move(reason)}; }
 
 // A string from the document, quoted for a message: escaped, and cut short
 // so that a hostile document cannot make an error message megabytes long.
-std::string quote_for_message(std::string_view text) {
-  constexpr std::size_t kMax = 64;
-  std::string out = "\"" + escape_for_log(text.substr(0, kMax));
-  return out + (text.size() > kMax ? "...\"" : "\"");
-}
+std::string quote_for_message(std::string_view text) { return "\"" + peer_text(text) + "\""; }
 
 // A base64url member, decoded; the reason in `*reason` when it is missing,
 // not a string or not unpadded base64url.

@@ -33,12 +33,7 @@ Status refused(std::string why) {
 
 // A claim or header value quoted in a message: escaped and cut short (it
 // comes from the token, which may be hostile).
-std::string quote(std::string_view text) {
-  constexpr std::size_t kMax = 64;
-  std::string out = escape_for_log(text.substr(0, kMax));
-  if (text.size() > kMax) out += "...";
-  return "'" + out + "'";
-}
+std::string quote(std::string_view text) { return "'" + peer_text(text) + "'"; }
 
 std::string utc(SysClock::time_point t) {
   const std::time_t secs = SysClock::to_time_t(t);
@@ -96,13 +91,18 @@ std::optional<json> decode_object(std::string_view part, const char* what, Statu
 }
 
 // A NumericDate (RFC 7519 §2): seconds since the epoch, an integer or not,
-// within a sane range.
+// up to the year 3000. The system clock counts nanoseconds in 64 bits, which
+// end in April 2262, so a later date reads as kLatestDate: an `exp` there
+// never comes, an `nbf` or `iat` there is in the future. kLatestDate leaves
+// room for the leeway and the maximum age (at most an hour and 30 days,
+// jwt.cc) to be added without overflow.
+constexpr double kLatestDate = 9'200'000'000.0;  // 2261-07-14
 std::optional<SysClock::time_point> numeric_date(const json& v) {
   if (!v.is_number()) return std::nullopt;
   const double secs = v.get<double>();
   if (!std::isfinite(secs) || secs < 0 || secs > 32503680000.0) return std::nullopt;  // year 3000
   return SysClock::time_point(std::chrono::duration_cast<SysClock::duration>(
-      std::chrono::duration<double>(secs)));
+      std::chrono::duration<double>(std::min(secs, kLatestDate))));
 }
 
 bool valid_name(std::string_view s) {

@@ -39,10 +39,12 @@ declare -A max_len=(
   [token_journal_fuzz]=8192
   [config_fuzz]=4096
   [jwt_fuzz]=4096
+  [jwt_claims_fuzz]=2048
 )
 targets=("$@")
 ((${#targets[@]})) || targets=(frame_fuzz negotiation_fuzz token_fuzz kerberos_ticket_fuzz
-                               credentials_file_fuzz token_journal_fuzz config_fuzz jwt_fuzz)
+                               credentials_file_fuzz token_journal_fuzz config_fuzz jwt_fuzz
+                               jwt_claims_fuzz)
 for t in "${targets[@]}"; do
   [[ -n ${max_len[$t]:-} ]] || { echo "fuzz: unknown target $t (known: ${!max_len[*]})" >&2; exit 2; }
 done

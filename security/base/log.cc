@@ -59,6 +59,12 @@ bool escaped_code_point(std::uint32_t cp) {
 
 }  // namespace
 
+std::string peer_text(std::string_view text, std::size_t max) {
+  std::string out = escape_for_log(text.substr(0, max));
+  if (text.size() > max) out += "...";
+  return out;
+}
+
 std::string escape_for_log(std::string_view text) {
   std::string out;
   out.reserve(text.size());

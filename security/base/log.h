@@ -29,6 +29,12 @@ enum class LogLevel { kDebug, kInfo, kWarning, kError };
 // ASCII and other valid UTF-8 pass unchanged.
 std::string escape_for_log(std::string_view text);
 
+// A peer's string as an error message or a reply quotes it: escaped as by
+// escape_for_log and cut to its first `max` bytes, "..." marking the cut,
+// so that a hostile peer can neither forge a line nor make a message as
+// long as its frame.
+std::string peer_text(std::string_view text, std::size_t max = 64);
+
 // What components log through: the application's function, called with the
 // escaped message. An empty LogSink drops everything. Copy a LogSink to
 // share it; a function that calls another LogSink escapes twice.

@@ -413,6 +413,23 @@ void jwt_seeds() {
        R"({"kty":"oct","k":"c2VjcmV0"}]})");
 }
 
+// ---- jwt_claims_fuzz -----------------------------------------------------------
+
+// Header and claims as an issuer writes them (the target signs them): a
+// valid set, dates at the edges of the clock (2262) and of what is read
+// (3000), and claims of the wrong types.
+void jwt_claims_seeds() {
+  const std::string header = R"({"alg":"HS256","typ":"at+jwt"})";
+  const std::string base = R"("iss":"https://idp.fuzz","aud":["fuzz","x"],"sub":"alice","groups":["staff","ops"])";
+  seed("jwt_claims_fuzz", "valid",
+       header + "\n{" + base + R"(,"exp":1800003600,"iat":1799999000,"nbf":1799999000})");
+  seed("jwt_claims_fuzz", "far-dates",
+       header + "\n{" + base + R"(,"exp":32503679999.5,"iat":9300000000,"nbf":9223372036})");
+  seed("jwt_claims_fuzz", "bad-types",
+       header + "\n{" + base + R"(,"exp":"soon","iat":-1,"nbf":null,"cnf":{"x5t#S256":7}})");
+  seed("jwt_claims_fuzz", "claims-only", "{" + base + R"(,"exp":1e10})");
+}
+
 }  // namespace
 }  // namespace authrpc::fuzz
 
@@ -432,6 +449,7 @@ int main(int argc, char** argv) {
   config_seeds(source);
   kerberos_seeds();
   jwt_seeds();
+  jwt_claims_seeds();
   std::printf("seeds written to %s\n", argv[1]);
   return 0;
 }
