@@ -46,6 +46,7 @@ class CallRouter {
     return !streams_.empty() && streams_.contains(call_id);
   }
   bool empty() const noexcept { return streams_.empty(); }
+  std::size_t size() const noexcept { return streams_.size(); }
   // The stream of `call_id` leaves the table (null if there is none).
   std::shared_ptr<CallStream> take(std::uint32_t call_id);
   // A call that ended by itself leaves the table, if it is still the one

@@ -9,6 +9,7 @@
 
 #include "authrpc/rpc/messages.h"
 #include "authrpc/rpc/shm_stream_plane.h"
+#include "authrpc/rpc/stream_input_budget.h"
 
 namespace authrpc {
 
@@ -32,6 +33,10 @@ CallStream::CallStream(std::shared_ptr<FrameChannel> channel, std::uint32_t call
       send_window_(send_window),
       credit_(send_window),
       receive_window_(receive_window) {}
+
+CallStream::~CallStream() {
+  if (input_budget_) input_budget_->release(buffered_);
+}
 
 asio::awaitable<bool> CallStream::wait(asio::steady_timer& event) {
   event.expires_at(deadline_);
@@ -262,6 +267,7 @@ asio::awaitable<Result<std::optional<Payload>>> CallStream::read() {
       Payload message = std::move(queue_.front());
       queue_.pop_front();
       buffered_ -= message.size();
+      if (input_budget_) input_budget_->release(message.size());
       unreturned_ += message.size();
       return_credit();
       co_return std::optional<Payload>(std::move(message));
@@ -314,6 +320,7 @@ Status CallStream::on_data(Payload message) {
   }
   outstanding_ += size;
   buffered_ += size;
+  if (input_budget_) input_budget_->add(size);
   queue_.push_back(std::move(message));
   read_event_.cancel();
   return Status();
@@ -366,6 +373,7 @@ void CallStream::fail(Status why) {
   failure_ = std::move(why);
   if (shm_) shm_->fail(failure_);
   queue_.clear();
+  if (input_budget_) input_budget_->release(buffered_);
   buffered_ = 0;
   read_event_.cancel();
   write_event_.cancel();

@@ -44,6 +44,7 @@ namespace authrpc {
 class ShmLink;
 class ShmStreamPlane;
 class ShmRing;
+class StreamInputBudget;
 
 // Default receive window per streaming call and direction.
 inline constexpr std::uint32_t kDefaultStreamWindow = 8 * 1024 * 1024;
@@ -61,6 +62,7 @@ class CallStream : public std::enable_shared_from_this<CallStream> {
   CallStream(std::shared_ptr<FrameChannel> channel, std::uint32_t call_id,
              std::uint32_t receive_window, std::uint32_t send_window,
              Clock::time_point deadline);
+  ~CallStream();
 
   std::uint32_t call_id() const noexcept { return call_id_; }
 
@@ -89,6 +91,8 @@ class CallStream : public std::enable_shared_from_this<CallStream> {
   asio::awaitable<Result<std::optional<Payload>>> read();
   // Bytes received and not yet handed to the application by read().
   std::size_t buffered_bytes() const noexcept { return buffered_; }
+  // Counts buffered_bytes() in the connection's sum as well (server side).
+  void set_input_budget(std::shared_ptr<StreamInputBudget> budget) { input_budget_ = std::move(budget); }
   std::uint32_t receive_window() const noexcept { return receive_window_; }
 
   // --- For the connection's reader.
@@ -163,6 +167,7 @@ class CallStream : public std::enable_shared_from_this<CallStream> {
   std::uint32_t receive_window_;
   std::deque<Payload> queue_;
   std::size_t buffered_ = 0;     // bytes in queue_
+  std::shared_ptr<StreamInputBudget> input_budget_;  // null: not counted
   std::uint64_t outstanding_ = 0;  // received, credit not yet returned
   std::uint64_t unreturned_ = 0;   // handed to the application, credit not yet returned
   std::optional<Status> input_end_;

@@ -415,6 +415,7 @@ void FrameChannel::finish_writer() {
     byte_stream_->shutdown_send();
   }
   if (drained_) drained_->cancel();
+  if (on_drained_) on_drained_();
 }
 
 void FrameChannel::close_after_flush() {

@@ -145,6 +145,9 @@ class FrameChannel final : public std::enable_shared_from_this<FrameChannel>,
   // Bytes queued or being written; waits until that drops to `limit`.
   std::size_t pending_bytes() const noexcept { return out_.size() + segment_bytes_ + in_flight_; }
   asio::awaitable<void> wait_pending_below(std::size_t limit);
+  // Called each time the writer has written all that was queued (or
+  // stopped on an error): the owner's count of what it holds may drop.
+  void set_on_drained(std::function<void()> hook) { on_drained_ = std::move(hook); }
 
   ByteStream& byte_stream() noexcept { return *byte_stream_; }
   std::size_t max_frame_size() const noexcept { return max_frame_size_; }
@@ -225,6 +228,7 @@ class FrameChannel final : public std::enable_shared_from_this<FrameChannel>,
   std::size_t write_segment_ = 0;          // next segment of writing_segments_
   std::vector<asio::const_buffer> gather_;
   std::optional<asio::steady_timer> drained_;  // signalled when the writer drains; made on first use
+  std::function<void()> on_drained_;
 };
 
 }  // namespace authrpc

@@ -120,6 +120,13 @@ Status validate(const ServerOptions& o) {
   if (o.max_pending_output < o.max_frame_size) {
     return bad("max_pending_output must be at least max_frame_size");
   }
+  if (o.max_streams_per_connection == 0) return bad("max_streams_per_connection must be at least 1");
+  if (o.max_stream_bytes_per_connection < o.stream_window) {
+    return bad("max_stream_bytes_per_connection must be at least stream_window");
+  }
+  if (o.max_buffered_bytes < o.max_frame_size) {
+    return bad("max_buffered_bytes must be at least max_frame_size");
+  }
   return validate_server_policies(o);
 }
 
@@ -551,6 +558,8 @@ ServerStats Server::stats() const {
   s.protocol_errors = impl_->protocol_errors.load();
   s.calls_ok = impl_->calls_ok.load();
   s.calls_failed = impl_->calls_failed.load();
+  s.buffered_bytes = static_cast<std::uint64_t>(std::max<std::int64_t>(0, impl_->buffered_bytes.load()));
+  s.reads_paused_for_memory = impl_->reads_paused_for_memory.load();
   return s;
 }
 

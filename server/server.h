@@ -59,6 +59,18 @@ struct ServerOptions {
   std::size_t max_negotiation_frame_size = 64 * 1024;
   // Reading pauses while this many response bytes wait to be sent.
   std::size_t max_pending_output = 64 * 1024 * 1024;
+  // Streaming calls open at once on one connection; one more is
+  // RESOURCE_EXHAUSTED (the connection goes on serving).
+  std::size_t max_streams_per_connection = 100;
+  // Reading pauses while a connection's streaming calls hold this many
+  // bytes their handlers have not read (each holds at most about its window).
+  std::size_t max_stream_bytes_per_connection = 64 * 1024 * 1024;
+  // What the server holds for its peers in all: response bytes waiting to
+  // be sent and stream bytes not yet read, over every connection. Past it,
+  // each connection holding more than a mebibyte of it stops reading until
+  // its own share has drained (docs/SECURITY.md, "Memory across
+  // connections").
+  std::size_t max_buffered_bytes = 256 * 1024 * 1024;
   // Bytes of a client's messages a streaming call buffers at most (its
   // receive window, docs/DATAPLANE.md).
   std::uint32_t stream_window = 8 * 1024 * 1024;
@@ -108,6 +120,10 @@ struct ServerStats {
   std::uint64_t protocol_errors = 0;
   std::uint64_t calls_ok = 0;
   std::uint64_t calls_failed = 0;
+  // What the connections hold for their peers now (ServerOptions::
+  // max_buffered_bytes), and how often one stopped reading for the total.
+  std::uint64_t buffered_bytes = 0;
+  std::uint64_t reads_paused_for_memory = 0;
 };
 
 class Server {

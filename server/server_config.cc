@@ -185,7 +185,8 @@ Result<ServerOptions> build_server_options(const nlohmann::json& config,
   if (Status s = check_keys(config, "",
                             {"listen", "auth", "io_threads", "blocking_threads",
                              "negotiation_timeout_ms", "idle_timeout_ms", "max_connections",
-                             "max_frame_size", "max_pending_output", "stop_grace_ms",
+                             "max_frame_size", "max_pending_output", "max_streams_per_connection",
+                             "max_stream_bytes_per_connection", "max_buffered_bytes", "stop_grace_ms",
                              "max_unauthenticated", "max_unauthenticated_per_address",
                              "max_negotiation_frame_size",
                              "unix_socket_mode", "log_level", "log_format", "tls", "encryption",
@@ -247,6 +248,11 @@ Result<ServerOptions> build_server_options(const nlohmann::json& config,
     return s;
   }
   if (Status s = read_number(config, "max_pending_output", o.max_pending_output); !s.ok()) return s;
+  for (auto [key, value] : {std::pair{"max_streams_per_connection", &o.max_streams_per_connection},
+                            std::pair{"max_stream_bytes_per_connection", &o.max_stream_bytes_per_connection},
+                            std::pair{"max_buffered_bytes", &o.max_buffered_bytes}}) {
+    if (Status s = read_number(config, key, *value); !s.ok()) return s;
+  }
   if (Status s = read_ms(config, "negotiation_timeout_ms", o.negotiation_timeout); !s.ok()) return s;
   if (Status s = read_ms(config, "idle_timeout_ms", o.idle_timeout); !s.ok()) return s;
   if (Status s = read_ms(config, "stop_grace_ms", o.stop_grace); !s.ok()) return s;

@@ -7,11 +7,13 @@
 #include <algorithm>
 #include <cstring>
 #include <exception>
+#include <nlohmann/json.hpp>
 
 #include "authrpc/auth/server_negotiation.h"
 #include "authrpc/rpc/call_stream.h"
 #include "authrpc/rpc/messages.h"
 #include "authrpc/rpc/shm_link.h"
+#include "authrpc/rpc/stream_input_budget.h"
 
 namespace authrpc {
 namespace {
@@ -21,15 +23,37 @@ constexpr auto kLingerTime = std::chrono::seconds(2);
 
 // The one place where an exception a handler threw becomes its call's
 // status; called from inside a catch block (of a plain handler, or of a
-// coroutine handler's frame).
-Result<std::string> handler_threw() {
+// coroutine handler's frame). The caller gets a generic message: what an
+// exception says is the server's business (a path, a query, a key name) and
+// goes to the server's log under the call's id. A JSON exception means the
+// request did not have the shape the handler reads (a member missing or of
+// another type, or text that does not parse): INVALID_ARGUMENT, not the
+// server's fault.
+Result<std::string> handler_threw(const Server::Impl& server, const CallContext& ctx,
+                                  const std::string& peer) {
+  Errc code = Errc::kInternal;
+  std::string what;
   try {
     throw;
+  } catch (const nlohmann::json::exception& e) {
+    code = Errc::kInvalidArgument;
+    what = e.what();
   } catch (const std::exception& e) {
-    return Status(Errc::kInternal, std::string("handler threw: ") + e.what());
+    what = e.what();
   } catch (...) {
-    return Status(Errc::kInternal, "handler threw: unknown exception");
+    what = "an exception that is not a std::exception";
   }
+  const std::string call = std::string(ctx.service()) + "." + std::string(ctx.method()) +
+                           " call " + std::to_string(ctx.call_id());
+  server.log(code == Errc::kInternal ? LogLevel::kError : LogLevel::kInfo,
+             call + " from " + peer + " (" + ctx.identity().user + "): the handler threw: " + what);
+  if (code == Errc::kInvalidArgument) {
+    return Status(code, "the request does not have the form " + std::string(ctx.service()) + "." +
+                            std::string(ctx.method()) + " reads (call " +
+                            std::to_string(ctx.call_id()) + " in the server's log)");
+  }
+  return Status(code, "the handler failed (call " + std::to_string(ctx.call_id()) +
+                          " in the server's log)");
 }
 
 // Equality of two names without a call to memcmp: a call's service and
@@ -57,11 +81,12 @@ bool same_by_two_words(const char* a, const char* b, std::size_t n) noexcept {
 
 // A plain handler (inline or blocking), its exception caught.
 Result<std::string> run_plain_handler(const Handler& handler, CallContext& ctx,
-                                      std::string_view request) {
+                                      std::string_view request, const Server::Impl& server,
+                                      const std::string& peer) {
   try {
     return handler(ctx, request);
   } catch (...) {
-    return handler_threw();
+    return handler_threw(server, ctx, peer);
   }
 }
 
@@ -83,7 +108,61 @@ ServerConnection::ServerConnection(Server::Impl& server, Reactor& reactor,
   channel_->set_direct_data_threshold(kDirectDataThreshold);
 }
 
-ServerConnection::~ServerConnection() { ConnectionList::erase(*this); }
+ServerConnection::~ServerConnection() {
+  ConnectionList::erase(*this);
+  // The channel may outlive the connection (a stream handle holds it).
+  channel_->set_on_drained(nullptr);
+  if (stream_input_) stream_input_->set_observer(nullptr);
+}
+
+void ServerConnection::account_memory() {
+  if (memory_released_) return;
+  const std::size_t held = channel_->pending_bytes() + (stream_input_ ? stream_input_->held() : 0);
+  // In steps of a mebibyte (and back to zero): the total is shared by every
+  // IO thread, and a connection's share changes with each frame.
+  const std::size_t moved = held > reported_memory_ ? held - reported_memory_ : reported_memory_ - held;
+  if (moved < StreamInputBudget::kReportStep && (held != 0 || reported_memory_ == 0)) return;
+  server_.buffered_bytes.fetch_add(static_cast<std::int64_t>(held) - static_cast<std::int64_t>(reported_memory_),
+                                   std::memory_order_relaxed);
+  reported_memory_ = held;
+}
+
+bool ServerConnection::over_memory_limits() {
+  const ServerOptions& o = server_.options;
+  account_memory();
+  return channel_->pending_bytes() > o.max_pending_output ||
+         (stream_input_ && stream_input_->held() > o.max_stream_bytes_per_connection) ||
+         (reported_memory_ > kBudgetShare &&
+          server_.buffered_bytes.load(std::memory_order_relaxed) > static_cast<std::int64_t>(o.max_buffered_bytes));
+}
+
+void ServerConnection::release_memory() {
+  if (memory_released_) return;
+  memory_released_ = true;
+  server_.buffered_bytes.fetch_sub(static_cast<std::int64_t>(reported_memory_), std::memory_order_relaxed);
+  reported_memory_ = 0;
+}
+
+asio::awaitable<void> ServerConnection::apply_backpressure() {
+  const ServerOptions& o = server_.options;
+  if (channel_->pending_bytes() > o.max_pending_output) {
+    co_await channel_->wait_pending_below(o.max_pending_output / 2);
+  }
+  if (stream_input_ && stream_input_->held() > o.max_stream_bytes_per_connection) {
+    co_await stream_input_->wait_at_most(o.max_stream_bytes_per_connection / 2);
+  }
+  // The server holds more than it allows in all: a connection holding a
+  // share of it reads nothing more until its share has drained, so that
+  // peers that do not read cannot add up to more than the budget and a
+  // frame each.
+  if (reported_memory_ > kBudgetShare &&
+      server_.buffered_bytes.load(std::memory_order_relaxed) > static_cast<std::int64_t>(o.max_buffered_bytes)) {
+    ++server_.reads_paused_for_memory;
+    co_await channel_->wait_pending_below(kBudgetShare / 2);
+    if (stream_input_) co_await stream_input_->wait_at_most(kBudgetShare / 2);
+  }
+  account_memory();
+}
 
 asio::awaitable<void> ServerConnection::run(Status refuse) {
   if (!refuse.ok()) {
@@ -141,6 +220,7 @@ asio::awaitable<void> ServerConnection::run(Status refuse) {
   ChannelInfo info;
   info.peer_address = peer_;
   info.scheme = channel_->byte_stream().scheme();
+  plaintext_network_ = info.scheme != Endpoint::Scheme::kUnix && channel_->byte_stream().tls() == nullptr;
   if (const TlsInfo* tls = channel_->byte_stream().tls()) {
     info.tls = true;
     info.channel_binding = tls->channel_binding;
@@ -186,6 +266,7 @@ asio::awaitable<void> ServerConnection::run(Status refuse) {
   }
   authenticated_ = true;
   channel_->set_max_frame_size(server_.options.max_frame_size);
+  channel_->set_on_drained([this] { account_memory(); });
   admission_.audit_authentication(identity_, "success", identity_.mechanism, {});
 
   // 3. Calls, until either side ends the connection.
@@ -393,8 +474,8 @@ asio::awaitable<void> ServerConnection::serve(bool woken) {
     }
     if (channel_->closed()) break;
     if (batch_over) end_batch();
-    if (channel_->pending_bytes() > server_.options.max_pending_output) {
-      co_await channel_->wait_pending_below(server_.options.max_pending_output / 2);
+    if ((channel_->pending_bytes() > 0 || stream_input_) && over_memory_limits()) [[unlikely]] {
+      co_await apply_backpressure();
       if (metrics_) batch_ticks_ = CycleClock::now();
     }
   }
@@ -432,6 +513,8 @@ void ServerConnection::readable(std::error_code ec) {
 
 void ServerConnection::release() {
   if (--holds_ > 0) return;
+  release_memory();
+  if (stream_input_) stream_input_->close();
   count_close();
   reactor_.connections.erase(*this);
   if (budget_ticket_ == 0) return;  // refused at accept: counted nowhere
@@ -551,7 +634,7 @@ std::optional<ServerConnection::AdmittedCall> ServerConnection::admit_call(
   }
   if (call.method == nullptr) {
     respond(call_id,
-            Status(Errc::kNotFound, "no method " + std::string(service) + "." + std::string(method)),
+            Status(Errc::kNotFound, "no method " + peer_text(service) + "." + peer_text(method)),
             deadline, call.cells);
     return std::nullopt;
   }
@@ -629,8 +712,22 @@ Status ServerConnection::handle_stream_request(const Frame& frame) {
             deadline, call->cells);
     return Status();
   }
+  if (streams_.size() >= server_.options.max_streams_per_connection) {
+    respond(call_id,
+            Status(Errc::kResourceExhausted,
+                   "this connection has " + std::to_string(streams_.size()) +
+                       " streaming calls open, the server's limit (max_streams_per_connection): "
+                       "open another once one has ended"),
+            deadline, call->cells);
+    return Status();
+  }
+  if (!stream_input_) {
+    stream_input_ = std::make_shared<StreamInputBudget>(channel_->byte_stream().executor());
+    stream_input_->set_observer([this](std::size_t) { account_memory(); });
+  }
   auto stream = std::make_shared<CallStream>(channel_, call_id, server_.options.stream_window,
                                              header->window, deadline);
+  stream->set_input_budget(stream_input_);
   streams_.add(stream);
   if (metrics_) metrics_->streams_open().add();
   if (shm_) stream->set_shm(shm_);
@@ -644,8 +741,9 @@ void ServerConnection::dispatch(const AdmittedCall& call, std::string_view paylo
                                 std::shared_ptr<CallStream> stream) {
   const Service::Method& method = *call.method;
   if (method.execution == Execution::kInline) {
-    CallContext ctx(identity_, call.service, call.method_name, call.call_id, call.deadline);
-    const auto result = run_plain_handler(method.handler, ctx, payload);
+    CallContext ctx(identity_, call.service, call.method_name, call.call_id, call.deadline,
+                    nullptr, plaintext_network_);
+    const auto result = run_plain_handler(method.handler, ctx, payload, server_, peer_);
     if (call.cells) {
       // Inline calls of a batch run back to back: one clock read per call,
       // the end of one (or the read that brought the batch) the start of
@@ -677,14 +775,14 @@ void ServerConnection::dispatch(const AdmittedCall& call, std::string_view paylo
         self->metrics_->blocking_queue_length().sub();
       }
       CallContext ctx(self->identity_, call.service, call.method_name, call.call_id,
-                      call.deadline, cancelled.get());
+                      call.deadline, cancelled.get(), self->plaintext_network_);
       Result<std::string> result = Status(Errc::kInternal, "handler did not complete");
       if (ctx.cancelled()) {
         result = Status(Errc::kCancelled, "cancelled before it started");
       } else if (ctx.deadline_passed()) {
         result = Status(Errc::kDeadlineExceeded, "deadline passed while queued");
       } else {
-        result = run_plain_handler(call.method->handler, ctx, request);
+        result = run_plain_handler(call.method->handler, ctx, request, self->server_, self->peer_);
       }
       auto& ex = self->channel_->byte_stream().executor();
       asio::post(ex, [self = std::move(self), call_id = call.call_id,
@@ -701,7 +799,7 @@ void ServerConnection::dispatch(const AdmittedCall& call, std::string_view paylo
       [self = shared_from_this(), call, request = std::string(payload), cancelled,
        stream = std::move(stream), started]() mutable -> asio::awaitable<void> {
         CallContext ctx(self->identity_, call.service, call.method_name, call.call_id,
-                        call.deadline, cancelled.get());
+                        call.deadline, cancelled.get(), self->plaintext_network_);
         Result<std::string> result = Status(Errc::kInternal, "handler did not complete");
         try {
           if (stream) {
@@ -711,7 +809,7 @@ void ServerConnection::dispatch(const AdmittedCall& call, std::string_view paylo
             result = co_await call.method->async_handler(ctx, std::move(request));
           }
         } catch (...) {
-          result = handler_threw();
+          result = handler_threw(self->server_, ctx, self->peer_);
         }
         if (stream) {
           // A call that failed (cancelled, deadline, connection lost)

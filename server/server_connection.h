@@ -32,6 +32,7 @@ namespace authrpc {
 
 class CallStream;
 class ShmLink;
+class StreamInputBudget;
 
 class ServerConnection final : public std::enable_shared_from_this<ServerConnection>,
                                public ConnectionList::Hook,
@@ -136,7 +137,8 @@ class ServerConnection final : public std::enable_shared_from_this<ServerConnect
   // (Service::Method::execution): inline, as a coroutine on this thread
   // (async and streaming methods; `stream` set for the latter) or on the
   // blocking pool. Every handler's exception stops here and becomes the
-  // call's kInternal status.
+  // call's status: INVALID_ARGUMENT for a JSON exception, else INTERNAL, with a
+  // generic message; what it said goes to the server's log.
   void dispatch(const AdmittedCall& call, std::string_view payload,
                 std::shared_ptr<CallStream> stream);
   // `cells`: the method's metrics (null: metrics off, or the call named no
@@ -156,6 +158,17 @@ class ServerConnection final : public std::enable_shared_from_this<ServerConnect
   void count_calls();
   // No further frame is buffered: sends what the batch queued.
   void end_batch();
+  // What the connection holds for its peer (output not yet sent, stream
+  // input not yet read) against its limits and the server's total
+  // (ServerOptions::max_pending_output, max_stream_bytes_per_connection,
+  // max_buffered_bytes): waits, reading nothing, while it is over one.
+  asio::awaitable<void> apply_backpressure();
+  // Whether apply_backpressure() has to wait (accounts first).
+  bool over_memory_limits();
+  // Adds the change of what the connection holds to the server's total;
+  // release_memory() takes its share out for good when it ends.
+  void account_memory();
+  void release_memory();
   void close_when_drained();
 
   Server::Impl& server_;
@@ -178,6 +191,7 @@ class ServerConnection final : public std::enable_shared_from_this<ServerConnect
   // call's refusal is written.
   bool credentials_expired_ = false;
   bool authenticated_ = false;  // left the budget for max_connections
+  bool plaintext_network_ = false;  // tcp:// without TLS (CallContext::plaintext_network)
   std::size_t in_flight_ = 0;
   std::uint64_t calls_ok_ = 0;  // answered, not yet folded (count_calls)
   std::uint64_t calls_failed_ = 0;
@@ -211,6 +225,13 @@ class ServerConnection final : public std::enable_shared_from_this<ServerConnect
     bool names_start(std::string_view body) const noexcept;
   };
   FoundMethod last_method_;
+  // Under the server's budget a connection may keep this much before it
+  // stops reading (apply_backpressure).
+  static constexpr std::size_t kBudgetShare = 1 << 20;
+  // The unread input of its streaming calls; made with the first one.
+  std::shared_ptr<StreamInputBudget> stream_input_;
+  std::size_t reported_memory_ = 0;  // its share in Server::Impl::buffered_bytes
+  bool memory_released_ = false;
   std::shared_ptr<ShmLink> shm_;  // set once the client's SHM_HELLO was accepted
   bool shm_answered_ = false;     // the client's SHM_HELLO was answered (accepted or not)
   // What keeps the connection's life going: its coroutine (run(), later

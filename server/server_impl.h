@@ -270,6 +270,10 @@ class Server::Impl {
   MetricsRegistry::CallbackId unauthenticated_gauge = 0;
   std::vector<Endpoint> bound;
 
+  // What the connections hold for their peers (ServerOptions::max_buffered_bytes):
+  // each adds the change of its own share (ServerConnection::account_memory).
+  std::atomic<std::int64_t> buffered_bytes{0};
+  std::atomic<std::uint64_t> reads_paused_for_memory{0};
   std::atomic<std::uint64_t> connections_accepted{0};
   std::atomic<std::uint64_t> connections_active{0};
   std::atomic<std::uint64_t> connections_parked{0};  // ServerConnection::park()

@@ -34,9 +34,9 @@ class CallContext {
 
   CallContext(const Identity& identity, std::string_view service, std::string_view method,
               std::uint32_t call_id, Clock::time_point deadline,
-              const std::atomic<bool>* cancelled = nullptr)
+              const std::atomic<bool>* cancelled = nullptr, bool plaintext_network = false)
       : identity_(identity), service_(service), method_(method), call_id_(call_id),
-        deadline_(deadline), cancelled_(cancelled) {}
+        deadline_(deadline), cancelled_(cancelled), plaintext_network_(plaintext_network) {}
 
   const Identity& identity() const noexcept { return identity_; }
   std::string_view service() const noexcept { return service_; }
@@ -47,6 +47,10 @@ class CallContext {
   bool deadline_passed() const noexcept { return Clock::now() >= deadline_; }
   // True once the client cancelled the call or the connection went away.
   bool cancelled() const noexcept { return cancelled_ != nullptr && cancelled_->load(); }
+  // True when the call came over plaintext tcp://: anyone on the network
+  // path can read the request and its response. A method that answers with
+  // a secret refuses such calls (token.get: docs/TOKENS.md).
+  bool plaintext_network() const noexcept { return plaintext_network_; }
 
  private:
   const Identity& identity_;
@@ -55,6 +59,7 @@ class CallContext {
   std::uint32_t call_id_;
   Clock::time_point deadline_;
   const std::atomic<bool>* cancelled_;
+  bool plaintext_network_;
 };
 
 using Handler = std::function<Result<std::string>(CallContext& ctx, std::string_view request)>;

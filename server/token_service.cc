@@ -432,6 +432,16 @@ JsonMethodOptions TokenService::method_options(std::string_view method) const {
   const Operation op = method == "get" ? Operation::kGet : cancel ? Operation::kCancel : Operation::kRenew;
   o.admit = [this, cancel, op, method = std::string(method)](const CallContext& ctx) -> Status {
     const Identity& who = ctx.identity();
+    // A token's password travels in token.get's answer: issued where it
+    // would be accepted, never readable on the network path.
+    if (op == Operation::kGet && ctx.plaintext_network() && !options_.mechanism.allow_plaintext) {
+      Status refused(Errc::kFailedPrecondition,
+                     "token.get: PLAINTEXT: this server issues delegation tokens only over tls:// or "
+                     "unix:// (on plaintext tcp:// anyone on the path could read the token and use "
+                     "it), unless it sets tokens.allow_plaintext");
+      record(op, who, {}, refused);
+      return refused;
+    }
     if (cancel ? may_cancel(who) : may_issue(who)) return {};
     Status refused(Errc::kPermissionDenied,
                    "token." + method + " needs a connection authenticated by Kerberos" +

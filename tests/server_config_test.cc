@@ -630,7 +630,8 @@ TEST(ServerConfigTokensTest, TheTokenServiceSharesTheServersSinkAndAuditLog) {
                   {"auth", {{"mechanisms", {"simple"}}}},
                   {"log_level", "info"},
                   {"audit_log", {{"path", audit}}},
-                  {"tokens", {{"store", "memory"}, {"issue_mechanisms", {"simple"}}}}}
+                  // token.get over this tcp:// endpoint
+                  {"tokens", {{"store", "memory"}, {"issue_mechanisms", {"simple"}}, {"allow_plaintext", true}}}}
                  .dump());
   auto config = load_server_config(f.path(), registry());
   ASSERT_TRUE(config.ok()) << config.status().to_string();

@@ -1,17 +1,23 @@
 // The server's one dispatch (ServerConnection::dispatch): a handler runs the
 // way its method asks — inline, as a coroutine, on the blocking pool, or as a
 // streaming call — and whatever it throws, of any type, becomes its call's
-// INTERNAL status in one place; the connection keeps serving. A real server
-// and client over loopback TCP.
+// status in one place: INTERNAL, or INVALID_ARGUMENT for a JSON exception
+// (the request did not have the form the handler reads), with a generic
+// message; what the exception said is in the server's log under the call's
+// id. The connection keeps serving. A real server and client over loopback
+// TCP.
 #include <gtest/gtest.h>
 
 #include <asio/co_spawn.hpp>
 #include <asio/use_future.hpp>
 #include <chrono>
 #include <memory>
+#include <mutex>
+#include <nlohmann/json.hpp>
 #include <ostream>
 #include <stdexcept>
 #include <string>
+#include <vector>
 
 #include "authrpc/auth/simple.h"
 #include "authrpc/client/client.h"
@@ -54,6 +60,15 @@ Service ThrowingService() {
                    co_return std::string("unreachable");
                  });
   }
+  // Reads a member as a number: a request where it is a string throws a
+  // json type_error, one without it a json out_of_range.
+  s.add_json("json_member", [](CallContext&, const nlohmann::json& request) -> Result<nlohmann::json> {
+    return nlohmann::json{{"twice", 2 * request.at("n").get<int>()}};
+  });
+  // Parses its bytes itself, with nlohmann's throwing parse.
+  s.add("json_parse", [](CallContext&, std::string_view request) -> Result<std::string> {
+    return nlohmann::json::parse(request).dump();
+  });
   s.add("echo", [](CallContext&, std::string_view request) -> Result<std::string> {
     return std::string(request);
   });
@@ -63,7 +78,22 @@ Service ThrowingService() {
 struct Case {
   const char* method;
   bool streaming;
-  const char* expected;  // the call's status, as the client sees it
+  const char* request;
+  Errc code;                 // the call's status, as the client sees it
+  const char* in_log;        // what the server's log says of it
+};
+
+// The server's log lines.
+struct Log {
+  std::mutex mu;
+  std::vector<std::string> lines;
+
+  std::string all() {
+    std::lock_guard lock(mu);
+    std::string out;
+    for (const auto& line : lines) out += line + "\n";
+    return out;
+  }
 };
 
 void PrintTo(const Case& c, std::ostream* os) { *os << c.method; }
@@ -77,7 +107,10 @@ class ServerDispatchTest : public ::testing::TestWithParam<Case> {
     options.io_threads = 1;
     options.blocking_threads = 2;
     options.stop_grace = 2s;
-    options.log = null_log_sink();
+    options.log = LogSink([log = log_](LogLevel, std::string_view line) {
+      std::lock_guard lock(log->mu);
+      log->lines.emplace_back(line);
+    });
     server_ = std::make_unique<Server>(std::move(options));
     ASSERT_TRUE(server_->add_service(ThrowingService()).ok());
     const Status started = server_->start();
@@ -110,6 +143,7 @@ class ServerDispatchTest : public ::testing::TestWithParam<Case> {
     return done.get();
   }
 
+  std::shared_ptr<Log> log_ = std::make_shared<Log>();
   std::unique_ptr<Server> server_;
   std::unique_ptr<Client> client_;
 };
@@ -120,11 +154,22 @@ TEST_P(ServerDispatchTest, AThrowingHandlerFailsItsCallAlone) {
   if (c.streaming) {
     got = StreamCall(c.method);
   } else {
-    auto r = client_->call("dispatch", c.method, "x", {10s});
+    auto r = client_->call("dispatch", c.method, c.request, {10s});
     got = r.ok() ? Status() : r.status();
   }
-  EXPECT_EQ(got.code, Errc::kInternal) << got.to_string();
-  EXPECT_EQ(got.message, c.expected);
+  EXPECT_EQ(got.code, c.code) << got.to_string();
+  // The caller learns which call to look up, not what the exception said.
+  EXPECT_NE(got.message.find(" in the server's log)"), std::string::npos) << got.message;
+  EXPECT_EQ(got.message.find(c.in_log), std::string::npos) << got.message;
+  EXPECT_EQ(got.message.find("json.exception"), std::string::npos) << got.message;
+  const auto call = got.message.find("(call ");
+  ASSERT_NE(call, std::string::npos) << got.message;
+  const std::string call_id = got.message.substr(call + 6, got.message.find(' ', call + 6) - call - 6);
+  const std::string log = log_->all();
+  EXPECT_NE(log.find("dispatch." + std::string(c.method) + " call " + call_id + " from "),
+            std::string::npos)
+      << log;
+  EXPECT_NE(log.find(c.in_log), std::string::npos) << log;
   // The connection and the server go on serving.
   auto echo = client_->call("dispatch", "echo", "still here", {10s});
   ASSERT_TRUE(echo.ok()) << Describe(echo);
@@ -160,17 +205,31 @@ TEST_F(ServerDispatchTest, CallsInTurnOnOneConnectionReachTheirOwnMethods) {
   }
 }
 
+// A name that names nothing comes back in NOT_FOUND escaped and cut short,
+// however long the caller made it.
+TEST_F(ServerDispatchTest, AnUnknownNameComesBackEscapedAndCut) {
+  const std::string service = "\x1b[2J" + std::string(64 << 10, 's');
+  const std::string method = std::string(64 << 10, 'm') + "\n";
+  auto r = client_->call(service, method, "x", {10s});
+  ASSERT_EQ(r.status().code, Errc::kNotFound) << Describe(r);
+  EXPECT_LT(r.status().message.size(), 200u) << r.status().message.size();
+  EXPECT_EQ(r.status().message.find_first_of("\x1b\n"), std::string::npos) << r.status().message;
+  EXPECT_NE(r.status().message.find("no method \\x1b[2Jsss"), std::string::npos) << r.status().message;
+}
+
 INSTANTIATE_TEST_SUITE_P(
     Table, ServerDispatchTest,
     ::testing::Values(
-        Case{"inline_std", false, "handler threw: boom"},
-        Case{"inline_int", false, "handler threw: unknown exception"},
-        Case{"blocking_std", false, "handler threw: boom"},
-        Case{"blocking_int", false, "handler threw: unknown exception"},
-        Case{"async_std", false, "handler threw: boom"},
-        Case{"async_int", false, "handler threw: unknown exception"},
-        Case{"stream_std", true, "handler threw: boom"},
-        Case{"stream_int", true, "handler threw: unknown exception"}),
+        Case{"inline_std", false, "x", Errc::kInternal, "the handler threw: boom"},
+        Case{"inline_int", false, "x", Errc::kInternal, "not a std::exception"},
+        Case{"blocking_std", false, "x", Errc::kInternal, "the handler threw: boom"},
+        Case{"blocking_int", false, "x", Errc::kInternal, "not a std::exception"},
+        Case{"async_std", false, "x", Errc::kInternal, "the handler threw: boom"},
+        Case{"async_int", false, "x", Errc::kInternal, "not a std::exception"},
+        Case{"stream_std", true, "", Errc::kInternal, "the handler threw: boom"},
+        Case{"stream_int", true, "", Errc::kInternal, "not a std::exception"},
+        Case{"json_member", false, R"({"n": "two"})", Errc::kInvalidArgument, "type_error"},
+        Case{"json_parse", false, "{not json", Errc::kInvalidArgument, "parse_error"}),
     [](const ::testing::TestParamInfo<Case>& row) { return std::string(row.param.method); });
 
 }  // namespace

@@ -209,6 +209,10 @@ class RawPeer {
   RawPeer& operator=(const RawPeer&) = delete;
 
   bool connected() const { return fd_ >= 0; }
+  // Ends both directions (a Send() blocked in another thread returns).
+  void Shutdown() {
+    if (fd_ >= 0) ::shutdown(fd_, SHUT_RDWR);
+  }
   void Close() {
     if (fd_ >= 0) ::close(fd_);
     fd_ = -1;
@@ -902,7 +906,111 @@ TEST_P(StreamBadInputTest, CreditIsReturnedUpToTheWindowAndNotBeyond) {
   ExpectServerStillServes();
 }
 
+// --- memory across connections --------------------------------------------------------
+
+// Clients that send calls and never read the answers: each connection stops
+// reading at max_pending_output, and all of them together at about
+// max_buffered_bytes (each keeps at most a mebibyte and a batch past it),
+// not at connections × max_pending_output. A client that reads is served.
+TEST_P(StreamBadInputTest, NonReadersTogetherHoldAboutTheServersBudget) {
+  constexpr std::size_t kMiB = 1 << 20;
+  ASSERT_NO_FATAL_FAILURE(StartServer([](ServerOptions& o) {
+    o.max_frame_size = kMiB + 4096;
+    o.max_pending_output = 8 * kMiB;
+    o.max_buffered_bytes = 8 * kMiB;
+  }));
+  constexpr int kConnections = 8, kCalls = 32;
+  std::string calls;
+  for (std::uint32_t id = 1; id <= kCalls; ++id) {
+    calls += FrameBytes(kRequest, id, RequestBody("sys", "echo", std::string(kMiB, 'e')));
+  }
+  std::vector<std::unique_ptr<RawPeer>> peers;
+  std::vector<std::thread> senders;
+  for (int i = 0; i < kConnections; ++i) {
+    peers.push_back(Authenticated());
+    senders.emplace_back([&calls, peer = peers.back().get()] { peer->Send(calls); });
+  }
+  // Until what the server holds stops growing.
+  std::uint64_t held = 0;
+  for (auto until = Clock::now() + 10s; Clock::now() < until;) {
+    std::this_thread::sleep_for(500ms);
+    const std::uint64_t now = server_->stats().buffered_bytes;
+    if (now == held && now > 0) break;
+    held = now;
+  }
+  const ServerStats stats = server_->stats();
+  EXPECT_GT(stats.reads_paused_for_memory, 0u);
+  EXPECT_GE(stats.buffered_bytes, 8 * kMiB) << "the non-readers did not reach the budget";
+  EXPECT_LE(stats.buffered_bytes, (8 + 3 * kConnections) * kMiB)
+      << "one limit per connection (" << kConnections * 8 << " MiB), not the server's";
+  ExpectServerStillServes();
+  for (auto& peer : peers) peer->Shutdown();
+  for (auto& sender : senders) sender.join();
+  peers.clear();
+  EXPECT_TRUE(Eventually([&] { return server_->stats().buffered_bytes == 0; }, 5s))
+      << server_->stats().buffered_bytes << " bytes still counted after every peer left";
+}
+
 // --- opening streams -----------------------------------------------------------------
+
+// One connection may open max_streams_per_connection streams at once; one
+// more is answered RESOURCE_EXHAUSTED and the connection goes on serving.
+// Once one has ended, another opens.
+TEST_P(StreamBadInputTest, StreamsBeyondTheConnectionsLimitAreResourceExhausted) {
+  ASSERT_NO_FATAL_FAILURE(StartServer([](ServerOptions& o) { o.max_streams_per_connection = 4; }));
+  auto raw = Authenticated();
+  for (std::uint32_t id = 1; id <= 4; ++id) ASSERT_NO_FATAL_FAILURE(OpenStream(*raw, id, "stall"));
+  ASSERT_TRUE(raw->Send(FrameBytes(kStreamRequest, 5, StreamRequestBody("t", "stall", 4096))));
+  auto refused = raw->ReadFrame();
+  ASSERT_TRUE(refused.has_value());
+  ASSERT_EQ(refused->type, kResponse) << "frame type " << int(refused->type);
+  EXPECT_EQ(refused->call_id, 5u);
+  auto reply = ParseResponse(refused->body);
+  ASSERT_TRUE(reply.has_value());
+  EXPECT_EQ(reply->status, static_cast<std::uint16_t>(Errc::kResourceExhausted)) << reply->message;
+  EXPECT_NE(reply->message.find("max_streams_per_connection"), std::string::npos) << reply->message;
+  ExpectServesCalls(*raw, 6);
+  // CANCEL ends one: a new stream opens in its place.
+  ASSERT_TRUE(raw->Send(FrameBytes(kCancel, 1, "")));
+  const auto until = Clock::now() + 5s;
+  bool opened = false;
+  for (std::uint32_t id = 7; !opened && Clock::now() < until; ++id) {
+    ASSERT_TRUE(raw->Send(FrameBytes(kStreamRequest, id, StreamRequestBody("t", "stall", 4096))));
+    for (auto frame = raw->ReadFrame(); frame; frame = raw->ReadFrame()) {
+      if (frame->call_id != id) continue;  // the cancelled call's end
+      opened = frame->type == kWindowUpdate;
+      break;
+    }
+  }
+  EXPECT_TRUE(opened) << "no stream opened after one ended";
+  ExpectServerStillServes();
+}
+
+// Streams whose handlers do not read hold at most their windows each; over
+// max_stream_bytes_per_connection in all, the connection reads nothing
+// more (a PING behind the data goes unanswered) until they are read or end.
+TEST_P(StreamBadInputTest, UnreadStreamBytesAcrossStreamsStopTheConnectionReading) {
+  constexpr std::size_t kLimit = 4 * kServerWindow;
+  ASSERT_NO_FATAL_FAILURE(StartServer([](ServerOptions& o) {
+    o.max_stream_bytes_per_connection = kLimit;
+  }));
+  auto raw = Authenticated();
+  constexpr std::uint32_t kStreams = 16;
+  for (std::uint32_t id = 1; id <= kStreams; ++id) ASSERT_NO_FATAL_FAILURE(OpenStream(*raw, id, "stall"));
+  // A full window to each (two halves), 16 windows in all, then a PING.
+  std::string bytes;
+  for (std::uint32_t id = 1; id <= kStreams; ++id) {
+    bytes += FrameBytes(kData, id, std::string(kServerWindow / 2, 'w'));
+    bytes += FrameBytes(kData, id, std::string(kServerWindow / 2, 'w'));
+  }
+  bytes += FrameBytes(kPing, 0, "behind the data");
+  std::thread sender([&] { raw->Send(bytes); });  // blocks once the server stops reading
+  const auto frame = raw->ReadFrame(1s);
+  EXPECT_FALSE(frame.has_value()) << "the server kept reading: frame type " << int(frame->type);
+  raw->Shutdown();
+  sender.join();
+  ExpectServerStillServes();
+}
 
 TEST_P(StreamBadInputTest, MalformedStreamRequestsAreProtocolErrors) {
   std::string no_window;

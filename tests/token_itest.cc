@@ -340,7 +340,9 @@ TEST_F(TokenItest, ReplayedExchangeIsRefusedOnEveryTransport) {
     t.mechanism.allow_plaintext = allow_plaintext;
     auto running = Start(t, "tcp://127.0.0.1:0");
     ASSERT_TRUE(running.ok()) << Describe(running);
-    auto token = Fetch(running->endpoint, "alice", "");
+    // (Not fetched: without the opt-in token.get is refused here too.)
+    auto token = running->tokens->secrets().issue(
+        {Principal("alice"), "", "", running->endpoint.to_string()});
     ASSERT_TRUE(token.ok()) << Describe(token);
     const std::string v1 = token_wire::make_hello(*token, "", security::SystemClock().now()).encode();
     auto replayed = Connect(running->endpoint, std::make_shared<testing::ReplayingClient>(
@@ -717,8 +719,10 @@ TEST_F(TokenItest, CliFetchPrintUseRenewCancel) {
   running->server->stop();
 }
 
-// The CLI against a plaintext tcp:// server that has not opted in: the
-// token fetched over Kerberos is refused with advice a user can act on.
+// The CLI against a plaintext tcp:// server that has not opted in: fetching
+// a token over Kerberos is refused (its password would cross the network in
+// the clear), and a token got elsewhere is refused too, each with advice a
+// user can act on.
 TEST_F(TokenItest, CliTokenOverPlaintextTcpSaysWhatToDo) {
   TokenServiceOptions t;
   t.store = TokenServiceOptions::Store::kMemory;
@@ -728,7 +732,15 @@ TEST_F(TokenItest, CliTokenOverPlaintextTcpSaysWhatToDo) {
   const std::string file = dir_ + "/plain.tokens";
   Cmd fetch = RunCli("token fetch --server " + uri + " --principal alice --keytab " + kdc_->client_keytab() +
                      " --service-principal rpc/localhost@" + kdc_->realm() + " --renewer '' -o " + file);
-  ASSERT_EQ(fetch.status, 0) << fetch.out;
+  EXPECT_EQ(fetch.status, 1) << fetch.out;
+  for (const char* hint : {"FAILED_PRECONDITION", "PLAINTEXT", "tls://", "allow_plaintext"}) {
+    EXPECT_NE(fetch.out.find(hint), std::string::npos) << hint << " in: " << fetch.out;
+  }
+  auto token = running->tokens->secrets().issue({Principal("alice"), "", "", uri});
+  ASSERT_TRUE(token.ok()) << Describe(token);
+  security::CredentialsFile credentials;
+  credentials.add(*token);
+  ASSERT_TRUE(credentials.write(file).ok());
   NoTicket no_ticket(dir_);
   Cmd call = RunCli("call --server " + uri + " --auth token --token-file " + file + " sys whoami");
   EXPECT_EQ(call.status, 1) << call.out;
@@ -751,6 +763,7 @@ TEST_F(TokenItest, InteropMechanismsOverTheWire) {
   TokenServiceOptions t;
   t.store = TokenServiceOptions::Store::kMemory;
   t.secrets.clock = clock;
+  t.mechanism.allow_plaintext = true;  // token.get over this tcp:// endpoint
   // DIGEST-MD5's digest-uri names a service and host: configured, not the defaults.
   const nlohmann::json digest_names = {{"sasl_service", "hdfs"}, {"server_fqdn", "db1.example.com"}};
   auto running = Start(t, "tcp://127.0.0.1:0",

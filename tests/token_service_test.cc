@@ -216,7 +216,43 @@ TEST(TokenServiceRequests, CancelNeedsKerberosOrATokenCaller) {
   EXPECT_TRUE(cancelled.ok()) << Describe(cancelled);
 }
 
-// Issue 18: every token.get/renew/cancel is audited (event "token", with the
+// A token's password is in token.get's answer: issued over tls:// and
+// unix://, over plaintext tcp:// only where the server accepts tokens there
+// too (tokens.allow_plaintext), else FAILED_PRECONDITION before the request
+// is read. Transport × allow_plaintext → issued or not.
+TEST(TokenServiceRequests, GetOverPlaintextTcpOnlyWhereTokensAreAcceptedThere) {
+  for (const bool allow_plaintext : {false, true}) {
+    TokenServiceOptions t;
+    t.store = TokenServiceOptions::Store::kMemory;
+    t.issue_mechanisms = std::vector<std::string>{"simple"};
+    t.mechanism.allow_plaintext = allow_plaintext;
+    t.log = null_log_sink();
+    auto tokens = TokenService::open(std::move(t));
+    ASSERT_TRUE(tokens.ok()) << Describe(tokens);
+    testing::TestServer server;
+    server.endpoint("tcp:").tls().endpoint("unix:").encryption(SecurityRequirement::kOptional)
+        .mechanisms({std::make_shared<SimpleServerMechanism>()})
+        .service((*tokens)->service())
+        .blocking_threads(1);
+    const Status started = server.start();
+    ASSERT_TRUE(started.ok()) << started.to_string();
+    for (const Endpoint& endpoint : server.endpoints()) {
+      SCOPED_TRACE(endpoint.to_string() + (allow_plaintext ? " allow_plaintext" : ""));
+      auto client = server.client(endpoint).simple("alice").connect();
+      ASSERT_TRUE(client.ok()) << Describe(client);
+      auto got = (*client)->call_json("token", "get", {{"renewer", "yarn"}});
+      if (endpoint.scheme != Endpoint::Scheme::kTcp || allow_plaintext) {
+        ASSERT_TRUE(got.ok()) << Describe(got);
+        EXPECT_TRUE((*got)["token"].is_string());
+      } else {
+        EXPECT_EQ(got.code(), make_error_code(Errc::kFailedPrecondition)) << Describe(got);
+        EXPECT_THAT(got.status().message, HasSubstr("PLAINTEXT"));
+      }
+    }
+  }
+}
+
+// Every token.get/renew/cancel is audited (event "token", with the
 // operation, the caller, the token's id and never the token) and counted by
 // operation and outcome; the store's calls are timed.
 TEST(TokenServiceAudit, OperationsAreAuditedAndCounted) {

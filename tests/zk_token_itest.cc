@@ -288,10 +288,14 @@ TEST_F(ZkTokenItest, SessionCapturedOnADoesNotAuthenticateOnB) {
     a->server->stop();
     b->server->stop();
   }
-  // Plaintext tcp without the opt-in: nothing to capture, the client is told why.
+  // Plaintext tcp without the opt-in: no token is issued there, and one
+  // issued elsewhere is not accepted; the client is told why.
   auto a = Start("tcp://127.0.0.1:0");
   ASSERT_TRUE(a.ok()) << Describe(a);
-  auto token = Fetch(a->endpoint, "alice", "");
+  auto fetched = Fetch(a->endpoint, "alice", "");
+  ASSERT_FALSE(fetched.ok());
+  EXPECT_EQ(fetched.code(), make_error_code(Errc::kFailedPrecondition)) << Describe(fetched);
+  auto token = a->tokens->secrets().issue({Principal("alice"), "", "", a->endpoint.to_string()});
   ASSERT_TRUE(token.ok()) << Describe(token);
   auto refused = WithToken(a->endpoint, *token);
   ASSERT_FALSE(refused.ok());
@@ -383,7 +387,8 @@ TEST_F(ZkTokenItest, ServerKilledDuringIssuanceLeavesNoHalfWrittenToken) {
           {"connect", zk_->connect_string()},
           {"root", root_},
           {"auth", {{"digest_file", digest_file}}},
-          {"session_timeout_ms", 4000}}}}}};
+          {"session_timeout_ms", 4000}}},
+        {"allow_plaintext", true}}}};  // token.get over this tcp:// endpoint
   const std::string path = dir_ + "/server.json";
   std::ofstream(path) << config.dump(2);
   auto child = SpawnServer(path);
