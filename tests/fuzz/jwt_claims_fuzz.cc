@@ -39,9 +39,12 @@ std::string sign(std::string_view header, std::string_view claims) {
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* bytes, std::size_t size) {
   using namespace authrpc;
   using SysClock = std::chrono::system_clock;
-  static const std::shared_ptr<const JwkSet> no_keys = [] {
-    auto parsed = JwkSet::parse(R"({"keys": []})");
-    if (!parsed.ok()) fuzz::fail("an empty JWKS does not parse");
+  // HS256 needs no key set; one public key, which no input can sign for.
+  static const std::shared_ptr<const JwkSet> keys = [] {
+    auto parsed = JwkSet::parse(
+        R"({"keys": [{"kty": "OKP", "crv": "Ed25519", "kid": "ed",)"
+        R"( "x": "11qYAYKxCrfVS_7TyWQHOg7hcvPapiMlrwIaaPcHURo"}]})");
+    if (!parsed.ok()) fuzz::fail("the fixed JWKS does not parse");
     return std::make_shared<const JwkSet>(std::move(*parsed));
   }();
   static JwtVerifier* verifier = [] {
@@ -66,7 +69,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* bytes, std::size_t siz
   // would overflow.
   for (const std::int64_t now_s : {std::int64_t{1'800'000'000}, std::int64_t{9'200'000'000}}) {
     const auto now = SysClock::time_point(std::chrono::seconds(now_s));
-    auto verified = verifier->verify(token, no_keys, now);
+    auto verified = verifier->verify(token, keys, now);
     if (verified.ok()) {
       const VerifiedJwt& v = **verified;
       if (v.principal.empty() || v.issuer != "https://idp.fuzz") {
