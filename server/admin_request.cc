@@ -47,6 +47,14 @@ bool dns_name(std::string_view name) {
   return true;
 }
 
+// A field value without the optional whitespace around it (RFC 9110 §5.5),
+// which libmicrohttpd leaves at its end.
+std::string_view trim_ows(std::string_view value) {
+  const auto first = value.find_first_not_of(" \t");
+  if (first == std::string_view::npos) return {};
+  return value.substr(first, value.find_last_not_of(" \t") - first + 1);
+}
+
 }  // namespace
 
 bool admin_host_allowed(std::string_view host, std::span<const std::string> names) {
@@ -72,7 +80,7 @@ bool admin_host_allowed(std::string_view host, std::span<const std::string> name
 
 AdminAnswer decide_admin_request(const AdminRequest& request, std::span<const std::string> names) {
   if (request.host_fields.size() > 1) return AdminAnswer::kBadRequest;
-  if (request.host_fields.size() == 1 && !admin_host_allowed(request.host_fields.front(), names)) {
+  if (request.host_fields.size() == 1 && !admin_host_allowed(trim_ows(request.host_fields.front()), names)) {
     return AdminAnswer::kMisdirected;
   }
   if (request.method != "GET" && request.method != "HEAD") return AdminAnswer::kMethodNotAllowed;

@@ -7,7 +7,8 @@
 //
 // The rules, in the order they apply:
 //  1. Host. More than one Host field is 400 (RFC 9112 §3.2). One is
-//     accepted when its host part (the port is ignored) is an IPv4 literal,
+//     accepted when its value, without spaces or tabs around it, has a host
+//     part (the port is ignored) that is an IPv4 literal,
 //     an [IPv6] literal, "localhost", or one of the configured names
 //     (AdminOptions::hosts), compared without regard to case; any other is
 //     421 Misdirected Request. A web page whose DNS name the attacker points

@@ -72,6 +72,9 @@ INSTANTIATE_TEST_SUITE_P(
         DecisionCase{"rebound_name_port", "GET", "/metrics", {"evil.example:9464"}, A::kMisdirected},
         DecisionCase{"rebound_post", "POST", "/metrics", {"evil.example"}, A::kMisdirected},
         DecisionCase{"rebound_404", "GET", "/nowhere", {"evil.example"}, A::kMisdirected},
+        DecisionCase{"host_in_whitespace", "GET", "/metrics", {" \t127.0.0.1:9464 \t"}, A::kMetrics},
+        DecisionCase{"name_in_whitespace", "GET", "/metrics", {"  evil.example "}, A::kMisdirected},
+        DecisionCase{"blank_host", "GET", "/metrics", {" "}, A::kMisdirected},
         DecisionCase{"two_hosts", "GET", "/metrics", {"127.0.0.1", "127.0.0.1"}, A::kBadRequest},
         DecisionCase{"two_hosts_first_bad", "GET", "/metrics", {"evil.example", "127.0.0.1"}, A::kBadRequest}),
     [](const auto& tp) { return std::string(tp.param.name); });
