@@ -5,8 +5,8 @@
 # with two optional components beside them, kerberos (auth/kerberos*,
 # auth/sasl_*, auth/token_sasl*, auth/scram_verifier_cache*,
 # security/kerberos_*), zookeeper (security/zk_*) and admin
-# (server/admin_server*: the HTTP admin listener, on top of server/), and the
-# all-built-ins library (auth/builtin_mechanisms.cc,
+# (server/admin_server*, server/admin_request*: the HTTP admin listener, on
+# top of server/), and the all-built-ins library (auth/builtin_mechanisms.cc,
 # security/builtin_token_stores.cc) that links them.
 #   scripts/check_layers.sh [BUILD_DIR]
 # 1. Every `#include "authrpc/<dir>/..."` in those directories goes down (or
@@ -30,7 +30,7 @@ group_of() {
     auth/kerberos* | auth/sasl_* | auth/token_sasl* | auth/scram_verifier_cache* | \
       security/kerberos_*) echo kerberos ;;
     security/zk_*) echo zookeeper ;;
-    server/admin_server*) echo admin ;;
+    server/admin_server* | server/admin_request*) echo admin ;;
     auth/builtin_mechanisms.cc | security/builtin_token_stores.cc) echo builtins ;;
     # The programs' own sources (CMakeLists.txt: authrpc-server, authrpc).
     server/authrpc_server_main.cc) echo server-program ;;

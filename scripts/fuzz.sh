@@ -29,7 +29,8 @@ FUZZ_JOBS=${AUTHRPC_FUZZ_JOBS:-$(nproc)}
 
 # -max_len per target: a little above its largest realistic input (a
 # negotiation flight, a credentials file with a few tokens, a journal of a
-# few dozen records), so that time goes to structure, not to size.
+# few dozen records, a request line and Host fields), so that time goes to
+# structure, not to size.
 declare -A max_len=(
   [frame_fuzz]=4096
   [negotiation_fuzz]=4096
@@ -40,11 +41,12 @@ declare -A max_len=(
   [config_fuzz]=4096
   [jwt_fuzz]=4096
   [jwt_claims_fuzz]=2048
+  [admin_request_fuzz]=1024
 )
 targets=("$@")
 ((${#targets[@]})) || targets=(frame_fuzz negotiation_fuzz token_fuzz kerberos_ticket_fuzz
                                credentials_file_fuzz token_journal_fuzz config_fuzz jwt_fuzz
-                               jwt_claims_fuzz)
+                               jwt_claims_fuzz admin_request_fuzz)
 for t in "${targets[@]}"; do
   [[ -n ${max_len[$t]:-} ]] || { echo "fuzz: unknown target $t (known: ${!max_len[*]})" >&2; exit 2; }
 done

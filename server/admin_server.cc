@@ -1,20 +1,23 @@
 #include "authrpc/server/admin_server.h"
 
-#include <CivetServer.h>
 #include <arpa/inet.h>
-#include <civetweb.h>
+#include <microhttpd.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
-#include <unistd.h>
 
-#include <cerrno>
+#include <algorithm>
+#include <array>
+#include <cstdarg>
+#include <cstdio>
 #include <cstring>
 #include <exception>
 #include <mutex>
+#include <span>
 #include <prometheus/client_metric.h>
 #include <prometheus/metric_family.h>
 #include <prometheus/text_serializer.h>
 
+#include "authrpc/server/admin_request.h"
 #include "authrpc/server/server.h"
 
 namespace authrpc {
@@ -22,19 +25,23 @@ namespace {
 
 Status config_error(std::string message) { return {Errc::kConfigError, std::move(message)}; }
 
-// civetweb's feature bit for IPv6 (civetweb.h, mg_check_feature).
-constexpr unsigned kCivetwebIpv6 = 8;
+// Bounds on what peers hold (docs/SECURITY.md, "The admin listener"):
+// libmicrohttpd closes a connection idle this long, refuses connections
+// over the total or over the per-address limit (the same 64 as the RPC
+// listener's max_unauthenticated_per_address), and answers 414 or 431 to a
+// request line or headers that do not fit a connection's memory.
+constexpr unsigned kIdleTimeoutSeconds = 10;
+constexpr unsigned kMaxConnections = 1024;
+constexpr unsigned kMaxConnectionsPerAddress = 64;
+constexpr std::size_t kConnectionMemory = 16 * 1024;
 
 struct ListenAddress {
   bool ipv6 = false;
   bool loopback = false;
-  sockaddr_storage address{};  // port included, for the bind probe
-  std::string civetweb;        // listening_ports syntax: "A.B.C.D:P" or "[X::Y]:P"
+  sockaddr_storage address{};  // port included
 };
 
-// "HOST:PORT" with HOST an IPv4 address, "localhost" or "[IPv6]". Strict:
-// civetweb's listening_ports also reads suffixes (s, r) and lists, which
-// must not slip in through a configuration value.
+// "HOST:PORT" with HOST an IPv4 address, "localhost" or "[IPv6]".
 Result<ListenAddress> parse_listen(const std::string& text) {
   const auto bad = [&text](const std::string& why) {
     return config_error("admin listen '" + escape_for_log(text) + "': " + why);
@@ -66,38 +73,18 @@ Result<ListenAddress> parse_listen(const std::string& text) {
     v4->sin_family = AF_INET;
     v4->sin_port = htons(port);
     out.loopback = (ntohl(v4->sin_addr.s_addr) >> 24) == 127;
-    out.civetweb = host + ":" + port_text;
   } else if (text.front() == '[' && ::inet_pton(AF_INET6, host.c_str(), &v6->sin6_addr) == 1) {
-    if (mg_check_feature(kCivetwebIpv6) == 0) {
-      return bad("this civetweb library was built without IPv6; listen on an IPv4 address");
+    if (MHD_is_feature_supported(MHD_FEATURE_IPv6) != MHD_YES) {
+      return bad("this libmicrohttpd library was built without IPv6; listen on an IPv4 address");
     }
     v6->sin6_family = AF_INET6;
     v6->sin6_port = htons(port);
     out.ipv6 = true;
     out.loopback = IN6_IS_ADDR_LOOPBACK(&v6->sin6_addr);
-    out.civetweb = "[" + host + "]:" + port_text;
   } else {
     return bad("the host must be an IPv4 address, localhost or [an IPv6 address]");
   }
   return out;
-}
-
-// Why civetweb could not listen: its exception says only "null context",
-// so bind the same address once more (as civetweb does, SO_REUSEADDR) and
-// report the errno.
-std::string bind_failure_reason(const ListenAddress& where) {
-  const int family = where.ipv6 ? AF_INET6 : AF_INET;
-  const int fd = ::socket(family, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  if (fd < 0) return std::strerror(errno);
-  const int on = 1;
-  ::setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &on, sizeof on);
-  const socklen_t length = where.ipv6 ? sizeof(sockaddr_in6) : sizeof(sockaddr_in);
-  std::string reason = "civetweb could not start";
-  if (::bind(fd, reinterpret_cast<const sockaddr*>(&where.address), length) != 0) {
-    reason = std::strerror(errno);
-  }
-  ::close(fd);
-  return reason;
 }
 
 prometheus::MetricType prometheus_type(MetricType type) {
@@ -129,17 +116,49 @@ std::string escape_help(std::string_view help) {
 constexpr const char* kPrometheusContentType = "text/plain; version=0.0.4; charset=utf-8";
 constexpr const char* kTextContentType = "text/plain; charset=utf-8";
 
-// One answer, whole: the status line, headers (Content-Length always; the
-// connection closes after it) and, except for HEAD, the body.
-void reply(mg_connection* conn, int status, std::string_view content_type, const std::string& body,
-           bool with_body, std::string_view extra_headers = {}) {
-  std::string head = "HTTP/1.1 " + std::to_string(status) + " " + mg_get_response_code_text(conn, status) +
-                     "\r\nContent-Type: " + std::string(content_type) +
-                     "\r\nContent-Length: " + std::to_string(body.size()) +
-                     "\r\nCache-Control: no-store\r\nConnection: close\r\n" + std::string(extra_headers) +
-                     "\r\n";
-  mg_write(conn, head.data(), head.size());
-  if (with_body && !body.empty()) mg_write(conn, body.data(), body.size());
+// One answer, queued whole: Content-Length (libmicrohttpd's, also on HEAD,
+// whose body it leaves out), no caching, and the connection closes after
+// it, so a connection lives for one request. False if libmicrohttpd could
+// not queue it (the connection is then closed).
+bool reply(MHD_Connection* connection, unsigned status, const char* content_type, std::string_view body,
+           const char* allow = nullptr) {
+  MHD_Response* response = MHD_create_response_from_buffer(body.size(), const_cast<char*>(body.data()),
+                                                           MHD_RESPMEM_MUST_COPY);
+  if (response == nullptr) return false;
+  bool ok = MHD_add_response_header(response, MHD_HTTP_HEADER_CONTENT_TYPE, content_type) == MHD_YES &&
+            MHD_add_response_header(response, MHD_HTTP_HEADER_CACHE_CONTROL, "no-store") == MHD_YES &&
+            MHD_add_response_header(response, MHD_HTTP_HEADER_CONNECTION, "close") == MHD_YES &&
+            (allow == nullptr || MHD_add_response_header(response, MHD_HTTP_HEADER_ALLOW, allow) == MHD_YES);
+  ok = ok && MHD_queue_response(connection, status, response) == MHD_YES;
+  MHD_destroy_response(response);
+  return ok;
+}
+
+// Keeps the request target as sent: libmicrohttpd would percent-decode it.
+std::size_t keep_escaped(void*, MHD_Connection*, char* text) { return std::strlen(text); }
+
+// A request's Host fields: the first two values (a second is already a
+// refusal) and how many there are. Filled without allocating, from a C
+// callback.
+struct HostFields {
+  std::array<std::string_view, 2> values;
+  std::size_t count = 0;
+
+  std::span<const std::string_view> seen() const { return {values.data(), std::min(count, values.size())}; }
+};
+
+MHD_Result collect_host(void* fields, MHD_ValueKind, const char* key, std::size_t key_size, const char* value,
+                        std::size_t value_size) noexcept {
+  constexpr std::string_view kHost = "host";  // header names are case-insensitive
+  const std::string_view name(key, key_size);
+  if (name.size() != kHost.size() ||
+      !std::equal(name.begin(), name.end(), kHost.begin(), [](char c, char h) { return (c | 0x20) == h; })) {
+    return MHD_YES;
+  }
+  auto& hosts = *static_cast<HostFields*>(fields);
+  if (hosts.count < hosts.values.size()) hosts.values[hosts.count] = std::string_view(value, value_size);
+  ++hosts.count;
+  return MHD_YES;
 }
 
 }  // namespace
@@ -184,52 +203,84 @@ std::function<Status()> server_serving_check(const Server& server) {
   };
 }
 
-// The handler of every path: civetweb calls it on its worker threads, one
-// request each. Never lets an exception reach civetweb (C code).
-class AdminServer::Impl final : public CivetHandler {
+// The handler of every request: libmicrohttpd calls it on its polling
+// threads, once a request's headers are in, and answers at once (a body is
+// never read). Never lets an exception reach libmicrohttpd (C code).
+class AdminServer::Impl {
  public:
-  explicit Impl(AdminOptions options) : options_(std::move(options)) {}
+  Impl(AdminOptions options, std::vector<std::string> host_names)
+      : options_(std::move(options)), host_names_(std::move(host_names)) {}
 
-  bool handleGet(CivetServer*, mg_connection* conn) override { return answer(conn, true); }
-  bool handleHead(CivetServer*, mg_connection* conn) override { return answer(conn, false); }
-  bool handlePost(CivetServer*, mg_connection* conn) override { return not_allowed(conn); }
-  bool handlePut(CivetServer*, mg_connection* conn) override { return not_allowed(conn); }
-  bool handleDelete(CivetServer*, mg_connection* conn) override { return not_allowed(conn); }
-  bool handleOptions(CivetServer*, mg_connection* conn) override { return not_allowed(conn); }
-  bool handlePatch(CivetServer*, mg_connection* conn) override { return not_allowed(conn); }
+  static MHD_Result on_request(void* self, MHD_Connection* connection, const char* target, const char* method,
+                               const char*, const char*, std::size_t*, void**) noexcept {
+    return static_cast<Impl*>(self)->answer(connection, method, target) ? MHD_YES : MHD_NO;
+  }
+
+  // libmicrohttpd's messages: kept while start() runs, to say why it
+  // failed; after that, logged at debug (a peer can cause them).
+  static void on_message(void* self, const char* format, va_list args) noexcept {
+    auto& impl = *static_cast<Impl*>(self);
+    try {
+      char text[512];
+      std::vsnprintf(text, sizeof text, format, args);
+      std::string_view message(text);
+      while (!message.empty() && (message.back() == '\n' || message.back() == '.')) message.remove_suffix(1);
+      std::lock_guard lock(impl.messages_mu_);
+      if (impl.starting_) {
+        impl.start_messages_ += (impl.start_messages_.empty() ? "" : "; ") + std::string(message);
+      } else if (impl.options_.log.enabled(LogLevel::kDebug)) {
+        impl.options_.log(LogLevel::kDebug, "admin listener: libmicrohttpd: " + std::string(message));
+      }
+    } catch (...) {
+    }
+  }
+
+  // Why start() failed, from libmicrohttpd's messages; ends the start.
+  std::string end_start() {
+    std::lock_guard lock(messages_mu_);
+    starting_ = false;
+    return start_messages_.empty() ? "libmicrohttpd could not start" : std::move(start_messages_);
+  }
 
   const AdminOptions& options() const { return options_; }
 
   std::mutex stop_mu;
-  std::unique_ptr<CivetServer> civet;  // null once stopped
+  MHD_Daemon* daemon = nullptr;  // null once stopped
   std::uint16_t port = 0;
 
  private:
-  bool answer(mg_connection* conn, bool with_body) noexcept {
+  bool answer(MHD_Connection* connection, const char* method, const char* target) noexcept {
     try {
-      const mg_request_info* request = mg_get_request_info(conn);
-      const std::string_view path = request != nullptr && request->local_uri != nullptr ? request->local_uri : "";
-      if (path == "/metrics") {
-        reply(conn, 200, kPrometheusContentType, prometheus_text(options_.metrics->snapshot()), with_body);
-      } else if (path == "/healthz") {
-        reply(conn, 200, kTextContentType, "ok\n", with_body);
-      } else if (path == "/readyz") {
-        const std::string failing = failing_checks();
-        if (failing.empty()) {
-          reply(conn, 200, kTextContentType, "ready\n", with_body);
-        } else {
-          reply(conn, 503, kTextContentType, failing, with_body);
+      HostFields hosts;
+      MHD_get_connection_values_n(connection, MHD_HEADER_KIND, collect_host, &hosts);
+      const AdminRequest request{method != nullptr ? method : "", target != nullptr ? target : "", hosts.seen()};
+      switch (decide_admin_request(request, host_names_)) {
+        case AdminAnswer::kMetrics:
+          return reply(connection, 200, kPrometheusContentType, prometheus_text(options_.metrics->snapshot()));
+        case AdminAnswer::kHealthz: return reply(connection, 200, kTextContentType, "ok\n");
+        case AdminAnswer::kReadyz: {
+          const std::string failing = failing_checks();
+          if (failing.empty()) return reply(connection, 200, kTextContentType, "ready\n");
+          return reply(connection, 503, kTextContentType, failing);
         }
-      } else {
-        reply(conn, 404, kTextContentType, "not found: the admin listener serves /metrics, /healthz, /readyz\n",
-              with_body);
+        case AdminAnswer::kNotFound:
+          return reply(connection, 404, kTextContentType,
+                       "not found: the admin listener serves /metrics, /healthz, /readyz\n");
+        case AdminAnswer::kMethodNotAllowed:
+          return reply(connection, 405, kTextContentType, "method not allowed: GET or HEAD\n", "GET, HEAD");
+        case AdminAnswer::kMisdirected:
+          return reply(connection, 421, kTextContentType,
+                       "misdirected request: this listener answers to an IP address, localhost or its "
+                       "configured host names\n");
+        case AdminAnswer::kBadRequest:
+          return reply(connection, 400, kTextContentType, "bad request: more than one Host header\n");
       }
+      return false;
     } catch (const std::exception& e) {
-      internal_error(conn, e.what());
+      return internal_error(connection, e.what());
     } catch (...) {
-      internal_error(conn, "unknown exception");
+      return internal_error(connection, "unknown exception");
     }
-    return true;
   }
 
   // One line per failing check, "name: reason", the reason escaped as a
@@ -248,23 +299,20 @@ class AdminServer::Impl final : public CivetHandler {
     return out;
   }
 
-  bool not_allowed(mg_connection* conn) noexcept {
-    try {
-      reply(conn, 405, kTextContentType, "method not allowed: GET or HEAD\n", true, "Allow: GET, HEAD\r\n");
-    } catch (...) {
-    }
-    return true;
-  }
-
-  void internal_error(mg_connection* conn, std::string_view what) noexcept {
+  bool internal_error(MHD_Connection* connection, std::string_view what) noexcept {
     try {
       options_.log(LogLevel::kError, "admin listener: " + std::string(what));
-      reply(conn, 500, kTextContentType, "internal error\n", true);
+      return reply(connection, 500, kTextContentType, "internal error\n");
     } catch (...) {
+      return false;
     }
   }
 
   const AdminOptions options_;
+  const std::vector<std::string> host_names_;  // lower case
+  std::mutex messages_mu_;
+  bool starting_ = true;
+  std::string start_messages_;
 };
 
 Result<std::unique_ptr<AdminServer>> AdminServer::start(AdminOptions options) {
@@ -274,32 +322,47 @@ Result<std::unique_ptr<AdminServer>> AdminServer::start(AdminOptions options) {
   }
   auto where = parse_listen(options.listen);
   if (!where.ok()) return where.status();
+  auto host_names = admin_host_names(options.hosts);
+  if (!host_names.ok()) return host_names.status();
   if (!where->loopback) {
     options.log(LogLevel::kWarning,
                 "admin listener on " + options.listen +
                     ", not a loopback address: anyone who can connect learns what this server does "
                     "(/metrics); keep it behind a firewall (docs/OPERATIONS.md)");
   }
-  const std::vector<std::string> civet_options = {
-      "listening_ports", where->civetweb,
-      "num_threads", std::to_string(options.threads),
-      "request_timeout_ms", "10000",
-      "enable_directory_listing", "no",
-      "enable_keep_alive", "no",
-  };
-  auto impl = std::make_unique<Impl>(std::move(options));
-  try {
-    impl->civet = std::make_unique<CivetServer>(civet_options);
-  } catch (const CivetException&) {
-    return config_error("admin listener: cannot listen on " + impl->options().listen + ": " +
-                        bind_failure_reason(*where));
+  auto impl = std::make_unique<Impl>(std::move(options), std::move(*host_names));
+  // epoll, never select(): the process may hold more descriptors than
+  // select() can watch (the RPC listener's connections).
+  unsigned flags = MHD_USE_EPOLL_INTERNAL_THREAD | MHD_USE_ERROR_LOG;
+  if (where->ipv6) flags |= MHD_USE_IPv6;
+  const auto port_arg = ntohs(where->ipv6 ? reinterpret_cast<const sockaddr_in6*>(&where->address)->sin6_port
+                                          : reinterpret_cast<const sockaddr_in*>(&where->address)->sin_port);
+  // The pool's size; a pool of one is no pool, and its option is left out.
+  MHD_OptionItem pool[] = {{MHD_OPTION_THREAD_POOL_SIZE, static_cast<intptr_t>(impl->options().threads), nullptr},
+                           {MHD_OPTION_END, 0, nullptr}};
+  impl->daemon = MHD_start_daemon(
+      flags, port_arg, nullptr, nullptr, &Impl::on_request, impl.get(),
+      MHD_OPTION_EXTERNAL_LOGGER, &Impl::on_message, impl.get(),
+      MHD_OPTION_SOCK_ADDR, reinterpret_cast<sockaddr*>(&where->address),
+      MHD_OPTION_ARRAY, impl->options().threads > 1 ? pool : pool + 1,
+      MHD_OPTION_CONNECTION_TIMEOUT, kIdleTimeoutSeconds,
+      MHD_OPTION_CONNECTION_LIMIT, kMaxConnections,
+      MHD_OPTION_PER_IP_CONNECTION_LIMIT, kMaxConnectionsPerAddress,
+      MHD_OPTION_CONNECTION_MEMORY_LIMIT, kConnectionMemory,
+      MHD_OPTION_UNESCAPE_CALLBACK, &keep_escaped, nullptr,
+      // 400 for HTTP/1.1 without Host, or with a space in the target.
+      MHD_OPTION_STRICT_FOR_CLIENT, 1,
+      MHD_OPTION_END);
+  const std::string why = impl->end_start();
+  if (impl->daemon == nullptr) {
+    return config_error("admin listener: cannot listen on " + impl->options().listen + ": " + why);
   }
-  impl->civet->addHandler("/", impl.get());
-  const auto ports = impl->civet->getListeningPorts();
-  if (ports.empty() || ports.front() <= 0 || ports.front() > 65535) {
-    return Status(Errc::kInternal, "admin listener: civetweb reports no listening port");
+  const MHD_DaemonInfo* bound = MHD_get_daemon_info(impl->daemon, MHD_DAEMON_INFO_BIND_PORT);
+  if (bound == nullptr || bound->port == 0) {
+    MHD_stop_daemon(impl->daemon);
+    return Status(Errc::kInternal, "admin listener: libmicrohttpd reports no listening port");
   }
-  impl->port = static_cast<std::uint16_t>(ports.front());
+  impl->port = bound->port;
   return std::unique_ptr<AdminServer>(new AdminServer(std::move(impl)));
 }
 
@@ -311,9 +374,9 @@ std::uint16_t AdminServer::port() const { return impl_->port; }
 
 void AdminServer::stop() {
   std::lock_guard lock(impl_->stop_mu);
-  if (!impl_->civet) return;
-  impl_->civet->close();  // mg_stop: waits for the workers
-  impl_->civet.reset();
+  if (impl_->daemon == nullptr) return;
+  MHD_stop_daemon(impl_->daemon);  // joins its threads, closes every connection
+  impl_->daemon = nullptr;
 }
 
 }  // namespace authrpc

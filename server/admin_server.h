@@ -7,11 +7,14 @@
 // behind a firewall or keep it on 127.0.0.1 (docs/OPERATIONS.md).
 //
 // Owned by the application (authrpc-server creates one when its config has
-// "admin"); runs its own few threads (civetweb), independent of the Server's
-// IO threads, so a busy server still answers probes. Create it after the
-// process has blocked the signals it waits for: civetweb's threads inherit
-// the mask. Component `admin` (library authrpc_admin, prometheus-cpp core
-// and civetweb); a program that does not link it has no HTTP listener.
+// "admin"); runs its own few threads (libmicrohttpd, event-driven: a thread
+// serves many connections and is busy only while it writes an answer, so
+// idle peers do not hold it), independent of the Server's IO threads, so a
+// busy server still answers probes. Which requests it answers, and how:
+// server/admin_request.h. Create it after the process has blocked the
+// signals it waits for: libmicrohttpd's threads inherit the mask. Component
+// `admin` (library authrpc_admin, prometheus-cpp core and libmicrohttpd); a
+// program that does not link it has no HTTP listener.
 #pragma once
 
 #include <cstddef>
@@ -31,18 +34,27 @@ namespace authrpc {
 class Server;
 
 struct AdminOptions {
-  // host:port to listen on: an IPv4 address or "localhost" (127.0.0.1);
-  // port 0 picks a free one (see port()). IPv6 is written "[::1]:9464" but
-  // refused (CONFIG_ERROR) when the civetweb library was built without it,
-  // as Debian 12's is. A non-loopback address is allowed but logged at
-  // warning.
+  // host:port to listen on: an IPv4 address, "localhost" (127.0.0.1) or
+  // an IPv6 address in brackets ("[::1]:9464"); port 0 picks a free one
+  // (see port()). A non-loopback address is allowed but logged at warning.
   std::string listen = "127.0.0.1:9464";
-  std::size_t threads = 2;  // civetweb's workers: 1 to 16
+  // libmicrohttpd's polling threads, 1 to 16: each serves its share of the
+  // connections, and is taken only while it renders an answer (/metrics, the
+  // readiness checks).
+  std::size_t threads = 2;
+  // The DNS names this listener answers to, besides IP literals and
+  // "localhost": those Prometheus or a probe use to reach it (e.g.
+  // "node1.example.com"). A request whose Host names any other host is
+  // refused (421), so that a web page cannot read it through DNS rebinding
+  // (docs/SECURITY.md). Compared without regard to case, the port ignored;
+  // letters, digits, '-' and dots only (CONFIG_ERROR otherwise).
+  std::vector<std::string> hosts;
   // Required: what /metrics serves.
   std::shared_ptr<MetricsRegistry> metrics;
   // /readyz: name → check (ok, or why not ready). Run on each request, on a
-  // civetweb thread: a check must be thread-safe and quick, and must not
-  // put a secret in its message (the reason is served to anyone who asks).
+  // libmicrohttpd thread: a check must be thread-safe and quick (the thread
+  // serves no other connection meanwhile), and must not put a secret in its
+  // message (the reason is served to anyone who asks).
   std::vector<std::pair<std::string, std::function<Status()>>> readiness;
   LogSink log = stderr_log_sink(LogLevel::kInfo);
 };
@@ -52,14 +64,16 @@ std::function<Status()> server_serving_check(const Server& server);
 
 class AdminServer {
  public:
-  // Binds and starts; CONFIG_ERROR for a bad address or a failed bind.
+  // Binds and starts; CONFIG_ERROR for a bad address, a bad host name or a
+  // failed bind (the message says why: "Address already in use").
   static Result<std::unique_ptr<AdminServer>> start(AdminOptions options);
   ~AdminServer();  // stop()s
   AdminServer(const AdminServer&) = delete;
   AdminServer& operator=(const AdminServer&) = delete;
 
   std::uint16_t port() const;
-  // Stops listening and waits for requests in progress. Idempotent.
+  // Stops listening, waits for answers being written and closes every
+  // connection. Idempotent.
   void stop();
 
   class Impl;

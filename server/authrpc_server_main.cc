@@ -79,6 +79,7 @@ authrpc::Result<std::unique_ptr<authrpc::AdminServer>> start_admin(
     const std::vector<std::shared_ptr<authrpc::ServerMechanism>>& mechanisms, const authrpc::LogSink& log) {
   authrpc::AdminOptions admin;
   admin.listen = *config.admin_listen;
+  admin.hosts = config.admin_hosts;
   admin.metrics = server.metrics() ? server.metrics() : authrpc::default_metrics_registry();
   admin.log = log;
   admin.readiness.emplace_back("server", authrpc::server_serving_check(server));
@@ -157,7 +158,7 @@ int main(int argc, char** argv) {
   if (config->admin_listen) {
 #ifndef AUTHRPC_HAVE_ADMIN
     std::fprintf(stderr, "authrpc-server: CONFIG_ERROR: 'admin': this authrpc-server was built without the "
-                         "admin listener (prometheus-cpp-dev and libcivetweb-dev were not found)\n");
+                         "admin listener (prometheus-cpp-dev and libmicrohttpd-dev were not found)\n");
     return kExitUsage;
 #endif
   }

@@ -10,6 +10,7 @@
 #include <limits>
 #include <set>
 #include <sstream>
+#include <vector>
 
 namespace authrpc {
 namespace {
@@ -84,17 +85,33 @@ Status read_authz(const nlohmann::json& config, ServerOptions& o) {
   return {};
 }
 
-// "admin": {"listen": "HOST:PORT"}: where authrpc-server's admin listener
-// listens; the address itself is checked by AdminServer::start().
-Result<std::optional<std::string>> read_admin(const nlohmann::json& config) {
-  if (!config.contains("admin")) return std::optional<std::string>();
+// "admin": {"listen": "HOST:PORT", "hosts": [NAME, ...]}: where
+// authrpc-server's admin listener listens and the host names it answers
+// to; the address and the names themselves are checked by
+// AdminServer::start().
+struct AdminSection {
+  std::string listen;
+  std::vector<std::string> hosts;
+};
+
+Result<std::optional<AdminSection>> read_admin(const nlohmann::json& config) {
+  if (!config.contains("admin")) return std::optional<AdminSection>();
   const auto& a = config["admin"];
   if (!a.is_object()) return config_error("'admin' must be an object");
-  if (Status s = check_keys(a, "admin.", {"listen"}); !s.ok()) return s;
+  if (Status s = check_keys(a, "admin.", {"listen", "hosts"}); !s.ok()) return s;
   if (!a.contains("listen") || !a["listen"].is_string() || a["listen"].get_ref<const std::string&>().empty()) {
     return config_error("'admin.listen' must be a \"HOST:PORT\" string, e.g. \"127.0.0.1:9464\"");
   }
-  return std::optional<std::string>(a["listen"].get<std::string>());
+  AdminSection out{a["listen"].get<std::string>(), {}};
+  if (a.contains("hosts")) {
+    const auto& hosts = a["hosts"];
+    if (!hosts.is_array()) return config_error("'admin.hosts' must be an array of host names");
+    for (const auto& host : hosts) {
+      if (!host.is_string()) return config_error("'admin.hosts' must be an array of host names");
+      out.hosts.push_back(host.get<std::string>());
+    }
+  }
+  return std::optional<AdminSection>(std::move(out));
 }
 
 Result<LogLevel> parse_level(const std::string& name) {
@@ -311,7 +328,10 @@ Result<ServerConfig> read_server_config(const nlohmann::json& config, MechanismR
   auto options = build_server_options(config, registry, stores, std::move(*log));
   if (!options.ok()) return options.status();
   out.options = std::move(*options);
-  out.admin_listen = *read_admin(config);  // checked by server_options_from_json
+  if (auto admin = *read_admin(config)) {  // checked by server_options_from_json
+    out.admin_listen = std::move(admin->listen);
+    out.admin_hosts = std::move(admin->hosts);
+  }
   // Renewers compare by short name through the configuration's mapping rules.
   if (out.tokens && out.options.authorizer) out.tokens->use_authorizer(out.options.authorizer);
   // Token operations are audited with the server's events.

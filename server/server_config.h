@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "authrpc/auth/mechanism_registry.h"
 #include "authrpc/security/base/result.h"
@@ -29,6 +30,9 @@ struct ServerConfig {
   // The "admin" section's listen address (docs/CONFIG.md "admin"); unset:
   // no admin listener. authrpc-server starts one (server/admin_server.h).
   std::optional<std::string> admin_listen;
+  // Its "hosts": the DNS names the admin listener answers to
+  // (AdminOptions::hosts).
+  std::vector<std::string> admin_hosts;
 
   // Adds the configured services (the token service's `token` service, if
   // any) to `server`; call it before server.start().

@@ -1,23 +1,30 @@
 // The admin listener (server/admin_server.h) over real loopback sockets:
 // /metrics in the Prometheus text format (checked line by line and by
 // Debian's promtool), /healthz, /readyz in both states, 404/405, HEAD,
-// address parsing, a busy port and port 0.
+// address parsing, a busy port and port 0; hostile peers: idle connections
+// held or reopened while probes must still be answered, methods and paths
+// that must not be served, Host headers that must be refused (DNS
+// rebinding). tests/admin_request_test.cc has the decision table itself.
 #include "authrpc/server/admin_server.h"
 
 #include <arpa/inet.h>
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 #include <netinet/in.h>
+#include <poll.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <atomic>
+#include <chrono>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <stdexcept>
 #include <string>
+#include <thread>
+#include <vector>
 
 #include "tests/http_get.h"
 #include "tests/test_server.h"
@@ -28,21 +35,87 @@ namespace {
 
 using ::testing::HasSubstr;
 using ::testing::Not;
+using testing::http_exchange;
 using testing::http_get;
 using testing::http_request;
+using namespace std::chrono_literals;
 
 std::string Url(const AdminServer& admin, const std::string& path) {
   return "http://127.0.0.1:" + std::to_string(admin.port()) + path;
 }
 
 Result<std::unique_ptr<AdminServer>> StartAdmin(std::shared_ptr<MetricsRegistry> metrics,
-                                                decltype(AdminOptions::readiness) readiness = {}) {
+                                                decltype(AdminOptions::readiness) readiness = {},
+                                                std::vector<std::string> hosts = {}) {
   AdminOptions options;
   options.listen = "127.0.0.1:0";
   options.metrics = std::move(metrics);
   options.readiness = std::move(readiness);
+  options.hosts = std::move(hosts);
   options.log = null_log_sink();
   return AdminServer::start(std::move(options));
+}
+
+// TCP connections to the admin port that send nothing, as a hostile peer's
+// (or a port scanner's) do; closed when this goes away.
+class IdlePeers {
+ public:
+  explicit IdlePeers(std::uint16_t port) : port_(port) {}
+  ~IdlePeers() {
+    for (const int fd : fds_) ::close(fd);
+  }
+  IdlePeers(const IdlePeers&) = delete;
+  IdlePeers& operator=(const IdlePeers&) = delete;
+
+  // Connects from `source` (a loopback address; the kernel picks the port).
+  // -1 if it could not.
+  int open_one(const char* source = "127.0.0.1") {
+    const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fd < 0) return -1;
+    sockaddr_in from{};
+    from.sin_family = AF_INET;
+    ::inet_pton(AF_INET, source, &from.sin_addr);
+    sockaddr_in to{};
+    to.sin_family = AF_INET;
+    to.sin_port = htons(port_);
+    to.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    if (::bind(fd, reinterpret_cast<sockaddr*>(&from), sizeof from) != 0 ||
+        ::connect(fd, reinterpret_cast<sockaddr*>(&to), sizeof to) != 0) {
+      ::close(fd);
+      return -1;
+    }
+    return fd;
+  }
+  // `n` more, held until destruction; false if one failed.
+  bool open(int n, const char* source = "127.0.0.1") {
+    for (int i = 0; i < n; ++i) {
+      const int fd = open_one(source);
+      if (fd < 0) return false;
+      fds_.push_back(fd);
+    }
+    return true;
+  }
+
+ private:
+  const std::uint16_t port_;
+  std::vector<int> fds_;
+};
+
+// GET /healthz as a liveness probe sends it, and how long the answer took.
+struct Probe {
+  Result<testing::HttpResponse> response;
+  std::chrono::milliseconds took;
+};
+Probe ProbeHealthz(const AdminServer& admin) {
+  const auto start = std::chrono::steady_clock::now();
+  auto r = http_get(Url(admin, "/healthz"), 3s);
+  return {std::move(r), std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - start)};
+}
+
+// A request as sent by hand: request line, the header lines given, and
+// "Connection: close".
+std::string Request(const std::string& request_line, const std::string& headers) {
+  return request_line + "\r\n" + headers + "Connection: close\r\n\r\n";
 }
 
 TEST(AdminServerTest, MetricsServesCountersGaugesAndCumulativeHistogramBuckets) {
@@ -203,7 +276,7 @@ TEST(AdminServerTest, OtherPathsAre404OtherMethods405AndHeadHasNoBody) {
   ASSERT_TRUE(escape.ok()) << escape.status().to_string();
   EXPECT_NE(escape->status, 200);
   EXPECT_THAT(escape->body, Not(HasSubstr("root:")));
-  // civetweb bounds a request (16 KiB of request line and headers).
+  // A request line and headers must fit a connection's 16 KiB.
   auto huge = http_get(Url(**admin, "/" + std::string(20000, 'a')));
   ASSERT_TRUE(huge.ok()) << huge.status().to_string();
   EXPECT_GE(huge->status, 400);
@@ -216,6 +289,191 @@ TEST(AdminServerTest, OtherPathsAre404OtherMethods405AndHeadHasNoBody) {
   auto r = http_get(Url(**admin, "/healthz"));
   ASSERT_TRUE(r.ok());
   EXPECT_EQ(r->status, 200);
+}
+
+// Idle connections do not hold the listener: a liveness probe is answered
+// within a second (a generous bound: it is answered in milliseconds) while
+// 40 peers sit on connections they never send on, and stop() closes them.
+TEST(AdminServerTest, ProbesAreAnsweredWhileFortyIdleConnectionsAreHeld) {
+  auto admin = StartAdmin(std::make_shared<MetricsRegistry>());
+  ASSERT_TRUE(admin.ok()) << admin.status().to_string();
+  IdlePeers idle((*admin)->port());
+  ASSERT_TRUE(idle.open(40));
+  std::this_thread::sleep_for(100ms);  // accepted by now
+  for (int i = 0; i < 2; ++i) {
+    const Probe probe = ProbeHealthz(**admin);
+    ASSERT_TRUE(probe.response.ok()) << probe.response.status().to_string();
+    EXPECT_EQ(probe.response->status, 200);
+    EXPECT_LT(probe.took, 1s);
+  }
+  const auto stop_start = std::chrono::steady_clock::now();
+  (*admin)->stop();
+  EXPECT_LT(std::chrono::steady_clock::now() - stop_start, 2s);
+}
+
+// One address cannot take every connection: past its limit (64) its
+// connections are closed, and a probe from another address is answered.
+TEST(AdminServerTest, AnAddressOverItsConnectionLimitDoesNotKeepProbesOut) {
+  auto admin = StartAdmin(std::make_shared<MetricsRegistry>());
+  ASSERT_TRUE(admin.ok()) << admin.status().to_string();
+  IdlePeers idle((*admin)->port());
+  ASSERT_TRUE(idle.open(80, "127.0.0.2"));
+  std::this_thread::sleep_for(100ms);
+  const Probe probe = ProbeHealthz(**admin);
+  ASSERT_TRUE(probe.response.ok()) << probe.response.status().to_string();
+  EXPECT_EQ(probe.response->status, 200);
+  EXPECT_LT(probe.took, 1s);
+}
+
+// Peers that reopen idle connections without end do not hold the listener
+// either: 4 connections are held and reopened as soon as the listener
+// closes one, 4 more are closed and reopened every few milliseconds, and
+// each of 4 probes meanwhile is answered within a second.
+TEST(AdminServerTest, ProbesAreAnsweredWhileIdleConnectionsAreReopened) {
+  auto admin = StartAdmin(std::make_shared<MetricsRegistry>());
+  ASSERT_TRUE(admin.ok()) << admin.status().to_string();
+  const std::uint16_t port = (*admin)->port();
+  std::atomic<int> reopened{0};
+  // Stopped and joined when it goes away, also when an assertion returns.
+  std::jthread churn([&](std::stop_token stop) {
+    constexpr std::size_t kHeld = 4, kChurned = 4;
+    IdlePeers peers(port);
+    std::vector<pollfd> fds(kHeld + kChurned, pollfd{-1, POLLIN, 0});
+    const auto reopen = [&](pollfd& slot) {
+      if (slot.fd >= 0) ::close(slot.fd);
+      slot.fd = peers.open_one();
+      ++reopened;
+    };
+    for (auto& slot : fds) reopen(slot);
+    for (std::size_t next = 0; !stop.stop_requested(); next = (next + 1) % kChurned) {
+      ::poll(fds.data(), fds.size(), 5);
+      for (auto& slot : fds) {
+        char byte;
+        if (slot.revents != 0 && ::recv(slot.fd, &byte, 1, MSG_DONTWAIT) <= 0) reopen(slot);
+        slot.revents = 0;
+      }
+      reopen(fds[kHeld + next]);
+    }
+    for (const auto& slot : fds) {
+      if (slot.fd >= 0) ::close(slot.fd);
+    }
+  });
+  std::this_thread::sleep_for(200ms);
+  for (int i = 0; i < 4; ++i) {
+    SCOPED_TRACE("probe " + std::to_string(i));
+    const Probe probe = ProbeHealthz(**admin);
+    ASSERT_TRUE(probe.response.ok()) << probe.response.status().to_string();
+    EXPECT_EQ(probe.response->status, 200);
+    EXPECT_LT(probe.took, 1s);
+    std::this_thread::sleep_for(100ms);
+  }
+  churn.request_stop();
+  churn.join();
+  EXPECT_GE(reopened.load(), 50);
+}
+
+// GET and HEAD are the only methods served; any other, WebDAV's and
+// CONNECT's included, is 405 with Allow, whatever the path.
+TEST(AdminServerTest, EveryOtherMethodIs405WithAllow) {
+  auto admin = StartAdmin(std::make_shared<MetricsRegistry>());
+  ASSERT_TRUE(admin.ok()) << admin.status().to_string();
+  const std::string url = Url(**admin, "/");
+  const std::string host = "Host: 127.0.0.1:" + std::to_string((*admin)->port()) + "\r\n";
+  for (const std::string& line :
+       {"CONNECT 127.0.0.1:" + std::to_string((*admin)->port()) + " HTTP/1.1", std::string("CONNECT /metrics HTTP/1.1"),
+        std::string("PROPFIND /metrics HTTP/1.1"), std::string("LOCK /metrics HTTP/1.1"),
+        std::string("UNLOCK /metrics HTTP/1.1"), std::string("TRACE /healthz HTTP/1.1"),
+        std::string("MKCOL /x HTTP/1.1"), std::string("get /metrics HTTP/1.1"),
+        std::string("BREW /nowhere HTTP/1.1")}) {
+    SCOPED_TRACE(line);
+    auto r = http_exchange(url, Request(line, host));
+    ASSERT_TRUE(r.ok()) << r.status().to_string();
+    EXPECT_EQ(r->status, 405);
+    EXPECT_EQ(r->header("allow"), "GET, HEAD");
+  }
+  // A body the listener never reads does not change the answer.
+  auto post = http_exchange(url, "POST /metrics HTTP/1.1\r\n" + host +
+                                     "Content-Type: text/plain\r\nContent-Length: 5\r\nConnection: close\r\n\r\nhello");
+  ASSERT_TRUE(post.ok()) << post.status().to_string();
+  EXPECT_EQ(post->status, 405);
+}
+
+// The path is compared as it was sent, never percent-decoded or normalized:
+// only the three exact paths are served. A query string is ignored.
+TEST(AdminServerTest, ThePathIsComparedAsSent) {
+  auto admin = StartAdmin(std::make_shared<MetricsRegistry>());
+  ASSERT_TRUE(admin.ok()) << admin.status().to_string();
+  for (const char* path : {"/metrics%00", "/metrics%2F", "/metrics%2f", "//metrics", "/metrics/../metrics",
+                           "/./metrics", "/%6detrics", "/metrics/", "/Metrics", "/healthz%00.html",
+                           "/readyz%20", "/metrics;x"}) {
+    SCOPED_TRACE(path);
+    auto r = http_get(Url(**admin, path));
+    ASSERT_TRUE(r.ok()) << r.status().to_string();
+    EXPECT_EQ(r->status, 404);
+  }
+  for (const char* path : {"/metrics?x", "/healthz?", "/readyz?a=%00"}) {
+    SCOPED_TRACE(path);
+    auto r = http_get(Url(**admin, path));
+    ASSERT_TRUE(r.ok()) << r.status().to_string();
+    EXPECT_EQ(r->status, 200);
+  }
+}
+
+// DNS rebinding: a web page whose name resolves to the admin address may
+// send requests there, but with its own name in Host. Only IP literals,
+// localhost and the names configured in AdminOptions::hosts are answered
+// (the port is ignored); any other Host is 421. Without Host (HTTP/1.0) a
+// request is answered; HTTP/1.1 without Host, or with two, is 400.
+TEST(AdminServerTest, AHostHeaderNamingAnotherHostIsRefused) {
+  auto admin = StartAdmin(std::make_shared<MetricsRegistry>(), {}, {"metrics.example"});
+  ASSERT_TRUE(admin.ok()) << admin.status().to_string();
+  const std::string port = std::to_string((*admin)->port());
+  const std::string url = Url(**admin, "/");
+  struct Case {
+    std::string host;
+    int status;
+  };
+  for (const Case& c : {Case{"evil.example", 421}, Case{"evil.example:" + port, 421},
+                        Case{"127.0.0.1.evil.example:" + port, 421}, Case{"localhost.evil.example", 421},
+                        Case{"metrics.example.evil.example", 421}, Case{"[::1", 421}, Case{"::1", 421},
+                        Case{"127.0.0.1:" + port + ":1", 421}, Case{"127.1", 421}, Case{"", 421},
+                        Case{"127.0.0.1:" + port, 200}, Case{"127.0.0.1", 200}, Case{"10.1.2.3:9464", 200},
+                        Case{"localhost:" + port, 200}, Case{"LocalHost", 200}, Case{"[::1]:" + port, 200},
+                        Case{"[::1]", 200}, Case{"metrics.example", 200}, Case{"Metrics.Example:" + port, 200}}) {
+    for (const char* path : {"/healthz", "/metrics"}) {
+      SCOPED_TRACE("Host: " + c.host + ", " + path);
+      auto r = http_exchange(url, Request(std::string("GET ") + path + " HTTP/1.1", "Host: " + c.host + "\r\n"));
+      ASSERT_TRUE(r.ok()) << r.status().to_string();
+      EXPECT_EQ(r->status, c.status);
+      if (c.status != 200) {
+        EXPECT_THAT(r->body, Not(HasSubstr("authrpc_")));
+      }
+    }
+  }
+  auto old = http_exchange(url, "GET /healthz HTTP/1.0\r\n\r\n");
+  ASSERT_TRUE(old.ok()) << old.status().to_string();
+  EXPECT_EQ(old->status, 200);
+  EXPECT_EQ(old->body, "ok\n");
+  auto no_host = http_exchange(url, Request("GET /healthz HTTP/1.1", ""));
+  ASSERT_TRUE(no_host.ok()) << no_host.status().to_string();
+  EXPECT_EQ(no_host->status, 400);
+  auto two = http_exchange(url, Request("GET /healthz HTTP/1.1", "Host: 127.0.0.1\r\nHost: evil.example\r\n"));
+  ASSERT_TRUE(two.ok()) << two.status().to_string();
+  EXPECT_EQ(two->status, 400);
+}
+
+TEST(AdminServerTest, BadHostNamesAreConfigErrors) {
+  for (const std::string host : {"", "evil/", "a b", "[::1]", "x:80", "host\n", "*.example", "a..b", ".a", "a."}) {
+    SCOPED_TRACE("host '" + host + "'");
+    AdminOptions options;
+    options.listen = "127.0.0.1:0";
+    options.metrics = std::make_shared<MetricsRegistry>();
+    options.hosts = {"ok.example", host};
+    auto admin = AdminServer::start(std::move(options));
+    ASSERT_FALSE(admin.ok());
+    EXPECT_EQ(admin.code(), Errc::kConfigError);
+    EXPECT_THAT(admin.status().message, HasSubstr("admin hosts"));
+  }
 }
 
 TEST(AdminServerTest, BadAddressesAreConfigErrors) {
@@ -234,19 +492,26 @@ TEST(AdminServerTest, BadAddressesAreConfigErrors) {
   AdminOptions no_metrics;
   no_metrics.listen = "127.0.0.1:0";
   EXPECT_EQ(AdminServer::start(no_metrics).code(), Errc::kConfigError);
-  // IPv6 works where civetweb has it, and is refused by name where not.
+}
+
+// IPv6 listens (libmicrohttpd has it), where the host has ::1.
+TEST(AdminServerTest, AnIpv6AddressListens) {
+  const int probe = ::socket(AF_INET6, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  sockaddr_in6 loopback{};
+  loopback.sin6_family = AF_INET6;
+  loopback.sin6_addr = in6addr_loopback;
+  const bool have_ipv6 = probe >= 0 && ::bind(probe, reinterpret_cast<sockaddr*>(&loopback), sizeof loopback) == 0;
+  if (probe >= 0) ::close(probe);
+  if (!have_ipv6) GTEST_SKIP() << "no ::1 on this host";
   AdminOptions v6;
   v6.listen = "[::1]:0";
   v6.metrics = std::make_shared<MetricsRegistry>();
+  v6.log = null_log_sink();
   auto admin = AdminServer::start(v6);
-  if (admin.ok()) {
-    auto r = http_get("http://[::1]:" + std::to_string((*admin)->port()) + "/healthz");
-    ASSERT_TRUE(r.ok()) << r.status().to_string();
-    EXPECT_EQ(r->status, 200);
-  } else {
-    EXPECT_EQ(admin.code(), Errc::kConfigError);
-    EXPECT_THAT(admin.status().message, HasSubstr("without IPv6"));
-  }
+  ASSERT_TRUE(admin.ok()) << admin.status().to_string();
+  auto r = http_get("http://[::1]:" + std::to_string((*admin)->port()) + "/healthz");
+  ASSERT_TRUE(r.ok()) << r.status().to_string();
+  EXPECT_EQ(r->status, 200);
 }
 
 TEST(AdminServerTest, ABusyPortIsAConfigErrorNamingTheAddressAndWhy) {

@@ -573,6 +573,8 @@ TEST_F(CliTest, ABadConfigFileExitsTwo) {
       {"admin-no-listen.json", R"({"listen": ["tcp://127.0.0.1:0"], "admin": {}})"},
       {"admin-unknown-key.json", R"({"listen": ["tcp://127.0.0.1:0"], "admin": {"listen": "127.0.0.1:0", "port": 1}})"},
       {"admin-bad-address.json", R"({"listen": ["tcp://127.0.0.1:0"], "admin": {"listen": "127.0.0.1:9464s"}})"},
+      {"admin-bad-host-name.json",
+       R"({"listen": ["tcp://127.0.0.1:0"], "admin": {"listen": "127.0.0.1:0", "hosts": ["*.example"]}})"},
   };
   for (const auto& [name, content] : configs) {
     const std::string path = dir_.Write(name, content);

@@ -46,6 +46,20 @@ Result<HttpResponse> http_request(const std::string& method, const std::string& 
   const std::size_t slash = rest.find('/');
   const std::string_view authority = rest.substr(0, slash);
   const std::string target = slash == std::string_view::npos ? "/" : std::string(rest.substr(slash));
+  return http_exchange(url,
+                       method + " " + target + " HTTP/1.1\r\nHost: " + std::string(authority) +
+                           "\r\nUser-Agent: authrpc-tests\r\nConnection: close\r\n\r\n",
+                       timeout);
+}
+
+Result<HttpResponse> http_exchange(const std::string& url, const std::string& request,
+                                   std::chrono::milliseconds timeout) {
+  constexpr std::string_view kScheme = "http://";
+  std::string_view rest = url;
+  if (rest.substr(0, kScheme.size()) != kScheme) return Status(Errc::kInvalidArgument, "not an http:// URL: " + url);
+  rest.remove_prefix(kScheme.size());
+  const std::size_t slash = rest.find('/');
+  const std::string_view authority = rest.substr(0, slash);
   const std::size_t colon = authority.rfind(':');
   if (colon == std::string_view::npos) return Status(Errc::kInvalidArgument, "no port in " + url);
   std::string host(authority.substr(0, colon));
@@ -94,8 +108,6 @@ Result<HttpResponse> http_request(const std::string& method, const std::string& 
     }
   }
 
-  const std::string request = method + " " + target + " HTTP/1.1\r\nHost: " + std::string(authority) +
-                              "\r\nUser-Agent: authrpc-tests\r\nConnection: close\r\n\r\n";
   std::size_t sent = 0;
   while (sent < request.size()) {
     const ssize_t n = ::send(sock.fd, request.data() + sent, request.size() - sent, MSG_NOSIGNAL);

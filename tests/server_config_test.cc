@@ -406,7 +406,12 @@ INSTANTIATE_TEST_SUITE_P(
         BadConfig{"admin_without_listen", R"({)" LISTEN R"(, "admin": {}})", "admin.listen"},
         BadConfig{"admin_listen_not_string", R"({)" LISTEN R"(, "admin": {"listen": 9464}})", "admin.listen"},
         BadConfig{"admin_unknown_key",
-                  R"({)" LISTEN R"(, "admin": {"listen": "127.0.0.1:0", "enabled": true}})", "admin.enabled"}),
+                  R"({)" LISTEN R"(, "admin": {"listen": "127.0.0.1:0", "enabled": true}})", "admin.enabled"},
+        BadConfig{"admin_hosts_not_array",
+                  R"({)" LISTEN R"(, "admin": {"listen": "127.0.0.1:0", "hosts": "a.example"}})", "admin.hosts"},
+        BadConfig{"admin_hosts_not_strings",
+                  R"({)" LISTEN R"(, "admin": {"listen": "127.0.0.1:0", "hosts": ["a.example", 1]}})",
+                  "admin.hosts"}),
     [](const auto& tp) { return std::string(tp.param.name); });
 
 // A value the JSON parser accepts as an unsigned integer but that does not
@@ -677,13 +682,21 @@ TEST(ServerConfigTokensTest, WithoutATokensSectionThereIsNoTokenService) {
   EXPECT_EQ(config->tokens, nullptr);
 }
 
-// "admin" only records where the admin listener goes; authrpc-server starts
-// it (server/admin_server.h), which checks the address.
-TEST(ServerConfigTest, TheAdminSectionGivesTheListenersAddress) {
+// "admin" only records where the admin listener goes and the host names it
+// answers to; authrpc-server starts it (server/admin_server.h), which checks
+// the address and the names.
+TEST(ServerConfigTest, TheAdminSectionGivesTheListenersAddressAndHostNames) {
   auto with = server_config_from_json(json::parse(R"({"listen": ["unix:@x"], "admin": {"listen": "127.0.0.1:9464"}})"),
                                       registry());
   ASSERT_TRUE(with.ok()) << with.status().to_string();
   EXPECT_EQ(with->admin_listen, "127.0.0.1:9464");
+  EXPECT_TRUE(with->admin_hosts.empty());
+  auto hosts = server_config_from_json(
+      json::parse(R"({"listen": ["unix:@x"], "admin": {"listen": "[::1]:0", "hosts": ["a.example", "B.example"]}})"),
+      registry());
+  ASSERT_TRUE(hosts.ok()) << hosts.status().to_string();
+  EXPECT_EQ(hosts->admin_listen, "[::1]:0");
+  EXPECT_EQ(hosts->admin_hosts, (std::vector<std::string>{"a.example", "B.example"}));
   auto without = server_config_from_json(json::parse(R"({"listen": ["unix:@x"]})"), registry());
   ASSERT_TRUE(without.ok()) << without.status().to_string();
   EXPECT_FALSE(without->admin_listen.has_value());

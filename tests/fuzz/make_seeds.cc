@@ -430,6 +430,33 @@ void jwt_claims_seeds() {
   seed("jwt_claims_fuzz", "claims-only", "{" + base + R"(,"exp":1e10})");
 }
 
+// ---- admin_request_fuzz -------------------------------------------------------
+
+// Requests as they reach the admin listener, as the target splits them
+// (method, target, Host fields, one a line): a Prometheus scrape, kubelet's
+// probes (Host: the pod IP and port), a configured name, HTTP/1.0 without
+// Host, and the refusals: another method, an encoded path, a rebound name,
+// two Host fields.
+void admin_request_seeds() {
+  const auto request = [](const std::string& name, const std::string& text) {
+    seed("admin_request_fuzz", name, text);
+  };
+  request("prometheus-scrape", "GET\n/metrics\n127.0.0.1:9464");
+  request("kubelet-liveness", "GET\n/healthz\n10.244.1.7:9464");
+  request("kubelet-readiness", "GET\n/readyz\n10.244.1.7:9464");
+  request("head-ipv6", "HEAD\n/metrics\n[::1]:9464");
+  request("localhost", "GET\n/metrics\nlocalhost:9464");
+  request("configured-name", "GET\n/metrics\nmetrics.example:9464\nmetrics.example");
+  request("http10-no-host", "GET\n/healthz");
+  request("query", "GET\n/metrics?name[]=x\n127.0.0.1");
+  request("propfind", "PROPFIND\n/metrics\n127.0.0.1:9464");
+  request("connect", "CONNECT\n127.0.0.1:9464\n127.0.0.1:9464");
+  request("encoded-nul", "GET\n/metrics%00\n127.0.0.1:9464");
+  request("dot-dot", "GET\n/metrics/../metrics\n127.0.0.1:9464");
+  request("rebound", "GET\n/metrics\nevil.example:9464");
+  request("two-hosts", "GET\n/metrics\n127.0.0.1:9464\nevil.example");
+}
+
 }  // namespace
 }  // namespace authrpc::fuzz
 
@@ -450,6 +477,7 @@ int main(int argc, char** argv) {
   kerberos_seeds();
   jwt_seeds();
   jwt_claims_seeds();
+  admin_request_seeds();
   std::printf("seeds written to %s\n", argv[1]);
   return 0;
 }
