@@ -187,6 +187,7 @@ Result<ServerOptions> build_server_options(const nlohmann::json& config,
                              "negotiation_timeout_ms", "idle_timeout_ms", "max_connections",
                              "max_frame_size", "max_pending_output", "stop_grace_ms",
                              "max_unauthenticated", "max_unauthenticated_per_address",
+                             "max_connections_per_address", "max_connections_per_user",
                              "max_negotiation_frame_size",
                              "unix_socket_mode", "log_level", "log_format", "tls", "encryption",
                              "authentication", "authorization", "audit_log",
@@ -239,6 +240,15 @@ Result<ServerOptions> build_server_options(const nlohmann::json& config,
   if (Status s = read_number(config, "max_unauthenticated", o.max_unauthenticated); !s.ok()) return s;
   if (Status s = read_number(config, "max_unauthenticated_per_address",
                              o.max_unauthenticated_per_address);
+      !s.ok()) {
+    return s;
+  }
+  if (Status s = read_number(config, "max_connections_per_address",
+                             o.max_connections_per_address);
+      !s.ok()) {
+    return s;
+  }
+  if (Status s = read_number(config, "max_connections_per_user", o.max_connections_per_user);
       !s.ok()) {
     return s;
   }
