@@ -163,6 +163,9 @@ asio::awaitable<Status> negotiate_server(
     }
     features |= wire::kFeatureDoAs;
   }
+  if (hooks != nullptr && hooks->admit) {
+    if (Status s = hooks->admit(id); !s.ok()) co_return fail(channel, std::move(s));
+  }
   wire::append_auth_success(channel.out(), {features, step.message, id.user});
   if (spent != nullptr) *spent = std::move(session);
   identity = std::move(id);

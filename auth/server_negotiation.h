@@ -26,16 +26,18 @@ namespace authrpc {
 // instead of being destroyed here: ending a GSSAPI context costs ~15k
 // instructions, better spent after the first reply has left.
 //
-// `hooks` (optional) adds a step between the mechanism's success and
+// `hooks` (optional) adds steps between the mechanism's success and
 // AUTH_SUCCESS: `authorize` may rewrite the identity (principal mapping,
-// proxy users) or refuse it, its Status then being sent as the ERROR. A HELLO
-// asking to act as another user (do_as) without an `authorize` hook is
-// refused with PERMISSION_DENIED.
+// proxy users) or refuse it, its Status then being sent as the ERROR; then
+// `admit` may refuse the final identity the same way (the server's
+// connection limits). A HELLO asking to act as another user (do_as) without
+// an `authorize` hook is refused with PERMISSION_DENIED.
 //
 // The out fields are filled with or without `authorize`: pass hooks to learn
 // which mechanism a failed negotiation used (metrics, logs, audit).
 struct ServerNegotiationHooks {
   std::function<Status(Identity& id, std::string_view do_as)> authorize;
+  std::function<Status(const Identity& id)> admit;
   std::string mechanism;            // out: the mechanism chosen, once known
   int mechanism_index = -1;         // out: its index in `mechanisms`; -1 while none
   bool refused_by_authorize = false;  // out: failure came from `authorize`

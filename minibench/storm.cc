@@ -40,7 +40,7 @@ namespace minibench {
 
 const char* const kStormHelp = R"(  storm [--connections N] [--addresses A] [--slow] [-n N] [--warmup W]
         [--max-seconds S] [--server-threads K] [--max-unauthenticated M]
-        [--per-address P]
+        [--per-address P] [--hello-delay-ms D]
              legitimate `simple` sessions (connect + negotiation + one
              sys.whoami call + close, sequential) measured quietly, then
              while an attacker thread keeps N (default 10000) silent
@@ -55,7 +55,10 @@ const char* const kStormHelp = R"(  storm [--connections N] [--addresses A] [--s
              default limits unless --max-unauthenticated/--per-address are
              given. The attacker runs in processes of its own, each
              raising RLIMIT_NOFILE to its hard limit (several when N needs
-             more).
+             more). --hello-delay-ms D: each legitimate session waits D ms
+             after connecting before it sends its preamble and HELLO (a slow
+             network or client), and ends at AUTH_SUCCESS; use a small -n
+             (each takes D).
 )";
 
 namespace {
@@ -75,6 +78,7 @@ struct StormArgs {
   std::size_t server_threads = 1;
   std::optional<std::size_t> max_unauthenticated;
   std::optional<std::size_t> per_address;
+  std::chrono::milliseconds hello_delay{0};
 };
 
 // ---------------------------------------------------------------------------
@@ -355,8 +359,61 @@ struct Phase {
   double seconds = 0;
 };
 
+// A `simple` session that sends its preamble and HELLO `delay` after its
+// connection is made, up to AUTH_SUCCESS (raw: the Client speaks at once).
+Status delayed_session(const Endpoint& endpoint, std::chrono::milliseconds delay) {
+  auto system_error = [](const char* what) {
+    return Status(std::error_code(errno, std::system_category()), what);
+  };
+  const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) return system_error("socket");
+  const std::unique_ptr<const int, void (*)(const int*)> closer(&fd, [](const int* f) { ::close(*f); });
+  sockaddr_in to{};
+  to.sin_family = AF_INET;
+  to.sin_port = htons(endpoint.port);
+  to.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  if (::connect(fd, reinterpret_cast<sockaddr*>(&to), sizeof to) != 0) return system_error("connect");
+  std::this_thread::sleep_for(delay);
+  std::string out(reinterpret_cast<const char*>(authrpc::wire::make_preamble().data()),
+                  authrpc::wire::kPreambleSize);
+  authrpc::wire::append_hello(out, {authrpc::wire::kNoFeatures, "simple", "alice"});
+  if (::send(fd, out.data(), out.size(), MSG_NOSIGNAL) != static_cast<ssize_t>(out.size())) {
+    return system_error("send");
+  }
+  std::string in;
+  authrpc::wire::FrameHeader header;
+  bool have_header = false;
+  const auto until = Clock::now() + std::chrono::seconds(10);
+  while (!have_header || in.size() < authrpc::wire::kFrameHeaderSize + header.body_size()) {
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(until - Clock::now());
+    pollfd p{fd, POLLIN, 0};
+    if (left.count() <= 0 || ::poll(&p, 1, static_cast<int>(left.count())) <= 0) {
+      return Status(Errc::kDeadlineExceeded, "no answer to HELLO within 10 s");
+    }
+    char buf[4096];
+    const ssize_t n = ::recv(fd, buf, sizeof buf, 0);
+    if (n <= 0) return Status(Errc::kConnectionClosed, "the server closed before answering HELLO");
+    in.append(buf, static_cast<std::size_t>(n));
+    if (!have_header && in.size() >= authrpc::wire::kFrameHeaderSize) {
+      if (!authrpc::wire::decode_frame_header(reinterpret_cast<const std::uint8_t*>(in.data()),
+                                              1 << 20, header)) {
+        return Status(Errc::kProtocolError, "bad frame header");
+      }
+      have_header = true;
+    }
+  }
+  if (header.type == authrpc::wire::FrameType::kAuthSuccess) return Status();
+  if (header.type == authrpc::wire::FrameType::kError) {
+    auto error = authrpc::wire::parse_error(
+        std::string_view(in).substr(authrpc::wire::kFrameHeaderSize, header.body_size()));
+    if (error.ok()) return Status(authrpc::errc_from_wire(error->code), error->message);
+  }
+  return Status(Errc::kProtocolError, "unexpected answer to HELLO");
+}
+
 Phase run_sessions(const Endpoint& endpoint, std::size_t warmup, std::size_t n,
-                   std::chrono::steady_clock::time_point give_up) {
+                   std::chrono::steady_clock::time_point give_up,
+                   std::chrono::milliseconds hello_delay) {
   Phase phase;
   authrpc::ClientOptions o;
   o.endpoint = endpoint;
@@ -367,7 +424,9 @@ Phase run_sessions(const Endpoint& endpoint, std::size_t warmup, std::size_t n,
   for (std::size_t i = 0; i < warmup + n && Clock::now() < give_up; ++i) {
     const auto start = Clock::now();
     Status failed;
-    {
+    if (hello_delay.count() > 0) {
+      failed = delayed_session(endpoint, hello_delay);
+    } else {
       auto client = authrpc::Client::connect(o);
       if (!client.ok()) {
         failed = client.status();
@@ -437,6 +496,9 @@ int run_storm(int argc, char** argv) {
     } else if (arg == "--per-address") {
       ok = size_value(v);
       args.per_address = v;
+    } else if (arg == "--hello-delay-ms") {
+      ok = size_value(v);
+      args.hello_delay = std::chrono::milliseconds(v);
     } else {
       ok = false;
     }
@@ -462,7 +524,7 @@ int run_storm(int argc, char** argv) {
               (*server)->budget.c_str(), (*server)->per_address.c_str());
 
   const auto forever = Clock::now() + std::chrono::hours(1);
-  const Phase quiet = run_sessions(endpoint, args.warmup, args.n, forever);
+  const Phase quiet = run_sessions(endpoint, args.warmup, args.n, forever, args.hello_delay);
 
   const auto storm_began = Clock::now();
   shared->go = true;
@@ -475,7 +537,8 @@ int run_storm(int argc, char** argv) {
   const std::uint64_t opened_before = shared->opened;
   const auto measured_from = Clock::now();
   const Phase storm = run_sessions(endpoint, args.warmup, args.n,
-                                   storm_began + std::chrono::seconds(args.max_seconds));
+                                   storm_began + std::chrono::seconds(args.max_seconds),
+                                   args.hello_delay);
   const double storm_seconds = std::chrono::duration<double>(Clock::now() - measured_from).count();
   const std::uint64_t opened_during = shared->opened - opened_before;
   shared->stop = true;
@@ -493,8 +556,19 @@ int run_storm(int argc, char** argv) {
 
   std::printf("\n%-14s %6s %10s %10s %10s %10s %9s\n", "row", "n", "p50 µs", "p99 µs", "p99.9 µs",
               "max µs", "failures");
-  print_phase("quiet/simple", quiet);
-  print_phase("storm/simple", storm);
+  const bool delayed = args.hello_delay.count() > 0;
+  print_phase(delayed ? "quiet/delayed" : "quiet/simple", quiet);
+  print_phase(delayed ? "storm/delayed" : "storm/simple", storm);
+  auto rate = [](const Phase& p) {
+    const std::size_t all = p.us.size() + p.failures;
+    return all == 0 ? 0.0 : 100.0 * static_cast<double>(p.us.size()) / static_cast<double>(all);
+  };
+  std::printf("sessions that succeeded: quiet %zu of %zu (%.0f%%), storm %zu of %zu (%.0f%%)%s\n",
+              quiet.us.size(), quiet.us.size() + quiet.failures, rate(quiet), storm.us.size(),
+              storm.us.size() + storm.failures, rate(storm),
+              delayed ? (", HELLO " + std::to_string(args.hello_delay.count()) +
+                         " ms after connecting").c_str()
+                      : "");
   const double p50 = percentile(quiet.us, 0.5), p99 = percentile(quiet.us, 0.99);
   std::printf("ratio storm/quiet: p50 %.2f, p99 %.2f\n",
               p50 > 0 ? percentile(storm.us, 0.5) / p50 : 0.0,

@@ -255,11 +255,18 @@ asio::awaitable<void> accept_loop(Server::Impl& server, Reactor& reactor, Listen
     auto connection = std::make_shared<ServerConnection>(server, reactor, std::move(*stream));
     Status refuse;
     const auto admission = server.budget.admit(connection->peer(), connection, &reactor);
-    if (admission.ticket == 0) {
+    if (admission.refused == PreauthBudget::Refusal::kMaxConnections) {
       ++server.connections_refused_busy;
       if (server.metrics) server.metrics->refused_max_connections();
       refuse = Status(Errc::kServerBusy, "too many connections (limit " +
                                               std::to_string(server.options.max_connections) + ")");
+    } else if (admission.refused == PreauthBudget::Refusal::kPerAddress) {
+      ++server.connections_refused_busy;
+      ++server.connections_refused_per_address;
+      if (server.metrics) server.metrics->refused_per_address();
+      refuse = Status(Errc::kServerBusy,
+                      "too many connections from this address (limit " +
+                          std::to_string(server.options.max_connections_per_address) + ")");
     } else {
       connection->set_budget_ticket(admission.ticket);
       ++server.connections_active;
@@ -350,7 +357,8 @@ void check_descriptor_limit(Server::Impl& server, std::size_t threads) {
 Server::Impl::Impl(ServerOptions o)
     : options(std::move(o)),
       budget({options.max_unauthenticated, options.max_unauthenticated_per_address,
-              options.max_connections}) {
+              options.max_connections, options.max_connections_per_address,
+              options.max_connections_per_user}) {
   services.emplace("sys", make_sys_service(*this));
 }
 
@@ -550,6 +558,8 @@ ServerStats Server::stats() const {
   s.connections_active = impl_->connections_active.load();
   s.connections_parked = impl_->connections_parked.load();
   s.connections_refused_busy = impl_->connections_refused_busy.load();
+  s.connections_refused_per_address = impl_->connections_refused_per_address.load();
+  s.connections_refused_per_user = impl_->connections_refused_per_user.load();
   s.connections_unauthenticated = impl_->budget.unauthenticated();
   s.connections_shed = impl_->connections_shed.load();
   s.connections_shed_per_address = impl_->connections_shed_per_address.load();

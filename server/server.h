@@ -48,11 +48,19 @@ struct ServerOptions {
   // Before authentication (docs/CONFIG.md, "Before authentication"): at most
   // this many connections still negotiating, in all and per source address
   // (IPv4 address, IPv6 /64; unix:// peers are exempt from the per-address
-  // limit; 0: no per-address limit). A new connection over either limit
-  // sheds the oldest unauthenticated one (from the same address for the
-  // per-address limit) instead of being refused.
+  // limit; 0: no per-address limit). A new connection over the per-address
+  // limit sheds its address's oldest unauthenticated one; over the total,
+  // the oldest of the address holding the most; it is not refused.
   std::size_t max_unauthenticated = 1024;
   std::size_t max_unauthenticated_per_address = 64;
+  // Connections per source address, authenticated or not (same address as
+  // above, unix:// exempt; 0: no limit): past it the address's oldest
+  // unauthenticated one is shed, or, all authenticated, the new one gets
+  // SERVER_BUSY. And authenticated connections per Identity::user (0: no
+  // limit): one more is refused SERVER_BUSY instead of AUTH_SUCCESS
+  // (docs/CONFIG.md, "Connection limits").
+  std::size_t max_connections_per_address = 1000;
+  std::size_t max_connections_per_user = 0;
   // The largest frame accepted before AUTH_SUCCESS (header included):
   // Kerberos AP-REQs with large PACs reach ~48 KB; max_frame_size applies
   // after.
@@ -108,6 +116,11 @@ struct ServerStats {
   // coroutine (docs/DESIGN.md, "What an idle connection costs").
   std::uint64_t connections_parked = 0;
   std::uint64_t connections_refused_busy = 0;
+  // Of those, refused for max_connections_per_address.
+  std::uint64_t connections_refused_per_address = 0;
+  // Refused at authentication for max_connections_per_user (SERVER_BUSY
+  // instead of AUTH_SUCCESS; not in connections_refused_busy).
+  std::uint64_t connections_refused_per_user = 0;
   std::uint64_t connections_unauthenticated = 0;  // negotiating now
   // Unauthenticated connections closed to make room for a newer one, and
   // how many of those for the per-address limit.

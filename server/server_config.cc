@@ -205,6 +205,7 @@ Result<ServerOptions> build_server_options(const nlohmann::json& config,
                              "max_frame_size", "max_pending_output", "max_streams_per_connection",
                              "max_stream_bytes_per_connection", "max_buffered_bytes", "stop_grace_ms",
                              "max_unauthenticated", "max_unauthenticated_per_address",
+                             "max_connections_per_address", "max_connections_per_user",
                              "max_negotiation_frame_size",
                              "unix_socket_mode", "log_level", "log_format", "tls", "encryption",
                              "authentication", "authorization", "audit_log",
@@ -257,6 +258,15 @@ Result<ServerOptions> build_server_options(const nlohmann::json& config,
   if (Status s = read_number(config, "max_unauthenticated", o.max_unauthenticated); !s.ok()) return s;
   if (Status s = read_number(config, "max_unauthenticated_per_address",
                              o.max_unauthenticated_per_address);
+      !s.ok()) {
+    return s;
+  }
+  if (Status s = read_number(config, "max_connections_per_address",
+                             o.max_connections_per_address);
+      !s.ok()) {
+    return s;
+  }
+  if (Status s = read_number(config, "max_connections_per_user", o.max_connections_per_user);
       !s.ok()) {
     return s;
   }

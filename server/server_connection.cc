@@ -20,6 +20,8 @@ namespace {
 
 using wire::FrameType;
 constexpr auto kLingerTime = std::chrono::seconds(2);
+constexpr const char* kShedMessage =
+    "too many unauthenticated connections: closed to make room for a newer one";
 
 // The one place where an exception a handler threw becomes its call's
 // status; called from inside a catch block (of a plain handler, or of a
@@ -234,22 +236,18 @@ asio::awaitable<void> ServerConnection::run(Status refuse) {
       return admission_.establish(id, do_as);
     };
   }
+  hooks.admit = [this](const Identity& id) { return authenticate_in_budget(id); };
   // identity_ stays empty unless the negotiation succeeds.
   Status negotiated = co_await negotiate_server(*channel_, server_.options.mechanisms, info,
                                                 identity_, &hooks, &spent_session_);
   const Ending ending = ending_;
   if (ending == Ending::kShed) {
     close_reason_ = ServerMetrics::Close::kShed;
+    channel_->close_after_flush();  // shed() did, or the budget refused AUTH_SUCCESS
     co_return;
   }
   if (!negotiated.ok()) {
     co_await negotiation_failed(std::move(negotiated), ending, hooks);
-    co_return;
-  }
-  // Shed while its mechanism was deciding: close, AUTH_SUCCESS unsent.
-  if (!server_.budget.authenticate(budget_ticket_)) {
-    close_reason_ = ServerMetrics::Close::kShed;
-    channel_->close();
     co_return;
   }
   if (metrics_) {
@@ -264,7 +262,6 @@ asio::awaitable<void> ServerConnection::run(Status refuse) {
                     std::string(ServerMetrics::transport_name(transport_)) +
                     (channel_->byte_stream().tls() ? ", TLS" : ""));
   }
-  authenticated_ = true;
   channel_->set_max_frame_size(server_.options.max_frame_size);
   channel_->set_on_drained([this] { account_memory(); });
   admission_.audit_authentication(identity_, "success", identity_.mechanism, {});
@@ -915,8 +912,24 @@ Status ServerConnection::handle_cancel(const Frame& frame) {
   return Status();
 }
 
-void ServerConnection::leave_budget() {
-  server_.budget.release(budget_ticket_, authenticated_);
+void ServerConnection::leave_budget() { server_.budget.release(budget_ticket_); }
+
+Status ServerConnection::authenticate_in_budget(const Identity& id) {
+  switch (server_.budget.authenticate(budget_ticket_, id.user)) {
+    case PreauthBudget::Authentication::kAccepted:
+      return Status();
+    case PreauthBudget::Authentication::kShed:
+      // Shed while its mechanism was deciding: run() closes it silently.
+      ending_ = Ending::kShed;
+      return Status(Errc::kServerBusy, kShedMessage);
+    case PreauthBudget::Authentication::kTooManyForUser:
+      break;
+  }
+  ++server_.connections_refused_per_user;
+  if (metrics_) metrics_->refused_per_user();
+  return Status(Errc::kServerBusy,
+                "too many connections for user '" + id.user + "' (limit " +
+                    std::to_string(server_.options.max_connections_per_user) + ")");
 }
 
 void ServerConnection::shed() {
@@ -925,8 +938,7 @@ void ServerConnection::shed() {
     return;
   }
   ending_ = Ending::kShed;
-  wire::append_error(channel_->out(), static_cast<std::uint16_t>(Errc::kServerBusy),
-                     "too many unauthenticated connections: the oldest is closed");
+  wire::append_error(channel_->out(), static_cast<std::uint16_t>(Errc::kServerBusy), kShedMessage);
   channel_->close_after_flush();
 }
 

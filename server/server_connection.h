@@ -108,6 +108,10 @@ class ServerConnection final : public std::enable_shared_from_this<ServerConnect
   // run() ended: counts the close (metrics) with its reason.
   void count_close();
   void leave_budget();
+  // The negotiation's last step (ServerNegotiationHooks::admit): the
+  // connection counts as authenticated, or is refused SERVER_BUSY (shed
+  // meanwhile, or its user's max_connections_per_user reached).
+  Status authenticate_in_budget(const Identity& id);
   // Ends the connection on the server's initiative: queues `error` (if any)
   // as an ERROR frame, sends it, then reads until the peer closes or 2 s pass
   // so that the frame is not destroyed by a reset.
@@ -190,7 +194,6 @@ class ServerConnection final : public std::enable_shared_from_this<ServerConnect
   // A call came after identity_.expires: the connection ends once that
   // call's refusal is written.
   bool credentials_expired_ = false;
-  bool authenticated_ = false;  // left the budget for max_connections
   bool plaintext_network_ = false;  // tcp:// without TLS (CallContext::plaintext_network)
   std::size_t in_flight_ = 0;
   std::uint64_t calls_ok_ = 0;  // answered, not yet folded (count_calls)

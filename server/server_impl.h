@@ -278,6 +278,8 @@ class Server::Impl {
   std::atomic<std::uint64_t> connections_active{0};
   std::atomic<std::uint64_t> connections_parked{0};  // ServerConnection::park()
   std::atomic<std::uint64_t> connections_refused_busy{0};
+  std::atomic<std::uint64_t> connections_refused_per_address{0};
+  std::atomic<std::uint64_t> connections_refused_per_user{0};
   std::atomic<std::uint64_t> connections_shed{0};
   std::atomic<std::uint64_t> connections_shed_per_address{0};
   std::atomic<std::uint64_t> accept_out_of_descriptors{0};

@@ -47,11 +47,16 @@ ServerMetrics::ServerMetrics(std::shared_ptr<MetricsRegistry> registry,
                                 {"reason", std::string(kCloseNames[c])}});
     }
   }
-  const char* refused_help = "Connections answered SERVER_BUSY at accept, by reason.";
+  const char* refused_help =
+      "Connections answered SERVER_BUSY at accept (per_user: at authentication), by reason.";
   refused_max_connections_ = &r.counter("authrpc_server_connections_refused_total", refused_help,
                                         {{"reason", "max_connections"}});
   refused_out_of_descriptors_ = &r.counter("authrpc_server_connections_refused_total",
                                            refused_help, {{"reason", "out_of_descriptors"}});
+  refused_per_address_ = &r.counter("authrpc_server_connections_refused_total", refused_help,
+                                    {{"reason", "max_connections_per_address"}});
+  refused_per_user_ = &r.counter("authrpc_server_connections_refused_total", refused_help,
+                                 {{"reason", "max_connections_per_user"}});
   const char* shed_help =
       "Unauthenticated connections closed to make room for a newer one, by the limit reached.";
   shed_total_ = &r.counter("authrpc_server_connections_shed_total", shed_help, {{"limit", "total"}});

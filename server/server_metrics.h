@@ -72,6 +72,8 @@ class ServerMetrics {
   }
   void refused_max_connections() noexcept { refused_max_connections_->inc(); }
   void refused_out_of_descriptors() noexcept { refused_out_of_descriptors_->inc(); }
+  void refused_per_address() noexcept { refused_per_address_->inc(); }
+  void refused_per_user() noexcept { refused_per_user_->inc(); }
   void shed(bool per_address) noexcept { (per_address ? shed_per_address_ : shed_total_)->inc(); }
   void closed(Transport t, Close why) noexcept {
     per_transport_[t].open->sub();
@@ -129,6 +131,8 @@ class ServerMetrics {
   std::array<PerTransport, kTransports> per_transport_{};
   Counter* refused_max_connections_;
   Counter* refused_out_of_descriptors_;
+  Counter* refused_per_address_;
+  Counter* refused_per_user_;
   Counter* shed_total_;
   Counter* shed_per_address_;
   std::vector<std::unique_ptr<PerMechanism>> mechanisms_;  // last: "none"

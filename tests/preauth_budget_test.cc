@@ -2,7 +2,10 @@
 // authentication"; issue 19, defects 3, 4 and 10): the budget's choices on
 // their own, then a running Server on loopback fed silent, slow and oversized
 // peers from several 127.0.0.x source addresses next to a legitimate Client,
-// and a server in a child process whose descriptor limit is too small.
+// a flood from 16 addresses next to clients slow to send their HELLO, the
+// per-address and per-user connection limits (docs/CONFIG.md, "Connection
+// limits"), and a server in a child process whose descriptor limit is too
+// small.
 #include <gtest/gtest.h>
 
 #include <asio/thread_pool.hpp>
@@ -17,9 +20,11 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <cstdio>
+#include <deque>
 #include <fstream>
 #include <memory>
 #include <sstream>
@@ -71,64 +76,185 @@ TEST(PreauthBudgetTest, AddressKeysGroupWhatOnePeerControls) {
   }
 }
 
-TEST(PreauthBudgetTest, ShedsTheOldestOfTheAddressThenTheOldestOfAll) {
+bool Authenticates(PreauthBudget& budget, std::uint64_t ticket, std::string_view user = "u") {
+  return budget.authenticate(ticket, user) == PreauthBudget::Authentication::kAccepted;
+}
+
+// Which connection the budget sheds for each new one: a case admits its
+// peers in order; `shed` names the earlier admission that gave way (-1:
+// none), recognised by the reactor it was admitted with.
+struct ShedStep {
+  const char* peer;
+  int shed;
+  bool same_address = false;
+};
+struct ShedCase {
+  const char* name;
+  PreauthBudget::Limits limits;
+  std::vector<ShedStep> steps;
+};
+
+TEST(PreauthBudgetTest, ShedsTheOldestOfTheAddressHoldingTheMost) {
+  const ShedCase cases[] = {
+      {"the busiest address gives way, not the oldest connection",
+       {.unauthenticated = 4, .per_address = 0},
+       {{"10.0.0.1:1", -1}, {"10.0.0.2:1", -1}, {"10.0.0.2:2", -1}, {"10.0.0.2:3", -1},
+        {"10.0.0.3:1", 1}, {"10.0.0.4:1", 2}}},
+      {"the newcomer's own address when it is among the busiest",
+       {.unauthenticated = 4, .per_address = 0},
+       {{"10.0.0.1:1", -1}, {"10.0.0.1:2", -1}, {"10.0.0.2:1", -1}, {"10.0.0.2:2", -1},
+        {"10.0.0.2:3", 2}}},
+      {"ties: the address that reached the count first",
+       {.unauthenticated = 4, .per_address = 0},
+       {{"10.0.0.1:1", -1}, {"10.0.0.2:1", -1}, {"10.0.0.2:2", -1}, {"10.0.0.1:2", -1},
+        {"10.0.0.3:1", 1}, {"10.0.0.4:1", 0}}},
+      {"one connection each: the oldest",
+       {.unauthenticated = 3},
+       {{"10.0.0.1:1", -1}, {"10.0.0.2:1", -1}, {"10.0.0.3:1", -1}, {"10.0.0.4:1", 0},
+        {"10.0.0.5:1", 1}}},
+      {"the per-address limit: that address's oldest",
+       {.unauthenticated = 10, .per_address = 2},
+       {{"10.0.0.1:1", -1}, {"10.0.0.2:1", -1}, {"10.0.0.1:2", -1}, {"10.0.0.1:3", 0, true},
+        {"10.0.0.1:4", 2, true}}},
+      {"max_connections sheds the same way",
+       {.unauthenticated = 100, .per_address = 0, .connections = 3},
+       {{"10.0.0.1:1", -1}, {"10.0.0.2:1", -1}, {"10.0.0.2:2", -1}, {"10.0.0.3:1", 1}}},
+      {"an IPv6 /64 is one address",
+       {.unauthenticated = 3},
+       {{"[2001:db8::1]:1", -1}, {"[2001:db8::2]:1", -1}, {"10.0.0.1:1", -1},
+        {"10.0.0.2:1", 0}}},
+      {"unix peers: exempt from the per-address limit, one address here",
+       {.unauthenticated = 4, .per_address = 1},
+       {{"10.0.0.1:1", -1}, {"unix:/s", -1}, {"unix:/s", -1}, {"unix:/s", -1},
+        {"10.0.0.2:1", 1}}},
+  };
+  for (const auto& c : cases) {
+    SCOPED_TRACE(c.name);
+    PreauthBudget budget(c.limits);
+    std::vector<char> tags(c.steps.size());
+    auto tag = [&tags](std::size_t i) { return reinterpret_cast<Reactor*>(&tags[i]); };
+    for (std::size_t i = 0; i < c.steps.size(); ++i) {
+      const ShedStep& step = c.steps[i];
+      const auto admitted = budget.admit(step.peer, {}, tag(i));
+      ASSERT_NE(admitted.ticket, 0u) << "step " << i;
+      if (step.shed < 0) {
+        EXPECT_FALSE(admitted.shed.has_value()) << "step " << i;
+        continue;
+      }
+      ASSERT_TRUE(admitted.shed.has_value()) << "step " << i;
+      EXPECT_EQ(admitted.shed->reactor, tag(static_cast<std::size_t>(step.shed))) << "step " << i;
+      EXPECT_EQ(admitted.shed->same_address, step.same_address) << "step " << i;
+    }
+  }
+}
+
+TEST(PreauthBudgetTest, AShedConnectionCannotAuthenticateAndCountsStayRight) {
   PreauthBudget budget({.unauthenticated = 3, .per_address = 2, .connections = 100});
   const auto a = budget.admit("10.0.0.1:1", {}, nullptr);
   const auto b = budget.admit("10.0.0.1:2", {}, nullptr);
   const auto x = budget.admit("10.0.0.2:1", {}, nullptr);
-  ASSERT_NE(a.ticket, 0u);
-  EXPECT_FALSE(a.shed || b.shed || x.shed);
-  // A third from 10.0.0.1 pushes out 10.0.0.1's oldest, not 10.0.0.2's.
-  const auto c = budget.admit("10.0.0.1:3", {}, nullptr);
-  ASSERT_TRUE(c.shed.has_value());
-  EXPECT_TRUE(c.shed->same_address);
-  EXPECT_FALSE(budget.authenticate(a.ticket)) << "a shed connection must not authenticate";
-  // The budget is full (b, x, c): a new address sheds the oldest of all, b.
-  const auto d = budget.admit("10.0.0.3:1", {}, nullptr);
+  const auto c = budget.admit("10.0.0.1:3", {}, nullptr);  // sheds a
+  EXPECT_EQ(budget.authenticate(a.ticket, "u"), PreauthBudget::Authentication::kShed);
+  const auto d = budget.admit("10.0.0.3:1", {}, nullptr);  // 10.0.0.1 holds the most: sheds b
   ASSERT_TRUE(d.shed.has_value());
-  EXPECT_FALSE(d.shed->same_address);
-  EXPECT_FALSE(budget.authenticate(b.ticket));
-  EXPECT_TRUE(budget.authenticate(x.ticket));
+  EXPECT_FALSE(Authenticates(budget, b.ticket));
+  EXPECT_TRUE(Authenticates(budget, x.ticket));
+  EXPECT_FALSE(Authenticates(budget, x.ticket)) << "authenticated already";
   EXPECT_EQ(budget.unauthenticated(), 2u);  // c, d
   EXPECT_EQ(budget.authenticated(), 1u);
-  budget.release(a.ticket, false);  // shed already: ignored
-  budget.release(c.ticket, false);
+  budget.release(a.ticket);  // shed already: ignored
+  budget.release(c.ticket);
   EXPECT_EQ(budget.unauthenticated(), 1u);
-  budget.release(x.ticket, true);
+  budget.release(x.ticket);
+  budget.release(x.ticket);  // released already: ignored
   EXPECT_EQ(budget.authenticated(), 0u);
+  budget.release(d.ticket);
+  EXPECT_EQ(budget.unauthenticated(), 0u);
 }
 
 TEST(PreauthBudgetTest, MaxConnectionsShedsUnauthenticatedAndRefusesOnlyWhenAllAuthenticated) {
   PreauthBudget budget({.unauthenticated = 100, .per_address = 0, .connections = 2});
   const auto first = budget.admit("10.0.0.1:1", {}, nullptr);
-  ASSERT_TRUE(budget.authenticate(first.ticket));
+  ASSERT_TRUE(Authenticates(budget, first.ticket));
   const auto second = budget.admit("10.0.0.2:1", {}, nullptr);
   EXPECT_FALSE(second.shed.has_value());
   const auto third = budget.admit("10.0.0.3:1", {}, nullptr);
   ASSERT_NE(third.ticket, 0u);
   EXPECT_TRUE(third.shed.has_value()) << "the silent second must give way to the third";
-  ASSERT_TRUE(budget.authenticate(third.ticket));
-  EXPECT_EQ(budget.admit("10.0.0.4:1", {}, nullptr).ticket, 0u)
+  ASSERT_TRUE(Authenticates(budget, third.ticket));
+  const auto fourth = budget.admit("10.0.0.4:1", {}, nullptr);
+  EXPECT_EQ(fourth.ticket, 0u)
       << "with max_connections all authenticated nothing can be shed: refused";
+  EXPECT_EQ(fourth.refused, PreauthBudget::Refusal::kMaxConnections);
+}
+
+// max_connections_per_address counts authenticated connections too:
+// the address's unauthenticated ones are shed first, then new ones refused.
+// max_connections_per_user counts sessions by user, from any address.
+TEST(PreauthBudgetTest, PerAddressAndPerUserLimitsCountAuthenticatedConnections) {
+  PreauthBudget budget({.unauthenticated = 100,
+                        .per_address = 64,
+                        .connections = 100,
+                        .connections_per_address = 3,
+                        .connections_per_user = 2});
+  using A = PreauthBudget::Authentication;
+  const auto a1 = budget.admit("10.0.0.1:1", {}, nullptr);
+  const auto a2 = budget.admit("10.0.0.1:2", {}, nullptr);
+  ASSERT_EQ(budget.authenticate(a1.ticket, "alice"), A::kAccepted);
+  ASSERT_EQ(budget.authenticate(a2.ticket, "bob"), A::kAccepted);
+  const auto a3 = budget.admit("10.0.0.1:3", {}, nullptr);
+  EXPECT_FALSE(a3.shed.has_value());
+  const auto a4 = budget.admit("10.0.0.1:4", {}, nullptr);  // 2 + 1 = 3: a3 gives way
+  ASSERT_NE(a4.ticket, 0u);
+  ASSERT_TRUE(a4.shed.has_value());
+  EXPECT_TRUE(a4.shed->same_address);
+  EXPECT_EQ(budget.authenticate(a3.ticket, "carol"), A::kShed);
+  ASSERT_EQ(budget.authenticate(a4.ticket, "carol"), A::kAccepted);
+  const auto a5 = budget.admit("10.0.0.1:5", {}, nullptr);
+  EXPECT_EQ(a5.ticket, 0u) << "three authenticated from 10.0.0.1";
+  EXPECT_EQ(a5.refused, PreauthBudget::Refusal::kPerAddress);
+  EXPECT_NE(budget.admit("10.0.0.2:1", {}, nullptr).ticket, 0u) << "another address";
+  for (int i = 0; i < 5; ++i) {  // unix peers are exempt
+    const auto u = budget.admit("unix:/s", {}, nullptr);
+    ASSERT_NE(u.ticket, 0u);
+    EXPECT_TRUE(Authenticates(budget, u.ticket, "unix" + std::to_string(i)));
+  }
+
+  const auto b = budget.admit("10.0.0.3:1", {}, nullptr);
+  ASSERT_EQ(budget.authenticate(b.ticket, "alice"), A::kAccepted);  // alice's second
+  const auto c = budget.admit("10.0.0.4:1", {}, nullptr);
+  EXPECT_EQ(budget.authenticate(c.ticket, "alice"), A::kTooManyForUser);
+  EXPECT_EQ(budget.authenticate(c.ticket, "dave"), A::kAccepted) << "refused, still negotiating";
+  budget.release(a1.ticket);  // alice's first leaves; 10.0.0.1 has room again
+  const auto d = budget.admit("10.0.0.1:6", {}, nullptr);
+  ASSERT_NE(d.ticket, 0u);
+  EXPECT_EQ(budget.authenticate(d.ticket, "alice"), A::kAccepted);
+  EXPECT_EQ(budget.admit("10.0.0.1:7", {}, nullptr).refused, PreauthBudget::Refusal::kPerAddress);
 }
 
 // Slots are reused (server/preauth_budget.h): the ticket of a connection
-// that left — shed or authenticated — must not name the connection that
-// took its slot, and the budget keeps counting right through thousands of
-// connections from hundreds of addresses (more than it keeps entries for).
+// that left — shed, or authenticated and closed — must not name the
+// connection that took its slot, and the budget keeps counting right through
+// thousands of connections from hundreds of addresses (more than it keeps
+// entries for).
 TEST(PreauthBudgetTest, ReusedSlotsKeepTicketsApartAndCountsRight) {
-  PreauthBudget budget({.unauthenticated = 4, .per_address = 2, .connections = 1000});
+  PreauthBudget budget({.unauthenticated = 4,
+                        .per_address = 2,
+                        .connections = 1000,
+                        .connections_per_address = 50,
+                        .connections_per_user = 3});
   const auto a = budget.admit("10.0.0.1:1", {}, nullptr);
-  ASSERT_TRUE(budget.authenticate(a.ticket));
+  ASSERT_TRUE(Authenticates(budget, a.ticket));
+  budget.release(a.ticket);
   const auto b = budget.admit("10.0.0.1:2", {}, nullptr);  // a's slot again
   ASSERT_NE(b.ticket, 0u);
   EXPECT_NE(a.ticket, b.ticket);
-  EXPECT_FALSE(budget.authenticate(a.ticket)) << "a's ticket names b's slot: stale";
-  budget.release(a.ticket, false);  // stale: ignored, b stays
+  EXPECT_FALSE(Authenticates(budget, a.ticket)) << "a's ticket names b's slot: stale";
+  budget.release(a.ticket);  // stale: ignored, b stays
   EXPECT_EQ(budget.unauthenticated(), 1u);
-  EXPECT_FALSE(budget.authenticate(0));
-  EXPECT_FALSE(budget.authenticate(~std::uint64_t{0}));
-  ASSERT_TRUE(budget.authenticate(b.ticket));
+  EXPECT_FALSE(Authenticates(budget, 0));
+  EXPECT_FALSE(Authenticates(budget, ~std::uint64_t{0}));
+  ASSERT_TRUE(Authenticates(budget, b.ticket));
 
   std::vector<std::uint64_t> live;
   for (int i = 0; i < 3000; ++i) {
@@ -139,23 +265,23 @@ TEST(PreauthBudgetTest, ReusedSlotsKeepTicketsApartAndCountsRight) {
     EXPECT_FALSE(admitted.shed && admitted.shed->same_address) << peer;
     live.push_back(admitted.ticket);
     if (live.size() == 3) {  // one authenticates, one leaves, one stays to be shed
-      EXPECT_TRUE(budget.authenticate(live[0]));
-      budget.release(live[0], true);
-      budget.release(live[1], false);
+      EXPECT_TRUE(Authenticates(budget, live[0], "user" + std::to_string(i % 7)));
+      budget.release(live[0]);
+      budget.release(live[1]);
       live.erase(live.begin(), live.begin() + 2);
     }
     EXPECT_LE(budget.unauthenticated(), 4u);
   }
-  EXPECT_EQ(budget.authenticated(), 2u);  // a and b
+  EXPECT_EQ(budget.authenticated(), 1u);  // b
   // Two from one address, then a third: its oldest goes, the other stays.
   const auto p1 = budget.admit("10.9.9.9:1", {}, nullptr);
   const auto p2 = budget.admit("10.9.9.9:2", {}, nullptr);
   const auto p3 = budget.admit("10.9.9.9:3", {}, nullptr);
   ASSERT_TRUE(p3.shed.has_value());
   EXPECT_TRUE(p3.shed->same_address);
-  EXPECT_FALSE(budget.authenticate(p1.ticket));
-  EXPECT_TRUE(budget.authenticate(p2.ticket));
-  EXPECT_TRUE(budget.authenticate(p3.ticket));
+  EXPECT_FALSE(Authenticates(budget, p1.ticket));
+  EXPECT_TRUE(Authenticates(budget, p2.ticket));
+  EXPECT_TRUE(Authenticates(budget, p3.ticket));
 }
 
 // --- a running server -------------------------------------------------------
@@ -232,6 +358,66 @@ std::string HelloHeaderClaiming(std::uint32_t length) {
                            length - (wire::kFrameHeaderSize - wire::kLengthFieldSize));
   return out;
 }
+
+// Silent connections from 127.0.0.2, 127.0.0.3, ... (`addresses` of them,
+// in turn) at about `per_second` until destroyed; each is closed once
+// `kept` newer ones are open, if the server has not shed it before.
+class Flood {
+ public:
+  Flood(std::uint16_t port, std::uint32_t addresses, int per_second, std::size_t kept)
+      : port_(port), addresses_(addresses), interval_(std::chrono::microseconds(1'000'000 / per_second)),
+        kept_(kept), thread_([this] { Run(); }) {}
+  ~Flood() {
+    stop_ = true;
+    thread_.join();
+  }
+  Flood(const Flood&) = delete;
+  Flood& operator=(const Flood&) = delete;
+
+  std::uint64_t opened() const { return opened_; }
+
+ private:
+  void Run() {
+    std::deque<int> open;
+    auto next = Clock::now();
+    for (std::uint32_t i = 0; !stop_; ++i) {
+      const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+      if (fd >= 0) {
+        const int one = 1;
+        ::setsockopt(fd, IPPROTO_IP, IP_BIND_ADDRESS_NO_PORT, &one, sizeof one);
+        sockaddr_in from{};
+        from.sin_family = AF_INET;
+        from.sin_addr.s_addr = htonl(0x7f000002u + i % addresses_);
+        sockaddr_in to{};
+        to.sin_family = AF_INET;
+        to.sin_port = htons(port_);
+        to.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+        if (::bind(fd, reinterpret_cast<sockaddr*>(&from), sizeof from) == 0 &&
+            (::connect(fd, reinterpret_cast<sockaddr*>(&to), sizeof to) == 0 || errno == EINPROGRESS)) {
+          open.push_back(fd);
+          ++opened_;
+        } else {
+          ::close(fd);
+        }
+      }
+      while (open.size() > kept_) {
+        ::close(open.front());
+        open.pop_front();
+      }
+      next += interval_;
+      std::this_thread::sleep_until(next);
+    }
+    for (const int fd : open) ::close(fd);
+  }
+
+  const std::uint16_t port_;
+  const std::uint32_t addresses_;
+  const std::chrono::microseconds interval_;
+  const std::size_t kept_;
+  std::atomic<bool> stop_{false};
+  std::atomic<std::uint64_t> opened_{0};
+  std::thread thread_;
+};
 
 long ResidentKiB() {
   std::ifstream status("/proc/self/status");
@@ -326,6 +512,108 @@ TEST_F(PreauthServerTest, ThePerAddressLimitShedsOnlyThatAddressesOldest) {
   EXPECT_FALSE(other.front()->Closed(100ms)) << "another address's older connection was shed";
   EXPECT_EQ(server_.stats().connections_unauthenticated, 11u);
   ExpectSession();
+}
+
+// A flood of silent connections from 16 addresses, fast enough that each
+// one lives a few tens of milliseconds in the budget, while legitimate
+// clients from 127.0.0.1 send their HELLO only a second after connecting (a
+// slow network, a client busy before it speaks): the addresses holding the
+// most give way, so the one with a few connections keeps them.
+TEST_F(PreauthServerTest, ClientsWhoseHelloTakesASecondSurviveAFloodFromSixteenAddresses) {
+  ASSERT_NO_FATAL_FAILURE(StartServer([](ServerOptions& o) { o.max_unauthenticated = 128; }));
+  Flood flood(port_, 16, 2000, 512);
+  ASSERT_TRUE(Eventually([&] { return server_.stats().connections_shed >= 500; }, 10s))
+      << "the flood does not fill the budget: " << server_.stats().connections_shed << " shed";
+  constexpr int kClients = 10;
+  std::atomic<int> sessions{0};
+  std::vector<std::thread> clients;
+  for (int i = 0; i < kClients; ++i) {
+    clients.emplace_back([this, &sessions] {
+      testing::RawConnection client(port_);
+      // Not a wait for an event: the client's delay is the case under test.
+      std::this_thread::sleep_for(1s);
+      if (!client.SendHello("simple", "alice")) return;
+      const auto frame = client.ReadFrame(5s);
+      if (frame && frame->type == wire::FrameType::kAuthSuccess) ++sessions;
+    });
+    // Started apart, so that 127.0.0.1 holds fewer at once than each
+    // flooding address does (~128 / 16).
+    std::this_thread::sleep_for(250ms);
+  }
+  for (auto& t : clients) t.join();
+  const auto stats = server_.stats();
+  EXPECT_GE(sessions.load(), kClients - 1)
+      << "of " << kClients << " clients; the flood opened " << flood.opened() << ", "
+      << stats.connections_shed << " shed";
+  EXPECT_GE(stats.connections_shed, 2000u) << "the flood was too slow to test anything";
+}
+
+// One address cannot take every connection by authenticating them: past
+// max_connections_per_address it is refused SERVER_BUSY, others still
+// connect, and a slot it frees is its own again.
+TEST_F(PreauthServerTest, OneAddressHoldsAtMostMaxConnectionsPerAddress) {
+  ASSERT_NO_FATAL_FAILURE(StartServer([](ServerOptions& o) {
+    o.max_connections = 100;
+    o.max_connections_per_address = 8;
+  }));
+  auto connect = [this](const std::string& user, const char* from) {
+    ClientOptions o;
+    o.endpoint = server_.endpoint();
+    o.mechanisms = {std::make_shared<SimpleClientMechanism>(user)};
+    o.local_address = from;
+    o.connect_timeout = 5s;
+    return Client::connect(o);
+  };
+  std::vector<std::unique_ptr<Client>> held;
+  for (int i = 0; i < 8; ++i) {
+    auto client = connect("user" + std::to_string(i), "127.0.0.2");
+    ASSERT_TRUE(client.ok()) << i << ": " << Describe(client);
+    held.push_back(std::move(*client));
+  }
+  auto ninth = connect("user8", "127.0.0.2");
+  ASSERT_FALSE(ninth.ok());
+  EXPECT_EQ(ninth.code(), make_error_code(Errc::kServerBusy)) << Describe(ninth);
+  EXPECT_NE(ninth.status().message.find("from this address (limit 8)"), std::string::npos)
+      << ninth.status().message;
+  EXPECT_EQ(server_.stats().connections_refused_per_address, 1u);
+  ExpectSession();  // from 127.0.0.1
+  auto other = connect("user9", "127.0.0.3");
+  EXPECT_TRUE(other.ok()) << Describe(other);
+
+  held.pop_back();
+  EXPECT_TRUE(Eventually([&] { return connect("user10", "127.0.0.2").ok(); }, 5s))
+      << "the address's freed slot was not given back";
+}
+
+// One user cannot take every connection either (max_connections_per_user):
+// the session over it is refused SERVER_BUSY in place of AUTH_SUCCESS.
+TEST_F(PreauthServerTest, OneUserHoldsAtMostMaxConnectionsPerUser) {
+  ASSERT_NO_FATAL_FAILURE(StartServer([](ServerOptions& o) { o.max_connections_per_user = 2; }));
+  auto connect = [this](const std::string& user, const char* from) {
+    ClientOptions o;
+    o.endpoint = server_.endpoint();
+    o.mechanisms = {std::make_shared<SimpleClientMechanism>(user)};
+    o.local_address = from;
+    o.connect_timeout = 5s;
+    return Client::connect(o);
+  };
+  auto first = connect("mallory", "127.0.0.2");
+  auto second = connect("mallory", "127.0.0.3");
+  ASSERT_TRUE(first.ok()) << Describe(first);
+  ASSERT_TRUE(second.ok()) << Describe(second);
+  auto third = connect("mallory", "127.0.0.4");
+  ASSERT_FALSE(third.ok());
+  EXPECT_EQ(third.code(), make_error_code(Errc::kServerBusy)) << Describe(third);
+  EXPECT_NE(third.status().message.find("user 'mallory' (limit 2)"), std::string::npos)
+      << third.status().message;
+  EXPECT_EQ(server_.stats().connections_refused_per_user, 1u);
+  EXPECT_TRUE(connect("alice", "127.0.0.2").ok()) << "another user";
+  auto reply = (*second)->call("sys", "whoami", {});
+  EXPECT_TRUE(reply.ok()) << "a session the limit let in is served: " << Describe(reply);
+
+  first->reset();
+  EXPECT_TRUE(Eventually([&] { return connect("mallory", "127.0.0.4").ok(); }, 5s))
+      << "the user's freed slot was not given back";
 }
 
 // Defect 4: before authentication a frame header could make the server

@@ -98,6 +98,8 @@ const char* const kFullConfig = R"({
   "negotiation_timeout_ms": 1234,
   "idle_timeout_ms": 0,
   "max_connections": 7,
+  "max_connections_per_address": 5,
+  "max_connections_per_user": 3,
   "max_frame_size": 65536,
   "max_pending_output": 1048576,
   "stop_grace_ms": 10,
@@ -116,6 +118,8 @@ void expect_full_config(const Result<ServerOptions>& o) {
   EXPECT_EQ(o->negotiation_timeout, 1234ms);
   EXPECT_EQ(o->idle_timeout, 0ms);
   EXPECT_EQ(o->max_connections, 7u);
+  EXPECT_EQ(o->max_connections_per_address, 5u);
+  EXPECT_EQ(o->max_connections_per_user, 3u);
   EXPECT_EQ(o->max_frame_size, 65536u);
   EXPECT_EQ(o->max_pending_output, 1048576u);
   EXPECT_EQ(o->stop_grace, 10ms);
@@ -145,6 +149,8 @@ TEST(ServerConfigTest, FullConfigBuiltInCppWithSignedIntegers) {
       {"negotiation_timeout_ms", 1234},
       {"idle_timeout_ms", 0},
       {"max_connections", 7},
+      {"max_connections_per_address", 5},
+      {"max_connections_per_user", 3},
       {"max_frame_size", 65536},
       {"max_pending_output", 1048576},
       {"stop_grace_ms", 10},
@@ -175,6 +181,8 @@ TEST(ServerConfigTest, MinimalConfigGetsDefaults) {
   EXPECT_EQ(o->negotiation_timeout, defaults.negotiation_timeout);
   EXPECT_EQ(o->idle_timeout, defaults.idle_timeout);
   EXPECT_EQ(o->max_connections, defaults.max_connections);
+  EXPECT_EQ(o->max_connections_per_address, 1000u);
+  EXPECT_EQ(o->max_connections_per_user, 0u);
   EXPECT_EQ(o->max_frame_size, defaults.max_frame_size);
   EXPECT_EQ(o->max_pending_output, defaults.max_pending_output);
   EXPECT_EQ(o->stop_grace, defaults.stop_grace);
@@ -358,6 +366,11 @@ INSTANTIATE_TEST_SUITE_P(
                   "blocking_threads"},
         BadConfig{"max_connections_string", R"({)" LISTEN R"(, "max_connections": "10"})",
                   "max_connections"},
+        BadConfig{"max_connections_per_address_negative",
+                  R"({)" LISTEN R"(, "max_connections_per_address": -1})",
+                  "max_connections_per_address"},
+        BadConfig{"max_connections_per_user_string",
+                  R"({)" LISTEN R"(, "max_connections_per_user": "2"})", "max_connections_per_user"},
         BadConfig{"max_frame_size_negative", R"({)" LISTEN R"(, "max_frame_size": -1})",
                   "max_frame_size"},
         BadConfig{"max_pending_output_string", R"({)" LISTEN R"(, "max_pending_output": "1M"})",
