@@ -12,6 +12,7 @@
 #include <cerrno>
 #include <charconv>
 #include <cstring>
+#include <utility>
 
 namespace authrpc::testing {
 namespace {
@@ -35,31 +36,34 @@ struct Fd {
   }
 };
 
-}  // namespace
-
-Result<HttpResponse> http_request(const std::string& method, const std::string& url,
-                                  std::chrono::milliseconds timeout) {
+// "http://AUTHORITY/TARGET" → {authority, target ("/" when absent)}.
+Result<std::pair<std::string, std::string>> split_url(const std::string& url) {
   constexpr std::string_view kScheme = "http://";
   std::string_view rest = url;
   if (rest.substr(0, kScheme.size()) != kScheme) return Status(Errc::kInvalidArgument, "not an http:// URL: " + url);
   rest.remove_prefix(kScheme.size());
   const std::size_t slash = rest.find('/');
-  const std::string_view authority = rest.substr(0, slash);
-  const std::string target = slash == std::string_view::npos ? "/" : std::string(rest.substr(slash));
+  return std::pair{std::string(rest.substr(0, slash)),
+                   slash == std::string_view::npos ? std::string("/") : std::string(rest.substr(slash))};
+}
+
+}  // namespace
+
+Result<HttpResponse> http_request(const std::string& method, const std::string& url,
+                                  std::chrono::milliseconds timeout) {
+  auto parts = split_url(url);
+  if (!parts.ok()) return parts.status();
   return http_exchange(url,
-                       method + " " + target + " HTTP/1.1\r\nHost: " + std::string(authority) +
+                       method + " " + parts->second + " HTTP/1.1\r\nHost: " + parts->first +
                            "\r\nUser-Agent: authrpc-tests\r\nConnection: close\r\n\r\n",
                        timeout);
 }
 
 Result<HttpResponse> http_exchange(const std::string& url, const std::string& request,
                                    std::chrono::milliseconds timeout) {
-  constexpr std::string_view kScheme = "http://";
-  std::string_view rest = url;
-  if (rest.substr(0, kScheme.size()) != kScheme) return Status(Errc::kInvalidArgument, "not an http:// URL: " + url);
-  rest.remove_prefix(kScheme.size());
-  const std::size_t slash = rest.find('/');
-  const std::string_view authority = rest.substr(0, slash);
+  auto parts = split_url(url);
+  if (!parts.ok()) return parts.status();
+  const std::string_view authority = parts->first;
   const std::size_t colon = authority.rfind(':');
   if (colon == std::string_view::npos) return Status(Errc::kInvalidArgument, "no port in " + url);
   std::string host(authority.substr(0, colon));

@@ -430,6 +430,16 @@ long ResidentKiB() {
 
 class PreauthServerTest : public ::testing::Test {
  protected:
+  // A `simple` session as `user` from the local address `from`.
+  Result<std::unique_ptr<Client>> ConnectAs(const std::string& user, const char* from) {
+    ClientOptions o;
+    o.endpoint = server_.endpoint();
+    o.mechanisms = {std::make_shared<SimpleClientMechanism>(user)};
+    o.local_address = from;
+    o.connect_timeout = 5s;
+    return Client::connect(o);
+  }
+
   void StartServer(const std::function<void(ServerOptions&)>& tweak) {
     server_.io_threads(2).blocking_threads(1).options([tweak](ServerOptions& o) {
       o.negotiation_timeout = 10s;
@@ -556,14 +566,7 @@ TEST_F(PreauthServerTest, OneAddressHoldsAtMostMaxConnectionsPerAddress) {
     o.max_connections = 100;
     o.max_connections_per_address = 8;
   }));
-  auto connect = [this](const std::string& user, const char* from) {
-    ClientOptions o;
-    o.endpoint = server_.endpoint();
-    o.mechanisms = {std::make_shared<SimpleClientMechanism>(user)};
-    o.local_address = from;
-    o.connect_timeout = 5s;
-    return Client::connect(o);
-  };
+  auto connect = [this](const std::string& user, const char* from) { return ConnectAs(user, from); };
   std::vector<std::unique_ptr<Client>> held;
   for (int i = 0; i < 8; ++i) {
     auto client = connect("user" + std::to_string(i), "127.0.0.2");
@@ -589,14 +592,7 @@ TEST_F(PreauthServerTest, OneAddressHoldsAtMostMaxConnectionsPerAddress) {
 // the session over it is refused SERVER_BUSY in place of AUTH_SUCCESS.
 TEST_F(PreauthServerTest, OneUserHoldsAtMostMaxConnectionsPerUser) {
   ASSERT_NO_FATAL_FAILURE(StartServer([](ServerOptions& o) { o.max_connections_per_user = 2; }));
-  auto connect = [this](const std::string& user, const char* from) {
-    ClientOptions o;
-    o.endpoint = server_.endpoint();
-    o.mechanisms = {std::make_shared<SimpleClientMechanism>(user)};
-    o.local_address = from;
-    o.connect_timeout = 5s;
-    return Client::connect(o);
-  };
+  auto connect = [this](const std::string& user, const char* from) { return ConnectAs(user, from); };
   auto first = connect("mallory", "127.0.0.2");
   auto second = connect("mallory", "127.0.0.3");
   ASSERT_TRUE(first.ok()) << Describe(first);
