@@ -60,6 +60,8 @@ class Acl {
   // OK when allowed; otherwise PERMISSION_DENIED with the reason (no secret,
   // names the rule).
   Status check(const Subject& who) const;
+  // True if no subject can pass: no user, group or `*` is listed.
+  bool admits_nobody() const noexcept { return !all_users_ && users_.empty() && groups_.empty(); }
 
  private:
   bool all_users_ = false;

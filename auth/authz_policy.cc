@@ -292,4 +292,16 @@ Status AuthzPolicy::check_call(const Subject& who, std::string_view service,
   return {};
 }
 
+bool AuthzPolicy::nobody_may_call(std::string_view service) const {
+  const auto it = services_.find(service);
+  if (it == services_.end()) return !default_allow_;
+  if (it->second.acl) return it->second.acl->admits_nobody();
+  // No ACL of its own: the default decides for its unlisted methods.
+  if (default_allow_) return false;
+  for (const auto& [method, acl] : it->second.methods) {
+    if (!acl.admits_nobody()) return false;
+  }
+  return true;
+}
+
 }  // namespace authrpc

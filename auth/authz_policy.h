@@ -42,6 +42,11 @@ class AuthzPolicy {
   // PERMISSION_DENIED with the reason.
   Status check_call(const Subject& who, std::string_view service, std::string_view method) const;
   bool is_admin(const Subject& who) const { return admins_.check(who).ok(); }
+  // True if no caller can pass check_call() for any method of `service`:
+  // it is not listed and the default is deny, or its ACL lists nobody.
+  // The server warns of such services at start (a `default: deny` that
+  // forgets the token service refuses every token.get).
+  bool nobody_may_call(std::string_view service) const;
 
   std::vector<std::string> groups_of(const std::string& user) const;
   // The groups of an authenticated `id`: those of id.user from the server's

@@ -43,6 +43,7 @@
 #include "minibench/summary.h"
 #include "minibench/tokens.h"
 #include "minibench/tls_sessions.h"
+#include "authrpc/security/base/metrics.h"
 #include "authrpc/security/tls_context.h"
 #include "minibench/throughput.h"
 #include "minibench/storm.h"
@@ -58,6 +59,7 @@ constexpr const char* kUsage = R"(usage: minibench [sessions|calls] [options]
        minibench throughput [options]   (see minibench throughput --help)
        minibench storm [options]        (see minibench storm --help)
        minibench idle [options]         (see minibench idle --help)
+       minibench --version
 
 Measures authrpc against a bare-socket floor in the same run. Each row prints
 n, mean, p50, p95, p99, max (µs), iterations per second, its ratio to its
@@ -1306,6 +1308,13 @@ int run(const Args& args) {
 }  // namespace minibench
 
 int main(int argc, char** argv) {
+  if (argc > 1 && (std::string(argv[1]) == "--version" || std::string(argv[1]) == "version")) {
+    const auto version = authrpc::authrpc_version();
+    const auto commit = authrpc::authrpc_git_commit();
+    std::printf("minibench %.*s (commit %.*s)\n", static_cast<int>(version.size()), version.data(),
+                static_cast<int>(commit.size()), commit.data());
+    return 0;
+  }
   if (argc > 1 && std::string(argv[1]) == "throughput") return minibench::run_throughput(argc - 2, argv + 2);
   if (argc > 1 && std::string(argv[1]) == "storm") return minibench::run_storm(argc - 2, argv + 2);
   if (argc > 1 && std::string(argv[1]) == "idle") return minibench::run_idle(argc - 2, argv + 2);

@@ -12,8 +12,10 @@
 #
 # Each block runs on its own, as a reader would paste it, in `bash -e`:
 #  - in a scratch directory that looks like the checkout (build/, scripts/,
-#    examples/ link to the real ones), with BUILD_DIR first on PATH (so
-#    `authrpc` is the build's) and TMPDIR inside the scratch directory;
+#    examples/ link to the real ones; build/ is BUILD_DIR), with the PATH a
+#    user has (the build is not on it: a block says build/authrpc, as a
+#    reader in a fresh checkout must) and TMPDIR inside the scratch
+#    directory;
 #  - without the caller's Kerberos and token variables;
 #  - in a session of its own (setsid): whatever it leaves running (a server)
 #    is killed by that session's process group id when it ends, a realm of
@@ -60,6 +62,19 @@ extract() {
   ' "$file"
 }
 
+# The caller's PATH without any directory holding authrpc binaries (a
+# build tree, an install prefix the test command made): a block finds them
+# where the docs say they are.
+user_path() {
+  local dir out=""
+  local IFS=:
+  for dir in $PATH; do
+    [[ -x $dir/authrpc || -x $dir/authrpc-server ]] && continue
+    out+=${out:+:}$dir
+  done
+  echo "$out"
+}
+
 mkdir -p "$work/blocks"
 echo 0 >"$work/blocks/count"
 status=0
@@ -79,7 +94,7 @@ for ((i = 1; i <= count; i++)); do
   (
     cd "$work/tree"
     exec env -u KRB5CCNAME -u KRB5_CONFIG -u KRB5_KDC_PROFILE -u KRB5_KTNAME -u KRB5_CLIENT_KTNAME \
-      -u KRB5RCACHEDIR -u AUTHRPC_TOKEN_FILE PATH="$build:$PATH" TMPDIR="$work/tmp" \
+      -u KRB5RCACHEDIR -u AUTHRPC_TOKEN_FILE PATH="$(user_path)" TMPDIR="$work/tmp" \
       setsid bash -e "$work/blocks/$i.sh" </dev/null >"$work/blocks/$i.log" 2>&1
   ) &
   pid=$!  # setsid execs in place (a background job is no group leader): pid = session = group

@@ -17,7 +17,7 @@ Result<ZkTokenStoreOptions> zookeeper_store_options_from_json(const nlohmann::js
   static const std::set<std::string> kKeys = {"type", "connect", "root", "auth", "session_timeout_ms",
                                               "connect_timeout_ms", "start_timeout_ms", "sequence_batch"};
   for (const auto& [key, _] : o.items()) {
-    if (!kKeys.contains(key)) return tokens_config_error(".store." + key + "' is not a known key");
+    if (!kKeys.contains(key)) return Status(Errc::kConfigError, "unknown key 'tokens.store." + key + "'");
   }
   for (const char* key : {"connect", "root"}) {
     if (!o.contains(key) || !o[key].is_string() || o[key].get<std::string>().empty()) {

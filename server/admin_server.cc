@@ -315,6 +315,12 @@ class AdminServer::Impl {
   std::string start_messages_;
 };
 
+Status AdminServer::check(const AdminOptions& options) {
+  if (auto where = parse_listen(options.listen); !where.ok()) return where.status();
+  if (auto host_names = admin_host_names(options.hosts); !host_names.ok()) return host_names.status();
+  return {};
+}
+
 Result<std::unique_ptr<AdminServer>> AdminServer::start(AdminOptions options) {
   if (!options.metrics) return config_error("admin listener: AdminOptions::metrics is required");
   if (options.threads == 0 || options.threads > 16) {
@@ -355,7 +361,7 @@ Result<std::unique_ptr<AdminServer>> AdminServer::start(AdminOptions options) {
       MHD_OPTION_END);
   const std::string why = impl->end_start();
   if (impl->daemon == nullptr) {
-    return config_error("admin listener: cannot listen on " + impl->options().listen + ": " + why);
+    return Status(Errc::kUnavailable, "admin listener: cannot listen on " + impl->options().listen + ": " + why);
   }
   const MHD_DaemonInfo* bound = MHD_get_daemon_info(impl->daemon, MHD_DAEMON_INFO_BIND_PORT);
   if (bound == nullptr || bound->port == 0) {

@@ -64,9 +64,13 @@ std::function<Status()> server_serving_check(const Server& server);
 
 class AdminServer {
  public:
-  // Binds and starts; CONFIG_ERROR for a bad address, a bad host name or a
-  // failed bind (the message says why: "Address already in use").
+  // Binds and starts; CONFIG_ERROR for a bad address or host name (as
+  // check() finds them), UNAVAILABLE for a failed bind (the message says
+  // why: "Address already in use"), as the RPC listener's.
   static Result<std::unique_ptr<AdminServer>> start(AdminOptions options);
+  // What start() would refuse in `options` before binding: CONFIG_ERROR
+  // for a bad listen address or host name. Binds nothing.
+  static Status check(const AdminOptions& options);
   ~AdminServer();  // stop()s
   AdminServer(const AdminServer&) = delete;
   AdminServer& operator=(const AdminServer&) = delete;

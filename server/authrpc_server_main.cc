@@ -28,13 +28,17 @@
 
 namespace {
 
-constexpr const char* kUsage = R"(usage: authrpc-server --config FILE [--listen URI]...
+constexpr const char* kUsage = R"(usage: authrpc-server --config FILE [--listen URI]... [--check]
 
 Runs an authrpc server configured by FILE (JSON; see docs/CONFIG.md).
 
   --config FILE   configuration file (required)
   --listen URI    listen on URI instead of the file's "listen" list
                   (tcp://127.0.0.1:7000, tcp://[::1]:7000, unix:/path.sock)
+  --check         check FILE and exit: every problem as FILE:LINE:COLUMN:
+                  key: message, exit 0 if there is none, else 2; opens no
+                  store, binds nothing, writes nothing (the server runs the
+                  same check before it starts)
   --print-endpoints  print each bound endpoint on stdout once serving, then
                   the admin listener's http://HOST:PORT if configured
   --version       print the version
@@ -46,7 +50,8 @@ from FILE (a bad value is logged and the old level stays).
 SIGINT or SIGTERM stops the server gracefully: it stops accepting, sends
 GOAWAY, lets in-flight calls finish (stop_grace_ms) and exits 0.
 Exit status: 0 after a clean stop, 2 for usage or configuration errors,
-1 if the server cannot start (the numbers authrpc uses too; docs/CLI.md).
+1 if the server cannot start (an address in use, a store that cannot be
+opened; the numbers authrpc uses too; docs/CLI.md).
 )";
 
 // The exit statuses authrpc-server has, numbered as client/cli_exit.h numbers
@@ -70,6 +75,44 @@ void reread_log_level(const std::string& config_path, const authrpc::LogSink& lo
   std::fprintf(stderr, "authrpc-server: SIGHUP: log level %.*s -> %.*s\n", static_cast<int>(before.size()),
                before.data(), static_cast<int>(after.size()), after.data());
 }
+// The checks of what the library does not read itself: the admin
+// listener's address and host names.
+authrpc::ConfigCheckHooks check_hooks(const std::vector<std::string>& listen) {
+  authrpc::ConfigCheckHooks hooks;
+  hooks.listen = listen;
+  hooks.extra = [](const nlohmann::json& config) -> authrpc::Status {
+    if (!config.contains("admin")) return {};
+#ifdef AUTHRPC_HAVE_ADMIN
+    const auto& admin = config["admin"];
+    authrpc::AdminOptions options;
+    if (admin.contains("listen") && admin["listen"].is_string()) options.listen = admin["listen"];
+    // AdminServer's messages name what they are about ("admin listen 'X':
+    // why", "admin hosts: why"); the key says it here.
+    const auto reason = [](const std::string& message) {
+      if (message.rfind("admin hosts: ", 0) == 0) return message.substr(13);
+      const auto at = message.rfind("admin listen '", 0) == 0 ? message.find("': ") : std::string::npos;
+      return at == std::string::npos ? message : message.substr(at + 3);
+    };
+    if (auto s = authrpc::AdminServer::check(options); !s.ok()) {
+      return {s.code, "'admin.listen': " + reason(s.message)};
+    }
+    options.listen = "127.0.0.1:0";
+    if (admin.contains("hosts") && admin["hosts"].is_array()) {
+      for (const auto& host : admin["hosts"]) {
+        if (host.is_string()) options.hosts.push_back(host);
+      }
+    }
+    if (auto s = authrpc::AdminServer::check(options); !s.ok()) return {s.code, "'admin.hosts': " + reason(s.message)};
+    return {};
+#else
+    return {authrpc::Errc::kConfigError,
+            "'admin': this authrpc-server was built without the admin listener (prometheus-cpp-dev and "
+            "libmicrohttpd-dev were not found)"};
+#endif
+  };
+  return hooks;
+}
+
 #ifdef AUTHRPC_HAVE_ADMIN
 // The admin listener of the "admin" section (docs/CONFIG.md "admin"): the
 // server's metrics, and ready while the server serves, the token service
@@ -100,6 +143,7 @@ int main(int argc, char** argv) {
   std::string config_path;
   std::vector<std::string> listen;
   bool print_endpoints = false;
+  bool check_only = false;
   for (int i = 1; i < argc; ++i) {
     const std::string arg = argv[i];
     if (arg == "--help" || arg == "-h") {
@@ -108,21 +152,42 @@ int main(int argc, char** argv) {
     } else if (arg == "--version") {
       std::printf("authrpc-server %s (commit %s)\n", AUTHRPC_VERSION, AUTHRPC_GIT_COMMIT);
       return 0;
-    } else if (arg == "--config" && i + 1 < argc) {
+    } else if ((arg == "--config" || arg == "--listen") && i + 1 == argc) {
+      std::fprintf(stderr, "authrpc-server: USAGE: %s needs a value (see authrpc-server --help)\n", arg.c_str());
+      return kExitUsage;
+    } else if (arg == "--config") {
       config_path = argv[++i];
-    } else if (arg == "--listen" && i + 1 < argc) {
+    } else if (arg == "--listen") {
       listen.push_back(argv[++i]);
     } else if (arg == "--print-endpoints") {
       print_endpoints = true;
+    } else if (arg == "--check") {
+      check_only = true;
     } else {
       std::fprintf(stderr, "authrpc-server: USAGE: unexpected argument '%s' (see authrpc-server --help)\n",
-                   arg.c_str());
+                   authrpc::escape_for_log(arg).c_str());
       return kExitUsage;
     }
   }
   if (config_path.empty()) {
     std::fprintf(stderr, "authrpc-server: USAGE: --config is required (see authrpc-server --help)\n");
     return kExitUsage;
+  }
+  for (const auto& uri : listen) {
+    if (auto ep = authrpc::Endpoint::parse(uri); !ep.ok()) {
+      std::fprintf(stderr, "authrpc-server: USAGE: --listen: %s\n", ep.status().message.c_str());
+      return kExitUsage;
+    }
+  }
+  const auto registry = authrpc::MechanismRegistry::with_builtins();
+  const auto stores = authrpc::security::TokenStoreRegistry::with_builtins();
+  const auto hooks = check_hooks(listen);
+  if (check_only) {
+    const auto problems = authrpc::check_server_config_file(config_path, registry, stores, hooks);
+    for (const auto& problem : problems) std::fprintf(stderr, "%s\n", problem.c_str());
+    if (!problems.empty()) return kExitUsage;
+    std::printf("%s: configuration OK\n", config_path.c_str());
+    return 0;
   }
   // Block the stop and reload signals before any thread (the token
   // sweeper, the server's, the audit writer) starts, then wait for them here.
@@ -134,35 +199,22 @@ int main(int argc, char** argv) {
   pthread_sigmask(SIG_BLOCK, &signals, nullptr);
   std::signal(SIGPIPE, SIG_IGN);
 
-  // The configuration, and the token service if it has a "tokens" section,
-  // read by the library exactly as an application would (docs/CONFIG.md).
-  auto config = authrpc::load_server_config(config_path, authrpc::MechanismRegistry::with_builtins(),
-                                            authrpc::security::TokenStoreRegistry::with_builtins());
+  // The configuration, checked whole before anything is opened, and the
+  // token service if it has a "tokens" section, read by the library exactly
+  // as an application would (docs/CONFIG.md).
+  auto config = authrpc::load_server_config(config_path, registry, stores, hooks);
   if (!config.ok()) {
-    std::fprintf(stderr, "authrpc-server: %s\n", config.status().to_string().c_str());
-    return config.code() == authrpc::Errc::kConfigError ? kExitUsage : kExitCannotStart;
+    if (config.code() != authrpc::Errc::kConfigError) {
+      std::fprintf(stderr, "authrpc-server: cannot start: %s\n", config.status().to_string().c_str());
+      return kExitCannotStart;
+    }
+    // Every problem, not only the first.
+    auto problems = authrpc::check_server_config_file(config_path, registry, stores, hooks);
+    if (problems.empty()) problems.push_back(config.status().message);
+    for (const auto& problem : problems) std::fprintf(stderr, "authrpc-server: %s\n", problem.c_str());
+    return kExitUsage;
   }
   auto& options = config->options;
-  if (!listen.empty()) {
-    options.endpoints.clear();
-    for (const auto& uri : listen) {
-      auto ep = authrpc::Endpoint::parse(uri);
-      if (!ep.ok()) {
-        std::fprintf(stderr, "authrpc-server: %s\n", ep.status().to_string().c_str());
-        return kExitUsage;
-      }
-      options.endpoints.push_back(*ep);
-    }
-  }
-
-  if (config->admin_listen) {
-#ifndef AUTHRPC_HAVE_ADMIN
-    std::fprintf(stderr, "authrpc-server: CONFIG_ERROR: 'admin': this authrpc-server was built without the "
-                         "admin listener (prometheus-cpp-dev and libmicrohttpd-dev were not found)\n");
-    return kExitUsage;
-#endif
-  }
-
   const auto authorizer = options.authorizer;
   const auto audit_log = options.audit_log;
   // A copy shares the level with the server's and the token service's sink.
@@ -174,6 +226,19 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "authrpc-server: %s\n", s.to_string().c_str());
     return kExitCannotStart;
   }
+#ifdef AUTHRPC_HAVE_ADMIN
+  // The admin listener first: an address it cannot take stops the start
+  // before the server serves anything.
+  std::unique_ptr<authrpc::AdminServer> admin;
+  if (config->admin_listen) {
+    auto started = start_admin(*config, server, mechanisms, server_log);
+    if (!started.ok()) {
+      std::fprintf(stderr, "authrpc-server: cannot start: %s\n", started.status().to_string().c_str());
+      return started.code() == authrpc::Errc::kConfigError ? kExitUsage : kExitCannotStart;
+    }
+    admin = std::move(*started);
+  }
+#endif
   if (auto s = server.start(); !s.ok()) {
     std::fprintf(stderr, "authrpc-server: cannot start: %s\n", s.to_string().c_str());
     return s.code == authrpc::Errc::kConfigError ? kExitUsage : kExitCannotStart;
@@ -182,15 +247,7 @@ int main(int argc, char** argv) {
     for (const auto& ep : server.bound_endpoints()) std::cout << ep.to_string() << "\n";
   }
 #ifdef AUTHRPC_HAVE_ADMIN
-  std::unique_ptr<authrpc::AdminServer> admin;
-  if (config->admin_listen) {
-    auto started = start_admin(*config, server, mechanisms, server_log);
-    if (!started.ok()) {
-      std::fprintf(stderr, "authrpc-server: cannot start: %s\n", started.status().to_string().c_str());
-      server.stop();
-      return started.code() == authrpc::Errc::kConfigError ? kExitUsage : kExitCannotStart;
-    }
-    admin = std::move(*started);
+  if (admin) {
     const std::string& admin_listen = *config->admin_listen;
     const std::string where =
         admin_listen.substr(0, admin_listen.rfind(':')) + ":" + std::to_string(admin->port());

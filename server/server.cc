@@ -93,41 +93,22 @@ Service make_sys_service(Server::Impl& server) {
   return sys;
 }
 
-Status validate(const ServerOptions& o) {
-  auto bad = [](std::string m) { return Status(Errc::kConfigError, std::move(m)); };
-  if (o.endpoints.empty()) return bad("no endpoint to listen on");
-  if (o.mechanisms.empty()) return bad("no authentication mechanism enabled");
-  for (std::size_t i = 0; i < o.mechanisms.size(); ++i) {
-    if (!o.mechanisms[i]) return bad("null mechanism");
-    for (std::size_t j = 0; j < i; ++j) {
-      if (o.mechanisms[j]->name() == o.mechanisms[i]->name()) {
-        return bad("mechanism '" + std::string(o.mechanisms[i]->name()) + "' enabled twice");
-      }
-    }
+// Warns of each service no caller can reach under the authorization policy
+// (AuthzPolicy::nobody_may_call()): an ACL file with `default: deny` that
+// does not list a service refuses every call to it, which is rarely meant.
+void warn_unreachable_services(Server::Impl& impl) {
+  if (!impl.options.authorizer) return;
+  const auto policy = impl.options.authorizer->current();
+  for (const auto& [name, service] : impl.services) {
+    if (!policy->nobody_may_call(name)) continue;
+    std::string methods;
+    for (const auto& [method, _] : service.methods()) methods += (methods.empty() ? "" : ", ") + name + "." + method;
+    const std::string& path = impl.options.authorizer->path();
+    impl.log(LogLevel::kWarning, "authorization: no caller may use service '" + name + "' (" + methods + "): " +
+                                     (path.empty() ? "the policy" : "the ACL file " + path) +
+                                     " does not list it and its default is deny, or its ACL lists nobody; "
+                                     "list it under \"services\" (docs/AUTHZ.md)");
   }
-  if (o.max_frame_size < 4096 || o.max_frame_size > (std::size_t{1} << 30)) {
-    return bad("max_frame_size must be between 4096 bytes and 1 GiB");
-  }
-  if (o.negotiation_timeout.count() <= 0) return bad("negotiation_timeout must be positive");
-  if (o.idle_timeout.count() < 0) return bad("idle_timeout must not be negative");
-  if (o.max_connections == 0) return bad("max_connections must be at least 1");
-  if (o.blocking_threads == 0) return bad("blocking_threads must be at least 1");
-  if (o.max_unauthenticated == 0) return bad("max_unauthenticated must be at least 1");
-  if (o.max_negotiation_frame_size < wire::kMinNegotiationFrameSize) {
-    return bad("max_negotiation_frame_size must be at least " +
-               std::to_string(wire::kMinNegotiationFrameSize) + " bytes");
-  }
-  if (o.max_pending_output < o.max_frame_size) {
-    return bad("max_pending_output must be at least max_frame_size");
-  }
-  if (o.max_streams_per_connection == 0) return bad("max_streams_per_connection must be at least 1");
-  if (o.max_stream_bytes_per_connection < o.stream_window) {
-    return bad("max_stream_bytes_per_connection must be at least stream_window");
-  }
-  if (o.max_buffered_bytes < o.max_frame_size) {
-    return bad("max_buffered_bytes must be at least max_frame_size");
-  }
-  return validate_server_policies(o);
 }
 
 // (Asio reports accept errors in its own system category.)
@@ -406,7 +387,7 @@ Status Server::add_service(Service service) {
 Status Server::start() {
   std::unique_lock lock(impl_->mu);
   if (impl_->state != Impl::State::kNew) return {Errc::kFailedPrecondition, "already started"};
-  if (Status s = validate(impl_->options); !s.ok()) return s;
+  if (Status s = validate_server_options(impl_->options); !s.ok()) return s;
   for (const auto& [service_name, service] : impl_->services) {
     for (const auto& [method_name, method] : service.methods()) {
       impl_->request_names[&method] = wire::encode_request_names(service_name, method_name);
@@ -467,6 +448,7 @@ Status Server::start() {
   std::string where;
   for (const auto& ep : impl_->bound) where += " " + ep.to_string();
   impl_->log(LogLevel::kInfo, "serving on" + where);
+  warn_unreachable_services(*impl_);
   return {};
 }
 

@@ -3,9 +3,15 @@
 #include "authrpc/auth/authorizer.h"
 #include "authrpc/rpc/json_document.h"
 #include "authrpc/server/audit_log.h"
+#include "authrpc/server/config_check.h"
+#include "authrpc/server/server_policy.h"
 #include "authrpc/server/tls_config.h"
 
+#include <unistd.h>
+
+#include <cerrno>
 #include <cstdlib>
+#include <cstring>
 #include <fstream>
 #include <limits>
 #include <set>
@@ -16,6 +22,24 @@ namespace authrpc {
 namespace {
 
 Status config_error(const std::string& message) { return {Errc::kConfigError, message}; }
+
+// What the readers do with what a configuration names: open it (the audit
+// log) or, for a check, only see that it could be.
+enum class Mode { kOpen, kCheck };
+
+// OK if this process could create or append to the file at `path`: the file
+// is writable, or it does not exist and its directory is.
+Status check_writable(const std::string& key, const std::string& path) {
+  if (::access(path.c_str(), W_OK) == 0) return {};
+  if (errno == ENOENT) {
+    const auto slash = path.rfind('/');
+    const std::string dir = slash == std::string::npos ? "." : slash == 0 ? "/" : path.substr(0, slash);
+    if (::access(dir.c_str(), W_OK | X_OK) == 0) return {};
+    return config_error("'" + key + "' " + escape_for_log(path) + ": cannot create it in " + escape_for_log(dir) +
+                        ": " + std::strerror(errno));
+  }
+  return config_error("'" + key + "' " + escape_for_log(path) + ": cannot write it: " + std::strerror(errno));
+}
 
 Status check_keys(const nlohmann::json& object, const std::string& where,
                   const std::set<std::string>& allowed) {
@@ -54,7 +78,7 @@ Status read_ms(const nlohmann::json& object, const char* key, std::chrono::milli
 
 // "authorization": {"acl_file": PATH} and "audit_log": {"enabled": BOOL,
 // "path": PATH} (docs/AUTHZ.md).
-Status read_authz(const nlohmann::json& config, ServerOptions& o) {
+Status read_authz(const nlohmann::json& config, ServerOptions& o, Mode mode) {
   if (config.contains("authorization")) {
     const auto& a = config["authorization"];
     if (!a.is_object()) return config_error("'authorization' must be an object");
@@ -75,6 +99,9 @@ Status read_authz(const nlohmann::json& config, ServerOptions& o) {
     }
     if (!a.contains("path") || !a["path"].is_string()) {
       return config_error("'audit_log.path' must be a path string");
+    }
+    if (a.value("enabled", true) && mode == Mode::kCheck) {
+      return check_writable("audit_log.path", a["path"].get<std::string>());
     }
     if (a.value("enabled", true)) {
       auto log = AuditLog::open(a["path"].get<std::string>(), 65536, o.log);
@@ -103,6 +130,9 @@ Result<std::optional<AdminSection>> read_admin(const nlohmann::json& config) {
     return config_error("'admin.listen' must be a \"HOST:PORT\" string, e.g. \"127.0.0.1:9464\"");
   }
   AdminSection out{a["listen"].get<std::string>(), {}};
+  if (!Endpoint::parse("tcp://" + out.listen).ok()) {
+    return config_error("'admin.listen' must be a \"HOST:PORT\" string, e.g. \"127.0.0.1:9464\"");
+  }
   if (a.contains("hosts")) {
     const auto& hosts = a["hosts"];
     if (!hosts.is_array()) return config_error("'admin.hosts' must be an array of host names");
@@ -119,7 +149,7 @@ Result<LogLevel> parse_level(const std::string& name) {
   if (name == "info") return LogLevel::kInfo;
   if (name == "warning") return LogLevel::kWarning;
   if (name == "error") return LogLevel::kError;
-  return config_error("log_level must be debug, info, warning or error");
+  return config_error("'log_level' must be debug, info, warning or error");
 }
 
 // "log_level" (default info).
@@ -178,7 +208,8 @@ Status read_shared_memory(const nlohmann::json& config, ServerOptions& o) {
 // service.
 Result<ServerOptions> build_server_options(const nlohmann::json& config,
                                            const MechanismRegistry& registry,
-                                           const security::TokenStoreRegistry& stores, LogSink log);
+                                           const security::TokenStoreRegistry& stores, LogSink log,
+                                           Mode mode = Mode::kOpen);
 
 }  // namespace
 
@@ -197,7 +228,8 @@ namespace {
 
 Result<ServerOptions> build_server_options(const nlohmann::json& config,
                                            const MechanismRegistry& registry,
-                                           const security::TokenStoreRegistry& stores, LogSink log) {
+                                           const security::TokenStoreRegistry& stores, LogSink log,
+                                           Mode mode) {
   if (!config.is_object()) return config_error("configuration must be a JSON object");
   if (Status s = check_keys(config, "",
                             {"listen", "auth", "io_threads", "blocking_threads",
@@ -215,16 +247,6 @@ Result<ServerOptions> build_server_options(const nlohmann::json& config,
     return s;
   }
   ServerOptions o;
-
-  if (!config.contains("listen") || !config["listen"].is_array() || config["listen"].empty()) {
-    return config_error("'listen' must be a non-empty array of endpoint URIs");
-  }
-  for (const auto& uri : config["listen"]) {
-    if (!uri.is_string()) return config_error("'listen' entries must be strings");
-    auto ep = Endpoint::parse(uri.get<std::string>());
-    if (!ep.ok()) return config_error("'listen': " + ep.status().message);
-    o.endpoints.push_back(*ep);
-  }
 
   const nlohmann::json auth = config.value("auth", nlohmann::json::object());
   if (!auth.is_object()) return config_error("'auth' must be an object");
@@ -246,7 +268,10 @@ Result<ServerOptions> build_server_options(const nlohmann::json& config,
     const auto n = name.get<std::string>();
     auto mechanism = registry.make_server(
         n, mech_options.contains(n) ? mech_options[n] : nlohmann::json::object());
-    if (!mechanism.ok()) return config_error("'auth.mechanisms': " + mechanism.status().message);
+    if (!mechanism.ok()) {
+      const std::string key = mech_options.contains(n) ? "auth.options." + n : "auth.mechanisms";
+      return config_error("'" + key + "': " + mechanism.status().message);
+    }
     o.mechanisms.push_back(*mechanism);
   }
 
@@ -306,7 +331,18 @@ Result<ServerOptions> build_server_options(const nlohmann::json& config,
     if (Status s = check_issue_mechanisms(*tokens, registry); !s.ok()) return s;
   }
   if (auto admin = read_admin(config); !admin.ok()) return admin.status();
-  if (Status s = read_authz(config, o); !s.ok()) return s;
+  if (Status s = read_authz(config, o, mode); !s.ok()) return s;
+  // Last, so that a check finds the problems of the other keys even when
+  // this required one is missing.
+  if (!config.contains("listen") || !config["listen"].is_array() || config["listen"].empty()) {
+    return config_error("'listen' must be a non-empty array of endpoint URIs");
+  }
+  for (const auto& uri : config["listen"]) {
+    if (!uri.is_string()) return config_error("'listen' entries must be strings");
+    auto ep = Endpoint::parse(uri.get<std::string>());
+    if (!ep.ok()) return config_error("'listen': " + ep.status().message);
+    o.endpoints.push_back(*ep);
+  }
   return o;
 }
 
@@ -318,6 +354,57 @@ Status ServerConfig::add_services(Server& server) const {
 }
 
 namespace {
+
+// The token store directory a file store would open: an existing directory
+// this process can write, or one it can create.
+Status check_token_dir(const std::string& dir) {
+  if (::access(dir.c_str(), W_OK | X_OK) == 0 || errno == ENOENT) {
+    return errno == ENOENT ? check_writable("tokens.dir", dir) : Status();
+  }
+  return config_error("'tokens.dir' " + escape_for_log(dir) + ": cannot use it: " + std::strerror(errno));
+}
+
+// One pass of the check (check_server_config()): the first problem, if
+// any, and whether it is a conflict between keys rather than a problem of
+// one. The "tokens" section is checked and its mechanism made over a store
+// in memory, so that auth.mechanisms may name it; nothing is opened.
+Status check_once(const nlohmann::json& config, MechanismRegistry registry, const security::TokenStoreRegistry& stores,
+                  const ConfigCheckHooks& hooks, bool& conflict) {
+  conflict = false;
+  return read_config_guarded("configuration", [&]() -> Status {
+    if (!config.is_object()) return config_error("configuration must be a JSON object");
+    auto log = read_log_sink(config);
+    if (!log.ok()) return log.status();
+    if (config.contains("tokens")) {
+      auto tokens = token_service_options_from_json(config["tokens"], stores);
+      if (!tokens.ok()) return tokens.status();
+      if (tokens->store == TokenServiceOptions::Store::kFile) {
+        if (Status s = check_token_dir(tokens->dir); !s.ok()) return s;
+      }
+      tokens->store = TokenServiceOptions::Store::kMemory;
+      tokens->log = null_log_sink();
+      tokens->metrics = nullptr;
+      auto service = TokenService::open(std::move(*tokens));
+      if (!service.ok()) return Status(service.code(), "'tokens': " + service.status().message);
+      if (Status s = (*service)->register_mechanism(registry); !s.ok()) return s;
+    }
+    if (hooks.extra) {
+      if (Status s = hooks.extra(config); !s.ok()) return s;
+    }
+    auto options = build_server_options(config, registry, stores, null_log_sink(), Mode::kCheck);
+    if (!options.ok()) return options.status();
+    conflict = true;
+    return validate_server_options(*options);
+  });
+}
+
+std::vector<ConfigProblem> check_document(nlohmann::json config, const MechanismRegistry& registry,
+                                          const security::TokenStoreRegistry& stores, const ConfigCheckHooks& hooks) {
+  if (!hooks.listen.empty() && config.is_object()) config["listen"] = hooks.listen;
+  return collect_config_problems(std::move(config), [&](const nlohmann::json& document, bool& conflict) {
+    return check_once(document, registry, stores, hooks, conflict);
+  });
+}
 
 Result<ServerConfig> read_server_config(const nlohmann::json& config, MechanismRegistry registry,
                                         const security::TokenStoreRegistry& stores) {
@@ -351,21 +438,64 @@ Result<ServerConfig> read_server_config(const nlohmann::json& config, MechanismR
 
 }  // namespace
 
+std::vector<ConfigProblem> check_server_config(const nlohmann::json& config, const MechanismRegistry& registry,
+                                               const security::TokenStoreRegistry& stores,
+                                               const ConfigCheckHooks& hooks) {
+  return check_document(config, registry, stores, hooks);
+}
+
+std::vector<std::string> check_server_config_file(const std::string& path, const MechanismRegistry& registry,
+                                                  const security::TokenStoreRegistry& stores,
+                                                  const ConfigCheckHooks& hooks) {
+  auto text = read_document_text(path, "configuration file");
+  if (!text.ok()) return {text.status().message};
+  JsonKeyIndex index;
+  auto document = parse_json_document(*text, path, index);
+  if (!document.ok()) return {document.status().message};
+  std::vector<std::pair<JsonPosition, std::string>> found;
+  for (const auto& d : index.duplicates) {
+    found.emplace_back(d.at, format_config_problem(path, d.at, {d.path, "duplicate key (first at line " +
+                                                                            std::to_string(d.first.line) + ", column " +
+                                                                            std::to_string(d.first.column) + ")"}));
+  }
+  for (const auto& problem : check_document(std::move(*document), registry, stores, hooks)) {
+    const JsonPosition at = index.find(problem.key);
+    found.emplace_back(at, format_config_problem(path, at, problem));
+  }
+  // In the file's order, as a compiler reports.
+  std::stable_sort(found.begin(), found.end(), [](const auto& a, const auto& b) {
+    return std::pair(a.first.line, a.first.column) < std::pair(b.first.line, b.first.column);
+  });
+  std::vector<std::string> lines;
+  for (auto& [at, line] : found) lines.push_back(std::move(line));
+  return lines;
+}
+
 Result<ServerConfig> server_config_from_json(const nlohmann::json& config,
                                              MechanismRegistry registry,
                                              const security::TokenStoreRegistry& stores) {
+  if (auto problems = check_document(config, registry, stores, {}); !problems.empty()) {
+    return config_error(problem_text(problems.front()));
+  }
   return read_config_guarded("configuration", [&] {
     return read_server_config(config, std::move(registry), stores);
   });
 }
 
 Result<ServerConfig> load_server_config(const std::string& path, MechanismRegistry registry,
-                                        const security::TokenStoreRegistry& stores) {
-  auto config = read_json_document(path, "configuration file");
+                                        const security::TokenStoreRegistry& stores, const ConfigCheckHooks& hooks) {
+  auto text = read_document_text(path, "configuration file");
+  if (!text.ok()) return text.status();
+  auto config = parse_json_document(*text, path);
   if (!config.ok()) return config.status();
-  auto built = server_config_from_json(*config, std::move(registry), stores);
-  if (!built.ok()) return Status(built.code(), path + ": " + built.status().message);
-  return built;
+  if (!hooks.listen.empty() && config->is_object()) (*config)["listen"] = hooks.listen;
+  if (auto problems = check_document(*config, registry, stores, hooks); !problems.empty()) {
+    const JsonKeyIndex index = index_json_keys(*text);
+    return config_error(format_config_problem(path, index.find(problems.front().key), problems.front()));
+  }
+  return read_config_guarded("configuration", [&] {
+    return read_server_config(*config, std::move(registry), stores);
+  });
 }
 
 Result<LogLevel> reload_log_level(const std::string& path, const LogSink& log) {

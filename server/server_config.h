@@ -5,6 +5,7 @@
 // silently becomes a default.
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <optional>
@@ -39,19 +40,59 @@ struct ServerConfig {
   Status add_services(Server& server) const;
 };
 
+// One problem of a configuration: the key it is about, as a dotted path
+// ("tokens.store.type", "listen.1"; empty: the document as a whole), and
+// what is wrong with it.
+struct ConfigProblem {
+  std::string key;
+  std::string message;
+};
+
+// What a program adds to the check of its configuration file.
+struct ConfigCheckHooks {
+  // Replaces the file's "listen" list (authrpc-server --listen).
+  std::vector<std::string> listen;
+  // Checks of sections read by components the library does not link
+  // (authrpc-server: the admin listener's address and host names); a
+  // CONFIG_ERROR whose message starts with the quoted key ('admin.hosts').
+  std::function<Status(const nlohmann::json& config)> extra;
+};
+
+// Checks a configuration as server_config_from_json() would build it:
+// every key and type, the conflicts between keys that Server::start()
+// refuses, that the files it names can be read and the places it writes
+// to can be written. Opens no store, binds nothing, writes nothing. Returns
+// every problem of a single key; when there is none, the first conflict
+// between keys (a conflict after a bad key is often that key's echo).
+// Empty: the configuration starts, unless an address is taken or a service
+// it depends on is down.
+std::vector<ConfigProblem> check_server_config(const nlohmann::json& config, const MechanismRegistry& registry,
+                                               const security::TokenStoreRegistry& stores = {},
+                                               const ConfigCheckHooks& hooks = {});
+// Reads the configuration file at `path` and checks it as above, its syntax
+// and duplicate keys too: every problem as "PATH:LINE:COLUMN: key: message",
+// LINE:COLUMN where the key is in the file (authrpc-server --check).
+std::vector<std::string> check_server_config_file(const std::string& path, const MechanismRegistry& registry,
+                                                  const security::TokenStoreRegistry& stores = {},
+                                                  const ConfigCheckHooks& hooks = {});
+
 // Builds a ServerConfig from a configuration object, exactly as
-// authrpc-server does: every key is checked (the "tokens" section's too),
-// the token service is opened if configured, and mechanisms are built
-// through `registry` plus the token service's. A shared token store's type
+// authrpc-server does: the whole configuration is checked first
+// (check_server_config(); the first problem is the error), then the token
+// service is opened if configured, and mechanisms are built through
+// `registry` plus the token service's. A shared token store's type
 // is looked up in `stores` (authrpc-server passes
 // security::TokenStoreRegistry::with_builtins()).
 Result<ServerConfig> server_config_from_json(const nlohmann::json& config,
                                              MechanismRegistry registry,
                                              const security::TokenStoreRegistry& stores = {});
-// Reads a configuration file (comments allowed; a syntax error names its
-// line and column) and builds it as server_config_from_json() does.
+// Reads a configuration file (comments allowed; a syntax error or a
+// duplicate key names its line and column) and builds it as
+// server_config_from_json() does; a problem found by the check is
+// "PATH:LINE:COLUMN: key: message".
 Result<ServerConfig> load_server_config(const std::string& path, MechanismRegistry registry,
-                                        const security::TokenStoreRegistry& stores = {});
+                                        const security::TokenStoreRegistry& stores = {},
+                                        const ConfigCheckHooks& hooks = {});
 
 // Re-reads "log_level" (only that key) from the configuration file at `path`
 // and sets it on `log`, and so on every copy of it: authrpc-server on SIGHUP.

@@ -1,5 +1,6 @@
 #include "authrpc/server/server_policy.h"
 
+#include "authrpc/rpc/wire.h"
 #include "authrpc/security/tls_context.h"
 
 namespace authrpc {
@@ -19,20 +20,57 @@ SecurityRequirement server_encryption_policy(const ServerOptions& o) {
   return any_tls_endpoint(o) ? SecurityRequirement::kRequired : SecurityRequirement::kDisabled;
 }
 
+Status validate_server_options(const ServerOptions& o) {
+  auto bad = [](std::string m) { return Status(Errc::kConfigError, std::move(m)); };
+  if (o.endpoints.empty()) return bad("'listen': no endpoint to listen on");
+  if (o.mechanisms.empty()) return bad("'auth.mechanisms': no authentication mechanism enabled");
+  for (std::size_t i = 0; i < o.mechanisms.size(); ++i) {
+    if (!o.mechanisms[i]) return bad("'auth.mechanisms': null mechanism");
+    for (std::size_t j = 0; j < i; ++j) {
+      if (o.mechanisms[j]->name() == o.mechanisms[i]->name()) {
+        return bad("'auth.mechanisms': mechanism '" + std::string(o.mechanisms[i]->name()) + "' enabled twice");
+      }
+    }
+  }
+  if (o.max_frame_size < 4096 || o.max_frame_size > (std::size_t{1} << 30)) {
+    return bad("'max_frame_size' must be between 4096 bytes and 1 GiB");
+  }
+  if (o.negotiation_timeout.count() <= 0) return bad("'negotiation_timeout_ms' must be positive");
+  if (o.idle_timeout.count() < 0) return bad("'idle_timeout_ms' must not be negative");
+  if (o.max_connections == 0) return bad("'max_connections' must be at least 1");
+  if (o.blocking_threads == 0) return bad("'blocking_threads' must be at least 1");
+  if (o.max_unauthenticated == 0) return bad("'max_unauthenticated' must be at least 1");
+  if (o.max_negotiation_frame_size < wire::kMinNegotiationFrameSize) {
+    return bad("'max_negotiation_frame_size' must be at least " +
+               std::to_string(wire::kMinNegotiationFrameSize) + " bytes");
+  }
+  if (o.max_pending_output < o.max_frame_size) {
+    return bad("'max_pending_output' must be at least max_frame_size");
+  }
+  if (o.max_streams_per_connection == 0) return bad("'max_streams_per_connection' must be at least 1");
+  if (o.max_stream_bytes_per_connection < o.stream_window) {
+    return bad("'max_stream_bytes_per_connection' must be at least stream_window");
+  }
+  if (o.max_buffered_bytes < o.max_frame_size) {
+    return bad("'max_buffered_bytes' must be at least max_frame_size");
+  }
+  return validate_server_policies(o);
+}
+
 Status validate_server_policies(const ServerOptions& o) {
   auto bad = [](std::string m) { return Status(Errc::kConfigError, std::move(m)); };
   const SecurityRequirement encryption = server_encryption_policy(o);
   for (const auto& e : o.endpoints) {
     if (encryption == SecurityRequirement::kDisabled && e.scheme == Endpoint::Scheme::kTls) {
-      return bad("encryption is disabled but " + e.to_string() + " is a TLS endpoint");
+      return bad("'listen': encryption is disabled but " + e.to_string() + " is a TLS endpoint");
     }
     if (encryption == SecurityRequirement::kRequired && e.scheme != Endpoint::Scheme::kTls) {
-      return bad("encryption is required but " + e.to_string() +
+      return bad("'listen': encryption is required but " + e.to_string() +
                  " is not a TLS endpoint (use tls://host:port)");
     }
   }
   if (encryption != SecurityRequirement::kDisabled && any_tls_endpoint(o) && !o.tls) {
-    return bad("TLS endpoints need a TLS context (certificate and private key)");
+    return bad("'tls': TLS endpoints need a TLS context (certificate and private key)");
   }
   const bool client_certs =
       o.tls && o.tls->options().client_certificates != security::ClientCertificates::kNone;
@@ -44,26 +82,26 @@ Status validate_server_policies(const ServerOptions& o) {
     const MechanismTraits traits = m->traits();
     const std::string name(m->name());
     if (o.authentication == SecurityRequirement::kRequired && !traits.proves_identity) {
-      return bad("authentication is required but mechanism '" + name + "' (no proof) is enabled");
+      return bad("'auth.mechanisms': authentication is required but mechanism '" + name + "' (no proof) is enabled");
     }
     if (o.authentication == SecurityRequirement::kDisabled && traits.proves_identity) {
-      return bad("authentication is disabled but mechanism '" + name +
+      return bad("'auth.mechanisms': authentication is disabled but mechanism '" + name +
                  "' is enabled (only mechanisms without a proof, such as simple, are allowed)");
     }
     if (traits.needs_client_certificate && (encryption == SecurityRequirement::kDisabled || !client_certs)) {
-      return bad("mechanism '" + name + "' needs TLS with client certificates (tls.client_certificates)");
+      return bad("'auth.mechanisms': mechanism '" + name + "' needs TLS with client certificates (tls.client_certificates)");
     }
     if (traits.needs_tls && encryption == SecurityRequirement::kDisabled) {
-      return bad("mechanism '" + name + "' needs TLS but encryption is disabled");
+      return bad("'auth.mechanisms': mechanism '" + name + "' needs TLS but encryption is disabled");
     }
     if (traits.bearer_secret && encryption == SecurityRequirement::kDisabled && plaintext_tcp) {
-      return bad("mechanism '" + name +
+      return bad("'auth.mechanisms': mechanism '" + name +
                  "' carries a bearer secret, never accepted over plaintext tcp://: use tls:// "
                  "or unix: endpoints");
     }
   }
   if (client_certs && encryption == SecurityRequirement::kDisabled) {
-    return bad("client certificates are requested but encryption is disabled");
+    return bad("'tls.client_certificates': client certificates are requested but encryption is disabled");
   }
   return {};
 }

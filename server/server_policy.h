@@ -15,7 +15,13 @@ namespace authrpc {
 // default `required` if any endpoint is tls://, else `disabled`).
 SecurityRequirement server_encryption_policy(const ServerOptions& options);
 
-// kConfigError naming the conflict, or OK.
+// kConfigError naming the conflict, or OK. The message starts with the
+// configuration key it is about, quoted ('auth.mechanisms': ...), as the
+// configuration readers' messages do.
 Status validate_server_policies(const ServerOptions& options);
+
+// Everything Server::start() checks before it binds: the limits' ranges
+// and relations, then validate_server_policies(). Messages as above.
+Status validate_server_options(const ServerOptions& options);
 
 }  // namespace authrpc

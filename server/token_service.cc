@@ -142,7 +142,7 @@ Result<TokenServiceOptions> read_token_service_options(const nlohmann::json& con
       "replay_cache_capacity", "replay_cache_per_token", "allow_plaintext", "session_tickets",
       "session_ticket_lifetime_ms"};
   for (const auto& [key, _] : config.items()) {
-    if (!kKeys.contains(key)) return tokens_config_error("." + key + "' is not a known key");
+    if (!kKeys.contains(key)) return Status(Errc::kConfigError, "unknown key 'tokens." + key + "'");
   }
   const bool store_object = config.contains("store") && config["store"].is_object();
   // A shared store's type: what an optional component registered (e.g.

@@ -370,6 +370,26 @@ INSTANTIATE_TEST_SUITE_P(
         AuthzCase{"unlisted_service_default_allow", &kNetworkPolicy, "anyone", "sys", "whoami", Outcome::kOk}),
     [](const auto& param_info) { return std::string(param_info.param.name); });
 
+// A `default: deny` policy that leaves a service out (or lists nobody for
+// it) refuses every call to it: the server says so at start, naming the
+// service and its methods, and says nothing of the services someone may call.
+TEST(AuthzTest, ServicesNoCallerMayUseAreNamedInAWarningAtStart) {
+  const nlohmann::json policy = {{"default", "deny"},
+                                 {"services",
+                                  {{"data", {{"users", {"alice"}}}},
+                                   {"admin", {{"users", nlohmann::json::array()}}},
+                                   {"misc", {{"methods", {{"ping", {{"users", {"*"}}}}}}}}}}};
+  AuthzServer server(policy);
+  const std::string log = server.Log();
+  EXPECT_THAT(log, HasSubstr("no caller may use service 'sys' (sys.echo, sys.reload_authz, sys.stats, sys.whoami)"));
+  EXPECT_THAT(log, HasSubstr("no caller may use service 'admin' (admin.shutdown)"));
+  EXPECT_THAT(log, Not(HasSubstr("service 'data'")));
+  EXPECT_THAT(log, Not(HasSubstr("service 'misc'")));
+
+  AuthzServer open(nlohmann::json{{"services", {{"data", {{"users", {"alice"}}}}}}});
+  EXPECT_THAT(open.Log(), Not(HasSubstr("no caller may use")));
+}
+
 TEST(AuthzTest, WhoamiShowsShortNameAndPrincipal) {
   AuthzServer server(kRealmPolicy);
   auto client = server.Connect("nn/nn1.example.com@EXAMPLE.COM");

@@ -586,6 +586,43 @@ TEST_F(CliTest, ABadConfigFileExitsTwo) {
   EXPECT_EQ(missing.exit_code, 2) << Describe(missing);
 }
 
+// --check prints every problem as FILE:LINE:COLUMN: key: message and exits
+// 2, or says OK and exits 0; an address someone holds is for the start to
+// find, and both listeners' exit 1 for it.
+TEST_F(CliTest, ServerCheckListsEveryProblemAndABusyAddressExitsOne) {
+  const std::string bad = dir_.Write("bad.json", "{\"listen\": [\"tcp://127.0.0.1:0\"],\n \"io_threads\": \"2\",\n"
+                                                 " \"lisen\": [], \"listen\": []}");
+  const auto r = RunCommand({kServerBin, "--check", "--config", bad});
+  EXPECT_EQ(r.exit_code, 2) << Describe(r);
+  // The later "listen" is the one read: empty.
+  EXPECT_EQ(r.err, bad + ":2:2: io_threads: must be a non-negative integer\n" + bad + ":3:2: lisen: unknown key\n" +
+                       bad + ":3:15: listen: duplicate key (first at line 1, column 2)\n" + bad +
+                       ":3:15: listen: must be a non-empty array of endpoint URIs\n")
+      << Describe(r);
+  const auto started = RunCommand({kServerBin, "--config", bad});
+  EXPECT_EQ(started.exit_code, 2) << Describe(started);
+  EXPECT_THAT(started.err, StartsWith("authrpc-server: " + bad + ":2:2: io_threads: ")) << Describe(started);
+
+  const std::string good = dir_.Write("good.json", R"({"listen": ["tcp://127.0.0.1:0"]})");
+  const auto ok = RunCommand({kServerBin, "--check", "--config", good});
+  EXPECT_EQ(ok.exit_code, 0) << Describe(ok);
+  EXPECT_EQ(ok.out, good + ": configuration OK\n");
+
+  ASSERT_NO_FATAL_FAILURE(StartServer());
+  const std::string port = endpoint_.substr(endpoint_.rfind(':') + 1);
+  const std::string rpc_busy = dir_.Write("rpc-busy.json", R"({"listen": ["tcp://127.0.0.1:)" + port + R"("]})");
+  EXPECT_EQ(RunCommand({kServerBin, "--check", "--config", rpc_busy}).exit_code, 0);
+  const auto rpc = RunCommand({kServerBin, "--config", rpc_busy});
+  EXPECT_EQ(rpc.exit_code, 1) << Describe(rpc);
+#ifdef AUTHRPC_HAVE_ADMIN
+  const std::string admin_busy = dir_.Write(
+      "admin-busy.json", R"({"listen": ["tcp://127.0.0.1:0"], "admin": {"listen": "127.0.0.1:)" + port + R"("}})");
+  const auto admin = RunCommand({kServerBin, "--config", admin_busy});
+  EXPECT_EQ(admin.exit_code, 1) << Describe(admin);
+  EXPECT_THAT(admin.err, Not(HasSubstr("serving on"))) << Describe(admin);
+#endif
+}
+
 TEST_F(CliTest, SigtermStopsTheServerWithExitZero) {
   ASSERT_NO_FATAL_FAILURE(StartServer());
   // Serving first, so that the stop has a connection history to clean up.
@@ -667,7 +704,7 @@ TEST_F(CliTest, SighupChangesTheLogLevel) {
   ASSERT_EQ(::kill(server_->pid(), SIGHUP), 0);
   ASSERT_TRUE(server_->WaitForStderr("SIGHUP: log_level not changed, stays debug", before_bad))
       << server_->stderr_text();
-  EXPECT_THAT(server_->stderr_text().substr(before_bad), HasSubstr("log_level must be debug, info, warning or error"));
+  EXPECT_THAT(server_->stderr_text().substr(before_bad), HasSubstr("'log_level' must be debug, info, warning or error"));
   const std::size_t before_idle = server_->stderr_text().size();
   ASSERT_NO_FATAL_FAILURE(idle_close());
   EXPECT_TRUE(server_->WaitForStderr(kIdleLine, before_idle)) << "still at debug:\n" << server_->stderr_text();

@@ -60,5 +60,39 @@ TEST(JsonDocumentTest, AReaderThatMissesATypeCheckGivesAConfigError) {
   EXPECT_EQ(*fine, 5);
 }
 
+// Where each key is, by its dotted path, through comments, strings that
+// look like keys, escapes and arrays; a key given twice is listed with both
+// places, and parse_json_document() refuses it.
+TEST(JsonDocumentTest, KeyPositionsAndDuplicates) {
+  const std::string text =
+      "// {\"not\": 1}\n"
+      "{\"a\": {\"b\": \"x\\\"y\", /* \"c\": */ \"c\": 1},\n"
+      " \"list\": [{\"k\": 1}, {\"k\": 2, \"k\": 3}],\n"
+      " \"e\\u0073c\": true, \"a\": {}}";
+  const JsonKeyIndex index = index_json_keys(text);
+  const auto at = [&](const std::string& path) {
+    const JsonPosition p = index.find(path);
+    return std::to_string(p.line) + ":" + std::to_string(p.column);
+  };
+  EXPECT_EQ(at("a"), "4:20");  // the later one, whose value is parsed
+  EXPECT_EQ(at("a.b"), "2:8");
+  EXPECT_EQ(at("a.c"), "2:32");
+  EXPECT_EQ(at("list"), "3:2");
+  EXPECT_EQ(at("list.0.k"), "3:12");
+  EXPECT_EQ(at("list.1.k"), "3:30");
+  EXPECT_EQ(at("esc"), "4:2");
+  EXPECT_EQ(at("list.1.k.missing"), "3:30");  // the nearest enclosing key
+  EXPECT_EQ(at("nothing"), "1:1");
+  ASSERT_EQ(index.duplicates.size(), 2u);
+  EXPECT_EQ(index.duplicates[0].path, "list.1.k");
+  EXPECT_EQ(index.duplicates[0].first.column, 22u);
+  EXPECT_EQ(index.duplicates[1].path, "a");
+
+  auto refused = parse_json_document(text, "doc");
+  ASSERT_FALSE(refused.ok());
+  EXPECT_EQ(refused.code(), Errc::kConfigError);
+  EXPECT_EQ(refused.status().message, "doc: duplicate key 'list.1.k' at line 3, column 30 (first at line 3, column 22)");
+}
+
 }  // namespace
 }  // namespace authrpc

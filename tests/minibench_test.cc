@@ -805,6 +805,9 @@ TEST(MinibenchTest, RefusesBadOptions) {
         "--metrics on|off|compare"}) {
     EXPECT_THAT(help.out, HasSubstr(option));
   }
+  const RunResult version = run_minibench(dir, {"--version"});
+  EXPECT_EQ(version.exit_code, 0) << describe(version);
+  EXPECT_THAT(version.out, ::testing::MatchesRegex("minibench [0-9]+\\.[0-9]+\\.[0-9]+ \\(commit [0-9a-z]+\\)\n"));
 }
 
 

@@ -10,6 +10,9 @@
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -231,7 +234,7 @@ TEST(ReloadLogLevelTest, Table) {
       {"absent means info", R"({"listen": ["unix:@x"]})", false, LogLevel::kInfo, ""},
       {"other keys are not read", R"({"log_level": "warning", "listen": 5, "typo": 1})", false,
        LogLevel::kWarning, ""},
-      {"unknown level", R"({"log_level": "loud"})", false, std::nullopt, "log_level must be"},
+      {"unknown level", R"({"log_level": "loud"})", false, std::nullopt, "'log_level' must be"},
       {"not a string", R"({"log_level": 0})", false, std::nullopt, "'log_level' must be a string"},
       {"not json", R"({"log_level": )", false, std::nullopt, "line 1"},
       {"not an object", R"(["debug"])", false, std::nullopt, "must be a JSON object"},
@@ -553,7 +556,7 @@ TEST(LoadServerConfigTest, ErrorsInTheFileNameTheFileAndTheKey) {
 }  // namespace
 }  // namespace authrpc
 
-// The library reads the configuration as authrpc-server does (issue 20, item 4):
+// The library reads the configuration as authrpc-server does:
 // the "tokens" section is checked everywhere, opened by load_server_config(),
 // and syntax errors say where they are.
 namespace authrpc {
@@ -746,7 +749,7 @@ TEST(ServerConfigTokensTest, ASharedStoreIsReadByTheComponentThatRegisteredIt) {
       {"no connect", {{"store", {{"type", "zookeeper"}, {"root", "/a"}}}},
        "'tokens.store.connect' is required with the zookeeper store"},
       {"an unknown key", {{"store", {{"type", "zookeeper"}, {"connect", "h:1"}, {"root", "/a"}, {"x", 1}}}},
-       "'tokens.store.x' is not a known key"},
+       "unknown key 'tokens.store.x'"},
       {"a batch of 0",
        {{"store", {{"type", "zookeeper"}, {"connect", "h:1"}, {"root", "/a"}, {"sequence_batch", 0}}}},
        "'tokens.store.sequence_batch' must be an integer from 1 to 100000"},
@@ -769,6 +772,101 @@ TEST(ServerConfigTokensTest, ASharedStoreIsReadByTheComponentThatRegisteredIt) {
     EXPECT_EQ(r.code(), make_error_code(Errc::kConfigError));
     EXPECT_EQ(r.status().message, c.message);
   }
+}
+
+}  // namespace
+}  // namespace authrpc
+
+// ---------------------------------------------------------------------------
+// check_server_config_file(): every problem, where its key is, opening nothing
+
+namespace authrpc {
+namespace {
+
+struct CheckCase {
+  const char* name;
+  std::string text;
+  std::vector<std::string> lines;  // each after "PATH:"
+};
+
+TEST(ServerConfigCheckTest, EveryProblemWhereItsKeyIs) {
+  const std::string dir = testing::TempDir("config-check");
+  const std::string tokens_line = "  \"tokens\": {\"dir\": \"" + dir + "/tokens\", \"stroe\": \"file\"},\n";
+  const CheckCase cases[] = {
+      {"good", R"({"listen": ["tcp://127.0.0.1:0"]})", {}},
+      {"independent mistakes, in the file's order",
+       "{\n"
+       "  \"listen\": [\"tcp://127.0.0.1:0\"],\n"
+       "  \"max_frame_size\": -1,\n"
+       "  \"auth\": {\"mechanisms\": [\"simple\"], \"mechansims\": 1},\n"
+       + tokens_line +
+       "  \"log_level\": \"info\",\n"
+       "  \"log_level\": \"loud\"\n"
+       "}",
+       {"3:3: max_frame_size: must be a non-negative integer", "4:38: auth.mechansims: unknown key",
+        "5:" + std::to_string(tokens_line.find("\"stroe\"") + 1) + ": tokens.stroe: unknown key",
+        "7:3: log_level: duplicate key (first at line 6, column 3)",
+        "7:3: log_level: must be debug, info, warning or error"}},
+      {"a problem's echo in its section is not reported",
+       "{\"listen\": [\"tcp://127.0.0.1:0\"],\n \"admin\": {\"listen\": 5}}",
+       {"2:12: admin.listen: must be a \"HOST:PORT\" string, e.g. \"127.0.0.1:9464\""}},
+      {"a key missing is reported where its section is",
+       "{\"listen\": [\"tcp://127.0.0.1:0\"],\n \"authorization\": {}}",
+       {"2:2: authorization.acl_file: must be a path string"}},
+      {"a conflict between keys when no key has a problem",
+       "{\"listen\": [\"tcp://127.0.0.1:0\"],\n \"auth\": {\"mechanisms\": [\"simple\"]},\n"
+       " \"authentication\": \"required\"}",
+       {"2:11: auth.mechanisms: authentication is required but mechanism 'simple' (no proof) is enabled"}},
+      {"no conflict after a key's own problem",
+       "{\"listen\": [\"tcp://127.0.0.1:0\"], \"authentication\": \"required\",\n \"io_threads\": \"two\"}",
+       {"2:2: io_threads: must be a non-negative integer"}},
+      {"a place that cannot be written",
+       "{\"listen\": [\"tcp://127.0.0.1:0\"],\n \"audit_log\": {\"path\": \"/nonexistent-authrpc/audit.log\"}}",
+       {"2:16: audit_log.path: /nonexistent-authrpc/audit.log: cannot create it in /nonexistent-authrpc: No such "
+        "file or directory"}},
+  };
+  for (const auto& c : cases) {
+    SCOPED_TRACE(c.name);
+    TempFile f(c.text);
+    std::vector<std::string> want;
+    for (const auto& line : c.lines) want.push_back(f.path() + ":" + line);
+    EXPECT_EQ(check_server_config_file(f.path(), registry(), security::TokenStoreRegistry::with_builtins()), want);
+  }
+  const auto missing = check_server_config_file(dir + "/none.json", registry());
+  EXPECT_EQ(missing, std::vector<std::string>{"cannot read configuration file " + dir +
+                                              "/none.json: No such file or directory"});
+}
+
+// The check and a refused start leave no trace: no token store, no audit
+// log, no socket; a port someone else holds does not fail the check.
+TEST(ServerConfigCheckTest, OpensNothingAndTheServerChecksBeforeItOpens) {
+  const std::filesystem::path dir = testing::TempDir("config-check-trace");
+  const int held = ::socket(AF_INET, SOCK_STREAM, 0);
+  ASSERT_GE(held, 0);
+  sockaddr_in address{};
+  address.sin_family = AF_INET;
+  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t size = sizeof address;
+  ASSERT_EQ(::bind(held, reinterpret_cast<sockaddr*>(&address), size), 0);
+  ASSERT_EQ(::listen(held, 1), 0);
+  ASSERT_EQ(::getsockname(held, reinterpret_cast<sockaddr*>(&address), &size), 0);
+  const auto config = [&](const std::string& more) {
+    return R"({"listen": ["tcp://127.0.0.1:)" + std::to_string(ntohs(address.sin_port)) + R"(", "unix:)" +
+           (dir / "s.sock").string() + R"("], )" + more + R"(
+      "auth": {"mechanisms": ["simple"]},
+      "tokens": {"dir": ")" + (dir / "tokens").string() + R"("},
+      "audit_log": {"path": ")" + (dir / "audit.log").string() + R"("}})";
+  };
+  TempFile good(config(""));
+  EXPECT_EQ(check_server_config_file(good.path(), registry()), std::vector<std::string>{});
+  TempFile typo(config(R"("max_conections": 5,)"));
+  const auto refused = load_server_config(typo.path(), registry());
+  ASSERT_FALSE(refused.ok());
+  EXPECT_THAT(refused.status().message, ::testing::HasSubstr("max_conections: unknown key"));
+  EXPECT_FALSE(std::filesystem::exists(dir / "tokens"));
+  EXPECT_FALSE(std::filesystem::exists(dir / "audit.log"));
+  EXPECT_FALSE(std::filesystem::exists(dir / "s.sock"));
+  ::close(held);
 }
 
 }  // namespace
