@@ -12,8 +12,8 @@
 #include <array>
 #include <cmath>
 #include <nlohmann/json.hpp>
-#include <set>
 
+#include "authrpc/auth/jwt_compact.h"
 #include "authrpc/security/base/log.h"
 #include "authrpc/security/base64url.h"
 
@@ -25,7 +25,6 @@ using SysClock = std::chrono::system_clock;
 
 constexpr std::size_t kMaxGroups = 256;
 constexpr std::size_t kMaxNameBytes = 255;
-constexpr std::size_t kMaxJsonDepth = 8;
 
 Status refused(std::string why) {
   return Status(Errc::kAuthenticationFailed, "jwt: " + std::move(why));
@@ -35,74 +34,27 @@ Status refused(std::string why) {
 // comes from the token, which may be hostile).
 std::string quote(std::string_view text) { return "'" + peer_text(text) + "'"; }
 
-std::string utc(SysClock::time_point t) {
-  const std::time_t secs = SysClock::to_time_t(t);
-  std::tm tm{};
-  gmtime_r(&secs, &tm);
-  char buf[32];
-  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
-  return buf;
-}
-
-// A JSON object from base64url text, refusing duplicate member names (at any
-// depth: RFC 7519 §4 lets a parser take either value, and two parsers that
-// take different ones disagree about the token) and deep nesting.
-std::optional<json> decode_object(std::string_view part, const char* what, Status* error) {
-  auto text = security::base64url_decode(part);
-  if (!text) {
-    *error = refused(std::string(what) + " is not base64url");
-    return std::nullopt;
-  }
-  std::vector<std::set<std::string>> keys;
-  bool duplicate = false, too_deep = false;
-  auto callback = [&](int depth, json::parse_event_t event, json& parsed) {
-    switch (event) {
-      case json::parse_event_t::object_start:
-        keys.emplace_back();
-        break;
-      case json::parse_event_t::object_end:
-        if (!keys.empty()) keys.pop_back();
-        break;
-      case json::parse_event_t::key:
-        if (!keys.empty() && !keys.back().insert(parsed.get<std::string>()).second) {
-          duplicate = true;
-        }
-        break;
-      default:
-        break;
-    }
-    if (depth > static_cast<int>(kMaxJsonDepth)) too_deep = true;
-    return true;
-  };
-  json j = json::parse(*text, callback, /*allow_exceptions=*/false);
-  if (j.is_discarded() || !j.is_object()) {
-    *error = refused(std::string(what) + " is not a JSON object");
-    return std::nullopt;
-  }
-  if (duplicate) {
-    *error = refused(std::string(what) + " has a member twice");
-    return std::nullopt;
-  }
-  if (too_deep) {
-    *error = refused(std::string(what) + " is nested too deeply");
-    return std::nullopt;
-  }
-  return j;
-}
-
-// A NumericDate (RFC 7519 §2): seconds since the epoch, an integer or not,
-// up to the year 3000. The system clock counts nanoseconds in 64 bits, which
-// end in April 2262, so a later date reads as kLatestDate: an `exp` there
-// never comes, an `nbf` or `iat` there is in the future. kLatestDate leaves
-// room for the leeway and the maximum age (at most an hour and 30 days,
-// jwt.cc) to be added without overflow.
+// A NumericDate (jwt_numeric_date) as a time. The system clock counts
+// nanoseconds in 64 bits, which end in April 2262, so a later date reads as
+// kLatestDate: an `exp` there never comes, an `nbf` or `iat` there is in the
+// future. kLatestDate leaves room for the leeway and the maximum age (at most
+// an hour and 30 days, jwt.cc) to be added without overflow.
 constexpr double kLatestDate = 9'200'000'000.0;  // 2261-07-14
 std::optional<SysClock::time_point> numeric_date(const json& v) {
-  if (!v.is_number()) return std::nullopt;
-  const double secs = v.get<double>();
-  if (!std::isfinite(secs) || secs < 0 || secs > 32503680000.0) return std::nullopt;  // year 3000
+  const auto secs = jwt_numeric_date(v);
+  if (!secs) return std::nullopt;
   return SysClock::time_point(std::chrono::duration_cast<SysClock::duration>(
-      std::chrono::duration<double>(std::min(secs, kLatestDate))));
+      std::chrono::duration<double>(std::min(*secs, kLatestDate))));
+}
+
+// The header or the payload; AUTHENTICATION_FAILED saying what is wrong.
+std::optional<json> decode_object(std::string_view part, const char* what, Status* error) {
+  auto decoded = decode_jwt_object(part, what);
+  if (!decoded.ok()) {
+    *error = refused(decoded.status().message);
+    return std::nullopt;
+  }
+  return std::move(*decoded);
 }
 
 bool valid_name(std::string_view s) {
@@ -235,18 +187,18 @@ std::size_t JwtVerifier::cached() const {
 Status JwtVerifier::check_times(const VerifiedJwt& v, SysClock::time_point now) const {
   if (now > v.expires + policy_.leeway) {
     return Status(Errc::kCredentialsExpired,
-                  "jwt: token expired at " + utc(v.expires) + ": acquire a new one");
+                  "jwt: token expired at " + jwt_utc(v.expires) + ": acquire a new one");
   }
   if (v.not_before && now + policy_.leeway < *v.not_before) {
-    return refused("token not valid before " + utc(*v.not_before) +
+    return refused("token not valid before " + jwt_utc(*v.not_before) +
                    " (the client's or the issuer's clock may be wrong)");
   }
   if (v.issued_at && now + policy_.leeway < *v.issued_at) {
-    return refused("token issued in the future (" + utc(*v.issued_at) + ")");
+    return refused("token issued in the future (" + jwt_utc(*v.issued_at) + ")");
   }
   if (policy_.max_age && v.issued_at && now > *v.issued_at + *policy_.max_age + policy_.leeway) {
     return Status(Errc::kCredentialsExpired,
-                  "jwt: token issued at " + utc(*v.issued_at) + " is older than the " +
+                  "jwt: token issued at " + jwt_utc(*v.issued_at) + " is older than the " +
                       std::to_string(policy_.max_age->count()) + " s this service accepts: " +
                       "acquire a new one");
   }
@@ -263,13 +215,10 @@ Result<VerifiedJwt> JwtVerifier::verify_uncached(std::string_view token, const J
     return refused("token of " + std::to_string(token.size()) + " bytes is over the limit of " +
                    std::to_string(policy_.max_token_bytes));
   }
-  const auto dot1 = token.find('.');
-  const auto dot2 = dot1 == std::string_view::npos ? dot1 : token.find('.', dot1 + 1);
-  if (dot2 == std::string_view::npos || token.find('.', dot2 + 1) != std::string_view::npos) {
-    return refused("not a compact JWS (three base64url parts separated by dots)");
-  }
+  const auto parts = split_compact_jws(token);
+  if (!parts.ok()) return refused(parts.status().message);
   Status error;
-  auto header = decode_object(token.substr(0, dot1), "header", &error);
+  auto header = decode_object(parts->header, "header", &error);
   if (!header) return error;
 
   // The header: alg, kid, and nothing we would have to understand.
@@ -303,9 +252,9 @@ Result<VerifiedJwt> JwtVerifier::verify_uncached(std::string_view token, const J
   }
 
   // The signature, before any claim is believed.
-  auto signature = security::base64url_decode(token.substr(dot2 + 1));
+  auto signature = security::base64url_decode(parts->signature);
   if (!signature) return refused("signature is not base64url");
-  const std::string_view signed_part = token.substr(0, dot2);
+  const std::string_view signed_part = parts->signing_input;
   if (alg->kind == Algorithm::Kind::kHmac) {
     if (policy_.hmac_key.empty()) {
       return refused("algorithm " + alg_name + " needs a shared key, and none is configured");
@@ -329,7 +278,7 @@ Result<VerifiedJwt> JwtVerifier::verify_uncached(std::string_view token, const J
   }
 
   // The claims.
-  auto claims = decode_object(token.substr(dot1 + 1, dot2 - dot1 - 1), "payload", &error);
+  auto claims = decode_object(parts->payload, "payload", &error);
   if (!claims) return error;
   VerifiedJwt v;
   const auto iss = claims->find("iss");
@@ -358,7 +307,7 @@ Result<VerifiedJwt> JwtVerifier::verify_uncached(std::string_view token, const J
   auto expires = exp == claims->end() ? std::nullopt : numeric_date(*exp);
   if (!expires) return refused("token has no valid expiry (exp)");
   v.expires = *expires;
-  v.expires_utc = utc(v.expires);
+  v.expires_utc = jwt_utc(v.expires);
   if (const auto nbf = claims->find("nbf"); nbf != claims->end()) {
     v.not_before = numeric_date(*nbf);
     if (!v.not_before) return refused("token's nbf is not a date");

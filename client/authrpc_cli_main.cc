@@ -1,6 +1,7 @@
 // authrpc: command-line client. `authrpc call` makes one call and prints the
 // response on stdout; `authrpc stats` summarises sys.stats
-// (client/stats_summary.h); `authrpc token ...` is in client/token_commands.cc.
+// (client/stats_summary.h); `authrpc token ...` is in client/token_commands.cc,
+// `authrpc jwt ...` in client/jwt_commands.cc.
 // Exit statuses and the failure line: client/cli_exit.h, docs/CLI.md.
 #include <unistd.h>
 
@@ -20,6 +21,7 @@
 #include "authrpc/client/cli_args.h"
 #include "authrpc/client/cli_exit.h"
 #include "authrpc/client/client.h"
+#include "authrpc/client/jwt_commands.h"
 #include "authrpc/client/mechanism_flags.h"
 #include "authrpc/client/stats_summary.h"
 #include "authrpc/client/token_commands.h"
@@ -45,6 +47,7 @@ commands:
   call       make one call and print the response (authrpc call --help)
   token      fetch, renew, cancel or print delegation tokens (authrpc token --help)
   stats      print a server's metrics: sessions, calls, p50/p99 (authrpc stats --help)
+  jwt        inspect an access token (JWT) without verifying it (authrpc jwt --help)
   version    print the version (also: authrpc --version)
   help       this text
 
@@ -350,5 +353,6 @@ int main(int argc, char** argv) {
   if (command == "call") return call_command(argc - 2, argv + 2);
   if (command == "token") return authrpc::cli::token_command(argc - 2, argv + 2);
   if (command == "stats") return stats_command(argc - 2, argv + 2);
+  if (command == "jwt") return authrpc::cli::jwt_command(argc - 2, argv + 2);
   return authrpc::cli::report_usage(kProgram, "unknown command '" + command + "'", "authrpc help");
 }

@@ -126,23 +126,6 @@ std::string seconds_text(double s) {
   return buf;
 }
 
-std::string uptime_text(double s) {
-  if (std::isnan(s) || s < 0) return "-";
-  auto left = static_cast<std::uint64_t>(s);
-  const auto days = left / 86400;
-  left %= 86400;
-  char buf[64];
-  if (days > 0) {
-    std::snprintf(buf, sizeof buf, "%llud %02lluh %02llum %02llus", static_cast<unsigned long long>(days),
-                  static_cast<unsigned long long>(left / 3600), static_cast<unsigned long long>(left % 3600 / 60),
-                  static_cast<unsigned long long>(left % 60));
-  } else {
-    std::snprintf(buf, sizeof buf, "%lluh %02llum %02llus", static_cast<unsigned long long>(left / 3600),
-                  static_cast<unsigned long long>(left % 3600 / 60), static_cast<unsigned long long>(left % 60));
-  }
-  return buf;
-}
-
 // "ok 5, permission_denied 2" (ok first).
 std::string outcomes_text(const std::map<std::string, double>& outcomes) {
   std::string out;
@@ -204,6 +187,23 @@ std::map<std::string, CumulativeBuckets> histograms_by(const Families& families,
 
 }  // namespace
 
+std::string duration_text(double s) {
+  if (std::isnan(s) || s < 0) return "-";
+  auto left = static_cast<std::uint64_t>(s);
+  const auto days = left / 86400;
+  left %= 86400;
+  char buf[64];
+  if (days > 0) {
+    std::snprintf(buf, sizeof buf, "%llud %02lluh %02llum %02llus", static_cast<unsigned long long>(days),
+                  static_cast<unsigned long long>(left / 3600), static_cast<unsigned long long>(left % 3600 / 60),
+                  static_cast<unsigned long long>(left % 60));
+  } else {
+    std::snprintf(buf, sizeof buf, "%lluh %02llum %02llus", static_cast<unsigned long long>(left / 3600),
+                  static_cast<unsigned long long>(left % 3600 / 60), static_cast<unsigned long long>(left % 60));
+  }
+  return buf;
+}
+
 double histogram_quantile(double q, const CumulativeBuckets& buckets) {
   constexpr double kNan = std::numeric_limits<double>::quiet_NaN();
   if (std::isnan(q)) return kNan;
@@ -241,7 +241,7 @@ Result<std::string> stats_summary(const nlohmann::json& stats) {
     commit = label(it->second.samples.front().labels, "commit");
   }
   out += "authrpc " + version + " (commit " + commit + "), up " +
-         uptime_text(scalar(f, "authrpc_uptime_seconds")) + "\n";
+         duration_text(scalar(f, "authrpc_uptime_seconds")) + "\n";
 
   const auto open = by_label(f, "authrpc_server_connections_open", "transport");
   const auto accepted = by_label(f, "authrpc_server_connections_accepted_total", "transport");

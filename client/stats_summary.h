@@ -29,6 +29,10 @@ using CumulativeBuckets = std::vector<std::pair<double, std::uint64_t>>;
 // or with fewer than two buckets.
 double histogram_quantile(double q, const CumulativeBuckets& buckets);
 
+// A length of time as the CLI prints one: "2h 03m 04s", "3d 00h 00m 01s";
+// "-" for a negative or NaN one. Fractions of a second are dropped.
+std::string duration_text(double seconds);
+
 // The summary of a sys.stats answer; kProtocolError naming what is wrong if
 // `stats` is not one.
 Result<std::string> stats_summary(const nlohmann::json& stats);

@@ -35,7 +35,7 @@ group_of() {
     # The programs' own sources (CMakeLists.txt: authrpc-server, authrpc).
     server/authrpc_server_main.cc) echo server-program ;;
     client/authrpc_cli_main.cc | client/token_commands.* | client/cli_args.* | client/cli_exit.* | \
-      client/tls_flags.* | client/stats_summary.*)
+      client/tls_flags.* | client/stats_summary.* | client/jwt_commands.*)
       echo client-program ;;
     security/*) echo security ;;
     rpc/*) echo rpc ;;

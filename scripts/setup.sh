@@ -18,6 +18,7 @@ PACKAGES=(
   libsasl2-dev libsasl2-modules-gssapi-mit
   libsasl2-modules  # DIGEST-MD5 and SCRAM plugins (token interop, docs/TOKENS.md)
   iproute2  # ss(8), used by scripts/kdc to check its port
+  python3  # scripts/jwt-issuer (docs/JWT.md's run example), scripts/call_cost.sh
   faketime  # libfaketime: the clock-skew case of tests/kerberos_itest.cc
   # ZooKeeper token store: the C client, and a server for tests/mini_zk.h
   libzookeeper-mt-dev zookeeper

@@ -27,6 +27,7 @@
 #include "authrpc/auth/mechanism_registry.h"
 #include "authrpc/auth/simple.h"
 #include "authrpc/client/client.h"
+#include "authrpc/security/base64url.h"
 #include "tests/test_support.h"
 #include "tests/http_get.h"
 #include "tests/test_tls.h"
@@ -57,9 +58,11 @@ const std::string kCliBin = AUTHRPC_CLI_BIN;
 class Child {
  public:
   // `env`: entries "NAME=VALUE" set for the child, "NAME" alone removes
-  // NAME; the rest of this process's environment is inherited.
+  // NAME; the rest of this process's environment is inherited. stdin is
+  // the file `stdin_path`.
   static std::unique_ptr<Child> Spawn(const std::vector<std::string>& args,
-                                      const std::vector<std::string>& env = {}) {
+                                      const std::vector<std::string>& env = {},
+                                      const std::string& stdin_path = "/dev/null") {
     int out[2], err[2];
     if (::pipe2(out, O_CLOEXEC) != 0) return nullptr;
     if (::pipe2(err, O_CLOEXEC) != 0) {
@@ -71,7 +74,7 @@ class Child {
     posix_spawn_file_actions_init(&actions);
     posix_spawn_file_actions_adddup2(&actions, out[1], STDOUT_FILENO);
     posix_spawn_file_actions_adddup2(&actions, err[1], STDERR_FILENO);
-    posix_spawn_file_actions_addopen(&actions, STDIN_FILENO, "/dev/null", O_RDONLY, 0);
+    posix_spawn_file_actions_addopen(&actions, STDIN_FILENO, stdin_path.c_str(), O_RDONLY, 0);
     std::vector<char*> argv;
     for (const auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
     argv.push_back(nullptr);
@@ -224,10 +227,12 @@ struct RunResult {
   std::string err;
 };
 
-// Runs a command to completion (10 s at most); `env` as for Child::Spawn.
-RunResult RunCommand(const std::vector<std::string>& args, const std::vector<std::string>& env = {}) {
+// Runs a command to completion (10 s at most); `env` and `stdin_path` as
+// for Child::Spawn.
+RunResult RunCommand(const std::vector<std::string>& args, const std::vector<std::string>& env = {},
+                     const std::string& stdin_path = "/dev/null") {
   RunResult r;
-  auto child = Child::Spawn(args, env);
+  auto child = Child::Spawn(args, env, stdin_path);
   if (!child) return r;
   const auto status = child->Wait(10s);
   r.out = child->stdout_text();
@@ -367,6 +372,114 @@ TEST_F(CliTest, TheCliAuthenticatesWithAnAccessToken) {
   EXPECT_THAT(refused.err, Not(HasSubstr(expired.substr(expired.rfind('.') + 1))));
 }
 
+// `authrpc jwt inspect FILE|-`: each row a token (or not) in a file or on
+// stdin, the exit status, what stdout must hold and how stderr starts. A
+// decoded token's header and claims are indented JSON that parses back to
+// what was signed; its signature never appears on either stream, and the
+// token's strings reach the terminal escaped.
+TEST_F(CliTest, JwtInspectDecodesATokenWithoutItsSignature) {
+  const auto key = authrpc::testing::JwtTestKey::ec_p256("inspect-1");
+  const long now = static_cast<long>(
+      std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch())
+          .count());
+  const nlohmann::json claims = {{"iss", "https://idp.test"}, {"aud", "orders"}, {"sub", "alice"},
+                                 {"exp", now + 3630}, {"iat", now - 5}, {"nbf", now - 5}};
+  const std::string good = key.sign(claims);
+  nlohmann::json expired_claims = claims;
+  expired_claims["exp"] = now - 7200;
+  const std::string expired = key.sign(expired_claims);
+  nlohmann::json no_exp_claims = claims;
+  no_exp_claims.erase("exp");
+  const std::string no_exp = key.sign(no_exp_claims);
+  // A subject that would clear the screen, end the line and turn the text
+  // around if printed as it is.
+  const std::string hostile = key.sign(
+      {{"iss", "https://idp.test"}, {"aud", "orders"}, {"sub", "al\x1b[2J\nice\u202e"}, {"exp", now + 60}});
+  const std::string usage = "authrpc: USAGE: jwt inspect: ";
+  const std::string invalid = "authrpc: INVALID_ARGUMENT: ";
+  struct Case {
+    std::string name;
+    std::string content;     // the file's (or stdin's)
+    bool stdin_input;        // "-" instead of the file
+    int exit_code;
+    std::vector<std::string> out;  // substrings of stdout
+    std::string err_prefix;  // "%" is the file's path
+    std::vector<std::string> args = {};  // instead of the file, if given
+  };
+  const std::vector<Case> cases = {
+      {"good", good + "\n", false, 0,
+       {"not verified", "\"sub\": \"alice\"", "exp: ", "(expires in 1h 00m ", "nbf: ", "iat: ",
+        "signature: 64 bytes (not shown)"}, ""},
+      {"stdin", "  " + good + "\r\n", true, 0, {"not verified", "\"aud\": \"orders\"", "(expires in 1h 00m "}, ""},
+      {"expired", expired, false, 0, {"(expired 2h 00m ", "s ago)"}, ""},
+      {"no exp", no_exp, false, 0, {"exp: none (authrpc-server refuses a token without exp)"}, ""},
+      {"hostile strings", hostile, false, 0, {"\"sub\": \"al\\u001b[2J\\nice\\u202e\""}, ""},
+      {"one part", "abc", false, 1, {},
+       invalid + "%: not a compact JWS (three base64url parts separated by dots): it has 1 part"},
+      {"four parts", "e30.e30.e30.e30", false, 1, {}, invalid + "%: not a compact JWS"},
+      {"four parts on stdin", "e30.e30.e30.e30", true, 1, {}, invalid + "stdin: not a compact JWS"},
+      {"header not base64url", "e3+.e30.", false, 1, {}, invalid + "%: header is not base64url"},
+      {"payload not base64url", "e30.e30=.", false, 1, {}, invalid + "%: payload is not base64url"},
+      {"signature not base64url", "e30.e30.a/b", false, 1, {}, invalid + "%: signature is not base64url"},
+      {"header not JSON", "bm90IGpzb24.e30.", false, 1, {}, invalid + "%: header is not a JSON object"},
+      {"payload an array", "e30.W10.", false, 1, {}, invalid + "%: payload is not a JSON object"},
+      {"a member twice", "e30.eyJhIjoxLCJhIjoyfQ.", false, 1, {}, invalid + "%: payload has a member twice"},
+      {"empty", "\n", false, 1, {}, invalid + "%: empty: no token"},
+      {"too long", std::string(70000, 'a'), false, 1, {}, invalid + "%: over 65536 bytes"},
+      {"no file", "", false, 2, {}, usage + "FILE (or - for stdin) is required", {"jwt", "inspect"}},
+      {"missing file", "", false, 2, {}, usage + "cannot read ", {"jwt", "inspect", "%/missing.jwt"}},
+      {"two files", "", false, 2, {}, usage + "unexpected argument", {"jwt", "inspect", "a", "b"}},
+      {"unknown option", "", false, 2, {}, usage + "unknown option --verify", {"jwt", "inspect", "--verify", "a"}},
+      {"unknown subcommand", "", false, 2, {}, "authrpc: USAGE: unknown jwt command 'verify'", {"jwt", "verify"}},
+  };
+  const std::vector<std::string> signatures = {good.substr(good.rfind('.') + 1),
+                                               expired.substr(expired.rfind('.') + 1),
+                                               hostile.substr(hostile.rfind('.') + 1)};
+  for (const auto& c : cases) {
+    SCOPED_TRACE(c.name);
+    const std::string file = dir_.Write("token.jwt", c.content);
+    std::vector<std::string> args = {kCliBin};
+    if (c.args.empty()) {
+      args.insert(args.end(), {"jwt", "inspect", c.stdin_input ? "-" : file});
+    } else {
+      for (std::string a : c.args) args.push_back(a.starts_with("%") ? dir_.path() + a.substr(1) : a);
+    }
+    const auto r = RunCommand(args, {}, c.stdin_input ? file : "/dev/null");
+    EXPECT_EQ(r.exit_code, c.exit_code) << Describe(r);
+    for (const auto& sig : signatures) {
+      EXPECT_THAT(r.out, Not(HasSubstr(sig)));
+      EXPECT_THAT(r.err, Not(HasSubstr(sig)));
+    }
+    for (const auto& part : c.out) EXPECT_THAT(r.out, HasSubstr(part)) << Describe(r);
+    if (c.exit_code != 0) {
+      std::string prefix = c.err_prefix;
+      if (const auto at = prefix.find('%'); at != std::string::npos) prefix.replace(at, 1, file);
+      EXPECT_THAT(r.err, StartsWith(prefix)) << Describe(r);
+      EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << "one line:\n" << r.err;
+      EXPECT_TRUE(r.out.empty()) << Describe(r);
+      continue;
+    }
+    EXPECT_TRUE(r.err.empty()) << Describe(r);
+    // Nothing but printable ASCII and newlines: a token cannot drive the terminal.
+    const auto printable = [](char ch) { return ch == '\n' || (ch >= 0x20 && ch < 0x7f); };
+    EXPECT_TRUE(std::all_of(r.out.begin(), r.out.end(), printable)) << Describe(r);
+    // The claims block is JSON that reads back as what was signed.
+    const auto from = r.out.find("claims:\n");
+    const auto to = r.out.find("\n}\n", from);
+    ASSERT_NE(to, std::string::npos) << Describe(r);
+    const auto shown = nlohmann::json::parse(r.out.substr(from + 8, to + 2 - from - 8), nullptr, false);
+    ASSERT_TRUE(shown.is_object()) << Describe(r);
+    const std::string token = c.content.substr(c.content.find_first_not_of(' '));
+    const auto payload = authrpc::security::base64url_decode(token.substr(token.find('.') + 1,
+                                                                          token.rfind('.') - token.find('.') - 1));
+    ASSERT_TRUE(payload.has_value());
+    EXPECT_EQ(shown, nlohmann::json::parse(*payload)) << Describe(r);
+    const auto header = r.out.find("header:\n{\n");
+    ASSERT_NE(header, std::string::npos) << Describe(r);
+    EXPECT_THAT(r.out.substr(header, from - header), HasSubstr("\"kid\": \"inspect-1\"")) << Describe(r);
+  }
+}
+
 TEST_F(CliTest, TheResponseIsPrintedWithATrailingNewlineOrRawWithRaw) {
   ASSERT_NO_FATAL_FAILURE(StartServer());
   const std::vector<std::string> call = {kCliBin, "call", "--server", endpoint_, "--user", "bob",
@@ -501,12 +614,13 @@ TEST_F(CliTest, HelpOfBothBinariesExitsZeroAndEachSubcommandHasItsOwn) {
            {kServerBin, "--help"}, {kCliBin, "--help"}, {kCliBin, "help"},
            {kCliBin, "call", "--help"}, {kCliBin, "stats", "--help"}, {kCliBin, "token", "--help"},
            {kCliBin, "token", "fetch", "--help"}, {kCliBin, "token", "renew", "--help"},
-           {kCliBin, "token", "cancel", "--help"}, {kCliBin, "token", "print", "--help"}}) {
+           {kCliBin, "token", "cancel", "--help"}, {kCliBin, "token", "print", "--help"},
+           {kCliBin, "jwt", "--help"}, {kCliBin, "jwt", "inspect", "--help"}}) {
     const auto r = RunCommand(args);
     EXPECT_EQ(r.exit_code, 0) << args.back() << ": " << Describe(r);
     EXPECT_THAT(r.out, StartsWith("usage: ")) << Describe(r);
     EXPECT_THAT(r.out, ::testing::EndsWith("\n")) << Describe(r);
-    if (args.size() == 4) {
+    if (args.size() == 4 && args[1] == "token") {
       EXPECT_THAT(r.out, StartsWith("usage: authrpc token " + args[2])) << r.out;
       token_pages.push_back(r.out);
     }
