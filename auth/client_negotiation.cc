@@ -1,6 +1,7 @@
 #include "authrpc/auth/client_negotiation.h"
 
 #include "authrpc/rpc/messages.h"
+#include "authrpc/security/base/log.h"
 
 namespace authrpc {
 namespace {
@@ -28,6 +29,27 @@ Status from_error_frame(const Frame& frame) {
   return {errc_from_wire(body->code), "server: " + body->message};
 }
 
+// The server's first answer was no authrpc frame (`framing` says why: a
+// length beyond the limit, an unknown type): whatever answered is not an
+// authrpc server. Says so, quoting the start of its answer (escaped: the
+// peer chose it), rather than "frame of 1213486164 bytes" ("HTTP" read as a
+// length). Transport failures and a close without an answer pass unchanged.
+Status not_an_authrpc_server(const FrameChannel& channel, const Status& framing,
+                             const ChannelInfo& info) {
+  if (framing.code != Errc::kProtocolError && framing.code != Errc::kFrameTooLarge) return framing;
+  std::string_view answer = channel.unread_input();
+  answer = answer.substr(0, answer.find_first_of("\r\n"));
+  std::string message = "the server at " + info.server_uri + " is not an authrpc server";
+  if (answer.starts_with("HTTP/")) {
+    message += " (it answered " + peer_text(answer) + ")";
+  } else if (!answer.empty()) {
+    message += " (its answer \"" + peer_text(answer, 32) + "\" is not an authrpc frame)";
+  } else {
+    message += " (" + framing.message + ")";
+  }
+  return {Errc::kProtocolError, std::move(message)};
+}
+
 std::string join(const std::vector<std::string>& names) {
   std::string out;
   for (const auto& n : names) out += (out.empty() ? "" : ", ") + n;
@@ -48,6 +70,7 @@ asio::awaitable<Result<ClientNegotiationResult>> negotiate_client(
 
   ClientMechanism* mechanism = allowed.front().get();
   bool refused_once = false;
+  bool answered = false;  // a frame has come from the server
   for (;;) {
     if (Status s = check_channel(mechanism->name(), mechanism->traits(), info, true); !s.ok()) {
       co_return fail(channel, std::move(s), false);
@@ -69,7 +92,11 @@ asio::awaitable<Result<ClientNegotiationResult>> negotiate_client(
       auto incoming = channel.buffered_frame();
       if (!incoming) incoming = co_await channel.read_frame();
       auto& frame = *incoming;
-      if (!frame.ok()) co_return fail(channel, frame.status(), false);
+      if (!frame.ok()) {
+        Status why = answered ? frame.status() : not_an_authrpc_server(channel, frame.status(), info);
+        co_return fail(channel, std::move(why), false);
+      }
+      answered = true;
       switch (frame->header.type) {
         case FrameType::kAuthChallenge: {
           auto challenge = wire::parse_auth_message(frame->body);

@@ -27,11 +27,14 @@ using SysClock = std::chrono::system_clock;
 // Room for the OAUTHBEARER framing around a token of max_token_bytes.
 constexpr std::size_t kMessageOverhead = 1024;
 
+// The client's refusal is its own configuration's (CONFIG_ERROR, as the
+// client's policy check refuses a bearer secret over plaintext tcp://
+// before connecting); the server's is FAILED_PRECONDITION on the wire.
 Status plaintext_refused(bool client_side) {
-  return Status(Errc::kFailedPrecondition,
+  return Status(client_side ? Errc::kConfigError : Errc::kFailedPrecondition,
                 std::string("jwt: ") +
                     (client_side ? "refusing to send a bearer token" : "bearer tokens are refused") +
-                    " without TLS (plaintext unix:// needs allow_plaintext_unix on both sides)");
+                    " without TLS: use tls:// (plaintext unix:// needs allow_plaintext_unix on both sides)");
 }
 
 bool plaintext_allowed(const ChannelInfo& channel, bool allow_plaintext_unix) {

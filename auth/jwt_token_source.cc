@@ -461,8 +461,10 @@ Result<security::SecretBytes> read_file(const std::string& path, struct stat* st
   // O_NONBLOCK: opening a FIFO with no writer would otherwise wait forever;
   // it is refused below, as anything but a regular file is.
   OwnedFd fd(::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY));
-  if (fd.get() < 0) return R(Errc::kUnavailable, "token file " + path + ": " + errno_text(errno));
-  if (::fstat(fd.get(), st) != 0) return R(Errc::kUnavailable, "token file " + path + ": " + errno_text(errno));
+  if (fd.get() < 0) return R(Errc::kUnauthenticated, "cannot read token file " + path + ": " + errno_text(errno));
+  if (::fstat(fd.get(), st) != 0) {
+    return R(Errc::kUnauthenticated, "cannot read token file " + path + ": " + errno_text(errno));
+  }
   if (!S_ISREG(st->st_mode)) return R(Errc::kInvalidArgument, "token file " + path + " is not a regular file");
   if (st->st_size > static_cast<off_t>(kMaxTokenBytes)) {
     return R(Errc::kInvalidArgument, "token file " + path + " is larger than 64 KiB");
@@ -473,14 +475,14 @@ Result<security::SecretBytes> read_file(const std::string& path, struct stat* st
   while (len < buf.size()) {
     const ssize_t got = ::read(fd.get(), buf.data() + len, buf.size() - len);
     if (got < 0 && errno == EINTR) continue;
-    if (got < 0) return R(Errc::kUnavailable, "token file " + path + ": " + errno_text(errno));
+    if (got < 0) return R(Errc::kUnauthenticated, "cannot read token file " + path + ": " + errno_text(errno));
     if (got == 0) break;
     len += static_cast<std::size_t>(got);
   }
   // It grew between fstat and read.
   if (len > kMaxTokenBytes) return R(Errc::kInvalidArgument, "token file " + path + " is larger than 64 KiB");
   const std::string_view text = trim_space(buf.view().substr(0, len));
-  if (text.empty()) return R(Errc::kUnavailable, "token file " + path + " is empty");
+  if (text.empty()) return R(Errc::kUnauthenticated, "token file " + path + " is empty");
   return security::SecretBytes(text);
 }
 
@@ -556,11 +558,11 @@ Result<JwtTokenSource::Fetched> JwtTokenSource::fetch() const {
   } else if (!options_.env.empty()) {
     from = "environment variable " + options_.env;
     const char* value = std::getenv(options_.env.c_str());
-    if (value == nullptr) return R(Errc::kUnavailable, from + " is not set");
+    if (value == nullptr) return R(Errc::kUnauthenticated, from + " is not set");
     const std::string_view text(value);
     if (text.size() > kMaxTokenBytes) return R(Errc::kInvalidArgument, from + " is larger than 64 KiB");
     const std::string_view trimmed = trim_space(text);
-    if (trimmed.empty()) return R(Errc::kUnavailable, from + " is empty");
+    if (trimmed.empty()) return R(Errc::kUnauthenticated, from + " is empty");
     fetched.token = security::SecretBytes(trimmed);
   } else {
     from = "token command";
@@ -600,7 +602,8 @@ Result<security::SecretBytes> JwtTokenSource::token() {
     if (::stat(options_.file.c_str(), &st) != 0) {
       const int err = errno;
       drop_cache();
-      return Result<security::SecretBytes>(Errc::kUnavailable, "token file " + options_.file + ": " + errno_text(err));
+      return Result<security::SecretBytes>(Errc::kUnauthenticated,
+                                           "cannot read token file " + options_.file + ": " + errno_text(err));
     }
     file_now = FileIdentity{static_cast<std::uint64_t>(st.st_dev), static_cast<std::uint64_t>(st.st_ino),
                             static_cast<std::int64_t>(st.st_size), nanoseconds(st.st_mtim), nanoseconds(st.st_ctim)};

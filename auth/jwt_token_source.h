@@ -53,9 +53,11 @@ class JwtTokenSource {
   // or a JSON object whose "access_token" (OAuth 2.0 token response) or
   // "status"."token" (Kubernetes ExecCredential) is. Errors:
   // CREDENTIALS_EXPIRED when the token read is already past its exp (the
-  // message says so and when), UNAVAILABLE when the file or variable is
-  // missing/empty or the command fails, times out or prints nothing (its
-  // exit status and first stderr line, escaped, in the message),
+  // message says so and when), UNAUTHENTICATED when the file or variable is
+  // missing, unreadable or empty (no credentials: as for the other
+  // mechanisms' credentials files), UNAVAILABLE when the command fails,
+  // times out or prints nothing (its exit status and first stderr line,
+  // escaped, in the message),
   // INVALID_ARGUMENT when what was read is not a compact JWS
   // (three base64url parts) — never quoting the token.
   Result<security::SecretBytes> token();

@@ -795,16 +795,26 @@ Result<std::shared_ptr<const TokenClientMechanism::Prepared>> TokenClientMechani
                   std::string("token: no credentials file (set ") + security::kTokenFileEnv +
                       " or the token_file option)");
   }
+  // A credentials file that cannot be read is a client without credentials
+  // (UNAUTHENTICATED: fetch a token), not the UNAVAILABLE a token store's
+  // I/O error is on a server.
+  auto unreadable = [](const Status& io) {
+    return Status(Errc::kUnauthenticated,
+                  "token: " + io.message + " (authrpc token fetch stores a token there)");
+  };
   struct stat st {};
   if (::stat(path.c_str(), &st) != 0) {
-    return token_status(security::io_error("stat " + path, errno), TokenUse::kAuthentication);
+    return unreadable(security::io_error("cannot read credentials file " + path, errno));
   }
   FileStamp stamp{path, static_cast<std::int64_t>(st.st_mtim.tv_sec) * 1'000'000'000 + st.st_mtim.tv_nsec,
                   static_cast<std::int64_t>(st.st_size), static_cast<std::uint64_t>(st.st_ino)};
   std::lock_guard lock(mu_);
   if (!(stamp == cached_stamp_)) {
     auto file = security::CredentialsFile::read(path);
-    if (!file.ok()) return token_status(file.status(), TokenUse::kAuthentication);
+    if (!file.ok()) {
+      if (file.status().is(TokenErrc::kIoError)) return unreadable(file.status());
+      return token_status(file.status(), TokenUse::kAuthentication);
+    }
     cached_tokens_.clear();
     for (const auto& t : file->tokens()) cached_tokens_.push_back(std::make_shared<const Prepared>(t));
     cached_stamp_ = stamp;

@@ -53,9 +53,9 @@ commands:
 
 Exit status (the same for every command; docs/CLI.md):
   0  success
-  1  the call failed for another reason (NOT_FOUND, INVALID_ARGUMENT, ...)
-  2  usage: a bad option, value or argument
-  3  credentials: missing, refused or expired (kinit, fetch a token, retry)
+  1  the call failed for another reason (NOT_FOUND, not an authrpc server, ...)
+  2  usage: a bad option, value or argument; an unreadable --ca/--cert/--key
+  3  credentials: missing, unreadable, refused or expired (kinit, fetch a token)
   4  unavailable: unreachable, busy, timed out (retry later)
   5  permission denied
 A failure prints one line on stderr: authrpc: CODE: message [advice]
@@ -161,7 +161,8 @@ class ServerFlags {
     options.endpoint = *endpoint;
     options.connect_timeout = connect_timeout_;
     if (authrpc::Status s = tls_flags_.apply(options); !s.ok()) {
-      return s.code == authrpc::Errc::kConfigError ? usage_error(s.message, help) : report_failure(kProgram, s);
+      return s.code == authrpc::Errc::kInvalidArgument ? usage_error(s.message, help)
+                                                       : report_failure(kProgram, s);
     }
     options.do_as = do_as_;
     for (const auto& name : mechanisms_) {

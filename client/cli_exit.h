@@ -15,13 +15,15 @@ namespace authrpc::cli {
 // says the same in words. The classes follow retry_advice(), except that
 // PERMISSION_DENIED and usage errors get numbers of their own because the
 // fix differs (ask for access; fix the command line).
+// docs/CLI.md ("One cause, one answer") lists which causes land where.
 enum ExitCode : int {
   kExitOk = 0,
-  kExitFailure = 1,      // any other failure: NOT_FOUND, INVALID_ARGUMENT, INTERNAL, ...
-  kExitUsage = 2,        // the command line (or a configuration file) is wrong
-  kExitAuth = 3,         // no or bad credentials: kinit, fetch a token, then retry
-  kExitUnavailable = 4,  // transient (unreachable, busy, deadline): retry later
-  kExitPermission = 5,   // authenticated, but not allowed
+  kExitFailure = 1,      // any other failure: NOT_FOUND, INVALID_ARGUMENT, PROTOCOL_ERROR
+                         // (not an authrpc server, no TLS there), INTERNAL, ...
+  kExitUsage = 2,        // the command line, or a configuration or TLS file it names, is wrong
+  kExitAuth = 3,         // no, unreadable, refused or expired credentials: kinit, fetch a token
+  kExitUnavailable = 4,  // the server cannot be reached or is busy now: retry later
+  kExitPermission = 5,   // not allowed (authenticated, or by a socket file's permissions)
 };
 
 // The exit status for a failed Status (kExitOk for an OK one).

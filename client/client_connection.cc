@@ -36,11 +36,12 @@ asio::awaitable<Status> Client::Connection::open() {
   }
   auto stream = co_await connect_stream(executor_, options_, deadline);
   if (!stream.ok()) {
+    Status why = unreachable(stream.status(), options_);
     if (metrics_) {
       metrics_->connected(ClientMetrics::Transport(metrics_transport_),
-                          static_cast<std::uint16_t>(to_wire_errc(stream.status().code)), {}, {});
+                          static_cast<std::uint16_t>(to_wire_errc(why.code)), {}, {});
     }
-    co_return stream.status();
+    co_return why;
   }
   ChannelInfo info;
   info.peer_address = (*stream)->peer_address();

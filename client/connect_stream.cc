@@ -1,5 +1,8 @@
 #include "authrpc/client/connect_stream.h"
 
+#include <asio/error.hpp>
+#include <cerrno>
+
 #include "authrpc/client/client_policy.h"
 #include "authrpc/rpc/tls_errors.h"
 #include "authrpc/rpc/tls_stream.h"
@@ -30,7 +33,62 @@ asio::awaitable<Result<std::unique_ptr<ByteStream>>> connect_trying_tls(
       .connect(ex, plain, deadline, o.local_address);
 }
 
+bool is_errno(std::error_code ec) {
+  return ec.category() == std::system_category() || ec.category() == std::generic_category() ||
+         ec.category() == asio::error::get_system_category();
+}
+
 }  // namespace
+
+Status unreachable(const Status& failure, const ClientOptions& options) {
+  const std::error_code ec = failure.code;
+  const Endpoint& to = options.endpoint;
+  const bool unix_socket = to.scheme == Endpoint::Scheme::kUnix;
+  std::string where = "cannot reach the server at " + to.to_string();
+  if (!options.local_address.empty()) where += " from " + options.local_address;
+  auto unavailable = [&where](const std::string& why) {
+    return Status(Errc::kUnavailable, where + ": " + why);
+  };
+  if (ec == asio::error::host_not_found || ec == asio::error::no_data) {
+    return unavailable("host name " + to.host + " does not resolve");
+  }
+  if (ec == asio::error::host_not_found_try_again) {
+    return unavailable("host name " + to.host + " does not resolve now (no answer from DNS)");
+  }
+  if (ec == asio::error::no_recovery || ec.category() == asio::error::get_addrinfo_category()) {
+    return unavailable("cannot resolve host name " + to.host + ": " + ec.message());
+  }
+  if (!is_errno(ec)) return failure;  // a timeout, TLS, ...: classified where they arose
+  switch (ec.value()) {
+    case ECONNREFUSED:
+      return unavailable(unix_socket ? "nothing listens on the socket (is the server running?)"
+                                     : "connection refused (is the server running?)");
+    case ENOENT:
+    case ENOTDIR:
+      return unavailable("no such socket file (is the server running?)");
+    case EACCES:
+    case EPERM:
+      return {Errc::kPermissionDenied,
+              where + ": permission denied" + (unix_socket ? " (by the socket file's permissions)" : "")};
+    case ECONNRESET:
+    case ECONNABORTED:
+    case EPIPE:
+      return unavailable("the connection was reset");
+    case ENETUNREACH:
+    case ENETDOWN:
+      return unavailable("network unreachable");
+    case EHOSTUNREACH:
+      return unavailable("host unreachable");
+    case ETIMEDOUT:
+      return unavailable("no answer (connection timed out)");
+    case EAGAIN:
+      return unavailable(unix_socket ? "the server's listen queue is full (it accepts more slowly than "
+                                       "clients arrive)"
+                                     : "no local port free");
+    default:
+      return {ec, where};
+  }
+}
 
 // Not a coroutine: a plaintext connect is the transport's own coroutine, one
 // frame fewer per session.

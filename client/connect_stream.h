@@ -18,9 +18,21 @@
 namespace authrpc {
 
 // Connected by `deadline` (kDeadlineExceeded otherwise), TLS handshake
-// included. `options` must outlive the returned awaitable.
+// included. `options` must outlive the returned awaitable. A failure is as
+// the transport reports it; see unreachable().
 asio::awaitable<Result<std::unique_ptr<ByteStream>>> connect_stream(
     asio::any_io_executor ex, const ClientOptions& options,
     std::chrono::steady_clock::time_point deadline);
+
+// A failed connect_stream() as the client reports it: "cannot reach the
+// server at ADDRESS: <why, in words>". Every way of not getting through
+// (nothing listens, no such socket file, a host name that does not resolve,
+// no route, a reset) is UNAVAILABLE: the client cannot tell a typo from a
+// server that is not up yet (a stopped server removes its socket file), and
+// the words say which it is. A connect the system forbids (a socket file's
+// permissions) is PERMISSION_DENIED. Failures already classified where they
+// arose (a timeout, TLS) and system errors not listed here pass unchanged,
+// the last with the address in their message.
+Status unreachable(const Status& failure, const ClientOptions& options);
 
 }  // namespace authrpc

@@ -39,7 +39,7 @@ Status TlsFlags::apply(ClientOptions& options) const {
                          (encryption && *encryption != SecurityRequirement::kDisabled);
   if (!wants_tls) {
     if (!ca.empty() || !cert.empty() || !key.empty()) {
-      return Status(Errc::kConfigError, "--ca/--cert/--key need --tls or a tls:// server");
+      return Status(Errc::kInvalidArgument, "--ca/--cert/--key need --tls or a tls:// server");
     }
     return {};
   }
@@ -48,9 +48,10 @@ Status TlsFlags::apply(ClientOptions& options) const {
   t.certificate_file = cert;
   t.private_key_file = key;
   if (!min_version.empty() && !security::parse_tls_version(min_version, &t.min_version)) {
-    return Status(Errc::kConfigError, "--tls-min-version must be 1.2 or 1.3");
+    return Status(Errc::kInvalidArgument, "--tls-min-version must be 1.2 or 1.3");
   }
-  if (t.ca_file.empty()) return Status(Errc::kConfigError, "TLS needs --ca FILE (the CA bundle)");
+  if (t.ca_file.empty()) return Status(Errc::kInvalidArgument, "TLS needs --ca FILE (the CA bundle)");
+  if (cert.empty() != key.empty()) return Status(Errc::kInvalidArgument, "--cert and --key go together");
   auto context = security::TlsClientContext::create(t);
   if (!context.ok()) return context.status();
   options.tls = std::move(*context);

@@ -25,8 +25,10 @@ struct TlsFlags {
   // none): how many arguments were used, 0 if `arg` is not one of these
   // flags; kInvalidArgument for a missing or bad value.
   Result<int> parse(const std::string& arg, const char* next);
-  // Builds the TLS context and sets the requirements in `options`;
-  // kConfigError for flags that do not fit together.
+  // Builds the TLS context and sets the requirements in `options`:
+  // kInvalidArgument (a usage error) for flags that do not fit together,
+  // the context's CONFIG_ERROR for a file it cannot read or use ("cannot
+  // read CA file F: No such file or directory").
   Status apply(ClientOptions& options) const;
 };
 

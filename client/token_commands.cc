@@ -7,6 +7,7 @@
 #include <map>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <variant>
 #include <vector>
 
 #include "authrpc/auth/mechanism_registry.h"
@@ -194,18 +195,22 @@ int parse(Sub sub, int argc, char** argv, Args& a) {
   return 0;
 }
 
-Result<std::unique_ptr<Client>> connect(const Args& a, const Endpoint& endpoint) {
+// Connects, or prints why not and gives the exit status: flags that do not
+// fit together are a usage error, as in `authrpc call`.
+std::variant<std::unique_ptr<Client>, int> connect(Sub sub, const Args& a, const Endpoint& endpoint) {
   const auto& registry = a.registry;
   ClientOptions options;
   options.endpoint = endpoint;
   options.connect_timeout = a.connect_timeout;
-  if (Status s = a.tls.apply(options); !s.ok()) return s;
+  if (Status s = a.tls.apply(options); !s.ok()) {
+    return s.code == Errc::kInvalidArgument ? usage_error(sub, s.message) : failure(s);
+  }
   std::vector<std::string> names = a.mechanisms;
   if (names.empty()) names.emplace_back("kerberos");  // names: documented default (--help)
   const auto known = registry.client_names();
   for (const auto& name : names) {
     if (std::find(known.begin(), known.end(), name) == known.end()) {
-      return Status(Errc::kConfigError, "--auth " + name + ": unknown mechanism");
+      return usage_error(sub, "--auth " + name + ": unknown mechanism");
     }
     nlohmann::json o = a.mechanism_flags.options_for(name);
     // The command's credentials file is also the one a token mechanism
@@ -214,10 +219,14 @@ Result<std::unique_ptr<Client>> connect(const Args& a, const Endpoint& endpoint)
       if (!a.token_file.empty()) o[flag.option] = a.token_file;
     }
     auto m = registry.make_client(name, o);
-    if (!m.ok()) return m.status();
+    if (!m.ok()) {
+      return m.code() == Errc::kConfigError ? usage_error(sub, m.status().message) : failure(m.status());
+    }
     options.mechanisms.push_back(*m);
   }
-  return Client::connect(std::move(options));
+  auto client = Client::connect(std::move(options));
+  if (!client.ok()) return failure(client.status());
+  return std::move(*client);
 }
 
 nlohmann::json describe(const security::Token& token) {
@@ -269,11 +278,12 @@ int fetch(const Args& a) {
     if (!existing.ok()) return failure(credentials_status(existing.status(), path));
     file = std::move(*existing);
   }
-  auto client = connect(a, *endpoint);
-  if (!client.ok()) return failure(client.status());
+  auto connected = connect(sub, a, *endpoint);
+  if (const int* code = std::get_if<int>(&connected)) return *code;
+  auto& client = std::get<std::unique_ptr<Client>>(connected);
   nlohmann::json request = {{"renewer", a.renewer},
                             {"service", a.service.empty() ? endpoint->to_string() : a.service}};
-  auto response = (*client)->call_json("token", "get", request);
+  auto response = client->call_json("token", "get", request);
   if (!response.ok()) return failure(response.status());
   if (!response->contains("token") || !(*response)["token"].is_string()) {
     return failure({Errc::kDataLoss, "token.get returned no token"});
@@ -310,9 +320,10 @@ int renew_or_cancel(const Args& a, bool renew) {
   if (!text.ok()) return failure(token_status(text.status(), TokenUse::kService));
   nlohmann::json request = {{"token", *text}};
   security::cleanse(text->data(), text->size());
-  auto client = connect(a, *endpoint);
-  if (!client.ok()) return failure(client.status());
-  auto response = (*client)->call_json("token", renew ? "renew" : "cancel", request);
+  auto connected = connect(sub, a, *endpoint);
+  if (const int* code = std::get_if<int>(&connected)) return *code;
+  auto& client = std::get<std::unique_ptr<Client>>(connected);
+  auto response = client->call_json("token", renew ? "renew" : "cancel", request);
   security::cleanse(request["token"].get_ref<std::string&>().data(),
                     request["token"].get_ref<std::string&>().size());
   if (!response.ok()) return failure(response.status());

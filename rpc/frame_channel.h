@@ -66,6 +66,12 @@ class FrameChannel final : public std::enable_shared_from_this<FrameChannel>,
   // True if any input beyond the frame last returned (and its header-only
   // body) is buffered: false means every byte read so far was returned.
   bool input_buffered() const noexcept { return in_end_ > in_begin_ + consume_next_; }
+  // The input read but not returned as a frame: after read_frame() refused
+  // a header, the bytes it refused ("HTTP/1.1 400 ..." from a peer that is
+  // not an authrpc server). Valid until the next read.
+  std::string_view unread_input() const noexcept {
+    return {in_ + in_begin_ + consume_next_, in_end_ - in_begin_ - consume_next_};
+  }
   // DATA frames with a body above `bytes` that is not buffered yet come back
   // from read_frame()/buffered_frame() with body_pending: the caller reads
   // the body straight into a buffer of its own (read_body), so that large

@@ -118,6 +118,18 @@ TlsErrc from_reason(int reason) {
   }
 }
 
+// The name a client's certificate check looked for: the host name, or
+// the IP address, it dialled ("" on a server).
+std::string dialled_name(SSL* ssl) {
+  X509_VERIFY_PARAM* param = SSL_get0_param(ssl);
+  if (const char* host = X509_VERIFY_PARAM_get0_host(param, 0)) return host;
+  char* ip = X509_VERIFY_PARAM_get1_ip_asc(param);
+  if (ip == nullptr) return "the host dialled";
+  std::string out = ip;
+  OPENSSL_free(ip);
+  return out;
+}
+
 }  // namespace
 
 const std::error_category& tls_category() noexcept {
@@ -132,18 +144,53 @@ std::error_code make_error_code(TlsErrc e) noexcept {
 Status tls_handshake_status(SSL* ssl, std::string_view context) {
   const long verify = SSL_get_verify_result(ssl);
   const unsigned long first = ERR_peek_error();
+  const bool server = SSL_is_server(ssl) == 1;
+  const std::string peer = server ? "the client" : "the server";
   TlsErrc kind = TlsErrc::kHandshakeFailed;
-  std::string detail;
-  if (verify != X509_V_OK && ERR_GET_REASON(first) == SSL_R_CERTIFICATE_VERIFY_FAILED) {
+  const bool verify_failed =
+      verify != X509_V_OK && ERR_GET_REASON(first) == SSL_R_CERTIFICATE_VERIFY_FAILED;
+  if (verify_failed) {
     kind = from_verify_result(verify);
-    detail = X509_verify_cert_error_string(verify);
   } else if (first != 0) {
     kind = from_reason(ERR_GET_REASON(first));
   }
+  // OpenSSL's words for what failed ("sslv3 alert bad certificate"), kept
+  // where the kind alone does not say it all.
   const std::string reasons = security::drain_openssl_errors();
-  if (detail.empty()) detail = reasons;
+  auto with_reasons = [&reasons](std::string text) {
+    return reasons.empty() ? text : text + " (" + reasons + ")";
+  };
+  std::string detail;
+  if (verify_failed) {
+    detail = "certificate verify failed: " + std::string(X509_verify_cert_error_string(verify));
+    if (kind == TlsErrc::kNameMismatch) {
+      detail += " (" + peer + "'s certificate does not name " + dialled_name(ssl) + ")";
+    } else if (kind == TlsErrc::kUnknownCa) {
+      detail += " (" + peer + "'s certificate does not chain to a CA in the CA file)";
+    }
+  } else {
+    switch (kind) {
+      case TlsErrc::kNotTls:
+        detail = peer + " does not speak TLS" +
+                 (server ? std::string() : " (is it a plaintext endpoint? then use tcp://)");
+        break;
+      case TlsErrc::kCertificateRequired:
+        detail = server ? "the client presented no certificate"
+                        : "the server requires a client certificate (a certificate and key)";
+        break;
+      case TlsErrc::kCertificateRejected:
+        detail = with_reasons(peer + " refused our certificate");
+        break;
+      case TlsErrc::kProtocolVersion:
+        detail = with_reasons("no TLS version or cipher suite in common with " + peer);
+        break;
+      default:
+        detail = with_reasons("TLS handshake failed");
+        break;
+    }
+  }
   std::string message(context);
-  if (!detail.empty()) message += ": " + detail;
+  message += ": " + detail;
   return Status(make_error_code(kind), std::move(message));
 }
 

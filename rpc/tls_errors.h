@@ -29,7 +29,11 @@ const std::error_category& tls_category() noexcept;
 std::error_code make_error_code(TlsErrc e) noexcept;
 
 // Classifies a failed handshake on `ssl` (verify result, then the first
-// OpenSSL reason) and drains the error queue into the message.
+// OpenSSL reason), drains the error queue, and says what failed in words
+// after `context`: "certificate verify failed: self-signed certificate
+// (...)", "the server does not speak TLS (...)". OpenSSL's reason strings
+// appear only where the kind alone does not say it all; its packed error
+// codes never do.
 Status tls_handshake_status(SSL* ssl, std::string_view context);
 
 }  // namespace authrpc

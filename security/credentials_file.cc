@@ -49,7 +49,7 @@ std::string CredentialsFile::locate(std::string_view flag) {
 Result<CredentialsFile> CredentialsFile::read(const std::string& path) {
   using R = Result<CredentialsFile>;
   int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return io_error("open credentials file " + path, errno);
+  if (fd < 0) return io_error("cannot read credentials file " + path, errno);
   WipedText text;
   struct stat st {};
   if (::fstat(fd, &st) == 0 && st.st_size > 0) text.s.reserve(static_cast<std::size_t>(st.st_size));
@@ -61,7 +61,7 @@ Result<CredentialsFile> CredentialsFile::read(const std::string& path) {
       int err = errno;
       ::close(fd);
       cleanse(buf, sizeof buf);
-      return io_error("read credentials file " + path, err);
+      return io_error("cannot read credentials file " + path, err);
     }
     if (n == 0) break;
     text.s.append(buf, static_cast<std::size_t>(n));

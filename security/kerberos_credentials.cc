@@ -1,9 +1,13 @@
 #include "authrpc/security/kerberos_credentials.h"
 
+#include <fcntl.h>
 #include <gssapi/gssapi_ext.h>
 #include <gssapi/gssapi_krb5.h>
+#include <unistd.h>
 
 #include <atomic>
+#include <cerrno>
+#include <cstring>
 #include <random>
 #include <vector>
 
@@ -35,6 +39,22 @@ class CredStore {
   std::vector<gss_key_value_element_desc> elements_;
   gss_key_value_set_desc set_{};
 };
+
+// UNAUTHENTICATED "cannot read keytab K: <errno text>" unless the client
+// keytab `keytab` (a path, or FILE:path) can be opened: MIT reports a
+// missing one only as an empty ticket cache. Other keytab types pass.
+Status check_client_keytab(const std::string& keytab) {
+  std::string path = keytab;
+  if (path.starts_with("FILE:")) {
+    path.erase(0, 5);
+  } else if (const auto colon = path.find(':'); colon != std::string::npos && !path.starts_with("/")) {
+    return {};  // another type (MEMORY:, ...)
+  }
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return {Errc::kUnauthenticated, "cannot read keytab " + keytab + ": " + std::strerror(errno)};
+  ::close(fd);
+  return {};
+}
 
 std::string unique_memory_cache() {
   static std::atomic<unsigned> counter{0};
@@ -136,13 +156,17 @@ Result<std::unique_ptr<KerberosCredentials>> KerberosCredentials::acceptor(
 
 Result<std::unique_ptr<KerberosCredentials>> KerberosCredentials::initiator(
     const InitiatorOptions& options) {
+  if (!options.keytab.empty()) {
+    if (options.principal.empty()) {
+      return Status(Errc::kConfigError, "a client keytab needs a principal to log in as");
+    }
+    if (Status s = check_client_keytab(options.keytab); !s.ok()) return s;
+  }
   GssName name;
   if (!options.principal.empty()) {
     auto imported = GssName::principal(options.principal);
     if (!imported.ok()) return imported.status();
     name = std::move(*imported);
-  } else if (!options.keytab.empty()) {
-    return Status(Errc::kConfigError, "a client keytab needs a principal to log in as");
   }
   CredStore store;
   if (!options.keytab.empty()) {
@@ -164,6 +188,15 @@ Result<std::unique_ptr<KerberosCredentials>> KerberosCredentials::initiator(
   if (Status s = gss_status(major, minor, "Kerberos credentials from " + source); !s.ok()) {
     // A cache MIT cannot use at all comes without a mechanism code: log in.
     if (major == GSS_S_FAILURE && minor == 0) s.code = KerberosErrc::kCredentialsExpired;
+    // No ticket to use: said in words, with what MIT says of the cache
+    // (its name) rather than GSSAPI's generic "No credentials were supplied".
+    if (s.is(KerberosErrc::kCredentialsExpired) && options.keytab.empty()) {
+      const std::string mit = gss_mechanism_text(minor);
+      s.message = (GSS_ROUTINE_ERROR(major) == GSS_S_CREDENTIALS_EXPIRED
+                       ? "the Kerberos ticket in " + source + " has expired"
+                       : "no Kerberos ticket in " + source) +
+                  ": run kinit" + (mit.empty() ? "" : " (" + mit + ")");
+    }
     return s;
   }
   auto creds = std::unique_ptr<KerberosCredentials>(new KerberosCredentials(cred, {}));
@@ -171,7 +204,7 @@ Result<std::unique_ptr<KerberosCredentials>> KerberosCredentials::initiator(
     // (Checked before gss_inquire_cred, which leaks inside MIT 1.20 when
     // asked about expired credentials.)
     return Status(KerberosErrc::kCredentialsExpired,
-                  "Kerberos credentials from " + source + " have expired");
+                  "the Kerberos ticket in " + source + " has expired: run kinit");
   }
   OM_uint32 m = 0;
   gss_name_t own = GSS_C_NO_NAME;

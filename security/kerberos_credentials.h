@@ -62,10 +62,13 @@ class KerberosCredentials {
   // Fails if the keytab is missing or unreadable or has no key for the
   // principal — so that a server finds out at startup.
   static Result<std::unique_ptr<KerberosCredentials>> acceptor(const AcceptorOptions& options);
-  // With a keytab, logs in now (a KDC request) into a private memory cache.
-  // Without one, checks that the cache holds a usable TGT: no cache, an empty
-  // or an expired one is KerberosErrc::kCredentialsExpired (run kinit). A
-  // keytab without a principal is CONFIG_ERROR.
+  // With a keytab, logs in now (a KDC request) into a private memory cache;
+  // a keytab file that cannot be read is UNAUTHENTICATED ("cannot read
+  // keytab K: No such file or directory"), as other unreadable credentials
+  // files are. Without one, checks that the cache holds a usable TGT: no
+  // cache, an empty or an expired one is KerberosErrc::kCredentialsExpired
+  // ("no Kerberos ticket in ...: run kinit"). A keytab without a principal
+  // is CONFIG_ERROR.
   static Result<std::unique_ptr<KerberosCredentials>> initiator(const InitiatorOptions& options);
   ~KerberosCredentials();
   KerberosCredentials(const KerberosCredentials&) = delete;

@@ -122,6 +122,10 @@ Status gss_accept_status(OM_uint32 major, OM_uint32 minor, std::string_view what
   return gss_status(major, minor, what);
 }
 
+std::string gss_mechanism_text(OM_uint32 minor) {
+  return minor == 0 ? std::string() : display_status(minor, GSS_C_MECH_CODE);
+}
+
 Status kerberos_status(const Status& failure) {
   if (failure.ok()) return {};
   if (failure.code.category() != kerberos_category()) {

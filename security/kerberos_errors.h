@@ -13,6 +13,7 @@
 
 #include <gssapi/gssapi.h>
 
+#include <string>
 #include <string_view>
 #include <system_error>
 
@@ -51,6 +52,10 @@ Status gss_status(OM_uint32 major, OM_uint32 minor, std::string_view what);
 // NO_CRED here is the token's fault. An expired ticket
 // (KRB5KRB_AP_ERR_TKT_EXPIRED) stays kCredentialsExpired.
 Status gss_accept_status(OM_uint32 major, OM_uint32 minor, std::string_view what);
+
+// The Kerberos library's own text for a minor status ("No credentials
+// cache found"), "" for none.
+std::string gss_mechanism_text(OM_uint32 minor);
 
 // A failure as the kerberos mechanisms report it: the Errc its KerberosErrc
 // stands for (another category's code as it is), text "kerberos: ...".

@@ -1,7 +1,12 @@
 #include "authrpc/security/tls_context.h"
 
+#include <fcntl.h>
 #include <openssl/err.h>
 #include <openssl/x509v3.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
 #include <utility>
 
 namespace authrpc::security {
@@ -53,22 +58,42 @@ Status configure_common(SSL_CTX* ctx, TlsVersion min_version) {
   return {};
 }
 
-Status load_chain_and_key(SSL_CTX* ctx, const std::string& chain, const std::string& key) {
-  if (SSL_CTX_use_certificate_chain_file(ctx, chain.c_str()) != 1) {
-    return fail("cannot load certificate chain '" + chain + "'");
+// CONFIG_ERROR "cannot read WHAT PATH: <errno text>" unless the file can be
+// opened for reading: said before OpenSSL tries, whose own report of a
+// missing file is a system-library error code.
+Status check_readable(std::string_view what, const std::string& path) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) {
+    return {Errc::kConfigError,
+            "cannot read " + std::string(what) + " " + path + ": " + std::strerror(errno)};
   }
+  ::close(fd);
+  return {};
+}
+
+Status load_chain_and_key(SSL_CTX* ctx, const std::string& chain, const std::string& key) {
+  if (Status s = check_readable("certificate file", chain); !s.ok()) return s;
+  if (SSL_CTX_use_certificate_chain_file(ctx, chain.c_str()) != 1) {
+    return fail("certificate file " + chain + " holds no usable PEM certificate");
+  }
+  if (Status s = check_readable("private key file", key); !s.ok()) return s;
   if (SSL_CTX_use_PrivateKey_file(ctx, key.c_str(), SSL_FILETYPE_PEM) != 1) {
-    return fail("cannot load private key '" + key + "'");
+    // OpenSSL checks the key against the certificate as it loads it.
+    const unsigned long e = ERR_peek_last_error();
+    const bool mismatch = ERR_GET_LIB(e) == ERR_LIB_X509 && ERR_GET_REASON(e) == X509_R_KEY_VALUES_MISMATCH;
+    return fail(mismatch ? "private key " + key + " does not match certificate " + chain
+                         : "private key file " + key + " holds no usable PEM key");
   }
   if (SSL_CTX_check_private_key(ctx) != 1) {
-    return fail("private key '" + key + "' does not match certificate '" + chain + "'");
+    return fail("private key " + key + " does not match certificate " + chain);
   }
   return {};
 }
 
 Status load_ca(SSL_CTX* ctx, const std::string& ca_file) {
+  if (Status s = check_readable("CA file", ca_file); !s.ok()) return s;
   if (SSL_CTX_load_verify_locations(ctx, ca_file.c_str(), nullptr) != 1) {
-    return fail("cannot load CA bundle '" + ca_file + "'");
+    return fail("CA file " + ca_file + " holds no usable PEM certificate");
   }
   return {};
 }
@@ -103,12 +128,19 @@ bool parse_client_certificates(std::string_view text, ClientCertificates* out) n
 
 std::string drain_openssl_errors() {
   std::string out;
-  char buf[256];
   while (const unsigned long e = ERR_get_error()) {
-    ERR_error_string_n(e, buf, sizeof buf);
+    // Words only: a system library error is its errno's text, and an
+    // error without a reason string adds nothing a reader can use (its
+    // packed code, "error:80000002:...", least of all).
+    std::string reason;
+    if (ERR_SYSTEM_ERROR(e)) {
+      reason = std::strerror(static_cast<int>(ERR_GET_REASON(e)));
+    } else if (const char* text = ERR_reason_error_string(e)) {
+      reason = text;
+    }
+    if (reason.empty() || out == reason || out.ends_with("; " + reason)) continue;
     if (!out.empty()) out += "; ";
-    const char* reason = ERR_reason_error_string(e);
-    out += reason != nullptr ? reason : buf;
+    out += reason;
   }
   return out;
 }

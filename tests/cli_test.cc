@@ -1,12 +1,15 @@
 // Integration tests of the command-line tools: runs the built authrpc-server
 // and authrpc binaries as subprocesses on loopback.
+#include <arpa/inet.h>
 #include <fcntl.h>
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+#include <netinet/in.h>
 #include <poll.h>
 #include <signal.h>
 #include <spawn.h>
 #include <stdlib.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/types.h>
 #include <sys/wait.h>
@@ -554,10 +557,10 @@ TEST_F(CliTest, EveryFailureHasItsExitCodeAndACodeOnStderr) {
       {{"stats", "--server", "@", "--jsn"}, 2, usage},
       // 5: sys.stats is for authorization admins; this server has no policy.
       {{"stats", "--server", "@", "--user", "alice"}, 5, "authrpc: PERMISSION_DENIED: "},
-      // 3: credentials. A token file that is not there says so (it used to
-      // be UNAVAILABLE [retry]).
+      // 3: credentials. A token file that is not there says so
+      // (UNAUTHENTICATED: fetch a token), not UNAVAILABLE.
       {{"call", "--server", "@", "--auth", "token", "--token-file", "%/missing", "sys", "whoami"},
-       3, "authrpc: UNAUTHENTICATED: open credentials file "},
+       3, "authrpc: UNAUTHENTICATED: cannot read credentials file "},
       {{"token", "print", "--token-file", "%/missing"}, 3, "authrpc: UNAUTHENTICATED: "},
       {{"token", "renew", "--server", "@", "--token-file", "%/missing"}, 3, "authrpc: UNAUTHENTICATED: "},
       // 4: unavailable, with the code even though the cause is a system error.
@@ -585,6 +588,176 @@ TEST_F(CliTest, EveryFailureHasItsExitCodeAndACodeOnStderr) {
     if (c.exit_code != 2 || c.err_prefix == usage) {
       EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << "one line: " << shown << "\n" << r.err;
     }
+  }
+}
+
+// Answers whatever a client sends with an HTTP error, as a web server
+// answers bytes it cannot parse: one connection, on a thread.
+class HttpAnswerer {
+ public:
+  HttpAnswerer() {
+    fd_ = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    socklen_t length = sizeof addr;
+    if (fd_ < 0 || ::bind(fd_, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0 ||
+        ::listen(fd_, 4) != 0 || ::getsockname(fd_, reinterpret_cast<sockaddr*>(&addr), &length) != 0) {
+      ADD_FAILURE() << "HttpAnswerer: " << std::strerror(errno);
+      return;
+    }
+    port_ = ntohs(addr.sin_port);
+    thread_ = std::thread([fd = fd_] {
+      const int peer = ::accept4(fd, nullptr, nullptr, SOCK_CLOEXEC);
+      if (peer < 0) return;
+      char buf[1024];
+      if (::read(peer, buf, sizeof buf) > 0) {
+        constexpr std::string_view kAnswer =
+            "HTTP/1.1 400 Bad Request\r\nContent-Length: 0\r\nConnection: close\r\n\r\n";
+        [[maybe_unused]] const auto n = ::write(peer, kAnswer.data(), kAnswer.size());
+      }
+      // Closed only after the client: unread input would make close()
+      // reset the connection, and the answer could be lost.
+      ::shutdown(peer, SHUT_WR);
+      pollfd p{peer, POLLIN, 0};
+      while (::poll(&p, 1, 5000) == 1 && ::read(peer, buf, sizeof buf) > 0) {
+      }
+      ::close(peer);
+    });
+  }
+  ~HttpAnswerer() {
+    if (fd_ >= 0) ::shutdown(fd_, SHUT_RDWR);  // ends a waiting accept
+    if (thread_.joinable()) thread_.join();
+    if (fd_ >= 0) ::close(fd_);
+  }
+  std::string endpoint() const { return "tcp://127.0.0.1:" + std::to_string(port_); }
+
+ private:
+  int fd_ = -1;
+  int port_ = 0;
+  std::thread thread_;
+};
+
+// One cause, one answer: each row is a mistake a user makes, with the code,
+// exit status (client/cli_exit.h) and advice of its one stderr line
+// "authrpc: CODE: message [advice]" and words the message must contain —
+// the table of docs/CLI.md ("One cause, one answer"). Rows that share a
+// cause (two unreadable credentials files, two transports a bearer token
+// may not cross, two ways of not reaching a server) must agree. OpenSSL's
+// packed error codes appear in no message. In arguments "@" is the running
+// plaintext server (tcp), "U" its unix socket, "T" a TLS server, "#" a
+// stopped server, "%" the temp directory.
+TEST_F(CliTest, OneCauseHasOneCodeExitStatusAndAdvice) {
+  const auto& tls = authrpc::testing::TestTls::shared();
+  // A self-signed certificate (a CA's, served as a leaf) and one of the
+  // test CA's for another name.
+  const authrpc::testing::TestCa self_signed(tls.dir(), "cli-self-signed");
+  tls.issue({"cli-elsewhere", "elsewhere", {"DNS:elsewhere.example"}});
+  const std::string sock = dir_.path() + "/s.sock";
+  // Starts authrpc-server on `config`; `endpoint` gets the first endpoint it prints.
+  auto start = [this](const std::string& name, const nlohmann::json& config, std::string& endpoint) {
+    auto child = Child::Spawn({kServerBin, "--config", dir_.Write(name, config.dump()), "--print-endpoints"});
+    if (child) {
+      auto line = child->ReadStdoutLine(10s);
+      EXPECT_TRUE(line.has_value()) << name << ": " << child->stderr_text();
+      endpoint = line.value_or("");
+    }
+    return child;
+  };
+  auto tls_config = [](const std::string& cert, const std::string& key) {
+    return nlohmann::json{{"listen", {"tls://127.0.0.1:0"}},
+                          {"tls", {{"certificate", cert}, {"private_key", key}}},
+                          {"auth", {{"mechanisms", {"simple"}}}},
+                          {"io_threads", 1},
+                          {"log_level", "error"}};
+  };
+  auto plain_config = nlohmann::json::parse(kGoodConfig);
+  plain_config["listen"] = {"tcp://127.0.0.1:0", "unix:" + sock};
+  std::string plain_ep, good_ep, self_signed_ep, elsewhere_ep, gone_ep;
+  const auto plain = start("plain.json", plain_config, plain_ep);
+  const auto good = start("tls.json", tls_config(tls.cert_file("server"), tls.key_file("server")), good_ep);
+  const auto self_signed_server = start(
+      "self.json", tls_config(self_signed.ca_file(), self_signed.key_file("cli-self-signed")), self_signed_ep);
+  const auto elsewhere = start(
+      "elsewhere.json", tls_config(tls.cert_file("cli-elsewhere"), tls.key_file("cli-elsewhere")), elsewhere_ep);
+  const auto stopped = start("stopped.json", nlohmann::json::parse(kGoodConfig), gone_ep);
+  ASSERT_TRUE(plain && good && self_signed_server && elsewhere && stopped);
+  ASSERT_TRUE(stopped->Signal(SIGTERM).has_value());
+  HttpAnswerer http;
+  const std::string tls_to_plain = "tls://" + plain_ep.substr(std::string("tcp://").size());
+
+  struct Row {
+    std::string cause;
+    std::vector<std::string> args;  // after "authrpc call --server"
+    std::string code;
+    int exit_code;
+    std::string advice;
+    std::string says;  // in the message
+    std::vector<std::string> env = {};
+  };
+  const std::string ca = tls.ca_file();
+  const std::vector<Row> rows = {
+      // A credentials file the user named cannot be read.
+      {"token file unreadable", {"@", "--auth", "token", "--token-file", "%/no-token"}, "UNAUTHENTICATED", 3,
+       "reauthenticate", "cannot read credentials file %/no-token: No such file or directory"},
+      {"JWT file unreadable", {"T", "--ca", ca, "--auth", "jwt", "--jwt-file", "%/no-jwt"}, "UNAUTHENTICATED", 3,
+       "reauthenticate", "cannot read token file %/no-jwt: No such file or directory"},
+      {"keytab unreadable",
+       {"@", "--auth", "kerberos", "--keytab", "%/no-keytab", "--principal", "alice@CLI.TEST"},
+       "UNAUTHENTICATED", 3, "reauthenticate", "cannot read keytab %/no-keytab: No such file or directory"},
+      // No Kerberos ticket to use.
+      {"no ticket cache", {"@", "--auth", "kerberos"}, "CREDENTIALS_EXPIRED", 3, "reauthenticate",
+       "no Kerberos ticket in the default ticket cache: run kinit",
+       {"KRB5CCNAME=FILE:" + dir_.path() + "/no-ccache"}},
+      // A bearer token never crosses plaintext: refused by the client itself.
+      {"jwt over tcp://", {"@", "--auth", "jwt", "--jwt-file", "%/no-jwt"}, "CONFIG_ERROR", 2, "give-up",
+       "bearer"},
+      {"jwt over unix://", {"U", "--auth", "jwt", "--jwt-file", "%/no-jwt"}, "CONFIG_ERROR", 2, "give-up",
+       "refusing to send a bearer token without TLS: use tls://"},
+      // Nothing answers at the address.
+      {"no such socket file", {"unix:%/no.sock"}, "UNAVAILABLE", 4, "retry",
+       "cannot reach the server at unix:%/no.sock: no such socket file"},
+      {"host name does not resolve", {"tcp://authrpc-cli-test.invalid:7000", "--connect-timeout", "5000"},
+       "UNAVAILABLE", 4, "retry",
+       "cannot reach the server at tcp://authrpc-cli-test.invalid:7000: host name authrpc-cli-test.invalid "
+       "does not resolve"},
+      {"nothing listens on the port", {"#"}, "UNAVAILABLE", 4, "retry", "connection refused"},
+      // Something answers, but not authrpc.
+      {"an HTTP server", {http.endpoint()}, "PROTOCOL_ERROR", 1, "give-up",
+       "the server at " + http.endpoint() + " is not an authrpc server (it answered HTTP/1.1 400 Bad Request)"},
+      {"tls:// to a plaintext port", {tls_to_plain, "--ca", ca}, "PROTOCOL_ERROR", 1, "give-up",
+       "the server does not speak TLS"},
+      // TLS files and certificates.
+      {"CA file unreadable", {"T", "--ca", "%/no-ca.pem"}, "CONFIG_ERROR", 2, "give-up",
+       "cannot read CA file %/no-ca.pem: No such file or directory"},
+      {"client certificate unreadable", {"T", "--ca", ca, "--cert", "%/no-cert.pem", "--key", "%/no-key.pem"},
+       "CONFIG_ERROR", 2, "give-up", "cannot read certificate file %/no-cert.pem: No such file or directory"},
+      {"self-signed server certificate", {self_signed_ep, "--ca", ca}, "AUTHENTICATION_FAILED", 3, "give-up",
+       "certificate verify failed: self-signed certificate"},
+      {"certificate for another host", {elsewhere_ep, "--ca", ca}, "AUTHENTICATION_FAILED", 3, "give-up",
+       "certificate verify failed: IP address mismatch (the server's certificate does not name 127.0.0.1)"},
+  };
+  auto expand = [&](std::string a) {
+    if (a == "@") return plain_ep;
+    if (a == "U") return "unix:" + sock;
+    if (a == "T") return good_ep;
+    if (a == "#") return gone_ep;
+    for (std::size_t at; (at = a.find('%')) != std::string::npos;) a.replace(at, 1, dir_.path());
+    return a;
+  };
+  for (const auto& row : rows) {
+    SCOPED_TRACE(row.cause);
+    std::vector<std::string> args = {kCliBin, "call", "--server"};
+    for (const auto& a : row.args) args.push_back(expand(a));
+    args.insert(args.end(), {"sys", "whoami"});
+    const auto r = RunCommand(args, row.env);
+    EXPECT_EQ(r.exit_code, row.exit_code) << Describe(r);
+    EXPECT_THAT(r.err, StartsWith("authrpc: " + row.code + ": ")) << Describe(r);
+    EXPECT_THAT(r.err, ::testing::EndsWith(" [" + row.advice + "]\n")) << Describe(r);
+    EXPECT_THAT(r.err, HasSubstr(expand(row.says))) << Describe(r);
+    EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << Describe(r);
+    EXPECT_THAT(r.err, Not(::testing::ContainsRegex("error:[0-9A-Fa-f]{8}"))) << Describe(r);
+    EXPECT_TRUE(r.out.empty()) << Describe(r);
   }
 }
 

@@ -164,7 +164,7 @@ INSTANTIATE_TEST_SUITE_P(
         TransportCase{"plaintext_tcp_refused_at_startup", "tcp:", true, true,
                       Errc::kConfigError, "jwt"},
         TransportCase{"plaintext_unix_refused_by_default", "unix:", false, false,
-                      Errc::kFailedPrecondition, "refusing to send a bearer token"},
+                      Errc::kConfigError, "refusing to send a bearer token"},
         TransportCase{"plaintext_unix_needs_the_server_too", "unix:", false, true,
                       Errc::kFailedPrecondition, "bearer tokens are refused"},
         TransportCase{"plaintext_unix_when_both_opt_in", "unix:", true, true, Errc::kOk, ""}),

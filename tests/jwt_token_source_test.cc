@@ -190,9 +190,9 @@ TEST(JwtTokenSource, FileCases) {
       {"surrounded by whitespace", content(" \n\t" + token + " \r\n\n"), Ok(token), token},
       {"exactly 64 KiB", content(padded), Ok(token), token},
       {"signature part empty", content(no_signature), Ok(no_signature), token},
-      {"missing", nullptr, {"", Errc::kUnavailable, "No such file or directory"}, token},
-      {"empty", content(""), {"", Errc::kUnavailable, "is empty"}, token},
-      {"whitespace only", content(" \n\n "), {"", Errc::kUnavailable, "is empty"}, token},
+      {"missing", nullptr, {"", Errc::kUnauthenticated, "No such file or directory"}, token},
+      {"empty", content(""), {"", Errc::kUnauthenticated, "is empty"}, token},
+      {"whitespace only", content(" \n\n "), {"", Errc::kUnauthenticated, "is empty"}, token},
       {"larger than 64 KiB", content(padded + " "), {"", Errc::kInvalidArgument, "is larger than 64 KiB"}, token},
       {"FIFO", [](const std::string& p) { ASSERT_EQ(::mkfifo(p.c_str(), 0600), 0); },
        {"", Errc::kInvalidArgument, "is not a regular file"}, token},
@@ -287,7 +287,7 @@ TEST(JwtTokenSource, FileIsReadAgainWhenItChanges) {
   // Removed: no stale token.
   ASSERT_EQ(::unlink(path.c_str()), 0);
   auto gone = source->token();
-  EXPECT_EQ(gone.code(), make_error_code(Errc::kUnavailable)) << Describe(gone);
+  EXPECT_EQ(gone.code(), make_error_code(Errc::kUnauthenticated)) << Describe(gone);
   // Back again.
   WriteFile(path, first);
   EXPECT_EQ(TokenText(source->token()), first);
@@ -305,16 +305,16 @@ TEST(JwtTokenSource, EnvironmentVariable) {
     Expect want;
   };
   const Step steps[] = {
-      {"unset", std::nullopt, {"", Errc::kUnavailable, "environment variable AUTHRPC_JWT_TOKEN_SOURCE_TEST is not set"}},
+      {"unset", std::nullopt, {"", Errc::kUnauthenticated, "environment variable AUTHRPC_JWT_TOKEN_SOURCE_TEST is not set"}},
       {"set", a, Ok(a)},
       {"set with a newline", a + "\n", Ok(a)},
       {"changed", b, Ok(b)},
-      {"empty", "", {"", Errc::kUnavailable, "is empty"}},
+      {"empty", "", {"", Errc::kUnauthenticated, "is empty"}},
       {"not a JWS", "hello", {"", Errc::kInvalidArgument, "is not a compact JWS"}},
       {"larger than 64 KiB", std::string(JwtTokenSource::kMaxTokenBytes + 1, 'a'),
        {"", Errc::kInvalidArgument, "is larger than 64 KiB"}},
       {"set again", a, Ok(a)},
-      {"unset again", std::nullopt, {"", Errc::kUnavailable, "is not set"}},
+      {"unset again", std::nullopt, {"", Errc::kUnauthenticated, "is not set"}},
   };
   JwtTokenSourceOptions options;
   options.env = kVar;

@@ -140,7 +140,27 @@ TEST(KerberosCredentialsErrors, MissingTicketCacheIsCredentialsExpired) {
   EXPECT_EQ(retry_advice(credentials.code()), RetryAdvice::kReauthenticate);
   EXPECT_EQ(kerberos_status(credentials.status()).code,
             make_error_code(Errc::kCredentialsExpired));
+  EXPECT_EQ(credentials.status().message.rfind("no Kerberos ticket in ticket cache " + options.ccache +
+                                                   ": run kinit (",
+                                               0),
+            0u)
+      << Describe(credentials);
   std::filesystem::remove_all(dir);
+}
+
+// A client keytab that cannot be read is said to be one (MIT reports it as
+// an empty ticket cache), UNAUTHENTICATED as other unreadable credentials
+// files are.
+TEST(KerberosCredentialsErrors, AClientKeytabThatCannotBeReadIsUnauthenticated) {
+  KerberosCredentials::InitiatorOptions options;
+  options.keytab = "/nonexistent-authrpc/client.keytab";
+  options.principal = "alice@EXAMPLE.COM";
+  auto credentials = KerberosCredentials::initiator(options);
+  ASSERT_FALSE(credentials.ok());
+  EXPECT_EQ(credentials.code(), make_error_code(Errc::kUnauthenticated)) << Describe(credentials);
+  EXPECT_EQ(credentials.status().message,
+            "cannot read keytab /nonexistent-authrpc/client.keytab: No such file or directory");
+  EXPECT_EQ(retry_advice(credentials.code()), RetryAdvice::kReauthenticate);
 }
 
 TEST(KerberosCredentialsErrors, ClientKeytabWithoutPrincipalIsAConfigError) {

@@ -484,8 +484,9 @@ std::vector<NegotiationCase> MakeRows() {
         Errc::kFailedPrecondition},
       C{"x509_without_client_certificate", {"x509"}, {"x509"}, Channel::kTlsNoClientCert,
         Errc::kConfigError},
-      // A bearer token: TLS only, unless both sides opt in to plaintext unix://.
-      C{"jwt_unix_without_opt_in", {"jwt"}, {"jwt"}, Channel::kUnix, Errc::kFailedPrecondition},
+      // A bearer token: TLS only, unless both sides opt in to plaintext
+      // unix:// (the client refuses on its own first, as over tcp://).
+      C{"jwt_unix_without_opt_in", {"jwt"}, {"jwt"}, Channel::kUnix, Errc::kConfigError},
       C{"jwt_plain_to_optional_tls", {"jwt"}, {"jwt"}, Channel::kPlainToOptional,
         Errc::kConfigError},
       // Wrong credentials are refused, and never fall back to another mechanism.

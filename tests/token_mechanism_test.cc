@@ -267,6 +267,23 @@ TEST(TokenMechanism, ClientWithoutATokenForTheServiceRefusesLocally) {
   EXPECT_EQ(retry_advice(step.error.code), RetryAdvice::kReauthenticate);
 }
 
+// A credentials file that cannot be read is a client without credentials,
+// as the CLI reports it: UNAUTHENTICATED (fetch a token), not UNAVAILABLE.
+TEST(TokenMechanism, ClientWithAnUnreadableCredentialsFileIsUnauthenticated) {
+  const std::string dir = testing::TempDir("token-file");
+  TokenClientOptions co;
+  co.token_file = dir + "/missing";
+  TokenClientMechanism client(co);
+  ChannelInfo info;
+  info.server_uri = std::string(kService);
+  ClientStep step = Await(client.start(info)->initial());
+  ASSERT_EQ(step.kind, ClientStep::Kind::kFailure);
+  EXPECT_EQ(step.error.code, make_error_code(Errc::kUnauthenticated)) << step.error.to_string();
+  EXPECT_EQ(step.error.message, "token: cannot read credentials file " + dir +
+                                    "/missing: No such file or directory (authrpc token fetch stores a token there)");
+  std::filesystem::remove_all(dir);
+}
+
 // The client keeps the tokens of its credentials file prepared between
 // sessions; a changed file (another token for the service, or none) is
 // read again before the next session.
