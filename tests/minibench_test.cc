@@ -571,6 +571,8 @@ TEST(MinibenchTest, MetricsCompareMeasuresEachRowAgainstAServerThatCountsNothing
   EXPECT_GT(run.at("metrics_counted").at("server").get<double>(), 0) << run.dump();
   EXPECT_GT(run.at("metrics_counted").at("clients").get<double>(), 0) << run.dump();
   EXPECT_TRUE(run.at("metrics_counted").at("nometrics_server").is_null()) << run.dump();
+  EXPECT_THAT(r.out, HasSubstr("--metrics compare: the server counted, the metrics-off server had "
+                               "no metrics registry, the rows' clients counted"));
 }
 
 // --metrics off: the same rows as on, no twins; neither the server nor the
@@ -594,8 +596,8 @@ TEST(MinibenchTest, MetricsOffCountsNothing) {
   EXPECT_TRUE(counted.at("server").is_null()) << counted.dump();
   EXPECT_EQ(counted.at("clients").get<double>(), 0) << counted.dump();
   EXPECT_FALSE(counted.contains("nometrics_server")) << counted.dump();
-  EXPECT_THAT(r.out, HasSubstr("metrics counted (authrpc_* counter totals): server nothing "
-                               "(no registry), clients during the rows 0"));
+  EXPECT_THAT(r.out, HasSubstr("--metrics off: the server had no metrics registry, the rows' "
+                               "clients counted nothing (their authrpc_* counters"));
 
   const RunResult external =
       run_minibench(dir, {"--metrics", "compare", "--server", "tcp://127.0.0.1:1"});
