@@ -230,7 +230,9 @@ options:
                       OpenSSL, krb5 and SASL versions
   --plot FILE.svg     also draw a bar chart: one panel per transport (and TLS,
                       calls), each row's p50 (solid) and p99 (pale) beside its
-                      floor (grey), a colour per method, a log time axis
+                      floor (grey) on a log time axis, a colour per method;
+                      its p50 over the floor's on a linear axis with its
+                      targets, met or not; when, where and what ran below
   --quiet             no progress lines on stderr (otherwise: each group's
                       rows, then row i/N, block and elapsed time, rewritten in
                       place on a terminal, every 2 s otherwise)
@@ -1290,13 +1292,13 @@ int run(const Args& args) {
                               (args.sessions && args.calls ? "sessions and calls"
                                : args.sessions           ? "sessions"
                                                          : "calls") +
-                              ": p50 and p99 per row beside its floor (n " +
+                              ": each row beside its floor (n " +
                               std::to_string(plan.n) + " per row" +
                               (plan.concurrency > 1
                                    ? ", " + std::to_string(plan.concurrency) + " client threads"
                                    : std::string()) +
                               ")";
-    if (Status s = write_plot(args.plot, report.rows(), title); !s.ok()) {
+    if (Status s = write_plot(args.plot, report, title); !s.ok()) {
       std::fprintf(stderr, "minibench: %s\n", s.to_string().c_str());
       return 1;
     }
