@@ -230,7 +230,9 @@ options:
                       OpenSSL, krb5 and SASL versions
   --plot FILE.svg     also draw a bar chart: one panel per transport (and TLS,
                       calls), each row's p50 (solid) and p99 (pale) beside its
-                      floor (grey), a colour per method, a log time axis
+                      floor (grey) on a log time axis, a colour per method;
+                      its p50 over the floor's on a linear axis with its
+                      targets, met or not; when, where and what ran below
   --quiet             no progress lines on stderr (otherwise: each group's
                       rows, then row i/N, block and elapsed time, rewritten in
                       place on a terminal, every 2 s otherwise)
@@ -854,22 +856,28 @@ nlohmann::ordered_json run_info(const Args& args, const BenchPlan& plan, const S
   return info;
 }
 
-// "metrics counted during the rows: server 123456, clients 65432, metrics-off
-// server nothing (no registry)": authrpc_* counter totals (metrics_count.h).
-// In process the server counts into the clients' registry (the process's).
-void print_counted(std::FILE* out, const nlohmann::ordered_json& counted, bool in_process) {
-  auto text = [&](const char* key) {
+// Whether --metrics took effect, in words: "--metrics on: the server
+// counted, the rows' clients counted (...)". Each side's authrpc_* counter
+// total (metrics_count.h) is > 0 if it counted, 0 if it counted nothing,
+// null if it had no registry; the totals themselves go to the JSON only
+// (they add bytes to events: a sign of life, not a figure). In process the
+// server counts into the clients' registry (the process's).
+void print_counted(std::FILE* out, const std::string& setting,
+                   const nlohmann::ordered_json& counted, bool in_process) {
+  auto did = [&](const char* key) {
     const auto& v = counted.at(key);
-    return v.is_null() ? std::string("nothing (no registry)")
-                       : std::to_string(std::llround(v.get<double>()));
+    return v.is_null() ? std::string("had no metrics registry")
+           : v.get<double>() > 0 ? std::string("counted")
+                                 : std::string("counted nothing");
   };
-  std::string line = "metrics counted (authrpc_* counter totals): ";
-  if (counted.contains("server")) line += "server " + text("server") + ", ";
-  line += "clients during the rows " + text("clients");
-  if (in_process) line += " (in process: the server's registry too)";
+  std::string line = "--metrics " + setting + ": ";
+  if (counted.contains("server")) line += "the server " + did("server") + ", ";
   if (counted.contains("nometrics_server")) {
-    line += ", metrics-off server " + text("nometrics_server");
+    line += "the metrics-off server " + did("nometrics_server") + ", ";
   }
+  line += std::string("the rows' clients") +
+          (in_process ? ", whose registry the in-process server shares, " : " ") + did("clients");
+  line += " (their authrpc_* counters; totals: --json run.metrics_counted)";
   std::fprintf(out, "%s\n", line.c_str());
 }
 
@@ -1275,7 +1283,7 @@ int run(const Args& args) {
   if (args.sessions) print_summary(stdout, report.rows(), plan.warmup);
   report.print_targets(stdout);
   report.print_metrics_cost(stdout);
-  print_counted(stdout, counted, child && child->in_process());
+  print_counted(stdout, args.metrics, counted, child && child->in_process());
   auto info = run_info(args, plan, child.get(), machine);
   info["metrics_counted"] = counted;
   report.set_run_info(std::move(info));
@@ -1284,13 +1292,13 @@ int run(const Args& args) {
                               (args.sessions && args.calls ? "sessions and calls"
                                : args.sessions           ? "sessions"
                                                          : "calls") +
-                              ": p50 and p99 per row beside its floor (n " +
+                              ": each row beside its floor (n " +
                               std::to_string(plan.n) + " per row" +
                               (plan.concurrency > 1
                                    ? ", " + std::to_string(plan.concurrency) + " client threads"
                                    : std::string()) +
                               ")";
-    if (Status s = write_plot(args.plot, report.rows(), title); !s.ok()) {
+    if (Status s = write_plot(args.plot, report, title); !s.ok()) {
       std::fprintf(stderr, "minibench: %s\n", s.to_string().c_str());
       return 1;
     }

@@ -11,6 +11,8 @@
 namespace minibench {
 namespace {
 
+using Json = nlohmann::ordered_json;
+
 std::string escape(const std::string& text) {
   std::string out;
   for (char c : text) {
@@ -39,12 +41,30 @@ std::string time_label(double us) {
   return fmt("%.3g µs", us);
 }
 
+// "1×", "0.5×", "1.25×": a ratio or limit as written on the chart.
+std::string times(double v) { return fmt("%g", std::round(v * 100) / 100) + "×"; }
+
 // Width of text in the chart's 12 px sans-serif, generously estimated (no
 // font metrics in a hand-written SVG): used to keep labels from touching.
 double text_width(const std::string& s, double font_px = 12) {
   std::size_t chars = 0;
   for (unsigned char c : s) chars += (c & 0xC0) != 0x80;
   return 0.62 * font_px * static_cast<double>(chars);
+}
+
+std::string text(double x, double y, const std::string& body, const std::string& attrs = {}) {
+  return "<text x=\"" + fmt("%.1f", x) + "\" y=\"" + fmt("%.1f", y) + "\"" +
+         (attrs.empty() ? "" : " " + attrs) + ">" + body + "</text>\n";
+}
+
+std::string rect(double x, double y, double w, double h, const std::string& attrs) {
+  return "<rect x=\"" + fmt("%.1f", x) + "\" y=\"" + fmt("%.1f", y) + "\" width=\"" +
+         fmt("%.1f", w) + "\" height=\"" + fmt("%.1f", h) + "\" " + attrs + "/>\n";
+}
+
+std::string line(double x1, double y1, double x2, double y2, const std::string& attrs) {
+  return "<line x1=\"" + fmt("%.1f", x1) + "\" y1=\"" + fmt("%.1f", y1) + "\" x2=\"" +
+         fmt("%.1f", x2) + "\" y2=\"" + fmt("%.1f", y2) + "\" " + attrs + "/>\n";
 }
 
 // Which panel a row is drawn in.
@@ -62,16 +82,59 @@ std::string panel_of(const Row& r) {
   return "sessions over " + r.transport;
 }
 
-// Tableau-10 without its grey (kept for the floors), in the order the
-// methods are introduced; the interop variants get the lighter shades.
+// The footer: when, where and with what the run measured (run_info.h keys;
+// absent or null ones are left out). Empty without run information.
+std::vector<std::string> footer_lines(const Json& run) {
+  auto str = [&](const char* key) {
+    if (!run.contains(key) || run.at(key).is_null()) return std::string();
+    const Json& v = run.at(key);
+    return v.is_string() ? v.get<std::string>() : v.dump();
+  };
+  auto join = [](const std::vector<std::string>& parts) {
+    std::string out;
+    for (const auto& p : parts) {
+      if (p.empty()) continue;
+      out += (out.empty() ? "" : " · ") + p;
+    }
+    return out;
+  };
+  std::string kernel = str("kernel");  // "Linux 6.1.0-28-amd64 #1 SMP …": name and release
+  if (const auto sp = kernel.find(' '); sp != std::string::npos) {
+    kernel = kernel.substr(0, kernel.find(' ', sp + 1));
+  }
+  std::string cpus = str("cpus").empty() ? "" : str("cpus") + " CPUs";
+  if (!cpus.empty() && !str("cpus_usable").empty() && str("cpus_usable") != str("cpus")) {
+    cpus += " (" + str("cpus_usable") + " usable)";
+  }
+  const std::vector<std::string> lines = {
+      join({str("time_utc").empty() ? "" : "run " + str("time_utc"),
+            str("host").empty() ? "" : "host " + str("host"), str("cpu_model"), cpus, kernel,
+            str("load_average").empty() ? "" : "load average " + str("load_average") + " at the start"}),
+      join({str("version").empty() ? "" : "authrpc " + str("version"),
+            str("commit").empty() ? "" : "commit " + str("commit"),
+            str("build_type").empty() ? "" : str("build_type") + " build", str("openssl"),
+            str("krb5"), str("sasl")}),
+  };
+  std::vector<std::string> out;
+  for (const auto& l : lines) {
+    if (!l.empty()) out.push_back(l);
+  }
+  return out;
+}
+
+// Tableau-10 without its grey (kept for the floors) and red (kept for the
+// warnings), in the order the methods are introduced; the interop variants
+// get the lighter shades.
 constexpr std::pair<const char*, const char*> kKnownColours[] = {
     {"simple", "#1f77b4"},       {"kerberos", "#2ca02c"},     {"token", "#ff7f0e"},
     {"kerberos-sasl", "#17becf"}, {"token-digest", "#9467bd"}, {"token-scram", "#8c564b"},
-    {"x509", "#e377c2"},
+    {"x509", "#e377c2"},          {"jwt", "#bcbd22"},
 };
-constexpr const char* kSpareColours[] = {"#d62728", "#bcbd22", "#393b79", "#637939",
-                                         "#8c6d31", "#843c39", "#7b4173", "#3182bd"};
+constexpr const char* kSpareColours[] = {"#393b79", "#637939", "#8c6d31",
+                                         "#843c39", "#7b4173", "#3182bd"};
 constexpr const char* kFloorColour = "#8c8c8c";
+constexpr const char* kMetColour = "#1a7f37";
+constexpr const char* kNotMetColour = "#d62728";
 
 }  // namespace
 
@@ -89,12 +152,17 @@ std::string method_colour(const std::string& method) {
   return kSpareColours[it->second % std::size(kSpareColours)];
 }
 
-std::string plot_svg(const std::vector<Row>& all_rows, const std::string& title) {
+std::string plot_svg(const Report& report, const std::string& title) {
+  const std::vector<TargetCheck> checks = report.target_checks();
   // Panels in order of first appearance; in each, rows in the order measured:
   // every floor comes first in its group, the rows held to it after it.
   std::vector<std::pair<std::string, std::vector<const Row*>>> panels;
   double lo = 1e300, hi = 0;
-  for (const auto& r : all_rows) {
+  // The ratio axis runs from 0 to r_hi: past every target and every ratio up
+  // to 3× (rows further out run off its end, their ratio written beside).
+  constexpr double kRatioCap = 3.0;
+  double r_hi = 1.5;
+  for (const auto& r : report.rows()) {
     if (r.sorted_us.empty()) continue;
     const std::string key = panel_of(r);
     auto it = std::find_if(panels.begin(), panels.end(), [&](const auto& p) { return p.first == key; });
@@ -102,28 +170,87 @@ std::string plot_svg(const std::vector<Row>& all_rows, const std::string& title)
     it->second.push_back(&r);
     lo = std::min(lo, std::max(r.summary.p50_us, 0.1));
     hi = std::max(hi, r.summary.p99_us);
+    if (r.ratio && *r.ratio <= kRatioCap) r_hi = std::max(r_hi, *r.ratio);
   }
+  for (const auto& c : checks) {
+    if (c.floor_limit) r_hi = std::max(r_hi, std::min(*c.floor_limit, kRatioCap));
+  }
+  r_hi = std::ceil(r_hi * 2 - 1e-9) / 2;
   if (panels.empty()) lo = 10, hi = 1000;
   const double x_lo = std::pow(10.0, std::floor(std::log10(lo)));
   double x_hi = std::pow(10.0, std::ceil(std::log10(std::max(hi, lo))));
   if (x_hi <= x_lo) x_hi = x_lo * 10;
 
-  // Layout: row names | bars | values, panels stacked.
-  const double names_w = 190, bars_w = 560, values_w = 440, margin = 16;
-  const double bars_x = margin + names_w + 10, values_x = bars_x + bars_w + 12;
-  const double width = values_x + values_w;
+  // What goes right of each row's ratio bar: the ratio, then each target
+  // and whether it is met (coloured), then a floor that is beaten.
+  struct Verdict {
+    std::string plain, svg;
+  };
+  auto verdict_of = [&](const Row& r) {
+    Verdict v;
+    auto add = [&](const std::string& s, const std::string& attrs = {}) {
+      v.plain += s;
+      v.svg += attrs.empty() ? escape(s) : "<tspan " + attrs + ">" + escape(s) + "</tspan>";
+    };
+    if (!r.ratio || !r.floor) {
+      add(r.transport == "in-process" ? "no floor (in process)" : "no floor measured",
+          "fill=\"#555555\"");
+      return v;
+    }
+    if (*r.floor == r.name) {
+      add("1× (the floor)", "fill=\"#555555\"");
+      return v;
+    }
+    // Three decimals where two would show a ratio equal to a limit it misses.
+    bool close = false;
+    for (const auto& c : checks) {
+      close = close || (c.row == r.name && !c.rate && times(*r.ratio) == times(c.limit));
+    }
+    add(close ? fmt("%.3f×", *r.ratio) : times(*r.ratio));
+    for (const auto& c : checks) {
+      if (c.row != r.name) continue;
+      std::string limit = c.rate ? (r.load ? "calls/s ≥ " : "sessions/s ≥ ") + times(c.limit) + " floor's"
+                                 : "≤ " + times(c.limit) + (c.against == *r.floor ? "" : " " + c.against);
+      add(" · " + limit + ": ");
+      if (!c.met) {
+        add("not measured", "fill=\"#555555\"");
+      } else {
+        add(*c.met ? "met" : "NOT met", std::string("class=\"") + (*c.met ? "met" : "not-met") +
+                                            "\" font-weight=\"bold\" fill=\"" +
+                                            (*c.met ? kMetColour : kNotMetColour) + "\"");
+      }
+    }
+    if (beats_floor(r)) {
+      add(" · ");
+      add("beats its floor!", std::string("class=\"beats-floor\" font-weight=\"bold\" fill=\"") +
+                                  kNotMetColour + "\"");
+    }
+    return v;
+  };
+  double verdicts_w = 260;
+  for (const auto& [_, rows] : panels) {
+    for (const Row* r : rows) verdicts_w = std::max(verdicts_w, text_width(verdict_of(*r).plain));
+  }
+
+  // Layout: row names | time bars | p50 · p99 | ratio bars | verdict.
+  const double margin = 16, names_w = 180, time_w = 340, times_w = 130, ratio_w = 260;
+  const double time_x = margin + names_w + 10, times_x = time_x + time_w + 10;
+  const double ratio_x = times_x + times_w + 10, verdicts_x = ratio_x + ratio_w + 12;
+  const double width = verdicts_x + verdicts_w + margin;
   const double row_h = 24, bar_h = 15, panel_title_h = 26, panel_gap = 14;
-  const double top = 86;
+  const double top = 104;
   double y = top;
   for (const auto& [_, rows] : panels) {
     y += panel_title_h + row_h * static_cast<double>(rows.size()) + panel_gap;
   }
   const double bars_bottom = y - panel_gap + 4;
-  const double height = bars_bottom + 64;
+  const std::vector<std::string> footer = footer_lines(report.run_info());
+  const double height = bars_bottom + 60 + 18.0 * static_cast<double>(footer.size());
   auto x_of = [&](double us) {
     const double v = std::clamp(us, x_lo, x_hi);
-    return bars_x + bars_w * (std::log10(v) - std::log10(x_lo)) / (std::log10(x_hi) - std::log10(x_lo));
+    return time_x + time_w * (std::log10(v) - std::log10(x_lo)) / (std::log10(x_hi) - std::log10(x_lo));
   };
+  auto xr_of = [&](double ratio) { return ratio_x + ratio_w * std::clamp(ratio, 0.0, r_hi) / r_hi; };
 
   std::string svg;
   svg += "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n";
@@ -131,97 +258,94 @@ std::string plot_svg(const std::vector<Row>& all_rows, const std::string& title)
          "\" height=\"" + fmt("%.0f", height) + "\" viewBox=\"0 0 " + fmt("%.0f", width) + " " +
          fmt("%.0f", height) + "\" font-family=\"DejaVu Sans, Verdana, sans-serif\" font-size=\"12\">\n";
   svg += "<rect x=\"0\" y=\"0\" width=\"100%\" height=\"100%\" fill=\"white\"/>\n";
-  svg += "<text x=\"" + fmt("%.0f", margin) + "\" y=\"28\" font-size=\"16\" font-weight=\"bold\">" +
-         escape(title) + "</text>\n";
-  // The key: what a bar shows.
-  const double key_y = 52;
-  svg += "<rect x=\"" + fmt("%.0f", margin) + "\" y=\"" + fmt("%.0f", key_y - 10) +
-         "\" width=\"26\" height=\"12\" fill=\"#555555\"/>"
-         "<rect x=\"" + fmt("%.0f", margin + 26) + "\" y=\"" + fmt("%.0f", key_y - 10) +
-         "\" width=\"22\" height=\"12\" fill=\"#555555\" fill-opacity=\"0.3\"/>\n";
-  svg += "<text x=\"" + fmt("%.0f", margin + 56) + "\" y=\"" + fmt("%.0f", key_y) +
-         "\">solid: p50 · pale: up to p99 · grey: the bare floor, measured in the same run · "
-         "colour: the method (the same in every panel)</text>\n";
+  svg += text(margin, 28, escape(title), "font-size=\"16\" font-weight=\"bold\"");
+  // The key: what each half of a row shows.
+  svg += rect(margin, 42, 26, 12, "fill=\"#555555\"") +
+         rect(margin + 26, 42, 22, 12, "fill=\"#555555\" fill-opacity=\"0.3\"");
+  svg += text(margin + 56, 52,
+              "time per session or call (log axis): solid to p50, pale to p99 · grey rows: the "
+              "bare floors, measured in the same run · colour: the method");
+  svg += rect(margin, 62, 40, 12, "fill=\"#555555\"") +
+         line(margin + 30, 58, margin + 30, 78, "stroke=\"black\" stroke-width=\"2.5\"");
+  svg += text(margin + 56, 72,
+              "ratio (linear axis): the row's p50 over its floor's · black tick: a target (one "
+              "held to another row is drawn at its limit over this floor) · met / NOT met beside");
 
-  // Grid: x at 1, 2, 5 × each decade; a label where it does not touch the
-  // previous one (decades first, so they always get theirs).
+  // Time grid: lines at 1, 2, 5 × each decade; labels at the decades, and at
+  // 2 and 5 too where every decade has room for all three.
   std::vector<std::pair<double, bool>> ticks;  // value, decade
   for (double decade = x_lo; decade < x_hi * 1.001; decade *= 10) {
     for (const double m : {1.0, 2.0, 5.0}) {
       if (decade * m <= x_hi * 1.001) ticks.push_back({decade * m, m == 1.0});
     }
   }
-  std::vector<std::pair<double, double>> taken;  // label extents
-  std::vector<double> labelled;
-  for (const bool decades : {true, false}) {
-    for (const auto& [v, decade] : ticks) {
-      if (decade != decades) continue;
-      const double x = x_of(v), w = text_width(time_label(v));
-      const double a = x - w / 2 - 6, b = x + w / 2 + 6;
-      const bool room = std::none_of(taken.begin(), taken.end(),
-                                     [&](const auto& t) { return a < t.second && t.first < b; });
-      if (!room) continue;
-      taken.push_back({a, b});
-      labelled.push_back(v);
-    }
-  }
+  double widest = 0;
+  for (const auto& [v, _] : ticks) widest = std::max(widest, text_width(time_label(v)));
+  const bool label_minor = x_of(2 * x_lo) - x_of(x_lo) >= widest + 16;
   svg += "<g stroke=\"#e3e3e3\" stroke-width=\"1\">\n";
   for (const auto& [v, decade] : ticks) {
-    const double x = x_of(v);
-    svg += "<line x1=\"" + fmt("%.1f", x) + "\" y1=\"" + fmt("%.1f", top - 4) + "\" x2=\"" +
-           fmt("%.1f", x) + "\" y2=\"" + fmt("%.1f", bars_bottom) + "\"" +
-           (decade ? " stroke=\"#bdbdbd\"" : "") + "/>\n";
+    svg += line(x_of(v), top - 4, x_of(v), bars_bottom, decade ? "stroke=\"#bdbdbd\"" : "");
+  }
+  for (double r = 0.5; r <= r_hi + 1e-9; r += 0.5) {
+    svg += line(xr_of(r), top - 4, xr_of(r), bars_bottom,
+                r == 1.0 ? "stroke=\"#444444\" stroke-width=\"1.2\"" : "");
   }
   svg += "</g>\n";
-  std::sort(labelled.begin(), labelled.end());
-  for (const double v : labelled) {
-    svg += "<text class=\"tick\" x=\"" + fmt("%.1f", x_of(v)) + "\" y=\"" +
-           fmt("%.1f", bars_bottom + 18) + "\" text-anchor=\"middle\">" + escape(time_label(v)) +
-           "</text>\n";
+  for (const auto& [v, decade] : ticks) {
+    if (!decade && !label_minor) continue;
+    svg += text(x_of(v), bars_bottom + 18, escape(time_label(v)),
+                "class=\"tick\" text-anchor=\"middle\"");
   }
-  svg += "<line x1=\"" + fmt("%.1f", bars_x) + "\" y1=\"" + fmt("%.1f", bars_bottom) + "\" x2=\"" +
-         fmt("%.1f", bars_x + bars_w) + "\" y2=\"" + fmt("%.1f", bars_bottom) +
-         "\" stroke=\"black\"/>\n";
-  svg += "<text x=\"" + fmt("%.1f", bars_x + bars_w / 2) + "\" y=\"" + fmt("%.1f", bars_bottom + 42) +
-         "\" text-anchor=\"middle\" font-size=\"13\">latency per session or call (log scale)</text>\n";
+  for (double r = 0; r <= r_hi + 1e-9; r += 0.5) {
+    svg += text(xr_of(r), bars_bottom + 18, escape(r == 0 ? "0" : times(r)),
+                "class=\"ratio-tick\" text-anchor=\"middle\"");
+  }
+  svg += line(time_x, bars_bottom, time_x + time_w, bars_bottom, "stroke=\"black\"");
+  svg += line(ratio_x, top - 4, ratio_x, bars_bottom, "stroke=\"black\"");
+  svg += line(ratio_x, bars_bottom, ratio_x + ratio_w, bars_bottom, "stroke=\"black\"");
+  svg += text(time_x + time_w / 2, bars_bottom + 40, "latency per session or call (log scale)",
+              "text-anchor=\"middle\" font-size=\"13\"");
+  svg += text(ratio_x + ratio_w / 2, bars_bottom + 40, "p50 over the floor's p50 (linear)",
+              "text-anchor=\"middle\" font-size=\"13\"");
+  svg += text(times_x, top - 8, "p50 · p99", "fill=\"#555555\"");
+  for (std::size_t i = 0; i < footer.size(); ++i) {
+    svg += text(margin, bars_bottom + 66 + 18.0 * static_cast<double>(i), escape(footer[i]),
+                "class=\"footer\" fill=\"#444444\"");
+  }
 
   y = top;
   for (const auto& [name, rows] : panels) {
-    svg += "<text x=\"" + fmt("%.0f", margin) + "\" y=\"" + fmt("%.1f", y + 17) +
-           "\" font-size=\"14\" font-weight=\"bold\">" + escape(name) + "</text>\n";
-    svg += "<line x1=\"" + fmt("%.0f", margin) + "\" y1=\"" + fmt("%.1f", y + 22) + "\" x2=\"" +
-           fmt("%.0f", width - margin) + "\" y2=\"" + fmt("%.1f", y + 22) +
-           "\" stroke=\"#999999\" stroke-width=\"0.6\"/>\n";
+    svg += text(margin, y + 17, escape(name), "font-size=\"14\" font-weight=\"bold\"");
+    svg += line(margin, y + 22, width - margin, y + 22, "stroke=\"#999999\" stroke-width=\"0.6\"");
     y += panel_title_h;
     for (const Row* r : rows) {
-      const std::string colour = method_colour(r->method);
+      const std::string fill = "fill=\"" + method_colour(r->method) + "\"";
       const double mid = y + row_h / 2, bar_top = mid - bar_h / 2;
       const double x50 = x_of(r->summary.p50_us), x99 = x_of(r->summary.p99_us);
       svg += "<g><title>" + escape(r->name) + "</title>\n";
-      svg += "<text x=\"" + fmt("%.1f", bars_x - 10) + "\" y=\"" + fmt("%.1f", mid + 4) +
-             "\" text-anchor=\"end\"" + (r->method == "none" ? " fill=\"#555555\"" : "") + ">" +
-             escape(r->name) + "</text>\n";
-      svg += "<rect x=\"" + fmt("%.1f", bars_x) + "\" y=\"" + fmt("%.1f", bar_top) + "\" width=\"" +
-             fmt("%.1f", std::max(x50 - bars_x, 1.0)) + "\" height=\"" + fmt("%.1f", bar_h) +
-             "\" fill=\"" + colour + "\"/>\n";
-      if (x99 > x50) {
-        svg += "<rect x=\"" + fmt("%.1f", x50) + "\" y=\"" + fmt("%.1f", bar_top) + "\" width=\"" +
-               fmt("%.1f", x99 - x50) + "\" height=\"" + fmt("%.1f", bar_h) + "\" fill=\"" +
-               colour + "\" fill-opacity=\"0.3\"/>\n";
+      svg += text(time_x - 10, mid + 4, escape(r->name),
+                  std::string("text-anchor=\"end\"") + (r->method == "none" ? " fill=\"#555555\"" : ""));
+      svg += rect(time_x, bar_top, std::max(x50 - time_x, 1.0), bar_h, fill);
+      if (x99 > x50) svg += rect(x50, bar_top, x99 - x50, bar_h, fill + " fill-opacity=\"0.3\"");
+      svg += text(times_x, mid + 4,
+                  escape(time_label(r->summary.p50_us) + " · " + time_label(r->summary.p99_us)));
+      if (r->ratio) {
+        const double xr = xr_of(*r->ratio);
+        svg += rect(ratio_x, bar_top, std::max(xr - ratio_x, 1.0), bar_h, fill + " class=\"ratio\"");
+        if (*r->ratio > r_hi) {  // runs off the axis: a break near its end
+          svg += "<path d=\"M" + fmt("%.1f", xr - 16) + " " + fmt("%.1f", bar_top + bar_h) + " L" +
+                 fmt("%.1f", xr - 10) + " " + fmt("%.1f", bar_top) + " M" + fmt("%.1f", xr - 10) +
+                 " " + fmt("%.1f", bar_top + bar_h) + " L" + fmt("%.1f", xr - 4) + " " +
+                 fmt("%.1f", bar_top) + "\" stroke=\"white\" stroke-width=\"2.5\"/>\n";
+        }
       }
-      std::string value = "p50 " + time_label(r->summary.p50_us) + " · p99 " +
-                          time_label(r->summary.p99_us);
-      if (r->ratio && r->floor && *r->floor != r->name) {
-        value += " · " + fmt("%.2f", *r->ratio) + "× " + *r->floor;
+      for (const auto& c : checks) {
+        if (c.row != r->name || !c.floor_limit) continue;
+        const double xt = xr_of(*c.floor_limit);
+        svg += line(xt, bar_top - 3, xt, bar_top + bar_h + 3,
+                    "class=\"target\" stroke=\"black\" stroke-width=\"2.5\"");
       }
-      const bool beaten = beats_floor(*r);
-      svg += "<text x=\"" + fmt("%.1f", values_x) + "\" y=\"" + fmt("%.1f", mid + 4) + "\">" +
-             escape(value) + "</text>\n";
-      if (beaten) {
-        svg += "<text class=\"beats-floor\" x=\"" + fmt("%.1f", values_x + text_width(value) + 8) +
-               "\" y=\"" + fmt("%.1f", mid + 4) +
-               "\" fill=\"#d62728\" font-weight=\"bold\">beats its floor!</text>\n";
-      }
+      svg += text(verdicts_x, mid + 4, verdict_of(*r).svg);
       svg += "</g>\n";
       y += row_h;
     }
@@ -231,10 +355,9 @@ std::string plot_svg(const std::vector<Row>& all_rows, const std::string& title)
   return svg;
 }
 
-authrpc::Status write_plot(const std::string& path, const std::vector<Row>& rows,
-                           const std::string& title) {
+authrpc::Status write_plot(const std::string& path, const Report& report, const std::string& title) {
   std::ofstream file(path, std::ios::trunc);
-  file << plot_svg(rows, title);
+  file << plot_svg(report, title);
   file.close();
   if (!file) {
     return authrpc::Status(std::error_code(errno, std::generic_category()), "write " + path);

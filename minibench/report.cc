@@ -152,6 +152,29 @@ std::optional<Report::Comparison> Report::compare(const Target& t) const {
   return c;
 }
 
+std::vector<TargetCheck> Report::target_checks() const {
+  std::vector<TargetCheck> checks;
+  for (const auto& t : targets_) {
+    const Row* r = find(t.row);
+    TargetCheck check{t.row, t.reference, false, t.limit, std::nullopt, std::nullopt};
+    if (check.against.empty() && r != nullptr && r->floor) check.against = *r->floor;
+    if (const auto c = compare(t)) check.met = c->ratio <= t.limit;
+    const Row* floor = r != nullptr && r->floor ? find(*r->floor) : nullptr;
+    const Row* against = find(check.against);
+    if (floor != nullptr && against != nullptr && floor->summary.p50_us > 0) {
+      check.floor_limit = t.limit * against->summary.p50_us / floor->summary.p50_us;
+    }
+    checks.push_back(std::move(check));
+  }
+  for (const auto& t : rate_targets_) {
+    const auto c = compare_rate(t);
+    const Row* r = find(t.row);
+    checks.push_back({t.row, r != nullptr && r->floor ? *r->floor : std::string(), true, t.limit,
+                      std::nullopt, c ? std::optional<bool>(c->ratio >= t.limit) : std::nullopt});
+  }
+  return checks;
+}
+
 const Row* Report::find(const std::string& name) const {
   for (const auto& row : rows_) {
     if (row.name == name) return &row;

@@ -98,6 +98,21 @@ Row floor_row(std::string name, std::string transport, const Samples& samples);
 Row compared_row(std::string name, std::string method, std::string transport,
                  const Samples& samples, const Row* floor);
 
+// One target as --plot draws it beside its row: what the row is held to,
+// the limit, the limit expressed on the row's own p50 / floor p50 scale,
+// and whether it is met.
+struct TargetCheck {
+  std::string row;
+  std::string against;   // the row's floor, or the other row it is held to
+  bool rate = false;     // calls/s or sessions/s ≥ limit × the floor's; else p50 ≤ limit × against's
+  double limit = 0;
+  // p50 targets: limit × against's p50 / the row's floor's p50, i.e. where
+  // the target falls on the row's ratio to its floor; unset: rate targets,
+  // rows without a floor.
+  std::optional<double> floor_limit;
+  std::optional<bool> met;  // unset: not measured
+};
+
 class Report {
  public:
   void add(Row row) { rows_.push_back(std::move(row)); }
@@ -113,8 +128,11 @@ class Report {
   void add_metrics_cost(std::string on, std::string off, std::optional<double> limit);
 
   const std::vector<Row>& rows() const noexcept { return rows_; }
+  // Every target and rate target, in the order added.
+  std::vector<TargetCheck> target_checks() const;
   // Written into the --json file's "run" object (n, warmup, concurrency, ...).
   void set_run_info(nlohmann::ordered_json info) { run_info_ = std::move(info); }
+  const nlohmann::ordered_json& run_info() const noexcept { return run_info_; }
 
   void print_rows(std::FILE* out) const;
   // One line per target: ratio, limit, met / NOT met / not measured; then

@@ -4,7 +4,7 @@
 # Kerberos rows run against a throwaway realm that minibench starts itself
 # (krb5kdc on a free 127.0.0.1 port, in a temporary directory) and stops.
 # Extra arguments go to minibench, e.g.: scripts/bench.sh sessions -n 5000
-# Rows: build-release/results/minibench.json; latency CDFs: minibench.svg.
+# Rows: build-release/results/minibench.json; their chart: minibench.svg.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh

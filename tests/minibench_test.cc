@@ -369,10 +369,23 @@ TEST(MinibenchTest, DefaultSessionsRunHasEveryRowSummaryAndPlot) {
     EXPECT_THAT(plot, HasSubstr("<title>" + name + "</title>")) << "no bar for " << name;
   }
   EXPECT_THAT(plot, HasSubstr("latency per session or call (log scale)"));
+  EXPECT_THAT(plot, HasSubstr("p50 over the floor's p50 (linear)"));
   for (const char* panel : {"sessions over tcp", "sessions over unix", "sessions over tcp + TLS",
                             "in process (no network)"}) {
     EXPECT_THAT(plot, HasSubstr(">" + std::string(panel) + "</text>"));
   }
+  // Every target is drawn (a tick on its row's ratio bar) and judged.
+  auto count = [&](const std::string& what) {
+    std::size_t n = 0;
+    for (auto at = plot.find(what); at != std::string::npos; at = plot.find(what, at + 1)) ++n;
+    return n;
+  };
+  EXPECT_EQ(count("class=\"target\""), doc.at("targets").size());
+  EXPECT_EQ(count("class=\"met\"") + count("class=\"not-met\""), doc.at("targets").size());
+  // The footer: when, where and what ran.
+  EXPECT_THAT(plot, HasSubstr("run " + run.at("time_utc").get<std::string>()));
+  EXPECT_THAT(plot, HasSubstr("load average " + run.at("load_average").dump() + " at the start"));
+  EXPECT_THAT(plot, HasSubstr("authrpc " + run.at("version").get<std::string>()));
 }
 
 // --concurrency K: every row still has n sessions (spread over K threads),
@@ -571,6 +584,8 @@ TEST(MinibenchTest, MetricsCompareMeasuresEachRowAgainstAServerThatCountsNothing
   EXPECT_GT(run.at("metrics_counted").at("server").get<double>(), 0) << run.dump();
   EXPECT_GT(run.at("metrics_counted").at("clients").get<double>(), 0) << run.dump();
   EXPECT_TRUE(run.at("metrics_counted").at("nometrics_server").is_null()) << run.dump();
+  EXPECT_THAT(r.out, HasSubstr("--metrics compare: the server counted, the metrics-off server had "
+                               "no metrics registry, the rows' clients counted"));
 }
 
 // --metrics off: the same rows as on, no twins; neither the server nor the
@@ -594,8 +609,8 @@ TEST(MinibenchTest, MetricsOffCountsNothing) {
   EXPECT_TRUE(counted.at("server").is_null()) << counted.dump();
   EXPECT_EQ(counted.at("clients").get<double>(), 0) << counted.dump();
   EXPECT_FALSE(counted.contains("nometrics_server")) << counted.dump();
-  EXPECT_THAT(r.out, HasSubstr("metrics counted (authrpc_* counter totals): server nothing "
-                               "(no registry), clients during the rows 0"));
+  EXPECT_THAT(r.out, HasSubstr("--metrics off: the server had no metrics registry, the rows' "
+                               "clients counted nothing (their authrpc_* counters"));
 
   const RunResult external =
       run_minibench(dir, {"--metrics", "compare", "--server", "tcp://127.0.0.1:1"});
@@ -895,47 +910,88 @@ minibench::Row synthetic_row(const std::string& name, const std::string& method,
   return r;
 }
 
-// Numbers in "x=\"…\"" attributes of the <text class="tick"> elements and
-// their labels, in order.
-std::vector<std::pair<double, std::string>> tick_labels(const std::string& svg) {
+// The number in attribute `attr` of the first element at or after `from`
+// that carries `marker` (NaN: none).
+double attr_of(const std::string& svg, const std::string& marker, const std::string& attr,
+               std::size_t from = 0) {
+  const auto m = svg.find(marker, from);
+  if (m == std::string::npos) return std::nan("");
+  const auto start = svg.rfind('<', m), end = svg.find('>', m);
+  const auto a = svg.find(" " + attr + "=\"", start);
+  if (a == std::string::npos || a > end) return std::nan("");
+  return std::stod(svg.substr(a + attr.size() + 3));
+}
+
+// The <g> of the row named `name`: its bars, ticks and text.
+std::string row_group(const std::string& svg, const std::string& name) {
+  const auto at = svg.find("<g><title>" + name + "</title>");
+  return at == std::string::npos ? std::string() : svg.substr(at, svg.find("</g>", at) - at);
+}
+
+// The x and text of each element with class `cls` (tick labels), in order.
+std::vector<std::pair<double, std::string>> labels(const std::string& svg, const std::string& cls) {
   std::vector<std::pair<double, std::string>> out;
-  const std::string open = "<text class=\"tick\" x=\"";
-  for (auto at = svg.find(open); at != std::string::npos; at = svg.find(open, at + 1)) {
-    const double x = std::stod(svg.substr(at + open.size()));
+  const std::string marker = "class=\"" + cls + "\"";
+  for (auto at = svg.find(marker); at != std::string::npos; at = svg.find(marker, at + 1)) {
     const auto start = svg.find('>', at) + 1;
-    out.emplace_back(x, svg.substr(start, svg.find('<', start) - start));
+    out.emplace_back(attr_of(svg, marker, "x", at), svg.substr(start, svg.find('<', start) - start));
   }
   return out;
 }
 
+// Labels that do not run into each other (they once read "50 µs100 µs200 µs").
+void expect_room_between(const std::vector<std::pair<double, std::string>>& ticks) {
+  auto chars = [](const std::string& t) {
+    return static_cast<double>(std::count_if(t.begin(), t.end(), [](char c) {
+      return (static_cast<unsigned char>(c) & 0xC0) != 0x80;  // code points, not bytes
+    }));
+  };
+  for (std::size_t i = 1; i < ticks.size(); ++i) {
+    const double room = ticks[i].first - ticks[i - 1].first;
+    const double needed = 0.6 * 12 * (chars(ticks[i].second) + chars(ticks[i - 1].second)) / 2.0;
+    EXPECT_GT(room, needed) << "'" << ticks[i - 1].second << "' runs into '" << ticks[i].second
+                            << "'";
+  }
+}
+
 // The default plot is readable: a bar per row, one colour per method (the
 // same in every panel, distinct between methods), floors grey, a panel per
-// transport, tick labels that do not run into each other (they used to
-// read "50 µs100 µs200 µs"), and a mark on a row that beats its floor.
-TEST(PlotTest, BarsPerRowDistinctColoursAndTickLabelsWithRoom) {
+// transport, tick labels with room, and a mark on a row that beats its
+// floor. Ratios are on a linear axis from 0, so 1.1× and 1.43× differ by
+// their ratio; a target is a tick at its limit on that axis (a target held
+// to another row at that row's p50 × limit over the floor's), judged met or
+// NOT met beside the row (to three decimals where two would hide why);
+// rows past the axis end at it. The footer says when, where and what ran.
+TEST(PlotTest, TimeAndLinearRatioPanelsTargetsVerdictsAndFooter) {
   using minibench::Row;
-  std::vector<Row> rows;
-  const Row floor_tcp = synthetic_row("floor/tcp", "none", "tcp", 60, 120, nullptr);
+  minibench::Report report;
+  const Row floor_tcp = synthetic_row("floor/tcp", "none", "tcp", 100, 200, nullptr);
   const Row floor_unix = synthetic_row("floor/unix", "none", "unix", 40, 90, nullptr);
   const Row floor_tls = synthetic_row("floor/tls", "none", "tcp", 900, 2500, nullptr);
-  rows.push_back(floor_tcp);
+  report.add(floor_tcp);
   const char* methods[] = {"simple", "kerberos", "kerberos-sasl", "token", "token-digest",
-                           "token-scram"};
-  const double p50s[] = {75, 300, 620, 110, 400, 9800};
+                           "token-scram", "jwt"};
+  const double p50s[] = {143, 260, 500, 110, 400, 9800, 120};
   for (std::size_t i = 0; i < std::size(methods); ++i) {
-    rows.push_back(synthetic_row(std::string(methods[i]) + "/tcp", methods[i], "tcp", p50s[i],
-                                 p50s[i] * 2, &floor_tcp));
+    report.add(synthetic_row(std::string(methods[i]) + "/tcp", methods[i], "tcp", p50s[i],
+                             p50s[i] * 2, &floor_tcp));
   }
-  rows.push_back(floor_unix);
-  rows.push_back(synthetic_row("simple/unix", "simple", "unix", 20, 40, &floor_unix));  // beats it
-  rows.push_back(floor_tls);
-  rows.back().tls = true;
-  rows.push_back(synthetic_row("simple+tls/tcp", "simple", "tcp", 1000, 3000, &floor_tls));
-  const std::string svg = minibench::plot_svg(rows, "test");
+  report.add(floor_unix);
+  report.add(synthetic_row("simple/unix", "simple", "unix", 20, 40, &floor_unix));  // beats it
+  report.add(floor_tls);
+  report.add(synthetic_row("simple+tls/tcp", "simple", "tcp", 1000, 3000, &floor_tls));
+  report.add_target("simple/tcp", 1.25);                         // 1.43: NOT met
+  report.add_target("token/tcp", 1.25);                          // 1.10: met
+  report.add_target("kerberos/tcp", 0.6, "kerberos-sasl/tcp");  // 0.52: met; at 3× the floor
+  report.add_target("simple+tls/tcp", 1.11);                     // 1.111: NOT met
+  report.set_run_info({{"time_utc", "2026-12-06T04:00:00Z"}, {"host", "bench-host"},
+                       {"cpus", 2}, {"load_average", 2.5}, {"version", "9.9.9"},
+                       {"commit", "0123456789ab"}, {"build_type", "Release"}});
+  const std::string svg = minibench::plot_svg(report, "test");
 
   XmlChecker checker(svg);
   ASSERT_EQ(checker.check(), "");
-  for (const auto& r : rows) {
+  for (const auto& r : report.rows()) {
     EXPECT_THAT(svg, HasSubstr("<title>" + r.name + "</title>")) << r.name;
   }
   for (const char* panel : {"sessions over tcp", "sessions over unix", "sessions over tcp + TLS"}) {
@@ -948,22 +1004,67 @@ TEST(PlotTest, BarsPerRowDistinctColoursAndTickLabelsWithRoom) {
   EXPECT_EQ(minibench::method_colour("some-new-method"), minibench::method_colour("some-new-method"));
   EXPECT_EQ(colours.count(minibench::method_colour("some-new-method")), 0u);
 
-  // Tick labels: at least the decades 10 µs … 10 ms, none touching the next.
-  const auto ticks = tick_labels(svg);
-  ASSERT_GE(ticks.size(), 4u) << svg;
-  for (std::size_t i = 1; i < ticks.size(); ++i) {
-    const double room = ticks[i].first - ticks[i - 1].first;
-    auto chars = [](const std::string& t) {
-      return static_cast<double>(std::count_if(t.begin(), t.end(), [](char c) {
-        return (static_cast<unsigned char>(c) & 0xC0) != 0x80;  // code points, not bytes
-      }));
-    };
-    const double needed = 0.6 * 12 * (chars(ticks[i].second) + chars(ticks[i - 1].second)) / 2.0;
-    EXPECT_GT(room, needed) << "'" << ticks[i - 1].second << "' runs into '" << ticks[i].second
-                            << "'";
-  }
+  // Ratio bars: one origin, lengths in proportion to the ratios.
+  const std::string simple = row_group(svg, "simple/tcp"), token = row_group(svg, "token/tcp");
+  const std::string kerberos = row_group(svg, "kerberos/tcp");
+  const double x0 = attr_of(simple, "class=\"ratio\"", "x");
+  const double w_simple = attr_of(simple, "class=\"ratio\"", "width");
+  EXPECT_EQ(attr_of(token, "class=\"ratio\"", "x"), x0);
+  EXPECT_NEAR(w_simple / attr_of(token, "class=\"ratio\"", "width"), 1.43 / 1.10, 0.01);
+  const double w_kerberos = attr_of(kerberos, "class=\"ratio\"", "width");
+  EXPECT_NEAR(w_simple / w_kerberos, 1.43 / 2.60, 0.01);
+  // 5× and 98× run to the axis' end (3×: the kerberos target's tick).
+  const double w_end = attr_of(row_group(svg, "kerberos-sasl/tcp"), "class=\"ratio\"", "width");
+  EXPECT_EQ(attr_of(row_group(svg, "token-scram/tcp"), "class=\"ratio\"", "width"), w_end);
+  EXPECT_NEAR(w_end / w_kerberos, 3.0 / 2.6, 0.01);
+  // Targets: a tick at the limit, and the verdict beside the row.
+  EXPECT_NEAR(attr_of(simple, "class=\"target\"", "x1"), x0 + w_simple * 1.25 / 1.43, 0.2);
+  EXPECT_NEAR(attr_of(kerberos, "class=\"target\"", "x1"), x0 + w_end, 0.2);
+  EXPECT_THAT(simple, HasSubstr(">1.43× · ≤ 1.25×: "));
+  EXPECT_THAT(simple, HasSubstr(">NOT met<"));
+  EXPECT_THAT(token, HasSubstr(">met<"));
+  EXPECT_THAT(kerberos, HasSubstr("≤ 0.6× kerberos-sasl/tcp: "));
+  EXPECT_THAT(kerberos, HasSubstr(">met<"));
+  EXPECT_THAT(row_group(svg, "token-digest/tcp"), Not(HasSubstr("met<")));  // no target
+  // A ratio that two decimals would show equal to the limit it misses.
+  EXPECT_THAT(row_group(svg, "simple+tls/tcp"), HasSubstr(">1.111× · ≤ 1.11×: "));
+  EXPECT_THAT(row_group(svg, "simple+tls/tcp"), HasSubstr(">NOT met<"));
+  EXPECT_THAT(row_group(svg, "floor/tcp"), HasSubstr("(the floor)"));
+
+  // Time ticks: the decades 10 µs … 100 ms, labelled alone (a "2 ms" beside
+  // "1 ms" crowded it); ratio ticks every 0.5× up to 3×.
+  const auto ticks = labels(svg, "tick");
+  std::vector<std::string> texts;
+  for (const auto& t : ticks) texts.push_back(t.second);
+  EXPECT_EQ(texts, (std::vector<std::string>{"10 µs", "100 µs", "1 ms", "10 ms", "100 ms"}));
+  expect_room_between(ticks);
+  const auto ratio_ticks = labels(svg, "ratio-tick");
+  texts.clear();
+  for (const auto& t : ratio_ticks) texts.push_back(t.second);
+  EXPECT_EQ(texts, (std::vector<std::string>{"0", "0.5×", "1×", "1.5×", "2×", "2.5×", "3×"}));
+  expect_room_between(ratio_ticks);
+
   // simple/unix (20 µs against a 40 µs floor, in every block) is marked.
   EXPECT_EQ(std::count(svg.begin(), svg.end(), '!'), 1);
-  EXPECT_THAT(svg, HasSubstr("beats its floor!"));
+  EXPECT_THAT(row_group(svg, "simple/unix"), HasSubstr("beats its floor!"));
+
+  EXPECT_THAT(svg, HasSubstr(">run 2026-12-06T04:00:00Z · host bench-host · 2 CPUs · load "
+                             "average 2.5 at the start<"));
+  EXPECT_THAT(svg, HasSubstr(">authrpc 9.9.9 · commit 0123456789ab · Release build<"));
+}
+
+// Within one decade there is room to label 2 and 5 too; without run
+// information there is no footer.
+TEST(PlotTest, OneDecadeLabelsItsMinorTicks) {
+  minibench::Report report;
+  const auto floor = synthetic_row("floor/tcp", "none", "tcp", 120, 300, nullptr);
+  report.add(floor);
+  report.add(synthetic_row("simple/tcp", "simple", "tcp", 150, 900, &floor));
+  const std::string svg = minibench::plot_svg(report, "test");
+  std::vector<std::string> texts;
+  for (const auto& t : labels(svg, "tick")) texts.push_back(t.second);
+  EXPECT_EQ(texts, (std::vector<std::string>{"100 µs", "200 µs", "500 µs", "1 ms"}));
+  expect_room_between(labels(svg, "tick"));
+  EXPECT_THAT(svg, Not(HasSubstr("class=\"footer\"")));
 }
 }  // namespace
