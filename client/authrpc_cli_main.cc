@@ -354,6 +354,6 @@ int main(int argc, char** argv) {
   if (command == "call") return call_command(argc - 2, argv + 2);
   if (command == "token") return authrpc::cli::token_command(argc - 2, argv + 2);
   if (command == "stats") return stats_command(argc - 2, argv + 2);
-  if (command == "jwt") return authrpc::cli::jwt_command(argc - 2, argv + 2);
+  if (command == "jwt") return authrpc::cli::jwt_command(argc - 2, argv + 2);  // names: a subcommand (--help)
   return authrpc::cli::report_usage(kProgram, "unknown command '" + command + "'", "authrpc help");
 }
