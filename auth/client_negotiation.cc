@@ -97,6 +97,13 @@ asio::awaitable<Result<ClientNegotiationResult>> negotiate_client(
         co_return fail(channel, std::move(why), false);
       }
       answered = true;
+      if (frame->header.call_id != 0) {
+        co_return fail(channel,
+                       {Errc::kProtocolError,
+                        std::string(wire::frame_type_name(frame->header.type)) + " with call id " +
+                            std::to_string(frame->header.call_id) + " during negotiation"},
+                       true);
+      }
       switch (frame->header.type) {
         case FrameType::kAuthChallenge: {
           auto challenge = wire::parse_auth_message(frame->body);

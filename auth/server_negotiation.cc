@@ -9,13 +9,28 @@ using wire::FrameType;
 
 // Reads the next negotiation frame, skipping REQUEST frames the client
 // pipelined behind a message the server refused (MECHANISMS) or challenged.
+// A skipped REQUEST is checked as any call frame is (its body, then a call
+// id other than 0): dropping one that is malformed would hide the breach.
+// A connection-level frame carries call id 0 (docs/PROTOCOL.md section 3).
 asio::awaitable<Result<Frame>> next_frame(FrameChannel& channel, bool drop_requests) {
   for (;;) {
     auto incoming = channel.buffered_frame();
     if (!incoming) incoming = co_await channel.read_frame();
     auto& frame = *incoming;
     if (!frame.ok()) co_return frame;
-    if (drop_requests && frame->header.type == FrameType::kRequest) continue;
+    const wire::FrameHeader& header = frame->header;
+    if (drop_requests && header.type == FrameType::kRequest) {
+      std::string_view payload;
+      if (auto request = wire::parse_request(frame->body, payload); !request.ok()) {
+        co_return request.status();
+      }
+      if (header.call_id == 0) co_return Status(Errc::kProtocolError, "REQUEST with call id 0");
+      continue;
+    }
+    if (header.call_id != 0 && wire::is_connection_frame_type(header.type)) {
+      co_return Status(Errc::kProtocolError, std::string(wire::frame_type_name(header.type)) +
+                                                 " with call id " + std::to_string(header.call_id));
+    }
     co_return frame;
   }
 }
@@ -77,7 +92,7 @@ asio::awaitable<Status> negotiate_server(
     if (frame->header.type == FrameType::kError && refused_once) {
       co_return client_gave_up(*frame);
     }
-    if (frame->header.type != FrameType::kHello || frame->header.call_id != 0) {
+    if (frame->header.type != FrameType::kHello) {
       co_return fail(channel, unexpected(*frame, "HELLO"));
     }
     auto hello = wire::parse_hello(frame->body);
