@@ -158,8 +158,9 @@ asio::awaitable<Result<ClientNegotiationResult>> negotiate_client(
             std::vector<std::string> mine;
             for (const auto& m : allowed) mine.emplace_back(m->name());
             co_return fail(channel,
-                           {Errc::kMechanismUnavailable, "server offers [" + join(list->names) +
-                                                             "], client allows [" + join(mine) + "]"},
+                           {Errc::kMechanismUnavailable,
+                            "server offers [" + join(list->names) + "] on this connection, client allows [" +
+                                join(mine) + "]"},
                            true);
           }
           mechanism = next;

@@ -95,6 +95,12 @@ class JwtServer final : public ServerMechanism, public std::enable_shared_from_t
 
   std::string_view name() const noexcept override { return kJwtMechanism; }
   MechanismTraits traits() const noexcept override { return kJwtTraits; }
+  // TLS, or plaintext unix:// with allow_plaintext_unix (plaintext tcp://
+  // is refused by the traits already: bearer_secret).
+  Status accepts(const ChannelInfo& channel) const override {
+    if (plaintext_allowed(channel, config_.allow_plaintext_unix)) return {};
+    return plaintext_refused(false);
+  }
   std::unique_ptr<ServerAuthSession> start(const ChannelInfo& channel) override {
     return std::make_unique<JwtServerSession>(shared_from_this(), channel);
   }

@@ -67,9 +67,23 @@ Status fail(FrameChannel& channel, Status status) {
   return status;
 }
 
-std::string offered(const std::vector<std::shared_ptr<ServerMechanism>>& mechanisms) {
+// The mechanisms this server runs on this channel, most preferred first:
+// what MECHANISMS lists. One it would refuse here (x509 without a client
+// certificate, a bearer secret on plaintext, `token` on plaintext tcp://
+// without the opt-in) is not offered, so that a client takes the next one
+// it allows instead of one sure to fail.
+std::vector<std::string_view> offered(
+    const std::vector<std::shared_ptr<ServerMechanism>>& mechanisms, const ChannelInfo& info) {
+  std::vector<std::string_view> out;
+  for (const auto& m : mechanisms) {
+    if (server_accepts(*m, info).ok()) out.push_back(m->name());
+  }
+  return out;
+}
+
+std::string join(const std::vector<std::string_view>& names) {
   std::string out;
-  for (const auto& m : mechanisms) out += (out.empty() ? "" : ", ") + std::string(m->name());
+  for (const auto& n : names) out += (out.empty() ? "" : ", ") + std::string(n);
   return out;
 }
 
@@ -117,19 +131,17 @@ asio::awaitable<Status> negotiate_server(
     if (refused_once) {
       co_return fail(channel, {Errc::kMechanismUnavailable,
                                "mechanism '" + hello->mechanism + "' not enabled (offered: " +
-                                   offered(mechanisms) + ")"});
+                                   join(offered(mechanisms, info)) + ")"});
     }
     refused_once = true;
     wire::Mechanisms list;
-    for (const auto& m : mechanisms) list.names.emplace_back(m->name());
+    for (std::string_view name : offered(mechanisms, info)) list.names.emplace_back(name);
     wire::append_mechanisms(channel.out(), list);
     channel.flush_now();
   }
 
   const MechanismTraits traits = mechanism->traits();
-  if (Status s = check_channel(mechanism->name(), traits, info, false); !s.ok()) {
-    co_return fail(channel, std::move(s));
-  }
+  if (Status s = server_accepts(*mechanism, info); !s.ok()) co_return fail(channel, std::move(s));
   auto session = mechanism->start(info);
   ServerStep step = co_await session->step(first_message);
   while (step.kind == ServerStep::Kind::kChallenge) {
