@@ -379,7 +379,9 @@ Status auth_failed(std::string what) {
 // The one-message exchange is safe where a captured HELLO is useless
 // elsewhere (a TLS channel binding) or cannot be captured by a stranger
 // (unix://, same host). Anything else (plaintext tcp://, or a TLS channel
-// whose exporter failed) takes the challenge. Both sides decide alike.
+// whose exporter failed) takes the challenge. Each side decides from its
+// own end; both ends of a real channel see the same (docs/PROTOCOL.md,
+// "The `token` mechanism").
 bool one_message_allowed(const ChannelInfo& channel) {
   return !channel.channel_binding.empty() || channel.scheme == Endpoint::Scheme::kUnix;
 }
