@@ -97,6 +97,13 @@ asio::awaitable<Result<ClientNegotiationResult>> negotiate_client(
         co_return fail(channel, std::move(why), false);
       }
       answered = true;
+      if (frame->header.call_id != 0) {
+        co_return fail(channel,
+                       {Errc::kProtocolError,
+                        std::string(wire::frame_type_name(frame->header.type)) + " with call id " +
+                            std::to_string(frame->header.call_id) + " during negotiation"},
+                       true);
+      }
       switch (frame->header.type) {
         case FrameType::kAuthChallenge: {
           auto challenge = wire::parse_auth_message(frame->body);
@@ -151,8 +158,9 @@ asio::awaitable<Result<ClientNegotiationResult>> negotiate_client(
             std::vector<std::string> mine;
             for (const auto& m : allowed) mine.emplace_back(m->name());
             co_return fail(channel,
-                           {Errc::kMechanismUnavailable, "server offers [" + join(list->names) +
-                                                             "], client allows [" + join(mine) + "]"},
+                           {Errc::kMechanismUnavailable,
+                            "server offers [" + join(list->names) + "] on this connection, client allows [" +
+                                join(mine) + "]"},
                            true);
           }
           mechanism = next;

@@ -95,6 +95,12 @@ class JwtServer final : public ServerMechanism, public std::enable_shared_from_t
 
   std::string_view name() const noexcept override { return kJwtMechanism; }
   MechanismTraits traits() const noexcept override { return kJwtTraits; }
+  // TLS, or plaintext unix:// with allow_plaintext_unix (plaintext tcp://
+  // is refused by the traits already: bearer_secret).
+  Status accepts(const ChannelInfo& channel) const override {
+    if (plaintext_allowed(channel, config_.allow_plaintext_unix)) return {};
+    return plaintext_refused(false);
+  }
   std::unique_ptr<ServerAuthSession> start(const ChannelInfo& channel) override {
     return std::make_unique<JwtServerSession>(shared_from_this(), channel);
   }
@@ -135,11 +141,10 @@ class JwtServer final : public ServerMechanism, public std::enable_shared_from_t
           keys = source_->current();
         }
       }
-      if (!keys) {
-        co_return ServerStep::failure(
-            {Errc::kUnavailable, "jwt: no signing keys loaded yet (" + source_->last_error() +
-                                     "); try again later"});
-      }
+      // None loaded yet: the token is checked all the same up to the key it
+      // needs, so that one that could never pass is refused for good
+      // (AUTHENTICATION_FAILED), and one signed with the HMAC key passes.
+      if (!keys) keys = no_keys_;
     }
     JwtRefusal refusal = JwtRefusal::kNone;
     auto verified = verifier_.verify(parsed->token, keys, now, &refusal);
@@ -148,7 +153,14 @@ class JwtServer final : public ServerMechanism, public std::enable_shared_from_t
       // The issuer may have rotated its keys: fetch them once, try again.
       co_await load_blocking(channel);
       keys = source_->current();
+      if (!keys) keys = no_keys_;
       verified = verifier_.verify(parsed->token, keys, SysClock::now(), &refusal);
+    }
+    if (!verified.ok() && refusal == JwtRefusal::kUnknownKey && source_ && !source_->current()) {
+      // It needs a key from the JWKS, and none has loaded: retry later.
+      co_return ServerStep::failure(
+          {Errc::kUnavailable, "jwt: no signing keys loaded yet (" + source_->last_error() +
+                                   "); try again later"});
     }
     if (!verified.ok()) co_return ServerStep::failure(verified.status());
     const VerifiedJwt& v = **verified;
@@ -173,7 +185,9 @@ class JwtServer final : public ServerMechanism, public std::enable_shared_from_t
     id.user = v.principal;
     id.principal = v.principal;
     id.groups = v.groups;
-    if (!config_.session_outlives_token) id.expires = v.expires;
+    // The session ends when the server stops accepting the token: at exp
+    // plus the leeway, which allows for the issuer's clock being behind.
+    if (!config_.session_outlives_token) id.expires = v.expires + config_.policy.leeway;
     id.attributes.emplace("jwt.issuer", v.issuer);
     id.attributes.emplace("jwt.expires", v.expires_utc);
     if (!v.subject.empty()) id.attributes.emplace("jwt.subject", v.subject);

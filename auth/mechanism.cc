@@ -28,4 +28,11 @@ Status check_channel(std::string_view mechanism, const MechanismTraits& traits,
   return {};
 }
 
+Status server_accepts(const ServerMechanism& mechanism, const ChannelInfo& channel) {
+  if (Status s = check_channel(mechanism.name(), mechanism.traits(), channel, false); !s.ok()) {
+    return s;
+  }
+  return mechanism.accepts(channel);
+}
+
 }  // namespace authrpc

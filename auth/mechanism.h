@@ -58,6 +58,11 @@ struct ChannelInfo {
 Status check_channel(std::string_view mechanism, const MechanismTraits& traits,
                      const ChannelInfo& channel, bool client_side);
 
+class ServerMechanism;
+// What a server checks before it starts a session of `mechanism` on
+// `channel`: check_channel(), then the mechanism's own accepts().
+Status server_accepts(const ServerMechanism& mechanism, const ChannelInfo& channel);
+
 // One server-side step: send a challenge, succeed, or fail.
 struct ServerStep {
   enum class Kind { kChallenge, kSuccess, kFailure };
@@ -96,6 +101,15 @@ class ServerMechanism {
   // proves an identity and needs nothing special (mechanism_traits.h).
   // Constant for the mechanism's life, and equal to what it registered.
   virtual MechanismTraits traits() const noexcept { return {}; }
+  // Whether this server runs it on `channel`, beyond what check_channel()
+  // reads from the traits: OK, or the refusal a HELLO naming it gets (e.g.
+  // `token` over plaintext tcp:// unless the server opted in). MECHANISMS
+  // lists only mechanisms that pass both (server_accepts()). Called on the IO
+  // thread before start() and for every MECHANISMS answer: quick, no I/O.
+  virtual Status accepts(const ChannelInfo& channel) const {
+    (void)channel;
+    return {};
+  }
   virtual std::unique_ptr<ServerAuthSession> start(const ChannelInfo& channel) = 0;
   // Whether it can authenticate anyone now, for a readiness probe (the admin
   // listener's /readyz): e.g. not before keys it fetches have loaded. Called

@@ -9,13 +9,28 @@ using wire::FrameType;
 
 // Reads the next negotiation frame, skipping REQUEST frames the client
 // pipelined behind a message the server refused (MECHANISMS) or challenged.
+// A skipped REQUEST is checked as any call frame is (its body, then a call
+// id other than 0): dropping one that is malformed would hide the breach.
+// A connection-level frame carries call id 0 (docs/PROTOCOL.md section 3).
 asio::awaitable<Result<Frame>> next_frame(FrameChannel& channel, bool drop_requests) {
   for (;;) {
     auto incoming = channel.buffered_frame();
     if (!incoming) incoming = co_await channel.read_frame();
     auto& frame = *incoming;
     if (!frame.ok()) co_return frame;
-    if (drop_requests && frame->header.type == FrameType::kRequest) continue;
+    const wire::FrameHeader& header = frame->header;
+    if (drop_requests && header.type == FrameType::kRequest) {
+      std::string_view payload;
+      if (auto request = wire::parse_request(frame->body, payload); !request.ok()) {
+        co_return request.status();
+      }
+      if (header.call_id == 0) co_return Status(Errc::kProtocolError, "REQUEST with call id 0");
+      continue;
+    }
+    if (header.call_id != 0 && wire::is_connection_frame_type(header.type)) {
+      co_return Status(Errc::kProtocolError, std::string(wire::frame_type_name(header.type)) +
+                                                 " with call id " + std::to_string(header.call_id));
+    }
     co_return frame;
   }
 }
@@ -52,9 +67,23 @@ Status fail(FrameChannel& channel, Status status) {
   return status;
 }
 
-std::string offered(const std::vector<std::shared_ptr<ServerMechanism>>& mechanisms) {
+// The mechanisms this server runs on this channel, most preferred first:
+// what MECHANISMS lists. One it would refuse here (x509 without a client
+// certificate, a bearer secret on plaintext, `token` on plaintext tcp://
+// without the opt-in) is not offered, so that a client takes the next one
+// it allows instead of one sure to fail.
+std::vector<std::string_view> offered(
+    const std::vector<std::shared_ptr<ServerMechanism>>& mechanisms, const ChannelInfo& info) {
+  std::vector<std::string_view> out;
+  for (const auto& m : mechanisms) {
+    if (server_accepts(*m, info).ok()) out.push_back(m->name());
+  }
+  return out;
+}
+
+std::string join(const std::vector<std::string_view>& names) {
   std::string out;
-  for (const auto& m : mechanisms) out += (out.empty() ? "" : ", ") + std::string(m->name());
+  for (const auto& n : names) out += (out.empty() ? "" : ", ") + std::string(n);
   return out;
 }
 
@@ -77,7 +106,7 @@ asio::awaitable<Status> negotiate_server(
     if (frame->header.type == FrameType::kError && refused_once) {
       co_return client_gave_up(*frame);
     }
-    if (frame->header.type != FrameType::kHello || frame->header.call_id != 0) {
+    if (frame->header.type != FrameType::kHello) {
       co_return fail(channel, unexpected(*frame, "HELLO"));
     }
     auto hello = wire::parse_hello(frame->body);
@@ -102,19 +131,17 @@ asio::awaitable<Status> negotiate_server(
     if (refused_once) {
       co_return fail(channel, {Errc::kMechanismUnavailable,
                                "mechanism '" + hello->mechanism + "' not enabled (offered: " +
-                                   offered(mechanisms) + ")"});
+                                   join(offered(mechanisms, info)) + ")"});
     }
     refused_once = true;
     wire::Mechanisms list;
-    for (const auto& m : mechanisms) list.names.emplace_back(m->name());
+    for (std::string_view name : offered(mechanisms, info)) list.names.emplace_back(name);
     wire::append_mechanisms(channel.out(), list);
     channel.flush_now();
   }
 
   const MechanismTraits traits = mechanism->traits();
-  if (Status s = check_channel(mechanism->name(), traits, info, false); !s.ok()) {
-    co_return fail(channel, std::move(s));
-  }
+  if (Status s = server_accepts(*mechanism, info); !s.ok()) co_return fail(channel, std::move(s));
   auto session = mechanism->start(info);
   ServerStep step = co_await session->step(first_message);
   while (step.kind == ServerStep::Kind::kChallenge) {

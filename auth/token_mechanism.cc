@@ -379,9 +379,20 @@ Status auth_failed(std::string what) {
 // The one-message exchange is safe where a captured HELLO is useless
 // elsewhere (a TLS channel binding) or cannot be captured by a stranger
 // (unix://, same host). Anything else (plaintext tcp://, or a TLS channel
-// whose exporter failed) takes the challenge. Both sides decide alike.
+// whose exporter failed) takes the challenge. Each side decides from its
+// own end; both ends of a real channel see the same (docs/PROTOCOL.md,
+// "The `token` mechanism").
 bool one_message_allowed(const ChannelInfo& channel) {
   return !channel.channel_binding.empty() || channel.scheme == Endpoint::Scheme::kUnix;
+}
+
+// A channel neither bound nor unix:// (plaintext tcp://, or a TLS
+// connection without an exporter value) where the server has not opted in.
+Status plaintext_refused() {
+  return {Errc::kFailedPrecondition,
+          "token: PLAINTEXT: this server refuses delegation tokens over plaintext tcp:// (no "
+          "TLS channel binding: the exchange and the calls could be watched and reused); connect "
+          "with tls:// or unix://, or the server must set tokens.allow_plaintext"};
 }
 
 // A peer address without its port ("192.0.2.1:5000" → "192.0.2.1",
@@ -415,11 +426,7 @@ class TokenServerSession final : public ServerAuthSession {
  private:
   ServerStep hello(std::string_view client_message) {
     if (!one_message_ && !mechanism_.options().allow_plaintext) {
-      return ServerStep::failure(
-          {Errc::kFailedPrecondition,
-           "token: PLAINTEXT: this server refuses delegation tokens over plaintext tcp:// (no "
-           "TLS: the exchange and the calls could be watched and reused); connect with tls:// "
-           "or unix://, or the server must set tokens.allow_plaintext"});
+      return ServerStep::failure(plaintext_refused());
     }
     const std::uint8_t version =
         client_message.empty() ? 0 : static_cast<std::uint8_t>(client_message.front());
@@ -765,6 +772,11 @@ TokenServerMechanism::TokenServerMechanism(std::shared_ptr<const security::Secre
       replay_(options_.max_clock_skew.count(), options_.replay_cache_capacity,
               options_.replay_cache_per_token),
       tickets_(options_.session_tickets, options_.session_ticket_lifetime) {}
+
+Status TokenServerMechanism::accepts(const ChannelInfo& channel) const {
+  if (one_message_allowed(channel) || options_.allow_plaintext) return {};
+  return plaintext_refused();
+}
 
 std::unique_ptr<ServerAuthSession> TokenServerMechanism::start(const ChannelInfo& channel) {
   return std::make_unique<TokenServerSession>(*this, channel);

@@ -200,6 +200,9 @@ class TokenServerMechanism final : public ServerMechanism {
                        TokenServerOptions options = {});
   std::string_view name() const noexcept override { return kTokenMechanism; }
   MechanismTraits traits() const noexcept override { return kTokenTraits; }
+  // Plaintext tcp:// (no channel binding, not unix://) only with
+  // allow_plaintext: FAILED_PRECONDITION `PLAINTEXT` otherwise.
+  Status accepts(const ChannelInfo& channel) const override;
   std::unique_ptr<ServerAuthSession> start(const ChannelInfo& channel) override;
 
   const TokenServerOptions& options() const noexcept { return options_; }

@@ -406,6 +406,13 @@ asio::awaitable<void> Client::Connection::run() {
     // The frames of streaming calls go through the router; an error it
     // returns is the peer's breach of the protocol.
     Status breach;
+    if (frame->header.call_id != 0 && wire::is_connection_frame_type(frame->header.type))
+        [[unlikely]] {
+      protocol_error(Status(Errc::kProtocolError,
+                            std::string(wire::frame_type_name(frame->header.type)) +
+                                " with call id " + std::to_string(frame->header.call_id)));
+      co_return;
+    }
     switch (frame->header.type) {
       case FrameType::kResponse: {
         delivering_ = true;

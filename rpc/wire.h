@@ -61,6 +61,13 @@ constexpr bool is_known_frame_type(std::uint8_t type) noexcept {
   return (type >= 0x01 && type <= 0x09) || (type >= 0x10 && type <= 0x12) ||
          (type >= 0x20 && type <= 0x23) || (type >= 0x30 && type <= 0x32);
 }
+// The connection-level frames (negotiation, ERROR, GOAWAY, PING/PONG,
+// SHM_HELLO/SHM_ACCEPT): their call id is 0, and a receiver treats any other
+// as a PROTOCOL_ERROR, as it does a call frame with call id 0.
+constexpr bool is_connection_frame_type(FrameType type) noexcept {
+  const auto t = static_cast<std::uint8_t>(type);
+  return (t >= 0x01 && t <= 0x09) || t == 0x30 || t == 0x31;
+}
 
 // Feature flags exchanged in kHello / kMechanisms / kAuthSuccess. No flags are
 // defined in v1; unknown bits are ignored by receivers.

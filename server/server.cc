@@ -42,20 +42,28 @@ Status deny_admin_method(Server::Impl& server, CallContext& ctx, const std::stri
 }
 
 // The admin-only sys methods (reload_authz, stats): denied unless the
-// policy in force lists the caller as an admin.
-Status require_admin(Server::Impl& server, CallContext& ctx, const AuthzPolicy& policy) {
+// policy in force lists the caller as an admin. Without a policy there are
+// no admins: denied to everyone. Who may call is settled first; only an
+// admin learns what the server cannot do (FAILED_PRECONDITION).
+Status require_admin(Server::Impl& server, CallContext& ctx) {
+  const auto& authorizer = server.options.authorizer;
+  if (!authorizer) {
+    return deny_admin_method(server, ctx,
+                             "sys." + std::string(ctx.method()) +
+                                 " needs an authorization policy with admins");
+  }
+  const auto policy = authorizer->current();
   const Identity& id = ctx.identity();
-  const auto groups = policy.groups_of(id);
-  if (policy.is_admin({id.user, &groups, id.peer_address})) return {};
+  const auto groups = policy->groups_of(id);
+  if (policy->is_admin({id.user, &groups, id.peer_address})) return {};
   return deny_admin_method(server, ctx, "user '" + id.user + "' is not an authorization admin");
 }
 
 // sys.reload_authz: re-reads the ACL file; only for the policy's admins.
 Result<std::string> reload_authz(Server::Impl& server, CallContext& ctx) {
+  if (Status s = require_admin(server, ctx); !s.ok()) return s;
   const auto& authorizer = server.options.authorizer;
-  if (!authorizer) return Status(Errc::kFailedPrecondition, "no authorization policy configured");
   const Identity& id = ctx.identity();
-  if (Status s = require_admin(server, ctx, *authorizer->current()); !s.ok()) return s;
   if (Status s = authorizer->reload(); !s.ok()) {
     server.log(LogLevel::kWarning, "authorization reload refused, old policy stays: " + s.message);
     return Status(Errc::kFailedPrecondition, "reload refused, old policy stays: " + s.message);
@@ -67,12 +75,9 @@ Result<std::string> reload_authz(Server::Impl& server, CallContext& ctx) {
 
 // sys.stats: the server's metrics as JSON (server/metrics_json.h); only
 // for the policy's admins, since counts by method and mechanism describe
-// the deployment. Without a policy there are no admins: refused.
+// the deployment.
 Result<std::string> stats(Server::Impl& server, CallContext& ctx) {
-  if (!server.options.authorizer) {
-    return deny_admin_method(server, ctx, "sys.stats needs an authorization policy with admins");
-  }
-  if (Status s = require_admin(server, ctx, *server.options.authorizer->current()); !s.ok()) return s;
+  if (Status s = require_admin(server, ctx); !s.ok()) return s;
   if (!server.options.metrics) return Status(Errc::kFailedPrecondition, "this server counts nothing (metrics off)");
   return metrics_json(server.options.metrics->snapshot()).dump();
 }

@@ -390,9 +390,15 @@ asio::awaitable<void> ServerConnection::serve(bool woken) {
     // Frames of a call need its id (PROTOCOL.md section 10); the router
     // would silently drop one with call id 0 (stream_bad_input_test,
     // CallFramesWithCallIdZeroAreProtocolErrors).
+    // And a connection-level frame carries call id 0 (PROTOCOL.md section 3).
     if (frame.header.call_id == 0 && CallRouter::is_call_frame(frame.header.type)) {
       breach = Status(Errc::kProtocolError,
                       std::string(wire::frame_type_name(frame.header.type)) + " with call id 0");
+    } else if (frame.header.call_id != 0 && wire::is_connection_frame_type(frame.header.type))
+        [[unlikely]] {
+      breach = Status(Errc::kProtocolError, std::string(wire::frame_type_name(frame.header.type)) +
+                                                " with call id " +
+                                                std::to_string(frame.header.call_id));
     } else switch (frame.header.type) {
       case FrameType::kRequest:
         if (Status s = handle_request(frame); !s.ok()) breach = std::move(s);

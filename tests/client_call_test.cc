@@ -508,8 +508,9 @@ class RawServer {
   bool listening() const { return listener_ >= 0; }
   int fd() const { return fd_; }
 
-  // Accepts the client, reads its preamble and HELLO, answers AUTH_SUCCESS.
-  bool AcceptAndAuthenticate() {
+  // Accepts the client, reads its preamble and HELLO, answers AUTH_SUCCESS
+  // (with `call_id` in its header: 0 unless a test breaks the rule).
+  bool AcceptAndAuthenticate(std::uint32_t call_id = 0) {
     pollfd p{listener_, POLLIN, 0};
     if (::poll(&p, 1, 10'000) != 1) return false;
     fd_ = ::accept4(listener_, nullptr, nullptr, SOCK_CLOEXEC);
@@ -519,7 +520,12 @@ class RawServer {
     if (!hello || hello->header.type != wire::FrameType::kHello) return false;
     std::string out;
     wire::append_auth_success(out, {wire::kNoFeatures, "", "alice"});
+    SetCallId(out, call_id);
     return Send(out);
+  }
+  // Rewrites the call id of the frame that starts `frame`.
+  static void SetCallId(std::string& frame, std::uint32_t call_id) {
+    for (int i = 0; i < 4; ++i) frame[8 + i] = static_cast<char>(call_id >> (24 - 8 * i));
   }
 
   struct RawFrame {
@@ -622,6 +628,47 @@ TEST(ClientPipeliningTest, RequestsFreedByABatchOfResponsesLeaveTogether) {
   }
   EXPECT_EQ(queued_when_woken, std::vector<int>(kCallers, 0))
       << "a caller's next request left before the rest of the batch was delivered";
+}
+
+// A connection-level frame carries call id 0 (PROTOCOL.md section 3): the
+// client answers one from the server with another id with ERROR
+// PROTOCOL_ERROR and closes, during negotiation (AUTH_SUCCESS) or after it
+// (PING: not echoed).
+TEST(ClientProtocolTest, AConnectionLevelFrameWithACallIdIsAProtocolError) {
+  for (const bool in_negotiation : {true, false}) {
+    SCOPED_TRACE(in_negotiation ? "AUTH_SUCCESS with call id 3" : "PING with call id 5");
+    const std::string name = "authrpc-client-frame-id-" + std::to_string(::getpid()) +
+                             (in_negotiation ? "-a" : "-b");
+    RawServer server(name);
+    ASSERT_TRUE(server.listening());
+    ClientOptions options;
+    options.endpoint = *Endpoint::parse("unix:@" + name);
+    options.mechanisms = {std::make_shared<SimpleClientMechanism>("alice")};
+    options.connect_timeout = 10s;
+    options.metrics = nullptr;
+    auto connecting = std::async(std::launch::async, [&] { return Client::connect(options); });
+    ASSERT_TRUE(server.AcceptAndAuthenticate(in_negotiation ? 3 : 0));
+    auto client = connecting.get();
+    if (in_negotiation) {
+      ASSERT_FALSE(client.ok());
+      EXPECT_EQ(client.code(), Errc::kProtocolError) << client.status().to_string();
+    } else {
+      ASSERT_OK(client.status());
+      std::string ping;
+      wire::append_ping(ping, wire::FrameType::kPing, "hi");
+      RawServer::SetCallId(ping, 5);
+      ASSERT_TRUE(server.Send(ping));
+    }
+    auto answer = server.ReadFrame();
+    ASSERT_TRUE(answer) << "the client closed without a frame";
+    ASSERT_EQ(answer->header.type, wire::FrameType::kError);
+    auto error = wire::parse_error(answer->body);
+    ASSERT_OK(error.status());
+    EXPECT_EQ(error->code, 100) << error->message;
+    if (!in_negotiation) {
+      EXPECT_TRUE(Eventually([&] { return !(*client)->connection_status().ok(); }));
+    }
+  }
 }
 
 }  // namespace

@@ -37,6 +37,7 @@ using testing::TestTls;
 
 constexpr char kIdpIssuer[] = "https://idp.test/realms/authrpc";
 constexpr char kServiceAudience[] = "data-service";
+constexpr char kHmacKey[] = "a shared key of at least 32 bytes, for HS256";
 
 std::int64_t unix_now() {
   return std::chrono::duration_cast<std::chrono::seconds>(
@@ -349,7 +350,8 @@ TEST(JwtMechanismTest, WithNoKeysLoadedAuthenticationIsUnavailableUntilTheIdpAns
   idp.stop();
   Dir dir;
   json so = {{"issuer", kIdpIssuer},     {"audience", kServiceAudience},      {"jwks_url", idp.url()},
-             {"jwks_ca_file", tls.ca_file()}, {"jwks_min_refetch_s", 1}, {"jwks_timeout_ms", 2000}};
+             {"jwks_ca_file", tls.ca_file()}, {"jwks_min_refetch_s", 1}, {"jwks_timeout_ms", 2000},
+             {"algorithms", {"RS256", "HS256"}}, {"hmac_key_file", dir.write("hmac", kHmacKey)}};
   testing::TestServer server;
   const auto mechanism = Server(so);
   server.tls().mechanism(mechanism).service(IdentityService());
@@ -359,17 +361,63 @@ TEST(JwtMechanismTest, WithNoKeysLoadedAuthenticationIsUnavailableUntilTheIdpAns
   EXPECT_TRUE(not_ready.is(Errc::kUnavailable)) << not_ready.to_string();
   EXPECT_THAT(not_ready.message, HasSubstr("no signing keys loaded from JWKS https://"));
   const std::string token = dir.write("t", issuer().rsa.sign(claims()));
-  auto down = server.client().mechanism(Client({{"token_file", token}})).connect();
-  ASSERT_FALSE(down.ok());
-  EXPECT_EQ(down.code(), Errc::kUnavailable) << down.status().to_string();
-  EXPECT_THAT(down.status().message, HasSubstr("no signing keys"));
-  EXPECT_EQ(retry_advice(down.code()), RetryAdvice::kRetry);
+  // Keys are missing only for a token that needs one from the JWKS
+  // (JWT.md's check order): one that could never pass is refused for good,
+  // and one signed with the configured HMAC key needs no JWKS at all.
+  const struct {
+    const char* name;
+    std::string token_file;
+    Errc expected;
+    const char* says;
+  } cases[] = {
+      {"RS256, from the JWKS", token, Errc::kUnavailable, "no signing keys"},
+      {"EdDSA, an algorithm this server does not accept",
+       dir.write("ed", issuer().ed.sign(claims())), Errc::kAuthenticationFailed,
+       "algorithm EdDSA is not accepted"},
+      {"HS256 with the shared key", dir.write("hs", testing::sign_hs256(kHmacKey, claims())),
+       Errc::kOk, ""},
+  };
+  for (const auto& c : cases) {
+    SCOPED_TRACE(c.name);
+    auto down = server.client().mechanism(Client({{"token_file", c.token_file}})).connect();
+    if (c.expected == Errc::kOk) {
+      EXPECT_TRUE(down.ok()) << down.status().to_string();
+      continue;
+    }
+    ASSERT_FALSE(down.ok());
+    EXPECT_EQ(down.code(), c.expected) << down.status().to_string();
+    EXPECT_THAT(down.status().message, HasSubstr(c.says));
+  }
+  EXPECT_EQ(retry_advice(Errc::kUnavailable), RetryAdvice::kRetry);
 
   idp.start();
   std::this_thread::sleep_for(std::chrono::milliseconds(1100));  // past min_refetch
   auto up = server.client().mechanism(Client({{"token_file", token}})).connect();
   EXPECT_TRUE(up.ok()) << up.status().to_string();
   EXPECT_TRUE(mechanism->ready().ok()) << mechanism->ready().to_string();
+}
+
+// A token accepted within the leeway after its exp gives a session that
+// lasts to exp + leeway, not one already over; the identity has no realm
+// whatever its principal looks like.
+TEST(JwtMechanismTest, TheIdentityExpiresWithTheLeewayAndHasNoRealm) {
+  Dir dir;
+  json so = server_options(dir.write("jwks.json", testing::jwks_document({&issuer().rsa})));
+  so["leeway_s"] = 60;
+  auto server = Server(so);
+  ChannelInfo channel;
+  channel.tls = true;
+  channel.peer_address = "127.0.0.1";
+  json late = claims("alice@EXAMPLE.COM", -10);  // expired 10 s ago
+  const std::int64_t exp = late["exp"];
+  auto step = testing::Await(
+      server->start(channel)->step("n,,\x01" "auth=Bearer " + issuer().rsa.sign(late) + "\x01\x01"));
+  ASSERT_EQ(step.kind, ServerStep::Kind::kSuccess) << step.error.to_string();
+  ASSERT_TRUE(step.identity.expires.has_value());
+  EXPECT_EQ(*step.identity.expires, std::chrono::system_clock::time_point(std::chrono::seconds(exp + 60)));
+  EXPECT_GT(*step.identity.expires, std::chrono::system_clock::now());
+  EXPECT_EQ(step.identity.principal, "alice@EXAMPLE.COM");
+  EXPECT_EQ(step.identity.realm, "");
 }
 
 // --- certificate-bound tokens (RFC 8705) ---------------------------------
@@ -424,6 +472,7 @@ TEST(JwtMechanismTest, AHandWrittenOauthbearerMessageIsAccepted) {
            {"n,a=alice,\x01host=localhost\x01port=443\x01xtra=1\x01" "auth=Bearer " + token + "\x01\x01", true},
            {"y,,\x01" "auth=bearer  " + token + "\x01\x01", true},
            {"n,a=bob,\x01" "auth=Bearer " + token + "\x01\x01", false},  // authzid not the principal
+           {"n,a=ALICE,\x01" "auth=Bearer " + token + "\x01\x01", false},  // compared byte for byte
            {"p=tls-exporter,,\x01" "auth=Bearer " + token + "\x01\x01", false},
            {"n,,\x01" "auth=Basic " + token + "\x01\x01", false},
            {"n,,\x01" "auth=Bearer " + token + "\x01", false},  // not terminated

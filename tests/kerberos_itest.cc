@@ -445,6 +445,21 @@ TEST_F(KerberosTest, ReplayedFirstTokenIsRefused) {
   ExpectKerberosSession(server->endpoint, mechanism, *kdc_);
 }
 
+// The RFC 4121 inner token of an InitialContextToken (RFC 2743 §3.1):
+// without the `60` tag, its DER length, the mechanism OID and TOK_ID
+// `01 00`, a bare AP-REQ (first byte `6e`). Empty if `token` is not one.
+std::string BareApReq(const std::string& token) {
+  const auto byte = [&](std::size_t i) { return static_cast<std::uint8_t>(token[i]); };
+  if (token.size() < 2 || byte(0) != 0x60) return {};
+  std::size_t at = 2;
+  if (byte(1) & 0x80) at += byte(1) & 0x7f;  // long form: that many length bytes
+  const std::string oid("\x06\x09\x2a\x86\x48\x86\xf7\x12\x01\x02\x02", 11);
+  if (token.compare(at, oid.size(), oid) != 0) return {};
+  at += oid.size();
+  if (token.compare(at, 2, std::string("\x01\x00", 2)) != 0) return {};
+  return token.substr(at + 2);
+}
+
 // Defect 11 and its neighbours: a token that is no AP-REQ at all is
 // AUTHENTICATION_FAILED (advice: give up), never CREDENTIALS_EXPIRED
 // (advice: re-authenticate, which would send the same thing again). MIT
@@ -457,6 +472,9 @@ TEST_F(KerberosTest, MalformedTokensAreAuthenticationFailed) {
   auto token = FirstToken(*mechanism, TcpChannel(server->endpoint.port));
   ASSERT_TRUE(token.ok()) << Describe(token);
   ASSERT_GT(token->size(), 100u);
+  const std::string bare = BareApReq(*token);
+  ASSERT_FALSE(bare.empty()) << "not an InitialContextToken";
+  ASSERT_EQ(static_cast<std::uint8_t>(bare[0]), 0x6e) << "not an AP-REQ inside";
   struct Case {
     const char* name;
     std::string token;
@@ -471,6 +489,9 @@ TEST_F(KerberosTest, MalformedTokensAreAuthenticationFailed) {
       {"one byte short", token->substr(0, token->size() - 1), "kerberos: accept"},
       {"SPNEGO's OID, nothing else", std::string("\x60\x08\x06\x06\x2b\x06\x01\x05\x05\x02", 10),
        "is not a Kerberos AP-REQ"},
+      // PROTOCOL.md section 4: HELLO carries the whole InitialContextToken;
+      // the AP-REQ without its header is refused (MIT: GSS_S_DEFECTIVE_TOKEN).
+      {"a bare AP-REQ", bare, "is not a Kerberos AP-REQ"},
   };
   for (const auto& c : cases) {
     SCOPED_TRACE(c.name);

@@ -173,10 +173,11 @@ class SysStatsTest : public ::testing::Test {
     server_.stop();
     if (!dir_.empty()) std::filesystem::remove_all(dir_);
   }
-  Result<std::string> StatsAs(const std::string& user) {
+  Result<std::string> StatsAs(const std::string& user) { return CallAs(user, "stats"); }
+  Result<std::string> CallAs(const std::string& user, const std::string& method) {
     auto client = server_.client().simple(user).connect();
     if (!client.ok()) return client.status();
-    return (*client)->call("sys", "stats", "");
+    return (*client)->call("sys", method, "");
   }
   std::string Audit() {
     audit_->flush();
@@ -219,13 +220,32 @@ TEST_F(SysStatsTest, AnyoneElseIsDeniedAndAudited) {
   EXPECT_THAT(audit, HasSubstr(R"("user":"alice")"));
 }
 
+// Both admin-only methods alike (PROTOCOL.md section 5): without a policy
+// there are no admins, so everyone is denied, and audited.
 TEST_F(SysStatsTest, WithoutAPolicyEveryoneIsDenied) {
   ASSERT_NO_FATAL_FAILURE(Start(false));
-  auto stats = StatsAs("carol");
-  ASSERT_FALSE(stats.ok());
-  EXPECT_EQ(stats.code(), Errc::kPermissionDenied);
-  EXPECT_EQ(stats.status().message, "sys.stats needs an authorization policy with admins");
-  EXPECT_THAT(Audit(), HasSubstr(R"("reason":"sys.stats needs an authorization policy with admins")"));
+  for (const std::string method : {"stats", "reload_authz"}) {
+    SCOPED_TRACE(method);
+    auto result = CallAs("carol", method);
+    ASSERT_FALSE(result.ok());
+    EXPECT_EQ(result.code(), Errc::kPermissionDenied);
+    const std::string why = "sys." + method + " needs an authorization policy with admins";
+    EXPECT_EQ(result.status().message, why);
+    EXPECT_THAT(Audit(), HasSubstr(R"("reason":")" + why + "\""));
+  }
+}
+
+// Who may call is settled first: an admin then learns what the server
+// cannot do (a policy not read from a file cannot be re-read), anyone else
+// only that they may not ask.
+TEST_F(SysStatsTest, ReloadingAPolicyNotFromAFileIsAFailedPreconditionForAnAdminOnly) {
+  ASSERT_NO_FATAL_FAILURE(Start(true));
+  auto admin = CallAs("carol", "reload_authz");
+  ASSERT_FALSE(admin.ok());
+  EXPECT_EQ(admin.code(), Errc::kFailedPrecondition) << admin.status().to_string();
+  auto other = CallAs("alice", "reload_authz");
+  ASSERT_FALSE(other.ok());
+  EXPECT_EQ(other.code(), Errc::kPermissionDenied) << other.status().to_string();
 }
 
 TEST_F(SysStatsTest, WithMetricsOffItIsAFailedPrecondition) {

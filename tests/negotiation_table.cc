@@ -164,6 +164,7 @@ class LoggingServerMechanism final : public ServerMechanism {
       : inner_(std::move(inner)), log_(log) {}
   std::string_view name() const noexcept override { return inner_->name(); }
   MechanismTraits traits() const noexcept override { return inner_->traits(); }
+  Status accepts(const ChannelInfo& channel) const override { return inner_->accepts(channel); }
   std::unique_ptr<ServerAuthSession> start(const ChannelInfo& channel) override {
     log_->add(std::string(name()));
     return inner_->start(channel);
@@ -489,6 +490,17 @@ std::vector<NegotiationCase> MakeRows() {
       C{"jwt_unix_without_opt_in", {"jwt"}, {"jwt"}, Channel::kUnix, Errc::kConfigError},
       C{"jwt_plain_to_optional_tls", {"jwt"}, {"jwt"}, Channel::kPlainToOptional,
         Errc::kConfigError},
+      // MECHANISMS lists only what the server runs on this connection, so a
+      // client that falls back takes one that works rather than one sure
+      // to be refused there (PROTOCOL.md section 4, step 2; x509 and a
+      // bearer secret on plaintext are refused in the client's options
+      // already, and the conformance example shows the server's list).
+      C{.name = "fallback_skips_jwt_on_unix_without_opt_in", .client = {kP, "jwt", kS},
+        .server = {"jwt", kS}, .channel = Channel::kUnix, .mechanism = kS, .user = "bob",
+        .sessions = Started({kP, kS}, {kS})},
+      C{.name = "fallback_skips_token_on_plaintext_tcp", .client = {kP, "token", "kerberos"},
+        .server = {"token", "kerberos"}, .channel = Channel::kTcp, .mechanism = "kerberos",
+        .user = "alice@", .sessions = Started({kP, "kerberos"}, {"kerberos"})},
       // Wrong credentials are refused, and never fall back to another mechanism.
       C{"kerberos_unknown_service_key", {"kerberos:otherhost"}, {"kerberos"}, Channel::kTcp, kRefused},
       C{"token_forged", {"token:forged", "kerberos"}, {"token", "kerberos"}, Channel::kTls, kRefused},

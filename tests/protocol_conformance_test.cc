@@ -38,6 +38,8 @@
 #include "authrpc/auth/authz_policy.h"
 #include "authrpc/auth/simple.h"
 #include "authrpc/auth/token_mechanism.h"
+#include "authrpc/auth/x509.h"
+#include "authrpc/security/clock.h"
 #include "authrpc/security/base/log.h"
 #include "authrpc/security/memory_token_store.h"
 #include "authrpc/security/secret_manager.h"
@@ -68,6 +70,7 @@ struct Segment {
 struct Example {
   std::string name;
   int line = 0;  // of the marker in docs/PROTOCOL.md
+  std::string only;  // "tcp" or "unix" when the marker names one transport
   std::vector<Segment> segments;
 };
 
@@ -85,7 +88,7 @@ std::vector<Example> ReadExamples(std::vector<std::string>* errors) {
     errors->push_back("cannot read " + ProtocolMdPath());
     return {};
   }
-  const std::regex marker(R"(^<!-- conformance: ([a-z0-9-]+) -->\s*$)");
+  const std::regex marker(R"(^<!-- conformance: ([a-z0-9-]+)(?: (tcp|unix))? -->\s*$)");
   std::vector<Example> out;
   std::string line;
   int number = 0;
@@ -99,7 +102,7 @@ std::vector<Example> ReadExamples(std::vector<std::string>* errors) {
     std::smatch m;
     if (state == kOutside) {
       if (std::regex_match(line, m, marker)) {
-        current = Example{m[1], number, {}};
+        current = Example{m[1], number, m[2], {}};
         state = kExpectFence;
       }
       continue;
@@ -310,6 +313,45 @@ std::unique_ptr<testing::TestServer> StartServer(SocketKind kind,
   return server;
 }
 
+// The server of the `token-` examples: `token` (plaintext tcp:// not
+// allowed) and `simple`, in that order, holding one token for alice issued
+// at 2030-01-01T00:00:00Z by a fresh secret manager, so that its
+// identifier is the one the examples show (kExampleTokenIdentifier).
+constexpr char kExampleTokenIdentifier[] =
+    "01 00 12 61 75 74 68 72 70 63 2d 64 65 6c 65 67 61 74 69 6f 6e 00 05 61 6c 69 63 65 00 00 "
+    "00 00 00 00 01 b8 da c5 b4 00 00 00 01 b8 fe d2 38 00 00 00 00 00 00 00 00 01 00 00 00 01 ";
+
+std::unique_ptr<testing::TestServer> StartTokenServer(SocketKind kind,
+                                                      std::shared_ptr<Authorizer> authorizer) {
+  auto clock = std::make_shared<security::ManualClock>(
+      security::TokenTime(std::chrono::milliseconds(1893456000000)));
+  security::SecretManagerOptions options;
+  options.clock = clock;
+  auto secrets =
+      security::SecretManager::open(std::make_shared<security::MemoryTokenStore>(), options);
+  EXPECT_TRUE(secrets.ok()) << secrets.status().to_string();
+  if (!secrets.ok()) return nullptr;
+  std::shared_ptr<security::SecretManager> manager = std::move(*secrets);
+  auto token = manager->issue({"alice", "", "", "svc"});
+  EXPECT_TRUE(token.ok()) << token.status().to_string();
+  if (!token.ok()) return nullptr;
+  EXPECT_EQ(Hex(token->identifier), kExampleTokenIdentifier);
+  auto server = std::make_unique<testing::TestServer>();
+  server->endpoint(testing::FreshEndpoint(kind, "authrpc-conformance")).blocking_threads(1);
+  server->mechanism(std::make_shared<TokenServerMechanism>(manager))
+      .mechanism(std::make_shared<SimpleServerMechanism>());
+  server->options([authorizer = std::move(authorizer)](ServerOptions& o) {
+    o.negotiation_timeout = 2s;
+    o.idle_timeout = 2s;
+    o.stop_grace = 2s;
+    o.authorizer = authorizer;
+  });
+  const Status s = server->start();
+  EXPECT_TRUE(s.ok()) << s.to_string();
+  if (!s.ok()) return nullptr;
+  return server;
+}
+
 // Section 5: the fields of sys.whoami, in order.
 void CheckWhoami(const std::string& response_body, SocketKind kind, const Endpoint& endpoint) {
   ASSERT_GE(response_body.size(), 4u);
@@ -344,10 +386,12 @@ TEST_P(ConformanceTest, TheServerAnswersAsTheSpecShows) {
   ASSERT_NE(example, examples.end());
   SCOPED_TRACE("docs/PROTOCOL.md:" + std::to_string(example->line) + " (" + name + ")");
 
-  // `server-busy`: a server whose connection limit is 1, with one open.
+  // `server-busy`: a server whose connection limit is 1, with one open;
+  // `token-...`: StartTokenServer's.
   const bool busy = name == "server-busy";
-  auto server = StartServer(kind, authz == Authz::kAclFile ? AllowAllPolicy() : nullptr,
-                            busy ? 1 : 100);
+  auto authorizer = authz == Authz::kAclFile ? AllowAllPolicy() : nullptr;
+  auto server = name.starts_with("token-") ? StartTokenServer(kind, std::move(authorizer))
+                                           : StartServer(kind, std::move(authorizer), busy ? 1 : 100);
   ASSERT_TRUE(server);
   const Endpoint endpoint = server->endpoints().at(0);
   std::unique_ptr<RawConnection> occupant;
@@ -389,6 +433,7 @@ std::vector<std::tuple<std::string, SocketKind, Authz>> AllCases() {
   std::vector<std::tuple<std::string, SocketKind, Authz>> out;
   for (const auto& e : Examples()) {
     for (SocketKind kind : {SocketKind::kTcp, SocketKind::kUnix}) {
+      if (!e.only.empty() && e.only != (kind == SocketKind::kTcp ? "tcp" : "unix")) continue;
       for (Authz authz : {Authz::kNone, Authz::kAclFile}) out.emplace_back(e.name, kind, authz);
     }
   }
@@ -422,7 +467,10 @@ TEST(ConformanceExamples, TheSpecKeepsEveryExampleThisSuiteReliesOn) {
         "cancel-with-body", "window-update-short-body", "call-frame-with-id-0",
         "request-before-hello", "unknown-mechanism-twice", "simple-name-with-a-space",
         "negotiation-timeout", "do-as-own-name", "do-as-another-user", "server-busy",
-        "idle-timeout", "unknown-method"}) {
+        "idle-timeout", "unknown-method", "mechanisms-drops-pipelined-request",
+        "dropped-request-is-still-checked", "token-not-offered-on-plaintext-tcp",
+        "token-request-behind-challenge-is-dropped", "token-ping-behind-challenge",
+        "ping-with-call-id", "window-update-increment-0", "do-as-empty"}) {
     EXPECT_TRUE(names.contains(required)) << "docs/PROTOCOL.md lost the example " << required;
   }
 }
@@ -802,6 +850,57 @@ INSTANTIATE_TEST_SUITE_P(
                       ExporterCase{"Tls12NoContext", TLS1_2_VERSION, false, true},
                       ExporterCase{"Tls12EmptyContextIsRefused", TLS1_2_VERSION, true, false}),
     [](const auto& param_info) { return std::string(param_info.param.name); });
+
+// ---------------------------------------------------------------- section 4: what MECHANISMS lists
+
+// MECHANISMS names only the mechanisms the server runs on the connection:
+// on a TLS connection without a client certificate, not `x509`; a HELLO
+// naming it all the same gets x509's refusal, not MECHANISMS.
+TEST(Section4, MechanismsListsWhatRunsOnTheConnection) {
+  const std::string dir = testing::TempDir("conformance-mechanisms");
+  ASSERT_FALSE(dir.empty());
+  testing::TestCa ca(dir, "ca");
+  ca.issue({"server", "localhost", {"DNS:localhost", "IP:127.0.0.1"}});
+  security::TlsServerOptions tls;
+  tls.certificate_file = ca.cert_file("server");
+  tls.private_key_file = ca.key_file("server");
+  tls.ca_file = ca.ca_file();
+  tls.client_certificates = security::ClientCertificates::kOptional;
+  auto made = security::TlsServerContext::create(tls);
+  ASSERT_TRUE(made.ok()) << made.status().to_string();
+  auto server = std::make_unique<testing::TestServer>();
+  server->tls(std::move(*made))
+      .mechanism(std::make_shared<X509ServerMechanism>())
+      .mechanism(std::make_shared<SimpleServerMechanism>())
+      .blocking_threads(1);
+  server->options([](ServerOptions& o) { o.stop_grace = 2s; });
+  ASSERT_OK(server->start());
+  const std::uint16_t port = server->endpoints().at(0).port;
+
+  std::string only_simple;
+  Put32(only_simple, 0);
+  Put16(only_simple, 1);
+  only_simple += Str("simple");
+  {
+    RawTls conn(port, TLS1_3_VERSION);
+    ASSERT_TRUE(conn.ok()) << "TLS handshake failed";
+    ASSERT_TRUE(conn.Send(Preamble() + Hello("nope", "")));
+    auto answer = conn.ReadFrame();
+    ASSERT_TRUE(answer.has_value());
+    EXPECT_EQ(Hex(*answer), Hex(Frame(0x02, 0, only_simple))) << "MECHANISMS [simple]";
+  }
+  {
+    RawTls conn(port, TLS1_3_VERSION);
+    ASSERT_TRUE(conn.ok()) << "TLS handshake failed";
+    ASSERT_TRUE(conn.Send(Preamble() + Hello("x509", "")));
+    auto answer = conn.ReadFrame();
+    ASSERT_TRUE(answer.has_value());
+    ASSERT_EQ(static_cast<int>((*answer)[4]), 0x06) << "ERROR expected: " << Hex(*answer);
+    EXPECT_EQ(Hex(answer->substr(12, 2)), "00 68 ") << "AUTHENTICATION_FAILED";
+  }
+  EXPECT_TRUE(server->stop());
+  std::filesystem::remove_all(dir);
+}
 
 }  // namespace
 }  // namespace authrpc
