@@ -35,7 +35,7 @@ enum class NegotiationEvent {
 // authenticated user act as that user (proxy user); an AUTH_SUCCESS that does
 // not confirm it fails with PERMISSION_DENIED. With `spent`, a successful
 // session is handed to the caller instead of being destroyed here: ending a
-// GSSAPI context is costly (docs/DESIGN.md, "Measured costs behind the
+// GSSAPI context is costly (docs/PERFORMANCE.md, "Measured costs behind the
 // code"), better spent after the first response has been delivered.
 asio::awaitable<Result<ClientNegotiationResult>> negotiate_client(
     FrameChannel& channel, const std::vector<std::shared_ptr<ClientMechanism>>& allowed,

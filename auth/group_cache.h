@@ -2,7 +2,7 @@
 // (getgrouplist: /etc/group parsed each time with "files", a network round
 // trip with LDAP or sssd) — kept for a TTL, so that a connection does not pay
 // a lookup on the IO thread every time (what that costs: docs/AUTHZ.md,
-// "Cost", and docs/DESIGN.md, "Measured costs behind the code").
+// "Cost", and docs/PERFORMANCE.md, "Measured costs behind the code").
 //
 // Unknown users are cached too (as empty). Bounded: at capacity the entry
 // looked up longest ago goes. Owned by an AuthzPolicy, so a reload starts

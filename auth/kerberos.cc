@@ -167,8 +167,8 @@ class KerberosServerSession final : public ServerAuthSession {
   GssContext context_;
   // The client's name, released with the session: the server drops a spent
   // session once the first replies have left (ServerConnection), and freeing
-  // a name costs a krb5 context (docs/DESIGN.md, "Measured costs behind the
-  // code") that the client need not wait for.
+  // a name costs a krb5 context (docs/PERFORMANCE.md, "Measured costs behind
+  // the code") that the client need not wait for.
   GssName client_;
 };
 
@@ -190,7 +190,7 @@ class KerberosClientSession final : public ClientAuthSession {
     }
     // gss_init_sec_context turns an imported name into a Kerberos name on
     // every call, twice per session (more than the rest of a session's client
-    // side: docs/DESIGN.md, "Measured costs behind the code"). Do it once per target and share the
+    // side: docs/PERFORMANCE.md, "Measured costs behind the code"). Do it once per target and share the
     // result: GSSAPI only reads a mechanism name (copying one with
     // gss_duplicate_name costs as much as making it). A host-based name is
     // thus resolved once per process.

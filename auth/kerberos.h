@@ -29,8 +29,8 @@ struct KerberosServerOptions {
   std::string service = "rpc";
   std::string host;       // empty: this machine's host name
   // The replay cache rejects a second use of the same authenticator. Turning
-  // it off saves a little per session (docs/DESIGN.md, "Measured costs behind
-  // the code") and is safe only when every connection is bound to a TLS
+  // it off saves a little per session (docs/PERFORMANCE.md, "Measured costs
+  // behind the code") and is safe only when every connection is bound to a TLS
   // channel.
   bool replay_cache = true;
   std::string replay_cache_dir;  // empty: KRB5RCACHEDIR or /var/tmp

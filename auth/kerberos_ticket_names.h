@@ -13,7 +13,7 @@
 // full (ticket, authenticator, replay cache, channel bindings, mutual flag).
 //
 // Why it exists: MIT's GSSAPI makes a krb5 context (a re-read of krb5.conf;
-// docs/DESIGN.md, "Measured costs behind the code") to turn the accepted name into a union name, another
+// docs/PERFORMANCE.md, "Measured costs behind the code") to turn the accepted name into a union name, another
 // to display it and a third to release it. A session whose ticket is known
 // asks for no name: three contexts fewer (docs/KERBEROS.md).
 //

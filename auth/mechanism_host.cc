@@ -28,8 +28,8 @@ LocalMechanismHost::LocalMechanismHost() = default;
 LocalMechanismHost::~LocalMechanismHost() = default;
 
 asio::any_io_executor LocalMechanismHost::blocking_executor() {
-  // One thread, as each Kerberos mechanism had of its own: blocking work is
-  // the first service ticket per target, rare once the cache is warm.
+  // One thread per io_context: blocking work is the first service ticket per
+  // target, rare once the cache is warm.
   std::call_once(started_, [this] { pool_ = std::make_unique<asio::thread_pool>(1); });
   return pool_->get_executor();
 }

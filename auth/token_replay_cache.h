@@ -23,8 +23,8 @@
 //    one window), the lowest becomes a floor for every token.
 // Tree nodes of entries that leave are kept (a few) for the next ones: a
 // full cache takes one entry in and one out per HELLO, which would
-// otherwise be four allocations and four frees (docs/DESIGN.md, "CPU per
-// session").
+// otherwise be four allocations and four frees (docs/PERFORMANCE.md, "CPU
+// per session").
 #pragma once
 
 #include <array>

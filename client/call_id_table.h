@@ -5,9 +5,9 @@
 //
 // An open-addressing table (Robin Hood linear probing, deletion by backward
 // shift) instead of std::unordered_map: a pipelined client inserts and removes one
-// entry per call, and a hash map allocated and freed a node for each — about
-// 400 instructions of the client's per-call cost (docs/DESIGN.md, "Calls
-// under load"). Here a call costs a probe or two and allocates nothing; the
+// entry per call, and a hash map would allocate and free a node for each —
+// about 400 instructions of the client's per-call cost (docs/DESIGN.md,
+// "Calls"). Here a call costs a probe or two and allocates nothing; the
 // slots grow (and shrink) by doubling. Call ids are the client's own,
 // increasing (never 0, the empty mark), so the id itself is the hash: the
 // calls in flight sit in consecutive slots, each in its own, and taking one

@@ -139,8 +139,8 @@ void on_each_thread(ClientThreads& threads, const std::function<void(std::size_t
 // `until`, each timed from before the call to its reply (the clock read
 // that ends one call starts the next). On the CycleClock (one rdtsc where
 // it is the TSC), as the floor's batches are (echo_floor.cc): a
-// steady_clock read per call was ~2 % of the row's CPU, which the floor,
-// reading once per batch, did not pay.
+// steady_clock read per call would be ~2 % of the row's CPU, which the
+// floor, reading once per batch, does not pay.
 asio::awaitable<Status> echo_calls(Client& client, Clock::time_point until,
                                    std::vector<double>& us) {
   const auto length = until - Clock::now();

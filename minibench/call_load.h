@@ -13,7 +13,7 @@
 // Rows "calls/<transport> c<K>d<D>" (TLS: "calls+tls/tcp c<K>d<D>") and
 // "floor/<transport>-echo c<K>d<D>" with calls/s (per_s: calls completed
 // over the blocks' wall time) and per-call latency; target: calls/s ≥
-// kCallLoadTarget × the floor's, for tcp and unix (issue 21).
+// kCallLoadTarget × the floor's, for tcp and unix.
 //
 // Called by main.cc on the thread of its client runtime, which it blocks
 // while the rows run (nothing else runs there meanwhile).

@@ -11,8 +11,8 @@
 // remove.) Within that loop the floor is at least as lean as authrpc's
 // socket path (rpc/socket_transport.cc): a read tries the socket before it
 // waits, a write is one send() with no trip through the loop, and the
-// sockets get the options authrpc sets (TCP_NODELAY); docs/DESIGN.md, "What
-// each floor does", lists the syscalls per session of both. Nothing here
+// sockets get the options authrpc sets (TCP_NODELAY); docs/PERFORMANCE.md,
+// "What each floor does", lists its syscalls per session. Nothing here
 // allocates per byte or arms a timer.
 //
 // Threading: a FloorServer and everything it accepts live on the executor

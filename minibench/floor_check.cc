@@ -16,7 +16,7 @@ std::string beats_floor_warning(const std::string& row, const std::string& floor
   std::snprintf(buf, sizeof buf, "%.2f", advantage);
   return "WARNING: " + row + " beats its floor " + floor + " (" + buf +
          " x, in every " + unit + "): the floor is not the leanest bare way to do this work, so the "
-         "ratio and any target held to it say nothing (docs/DESIGN.md, \"What each floor does\")";
+         "ratio and any target held to it say nothing (docs/PERFORMANCE.md, \"What each floor does\")";
 }
 
 }  // namespace minibench

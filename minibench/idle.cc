@@ -103,10 +103,10 @@ using authrpc::Errc;
 using authrpc::Result;
 using authrpc::Status;
 
-constexpr double kMemoryTarget = 4.0;    // KiB per connection (issue 21)
+constexpr double kMemoryTarget = 4.0;    // KiB per connection
 constexpr double kLatencyTarget = 2.0;   // p99 with idle / quiet p99
 constexpr std::size_t kDescriptorReserve = 512;
-constexpr std::size_t kIssueN = 100'000;  // what issue 21 asks for
+constexpr std::size_t kIssueN = 100'000;  // the N the targets are set for
 
 struct IdleArgs {
   std::size_t connections = 10'000;

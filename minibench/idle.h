@@ -1,6 +1,6 @@
 // minibench idle: what N idle authenticated connections cost a server — its
 // memory per connection, and the latency of fresh sessions and calls made
-// while they are held, next to the same with none held (issue 21). The
+// while they are held, next to the same with none held. The
 // connections are authrpc::Clients of this process (simple and token,
 // alternately), spread over several loopback source addresses
 // (ClientOptions::local_address) and kept open past the server's idle

@@ -355,7 +355,7 @@ std::vector<std::string> measurable_methods(const authrpc::MechanismRegistry& re
 }
 
 // Row labels: the floor each method's rows are compared with, the p50
-// target they are held to (docs/DESIGN.md, "Cost"), and whether minibench
+// target they are held to (docs/PERFORMANCE.md, "Sessions"), and whether minibench
 // issues the method's credentials itself: which options a method takes is
 // the method's own business, so minibench knows it only for the rows it
 // labels. A method not listed is held to the bare floor and the session
@@ -364,8 +364,7 @@ struct RowLabel {
   const char* method;
   FloorKind floor;
   std::optional<double> target;
-  // With --concurrency: sessions/s held to this fraction of the floor's
-  // (issue 21).
+  // With --concurrency: sessions/s held to this fraction of the floor's.
   std::optional<double> rate_target = std::nullopt;
   // An OAuth 2.0 access token (JWT) from BenchJwtIssuer (jwt_bench.h).
   bool issued_jwt = false;
@@ -1172,7 +1171,8 @@ int run(const Args& args) {
     } else {
       // The floor is another process than the server here: on a 2-CPU
       // machine one may share the client's CPU and the other not, which
-      // moves a loopback round trip by 3x either way (docs/DESIGN.md).
+      // moves a loopback round trip by 3x either way (docs/PERFORMANCE.md,
+      // "What each floor does").
       std::printf("minibench: the floor server is a process of its own: pin it and the server "
                   "to the same CPU (taskset -c) or the ratio measures where the scheduler put "
                   "them\n");

@@ -27,7 +27,7 @@ enum class MetricsMode {
   kCompare,
 };
 
-// Issue 18: counting may cost at most 3 % of a session's or a call's p50.
+// Counting may cost at most 3 % of a session's or a call's p50.
 inline constexpr double kMetricsCostTarget = 1.03;
 
 // "simple/tcp" → "simple/tcp [metrics off]": the row's twin in --metrics compare.
@@ -70,7 +70,7 @@ struct MethodPlan {
   bool optional = false;
   std::optional<double> target;  // session p50 ≤ target × floor p50
   // With --concurrency K > 1: sessions/s ≥ rate_target × the floor's
-  // sessions/s (issue 21: CPU per session under load).
+  // sessions/s (CPU per session under load).
   std::optional<double> rate_target;
 };
 

@@ -34,7 +34,7 @@
 // "rate_targets" hold that ratio to a lower limit (ratio ≥ limit).
 // "metrics_cost" (--metrics compare; empty otherwise): each row beside
 // its "[metrics off]" twin from the same blocks — p50s, their ratio, the
-// median of the per-block ratios — and, for the rows issue 18 holds to it,
+// median of the per-block ratios — and, for the rows held to it,
 // limit 1.03 and whether it is met (null: no target).
 #pragma once
 

@@ -73,8 +73,8 @@ struct ServerChildOptions {
   // one that serves the child's own setup connection, a call to the child's
   // "minibench.start_floors"), so that with one server thread the floor and
   // authrpc are served by the same thread and the scheduler cannot place them
-  // differently (a floor on its own thread was seen to land on the client's
-  // CPU while the server thread did not, or the reverse, which swung ratios
+  // differently (a floor on its own thread can land on the client's CPU
+  // while the server thread does not, or the reverse, which swings ratios
   // between 0.5 and 5). false: a thread of their own.
   bool floors_on_server_thread = true;
   // With a `token` mechanism: the token service's file store directory

@@ -222,7 +222,7 @@ asio::awaitable<Status> run_floor_group(asio::any_io_executor ex, const BenchPla
     report.add(std::move(row));
     if (rows[i].off_twin) {
       const std::string on = m.name + "/" + target.transport;
-      // Issue 18's target covers the rows a deployment lives on.
+      // The metrics target covers the rows a deployment lives on.
       const bool held = target.transport == "tcp" && (m.name == "simple" || m.name == "kerberos");
       report.add_metrics_cost(on, rows[i].name,
                               held ? std::optional<double>(kMetricsCostTarget) : std::nullopt);

@@ -29,7 +29,7 @@ namespace minibench {
 inline constexpr double kSessionTarget = 1.25;
 inline constexpr double kKerberosSessionTarget = 1.15;
 inline constexpr double kKerberosVsSaslTarget = 0.6;
-// token/unix p50 against simple/unix p50 in the same run (issue 4; Hadoop:
+// token/unix p50 against simple/unix p50 in the same run (Hadoop:
 // 46x): the one-message exchange. token/tcp is the challenge exchange (one
 // round trip more, docs/TOKENS.md "Replay") and has no target.
 inline constexpr double kTokenVsSimpleTarget = 1.3;

@@ -1,5 +1,5 @@
 // `minibench storm`: legitimate sessions next to a storm of unauthenticated
-// connections (issue 19). A server in a child process (simple mechanism,
+// connections. A server in a child process (simple mechanism,
 // tcp://127.0.0.1, default pre-authentication limits unless given) serves N
 // sequential `simple` sessions — connect + negotiation + one sys.whoami call
 // + close — first quietly, then while an attacker thread keeps --connections

@@ -223,7 +223,7 @@ const std::string& pattern(std::size_t size) {
 //  - TLS: OpenSSL's records are gathered into one send per batch by a
 //    buffering BIO (authrpc's socket BIO gathers 64 KiB), and read with
 //    read-ahead into a 64 KiB buffer, as authrpc's TLS context does.
-// docs/DATAPLANE.md ("What each floor does") has the measurements.
+// docs/PERFORMANCE.md ("What each floor does", "Throughput") has the measurements.
 
 constexpr std::size_t kFloorGatherBytes = authrpc::kDefaultStreamWindow;
 

@@ -21,8 +21,8 @@ namespace minibench {
 
 // Targets (same run): simple+tls ≤ 1.15 × floor/tls; simple+tls-resume ≤
 // 0.8 × simple+tls; token+tls ≤ 1.2 × simple+tls; jwt+tls ≤ 1.1 ×
-// simple+tls (issue 17: a reconnecting client's token is answered from the
-// server's verified-token cache, one SHA-256 and a lookup).
+// simple+tls (a reconnecting client's token is answered from the server's
+// verified-token cache, one SHA-256 and a lookup).
 inline constexpr double kTlsSessionTarget = 1.15;
 inline constexpr double kTlsResumeTarget = 0.8;
 inline constexpr double kTokenTlsTarget = 1.2;

@@ -106,7 +106,7 @@ class ByteStream {
     asio::post(executor(), [&done] { done.write_done(asio::error::operation_not_supported); });
   }
   // Parking an idle reader (a server's quiet connection: docs/DESIGN.md,
-  // "What an idle connection costs"), so that it waits with no coroutine
+  // "Idle connections park"), so that it waits with no coroutine
   // and no buffer. True if a read_some() now would wait for the socket to
   // become readable, with nothing inside the stream it could return first
   // (TLS: no decrypted bytes, no buffered record, not waiting to write):
@@ -158,8 +158,8 @@ class ByteStream {
   // It may wait on the socket and peek at it; once it moves the socket out,
   // this stream is spent and may only be destroyed. A hook, not a wrapper
   // around this stream, so that TLS reads and writes reach OpenSSL and the
-  // socket with no call and no copy in between (docs/DESIGN.md, "Measured
-  // costs behind the code").
+  // socket with no call and no copy in between (docs/PERFORMANCE.md,
+  // "Measured costs behind the code").
   virtual asio::ip::tcp::socket* tcp_socket() noexcept { return nullptr; }
 
   // True for an accepted stream that cannot be read before its peer's first

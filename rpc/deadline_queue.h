@@ -3,17 +3,17 @@
 // armed for the earliest; adding a deadline and removing one are a few
 // pointer updates, where a timer per deadline costs an arm, a cancel and a
 // cancelled-handler run, on the critical path of every session
-// (docs/DESIGN.md, "Measured costs behind the code").
+// (docs/PERFORMANCE.md, "Measured costs behind the code").
 //
 // The entries wait in a few lanes, each a list in deadline order. Deadlines
 // of one timeout arrive in order (the same timeout, started later), so an
 // entry joins, at the back, the lane whose last deadline is the latest at
 // or before its own: as many lanes as timeouts in use (connects, calls,
 // keepalives), and no walk past the entries of another timeout. (One sorted
-// list walked 100,000 keepalives for every new connection's shorter
-// negotiation deadline: docs/DESIGN.md, "Many connections on one client
-// thread".) Deadlines that arrive out of order (no lane fits) are sorted
-// into the shortest lane by a walk.
+// list would walk 100,000 keepalives for every new connection's shorter
+// negotiation deadline: docs/DESIGN.md, "Idle connections park".) Deadlines
+// that arrive out of order (no lane fits) are sorted into the shortest lane
+// by a walk.
 //
 // Who uses it: the client connection (connect and negotiation deadlines, call
 // deadlines), the socket transport's connect and the TLS client's handshake

@@ -32,7 +32,7 @@ void FrameChannel::start_burst() noexcept {
   // If what came since the buffer was last empty fitted the inline buffer,
   // wait in it: a connection that waits for its next frame (an idle one most
   // of all) holds no heap buffer, and small frames (a call, a PING) never
-  // take one (docs/DESIGN.md, "What an idle connection costs").
+  // take one (docs/DESIGN.md, "Accept").
   in_begin_ = in_end_ = 0;
   if (in_heap_ && burst_ <= kInlineReadBuffer) {
     in_heap_.reset();

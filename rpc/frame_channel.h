@@ -126,8 +126,8 @@ class FrameChannel final : public std::enable_shared_from_this<FrameChannel>,
   // The next frame queued allocates again.
   void release_idle_buffers();
 
-  // Parking the reader (ServerConnection, docs/DESIGN.md "What an idle
-  // connection costs"): true with no input buffered and a stream that can
+  // Parking the reader (ServerConnection, docs/DESIGN.md "Idle connections
+  // park"): true with no input buffered and a stream that can
   // wait for input without a read (ByteStream::can_wait_readable()): the
   // owner may then wait with byte_stream().wait_readable() instead of
   // read_frame(). (A write may go on meanwhile.)

@@ -21,8 +21,8 @@ void append_frame(std::string& out, FrameType type, std::uint32_t call_id, Fill&
 // field by field here rather than through Writer/Reader: one resize and a
 // few stores per frame, where Writer appends each field on its own (a
 // capacity check and a size update per byte of a u16) — with many small
-// calls in flight these four functions ran on every call and were a fifth of
-// its instructions (docs/DESIGN.md, "Calls under load").
+// calls in flight these four functions run on every call (docs/DESIGN.md,
+// "Calls").
 inline char* put16(char* p, std::uint16_t v) noexcept {
   p[0] = static_cast<char>(v >> 8);
   p[1] = static_cast<char>(v);

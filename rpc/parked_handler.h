@@ -1,9 +1,9 @@
 // ParkedHandler: the completion handler (signature void()) of an operation
 // that something else completes later, kept without an allocation until
 // then. Who uses it: a unary call on the client parks its caller here
-// (asio::async_initiate) until its response, failure or deadline comes, in
-// place of a timer per call whose cancellation did the waking
-// (docs/DESIGN.md, "Performance").
+// (asio::async_initiate) until its response, failure or deadline comes,
+// rather than a timer per call whose cancellation would do the waking
+// (docs/DESIGN.md, "Threads and ownership").
 //
 // Not thread-safe: park, post and reset on the handler's executor.
 #pragma once
@@ -150,7 +150,7 @@ class ResumeCoroutine final : public asio::detail::awaitable_thread<asio::any_io
 // asio::async_initiate<use_awaitable_t, void()> with an initiation that parks
 // its handler in `slot`, but Asio 1.22 runs each use_awaitable initiation in
 // a coroutine of its own: a frame allocated, resumed and freed per wait, ~150
-// instructions of every client call (docs/DESIGN.md, "Calls under load").
+// instructions of every client call (docs/DESIGN.md, "Calls").
 // On that version the suspended frame's thread is parked directly (through
 // Asio's awaitable internals, which the Asio version check guards); on any
 // other, async_initiate.

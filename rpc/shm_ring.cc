@@ -505,8 +505,8 @@ Result<std::shared_ptr<ShmEndpoint>> ShmEndpoint::open(const asio::any_io_execut
   }
   const std::size_t size = std::size_t{ring.slot_size()} * ring.slot_count();
   const int prot = role == Role::kWriter ? PROT_READ | PROT_WRITE : PROT_READ;
-  // Not MAP_POPULATE: prefaulting 2 MiB made setting a ring up much slower
-  // (docs/DESIGN.md, "Measured costs behind the code"), and a short stream never touches most
+  // Not MAP_POPULATE: prefaulting 2 MiB makes setting a ring up much slower
+  // (docs/PERFORMANCE.md, "Measured costs behind the code"), and a short stream never touches most
   // slots; a long one pays the faults once, on its first lap (docs/SHM.md).
   void* slots = ::mmap(nullptr, size, prot, MAP_SHARED, ring.fds_.memfd.get(),
                        static_cast<off_t>(ring.header_size_));

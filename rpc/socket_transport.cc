@@ -49,7 +49,7 @@ char* write_decimal(char* p, unsigned v) {
 
 // How an accepted TCP peer is named (peer_address()): "a.b.c.d:port" or
 // "[v6]:port". IPv4 is formatted by hand: inet_ntop's sprintf cost too much
-// per accepted connection (docs/DESIGN.md, "Measured costs behind the code").
+// per accepted connection (docs/PERFORMANCE.md, "Measured costs behind the code").
 std::string format_tcp_peer(const asio::ip::tcp::endpoint& ep) {
   const auto addr = ep.address();
   if (addr.is_v6()) return "[" + addr.to_string() + "]:" + std::to_string(ep.port());
@@ -74,8 +74,8 @@ std::error_code errno_status() {
 
 // make_address() for the host of a connect, remembering the last literal
 // parsed on this thread: clients connect to the same few servers again and
-// again, and inet_pton cost too much per connect (docs/DESIGN.md, "Measured
-// costs behind the code").
+// again, and inet_pton costs too much per connect (docs/PERFORMANCE.md,
+// "Measured costs behind the code").
 asio::ip::address parse_address(const std::string& host, std::error_code& ec) {
   thread_local std::string last_host;
   thread_local asio::ip::address last_address;
@@ -114,7 +114,7 @@ void open_cloexec(Socket& s, const Protocol& protocol, std::error_code& ec) {
 // to non-blocking again (an ioctl, at the first wait) and, taking it for a
 // possible duplicate, remove it from epoll before close() (an epoll_ctl)
 // — two system calls per socket, four per session (docs/DESIGN.md,
-// "Sessions under load"). This tells Asio what its own open() and accept()
+// "Accept"). This tells Asio what its own open() and accept()
 // would: the descriptor is non-blocking (`user`: as non_blocking(true) set
 // it) and closing it ends its registration. The state lives in Asio's
 // reactive socket implementation (socket_ops' flags, unchanged since Asio

@@ -2,7 +2,7 @@
 // wrapClient): the stream a tls:// endpoint carries once the TCP connection
 // exists. OpenSSL works on the socket itself (taken out of the TCP stream
 // through ByteStream::tcp_socket(); no BIO pair, no extra copy, no call in
-// between: docs/DESIGN.md, "Measured costs behind the code"). The contexts
+// between: docs/PERFORMANCE.md, "Measured costs behind the code"). The contexts
 // come from security/tls_context.h, one per process side, shared by every
 // connection; a stream made here reports its TlsInfo (version, cipher,
 // resumption, RFC 9266 channel binding, verified peer certificate).

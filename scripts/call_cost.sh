@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Instructions per call under load, per side, counted by callgrind
-# (docs/DESIGN.md, "Calls under load"): runs `minibench calls --floors off`
+# (docs/PERFORMANCE.md, "Calls under load"): runs `minibench calls --floors off`
 # twice under valgrind --tool=callgrind, for D1 and D2 seconds, and divides
 # the difference in each process's instruction count by the difference in
 # calls it made (client: REQUEST frames encoded, server: RESPONSE frames,

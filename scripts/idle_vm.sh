@@ -2,8 +2,8 @@
 # Runs `minibench idle` inside a throwaway QEMU guest, for a machine whose
 # RLIMIT_NOFILE hard limit is below what `--connections N` needs and cannot
 # be raised there (a container without CAP_SYS_RESOURCE: the 2-vCPU
-# development machines stop at 20,000 descriptors, issue 21 asks for
-# 100,000 connections, one descriptor each on both sides).
+# development machines stop at 20,000 descriptors, the idle target is set
+# for 100,000 connections, one descriptor each on both sides).
 #
 #   scripts/idle_vm.sh [BUILD_DIR] [minibench idle arguments...]
 #   e.g. scripts/idle_vm.sh build --connections 100000 --json idle.json

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Instructions per session, per side, counted by callgrind (docs/DESIGN.md,
+# Instructions per session, per side, counted by callgrind (docs/PERFORMANCE.md,
 # "CPU per session"): runs `minibench sessions --floors off` twice under
 # valgrind --tool=callgrind, with N1 and N2 timed sessions per row, and
 # divides the difference in each process's instruction count by N2 - N1 —

@@ -1,5 +1,5 @@
 // HMAC-SHA256 without OpenSSL 3's per-call algorithm fetch, in two forms
-// (docs/TOKENS.md "Costs", docs/DESIGN.md "CPU per session"):
+// (docs/TOKENS.md "Cost", docs/PERFORMANCE.md "Measured costs behind the code"):
 //  - hmac_sha256(): any key, once. Fetches HMAC and SHA-256 once per process
 //    and keeps one EVP_MAC_CTX per thread, re-keyed for each MAC. Used where
 //    a key is used once (a token's password from its master key,

@@ -34,7 +34,7 @@ class GssName {
   static Result<GssName> host_based(const std::string& service, const std::string& host);
 
   // The Kerberos mechanism name (MN) this name stands for. Expensive (the
-  // krb5 library resolves and parses it; docs/DESIGN.md, "Measured costs
+  // krb5 library resolves and parses it; docs/PERFORMANCE.md, "Measured costs
   // behind the code"): do it once and share the result; GSSAPI calls only read a mechanism name.
   Result<GssName> canonical() const;
 

@@ -15,7 +15,7 @@ namespace authrpc {
 namespace {
 
 // Opens `path` for appending, created 0600. An existing file with a looser
-// mode (made by hand, or by a release before this check) is made 0600 if it
+// mode (made by hand, or by another program) is made 0600 if it
 // is ours, with a warning; someone else's is refused. The log names peers
 // and users.
 Result<int> open_append(const std::string& path, const LogSink& log) {

@@ -8,7 +8,7 @@
 //
 // Shared by every reactor of a Server: thread-safe, one mutex, taken at
 // accept, at authentication and at close (small against a session:
-// docs/DESIGN.md, "Measured costs behind the code"). It only counts and
+// docs/PERFORMANCE.md, "Measured costs behind the code"). It only counts and
 // chooses: the Server closes the connections it names, on their own
 // reactors.
 #pragma once

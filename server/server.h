@@ -113,7 +113,7 @@ struct ServerStats {
   std::uint64_t connections_accepted = 0;
   std::uint64_t connections_active = 0;
   // Authenticated connections quiet a while, waiting for input with no
-  // coroutine (docs/DESIGN.md, "What an idle connection costs").
+  // coroutine (docs/DESIGN.md, "Idle connections park").
   std::uint64_t connections_parked = 0;
   std::uint64_t connections_refused_busy = 0;
   // Of those, refused for max_connections_per_address.

@@ -1033,7 +1033,7 @@ void ServerConnection::on_tick(Clock::time_point now) {
       if (idle.count() == 0 || in_flight_ > 0 || now < last_activity_ + idle) {
         // Quiet a while: its buffers go back to the allocator until the next
         // frame, and, with no stream open, its coroutines end until then
-        // (park(); an idle connection's memory, docs/DESIGN.md).
+        // (park(); docs/DESIGN.md, "Idle connections park").
         if (in_flight_ == 0 && now - last_activity_ >= kReleaseBuffersAfter) {
           channel_->release_idle_buffers();
           if (state_ == State::kServing && streams_.empty()) channel_->interrupt_reader();

@@ -4,8 +4,8 @@
 // list only links it); in-flight async and blocking calls hold it alive
 // until they respond. An authenticated connection that has been quiet a
 // while is parked: its coroutines end and a plain wait on the socket holds
-// it, which starts serving again when input arrives (docs/DESIGN.md, "What
-// an idle connection costs").
+// it, which starts serving again when input arrives (docs/DESIGN.md, "Idle
+// connections park").
 //
 // Its jobs are the connection's life and the calls' bookkeeping; the frames
 // of streaming calls are routed by its CallRouter (rpc/call_router.h), and

@@ -105,16 +105,16 @@ inline constexpr std::chrono::milliseconds kReleaseBuffersAfter{100};
 // one that goes quiet at once parks within two of those intervals however
 // long the sweeper's tick is (a quarter of the shortest timeout, up to
 // 500 ms; a connection is made fresh again once it has authenticated):
-// after a burst of new connections, each had held its coroutine frames and
-// buffers until then, and their memory, freed between the connections that
-// stayed, was still resident (docs/DESIGN.md, "What an idle connection
-// costs"). A busy connection is visited by the quick ticks only then.
+// after a burst of new connections, each would otherwise hold its coroutine
+// frames and buffers until then, and their memory, freed between the
+// connections that stay, would remain resident (docs/DESIGN.md, "Idle
+// connections park"). A busy connection is visited by the quick ticks only then.
 // Parked ones (ServerConnection::park) have nothing to do until their idle
 // deadline: they wait in a timing wheel, in the bucket of that deadline, and
 // a tick visits only the buckets that have come due. So a tick costs the
-// awake connections and the due ones, not every connection (it took ~2.5 ms
-// at 10,000 idle connections: docs/DESIGN.md, "What an idle connection
-// costs"). A connection leaves only from its own handlers, never during a
+// awake connections and the due ones, not every connection (a walk of all
+// takes ~2.5 ms at 10,000 idle connections: docs/PERFORMANCE.md, "Measured
+// costs behind the code"). A connection leaves only from its own handlers, never during a
 // walk.
 class ReactorConnections {
  public:

@@ -712,7 +712,7 @@ TEST(AuditLogTest, PeerStringsAreEscapedInTheLine) {
   EXPECT_EQ(replaced.find_first_of("\n\xff"), std::string::npos) << replaced;
 }
 
-// Defect 9: an existing audit log open to others is made 0600 (with a
+// An existing audit log open to others is made 0600 (with a
 // warning) at open and at reopen; someone else's is refused.
 TEST(AuditLogTest, ExistingLooseFileIsTightenedOrRefused) {
   const std::string dir = testing::TempDir("audit-mode");

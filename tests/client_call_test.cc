@@ -425,7 +425,7 @@ TEST_F(ClientCallTest, CallsWaitingWhenTheirClientIsDestroyedFailAndReleaseTheCo
 // Either way the call's frame keeps the connection from its creation, not
 // from its first resumption, and lets it go with the frame (ASan would
 // report a use after free, LSan a connection kept alive). A guard for any
-// cheaper lifetime rule (docs/DESIGN.md, "Calls under load").
+// cheaper lifetime rule (docs/DESIGN.md, "Calls").
 struct CallLifetimeCase {
   const char* name;
   bool made_on_io_thread;

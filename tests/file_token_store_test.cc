@@ -406,7 +406,7 @@ std::string remove_key_body() {
   return body;
 }
 
-// Defect 8: the last token's renewer is itself a well-formed record (framed
+// The last token's renewer is itself a well-formed record (framed
 // without a salt as in format version 1, and even with this journal's own
 // salt, as if a client could read it). Cut anywhere inside that last
 // record, the journal is a torn tail: truncated, never STORE_CORRUPT.
@@ -682,8 +682,8 @@ TEST_F(FileTokenStoreTest, FilesArePrivateWhateverTheUmask) {
   EXPECT_EQ(names, (std::set<std::string>{"LOCK", "snapshot", "journal.1"}));
 }
 
-// Defect 9: an existing directory and files with looser modes (made by
-// hand, or before this check) are made private at open, and reported.
+// An existing directory and files with looser modes (made by hand, or by
+// another program) are made private at open, and reported.
 TEST_F(FileTokenStoreTest, ExistingLooseModesAreTightened) {
   {
     auto store = open();

@@ -460,7 +460,7 @@ std::string BareApReq(const std::string& token) {
   return token.substr(at + 2);
 }
 
-// Defect 11 and its neighbours: a token that is no AP-REQ at all is
+// A token that is no AP-REQ at all is
 // AUTHENTICATION_FAILED (advice: give up), never CREDENTIALS_EXPIRED
 // (advice: re-authenticate, which would send the same thing again). MIT
 // hands an empty token to SPNEGO, which fails for want of a credential.

@@ -277,7 +277,7 @@ TEST(LogLevelName, Names) {
   EXPECT_EQ(log_level_name(LogLevel::kError), "error");
 }
 
-// Defect 6: peer strings reach the server's log escaped, one line each.
+// Peer strings reach the server's log escaped, one line each.
 TEST(LogSink, PeerStringsReachTheServerLogEscaped) {
   CapturedLog log;
   TokenServiceOptions t;

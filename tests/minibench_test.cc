@@ -412,7 +412,7 @@ TEST(MinibenchTest, ConcurrencyRunsEverySessionOnItsOwnConnection) {
   }
   EXPECT_EQ(doc.at("run").at("concurrency"), 4);
   EXPECT_THAT(r.out, HasSubstr("No security"));
-  // Sessions/s held to the floor's (issue 21): a line and a JSON entry per
+  // Sessions/s held to the floor's: a line and a JSON entry per
   // row with a rate target, each with the ratio of the two rows' per_s.
   EXPECT_THAT(r.out, HasSubstr("sessions c4: sessions/s simple/tcp / floor/tcp = "));
   EXPECT_THAT(r.out, HasSubstr("sessions c4: sessions/s kerberos/unix / floor/gss-unix = "));
@@ -827,8 +827,8 @@ TEST(MinibenchTest, RefusesBadOptions) {
 
 
 // A running server (--server) that does not offer one of the methods asked
-// for: that method's rows are skipped with a note, the others measured (it
-// used to end the run at the first refused session).
+// for: that method's rows are skipped with a note, the others measured (the
+// run does not end at the first refused session).
 TEST(MinibenchTest, ServerWithoutAMethodSkipsItsRowsWithANote) {
   std::string missing;
   if (!authrpc::testing::MiniKdc::tools_installed(&missing)) GTEST_SKIP() << missing;

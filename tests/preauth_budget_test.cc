@@ -1,5 +1,5 @@
 // The server's limits before authentication (docs/CONFIG.md, "Before
-// authentication"; issue 19, defects 3, 4 and 10): the budget's choices on
+// authentication"): the budget's choices on
 // their own, then a running Server on loopback fed silent, slow and oversized
 // peers from several 127.0.0.x source addresses next to a legitimate Client,
 // a flood from 16 addresses next to clients slow to send their HELLO, the
@@ -482,8 +482,8 @@ class PreauthServerTest : public ::testing::Test {
   std::uint16_t port_ = 0;
 };
 
-// Defect 3: silent connections used to count against max_connections until
-// the negotiation timeout, so 10,000 of them refused everyone for 10 s.
+// Silent connections must not hold max_connections until the negotiation
+// timeout: 10,000 of them would refuse everyone for 10 s.
 TEST_F(PreauthServerTest, SilentPeersBeyondTheBudgetDoNotKeepALegitimateClientOut) {
   ASSERT_NO_FATAL_FAILURE(StartServer([](ServerOptions& o) {
     o.max_connections = 100;
@@ -612,8 +612,8 @@ TEST_F(PreauthServerTest, OneUserHoldsAtMostMaxConnectionsPerUser) {
       << "the user's freed slot was not given back";
 }
 
-// Defect 4: before authentication a frame header could make the server
-// reserve and fill max_frame_size (16 MiB) per connection.
+// Before authentication a frame header must not make the server reserve
+// and fill max_frame_size (16 MiB) per connection.
 TEST_F(PreauthServerTest, AFrameOverThePreAuthLimitIsRefusedBeforeItsBodyIsHeld) {
   ASSERT_NO_FATAL_FAILURE(StartServer([](ServerOptions&) {}));
   const long before = ResidentKiB();
@@ -687,9 +687,9 @@ TEST_F(PreauthServerTest, APeerDrippingBytesIsClosedAtTheNegotiationDeadline) {
   EXPECT_LT(took, 1500ms) << "each byte must not extend the deadline";
 }
 
-// Defect 10: with the descriptor limit below max_connections, accept() failed
-// with EMFILE for every waiting client, which hung to its own timeout, and
-// the log got a line per failure. The server runs in a child process whose
+// With the descriptor limit below max_connections, accept() fails with
+// EMFILE: a waiting client must get SERVER_BUSY rather than hang to its own
+// timeout, and the log no line per failure. The server runs in a child process whose
 // limit is lowered for good.
 TEST(PreauthDescriptorTest, OutOfDescriptorsClientsGetServerBusyAndTheLogIsQuiet) {
   const std::string dir = testing::TempDir("preauth-fd");

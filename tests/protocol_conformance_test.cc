@@ -450,9 +450,9 @@ std::string CaseName(const ::testing::TestParamInfo<std::tuple<std::string, Sock
 
 INSTANTIATE_TEST_SUITE_P(Spec, ConformanceTest, ::testing::ValuesIn(AllCases()), CaseName);
 
-// The examples this suite was written against (issue 20): each of the five
-// places where spec and server disagreed, the worked example and the
-// refusal table. Losing one from the spec loses its check: refuse that.
+// The examples this suite relies on: each of the five places where a
+// second implementation could read the spec otherwise, the worked example
+// and the refusal table. Losing one from the spec loses its check: refuse that.
 TEST(ConformanceExamples, TheSpecKeepsEveryExampleThisSuiteReliesOn) {
   for (const auto& error : TheSpec().errors) ADD_FAILURE() << error;
   std::set<std::string> names;

@@ -1,5 +1,5 @@
-// ServerConnection's parking (docs/DESIGN.md, "What an idle connection
-// costs"): an authenticated connection quiet a while ends its coroutines and
+// ServerConnection's parking (docs/DESIGN.md, "Idle connections
+// park"): an authenticated connection quiet a while ends its coroutines and
 // waits on its socket; woken by input it serves again, and stop(), the idle
 // timeout and keepalives treat it as any other connection. Over tcp, unix
 // and TLS (whose stream may hold decrypted bytes the socket wait cannot see).

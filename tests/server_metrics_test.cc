@@ -172,7 +172,7 @@ TEST_F(ServerMetricsTest, SessionsAreCountedByMechanismAndOutcome) {
   EXPECT_EQ(client("authrpc_client_connections_open", {{"transport", "tcp"}}), 0);
 }
 
-// Item 3 of issue 18: a refused negotiation is logged at info with its code,
+// A refused negotiation is logged at info with its code,
 // the mechanism and the peer.
 TEST_F(ServerMetricsTest, RefusedNegotiationsAreLoggedAtInfoWithCodeMechanismAndPeer) {
   Start();

@@ -1088,8 +1088,8 @@ TEST(ServerStartTest, StartRefusesInconsistentLimits) {
 }
 
 // add_json runs its handler inline or on the blocking pool only; asked for
-// another execution, it used to throw out of the builder. It records the
-// misuse instead, and add_service refuses the service with it.
+// another execution, it does not throw out of the builder: it records the
+// misuse, and add_service refuses the service with it.
 TEST(ServerStartTest, AddServiceRefusesAJsonMethodWithAnExecutionItCannotUse) {
   const auto handler = [](CallContext&, const nlohmann::json& request) -> Result<nlohmann::json> {
     return request;

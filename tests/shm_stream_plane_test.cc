@@ -1186,9 +1186,9 @@ TEST(ShmStreamTest, ClientCancellingOrDroppingAPutEndsTheHandlersRead) {
 
 // A stream's first shared-memory write waits (in ready_to_write) until the
 // socket has nothing pending before it hands its ring over. A finish() or
-// cancel() in that wait used to find no ring to close; the write then sent
-// SHM_RING after END_STREAM/CANCEL, committed its message into a ring the
-// server dropped, and returned OK: an acknowledged message lost. Now the
+// cancel() in that wait finds no ring to close; were the write to go on, it
+// would send SHM_RING after END_STREAM/CANCEL, commit its message into a
+// ring the server drops, and return OK: an acknowledged message lost. The
 // write (or acquire) fails with the call's status, or its bytes arrive.
 TEST(ShmStreamTest, WriteRacingFinishOnTheFirstShmWriteIsNeverLost) {
   enum class Op { kWriteView, kWritePayload, kAcquire };

@@ -781,8 +781,8 @@ TEST_P(StreamBadInputTest, FramesForAFinishedStreamAreDropped) {
   ExpectServerStillServes();
 }
 
-// PROTOCOL.md 10: "a call frame with id 0" is a PROTOCOL_ERROR. (Before the
-// fix in server_connection.cc these were silently dropped.)
+// PROTOCOL.md 10: "a call frame with id 0" is a PROTOCOL_ERROR, not
+// silently dropped.
 TEST_P(StreamBadInputTest, CallFramesWithCallIdZeroAreProtocolErrors) {
   std::vector<CallFrame> rows = {
       {"DATA", kData, "zero"},
@@ -1091,8 +1091,8 @@ TEST_P(StreamBadInputTest, AStreamRequestReusingAUnaryCallsIdIsAProtocolError) {
   ExpectServerStillServes();
 }
 
-// The reverse: a REQUEST with the id of an open stream. (Before the fix the
-// server ran both under one id: two RESPONSEs, one cancel flag replaced.)
+// The reverse: a REQUEST with the id of an open stream. (Run both under one
+// id, the server would send two RESPONSEs and replace one cancel flag.)
 TEST_P(StreamBadInputTest, ARequestReusingAStreamsCallIdIsAProtocolError) {
   for (const char* method : {"echo", "block"}) {
     SCOPED_TRACE(method);
@@ -1123,9 +1123,9 @@ const char* HeldName(Held held) {
 // use it again at once (PROTOCOL.md sections 3 and 6): the new call runs
 // and is answered with its own result, and the cancelled call's result is
 // dropped when its handler returns. The handlers here ignore cancellation,
-// so the old call surely still runs when the id comes back. (Before the
-// fix the reuse was a PROTOCOL_ERROR whenever the old handler had not
-// returned yet: on a real handler, timing decided.)
+// so the old call surely still runs when the id comes back. (Were the reuse
+// a PROTOCOL_ERROR while the old handler runs, timing would decide on a
+// real handler.)
 TEST_P(StreamBadInputTest, ACallReusingACancelledCallsIdIsServedAndTheOldResultDropped) {
   enum class Next { kEcho, kStream, kHeld };
   const std::vector<std::pair<Next, const char*>> nexts = {
@@ -1272,8 +1272,8 @@ TEST_P(StreamBadInputTest, ReusingAnOutstandingCallsIdIsStillAProtocolError) {
 // --- the client's end of a stream --------------------------------------------------
 
 // After END_STREAM the client has no more messages (PROTOCOL.md 6). While
-// the call runs, a second END_STREAM or more DATA is a PROTOCOL_ERROR (they
-// used to be dropped: data the client thought it sent was lost without an
+// the call runs, a second END_STREAM or more DATA is a PROTOCOL_ERROR
+// (dropped, data the client thought it sent would be lost without an
 // error); after the call's RESPONSE they are dropped (above).
 TEST_P(StreamBadInputTest, FramesAfterEndStreamOnARunningCallAreProtocolErrors) {
   const std::vector<CallFrame> rows = {
@@ -1350,8 +1350,8 @@ TEST_P(StreamBadInputTest, CancelEndsAStreamAndItsLaterFramesAreDropped) {
 
 // tcp:// never announces SHM; an SHM_HELLO there is refused like a disabled
 // server's (SHM_ACCEPT UNIMPLEMENTED), unix:// accepts. Either way the
-// second SHM_HELLO is a PROTOCOL_ERROR (before the fix a refused link
-// answered every SHM_HELLO again).
+// second SHM_HELLO is a PROTOCOL_ERROR (a refused link does not answer
+// every SHM_HELLO again).
 TEST_P(StreamBadInputTest, ASecondShmHelloIsAProtocolError) {
   auto raw = Raw();
   const std::uint32_t features = Authenticate(*raw);
@@ -1562,8 +1562,7 @@ TEST_P(ShmBadInputTest, AShmRingForACallThatIsNotAStreamIsDroppedAndClosed) {
 // Descriptors that arrive with anything but an SHM_RING (here: PING frames,
 // a REQUEST) on a connection whose shared memory was accepted are refused
 // with PROTOCOL_ERROR and closed; none stays open once the connection is
-// gone. (Before the fix they were held until the connection closed, up to 64
-// per connection.) Without an accepted link (and during negotiation: the
+// gone, and none is held until the connection closes. Without an accepted link (and during negotiation: the
 // HELLO) the server reads the socket as a TCP one, so the kernel closes
 // them: none reaches the server, and the connection goes on — each row sends
 // the write end of a watched pipe, whose read end then reports EOF.
@@ -1661,9 +1660,8 @@ TEST_P(ShmBadInputTest, DescriptorsWithoutAnShmFrameAreRefusedAndNotLeaked) {
 // Every stray descriptor is closed as soon as the server sees it is stray,
 // not when the connection ends: measured while the server still lingers on
 // the connection after its ERROR (its socket still open: the count is back
-// to exactly what it was with the connection up). (Before the fix, with a
-// link accepted, only four were closed at once; the rest waited in the
-// link until the connection was gone.)
+// to exactly what it was with the connection up), with a link accepted
+// too: none waits in the link until the connection is gone.
 TEST_P(ShmBadInputTest, EveryStrayDescriptorIsClosedAtOnceWhileTheConnectionLingers) {
   struct Row {
     const char* name;
@@ -1712,8 +1710,8 @@ TEST_P(ShmBadInputTest, EveryStrayDescriptorIsClosedAtOnceWhileTheConnectionLing
 // carries the rest of one SHM_RING and the first byte of the next, with
 // four valid rings' descriptors — makes the server match descriptors to
 // frames not yet read. That is bounded: PROTOCOL_ERROR once more than 64
-// wait (before the fix they piled up for as long as the connection lived),
-// and none stays open.
+// wait (they do not pile up for as long as the connection lives), and none
+// stays open.
 TEST_P(ShmBadInputTest, DescriptorsPiledUpBehindPartialFramesAreBounded) {
   const std::size_t baseline = OpenFds();
   {

@@ -386,7 +386,7 @@ TEST_F(TokenItest, OnlyTheRenewerRenewsAndOwnerOrRenewerCancel) {
   running->server->stop();
 }
 
-// Issue 20: a token fetched with a short renewer name ("yarn") renews as
+// A token fetched with a short renewer name ("yarn") renews as
 // yarn@REALM (compared as Hadoop does, through the principal mapping), and a
 // renewer that can name no principal is refused at issue.
 TEST_F(TokenItest, RenewerIsComparedByShortNameAndMalformedOnesAreRefused) {
@@ -431,8 +431,8 @@ TEST_F(TokenItest, RenewerIsComparedByShortNameAndMalformedOnesAreRefused) {
 }
 
 // Tokens outlive a restart (file store); a session captured before it does
-// not authenticate after it, when the replay cache is empty (issue 19,
-// defect 1: over plaintext tcp the recorded HELLO used to work again).
+// not authenticate after it, when the replay cache is empty (plaintext tcp
+// included).
 TEST_F(TokenItest, TokensSurviveAServerRestartButCapturedSessionsDoNot) {
   for (const char* uri : {"tls://127.0.0.1:0", "tcp://127.0.0.1:0"}) {
     SCOPED_TRACE(uri);

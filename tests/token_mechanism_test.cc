@@ -335,7 +335,7 @@ TEST(TokenMechanism, RefusesReplayedHelloOnUnix) {
   EXPECT_EQ(Authenticate(realm, token).server.kind, ServerStep::Kind::kSuccess);
 }
 
-// Issue 19, defect 1: a HELLO captured on one server (or before a restart)
+// A HELLO captured on one server (or before a restart)
 // must not authenticate on another server sharing the token store. Each row
 // captures a session on server A and replays it to server B (a second
 // mechanism over the same secrets: a fleet member, or A after a restart,
@@ -367,8 +367,8 @@ TEST(TokenMechanism, CapturedExchangeDoesNotAuthenticateOnAnotherServer) {
     // And on A itself, on another connection.
     EXPECT_EQ(Replay(*realm.server, c.replayed_on, captured.sent).kind, ServerStep::Kind::kFailure);
   }
-  // A version 1 HELLO over plaintext tcp (what a client before the fix sent,
-  // and what an observer records) is refused even by a server that opted in.
+  // A version 1 HELLO over plaintext tcp (what an older client sends, and
+  // what an observer records) is refused even by a server that opted in.
   Realm realm(AllowPlaintext());
   const std::string v1 = token_wire::make_hello(realm.Issue(), "", realm.clock->now()).encode();
   ServerStep step = Replay(*realm.server, PlainTcp(), {v1});
@@ -417,9 +417,9 @@ TEST(TokenMechanism, RefusesHelloOutsideTheClockWindow) {
   }
 }
 
-// Issue 19, defect 7: the skew was `time − now` in int64, undefined for a
-// client time of INT64_MIN (the sanitizer build's server exited). Any
-// client time is a typed CLOCK_SKEW, whichever side of the epoch the server's
+// The skew must not be computed as `time − now` in int64, undefined for a
+// client time of INT64_MIN (a sanitizer build's server exits). Any client
+// time is a typed CLOCK_SKEW, whichever side of the epoch the server's
 // clock is (time − now overflows for INT64_MIN when now > 0, for INT64_MAX
 // when now < 0).
 TEST(TokenMechanism, ExtremeClientTimesAreClockSkewWithoutOverflow) {
@@ -693,9 +693,8 @@ TEST(TokenMechanism, RefusesMalformedMessages) {
   EXPECT_FALSE(token_wire::ChallengeHello::decode(v1).has_value());
 }
 
-// Issue 19, defect 2: one token stamping HELLOs ~now + 290 s used to fill
-// the cache and raise a floor that locked every other token out. Now only
-// the flooding token pays.
+// One token stamping HELLOs ~now + 290 s must not fill the cache and raise
+// a floor that locks every other token out: only the flooding token pays.
 TEST(TokenMechanism, OneTokenFloodingTheReplayCacheLocksOutOnlyItself) {
   TokenServerOptions o;
   o.replay_cache_capacity = 256;

@@ -125,7 +125,7 @@ TEST(ParseJsonRequest, Limits) {
   }
 }
 
-// Defect 5: refused before parsing, and memory does not grow.
+// Refused before parsing, and memory does not grow.
 TEST(TokenServiceRequests, SimpleCallersAreRefusedBeforeTheBodyIsParsed) {
   auto running = Start({"kerberos", "kerberos-sasl"});
   ASSERT_NE(running, nullptr);

@@ -228,7 +228,7 @@ TEST_F(ZkTokenItest, IssueOnARenewOnBCancelOnCThenRefusedEverywhere) {
   for (auto& r : fleet) r.server->stop();
 }
 
-// Issue 18: the token service times its ZooKeeper store's calls under
+// The token service times its ZooKeeper store's calls under
 // store="zookeeper" and counts its operations.
 TEST_F(ZkTokenItest, StoreCallsAreTimedAsZookeeper) {
   auto metrics = std::make_shared<MetricsRegistry>();
@@ -252,9 +252,9 @@ TEST_F(ZkTokenItest, StoreCallsAreTimedAsZookeeper) {
   r->server->stop();
 }
 
-// Issue 19, defect 1: an observer records a client's `token` session with
-// server A and plays it to server B of the same fleet (B validates every
-// token A issued). Over plaintext tcp this used to authenticate on B.
+// An observer records a client's `token` session with server A and plays
+// it to server B of the same fleet (B validates every token A issued): it
+// must not authenticate on B, plaintext tcp included.
 TEST_F(ZkTokenItest, SessionCapturedOnADoesNotAuthenticateOnB) {
   struct Case {
     const char* uri;
