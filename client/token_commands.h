@@ -1,5 +1,5 @@
 // `authrpc token ...`: the command-line side of delegation tokens
-// (docs/TOKENS.md, README "Delegation tokens"). fetch gets a token over a
+// (docs/TOKENS.md §9, "The CLI, end to end"). fetch gets a token over a
 // Kerberos-authenticated connection and stores it in a credentials file
 // (mode 0600); renew and cancel call the server's token service; print
 // decodes the tokens of a credentials file without ever showing a password.

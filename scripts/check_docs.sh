@@ -5,10 +5,10 @@
 #   scripts/check_docs.sh [BUILD_DIR]      (default: build)
 #   CHECK_DOCS_VERBOSE=1 shows every block's output, not only a failed one's.
 #
-# A ```sh block of README.md or docs/*.md runs when the line before its fence
-# is `<!-- ci: run -->`; `<!-- ci: skip: REASON -->` says why one does not.
-# Every ```sh block of README.md must carry one of the two, so a new example
-# is either tested or explains why not.
+# A ```sh block of README.md, minibench/README.md or docs/*.md runs when the
+# line before its fence is `<!-- ci: run -->`; `<!-- ci: skip: REASON -->`
+# says why one does not. Every ```sh block of these files must carry one of
+# the two, so a new example is either tested or explains why not.
 #
 # Each block runs on its own, as a reader would paste it, in `bash -e`:
 #  - in a scratch directory that looks like the checkout (build/, scripts/,
@@ -79,6 +79,7 @@ mkdir -p "$work/blocks"
 echo 0 >"$work/blocks/count"
 status=0
 extract README.md 1 || status=1
+extract minibench/README.md 1 || status=1
 for doc in docs/*.md; do extract "$doc" 1 || status=1; done
 count=$(<"$work/blocks/count")
 

@@ -23,7 +23,7 @@
 #                with CMake and with pkg-config alone, neither linking a
 #                Kerberos/SASL/ZooKeeper library, and every installed header
 #                compiled on its own
-#   docs         the README's and docs' shell blocks marked <!-- ci: run -->
+#   docs         the READMEs' and docs' shell blocks marked <!-- ci: run -->
 #   checks       includes and links follow the layers; no built-in
 #                mechanism's name decides anything outside its module
 # AUTHRPC_SKIP_ASAN=1 skips the two asan stages (and the fuzz stages, which

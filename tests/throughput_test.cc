@@ -1,6 +1,6 @@
 // `minibench throughput` end to end with small sizes: it spawns its server
 // child, measures get and put over tcp, unix and TLS next to the floors, and
-// writes JSON rows in the shape the README documents.
+// writes JSON rows in the shape minibench/README.md documents.
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <sys/wait.h>
