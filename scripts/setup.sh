@@ -11,6 +11,7 @@ PACKAGES=(
   ninja-build ccache mold
   libasio-dev nlohmann-json3-dev
   libssl-dev  # OpenSSL 3: HMAC, digests, CSPRNG, base64 (delegation tokens)
+  libcurl4-openssl-dev  # libcurl: the jwt mechanism's JWKS fetch, the tests' HTTP requests
   libgtest-dev libgmock-dev googletest
   # Kerberos: a real MIT KDC for tests/benchmarks (scripts/kdc, tests/mini_kdc.*),
   # the GSSAPI/krb5 headers, and Cyrus SASL with its GSSAPI plugin.

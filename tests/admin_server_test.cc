@@ -26,7 +26,7 @@
 #include <thread>
 #include <vector>
 
-#include "tests/http_get.h"
+#include "tests/http_client.h"
 #include "tests/test_server.h"
 #include "tests/test_support.h"
 
@@ -35,9 +35,9 @@ namespace {
 
 using ::testing::HasSubstr;
 using ::testing::Not;
-using testing::http_exchange;
 using testing::http_get;
 using testing::http_request;
+using testing::HttpRequest;
 using namespace std::chrono_literals;
 
 std::string Url(const AdminServer& admin, const std::string& path) {
@@ -112,10 +112,16 @@ Probe ProbeHealthz(const AdminServer& admin) {
   return {std::move(r), std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - start)};
 }
 
-// A request as sent by hand: request line, the header lines given, and
-// "Connection: close".
-std::string Request(const std::string& request_line, const std::string& headers) {
-  return request_line + "\r\n" + headers + "Connection: close\r\n\r\n";
+// A request a test builds field by field, as it would write one by hand:
+// `method` and `target` as sent, any `headers`, Host made from the URL.
+HttpRequest Request(const std::string& url, const std::string& method, const std::string& target = {},
+                    std::vector<std::pair<std::string, std::string>> headers = {}) {
+  HttpRequest request;
+  request.url = url;
+  request.method = method;
+  request.target = target;
+  request.headers = std::move(headers);
+  return request;
 }
 
 TEST(AdminServerTest, MetricsServesCountersGaugesAndCumulativeHistogramBuckets) {
@@ -264,7 +270,7 @@ TEST(AdminServerTest, OtherPathsAre404OtherMethods405AndHeadHasNoBody) {
                        Case{"DELETE", "/readyz", 405}, Case{"OPTIONS", "/metrics", 405},
                        Case{"PATCH", "/metrics", 405}, Case{"HEAD", "/healthz", 200}}) {
     SCOPED_TRACE(std::string(c.method) + " " + c.path);
-    auto r = http_request(c.method, Url(**admin, c.path));
+    auto r = http_request(Request(Url(**admin, c.path), c.method));
     ASSERT_TRUE(r.ok()) << r.status().to_string();
     EXPECT_EQ(r->status, c.status);
     if (c.status == 405) {
@@ -280,7 +286,7 @@ TEST(AdminServerTest, OtherPathsAre404OtherMethods405AndHeadHasNoBody) {
   auto huge = http_get(Url(**admin, "/" + std::string(20000, 'a')));
   ASSERT_TRUE(huge.ok()) << huge.status().to_string();
   EXPECT_GE(huge->status, 400);
-  auto head = http_request("HEAD", Url(**admin, "/metrics"));
+  auto head = http_request(Request(Url(**admin, "/metrics"), "HEAD"));
   ASSERT_TRUE(head.ok()) << head.status().to_string();
   EXPECT_EQ(head->status, 200);
   EXPECT_TRUE(head->body.empty());
@@ -378,22 +384,23 @@ TEST(AdminServerTest, EveryOtherMethodIs405WithAllow) {
   auto admin = StartAdmin(std::make_shared<MetricsRegistry>());
   ASSERT_TRUE(admin.ok()) << admin.status().to_string();
   const std::string url = Url(**admin, "/");
-  const std::string host = "Host: 127.0.0.1:" + std::to_string((*admin)->port()) + "\r\n";
-  for (const std::string& line :
-       {"CONNECT 127.0.0.1:" + std::to_string((*admin)->port()) + " HTTP/1.1", std::string("CONNECT /metrics HTTP/1.1"),
-        std::string("PROPFIND /metrics HTTP/1.1"), std::string("LOCK /metrics HTTP/1.1"),
-        std::string("UNLOCK /metrics HTTP/1.1"), std::string("TRACE /healthz HTTP/1.1"),
-        std::string("MKCOL /x HTTP/1.1"), std::string("get /metrics HTTP/1.1"),
-        std::string("BREW /nowhere HTTP/1.1")}) {
-    SCOPED_TRACE(line);
-    auto r = http_exchange(url, Request(line, host));
+  struct Case {
+    std::string method, target;
+  };
+  for (const Case& c :
+       {Case{"CONNECT", "127.0.0.1:" + std::to_string((*admin)->port())}, Case{"CONNECT", "/metrics"},
+        Case{"PROPFIND", "/metrics"}, Case{"LOCK", "/metrics"}, Case{"UNLOCK", "/metrics"},
+        Case{"TRACE", "/healthz"}, Case{"MKCOL", "/x"}, Case{"get", "/metrics"}, Case{"BREW", "/nowhere"}}) {
+    SCOPED_TRACE(c.method + " " + c.target);
+    auto r = http_request(Request(url, c.method, c.target));
     ASSERT_TRUE(r.ok()) << r.status().to_string();
     EXPECT_EQ(r->status, 405);
     EXPECT_EQ(r->header("allow"), "GET, HEAD");
   }
   // A body the listener never reads does not change the answer.
-  auto post = http_exchange(url, "POST /metrics HTTP/1.1\r\n" + host +
-                                     "Content-Type: text/plain\r\nContent-Length: 5\r\nConnection: close\r\n\r\nhello");
+  HttpRequest post_request = Request(Url(**admin, "/metrics"), "POST", {}, {{"Content-Type", "text/plain"}});
+  post_request.body = "hello";
+  auto post = http_request(post_request);
   ASSERT_TRUE(post.ok()) << post.status().to_string();
   EXPECT_EQ(post->status, 405);
 }
@@ -428,7 +435,6 @@ TEST(AdminServerTest, AHostHeaderNamingAnotherHostIsRefused) {
   auto admin = StartAdmin(std::make_shared<MetricsRegistry>(), {}, {"metrics.example"});
   ASSERT_TRUE(admin.ok()) << admin.status().to_string();
   const std::string port = std::to_string((*admin)->port());
-  const std::string url = Url(**admin, "/");
   struct Case {
     std::string host;
     int status;
@@ -442,7 +448,7 @@ TEST(AdminServerTest, AHostHeaderNamingAnotherHostIsRefused) {
                         Case{"[::1]", 200}, Case{"metrics.example", 200}, Case{"Metrics.Example:" + port, 200}}) {
     for (const char* path : {"/healthz", "/metrics"}) {
       SCOPED_TRACE("Host: " + c.host + ", " + path);
-      auto r = http_exchange(url, Request(std::string("GET ") + path + " HTTP/1.1", "Host: " + c.host + "\r\n"));
+      auto r = http_request(Request(Url(**admin, path), "GET", {}, {{"Host", c.host}}));
       ASSERT_TRUE(r.ok()) << r.status().to_string();
       EXPECT_EQ(r->status, c.status);
       if (c.status != 200) {
@@ -450,14 +456,21 @@ TEST(AdminServerTest, AHostHeaderNamingAnotherHostIsRefused) {
       }
     }
   }
-  auto old = http_exchange(url, "GET /healthz HTTP/1.0\r\n\r\n");
+  HttpRequest old_request = Request(Url(**admin, "/healthz"), "GET");
+  old_request.http10 = true;
+  old_request.send_host = false;
+  auto old = http_request(old_request);
   ASSERT_TRUE(old.ok()) << old.status().to_string();
   EXPECT_EQ(old->status, 200);
   EXPECT_EQ(old->body, "ok\n");
-  auto no_host = http_exchange(url, Request("GET /healthz HTTP/1.1", ""));
+  HttpRequest no_host_request = Request(Url(**admin, "/healthz"), "GET");
+  no_host_request.send_host = false;
+  auto no_host = http_request(no_host_request);
   ASSERT_TRUE(no_host.ok()) << no_host.status().to_string();
   EXPECT_EQ(no_host->status, 400);
-  auto two = http_exchange(url, Request("GET /healthz HTTP/1.1", "Host: 127.0.0.1\r\nHost: evil.example\r\n"));
+  HttpRequest two_request = Request(Url(**admin, "/healthz"), "GET", {}, {{"Host", "127.0.0.1"}});
+  two_request.raw_header_lines = {"Host: evil.example"};
+  auto two = http_request(two_request);
   ASSERT_TRUE(two.ok()) << two.status().to_string();
   EXPECT_EQ(two->status, 400);
 }

@@ -32,7 +32,7 @@
 #include "authrpc/client/client.h"
 #include "authrpc/security/base64url.h"
 #include "tests/test_support.h"
-#include "tests/http_get.h"
+#include "tests/http_client.h"
 #include "tests/test_tls.h"
 #include "tests/testing/jwt_issuer.h"
 

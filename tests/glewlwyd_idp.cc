@@ -27,7 +27,7 @@
 #include "authrpc/security/base/log.h"
 #include "authrpc/security/base64url.h"
 #include "tests/child_process.h"
-#include "tests/https_request.h"
+#include "tests/http_client.h"
 #include "tests/test_support.h"
 #include "tests/test_tls.h"
 
@@ -261,11 +261,11 @@ Status GlewlwydIdp::start_once() {
       return Status(Errc::kUnavailable, "glewlwyd exited during start (status " + std::to_string(status) +
                                             "); see " + log_file() + ": " + FileTail(log_file()));
     }
-    HttpsRequest probe;
+    HttpRequest probe;
     probe.url = jwks_url();
     probe.ca_file = ca_file();
     probe.timeout = std::chrono::seconds(2);
-    auto answer = https_request(probe);
+    auto answer = http_request(probe);
     if (answer.ok() && answer->status == 200) return {};
     last_error = answer.ok() ? "HTTP " + std::to_string(answer->status) : answer.status().to_string();
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
@@ -298,7 +298,7 @@ Status GlewlwydIdp::stop() {
 }
 
 Result<std::string> GlewlwydIdp::client_credentials_token(std::string_view scope, std::string_view resource) const {
-  HttpsRequest request;
+  HttpRequest request;
   request.method = "POST";
   request.url = token_url();
   request.ca_file = ca_file();
@@ -306,7 +306,7 @@ Result<std::string> GlewlwydIdp::client_credentials_token(std::string_view scope
                      {"Authorization", "Basic " + base64(client_id() + ":" + client_secret_)}};
   request.body = "grant_type=client_credentials&scope=" + form_urlencode(scope) +
                  "&resource=" + form_urlencode(resource.empty() ? std::string_view(audience()) : resource);
-  auto answer = https_request(request);
+  auto answer = http_request(request);
   if (!answer.ok()) return answer.status();
   nlohmann::json body = nlohmann::json::parse(answer->body, nullptr, /*allow_exceptions=*/false);
   if (answer->status == 200 && body.is_object() && body.contains("access_token") &&

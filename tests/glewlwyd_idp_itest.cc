@@ -25,7 +25,7 @@
 
 #include "authrpc/security/base64url.h"
 #include "tests/glewlwyd_idp.h"
-#include "tests/https_request.h"
+#include "tests/http_client.h"
 #include "tests/test_support.h"
 #include "tests/test_tls.h"
 
@@ -172,7 +172,7 @@ TEST_F(GlewlwydIdpTest, JwksServesTheHeadersKidOverVerifiedHttps) {
   ASSERT_TRUE(jws.has_value());
   const std::string kid = jws->header.value("kid", "");
 
-  auto answer = https_get(idp_->jwks_url(), idp_->ca_file());
+  auto answer = http_get(idp_->jwks_url(), idp_->ca_file());
   ASSERT_TRUE(answer.ok()) << Describe(answer);
   ASSERT_EQ(answer->status, 200) << answer->body;
   const auto jwks = nlohmann::json::parse(answer->body, nullptr, false);
@@ -192,7 +192,7 @@ TEST_F(GlewlwydIdpTest, JwksServesTheHeadersKidOverVerifiedHttps) {
 }
 
 TEST_F(GlewlwydIdpTest, DiscoveryNamesTheIssuerJwksAndTokenEndpoint) {
-  auto answer = https_get(idp_->issuer() + "/.well-known/openid-configuration", idp_->ca_file());
+  auto answer = http_get(idp_->issuer() + "/.well-known/openid-configuration", idp_->ca_file());
   ASSERT_TRUE(answer.ok()) << Describe(answer);
   ASSERT_EQ(answer->status, 200) << answer->body;
   const auto doc = nlohmann::json::parse(answer->body, nullptr, false);
@@ -204,8 +204,10 @@ TEST_F(GlewlwydIdpTest, DiscoveryNamesTheIssuerJwksAndTokenEndpoint) {
 
 // Its HTTPS is real: a client that trusts another CA refuses its certificate.
 TEST_F(GlewlwydIdpTest, JwksOverHttpsIsRefusedByAClientTrustingAnotherCa) {
-  TestTls other;
-  auto answer = https_get(idp_->jwks_url(), other.ca_file());
+  const std::string dir = TempDir("glewlwyd-other-ca");
+  TestCa other(dir, "other-ca");
+  auto answer = http_get(idp_->jwks_url(), other.ca_file());
+  std::filesystem::remove_all(dir);
   ASSERT_FALSE(answer.ok());
   EXPECT_EQ(answer.code(), make_error_code(Errc::kAuthenticationFailed)) << Describe(answer);
 }
@@ -246,14 +248,14 @@ TEST_F(GlewlwydIdpTest, RefusedTokenRequestsAreTypedErrors) {
 
 // The fixture only knows the right secret; this request is built by hand.
 TEST_F(GlewlwydIdpTest, WrongClientSecretGetsNoToken) {
-  HttpsRequest request;
+  HttpRequest request;
   request.method = "POST";
   request.url = idp_->token_url();
   request.ca_file = idp_->ca_file();
   request.headers = {{"Content-Type", "application/x-www-form-urlencoded"},
                      {"Authorization", "Basic YXV0aHJwYy10ZXN0Ondyb25n"}};  // authrpc-test:wrong
   request.body = "grant_type=client_credentials&scope=" + form_urlencode(GlewlwydIdp::scope());
-  auto answer = https_request(request);
+  auto answer = http_request(request);
   ASSERT_TRUE(answer.ok()) << Describe(answer);
   EXPECT_EQ(answer->status, 403) << answer->body;
   EXPECT_EQ(answer->body.find("access_token"), std::string::npos) << answer->body;
@@ -276,7 +278,7 @@ TEST(GlewlwydIdpLifecycle, DestructorStopsTheProcessAndRemovesItsDir) {
   EXPECT_EQ(::kill(pid, 0), -1);
   EXPECT_EQ(errno, ESRCH) << "glewlwyd (pid " << pid << ") still exists";
   EXPECT_FALSE(std::filesystem::exists(dir));
-  auto answer = https_get(jwks, TestTls::shared().ca_file());
+  auto answer = http_get(jwks, TestTls::shared().ca_file());
   EXPECT_TRUE(answer.is(make_error_code(Errc::kUnavailable))) << Describe(answer);
 }
 

@@ -37,7 +37,7 @@
 #include "authrpc/server/server.h"
 #include "authrpc/server/service.h"
 #include "authrpc/server/token_service.h"
-#include "tests/http_get.h"
+#include "tests/http_client.h"
 #include "tests/kerberos_realm.h"
 #include "tests/prometheus_server.h"
 #include "tests/test_server.h"

@@ -1,19 +1,12 @@
 #include "tests/prometheus_server.h"
 
-#include <arpa/inet.h>
-#include <fcntl.h>
-#include <netinet/in.h>
-#include <poll.h>
 #include <signal.h>
 #include <sys/prctl.h>
-#include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <nlohmann/json.hpp>
 
-#include <cerrno>
-#include <charconv>
 #include <cmath>
 #include <cstdlib>
 #include <filesystem>
@@ -25,7 +18,7 @@
 
 #include "authrpc/security/base/log.h"
 #include "tests/child_process.h"
-#include "tests/https_request.h"
+#include "tests/http_client.h"
 #include "tests/test_support.h"
 
 namespace authrpc::testing {
@@ -37,71 +30,10 @@ using namespace std::chrono_literals;
 constexpr auto kStartTimeout = 20s;
 constexpr auto kQuitWait = 3s;
 constexpr auto kTermWait = 5s;
-constexpr std::size_t kMaxAnswer = 4 << 20;
 
-struct HttpAnswer {
-  int status = 0;
-  std::string body;
-};
-
-// One plain HTTP/1.0 request to 127.0.0.1:port; the body is what follows
-// the headers until the server closes. HTTP/1.0 on purpose, rather than
-// tests/http_get.h's HTTP/1.1: Prometheus (Go's net/http) answers an
-// HTTP/1.1 client with chunked transfer encoding once a body passes ~4 KiB
-// (measured: a 5 KiB query answer), and an HTTP/1.0 client with the body
-// delimited by the close, which needs no decoder.
-Result<HttpAnswer> http_request(std::uint16_t port, std::string_view method, std::string_view target,
-                                std::chrono::milliseconds timeout = 5000ms) {
-  const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  if (fd < 0) return Status(Errc::kUnavailable, "socket failed");
-  struct Closer {
-    int fd;
-    ~Closer() { ::close(fd); }
-  } closer{fd};
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_port = htons(port);
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  if (::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) {
-    return Status(Errc::kUnavailable, "connect to 127.0.0.1:" + std::to_string(port) + " failed: errno " +
-                                          std::to_string(errno));
-  }
-  std::string request;
-  request += std::string(method) + " " + std::string(target) + " HTTP/1.0\r\n";
-  request += "Host: 127.0.0.1:" + std::to_string(port) + "\r\nContent-Length: 0\r\n\r\n";
-  for (std::size_t sent = 0; sent < request.size();) {
-    const ssize_t n = ::send(fd, request.data() + sent, request.size() - sent, MSG_NOSIGNAL);
-    if (n <= 0) return Status(Errc::kUnavailable, "send failed");
-    sent += static_cast<std::size_t>(n);
-  }
-  const auto deadline = Clock::now() + timeout;
-  std::string answer;
-  char buffer[16384];
-  for (;;) {
-    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()).count();
-    if (left <= 0) return Status(Errc::kUnavailable, "no complete answer within the timeout");
-    pollfd p{fd, POLLIN, 0};
-    if (::poll(&p, 1, static_cast<int>(left)) <= 0) continue;
-    const ssize_t n = ::recv(fd, buffer, sizeof buffer, 0);
-    if (n < 0) return Status(Errc::kUnavailable, "recv failed");
-    if (n == 0) break;
-    answer.append(buffer, static_cast<std::size_t>(n));
-    if (answer.size() > kMaxAnswer) return Status(Errc::kProtocolError, "answer larger than 4 MiB");
-  }
-  const std::size_t end = answer.find("\r\n\r\n");
-  if (!answer.starts_with("HTTP/1.") || end == std::string::npos || answer.size() < 12) {
-    return Status(Errc::kProtocolError, "not an HTTP/1.x answer");
-  }
-  HttpAnswer out;
-  const auto [ptr, ec] = std::from_chars(answer.data() + 9, answer.data() + 12, out.status);
-  if (ec != std::errc()) return Status(Errc::kProtocolError, "no HTTP status");
-  std::string headers = answer.substr(0, end);
-  for (char& c : headers) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  if (headers.find("transfer-encoding: chunked") != std::string::npos) {
-    return Status(Errc::kProtocolError, "chunked answer");
-  }
-  out.body = answer.substr(end + 4);
-  return out;
+// Prometheus's HTTP API on 127.0.0.1:port.
+std::string api_url(std::uint16_t port, std::string_view target) {
+  return "http://127.0.0.1:" + std::to_string(port) + std::string(target);
 }
 
 // A sample's value as the API gives it: [time, "value"], the value a string
@@ -185,7 +117,13 @@ Status PrometheusServer::stop() {
   if (pid_ <= 0) return {};
   const pid_t pid = pid_;
   pid_ = -1;
-  if (port_ != 0) (void)http_request(port_, "POST", "/-/quit", 2000ms);
+  if (port_ != 0) {
+    HttpRequest quit;
+    quit.method = "POST";
+    quit.url = api_url(port_, "/-/quit");
+    quit.timeout = 2000ms;
+    (void)http_request(quit);
+  }
   if (ReapedWithin(pid, kQuitWait)) return {};
   ::kill(pid, SIGTERM);
   if (ReapedWithin(pid, kTermWait)) return {};
@@ -196,7 +134,7 @@ Status PrometheusServer::stop() {
 }
 
 Result<PromVector> PrometheusServer::query(std::string_view promql) const {
-  auto answer = http_request(port_, "GET", "/api/v1/query?query=" + form_urlencode(promql));
+  auto answer = http_get(api_url(port_, "/api/v1/query?query=" + form_urlencode(promql)));
   if (!answer.ok()) return answer.status();
   const nlohmann::json body = nlohmann::json::parse(answer->body, nullptr, /*allow_exceptions=*/false);
   if (!body.is_object() || !body.contains("status") || !body["status"].is_string()) {
