@@ -17,7 +17,7 @@
 #include "authrpc/auth/group_cache.h"
 #include "authrpc/auth/identity.h"
 #include "authrpc/auth/principal_mapper.h"
-#include "authrpc/security/base/result.h"
+#include "authrpc/base/result.h"
 
 namespace authrpc {
 

@@ -18,7 +18,7 @@
 
 #include "authrpc/auth/jwt_https.h"
 #include "authrpc/auth/jwt_keys.h"
-#include "authrpc/security/base/result.h"
+#include "authrpc/base/result.h"
 
 namespace authrpc {
 

@@ -11,7 +11,7 @@
 #include <string_view>
 #include <vector>
 
-#include "authrpc/security/base/result.h"
+#include "authrpc/base/result.h"
 
 typedef struct evp_pkey_st EVP_PKEY;
 

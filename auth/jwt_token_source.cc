@@ -19,7 +19,7 @@
 #include <thread>
 #include <utility>
 
-#include "authrpc/security/base/log.h"
+#include "authrpc/base/log.h"
 #include "authrpc/security/base64url.h"
 
 extern char** environ;

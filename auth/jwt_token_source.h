@@ -18,7 +18,7 @@
 #include <string>
 #include <string_view>
 
-#include "authrpc/security/base/result.h"
+#include "authrpc/base/result.h"
 #include "authrpc/security/secret_bytes.h"
 
 namespace authrpc {

@@ -14,7 +14,7 @@
 #include <nlohmann/json.hpp>
 
 #include "authrpc/auth/jwt_compact.h"
-#include "authrpc/security/base/log.h"
+#include "authrpc/base/log.h"
 #include "authrpc/security/base64url.h"
 
 namespace authrpc {

@@ -19,7 +19,7 @@
 #include <vector>
 
 #include "authrpc/auth/jwt_keys.h"
-#include "authrpc/security/base/result.h"
+#include "authrpc/base/result.h"
 #include "authrpc/security/secret_bytes.h"
 
 namespace authrpc {

@@ -14,7 +14,7 @@
 #include <vector>
 
 #include "authrpc/auth/mechanism.h"
-#include "authrpc/security/base/result.h"
+#include "authrpc/base/result.h"
 
 namespace authrpc {
 

@@ -22,7 +22,7 @@
 
 #include "authrpc/auth/kerberos.h"
 #include "authrpc/auth/mechanism.h"
-#include "authrpc/security/base/result.h"
+#include "authrpc/base/result.h"
 
 namespace authrpc {
 

@@ -20,7 +20,7 @@
 #include <string>
 #include <vector>
 
-#include "authrpc/security/base/status.h"
+#include "authrpc/base/status.h"
 
 namespace authrpc::sasl {
 

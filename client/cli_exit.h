@@ -7,7 +7,7 @@
 
 #include <string_view>
 
-#include "authrpc/security/base/status.h"
+#include "authrpc/base/status.h"
 
 namespace authrpc::cli {
 

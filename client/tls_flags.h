@@ -9,9 +9,9 @@
 #include <optional>
 #include <string>
 
+#include "authrpc/base/result.h"
 #include "authrpc/client/client.h"
 #include "authrpc/rpc/security_requirement.h"
-#include "authrpc/security/base/result.h"
 
 namespace authrpc::cli {
 

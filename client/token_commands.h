@@ -8,7 +8,7 @@
 
 #include <string>
 
-#include "authrpc/security/base/status.h"
+#include "authrpc/base/status.h"
 #include "authrpc/security/token_errors.h"
 
 namespace authrpc::cli {

@@ -25,8 +25,8 @@
 
 #include "minibench/floor.h"
 #include "minibench/stats.h"
+#include "authrpc/base/result.h"
 #include "authrpc/rpc/endpoint.h"
-#include "authrpc/security/base/result.h"
 #include "authrpc/security/kerberos_credentials.h"
 
 namespace minibench {

@@ -46,8 +46,8 @@
 #include <string>
 #include <vector>
 
+#include "authrpc/base/result.h"
 #include "authrpc/rpc/endpoint.h"
-#include "authrpc/security/base/result.h"
 #include "authrpc/security/kerberos_credentials.h"
 
 namespace minibench {

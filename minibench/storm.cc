@@ -31,7 +31,7 @@
 #include "authrpc/auth/simple.h"
 #include "authrpc/client/client.h"
 #include "minibench/stats.h"
-#include "authrpc/security/base/log.h"
+#include "authrpc/base/log.h"
 #include "authrpc/rpc/messages.h"
 #include "authrpc/server/server.h"
 #include "authrpc/server/service.h"

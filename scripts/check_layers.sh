@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Checks that authrpc's sources and libraries follow its layers
 # (docs/DESIGN.md, "Libraries"):
-#   base (security/base/) → security/ → rpc/ → auth/ → server/, client/
+#   base/ → security/ → rpc/ → auth/ → server/, client/
 # with two optional components beside them, kerberos (auth/kerberos*,
 # auth/sasl_*, auth/token_sasl*, auth/scram_verifier_cache*,
 # security/kerberos_*), zookeeper (security/zk_*) and admin
@@ -26,7 +26,7 @@ cd "$(dirname "$0")/.."
 # The group a source file or a header belongs to.
 group_of() {
   case $1 in
-    security/base/*) echo base ;;
+    base/*) echo base ;;
     auth/kerberos* | auth/sasl_* | auth/token_sasl* | auth/scram_verifier_cache* | \
       security/kerberos_*) echo kerberos ;;
     security/zk_*) echo zookeeper ;;
@@ -80,8 +80,8 @@ while IFS= read -r file; do
   done < <(awk '/^[ \t]*#[ \t]*include[ \t]*"[a-z_]+\// {
                  match($0, /"[^"]*"/); h = substr($0, RSTART + 1, RLENGTH - 2)
                  sub(/^authrpc\//, "", h); print FNR ":" h }' "$file")
-done < <(git ls-files 'security/*.h' 'security/*.cc' 'rpc/*.h' 'rpc/*.cc' 'auth/*.h' 'auth/*.cc' \
-           'server/*.h' 'server/*.cc' 'client/*.h' 'client/*.cc')
+done < <(git ls-files 'base/*.h' 'base/*.cc' 'security/*.h' 'security/*.cc' 'rpc/*.h' 'rpc/*.cc' \
+           'auth/*.h' 'auth/*.cc' 'server/*.h' 'server/*.cc' 'client/*.h' 'client/*.cc')
 
 # 2. Library links, as CMake resolved them.
 if [[ $# -ge 1 ]]; then

@@ -15,7 +15,7 @@
 #include <memory>
 #include <string>
 
-#include "authrpc/security/base/result.h"
+#include "authrpc/base/result.h"
 
 namespace authrpc::security {
 

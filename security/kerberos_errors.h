@@ -17,7 +17,7 @@
 #include <string_view>
 #include <system_error>
 
-#include "authrpc/security/base/status.h"
+#include "authrpc/base/status.h"
 
 namespace authrpc::security {
 

@@ -16,7 +16,7 @@
 #include <string_view>
 #include <vector>
 
-#include "authrpc/security/base/result.h"
+#include "authrpc/base/result.h"
 #include "authrpc/security/token_errors.h"
 #include "authrpc/security/token_store.h"
 

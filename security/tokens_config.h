@@ -9,7 +9,7 @@
 #include <nlohmann/json_fwd.hpp>
 #include <string_view>
 
-#include "authrpc/security/base/status.h"
+#include "authrpc/base/status.h"
 
 namespace authrpc::security {
 

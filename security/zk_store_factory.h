@@ -7,7 +7,7 @@
 
 #include <nlohmann/json_fwd.hpp>
 
-#include "authrpc/security/base/result.h"
+#include "authrpc/base/result.h"
 #include "authrpc/security/token_store_registry.h"
 #include "authrpc/security/zk_token_store.h"
 

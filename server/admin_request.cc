@@ -5,7 +5,7 @@
 
 #include <algorithm>
 
-#include "authrpc/security/base/log.h"
+#include "authrpc/base/log.h"
 
 namespace authrpc {
 namespace {

@@ -25,9 +25,9 @@
 #include <utility>
 #include <vector>
 
-#include "authrpc/security/base/log.h"
-#include "authrpc/security/base/metrics.h"
-#include "authrpc/security/base/result.h"
+#include "authrpc/base/log.h"
+#include "authrpc/base/metrics.h"
+#include "authrpc/base/result.h"
 
 namespace authrpc {
 

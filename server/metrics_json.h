@@ -5,7 +5,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "authrpc/security/base/metrics.h"
+#include "authrpc/base/metrics.h"
 
 namespace authrpc {
 

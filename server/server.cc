@@ -16,8 +16,8 @@
 #include <future>
 
 #include "authrpc/auth/authorizer.h"
+#include "authrpc/base/cycle_clock.h"
 #include "authrpc/rpc/messages.h"
-#include "authrpc/security/base/cycle_clock.h"
 #include "authrpc/server/audit_log.h"
 #include "authrpc/server/metrics_json.h"
 

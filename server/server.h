@@ -17,12 +17,12 @@
 #include <vector>
 
 #include "authrpc/auth/mechanism.h"
-#include "authrpc/rpc/shm_options.h"
+#include "authrpc/base/log.h"
+#include "authrpc/base/metrics.h"
+#include "authrpc/base/result.h"
 #include "authrpc/rpc/endpoint.h"
-#include "authrpc/security/base/log.h"
-#include "authrpc/security/base/metrics.h"
 #include "authrpc/rpc/security_requirement.h"
-#include "authrpc/security/base/result.h"
+#include "authrpc/rpc/shm_options.h"
 #include "authrpc/rpc/transport.h"
 #include "authrpc/server/service.h"
 

@@ -13,7 +13,7 @@
 #include <vector>
 
 #include "authrpc/auth/mechanism_registry.h"
-#include "authrpc/security/base/result.h"
+#include "authrpc/base/result.h"
 #include "authrpc/security/token_store_registry.h"
 #include "authrpc/server/server.h"
 #include "authrpc/server/token_service.h"

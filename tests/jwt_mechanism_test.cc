@@ -21,7 +21,7 @@
 #include "authrpc/auth/authorizer.h"
 #include "authrpc/auth/authz_policy.h"
 #include "authrpc/auth/mechanism_registry.h"
-#include "authrpc/security/base/log.h"
+#include "authrpc/base/log.h"
 #include "authrpc/security/base64url.h"
 #include "tests/jwt_test_issuer.h"
 #include "tests/test_server.h"

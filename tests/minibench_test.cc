@@ -28,7 +28,7 @@
 #include "minibench/report.h"
 #include "tests/test_server.h"
 #include "tests/testing/mini_kdc.h"
-#include "authrpc/security/base/log.h"
+#include "authrpc/base/log.h"
 #include "authrpc/server/server.h"
 
 #ifndef MINIBENCH_BIN

@@ -33,9 +33,9 @@
 #include <vector>
 
 #include "authrpc/auth/simple.h"
+#include "authrpc/base/status.h"
 #include "authrpc/client/client.h"
 #include "authrpc/rpc/messages.h"
-#include "authrpc/security/base/status.h"
 #include "authrpc/rpc/wire.h"
 #include "authrpc/server/preauth_budget.h"
 #include "authrpc/server/server.h"

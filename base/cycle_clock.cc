@@ -1,4 +1,4 @@
-#include "authrpc/security/base/cycle_clock.h"
+#include "authrpc/base/cycle_clock.h"
 
 #include <cstdio>
 #include <cstring>

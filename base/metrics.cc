@@ -1,6 +1,6 @@
-#include "authrpc/security/base/metrics.h"
+#include "authrpc/base/metrics.h"
 
-#include "authrpc/security/base/status.h"
+#include "authrpc/base/status.h"
 
 #include <dirent.h>
 #include <sys/resource.h>

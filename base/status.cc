@@ -1,4 +1,4 @@
-#include "authrpc/security/base/status.h"
+#include "authrpc/base/status.h"
 
 #include <asio/error.hpp>
 #include <cerrno>

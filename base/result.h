@@ -5,7 +5,7 @@
 #include <utility>
 #include <variant>
 
-#include "authrpc/security/base/status.h"
+#include "authrpc/base/status.h"
 
 namespace authrpc {
 

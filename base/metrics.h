@@ -30,7 +30,7 @@
 #include <utility>
 #include <vector>
 
-#include "authrpc/security/base/metric_cells.h"
+#include "authrpc/base/metric_cells.h"
 
 namespace authrpc {
 
@@ -190,7 +190,7 @@ class LazyCounter {
   std::atomic<Counter*> cell_{nullptr};
 };
 
-// Wire status codes (security/base/status.h) as a dense index for arrays of
+// Wire status codes (base/status.h) as a dense index for arrays of
 // cells: 0–16, 100–110, then one slot for any other value.
 inline constexpr std::size_t kCodeSlots = 29;
 std::size_t code_slot(std::uint16_t wire_code) noexcept;

@@ -1,4 +1,4 @@
-#include "authrpc/security/base/log.h"
+#include "authrpc/base/log.h"
 
 #include <chrono>
 #include <cstdint>

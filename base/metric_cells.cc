@@ -1,4 +1,4 @@
-#include "authrpc/security/base/metric_cells.h"
+#include "authrpc/base/metric_cells.h"
 
 #include <pthread.h>
 #include <sys/mman.h>
