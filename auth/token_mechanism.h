@@ -56,7 +56,7 @@ namespace authrpc {
 
 inline constexpr std::string_view kTokenMechanism = "token";
 // Authenticates with a delegation token; shared by the interop mechanisms
-// (auth/token_sasl.h).
+// (components/kerberos/token_sasl.h).
 inline constexpr MechanismTraits kTokenTraits{.delegation_token = true};
 
 class MechanismRegistry;

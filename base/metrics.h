@@ -9,7 +9,7 @@
 // starts, or when a method is registered — and an update adds to the
 // calling thread's own cells (metric_cells.h), with no locked instruction.
 // prometheus-cpp is used only to write the text format
-// (server/admin_server.cc).
+// (components/admin/admin_server.cc).
 //
 // Names and labels follow Prometheus' conventions: `authrpc_` prefix, base
 // units (`_seconds`, `_bytes`), `_total` on counters, and only label values

@@ -22,7 +22,7 @@
 #include <string>
 
 #include "authrpc/base/result.h"
-#include "authrpc/security/kerberos_credentials.h"
+#include "authrpc/components/kerberos/kerberos_credentials.h"
 
 namespace authrpc::testing {
 class MiniKdc;

@@ -36,7 +36,7 @@
 #include "minibench/tls_floor.h"
 #include "authrpc/security/tls_context.h"
 #if AUTHRPC_HAVE_ZOOKEEPER
-#include "authrpc/security/zk_store_factory.h"
+#include "authrpc/components/zookeeper/zk_store_factory.h"
 #endif
 #include "authrpc/server/server.h"
 #include "authrpc/server/service.h"

@@ -1,12 +1,17 @@
 #!/usr/bin/env bash
 # Checks that authrpc's sources and libraries follow its layers
-# (docs/DESIGN.md, "Libraries"):
+# (docs/DESIGN.md, "Libraries"), a folder each:
 #   base/ → security/ → rpc/ → auth/ → server/, client/
-# with two optional components beside them, kerberos (auth/kerberos*,
-# auth/sasl_*, auth/token_sasl*, auth/scram_verifier_cache*,
-# security/kerberos_*), zookeeper (security/zk_*) and admin
-# (server/admin_server*, server/admin_request*: the HTTP admin listener, on
-# top of server/), and the all-built-ins library (auth/builtin_mechanisms.cc,
+# with the optional components beside them, a folder each in components/:
+#   kerberos   (components/kerberos/) of two levels: kerberos_credentials.*
+#              and kerberos_errors.* hold credentials and their errors at the
+#              security level (group kerberos-credentials: base/ and
+#              security/ below them); the rest, the mechanisms (kerberos,
+#              kerberos-sasl, token-digest, token-scram) and their Cyrus SASL
+#              wrapper, are at the auth level.
+#   zookeeper  (components/zookeeper/) a token store, at the security level.
+#   admin      (components/admin/) the HTTP admin listener, on top of server/.
+# and the all-built-ins library (auth/builtin_mechanisms.cc,
 # security/builtin_token_stores.cc) that links them.
 #   scripts/check_layers.sh [BUILD_DIR]
 # 1. Every `#include "authrpc/<dir>/..."` in those directories goes down (or
@@ -27,10 +32,11 @@ cd "$(dirname "$0")/.."
 group_of() {
   case $1 in
     base/*) echo base ;;
-    auth/kerberos* | auth/sasl_* | auth/token_sasl* | auth/scram_verifier_cache* | \
-      security/kerberos_*) echo kerberos ;;
-    security/zk_*) echo zookeeper ;;
-    server/admin_server* | server/admin_request*) echo admin ;;
+    components/kerberos/kerberos_credentials.* | components/kerberos/kerberos_errors.*)
+      echo kerberos-credentials ;;
+    components/kerberos/*) echo kerberos ;;
+    components/zookeeper/*) echo zookeeper ;;
+    components/admin/*) echo admin ;;
     auth/builtin_mechanisms.cc | security/builtin_token_stores.cc) echo builtins ;;
     # The programs' own sources (CMakeLists.txt: authrpc-server, authrpc).
     server/authrpc_server_main.cc) echo server-program ;;
@@ -53,13 +59,14 @@ declare -A allowed=(
   [zookeeper]="base security zookeeper"
   [rpc]="base security rpc"
   [auth]="base security rpc auth"
-  [kerberos]="base security rpc auth kerberos"
-  [builtins]="base security rpc auth kerberos zookeeper"
+  [kerberos-credentials]="base security kerberos-credentials"
+  [kerberos]="base security rpc auth kerberos-credentials kerberos"
+  [builtins]="base security rpc auth kerberos-credentials kerberos zookeeper"
   [server]="base security rpc auth server"
   [admin]="base security rpc auth server admin"
   [client]="base security rpc auth client"
-  [server-program]="base security rpc auth kerberos zookeeper server admin server-program"
-  [client-program]="base security rpc auth kerberos zookeeper client client-program"
+  [server-program]="base security rpc auth kerberos-credentials kerberos zookeeper server admin server-program"
+  [client-program]="base security rpc auth kerberos-credentials kerberos zookeeper client client-program"
 )
 
 violations=0
@@ -81,7 +88,8 @@ while IFS= read -r file; do
                  match($0, /"[^"]*"/); h = substr($0, RSTART + 1, RLENGTH - 2)
                  sub(/^authrpc\//, "", h); print FNR ":" h }' "$file")
 done < <(git ls-files 'base/*.h' 'base/*.cc' 'security/*.h' 'security/*.cc' 'rpc/*.h' 'rpc/*.cc' \
-           'auth/*.h' 'auth/*.cc' 'server/*.h' 'server/*.cc' 'client/*.h' 'client/*.cc')
+           'auth/*.h' 'auth/*.cc' 'server/*.h' 'server/*.cc' 'client/*.h' 'client/*.cc' \
+           'components/*.h' 'components/*.cc')
 
 # 2. Library links, as CMake resolved them.
 if [[ $# -ge 1 ]]; then

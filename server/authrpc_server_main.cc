@@ -16,7 +16,7 @@
 #include "authrpc/server/server.h"
 #include "authrpc/server/server_config.h"
 #ifdef AUTHRPC_HAVE_ADMIN
-#include "authrpc/server/admin_server.h"
+#include "authrpc/components/admin/admin_server.h"
 #endif
 
 #ifndef AUTHRPC_VERSION

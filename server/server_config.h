@@ -29,7 +29,8 @@ struct ServerConfig {
   ServerOptions options;
   std::unique_ptr<TokenService> tokens;  // null without a "tokens" section
   // The "admin" section's listen address (docs/CONFIG.md "admin"); unset:
-  // no admin listener. authrpc-server starts one (server/admin_server.h).
+  // no admin listener. authrpc-server starts one
+  // (components/admin/admin_server.h).
   std::optional<std::string> admin_listen;
   // Its "hosts": the DNS names the admin listener answers to
   // (AdminOptions::hosts).

@@ -28,9 +28,9 @@
 #include <vector>
 
 #include "authrpc/auth/authorizer.h"
-#include "authrpc/auth/kerberos.h"
 #include "authrpc/auth/token_mechanism.h"
 #include "authrpc/client/client.h"
+#include "authrpc/components/kerberos/kerberos.h"
 #include "authrpc/security/credentials_file.h"
 #include "authrpc/server/audit_log.h"
 #include "authrpc/server/server.h"

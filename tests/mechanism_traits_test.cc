@@ -19,7 +19,6 @@
 
 #include "authrpc/auth/authz_policy.h"
 #include "authrpc/auth/jwt.h"
-#include "authrpc/auth/kerberos.h"
 #include "authrpc/auth/mechanism_registry.h"
 #include "authrpc/auth/simple.h"
 #include "authrpc/auth/token_mechanism.h"
@@ -27,6 +26,7 @@
 #include "authrpc/client/client.h"
 #include "authrpc/client/client_policy.h"
 #include "authrpc/client/mechanism_flags.h"
+#include "authrpc/components/kerberos/kerberos.h"
 #include "authrpc/rpc/messages.h"
 #include "authrpc/security/tls_context.h"
 #include "authrpc/server/server.h"

@@ -15,13 +15,13 @@
 #include <utility>
 
 #include "authrpc/auth/jwt.h"
-#include "authrpc/auth/kerberos.h"
-#include "authrpc/auth/kerberos_sasl.h"
 #include "authrpc/auth/mechanism_registry.h"
 #include "authrpc/auth/simple.h"
 #include "authrpc/auth/token_mechanism.h"
-#include "authrpc/auth/token_sasl.h"
 #include "authrpc/auth/x509.h"
+#include "authrpc/components/kerberos/kerberos.h"
+#include "authrpc/components/kerberos/kerberos_sasl.h"
+#include "authrpc/components/kerberos/token_sasl.h"
 #include "authrpc/security/memory_token_store.h"
 #include "authrpc/security/secret_manager.h"
 #include "tests/test_server.h"

@@ -699,8 +699,8 @@ TEST(ServerConfigTokensTest, WithoutATokensSectionThereIsNoTokenService) {
 }
 
 // "admin" only records where the admin listener goes and the host names it
-// answers to; authrpc-server starts it (server/admin_server.h), which checks
-// the address and the names.
+// answers to; authrpc-server starts it (components/admin/admin_server.h), which
+// checks the address and the names.
 TEST(ServerConfigTest, TheAdminSectionGivesTheListenersAddressAndHostNames) {
   auto with = server_config_from_json(json::parse(R"({"listen": ["unix:@x"], "admin": {"listen": "127.0.0.1:9464"}})"),
                                       registry());

@@ -40,11 +40,11 @@
 #include <thread>
 #include <vector>
 
-#include "authrpc/auth/kerberos.h"
 #include "authrpc/auth/mechanism_registry.h"
 #include "authrpc/auth/token_mechanism.h"
-#include "authrpc/auth/token_sasl.h"
 #include "authrpc/client/client.h"
+#include "authrpc/components/kerberos/kerberos.h"
+#include "authrpc/components/kerberos/token_sasl.h"
 #include "authrpc/security/clock.h"
 #include "authrpc/security/credentials_file.h"
 #include "authrpc/security/file_token_store.h"

@@ -20,7 +20,7 @@
 
 #include "authrpc/auth/simple.h"
 #include "authrpc/auth/token_mechanism.h"
-#include "authrpc/auth/token_sasl.h"
+#include "authrpc/components/kerberos/token_sasl.h"
 #include "authrpc/rpc/messages.h"
 #include "authrpc/rpc/wire.h"
 #include "authrpc/security/base64url.h"

@@ -1,6 +1,6 @@
-// What the admin listener (server/admin_server.h) answers to one request,
-// decided from its method, its request target as sent and its Host header
-// fields alone: a pure function, so that every refusal is tested without
+// What the admin listener (components/admin/admin_server.h) answers to one
+// request, decided from its method, its request target as sent and its Host
+// header fields alone: a pure function, so that every refusal is tested without
 // sockets (tests/admin_request_test.cc) and fuzzed
 // (tests/fuzz/admin_request_fuzz.cc). AdminServer turns the decision into a
 // response. Internal to the admin component: not installed.

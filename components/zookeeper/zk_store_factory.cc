@@ -1,4 +1,4 @@
-#include "authrpc/security/zk_store_factory.h"
+#include "authrpc/components/zookeeper/zk_store_factory.h"
 
 #include <fstream>
 #include <nlohmann/json.hpp>

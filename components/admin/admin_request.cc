@@ -1,4 +1,4 @@
-#include "authrpc/server/admin_request.h"
+#include "authrpc/components/admin/admin_request.h"
 
 #include <arpa/inet.h>
 #include <netinet/in.h>

@@ -3,14 +3,14 @@
 // messages travel as they are: the client's first one in HELLO, the
 // server's in AUTH_CHALLENGE, the client's answers in AUTH_RESPONSE, and
 // AUTH_SUCCESS ends it (docs/PROTOCOL.md). Three round trips where the
-// `kerberos` fast path (auth/kerberos.h) needs one: after the AP-REQ / AP-REP
-// the mechanism negotiates a security layer, which authrpc always declines
-// (max SSF 0; confidentiality is TLS's job). Mutual authentication is
-// required on both sides.
+// `kerberos` fast path (components/kerberos/kerberos.h) needs one: after the
+// AP-REQ / AP-REP the mechanism negotiates a security layer, which authrpc
+// always declines (max SSF 0; confidentiality is TLS's job). Mutual
+// authentication is required on both sides.
 //
 // Options, credentials and errors are the `kerberos` mechanism's: the same
 // option structs and names, acceptor and initiator credentials from
-// security/kerberos_credentials.h handed to Cyrus per connection
+// components/kerberos/kerberos_credentials.h handed to Cyrus per connection
 // (SASL_GSS_CREDS) — nothing is written to the process environment — and
 // the same typed errors. One difference: SASL GSSAPI names the server by
 // service and host, so a principal must have the form service/host[@REALM];
@@ -20,9 +20,9 @@
 #include <memory>
 #include <string>
 
-#include "authrpc/auth/kerberos.h"
 #include "authrpc/auth/mechanism.h"
 #include "authrpc/base/result.h"
+#include "authrpc/components/kerberos/kerberos.h"
 
 namespace authrpc {
 

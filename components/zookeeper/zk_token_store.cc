@@ -1,4 +1,4 @@
-#include "authrpc/security/zk_token_store.h"
+#include "authrpc/components/zookeeper/zk_token_store.h"
 
 #include <zookeeper/zookeeper.h>
 

@@ -1,5 +1,5 @@
 // Typed failures of MIT GSSAPI with the Kerberos V5 mechanism, for
-// security/kerberos_credentials.h, the kerberos mechanisms (auth/kerberos*)
+// kerberos_credentials.h, the kerberos mechanisms (components/kerberos/)
 // and minibench's GSSAPI floor: a Status whose code is a KerberosErrc in the
 // "authrpc.kerberos" category. A failed call is classified when it fails,
 // from both the GSSAPI major status and the krb5 minor code (a Status keeps

@@ -13,10 +13,11 @@
 // error instead of Cyrus's generic "user not found". A wrong password
 // (a forged token) fails Cyrus's proof check: FORGED.
 //
-// token-scram keeps each token's SCRAM verifier (auth/scram_verifier_cache.h)
-// and answers Cyrus's `authPassword` with it, so the server runs PBKDF2 once
-// per token instead of once per session; validity is still checked with the
-// SecretManager on every session.
+// token-scram keeps each token's SCRAM verifier
+// (components/kerberos/scram_verifier_cache.h) and answers Cyrus's
+// `authPassword` with it, so the server runs PBKDF2 once per token instead of
+// once per session; validity is still checked with the SecretManager on every
+// session.
 //
 // TokenSaslServerMechanism is created with the server's SecretManager (the
 // token runtime, server/token_service.h); TokenSaslClientMechanism finds
@@ -29,8 +30,8 @@
 #include <string_view>
 
 #include "authrpc/auth/mechanism.h"
-#include "authrpc/auth/scram_verifier_cache.h"
 #include "authrpc/auth/token_mechanism.h"
+#include "authrpc/components/kerberos/scram_verifier_cache.h"
 #include "authrpc/security/secret_manager.h"
 
 namespace authrpc {

@@ -1,4 +1,4 @@
-#include "authrpc/security/kerberos_credentials.h"
+#include "authrpc/components/kerberos/kerberos_credentials.h"
 
 #include <fcntl.h>
 #include <gssapi/gssapi_ext.h>
@@ -11,7 +11,7 @@
 #include <random>
 #include <vector>
 
-#include "authrpc/security/kerberos_errors.h"
+#include "authrpc/components/kerberos/kerberos_errors.h"
 
 namespace authrpc::security {
 namespace {

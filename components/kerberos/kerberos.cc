@@ -1,4 +1,4 @@
-#include "authrpc/auth/kerberos.h"
+#include "authrpc/components/kerberos/kerberos.h"
 
 #include <asio/co_spawn.hpp>
 #include <asio/this_coro.hpp>
@@ -13,11 +13,11 @@
 
 #include <nlohmann/json.hpp>
 
-#include "authrpc/auth/kerberos_ticket_names.h"
 #include "authrpc/auth/mechanism_options.h"
 #include "authrpc/auth/mechanism_registry.h"
-#include "authrpc/security/kerberos_credentials.h"
-#include "authrpc/security/kerberos_errors.h"
+#include "authrpc/components/kerberos/kerberos_credentials.h"
+#include "authrpc/components/kerberos/kerberos_errors.h"
+#include "authrpc/components/kerberos/kerberos_ticket_names.h"
 
 namespace authrpc {
 namespace {
@@ -127,8 +127,9 @@ class KerberosServerSession final : public ServerAuthSession {
     }
     gss_buffer_desc input = view(client_message);
     // A ticket accepted before names its client already: then MIT is asked
-    // for no name (three krb5 contexts fewer; auth/kerberos_ticket_names.h).
-    // The context token is accepted in full either way.
+    // for no name (three krb5 contexts fewer;
+    // components/kerberos/kerberos_ticket_names.h). The context token is
+    // accepted in full either way.
     const std::string_view ticket = KerberosTicketNames::ticket_of(client_message);
     std::optional<std::string> known = state_->ticket_names.find(ticket);
     gss_name_t source = GSS_C_NO_NAME;

@@ -1,4 +1,4 @@
-#include "authrpc/security/zk_session.h"
+#include "authrpc/components/zookeeper/zk_session.h"
 
 #include <zookeeper/zookeeper.h>
 

@@ -5,7 +5,7 @@
 // required. No KDC traffic once the client holds a service ticket.
 //
 // The standard SASL GSSAPI mechanism (for interop) is `kerberos-sasl`, in
-// auth/kerberos_sasl.h.
+// components/kerberos/kerberos_sasl.h.
 #pragma once
 
 #include <memory>

@@ -1,8 +1,8 @@
 // Cyrus SASL connections. A sasl::ServerSession or sasl::ClientSession owns
 // one sasl_conn_t (sasl_dispose() on destruction) and the callbacks Cyrus
-// calls for it. SASL mechanism modules (auth/kerberos_sasl.cc; DIGEST-MD5 and
-// SCRAM for delegation tokens later) create one per AuthSession and drive it
-// step by step; the negotiation code never sees Cyrus.
+// calls for it. SASL mechanism modules (components/kerberos/kerberos_sasl.cc;
+// DIGEST-MD5 and SCRAM for delegation tokens later) create one per AuthSession
+// and drive it step by step; the negotiation code never sees Cyrus.
 //
 // Every step returns a typed result: SASL result codes map onto Errc — and
 // so onto authrpc's retry advice — through sasl_errc(); the message is
@@ -70,8 +70,8 @@ struct ClientConfig {
   // acquires the default ones itself.
   void* gss_credentials = nullptr;
   // SASL_CB_AUTHNAME and SASL_CB_PASS, for password mechanisms (DIGEST-MD5,
-  // SCRAM: auth/token_sasl.h). Offered only when authentication_id is set;
-  // the password is wiped when the session is freed.
+  // SCRAM: components/kerberos/token_sasl.h). Offered only when
+  // authentication_id is set; the password is wiped when the session is freed.
   std::string authentication_id;
   std::string password;
 };

@@ -1,15 +1,16 @@
-// The ZooKeeper token store (security/zk_token_store.h) as a store type of the
-// configuration's "tokens" section: {"type": "zookeeper", "connect": ...,
-// "root": ..., "auth": {"digest_file": PATH}, ...} (docs/ZOOKEEPER.md). Part
-// of the zookeeper component (authrpc::zookeeper): a program that registers
-// it links libzookeeper_mt, and only such a program does.
+// The ZooKeeper token store (components/zookeeper/zk_token_store.h) as a store
+// type of the configuration's "tokens" section: {"type": "zookeeper",
+// "connect": ..., "root": ..., "auth": {"digest_file": PATH}, ...}
+// (docs/ZOOKEEPER.md). Part of the zookeeper component (authrpc::zookeeper): a
+// program that registers it links libzookeeper_mt, and only such a program
+// does.
 #pragma once
 
 #include <nlohmann/json_fwd.hpp>
 
 #include "authrpc/base/result.h"
+#include "authrpc/components/zookeeper/zk_token_store.h"
 #include "authrpc/security/token_store_registry.h"
-#include "authrpc/security/zk_token_store.h"
 
 namespace authrpc::security {
 

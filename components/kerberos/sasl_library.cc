@@ -1,4 +1,4 @@
-#include "authrpc/auth/sasl_library.h"
+#include "authrpc/components/kerberos/sasl_library.h"
 
 #include <sasl/sasl.h>
 #include <sasl/saslplug.h>

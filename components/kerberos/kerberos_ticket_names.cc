@@ -1,4 +1,4 @@
-#include "authrpc/auth/kerberos_ticket_names.h"
+#include "authrpc/components/kerberos/kerberos_ticket_names.h"
 
 #include <openssl/evp.h>
 

@@ -1,4 +1,4 @@
-#include "authrpc/auth/scram_verifier_cache.h"
+#include "authrpc/components/kerberos/scram_verifier_cache.h"
 
 #include <openssl/crypto.h>
 #include <openssl/evp.h>

@@ -39,9 +39,9 @@
 #include <string>
 #include <thread>
 
+#include "authrpc/components/zookeeper/zk_session.h"
 #include "authrpc/security/secret_bytes.h"
 #include "authrpc/security/token_store.h"
-#include "authrpc/security/zk_session.h"
 
 namespace authrpc::security {
 

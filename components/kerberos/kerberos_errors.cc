@@ -1,4 +1,4 @@
-#include "authrpc/security/kerberos_errors.h"
+#include "authrpc/components/kerberos/kerberos_errors.h"
 
 #include <krb5/krb5.h>
 

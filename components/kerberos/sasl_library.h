@@ -1,7 +1,7 @@
 // Cyrus SASL as a process-wide library: the one-time setup every SASL
 // mechanism (kerberos-sasl now; DIGEST-MD5 and SCRAM for delegation tokens
 // later) needs before it can open a connection. Owns nothing per connection:
-// that is auth/sasl_session.h.
+// that is components/kerberos/sasl_session.h.
 //
 // Cyrus keeps global state (loaded plugins, the auxprop registry, its mutex
 // hooks). init_sasl_library() sets it up once, from any thread:

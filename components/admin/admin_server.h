@@ -11,7 +11,7 @@
 // serves many connections and is busy only while it writes an answer, so
 // idle peers do not hold it), independent of the Server's IO threads, so a
 // busy server still answers probes. Which requests it answers, and how:
-// server/admin_request.h. Create it after the process has blocked the
+// components/admin/admin_request.h. Create it after the process has blocked the
 // signals it waits for: libmicrohttpd's threads inherit the mask. Component
 // `admin` (library authrpc_admin, prometheus-cpp core and libmicrohttpd); a
 // program that does not link it has no HTTP listener.

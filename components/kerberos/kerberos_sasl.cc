@@ -1,4 +1,4 @@
-#include "authrpc/auth/kerberos_sasl.h"
+#include "authrpc/components/kerberos/kerberos_sasl.h"
 
 #include <asio/co_spawn.hpp>
 #include <asio/this_coro.hpp>
@@ -16,10 +16,10 @@
 
 #include "authrpc/auth/mechanism_options.h"
 #include "authrpc/auth/mechanism_registry.h"
-#include "authrpc/auth/sasl_library.h"
-#include "authrpc/auth/sasl_session.h"
-#include "authrpc/security/kerberos_credentials.h"
-#include "authrpc/security/kerberos_errors.h"
+#include "authrpc/components/kerberos/kerberos_credentials.h"
+#include "authrpc/components/kerberos/kerberos_errors.h"
+#include "authrpc/components/kerberos/sasl_library.h"
+#include "authrpc/components/kerberos/sasl_session.h"
 
 namespace authrpc {
 namespace {

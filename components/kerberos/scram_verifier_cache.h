@@ -1,8 +1,8 @@
 // ScramVerifierCache: the SCRAM-SHA-256 server verifiers of delegation tokens
 // (salt, iteration count, StoredKey, ServerKey; RFC 5802/7677), so that the
-// `token-scram` server (auth/token_sasl.h) stretches a token's password with
-// PBKDF2 once per token instead of once per session. Cyrus SCRAM reads such a
-// verifier from the auxprop property `authPassword`
+// `token-scram` server (components/kerberos/token_sasl.h) stretches a token's
+// password with PBKDF2 once per token instead of once per session. Cyrus SCRAM
+// reads such a verifier from the auxprop property `authPassword`
 // ("SCRAM-SHA-256$<i>:<salt>$<StoredKey>:<ServerKey>", standard base64) and
 // then skips its own PBKDF2. The client still does its PBKDF2 every session:
 // that is the protocol.

@@ -1,4 +1,4 @@
-#include "authrpc/server/admin_server.h"
+#include "authrpc/components/admin/admin_server.h"
 
 #include <arpa/inet.h>
 #include <microhttpd.h>
@@ -17,7 +17,7 @@
 #include <prometheus/metric_family.h>
 #include <prometheus/text_serializer.h>
 
-#include "authrpc/server/admin_request.h"
+#include "authrpc/components/admin/admin_request.h"
 #include "authrpc/server/server.h"
 
 namespace authrpc {

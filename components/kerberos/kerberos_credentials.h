@@ -6,7 +6,7 @@
 //
 // Nothing here touches the process environment: keytab, cache and replay
 // cache locations travel in a GSSAPI credential store (gss_acquire_cred_from).
-// Failures are KerberosErrc statuses (security/kerberos_errors.h).
+// Failures are KerberosErrc statuses (components/kerberos/kerberos_errors.h).
 #pragma once
 
 #include <gssapi/gssapi.h>

@@ -1,4 +1,4 @@
-#include "authrpc/auth/token_sasl.h"
+#include "authrpc/components/kerberos/token_sasl.h"
 
 #include <sasl/sasl.h>
 #include <sasl/saslplug.h>
@@ -12,9 +12,9 @@
 
 #include "authrpc/auth/mechanism_options.h"
 #include "authrpc/auth/mechanism_registry.h"
-#include "authrpc/auth/sasl_library.h"
-#include "authrpc/auth/sasl_session.h"
-#include "authrpc/auth/scram_verifier_cache.h"
+#include "authrpc/components/kerberos/sasl_library.h"
+#include "authrpc/components/kerberos/sasl_session.h"
+#include "authrpc/components/kerberos/scram_verifier_cache.h"
 #include "authrpc/security/base64url.h"
 #include "authrpc/security/token_errors.h"
 

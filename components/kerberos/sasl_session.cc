@@ -1,4 +1,4 @@
-#include "authrpc/auth/sasl_session.h"
+#include "authrpc/components/kerberos/sasl_session.h"
 
 #include <openssl/crypto.h>
 #include <sasl/sasl.h>
@@ -6,7 +6,7 @@
 #include <cstring>
 #include <vector>
 
-#include "authrpc/auth/sasl_library.h"
+#include "authrpc/components/kerberos/sasl_library.h"
 
 namespace authrpc::sasl {
 namespace {
