@@ -24,11 +24,11 @@
 #include <thread>
 #include <vector>
 
-#include "authrpc/auth/authorizer.h"
+#include "authrpc/auth/authz/authorizer.h"
 #include "authrpc/auth/mechanism_registry.h"
-#include "authrpc/server/token_service.h"
-#include "authrpc/auth/simple.h"
+#include "authrpc/auth/mechanisms/simple/simple.h"
 #include "authrpc/client/client.h"
+#include "authrpc/server/token_service.h"
 #include "minibench/echo_floor.h"
 #include "minibench/floor.h"
 #include "minibench/gss_floor.h"

@@ -28,7 +28,7 @@
 #include <thread>
 #include <vector>
 
-#include "authrpc/auth/simple.h"
+#include "authrpc/auth/mechanisms/simple/simple.h"
 #include "authrpc/client/client.h"
 #include "minibench/stats.h"
 #include "authrpc/base/log.h"

@@ -15,7 +15,7 @@
 #include <exception>
 #include <future>
 
-#include "authrpc/auth/authorizer.h"
+#include "authrpc/auth/authz/authorizer.h"
 #include "authrpc/base/cycle_clock.h"
 #include "authrpc/rpc/messages.h"
 #include "authrpc/server/audit_log.h"

@@ -31,7 +31,7 @@ namespace security {
 class TlsServerContext;
 }
 class AuditLog;    // server/audit_log.h
-class Authorizer;  // auth/authorizer.h
+class Authorizer;  // auth/authz/authorizer.h
 
 struct ServerOptions {
   std::vector<Endpoint> endpoints;

@@ -11,7 +11,7 @@
 #include <string>
 #include <string_view>
 
-#include "authrpc/auth/authorizer.h"
+#include "authrpc/auth/authz/authorizer.h"
 #include "authrpc/base/result.h"
 
 namespace authrpc {

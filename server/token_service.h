@@ -48,7 +48,7 @@
 #include <vector>
 
 #include "authrpc/auth/mechanism_registry.h"
-#include "authrpc/auth/token_mechanism.h"
+#include "authrpc/auth/mechanisms/token/token_mechanism.h"
 #include "authrpc/base/log.h"
 #include "authrpc/base/metrics.h"
 #include "authrpc/base/result.h"

@@ -28,7 +28,7 @@
 #include <vector>
 
 #include "authrpc/auth/mechanism_registry.h"
-#include "authrpc/auth/simple.h"
+#include "authrpc/auth/mechanisms/simple/simple.h"
 #include "authrpc/client/client.h"
 #include "authrpc/security/base64url.h"
 #include "tests/test_support.h"

@@ -18,8 +18,8 @@
 #include <nlohmann/json.hpp>
 #include <thread>
 
-#include "authrpc/auth/authorizer.h"
-#include "authrpc/auth/authz_policy.h"
+#include "authrpc/auth/authz/authorizer.h"
+#include "authrpc/auth/authz/authz_policy.h"
 #include "authrpc/auth/mechanism_registry.h"
 #include "authrpc/base/log.h"
 #include "authrpc/security/base64url.h"

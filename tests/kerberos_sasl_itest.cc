@@ -38,7 +38,7 @@
 #include <vector>
 
 #include "authrpc/auth/mechanism_registry.h"
-#include "authrpc/auth/simple.h"
+#include "authrpc/auth/mechanisms/simple/simple.h"
 #include "authrpc/base/log.h"
 #include "authrpc/base/status.h"
 #include "authrpc/client/client.h"

@@ -22,8 +22,8 @@
 #include <string>
 #include <vector>
 
-#include "authrpc/auth/simple.h"
-#include "authrpc/auth/token_mechanism.h"
+#include "authrpc/auth/mechanisms/simple/simple.h"
+#include "authrpc/auth/mechanisms/token/token_mechanism.h"
 #include "authrpc/base/log.h"
 #include "authrpc/rpc/messages.h"
 #include "authrpc/server/server.h"

@@ -17,12 +17,12 @@
 #include <nlohmann/json.hpp>
 #include <thread>
 
-#include "authrpc/auth/authz_policy.h"
+#include "authrpc/auth/authz/authz_policy.h"
 #include "authrpc/auth/jwt.h"
 #include "authrpc/auth/mechanism_registry.h"
-#include "authrpc/auth/simple.h"
-#include "authrpc/auth/token_mechanism.h"
-#include "authrpc/auth/x509.h"
+#include "authrpc/auth/mechanisms/simple/simple.h"
+#include "authrpc/auth/mechanisms/token/token_mechanism.h"
+#include "authrpc/auth/mechanisms/x509/x509.h"
 #include "authrpc/client/client.h"
 #include "authrpc/client/client_policy.h"
 #include "authrpc/client/mechanism_flags.h"

@@ -13,7 +13,7 @@
 #include <limits>
 #include <sstream>
 
-#include "authrpc/auth/authorizer.h"
+#include "authrpc/auth/authz/authorizer.h"
 #include "authrpc/client/stats_summary.h"
 #include "authrpc/server/audit_log.h"
 #include "tests/test_server.h"

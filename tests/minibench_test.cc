@@ -22,7 +22,7 @@
 #include <string>
 #include <vector>
 
-#include "authrpc/auth/simple.h"
+#include "authrpc/auth/mechanisms/simple/simple.h"
 #include "minibench/floor_check.h"
 #include "minibench/plot.h"
 #include "minibench/report.h"

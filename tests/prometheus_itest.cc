@@ -26,8 +26,8 @@
 #include <memory>
 #include <string>
 
-#include "authrpc/auth/simple.h"
-#include "authrpc/auth/token_mechanism.h"
+#include "authrpc/auth/mechanisms/simple/simple.h"
+#include "authrpc/auth/mechanisms/token/token_mechanism.h"
 #include "authrpc/base/log.h"
 #include "authrpc/base/metrics.h"
 #include "authrpc/client/client.h"

@@ -4,8 +4,8 @@
 // says which key is wrong.
 #include "authrpc/server/server_config.h"
 
+#include "authrpc/auth/mechanisms/simple/simple.h"
 #include "authrpc/client/client.h"
-#include "authrpc/auth/simple.h"
 #include "test_support.h"
 
 #include <gmock/gmock.h>

@@ -37,7 +37,7 @@
 #include <thread>
 #include <vector>
 
-#include "authrpc/auth/simple.h"
+#include "authrpc/auth/mechanisms/simple/simple.h"
 #include "authrpc/base/log.h"
 #include "authrpc/base/status.h"
 #include "authrpc/client/client.h"

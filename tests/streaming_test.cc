@@ -26,7 +26,7 @@
 #include <string>
 #include <vector>
 
-#include "authrpc/auth/simple.h"
+#include "authrpc/auth/mechanisms/simple/simple.h"
 #include "authrpc/base/log.h"
 #include "authrpc/client/client.h"
 #include "authrpc/client/client_runtime.h"

@@ -18,7 +18,7 @@
 #include <nlohmann/json.hpp>
 #include <thread>
 
-#include "authrpc/auth/simple.h"
+#include "authrpc/auth/mechanisms/simple/simple.h"
 #include "authrpc/client/client.h"
 #include "authrpc/components/kerberos/kerberos.h"
 #include "authrpc/rpc/tls_stream.h"

@@ -41,7 +41,7 @@
 #include <vector>
 
 #include "authrpc/auth/mechanism_registry.h"
-#include "authrpc/auth/token_mechanism.h"
+#include "authrpc/auth/mechanisms/token/token_mechanism.h"
 #include "authrpc/client/client.h"
 #include "authrpc/components/kerberos/kerberos.h"
 #include "authrpc/components/kerberos/token_sasl.h"

@@ -31,7 +31,7 @@
 #include <thread>
 #include <vector>
 
-#include "authrpc/auth/token_mechanism.h"
+#include "authrpc/auth/mechanisms/token/token_mechanism.h"
 #include "authrpc/client/client.h"
 #include "authrpc/components/kerberos/kerberos.h"
 #include "authrpc/components/zookeeper/zk_store_factory.h"

@@ -30,7 +30,7 @@
 #include <string_view>
 
 #include "authrpc/auth/mechanism.h"
-#include "authrpc/auth/token_mechanism.h"
+#include "authrpc/auth/mechanisms/token/token_mechanism.h"
 #include "authrpc/components/kerberos/scram_verifier_cache.h"
 #include "authrpc/security/secret_manager.h"
 

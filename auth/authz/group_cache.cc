@@ -1,4 +1,4 @@
-#include "authrpc/auth/group_cache.h"
+#include "authrpc/auth/authz/group_cache.h"
 
 namespace authrpc {
 

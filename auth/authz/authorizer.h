@@ -10,7 +10,7 @@
 #include <mutex>
 #include <string>
 
-#include "authrpc/auth/authz_policy.h"
+#include "authrpc/auth/authz/authz_policy.h"
 
 namespace authrpc {
 

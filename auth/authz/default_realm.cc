@@ -1,4 +1,4 @@
-#include "authrpc/auth/default_realm.h"
+#include "authrpc/auth/authz/default_realm.h"
 
 #include <dlfcn.h>
 #include <krb5.h>  // the prototypes only: the functions come from dlopen()

@@ -46,8 +46,8 @@
 
 #include "authrpc/auth/delegation_token_host.h"
 #include "authrpc/auth/mechanism.h"
-#include "authrpc/auth/token_replay_cache.h"
-#include "authrpc/auth/token_tickets.h"
+#include "authrpc/auth/mechanisms/token/token_replay_cache.h"
+#include "authrpc/auth/mechanisms/token/token_tickets.h"
 #include "authrpc/security/clock.h"
 #include "authrpc/security/secret_manager.h"
 #include "authrpc/security/token.h"

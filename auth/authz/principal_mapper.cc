@@ -1,4 +1,4 @@
-#include "authrpc/auth/principal_mapper.h"
+#include "authrpc/auth/authz/principal_mapper.h"
 
 #include <regex.h>
 

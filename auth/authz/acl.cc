@@ -1,4 +1,4 @@
-#include "authrpc/auth/acl.h"
+#include "authrpc/auth/authz/acl.h"
 
 #include <arpa/inet.h>
 

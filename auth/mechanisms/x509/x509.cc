@@ -1,10 +1,10 @@
-#include "authrpc/auth/x509.h"
+#include "authrpc/auth/mechanisms/x509/x509.h"
 
 #include <nlohmann/json.hpp>
 
 #include "authrpc/auth/mechanism_options.h"
 #include "authrpc/auth/mechanism_registry.h"
-#include "authrpc/auth/simple.h"
+#include "authrpc/auth/mechanisms/simple/simple.h"
 
 namespace authrpc {
 namespace {

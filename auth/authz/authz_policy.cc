@@ -1,6 +1,6 @@
-#include "authrpc/auth/authz_policy.h"
+#include "authrpc/auth/authz/authz_policy.h"
 
-#include "authrpc/auth/default_realm.h"
+#include "authrpc/auth/authz/default_realm.h"
 #include "authrpc/rpc/json_document.h"
 
 #include <grp.h>

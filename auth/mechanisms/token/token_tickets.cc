@@ -1,4 +1,4 @@
-#include "authrpc/auth/token_tickets.h"
+#include "authrpc/auth/mechanisms/token/token_tickets.h"
 
 #include <openssl/crypto.h>
 #include <openssl/rand.h>

@@ -13,10 +13,10 @@
 #include <string_view>
 #include <vector>
 
-#include "authrpc/auth/acl.h"
-#include "authrpc/auth/group_cache.h"
+#include "authrpc/auth/authz/acl.h"
+#include "authrpc/auth/authz/group_cache.h"
+#include "authrpc/auth/authz/principal_mapper.h"
 #include "authrpc/auth/identity.h"
-#include "authrpc/auth/principal_mapper.h"
 #include "authrpc/base/result.h"
 
 namespace authrpc {

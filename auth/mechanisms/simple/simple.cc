@@ -1,4 +1,4 @@
-#include "authrpc/auth/simple.h"
+#include "authrpc/auth/mechanisms/simple/simple.h"
 
 #include <pwd.h>
 #include <unistd.h>

@@ -1,4 +1,4 @@
-#include "authrpc/auth/authorizer.h"
+#include "authrpc/auth/authz/authorizer.h"
 
 namespace authrpc {
 

@@ -1,4 +1,4 @@
-#include "authrpc/auth/token_replay_cache.h"
+#include "authrpc/auth/mechanisms/token/token_replay_cache.h"
 
 #include <algorithm>
 #include <cstring>

@@ -1,4 +1,4 @@
-#include "authrpc/auth/token_mechanism.h"
+#include "authrpc/auth/mechanisms/token/token_mechanism.h"
 
 #include <openssl/crypto.h>
 #include <openssl/evp.h>
