@@ -12,7 +12,8 @@
 #   zookeeper  (components/zookeeper/) a token store, at the security level.
 #   admin      (components/admin/) the HTTP admin listener, on top of server/.
 # and the all-built-ins library (auth/builtin_mechanisms.cc,
-# security/builtin_token_stores.cc) that links them.
+# security/builtin_token_stores.cc) that links them. The programs' own
+# sources, apart from the libraries, are in tools/.
 #   scripts/check_layers.sh [BUILD_DIR]
 # 1. Every `#include "authrpc/<dir>/..."` in those directories goes down (or
 #    sideways within its own layer): base includes nothing of authrpc's;
@@ -39,10 +40,8 @@ group_of() {
     components/admin/*) echo admin ;;
     auth/builtin_mechanisms.cc | security/builtin_token_stores.cc) echo builtins ;;
     # The programs' own sources (CMakeLists.txt: authrpc-server, authrpc).
-    server/authrpc_server_main.cc) echo server-program ;;
-    client/authrpc_cli_main.cc | client/token_commands.* | client/cli_args.* | client/cli_exit.* | \
-      client/tls_flags.* | client/stats_summary.* | client/jwt_commands.*)
-      echo client-program ;;
+    tools/authrpc_server_main.cc) echo server-program ;;
+    tools/*) echo client-program ;;
     security/*) echo security ;;
     rpc/*) echo rpc ;;
     auth/*) echo auth ;;
@@ -89,7 +88,7 @@ while IFS= read -r file; do
                  sub(/^authrpc\//, "", h); print FNR ":" h }' "$file")
 done < <(git ls-files 'base/*.h' 'base/*.cc' 'security/*.h' 'security/*.cc' 'rpc/*.h' 'rpc/*.cc' \
            'auth/*.h' 'auth/*.cc' 'server/*.h' 'server/*.cc' 'client/*.h' 'client/*.cc' \
-           'components/*.h' 'components/*.cc')
+           'components/*.h' 'components/*.cc' 'tools/*.h' 'tools/*.cc')
 
 # 2. Library links, as CMake resolved them.
 if [[ $# -ge 1 ]]; then

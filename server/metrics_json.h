@@ -1,5 +1,5 @@
 // The JSON form of a MetricsSnapshot: what sys.stats returns and
-// `authrpc stats` reads (client/stats_summary.h). Stable field names
+// `authrpc stats` reads (tools/stats_summary.h). Stable field names
 // (docs/OPERATIONS.md); the same numbers as the admin listener's /metrics.
 #pragma once
 

@@ -849,7 +849,7 @@ TEST_F(KerberosSaslTest, Cli) {
                           "--ccache", kdc_->ccache(), "--service-principal",
                           ServicePrincipal(*kdc_, "nohost"), "sys", "whoami"});
   ASSERT_TRUE(wrong.ok()) << Describe(wrong);
-  EXPECT_EQ(wrong->exit_code, 3);  // credentials (client/cli_exit.h)
+  EXPECT_EQ(wrong->exit_code, 3);  // credentials (tools/cli_exit.h)
   EXPECT_THAT(wrong->err, HasSubstr("AUTHENTICATION_FAILED"));
 }
 

@@ -1,6 +1,6 @@
 // Strict parsing of command-line values for the authrpc tools: numbers with
 // nothing before or after them, inside a range. Called by
-// client/authrpc_cli_main.cc and client/token_commands.cc.
+// tools/authrpc_cli_main.cc and tools/token_commands.cc.
 #pragma once
 
 #include <chrono>

@@ -1,4 +1,4 @@
-#include "authrpc/client/tls_flags.h"
+#include "authrpc/tools/tls_flags.h"
 
 #include "authrpc/security/tls_context.h"
 

@@ -1,8 +1,8 @@
 // authrpc: command-line client. `authrpc call` makes one call and prints the
 // response on stdout; `authrpc stats` summarises sys.stats
-// (client/stats_summary.h); `authrpc token ...` is in client/token_commands.cc,
-// `authrpc jwt ...` in client/jwt_commands.cc.
-// Exit statuses and the failure line: client/cli_exit.h, docs/CLI.md.
+// (tools/stats_summary.h); `authrpc token ...` is in tools/token_commands.cc,
+// `authrpc jwt ...` in tools/jwt_commands.cc.
+// Exit statuses and the failure line: tools/cli_exit.h, docs/CLI.md.
 #include <unistd.h>
 
 #include <algorithm>
@@ -18,15 +18,15 @@
 #include <vector>
 
 #include "authrpc/auth/mechanism_registry.h"
-#include "authrpc/client/cli_args.h"
-#include "authrpc/client/cli_exit.h"
 #include "authrpc/client/client.h"
-#include "authrpc/client/jwt_commands.h"
-#include "authrpc/client/mechanism_flags.h"
-#include "authrpc/client/stats_summary.h"
-#include "authrpc/client/token_commands.h"
-#include "authrpc/client/tls_flags.h"
 #include "authrpc/security/credentials_file.h"
+#include "authrpc/tools/cli_args.h"
+#include "authrpc/tools/cli_exit.h"
+#include "authrpc/tools/jwt_commands.h"
+#include "authrpc/tools/mechanism_flags.h"
+#include "authrpc/tools/stats_summary.h"
+#include "authrpc/tools/tls_flags.h"
+#include "authrpc/tools/token_commands.h"
 
 #ifndef AUTHRPC_VERSION
 #error "AUTHRPC_VERSION must be defined (CMakeLists.txt sets it from project(VERSION))"

@@ -1,4 +1,4 @@
-#include "authrpc/client/mechanism_flags.h"
+#include "authrpc/tools/mechanism_flags.h"
 
 #include <algorithm>
 #include <sstream>

@@ -1,7 +1,7 @@
 // The exit statuses of the command-line tools (authrpc, authrpc-server) and
 // how their failures are printed, defined once so that every subcommand
 // agrees (README "The binaries", docs/CLI.md). Called by
-// client/authrpc_cli_main.cc and client/token_commands.cc; authrpc-server
+// tools/authrpc_cli_main.cc and tools/token_commands.cc; authrpc-server
 // uses the same numbers for the cases it has (usage, configuration, start).
 #pragma once
 

@@ -1,4 +1,4 @@
-#include "authrpc/client/cli_args.h"
+#include "authrpc/tools/cli_args.h"
 
 #include <charconv>
 #include <cstdint>

@@ -3,7 +3,7 @@
 // Kerberos-authenticated connection and stores it in a credentials file
 // (mode 0600); renew and cancel call the server's token service; print
 // decodes the tokens of a credentials file without ever showing a password.
-// Called by client/authrpc_cli_main.cc.
+// Called by tools/authrpc_cli_main.cc.
 #pragma once
 
 #include <string>
@@ -13,7 +13,7 @@
 
 namespace authrpc::cli {
 
-// argv starts after "token". Exit status: client/cli_exit.h.
+// argv starts after "token". Exit status: tools/cli_exit.h.
 int token_command(int argc, char** argv);
 
 // A failure to read or write the credentials file at `path`, as the CLI

@@ -1,4 +1,4 @@
-#include "authrpc/client/stats_summary.h"
+#include "authrpc/tools/stats_summary.h"
 
 #include <algorithm>
 #include <cmath>

@@ -4,7 +4,7 @@
 // without verifying anything, so that a user can see why a server refuses a
 // token (its aud, iss, exp) with no IdP tooling at hand. The decoding is
 // auth/jwt_compact.h's, the one the server uses. Called by
-// client/authrpc_cli_main.cc.
+// tools/authrpc_cli_main.cc.
 #pragma once
 
 #include <chrono>
@@ -15,7 +15,7 @@
 
 namespace authrpc::cli {
 
-// argv starts after "jwt". Exit status: client/cli_exit.h.
+// argv starts after "jwt". Exit status: tools/cli_exit.h.
 int jwt_command(int argc, char** argv);
 
 // What `authrpc jwt inspect` prints for `token` at `now`: a "not verified"

@@ -1,4 +1,4 @@
-#include "authrpc/client/token_commands.h"
+#include "authrpc/tools/token_commands.h"
 
 #include <unistd.h>
 
@@ -11,13 +11,13 @@
 #include <vector>
 
 #include "authrpc/auth/mechanism_registry.h"
-#include "authrpc/client/cli_args.h"
-#include "authrpc/client/cli_exit.h"
 #include "authrpc/client/client.h"
-#include "authrpc/client/mechanism_flags.h"
-#include "authrpc/client/tls_flags.h"
 #include "authrpc/security/credentials_file.h"
 #include "authrpc/security/token_errors.h"
+#include "authrpc/tools/cli_args.h"
+#include "authrpc/tools/cli_exit.h"
+#include "authrpc/tools/mechanism_flags.h"
+#include "authrpc/tools/tls_flags.h"
 
 namespace authrpc::cli {
 namespace {

@@ -2,8 +2,8 @@
 // declare (MechanismFlag, auth/mechanism_registry.h), gathered while a
 // command line is parsed and turned into each chosen mechanism's options,
 // so that the CLI maps flags without knowing any mechanism. Used by
-// `authrpc call` (client/authrpc_cli_main.cc) and `authrpc token`
-// (client/token_commands.cc).
+// `authrpc call` (tools/authrpc_cli_main.cc) and `authrpc token`
+// (tools/token_commands.cc).
 #pragma once
 
 #include <map>

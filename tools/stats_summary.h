@@ -2,7 +2,7 @@
 // server/metrics_json.h): the numbers an operator asks for first — uptime,
 // version, connections, sessions by mechanism and outcome, calls by method
 // and code with their p50/p99, token operations, the process — as text.
-// Part of the CLI program (client/authrpc_cli_main.cc; docs/CLI.md), not of
+// Part of the CLI program (tools/authrpc_cli_main.cc; docs/CLI.md), not of
 // the client library. The client reads the JSON itself: client/ never
 // includes server/.
 #pragma once

@@ -54,8 +54,8 @@ Exit status: 0 after a clean stop, 2 for usage or configuration errors,
 opened; the numbers authrpc uses too; docs/CLI.md).
 )";
 
-// The exit statuses authrpc-server has, numbered as client/cli_exit.h numbers
-// them for authrpc (server/ does not include client/).
+// The exit statuses authrpc-server has, numbered as tools/cli_exit.h numbers
+// them for authrpc (the server program includes none of the CLI's files).
 constexpr int kExitCannotStart = 1;
 constexpr int kExitUsage = 2;
 

@@ -1,4 +1,4 @@
-#include "authrpc/client/cli_exit.h"
+#include "authrpc/tools/cli_exit.h"
 
 #include <cstdio>
 #include <string>

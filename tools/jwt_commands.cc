@@ -1,4 +1,4 @@
-#include "authrpc/client/jwt_commands.h"
+#include "authrpc/tools/jwt_commands.h"
 
 #include <fcntl.h>
 #include <unistd.h>
@@ -13,10 +13,10 @@
 
 #include "authrpc/auth/jwt_compact.h"
 #include "authrpc/auth/jwt_token_source.h"
-#include "authrpc/client/cli_exit.h"
-#include "authrpc/client/stats_summary.h"
 #include "authrpc/security/base64url.h"
 #include "authrpc/security/secret_bytes.h"
+#include "authrpc/tools/cli_exit.h"
+#include "authrpc/tools/stats_summary.h"
 
 namespace authrpc::cli {
 namespace {
