@@ -9,6 +9,7 @@
 #              security/ below them); the rest, the mechanisms (kerberos,
 #              kerberos-sasl, token-digest, token-scram) and their Cyrus SASL
 #              wrapper, are at the auth level.
+#   jwt        (components/jwt/) the jwt mechanism, at the auth level.
 #   zookeeper  (components/zookeeper/) a token store, at the security level.
 #   admin      (components/admin/) the HTTP admin listener, on top of server/.
 # and the all-built-ins library (auth/builtin_mechanisms.cc,
@@ -36,6 +37,7 @@ group_of() {
     components/kerberos/kerberos_credentials.* | components/kerberos/kerberos_errors.*)
       echo kerberos-credentials ;;
     components/kerberos/*) echo kerberos ;;
+    components/jwt/*) echo jwt ;;
     components/zookeeper/*) echo zookeeper ;;
     components/admin/*) echo admin ;;
     auth/builtin_mechanisms.cc | security/builtin_token_stores.cc) echo builtins ;;
@@ -60,12 +62,13 @@ declare -A allowed=(
   [auth]="base security rpc auth"
   [kerberos-credentials]="base security kerberos-credentials"
   [kerberos]="base security rpc auth kerberos-credentials kerberos"
-  [builtins]="base security rpc auth kerberos-credentials kerberos zookeeper"
+  [jwt]="base security rpc auth jwt"
+  [builtins]="base security rpc auth kerberos-credentials kerberos jwt zookeeper"
   [server]="base security rpc auth server"
   [admin]="base security rpc auth server admin"
   [client]="base security rpc auth client"
   [server-program]="base security rpc auth kerberos-credentials kerberos zookeeper server admin server-program"
-  [client-program]="base security rpc auth kerberos-credentials kerberos zookeeper client client-program"
+  [client-program]="base security rpc auth kerberos-credentials kerberos jwt zookeeper client client-program"
 )
 
 violations=0
@@ -99,7 +102,8 @@ if [[ $# -ge 1 ]]; then
   cmake -S . -B "$build_dir" --graphviz="$dot/targets.dot" >/dev/null
   declare -A target_group=(
     [authrpc_base]=base [authrpc_security]=security [authrpc_rpc]=rpc [authrpc_auth]=auth
-    [authrpc_kerberos]=kerberos [authrpc_zookeeper]=zookeeper [authrpc_builtins]=builtins
+    [authrpc_kerberos]=kerberos [authrpc_jwt]=jwt [authrpc_zookeeper]=zookeeper
+    [authrpc_builtins]=builtins
     [authrpc_server]=server [authrpc_client]=client [authrpc_admin]=admin
   )
   declare -A name_of=()

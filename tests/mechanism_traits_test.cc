@@ -18,13 +18,13 @@
 #include <thread>
 
 #include "authrpc/auth/authz/authz_policy.h"
-#include "authrpc/auth/jwt.h"
 #include "authrpc/auth/mechanism_registry.h"
 #include "authrpc/auth/mechanisms/simple/simple.h"
 #include "authrpc/auth/mechanisms/token/token_mechanism.h"
 #include "authrpc/auth/mechanisms/x509/x509.h"
 #include "authrpc/client/client.h"
 #include "authrpc/client/client_policy.h"
+#include "authrpc/components/jwt/jwt.h"
 #include "authrpc/components/kerberos/kerberos.h"
 #include "authrpc/rpc/messages.h"
 #include "authrpc/security/tls_context.h"

@@ -11,8 +11,8 @@
 #include <optional>
 #include <string>
 
-#include "authrpc/auth/jwt_compact.h"
-#include "authrpc/auth/jwt_token_source.h"
+#include "authrpc/components/jwt/jwt_compact.h"
+#include "authrpc/components/jwt/jwt_token_source.h"
 #include "authrpc/security/base64url.h"
 #include "authrpc/security/secret_bytes.h"
 #include "authrpc/tools/cli_exit.h"

@@ -3,7 +3,7 @@
 // and prints its header, its claims and its times, never its signature and
 // without verifying anything, so that a user can see why a server refuses a
 // token (its aud, iss, exp) with no IdP tooling at hand. The decoding is
-// auth/jwt_compact.h's, the one the server uses. Called by
+// components/jwt/jwt_compact.h's, the one the server uses. Called by
 // tools/authrpc_cli_main.cc.
 #pragma once
 

@@ -1,4 +1,4 @@
-#include "authrpc/auth/jwt.h"
+#include "authrpc/components/jwt/jwt.h"
 
 #include <openssl/evp.h>
 
@@ -10,12 +10,12 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
-#include "authrpc/auth/jwt_key_source.h"
-#include "authrpc/auth/jwt_token_source.h"
-#include "authrpc/auth/jwt_verifier.h"
 #include "authrpc/auth/mechanism_options.h"
 #include "authrpc/auth/mechanism_registry.h"
-#include "authrpc/auth/oauthbearer.h"
+#include "authrpc/components/jwt/jwt_key_source.h"
+#include "authrpc/components/jwt/jwt_token_source.h"
+#include "authrpc/components/jwt/jwt_verifier.h"
+#include "authrpc/components/jwt/oauthbearer.h"
 #include "authrpc/security/base64url.h"
 
 namespace authrpc {

@@ -5,8 +5,8 @@
 // most every `min_refetch`, when a token names a key the set does not have
 // (an issuer that rotated its keys). A failed load keeps the keys it had;
 // with none at all, authentication is UNAVAILABLE with the load's error.
-// Owned by the server mechanism (auth/jwt.h); thread-safe: sessions on
-// every IO thread read current() and call load() from the host's blocking
+// Owned by the server mechanism (components/jwt/jwt.h); thread-safe: sessions
+// on every IO thread read current() and call load() from the host's blocking
 // executor.
 #pragma once
 
@@ -16,9 +16,9 @@
 #include <mutex>
 #include <string>
 
-#include "authrpc/auth/jwt_https.h"
-#include "authrpc/auth/jwt_keys.h"
 #include "authrpc/base/result.h"
+#include "authrpc/components/jwt/jwt_https.h"
+#include "authrpc/components/jwt/jwt_keys.h"
 
 namespace authrpc {
 

@@ -1,8 +1,8 @@
 // JwkSet: the signature-verification keys of a JWKS document (RFC 7517) as
 // OpenSSL keys, parsed once when the document is loaded so that a token's
 // check costs one signature verification and no key parsing. Read by the
-// `jwt` mechanism's key source (auth/jwt_key_source.h); immutable once made,
-// so one set is shared by every IO thread.
+// `jwt` mechanism's key source (components/jwt/jwt_key_source.h); immutable
+// once made, so one set is shared by every IO thread.
 #pragma once
 
 #include <cstddef>

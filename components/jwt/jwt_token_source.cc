@@ -1,4 +1,4 @@
-#include "authrpc/auth/jwt_token_source.h"
+#include "authrpc/components/jwt/jwt_token_source.h"
 
 #include <fcntl.h>
 #include <poll.h>

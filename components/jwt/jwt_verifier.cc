@@ -1,4 +1,4 @@
-#include "authrpc/auth/jwt_verifier.h"
+#include "authrpc/components/jwt/jwt_verifier.h"
 
 #include <openssl/core_names.h>
 #include <openssl/crypto.h>
@@ -13,8 +13,8 @@
 #include <cmath>
 #include <nlohmann/json.hpp>
 
-#include "authrpc/auth/jwt_compact.h"
 #include "authrpc/base/log.h"
+#include "authrpc/components/jwt/jwt_compact.h"
 #include "authrpc/security/base64url.h"
 
 namespace authrpc {

@@ -1,4 +1,4 @@
-#include "authrpc/auth/jwt_https.h"
+#include "authrpc/components/jwt/jwt_https.h"
 
 #include <arpa/inet.h>
 #include <curl/curl.h>

@@ -1,4 +1,4 @@
-#include "authrpc/auth/jwt_key_source.h"
+#include "authrpc/components/jwt/jwt_key_source.h"
 
 #include <fstream>
 #include <sstream>
@@ -76,7 +76,7 @@ Status JwtKeySource::load() {
   }
   ++loads_;
   // The same document again keeps the same set, and so the verifier's cache
-  // (auth/jwt_verifier.h), which starts over when the set changes.
+  // (components/jwt/jwt_verifier.h), which starts over when the set changes.
   if (!keys_ || *document != document_) {
     keys_ = std::make_shared<const JwkSet>(std::move(*parsed));
     document_ = std::move(*document);

@@ -1,4 +1,4 @@
-#include "authrpc/auth/jwt_keys.h"
+#include "authrpc/components/jwt/jwt_keys.h"
 
 #include <openssl/core_names.h>
 #include <openssl/evp.h>

@@ -1,4 +1,4 @@
-#include "authrpc/auth/jwt_compact.h"
+#include "authrpc/components/jwt/jwt_compact.h"
 
 #include <algorithm>
 #include <cmath>

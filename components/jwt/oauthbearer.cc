@@ -1,4 +1,4 @@
-#include "authrpc/auth/oauthbearer.h"
+#include "authrpc/components/jwt/oauthbearer.h"
 
 #include <algorithm>
 #include <cctype>

@@ -3,17 +3,18 @@
 // (Keycloak, Okta, Azure AD, Dex, Glewlwyd, ...), so that a service accepts
 // its IdP's tokens without a Kerberos realm. One round trip: the client's
 // token travels in HELLO as an RFC 7628 OAUTHBEARER message
-// (auth/oauthbearer.h), the server answers AUTH_SUCCESS or a typed error.
+// (components/jwt/oauthbearer.h), the server answers AUTH_SUCCESS or a typed
+// error.
 //
 // Server half: verifies the signature against the issuer's JWKS (a file,
 // or an https:// URL refreshed on a schedule and when a token names an
-// unknown key; auth/jwt_key_source.h), then iss, aud, exp/nbf/iat, required
-// claims (auth/jwt_verifier.h); the principal comes from a configured claim,
-// groups from another (Identity::groups, for ACLs), and the session ends at
-// the token's exp (Identity::expires) unless configured otherwise.
-// Client half: the token from a file, an environment variable or a command
-// (auth/jwt_token_source.h). A bearer token is a secret: never sent or
-// accepted without TLS, except on unix:// when both sides opt in.
+// unknown key; components/jwt/jwt_key_source.h), then iss, aud, exp/nbf/iat,
+// required claims (components/jwt/jwt_verifier.h); the principal comes from a
+// configured claim, groups from another (Identity::groups, for ACLs), and the
+// session ends at the token's exp (Identity::expires) unless configured
+// otherwise. Client half: the token from a file, an environment variable or a
+// command (components/jwt/jwt_token_source.h). A bearer token is a secret:
+// never sent or accepted without TLS, except on unix:// when both sides opt in.
 // docs/JWT.md (walkthrough), docs/CONFIG.md (options), docs/PROTOCOL.md.
 #pragma once
 

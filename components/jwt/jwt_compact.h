@@ -1,10 +1,10 @@
 // The text of a JWT: a JWS compact serialization (RFC 7515 §7.1) split into
 // its three base64url parts, its header and payload decoded into JSON
 // objects, and its dates read — nothing verified. The one reading of a
-// token's text in the tree: JwtVerifier (auth/jwt_verifier.h) checks what
-// these return, `authrpc jwt inspect` (tools/jwt_commands.h) prints it.
-// Errors are INVALID_ARGUMENT naming the part and what is wrong with it,
-// never quoting the token.
+// token's text in the tree: JwtVerifier (components/jwt/jwt_verifier.h) checks
+// what these return, `authrpc jwt inspect` (tools/jwt_commands.h) prints it.
+// Errors are INVALID_ARGUMENT naming the part and what is wrong with it, never
+// quoting the token.
 #pragma once
 
 #include <chrono>

@@ -4,8 +4,8 @@
 // identity it carries. Keeps the tokens it has verified (a bounded cache
 // keyed by SHA-256 of the token, each until its exp) so that a client
 // reconnecting with the same token costs a hash and a lookup, not a
-// signature check. Owned by the `jwt` server mechanism (auth/jwt.h), shared
-// by every IO thread: verify() is thread-safe. docs/JWT.md.
+// signature check. Owned by the `jwt` server mechanism (components/jwt/jwt.h),
+// shared by every IO thread: verify() is thread-safe. docs/JWT.md.
 #pragma once
 
 #include <chrono>
@@ -18,8 +18,8 @@
 #include <unordered_map>
 #include <vector>
 
-#include "authrpc/auth/jwt_keys.h"
 #include "authrpc/base/result.h"
+#include "authrpc/components/jwt/jwt_keys.h"
 #include "authrpc/security/secret_bytes.h"
 
 namespace authrpc {
