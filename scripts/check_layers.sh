@@ -12,9 +12,10 @@
 #   jwt        (components/jwt/) the jwt mechanism, at the auth level.
 #   zookeeper  (components/zookeeper/) a token store, at the security level.
 #   admin      (components/admin/) the HTTP admin listener, on top of server/.
-# and the all-built-ins library (auth/builtin_mechanisms.cc,
-# security/builtin_token_stores.cc) that links them. The programs' own
-# sources, apart from the libraries, are in tools/.
+# and the all-built-ins library that links them: auth/builtin_mechanisms.cc
+# and security/builtin_token_stores.cc, each beside the registry whose
+# with_builtins() it defines, and so named here. The programs' own sources,
+# apart from the libraries, are in tools/.
 #   scripts/check_layers.sh [BUILD_DIR]
 # 1. Every `#include "authrpc/<dir>/..."` in those directories goes down (or
 #    sideways within its own layer): base includes nothing of authrpc's;
