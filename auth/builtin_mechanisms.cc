@@ -2,14 +2,14 @@
 // registers itself from its own module (options, flags, traits); this file
 // only lists them. Kept apart from the registry itself so that a program
 // that builds its own registry does not link every mechanism.
-#include "authrpc/auth/jwt.h"
-#include "authrpc/auth/kerberos.h"
-#include "authrpc/auth/kerberos_sasl.h"
 #include "authrpc/auth/mechanism_registry.h"
-#include "authrpc/auth/simple.h"
-#include "authrpc/auth/token_mechanism.h"
-#include "authrpc/auth/token_sasl.h"
-#include "authrpc/auth/x509.h"
+#include "authrpc/auth/mechanisms/simple/simple.h"
+#include "authrpc/auth/mechanisms/token/token_mechanism.h"
+#include "authrpc/auth/mechanisms/x509/x509.h"
+#include "authrpc/components/jwt/jwt.h"
+#include "authrpc/components/kerberos/kerberos.h"
+#include "authrpc/components/kerberos/kerberos_sasl.h"
+#include "authrpc/components/kerberos/token_sasl.h"
 
 namespace authrpc {
 

@@ -1,7 +1,7 @@
 #include "authrpc/auth/client_negotiation.h"
 
+#include "authrpc/base/log.h"
 #include "authrpc/rpc/messages.h"
-#include "authrpc/security/base/log.h"
 
 namespace authrpc {
 namespace {

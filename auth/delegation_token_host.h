@@ -28,10 +28,11 @@ struct TokenServerOptions {
   // "PLAINTEXT") unless this is set; then only the challenge exchange is
   // accepted there. Calls on such a connection are not protected either.
   bool allow_plaintext = false;
-  // Session tickets on plaintext tcp:// (auth/token_tickets.h): at most this
-  // many outstanding (0, the default: none issued, every session is
-  // challenged), each valid for session_ticket_lifetime. Not behind a proxy
-  // that hides client addresses (docs/TOKENS.md, "Session tickets").
+  // Session tickets on plaintext tcp://
+  // (auth/mechanisms/token/token_tickets.h): at most this many outstanding (0,
+  // the default: none issued, every session is challenged), each valid for
+  // session_ticket_lifetime. Not behind a proxy that hides client addresses
+  // (docs/TOKENS.md, "Session tickets").
   std::size_t session_tickets = 0;
   std::chrono::milliseconds session_ticket_lifetime{std::chrono::minutes(2)};
   // If not empty: tokens presented for any other service are refused

@@ -26,8 +26,8 @@
 #include "authrpc/auth/identity.h"
 #include "authrpc/auth/mechanism_host.h"
 #include "authrpc/auth/mechanism_traits.h"
+#include "authrpc/base/result.h"
 #include "authrpc/rpc/endpoint.h"
-#include "authrpc/security/base/result.h"
 
 namespace authrpc {
 

@@ -11,7 +11,7 @@
 #include <string>
 #include <string_view>
 
-#include "authrpc/security/base/status.h"
+#include "authrpc/base/status.h"
 
 namespace authrpc {
 

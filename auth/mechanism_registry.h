@@ -58,9 +58,10 @@ class MechanismRegistry {
 
   // An empty registry; see with_builtins().
   MechanismRegistry() = default;
-  // Every mechanism authrpc ships (auth/builtin_mechanisms.cc): `simple`,
-  // `kerberos`, `kerberos-sasl`, `token`, `token-digest`, `token-scram`,
-  // `x509`; their options in docs/CONFIG.md.
+  // Every mechanism authrpc ships (auth/builtin_mechanisms.cc, in
+  // authrpc::builtins, which links the kerberos and jwt components):
+  // `simple`, `kerberos`, `kerberos-sasl`, `token`, `token-digest`,
+  // `token-scram`, `x509`, `jwt`; their options in docs/CONFIG.md.
   static MechanismRegistry with_builtins();
 
   // `traits` must equal what the mechanisms the factory makes say in

@@ -1,7 +1,7 @@
 // Client: one authenticated connection to a server, carrying any number of
 // concurrent calls (multiplexed by call id). Calls are blocking (call),
 // future-based (call_future) or coroutines (async_call, on the client's
-// executor). Errors are typed: see security/base/status.h and retry_advice().
+// executor). Errors are typed: see base/status.h and retry_advice().
 //
 // A Client lives on one executor; its blocking methods may be called from any
 // thread except that executor's own (they would deadlock and fail instead).
@@ -19,12 +19,12 @@
 #include <vector>
 
 #include "authrpc/auth/mechanism.h"
+#include "authrpc/base/metrics.h"
+#include "authrpc/base/result.h"
 #include "authrpc/client/client_runtime.h"
 #include "authrpc/client/client_stream.h"
 #include "authrpc/rpc/endpoint.h"
 #include "authrpc/rpc/security_requirement.h"
-#include "authrpc/security/base/metrics.h"
-#include "authrpc/security/base/result.h"
 #include "authrpc/rpc/shm_options.h"
 #include "authrpc/rpc/transport.h"
 

@@ -14,8 +14,8 @@
 #include <string>
 #include <string_view>
 
+#include "authrpc/base/metrics.h"
 #include "authrpc/rpc/endpoint.h"
-#include "authrpc/security/base/metrics.h"
 
 namespace authrpc {
 

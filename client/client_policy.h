@@ -5,9 +5,9 @@
 // "Policies".
 #pragma once
 
+#include "authrpc/base/status.h"
 #include "authrpc/client/client.h"
 #include "authrpc/rpc/security_requirement.h"
-#include "authrpc/security/base/status.h"
 
 namespace authrpc {
 

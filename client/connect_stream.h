@@ -11,9 +11,9 @@
 #include <chrono>
 #include <memory>
 
+#include "authrpc/base/result.h"
 #include "authrpc/client/client.h"
 #include "authrpc/rpc/byte_stream.h"
-#include "authrpc/security/base/result.h"
 
 namespace authrpc {
 

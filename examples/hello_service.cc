@@ -1,7 +1,7 @@
 // A complete authrpc application in one file: a server with a JSON "greeter"
 // service and a client that calls it over a Unix socket, authenticated with
 // the `simple` mechanism. Exits 0 when every call behaves as expected.
-#include <authrpc/auth/simple.h>
+#include <authrpc/auth/mechanisms/simple/simple.h>
 #include <authrpc/client/client.h>
 #include <authrpc/server/server.h>
 

@@ -16,8 +16,8 @@
 #include <vector>
 
 #include "authrpc/auth/mechanism_registry.h"
+#include "authrpc/base/cycle_clock.h"
 #include "authrpc/client/client.h"
-#include "authrpc/security/base/cycle_clock.h"
 #include "authrpc/security/tls_context.h"
 #include "minibench/echo_floor.h"
 #include "minibench/schedule.h"

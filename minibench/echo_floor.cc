@@ -14,7 +14,7 @@
 #include <cerrno>
 #include <cstring>
 
-#include "authrpc/security/base/cycle_clock.h"
+#include "authrpc/base/cycle_clock.h"
 #include "authrpc/security/tls_context.h"
 #include "minibench/floor_sockets.h"
 

@@ -33,8 +33,8 @@
 
 #include "minibench/floor.h"
 #include "minibench/stats.h"
+#include "authrpc/base/result.h"
 #include "authrpc/rpc/endpoint.h"
-#include "authrpc/security/base/result.h"
 
 namespace authrpc::security {
 class TlsServerContext;

@@ -25,8 +25,8 @@
 #include <memory>
 
 #include "minibench/stats.h"
+#include "authrpc/base/result.h"
 #include "authrpc/rpc/endpoint.h"
-#include "authrpc/security/base/result.h"
 
 namespace minibench {
 

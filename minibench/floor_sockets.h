@@ -17,8 +17,8 @@
 #include <poll.h>
 #include <sys/socket.h>
 
+#include "authrpc/base/result.h"
 #include "authrpc/rpc/endpoint.h"
-#include "authrpc/security/base/result.h"
 
 namespace minibench::net {
 

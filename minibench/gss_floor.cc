@@ -13,7 +13,7 @@
 #include <cstdio>
 #include <string_view>
 
-#include "authrpc/security/kerberos_errors.h"
+#include "authrpc/components/kerberos/kerberos_errors.h"
 #include "minibench/floor_sockets.h"
 
 namespace minibench {
@@ -34,7 +34,7 @@ using net::Tcp;
 
 constexpr std::size_t kMaxToken = 64 * 1024;
 constexpr std::size_t kReadChunk = 4096;
-// As auth/kerberos.cc asks for.
+// As components/kerberos/kerberos.cc asks for.
 constexpr OM_uint32 kFlags = GSS_C_MUTUAL_FLAG | GSS_C_INTEG_FLAG;
 
 class OutputBuffer {

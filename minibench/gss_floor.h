@@ -10,9 +10,10 @@
 // for one) and checks the mutual flag, as the `kerberos` mechanism does; it
 // does not format the name or build an identity — that is authrpc's work.
 // Both sides use the credentials they are given (the same as the kerberos
-// rows: minibench/realm.h), the same GSSAPI flags as auth/kerberos.cc
-// (mutual + integrity), and run on Asio coroutines on one thread, like the
-// bare floors (floor.h). The server side runs in minibench's server child.
+// rows: minibench/realm.h), the same GSSAPI flags as
+// components/kerberos/kerberos.cc (mutual + integrity), and run on Asio
+// coroutines on one thread, like the bare floors (floor.h). The server side
+// runs in minibench's server child.
 //
 // Threading: a server and its connections live on the executor given to
 // start(); client sessions run on the executor they are given.
@@ -25,9 +26,9 @@
 
 #include "minibench/floor.h"
 #include "minibench/stats.h"
+#include "authrpc/base/result.h"
+#include "authrpc/components/kerberos/kerberos_credentials.h"
 #include "authrpc/rpc/endpoint.h"
-#include "authrpc/security/base/result.h"
-#include "authrpc/security/kerberos_credentials.h"
 
 namespace minibench {
 

@@ -13,8 +13,8 @@
 #include <filesystem>
 #include <vector>
 
-#include "authrpc/auth/jwt_keys.h"
-#include "authrpc/auth/jwt_verifier.h"
+#include "authrpc/components/jwt/jwt_keys.h"
+#include "authrpc/components/jwt/jwt_verifier.h"
 #include "authrpc/security/base64url.h"
 #include "minibench/schedule.h"
 #include "tests/testing/jwt_issuer.h"

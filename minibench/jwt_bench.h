@@ -15,7 +15,7 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
-#include "authrpc/security/base/result.h"
+#include "authrpc/base/result.h"
 #include "minibench/plan.h"
 #include "minibench/report.h"
 

@@ -43,7 +43,7 @@
 #include "minibench/summary.h"
 #include "minibench/tokens.h"
 #include "minibench/tls_sessions.h"
-#include "authrpc/security/base/metrics.h"
+#include "authrpc/base/metrics.h"
 #include "authrpc/security/tls_context.h"
 #include "minibench/throughput.h"
 #include "minibench/storm.h"

@@ -4,7 +4,7 @@
 // child's minibench_stats.metrics and by main.cc for the clients' registry.
 #pragma once
 
-#include "authrpc/security/base/metrics.h"
+#include "authrpc/base/metrics.h"
 
 namespace minibench {
 

@@ -14,7 +14,7 @@
 #include <string>
 
 #include "minibench/report.h"
-#include "authrpc/security/base/result.h"
+#include "authrpc/base/result.h"
 
 namespace minibench {
 

@@ -21,8 +21,8 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
-#include "authrpc/security/base/result.h"
-#include "authrpc/security/kerberos_credentials.h"
+#include "authrpc/base/result.h"
+#include "authrpc/components/kerberos/kerberos_credentials.h"
 
 namespace authrpc::testing {
 class MiniKdc;

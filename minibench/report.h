@@ -45,7 +45,7 @@
 #include <vector>
 
 #include "minibench/stats.h"
-#include "authrpc/security/base/result.h"
+#include "authrpc/base/result.h"
 
 namespace minibench {
 

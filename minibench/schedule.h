@@ -16,7 +16,7 @@
 
 #include "minibench/plan.h"
 #include "minibench/stats.h"
-#include "authrpc/security/base/result.h"
+#include "authrpc/base/result.h"
 
 namespace minibench {
 

@@ -24,11 +24,11 @@
 #include <thread>
 #include <vector>
 
-#include "authrpc/auth/authorizer.h"
+#include "authrpc/auth/authz/authorizer.h"
 #include "authrpc/auth/mechanism_registry.h"
-#include "authrpc/server/token_service.h"
-#include "authrpc/auth/simple.h"
+#include "authrpc/auth/mechanisms/simple/simple.h"
 #include "authrpc/client/client.h"
+#include "authrpc/server/token_service.h"
 #include "minibench/echo_floor.h"
 #include "minibench/floor.h"
 #include "minibench/gss_floor.h"
@@ -36,7 +36,7 @@
 #include "minibench/tls_floor.h"
 #include "authrpc/security/tls_context.h"
 #if AUTHRPC_HAVE_ZOOKEEPER
-#include "authrpc/security/zk_store_factory.h"
+#include "authrpc/components/zookeeper/zk_store_factory.h"
 #endif
 #include "authrpc/server/server.h"
 #include "authrpc/server/service.h"

@@ -46,9 +46,9 @@
 #include <string>
 #include <vector>
 
+#include "authrpc/base/result.h"
+#include "authrpc/components/kerberos/kerberos_credentials.h"
 #include "authrpc/rpc/endpoint.h"
-#include "authrpc/security/base/result.h"
-#include "authrpc/security/kerberos_credentials.h"
 
 namespace minibench {
 

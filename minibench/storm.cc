@@ -28,10 +28,10 @@
 #include <thread>
 #include <vector>
 
-#include "authrpc/auth/simple.h"
+#include "authrpc/auth/mechanisms/simple/simple.h"
 #include "authrpc/client/client.h"
 #include "minibench/stats.h"
-#include "authrpc/security/base/log.h"
+#include "authrpc/base/log.h"
 #include "authrpc/rpc/messages.h"
 #include "authrpc/server/server.h"
 #include "authrpc/server/service.h"

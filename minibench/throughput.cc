@@ -34,7 +34,7 @@
 #include <thread>
 #include <vector>
 
-#include "authrpc/auth/simple.h"
+#include "authrpc/auth/mechanisms/simple/simple.h"
 #include "authrpc/client/client.h"
 #include "authrpc/client/client_runtime.h"
 #include "minibench/cpu_clock.h"
@@ -42,8 +42,8 @@
 #include "minibench/run_info.h"
 #include "minibench/stats.h"
 #include "minibench/tls_sessions.h"
+#include "authrpc/base/log.h"
 #include "authrpc/rpc/call_stream.h"
-#include "authrpc/security/base/log.h"
 #include "authrpc/security/tls_context.h"
 #include "authrpc/server/server.h"
 #include "authrpc/server/service.h"

@@ -11,9 +11,9 @@
 #include <string>
 
 #include "authrpc/auth/mechanism_registry.h"
+#include "authrpc/base/result.h"
 #include "authrpc/client/client.h"
 #include "authrpc/rpc/endpoint.h"
-#include "authrpc/security/base/result.h"
 
 namespace minibench {
 

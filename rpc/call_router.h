@@ -21,7 +21,7 @@
 #include <string_view>
 #include <unordered_map>
 
-#include "authrpc/security/base/result.h"
+#include "authrpc/base/result.h"
 
 namespace authrpc {
 

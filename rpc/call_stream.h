@@ -35,9 +35,9 @@
 #include <string>
 #include <string_view>
 
+#include "authrpc/base/result.h"
 #include "authrpc/rpc/frame_channel.h"
 #include "authrpc/rpc/payload.h"
-#include "authrpc/security/base/result.h"
 
 namespace authrpc {
 

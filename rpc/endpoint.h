@@ -8,7 +8,7 @@
 #include <string>
 #include <string_view>
 
-#include "authrpc/security/base/result.h"
+#include "authrpc/base/result.h"
 
 namespace authrpc {
 

@@ -6,7 +6,7 @@
 #include <fcntl.h>
 #include <unistd.h>
 
-#include "authrpc/security/base/log.h"
+#include "authrpc/base/log.h"
 
 namespace authrpc {
 namespace {

@@ -1,7 +1,7 @@
 // Reading configuration documents (server configuration, ACL file): JSON
 // with comments allowed, parsed from text or a file, with a syntax error
 // reported as CONFIG_ERROR naming the origin, line and column. Called by
-// server/server_config and auth/authz_policy at startup and on reload.
+// server/server_config and auth/authz/authz_policy at startup and on reload.
 #pragma once
 
 #include <map>
@@ -10,7 +10,7 @@
 #include <string_view>
 #include <vector>
 
-#include "authrpc/security/base/result.h"
+#include "authrpc/base/result.h"
 
 namespace authrpc {
 

@@ -9,7 +9,7 @@
 #include <string_view>
 #include <vector>
 
-#include "authrpc/security/base/result.h"
+#include "authrpc/base/result.h"
 #include "authrpc/rpc/wire.h"
 
 namespace authrpc::wire {

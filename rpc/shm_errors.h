@@ -9,7 +9,7 @@
 
 #include <system_error>
 
-#include "authrpc/security/base/status.h"
+#include "authrpc/base/status.h"
 
 namespace authrpc {
 

@@ -16,7 +16,7 @@
 
 #include <optional>
 
-#include "authrpc/security/base/result.h"
+#include "authrpc/base/result.h"
 #include "authrpc/rpc/shm_options.h"
 #include "authrpc/rpc/shm_ring.h"
 

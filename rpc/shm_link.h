@@ -20,12 +20,12 @@
 #include <string_view>
 #include <vector>
 
+#include "authrpc/base/result.h"
 #include "authrpc/rpc/frame_channel.h"
 #include "authrpc/rpc/shm_handoff.h"
 #include "authrpc/rpc/shm_options.h"
 #include "authrpc/rpc/shm_ring.h"
 #include "authrpc/rpc/unique_fd.h"
-#include "authrpc/security/base/result.h"
 
 namespace authrpc {
 

@@ -24,7 +24,7 @@
 #include <memory>
 #include <span>
 
-#include "authrpc/security/base/result.h"
+#include "authrpc/base/result.h"
 #include "authrpc/rpc/shm_errors.h"
 #include "authrpc/rpc/shm_options.h"
 #include "authrpc/rpc/unique_fd.h"

@@ -26,11 +26,11 @@
 #include <optional>
 #include <string_view>
 
+#include "authrpc/base/result.h"
 #include "authrpc/rpc/frame_channel.h"
 #include "authrpc/rpc/payload.h"
 #include "authrpc/rpc/shm_link.h"
 #include "authrpc/rpc/shm_ring.h"
-#include "authrpc/security/base/result.h"
 
 namespace authrpc {
 

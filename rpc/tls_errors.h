@@ -8,7 +8,7 @@
 #include <string>
 #include <system_error>
 
-#include "authrpc/security/base/status.h"
+#include "authrpc/base/status.h"
 
 namespace authrpc {
 

@@ -15,9 +15,9 @@
 #include <chrono>
 #include <memory>
 
+#include "authrpc/base/result.h"
 #include "authrpc/rpc/byte_stream.h"
 #include "authrpc/rpc/endpoint.h"
-#include "authrpc/security/base/result.h"
 
 namespace authrpc {
 namespace security {

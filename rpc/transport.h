@@ -22,9 +22,9 @@
 #include <string_view>
 #include <vector>
 
+#include "authrpc/base/result.h"
 #include "authrpc/rpc/byte_stream.h"
 #include "authrpc/rpc/endpoint.h"
-#include "authrpc/security/base/result.h"
 #include "authrpc/rpc/unique_fd.h"
 
 namespace authrpc {

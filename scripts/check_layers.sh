@@ -1,13 +1,21 @@
 #!/usr/bin/env bash
 # Checks that authrpc's sources and libraries follow its layers
-# (docs/DESIGN.md, "Libraries"):
-#   base (security/base/) → security/ → rpc/ → auth/ → server/, client/
-# with two optional components beside them, kerberos (auth/kerberos*,
-# auth/sasl_*, auth/token_sasl*, auth/scram_verifier_cache*,
-# security/kerberos_*), zookeeper (security/zk_*) and admin
-# (server/admin_server*, server/admin_request*: the HTTP admin listener, on
-# top of server/), and the all-built-ins library (auth/builtin_mechanisms.cc,
-# security/builtin_token_stores.cc) that links them.
+# (docs/DESIGN.md, "Libraries"), a folder each:
+#   base/ → security/ → rpc/ → auth/ → server/, client/
+# with the optional components beside them, a folder each in components/:
+#   kerberos   (components/kerberos/) of two levels: kerberos_credentials.*
+#              and kerberos_errors.* hold credentials and their errors at the
+#              security level (group kerberos-credentials: base/ and
+#              security/ below them); the rest, the mechanisms (kerberos,
+#              kerberos-sasl, token-digest, token-scram) and their Cyrus SASL
+#              wrapper, are at the auth level.
+#   jwt        (components/jwt/) the jwt mechanism, at the auth level.
+#   zookeeper  (components/zookeeper/) a token store, at the security level.
+#   admin      (components/admin/) the HTTP admin listener, on top of server/.
+# and the all-built-ins library that links them: auth/builtin_mechanisms.cc
+# and security/builtin_token_stores.cc, each beside the registry whose
+# with_builtins() it defines, and so named here. The programs' own sources,
+# apart from the libraries, are in tools/.
 #   scripts/check_layers.sh [BUILD_DIR]
 # 1. Every `#include "authrpc/<dir>/..."` in those directories goes down (or
 #    sideways within its own layer): base includes nothing of authrpc's;
@@ -26,17 +34,17 @@ cd "$(dirname "$0")/.."
 # The group a source file or a header belongs to.
 group_of() {
   case $1 in
-    security/base/*) echo base ;;
-    auth/kerberos* | auth/sasl_* | auth/token_sasl* | auth/scram_verifier_cache* | \
-      security/kerberos_*) echo kerberos ;;
-    security/zk_*) echo zookeeper ;;
-    server/admin_server* | server/admin_request*) echo admin ;;
+    base/*) echo base ;;
+    components/kerberos/kerberos_credentials.* | components/kerberos/kerberos_errors.*)
+      echo kerberos-credentials ;;
+    components/kerberos/*) echo kerberos ;;
+    components/jwt/*) echo jwt ;;
+    components/zookeeper/*) echo zookeeper ;;
+    components/admin/*) echo admin ;;
     auth/builtin_mechanisms.cc | security/builtin_token_stores.cc) echo builtins ;;
     # The programs' own sources (CMakeLists.txt: authrpc-server, authrpc).
-    server/authrpc_server_main.cc) echo server-program ;;
-    client/authrpc_cli_main.cc | client/token_commands.* | client/cli_args.* | client/cli_exit.* | \
-      client/tls_flags.* | client/stats_summary.* | client/jwt_commands.*)
-      echo client-program ;;
+    tools/authrpc_server_main.cc) echo server-program ;;
+    tools/*) echo client-program ;;
     security/*) echo security ;;
     rpc/*) echo rpc ;;
     auth/*) echo auth ;;
@@ -53,13 +61,15 @@ declare -A allowed=(
   [zookeeper]="base security zookeeper"
   [rpc]="base security rpc"
   [auth]="base security rpc auth"
-  [kerberos]="base security rpc auth kerberos"
-  [builtins]="base security rpc auth kerberos zookeeper"
+  [kerberos-credentials]="base security kerberos-credentials"
+  [kerberos]="base security rpc auth kerberos-credentials kerberos"
+  [jwt]="base security rpc auth jwt"
+  [builtins]="base security rpc auth kerberos-credentials kerberos jwt zookeeper"
   [server]="base security rpc auth server"
   [admin]="base security rpc auth server admin"
   [client]="base security rpc auth client"
-  [server-program]="base security rpc auth kerberos zookeeper server admin server-program"
-  [client-program]="base security rpc auth kerberos zookeeper client client-program"
+  [server-program]="base security rpc auth kerberos-credentials kerberos zookeeper server admin server-program"
+  [client-program]="base security rpc auth kerberos-credentials kerberos jwt zookeeper client client-program"
 )
 
 violations=0
@@ -80,8 +90,9 @@ while IFS= read -r file; do
   done < <(awk '/^[ \t]*#[ \t]*include[ \t]*"[a-z_]+\// {
                  match($0, /"[^"]*"/); h = substr($0, RSTART + 1, RLENGTH - 2)
                  sub(/^authrpc\//, "", h); print FNR ":" h }' "$file")
-done < <(git ls-files 'security/*.h' 'security/*.cc' 'rpc/*.h' 'rpc/*.cc' 'auth/*.h' 'auth/*.cc' \
-           'server/*.h' 'server/*.cc' 'client/*.h' 'client/*.cc')
+done < <(git ls-files 'base/*.h' 'base/*.cc' 'security/*.h' 'security/*.cc' 'rpc/*.h' 'rpc/*.cc' \
+           'auth/*.h' 'auth/*.cc' 'server/*.h' 'server/*.cc' 'client/*.h' 'client/*.cc' \
+           'components/*.h' 'components/*.cc' 'tools/*.h' 'tools/*.cc')
 
 # 2. Library links, as CMake resolved them.
 if [[ $# -ge 1 ]]; then
@@ -92,7 +103,8 @@ if [[ $# -ge 1 ]]; then
   cmake -S . -B "$build_dir" --graphviz="$dot/targets.dot" >/dev/null
   declare -A target_group=(
     [authrpc_base]=base [authrpc_security]=security [authrpc_rpc]=rpc [authrpc_auth]=auth
-    [authrpc_kerberos]=kerberos [authrpc_zookeeper]=zookeeper [authrpc_builtins]=builtins
+    [authrpc_kerberos]=kerberos [authrpc_jwt]=jwt [authrpc_zookeeper]=zookeeper
+    [authrpc_builtins]=builtins
     [authrpc_server]=server [authrpc_client]=client [authrpc_admin]=admin
   )
   declare -A name_of=()

@@ -8,10 +8,11 @@
 #   scripts/check_mechanism_names.sh
 #
 # The built-ins are found where each module declares its name,
-#   inline constexpr std::string_view k<X>Mechanism = "<name>";   (auth/<module>.h)
-# and a use is the quoted literal "<name>" or the constant k<X>Mechanism in a
-# C++ source or header, outside comments. Allowed:
-#  - in the module itself, auth/<module>.{h,cc};
+#   inline constexpr std::string_view k<X>Mechanism = "<name>";   (<module>.h)
+# a header in auth/ (auth/mechanisms/<name>/) or components/, and a use is the
+# quoted literal "<name>" or the constant k<X>Mechanism in a C++ source or
+# header, outside comments. Allowed:
+#  - in the module itself, <module>.{h,cc};
 #  - in tests/ (tests name what they test), docs/ and *.md, and examples/
 #    (applications choose their mechanisms by name);
 #  - on a line carrying, or following a line carrying, a `// names: REASON`
@@ -41,9 +42,10 @@ while IFS= read -r line; do
   constant=$(sed -E 's/.*std::string_view (k[A-Za-z0-9]+Mechanism) = .*/\1/' <<<"$rest")
   name=$(sed -E 's/.*= "([^"]+)";.*/\1/' <<<"$rest")
   modules+=("${file%.h}|$name|$constant")
-done < <(grep -H -E '^inline constexpr std::string_view k[A-Za-z0-9]+Mechanism = "[^"]+";' auth/*.h)
+done < <(git ls-files 'auth/*.h' 'components/*.h' |
+           xargs grep -H -E '^inline constexpr std::string_view k[A-Za-z0-9]+Mechanism = "[^"]+";')
 if [[ ${#modules[@]} -eq 0 ]]; then
-  echo "check_mechanism_names: no built-in mechanism found in auth/*.h" >&2
+  echo "check_mechanism_names: no built-in mechanism found in auth/ or components/" >&2
   exit 1
 fi
 

@@ -26,11 +26,11 @@ PACKAGES=(
   # A real OIDC issuer for the jwt tests (tests/glewlwyd_idp.h) and sqlite3;
   # dbconfig-sqlite3 satisfies its database dependency without a MariaDB client.
   glewlwyd dbconfig-sqlite3
-  # The admin listener (component `admin`, server/admin_server.h): prometheus-cpp's
-  # text serializer (its -dev package also brings civetweb, which its CMake
-  # package looks for; authrpc links only libprometheus-cpp-core) and
-  # libmicrohttpd; Prometheus itself and promtool for the tests that scrape it
-  # and lint /metrics.
+  # The admin listener (component `admin`, components/admin/admin_server.h):
+  # prometheus-cpp's text serializer (its -dev package also brings civetweb, which
+  # its CMake package looks for; authrpc links only libprometheus-cpp-core) and
+  # libmicrohttpd; Prometheus itself and promtool for the tests that scrape it and
+  # lint /metrics.
   prometheus-cpp-dev libmicrohttpd-dev prometheus
   # Fuzzing (scripts/fuzz.sh, docs/FUZZING.md): clang 14, libFuzzer and the
   # sanitizer runtimes (not pulled in by clang without recommends), and

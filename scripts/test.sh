@@ -21,8 +21,9 @@
 #                the docker runtime image's packages
 #                (scripts/check_image_deps.sh), examples/ built against it
 #                with CMake and with pkg-config alone, neither linking a
-#                Kerberos/SASL/ZooKeeper library, and every installed header
-#                compiled on its own
+#                Kerberos/SASL/ZooKeeper/curl library nor holding the jwt
+#                component's code, and every installed header compiled on
+#                its own
 #   docs         the READMEs' and docs' shell blocks marked <!-- ci: run -->
 #   checks       includes and links follow the layers; no built-in
 #                mechanism's name decides anything outside its module
@@ -132,14 +133,21 @@ consumers() {
       $(pkg --libs authrpc openssl)
   } || { wait "$cmake_build"; return 1; }
   wait "$cmake_build"
-  local bin
+  local bin jwt
   for bin in build/examples-consumer/hello_service build/hello_service-pkgconfig \
              build/examples-consumer/psk_service build/psk_service-pkgconfig; do
     "$bin"
-    # A program with its own mechanisms links no Kerberos, SASL or ZooKeeper
-    # library (docs/API.md), whichever way it was built.
-    if ldd "$bin" | grep -E 'lib(gssapi_krb5|krb5|sasl2|zookeeper)'; then
+    # A program with its own mechanisms links no Kerberos, SASL, ZooKeeper
+    # or curl library (docs/API.md), whichever way it was built, and none of
+    # the jwt component's code (authrpc::jwt, authrpc-jwt) is in it.
+    if ldd "$bin" | grep -E 'lib(gssapi_krb5|krb5|sasl2|zookeeper|curl)'; then
       echo "test: $bin links a library of an optional component" >&2
+      return 1
+    fi
+    jwt=$(nm -C "$bin" | grep -E 'authrpc::.*([Jj]w[kt]|[Oo][Aa]uth[Bb]earer|https_get|HttpsGet)' || true)
+    if [[ -n $jwt ]]; then
+      head -3 <<<"$jwt"
+      echo "test: $bin holds code of the jwt component" >&2
       return 1
     fi
   done

@@ -5,7 +5,7 @@
 #include "authrpc/security/token_store_registry.h"
 
 #if AUTHRPC_HAVE_ZOOKEEPER
-#include "authrpc/security/zk_store_factory.h"
+#include "authrpc/components/zookeeper/zk_store_factory.h"
 #endif
 
 namespace authrpc::security {

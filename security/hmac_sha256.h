@@ -8,7 +8,7 @@
 //    the inner and outer padded key block), so a MAC costs its message's
 //    blocks and one more, with no re-keying: about a third of hmac_sha256()'s
 //    time for a short message. Used for a token's password by the `token`
-//    mechanism's proofs (auth/token_mechanism.h), on both sides.
+//    mechanism's proofs (auth/mechanisms/token/token_mechanism.h), on both sides.
 // Thread-safe: hmac_sha256() from any thread; a HmacSha256Key's mac() from
 // many threads at once (each copies the prepared states into its own
 // context).

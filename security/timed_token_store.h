@@ -18,7 +18,7 @@
 #include <string>
 #include <string_view>
 
-#include "authrpc/security/base/metrics.h"
+#include "authrpc/base/metrics.h"
 #include "authrpc/security/token_store.h"
 
 namespace authrpc::security {

@@ -20,7 +20,7 @@
 #include <string>
 #include <string_view>
 
-#include "authrpc/security/base/result.h"
+#include "authrpc/base/result.h"
 
 namespace authrpc::security {
 

@@ -12,8 +12,8 @@
 #include <string_view>
 #include <system_error>
 
-#include "authrpc/security/base/result.h"
-#include "authrpc/security/base/status.h"
+#include "authrpc/base/result.h"
+#include "authrpc/base/status.h"
 
 namespace authrpc::security {
 

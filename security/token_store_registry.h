@@ -1,9 +1,9 @@
 // TokenStoreRegistry: the token stores a program links besides the built-in
 // file and memory stores, by the "type" of the "store" object in the
 // configuration's "tokens" section (docs/CONFIG.md). An optional component
-// registers its store (ZooKeeper: security/zk_store_factory.h); the token
-// service (server/token_service.h) reads the section through the registry and
-// opens what it returns, so the server library names no optional store and
+// registers its store (ZooKeeper: components/zookeeper/zk_store_factory.h); the
+// token service (server/token_service.h) reads the section through the registry
+// and opens what it returns, so the server library names no optional store and
 // links none of their libraries. Filled once at startup, then read-only.
 #pragma once
 
@@ -16,7 +16,7 @@
 #include <string_view>
 #include <vector>
 
-#include "authrpc/security/base/result.h"
+#include "authrpc/base/result.h"
 #include "authrpc/security/token_errors.h"
 #include "authrpc/security/token_store.h"
 

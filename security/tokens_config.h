@@ -1,7 +1,8 @@
 // What the readers of the configuration's "tokens" section share: the token
 // service (server/token_service.cc) and the store types it opens
-// (security/zk_store_factory.cc). Errors name the key as 'tokens.<key>' in
-// the same words whichever module found them (docs/CONFIG.md). Not installed.
+// (components/zookeeper/zk_store_factory.cc). Errors name the key as
+// 'tokens.<key>' in the same words whichever module found them
+// (docs/CONFIG.md). Not installed.
 #pragma once
 
 #include <chrono>
@@ -9,7 +10,7 @@
 #include <nlohmann/json_fwd.hpp>
 #include <string_view>
 
-#include "authrpc/security/base/status.h"
+#include "authrpc/base/status.h"
 
 namespace authrpc::security {
 

@@ -1,13 +1,14 @@
 // Maps a verified X.509 client certificate to a user name (docs/TLS.md,
 // "Client certificates"). Pure parsing of DER with OpenSSL; the certificate
 // must already have been verified by the TLS handshake — this code does not
-// check signatures or validity. Used by the `x509` mechanism (auth/x509.h).
+// check signatures or validity. Used by the `x509` mechanism
+// (auth/mechanisms/x509/x509.h).
 #pragma once
 
 #include <string>
 #include <string_view>
 
-#include "authrpc/security/base/result.h"
+#include "authrpc/base/result.h"
 
 namespace authrpc::security {
 

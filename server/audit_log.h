@@ -18,8 +18,8 @@
 #include <thread>
 
 #include "authrpc/auth/identity.h"
-#include "authrpc/security/base/log.h"
-#include "authrpc/security/base/result.h"
+#include "authrpc/base/log.h"
+#include "authrpc/base/result.h"
 
 namespace authrpc {
 

@@ -2,7 +2,7 @@
 
 #include <optional>
 
-#include "authrpc/auth/authorizer.h"
+#include "authrpc/auth/authz/authorizer.h"
 #include "authrpc/server/audit_log.h"
 #include "authrpc/server/server.h"
 #include "authrpc/server/server_metrics.h"

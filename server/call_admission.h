@@ -15,7 +15,7 @@
 #include <vector>
 
 #include "authrpc/auth/identity.h"
-#include "authrpc/security/base/result.h"
+#include "authrpc/base/result.h"
 
 namespace authrpc {
 

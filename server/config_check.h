@@ -10,8 +10,8 @@
 #include <string>
 #include <vector>
 
+#include "authrpc/base/status.h"
 #include "authrpc/rpc/json_document.h"
-#include "authrpc/security/base/status.h"
 #include "authrpc/server/server_config.h"
 
 namespace authrpc {

@@ -7,8 +7,8 @@
 #include <asio/io_context.hpp>
 #include <memory>
 
+#include "authrpc/base/result.h"
 #include "authrpc/rpc/transport.h"
-#include "authrpc/security/base/result.h"
 #include "authrpc/server/server.h"
 
 namespace authrpc {

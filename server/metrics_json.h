@@ -1,11 +1,11 @@
 // The JSON form of a MetricsSnapshot: what sys.stats returns and
-// `authrpc stats` reads (client/stats_summary.h). Stable field names
+// `authrpc stats` reads (tools/stats_summary.h). Stable field names
 // (docs/OPERATIONS.md); the same numbers as the admin listener's /metrics.
 #pragma once
 
 #include <nlohmann/json.hpp>
 
-#include "authrpc/security/base/metrics.h"
+#include "authrpc/base/metrics.h"
 
 namespace authrpc {
 

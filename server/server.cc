@@ -15,9 +15,9 @@
 #include <exception>
 #include <future>
 
-#include "authrpc/auth/authorizer.h"
+#include "authrpc/auth/authz/authorizer.h"
+#include "authrpc/base/cycle_clock.h"
 #include "authrpc/rpc/messages.h"
-#include "authrpc/security/base/cycle_clock.h"
 #include "authrpc/server/audit_log.h"
 #include "authrpc/server/metrics_json.h"
 

@@ -17,12 +17,12 @@
 #include <vector>
 
 #include "authrpc/auth/mechanism.h"
-#include "authrpc/rpc/shm_options.h"
+#include "authrpc/base/log.h"
+#include "authrpc/base/metrics.h"
+#include "authrpc/base/result.h"
 #include "authrpc/rpc/endpoint.h"
-#include "authrpc/security/base/log.h"
-#include "authrpc/security/base/metrics.h"
 #include "authrpc/rpc/security_requirement.h"
-#include "authrpc/security/base/result.h"
+#include "authrpc/rpc/shm_options.h"
 #include "authrpc/rpc/transport.h"
 #include "authrpc/server/service.h"
 
@@ -31,7 +31,7 @@ namespace security {
 class TlsServerContext;
 }
 class AuditLog;    // server/audit_log.h
-class Authorizer;  // auth/authorizer.h
+class Authorizer;  // auth/authz/authorizer.h
 
 struct ServerOptions {
   std::vector<Endpoint> endpoints;

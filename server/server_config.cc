@@ -1,6 +1,6 @@
 #include "authrpc/server/server_config.h"
 
-#include "authrpc/auth/authorizer.h"
+#include "authrpc/auth/authz/authorizer.h"
 #include "authrpc/rpc/json_document.h"
 #include "authrpc/server/audit_log.h"
 #include "authrpc/server/config_check.h"

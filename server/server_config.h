@@ -13,7 +13,7 @@
 #include <vector>
 
 #include "authrpc/auth/mechanism_registry.h"
-#include "authrpc/security/base/result.h"
+#include "authrpc/base/result.h"
 #include "authrpc/security/token_store_registry.h"
 #include "authrpc/server/server.h"
 #include "authrpc/server/token_service.h"
@@ -29,7 +29,8 @@ struct ServerConfig {
   ServerOptions options;
   std::unique_ptr<TokenService> tokens;  // null without a "tokens" section
   // The "admin" section's listen address (docs/CONFIG.md "admin"); unset:
-  // no admin listener. authrpc-server starts one (server/admin_server.h).
+  // no admin listener. authrpc-server starts one
+  // (components/admin/admin_server.h).
   std::optional<std::string> admin_listen;
   // Its "hosts": the DNS names the admin listener answers to
   // (AdminOptions::hosts).

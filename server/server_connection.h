@@ -21,9 +21,9 @@
 
 #include "authrpc/auth/identity.h"
 #include "authrpc/auth/server_negotiation.h"
+#include "authrpc/base/cycle_clock.h"
 #include "authrpc/rpc/call_router.h"
 #include "authrpc/rpc/frame_channel.h"
-#include "authrpc/security/base/cycle_clock.h"
 #include "authrpc/server/call_admission.h"
 #include "authrpc/server/server_impl.h"
 #include "authrpc/server/server_metrics.h"

@@ -20,9 +20,9 @@
 #include <unordered_map>
 #include <vector>
 
+#include "authrpc/base/metrics.h"
+#include "authrpc/base/status.h"
 #include "authrpc/rpc/endpoint.h"
-#include "authrpc/security/base/metrics.h"
-#include "authrpc/security/base/status.h"
 #include "authrpc/server/service.h"
 
 namespace authrpc {

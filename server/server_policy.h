@@ -5,8 +5,8 @@
 // Semantics: docs/TLS.md, "Policies".
 #pragma once
 
+#include "authrpc/base/status.h"
 #include "authrpc/rpc/security_requirement.h"
-#include "authrpc/security/base/status.h"
 #include "authrpc/server/server.h"
 
 namespace authrpc {

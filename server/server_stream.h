@@ -15,8 +15,8 @@
 #include <string>
 #include <string_view>
 
+#include "authrpc/base/result.h"
 #include "authrpc/rpc/payload.h"
-#include "authrpc/security/base/result.h"
 
 namespace authrpc {
 

@@ -21,7 +21,7 @@
 #include <string_view>
 
 #include "authrpc/auth/identity.h"
-#include "authrpc/security/base/result.h"
+#include "authrpc/base/result.h"
 #include "authrpc/server/server_stream.h"
 
 namespace authrpc {

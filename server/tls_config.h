@@ -5,7 +5,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "authrpc/security/base/status.h"
+#include "authrpc/base/status.h"
 #include "authrpc/server/server.h"
 
 namespace authrpc {

@@ -2,7 +2,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "authrpc/auth/principal_mapper.h"
+#include "authrpc/auth/authz/principal_mapper.h"
 
 namespace authrpc {
 

@@ -11,8 +11,8 @@
 #include <string>
 #include <string_view>
 
-#include "authrpc/auth/authorizer.h"
-#include "authrpc/security/base/result.h"
+#include "authrpc/auth/authz/authorizer.h"
+#include "authrpc/base/result.h"
 
 namespace authrpc {
 

@@ -48,10 +48,10 @@
 #include <vector>
 
 #include "authrpc/auth/mechanism_registry.h"
-#include "authrpc/auth/token_mechanism.h"
-#include "authrpc/security/base/log.h"
-#include "authrpc/security/base/metrics.h"
-#include "authrpc/security/base/result.h"
+#include "authrpc/auth/mechanisms/token/token_mechanism.h"
+#include "authrpc/base/log.h"
+#include "authrpc/base/metrics.h"
+#include "authrpc/base/result.h"
 #include "authrpc/security/secret_manager.h"
 #include "authrpc/security/token_store.h"
 #include "authrpc/security/token_store_registry.h"

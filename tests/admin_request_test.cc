@@ -1,8 +1,8 @@
-// What the admin listener answers (server/admin_request.h), as a table:
-// method, target as sent and Host fields → the page or the refusal; and the
-// configured host names' check. tests/admin_server_test.cc sends the same
+// What the admin listener answers (components/admin/admin_request.h), as a
+// table: method, target as sent and Host fields → the page or the refusal; and
+// the configured host names' check. tests/admin_server_test.cc sends the same
 // kinds of request over a socket.
-#include "authrpc/server/admin_request.h"
+#include "authrpc/components/admin/admin_request.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>

@@ -1,11 +1,11 @@
-// The admin listener (server/admin_server.h) over real loopback sockets:
-// /metrics in the Prometheus text format (checked line by line and by
-// Debian's promtool), /healthz, /readyz in both states, 404/405, HEAD,
-// address parsing, a busy port and port 0; hostile peers: idle connections
-// held or reopened while probes must still be answered, methods and paths
-// that must not be served, Host headers that must be refused (DNS
-// rebinding). tests/admin_request_test.cc has the decision table itself.
-#include "authrpc/server/admin_server.h"
+// The admin listener (components/admin/admin_server.h) over real loopback
+// sockets: /metrics in the Prometheus text format (checked line by line and by
+// Debian's promtool), /healthz, /readyz in both states, 404/405, HEAD, address
+// parsing, a busy port and port 0; hostile peers: idle connections held or
+// reopened while probes must still be answered, methods and paths that must not
+// be served, Host headers that must be refused (DNS rebinding).
+// tests/admin_request_test.cc has the decision table itself.
+#include "authrpc/components/admin/admin_server.h"
 
 #include <arpa/inet.h>
 #include <gmock/gmock.h>

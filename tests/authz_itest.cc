@@ -27,10 +27,10 @@
 #include <string>
 #include <vector>
 
-#include "authrpc/auth/authorizer.h"
-#include "authrpc/auth/kerberos.h"
-#include "authrpc/auth/token_mechanism.h"
+#include "authrpc/auth/authz/authorizer.h"
+#include "authrpc/auth/mechanisms/token/token_mechanism.h"
 #include "authrpc/client/client.h"
+#include "authrpc/components/kerberos/kerberos.h"
 #include "authrpc/security/credentials_file.h"
 #include "authrpc/server/audit_log.h"
 #include "authrpc/server/server.h"

@@ -21,9 +21,9 @@
 #include <sstream>
 #include <thread>
 
-#include "authrpc/auth/acl.h"
-#include "authrpc/auth/authorizer.h"
-#include "authrpc/auth/simple.h"
+#include "authrpc/auth/authz/acl.h"
+#include "authrpc/auth/authz/authorizer.h"
+#include "authrpc/auth/mechanisms/simple/simple.h"
 #include "authrpc/client/client.h"
 #include "authrpc/server/audit_log.h"
 #include "authrpc/server/server.h"

@@ -18,12 +18,12 @@
 #include <thread>
 #include <vector>
 
-#include "authrpc/auth/simple.h"
+#include "authrpc/auth/mechanisms/simple/simple.h"
+#include "authrpc/base/log.h"
+#include "authrpc/base/status.h"
 #include "authrpc/client/client.h"
 #include "authrpc/rpc/endpoint.h"
-#include "authrpc/security/base/log.h"
 #include "authrpc/rpc/messages.h"
-#include "authrpc/security/base/status.h"
 #include "authrpc/rpc/wire.h"
 #include "authrpc/server/server.h"
 #include "authrpc/server/service.h"

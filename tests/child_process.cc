@@ -10,7 +10,7 @@
 #include <iterator>
 #include <thread>
 
-#include "authrpc/security/base/log.h"
+#include "authrpc/base/log.h"
 
 namespace authrpc::testing {
 

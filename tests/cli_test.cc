@@ -28,7 +28,7 @@
 #include <vector>
 
 #include "authrpc/auth/mechanism_registry.h"
-#include "authrpc/auth/simple.h"
+#include "authrpc/auth/mechanisms/simple/simple.h"
 #include "authrpc/client/client.h"
 #include "authrpc/security/base64url.h"
 #include "tests/test_support.h"
@@ -508,7 +508,7 @@ TEST_F(CliTest, TheResponseIsPrintedWithATrailingNewlineOrRawWithRaw) {
   EXPECT_THAT(who.out, ::testing::EndsWith("}\n"));
 }
 
-// Each row: a command line, its exit status (client/cli_exit.h) and how its
+// Each row: a command line, its exit status (tools/cli_exit.h) and how its
 // one stderr line starts. "@" in an argument is replaced by a running
 // server's endpoint, "#" by a stopped one's, "%" by the temp directory.
 struct ExitCase {
@@ -639,7 +639,7 @@ class HttpAnswerer {
 };
 
 // One cause, one answer: each row is a mistake a user makes, with the code,
-// exit status (client/cli_exit.h) and advice of its one stderr line
+// exit status (tools/cli_exit.h) and advice of its one stderr line
 // "authrpc: CODE: message [advice]" and words the message must contain —
 // the table of docs/CLI.md ("One cause, one answer"). Rows that share a
 // cause (two unreadable credentials files, two transports a bearer token

@@ -31,7 +31,7 @@
 #include <thread>
 #include <vector>
 
-#include "authrpc/auth/simple.h"
+#include "authrpc/auth/mechanisms/simple/simple.h"
 #include "authrpc/client/client.h"
 #include "authrpc/client/client_runtime.h"
 #include "authrpc/rpc/deadline_queue.h"

@@ -9,8 +9,8 @@
 #include <string>
 #include <thread>
 
+#include "authrpc/base/status.h"
 #include "authrpc/client/client.h"
-#include "authrpc/security/base/status.h"
 #include "tests/test_server.h"
 #include "tests/test_support.h"
 

@@ -1,7 +1,7 @@
-// CycleClock (security/base/cycle_clock.h): intervals that agree with
+// CycleClock (base/cycle_clock.h): intervals that agree with
 // steady_clock, across threads too, and reads that never go negative or
 // overflow.
-#include "authrpc/security/base/cycle_clock.h"
+#include "authrpc/base/cycle_clock.h"
 
 #include <gtest/gtest.h>
 

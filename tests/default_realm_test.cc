@@ -1,8 +1,8 @@
-// auth/default_realm.h: krb5's default realm read through a libkrb5 loaded
-// on first use. This program links the authorization layer alone
+// auth/authz/default_realm.h: krb5's default realm read through a libkrb5
+// loaded on first use. This program links the authorization layer alone
 // (authrpc::auth, tests/CMakeLists.txt), as a program with no Kerberos
 // mechanism does, and still reads exactly what krb5.conf says.
-#include "authrpc/auth/default_realm.h"
+#include "authrpc/auth/authz/default_realm.h"
 
 #include <dlfcn.h>
 #include <gtest/gtest.h>

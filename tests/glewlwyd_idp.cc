@@ -24,7 +24,7 @@
 #include <thread>
 #include <vector>
 
-#include "authrpc/security/base/log.h"
+#include "authrpc/base/log.h"
 #include "authrpc/security/base64url.h"
 #include "tests/child_process.h"
 #include "tests/http_client.h"

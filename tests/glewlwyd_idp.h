@@ -28,8 +28,8 @@
 #include <string>
 #include <string_view>
 
-#include "authrpc/security/base/result.h"
-#include "authrpc/security/base/status.h"
+#include "authrpc/base/result.h"
+#include "authrpc/base/status.h"
 
 namespace authrpc::testing {
 

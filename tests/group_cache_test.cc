@@ -1,4 +1,4 @@
-// GroupCache (auth/group_cache.h): TTL, the bound, unknown users, and the
+// GroupCache (auth/authz/group_cache.h): TTL, the bound, unknown users, and the
 // AuthzPolicy keys that configure it (groups.cache_ttl_ms, groups.cache_size).
 #include <gtest/gtest.h>
 #include <pwd.h>
@@ -6,8 +6,8 @@
 
 #include <map>
 
-#include "authrpc/auth/authz_policy.h"
-#include "authrpc/auth/group_cache.h"
+#include "authrpc/auth/authz/authz_policy.h"
+#include "authrpc/auth/authz/group_cache.h"
 
 namespace authrpc {
 namespace {

@@ -7,7 +7,7 @@
 #include <memory>
 #include <mutex>
 
-#include "authrpc/security/base/log.h"
+#include "authrpc/base/log.h"
 
 namespace authrpc::testing {
 namespace {

@@ -14,7 +14,7 @@
 #include <utility>
 #include <vector>
 
-#include "authrpc/security/base/result.h"
+#include "authrpc/base/result.h"
 
 namespace authrpc::testing {
 

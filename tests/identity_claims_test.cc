@@ -12,8 +12,8 @@
 #include <thread>
 #include <vector>
 
-#include "authrpc/auth/authorizer.h"
-#include "authrpc/auth/authz_policy.h"
+#include "authrpc/auth/authz/authorizer.h"
+#include "authrpc/auth/authz/authz_policy.h"
 #include "authrpc/auth/mechanism.h"
 #include "tests/test_server.h"
 

@@ -11,7 +11,7 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
-#include "authrpc/auth/jwt.h"
+#include "authrpc/components/jwt/jwt.h"
 #include "tests/glewlwyd_idp.h"
 #include "tests/test_server.h"
 

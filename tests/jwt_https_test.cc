@@ -1,8 +1,8 @@
-// https_get (auth/jwt_https.h) against real TLS servers on loopback: the
-// JWKS test server, and small raw servers that answer with exactly the bytes
-// a case needs (chunked, oversized, truncated, malformed, silent), or present
-// a certificate for another name or from another CA.
-#include "authrpc/auth/jwt_https.h"
+// https_get (components/jwt/jwt_https.h) against real TLS servers on loopback:
+// the JWKS test server, and small raw servers that answer with exactly the
+// bytes a case needs (chunked, oversized, truncated, malformed, silent), or
+// present a certificate for another name or from another CA.
+#include "authrpc/components/jwt/jwt_https.h"
 
 #include <arpa/inet.h>
 #include <gtest/gtest.h>

@@ -1,7 +1,7 @@
-// JwkSet::parse (auth/jwt_keys.h): the keys of each type it builds, each
-// reason it skips a key for, each document it refuses, and hostile
+// JwkSet::parse (components/jwt/jwt_keys.h): the keys of each type it builds,
+// each reason it skips a key for, each document it refuses, and hostile
 // documents (deep nesting, huge strings) that must be refused without harm.
-#include "authrpc/auth/jwt_keys.h"
+#include "authrpc/components/jwt/jwt_keys.h"
 
 #include <gtest/gtest.h>
 #include <openssl/core_names.h>

@@ -1,11 +1,11 @@
-// The `jwt` mechanism end to end (auth/jwt.h): real servers and clients on
-// loopback, real TLS, tokens signed by the test issuer
-// (tests/jwt_test_issuer.h) and keys from a JWKS file or served over HTTPS
-// by JwksHttpsServer. Verification rules themselves are tabled in
-// jwt_verifier_test; this is what the mechanism adds: transports, the
-// message, key loading and rotation, an IdP that is down, identity, groups,
-// session expiry, certificate-bound tokens, options.
-#include "authrpc/auth/jwt.h"
+// The `jwt` mechanism end to end (components/jwt/jwt.h): real servers and
+// clients on loopback, real TLS, tokens signed by the test issuer
+// (tests/jwt_test_issuer.h) and keys from a JWKS file or served over HTTPS by
+// JwksHttpsServer. Verification rules themselves are tabled in
+// jwt_verifier_test; this is what the mechanism adds: transports, the message,
+// key loading and rotation, an IdP that is down, identity, groups, session
+// expiry, certificate-bound tokens, options.
+#include "authrpc/components/jwt/jwt.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -18,10 +18,10 @@
 #include <nlohmann/json.hpp>
 #include <thread>
 
-#include "authrpc/auth/authorizer.h"
-#include "authrpc/auth/authz_policy.h"
+#include "authrpc/auth/authz/authorizer.h"
+#include "authrpc/auth/authz/authz_policy.h"
 #include "authrpc/auth/mechanism_registry.h"
-#include "authrpc/security/base/log.h"
+#include "authrpc/base/log.h"
 #include "authrpc/security/base64url.h"
 #include "tests/jwt_test_issuer.h"
 #include "tests/test_server.h"

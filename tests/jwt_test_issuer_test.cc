@@ -9,8 +9,8 @@
 #include <openssl/evp.h>
 #include <openssl/hmac.h>
 
-#include "authrpc/auth/jwt_https.h"
-#include "authrpc/auth/jwt_keys.h"
+#include "authrpc/components/jwt/jwt_https.h"
+#include "authrpc/components/jwt/jwt_keys.h"
 #include "authrpc/security/base64url.h"
 #include "tests/test_support.h"
 #include "tests/test_tls.h"

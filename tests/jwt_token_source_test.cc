@@ -1,10 +1,10 @@
-// The jwt client's token source (auth/jwt_token_source.h): a token from a
-// real file (rewritten in place, renamed over, a FIFO, too large), a real
-// environment variable and a real /bin/sh command (JSON output, failures,
-// timeouts with no process left behind); its cache; unverified_expiry; and
-// that no error message quotes the token. Tokens are made here by
-// base64url-encoding JSON with a fake signature: the source never verifies.
-#include "authrpc/auth/jwt_token_source.h"
+// The jwt client's token source (components/jwt/jwt_token_source.h): a token
+// from a real file (rewritten in place, renamed over, a FIFO, too large), a
+// real environment variable and a real /bin/sh command (JSON output, failures,
+// timeouts with no process left behind); its cache; unverified_expiry; and that
+// no error message quotes the token. Tokens are made here by base64url-encoding
+// JSON with a fake signature: the source never verifies.
+#include "authrpc/components/jwt/jwt_token_source.h"
 
 #include <fcntl.h>
 #include <gtest/gtest.h>

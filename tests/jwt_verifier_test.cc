@@ -1,7 +1,7 @@
-// JwtVerifier (auth/jwt_verifier.h): every reason a token is refused, as a
-// table (token made by the test issuer, tests/jwt_test_issuer.h → expected
+// JwtVerifier (components/jwt/jwt_verifier.h): every reason a token is refused,
+// as a table (token made by the test issuer, tests/jwt_test_issuer.h → expected
 // code and message), then the verified-token cache.
-#include "authrpc/auth/jwt_verifier.h"
+#include "authrpc/components/jwt/jwt_verifier.h"
 
 #include <gtest/gtest.h>
 

@@ -1,9 +1,9 @@
-// Kerberos failures as Statuses (security/kerberos_errors.h): how a failed
-// GSSAPI call's major and minor codes are classified, what the kerberos
-// mechanisms then report and what a caller is advised to do (an expired
-// ticket: log in again), and KerberosCredentials' factories failing without
-// a KDC. tests/kerberos_itest.cc checks the same against a real KDC.
-#include "authrpc/security/kerberos_errors.h"
+// Kerberos failures as Statuses (components/kerberos/kerberos_errors.h): how a
+// failed GSSAPI call's major and minor codes are classified, what the kerberos
+// mechanisms then report and what a caller is advised to do (an expired ticket:
+// log in again), and KerberosCredentials' factories failing without a KDC.
+// tests/kerberos_itest.cc checks the same against a real KDC.
+#include "authrpc/components/kerberos/kerberos_errors.h"
 
 #include <gssapi/gssapi_krb5.h>
 #include <gtest/gtest.h>
@@ -13,7 +13,7 @@
 #include <filesystem>
 #include <string>
 
-#include "authrpc/security/kerberos_credentials.h"
+#include "authrpc/components/kerberos/kerberos_credentials.h"
 #include "tests/test_support.h"
 
 namespace authrpc::security {

@@ -1,7 +1,7 @@
-// Integration tests for the `kerberos` mechanism (auth/kerberos.h) against a
-// real MIT KDC started by the test (tests/testing/mini_kdc.h): real tickets, real
-// keytabs, real replay cache, real Servers and Clients over loopback TCP and
-// abstract Unix sockets.
+// Integration tests for the `kerberos` mechanism (components/kerberos/kerberos.h)
+// against a real MIT KDC started by the test (tests/testing/mini_kdc.h): real
+// tickets, real keytabs, real replay cache, real Servers and Clients over
+// loopback TCP and abstract Unix sockets.
 //
 // Realm layout (every suite): principals alice (keys in client_keytab()) and
 // rpc/localhost (keys in service_keytab()); the shared suite also has
@@ -39,15 +39,15 @@
 #include <thread>
 #include <vector>
 
-#include "authrpc/auth/kerberos.h"
-#include "authrpc/auth/kerberos_ticket_names.h"
 #include "authrpc/auth/mechanism_registry.h"
-#include "authrpc/auth/simple.h"
+#include "authrpc/auth/mechanisms/simple/simple.h"
+#include "authrpc/base/log.h"
+#include "authrpc/base/status.h"
 #include "authrpc/client/client.h"
+#include "authrpc/components/kerberos/kerberos.h"
+#include "authrpc/components/kerberos/kerberos_ticket_names.h"
 #include "authrpc/rpc/endpoint.h"
-#include "authrpc/security/base/log.h"
 #include "authrpc/rpc/messages.h"
-#include "authrpc/security/base/status.h"
 #include "authrpc/rpc/wire.h"
 #include "authrpc/server/server.h"
 #include "tests/kerberos_realm.h"
@@ -509,9 +509,9 @@ TEST_F(KerberosTest, MalformedTokensAreAuthenticationFailed) {
 }
 
 // The server names a client by the service ticket it presents once it has
-// accepted that ticket (auth/kerberos_ticket_names.h). What that rests on,
-// with real tokens: a client's tokens carry the same ticket bytes session
-// after session (their authenticators differ), another client's carry
+// accepted that ticket (components/kerberos/kerberos_ticket_names.h). What that
+// rests on, with real tokens: a client's tokens carry the same ticket bytes
+// session after session (their authenticators differ), another client's carry
 // another ticket; and sessions of two clients alternating on one server are
 // each named right. (ReplayedFirstTokenIsRefused replays a token whose ticket
 // the server knows by then: still refused.)
@@ -842,7 +842,7 @@ struct SkewCase {
   const char* offset;        // faketime -f offset of the client's clock
   bool server_refuses;       // the service sees the AP-REQ and refuses it
   const char* krb5_message;  // MIT's text in the error the CLI prints
-  const char* advice;        // what authrpc adds to it (security/kerberos_errors.cc), or ""
+  const char* advice;        // what authrpc adds to it (components/kerberos/kerberos_errors.cc), or ""
 };
 
 // Case 14: the client's clock is off by more than the allowed skew (300 s).

@@ -1,6 +1,6 @@
 #include "tests/kerberos_realm.h"
 
-#include "authrpc/auth/simple.h"
+#include "authrpc/auth/mechanisms/simple/simple.h"
 #include "tests/test_support.h"
 
 namespace authrpc::testing {

@@ -21,13 +21,13 @@
 
 #include <nlohmann/json.hpp>
 
-#include "authrpc/auth/kerberos.h"
 #include "authrpc/auth/mechanism.h"
+#include "authrpc/base/log.h"
+#include "authrpc/base/result.h"
+#include "authrpc/base/status.h"
 #include "authrpc/client/client.h"
+#include "authrpc/components/kerberos/kerberos.h"
 #include "authrpc/rpc/endpoint.h"
-#include "authrpc/security/base/log.h"
-#include "authrpc/security/base/result.h"
-#include "authrpc/security/base/status.h"
 #include "tests/test_server.h"
 #include "tests/testing/mini_kdc.h"
 

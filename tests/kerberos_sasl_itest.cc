@@ -1,9 +1,9 @@
-// Integration tests for the `kerberos-sasl` mechanism (auth/kerberos_sasl.h:
-// SASL GSSAPI through Cyrus SASL) and its Cyrus wrapper (auth/sasl_library.h,
-// auth/sasl_session.h), against a real MIT KDC started by the test
-// (tests/testing/mini_kdc.h): real tickets, keytabs and replay cache, real Servers and
-// Clients over loopback TCP and abstract Unix sockets, the real Cyrus GSSAPI
-// plugin.
+// Integration tests for the `kerberos-sasl` mechanism
+// (components/kerberos/kerberos_sasl.h: SASL GSSAPI through Cyrus SASL) and its Cyrus
+// wrapper (components/kerberos/sasl_library.h, components/kerberos/sasl_session.h),
+// against a real MIT KDC started by the test (tests/testing/mini_kdc.h): real tickets,
+// keytabs and replay cache, real Servers and Clients over loopback TCP and abstract
+// Unix sockets, the real Cyrus GSSAPI plugin.
 //
 // Realm layout (shared suite): alice (keys in client_keytab(), TGT in
 // ccache()), bob/admin (keys in bob.keytab), rpc/localhost (keys in
@@ -37,19 +37,19 @@
 #include <thread>
 #include <vector>
 
-#include "authrpc/auth/kerberos.h"
-#include "authrpc/auth/kerberos_sasl.h"
 #include "authrpc/auth/mechanism_registry.h"
-#include "authrpc/auth/sasl_library.h"
-#include "authrpc/auth/sasl_session.h"
-#include "authrpc/auth/simple.h"
+#include "authrpc/auth/mechanisms/simple/simple.h"
+#include "authrpc/base/log.h"
+#include "authrpc/base/status.h"
 #include "authrpc/client/client.h"
+#include "authrpc/components/kerberos/kerberos.h"
+#include "authrpc/components/kerberos/kerberos_credentials.h"
+#include "authrpc/components/kerberos/kerberos_sasl.h"
+#include "authrpc/components/kerberos/sasl_library.h"
+#include "authrpc/components/kerberos/sasl_session.h"
 #include "authrpc/rpc/endpoint.h"
-#include "authrpc/security/base/log.h"
 #include "authrpc/rpc/messages.h"
-#include "authrpc/security/base/status.h"
 #include "authrpc/rpc/wire.h"
-#include "authrpc/security/kerberos_credentials.h"
 #include "authrpc/server/server.h"
 #include "tests/kerberos_realm.h"
 #include "tests/test_server.h"
@@ -849,7 +849,7 @@ TEST_F(KerberosSaslTest, Cli) {
                           "--ccache", kdc_->ccache(), "--service-principal",
                           ServicePrincipal(*kdc_, "nohost"), "sys", "whoami"});
   ASSERT_TRUE(wrong.ok()) << Describe(wrong);
-  EXPECT_EQ(wrong->exit_code, 3);  // credentials (client/cli_exit.h)
+  EXPECT_EQ(wrong->exit_code, 3);  // credentials (tools/cli_exit.h)
   EXPECT_THAT(wrong->err, HasSubstr("AUTHENTICATION_FAILED"));
 }
 

@@ -1,7 +1,7 @@
-// KerberosTicketNames (auth/kerberos_ticket_names.h): finding the Ticket in a
-// krb5 GSSAPI initial context token, and the bounded cache of names.
-// tests/kerberos_itest.cc checks it against tokens from a real KDC.
-#include "authrpc/auth/kerberos_ticket_names.h"
+// KerberosTicketNames (components/kerberos/kerberos_ticket_names.h): finding
+// the Ticket in a krb5 GSSAPI initial context token, and the bounded cache of
+// names. tests/kerberos_itest.cc checks it against tokens from a real KDC.
+#include "authrpc/components/kerberos/kerberos_ticket_names.h"
 
 #include <gtest/gtest.h>
 

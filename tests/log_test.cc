@@ -1,4 +1,4 @@
-// Log lines and peer-chosen strings (security/base/log.h, docs/AUTHZ.md "Logs"):
+// Log lines and peer-chosen strings (base/log.h, docs/AUTHZ.md "Logs"):
 // escape_for_log() over a table of hostile and harmless inputs, a LogSink
 // escaping for every caller, and a real Server on loopback whose log is
 // captured while raw peers send a mechanism name, a token's service and an
@@ -22,9 +22,9 @@
 #include <string>
 #include <vector>
 
-#include "authrpc/auth/simple.h"
-#include "authrpc/auth/token_mechanism.h"
-#include "authrpc/security/base/log.h"
+#include "authrpc/auth/mechanisms/simple/simple.h"
+#include "authrpc/auth/mechanisms/token/token_mechanism.h"
+#include "authrpc/base/log.h"
 #include "authrpc/rpc/messages.h"
 #include "authrpc/server/server.h"
 #include "authrpc/server/token_service.h"

@@ -17,21 +17,21 @@
 #include <nlohmann/json.hpp>
 #include <thread>
 
-#include "authrpc/auth/authz_policy.h"
-#include "authrpc/auth/jwt.h"
-#include "authrpc/auth/kerberos.h"
+#include "authrpc/auth/authz/authz_policy.h"
 #include "authrpc/auth/mechanism_registry.h"
-#include "authrpc/auth/simple.h"
-#include "authrpc/auth/token_mechanism.h"
-#include "authrpc/auth/x509.h"
+#include "authrpc/auth/mechanisms/simple/simple.h"
+#include "authrpc/auth/mechanisms/token/token_mechanism.h"
+#include "authrpc/auth/mechanisms/x509/x509.h"
 #include "authrpc/client/client.h"
 #include "authrpc/client/client_policy.h"
-#include "authrpc/client/mechanism_flags.h"
+#include "authrpc/components/jwt/jwt.h"
+#include "authrpc/components/kerberos/kerberos.h"
 #include "authrpc/rpc/messages.h"
 #include "authrpc/security/tls_context.h"
 #include "authrpc/server/server.h"
 #include "authrpc/server/server_policy.h"
 #include "authrpc/server/token_service.h"
+#include "authrpc/tools/mechanism_flags.h"
 #include "test_support.h"
 #include "tls_test_certs.h"
 

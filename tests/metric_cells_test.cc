@@ -1,8 +1,8 @@
-// Per-thread metric cells (security/base/metric_cells.h): rows leased and
+// Per-thread metric cells (base/metric_cells.h): rows leased and
 // given back as threads come and go, counts kept across that, the shared row
 // for threads without a row, zeroed offsets for new metrics, Spans that
 // find no room, and fork().
-#include "authrpc/security/base/metric_cells.h"
+#include "authrpc/base/metric_cells.h"
 
 #include <gtest/gtest.h>
 #include <sys/wait.h>
@@ -14,7 +14,7 @@
 #include <thread>
 #include <vector>
 
-#include "authrpc/security/base/metrics.h"
+#include "authrpc/base/metrics.h"
 
 namespace authrpc {
 namespace {

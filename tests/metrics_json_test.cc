@@ -1,5 +1,5 @@
 // The JSON form of the metrics (server/metrics_json.h), what `authrpc stats`
-// reads from it (client/stats_summary.h: the summary and Prometheus'
+// reads from it (tools/stats_summary.h: the summary and Prometheus'
 // histogram_quantile), and the sys.stats RPC on a real server: admins only,
 // refused (and audited) for anyone else and without a policy.
 #include "authrpc/server/metrics_json.h"
@@ -13,9 +13,9 @@
 #include <limits>
 #include <sstream>
 
-#include "authrpc/auth/authorizer.h"
-#include "authrpc/client/stats_summary.h"
+#include "authrpc/auth/authz/authorizer.h"
 #include "authrpc/server/audit_log.h"
+#include "authrpc/tools/stats_summary.h"
 #include "tests/test_server.h"
 #include "tests/test_support.h"
 

@@ -1,6 +1,6 @@
-// The metrics core (security/base/metrics.h): cells, the registry's
+// The metrics core (base/metrics.h): cells, the registry's
 // get-or-create, callback gauges, snapshots and concurrent counting.
-#include "authrpc/security/base/metrics.h"
+#include "authrpc/base/metrics.h"
 
 #include <gtest/gtest.h>
 

@@ -22,13 +22,13 @@
 #include <string>
 #include <vector>
 
-#include "authrpc/auth/simple.h"
+#include "authrpc/auth/mechanisms/simple/simple.h"
 #include "minibench/floor_check.h"
 #include "minibench/plot.h"
 #include "minibench/report.h"
 #include "tests/test_server.h"
 #include "tests/testing/mini_kdc.h"
-#include "authrpc/security/base/log.h"
+#include "authrpc/base/log.h"
 #include "authrpc/server/server.h"
 
 #ifndef MINIBENCH_BIN

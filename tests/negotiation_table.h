@@ -37,7 +37,7 @@
 #include <vector>
 
 #include "authrpc/auth/mechanism.h"
-#include "authrpc/security/base/status.h"
+#include "authrpc/base/status.h"
 #include "tests/kerberos_realm.h"
 
 namespace authrpc::testing {

@@ -1,7 +1,7 @@
-// parse_oauthbearer (auth/oauthbearer.h): the `jwt` mechanism's first
+// parse_oauthbearer (components/jwt/oauthbearer.h): the `jwt` mechanism's first
 // message, from a peer nobody knows yet. A table of messages → accepted (with
 // what was read) or refused (with what the message says).
-#include "authrpc/auth/oauthbearer.h"
+#include "authrpc/components/jwt/oauthbearer.h"
 
 #include <gtest/gtest.h>
 

@@ -1,6 +1,6 @@
-// Table-driven tests of auth_to_local mapping (auth/principal_mapper.h):
+// Table-driven tests of auth_to_local mapping (auth/authz/principal_mapper.h):
 // Hadoop's KerberosName semantics, tricky principals and regex edge cases.
-#include "authrpc/auth/principal_mapper.h"
+#include "authrpc/auth/authz/principal_mapper.h"
 
 #include <gtest/gtest.h>
 

@@ -26,14 +26,14 @@
 #include <memory>
 #include <string>
 
-#include "authrpc/auth/kerberos.h"
-#include "authrpc/auth/simple.h"
-#include "authrpc/auth/token_mechanism.h"
+#include "authrpc/auth/mechanisms/simple/simple.h"
+#include "authrpc/auth/mechanisms/token/token_mechanism.h"
+#include "authrpc/base/log.h"
+#include "authrpc/base/metrics.h"
 #include "authrpc/client/client.h"
-#include "authrpc/security/base/log.h"
-#include "authrpc/security/base/metrics.h"
+#include "authrpc/components/admin/admin_server.h"
+#include "authrpc/components/kerberos/kerberos.h"
 #include "authrpc/security/token.h"
-#include "authrpc/server/admin_server.h"
 #include "authrpc/server/server.h"
 #include "authrpc/server/service.h"
 #include "authrpc/server/token_service.h"

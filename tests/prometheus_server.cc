@@ -16,7 +16,7 @@
 #include <sstream>
 #include <thread>
 
-#include "authrpc/security/base/log.h"
+#include "authrpc/base/log.h"
 #include "tests/child_process.h"
 #include "tests/http_client.h"
 #include "tests/test_support.h"

@@ -27,8 +27,8 @@
 #include <string_view>
 #include <vector>
 
-#include "authrpc/security/base/result.h"
-#include "authrpc/security/base/status.h"
+#include "authrpc/base/result.h"
+#include "authrpc/base/status.h"
 
 namespace authrpc::testing {
 

@@ -34,13 +34,13 @@
 #include <thread>
 #include <vector>
 
-#include "authrpc/auth/authorizer.h"
-#include "authrpc/auth/authz_policy.h"
-#include "authrpc/auth/simple.h"
-#include "authrpc/auth/token_mechanism.h"
-#include "authrpc/auth/x509.h"
+#include "authrpc/auth/authz/authorizer.h"
+#include "authrpc/auth/authz/authz_policy.h"
+#include "authrpc/auth/mechanisms/simple/simple.h"
+#include "authrpc/auth/mechanisms/token/token_mechanism.h"
+#include "authrpc/auth/mechanisms/x509/x509.h"
+#include "authrpc/base/log.h"
 #include "authrpc/security/clock.h"
-#include "authrpc/security/base/log.h"
 #include "authrpc/security/memory_token_store.h"
 #include "authrpc/security/secret_manager.h"
 #include "authrpc/security/tls_context.h"

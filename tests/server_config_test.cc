@@ -4,8 +4,8 @@
 // says which key is wrong.
 #include "authrpc/server/server_config.h"
 
+#include "authrpc/auth/mechanisms/simple/simple.h"
 #include "authrpc/client/client.h"
-#include "authrpc/auth/simple.h"
 #include "test_support.h"
 
 #include <gmock/gmock.h>
@@ -699,8 +699,8 @@ TEST(ServerConfigTokensTest, WithoutATokensSectionThereIsNoTokenService) {
 }
 
 // "admin" only records where the admin listener goes and the host names it
-// answers to; authrpc-server starts it (server/admin_server.h), which checks
-// the address and the names.
+// answers to; authrpc-server starts it (components/admin/admin_server.h), which
+// checks the address and the names.
 TEST(ServerConfigTest, TheAdminSectionGivesTheListenersAddressAndHostNames) {
   auto with = server_config_from_json(json::parse(R"({"listen": ["unix:@x"], "admin": {"listen": "127.0.0.1:9464"}})"),
                                       registry());

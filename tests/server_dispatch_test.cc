@@ -19,7 +19,7 @@
 #include <string>
 #include <vector>
 
-#include "authrpc/auth/simple.h"
+#include "authrpc/auth/mechanisms/simple/simple.h"
 #include "authrpc/client/client.h"
 #include "authrpc/server/server.h"
 #include "tests/test_support.h"

@@ -16,7 +16,7 @@
 #include <thread>
 #include <vector>
 
-#include "authrpc/security/base/metrics.h"
+#include "authrpc/base/metrics.h"
 #include "tests/negotiation_table.h"
 #include "tests/test_server.h"
 

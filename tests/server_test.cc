@@ -37,12 +37,12 @@
 #include <thread>
 #include <vector>
 
-#include "authrpc/auth/simple.h"
+#include "authrpc/auth/mechanisms/simple/simple.h"
+#include "authrpc/base/log.h"
+#include "authrpc/base/status.h"
 #include "authrpc/client/client.h"
 #include "authrpc/client/client_runtime.h"
 #include "authrpc/rpc/endpoint.h"
-#include "authrpc/security/base/log.h"
-#include "authrpc/security/base/status.h"
 #include "authrpc/server/server.h"
 #include "authrpc/server/service.h"
 #include "tests/test_server.h"

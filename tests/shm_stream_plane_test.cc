@@ -41,14 +41,14 @@
 #include <thread>
 #include <vector>
 
-#include "authrpc/auth/simple.h"
+#include "authrpc/auth/mechanisms/simple/simple.h"
+#include "authrpc/base/log.h"
 #include "authrpc/client/client.h"
 #include "authrpc/client/client_runtime.h"
-#include "authrpc/security/base/log.h"
 #include "authrpc/rpc/messages.h"
+#include "authrpc/rpc/shm_errors.h"
 #include "authrpc/rpc/shm_ring.h"
 #include "authrpc/rpc/wire.h"
-#include "authrpc/rpc/shm_errors.h"
 #include "authrpc/server/server.h"
 #include "authrpc/server/service.h"
 #include "tests/stream_data.h"

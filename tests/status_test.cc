@@ -1,6 +1,6 @@
-// Unit tests for security/base/status.h and security/base/result.h: code names, wire mapping,
+// Unit tests for base/status.h and base/result.h: code names, wire mapping,
 // retry advice, Status::to_string and Result<T>.
-#include "authrpc/security/base/status.h"
+#include "authrpc/base/status.h"
 
 #include <gtest/gtest.h>
 
@@ -11,7 +11,7 @@
 #include <system_error>
 #include <vector>
 
-#include "authrpc/security/base/result.h"
+#include "authrpc/base/result.h"
 
 namespace authrpc {
 namespace {

@@ -42,12 +42,12 @@
 #include <thread>
 #include <vector>
 
-#include "authrpc/auth/simple.h"
+#include "authrpc/auth/mechanisms/simple/simple.h"
+#include "authrpc/base/log.h"
+#include "authrpc/base/status.h"
 #include "authrpc/client/client.h"
 #include "authrpc/rpc/endpoint.h"
-#include "authrpc/security/base/log.h"
 #include "authrpc/rpc/shm_ring.h"
-#include "authrpc/security/base/status.h"
 #include "authrpc/rpc/unique_fd.h"
 #include "authrpc/rpc/wire.h"
 #include "authrpc/server/server.h"

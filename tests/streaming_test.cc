@@ -26,11 +26,11 @@
 #include <string>
 #include <vector>
 
-#include "authrpc/auth/simple.h"
+#include "authrpc/auth/mechanisms/simple/simple.h"
+#include "authrpc/base/log.h"
 #include "authrpc/client/client.h"
 #include "authrpc/client/client_runtime.h"
 #include "authrpc/rpc/call_stream.h"  // kDefaultStreamWindow, kFileChunk
-#include "authrpc/security/base/log.h"
 #include "authrpc/security/tls_context.h"
 #include "authrpc/server/server.h"
 #include "authrpc/server/service.h"

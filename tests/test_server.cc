@@ -4,7 +4,7 @@
 
 #include <utility>
 
-#include "authrpc/auth/simple.h"
+#include "authrpc/auth/mechanisms/simple/simple.h"
 
 namespace authrpc::testing {
 

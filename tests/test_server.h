@@ -22,12 +22,12 @@
 #include <vector>
 
 #include "authrpc/auth/mechanism.h"
+#include "authrpc/base/log.h"
+#include "authrpc/base/result.h"
+#include "authrpc/base/status.h"
 #include "authrpc/client/client.h"
 #include "authrpc/rpc/endpoint.h"
 #include "authrpc/rpc/security_requirement.h"
-#include "authrpc/security/base/log.h"
-#include "authrpc/security/base/result.h"
-#include "authrpc/security/base/status.h"
 #include "authrpc/server/server.h"
 #include "authrpc/server/service.h"
 #include "tests/test_support.h"

@@ -21,12 +21,12 @@
 #include <string>
 #include <sys/types.h>
 
+#include "authrpc/base/result.h"
+#include "authrpc/client/client.h"
 #include "authrpc/rpc/endpoint.h"
-#include "authrpc/security/base/result.h"
 #include "authrpc/rpc/wire.h"
 #include "authrpc/server/server.h"
 #include "authrpc/server/service.h"
-#include "authrpc/client/client.h"
 
 namespace authrpc {
 

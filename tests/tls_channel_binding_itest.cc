@@ -18,9 +18,9 @@
 #include <nlohmann/json.hpp>
 #include <thread>
 
-#include "authrpc/auth/kerberos.h"
-#include "authrpc/auth/simple.h"
+#include "authrpc/auth/mechanisms/simple/simple.h"
 #include "authrpc/client/client.h"
+#include "authrpc/components/kerberos/kerberos.h"
 #include "authrpc/rpc/tls_stream.h"
 #include "authrpc/rpc/transport.h"
 #include "authrpc/security/tls_context.h"

@@ -21,14 +21,14 @@
 #include <optional>
 #include <string>
 
-#include "authrpc/auth/simple.h"
-#include "authrpc/auth/x509.h"
+#include "authrpc/auth/mechanism_registry.h"
+#include "authrpc/auth/mechanisms/simple/simple.h"
+#include "authrpc/auth/mechanisms/x509/x509.h"
 #include "authrpc/client/client.h"
 #include "authrpc/rpc/tls_errors.h"
 #include "authrpc/security/tls_context.h"
 #include "authrpc/server/server.h"
 #include "authrpc/server/server_config.h"
-#include "authrpc/auth/mechanism_registry.h"
 #include "tests/test_server.h"
 #include "tests/test_support.h"
 #include "tests/test_tls.h"

@@ -40,11 +40,11 @@
 #include <thread>
 #include <vector>
 
-#include "authrpc/auth/kerberos.h"
 #include "authrpc/auth/mechanism_registry.h"
-#include "authrpc/auth/token_mechanism.h"
-#include "authrpc/auth/token_sasl.h"
+#include "authrpc/auth/mechanisms/token/token_mechanism.h"
 #include "authrpc/client/client.h"
+#include "authrpc/components/kerberos/kerberos.h"
+#include "authrpc/components/kerberos/token_sasl.h"
 #include "authrpc/security/clock.h"
 #include "authrpc/security/credentials_file.h"
 #include "authrpc/security/file_token_store.h"
@@ -698,7 +698,7 @@ TEST_F(TokenItest, CliFetchPrintUseRenewCancel) {
     EXPECT_NE(who.out.find("\"mechanism\":\"token\""), std::string::npos) << who.out;
   }
   Cmd bad_renew = RunCli("token renew --server " + uri + kt + " --token-file " + file);
-  EXPECT_EQ(bad_renew.status, 5);  // client/cli_exit.h: permission denied
+  EXPECT_EQ(bad_renew.status, 5);  // tools/cli_exit.h: permission denied
   EXPECT_NE(bad_renew.out.find("PERMISSION_DENIED"), std::string::npos) << bad_renew.out;
   Cmd renew = RunCli("token renew --server " + uri + yarn + " --token-file " + file);
   EXPECT_EQ(renew.status, 0) << renew.out;

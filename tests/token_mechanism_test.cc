@@ -1,7 +1,8 @@
-// Unit tests for the `token` mechanism (auth/token_mechanism.h): server and
-// client sessions driven directly against a real SecretManager over a memory
-// store with a controlled clock; the replay cache; the TokenErrc → Errc
-// mapping. Negotiation over real sockets is in token_itest.cc.
+// Unit tests for the `token` mechanism
+// (auth/mechanisms/token/token_mechanism.h): server and client sessions driven
+// directly against a real SecretManager over a memory store with a controlled
+// clock; the replay cache; the TokenErrc → Errc mapping. Negotiation over real
+// sockets is in token_itest.cc.
 #include <gtest/gtest.h>
 #include <openssl/evp.h>
 #include <openssl/hmac.h>
@@ -19,8 +20,8 @@
 #include <vector>
 
 #include "authrpc/auth/mechanism_registry.h"
-#include "authrpc/auth/token_mechanism.h"
-#include "authrpc/auth/token_replay_cache.h"
+#include "authrpc/auth/mechanisms/token/token_mechanism.h"
+#include "authrpc/auth/mechanisms/token/token_replay_cache.h"
 #include "authrpc/security/clock.h"
 #include "authrpc/security/credentials_file.h"
 #include "authrpc/security/memory_token_store.h"

@@ -1,9 +1,9 @@
 // The interop mechanisms token-digest (Cyrus DIGEST-MD5) and token-scram
-// (Cyrus SCRAM-SHA-256) of auth/token_sasl.h: real Cyrus SASL plugins on both
-// sides, passwords served by the in-process auxprop plugin from a real
-// SecretManager (memory store, controlled clock). Sessions are driven
-// directly, step by step; each table row spoils one thing and expects the
-// typed error.
+// (Cyrus SCRAM-SHA-256) of components/kerberos/token_sasl.h: real Cyrus SASL
+// plugins on both sides, passwords served by the in-process auxprop plugin from
+// a real SecretManager (memory store, controlled clock). Sessions are driven
+// directly, step by step; each table row spoils one thing and expects the typed
+// error.
 #include <gtest/gtest.h>
 
 #include <asio/co_spawn.hpp>
@@ -13,9 +13,9 @@
 #include <memory>
 #include <string>
 
-#include "authrpc/auth/sasl_library.h"
-#include "authrpc/auth/scram_verifier_cache.h"
-#include "authrpc/auth/token_sasl.h"
+#include "authrpc/components/kerberos/sasl_library.h"
+#include "authrpc/components/kerberos/scram_verifier_cache.h"
+#include "authrpc/components/kerberos/token_sasl.h"
 #include "authrpc/security/base64url.h"
 #include "authrpc/security/clock.h"
 #include "authrpc/security/memory_token_store.h"

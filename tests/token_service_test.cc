@@ -18,13 +18,13 @@
 #include <string>
 #include <unistd.h>
 
-#include "authrpc/auth/simple.h"
+#include "authrpc/auth/mechanisms/simple/simple.h"
 #include "authrpc/client/client.h"
 #include "authrpc/security/base64url.h"
+#include "authrpc/security/clock.h"
 #include "authrpc/server/audit_log.h"
 #include "authrpc/server/server.h"
 #include "authrpc/server/service.h"
-#include "authrpc/security/clock.h"
 #include "authrpc/server/token_service.h"
 #include "tests/test_server.h"
 #include "tests/test_support.h"

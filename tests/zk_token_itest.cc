@@ -31,12 +31,12 @@
 #include <thread>
 #include <vector>
 
-#include "authrpc/auth/kerberos.h"
-#include "authrpc/auth/token_mechanism.h"
+#include "authrpc/auth/mechanisms/token/token_mechanism.h"
 #include "authrpc/client/client.h"
+#include "authrpc/components/kerberos/kerberos.h"
+#include "authrpc/components/zookeeper/zk_store_factory.h"
+#include "authrpc/components/zookeeper/zk_token_store.h"
 #include "authrpc/security/tls_context.h"
-#include "authrpc/security/zk_store_factory.h"
-#include "authrpc/security/zk_token_store.h"
 #include "authrpc/server/server.h"
 #include "authrpc/server/token_service.h"
 #include "tests/kerberos_realm.h"

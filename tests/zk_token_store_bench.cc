@@ -13,8 +13,8 @@
 #include <thread>
 #include <vector>
 
+#include "authrpc/components/zookeeper/zk_token_store.h"
 #include "authrpc/security/secret_manager.h"
-#include "authrpc/security/zk_token_store.h"
 
 using namespace authrpc::security;
 

@@ -18,10 +18,10 @@
 #include <thread>
 #include <vector>
 
+#include "authrpc/components/zookeeper/zk_session.h"
+#include "authrpc/components/zookeeper/zk_token_store.h"
 #include "authrpc/security/clock.h"
 #include "authrpc/security/secret_manager.h"
-#include "authrpc/security/zk_session.h"
-#include "authrpc/security/zk_token_store.h"
 #include "tests/mini_zk.h"
 
 namespace authrpc::security {

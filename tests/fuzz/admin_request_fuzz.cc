@@ -1,9 +1,9 @@
 // Fuzz target: what the admin listener answers to a request
-// (server/admin_request.h: decide_admin_request, admin_host_allowed) and the
-// check of its configured host names (admin_host_names). The request comes
-// from anyone who reaches the admin port, or from a web page through DNS
-// rebinding; only the three exact paths, by GET or HEAD, with an allowed
-// Host, may be served.
+// (components/admin/admin_request.h: decide_admin_request, admin_host_allowed)
+// and the check of its configured host names (admin_host_names). The request
+// comes from anyone who reaches the admin port, or from a web page through DNS
+// rebinding; only the three exact paths, by GET or HEAD, with an allowed Host,
+// may be served.
 //
 // Input: lines split at '\n': the method, the request target, then up to
 // four Host field values. The same lines after the first are also tried as
@@ -15,7 +15,7 @@
 #include <string_view>
 #include <vector>
 
-#include "authrpc/server/admin_request.h"
+#include "authrpc/components/admin/admin_request.h"
 #include "tests/fuzz/fuzz_support.h"
 
 namespace authrpc::fuzz {

@@ -1,5 +1,5 @@
 // Fuzz target: the files a server reads at startup and on reload — the
-// authorization (ACL) file (auth/authz_policy.h: auth_to_local rules,
+// authorization (ACL) file (auth/authz/authz_policy.h: auth_to_local rules,
 // groups, admins, service and method ACLs, proxy users, network sets) and the
 // server configuration (server/server_config.h: server_options_from_json on
 // the file's JSON, parsed as the loader does; its "tokens" section through
@@ -24,7 +24,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "authrpc/auth/authz_policy.h"
+#include "authrpc/auth/authz/authz_policy.h"
 #include "authrpc/auth/mechanism_registry.h"
 #include "authrpc/server/server_config.h"
 #include "authrpc/server/token_service.h"

@@ -1,12 +1,12 @@
 // Fuzz target: the claim checks of the `jwt` mechanism's verifier
-// (auth/jwt_verifier.h) on any header and claims. jwt_fuzz reaches them
-// only with its signed seeds, since a fuzzer cannot sign; here the input is
-// the token's JSON, which the target signs with the verifier's shared HS256
-// key, so every check after the signature runs on the fuzzer's bytes:
-// dates (exp, nbf, iat, the maximum age), issuer, audience, the principal
-// and groups claims, required claims, nesting. Input: the header JSON, a
-// newline, the claims JSON; without a newline, the whole input is the
-// claims under {"alg":"HS256"}.
+// (components/jwt/jwt_verifier.h) on any header and claims. jwt_fuzz reaches
+// them only with its signed seeds, since a fuzzer cannot sign; here the input
+// is the token's JSON, which the target signs with the verifier's shared HS256
+// key, so every check after the signature runs on the fuzzer's bytes: dates
+// (exp, nbf, iat, the maximum age), issuer, audience, the principal and groups
+// claims, required claims, nesting. Input: the header JSON, a newline, the
+// claims JSON; without a newline, the whole input is the claims under
+// {"alg":"HS256"}.
 #include <array>
 #include <chrono>
 #include <cstdint>
@@ -14,8 +14,8 @@
 #include <string>
 #include <string_view>
 
-#include "authrpc/auth/jwt_keys.h"
-#include "authrpc/auth/jwt_verifier.h"
+#include "authrpc/components/jwt/jwt_keys.h"
+#include "authrpc/components/jwt/jwt_verifier.h"
 #include "authrpc/security/base64url.h"
 #include "authrpc/security/hmac_sha256.h"
 #include "tests/fuzz/fuzz_support.h"

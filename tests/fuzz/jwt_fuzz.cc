@@ -1,20 +1,20 @@
 // Fuzz target: what the `jwt` server does with a client's HELLO before any
-// key is involved, and with a JWKS document (auth/oauthbearer.h,
-// auth/jwt_verifier.h, auth/jwt_keys.h). The message arrives from an
-// unauthenticated peer, the JWKS from the network. The input is an
-// OAUTHBEARER message: its token is verified against a fixed key set and a
-// shared HS256 key (the fuzzer cannot know a key, so nothing it makes may
-// pass unless it is a seed signed with that key), and the whole input is
-// also parsed as a JWKS document.
+// key is involved, and with a JWKS document (components/jwt/oauthbearer.h,
+// components/jwt/jwt_verifier.h, components/jwt/jwt_keys.h). The message
+// arrives from an unauthenticated peer, the JWKS from the network. The input is
+// an OAUTHBEARER message: its token is verified against a fixed key set and a
+// shared HS256 key (the fuzzer cannot know a key, so nothing it makes may pass
+// unless it is a seed signed with that key), and the whole input is also parsed
+// as a JWKS document.
 #include <chrono>
 #include <cstdint>
 #include <memory>
 #include <string>
 #include <string_view>
 
-#include "authrpc/auth/jwt_keys.h"
-#include "authrpc/auth/jwt_verifier.h"
-#include "authrpc/auth/oauthbearer.h"
+#include "authrpc/components/jwt/jwt_keys.h"
+#include "authrpc/components/jwt/jwt_verifier.h"
+#include "authrpc/components/jwt/oauthbearer.h"
 #include "tests/fuzz/fuzz_support.h"
 
 namespace {

@@ -1,15 +1,15 @@
 // Fuzz target: what the `kerberos` server does with a client's token before
-// GSSAPI sees it (auth/kerberos_ticket_names.h): the DER walk that finds the
-// Ticket inside a krb5 initial context token (RFC 2743 framing, RFC 4120
-// AP-REQ), and the cache of ticket names keyed by its digest. The token
-// arrives in HELLO from an unauthenticated peer, so this runs on anyone's
+// GSSAPI sees it (components/kerberos/kerberos_ticket_names.h): the DER walk
+// that finds the Ticket inside a krb5 initial context token (RFC 2743 framing,
+// RFC 4120 AP-REQ), and the cache of ticket names keyed by its digest. The
+// token arrives in HELLO from an unauthenticated peer, so this runs on anyone's
 // bytes. (gss_accept_sec_context itself is MIT krb5's code and needs a keytab
 // per process; docs/FUZZING.md says why it is not driven here.)
 #include <cstdint>
 #include <string>
 #include <string_view>
 
-#include "authrpc/auth/kerberos_ticket_names.h"
+#include "authrpc/components/kerberos/kerberos_ticket_names.h"
 #include "tests/fuzz/fuzz_support.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* bytes, std::size_t size) {

@@ -18,9 +18,9 @@
 
 #include <asio/io_context.hpp>
 
-#include "authrpc/auth/simple.h"
-#include "authrpc/auth/token_mechanism.h"
-#include "authrpc/auth/token_sasl.h"
+#include "authrpc/auth/mechanisms/simple/simple.h"
+#include "authrpc/auth/mechanisms/token/token_mechanism.h"
+#include "authrpc/components/kerberos/token_sasl.h"
 #include "authrpc/rpc/messages.h"
 #include "authrpc/rpc/wire.h"
 #include "authrpc/security/base64url.h"

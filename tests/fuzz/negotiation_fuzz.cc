@@ -18,11 +18,11 @@
 
 #include <asio/io_context.hpp>
 
+#include "authrpc/auth/mechanisms/simple/simple.h"
+#include "authrpc/auth/mechanisms/token/token_mechanism.h"
+#include "authrpc/auth/mechanisms/x509/x509.h"
 #include "authrpc/auth/server_negotiation.h"
-#include "authrpc/auth/simple.h"
-#include "authrpc/auth/token_mechanism.h"
-#include "authrpc/auth/token_sasl.h"
-#include "authrpc/auth/x509.h"
+#include "authrpc/components/kerberos/token_sasl.h"
 #include "authrpc/rpc/frame_channel.h"
 #include "authrpc/rpc/wire.h"
 #include "tests/fuzz/fuzz_support.h"

@@ -1,6 +1,6 @@
 // Fuzz target: delegation tokens as a server receives them (security/token.h,
-// security/base64url.h, auth/token_mechanism.h, auth/token_sasl.h). The first
-// byte picks the mode:
+// security/base64url.h, auth/mechanisms/token/token_mechanism.h,
+// components/kerberos/token_sasl.h). The first byte picks the mode:
 //   0  TokenIdentifier::decode; what decodes must encode to the same bytes;
 //   1  Token::decode (binary form), same round trip;
 //   2  Token::from_string (URL-safe base64 form, the credentials file's and
@@ -28,7 +28,7 @@
 
 #include <asio/io_context.hpp>
 
-#include "authrpc/auth/token_mechanism.h"
+#include "authrpc/auth/mechanisms/token/token_mechanism.h"
 #include "authrpc/security/base64url.h"
 #include "authrpc/security/token.h"
 #include "tests/fuzz/fuzz_support.h"

@@ -14,8 +14,8 @@
 #include <vector>
 
 #include "tests/testing/kdc_log.h"
-#include "authrpc/security/base/result.h"
-#include "authrpc/security/base/status.h"
+#include "authrpc/base/result.h"
+#include "authrpc/base/status.h"
 
 namespace authrpc::testing {
 

@@ -1,0 +1,691 @@
+#include "authrpc/components/zookeeper/zk_token_store.h"
+
+#include <zookeeper/zookeeper.h>
+
+#include <algorithm>
+#include <charconv>
+#include <cstdio>
+#include <limits>
+
+#include "authrpc/security/byte_codec.h"
+
+namespace authrpc::security {
+namespace {
+
+constexpr std::uint8_t kRecordVersion = 1;
+constexpr std::size_t kMaxRecordField = 1 << 16;
+constexpr int kMaxVersionRetries = 64;
+
+std::int64_t steady_ms() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(
+             std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
+// A ZooKeeper result code as a Status; `what` names the operation and
+// node (never a record's contents).
+Status zk_status(int rc, const std::string& what) {
+  std::string message = "ZooKeeper " + what + ": " + zk_error_text(rc);
+  if (rc == ZCONNECTIONLOSS || rc == ZOPERATIONTIMEOUT || rc == ZSESSIONEXPIRED || rc == ZCLOSING ||
+      rc == ZINVALIDSTATE || rc == ZSESSIONMOVED) {
+    return Status(TokenErrc::kStoreUnavailable, std::move(message));
+  }
+  if (rc == ZNOAUTH || rc == ZAUTHFAILED) return Status(TokenErrc::kPermissionDenied, std::move(message));
+  return Status(TokenErrc::kIoError, std::move(message));
+}
+
+bool parse_u64(std::string_view text, std::uint64_t* out) {
+  if (text.empty()) {
+    *out = 0;
+    return true;
+  }
+  auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), *out);
+  return ec == std::errc() && end == text.data() + text.size();
+}
+
+std::string padded(std::uint64_t v, int width) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%0*llu", width, static_cast<unsigned long long>(v));
+  return buf;
+}
+
+// Node data that held a secret.
+void wipe(std::string& s) {
+  cleanse(s.data(), s.size());
+  s.clear();
+}
+
+bool valid_root(const std::string& root) {
+  return root.size() > 1 && root.front() == '/' && root.back() != '/' &&
+         root.find("//") == std::string::npos;
+}
+
+}  // namespace
+
+std::string ZkTokenStore::encode_token(const StoredToken& token) {
+  std::string out;
+  ByteWriter w(&out);
+  w.u8(kRecordVersion);
+  w.u64(token.sequence_number);
+  w.i64(token.renew_date.time_since_epoch().count());
+  w.str32(token.identifier);
+  w.str32(token.password.view());
+  return out;
+}
+
+Result<StoredToken> ZkTokenStore::decode_token(std::string_view data) {
+  ByteReader r(data);
+  std::uint8_t version = 0;
+  StoredToken token;
+  std::int64_t renew = 0;
+  std::string_view identifier, password;
+  if (!r.u8(&version)) return Result<StoredToken>(TokenErrc::kMalformed, "empty token record");
+  if (version != kRecordVersion) {
+    return Result<StoredToken>(TokenErrc::kUnsupportedVersion,
+                                    "token record version " + std::to_string(version));
+  }
+  r.u64(&token.sequence_number);
+  r.i64(&renew);
+  r.str32(&identifier, kMaxRecordField);
+  r.str32(&password, kMaxRecordField);
+  if (!r.at_end()) return Result<StoredToken>(TokenErrc::kMalformed, "truncated or over-long token record");
+  token.renew_date = TokenTime(std::chrono::milliseconds(renew));
+  token.identifier.assign(identifier);
+  token.password = SecretBytes(password);
+  return token;
+}
+
+std::string ZkTokenStore::encode_key(const MasterKey& key) {
+  std::string out;
+  ByteWriter w(&out);
+  w.u8(kRecordVersion);
+  w.u32(key.id);
+  w.i64(key.created.time_since_epoch().count());
+  w.i64(key.expires.time_since_epoch().count());
+  w.str32(key.secret.view());
+  return out;
+}
+
+Result<MasterKey> ZkTokenStore::decode_key(std::string_view data) {
+  ByteReader r(data);
+  std::uint8_t version = 0;
+  MasterKey key;
+  std::int64_t created = 0, expires = 0;
+  std::string_view secret;
+  if (!r.u8(&version)) return Result<MasterKey>(TokenErrc::kMalformed, "empty key record");
+  if (version != kRecordVersion) {
+    return Result<MasterKey>(TokenErrc::kUnsupportedVersion, "key record version " + std::to_string(version));
+  }
+  r.u32(&key.id);
+  r.i64(&created);
+  r.i64(&expires);
+  r.str32(&secret, kMaxRecordField);
+  if (!r.at_end()) return Result<MasterKey>(TokenErrc::kMalformed, "truncated or over-long key record");
+  key.created = TokenTime(std::chrono::milliseconds(created));
+  key.expires = TokenTime(std::chrono::milliseconds(expires));
+  key.secret = SecretBytes(secret);
+  return key;
+}
+
+ZkTokenStore::ZkTokenStore(ZkTokenStoreOptions options)
+    : options_(std::move(options)),
+      tokens_dir_(options_.root + "/tokens"),
+      keys_dir_(options_.root + "/keys"),
+      seq_path_(options_.root + "/seq"),
+      keyid_path_(options_.root + "/keyid"),
+      current_path_(options_.root + "/current-key"),
+      sweep_path_(options_.root + "/sweep") {}
+
+Result<std::unique_ptr<ZkTokenStore>> ZkTokenStore::open(ZkTokenStoreOptions options) {
+  using R = Result<std::unique_ptr<ZkTokenStore>>;
+  if (!valid_root(options.root)) {
+    return R(TokenErrc::kInvalidArgument, "ZooKeeper root '" + options.root +
+                                              "' must be an absolute path like /authrpc/tokens/myservice");
+  }
+  if (options.sequence_batch == 0) return R(TokenErrc::kInvalidArgument, "sequence batch must be positive");
+  if (options.stale_after.count() == 0) options.stale_after = options.session_timeout;
+  std::unique_ptr<ZkTokenStore> store(new ZkTokenStore(std::move(options)));
+  const auto deadline = std::chrono::steady_clock::now() + store->options_.start_timeout;
+  for (int attempt = 1;; ++attempt) {
+    Status s;
+    {
+      std::lock_guard lock(store->mu_);
+      s = store->connect_locked();
+    }
+    if (s.ok()) break;
+    if (!s.is(TokenErrc::kStoreUnavailable) || std::chrono::steady_clock::now() >= deadline) {
+      if (attempt > 1) s.message += " (gave up after " + std::to_string(attempt) + " attempts)";
+      return s;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(250));
+  }
+  store->watcher_ = std::thread([s = store.get()] { s->watch_loop(); });
+  return store;
+}
+
+ZkTokenStore::~ZkTokenStore() {
+  {
+    std::lock_guard lock(events_mu_);
+    stopping_ = true;
+  }
+  events_cv_.notify_all();
+  if (watcher_.joinable()) watcher_.join();
+  std::lock_guard lock(mu_);
+  session_.reset();
+}
+
+Status ZkTokenStore::connect_locked() {
+  session_.reset();
+  ZkSessionOptions o;
+  o.connect = options_.connect;
+  o.session_timeout = options_.session_timeout;
+  o.connect_timeout = options_.connect_timeout;
+  o.digest = options_.digest;
+  auto session = ZkSession::connect(o, [this](ZkEvent e) { on_event(std::move(e)); });
+  if (!session.ok()) return session.status();
+  if (int rc = (*session)->ensure_path(options_.root); rc != ZOK) return zk_status(rc, "create " + options_.root);
+  for (const auto* path : {&tokens_dir_, &keys_dir_, &seq_path_, &keyid_path_, &current_path_, &sweep_path_}) {
+    const bool counter = path != &tokens_dir_ && path != &keys_dir_;
+    const int rc = (*session)->create(*path, counter ? "0" : "");
+    if (rc != ZOK && rc != ZNODEEXISTS) return zk_status(rc, "create " + *path);
+  }
+  session_ = std::move(*session);
+  {
+    std::lock_guard watch_lock(watch_mu_);
+    watched_tokens_.clear();
+  }
+  ++stats_.sessions;
+  cut_off_since_ = 0;
+  return {};
+}
+
+Status ZkTokenStore::unavailable_locked() const {
+  return Status(TokenErrc::kStoreUnavailable,
+                     "the ZooKeeper session is being re-established (" + options_.connect + ")");
+}
+
+std::string ZkTokenStore::token_path(std::uint64_t seq) const { return tokens_dir_ + "/" + padded(seq, 20); }
+std::string ZkTokenStore::key_path(std::uint32_t id) const { return keys_dir_ + "/" + padded(id, 10); }
+
+Result<TokenStoreState> ZkTokenStore::read_all_locked(bool skip_unreadable) {
+  using R = Result<TokenStoreState>;
+  if (!session_) return unavailable_locked();
+  if (int rc = session_->sync(options_.root); rc != ZOK) return zk_status(rc, "sync " + options_.root);
+  TokenStoreState state;
+  auto counters = session_->get_many({seq_path_, keyid_path_}, false);
+  std::uint64_t keyid = 0;
+  for (const auto& n : counters) {
+    if (n.rc != ZOK) return zk_status(n.rc, "read the counters");
+  }
+  if (!parse_u64(counters[0].data, &state.last_sequence_number) || !parse_u64(counters[1].data, &keyid) ||
+      keyid > std::numeric_limits<std::uint32_t>::max()) {
+    return R(TokenErrc::kStoreCorrupt, "ZooKeeper counters under " + options_.root + " are not numbers");
+  }
+  state.last_master_key_id = static_cast<std::uint32_t>(keyid);
+
+  std::vector<std::string> names;
+  if (int rc = session_->children(keys_dir_, true, &names); rc != ZOK) return zk_status(rc, "list " + keys_dir_);
+  std::vector<std::string> paths;
+  for (const auto& name : names) paths.push_back(keys_dir_ + "/" + name);
+  auto nodes = session_->get_many(paths, false);
+  for (std::size_t i = 0; i < nodes.size(); ++i) {
+    if (nodes[i].rc == ZNONODE) continue;
+    if (nodes[i].rc != ZOK) return zk_status(nodes[i].rc, "read " + paths[i]);
+    auto key = decode_key(nodes[i].data);
+    wipe(nodes[i].data);
+    if (!key.ok()) {
+      if (skip_unreadable) continue;
+      return R(TokenErrc::kStoreCorrupt, paths[i] + ": " + key.status().to_string());
+    }
+    state.last_master_key_id = std::max(state.last_master_key_id, key->id);
+    state.keys.push_back(std::move(*key));
+  }
+
+  if (int rc = session_->children(tokens_dir_, true, &names); rc != ZOK) return zk_status(rc, "list " + tokens_dir_);
+  paths.clear();
+  for (const auto& name : names) paths.push_back(tokens_dir_ + "/" + name);
+  nodes = session_->get_many(paths, true);
+  std::lock_guard watch_lock(watch_mu_);
+  watched_tokens_.clear();
+  for (std::size_t i = 0; i < nodes.size(); ++i) {
+    if (nodes[i].rc == ZNONODE) continue;
+    if (nodes[i].rc != ZOK) return zk_status(nodes[i].rc, "read " + paths[i]);
+    auto token = decode_token(nodes[i].data);
+    wipe(nodes[i].data);
+    if (!token.ok()) {
+      if (!skip_unreadable) return R(TokenErrc::kStoreCorrupt, paths[i] + ": " + token.status().to_string());
+      // Left out, and read again when it changes, as read_changes() does.
+      std::uint64_t seq = 0;
+      if (parse_u64(names[i], &seq)) watched_tokens_.insert(seq);
+      continue;
+    }
+    watched_tokens_.insert(token->sequence_number);
+    state.last_sequence_number = std::max(state.last_sequence_number, token->sequence_number);
+    state.tokens.push_back(std::move(*token));
+  }
+  std::sort(state.keys.begin(), state.keys.end(), [](const auto& a, const auto& b) { return a.id < b.id; });
+  std::sort(state.tokens.begin(), state.tokens.end(),
+            [](const auto& a, const auto& b) { return a.sequence_number < b.sequence_number; });
+  return state;
+}
+
+Result<TokenStoreState> ZkTokenStore::load() {
+  std::lock_guard lock(mu_);
+  return read_all_locked(false);
+}
+
+Result<std::uint64_t> ZkTokenStore::bump_counter_locked(const std::string& path, std::uint64_t by) {
+  using R = Result<std::uint64_t>;
+  if (!session_) return unavailable_locked();
+  for (int attempt = 0; attempt < kMaxVersionRetries; ++attempt) {
+    auto node = session_->get(path, false);
+    if (node.rc != ZOK) return zk_status(node.rc, "read " + path);
+    std::uint64_t value = 0;
+    if (!parse_u64(node.data, &value)) return R(TokenErrc::kStoreCorrupt, path + " is not a number");
+    if (value > std::numeric_limits<std::uint64_t>::max() - by) {
+      return R(TokenErrc::kInvalidArgument, path + " is exhausted");
+    }
+    const int rc = session_->set(path, std::to_string(value + by), node.version);
+    if (rc == ZOK) return value + by;
+    if (rc != ZBADVERSION) return zk_status(rc, "update " + path);
+  }
+  return R(TokenErrc::kStoreUnavailable, path + ": too much contention, try again");
+}
+
+Result<std::uint64_t> ZkTokenStore::allocate_sequence_number() {
+  std::lock_guard lock(mu_);
+  if (next_seq_ > seq_block_end_) {
+    auto top = bump_counter_locked(seq_path_, options_.sequence_batch);
+    if (!top.ok()) return top;
+    ++stats_.sequence_reservations;
+    next_seq_ = *top - options_.sequence_batch + 1;
+    seq_block_end_ = *top;
+  }
+  return next_seq_++;
+}
+
+Result<std::uint32_t> ZkTokenStore::allocate_master_key_id() {
+  std::lock_guard lock(mu_);
+  auto id = bump_counter_locked(keyid_path_, 1);
+  if (!id.ok()) return id.status();
+  if (*id > std::numeric_limits<std::uint32_t>::max()) {
+    return Result<std::uint32_t>(TokenErrc::kInvalidArgument, "master key ids exhausted");
+  }
+  return static_cast<std::uint32_t>(*id);
+}
+
+Status ZkTokenStore::put_master_key(const MasterKey& key) {
+  std::lock_guard lock(mu_);
+  if (!session_) return unavailable_locked();
+  std::string data = encode_key(key);
+  const std::string path = key_path(key.id);
+  int rc = session_->create(path, data);
+  if (rc == ZNODEEXISTS) rc = session_->set(path, data, -1);
+  wipe(data);
+  return rc == ZOK ? Status() : zk_status(rc, "write " + path);
+}
+
+Status ZkTokenStore::remove_master_key(std::uint32_t id) {
+  std::lock_guard lock(mu_);
+  if (!session_) return unavailable_locked();
+  const std::string path = key_path(id);
+  const int rc = session_->remove(path);
+  return rc == ZOK || rc == ZNONODE ? Status() : zk_status(rc, "remove " + path);
+}
+
+Status ZkTokenStore::add_token(const StoredToken& token) {
+  std::lock_guard lock(mu_);
+  if (!session_) return unavailable_locked();
+  std::string data = encode_token(token);
+  const std::string path = token_path(token.sequence_number);
+  const int rc = session_->create(path, data);
+  wipe(data);
+  if (rc == ZNODEEXISTS) {
+    return Status(TokenErrc::kInvalidArgument,
+                       "token " + std::to_string(token.sequence_number) + " is stored already");
+  }
+  return rc == ZOK ? Status() : zk_status(rc, "create " + path);
+}
+
+Status ZkTokenStore::update_token(std::uint64_t sequence_number, TokenTime renew_date) {
+  std::lock_guard lock(mu_);
+  if (!session_) return unavailable_locked();
+  const std::string path = token_path(sequence_number);
+  for (int attempt = 0; attempt < kMaxVersionRetries; ++attempt) {
+    auto node = session_->get(path, false);
+    if (node.rc == ZNONODE) {
+      return Status(TokenErrc::kUnknownToken, "token " + std::to_string(sequence_number) + " is not stored");
+    }
+    if (node.rc != ZOK) return zk_status(node.rc, "read " + path);
+    auto token = decode_token(node.data);
+    wipe(node.data);
+    if (!token.ok()) return Status(TokenErrc::kStoreCorrupt, path + ": " + token.status().to_string());
+    token->renew_date = renew_date;
+    std::string data = encode_token(*token);
+    const int rc = session_->set(path, data, node.version);
+    wipe(data);
+    if (rc == ZOK) return {};
+    if (rc == ZNONODE) {
+      return Status(TokenErrc::kUnknownToken, "token " + std::to_string(sequence_number) + " is not stored");
+    }
+    if (rc != ZBADVERSION) return zk_status(rc, "update " + path);
+  }
+  return Status(TokenErrc::kStoreUnavailable, path + ": too much contention, try again");
+}
+
+Status ZkTokenStore::remove_tokens(std::span<const std::uint64_t> sequence_numbers) {
+  std::lock_guard lock(mu_);
+  if (!session_) return unavailable_locked();
+  for (auto seq : sequence_numbers) {
+    const std::string path = token_path(seq);
+    const int rc = session_->remove(path);
+    if (rc != ZOK && rc != ZNONODE) return zk_status(rc, "remove " + path);
+  }
+  return {};
+}
+
+Result<std::optional<MasterKey>> ZkTokenStore::read_key_locked(std::uint32_t id) {
+  const std::string path = key_path(id);
+  auto node = session_->get(path, false);
+  if (node.rc == ZNONODE) return std::optional<MasterKey>();
+  if (node.rc != ZOK) return zk_status(node.rc, "read " + path);
+  auto key = decode_key(node.data);
+  wipe(node.data);
+  if (!key.ok()) return Status(TokenErrc::kStoreCorrupt, path + ": " + key.status().to_string());
+  return std::optional<MasterKey>(std::move(*key));
+}
+
+Result<MasterKey> ZkTokenStore::roll_master_key(std::uint32_t replaces, const MasterKey& key) {
+  using R = Result<MasterKey>;
+  std::lock_guard lock(mu_);
+  if (!session_) return unavailable_locked();
+  auto current = session_->get(current_path_, false);
+  if (current.rc != ZOK) return zk_status(current.rc, "read " + current_path_);
+  std::uint64_t id = 0;
+  if (!parse_u64(current.data, &id)) return R(TokenErrc::kStoreCorrupt, current_path_ + " is not a number");
+  if (id == replaces) {
+    std::string data = encode_key(key);
+    const int rc = session_->create_and_set(key_path(key.id), data, current_path_, std::to_string(key.id),
+                                            current.version);
+    wipe(data);
+    if (rc == ZOK) return key;
+    if (rc != ZBADVERSION) return zk_status(rc, "roll the master key to " + key_path(key.id));
+    // Another server rolled first: use its key.
+    current = session_->get(current_path_, false);
+    if (current.rc != ZOK) return zk_status(current.rc, "read " + current_path_);
+    if (!parse_u64(current.data, &id)) return R(TokenErrc::kStoreCorrupt, current_path_ + " is not a number");
+  }
+  auto winner = read_key_locked(static_cast<std::uint32_t>(id));
+  if (!winner.ok()) return winner.status();
+  if (!winner->has_value()) {
+    return R(TokenErrc::kStoreCorrupt, current_path_ + " names key " + std::to_string(id) + ", which is not stored");
+  }
+  return std::move(**winner);
+}
+
+Result<bool> ZkTokenStore::claim_sweep(TokenTime now) {
+  std::lock_guard lock(mu_);
+  if (!session_) return unavailable_locked();
+  auto node = session_->get(sweep_path_, false);
+  if (node.rc != ZOK) return zk_status(node.rc, "read " + sweep_path_);
+  std::uint64_t last = 0;
+  if (!parse_u64(node.data, &last)) return Result<bool>(TokenErrc::kStoreCorrupt, sweep_path_ + " is not a number");
+  const auto now_ms = static_cast<std::uint64_t>(std::max<std::int64_t>(0, now.time_since_epoch().count()));
+  // A little slack, so that timer jitter does not make every round lose.
+  const auto interval = static_cast<std::uint64_t>(options_.sweep_interval.count()) * 9 / 10;
+  if (now_ms < last + interval) return false;
+  const int rc = session_->set(sweep_path_, std::to_string(now_ms), node.version);
+  if (rc == ZBADVERSION) return false;
+  if (rc != ZOK) return zk_status(rc, "update " + sweep_path_);
+  return true;
+}
+
+Result<std::optional<StoredToken>> ZkTokenStore::fetch_token(std::uint64_t sequence_number) {
+  using R = Result<std::optional<StoredToken>>;
+  std::lock_guard lock(mu_);
+  if (!session_) return unavailable_locked();
+  ++stats_.fetches;
+  if (int rc = session_->sync(tokens_dir_); rc != ZOK) return zk_status(rc, "sync " + tokens_dir_);
+  const std::string path = token_path(sequence_number);
+  auto node = session_->get(path, false);
+  if (node.rc == ZNONODE) return std::optional<StoredToken>();
+  if (node.rc != ZOK) return zk_status(node.rc, "read " + path);
+  auto token = decode_token(node.data);
+  wipe(node.data);
+  if (!token.ok()) return R(TokenErrc::kStoreCorrupt, path + ": " + token.status().to_string());
+  return std::optional<StoredToken>(std::move(*token));
+}
+
+Result<std::optional<MasterKey>> ZkTokenStore::fetch_master_key(std::uint32_t id) {
+  std::lock_guard lock(mu_);
+  if (!session_) return unavailable_locked();
+  ++stats_.fetches;
+  if (int rc = session_->sync(keys_dir_); rc != ZOK) return zk_status(rc, "sync " + keys_dir_);
+  return read_key_locked(id);
+}
+
+Status ZkTokenStore::expire_session_for_testing() {
+  std::lock_guard lock(mu_);
+  if (!session_) return unavailable_locked();
+  const int rc = session_->expire_for_testing(options_.connect);
+  return rc == ZOK ? Status() : zk_status(rc, "expire the session");
+}
+
+bool ZkTokenStore::fresh() const noexcept {
+  if (rebuilding_.load(std::memory_order_relaxed)) return false;
+  const std::int64_t cut_off = cut_off_since_.load(std::memory_order_relaxed);
+  const std::int64_t failing = failing_since_.load(std::memory_order_relaxed);
+  if (cut_off == 0 && failing == 0) return true;
+  const std::int64_t since = cut_off == 0 ? failing : failing == 0 ? cut_off : std::min(cut_off, failing);
+  return steady_ms() - since < options_.stale_after.count();
+}
+
+void ZkTokenStore::set_observer(TokenStoreObserver* observer) {
+  if (observer == nullptr) {
+    observer_.store(nullptr, std::memory_order_release);
+    std::lock_guard wait_for_apply(observer_mu_);  // a call in progress ends first
+    return;
+  }
+  std::lock_guard wait_for_round(unobserved_mu_);  // a round without one ends first
+  observer_.store(observer, std::memory_order_release);
+}
+
+ZkTokenStore::Stats ZkTokenStore::stats() const {
+  std::lock_guard lock(mu_);
+  return stats_;
+}
+
+void ZkTokenStore::on_event(ZkEvent event) {
+  if (event.type == ZOO_SESSION_EVENT) {
+    if (event.state == ZOO_CONNECTING_STATE || event.state == ZOO_ASSOCIATING_STATE) {
+      std::int64_t expected = 0;
+      cut_off_since_.compare_exchange_strong(expected, steady_ms());
+      return;
+    }
+    if (event.state == ZOO_CONNECTED_STATE) {
+      cut_off_since_ = 0;
+      return;
+    }
+    if (event.state != ZOO_EXPIRED_SESSION_STATE && event.state != ZOO_AUTH_FAILED_STATE) return;
+  } else if (event.type == ZOO_NOTWATCHING_EVENT) {
+    return;
+  }
+  {
+    std::lock_guard lock(events_mu_);
+    events_.push_back(std::move(event));
+  }
+  events_cv_.notify_one();
+}
+
+void ZkTokenStore::deliver(const std::function<Result<TokenStoreChanges>()>& read) {
+  for (;;) {
+    {
+      std::lock_guard lock(unobserved_mu_);
+      if (observer_.load(std::memory_order_acquire) == nullptr) {
+        (void)read();  // keeps the watches armed
+        return;
+      }
+    }
+    std::lock_guard lock(observer_mu_);
+    if (auto* observer = observer_.load(std::memory_order_acquire); observer != nullptr) {
+      observer->apply(read);
+      return;
+    }
+    // Cleared between the two looks: a round without an observer after all.
+  }
+}
+
+Result<TokenStoreChanges> ZkTokenStore::read_changes(const std::vector<ZkEvent>& events, bool* retry) {
+  // Without mu_, so that store calls do not wait for these reads: only this
+  // (the watch) thread replaces session_, and watch_mu_ guards the rest.
+  {
+    std::lock_guard stats_lock(mu_);
+    stats_.events += events.size();
+  }
+  std::lock_guard lock(watch_mu_);
+  if (!session_) {
+    *retry = true;
+    return Status(TokenErrc::kStoreUnavailable, "no ZooKeeper session");
+  }
+  TokenStoreChanges changes;
+  bool relist_tokens = false, reread_keys = false;
+  std::set<std::uint64_t> reads;
+  const std::string token_prefix = tokens_dir_ + "/";
+  for (const auto& e : events) {
+    if (e.path == tokens_dir_) {
+      relist_tokens = true;
+    } else if (e.path == keys_dir_ || e.path.starts_with(keys_dir_ + "/")) {
+      reread_keys = true;
+    } else if (e.path.starts_with(token_prefix)) {
+      std::uint64_t seq = 0;
+      if (parse_u64(std::string_view(e.path).substr(token_prefix.size()), &seq)) reads.insert(seq);
+    }
+  }
+  auto fail = [&](int rc, const std::string& what) {
+    *retry = true;
+    return zk_status(rc, what);
+  };
+  if (relist_tokens) {
+    std::vector<std::string> names;
+    if (int rc = session_->children(tokens_dir_, true, &names); rc != ZOK) return fail(rc, "list " + tokens_dir_);
+    std::set<std::uint64_t> listed;
+    for (const auto& name : names) {
+      std::uint64_t seq = 0;
+      if (parse_u64(name, &seq)) listed.insert(seq);
+    }
+    for (auto seq : watched_tokens_) {
+      if (!listed.contains(seq)) reads.insert(seq);  // reads as NONODE: removed
+    }
+    for (auto seq : listed) {
+      if (!watched_tokens_.contains(seq)) reads.insert(seq);
+    }
+  }
+  // All or nothing: watched_tokens_ changes only with a round that is
+  // delivered. Were a token found here marked watched while a later read of
+  // the round fails, the retry's listing would not read it again, and it
+  // would never reach the view.
+  std::vector<std::uint64_t> now_watched, now_gone;
+  if (!reads.empty()) {
+    std::vector<std::string> paths;
+    for (auto seq : reads) paths.push_back(token_path(seq));
+    auto nodes = session_->get_many(paths, true);
+    std::size_t i = 0;
+    for (auto seq : reads) {
+      auto& node = nodes[i++];
+      if (node.rc == ZNONODE) {
+        now_gone.push_back(seq);
+        changes.tokens_removed.push_back(seq);
+        continue;
+      }
+      if (node.rc != ZOK) return fail(node.rc, "read " + token_path(seq));
+      auto token = decode_token(node.data);
+      wipe(node.data);
+      now_watched.push_back(seq);
+      // A record this code cannot read is left out of the view (load() reports it).
+      if (token.ok() && token->sequence_number == seq) changes.tokens_put.push_back(std::move(*token));
+    }
+  }
+  if (reread_keys) {
+    std::vector<std::string> names;
+    if (int rc = session_->children(keys_dir_, true, &names); rc != ZOK) return fail(rc, "list " + keys_dir_);
+    std::vector<std::string> paths;
+    for (const auto& name : names) paths.push_back(keys_dir_ + "/" + name);
+    auto nodes = session_->get_many(paths, false);
+    for (auto& node : nodes) {
+      if (node.rc == ZNONODE) continue;
+      if (node.rc != ZOK) return fail(node.rc, "read " + keys_dir_);
+      auto key = decode_key(node.data);
+      wipe(node.data);
+      if (key.ok()) changes.keys_put.push_back(std::move(*key));
+    }
+    changes.all_keys = true;  // keys not listed any more were swept
+  }
+  for (auto seq : now_gone) watched_tokens_.erase(seq);
+  watched_tokens_.insert(now_watched.begin(), now_watched.end());
+  return changes;
+}
+
+void ZkTokenStore::watch_loop() {
+  std::unique_lock lock(events_mu_);
+  while (true) {
+    events_cv_.wait(lock, [this] { return stopping_ || !events_.empty(); });
+    if (stopping_) return;
+    std::vector<ZkEvent> batch(events_.begin(), events_.end());
+    events_.clear();
+    lock.unlock();
+
+    const std::int64_t round_began = steady_ms();
+    const bool expired = std::any_of(batch.begin(), batch.end(),
+                                     [](const ZkEvent& e) { return e.type == ZOO_SESSION_EVENT; });
+    bool again = false;
+    if (expired) {
+      // A new session: every watch is gone, so everything is read again and
+      // the observer's view replaced; until then fresh() is false.
+      rebuilding_ = true;
+      Status status;
+      {
+        std::lock_guard store_lock(mu_);
+        status = connect_locked();
+      }
+      if (status.ok()) {
+        deliver([&]() -> Result<TokenStoreChanges> {
+          std::lock_guard store_lock(mu_);
+          // A record this code cannot read is left out, as in a round;
+          // failing on it would keep the view stale for good.
+          auto state = read_all_locked(true);
+          if (!state.ok()) {
+            status = state.status();
+            return state.status();
+          }
+          TokenStoreChanges changes;
+          changes.reset = std::move(*state);
+          return changes;
+        });
+      }
+      if (status.ok()) {
+        rebuilding_ = false;
+      } else {
+        again = true;
+        batch = {ZkEvent{ZOO_SESSION_EVENT, ZOO_EXPIRED_SESSION_STATE, ""}};
+      }
+    } else {
+      deliver([&] { return read_changes(batch, &again); });
+    }
+    if (again) {
+      std::int64_t expected = 0;
+      failing_since_.compare_exchange_strong(expected, round_began);
+      std::lock_guard stats_lock(mu_);
+      ++stats_.retries;
+    } else {
+      failing_since_ = 0;
+    }
+    lock.lock();
+    if (again) {
+      // Put the events back and try again shortly (ZooKeeper is unreachable).
+      events_.insert(events_.begin(), batch.begin(), batch.end());
+      events_cv_.wait_for(lock, std::chrono::milliseconds(200), [this] { return stopping_; });
+    }
+  }
+}
+
+}  // namespace authrpc::security

@@ -1,0 +1,359 @@
+// authrpc: command-line client. `authrpc call` makes one call and prints the
+// response on stdout; `authrpc stats` summarises sys.stats
+// (tools/stats_summary.h); `authrpc token ...` is in tools/token_commands.cc,
+// `authrpc jwt ...` in tools/jwt_commands.cc.
+// Exit statuses and the failure line: tools/cli_exit.h, docs/CLI.md.
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdio>
+#include <fstream>
+#include <iostream>
+#include <iterator>
+#include <nlohmann/json.hpp>
+#include <sstream>
+#include <string>
+#include <variant>
+#include <vector>
+
+#include "authrpc/auth/mechanism_registry.h"
+#include "authrpc/client/client.h"
+#include "authrpc/security/credentials_file.h"
+#include "authrpc/tools/cli_args.h"
+#include "authrpc/tools/cli_exit.h"
+#include "authrpc/tools/jwt_commands.h"
+#include "authrpc/tools/mechanism_flags.h"
+#include "authrpc/tools/stats_summary.h"
+#include "authrpc/tools/tls_flags.h"
+#include "authrpc/tools/token_commands.h"
+
+#ifndef AUTHRPC_VERSION
+#error "AUTHRPC_VERSION must be defined (CMakeLists.txt sets it from project(VERSION))"
+#endif
+#ifndef AUTHRPC_GIT_COMMIT
+#define AUTHRPC_GIT_COMMIT "unknown"
+#endif
+
+namespace {
+
+using authrpc::cli::report_failure;
+
+constexpr const char* kProgram = "authrpc";
+
+constexpr const char* kOverview = R"(usage: authrpc <command> [options]
+
+commands:
+  call       make one call and print the response (authrpc call --help)
+  token      fetch, renew, cancel or print delegation tokens (authrpc token --help)
+  stats      print a server's metrics: sessions, calls, p50/p99 (authrpc stats --help)
+  jwt        inspect an access token (JWT) without verifying it (authrpc jwt --help)
+  version    print the version (also: authrpc --version)
+  help       this text
+
+Exit status (the same for every command; docs/CLI.md):
+  0  success
+  1  the call failed for another reason (NOT_FOUND, not an authrpc server, ...)
+  2  usage: a bad option, value or argument; an unreadable --ca/--cert/--key
+  3  credentials: missing, unreadable, refused or expired (kinit, fetch a token)
+  4  unavailable: unreachable, busy, timed out (retry later)
+  5  permission denied
+A failure prints one line on stderr: authrpc: CODE: message [advice]
+(a usage error: authrpc: USAGE: message (see ...)).
+)";
+
+constexpr const char* kCallHelp = R"(usage: authrpc call --server URI [options] SERVICE METHOD
+
+Makes one call and prints the response on stdout, followed by a newline
+unless it ends with one (--raw: the bytes exactly as received).
+
+  --server URI       tcp://HOST:PORT, tcp://[::1]:PORT, tls://HOST:PORT or
+                     unix:/path.sock (required)
+  --auth NAME        mechanism to use; repeat to allow several, in order of
+                     preference (default: simple). Never falls back to one
+                     not listed.
+  --do-as USER       act as USER (proxy user); the server must allow the
+                     authenticated user to impersonate USER (docs/AUTHZ.md)
+  --data TEXT        request payload (default: empty)
+  --data-file FILE   request payload from FILE ('-' for stdin)
+  --raw              print the response exactly, without adding a newline
+  --timeout MS       call deadline, 1 to 2147483647 milliseconds (default:
+                     none)
+  --connect-timeout MS  connect + negotiation bound (default: 10000)
+  --tls              use TLS (same as a tls:// server URI); needs --ca
+  --ca FILE          CA bundle (PEM) the server's certificate must chain to
+  --cert F --key F   client certificate and key (PEM) for mutual TLS / --auth x509
+  --tls-min-version V   1.3 (default) or 1.2
+  --encryption P     disabled|optional|required (default: required for
+                     tls://, else disabled); optional falls back to plaintext
+  --authentication P disabled|optional|required: required refuses simple
+)";
+
+// After the mechanisms' own options (MechanismFlags::help()).
+constexpr const char* kCallExamples = R"(
+Examples:
+  authrpc call --server tcp://127.0.0.1:7000 --auth simple sys whoami
+  authrpc call --server tcp://localhost:7000 --auth kerberos sys whoami
+  authrpc call --server tcp://localhost:7000 --auth kerberos-sasl sys whoami
+  authrpc call --server unix:/run/db.sock --auth token --token-file job.tokens sys whoami
+  authrpc call --server tcp://localhost:7000 --auth token-scram --token-file job.tokens sys whoami
+  authrpc call --server tls://localhost:7443 --ca ca.pem --auth kerberos sys whoami
+  authrpc call --server tls://localhost:7443 --ca ca.pem --auth jwt --jwt-file token.jwt sys whoami
+
+Exit status: 0 success, 1 other failure, 2 usage, 3 credentials,
+4 unavailable (retry), 5 permission denied (authrpc help).
+)";
+
+int usage_error(const std::string& message, const char* help = "authrpc call --help") {
+  return authrpc::cli::report_usage(kProgram, message, help);
+}
+
+// The flags of every command that calls a server (call, stats): --server,
+// --auth, the mechanisms' own flags, TLS, --do-as, --timeout and
+// --connect-timeout; then the connection they describe.
+class ServerFlags {
+ public:
+  ServerFlags() : registry_(authrpc::MechanismRegistry::with_builtins()), mechanism_flags_(registry_) {}
+
+  // Takes argv[i] (and its value): how many arguments it used, 0 if it is
+  // not one of these flags; kInvalidArgument with the usage message for a
+  // missing or bad value.
+  authrpc::Result<int> parse(int argc, char** argv, int i) {
+    const std::string arg = argv[i];
+    const char* next = i + 1 < argc ? argv[i + 1] : nullptr;
+    auto missing = [&arg]() { return authrpc::Status(authrpc::Errc::kInvalidArgument, arg + " needs a value"); };
+    const auto tls_used = tls_flags_.parse(arg, next);
+    if (!tls_used.ok() || *tls_used > 0) return tls_used;
+    if (arg == "--server" || arg == "--auth" || arg == "--do-as") {
+      if (next == nullptr) return missing();
+      if (arg == "--server") server_ = next;
+      if (arg == "--auth") mechanisms_.emplace_back(next);
+      if (arg == "--do-as") do_as_ = next;
+      return 2;
+    }
+    if (mechanism_flags_.declares(arg)) {
+      if (next == nullptr) return missing();
+      mechanism_flags_.set(arg, next);
+      return 2;
+    }
+    if (arg == "--timeout" || arg == "--connect-timeout") {
+      if (next == nullptr) return missing();
+      const auto ms = authrpc::cli::parse_milliseconds(next);
+      if (!ms) {
+        return authrpc::Status(authrpc::Errc::kInvalidArgument,
+                               arg + " '" + next + "' is not a number of milliseconds from 1 to 2147483647");
+      }
+      (arg == "--timeout" ? timeout_ : connect_timeout_) = *ms;
+      return 2;
+    }
+    return 0;
+  }
+
+  // Connects (blocking), or prints why not and gives the exit status.
+  std::variant<std::unique_ptr<authrpc::Client>, int> connect(const char* help) {
+    if (server_.empty()) return usage_error("--server is required", help);
+    auto endpoint = authrpc::Endpoint::parse(server_);
+    if (!endpoint.ok()) return usage_error("--server: " + endpoint.status().message, help);
+    if (mechanisms_.empty()) mechanisms_.emplace_back("simple");  // names: documented default (--help)
+
+    const auto known = registry_.client_names();
+    authrpc::ClientOptions options;
+    options.endpoint = *endpoint;
+    options.connect_timeout = connect_timeout_;
+    if (authrpc::Status s = tls_flags_.apply(options); !s.ok()) {
+      return s.code == authrpc::Errc::kInvalidArgument ? usage_error(s.message, help)
+                                                       : report_failure(kProgram, s);
+    }
+    options.do_as = do_as_;
+    for (const auto& name : mechanisms_) {
+      if (std::find(known.begin(), known.end(), name) == known.end()) {
+        std::string list;
+        for (const auto& k : known) list += (list.empty() ? "" : ", ") + k;
+        return usage_error("--auth " + name + ": unknown mechanism (known: " + list + ")", help);
+      }
+      nlohmann::json mech_options = mechanism_flags_.options_for(name);
+      for (const auto& flag : mechanism_flags_.credentials_files(name)) {
+        // Checked here so that a missing file says "fetch a token", not the
+        // transport-style advice the mechanism gives for an unreadable file.
+        const std::string* given = mechanism_flags_.given(flag.flag);
+        const std::string path = authrpc::security::CredentialsFile::locate(given ? *given : "");
+        if (path.empty()) {
+          return usage_error("--auth " + name + " needs " + flag.flag + " FILE (or AUTHRPC_TOKEN_FILE)", help);
+        }
+        if (auto file = authrpc::security::CredentialsFile::read(path); !file.ok()) {
+          return report_failure(kProgram, authrpc::cli::credentials_status(file.status(), path));
+        }
+        mech_options[flag.option] = path;
+      }
+      auto mechanism = registry_.make_client(name, mech_options);
+      if (!mechanism.ok()) {
+        const auto& s = mechanism.status();
+        return s.code == authrpc::Errc::kConfigError ? usage_error(s.message, help) : report_failure(kProgram, s);
+      }
+      options.mechanisms.push_back(*mechanism);
+    }
+    auto client = authrpc::Client::connect(std::move(options));
+    if (!client.ok()) return report_failure(kProgram, client.status());
+    return std::move(*client);
+  }
+
+  bool has_server() const { return !server_.empty(); }
+  std::chrono::milliseconds timeout() const { return timeout_; }
+  const authrpc::cli::MechanismFlags& mechanism_flags() const { return mechanism_flags_; }
+
+ private:
+  const authrpc::MechanismRegistry registry_;
+  // --user, --keytab, --token-file, ...: what the mechanisms declare.
+  authrpc::cli::MechanismFlags mechanism_flags_;
+  authrpc::cli::TlsFlags tls_flags_;
+  std::string server_, do_as_;
+  std::vector<std::string> mechanisms_;
+  std::chrono::milliseconds timeout_{0}, connect_timeout_{10'000};
+};
+
+int call_command(int argc, char** argv) {
+  ServerFlags flags;
+  std::string data;
+  bool raw = false;
+  std::vector<std::string> positional;
+  for (int i = 0; i < argc; ++i) {
+    const std::string arg = argv[i];
+    const auto used = flags.parse(argc, argv, i);
+    if (!used.ok()) {
+      return usage_error(used.status().message);
+    } else if (*used > 0) {
+      i += *used - 1;
+    } else if (arg == "--help" || arg == "-h") {
+      std::fputs(kCallHelp, stdout);
+      std::fputs("\nMechanism options (declared by the mechanisms named):\n", stdout);
+      std::fputs(flags.mechanism_flags().help().c_str(), stdout);
+      std::fputs(kCallExamples, stdout);
+      return 0;
+    } else if (arg == "--raw") {
+      raw = true;
+    } else if (arg == "--data") {
+      if (i + 1 >= argc) return usage_error("--data needs a value");
+      data = argv[++i];
+    } else if (arg == "--data-file") {
+      if (i + 1 >= argc) return usage_error("--data-file needs a value");
+      const std::string v = argv[++i];
+      std::stringstream buf;
+      if (v == "-") {
+        buf << std::cin.rdbuf();
+      } else {
+        std::ifstream in(v, std::ios::binary);
+        if (!in) return usage_error("--data-file: cannot read " + v);
+        buf << in.rdbuf();
+      }
+      data = buf.str();
+    } else if (arg.starts_with("-") && arg != "-") {
+      return usage_error("unknown option " + arg);
+    } else {
+      positional.push_back(arg);
+    }
+  }
+  if (!flags.has_server()) return usage_error("--server is required");
+  if (positional.size() != 2) return usage_error("expected SERVICE METHOD");
+  auto connected = flags.connect("authrpc call --help");
+  if (const int* code = std::get_if<int>(&connected)) return *code;
+  auto& client = std::get<std::unique_ptr<authrpc::Client>>(connected);
+  authrpc::CallOptions call_options;
+  call_options.timeout = flags.timeout();
+  auto response = client->call(positional[0], positional[1], data, call_options);
+  if (!response.ok()) return report_failure(kProgram, response.status());
+  std::fwrite(response->data(), 1, response->size(), stdout);
+  if (!raw && !response->empty() && response->back() != '\n') std::fputc('\n', stdout);
+  if (std::fflush(stdout) != 0) {
+    return report_failure(kProgram, {std::error_code(errno, std::generic_category()), "writing the response"});
+  }
+  return 0;
+}
+
+constexpr const char* kStatsHelp = R"(usage: authrpc stats --server URI [options]
+
+Calls sys.stats and prints a summary of the server's metrics: version and
+uptime, connections, sessions by mechanism and outcome, calls by method and
+code with the handlers' p50/p99 (interpolated in the histogram's buckets, as
+Prometheus' histogram_quantile does), token operations, the process's
+descriptors, memory and CPU. The caller must be an authorization admin of
+the server (docs/AUTHZ.md); a server without an authorization policy refuses
+everyone (PERMISSION_DENIED).
+
+  --json             print the server's JSON as received (docs/OPERATIONS.md)
+  --server, --auth, --do-as, --timeout, --connect-timeout, TLS and the
+  mechanisms' options: as for authrpc call (authrpc call --help)
+
+Example:
+  authrpc stats --server tcp://localhost:7000 --auth kerberos
+
+Exit status: 0 success, 1 other failure, 2 usage, 3 credentials,
+4 unavailable (retry), 5 permission denied (authrpc help).
+)";
+
+int stats_command(int argc, char** argv) {
+  constexpr const char* kHelp = "authrpc stats --help";
+  ServerFlags flags;
+  bool json = false;
+  for (int i = 0; i < argc; ++i) {
+    const std::string arg = argv[i];
+    const auto used = flags.parse(argc, argv, i);
+    if (!used.ok()) {
+      return usage_error(used.status().message, kHelp);
+    } else if (*used > 0) {
+      i += *used - 1;
+    } else if (arg == "--help" || arg == "-h") {
+      std::fputs(kStatsHelp, stdout);
+      return 0;
+    } else if (arg == "--json") {
+      json = true;
+    } else if (arg.starts_with("-")) {
+      return usage_error("unknown option " + arg, kHelp);
+    } else {
+      return usage_error("unexpected argument '" + arg + "'", kHelp);
+    }
+  }
+  auto connected = flags.connect(kHelp);
+  if (const int* code = std::get_if<int>(&connected)) return *code;
+  auto& client = std::get<std::unique_ptr<authrpc::Client>>(connected);
+  authrpc::CallOptions call_options;
+  call_options.timeout = flags.timeout();
+  auto response = client->call("sys", "stats", "", call_options);
+  if (!response.ok()) return report_failure(kProgram, response.status());
+  std::string text(response->begin(), response->end());
+  if (!json) {
+    const auto parsed = nlohmann::json::parse(text, nullptr, false);
+    auto summary = authrpc::cli::stats_summary(parsed);
+    if (!summary.ok()) return report_failure(kProgram, summary.status());
+    text = std::move(*summary);
+  } else if (text.empty() || text.back() != '\n') {
+    text += '\n';
+  }
+  std::fwrite(text.data(), 1, text.size(), stdout);
+  if (std::fflush(stdout) != 0) {
+    return report_failure(kProgram, {std::error_code(errno, std::generic_category()), "writing the answer"});
+  }
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc < 2) {
+    std::fputs(kOverview, stderr);
+    return authrpc::cli::kExitUsage;
+  }
+  const std::string command = argv[1];
+  if (command == "help" || command == "--help" || command == "-h") {
+    std::fputs(kOverview, stdout);
+    return 0;
+  }
+  if (command == "version" || command == "--version") {
+    std::printf("authrpc %s (commit %s)\n", AUTHRPC_VERSION, AUTHRPC_GIT_COMMIT);
+    return 0;
+  }
+  if (command == "call") return call_command(argc - 2, argv + 2);
+  if (command == "token") return authrpc::cli::token_command(argc - 2, argv + 2);
+  if (command == "stats") return stats_command(argc - 2, argv + 2);
+  if (command == "jwt") return authrpc::cli::jwt_command(argc - 2, argv + 2);  // names: a subcommand (--help)
+  return authrpc::cli::report_usage(kProgram, "unknown command '" + command + "'", "authrpc help");
+}
