@@ -106,7 +106,7 @@ using authrpc::Status;
 constexpr double kMemoryTarget = 4.0;    // KiB per connection
 constexpr double kLatencyTarget = 2.0;   // p99 with idle / quiet p99
 constexpr std::size_t kDescriptorReserve = 512;
-constexpr std::size_t kIssueN = 100'000;  // the N the targets are set for
+constexpr std::size_t kTargetN = 100'000;  // the N the targets are set for
 
 struct IdleArgs {
   std::size_t connections = 10'000;
@@ -748,12 +748,12 @@ int run_idle(int argc, char** argv) {
                                                          {"limit", kMemoryTarget},
                                                          {"met", memory_met}});
   std::string not_measured;
-  if (n < kIssueN) {
-    not_measured = "idle N=" + std::to_string(kIssueN) + ": not measured: " +
-                   (largest < kIssueN ? "this machine's " + limit_note +
+  if (n < kTargetN) {
+    not_measured = "idle N=" + std::to_string(kTargetN) + ": not measured: " +
+                   (largest < kTargetN ? "this machine's " + limit_note +
                                             " (scripts/idle_vm.sh runs it in a QEMU guest)"
                                       : std::string("run with --connections ") +
-                                            std::to_string(kIssueN));
+                                            std::to_string(kTargetN));
     target_lines.push_back(not_measured);
   }
   std::printf("\ntargets:\n");
