@@ -565,6 +565,16 @@ class RawServer {
   int fd_ = -1;
 };
 
+// A `simple` client for alice of the RawServer listening at `name`.
+ClientOptions AliceAt(const std::string& name) {
+  ClientOptions options;
+  options.endpoint = *Endpoint::parse("unix:@" + name);
+  options.mechanisms = {std::make_shared<SimpleClientMechanism>("alice")};
+  options.connect_timeout = 10s;
+  options.metrics = nullptr;
+  return options;
+}
+
 // Responses that arrive together free their callers' next requests
 // together: the client sends those in one write once it has delivered every
 // response it read — as the server answers a batch of requests — not one
@@ -578,11 +588,7 @@ TEST(ClientPipeliningTest, RequestsFreedByABatchOfResponsesLeaveTogether) {
   const std::string name = "authrpc-client-batch-" + std::to_string(::getpid());
   RawServer server(name);
   ASSERT_TRUE(server.listening());
-  ClientOptions options;
-  options.endpoint = *Endpoint::parse("unix:@" + name);
-  options.mechanisms = {std::make_shared<SimpleClientMechanism>("alice")};
-  options.connect_timeout = 10s;
-  options.metrics = nullptr;
+  const ClientOptions options = AliceAt(name);
   auto connecting = std::async(std::launch::async, [&] { return Client::connect(options); });
   ASSERT_TRUE(server.AcceptAndAuthenticate());
   auto client = connecting.get();
@@ -641,11 +647,7 @@ TEST(ClientProtocolTest, AConnectionLevelFrameWithACallIdIsAProtocolError) {
                              (in_negotiation ? "-a" : "-b");
     RawServer server(name);
     ASSERT_TRUE(server.listening());
-    ClientOptions options;
-    options.endpoint = *Endpoint::parse("unix:@" + name);
-    options.mechanisms = {std::make_shared<SimpleClientMechanism>("alice")};
-    options.connect_timeout = 10s;
-    options.metrics = nullptr;
+    const ClientOptions options = AliceAt(name);
     auto connecting = std::async(std::launch::async, [&] { return Client::connect(options); });
     ASSERT_TRUE(server.AcceptAndAuthenticate(in_negotiation ? 3 : 0));
     auto client = connecting.get();
