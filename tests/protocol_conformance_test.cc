@@ -46,6 +46,7 @@
 #include "authrpc/security/tls_context.h"
 #include "authrpc/server/server.h"
 #include "tests/test_server.h"
+#include "tests/test_tls.h"
 #include "tests/test_support.h"
 #include "tests/tls_test_certs.h"
 
@@ -857,19 +858,8 @@ INSTANTIATE_TEST_SUITE_P(
 // on a TLS connection without a client certificate, not `x509`; a HELLO
 // naming it all the same gets x509's refusal, not MECHANISMS.
 TEST(Section4, MechanismsListsWhatRunsOnTheConnection) {
-  const std::string dir = testing::TempDir("conformance-mechanisms");
-  ASSERT_FALSE(dir.empty());
-  testing::TestCa ca(dir, "ca");
-  ca.issue({"server", "localhost", {"DNS:localhost", "IP:127.0.0.1"}});
-  security::TlsServerOptions tls;
-  tls.certificate_file = ca.cert_file("server");
-  tls.private_key_file = ca.key_file("server");
-  tls.ca_file = ca.ca_file();
-  tls.client_certificates = security::ClientCertificates::kOptional;
-  auto made = security::TlsServerContext::create(tls);
-  ASSERT_TRUE(made.ok()) << made.status().to_string();
   auto server = std::make_unique<testing::TestServer>();
-  server->tls(std::move(*made))
+  server->tls(testing::TestTls::shared().server(security::ClientCertificates::kOptional))
       .mechanism(std::make_shared<X509ServerMechanism>())
       .mechanism(std::make_shared<SimpleServerMechanism>())
       .blocking_threads(1);
@@ -899,7 +889,6 @@ TEST(Section4, MechanismsListsWhatRunsOnTheConnection) {
     EXPECT_EQ(Hex(answer->substr(12, 2)), "00 68 ") << "AUTHENTICATION_FAILED";
   }
   EXPECT_TRUE(server->stop());
-  std::filesystem::remove_all(dir);
 }
 
 }  // namespace
