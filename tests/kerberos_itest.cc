@@ -23,9 +23,6 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include <asio/co_spawn.hpp>
-#include <asio/detached.hpp>
-#include <asio/io_context.hpp>
 #include <atomic>
 #include <cerrno>
 #include <chrono>
@@ -51,6 +48,7 @@
 #include "authrpc/rpc/wire.h"
 #include "authrpc/server/server.h"
 #include "tests/kerberos_realm.h"
+#include "tests/testing/kerberos_sessions.h"
 #include "tests/test_server.h"
 #include "tests/testing/mini_kdc.h"
 #include "tests/test_support.h"
@@ -75,14 +73,18 @@ using testing::TestServer;
 using testing::RawConnection;
 using testing::RawFrame;
 using Clock = std::chrono::steady_clock;
-using ::testing::AnyOf;
 using ::testing::HasSubstr;
 using testing::Code;
 using testing::Connect;
+using testing::ExpectKerberosIdentity;
+using testing::ExpectKerberosSession;
 using testing::ExpectServesSimple;
+using testing::FirstToken;
+using testing::MakeKerberosClient;
 using testing::RunningServer;
 using testing::ScopedEnv;
 using testing::StartServer;
+using testing::TcpChannel;
 using testing::UniqueSuffix;
 using testing::ViaLocalhost;
 using testing::Whoami;
@@ -100,50 +102,7 @@ std::string UniqueAbstractName() { return "unix:@authrpc-kerberos-itest-" + Uniq
 // A MEMORY ccache name no earlier test (or earlier realm, with --gtest_repeat) used.
 std::string UniqueMemoryCache() { return "MEMORY:authrpc-kerberos-itest-" + UniqueSuffix(); }
 
-// sys.whoami shows alice authenticated by kerberos.
-void ExpectAlice(Client& client, const MiniKdc& kdc) {
-  EXPECT_EQ(client.mechanism(), "kerberos");
-  auto who = Whoami(client);
-  ASSERT_TRUE(who.ok()) << Describe(who);
-  EXPECT_EQ((*who)["principal"], "alice@" + kdc.realm()) << who->dump();
-  EXPECT_EQ((*who)["realm"], kdc.realm()) << who->dump();
-  EXPECT_EQ((*who)["mechanism"], "kerberos") << who->dump();
-  EXPECT_THAT((*who)["user"].get<std::string>(), AnyOf("alice", "alice@" + kdc.realm()))
-      << who->dump();
-  EXPECT_EQ(client.mechanism(), "kerberos");
-}
-
-// One whole kerberos session: connect, sys.whoami as alice, close.
-void ExpectKerberosSession(const Endpoint& endpoint, std::shared_ptr<ClientMechanism> mechanism,
-                           const MiniKdc& kdc, bool wait_for_authentication = true) {
-  auto client = Connect(endpoint, std::move(mechanism), wait_for_authentication);
-  ASSERT_TRUE(client.ok()) << Describe(client);
-  ExpectAlice(**client, kdc);
-}
-
 // --- raw frames (replay test) ---------------------------------------------------
-
-// Runs the client mechanism's initial() to completion: the AP-REQ token that
-// a real client would put in HELLO.
-Result<std::string> FirstToken(ClientMechanism& mechanism, const ChannelInfo& info) {
-  asio::io_context io;
-  auto session = mechanism.start(info);
-  ClientStep step = ClientStep::failure({Errc::kInternal, "initial() did not finish"});
-  asio::co_spawn(
-      io, [&]() -> asio::awaitable<void> { step = co_await session->initial(); }, asio::detached);
-  io.run();
-  if (step.kind != ClientStep::Kind::kSend) return step.error;
-  return std::move(step.message);
-}
-
-// What a client's mechanism sees of a plaintext TCP connection to 127.0.0.1:port.
-ChannelInfo TcpChannel(std::uint16_t port) {
-  ChannelInfo info;
-  info.scheme = Endpoint::Scheme::kTcp;
-  info.server_host = "127.0.0.1";
-  info.peer_address = "127.0.0.1:" + std::to_string(port);
-  return info;
-}
 
 // Preamble + HELLO(mechanism, token) on a fresh connection; the server's reply.
 std::optional<RawFrame> SendHello(std::uint16_t port, const std::string& mechanism,
@@ -163,17 +122,12 @@ class KerberosTest : public testing::KerberosSuite {
 
   // A server enabling kerberos (the suite's keytab) and simple, on URI.
   static Result<RunningServer> StartKerberosServer(const std::string& uri = "tcp://127.0.0.1:0") {
-    auto kerberos = KerberosServerMechanism::create(KerberosServerOptionsFor(*kdc_));
-    if (!kerberos.ok()) return kerberos.status();
-    return StartServer({*kerberos, std::make_shared<SimpleServerMechanism>()}, uri);
+    return testing::StartKerberosServer<KerberosServerMechanism>(KerberosServerOptionsFor(*kdc_), uri);
   }
 
   static std::shared_ptr<KerberosClientMechanism> CcacheClient() {
-    auto m = KerberosClientMechanism::create(CcacheClientOptions(*kdc_));
-    EXPECT_TRUE(m.ok()) << Describe(m);
-    return m.ok() ? *m : nullptr;
+    return MakeKerberosClient<KerberosClientMechanism>(CcacheClientOptions(*kdc_));
   }
-
 };
 
 // Case 1: kinit, then a ticket-cache client over TCP.
@@ -323,7 +277,6 @@ TEST_F(KerberosTest, StartupErrors) {
   EXPECT_EQ((*good)->principal(), ServicePrincipal(*kdc_));
 }
 
-// Sets an environment variable for one scope (the suite's env is otherwise kept).
 // Case 6: no ticket and no keytab → CREDENTIALS_EXPIRED (run kinit).
 TEST_F(KerberosTest, ClientWithoutTicket) {
   // MIT falls back on the default client keytab (KRB5_CLIENT_KTNAME, which
@@ -605,7 +558,7 @@ TEST_F(KerberosTest, DowngradeRefused) {
   // A client allowing both picks what the server offers.
   client = Connect(kerberos_only->endpoint, {Simple("mallory"), CcacheClient()});
   ASSERT_TRUE(client.ok()) << Describe(client);
-  ExpectAlice(**client, *kdc_);
+  ExpectKerberosIdentity(**client, *kdc_, "kerberos");
 }
 
 // Case 13: the registry builds both sides from JSON options.
@@ -669,10 +622,8 @@ class KerberosKdcStateTest : public ::testing::Test {
 
   Result<RunningServer> StartKerberosServer(KerberosServerOptions options,
                                             LogSink log = null_log_sink()) {
-    auto kerberos = KerberosServerMechanism::create(options);
-    if (!kerberos.ok()) return kerberos.status();
-    return StartServer({*kerberos, std::make_shared<SimpleServerMechanism>()},
-                       "tcp://127.0.0.1:0", std::move(log));
+    return testing::StartKerberosServer<KerberosServerMechanism>(options, "tcp://127.0.0.1:0",
+                                                                 std::move(log));
   }
 
   MiniKdc kdc_;

@@ -20,16 +20,12 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include <asio/co_spawn.hpp>
-#include <asio/detached.hpp>
-#include <asio/io_context.hpp>
 #include <algorithm>
 #include <atomic>
 #include <cerrno>
 #include <chrono>
 #include <cstdlib>
 #include <filesystem>
-#include <functional>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <optional>
@@ -52,6 +48,7 @@
 #include "authrpc/rpc/wire.h"
 #include "authrpc/server/server.h"
 #include "tests/kerberos_realm.h"
+#include "tests/testing/kerberos_sessions.h"
 #include "tests/test_server.h"
 #include "tests/testing/mini_kdc.h"
 #include "tests/test_support.h"
@@ -78,10 +75,16 @@ using ::testing::HasSubstr;
 using ::testing::Contains;
 using testing::Code;
 using testing::Connect;
+using testing::Await;
+using testing::ExpectKerberosIdentity;
+using testing::ExpectKerberosSession;
 using testing::ExpectServesSimple;
+using testing::MakeKerberosClient;
 using testing::RunningServer;
 using testing::ScopedEnv;
+using testing::StartKerberosServer;
 using testing::StartServer;
+using testing::TcpChannel;
 using testing::UniqueSuffix;
 using testing::ViaLocalhost;
 using testing::Whoami;
@@ -101,56 +104,6 @@ Status PopulateRealmWithBob(MiniKdc& kdc, const testing::KerberosRealmOptions& o
 }
 
 // --- servers and clients -----------------------------------------------------------
-
-// sys.whoami shows PRINCIPAL (default: alice) authenticated by MECHANISM.
-void ExpectIdentity(Client& client, const MiniKdc& kdc, std::string_view mechanism = kSasl,
-                    const std::string& principal = "alice") {
-  auto who = Whoami(client);
-  ASSERT_TRUE(who.ok()) << Describe(who);
-  EXPECT_EQ(client.mechanism(), mechanism);  // known once negotiation is over
-  const std::string full = principal + "@" + kdc.realm();
-  EXPECT_EQ((*who)["principal"], full) << who->dump();
-  EXPECT_EQ((*who)["user"], full) << who->dump();
-  EXPECT_EQ((*who)["realm"], kdc.realm()) << who->dump();
-  EXPECT_EQ((*who)["mechanism"], mechanism) << who->dump();
-}
-
-// One whole session: connect, sys.whoami, close.
-void ExpectSession(const Endpoint& endpoint, std::shared_ptr<ClientMechanism> mechanism,
-                   const MiniKdc& kdc, bool wait_for_authentication = true) {
-  const std::string name(mechanism->name());
-  auto client = Connect(endpoint, std::move(mechanism), wait_for_authentication);
-  ASSERT_TRUE(client.ok()) << Describe(client);
-  ExpectIdentity(**client, kdc, name);
-}
-
-// --- raw frames ------------------------------------------------------------------------
-
-// Runs one coroutine of a client session to completion on a private loop.
-template <typename T>
-T RunSync(std::function<asio::awaitable<T>()> body, T initial) {
-  asio::io_context io;
-  T out = std::move(initial);
-  asio::co_spawn(
-      io, [&]() -> asio::awaitable<void> { out = co_await body(); }, asio::detached);
-  io.run();
-  return out;
-}
-
-ClientStep RunInitial(ClientAuthSession& session) {
-  return RunSync<ClientStep>([&] { return session.initial(); },
-                             ClientStep::failure({Errc::kInternal, "did not finish"}));
-}
-
-ClientStep RunChallenge(ClientAuthSession& session, const std::string& message) {
-  return RunSync<ClientStep>([&] { return session.challenge(message); },
-                             ClientStep::failure({Errc::kInternal, "did not finish"}));
-}
-
-Status RunComplete(ClientAuthSession& session, const std::string& message) {
-  return RunSync<Status>([&] { return session.complete(message); },
-                         Status(Errc::kInternal, "did not finish"));
-}
 
 // --- Cyrus wrapper, no KDC needed ---------------------------------------------------------
 
@@ -231,18 +184,13 @@ class KerberosSaslTest : public testing::KerberosSuite {
 
   // A server enabling kerberos-sasl (the suite's keytab) and simple.
   static Result<RunningServer> StartSaslServer(const std::string& uri = "tcp://127.0.0.1:0") {
-    auto sasl = KerberosSaslServerMechanism::create(KerberosServerOptionsFor(*kdc_));
-    if (!sasl.ok()) return sasl.status();
-    return StartServer({*sasl, std::make_shared<SimpleServerMechanism>()}, uri);
+    return StartKerberosServer<KerberosSaslServerMechanism>(KerberosServerOptionsFor(*kdc_), uri);
   }
 
   static std::shared_ptr<KerberosSaslClientMechanism> SaslClient(
       const KerberosClientOptions& options) {
-    auto m = KerberosSaslClientMechanism::create(options);
-    EXPECT_TRUE(m.ok()) << Describe(m);
-    return m.ok() ? *m : nullptr;
+    return MakeKerberosClient<KerberosSaslClientMechanism>(options);
   }
-
 };
 
 // Every way to hold credentials and name the server, over TCP and a Unix
@@ -278,9 +226,9 @@ TEST_F(KerberosSaslTest, Sessions) {
     auto mechanism = SaslClient(c.options);
     ASSERT_TRUE(mechanism);
     EXPECT_EQ(mechanism->principal(), "alice@" + kdc_->realm());
-    ASSERT_NO_FATAL_FAILURE(ExpectSession(c.endpoint, mechanism, *kdc_));
+    ASSERT_NO_FATAL_FAILURE(ExpectKerberosSession(c.endpoint, mechanism, *kdc_));
     ASSERT_NO_FATAL_FAILURE(
-        ExpectSession(c.endpoint, mechanism, *kdc_, /*wait_for_authentication=*/false));
+        ExpectKerberosSession(c.endpoint, mechanism, *kdc_, /*wait_for_authentication=*/false));
   }
 }
 
@@ -304,7 +252,7 @@ TEST_F(KerberosSaslTest, IdentityCarriesFullPrincipalAndRealm) {
     EXPECT_EQ(mechanism->principal(), c.principal + "@" + kdc_->realm());
     auto client = Connect(server->endpoint, mechanism);
     ASSERT_TRUE(client.ok()) << Describe(client);
-    ExpectIdentity(**client, *kdc_, kSasl, c.principal);
+    ExpectKerberosIdentity(**client, *kdc_, kSasl, c.principal);
   }
 }
 
@@ -317,18 +265,18 @@ TEST_F(KerberosSaslTest, KdcRequests) {
   const auto before = kdc_->kdc_request_counts();
   auto keytab = SaslClient(KeytabClientOptions(*kdc_));
   ASSERT_TRUE(keytab);
-  ASSERT_NO_FATAL_FAILURE(ExpectSession(server->endpoint, keytab, *kdc_));
+  ASSERT_NO_FATAL_FAILURE(ExpectKerberosSession(server->endpoint, keytab, *kdc_));
   const auto after = kdc_->kdc_request_counts();
   EXPECT_GE(after.as - before.as, 1) << "a keytab login asks the KDC for a TGT";
   EXPECT_EQ(after.tgs - before.tgs, 1) << "one service ticket";
 
   for (const auto& mechanism : {keytab, SaslClient(CcacheClientOptions(*kdc_))}) {
     ASSERT_TRUE(mechanism);
-    ASSERT_NO_FATAL_FAILURE(ExpectSession(server->endpoint, mechanism, *kdc_));  // warm-up
+    ASSERT_NO_FATAL_FAILURE(ExpectKerberosSession(server->endpoint, mechanism, *kdc_));  // warm-up
     const int warm = kdc_->kdc_requests();
     for (int i = 0; i < 10; ++i) {
       SCOPED_TRACE("session " + std::to_string(i));
-      ASSERT_NO_FATAL_FAILURE(ExpectSession(server->endpoint, mechanism, *kdc_));
+      ASSERT_NO_FATAL_FAILURE(ExpectKerberosSession(server->endpoint, mechanism, *kdc_));
     }
     EXPECT_EQ(kdc_->kdc_requests(), warm) << "10 warm sessions";
   }
@@ -344,12 +292,9 @@ TEST_F(KerberosSaslTest, WireExchange) {
   ASSERT_TRUE(server.ok()) << Describe(server);
   auto mechanism = SaslClient(CcacheClientOptions(*kdc_));
   ASSERT_TRUE(mechanism);
-  ChannelInfo info;
-  info.scheme = Endpoint::Scheme::kTcp;
-  info.server_host = "127.0.0.1";
-  auto session = mechanism->start(info);
+  auto session = mechanism->start(TcpChannel(server->endpoint.port));
 
-  ClientStep step = RunInitial(*session);
+  ClientStep step = Await(session->initial());
   ASSERT_EQ(step.kind, ClientStep::Kind::kSend) << step.error.to_string();
   ASSERT_FALSE(step.message.empty());
   EXPECT_FALSE(step.final);
@@ -368,7 +313,7 @@ TEST_F(KerberosSaslTest, WireExchange) {
       EXPECT_TRUE(success->message.empty()) << "SASL GSSAPI has no success data";
       EXPECT_EQ(success->user, "alice@" + kdc_->realm());
       EXPECT_TRUE(step.final) << "AUTH_SUCCESS before the client's last message";
-      EXPECT_TRUE(RunComplete(*session, success->message).ok());
+      EXPECT_TRUE(Await(session->complete(success->message)).ok());
       break;
     }
     ASSERT_EQ(frame->type, wire::FrameType::kAuthChallenge)
@@ -377,7 +322,7 @@ TEST_F(KerberosSaslTest, WireExchange) {
     ASSERT_TRUE(challenge.ok()) << Describe(challenge);
     EXPECT_FALSE(challenge->message.empty()) << "round trip " << round_trips;
     ASSERT_FALSE(step.final) << "a challenge after the client's last message";
-    step = RunChallenge(*session, challenge->message);
+    step = Await(session->challenge(challenge->message));
     ASSERT_EQ(step.kind, ClientStep::Kind::kSend) << step.error.to_string();
     if (round_trips == 1) {
       EXPECT_TRUE(step.message.empty()) << "the answer to the AP-REP is empty";
@@ -415,7 +360,7 @@ TEST_F(KerberosSaslTest, WireExchange) {
     RecordProperty(r.name, error->message);
   }
   ExpectServesSimple(server->endpoint);
-  ExpectSession(server->endpoint, mechanism, *kdc_);
+  ExpectKerberosSession(server->endpoint, mechanism, *kdc_);
 }
 
 // The client names a server principal the server does not have, or one the
@@ -460,7 +405,7 @@ TEST_F(KerberosSaslTest, WrongServicePrincipal) {
     }
   }
   ExpectServesSimple(server->endpoint);
-  ExpectSession(server->endpoint, SaslClient(CcacheClientOptions(*kdc_)), *kdc_);
+  ExpectKerberosSession(server->endpoint, SaslClient(CcacheClientOptions(*kdc_)), *kdc_);
 }
 
 // No ticket and no keytab → CREDENTIALS_EXPIRED (run kinit), when the
@@ -509,7 +454,7 @@ TEST_F(KerberosSaslTest, ClientWithoutTicket) {
     EXPECT_EQ(client.code(), Code(Errc::kCredentialsExpired)) << Describe(client);
     RecordProperty("default cache gone at connect", client.status().message);
   }
-  ExpectSession(server->endpoint, mechanism, *kdc_);  // the cache is back
+  ExpectKerberosSession(server->endpoint, mechanism, *kdc_);  // the cache is back
 }
 
 // The Cyrus wrapper on its own, both sides in this thread: what Cyrus's
@@ -591,7 +536,7 @@ TEST_F(KerberosSaslTest, WarmTargetLosesItsTicketCache) {
   o.ccache = "FILE:" + path;
   auto mechanism = SaslClient(o);
   ASSERT_TRUE(mechanism);
-  ASSERT_NO_FATAL_FAILURE(ExpectSession(server->endpoint, mechanism, *kdc_));  // now warm
+  ASSERT_NO_FATAL_FAILURE(ExpectKerberosSession(server->endpoint, mechanism, *kdc_));  // now warm
 
   std::filesystem::remove(path);
   auto client = Connect(server->endpoint, mechanism);
@@ -601,7 +546,7 @@ TEST_F(KerberosSaslTest, WarmTargetLosesItsTicketCache) {
   RecordProperty("warm target, cache gone", client.status().message);
 
   std::filesystem::copy_file(source, path);
-  ExpectSession(server->endpoint, mechanism, *kdc_);
+  ExpectKerberosSession(server->endpoint, mechanism, *kdc_);
 }
 
 // A client never falls back to a mechanism it does not allow: kerberos-sasl
@@ -640,8 +585,8 @@ TEST_F(KerberosSaslTest, MechanismMismatch) {
     EXPECT_EQ(client.code(), Code(Errc::kMechanismUnavailable)) << Describe(client);
     EXPECT_EQ(retry_advice(client.code()), RetryAdvice::kGiveUp);
   }
-  ExpectSession(kerberos_only->endpoint, *kerberos_client, *kdc_);
-  ExpectSession(sasl_only->endpoint, sasl_client, *kdc_);
+  ExpectKerberosSession(kerberos_only->endpoint, *kerberos_client, *kdc_);
+  ExpectKerberosSession(sasl_only->endpoint, sasl_client, *kdc_);
 }
 
 // A server offering both: each client gets the first of its own mechanisms
@@ -677,7 +622,7 @@ TEST_F(KerberosSaslTest, MixedServer) {
     SCOPED_TRACE("client allows " + names);
     auto client = Connect(server->endpoint, c.allowed);
     ASSERT_TRUE(client.ok()) << Describe(client);
-    ExpectIdentity(**client, *kdc_, c.chosen);
+    ExpectKerberosIdentity(**client, *kdc_, c.chosen);
   }
 
   std::atomic<int> ok{0};
@@ -784,7 +729,7 @@ TEST_F(KerberosSaslTest, KeytabOptionNotEnvironment) {
   ScopedEnv no_default_keytab("KRB5_KTNAME", "FILE:" + kdc_->dir() + "/no-such-default.keytab");
   auto server = StartSaslServer();
   ASSERT_TRUE(server.ok()) << Describe(server);
-  ExpectSession(server->endpoint, SaslClient(CcacheClientOptions(*kdc_)), *kdc_);
+  ExpectKerberosSession(server->endpoint, SaslClient(CcacheClientOptions(*kdc_)), *kdc_);
 }
 
 // The registry builds both sides from JSON, with the `kerberos` option names.
@@ -804,7 +749,7 @@ TEST_F(KerberosSaslTest, ViaRegistry) {
   EXPECT_EQ((*client_mechanism)->name(), "kerberos-sasl");
   auto server = StartServer({*server_mechanism});
   ASSERT_TRUE(server.ok()) << Describe(server);
-  ExpectSession(server->endpoint, *client_mechanism, *kdc_);
+  ExpectKerberosSession(server->endpoint, *client_mechanism, *kdc_);
 
   auto bad = registry.make_server("kerberos-sasl", {{"keytab", kdc_->service_keytab()},
                                                     {"keytabb", "typo"}});
@@ -881,7 +826,7 @@ TEST(KerberosSaslKdcStateTest, KdcDown) {
 
   auto warm = KerberosSaslClientMechanism::create(CcacheClientOptions(kdc));
   ASSERT_TRUE(warm.ok()) << Describe(warm);
-  ASSERT_NO_FATAL_FAILURE(ExpectSession(local->endpoint, *warm, kdc));
+  ASSERT_NO_FATAL_FAILURE(ExpectKerberosSession(local->endpoint, *warm, kdc));
   KerberosClientOptions cold_options = CcacheClientOptions(kdc);
   cold_options.service_principal = ServicePrincipal(kdc, "otherhost");
   auto cold = KerberosSaslClientMechanism::create(cold_options);
@@ -894,10 +839,10 @@ TEST(KerberosSaslKdcStateTest, KdcDown) {
   EXPECT_EQ(retry_advice(client.code()), RetryAdvice::kRetry);
   RecordProperty("kdc_down", client.status().message);
 
-  ExpectSession(local->endpoint, *warm, kdc);
+  ExpectKerberosSession(local->endpoint, *warm, kdc);
 
   ASSERT_OK(kdc.start());
-  ExpectSession(other->endpoint, *cold, kdc);
+  ExpectKerberosSession(other->endpoint, *cold, kdc);
 }
 
 }  // namespace
