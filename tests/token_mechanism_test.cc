@@ -29,6 +29,7 @@
 #include "authrpc/security/token_errors.h"
 #include "authrpc/server/token_service.h"
 #include "tests/test_support.h"
+#include "tests/testing/session_driver.h"
 #include "tests/token_realm.h"
 
 namespace authrpc {
@@ -73,38 +74,14 @@ ChannelInfo PlainTcp(std::string peer = "192.0.2.1:40000") {
   return c;
 }
 
-struct Outcome {
-  ServerStep server;
-  Status client;                     // complete() on the server's final message, if it succeeded
-  std::vector<std::string> sent;     // what the client sent, in order (for replays)
-  bool challenged_last = false;      // the server challenged the client's last message
-};
+using Outcome = testing::DrivenSession;
 
 // Runs one session, challenges included, between the client half `client`
 // and the server half `server`.
 Outcome Authenticate(TokenClientMechanism& client, ServerMechanism& server,
                      ChannelInfo client_channel, const ChannelInfo& server_channel) {
   client_channel.server_uri = std::string(kService);
-  auto cs = client.start(client_channel);
-  auto ss = server.start(server_channel);
-  Outcome out;
-  ClientStep step = Await(cs->initial());
-  for (;;) {
-    if (step.kind != ClientStep::Kind::kSend) {
-      out.server = ServerStep::failure(step.error);
-      return out;
-    }
-    out.sent.push_back(step.message);
-    out.server = Await(ss->step(step.message));
-    if (out.server.kind != ServerStep::Kind::kChallenge) break;
-    if (step.final) out.challenged_last = true;
-    step = Await(cs->challenge(out.server.message));
-  }
-  if (out.server.kind == ServerStep::Kind::kSuccess) {
-    EXPECT_TRUE(step.final) << "the server succeeded before the client's last message";
-    out.client = Await(cs->complete(out.server.message));
-  }
-  return out;
+  return testing::DriveSession(client, server, client_channel, server_channel);
 }
 
 // The same with a client of its own for `token` (no tickets from earlier
@@ -180,51 +157,14 @@ TEST(TokenMechanism, AuthenticatesMutuallyOnEachTransport) {
 // Each row spoils one thing; the server must refuse with the typed error, on
 // both exchanges.
 TEST(TokenMechanism, RefusesBadTokensWithTypedErrors) {
-  struct Case {
-    const char* name;
-    std::function<Token(Realm&)> make;
-    Errc code;
-    const char* text;
-  };
-  const std::vector<Case> cases = {
-      {"expired",
-       [](Realm& r) {
-         Token t = r.Issue();
-         r.clock->advance(25h);
-         return t;
-       },
-       Errc::kCredentialsExpired, "EXPIRED"},
-      {"cancelled",
-       [](Realm& r) {
-         Token t = r.Issue();
-         EXPECT_TRUE(r.secrets->cancel(t, "alice@R").ok());
-         return t;
-       },
-       Errc::kCredentialsExpired, "CANCELLED"},
-      {"forged password",
-       [](Realm& r) {
-         Token t = r.Issue();
-         t.password.data()[0] ^= 1;
-         return t;
-       },
-       Errc::kAuthenticationFailed, "FORGED"},
-      {"unknown key",
-       [](Realm& r) {
-         Realm other;
-         for (int i = 0; i < 3; ++i) EXPECT_TRUE(other.secrets->roll_master_key().ok());
-         (void)r;
-         return other.Issue();
-       },
-       Errc::kUnavailable, "UNKNOWN_KEY"},
-      {"unknown token (another server, same key id)",
-       [](Realm& r) {
-         (void)r.Issue();
-         Realm other;
-         (void)other.Issue();
-         return other.Issue();  // sequence 2, never issued here
-       },
-       Errc::kCredentialsExpired, "UNKNOWN_TOKEN"},
-  };
+  std::vector<testing::RefusedToken> cases = testing::RefusedTokens();
+  cases.push_back({"unknown key",
+                   [](testing::TokenRealm&) {
+                     testing::TokenRealm other;
+                     for (int i = 0; i < 3; ++i) EXPECT_TRUE(other.secrets->roll_master_key().ok());
+                     return other.Issue();
+                   },
+                   Errc::kUnavailable, "UNKNOWN_KEY"});
   for (const ChannelInfo& channel : {Unix(), PlainTcp()}) {
     for (const auto& c : cases) {
       SCOPED_TRACE(std::string(c.name) + (channel.scheme == Endpoint::Scheme::kUnix ? " (unix)" : " (tcp)"));

@@ -1,16 +1,21 @@
 // kTokenEpoch, where the token tests' clocks start, and TokenRealm: what unit tests of the token mechanisms (token_mechanism_test,
 // token_sasl_test) authenticate against: a real SecretManager over a memory
 // store, its clock under the test's control, and tokens it issues for
-// kTokenRealmService. Header only; test code (fails the test on error).
+// kTokenRealmService; RefusedTokens, the bad tokens every token mechanism
+// refuses alike. Header only; test code (fails the test on error).
 #pragma once
 
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <functional>
 #include <memory>
 #include <string>
 #include <string_view>
 #include <utility>
+#include <vector>
+
+#include "authrpc/base/status.h"
 
 #include "authrpc/security/clock.h"
 #include "authrpc/security/memory_token_store.h"
@@ -45,5 +50,51 @@ struct TokenRealm {
     return t.ok() ? *t : security::Token{};
   }
 };
+
+// A token a realm refuses: `make` issues it in the realm (and spoils it),
+// the server refuses it with `code` and a message containing `text`.
+struct RefusedToken {
+  const char* name;
+  std::function<security::Token(TokenRealm&)> make;
+  Errc code;
+  const char* text;
+};
+
+// What every token mechanism refuses alike, one row per way a token goes
+// bad: expired, cancelled, forged password, unknown to this server.
+inline std::vector<RefusedToken> RefusedTokens() {
+  using namespace std::chrono_literals;
+  return {
+      {"expired",
+       [](TokenRealm& r) {
+         security::Token t = r.Issue();
+         r.clock->advance(25h);
+         return t;
+       },
+       Errc::kCredentialsExpired, "EXPIRED"},
+      {"cancelled",
+       [](TokenRealm& r) {
+         security::Token t = r.Issue();
+         EXPECT_TRUE(r.secrets->cancel(t, "alice@R").ok());
+         return t;
+       },
+       Errc::kCredentialsExpired, "CANCELLED"},
+      {"forged password",
+       [](TokenRealm& r) {
+         security::Token t = r.Issue();
+         t.password.data()[0] ^= 1;
+         return t;
+       },
+       Errc::kAuthenticationFailed, "FORGED"},
+      {"unknown token (another server, same key id)",
+       [](TokenRealm& r) {
+         (void)r.Issue();
+         TokenRealm other;
+         (void)other.Issue();
+         return other.Issue();  // sequence 2, never issued by r
+       },
+       Errc::kCredentialsExpired, "UNKNOWN_TOKEN"},
+  };
+}
 
 }  // namespace authrpc::testing

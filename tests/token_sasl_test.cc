@@ -6,9 +6,6 @@
 // error.
 #include <gtest/gtest.h>
 
-#include <asio/co_spawn.hpp>
-#include <asio/io_context.hpp>
-#include <asio/use_future.hpp>
 #include <functional>
 #include <memory>
 #include <string>
@@ -21,6 +18,7 @@
 #include "authrpc/security/memory_token_store.h"
 #include "authrpc/security/secret_manager.h"
 #include "tests/test_support.h"
+#include "tests/testing/session_driver.h"
 #include "tests/token_realm.h"
 
 namespace authrpc {
@@ -32,50 +30,20 @@ using security::Token;
 
 constexpr std::string_view kService = testing::kTokenRealmService;
 
-using testing::Await;
-
 using Realm = testing::TokenRealm;
-
-struct Outcome {
-  ServerStep server;  // the server's last step
-  Status client;      // the client's failure, or complete()'s result
-  int round_trips = 0;
-};
 
 // One session of `mechanism` with `token`, against `server` if given (to
 // share its SCRAM verifier cache), else a new server mechanism.
-Outcome Authenticate(std::string_view mechanism, Realm& realm, const Token& token,
-                     TokenSaslServerMechanism* server = nullptr) {
+testing::DrivenSession Authenticate(std::string_view mechanism, Realm& realm, const Token& token,
+                                    TokenSaslServerMechanism* server = nullptr) {
   TokenClientOptions co;
   co.token = token;
   TokenSaslClientMechanism client(mechanism, co);
   TokenSaslServerMechanism fresh(mechanism, realm.secrets);
-  if (server == nullptr) server = &fresh;
   ChannelInfo channel;
   channel.server_uri = std::string(kService);
   channel.peer_address = "127.0.0.1:1";
-  auto cs = client.start(channel);
-  auto ss = server->start(channel);
-  Outcome out;
-  ClientStep step = Await(cs->initial());
-  for (;;) {
-    if (step.kind != ClientStep::Kind::kSend) {
-      out.client = step.error;
-      return out;
-    }
-    ++out.round_trips;
-    out.server = Await(ss->step(step.message));
-    if (out.server.kind == ServerStep::Kind::kFailure) return out;
-    if (out.server.kind == ServerStep::Kind::kSuccess) {
-      out.client = Await(cs->complete(out.server.message));
-      return out;
-    }
-    if (out.round_trips > 5) {
-      out.client = Status(Errc::kProtocolError, "too many steps");
-      return out;
-    }
-    step = Await(cs->challenge(out.server.message));
-  }
+  return testing::DriveSession(client, server ? *server : fresh, channel, channel);
 }
 
 class TokenSaslTest : public ::testing::TestWithParam<std::string_view> {
@@ -98,7 +66,7 @@ TEST_P(TokenSaslTest, AuthenticatesWithAToken) {
   EXPECT_EQ(out.server.identity.realm, "R");
   EXPECT_EQ(out.server.identity.real_user, std::optional<std::string>("oozie@R"));
   // SASL_SUCCESS_DATA: the server's last message rides on AUTH_SUCCESS.
-  EXPECT_EQ(out.round_trips, 2);
+  EXPECT_EQ(out.sent.size(), 2u);
 }
 
 TEST_P(TokenSaslTest, UserAndPasswordAreBase64urlOfTheToken) {
@@ -110,44 +78,7 @@ TEST_P(TokenSaslTest, UserAndPasswordAreBase64urlOfTheToken) {
 }
 
 TEST_P(TokenSaslTest, RefusesBadTokensWithTypedErrors) {
-  struct Case {
-    const char* name;
-    std::function<Token(Realm&)> make;
-    Errc code;
-    const char* text;
-  };
-  const std::vector<Case> cases = {
-      {"expired",
-       [](Realm& r) {
-         Token t = r.Issue();
-         r.clock->advance(25h);
-         return t;
-       },
-       Errc::kCredentialsExpired, "EXPIRED"},
-      {"cancelled",
-       [](Realm& r) {
-         Token t = r.Issue();
-         EXPECT_TRUE(r.secrets->cancel(t, "alice@R").ok());
-         return t;
-       },
-       Errc::kCredentialsExpired, "CANCELLED"},
-      {"forged password",
-       [](Realm& r) {
-         Token t = r.Issue();
-         t.password.data()[0] ^= 1;
-         return t;
-       },
-       Errc::kAuthenticationFailed, "FORGED"},
-      {"unknown token (another server, same key id)",
-       [](Realm& r) {
-         (void)r.Issue();
-         Realm other;
-         (void)other.Issue();
-         return other.Issue();
-       },
-       Errc::kCredentialsExpired, "UNKNOWN_TOKEN"},
-  };
-  for (const auto& c : cases) {
+  for (const auto& c : testing::RefusedTokens()) {
     SCOPED_TRACE(c.name);
     Realm realm;
     const Token token = c.make(realm);
