@@ -109,12 +109,6 @@ void WriteFile(const fs::path& p, const std::string& text) {
   fs::rename(tmp, p);  // readers see the old or the new file, never half of one
 }
 
-fs::path MakeTempDir() {
-  std::string templ = (fs::temp_directory_path() / "authz_test.XXXXXX").string();
-  if (::mkdtemp(templ.data()) == nullptr) std::abort();
-  return templ;
-}
-
 Service MiscService() {
   Service misc("misc");
   misc.add_blocking("ping", [](CallContext&, std::string_view) -> Result<std::string> { return std::string("pong"); });
@@ -127,7 +121,7 @@ class AuthzServer {
  public:
   explicit AuthzServer(const nlohmann::json& acl, bool with_authorizer = true,
                        std::string endpoint = "tcp://127.0.0.1:0")
-      : dir_(MakeTempDir()) {
+      : dir_(testing::TempDir("authz-test")) {
     WriteAcl(acl);
     server_.endpoint(endpoint == "unix" ? "unix:" + (dir_ / "s.sock").string() : endpoint);
     server_.mechanisms({std::make_shared<SimpleServerMechanism>(), std::make_shared<TestTokenServer>()});
@@ -212,7 +206,7 @@ TEST(AuthzPolicyTest, ExampleAclFileLoads) {
 }
 
 TEST(AuthzPolicyTest, AclFileSyntaxErrorsNameLineAndColumn) {
-  const fs::path dir = MakeTempDir();
+  const fs::path dir = testing::TempDir("authz-test");
   const fs::path acl = dir / "acl.json";
   WriteFile(acl, "{\n  // comments are fine\n  \"default\": \"deny\"\n  \"admins\": {}\n}\n");
   auto policy = AuthzPolicy::load(acl.string());
@@ -229,7 +223,7 @@ TEST(AuthzPolicyTest, AclFileSyntaxErrorsNameLineAndColumn) {
 // ended the process (found by config_fuzz). It is a CONFIG_ERROR that says
 // where, without quoting the digits.
 TEST(AuthzPolicyTest, AclFileNumberTooLargeIsAConfigErrorNamingLineAndColumn) {
-  const fs::path dir = MakeTempDir();
+  const fs::path dir = testing::TempDir("authz-test");
   const fs::path acl = dir / "acl.json";
   const std::string digits = "2222322222222222222222222222e222222222";
   for (const std::string& text : {digits + std::string("\001\000\000", 3),
@@ -556,7 +550,7 @@ TEST(AuthzReloadTest, ConcurrentReloadsAreAtomic) {
 // SIGHUP to a real authrpc-server child: a good file is taken, a broken one
 // refused while the old policy stays in force.
 TEST(AuthzReloadTest, SighupToServerProcess) {
-  const fs::path dir = MakeTempDir();
+  const fs::path dir = testing::TempDir("authz-test");
   const fs::path acl = dir / "acl.json", out = dir / "out.txt", err = dir / "err.txt";
   WriteFile(acl, R"({"services": {"sys": {"users": ["alice"]}}})");
   WriteFile(dir / "server.json",

@@ -35,6 +35,7 @@
 #include "tests/http_client.h"
 #include "tests/test_tls.h"
 #include "tests/testing/jwt_issuer.h"
+#include "tests/testing/scoped_temp_dir.h"
 
 #ifndef AUTHRPC_SERVER_BIN
 #error "AUTHRPC_SERVER_BIN must name the authrpc-server binary"
@@ -249,31 +250,6 @@ std::string Describe(const RunResult& r) {
          r.err;
 }
 
-// A private temporary directory, removed with its files.
-class TempDir {
- public:
-  TempDir() {
-    std::string pattern = ::testing::TempDir() + "authrpc-cli-test-XXXXXX";
-    if (::mkdtemp(pattern.data()) != nullptr) path_ = pattern;
-  }
-  ~TempDir() {
-    for (const auto& f : files_) ::unlink(f.c_str());
-    if (!path_.empty()) ::rmdir(path_.c_str());
-  }
-  const std::string& path() const { return path_; }
-
-  std::string Write(const std::string& name, const std::string& content) {
-    const std::string file = path_ + "/" + name;
-    std::ofstream(file) << content;
-    files_.push_back(file);
-    return file;
-  }
-
- private:
-  std::string path_;
-  std::vector<std::string> files_;
-};
-
 const char* kGoodConfig = R"({
   "listen": ["tcp://127.0.0.1:0"],
   "auth": {"mechanisms": ["simple"]},
@@ -286,7 +262,7 @@ const char* kGoodConfig = R"({
 
 class CliTest : public ::testing::Test {
  protected:
-  void SetUp() override { ASSERT_FALSE(dir_.path().empty()) << "mkdtemp failed"; }
+  void SetUp() override { ASSERT_TRUE(dir_.ok()) << "no temporary directory"; }
 
   // Starts authrpc-server on a config listening on port 0 and reads the bound
   // endpoint it prints.
@@ -302,7 +278,7 @@ class CliTest : public ::testing::Test {
     ASSERT_NE(endpoint_, "tcp://127.0.0.1:0") << "the port was not resolved";
   }
 
-  TempDir dir_;
+  authrpc::testing::ScopedTempDir dir_{"cli-test"};
   std::unique_ptr<Child> server_;
   std::string endpoint_;
 };

@@ -31,6 +31,7 @@
 #include "authrpc/security/clock.h"
 #include "authrpc/security/memory_token_store.h"
 #include "authrpc/security/secret_manager.h"
+#include "tests/testing/scoped_temp_dir.h"
 #include "tests/token_realm.h"
 
 namespace authrpc::security {
@@ -54,21 +55,6 @@ void write_all(const std::string& path, const std::string& bytes) {
   std::ofstream out(path, std::ios::binary | std::ios::trunc);
   out << bytes;
 }
-
-class TempDir {
- public:
-  TempDir() {
-    std::string templ = (fs::temp_directory_path() / "authrpc-store-XXXXXX").string();
-    if (::mkdtemp(templ.data()) != nullptr) path_ = templ;
-  }
-  ~TempDir() {
-    if (!path_.empty()) fs::remove_all(path_);
-  }
-  const std::string& path() const { return path_; }
-
- private:
-  std::string path_;
-};
 
 MasterKey make_key(std::uint32_t id, TokenTime created) {
   return {id, created, created + hours(24 * 8), SecretBytes::random(32)};
@@ -126,7 +112,7 @@ class TokenStoreContract : public ::testing::TestWithParam<StoreFactory> {
     store_ = GetParam().make(dir_.path() + "/store");
     ASSERT_NE(store_, nullptr);
   }
-  TempDir dir_;
+  testing::ScopedTempDir dir_{"store"};
   std::unique_ptr<TokenStore> store_;
 };
 
@@ -224,7 +210,7 @@ class FileTokenStoreTest : public ::testing::Test {
     ASSERT_TRUE(store.put_master_key(make_key(*store.allocate_master_key_id(), kTokenEpoch + hours(24))).ok());
   }
 
-  TempDir dir_;
+  testing::ScopedTempDir dir_{"store"};
 };
 
 TEST_F(FileTokenStoreTest, ReopenKeepsEverything) {
@@ -814,7 +800,7 @@ struct Acked {
 }
 
 TEST(FileTokenStoreCrash, EveryAcknowledgedOperationSurvivesSigkill) {
-  TempDir dir;
+  testing::ScopedTempDir dir("store");
   const std::string store_dir = dir.path() + "/tokens";
   Acked acked;
   TokenTime start = kTokenEpoch;

@@ -141,9 +141,8 @@ Result<std::unique_ptr<GlewlwydIdp>> GlewlwydIdp::start(const TestTls& tls) {
 }
 
 Status GlewlwydIdp::prepare() {
-  std::string t = (std::filesystem::temp_directory_path() / "authrpc-glewlwyd-XXXXXX").string();
-  if (::mkdtemp(t.data()) == nullptr) return Status(Errc::kInternal, "mkdtemp failed");
-  dir_ = t;
+  dir_ = TempDir("glewlwyd");
+  if (dir_.empty()) return Status(Errc::kInternal, "no temporary directory");
   if (Status s = make_signing_key(signing_private_pem_, signing_public_pem_); !s.ok()) return s;
   client_secret_ = random_secret();
   if (client_secret_.empty()) return Status(Errc::kInternal, "RAND_bytes failed");

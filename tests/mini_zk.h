@@ -67,9 +67,8 @@ class MiniZk {
   std::string start_once() {
     if (pid_ > 0) return {};
     if (dir_.empty()) {
-      std::string t = (std::filesystem::temp_directory_path() / "authrpc-minizk-XXXXXX").string();
-      if (::mkdtemp(t.data()) == nullptr) return "mkdtemp failed";
-      dir_ = t;
+      dir_ = TempDir("minizk");
+      if (dir_.empty()) return "no temporary directory";
     }
     if (port_ == 0) port_ = FreeLoopbackPort();
     if (port_ <= 0) return "no free port";

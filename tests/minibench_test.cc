@@ -27,6 +27,7 @@
 #include "minibench/plot.h"
 #include "minibench/report.h"
 #include "tests/test_server.h"
+#include "tests/testing/scoped_temp_dir.h"
 #include "tests/testing/mini_kdc.h"
 #include "authrpc/base/log.h"
 #include "authrpc/server/server.h"
@@ -43,23 +44,7 @@ using ::testing::HasSubstr;
 using ::testing::Not;
 using Json = nlohmann::json;
 
-// A private temporary directory, removed with everything in it.
-class TempDir {
- public:
-  TempDir() {
-    std::string pattern = ::testing::TempDir() + "minibench-test-XXXXXX";
-    if (::mkdtemp(pattern.data()) != nullptr) path_ = pattern;
-  }
-  ~TempDir() {
-    std::error_code ignored;
-    if (!path_.empty()) std::filesystem::remove_all(path_, ignored);
-  }
-  std::string file(const std::string& name) const { return path_ + "/" + name; }
-  bool ok() const { return !path_.empty(); }
-
- private:
-  std::string path_;
-};
+using authrpc::testing::ScopedTempDir;
 
 std::string read_file(const std::string& path) {
   std::ifstream in(path);
@@ -74,7 +59,7 @@ struct RunResult {
 };
 
 // Runs minibench with `args`, its stdout and stderr in files of `dir`.
-RunResult run_minibench(const TempDir& dir, const std::vector<std::string>& args) {
+RunResult run_minibench(const ScopedTempDir& dir, const std::vector<std::string>& args) {
   std::vector<std::string> argv_s = {MINIBENCH_BIN};
   argv_s.insert(argv_s.end(), args.begin(), args.end());
   std::vector<char*> argv;
@@ -277,7 +262,7 @@ std::set<std::string> row_names(const Json& doc) {
 // summary table is printed and the plot is a well-formed SVG with a line and
 // a legend entry per row.
 TEST(MinibenchTest, DefaultSessionsRunHasEveryRowSummaryAndPlot) {
-  TempDir dir;
+  ScopedTempDir dir("minibench-test");
   ASSERT_TRUE(dir.ok());
   const std::string json = dir.file("out.json"), svg = dir.file("out.svg");
   constexpr int kN = 12, kWarmup = 3;
@@ -391,7 +376,7 @@ TEST(MinibenchTest, DefaultSessionsRunHasEveryRowSummaryAndPlot) {
 // --concurrency K: every row still has n sessions (spread over K threads),
 // one connection each, and a rate.
 TEST(MinibenchTest, ConcurrencyRunsEverySessionOnItsOwnConnection) {
-  TempDir dir;
+  ScopedTempDir dir("minibench-test");
   ASSERT_TRUE(dir.ok());
   const std::string json = dir.file("out.json");
   const RunResult r = run_minibench(dir, {"sessions", "--method", "simple,kerberos", "--tls", "off",
@@ -444,7 +429,7 @@ TEST(MinibenchTest, ConcurrencyRunsEverySessionOnItsOwnConnection) {
 
 // --tls on: only the TLS rows (and floor/tls).
 TEST(MinibenchTest, TlsOnMeasuresOnlyTlsRows) {
-  TempDir dir;
+  ScopedTempDir dir("minibench-test");
   ASSERT_TRUE(dir.ok());
   const std::string json = dir.file("out.json");
   const RunResult r = run_minibench(dir, {"sessions", "--method", "simple", "--tls", "on", "-n", "5",
@@ -464,7 +449,7 @@ TEST(MinibenchTest, TlsOnMeasuresOnlyTlsRows) {
 TEST(MinibenchTest, JwtHasTlsRowsOnlyAndItsTarget) {
   for (const bool in_process : {false, true}) {
     SCOPED_TRACE(in_process ? "--in-process" : "server child");
-    TempDir dir;
+    ScopedTempDir dir("minibench-test");
     ASSERT_TRUE(dir.ok());
     const std::string json = dir.file("out.json");
     constexpr int kN = 6, kWarmup = 2;
@@ -504,7 +489,7 @@ TEST(MinibenchTest, JwtHasTlsRowsOnlyAndItsTarget) {
 
 // --in-process: the same rows, the server on threads of minibench itself.
 TEST(MinibenchTest, InProcessServerCountsConnectionsToo) {
-  TempDir dir;
+  ScopedTempDir dir("minibench-test");
   ASSERT_TRUE(dir.ok());
   const std::string json = dir.file("out.json");
   const RunResult r = run_minibench(dir, {"sessions", "--method", "simple", "--tls", "off",
@@ -529,7 +514,7 @@ TEST(MinibenchTest, InProcessServerCountsConnectionsToo) {
 // there too), the metrics-cost table and target lines, and the JSON fields;
 // the server that counts has counted, its twin has no registry.
 TEST(MinibenchTest, MetricsCompareMeasuresEachRowAgainstAServerThatCountsNothing) {
-  TempDir dir;
+  ScopedTempDir dir("minibench-test");
   ASSERT_TRUE(dir.ok());
   const std::string json = dir.file("out.json");
   constexpr int kN = 6, kWarmup = 2;
@@ -591,7 +576,7 @@ TEST(MinibenchTest, MetricsCompareMeasuresEachRowAgainstAServerThatCountsNothing
 // --metrics off: the same rows as on, no twins; neither the server nor the
 // rows' clients count anything. --metrics compare needs the spawned server.
 TEST(MinibenchTest, MetricsOffCountsNothing) {
-  TempDir dir;
+  ScopedTempDir dir("minibench-test");
   ASSERT_TRUE(dir.ok());
   const std::string json = dir.file("out.json");
   const RunResult r = run_minibench(dir, {"--method", "simple", "--tls", "off", "--transport",
@@ -635,7 +620,7 @@ TEST(MinibenchTest, CallsUnderLoadHaveEchoFloorsAndRateTargets) {
   };
   for (const auto& c : cases) {
     SCOPED_TRACE(c.args[1] + " server thread(s)");
-    TempDir dir;
+    ScopedTempDir dir("minibench-test");
     ASSERT_TRUE(dir.ok());
     const std::string json = dir.file("out.json");
     std::vector<std::string> args = {"calls", "--concurrency", "2", "--depth", "3", "--duration",
@@ -706,7 +691,7 @@ TEST(MinibenchTest, CallsUnderLoadHaveEchoFloorsAndRateTargets) {
 // --floors off (scripts/call_cost.sh profiles a calls row alone): no echo
 // floor is measured, so the row has no ratio and its target says so.
 TEST(MinibenchTest, CallsWithFloorsOffMeasureTheRowAlone) {
-  TempDir dir;
+  ScopedTempDir dir("minibench-test");
   ASSERT_TRUE(dir.ok());
   const std::string json = dir.file("out.json");
   const RunResult r = run_minibench(
@@ -725,7 +710,7 @@ TEST(MinibenchTest, CallsWithFloorsOffMeasureTheRowAlone) {
 TEST(MinibenchTest, IdleHoldsConnectionsPastTheIdleTimeoutAndReportsMemory) {
   std::string missing;
   const bool token = authrpc::testing::MiniKdc::tools_installed(&missing);
-  TempDir dir;
+  ScopedTempDir dir("minibench-test");
   ASSERT_TRUE(dir.ok());
   const std::string json = dir.file("idle.json");
   std::vector<std::string> args = {"idle", "--connections", "200", "--idle-timeout-ms", "1000",
@@ -791,7 +776,7 @@ TEST(MinibenchTest, IdleHoldsConnectionsPastTheIdleTimeoutAndReportsMemory) {
 }
 
 TEST(MinibenchTest, RefusesBadOptions) {
-  TempDir dir;
+  ScopedTempDir dir("minibench-test");
   ASSERT_TRUE(dir.ok());
   const std::vector<std::vector<std::string>> cases = {
       {"sessions", "--tls", "maybe"},
@@ -832,7 +817,7 @@ TEST(MinibenchTest, RefusesBadOptions) {
 TEST(MinibenchTest, ServerWithoutAMethodSkipsItsRowsWithANote) {
   std::string missing;
   if (!authrpc::testing::MiniKdc::tools_installed(&missing)) GTEST_SKIP() << missing;
-  TempDir dir;
+  ScopedTempDir dir("minibench-test");
   ASSERT_TRUE(dir.ok());
   authrpc::testing::MiniKdc kdc;
   ASSERT_TRUE(kdc.start().ok());

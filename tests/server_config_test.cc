@@ -7,6 +7,7 @@
 #include "authrpc/auth/mechanisms/simple/simple.h"
 #include "authrpc/client/client.h"
 #include "test_support.h"
+#include "tests/testing/scoped_temp_dir.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -56,18 +57,12 @@ Result<ServerOptions> load_options(const std::string& path) {
 // A file under the test's temporary directory, removed afterwards.
 class TempFile {
  public:
-  explicit TempFile(const std::string& content) {
-    static int counter = 0;
-    path_ = (std::filesystem::temp_directory_path() /
-             ("authrpc-config-test-" + std::to_string(::getpid()) + "-" +
-              std::to_string(counter++) + ".json"))
-                .string();
-    std::ofstream(path_) << content;
-  }
-  ~TempFile() { std::remove(path_.c_str()); }
+  explicit TempFile(const std::string& content)
+      : dir_("config-test"), path_(dir_.Write("config.json", content)) {}
   const std::string& path() const { return path_; }
 
  private:
+  testing::ScopedTempDir dir_;
   std::string path_;
 };
 

@@ -47,6 +47,7 @@
 #include "authrpc/server/service.h"
 #include "tests/test_server.h"
 #include "tests/test_support.h"
+#include "tests/testing/scoped_temp_dir.h"
 
 namespace authrpc {
 
@@ -1159,9 +1160,9 @@ TEST(ClientConnectTest, AServerThatNeverAnswersGivesNegotiationTimeout) {
 }
 
 TEST(UnixSocketFileTest, TheSocketFileExistsWhileServingAndIsRemovedOnStop) {
-  char dir_template[] = "/tmp/authrpc-server-test-XXXXXX";
-  ASSERT_NE(::mkdtemp(dir_template), nullptr);
-  const std::string dir = dir_template;
+  const testing::ScopedTempDir scoped("server-test");
+  ASSERT_TRUE(scoped.ok());
+  const std::string& dir = scoped.path();
   const std::string path = dir + "/s.sock";
   {  // A stale socket file from a dead server is replaced.
     const int fd = ::socket(AF_UNIX, SOCK_STREAM, 0);
@@ -1193,8 +1194,6 @@ TEST(UnixSocketFileTest, TheSocketFileExistsWhileServingAndIsRemovedOnStop) {
 
   server.stop();
   EXPECT_NE(::lstat(path.c_str(), &st), 0) << "the socket file outlived the server";
-  ::unlink(path.c_str());
-  ::rmdir(dir.c_str());
 }
 
 // The sockets this process holds: descriptor -> close-on-exec.
@@ -1245,9 +1244,9 @@ TEST(SocketDescriptorTest, EverySocketOfAServerAndItsClientsIsCloseOnExec) {
 // byte longer than an endpoint holds (Linux adds a NUL): accepting it once
 // threw from the accept loop and left the server accepting nothing.
 TEST(SocketDescriptorTest, AUnixClientBoundToAFullLengthPathDoesNotStopAccepting) {
-  char dir_template[] = "/tmp/authrpc-long-peer-XXXXXX";
-  ASSERT_NE(::mkdtemp(dir_template), nullptr);
-  const std::string dir = dir_template;
+  const testing::ScopedTempDir scoped("long-peer");
+  ASSERT_TRUE(scoped.ok());
+  const std::string& dir = scoped.path();
   testing::TestServer server;
   server.endpoint("unix:" + dir + "/s.sock").io_threads(1);
   const Status started = server.start();
@@ -1276,8 +1275,6 @@ TEST(SocketDescriptorTest, AUnixClientBoundToAFullLengthPathDoesNotStopAccepting
     ::close(fd);
   }
   server.stop();
-  ::unlink(client_path.c_str());
-  ::rmdir(dir.c_str());
 }
 
 // A stopped server removes its socket file: a missing one is a server that

@@ -4,6 +4,7 @@
 // SHA-256 both ends compute), flow control with a slow consumer on either
 // side, errors, cancellation and deadlines mid-stream, a client vanishing
 // mid-stream, and file regions (sendfile on plaintext sockets).
+#include <fcntl.h>
 #include <gtest/gtest.h>
 #include <openssl/evp.h>
 #include <unistd.h>
@@ -36,6 +37,7 @@
 #include "authrpc/server/service.h"
 #include "tests/stream_data.h"
 #include "tests/test_server.h"
+#include "tests/testing/scoped_temp_dir.h"
 #include "tests/tls_test_certs.h"
 
 namespace authrpc {
@@ -185,17 +187,11 @@ Service BulkService(std::shared_ptr<Observed> seen) {
 }
 
 struct Certs {
-  std::filesystem::path dir;
+  testing::ScopedTempDir dir{"streaming"};
   std::unique_ptr<testing::TestCa> ca;
   Certs() {
-    char tmpl[] = "/tmp/authrpc-streaming-XXXXXX";
-    dir = ::mkdtemp(tmpl);
-    ca = std::make_unique<testing::TestCa>(dir, "ca");
+    ca = std::make_unique<testing::TestCa>(dir.path(), "ca");
     ca->issue({"server", "localhost", {"DNS:localhost", "IP:127.0.0.1"}});
-  }
-  ~Certs() {
-    std::error_code ec;
-    std::filesystem::remove_all(dir, ec);
   }
 };
 
@@ -577,8 +573,10 @@ TEST_P(StreamingTest, WrongKindOfCallIsRefused) {
 }
 
 TEST_P(StreamingTest, FileRegionIsByteExact) {
-  char path[] = "/tmp/authrpc-streaming-file-XXXXXX";
-  const int fd = ::mkstemp(path);
+  const testing::ScopedTempDir dir("streaming-file");
+  ASSERT_TRUE(dir.ok());
+  const std::string path = dir.file("region");
+  const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
   ASSERT_GE(fd, 0);
   const std::size_t size = 3 * kFileChunk + 12345;
   std::string content(size, '\0');
@@ -632,7 +630,6 @@ TEST_P(StreamingTest, FileRegionIsByteExact) {
     auto echo = co_await client_->async_call("bulk", "unary", "x");
     EXPECT_TRUE(echo.ok());
   });
-  ::unlink(path);
 }
 
 INSTANTIATE_TEST_SUITE_P(Transports, StreamingTest, ::testing::Values("tcp", "unix", "tls", "shm"),

@@ -15,6 +15,7 @@
 #include <string>
 
 #include "minibench/cpu_clock.h"
+#include "tests/testing/scoped_temp_dir.h"
 
 namespace {
 
@@ -36,15 +37,14 @@ Ran RunMinibench(const std::string& args) {
   return r;
 }
 
-std::string TempPath(const std::string& name) {
-  return "/tmp/authrpc-throughput-test-" + std::to_string(::getpid()) + "-" + name;
-}
 
 class ThroughputTest : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(ThroughputTest, SmallRunPrintsRowsAndValidJson) {
   const std::string mode = GetParam();
-  const std::string json_path = TempPath(mode + ".json");
+  const authrpc::testing::ScopedTempDir dir("throughput-test");
+  ASSERT_TRUE(dir.ok());
+  const std::string json_path = dir.file(mode + ".json");
   const Ran ran = RunMinibench("--" + mode +
                                " --streams 2 --batch 65536 --bytes 4M --runs 2 --transport all "
                                "--quiet --json " + json_path);
@@ -72,7 +72,6 @@ TEST_P(ThroughputTest, SmallRunPrintsRowsAndValidJson) {
   std::ifstream file(json_path);
   ASSERT_TRUE(file.good());
   const nlohmann::json doc = nlohmann::json::parse(file, nullptr, false);
-  std::remove(json_path.c_str());
   ASSERT_FALSE(doc.is_discarded());
   std::set<std::string> names;
   for (const auto& row : doc.at("rows")) {

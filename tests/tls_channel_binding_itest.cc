@@ -30,6 +30,7 @@
 #include "tests/testing/mini_kdc.h"
 #include "tests/test_support.h"
 #include "tests/tls_test_certs.h"
+#include "tests/testing/scoped_temp_dir.h"
 
 namespace authrpc {
 namespace {
@@ -144,16 +145,14 @@ class KerberosTlsTest : public testing::KerberosSuite {
  protected:
   static void SetUpTestSuite() {
     StartRealm();
-    char tmpl[] = "/tmp/authrpc-tls-cb-XXXXXX";
-    dir_ = ::mkdtemp(tmpl);
-    ca_ = std::make_unique<TestCa>(dir_, "ca");
+    dir_ = std::make_unique<testing::ScopedTempDir>("tls-cb");
+    ca_ = std::make_unique<TestCa>(dir_->path(), "ca");
     ca_->issue({"server", "localhost", {"DNS:localhost", "IP:127.0.0.1"}});
     ca_->issue({"mitm", "mitm", {"IP:127.0.0.1"}});
   }
   static void TearDownTestSuite() {
     ca_.reset();
-    std::error_code ec;
-    std::filesystem::remove_all(dir_, ec);
+    dir_.reset();
     KerberosSuite::TearDownTestSuite();
   }
 
@@ -199,7 +198,7 @@ class KerberosTlsTest : public testing::KerberosSuite {
     return client.connect();
   }
 
-  static inline std::filesystem::path dir_;
+  static inline std::unique_ptr<testing::ScopedTempDir> dir_;
   static inline std::unique_ptr<TestCa> ca_;
 };
 

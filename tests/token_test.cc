@@ -24,6 +24,7 @@
 #include "authrpc/security/secret_bytes.h"
 #include "authrpc/security/secret_manager.h"
 #include "authrpc/security/token_errors.h"
+#include "tests/testing/scoped_temp_dir.h"
 
 namespace authrpc::security {
 namespace {
@@ -587,18 +588,12 @@ TEST_F(TokenTamper, ErrorTextNeverShowsSecrets) {
 
 class CredentialsFileTest : public ::testing::Test {
  protected:
-  void SetUp() override {
-    std::string templ = (std::filesystem::temp_directory_path() / "authrpc-creds-XXXXXX").string();
-    ASSERT_NE(::mkdtemp(templ.data()), nullptr);
-    dir_ = templ;
-    path_ = dir_ + "/tokens.json";
-  }
-  void TearDown() override { std::filesystem::remove_all(dir_); }
+  void SetUp() override { ASSERT_TRUE(dir_.ok()); }
 
   void write_text(const std::string& text) { std::ofstream(path_) << text; }
 
-  std::string dir_;
-  std::string path_;
+  authrpc::testing::ScopedTempDir dir_{"creds"};
+  const std::string path_ = dir_.file("tokens.json");
 };
 
 Token token_for(std::string service, std::uint64_t seq) {
@@ -687,7 +682,7 @@ TEST_F(CredentialsFileTest, BadFilesAreTyped) {
   }
   write_text(R"({"version": 1, "tokens": {"tcp://a:1": ")" + good + R"("}})");
   EXPECT_TRUE(CredentialsFile::read(path_).ok());
-  EXPECT_TRUE(CredentialsFile::read(dir_ + "/missing.json").is(TokenErrc::kIoError));
+  EXPECT_TRUE(CredentialsFile::read(dir_.file("missing.json")).is(TokenErrc::kIoError));
 }
 
 }  // namespace
