@@ -32,8 +32,9 @@
 #include "authrpc/server/server_policy.h"
 #include "authrpc/server/token_service.h"
 #include "authrpc/tools/mechanism_flags.h"
-#include "test_support.h"
-#include "tls_test_certs.h"
+#include "tests/test_server.h"
+#include "tests/test_support.h"
+#include "tests/tls_test_certs.h"
 
 namespace authrpc {
 namespace {
@@ -354,17 +355,6 @@ class Negotiation : public ::testing::Test {
   // and on a unix: socket, with a service that echoes the identity's traits.
   void Start(std::shared_ptr<CustomServer> mechanism) {
     mechanism_ = mechanism;
-    ServerOptions o;
-    o.endpoints = {*Endpoint::parse("tls://127.0.0.1:0"),
-                   testing::FreshEndpoint(testing::SocketKind::kUnix, "traits")};
-    o.tls = ServerTls(security::ClientCertificates::kOptional);
-    o.encryption = SecurityRequirement::kOptional;
-    o.mechanisms = {mechanism};
-    o.io_threads = 1;
-    o.blocking_threads = 1;
-    o.stop_grace = 1s;
-    o.log = null_log_sink();
-    server_ = std::make_unique<Server>(std::move(o));
     Service probe("probe");
     probe.add_json("traits", [](CallContext& ctx, const json&) -> Result<json> {
       const MechanismTraits& t = ctx.identity().mechanism_traits;
@@ -373,13 +363,19 @@ class Negotiation : public ::testing::Test {
                   {"bearer_secret", t.bearer_secret}, {"delegation_token", t.delegation_token},
                   {"may_be_issued_tokens", t.may_be_issued_tokens}};
     });
-    ASSERT_OK(server_->add_service(std::move(probe)));
+    server_ = std::make_unique<testing::TestServer>();
+    server_->tls(ServerTls(security::ClientCertificates::kOptional))
+        .endpoint(testing::FreshEndpoint(testing::SocketKind::kUnix, "traits"))
+        .encryption(SecurityRequirement::kOptional)
+        .mechanism(mechanism)
+        .blocking_threads(1)
+        .service(std::move(probe));
     ASSERT_OK(server_->start());
-    tls_ = server_->bound_endpoints().at(0);
-    unix_ = server_->bound_endpoints().at(1);
+    tls_ = server_->endpoints().at(0);
+    unix_ = server_->endpoints().at(1);
   }
   void TearDown() override {
-    if (server_) testing::StopAndDestroy(server_);
+    server_.reset();
   }
 
   Result<std::unique_ptr<Client>> Connect(Channel channel, MechanismTraits traits) {
@@ -400,7 +396,7 @@ class Negotiation : public ::testing::Test {
   }
 
   std::shared_ptr<CustomServer> mechanism_;
-  std::unique_ptr<Server> server_;
+  std::unique_ptr<testing::TestServer> server_;
   Endpoint tls_, unix_;
 };
 
@@ -449,7 +445,7 @@ TEST_F(Negotiation, FollowsTheTraitsOfAPluggedInMechanism) {
         EXPECT_EQ((*traits)["proves_identity"], c.traits.proves_identity);
       }
     }
-    testing::StopAndDestroy(server_);
+    server_.reset();
   }
 }
 
@@ -519,22 +515,17 @@ class TokenIssue : public ::testing::Test {
     auto tokens = TokenService::open(std::move(t));
     ASSERT_TRUE(tokens.ok()) << Describe(tokens);
     tokens_ = std::move(*tokens);
-    ServerOptions o;
-    o.endpoints = {testing::FreshEndpoint(testing::SocketKind::kUnix, "traits-tokens")};
+    server_ = std::make_unique<testing::TestServer>();
+    server_->endpoint(testing::FreshEndpoint(testing::SocketKind::kUnix, "traits-tokens"));
     for (const auto& [name, traits] : kMechanisms) {
-      o.mechanisms.push_back(std::make_shared<CustomServer>(name, traits));
+      server_->mechanism(std::make_shared<CustomServer>(name, traits));
     }
-    o.io_threads = 1;
-    o.blocking_threads = 1;
-    o.stop_grace = 1s;
-    o.log = null_log_sink();
-    server_ = std::make_unique<Server>(std::move(o));
-    ASSERT_OK(server_->add_service(tokens_->service()));
+    server_->blocking_threads(1).service(tokens_->service());
     ASSERT_OK(server_->start());
-    endpoint_ = server_->bound_endpoints().front();
+    endpoint_ = server_->endpoint();
   }
   void TearDown() override {
-    if (server_) testing::StopAndDestroy(server_);
+    server_.reset();
   }
   // token.<method> over a connection authenticated by `mechanism`.
   Status Call(const std::string& mechanism, const std::string& method) {
@@ -552,7 +543,7 @@ class TokenIssue : public ::testing::Test {
   static inline const std::pair<std::string, MechanismTraits> kMechanisms[] = {
       {"custom-issuable", kIssuable}, {"custom-plain", kProof}, {"custom-token", kDelegation}};
   std::unique_ptr<TokenService> tokens_;
-  std::unique_ptr<Server> server_;
+  std::unique_ptr<testing::TestServer> server_;
   Endpoint endpoint_;
 };
 
@@ -588,7 +579,7 @@ TEST_F(TokenIssue, FollowsTheTraitsOrTheConfiguredNames) {
     } else {
       EXPECT_EQ(s.code, Errc::kPermissionDenied) << s.to_string();
     }
-    testing::StopAndDestroy(server_);
+    server_.reset();
   }
 }
 

@@ -14,9 +14,8 @@
 
 #include "authrpc/auth/mechanism_registry.h"
 #include "psk_mechanism.h"
-#include "authrpc/security/tls_context.h"
+#include "tests/test_server.h"
 #include "tests/test_support.h"
-#include "tests/tls_test_certs.h"
 #include "tests/token_capture.h"
 
 namespace authrpc {
@@ -388,74 +387,31 @@ TEST(PskRegistry, BuildsBothHalvesFromJsonOptionsAndRefusesBadOnes) {
 
 enum class Transport { kTcp, kUnix, kTls };
 
-// Certificates for the TLS cases, shared by the binary.
-struct PskCerts {
-  std::string dir = testing::TempDir("psk-tls");
-  testing::TestCa ca{dir, "ca"};
-  PskCerts() { ca.issue({"server", "localhost", {"DNS:localhost", "IP:127.0.0.1"}}); }
-  ~PskCerts() {
-    std::error_code ec;
-    std::filesystem::remove_all(dir, ec);
-  }
-};
-PskCerts& psk_certs() {
-  static PskCerts c;
-  return c;
-}
-
-std::shared_ptr<security::TlsServerContext> ServerTls() {
-  security::TlsServerOptions o;
-  o.certificate_file = psk_certs().ca.cert_file("server");
-  o.private_key_file = psk_certs().ca.key_file("server");
-  auto ctx = security::TlsServerContext::create(o);
-  EXPECT_TRUE(ctx.ok()) << ctx.status().to_string();
-  if (!ctx.ok()) return nullptr;
-  return std::move(*ctx);
-}
-
-std::shared_ptr<security::TlsClientContext> ClientTls() {
-  security::TlsClientOptions o;
-  o.ca_file = psk_certs().ca.ca_file();
-  auto ctx = security::TlsClientContext::create(o);
-  EXPECT_TRUE(ctx.ok()) << ctx.status().to_string();
-  if (!ctx.ok()) return nullptr;
-  return std::move(*ctx);
-}
-
-// A started server offering only `mechanism`, with authentication required.
-std::unique_ptr<Server> StartServer(Transport transport, std::shared_ptr<ServerMechanism> mechanism) {
-  ServerOptions o;
+// A started server offering only `mechanism`, with authentication required
+// (tls: the process-wide TestTls certificate).
+std::unique_ptr<testing::TestServer> StartServer(Transport transport,
+                                                 std::shared_ptr<ServerMechanism> mechanism) {
+  auto server = std::make_unique<testing::TestServer>();
   switch (transport) {
-    case Transport::kTcp: o.endpoints = {testing::FreshEndpoint(testing::SocketKind::kTcp, "")}; break;
-    case Transport::kUnix:
-      o.endpoints = {testing::FreshEndpoint(testing::SocketKind::kUnix, "authrpc-psk-test")};
-      break;
-    case Transport::kTls:
-      o.endpoints = {*Endpoint::parse("tls://127.0.0.1:0")};
-      o.tls = ServerTls();
-      break;
+    case Transport::kTcp: server->endpoint("tcp:"); break;
+    case Transport::kUnix: server->endpoint("unix:"); break;
+    case Transport::kTls: server->tls(); break;
   }
-  o.mechanisms = {std::move(mechanism)};
-  o.authentication = SecurityRequirement::kRequired;
-  o.io_threads = 1;
-  o.blocking_threads = 1;
-  o.stop_grace = 1s;
-  o.log = null_log_sink();
-  auto server = std::make_unique<Server>(std::move(o));
+  server->mechanism(std::move(mechanism))
+      .authentication(SecurityRequirement::kRequired)
+      .blocking_threads(1);
   const Status s = server->start();
   EXPECT_TRUE(s.ok()) << s.to_string();
   return s.ok() ? std::move(server) : nullptr;
 }
 
-Result<std::unique_ptr<Client>> Connect(Server& server, Transport transport,
+// A client of `server` with `mechanism` only, authentication required.
+Result<std::unique_ptr<Client>> Connect(const testing::TestServer& server,
                                         std::shared_ptr<ClientMechanism> mechanism) {
-  ClientOptions o;
-  o.endpoint = server.bound_endpoints().front();
-  o.mechanisms = {std::move(mechanism)};
-  o.authentication = SecurityRequirement::kRequired;
-  o.connect_timeout = 10s;
-  if (transport == Transport::kTls) o.tls = ClientTls();
-  return Client::connect(std::move(o));
+  return server.client()
+      .mechanism(std::move(mechanism))
+      .authentication(SecurityRequirement::kRequired)
+      .connect();
 }
 
 // Sends the recorded messages of another session, whatever the server says.
@@ -516,14 +472,14 @@ TEST_P(PskEndToEnd, OnlyTheKeyHolderGetsInAndTheServerKeepsServing) {
     case Who::kReplay: {
       // A session of alice's, recorded on its way, then played again.
       auto recorder = std::make_shared<testing::CapturingClient>(keys.Client("alice", keys.alice));
-      auto recorded = Connect(*server, c.transport, recorder);
+      auto recorded = Connect(*server, recorder);
       ASSERT_TRUE(recorded.ok()) << Describe(recorded);
       ASSERT_EQ(recorder->sent().size(), 2u);
       mechanism = std::make_shared<ReplayingPsk>(recorder->sent());
       break;
     }
   }
-  auto client = Connect(*server, c.transport, mechanism);
+  auto client = Connect(*server, mechanism);
   EXPECT_TRUE(Is(client.status(), c.expected)) << Describe(client);
   if (client.ok()) {
     EXPECT_EQ((*client)->mechanism(), "psk");
@@ -538,12 +494,12 @@ TEST_P(PskEndToEnd, OnlyTheKeyHolderGetsInAndTheServerKeepsServing) {
     EXPECT_THAT(client.status().message, Not(HasSubstr(keys.alice.substr(0, 16))));
   }
   // Whatever came before, bob is still served.
-  auto bob = Connect(*server, c.transport, keys.Client("bob", keys.bob));
+  auto bob = Connect(*server, keys.Client("bob", keys.bob));
   ASSERT_TRUE(bob.ok()) << Describe(bob);
   EXPECT_TRUE((*bob)->call("sys", "echo", "hi").ok());
   bob->reset();
   if (client.ok()) client->reset();
-  EXPECT_TRUE(testing::StopAndDestroy(server));
+  EXPECT_TRUE(server->stop());
 }
 
 std::vector<EndToEnd> AllCases() {
@@ -585,10 +541,10 @@ TEST(PskEndToEnd, TheClientRefusesAnImpostorServer) {
   for (Transport t : {Transport::kTcp, Transport::kTls}) {
     auto server = StartServer(t, std::make_shared<ImpostorServer>());
     ASSERT_TRUE(server);
-    auto client = Connect(*server, t, keys.Client("alice", keys.alice));
+    auto client = Connect(*server, keys.Client("alice", keys.alice));
     EXPECT_EQ(client.code(), Errc::kAuthenticationFailed) << Describe(client);
     EXPECT_THAT(client.status().message, HasSubstr("did not prove"));
-    EXPECT_TRUE(testing::StopAndDestroy(server));
+    EXPECT_TRUE(server->stop());
   }
 }
 

@@ -22,6 +22,7 @@
 #include "authrpc/auth/mechanisms/simple/simple.h"
 #include "authrpc/client/client.h"
 #include "authrpc/server/server.h"
+#include "tests/test_server.h"
 #include "tests/test_support.h"
 
 namespace authrpc {
@@ -101,29 +102,22 @@ void PrintTo(const Case& c, std::ostream* os) { *os << c.method; }
 class ServerDispatchTest : public ::testing::TestWithParam<Case> {
  protected:
   void SetUp() override {
-    ServerOptions options;
-    options.endpoints = {testing::FreshEndpoint(testing::SocketKind::kTcp, "authrpc-dispatch")};
-    options.mechanisms = {std::make_shared<SimpleServerMechanism>()};
-    options.io_threads = 1;
-    options.blocking_threads = 2;
-    options.stop_grace = 2s;
-    options.log = LogSink([log = log_](LogLevel, std::string_view line) {
-      std::lock_guard lock(log->mu);
-      log->lines.emplace_back(line);
-    });
-    server_ = std::make_unique<Server>(std::move(options));
-    ASSERT_TRUE(server_->add_service(ThrowingService()).ok());
-    const Status started = server_->start();
-    ASSERT_TRUE(started.ok()) << started.to_string();
-    auto client = testing::ConnectWith(server_->bound_endpoints().front(),
-                                       std::make_shared<SimpleClientMechanism>("alice"));
+    server_ = std::make_unique<testing::TestServer>();
+    server_->service(ThrowingService())
+        .log(LogSink([log = log_](LogLevel, std::string_view line) {
+          std::lock_guard lock(log->mu);
+          log->lines.emplace_back(line);
+        }))
+        .options([](ServerOptions& o) { o.stop_grace = 2s; });
+    ASSERT_OK(server_->start());
+    auto client = server_->client().simple("alice").connect();
     ASSERT_TRUE(client.ok()) << Describe(client);
     client_ = std::move(*client);
   }
 
   void TearDown() override {
     client_.reset();
-    testing::StopAndDestroy(server_);
+    server_.reset();
   }
 
   // A streaming call's outcome: the status its finish() returns.
@@ -144,7 +138,7 @@ class ServerDispatchTest : public ::testing::TestWithParam<Case> {
   }
 
   std::shared_ptr<Log> log_ = std::make_shared<Log>();
-  std::unique_ptr<Server> server_;
+  std::unique_ptr<testing::TestServer> server_;
   std::unique_ptr<Client> client_;
 };
 

@@ -1299,9 +1299,9 @@ TEST(ClientConnectTest, ConnectingWhereNobodyListensFailsWithRetryAdvice) {
   // Bind then stop a server to get a port that is (very likely) free.
   Endpoint endpoint;
   {
-    Server server(DefaultServerOptions(FreshEndpoint(Kind::kTcp)));
-    ASSERT_TRUE(server.start().ok());
-    endpoint = server.bound_endpoints().front();
+    testing::TestServer server;
+    ASSERT_OK(server.start());
+    endpoint = server.endpoint();
   }
   ClientOptions options;
   options.endpoint = endpoint;
