@@ -21,9 +21,9 @@ PACKAGES=(
   iproute2  # ss(8), used by scripts/kdc to check its port
   python3  # scripts/jwt-issuer (docs/JWT.md's run example), scripts/call_cost.sh
   faketime  # libfaketime: the clock-skew case of tests/kerberos_itest.cc
-  # ZooKeeper token store: the C client, and a server for tests/mini_zk.h
+  # ZooKeeper token store: the C client, and a server for tests/testing/mini_zk.h
   libzookeeper-mt-dev zookeeper
-  # A real OIDC issuer for the jwt tests (tests/glewlwyd_idp.h) and sqlite3;
+  # A real OIDC issuer for the jwt tests (tests/testing/glewlwyd_idp.h) and sqlite3;
   # dbconfig-sqlite3 satisfies its database dependency without a MariaDB client.
   glewlwyd dbconfig-sqlite3
   # The admin listener (component `admin`, components/admin/admin_server.h):

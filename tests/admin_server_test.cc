@@ -26,9 +26,9 @@
 #include <thread>
 #include <vector>
 
-#include "tests/http_client.h"
-#include "tests/test_server.h"
-#include "tests/test_support.h"
+#include "tests/testing/http_client.h"
+#include "tests/testing/test_server.h"
+#include "tests/testing/test_support.h"
 
 namespace authrpc {
 namespace {

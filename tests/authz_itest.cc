@@ -36,8 +36,8 @@
 #include "authrpc/server/server.h"
 #include "authrpc/server/token_service.h"
 #include "tests/testing/mini_kdc.h"
-#include "tests/test_server.h"
-#include "tests/test_support.h"
+#include "tests/testing/test_server.h"
+#include "tests/testing/test_support.h"
 
 #ifndef AUTHRPC_CLI_BIN
 #error "AUTHRPC_CLI_BIN must name the authrpc binary"

@@ -27,8 +27,8 @@
 #include "authrpc/client/client.h"
 #include "authrpc/server/audit_log.h"
 #include "authrpc/server/server.h"
-#include "tests/test_server.h"
-#include "tests/test_support.h"
+#include "tests/testing/test_server.h"
+#include "tests/testing/test_support.h"
 
 extern char** environ;
 

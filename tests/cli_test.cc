@@ -31,9 +31,9 @@
 #include "authrpc/auth/mechanisms/simple/simple.h"
 #include "authrpc/client/client.h"
 #include "authrpc/security/base64url.h"
-#include "tests/test_support.h"
-#include "tests/http_client.h"
-#include "tests/test_tls.h"
+#include "tests/testing/test_support.h"
+#include "tests/testing/http_client.h"
+#include "tests/testing/test_tls.h"
 #include "tests/testing/jwt_issuer.h"
 #include "tests/testing/scoped_temp_dir.h"
 

@@ -39,8 +39,8 @@
 #include "authrpc/rpc/parked_handler.h"
 #include "authrpc/server/server.h"
 #include "authrpc/server/service.h"
-#include "tests/test_server.h"
-#include "tests/test_support.h"
+#include "tests/testing/test_server.h"
+#include "tests/testing/test_support.h"
 
 namespace authrpc {
 namespace {

@@ -11,8 +11,8 @@
 
 #include "authrpc/base/status.h"
 #include "authrpc/client/client.h"
-#include "tests/test_server.h"
-#include "tests/test_support.h"
+#include "tests/testing/test_server.h"
+#include "tests/testing/test_support.h"
 
 namespace authrpc {
 namespace {

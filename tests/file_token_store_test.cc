@@ -32,7 +32,7 @@
 #include "authrpc/security/memory_token_store.h"
 #include "authrpc/security/secret_manager.h"
 #include "tests/testing/scoped_temp_dir.h"
-#include "tests/token_realm.h"
+#include "tests/testing/token_realm.h"
 
 namespace authrpc::security {
 namespace {

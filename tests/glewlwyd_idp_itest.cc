@@ -1,4 +1,4 @@
-// A real OIDC issuer for the jwt mechanism's tests (tests/glewlwyd_idp.h):
+// A real OIDC issuer for the jwt mechanism's tests (tests/testing/glewlwyd_idp.h):
 // glewlwyd starts on loopback with no manual step, hands out access tokens
 // for a client-credentials grant, and serves the key that signed them over
 // verified HTTPS. The claims checked here are those a resource server's
@@ -24,10 +24,10 @@
 #include <vector>
 
 #include "authrpc/security/base64url.h"
-#include "tests/glewlwyd_idp.h"
-#include "tests/http_client.h"
-#include "tests/test_support.h"
-#include "tests/test_tls.h"
+#include "tests/testing/glewlwyd_idp.h"
+#include "tests/testing/http_client.h"
+#include "tests/testing/test_support.h"
+#include "tests/testing/test_tls.h"
 
 namespace authrpc::testing {
 namespace {

@@ -15,7 +15,7 @@
 #include "authrpc/auth/authz/authorizer.h"
 #include "authrpc/auth/authz/authz_policy.h"
 #include "authrpc/auth/mechanism.h"
-#include "tests/test_server.h"
+#include "tests/testing/test_server.h"
 
 namespace authrpc {
 namespace {

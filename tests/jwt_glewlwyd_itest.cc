@@ -1,6 +1,6 @@
 // The `jwt` mechanism with a real identity provider: Debian's Glewlwyd
 // (an OAuth 2.0 / OIDC server) on loopback over HTTPS
-// (tests/glewlwyd_idp.h). The test obtains an access token with a
+// (tests/testing/glewlwyd_idp.h). The test obtains an access token with a
 // client-credentials grant, as a service would, and authenticates with it
 // to an authrpc server that fetches Glewlwyd's JWKS over HTTPS.
 #include <gmock/gmock.h>
@@ -12,8 +12,8 @@
 #include <nlohmann/json.hpp>
 
 #include "authrpc/components/jwt/jwt.h"
-#include "tests/glewlwyd_idp.h"
-#include "tests/test_server.h"
+#include "tests/testing/glewlwyd_idp.h"
+#include "tests/testing/test_server.h"
 
 namespace authrpc {
 namespace {

@@ -15,9 +15,9 @@
 #include <filesystem>
 #include <thread>
 
-#include "tests/jwt_test_issuer.h"
-#include "tests/test_support.h"
-#include "tests/test_tls.h"
+#include "tests/testing/jwt_test_issuer.h"
+#include "tests/testing/test_support.h"
+#include "tests/testing/test_tls.h"
 
 namespace authrpc {
 namespace {

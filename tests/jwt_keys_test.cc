@@ -10,8 +10,8 @@
 #include <functional>
 
 #include "authrpc/security/base64url.h"
-#include "tests/jwt_test_issuer.h"
-#include "tests/test_support.h"
+#include "tests/testing/jwt_test_issuer.h"
+#include "tests/testing/test_support.h"
 
 namespace authrpc {
 namespace {

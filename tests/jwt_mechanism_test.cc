@@ -1,6 +1,6 @@
 // The `jwt` mechanism end to end (components/jwt/jwt.h): real servers and
 // clients on loopback, real TLS, tokens signed by the test issuer
-// (tests/jwt_test_issuer.h) and keys from a JWKS file or served over HTTPS by
+// (tests/testing/jwt_test_issuer.h) and keys from a JWKS file or served over HTTPS by
 // JwksHttpsServer. Verification rules themselves are tabled in
 // jwt_verifier_test; this is what the mechanism adds: transports, the message,
 // key loading and rotation, an IdP that is down, identity, groups, session
@@ -23,8 +23,8 @@
 #include "authrpc/auth/mechanism_registry.h"
 #include "authrpc/base/log.h"
 #include "authrpc/security/base64url.h"
-#include "tests/jwt_test_issuer.h"
-#include "tests/test_server.h"
+#include "tests/testing/jwt_test_issuer.h"
+#include "tests/testing/test_server.h"
 
 namespace authrpc {
 namespace {

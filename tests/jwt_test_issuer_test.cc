@@ -1,8 +1,8 @@
-// The JWT test issuer (tests/jwt_test_issuer.h): its signatures verify with
+// The JWT test issuer (tests/testing/jwt_test_issuer.h): its signatures verify with
 // plain OpenSSL against the keys JwkSet builds from its JWKs, its compact
 // tokens have the shape a test asked for, and its JWKS server serves, 404s
 // other paths, counts, fails on demand, stops and starts on the same port.
-#include "tests/jwt_test_issuer.h"
+#include "tests/testing/jwt_test_issuer.h"
 
 #include <gtest/gtest.h>
 #include <openssl/ec.h>
@@ -12,8 +12,8 @@
 #include "authrpc/components/jwt/jwt_https.h"
 #include "authrpc/components/jwt/jwt_keys.h"
 #include "authrpc/security/base64url.h"
-#include "tests/test_support.h"
-#include "tests/test_tls.h"
+#include "tests/testing/test_support.h"
+#include "tests/testing/test_tls.h"
 
 namespace authrpc::testing {
 namespace {

@@ -30,7 +30,7 @@
 #include <vector>
 
 #include "authrpc/security/base64url.h"
-#include "tests/test_support.h"
+#include "tests/testing/test_support.h"
 
 namespace authrpc {
 namespace {

@@ -1,5 +1,5 @@
 // JwtVerifier (components/jwt/jwt_verifier.h): every reason a token is refused,
-// as a table (token made by the test issuer, tests/jwt_test_issuer.h → expected
+// as a table (token made by the test issuer, tests/testing/jwt_test_issuer.h → expected
 // code and message), then the verified-token cache.
 #include "authrpc/components/jwt/jwt_verifier.h"
 
@@ -9,7 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "authrpc/security/base64url.h"
-#include "tests/jwt_test_issuer.h"
+#include "tests/testing/jwt_test_issuer.h"
 
 namespace authrpc {
 namespace {

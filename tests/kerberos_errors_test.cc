@@ -14,7 +14,7 @@
 #include <string>
 
 #include "authrpc/components/kerberos/kerberos_credentials.h"
-#include "tests/test_support.h"
+#include "tests/testing/test_support.h"
 
 namespace authrpc::security {
 namespace {

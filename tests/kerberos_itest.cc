@@ -47,11 +47,11 @@
 #include "authrpc/rpc/messages.h"
 #include "authrpc/rpc/wire.h"
 #include "authrpc/server/server.h"
-#include "tests/kerberos_realm.h"
+#include "tests/testing/kerberos_realm.h"
 #include "tests/testing/kerberos_sessions.h"
-#include "tests/test_server.h"
+#include "tests/testing/test_server.h"
 #include "tests/testing/mini_kdc.h"
-#include "tests/test_support.h"
+#include "tests/testing/test_support.h"
 
 #ifndef AUTHRPC_CLI_BIN
 #error "AUTHRPC_CLI_BIN must name the authrpc binary"

@@ -47,11 +47,11 @@
 #include "authrpc/rpc/messages.h"
 #include "authrpc/rpc/wire.h"
 #include "authrpc/server/server.h"
-#include "tests/kerberos_realm.h"
+#include "tests/testing/kerberos_realm.h"
 #include "tests/testing/kerberos_sessions.h"
-#include "tests/test_server.h"
+#include "tests/testing/test_server.h"
 #include "tests/testing/mini_kdc.h"
-#include "tests/test_support.h"
+#include "tests/testing/test_support.h"
 
 #ifndef AUTHRPC_CLI_BIN
 #error "AUTHRPC_CLI_BIN must name the authrpc binary"
@@ -95,7 +95,7 @@ constexpr std::string_view kSasl = "kerberos-sasl";
 
 std::string BobKeytab(const MiniKdc& kdc) { return kdc.dir() + "/bob.keytab"; }
 
-// The suite's realm (tests/kerberos_realm.h) and bob/admin, whose key is in
+// The suite's realm (tests/testing/kerberos_realm.h) and bob/admin, whose key is in
 // BobKeytab() alone.
 Status PopulateRealmWithBob(MiniKdc& kdc, const testing::KerberosRealmOptions& options) {
   if (Status s = testing::PopulateRealm(kdc, options); !s.ok()) return s;

@@ -28,8 +28,8 @@
 #include "authrpc/rpc/messages.h"
 #include "authrpc/server/server.h"
 #include "authrpc/server/token_service.h"
-#include "tests/test_server.h"
-#include "tests/test_support.h"
+#include "tests/testing/test_server.h"
+#include "tests/testing/test_support.h"
 
 namespace authrpc {
 namespace {

@@ -32,9 +32,9 @@
 #include "authrpc/server/server_policy.h"
 #include "authrpc/server/token_service.h"
 #include "authrpc/tools/mechanism_flags.h"
-#include "tests/test_server.h"
-#include "tests/test_support.h"
-#include "tests/tls_test_certs.h"
+#include "tests/testing/test_server.h"
+#include "tests/testing/test_support.h"
+#include "tests/testing/tls_test_certs.h"
 
 namespace authrpc {
 namespace {

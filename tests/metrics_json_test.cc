@@ -16,8 +16,8 @@
 #include "authrpc/auth/authz/authorizer.h"
 #include "authrpc/server/audit_log.h"
 #include "authrpc/tools/stats_summary.h"
-#include "tests/test_server.h"
-#include "tests/test_support.h"
+#include "tests/testing/test_server.h"
+#include "tests/testing/test_support.h"
 
 namespace authrpc {
 namespace {

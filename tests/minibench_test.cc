@@ -26,7 +26,7 @@
 #include "minibench/floor_check.h"
 #include "minibench/plot.h"
 #include "minibench/report.h"
-#include "tests/test_server.h"
+#include "tests/testing/test_server.h"
 #include "tests/testing/scoped_temp_dir.h"
 #include "tests/testing/mini_kdc.h"
 #include "authrpc/base/log.h"

@@ -1,16 +1,16 @@
 // The negotiation table's rows that need a real KDC: every mechanism of the
 // kerberos family and every delegation-token mechanism, alone and beside the
-// others, over every channel (tests/negotiation_table.h has the table, its
+// others, over every channel (tests/testing/negotiation_table.h has the table, its
 // one test and how to add a mechanism). Real components only: a real KDC
-// (tests/kerberos_realm.h), real TLS with a throwaway CA (tests/test_tls.h),
+// (tests/testing/kerberos_realm.h), real TLS with a throwaway CA (tests/testing/test_tls.h),
 // real Cyrus SASL plugins, a real SecretManager issuing delegation tokens,
-// real Servers and Clients on loopback (tests/test_server.h). The rows
+// real Servers and Clients on loopback (tests/testing/test_server.h). The rows
 // without a KDC run in negotiation_test.
 #include <gtest/gtest.h>
 
 #include <string>
 
-#include "tests/negotiation_table.h"
+#include "tests/testing/negotiation_table.h"
 
 namespace authrpc {
 namespace {

@@ -1,9 +1,9 @@
 // Negotiation: the KDC-less half of the negotiation table
-// (tests/negotiation_table.h: `simple`, `x509` and the test mechanisms
+// (tests/testing/negotiation_table.h: `simple`, `x509` and the test mechanisms
 // plain-test and reject-test, one ctest entry per row), a check on the table
 // itself, and what a table row cannot show: pipelined calls behind
 // negotiation, failure counting, a prompt stop after a port probe.
-// Real Servers and Clients over loopback TCP (tests/test_server.h).
+// Real Servers and Clients over loopback TCP (tests/testing/test_server.h).
 #include <gtest/gtest.h>
 
 #include <asio/co_spawn.hpp>
@@ -26,9 +26,9 @@
 #include "authrpc/auth/mechanism_registry.h"
 #include "authrpc/client/client.h"
 #include "authrpc/server/server.h"
-#include "tests/negotiation_table.h"
-#include "tests/test_server.h"
-#include "tests/test_support.h"
+#include "tests/testing/negotiation_table.h"
+#include "tests/testing/test_server.h"
+#include "tests/testing/test_support.h"
 
 namespace authrpc {
 namespace {

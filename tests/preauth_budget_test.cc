@@ -39,8 +39,8 @@
 #include "authrpc/rpc/wire.h"
 #include "authrpc/server/preauth_budget.h"
 #include "authrpc/server/server.h"
-#include "tests/test_server.h"
-#include "tests/test_support.h"
+#include "tests/testing/test_server.h"
+#include "tests/testing/test_support.h"
 
 namespace authrpc {
 namespace {

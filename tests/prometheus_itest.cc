@@ -1,7 +1,7 @@
 // What an operator's Prometheus sees of an authrpc server, checked with the
-// real thing: Debian's prometheus server (tests/prometheus_server.h) scrapes
+// real thing: Debian's prometheus server (tests/testing/prometheus_server.h) scrapes
 // an AdminServer's /metrics every second while a real Server (kerberos and
-// token over TLS, against a real KDC: tests/kerberos_realm.h) serves known
+// token over TLS, against a real KDC: tests/testing/kerberos_realm.h) serves known
 // traffic; the counters read back through Prometheus' query API must equal
 // what was done, series by series, on the server's side and on its clients'
 // (names: docs/OPERATIONS.md). Also: promtool accepts the exposition, the
@@ -37,11 +37,11 @@
 #include "authrpc/server/server.h"
 #include "authrpc/server/service.h"
 #include "authrpc/server/token_service.h"
-#include "tests/http_client.h"
-#include "tests/kerberos_realm.h"
-#include "tests/prometheus_server.h"
-#include "tests/test_server.h"
-#include "tests/test_support.h"
+#include "tests/testing/http_client.h"
+#include "tests/testing/kerberos_realm.h"
+#include "tests/testing/prometheus_server.h"
+#include "tests/testing/test_server.h"
+#include "tests/testing/test_support.h"
 
 namespace authrpc {
 namespace {

@@ -45,10 +45,10 @@
 #include "authrpc/security/secret_manager.h"
 #include "authrpc/security/tls_context.h"
 #include "authrpc/server/server.h"
-#include "tests/test_server.h"
-#include "tests/test_tls.h"
-#include "tests/test_support.h"
-#include "tests/tls_test_certs.h"
+#include "tests/testing/test_server.h"
+#include "tests/testing/test_support.h"
+#include "tests/testing/test_tls.h"
+#include "tests/testing/tls_test_certs.h"
 
 namespace authrpc {
 namespace {

@@ -14,9 +14,9 @@
 
 #include "authrpc/auth/mechanism_registry.h"
 #include "psk_mechanism.h"
-#include "tests/test_server.h"
-#include "tests/test_support.h"
-#include "tests/token_capture.h"
+#include "tests/testing/test_server.h"
+#include "tests/testing/test_support.h"
+#include "tests/testing/token_capture.h"
 
 namespace authrpc {
 namespace {

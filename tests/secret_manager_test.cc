@@ -16,7 +16,7 @@
 #include "authrpc/security/clock.h"
 #include "authrpc/security/hmac_sha256.h"
 #include "authrpc/security/memory_token_store.h"
-#include "tests/token_realm.h"
+#include "tests/testing/token_realm.h"
 
 namespace authrpc::security {
 namespace {

@@ -6,7 +6,7 @@
 
 #include "authrpc/auth/mechanisms/simple/simple.h"
 #include "authrpc/client/client.h"
-#include "test_support.h"
+#include "tests/testing/test_support.h"
 #include "tests/testing/scoped_temp_dir.h"
 
 #include <gmock/gmock.h>

@@ -20,8 +20,8 @@
 
 #include "authrpc/client/client_runtime.h"
 #include "authrpc/client/client_stream.h"
-#include "tests/test_server.h"
-#include "tests/test_support.h"
+#include "tests/testing/test_server.h"
+#include "tests/testing/test_support.h"
 
 namespace authrpc {
 namespace {

@@ -17,8 +17,8 @@
 #include <vector>
 
 #include "authrpc/base/metrics.h"
-#include "tests/negotiation_table.h"
-#include "tests/test_server.h"
+#include "tests/testing/negotiation_table.h"
+#include "tests/testing/test_server.h"
 
 namespace authrpc {
 namespace {
@@ -27,7 +27,7 @@ using namespace std::chrono_literals;
 using ::testing::HasSubstr;
 using testing::Eventually;
 
-// The negotiation table's mechanisms (tests/negotiation_table.h): simple,
+// The negotiation table's mechanisms (tests/testing/negotiation_table.h): simple,
 // plain-test (and its :wrong password), reject-test.
 testing::SessionLog& Sessions() {
   static testing::SessionLog log;
@@ -306,6 +306,6 @@ TEST(ServerMetricsDefaultTest, DefaultIsTheProcessRegistry) {
 }  // namespace
 }  // namespace authrpc
 
-// tests/negotiation_table.cc declares the table; this binary only borrows
+// tests/testing/negotiation_table.cc declares the table; this binary only borrows
 // its mechanisms.
 GTEST_ALLOW_UNINSTANTIATED_PARAMETERIZED_TEST(NegotiationTable);

@@ -45,8 +45,8 @@
 #include "authrpc/rpc/endpoint.h"
 #include "authrpc/server/server.h"
 #include "authrpc/server/service.h"
-#include "tests/test_server.h"
-#include "tests/test_support.h"
+#include "tests/testing/test_server.h"
+#include "tests/testing/test_support.h"
 #include "tests/testing/scoped_temp_dir.h"
 
 namespace authrpc {

@@ -19,7 +19,7 @@
 #include <thread>
 #include <vector>
 
-#include "tests/shm_test_util.h"
+#include "tests/testing/shm_test_util.h"
 
 namespace authrpc {
 namespace {

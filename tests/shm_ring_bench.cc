@@ -24,7 +24,7 @@
 
 #include "authrpc/rpc/shm_handoff.h"
 #include "authrpc/rpc/shm_ring.h"
-#include "tests/shm_test_util.h"
+#include "tests/testing/shm_test_util.h"
 
 namespace authrpc {
 namespace {

@@ -20,7 +20,7 @@
 #include <thread>
 
 #include "authrpc/rpc/shm_handoff.h"
-#include "tests/shm_test_util.h"
+#include "tests/testing/shm_test_util.h"
 
 namespace authrpc {
 namespace {

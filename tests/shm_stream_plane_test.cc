@@ -51,8 +51,8 @@
 #include "authrpc/rpc/wire.h"
 #include "authrpc/server/server.h"
 #include "authrpc/server/service.h"
-#include "tests/stream_data.h"
-#include "tests/test_server.h"
+#include "tests/testing/stream_data.h"
+#include "tests/testing/test_server.h"
 
 namespace authrpc {
 namespace {

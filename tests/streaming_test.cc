@@ -35,10 +35,10 @@
 #include "authrpc/security/tls_context.h"
 #include "authrpc/server/server.h"
 #include "authrpc/server/service.h"
-#include "tests/stream_data.h"
-#include "tests/test_server.h"
+#include "tests/testing/stream_data.h"
+#include "tests/testing/test_server.h"
 #include "tests/testing/scoped_temp_dir.h"
-#include "tests/tls_test_certs.h"
+#include "tests/testing/tls_test_certs.h"
 
 namespace authrpc {
 namespace {

@@ -19,8 +19,8 @@
 #include "authrpc/security/file_token_store.h"
 #include "authrpc/security/memory_token_store.h"
 #include "authrpc/security/secret_manager.h"
-#include "tests/test_support.h"
-#include "tests/token_realm.h"
+#include "tests/testing/test_support.h"
+#include "tests/testing/token_realm.h"
 
 namespace authrpc::security {
 namespace {

@@ -25,11 +25,11 @@
 #include "authrpc/rpc/transport.h"
 #include "authrpc/security/tls_context.h"
 #include "authrpc/server/server.h"
-#include "tests/kerberos_realm.h"
-#include "tests/test_server.h"
+#include "tests/testing/kerberos_realm.h"
+#include "tests/testing/test_server.h"
 #include "tests/testing/mini_kdc.h"
-#include "tests/test_support.h"
-#include "tests/tls_test_certs.h"
+#include "tests/testing/test_support.h"
+#include "tests/testing/tls_test_certs.h"
 #include "tests/testing/scoped_temp_dir.h"
 
 namespace authrpc {

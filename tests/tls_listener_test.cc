@@ -2,8 +2,8 @@
 // streams are wrapped, and its first-byte check — TLS (0x16) becomes a TLS
 // stream; anything else is served unchanged (encryption `optional`) or
 // refused with the one fixed ERROR frame (`required`). Real sockets on
-// loopback, real OpenSSL (tests/test_tls.h), a raw blocking socket for the
-// plaintext client (tests/test_support.h).
+// loopback, real OpenSSL (tests/testing/test_tls.h), a raw blocking socket for the
+// plaintext client (tests/testing/test_support.h).
 #include <gtest/gtest.h>
 
 #include <asio/co_spawn.hpp>
@@ -24,8 +24,8 @@
 #include "authrpc/rpc/tls_listener.h"
 #include "authrpc/rpc/tls_stream.h"
 #include "authrpc/rpc/transport.h"
-#include "tests/test_support.h"
-#include "tests/test_tls.h"
+#include "tests/testing/test_support.h"
+#include "tests/testing/test_tls.h"
 
 namespace authrpc {
 

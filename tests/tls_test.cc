@@ -2,7 +2,7 @@
 // combinations refused at startup), typed failures with the server still
 // serving, session resumption, and `openssl s_client` probing what the server
 // refuses. Real sockets on loopback, servers and clients from
-// tests/test_server.h, certificates made per run by tests/test_tls.h (plus
+// tests/testing/test_server.h, certificates made per run by tests/testing/test_tls.h (plus
 // odd ones from the same CA, and a CA nobody trusts).
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -29,10 +29,10 @@
 #include "authrpc/security/tls_context.h"
 #include "authrpc/server/server.h"
 #include "authrpc/server/server_config.h"
-#include "tests/test_server.h"
-#include "tests/test_support.h"
-#include "tests/test_tls.h"
-#include "tests/tls_test_certs.h"
+#include "tests/testing/test_server.h"
+#include "tests/testing/test_support.h"
+#include "tests/testing/test_tls.h"
+#include "tests/testing/tls_test_certs.h"
 
 namespace authrpc {
 namespace {
@@ -50,7 +50,7 @@ using testing::TestClient;
 using testing::TestServer;
 using testing::TestTls;
 
-// The suite's CA (tests/test_tls.h) with the odd certificates the failure
+// The suite's CA (tests/testing/test_tls.h) with the odd certificates the failure
 // cases serve, and a second CA that no client trusts.
 const TestTls& Tls() {
   static const TestTls& tls = [] () -> const TestTls& {

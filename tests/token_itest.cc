@@ -51,12 +51,12 @@
 #include "authrpc/security/tls_context.h"
 #include "authrpc/server/server.h"
 #include "authrpc/server/token_service.h"
-#include "tests/kerberos_realm.h"
-#include "tests/test_server.h"
-#include "tests/test_tls.h"
+#include "tests/testing/kerberos_realm.h"
+#include "tests/testing/test_server.h"
+#include "tests/testing/test_tls.h"
 #include "tests/testing/mini_kdc.h"
-#include "tests/test_support.h"
-#include "tests/token_capture.h"
+#include "tests/testing/test_support.h"
+#include "tests/testing/token_capture.h"
 
 #ifndef AUTHRPC_CLI_BIN
 #error "AUTHRPC_CLI_BIN must name the authrpc binary"

@@ -28,9 +28,9 @@
 #include "authrpc/security/secret_manager.h"
 #include "authrpc/security/token_errors.h"
 #include "authrpc/server/token_service.h"
-#include "tests/test_support.h"
+#include "tests/testing/test_support.h"
 #include "tests/testing/session_driver.h"
-#include "tests/token_realm.h"
+#include "tests/testing/token_realm.h"
 
 namespace authrpc {
 namespace {
@@ -46,7 +46,7 @@ constexpr std::string_view kService = testing::kTokenRealmService;
 
 using testing::Await;
 
-// The token realm (tests/token_realm.h) and a `token` server half of it.
+// The token realm (tests/testing/token_realm.h) and a `token` server half of it.
 struct Realm : testing::TokenRealm {
   std::shared_ptr<TokenServerMechanism> server;
 

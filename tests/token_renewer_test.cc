@@ -9,7 +9,7 @@
 #include <filesystem>
 #include <fstream>
 
-#include "tests/test_support.h"
+#include "tests/testing/test_support.h"
 
 namespace authrpc {
 namespace {

@@ -17,9 +17,9 @@
 #include "authrpc/security/clock.h"
 #include "authrpc/security/memory_token_store.h"
 #include "authrpc/security/secret_manager.h"
-#include "tests/test_support.h"
+#include "tests/testing/test_support.h"
 #include "tests/testing/session_driver.h"
-#include "tests/token_realm.h"
+#include "tests/testing/token_realm.h"
 
 namespace authrpc {
 namespace {

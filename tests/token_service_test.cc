@@ -26,8 +26,8 @@
 #include "authrpc/server/server.h"
 #include "authrpc/server/service.h"
 #include "authrpc/server/token_service.h"
-#include "tests/test_server.h"
-#include "tests/test_support.h"
+#include "tests/testing/test_server.h"
+#include "tests/testing/test_support.h"
 
 namespace authrpc {
 namespace {

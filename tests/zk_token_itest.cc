@@ -1,5 +1,5 @@
 // A fleet of authrpc servers sharing delegation tokens through one real
-// ZooKeeper (tests/mini_zk.h), with tokens fetched over Kerberos from a real
+// ZooKeeper (tests/testing/mini_zk.h), with tokens fetched over Kerberos from a real
 // KDC (tests/testing/mini_kdc.h):
 //  - issue on A, authenticate on B, renew on B, cancel on C: then refused
 //    by all three;
@@ -39,13 +39,13 @@
 #include "authrpc/security/tls_context.h"
 #include "authrpc/server/server.h"
 #include "authrpc/server/token_service.h"
-#include "tests/kerberos_realm.h"
-#include "tests/test_server.h"
-#include "tests/test_tls.h"
+#include "tests/testing/kerberos_realm.h"
+#include "tests/testing/test_server.h"
+#include "tests/testing/test_tls.h"
 #include "tests/testing/mini_kdc.h"
-#include "tests/mini_zk.h"
-#include "tests/test_support.h"
-#include "tests/token_capture.h"
+#include "tests/testing/mini_zk.h"
+#include "tests/testing/test_support.h"
+#include "tests/testing/token_capture.h"
 
 #ifndef AUTHRPC_SERVER_BIN
 #error "AUTHRPC_SERVER_BIN must name the authrpc-server binary"

@@ -3,7 +3,7 @@
 // ctest):
 //   zk_token_store_bench HOST:PORT [servers=1] [seconds=3] [batch=100]
 // Prints ops/s per server and in total, and the round trips to the sequence
-// counter. Start a ZooKeeper first (tests/mini_zk.h describes how).
+// counter. Start a ZooKeeper first (tests/testing/mini_zk.h describes how).
 #include <atomic>
 #include <chrono>
 #include <cstdio>

@@ -1,5 +1,5 @@
 // ZkTokenStore and SecretManagers sharing it, against a real ZooKeeper
-// started by the test (tests/mini_zk.h): the store contract, batch-reserved
+// started by the test (tests/testing/mini_zk.h): the store contract, batch-reserved
 // sequence numbers, digest ACLs, start-up with ZooKeeper unreachable, views
 // kept in step by watches (also when a round of the watch's reads fails
 // partway), exactly one key roll and one sweeper per interval, session
@@ -22,7 +22,7 @@
 #include "authrpc/components/zookeeper/zk_token_store.h"
 #include "authrpc/security/clock.h"
 #include "authrpc/security/secret_manager.h"
-#include "tests/mini_zk.h"
+#include "tests/testing/mini_zk.h"
 
 namespace authrpc::security {
 namespace {

@@ -30,7 +30,7 @@
 #include "authrpc/security/hmac_sha256.h"
 #include "authrpc/security/secret_manager.h"
 #include "tests/fuzz/fuzz_support.h"
-#include "tests/tls_test_certs.h"
+#include "tests/testing/tls_test_certs.h"
 
 namespace authrpc::fuzz {
 namespace {

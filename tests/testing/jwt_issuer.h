@@ -2,7 +2,7 @@
 // Ed25519, and an HMAC secret for the key-confusion cases), any header and
 // payload signed as a compact JWS (so tests can make malformed or hostile
 // tokens), and JWKS documents of the public keys. Library authrpc_testing:
-// used by the tests (tests/jwt_test_issuer.h adds a JWKS server) and by
+// used by the tests (tests/testing/jwt_test_issuer.h adds a JWKS server) and by
 // minibench's jwt rows.
 #pragma once
 

@@ -1,6 +1,6 @@
 // What the integration tests of the two Kerberos mechanisms (kerberos_itest
 // for `kerberos`, kerberos_sasl_itest for `kerberos-sasl`) share to run and
-// check sessions against the realm of tests/kerberos_realm.h (library
+// check sessions against the realm of tests/testing/kerberos_realm.h (library
 // authrpc_test_kerberos): a server with the mechanism and `simple`, client
 // mechanisms that fail the test when they cannot be made, a whole session
 // checked through sys.whoami, and a client's first token run by hand for the
@@ -22,8 +22,8 @@
 #include "authrpc/client/client.h"
 #include "authrpc/components/kerberos/kerberos.h"
 #include "authrpc/rpc/endpoint.h"
-#include "tests/kerberos_realm.h"
-#include "tests/test_support.h"
+#include "tests/testing/kerberos_realm.h"
+#include "tests/testing/test_support.h"
 #include "tests/testing/mini_kdc.h"
 
 namespace authrpc::testing {

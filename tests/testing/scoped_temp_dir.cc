@@ -4,7 +4,7 @@
 #include <fstream>
 #include <system_error>
 
-#include "tests/test_support.h"
+#include "tests/testing/test_support.h"
 
 namespace authrpc::testing {
 

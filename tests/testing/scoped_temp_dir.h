@@ -1,4 +1,4 @@
-// ScopedTempDir: a temporary directory (testing::TempDir, tests/test_support.h)
+// ScopedTempDir: a temporary directory (testing::TempDir, tests/testing/test_support.h)
 // that its owner removes, with what is in it, when destroyed; for a test or
 // fixture whose files need not outlive it (library authrpc_test_support).
 #pragma once

@@ -1,4 +1,4 @@
-// What several tests share (tests/test_support.cc, library authrpc_test_support):
+// What several tests share (tests/testing/test_support.cc, library authrpc_test_support):
 // readable Status/Result failures, temporary directories, polling, stopping a
 // Server without hanging the test, running a coroutine to completion, and a
 // blocking raw socket that speaks frames, for tests that must send bytes a
@@ -61,7 +61,7 @@ std::string TempDir(const std::string& tag);
 // A TCP port on 127.0.0.1 that was free a moment ago (bound to port 0 and
 // released), for a server the test starts as a process; -1 if none. Another
 // socket may take it before that server binds it: callers retry on "Address
-// already in use" (tests/mini_zk.h, tests/glewlwyd_idp.cc).
+// already in use" (tests/testing/mini_zk.h, tests/testing/glewlwyd_idp.cc).
 int FreeLoopbackPort();
 
 // "<pid>-<n>", a different n at each call: names (abstract sockets, ccaches,

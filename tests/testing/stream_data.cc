@@ -1,4 +1,4 @@
-#include "tests/stream_data.h"
+#include "tests/testing/stream_data.h"
 
 #include <asio/redirect_error.hpp>
 #include <asio/steady_timer.hpp>

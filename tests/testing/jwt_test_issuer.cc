@@ -1,4 +1,4 @@
-#include "tests/jwt_test_issuer.h"
+#include "tests/testing/jwt_test_issuer.h"
 
 #include <openssl/bio.h>
 #include <openssl/evp.h>
@@ -21,7 +21,7 @@
 #include <thread>
 
 #include "authrpc/security/base64url.h"
-#include "tests/test_tls.h"
+#include "tests/testing/test_tls.h"
 
 namespace authrpc::testing {
 

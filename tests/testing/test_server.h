@@ -30,8 +30,8 @@
 #include "authrpc/rpc/security_requirement.h"
 #include "authrpc/server/server.h"
 #include "authrpc/server/service.h"
-#include "tests/test_support.h"
-#include "tests/test_tls.h"
+#include "tests/testing/test_support.h"
+#include "tests/testing/test_tls.h"
 
 namespace authrpc::testing {
 

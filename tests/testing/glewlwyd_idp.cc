@@ -1,4 +1,4 @@
-#include "tests/glewlwyd_idp.h"
+#include "tests/testing/glewlwyd_idp.h"
 
 #include <arpa/inet.h>
 #include <fcntl.h>
@@ -26,10 +26,10 @@
 
 #include "authrpc/base/log.h"
 #include "authrpc/security/base64url.h"
-#include "tests/child_process.h"
-#include "tests/http_client.h"
-#include "tests/test_support.h"
-#include "tests/test_tls.h"
+#include "tests/testing/child_process.h"
+#include "tests/testing/http_client.h"
+#include "tests/testing/test_support.h"
+#include "tests/testing/test_tls.h"
 
 namespace authrpc::testing {
 namespace {

@@ -26,7 +26,7 @@
 #include <string>
 #include <thread>
 
-#include "tests/test_support.h"
+#include "tests/testing/test_support.h"
 
 namespace authrpc::testing {
 

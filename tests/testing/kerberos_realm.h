@@ -28,7 +28,7 @@
 #include "authrpc/client/client.h"
 #include "authrpc/components/kerberos/kerberos.h"
 #include "authrpc/rpc/endpoint.h"
-#include "tests/test_server.h"
+#include "tests/testing/test_server.h"
 #include "tests/testing/mini_kdc.h"
 
 namespace authrpc::testing {
@@ -61,7 +61,7 @@ KerberosClientOptions KeytabClientOptions(const MiniKdc& kdc, const std::string&
 
 // --- servers and clients of the Kerberos integration tests ---
 
-// A started server (tests/test_server.h) and its bound endpoint.
+// A started server (tests/testing/test_server.h) and its bound endpoint.
 struct RunningServer {
   std::unique_ptr<TestServer> server;
   Endpoint endpoint;

@@ -1,10 +1,10 @@
-#include "tests/test_tls.h"
+#include "tests/testing/test_tls.h"
 
 #include <gtest/gtest.h>
 
 #include <filesystem>
 
-#include "tests/test_support.h"
+#include "tests/testing/test_support.h"
 
 namespace authrpc::testing {
 

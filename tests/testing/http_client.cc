@@ -1,4 +1,4 @@
-#include "tests/http_client.h"
+#include "tests/testing/http_client.h"
 
 #include <curl/curl.h>
 

@@ -1,4 +1,4 @@
-#include "tests/prometheus_server.h"
+#include "tests/testing/prometheus_server.h"
 
 #include <signal.h>
 #include <sys/prctl.h>
@@ -17,9 +17,9 @@
 #include <thread>
 
 #include "authrpc/base/log.h"
-#include "tests/child_process.h"
-#include "tests/http_client.h"
-#include "tests/test_support.h"
+#include "tests/testing/child_process.h"
+#include "tests/testing/http_client.h"
+#include "tests/testing/test_support.h"
 
 namespace authrpc::testing {
 namespace {

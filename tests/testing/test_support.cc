@@ -1,4 +1,4 @@
-#include "tests/test_support.h"
+#include "tests/testing/test_support.h"
 
 #include <arpa/inet.h>
 #include <netinet/in.h>

@@ -1,6 +1,6 @@
 // The negotiation table: client mechanisms × server mechanisms × channel →
 // the outcome the client sees, as one list of rows of one type
-// (tests/negotiation_table.cc), run by one parameterised test,
+// (tests/testing/negotiation_table.cc), run by one parameterised test,
 // NegotiationTable.Negotiate, in two instantiations:
 //   negotiation_test   (WithoutKdc/...) the rows that need no KDC: `simple`, `jwt`,
 //                      `x509` and the test mechanisms below; one ctest entry
@@ -38,7 +38,7 @@
 
 #include "authrpc/auth/mechanism.h"
 #include "authrpc/base/status.h"
-#include "tests/kerberos_realm.h"
+#include "tests/testing/kerberos_realm.h"
 
 namespace authrpc::testing {
 

@@ -1,4 +1,4 @@
-#include "tests/test_server.h"
+#include "tests/testing/test_server.h"
 
 #include <gtest/gtest.h>
 

@@ -1,7 +1,7 @@
-#include "tests/kerberos_realm.h"
+#include "tests/testing/kerberos_realm.h"
 
 #include "authrpc/auth/mechanisms/simple/simple.h"
-#include "tests/test_support.h"
+#include "tests/testing/test_support.h"
 
 namespace authrpc::testing {
 

@@ -4,14 +4,14 @@
 // "alice" (CN alice, SAN email alice@example.com, for x509's mappings). A test
 // that needs a certificate with odd names or dates from the same CA issues it
 // (issue()) and serves it (server(..., leaf)). Files live in a temporary
-// directory removed with the TestTls. Made with tests/tls_test_certs.h.
+// directory removed with the TestTls. Made with tests/testing/tls_test_certs.h.
 #pragma once
 
 #include <memory>
 #include <string>
 
 #include "authrpc/security/tls_context.h"
-#include "tests/tls_test_certs.h"
+#include "tests/testing/tls_test_certs.h"
 
 namespace authrpc::testing {
 

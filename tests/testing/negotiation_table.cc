@@ -1,12 +1,12 @@
 // The negotiation table: its mechanisms, its rows and its one test
-// (tests/negotiation_table.h). Compiled into negotiation_test and
+// (tests/testing/negotiation_table.h). Compiled into negotiation_test and
 // negotiation_itest, each instantiating its half of the rows.
 //
 // To add a mechanism: give ServerMechanismFor / ClientMechanismFor a branch
 // for its name (NeedsKdc too if it needs the realm), then rows — with itself
 // on every channel it may run on, where it must be refused, with wrong
 // credentials, and in the choice rows at the end. docs/TESTING.md has more.
-#include "tests/negotiation_table.h"
+#include "tests/testing/negotiation_table.h"
 
 #include <chrono>
 #include <filesystem>
@@ -24,9 +24,9 @@
 #include "authrpc/components/kerberos/token_sasl.h"
 #include "authrpc/security/memory_token_store.h"
 #include "authrpc/security/secret_manager.h"
-#include "tests/test_server.h"
-#include "tests/test_support.h"
-#include "tests/test_tls.h"
+#include "tests/testing/test_server.h"
+#include "tests/testing/test_support.h"
+#include "tests/testing/test_tls.h"
 #include "tests/testing/jwt_issuer.h"
 
 namespace authrpc::testing {
