@@ -2,6 +2,7 @@
 
 #include <asio/executor_work_guard.hpp>
 #include <future>
+#include <memory>
 #include <asio/post.hpp>
 #include <asio/steady_timer.hpp>
 
@@ -14,6 +15,10 @@ namespace {
 // so the connect, negotiation and call timers of a session — all seconds
 // away — cost no timerfd_settime; only this tick does, once a second.
 constexpr auto kAnchorInterval = std::chrono::seconds(1);
+
+// How long a stopping loop may sit idle, its queue drained, before the
+// operations still waiting on it are abandoned.
+constexpr auto kIdleGrace = std::chrono::seconds(1);
 
 void rearm_anchor(asio::steady_timer& anchor) {
   anchor.expires_after(kAnchorInterval);
@@ -45,16 +50,28 @@ ClientRuntime::ClientRuntime(std::size_t threads) {
 
 ClientRuntime::~ClientRuntime() {
   // Let the loops finish what is queued (e.g. calls failing with kCancelled
-  // after their Client closed); stop a loop that still has work after 2 s
-  // (a Client that outlives its runtime).
+  // after their Client closed), however long that takes on a loaded machine;
+  // stop a loop that is idle but still has operations waiting (a Client that
+  // outlives its runtime).
   for (auto& loop : loops_) {
     loop->work.reset();
     asio::post(loop->io, [l = loop.get()] { l->anchor.cancel(); });
   }
   for (auto& loop : loops_) {
-    if (loop->exited.get_future().wait_for(std::chrono::seconds(2)) !=
-        std::future_status::ready) {
-      loop->io.stop();
+    std::future<void> exited = loop->exited.get_future();
+    while (exited.wait_for(kIdleGrace) != std::future_status::ready) {
+      // Not gone yet: a marker posted now runs once every handler queued
+      // before it has. If it runs within the grace, the loop is idle and
+      // only waiting operations keep it: stop it. If not, the loop is still
+      // working through its queue: wait again.
+      auto marker = std::make_shared<std::promise<void>>();
+      std::future<void> ran = marker->get_future();
+      asio::post(loop->io, [marker] { marker->set_value(); });
+      if (ran.wait_for(kIdleGrace) == std::future_status::ready &&
+          exited.wait_for(kIdleGrace) != std::future_status::ready) {
+        loop->io.stop();
+        break;
+      }
     }
     loop->thread.join();
   }

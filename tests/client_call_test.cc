@@ -485,6 +485,32 @@ INSTANTIATE_TEST_SUITE_P(
                       CallLifetimeCase{"MadeOnAnotherThreadThenDropped", false, false}),
     [](const ::testing::TestParamInfo<CallLifetimeCase>& param_info) { return param_info.param.name; });
 
+// Destroying a ClientRuntime runs everything already queued on its loops,
+// however long that takes (3 s of queued work here), and stops a loop that
+// only has operations left waiting: a 1 h timer owned by its own handler, as
+// a connection is by its read (a Client that outlives its runtime).
+TEST(ClientRuntimeStopTest, RunsWhatIsQueuedAndStopsOnlyWhatWaits) {
+  constexpr int kQueued = 300;
+  std::atomic<int> ran{0};
+  auto stopping = std::chrono::steady_clock::now();
+  {
+    ClientRuntime runtime(1);
+    asio::io_context& io = runtime.next_context();
+    auto waiting = std::make_shared<asio::steady_timer>(io, 1h);
+    waiting->async_wait([waiting](std::error_code) {});
+    for (int i = 0; i < kQueued; ++i) {
+      asio::post(io, [&ran] {
+        std::this_thread::sleep_for(10ms);
+        ++ran;
+      });
+    }
+    stopping = std::chrono::steady_clock::now();
+  }
+  const auto took = std::chrono::steady_clock::now() - stopping;
+  EXPECT_EQ(ran.load(), kQueued) << "queued work was dropped by the runtime's destructor";
+  EXPECT_LT(took, 30s) << "a loop with only a waiting timer was not stopped";
+}
+
 // A server played with raw frames on a blocking Unix socket (abstract
 // name), every read bounded in time: what the client writes, as it arrives.
 class RawServer {
