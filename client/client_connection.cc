@@ -93,8 +93,7 @@ asio::awaitable<Result<std::string>> Client::Connection::call(
   const Clock::time_point sent =
       !metrics_ ? Clock::time_point() : delivering_ ? read_at_ : Clock::now();
   const auto deadline = timeout.count() > 0 ? Clock::now() + timeout : Clock::time_point::max();
-  std::uint32_t id = next_call_id_++;
-  if (id == 0) id = next_call_id_++;
+  const std::uint32_t id = pending_.next_id();
 
   std::string& out = state_ == State::kHolding ? held_ : channel_->out();
   const std::size_t start = out.size();
@@ -136,8 +135,7 @@ asio::awaitable<Result<std::string>> Client::Connection::call(
 
   // The caller waits with its handler parked in `pending`, completed once
   // by the response, a failure, the deadline, or the context's shutdown.
-  Pending pending(*this, id);
-  pending_.insert(id, &pending);
+  PendingCall pending(pending_, id);
   deadlines_->add(pending, deadline, executor_);
   co_await pending.wait();
   if (metrics_) {
@@ -180,8 +178,7 @@ asio::awaitable<Result<std::shared_ptr<CallStream>>> Client::Connection::open_st
   const auto deadline = timeout.count() > 0 ? Clock::now() + timeout : Clock::time_point::max();
   const std::uint32_t window =
       stream_options.window != 0 ? stream_options.window : kDefaultStreamWindow;
-  std::uint32_t id = next_call_id_++;
-  if (id == 0) id = next_call_id_++;
+  const std::uint32_t id = pending_.next_id();
   std::string& out = channel_->out();
   const std::size_t start = out.size();
   wire::append_stream_request(
@@ -256,62 +253,6 @@ void Client::Connection::Keepalive::expired() {
     c.channel_->schedule_flush();
   }
   arm();
-}
-
-Client::Connection::Pending::~Pending() {
-  cancel();
-  if (registered_) connection_.pending_.take(id_);
-}
-
-void Client::Connection::Pending::finish(Result<std::string> outcome) {
-  settle();
-  owned_.emplace(std::move(outcome));
-  handler_.post();
-}
-
-void Client::Connection::Pending::answer(std::uint16_t status, std::string_view text,
-                                         Clock::time_point read_at,
-                                         const asio::any_io_executor& current) {
-  settle();
-  status_ = status;
-  read_at_ = read_at;
-  if (handler_.runs_here(current)) {
-    in_place_ = true;
-    text_ = text;
-    handler_.resume_here();  // `*this` may be gone after this
-    return;
-  }
-  if (status == 0) {
-    owned_.emplace(std::string(text));
-  } else {
-    owned_.emplace(Status(errc_from_wire(status), std::string(text)));
-  }
-  handler_.post();
-}
-
-Result<std::string> Client::Connection::Pending::take_result() {
-  if (!in_place_) return std::move(*owned_);
-  if (status_ == 0) return Result<std::string>(std::in_place, text_);
-  return Status(errc_from_wire(status_), std::string(text_));
-}
-
-Errc Client::Connection::Pending::code() const {
-  if (in_place_) {
-    return status_ == 0 ? Errc::kOk : to_wire_errc(make_error_code(errc_from_wire(status_)));
-  }
-  return owned_->ok() ? Errc::kOk : to_wire_errc(owned_->code());
-}
-
-void Client::Connection::Pending::settle() {
-  registered_ = false;
-  done = true;
-  cancel();  // off the deadline queue
-}
-
-void Client::Connection::Pending::expired() {
-  registered_ = false;
-  connection_.pending_.take(id_);
-  handler_.post();
 }
 
 asio::awaitable<void> Client::Connection::run() {
@@ -491,7 +432,7 @@ bool Client::Connection::deliver(const Frame& frame) {
     protocol_error(header.status().message);
     return false;
   }
-  Pending* const waiting = pending_.take(frame.header.call_id);
+  PendingCall* const waiting = pending_.take(frame.header.call_id);
   if (waiting == nullptr) {
     // A streaming call's end, or a call that timed out or was cancelled:
     // ignored.
@@ -525,7 +466,7 @@ void Client::Connection::flush_held_requests() {
 void Client::Connection::fail_calls_after(std::uint32_t last_call_id) {
   const Status not_run(Errc::kUnavailable, "server is shutting down; call not run");
   streams_.fail_after(last_call_id, not_run);
-  for (Pending* p : pending_.take_if([&](std::uint32_t id) { return id > last_call_id; })) {
+  for (PendingCall* p : pending_.take_if([&](std::uint32_t id) { return id > last_call_id; })) {
     p->finish(not_run);
   }
 }
@@ -554,7 +495,7 @@ void Client::Connection::fail(Status why) {
     closed_status_ = std::move(why);
   }
   const Status& why_closed = closed_status_;
-  for (Pending* p : pending_.take_all()) p->finish(why_closed);
+  for (PendingCall* p : pending_.take_all()) p->finish(why_closed);
   streams_.fail_all(why_closed);
   if (shm_) shm_->cancel_wait();
   negotiation_deadline_.cancel();

@@ -1,7 +1,7 @@
 // Internal: the connection behind a Client, from connect to close. Its life
 // reads as one coroutine, run(): negotiate → read frames and route them
 // (RESPONSE to the unary call waiting for it, the frames of streaming calls
-// through its CallRouter) → close. Unary calls wait in place (Pending, a
+// through its CallRouter) → close. Unary calls wait in place (PendingCall, a
 // DeadlineQueue entry in the caller's coroutine frame); streaming calls are
 // CallStreams in the router's table.
 //
@@ -25,9 +25,9 @@
 #include "authrpc/client/call_id_table.h"
 #include "authrpc/client/client.h"
 #include "authrpc/client/client_stream.h"
+#include "authrpc/client/pending_call.h"
 #include "authrpc/rpc/call_router.h"
 #include "authrpc/rpc/deadline_queue.h"
-#include "authrpc/rpc/parked_handler.h"
 
 namespace authrpc {
 
@@ -105,58 +105,6 @@ class Client::Connection : public std::enable_shared_from_this<Client::Connectio
     std::uint64_t mark_ = 0;
   };
 
-  // A unary call waiting for its response: lives in the frame of call(),
-  // found by call id in pending_ and queued in the context's DeadlineQueue —
-  // always, even without a deadline (time_point::max() costs a tail insert
-  // and arms nothing), so that a context shutting down with calls waiting
-  // lets go of their handlers. Completed exactly once: finish() (failure),
-  // answer() (response) or expired() (deadline) completes the parked
-  // handler.
-  class Pending final : public DeadlineQueue::Entry {
-   public:
-    Pending(Connection& c, std::uint32_t id) : connection_(c), id_(id) {}
-    ~Pending() override;
-    // co_await: the caller waits here until completed.
-    auto wait() { return wait_in(handler_); }
-    // The caller has been taken out of pending_ already. The waiting call
-    // resumes through its executor.
-    void finish(Result<std::string> outcome);
-    // The RESPONSE (wire `status`; `text`: the payload, or the error
-    // message), read at `read_at`. A caller waiting on `current` (the
-    // reader's executor) resumes inside this call — it sees its response
-    // without another turn of the event loop (which would first poll the
-    // reactor), and builds its result once, straight from the reader's
-    // buffer (take_result) rather than through a chain of moves; any other
-    // caller gets a copy, posted.
-    void answer(std::uint16_t status, std::string_view text, Clock::time_point read_at,
-                const asio::any_io_executor& current);
-    // The call's outcome, once done; once.
-    Result<std::string> take_result();
-    // The outcome's wire code (metrics), once done.
-    Errc code() const;
-    // When the response was read, for one answered in place; else now.
-    Clock::time_point answered_at() const { return in_place_ ? read_at_ : Clock::now(); }
-
-    bool done = false;
-
-   private:
-    void settle();
-    void expired() override;  // the deadline passed: `done` stays false
-    void abandoned() noexcept override { handler_.reset(); }
-
-    Connection& connection_;
-    std::uint32_t id_;
-    bool registered_ = true;
-    // Answered in place: `text_` views the reader's buffer, valid while
-    // the caller runs inside answer(). Otherwise the outcome is `owned_`.
-    bool in_place_ = false;
-    std::uint16_t status_ = 0;
-    std::string_view text_;
-    Clock::time_point read_at_;
-    std::optional<Result<std::string>> owned_;
-    ParkedHandler handler_;
-  };
-
   // The connection's life after open(): negotiation, then the frames.
   asio::awaitable<void> run();
   // A RESPONSE: to its unary call or its streaming call. False if the
@@ -196,12 +144,11 @@ class Client::Connection : public std::enable_shared_from_this<Client::Connectio
   std::size_t held_sent_ = 0;
   std::size_t held_deferred_ = std::string::npos;
   std::unique_ptr<ClientAuthSession> spent_session_;  // dropped after the first response
-  CallIdTable<Pending> pending_;
+  CallIdTable<PendingCall> pending_;  // and the next call id
   DeadlineQueue* deadlines_ = nullptr;  // this context's, looked up once in open()
   CallRouter streams_;
   std::uint32_t server_features_ = 0;
   std::shared_ptr<ShmLink> shm_;  // offered or active shared memory (unix:// only)
-  std::uint32_t next_call_id_ = 1;
   bool going_away_ = false;
   // The reader is delivering a RESPONSE: a caller it wakes runs inside
   // deliver(), and the request it makes next is held in the channel's
