@@ -8,7 +8,6 @@
 
 #include "authrpc/auth/client_negotiation.h"
 #include "authrpc/client/client_policy.h"
-#include "authrpc/client/client_metrics.h"
 #include "authrpc/client/connect_stream.h"
 #include "authrpc/rpc/call_stream.h"
 #include "authrpc/rpc/frame_channel.h"
@@ -27,20 +26,12 @@ Client::Connection::Connection(asio::any_io_executor ex, ClientOptions options)
       keepalive_(*this) {}
 
 asio::awaitable<Status> Client::Connection::open() {
-  connect_started_ = Clock::now();
-  const auto deadline = connect_started_ + options_.connect_timeout;
+  const auto deadline = counts_.start(options_) + options_.connect_timeout;
   if (Status s = validate_client_policies(options_); !s.ok()) co_return s;
-  if (options_.metrics) {
-    metrics_ = &options_.metrics->extension<ClientMetrics>();
-    metrics_transport_ = ClientMetrics::transport_of(options_.endpoint.scheme);
-  }
   auto stream = co_await connect_stream(executor_, options_, deadline);
   if (!stream.ok()) {
     Status why = unreachable(stream.status(), options_);
-    if (metrics_) {
-      metrics_->connected(ClientMetrics::Transport(metrics_transport_),
-                          static_cast<std::uint16_t>(to_wire_errc(why.code)), {}, {});
-    }
+    counts_.failed(why);
     co_return why;
   }
   ChannelInfo info;
@@ -91,7 +82,7 @@ asio::awaitable<Result<std::string>> Client::Connection::call(
   // A call its caller makes while the reader delivers (the caller was
   // woken by a response) starts at that batch's read.
   const Clock::time_point sent =
-      !metrics_ ? Clock::time_point() : delivering_ ? read_at_ : Clock::now();
+      !counts_.on() ? Clock::time_point() : delivering_ ? read_at_ : Clock::now();
   const auto deadline = timeout.count() > 0 ? Clock::now() + timeout : Clock::time_point::max();
   const std::uint32_t id = pending_.next_id();
 
@@ -138,10 +129,9 @@ asio::awaitable<Result<std::string>> Client::Connection::call(
   PendingCall pending(pending_, id);
   deadlines_->add(pending, deadline, executor_);
   co_await pending.wait();
-  if (metrics_) {
-    const auto code = pending.done ? pending.code() : Errc::kDeadlineExceeded;
-    metrics_->call(static_cast<std::uint16_t>(code),
-                   (pending.done ? pending.answered_at() : Clock::now()) - sent);
+  if (counts_.on()) {
+    counts_.call(pending.done ? pending.code() : Errc::kDeadlineExceeded,
+                 (pending.done ? pending.answered_at() : Clock::now()) - sent);
   }
   if (!pending.done) {
     if (state_ == State::kReady && !channel_->closed()) {
@@ -281,10 +271,7 @@ asio::awaitable<void> Client::Connection::run() {
                    "connect + negotiation took longer than " +
                        std::to_string(options_.connect_timeout.count()) + " ms");
     }
-    if (metrics_) {
-      metrics_->connected(ClientMetrics::Transport(metrics_transport_),
-                          static_cast<std::uint16_t>(to_wire_errc(why.code)), {}, {});
-    }
+    counts_.failed(why);
     // The ERROR negotiate_client() queued for the server (why we give up:
     // its logs and metrics count refusals by that code) leaves before the
     // caller hears of the failure and perhaps ends the event loop: a TLS
@@ -304,11 +291,7 @@ asio::awaitable<void> Client::Connection::run() {
   held_sent_ = 0;
   held_deferred_ = std::string::npos;
   state_ = State::kReady;
-  if (metrics_) {
-    metrics_->connected(ClientMetrics::Transport(metrics_transport_), 0, negotiated->mechanism,
-                        Clock::now() - connect_started_);
-    counted_open_ = true;
-  }
+  counts_.connected(negotiated->mechanism);
   {
     std::lock_guard lock(summary_mu_);
     mechanism_ = std::move(negotiated->mechanism);
@@ -329,7 +312,7 @@ asio::awaitable<void> Client::Connection::run() {
     }
     if (!incoming) {
       incoming = co_await channel_->read_frame();
-      if (metrics_) read_at_ = Clock::now();
+      if (counts_.on()) read_at_ = Clock::now();
     }
     auto& frame = *incoming;
     if (!frame.ok()) {
@@ -485,10 +468,7 @@ void Client::Connection::protocol_error(Status why) {
 void Client::Connection::fail(Status why) {
   if (state_ == State::kClosed) return;
   state_ = State::kClosed;
-  if (counted_open_) {
-    counted_open_ = false;
-    metrics_->closed(ClientMetrics::Transport(metrics_transport_));
-  }
+  counts_.closed();
   {
     // Written once, here; status() reads it from other threads.
     std::lock_guard lock(summary_mu_);

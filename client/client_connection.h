@@ -24,6 +24,7 @@
 #include "authrpc/auth/mechanism.h"
 #include "authrpc/client/call_id_table.h"
 #include "authrpc/client/client.h"
+#include "authrpc/client/client_connection_counts.h"
 #include "authrpc/client/client_stream.h"
 #include "authrpc/client/pending_call.h"
 #include "authrpc/rpc/call_router.h"
@@ -32,7 +33,6 @@
 namespace authrpc {
 
 class CallStream;
-class ClientMetrics;
 class FrameChannel;
 class ShmLink;
 struct Frame;
@@ -125,12 +125,7 @@ class Client::Connection : public std::enable_shared_from_this<Client::Connectio
 
   asio::any_io_executor executor_;
   ClientOptions options_;
-  // Metrics (null: off): this connection's transport, when connecting
-  // started, whether it counts as open.
-  ClientMetrics* metrics_ = nullptr;
-  int metrics_transport_ = 0;
-  std::chrono::steady_clock::time_point connect_started_;
-  bool counted_open_ = false;
+  ClientConnectionCounts counts_;
   std::shared_ptr<FrameChannel> channel_;
   ChannelInfo info_;
   std::optional<TlsInfo> tls_info_;
