@@ -86,7 +86,7 @@ asio::awaitable<Result<std::string>> Client::Connection::call(
   const auto deadline = timeout.count() > 0 ? Clock::now() + timeout : Clock::time_point::max();
   const std::uint32_t id = pending_.next_id();
 
-  std::string& out = state_ == State::kHolding ? held_ : channel_->out();
+  std::string& out = state_ == State::kHolding ? held_.buffer() : channel_->out();
   const std::size_t start = out.size();
   wire::append_request(out, id, {service, method, static_cast<std::uint32_t>(timeout.count())},
                        request);
@@ -95,26 +95,9 @@ asio::awaitable<Result<std::string>> Client::Connection::call(
     co_return Status(Errc::kFrameTooLarge, "request of " + std::to_string(request.size()) +
                                                " bytes exceeds the frame limit");
   }
-  // Until the server confirms authentication, keep a copy: if it refuses our
-  // mechanism (or challenges our last message) it drops pipelined requests
-  // and we send them again. It reads those it drops under its limit before
-  // authentication (max_negotiation_frame_size, at least
-  // kMinNegotiationFrameSize): a larger request, and every one after it,
-  // waits for AUTH_SUCCESS.
-  if (state_ != State::kReady) {
-    const bool too_large = out.size() - start > wire::kMinNegotiationFrameSize;
-    if (state_ == State::kOptimistic) {
-      held_.append(out, start, std::string::npos);
-      if (too_large) {
-        out.resize(start);
-        held_deferred_ = held_sent_;  // where this request starts
-        state_ = State::kHolding;
-      } else {
-        held_sent_ = held_.size();
-      }
-    } else if (too_large && held_deferred_ == std::string::npos) {
-      held_deferred_ = start;
-    }
+  // Until the server confirms authentication, keep a copy (HeldRequests).
+  if (state_ != State::kReady && !held_.keep(out, start, state_ == State::kOptimistic)) {
+    state_ = State::kHolding;
   }
   if (state_ != State::kHolding) {
     if (delivering_) {
@@ -254,11 +237,9 @@ asio::awaitable<void> Client::Connection::run() {
   auto negotiated = co_await negotiate_client(
       *channel_, options_.mechanisms, info_, [this](NegotiationEvent event) {
         if (event == NegotiationEvent::kFinalMessageQueued) {
-          held_sent_ = std::min(held_deferred_, held_.size());
-          channel_->out().append(held_, 0, held_sent_);
-          state_ = held_sent_ == held_.size() ? State::kOptimistic : State::kHolding;
+          state_ = held_.send_behind_last(channel_->out()) ? State::kOptimistic : State::kHolding;
         } else {
-          held_sent_ = 0;
+          held_.dropped();
           state_ = State::kHolding;
         }
       },
@@ -281,15 +262,7 @@ asio::awaitable<void> Client::Connection::run() {
     close(std::move(why));
     co_return;
   }
-  if (held_sent_ < held_.size()) {
-    // Requests that waited for AUTH_SUCCESS (too large to travel before it).
-    channel_->out().append(held_, held_sent_, std::string::npos);
-    channel_->flush_now();
-  }
-  held_.clear();
-  held_.shrink_to_fit();
-  held_sent_ = 0;
-  held_deferred_ = std::string::npos;
+  held_.release(*channel_);
   state_ = State::kReady;
   counts_.connected(negotiated->mechanism);
   {

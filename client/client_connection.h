@@ -26,6 +26,7 @@
 #include "authrpc/client/client.h"
 #include "authrpc/client/client_connection_counts.h"
 #include "authrpc/client/client_stream.h"
+#include "authrpc/client/held_requests.h"
 #include "authrpc/client/pending_call.h"
 #include "authrpc/rpc/call_router.h"
 #include "authrpc/rpc/deadline_queue.h"
@@ -70,7 +71,7 @@ class Client::Connection : public std::enable_shared_from_this<Client::Connectio
 
   enum class State {
     kHolding,     // negotiating; calls wait in held_
-    kOptimistic,  // our last message is queued; calls follow it (and are kept in held_)
+    kOptimistic,  // our last message is queued; calls follow it (and held_ keeps a copy)
     kReady,       // authenticated
     kClosed,
   };
@@ -130,14 +131,7 @@ class Client::Connection : public std::enable_shared_from_this<Client::Connectio
   ChannelInfo info_;
   std::optional<TlsInfo> tls_info_;
   State state_ = State::kHolding;
-  // Until AUTH_SUCCESS, every request made (a server that refuses or
-  // challenges our last message drops those that followed it, and we send
-  // them again); held_sent_ of its bytes were written behind that message.
-  // A request too large to travel before AUTH_SUCCESS (held_deferred_, its
-  // offset) waits for it, and so do the requests made after it.
-  std::string held_;
-  std::size_t held_sent_ = 0;
-  std::size_t held_deferred_ = std::string::npos;
+  HeldRequests held_;
   std::unique_ptr<ClientAuthSession> spent_session_;  // dropped after the first response
   CallIdTable<PendingCall> pending_;  // and the next call id
   DeadlineQueue* deadlines_ = nullptr;  // this context's, looked up once in open()
