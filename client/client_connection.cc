@@ -81,8 +81,7 @@ asio::awaitable<Result<std::string>> Client::Connection::call(
                                                         : options_.default_call_timeout;
   // A call its caller makes while the reader delivers (the caller was
   // woken by a response) starts at that batch's read.
-  const Clock::time_point sent =
-      !counts_.on() ? Clock::time_point() : delivering_ ? read_at_ : Clock::now();
+  const Clock::time_point sent = counts_.on() ? batch_.call_start() : Clock::time_point();
   const auto deadline = timeout.count() > 0 ? Clock::now() + timeout : Clock::time_point::max();
   const std::uint32_t id = pending_.next_id();
 
@@ -99,13 +98,7 @@ asio::awaitable<Result<std::string>> Client::Connection::call(
   if (state_ != State::kReady && !held_.keep(out, start, state_ == State::kOptimistic)) {
     state_ = State::kHolding;
   }
-  if (state_ != State::kHolding) {
-    if (delivering_) {
-      requests_held_ = true;  // the reader sends it with the rest of its batch
-    } else {
-      channel_->flush_now();
-    }
-  }
+  if (state_ != State::kHolding) batch_.send(*channel_);
 
   // The caller waits with its handler parked in `pending`, completed once
   // by the response, a failure, the deadline, or the context's shutdown.
@@ -281,11 +274,11 @@ asio::awaitable<void> Client::Connection::run() {
   for (;;) {
     auto incoming = channel_->buffered_frame();
     if (!incoming || !incoming->ok() || (*incoming)->header.type != FrameType::kResponse) {
-      flush_held_requests();  // the batch of responses is over
+      batch_.flush(*channel_);  // the batch of responses is over
     }
     if (!incoming) {
       incoming = co_await channel_->read_frame();
-      if (counts_.on()) read_at_ = Clock::now();
+      if (counts_.on()) batch_.read_now();
     }
     auto& frame = *incoming;
     if (!frame.ok()) {
@@ -312,25 +305,17 @@ asio::awaitable<void> Client::Connection::run() {
     }
     switch (frame->header.type) {
       case FrameType::kResponse: {
-        delivering_ = true;
+        batch_.begin_delivery();
         const bool delivered = deliver(*frame);
-        delivering_ = false;
+        batch_.end_delivery();
         if (!delivered) co_return;
         // The caller may have closed the connection meanwhile (it ran
         // inside deliver()): nothing left to read.
         if (state_ == State::kClosed) co_return;
         if (!channel_->frame_buffered()) {
-          flush_held_requests();
-          // The callers we woke here have run already (inside deliver()),
-          // and a read that finds nothing waits, letting the loop's other
-          // work run. Only a reader that keeps finding input would not: it
-          // lets that work run every kBatchesPerTurn batches. (A turn of
-          // the loop after every batch cost an epoll_wait of its own per
-          // batch.)
-          if (++batches_in_turn_ >= kBatchesPerTurn) {
-            batches_in_turn_ = 0;
-            co_await asio::post(executor_, asio::use_awaitable);
-          }
+          // The callers we woke here have run already (inside deliver()).
+          batch_.flush(*channel_);
+          if (batch_.turn_over()) co_await asio::post(executor_, asio::use_awaitable);
           spent_session_.reset();  // see negotiate_client()
         }
         break;
@@ -398,7 +383,7 @@ bool Client::Connection::deliver(const Frame& frame) {
   // The caller runs before this returns and may close the connection:
   // run() checks the channel before it reads on.
   waiting->answer(header->status, header->status == 0 ? payload : header->error_message,
-                  read_at_, executor_);
+                  batch_.read_at(), executor_);
   return true;
 }
 
@@ -411,12 +396,6 @@ asio::awaitable<bool> Client::Connection::deliver_data(const Frame& frame) {
     close(std::move(s));
   }
   co_return false;
-}
-
-void Client::Connection::flush_held_requests() {
-  if (!requests_held_) return;
-  requests_held_ = false;
-  channel_->flush_now();
 }
 
 void Client::Connection::fail_calls_after(std::uint32_t last_call_id) {

@@ -28,6 +28,7 @@
 #include "authrpc/client/client_stream.h"
 #include "authrpc/client/held_requests.h"
 #include "authrpc/client/pending_call.h"
+#include "authrpc/client/response_batch.h"
 #include "authrpc/rpc/call_router.h"
 #include "authrpc/rpc/deadline_queue.h"
 
@@ -113,8 +114,6 @@ class Client::Connection : public std::enable_shared_from_this<Client::Connectio
   bool deliver(const Frame& frame);
   // A DATA frame, through the router. False if the connection failed.
   asio::awaitable<bool> deliver_data(const Frame& frame);
-  // Sends the requests held while delivering (delivering_), if any.
-  void flush_held_requests();
   // GOAWAY: calls the server will not run fail with kUnavailable.
   void fail_calls_after(std::uint32_t last_call_id);
   void protocol_error(std::string message);
@@ -139,21 +138,7 @@ class Client::Connection : public std::enable_shared_from_this<Client::Connectio
   std::uint32_t server_features_ = 0;
   std::shared_ptr<ShmLink> shm_;  // offered or active shared memory (unix:// only)
   bool going_away_ = false;
-  // The reader is delivering a RESPONSE: a caller it wakes runs inside
-  // deliver(), and the request it makes next is held in the channel's
-  // output (requests_held_) until the reader has delivered every response
-  // it has buffered, so that the requests a batch of responses frees leave
-  // in one write, as the server's responses do (flush_held_requests()).
-  bool delivering_ = false;
-  bool requests_held_ = false;
-  // Batches of responses delivered since the reader last let the loop's
-  // other work run (run()).
-  static constexpr int kBatchesPerTurn = 8;
-  int batches_in_turn_ = 0;
-  // With metrics: when the reader's last read completed. The responses of
-  // a batch are timed to it, and so are the calls their callers make while
-  // it delivers: one clock read per batch rather than two per call.
-  Clock::time_point read_at_;
+  ResponseBatch batch_;
   bool negotiation_timed_out_ = false;
   // Set once by fail(), under summary_mu_ (status() reads it from any
   // thread); read without the lock on the connection's executor.
