@@ -49,7 +49,7 @@ asio::awaitable<Status> Client::Connection::open() {
     info.tls = true;
     info.channel_binding = tls->channel_binding;
     info.peer_certificate = tls->peer_certificate;
-    tls_info_ = *tls;
+    summary_.set_tls(*tls);
   }
   channel_ = std::make_shared<FrameChannel>(std::move(*stream), options_.max_frame_size);
 
@@ -69,13 +69,13 @@ asio::awaitable<Status> Client::Connection::wait_authenticated() {
     std::error_code ec;
     co_await auth_event_->async_wait(asio::redirect_error(asio::use_awaitable, ec));
   }
-  co_return state_ == State::kReady ? Status() : closed_status_;
+  co_return state_ == State::kReady ? Status() : summary_.closed_status();
 }
 
 asio::awaitable<Result<std::string>> Client::Connection::call(
     [[maybe_unused]] std::shared_ptr<Connection> self, std::string_view service,
     std::string_view method, std::string_view request, CallOptions call_options) {
-  if (state_ == State::kClosed) co_return closed_status_;
+  if (state_ == State::kClosed) co_return summary_.closed_status();
   if (going_away_) co_return Status(Errc::kUnavailable, "server is shutting down (GOAWAY)");
   const auto timeout = call_options.timeout.count() > 0 ? call_options.timeout
                                                         : options_.default_call_timeout;
@@ -127,7 +127,7 @@ asio::awaitable<Result<std::shared_ptr<CallStream>>> Client::Connection::open_st
   if (state_ == State::kHolding || state_ == State::kOptimistic) {
     if (Status s = co_await wait_authenticated(); !s.ok()) co_return s;
   }
-  if (state_ == State::kClosed) co_return closed_status_;
+  if (state_ == State::kClosed) co_return summary_.closed_status();
   if (going_away_) co_return Status(Errc::kUnavailable, "server is shutting down (GOAWAY)");
   if (!(server_features_ & wire::kFeatureStreams)) {
     co_return Status(Errc::kUnimplemented, "the server does not support streaming calls");
@@ -137,7 +137,7 @@ asio::awaitable<Result<std::shared_ptr<CallStream>>> Client::Connection::open_st
     // their messages may go through shared memory.
     auto link = shm_;
     co_await link->wait_answer();
-    if (state_ == State::kClosed) co_return closed_status_;
+    if (state_ == State::kClosed) co_return summary_.closed_status();
   }
   const auto timeout = stream_options.timeout.count() > 0 ? stream_options.timeout
                                                           : options_.default_call_timeout;
@@ -179,20 +179,11 @@ void Client::Connection::close(Status why) {
   if (channel_) channel_->close();
 }
 
-std::string Client::Connection::mechanism() const {
-  std::lock_guard lock(summary_mu_);
-  return mechanism_;
-}
+std::string Client::Connection::mechanism() const { return summary_.mechanism(); }
 
-std::string Client::Connection::authenticated_user() const {
-  std::lock_guard lock(summary_mu_);
-  return server_user_;
-}
+std::string Client::Connection::authenticated_user() const { return summary_.user(); }
 
-Status Client::Connection::status() const {
-  std::lock_guard lock(summary_mu_);
-  return closed_status_;
-}
+Status Client::Connection::status() const { return summary_.status(); }
 
 void Client::Connection::NegotiationDeadline::expired() {
   if (connection_.state_ != State::kHolding && connection_.state_ != State::kOptimistic) return;
@@ -258,11 +249,7 @@ asio::awaitable<void> Client::Connection::run() {
   held_.release(*channel_);
   state_ = State::kReady;
   counts_.connected(negotiated->mechanism);
-  {
-    std::lock_guard lock(summary_mu_);
-    mechanism_ = std::move(negotiated->mechanism);
-    server_user_ = std::move(negotiated->server_user);
-  }
+  summary_.authenticated(std::move(negotiated->mechanism), std::move(negotiated->server_user));
   server_features_ = negotiated->server_features;
   if ((server_features_ & wire::kFeatureStreams) && (server_features_ & wire::kFeatureShm)) {
     shm_ = ShmLink::offer(*channel_, options_.shm);
@@ -421,12 +408,8 @@ void Client::Connection::fail(Status why) {
   if (state_ == State::kClosed) return;
   state_ = State::kClosed;
   counts_.closed();
-  {
-    // Written once, here; status() reads it from other threads.
-    std::lock_guard lock(summary_mu_);
-    closed_status_ = std::move(why);
-  }
-  const Status& why_closed = closed_status_;
+  summary_.close(std::move(why));  // status() reads it from other threads
+  const Status& why_closed = summary_.closed_status();
   for (PendingCall* p : pending_.take_all()) p->finish(why_closed);
   streams_.fail_all(why_closed);
   if (shm_) shm_->cancel_wait();

@@ -5,7 +5,7 @@
 // DeadlineQueue entry in the caller's coroutine frame); streaming calls are
 // CallStreams in the router's table.
 //
-// Threading and ownership: everything but the mutex-guarded summary runs on
+// Threading and ownership: everything but its ConnectionSummary runs on
 // the connection's executor. Shared by its Client, by every call in flight
 // and by its ClientStreams; the reader coroutine (run) owns a reference too,
 // so the connection outlives its Client until the reader ends.
@@ -16,7 +16,6 @@
 #include <asio/steady_timer.hpp>
 #include <cstdint>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -26,6 +25,7 @@
 #include "authrpc/client/client.h"
 #include "authrpc/client/client_connection_counts.h"
 #include "authrpc/client/client_stream.h"
+#include "authrpc/client/connection_summary.h"
 #include "authrpc/client/held_requests.h"
 #include "authrpc/client/pending_call.h"
 #include "authrpc/client/response_batch.h"
@@ -65,7 +65,7 @@ class Client::Connection : public std::enable_shared_from_this<Client::Connectio
   Status status() const;
   const asio::any_io_executor& executor() const noexcept { return executor_; }
   // Set in open(), before the Client is handed out; read-only afterwards.
-  const std::optional<TlsInfo>& tls_info() const noexcept { return tls_info_; }
+  const std::optional<TlsInfo>& tls_info() const noexcept { return summary_.tls(); }
 
  private:
   using Clock = std::chrono::steady_clock;
@@ -128,7 +128,6 @@ class Client::Connection : public std::enable_shared_from_this<Client::Connectio
   ClientConnectionCounts counts_;
   std::shared_ptr<FrameChannel> channel_;
   ChannelInfo info_;
-  std::optional<TlsInfo> tls_info_;
   State state_ = State::kHolding;
   HeldRequests held_;
   std::unique_ptr<ClientAuthSession> spent_session_;  // dropped after the first response
@@ -140,16 +139,10 @@ class Client::Connection : public std::enable_shared_from_this<Client::Connectio
   bool going_away_ = false;
   ResponseBatch batch_;
   bool negotiation_timed_out_ = false;
-  // Set once by fail(), under summary_mu_ (status() reads it from any
-  // thread); read without the lock on the connection's executor.
-  Status closed_status_;
   std::optional<asio::steady_timer> auth_event_;  // made by the first wait_authenticated()
   NegotiationDeadline negotiation_deadline_;
   Keepalive keepalive_;
-
-  mutable std::mutex summary_mu_;
-  std::string mechanism_;
-  std::string server_user_;
+  ConnectionSummary summary_;
 };
 
 }  // namespace authrpc
