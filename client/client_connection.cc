@@ -22,7 +22,6 @@ using wire::FrameType;
 Client::Connection::Connection(asio::any_io_executor ex, ClientOptions options)
     : executor_(std::move(ex)),
       options_(std::move(options)),
-      negotiation_deadline_(*this),
       keepalive_(*this) {}
 
 asio::awaitable<Status> Client::Connection::open() {
@@ -54,20 +53,21 @@ asio::awaitable<Status> Client::Connection::open() {
   channel_ = std::make_shared<FrameChannel>(std::move(*stream), options_.max_frame_size);
 
   deadlines_ = &DeadlineQueue::of(executor_);
-  deadlines_->add(negotiation_deadline_, deadline, executor_);
-  info_ = std::move(info);
-  asio::co_spawn(executor_, [self = shared_from_this()]() { return self->run(); },
-                 asio::detached);
+  auth_.start(*channel_, *deadlines_, deadline, executor_);
+  asio::co_spawn(
+      executor_,
+      [self = shared_from_this(), info = std::move(info)]() mutable {
+        return self->run(std::move(info));
+      },
+      asio::detached);
   if (options_.wait_for_authentication) co_return co_await wait_authenticated();
   co_return Status();
 }
 
 asio::awaitable<Status> Client::Connection::wait_authenticated() {
   while (state_ == State::kHolding || state_ == State::kOptimistic) {
-    if (!auth_event_) auth_event_.emplace(executor_);
-    auth_event_->expires_at(Clock::time_point::max());
     std::error_code ec;
-    co_await auth_event_->async_wait(asio::redirect_error(asio::use_awaitable, ec));
+    co_await auth_.event(executor_).async_wait(asio::redirect_error(asio::use_awaitable, ec));
   }
   co_return state_ == State::kReady ? Status() : summary_.closed_status();
 }
@@ -185,12 +185,6 @@ std::string Client::Connection::authenticated_user() const { return summary_.use
 
 Status Client::Connection::status() const { return summary_.status(); }
 
-void Client::Connection::NegotiationDeadline::expired() {
-  if (connection_.state_ != State::kHolding && connection_.state_ != State::kOptimistic) return;
-  connection_.negotiation_timed_out_ = true;
-  connection_.channel_->close();
-}
-
 std::uint64_t Client::Connection::Keepalive::queued_total() const {
   FrameChannel& channel = *connection_.channel_;
   return channel.bytes_sent() + channel.out().size();
@@ -212,14 +206,14 @@ void Client::Connection::Keepalive::expired() {
   arm();
 }
 
-asio::awaitable<void> Client::Connection::run() {
+asio::awaitable<void> Client::Connection::run(ChannelInfo info) {
   // Start once the turn that connected is over: calls the connecting
   // coroutine makes right away (wait_for_authentication off) are then
   // held already and leave with the HELLO in one write, and the reader
   // waits for the reply without another turn of the loop.
   co_await asio::post(executor_, asio::use_awaitable);
   auto negotiated = co_await negotiate_client(
-      *channel_, options_.mechanisms, info_, [this](NegotiationEvent event) {
+      *channel_, options_.mechanisms, info, [this](NegotiationEvent event) {
         if (event == NegotiationEvent::kFinalMessageQueued) {
           state_ = held_.send_behind_last(channel_->out()) ? State::kOptimistic : State::kHolding;
         } else {
@@ -227,11 +221,11 @@ asio::awaitable<void> Client::Connection::run() {
           state_ = State::kHolding;
         }
       },
-      options_.do_as, &spent_session_);
-  negotiation_deadline_.cancel();
+      options_.do_as, auth_.spent());
+  auth_.over();
   if (!negotiated.ok()) {
     Status why = negotiated.status();
-    if (negotiation_timed_out_) {
+    if (auth_.timed_out()) {
       why = Status(Errc::kNegotiationTimeout,
                    "connect + negotiation took longer than " +
                        std::to_string(options_.connect_timeout.count()) + " ms");
@@ -255,7 +249,7 @@ asio::awaitable<void> Client::Connection::run() {
     shm_ = ShmLink::offer(*channel_, options_.shm);
     if (shm_) channel_->schedule_flush();
   }
-  if (auth_event_) auth_event_->cancel();
+  auth_.wake();
   if (options_.keepalive.count() > 0) keepalive_.arm();
 
   for (;;) {
@@ -303,7 +297,7 @@ asio::awaitable<void> Client::Connection::run() {
           // The callers we woke here have run already (inside deliver()).
           batch_.flush(*channel_);
           if (batch_.turn_over()) co_await asio::post(executor_, asio::use_awaitable);
-          spent_session_.reset();  // see negotiate_client()
+          auth_.drop_spent();  // see negotiate_client()
         }
         break;
       }
@@ -413,9 +407,9 @@ void Client::Connection::fail(Status why) {
   for (PendingCall* p : pending_.take_all()) p->finish(why_closed);
   streams_.fail_all(why_closed);
   if (shm_) shm_->cancel_wait();
-  negotiation_deadline_.cancel();
+  auth_.over();
+  auth_.wake();
   keepalive_.cancel();
-  if (auth_event_) auth_event_->cancel();
 }
 
 }  // namespace authrpc

@@ -13,7 +13,6 @@
 
 #include <asio/any_io_executor.hpp>
 #include <asio/awaitable.hpp>
-#include <asio/steady_timer.hpp>
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -27,6 +26,7 @@
 #include "authrpc/client/client_stream.h"
 #include "authrpc/client/connection_summary.h"
 #include "authrpc/client/held_requests.h"
+#include "authrpc/client/pending_authentication.h"
 #include "authrpc/client/pending_call.h"
 #include "authrpc/client/response_batch.h"
 #include "authrpc/rpc/call_router.h"
@@ -77,17 +77,6 @@ class Client::Connection : public std::enable_shared_from_this<Client::Connectio
     kClosed,
   };
 
-  // Closes the channel if negotiation is not over by the connect deadline.
-  class NegotiationDeadline final : public DeadlineQueue::Entry {
-   public:
-    explicit NegotiationDeadline(Connection& c) : connection_(c) {}
-    ~NegotiationDeadline() { cancel(); }
-
-   private:
-    void expired() override;
-    Connection& connection_;
-  };
-
   // ClientOptions::keepalive: every interval, a PING if nothing was sent
   // during the last one. An entry of the context's DeadlineQueue, re-added
   // at the back of its lane each time, rather than a timer per connection.
@@ -107,8 +96,9 @@ class Client::Connection : public std::enable_shared_from_this<Client::Connectio
     std::uint64_t mark_ = 0;
   };
 
-  // The connection's life after open(): negotiation, then the frames.
-  asio::awaitable<void> run();
+  // The connection's life after open(): negotiation on the channel `info`
+  // describes, then the frames.
+  asio::awaitable<void> run(ChannelInfo info);
   // A RESPONSE: to its unary call or its streaming call. False if the
   // connection failed.
   bool deliver(const Frame& frame);
@@ -127,10 +117,8 @@ class Client::Connection : public std::enable_shared_from_this<Client::Connectio
   ClientOptions options_;
   ClientConnectionCounts counts_;
   std::shared_ptr<FrameChannel> channel_;
-  ChannelInfo info_;
   State state_ = State::kHolding;
   HeldRequests held_;
-  std::unique_ptr<ClientAuthSession> spent_session_;  // dropped after the first response
   CallIdTable<PendingCall> pending_;  // and the next call id
   DeadlineQueue* deadlines_ = nullptr;  // this context's, looked up once in open()
   CallRouter streams_;
@@ -138,9 +126,7 @@ class Client::Connection : public std::enable_shared_from_this<Client::Connectio
   std::shared_ptr<ShmLink> shm_;  // offered or active shared memory (unix:// only)
   bool going_away_ = false;
   ResponseBatch batch_;
-  bool negotiation_timed_out_ = false;
-  std::optional<asio::steady_timer> auth_event_;  // made by the first wait_authenticated()
-  NegotiationDeadline negotiation_deadline_;
+  PendingAuthentication auth_;
   Keepalive keepalive_;
   ConnectionSummary summary_;
 };
