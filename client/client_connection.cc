@@ -129,44 +129,21 @@ asio::awaitable<Result<std::shared_ptr<CallStream>>> Client::Connection::open_st
   }
   if (state_ == State::kClosed) co_return summary_.closed_status();
   if (going_away_) co_return Status(Errc::kUnavailable, "server is shutting down (GOAWAY)");
-  if (!(server_features_ & wire::kFeatureStreams)) {
+  if (!streams_.supported()) {
     co_return Status(Errc::kUnimplemented, "the server does not support streaming calls");
   }
-  if (shm_ && shm_->state() == ShmLink::State::kOffered) {
+  if (auto link = streams_.unanswered_link()) {
     // One round trip, once per connection: streams then know whether
-    // their messages may go through shared memory.
-    auto link = shm_;
+    // their messages may use shared memory.
     co_await link->wait_answer();
     if (state_ == State::kClosed) co_return summary_.closed_status();
   }
-  const auto timeout = stream_options.timeout.count() > 0 ? stream_options.timeout
-                                                          : options_.default_call_timeout;
-  const auto deadline = timeout.count() > 0 ? Clock::now() + timeout : Clock::time_point::max();
-  const std::uint32_t window =
-      stream_options.window != 0 ? stream_options.window : kDefaultStreamWindow;
-  const std::uint32_t id = pending_.next_id();
-  std::string& out = channel_->out();
-  const std::size_t start = out.size();
-  wire::append_stream_request(
-      out, id, {service, method, static_cast<std::uint32_t>(timeout.count()), window}, request);
-  if (out.size() - start > options_.max_frame_size) {
-    out.resize(start);
-    co_return Status(Errc::kFrameTooLarge, "request of " + std::to_string(request.size()) +
-                                               " bytes exceeds the frame limit");
-  }
-  channel_->set_direct_data_threshold(kDirectDataThreshold);
-  auto stream = std::make_shared<CallStream>(channel_, id, window, 0, deadline);
-  if (shm_) stream->set_shm(shm_);
-  stream->set_on_local_failure([weak = weak_from_this(), id](const Status&) {
-    if (auto self = weak.lock()) self->cancel_stream(id);
-  });
-  streams_.add(stream);
-  channel_->flush_now();
-  co_return stream;
+  co_return streams_.open(channel_, pending_.next_id(), service, method, request, stream_options,
+                          options_, weak_from_this());
 }
 
 void Client::Connection::cancel_stream(std::uint32_t call_id) {
-  if (!streams_.take(call_id)) return;
+  if (!streams_.router().take(call_id)) return;
   if (state_ == State::kReady && !channel_->closed()) {
     wire::append_cancel(channel_->out(), call_id);
     channel_->schedule_flush();
@@ -244,11 +221,7 @@ asio::awaitable<void> Client::Connection::run(ChannelInfo info) {
   state_ = State::kReady;
   counts_.connected(negotiated->mechanism);
   summary_.authenticated(std::move(negotiated->mechanism), std::move(negotiated->server_user));
-  server_features_ = negotiated->server_features;
-  if ((server_features_ & wire::kFeatureStreams) && (server_features_ & wire::kFeatureShm)) {
-    shm_ = ShmLink::offer(*channel_, options_.shm);
-    if (shm_) channel_->schedule_flush();
-  }
+  streams_.start(negotiated->server_features, *channel_, options_.shm);
   auth_.wake();
   if (options_.keepalive.count() > 0) keepalive_.arm();
 
@@ -305,16 +278,13 @@ asio::awaitable<void> Client::Connection::run(ChannelInfo info) {
         if (!co_await deliver_data(*frame)) co_return;
         break;
       case FrameType::kShmAccept:
-        breach = shm_ ? shm_->on_accept(frame->body)
-                      : Status(Errc::kProtocolError, "SHM_ACCEPT without SHM_HELLO");
+        breach = streams_.on_shm_accept(*frame);
         break;
       case FrameType::kShmRing:
-        breach = shm_ && shm_->active()
-                     ? streams_.on_shm_ring(shm_, *channel_, *frame)
-                     : Status(Errc::kProtocolError, "SHM_RING without shared memory");
+        breach = streams_.on_shm_ring(*channel_, *frame);
         break;
       case FrameType::kWindowUpdate:
-        breach = streams_.on_window_update(*frame);
+        breach = streams_.router().on_window_update(*frame);
         break;
       case FrameType::kGoAway: {
         auto body = wire::parse_goaway(frame->body);
@@ -358,7 +328,7 @@ bool Client::Connection::deliver(const Frame& frame) {
   if (waiting == nullptr) {
     // A streaming call's end, or a call that timed out or was cancelled:
     // ignored.
-    streams_.on_response(frame.header.call_id, *header, payload);
+    streams_.router().on_response(frame.header.call_id, *header, payload);
     return true;
   }
   // The caller runs before this returns and may close the connection:
@@ -369,7 +339,7 @@ bool Client::Connection::deliver(const Frame& frame) {
 }
 
 asio::awaitable<bool> Client::Connection::deliver_data(const Frame& frame) {
-  Status s = co_await streams_.on_data(*channel_, frame);
+  Status s = co_await streams_.router().on_data(*channel_, frame);
   if (s.ok()) co_return true;
   if (s.code == Errc::kProtocolError) {
     protocol_error(std::move(s));
@@ -381,7 +351,7 @@ asio::awaitable<bool> Client::Connection::deliver_data(const Frame& frame) {
 
 void Client::Connection::fail_calls_after(std::uint32_t last_call_id) {
   const Status not_run(Errc::kUnavailable, "server is shutting down; call not run");
-  streams_.fail_after(last_call_id, not_run);
+  streams_.router().fail_after(last_call_id, not_run);
   for (PendingCall* p : pending_.take_if([&](std::uint32_t id) { return id > last_call_id; })) {
     p->finish(not_run);
   }
@@ -406,7 +376,6 @@ void Client::Connection::fail(Status why) {
   const Status& why_closed = summary_.closed_status();
   for (PendingCall* p : pending_.take_all()) p->finish(why_closed);
   streams_.fail_all(why_closed);
-  if (shm_) shm_->cancel_wait();
   auth_.over();
   auth_.wake();
   keepalive_.cancel();

@@ -24,19 +24,18 @@
 #include "authrpc/client/client.h"
 #include "authrpc/client/client_connection_counts.h"
 #include "authrpc/client/client_stream.h"
+#include "authrpc/client/client_streams.h"
 #include "authrpc/client/connection_summary.h"
 #include "authrpc/client/held_requests.h"
 #include "authrpc/client/pending_authentication.h"
 #include "authrpc/client/pending_call.h"
 #include "authrpc/client/response_batch.h"
-#include "authrpc/rpc/call_router.h"
 #include "authrpc/rpc/deadline_queue.h"
 
 namespace authrpc {
 
 class CallStream;
 class FrameChannel;
-class ShmLink;
 struct Frame;
 
 class Client::Connection : public std::enable_shared_from_this<Client::Connection>,
@@ -121,9 +120,7 @@ class Client::Connection : public std::enable_shared_from_this<Client::Connectio
   HeldRequests held_;
   CallIdTable<PendingCall> pending_;  // and the next call id
   DeadlineQueue* deadlines_ = nullptr;  // this context's, looked up once in open()
-  CallRouter streams_;
-  std::uint32_t server_features_ = 0;
-  std::shared_ptr<ShmLink> shm_;  // offered or active shared memory (unix:// only)
+  ClientStreams streams_;
   bool going_away_ = false;
   ResponseBatch batch_;
   PendingAuthentication auth_;
