@@ -190,24 +190,12 @@ asio::awaitable<void> Client::Connection::run(ChannelInfo info) {
   // waits for the reply without another turn of the loop.
   co_await asio::post(executor_, asio::use_awaitable);
   auto negotiated = co_await negotiate_client(
-      *channel_, options_.mechanisms, info, [this](NegotiationEvent event) {
-        if (event == NegotiationEvent::kFinalMessageQueued) {
-          state_ = held_.send_behind_last(channel_->out()) ? State::kOptimistic : State::kHolding;
-        } else {
-          held_.dropped();
-          state_ = State::kHolding;
-        }
-      },
-      options_.do_as, auth_.spent());
+      *channel_, options_.mechanisms, info,
+      [this](NegotiationEvent event) { on_negotiation_event(event); }, options_.do_as,
+      auth_.spent());
   auth_.over();
   if (!negotiated.ok()) {
-    Status why = negotiated.status();
-    if (auth_.timed_out()) {
-      why = Status(Errc::kNegotiationTimeout,
-                   "connect + negotiation took longer than " +
-                       std::to_string(options_.connect_timeout.count()) + " ms");
-    }
-    counts_.failed(why);
+    Status why = negotiation_failed(negotiated.status());
     // The ERROR negotiate_client() queued for the server (why we give up:
     // its logs and metrics count refusals by that code) leaves before the
     // caller hears of the failure and perhaps ends the event loop: a TLS
@@ -217,14 +205,9 @@ asio::awaitable<void> Client::Connection::run(ChannelInfo info) {
     close(std::move(why));
     co_return;
   }
-  held_.release(*channel_);
-  state_ = State::kReady;
-  counts_.connected(negotiated->mechanism);
-  summary_.authenticated(std::move(negotiated->mechanism), std::move(negotiated->server_user));
-  streams_.start(negotiated->server_features, *channel_, options_.shm);
-  auth_.wake();
-  if (options_.keepalive.count() > 0) keepalive_.arm();
+  become_ready(std::move(*negotiated));
 
+  // The read loop: RESPONSE and DATA here, every other frame in route().
   for (;;) {
     auto incoming = channel_->buffered_frame();
     if (!incoming || !incoming->ok() || (*incoming)->header.type != FrameType::kResponse) {
@@ -236,85 +219,117 @@ asio::awaitable<void> Client::Connection::run(ChannelInfo info) {
     }
     auto& frame = *incoming;
     if (!frame.ok()) {
-      Status why = frame.status();
-      if (why.code == Errc::kConnectionClosed) {
-        why = going_away_ ? Status(Errc::kUnavailable, "server shut down the connection (GOAWAY)")
-                          : Status(Errc::kConnectionClosed, "server closed the connection");
-      } else if (why.code == Errc::kProtocolError || why.code == Errc::kFrameTooLarge) {
-        protocol_error(std::move(why));
-        co_return;
-      }
-      close(std::move(why));
+      read_failed(frame.status());
       co_return;
     }
-    // The frames of streaming calls go through the router; an error it
-    // returns is the peer's breach of the protocol.
-    Status breach;
-    if (frame->header.call_id != 0 && wire::is_connection_frame_type(frame->header.type))
-        [[unlikely]] {
-      protocol_error(Status(Errc::kProtocolError,
-                            std::string(wire::frame_type_name(frame->header.type)) +
-                                " with call id " + std::to_string(frame->header.call_id)));
-      co_return;
-    }
-    switch (frame->header.type) {
-      case FrameType::kResponse: {
-        batch_.begin_delivery();
-        const bool delivered = deliver(*frame);
-        batch_.end_delivery();
-        if (!delivered) co_return;
-        // The caller may have closed the connection meanwhile (it ran
-        // inside deliver()): nothing left to read.
-        if (state_ == State::kClosed) co_return;
-        if (!channel_->frame_buffered()) {
-          // The callers we woke here have run already (inside deliver()).
-          batch_.flush(*channel_);
-          if (batch_.turn_over()) co_await asio::post(executor_, asio::use_awaitable);
-          auth_.drop_spent();  // see negotiate_client()
-        }
-        break;
+    if (frame->header.type == FrameType::kResponse) {
+      batch_.begin_delivery();
+      const bool delivered = deliver(*frame);
+      batch_.end_delivery();
+      // The caller may have closed the connection meanwhile (it ran inside
+      // deliver()): nothing left to read.
+      if (!delivered || state_ == State::kClosed) co_return;
+      if (!channel_->frame_buffered()) {
+        batch_.flush(*channel_);  // the callers woken here have run already
+        if (batch_.turn_over()) co_await asio::post(executor_, asio::use_awaitable);
+        auth_.drop_spent();  // see negotiate_client()
       }
-      case FrameType::kData:
-        if (!co_await deliver_data(*frame)) co_return;
-        break;
-      case FrameType::kShmAccept:
-        breach = streams_.on_shm_accept(*frame);
-        break;
-      case FrameType::kShmRing:
-        breach = streams_.on_shm_ring(*channel_, *frame);
-        break;
-      case FrameType::kWindowUpdate:
-        breach = streams_.router().on_window_update(*frame);
-        break;
-      case FrameType::kGoAway: {
-        auto body = wire::parse_goaway(frame->body);
-        going_away_ = true;
-        if (body.ok()) fail_calls_after(body->last_call_id);
-        break;
-      }
-      case FrameType::kPing:
-        wire::append_ping(channel_->out(), FrameType::kPong, frame->body);
-        channel_->schedule_flush();
-        break;
-      case FrameType::kPong:
-        break;
-      case FrameType::kError: {
-        auto body = wire::parse_error(frame->body);
-        close(body.ok() ? Status(errc_from_wire(body->code), "server: " + body->message)
-                        : body.status());
-        co_return;
-      }
-      default:
-        breach = Status(Errc::kProtocolError,
-                        "unexpected " + std::string(wire::frame_type_name(frame->header.type)) +
-                            " frame from server");
-        break;
-    }
-    if (!breach.ok()) {
-      protocol_error(std::move(breach));
+    } else if (frame->header.type == FrameType::kData) {
+      if (!co_await deliver_data(*frame)) co_return;
+    } else if (!route(*frame)) {
       co_return;
     }
   }
+}
+
+void Client::Connection::on_negotiation_event(NegotiationEvent event) {
+  if (event == NegotiationEvent::kFinalMessageQueued) {
+    state_ = held_.send_behind_last(channel_->out()) ? State::kOptimistic : State::kHolding;
+  } else {
+    held_.dropped();
+    state_ = State::kHolding;
+  }
+}
+
+Status Client::Connection::negotiation_failed(Status why) {
+  if (auth_.timed_out()) {
+    why = Status(Errc::kNegotiationTimeout, "connect + negotiation took longer than " +
+                                                std::to_string(options_.connect_timeout.count()) +
+                                                " ms");
+  }
+  counts_.failed(why);
+  return why;
+}
+
+void Client::Connection::become_ready(ClientNegotiationResult negotiated) {
+  held_.release(*channel_);
+  state_ = State::kReady;
+  counts_.connected(negotiated.mechanism);
+  summary_.authenticated(std::move(negotiated.mechanism), std::move(negotiated.server_user));
+  streams_.start(negotiated.server_features, *channel_, options_.shm);
+  auth_.wake();
+  if (options_.keepalive.count() > 0) keepalive_.arm();
+}
+
+void Client::Connection::read_failed(Status why) {
+  if (why.code == Errc::kProtocolError || why.code == Errc::kFrameTooLarge) {
+    protocol_error(std::move(why));
+    return;
+  }
+  if (why.code == Errc::kConnectionClosed) {
+    why = going_away_ ? Status(Errc::kUnavailable, "server shut down the connection (GOAWAY)")
+                      : Status(Errc::kConnectionClosed, "server closed the connection");
+  }
+  close(std::move(why));
+}
+
+bool Client::Connection::route(const Frame& frame) {
+  const FrameType type = frame.header.type;
+  if (frame.header.call_id != 0 && wire::is_connection_frame_type(type)) [[unlikely]] {
+    protocol_error(Status(Errc::kProtocolError, std::string(wire::frame_type_name(type)) +
+                                                    " with call id " +
+                                                    std::to_string(frame.header.call_id)));
+    return false;
+  }
+  // An error a step returns is the peer's breach of the protocol.
+  Status breach;
+  switch (type) {
+    case FrameType::kShmAccept:
+      breach = streams_.on_shm_accept(frame);
+      break;
+    case FrameType::kShmRing:
+      breach = streams_.on_shm_ring(*channel_, frame);
+      break;
+    case FrameType::kWindowUpdate:
+      breach = streams_.router().on_window_update(frame);
+      break;
+    case FrameType::kGoAway: {
+      auto body = wire::parse_goaway(frame.body);
+      going_away_ = true;
+      if (body.ok()) fail_calls_after(body->last_call_id);
+      break;
+    }
+    case FrameType::kPing:
+      wire::append_ping(channel_->out(), FrameType::kPong, frame.body);
+      channel_->schedule_flush();
+      break;
+    case FrameType::kPong:
+      break;
+    case FrameType::kError: {
+      auto body = wire::parse_error(frame.body);
+      close(body.ok() ? Status(errc_from_wire(body->code), "server: " + body->message)
+                      : body.status());
+      return false;
+    }
+    default:
+      breach = Status(Errc::kProtocolError, "unexpected " +
+                                                std::string(wire::frame_type_name(type)) +
+                                                " frame from server");
+      break;
+  }
+  if (breach.ok()) return true;
+  protocol_error(std::move(breach));
+  return false;
 }
 
 bool Client::Connection::deliver(const Frame& frame) {

@@ -1,9 +1,11 @@
 // Internal: the connection behind a Client, from connect to close. Its life
 // reads as one coroutine, run(): negotiate → read frames and route them
 // (RESPONSE to the unary call waiting for it, the frames of streaming calls
-// through its CallRouter) → close. Unary calls wait in place (PendingCall, a
-// DeadlineQueue entry in the caller's coroutine frame); streaming calls are
-// CallStreams in the router's table.
+// through ClientStreams) → close. Unary calls wait in place (PendingCall, a
+// DeadlineQueue entry in the caller's coroutine frame). It keeps its state,
+// channel and unary calls; each other job is a value member with no pointer
+// back to it (HeldRequests, ResponseBatch, PendingAuthentication,
+// ClientStreams, ClientConnectionCounts, ConnectionSummary).
 //
 // Threading and ownership: everything but its ConnectionSummary runs on
 // the connection's executor. Shared by its Client, by every call in flight
@@ -19,6 +21,7 @@
 #include <string>
 #include <string_view>
 
+#include "authrpc/auth/client_negotiation.h"
 #include "authrpc/auth/mechanism.h"
 #include "authrpc/client/call_id_table.h"
 #include "authrpc/client/client.h"
@@ -96,8 +99,18 @@ class Client::Connection : public std::enable_shared_from_this<Client::Connectio
   };
 
   // The connection's life after open(): negotiation on the channel `info`
-  // describes, then the frames.
+  // describes, then the read loop. Its steps, in order:
   asio::awaitable<void> run(ChannelInfo info);
+  // negotiate_client's events: calls follow the last message, or wait.
+  void on_negotiation_event(NegotiationEvent event);
+  // Negotiation failed with `why`: counted; returns the failure to report.
+  Status negotiation_failed(Status why);
+  // AUTH_SUCCESS: held requests leave, calls go straight out from now on.
+  void become_ready(ClientNegotiationResult negotiated);
+  // The read loop's read failed (the server closed, or sent no frame).
+  void read_failed(Status why);
+  // Any frame but RESPONSE and DATA. False if the connection ended.
+  bool route(const Frame& frame);
   // A RESPONSE: to its unary call or its streaming call. False if the
   // connection failed.
   bool deliver(const Frame& frame);
