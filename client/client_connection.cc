@@ -54,12 +54,9 @@ asio::awaitable<Status> Client::Connection::open() {
 
   deadlines_ = &DeadlineQueue::of(executor_);
   auth_.start(*channel_, *deadlines_, deadline, executor_);
-  asio::co_spawn(
-      executor_,
-      [self = shared_from_this(), info = std::move(info)]() mutable {
-        return self->run(std::move(info));
-      },
-      asio::detached);
+  info_ = std::move(info);
+  asio::co_spawn(executor_, [self = shared_from_this()]() { return self->run(); },
+                 asio::detached);
   if (options_.wait_for_authentication) co_return co_await wait_authenticated();
   co_return Status();
 }
@@ -183,14 +180,14 @@ void Client::Connection::Keepalive::expired() {
   arm();
 }
 
-asio::awaitable<void> Client::Connection::run(ChannelInfo info) {
+asio::awaitable<void> Client::Connection::run() {
   // Start once the turn that connected is over: calls the connecting
   // coroutine makes right away (wait_for_authentication off) are then
   // held already and leave with the HELLO in one write, and the reader
   // waits for the reply without another turn of the loop.
   co_await asio::post(executor_, asio::use_awaitable);
   auto negotiated = co_await negotiate_client(
-      *channel_, options_.mechanisms, info,
+      *channel_, options_.mechanisms, info_,
       [this](NegotiationEvent event) { on_negotiation_event(event); }, options_.do_as,
       auth_.spent());
   auth_.over();
@@ -205,7 +202,7 @@ asio::awaitable<void> Client::Connection::run(ChannelInfo info) {
     close(std::move(why));
     co_return;
   }
-  become_ready(std::move(*negotiated));
+  become_ready(*negotiated);
 
   // The read loop: RESPONSE and DATA here, every other frame in route().
   for (;;) {
@@ -261,7 +258,7 @@ Status Client::Connection::negotiation_failed(Status why) {
   return why;
 }
 
-void Client::Connection::become_ready(ClientNegotiationResult negotiated) {
+void Client::Connection::become_ready(ClientNegotiationResult& negotiated) {
   held_.release(*channel_);
   state_ = State::kReady;
   counts_.connected(negotiated.mechanism);

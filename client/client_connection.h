@@ -98,15 +98,15 @@ class Client::Connection : public std::enable_shared_from_this<Client::Connectio
     std::uint64_t mark_ = 0;
   };
 
-  // The connection's life after open(): negotiation on the channel `info`
-  // describes, then the read loop. Its steps, in order:
-  asio::awaitable<void> run(ChannelInfo info);
+  // The connection's life after open(): negotiation, then the read loop.
+  // Its steps, in order:
+  asio::awaitable<void> run();
   // negotiate_client's events: calls follow the last message, or wait.
   void on_negotiation_event(NegotiationEvent event);
   // Negotiation failed with `why`: counted; returns the failure to report.
   Status negotiation_failed(Status why);
   // AUTH_SUCCESS: held requests leave, calls go straight out from now on.
-  void become_ready(ClientNegotiationResult negotiated);
+  void become_ready(ClientNegotiationResult& negotiated);
   // The read loop's read failed (the server closed, or sent no frame).
   void read_failed(Status why);
   // Any frame but RESPONSE and DATA. False if the connection ended.
@@ -129,6 +129,10 @@ class Client::Connection : public std::enable_shared_from_this<Client::Connectio
   ClientOptions options_;
   ClientConnectionCounts counts_;
   std::shared_ptr<FrameChannel> channel_;
+  // The channel as negotiation sees it, described by open(). A member rather
+  // than run()'s argument: through co_spawn its five strings would be moved
+  // three times per session.
+  ChannelInfo info_;
   State state_ = State::kHolding;
   HeldRequests held_;
   CallIdTable<PendingCall> pending_;  // and the next call id

@@ -2,7 +2,7 @@
 
 namespace authrpc {
 
-void ConnectionSummary::authenticated(std::string mechanism, std::string user) {
+void ConnectionSummary::authenticated(std::string&& mechanism, std::string&& user) {
   std::lock_guard lock(mu_);
   mechanism_ = std::move(mechanism);
   user_ = std::move(user);
@@ -18,7 +18,7 @@ std::string ConnectionSummary::user() const {
   return user_;
 }
 
-void ConnectionSummary::close(Status why) {
+void ConnectionSummary::close(Status&& why) {
   std::lock_guard lock(mu_);
   closed_ = std::move(why);
 }

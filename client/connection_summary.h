@@ -21,12 +21,12 @@ class ConnectionSummary {
   void set_tls(const TlsInfo& tls) { tls_ = tls; }
   const std::optional<TlsInfo>& tls() const noexcept { return tls_; }
 
-  void authenticated(std::string mechanism, std::string user);
+  void authenticated(std::string&& mechanism, std::string&& user);
   std::string mechanism() const;
   std::string user() const;
 
   // Once, when the connection closes.
-  void close(Status why);
+  void close(Status&& why);
   // Any thread.
   Status status() const;
   // The connection's executor only.
