@@ -56,6 +56,71 @@ std::string join(const std::vector<std::string>& names) {
   return out;
 }
 
+void queue_preamble(FrameChannel& channel) {
+  const auto preamble = wire::make_preamble();
+  channel.out().append(reinterpret_cast<const char*>(preamble.data()), preamble.size());
+}
+
+// Writes what was just queued (a HELLO or an AUTH_RESPONSE carrying `step`)
+// at once: whatever should travel with a last message (calls pipelined
+// behind it) has been queued by on_event(); the read that follows then waits
+// without a turn of the event loop first. Returns whether it was the last.
+bool send(FrameChannel& channel, const ClientStep& step,
+          const std::function<void(NegotiationEvent)>& on_event) {
+  if (step.final) on_event(NegotiationEvent::kFinalMessageQueued);
+  channel.flush_now();
+  return step.final;
+}
+
+bool send_hello(FrameChannel& channel, std::string_view mechanism, const ClientStep& step,
+                const std::string& do_as, const std::function<void(NegotiationEvent)>& on_event) {
+  wire::append_hello(channel.out(), {do_as.empty() ? wire::kNoFeatures : wire::kFeatureDoAs,
+                                     std::string(mechanism), step.message, do_as});
+  return send(channel, step, on_event);
+}
+
+bool send_response(FrameChannel& channel, const ClientStep& step,
+                   const std::function<void(NegotiationEvent)>& on_event) {
+  wire::append_auth_message(channel.out(), FrameType::kAuthResponse, step.message);
+  return send(channel, step, on_event);
+}
+
+// What the client tells a server that sent a frame negotiation does not
+// expect (or one with a call id).
+Status stray(const Frame& frame) {
+  const std::string type(wire::frame_type_name(frame.header.type));
+  if (frame.header.call_id != 0) {
+    return {Errc::kProtocolError, type + " with call id " +
+                                      std::to_string(frame.header.call_id) +
+                                      " during negotiation"};
+  }
+  return {Errc::kProtocolError, "unexpected " + type + " during negotiation"};
+}
+
+// AUTH_SUCCESS, once the session has verified it: asked to act as another
+// user (`do_as`), the server must have confirmed it.
+Status confirm(const wire::AuthSuccess& success, const std::string& do_as) {
+  if (do_as.empty() || (success.features & wire::kFeatureDoAs)) return {};
+  return {Errc::kPermissionDenied, "server did not confirm acting as " + do_as};
+}
+
+// MECHANISMS (the server refused `current`): the first mechanism of the
+// server's list that the client allows, other than `current`.
+Result<ClientMechanism*> next_mechanism(
+    const wire::Mechanisms& list, const std::vector<std::shared_ptr<ClientMechanism>>& allowed,
+    const ClientMechanism* current) {
+  for (const auto& name : list.names) {
+    for (const auto& m : allowed) {
+      if (m->name() == name && m.get() != current) return m.get();
+    }
+  }
+  std::vector<std::string> mine;
+  for (const auto& m : allowed) mine.emplace_back(m->name());
+  return Status(Errc::kMechanismUnavailable, "server offers [" + join(list.names) +
+                                                 "] on this connection, client allows [" +
+                                                 join(mine) + "]");
+}
+
 }  // namespace
 
 asio::awaitable<Result<ClientNegotiationResult>> negotiate_client(
@@ -65,118 +130,72 @@ asio::awaitable<Result<ClientNegotiationResult>> negotiate_client(
   if (allowed.empty()) {
     co_return fail(channel, {Errc::kConfigError, "no client mechanism configured"}, false);
   }
-  const auto preamble = wire::make_preamble();
-  channel.out().append(reinterpret_cast<const char*>(preamble.data()), preamble.size());
-
+  queue_preamble(channel);
   ClientMechanism* mechanism = allowed.front().get();
   bool refused_once = false;
   bool answered = false;  // a frame has come from the server
   for (;;) {
+    // HELLO, with the mechanism's first message.
     if (Status s = check_channel(mechanism->name(), mechanism->traits(), info, true); !s.ok()) {
       co_return fail(channel, std::move(s), false);
     }
     auto session = mechanism->start(info);
     ClientStep step = co_await session->initial();
     if (step.kind == ClientStep::Kind::kFailure) co_return fail(channel, step.error, false);
-    wire::append_hello(channel.out(),
-                       {do_as.empty() ? wire::kNoFeatures : wire::kFeatureDoAs,
-                        std::string(mechanism->name()), step.message, do_as});
-    bool final_sent = step.final;
-    if (step.final) on_event(NegotiationEvent::kFinalMessageQueued);
-    // Written at once: whatever should travel with it (calls pipelined behind
-    // the last message) has been queued by on_event(); the read that follows
-    // then waits without a turn of the event loop first.
-    channel.flush_now();
+    bool final_sent = send_hello(channel, mechanism->name(), step, do_as, on_event);
 
-    for (;;) {
+    // The server's answers: AUTH_CHALLENGE (each answered with
+    // AUTH_RESPONSE), then AUTH_SUCCESS; or MECHANISMS, and HELLO again.
+    ClientMechanism* next = nullptr;
+    while (next == nullptr) {
       auto incoming = channel.buffered_frame();
       if (!incoming) incoming = co_await channel.read_frame();
       auto& frame = *incoming;
       if (!frame.ok()) {
-        Status why = answered ? frame.status() : not_an_authrpc_server(channel, frame.status(), info);
+        Status why = frame.status();
+        if (!answered) why = not_an_authrpc_server(channel, why, info);
         co_return fail(channel, std::move(why), false);
       }
       answered = true;
-      if (frame->header.call_id != 0) {
-        co_return fail(channel,
-                       {Errc::kProtocolError,
-                        std::string(wire::frame_type_name(frame->header.type)) + " with call id " +
-                            std::to_string(frame->header.call_id) + " during negotiation"},
-                       true);
+      if (frame->header.call_id != 0) co_return fail(channel, stray(*frame), true);
+      const FrameType type = frame->header.type;
+      if (type == FrameType::kAuthChallenge) {
+        auto challenge = wire::parse_auth_message(frame->body);
+        if (!challenge.ok()) co_return fail(channel, challenge.status(), true);
+        // Challenged after our last message: the server drops what was
+        // pipelined behind it, and the calls are sent again after the
+        // next last message.
+        if (final_sent) on_event(NegotiationEvent::kFinalMessageChallenged);
+        step = co_await session->challenge(challenge->message);
+        if (step.kind == ClientStep::Kind::kFailure) co_return fail(channel, step.error, true);
+        final_sent = send_response(channel, step, on_event);
+      } else if (type == FrameType::kAuthSuccess) {
+        auto success = wire::parse_auth_success(frame->body);
+        if (!success.ok()) co_return fail(channel, success.status(), true);
+        Status s = co_await session->complete(success->message);
+        if (s.ok()) s = confirm(*success, do_as);
+        if (!s.ok()) co_return fail(channel, std::move(s), true);
+        if (spent != nullptr) *spent = std::move(session);
+        co_return ClientNegotiationResult{std::string(mechanism->name()), success->user,
+                                          success->features};
+      } else if (type == FrameType::kMechanisms) {
+        auto list = wire::parse_mechanisms(frame->body);
+        if (!list.ok()) co_return fail(channel, list.status(), true);
+        if (refused_once) {
+          co_return fail(channel, {Errc::kProtocolError, "server refused a mechanism twice"}, true);
+        }
+        refused_once = true;
+        on_event(NegotiationEvent::kMechanismRefused);
+        auto chosen = next_mechanism(*list, allowed, mechanism);
+        if (!chosen.ok()) co_return fail(channel, chosen.status(), true);
+        next = *chosen;
+      } else if (type == FrameType::kError) {
+        co_return fail(channel, from_error_frame(*frame), false);
+      } else {
+        co_return fail(channel, stray(*frame), true);
       }
-      switch (frame->header.type) {
-        case FrameType::kAuthChallenge: {
-          auto challenge = wire::parse_auth_message(frame->body);
-          if (!challenge.ok()) co_return fail(channel, challenge.status(), true);
-          // Challenged after our last message: the server drops what was
-          // pipelined behind it, and the calls are sent again after the
-          // next last message.
-          if (final_sent) on_event(NegotiationEvent::kFinalMessageChallenged);
-          step = co_await session->challenge(challenge->message);
-          if (step.kind == ClientStep::Kind::kFailure) co_return fail(channel, step.error, true);
-          wire::append_auth_message(channel.out(), FrameType::kAuthResponse, step.message);
-          final_sent = step.final;
-          if (step.final) on_event(NegotiationEvent::kFinalMessageQueued);
-          channel.flush_now();
-          continue;
-        }
-        case FrameType::kAuthSuccess: {
-          auto success = wire::parse_auth_success(frame->body);
-          if (!success.ok()) co_return fail(channel, success.status(), true);
-          if (Status s = co_await session->complete(success->message); !s.ok()) {
-            co_return fail(channel, s, true);
-          }
-          if (!do_as.empty() && !(success->features & wire::kFeatureDoAs)) {
-            co_return fail(channel,
-                           {Errc::kPermissionDenied, "server did not confirm acting as " + do_as},
-                           true);
-          }
-          ClientNegotiationResult result{std::string(mechanism->name()), success->user,
-                                         success->features};
-          if (spent != nullptr) *spent = std::move(session);
-          co_return result;
-        }
-        case FrameType::kMechanisms: {
-          auto list = wire::parse_mechanisms(frame->body);
-          if (!list.ok()) co_return fail(channel, list.status(), true);
-          if (refused_once) {
-            co_return fail(channel, {Errc::kProtocolError, "server refused a mechanism twice"}, true);
-          }
-          refused_once = true;
-          on_event(NegotiationEvent::kMechanismRefused);
-          ClientMechanism* next = nullptr;
-          for (const auto& name : list->names) {
-            for (const auto& m : allowed) {
-              if (m->name() == name && m.get() != mechanism) {
-                next = m.get();
-                break;
-              }
-            }
-            if (next != nullptr) break;
-          }
-          if (next == nullptr) {
-            std::vector<std::string> mine;
-            for (const auto& m : allowed) mine.emplace_back(m->name());
-            co_return fail(channel,
-                           {Errc::kMechanismUnavailable,
-                            "server offers [" + join(list->names) + "] on this connection, client allows [" +
-                                join(mine) + "]"},
-                           true);
-          }
-          mechanism = next;
-          break;
-        }
-        case FrameType::kError:
-          co_return fail(channel, from_error_frame(*frame), false);
-        default:
-          co_return fail(channel,
-                         {Errc::kProtocolError, "unexpected " +
-                                                    std::string(wire::frame_type_name(frame->header.type)) +
-                                                    " during negotiation"},
-                         true);
-      }
-      break;  // restart with the next mechanism
     }
+    mechanism = next;
   }
 }
 

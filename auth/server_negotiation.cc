@@ -87,77 +87,120 @@ std::string join(const std::vector<std::string_view>& names) {
   return out;
 }
 
+// A read of a negotiation frame failed: a client that closed is told
+// nothing; any other failure is answered with ERROR.
+Status read_failed(FrameChannel& channel, const Status& status) {
+  if (status.code == Errc::kConnectionClosed) return status;
+  return fail(channel, read_failure(status));
+}
+
+// HELLO names `hello.mechanism`: the server's mechanism of that name, or
+// null after queueing MECHANISMS, the ones it offers here (the client then
+// sends HELLO again, once). Fills the hooks' out fields once chosen.
+Result<ServerMechanism*> choose_mechanism(
+    FrameChannel& channel, const std::vector<std::shared_ptr<ServerMechanism>>& mechanisms,
+    const ChannelInfo& info, const wire::Hello& hello, bool refused_once,
+    ServerNegotiationHooks* hooks) {
+  for (std::size_t i = 0; i < mechanisms.size(); ++i) {
+    if (mechanisms[i]->name() != hello.mechanism) continue;
+    if (hooks != nullptr) {
+      hooks->mechanism = hello.mechanism;
+      hooks->mechanism_index = static_cast<int>(i);
+    }
+    return mechanisms[i].get();
+  }
+  if (refused_once) {
+    return Status(Errc::kMechanismUnavailable, "mechanism '" + hello.mechanism +
+                                                   "' not enabled (offered: " +
+                                                   join(offered(mechanisms, info)) + ")");
+  }
+  wire::Mechanisms list;
+  for (std::string_view name : offered(mechanisms, info)) list.names.emplace_back(name);
+  wire::append_mechanisms(channel.out(), list);
+  channel.flush_now();
+  return nullptr;
+}
+
+// Queues an AUTH_CHALLENGE and writes it at once: the read that follows
+// waits for the answer, and nothing else queues frames on a connection
+// still negotiating.
+void send_challenge(FrameChannel& channel, const ServerStep& step) {
+  wire::append_auth_message(channel.out(), FrameType::kAuthChallenge, step.message);
+  channel.flush_now();
+}
+
+// The session accepted the client (`step.identity`): the hooks authorize
+// it (and may map it) and admit it, then AUTH_SUCCESS is queued; else the
+// refusal is queued as ERROR and returned.
+Status conclude(FrameChannel& channel, const ServerMechanism& mechanism, const ChannelInfo& info,
+                ServerStep& step, const std::string& do_as, ServerNegotiationHooks* hooks) {
+  Identity& id = step.identity;
+  id.mechanism = mechanism.name();
+  id.mechanism_traits = mechanism.traits();
+  id.peer_address = info.peer_address;
+  std::uint32_t features = wire::kFeatureStreams;
+  if (channel.byte_stream().native_unix_handle() >= 0) features |= wire::kFeatureShm;
+  if (hooks != nullptr && hooks->authorize) {
+    if (Status s = hooks->authorize(id, do_as); !s.ok()) {
+      hooks->refused_by_authorize = true;
+      return fail(channel, std::move(s));
+    }
+    if (!do_as.empty()) features |= wire::kFeatureDoAs;
+  } else if (!do_as.empty()) {
+    // Acting as oneself is not impersonation: allowed with or without proxy
+    // rules, as an ACL file's server allows it (docs/AUTHZ.md). Without one
+    // no principal mapping runs, so "oneself" is the user AUTH_SUCCESS names.
+    if (do_as != id.user) {
+      return fail(channel, {Errc::kPermissionDenied,
+                            "this server does not allow acting as another user"});
+    }
+    features |= wire::kFeatureDoAs;
+  }
+  if (hooks != nullptr && hooks->admit) {
+    if (Status s = hooks->admit(id); !s.ok()) return fail(channel, std::move(s));
+  }
+  wire::append_auth_success(channel.out(), {features, step.message, id.user});
+  return {};
+}
+
 }  // namespace
 
 asio::awaitable<Status> negotiate_server(
     FrameChannel& channel, const std::vector<std::shared_ptr<ServerMechanism>>& mechanisms,
     const ChannelInfo& info, Identity& identity, ServerNegotiationHooks* hooks,
     std::unique_ptr<ServerAuthSession>* spent) {
-  bool refused_once = false;
+  // HELLO; after a refusal (MECHANISMS), HELLO once more.
   ServerMechanism* mechanism = nullptr;
-  std::string first_message;
-  std::string do_as;
-  while (mechanism == nullptr) {
+  wire::Hello hello;
+  for (bool refused_once = false; mechanism == nullptr; refused_once = true) {
     auto frame = co_await next_frame(channel, refused_once);
-    if (!frame.ok()) {
-      if (frame.code() == Errc::kConnectionClosed) co_return frame.status();
-      co_return fail(channel, read_failure(frame.status()));
-    }
+    if (!frame.ok()) co_return read_failed(channel, frame.status());
     if (frame->header.type == FrameType::kError && refused_once) {
       co_return client_gave_up(*frame);
     }
     if (frame->header.type != FrameType::kHello) {
       co_return fail(channel, unexpected(*frame, "HELLO"));
     }
-    auto hello = wire::parse_hello(frame->body);
-    if (!hello.ok()) co_return fail(channel, hello.status());
-    int index = 0;
-    for (const auto& m : mechanisms) {
-      if (m->name() == hello->mechanism) {
-        mechanism = m.get();
-        break;
-      }
-      ++index;
-    }
-    if (mechanism != nullptr) {
-      if (hooks != nullptr) {
-        hooks->mechanism = hello->mechanism;
-        hooks->mechanism_index = index;
-      }
-      first_message = std::move(hello->message);
-      do_as = std::move(hello->do_as);
-      break;
-    }
-    if (refused_once) {
-      co_return fail(channel, {Errc::kMechanismUnavailable,
-                               "mechanism '" + hello->mechanism + "' not enabled (offered: " +
-                                   join(offered(mechanisms, info)) + ")"});
-    }
-    refused_once = true;
-    wire::Mechanisms list;
-    for (std::string_view name : offered(mechanisms, info)) list.names.emplace_back(name);
-    wire::append_mechanisms(channel.out(), list);
-    channel.flush_now();
+    auto parsed = wire::parse_hello(frame->body);
+    if (!parsed.ok()) co_return fail(channel, parsed.status());
+    hello = std::move(*parsed);
+    auto chosen = choose_mechanism(channel, mechanisms, info, hello, refused_once, hooks);
+    if (!chosen.ok()) co_return fail(channel, chosen.status());
+    mechanism = *chosen;
   }
 
-  const MechanismTraits traits = mechanism->traits();
+  // The session's steps: AUTH_CHALLENGE ↔ AUTH_RESPONSE until it decides.
   if (Status s = server_accepts(*mechanism, info); !s.ok()) co_return fail(channel, std::move(s));
   auto session = mechanism->start(info);
-  ServerStep step = co_await session->step(first_message);
+  ServerStep step = co_await session->step(hello.message);
   while (step.kind == ServerStep::Kind::kChallenge) {
-    // Written at once: the read that follows waits for the answer, and
-    // nothing else queues frames on a connection still negotiating.
-    wire::append_auth_message(channel.out(), FrameType::kAuthChallenge, step.message);
-    channel.flush_now();
+    send_challenge(channel, step);
     // A client whose message was its last (say, a `token` HELLO with a
     // session ticket this server did not issue) may have pipelined calls
     // behind it: they are dropped, and the client sends them again after
     // its answer (docs/PROTOCOL.md, "Pipelining calls behind negotiation").
     auto frame = co_await next_frame(channel, true);
-    if (!frame.ok()) {
-      if (frame.code() == Errc::kConnectionClosed) co_return frame.status();
-      co_return fail(channel, read_failure(frame.status()));
-    }
+    if (!frame.ok()) co_return read_failed(channel, frame.status());
     if (frame->header.type == FrameType::kError) co_return client_gave_up(*frame);
     if (frame->header.type != FrameType::kAuthResponse) {
       co_return fail(channel, unexpected(*frame, "AUTH_RESPONSE"));
@@ -168,34 +211,12 @@ asio::awaitable<Status> negotiate_server(
   }
   if (step.kind == ServerStep::Kind::kFailure) co_return fail(channel, step.error);
 
-  Identity& id = step.identity;
-  id.mechanism = mechanism->name();
-  id.mechanism_traits = traits;
-  id.peer_address = info.peer_address;
-  std::uint32_t features = wire::kFeatureStreams;
-  if (channel.byte_stream().native_unix_handle() >= 0) features |= wire::kFeatureShm;
-  if (hooks != nullptr && hooks->authorize) {
-    if (Status s = hooks->authorize(id, do_as); !s.ok()) {
-      hooks->refused_by_authorize = true;
-      co_return fail(channel, std::move(s));
-    }
-    if (!do_as.empty()) features |= wire::kFeatureDoAs;
-  } else if (!do_as.empty()) {
-    // Acting as oneself is not impersonation: allowed with or without proxy
-    // rules, as an ACL file's server allows it (docs/AUTHZ.md). Without one
-    // no principal mapping runs, so "oneself" is the user AUTH_SUCCESS names.
-    if (do_as != id.user) {
-      co_return fail(channel, {Errc::kPermissionDenied,
-                               "this server does not allow acting as another user"});
-    }
-    features |= wire::kFeatureDoAs;
+  // AUTH_SUCCESS, for the identity the hooks admit.
+  if (Status s = conclude(channel, *mechanism, info, step, hello.do_as, hooks); !s.ok()) {
+    co_return s;
   }
-  if (hooks != nullptr && hooks->admit) {
-    if (Status s = hooks->admit(id); !s.ok()) co_return fail(channel, std::move(s));
-  }
-  wire::append_auth_success(channel.out(), {features, step.message, id.user});
   if (spent != nullptr) *spent = std::move(session);
-  identity = std::move(id);
+  identity = std::move(step.identity);
   co_return Status();
 }
 

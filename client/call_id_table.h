@@ -1,7 +1,7 @@
 // CallIdTable: the unary calls of one client connection that wait for their
-// responses, found by call id. Owned by Client::Connection, used on its
-// executor's thread only; the values are not owned (each is a Pending in
-// the waiting call's coroutine frame).
+// responses, found by call id, and the connection's next call id. Owned by
+// Client::Connection, used on its executor's thread only; the values are
+// not owned (each is a PendingCall in the waiting call's coroutine frame).
 //
 // An open-addressing table (Robin Hood linear probing, deletion by backward
 // shift) instead of std::unordered_map: a pipelined client inserts and removes one
@@ -26,6 +26,14 @@ namespace authrpc {
 template <typename T>
 class CallIdTable {
  public:
+  // The connection's next call id, for a unary or a streaming call:
+  // increasing, never 0.
+  std::uint32_t next_id() noexcept {
+    std::uint32_t id = next_id_++;
+    if (id == 0) id = next_id_++;
+    return id;
+  }
+
   std::size_t size() const noexcept { return size_; }
   bool empty() const noexcept { return size_ == 0; }
 
@@ -133,6 +141,7 @@ class CallIdTable {
   std::unique_ptr<Slot[]> slots_;
   std::size_t capacity_ = 0;  // a power of two, or 0
   std::size_t size_ = 0;
+  std::uint32_t next_id_ = 1;
 };
 
 }  // namespace authrpc

@@ -8,7 +8,6 @@
 
 #include "authrpc/auth/client_negotiation.h"
 #include "authrpc/client/client_policy.h"
-#include "authrpc/client/client_metrics.h"
 #include "authrpc/client/connect_stream.h"
 #include "authrpc/rpc/call_stream.h"
 #include "authrpc/rpc/frame_channel.h"
@@ -23,24 +22,15 @@ using wire::FrameType;
 Client::Connection::Connection(asio::any_io_executor ex, ClientOptions options)
     : executor_(std::move(ex)),
       options_(std::move(options)),
-      negotiation_deadline_(*this),
       keepalive_(*this) {}
 
 asio::awaitable<Status> Client::Connection::open() {
-  connect_started_ = Clock::now();
-  const auto deadline = connect_started_ + options_.connect_timeout;
+  const auto deadline = counts_.start(options_) + options_.connect_timeout;
   if (Status s = validate_client_policies(options_); !s.ok()) co_return s;
-  if (options_.metrics) {
-    metrics_ = &options_.metrics->extension<ClientMetrics>();
-    metrics_transport_ = ClientMetrics::transport_of(options_.endpoint.scheme);
-  }
   auto stream = co_await connect_stream(executor_, options_, deadline);
   if (!stream.ok()) {
     Status why = unreachable(stream.status(), options_);
-    if (metrics_) {
-      metrics_->connected(ClientMetrics::Transport(metrics_transport_),
-                          static_cast<std::uint16_t>(to_wire_errc(why.code)), {}, {});
-    }
+    counts_.failed(why);
     co_return why;
   }
   ChannelInfo info;
@@ -58,12 +48,12 @@ asio::awaitable<Status> Client::Connection::open() {
     info.tls = true;
     info.channel_binding = tls->channel_binding;
     info.peer_certificate = tls->peer_certificate;
-    tls_info_ = *tls;
+    summary_.set_tls(*tls);
   }
   channel_ = std::make_shared<FrameChannel>(std::move(*stream), options_.max_frame_size);
 
   deadlines_ = &DeadlineQueue::of(executor_);
-  deadlines_->add(negotiation_deadline_, deadline, executor_);
+  auth_.start(*channel_, *deadlines_, deadline, executor_);
   info_ = std::move(info);
   asio::co_spawn(executor_, [self = shared_from_this()]() { return self->run(); },
                  asio::detached);
@@ -73,30 +63,26 @@ asio::awaitable<Status> Client::Connection::open() {
 
 asio::awaitable<Status> Client::Connection::wait_authenticated() {
   while (state_ == State::kHolding || state_ == State::kOptimistic) {
-    if (!auth_event_) auth_event_.emplace(executor_);
-    auth_event_->expires_at(Clock::time_point::max());
     std::error_code ec;
-    co_await auth_event_->async_wait(asio::redirect_error(asio::use_awaitable, ec));
+    co_await auth_.event(executor_).async_wait(asio::redirect_error(asio::use_awaitable, ec));
   }
-  co_return state_ == State::kReady ? Status() : closed_status_;
+  co_return state_ == State::kReady ? Status() : summary_.closed_status();
 }
 
 asio::awaitable<Result<std::string>> Client::Connection::call(
     [[maybe_unused]] std::shared_ptr<Connection> self, std::string_view service,
     std::string_view method, std::string_view request, CallOptions call_options) {
-  if (state_ == State::kClosed) co_return closed_status_;
+  if (state_ == State::kClosed) co_return summary_.closed_status();
   if (going_away_) co_return Status(Errc::kUnavailable, "server is shutting down (GOAWAY)");
   const auto timeout = call_options.timeout.count() > 0 ? call_options.timeout
                                                         : options_.default_call_timeout;
   // A call its caller makes while the reader delivers (the caller was
   // woken by a response) starts at that batch's read.
-  const Clock::time_point sent =
-      !metrics_ ? Clock::time_point() : delivering_ ? read_at_ : Clock::now();
+  const Clock::time_point sent = counts_.on() ? batch_.call_start() : Clock::time_point();
   const auto deadline = timeout.count() > 0 ? Clock::now() + timeout : Clock::time_point::max();
-  std::uint32_t id = next_call_id_++;
-  if (id == 0) id = next_call_id_++;
+  const std::uint32_t id = pending_.next_id();
 
-  std::string& out = state_ == State::kHolding ? held_ : channel_->out();
+  std::string& out = state_ == State::kHolding ? held_.buffer() : channel_->out();
   const std::size_t start = out.size();
   wire::append_request(out, id, {service, method, static_cast<std::uint32_t>(timeout.count())},
                        request);
@@ -105,45 +91,20 @@ asio::awaitable<Result<std::string>> Client::Connection::call(
     co_return Status(Errc::kFrameTooLarge, "request of " + std::to_string(request.size()) +
                                                " bytes exceeds the frame limit");
   }
-  // Until the server confirms authentication, keep a copy: if it refuses our
-  // mechanism (or challenges our last message) it drops pipelined requests
-  // and we send them again. It reads those it drops under its limit before
-  // authentication (max_negotiation_frame_size, at least
-  // kMinNegotiationFrameSize): a larger request, and every one after it,
-  // waits for AUTH_SUCCESS.
-  if (state_ != State::kReady) {
-    const bool too_large = out.size() - start > wire::kMinNegotiationFrameSize;
-    if (state_ == State::kOptimistic) {
-      held_.append(out, start, std::string::npos);
-      if (too_large) {
-        out.resize(start);
-        held_deferred_ = held_sent_;  // where this request starts
-        state_ = State::kHolding;
-      } else {
-        held_sent_ = held_.size();
-      }
-    } else if (too_large && held_deferred_ == std::string::npos) {
-      held_deferred_ = start;
-    }
+  // Until the server confirms authentication, keep a copy (HeldRequests).
+  if (state_ != State::kReady && !held_.keep(out, start, state_ == State::kOptimistic)) {
+    state_ = State::kHolding;
   }
-  if (state_ != State::kHolding) {
-    if (delivering_) {
-      requests_held_ = true;  // the reader sends it with the rest of its batch
-    } else {
-      channel_->flush_now();
-    }
-  }
+  if (state_ != State::kHolding) batch_.send(*channel_);
 
   // The caller waits with its handler parked in `pending`, completed once
   // by the response, a failure, the deadline, or the context's shutdown.
-  Pending pending(*this, id);
-  pending_.insert(id, &pending);
+  PendingCall pending(pending_, id);
   deadlines_->add(pending, deadline, executor_);
   co_await pending.wait();
-  if (metrics_) {
-    const auto code = pending.done ? pending.code() : Errc::kDeadlineExceeded;
-    metrics_->call(static_cast<std::uint16_t>(code),
-                   (pending.done ? pending.answered_at() : Clock::now()) - sent);
+  if (counts_.on()) {
+    counts_.call(pending.done ? pending.code() : Errc::kDeadlineExceeded,
+                 (pending.done ? pending.answered_at() : Clock::now()) - sent);
   }
   if (!pending.done) {
     if (state_ == State::kReady && !channel_->closed()) {
@@ -163,47 +124,23 @@ asio::awaitable<Result<std::shared_ptr<CallStream>>> Client::Connection::open_st
   if (state_ == State::kHolding || state_ == State::kOptimistic) {
     if (Status s = co_await wait_authenticated(); !s.ok()) co_return s;
   }
-  if (state_ == State::kClosed) co_return closed_status_;
+  if (state_ == State::kClosed) co_return summary_.closed_status();
   if (going_away_) co_return Status(Errc::kUnavailable, "server is shutting down (GOAWAY)");
-  if (!(server_features_ & wire::kFeatureStreams)) {
+  if (!streams_.supported()) {
     co_return Status(Errc::kUnimplemented, "the server does not support streaming calls");
   }
-  if (shm_ && shm_->state() == ShmLink::State::kOffered) {
+  if (auto link = streams_.unanswered_link()) {
     // One round trip, once per connection: streams then know whether
-    // their messages may go through shared memory.
-    auto link = shm_;
+    // their messages may use shared memory.
     co_await link->wait_answer();
-    if (state_ == State::kClosed) co_return closed_status_;
+    if (state_ == State::kClosed) co_return summary_.closed_status();
   }
-  const auto timeout = stream_options.timeout.count() > 0 ? stream_options.timeout
-                                                          : options_.default_call_timeout;
-  const auto deadline = timeout.count() > 0 ? Clock::now() + timeout : Clock::time_point::max();
-  const std::uint32_t window =
-      stream_options.window != 0 ? stream_options.window : kDefaultStreamWindow;
-  std::uint32_t id = next_call_id_++;
-  if (id == 0) id = next_call_id_++;
-  std::string& out = channel_->out();
-  const std::size_t start = out.size();
-  wire::append_stream_request(
-      out, id, {service, method, static_cast<std::uint32_t>(timeout.count()), window}, request);
-  if (out.size() - start > options_.max_frame_size) {
-    out.resize(start);
-    co_return Status(Errc::kFrameTooLarge, "request of " + std::to_string(request.size()) +
-                                               " bytes exceeds the frame limit");
-  }
-  channel_->set_direct_data_threshold(kDirectDataThreshold);
-  auto stream = std::make_shared<CallStream>(channel_, id, window, 0, deadline);
-  if (shm_) stream->set_shm(shm_);
-  stream->set_on_local_failure([weak = weak_from_this(), id](const Status&) {
-    if (auto self = weak.lock()) self->cancel_stream(id);
-  });
-  streams_.add(stream);
-  channel_->flush_now();
-  co_return stream;
+  co_return streams_.open(channel_, pending_.next_id(), service, method, request, stream_options,
+                          options_, weak_from_this());
 }
 
 void Client::Connection::cancel_stream(std::uint32_t call_id) {
-  if (!streams_.take(call_id)) return;
+  if (!streams_.router().take(call_id)) return;
   if (state_ == State::kReady && !channel_->closed()) {
     wire::append_cancel(channel_->out(), call_id);
     channel_->schedule_flush();
@@ -216,26 +153,11 @@ void Client::Connection::close(Status why) {
   if (channel_) channel_->close();
 }
 
-std::string Client::Connection::mechanism() const {
-  std::lock_guard lock(summary_mu_);
-  return mechanism_;
-}
+std::string Client::Connection::mechanism() const { return summary_.mechanism(); }
 
-std::string Client::Connection::authenticated_user() const {
-  std::lock_guard lock(summary_mu_);
-  return server_user_;
-}
+std::string Client::Connection::authenticated_user() const { return summary_.user(); }
 
-Status Client::Connection::status() const {
-  std::lock_guard lock(summary_mu_);
-  return closed_status_;
-}
-
-void Client::Connection::NegotiationDeadline::expired() {
-  if (connection_.state_ != State::kHolding && connection_.state_ != State::kOptimistic) return;
-  connection_.negotiation_timed_out_ = true;
-  connection_.channel_->close();
-}
+Status Client::Connection::status() const { return summary_.status(); }
 
 std::uint64_t Client::Connection::Keepalive::queued_total() const {
   FrameChannel& channel = *connection_.channel_;
@@ -258,62 +180,6 @@ void Client::Connection::Keepalive::expired() {
   arm();
 }
 
-Client::Connection::Pending::~Pending() {
-  cancel();
-  if (registered_) connection_.pending_.take(id_);
-}
-
-void Client::Connection::Pending::finish(Result<std::string> outcome) {
-  settle();
-  owned_.emplace(std::move(outcome));
-  handler_.post();
-}
-
-void Client::Connection::Pending::answer(std::uint16_t status, std::string_view text,
-                                         Clock::time_point read_at,
-                                         const asio::any_io_executor& current) {
-  settle();
-  status_ = status;
-  read_at_ = read_at;
-  if (handler_.runs_here(current)) {
-    in_place_ = true;
-    text_ = text;
-    handler_.resume_here();  // `*this` may be gone after this
-    return;
-  }
-  if (status == 0) {
-    owned_.emplace(std::string(text));
-  } else {
-    owned_.emplace(Status(errc_from_wire(status), std::string(text)));
-  }
-  handler_.post();
-}
-
-Result<std::string> Client::Connection::Pending::take_result() {
-  if (!in_place_) return std::move(*owned_);
-  if (status_ == 0) return Result<std::string>(std::in_place, text_);
-  return Status(errc_from_wire(status_), std::string(text_));
-}
-
-Errc Client::Connection::Pending::code() const {
-  if (in_place_) {
-    return status_ == 0 ? Errc::kOk : to_wire_errc(make_error_code(errc_from_wire(status_)));
-  }
-  return owned_->ok() ? Errc::kOk : to_wire_errc(owned_->code());
-}
-
-void Client::Connection::Pending::settle() {
-  registered_ = false;
-  done = true;
-  cancel();  // off the deadline queue
-}
-
-void Client::Connection::Pending::expired() {
-  registered_ = false;
-  connection_.pending_.take(id_);
-  handler_.post();
-}
-
 asio::awaitable<void> Client::Connection::run() {
   // Start once the turn that connected is over: calls the connecting
   // coroutine makes right away (wait_for_authentication off) are then
@@ -321,29 +187,12 @@ asio::awaitable<void> Client::Connection::run() {
   // waits for the reply without another turn of the loop.
   co_await asio::post(executor_, asio::use_awaitable);
   auto negotiated = co_await negotiate_client(
-      *channel_, options_.mechanisms, info_, [this](NegotiationEvent event) {
-        if (event == NegotiationEvent::kFinalMessageQueued) {
-          held_sent_ = std::min(held_deferred_, held_.size());
-          channel_->out().append(held_, 0, held_sent_);
-          state_ = held_sent_ == held_.size() ? State::kOptimistic : State::kHolding;
-        } else {
-          held_sent_ = 0;
-          state_ = State::kHolding;
-        }
-      },
-      options_.do_as, &spent_session_);
-  negotiation_deadline_.cancel();
+      *channel_, options_.mechanisms, info_,
+      [this](NegotiationEvent event) { on_negotiation_event(event); }, options_.do_as,
+      auth_.spent());
+  auth_.over();
   if (!negotiated.ok()) {
-    Status why = negotiated.status();
-    if (negotiation_timed_out_) {
-      why = Status(Errc::kNegotiationTimeout,
-                   "connect + negotiation took longer than " +
-                       std::to_string(options_.connect_timeout.count()) + " ms");
-    }
-    if (metrics_) {
-      metrics_->connected(ClientMetrics::Transport(metrics_transport_),
-                          static_cast<std::uint16_t>(to_wire_errc(why.code)), {}, {});
-    }
+    Status why = negotiation_failed(negotiated.status());
     // The ERROR negotiate_client() queued for the server (why we give up:
     // its logs and metrics count refusals by that code) leaves before the
     // caller hears of the failure and perhaps ends the event loop: a TLS
@@ -353,135 +202,131 @@ asio::awaitable<void> Client::Connection::run() {
     close(std::move(why));
     co_return;
   }
-  if (held_sent_ < held_.size()) {
-    // Requests that waited for AUTH_SUCCESS (too large to travel before it).
-    channel_->out().append(held_, held_sent_, std::string::npos);
-    channel_->flush_now();
-  }
-  held_.clear();
-  held_.shrink_to_fit();
-  held_sent_ = 0;
-  held_deferred_ = std::string::npos;
-  state_ = State::kReady;
-  if (metrics_) {
-    metrics_->connected(ClientMetrics::Transport(metrics_transport_), 0, negotiated->mechanism,
-                        Clock::now() - connect_started_);
-    counted_open_ = true;
-  }
-  {
-    std::lock_guard lock(summary_mu_);
-    mechanism_ = std::move(negotiated->mechanism);
-    server_user_ = std::move(negotiated->server_user);
-  }
-  server_features_ = negotiated->server_features;
-  if ((server_features_ & wire::kFeatureStreams) && (server_features_ & wire::kFeatureShm)) {
-    shm_ = ShmLink::offer(*channel_, options_.shm);
-    if (shm_) channel_->schedule_flush();
-  }
-  if (auth_event_) auth_event_->cancel();
-  if (options_.keepalive.count() > 0) keepalive_.arm();
+  become_ready(*negotiated);
 
+  // The read loop: RESPONSE and DATA here, every other frame in route().
   for (;;) {
     auto incoming = channel_->buffered_frame();
     if (!incoming || !incoming->ok() || (*incoming)->header.type != FrameType::kResponse) {
-      flush_held_requests();  // the batch of responses is over
+      batch_.flush(*channel_);  // the batch of responses is over
     }
     if (!incoming) {
       incoming = co_await channel_->read_frame();
-      if (metrics_) read_at_ = Clock::now();
+      if (counts_.on()) batch_.read_now();
     }
     auto& frame = *incoming;
     if (!frame.ok()) {
-      Status why = frame.status();
-      if (why.code == Errc::kConnectionClosed) {
-        why = going_away_ ? Status(Errc::kUnavailable, "server shut down the connection (GOAWAY)")
-                          : Status(Errc::kConnectionClosed, "server closed the connection");
-      } else if (why.code == Errc::kProtocolError || why.code == Errc::kFrameTooLarge) {
-        protocol_error(std::move(why));
-        co_return;
-      }
-      close(std::move(why));
+      read_failed(frame.status());
       co_return;
     }
-    // The frames of streaming calls go through the router; an error it
-    // returns is the peer's breach of the protocol.
-    Status breach;
-    if (frame->header.call_id != 0 && wire::is_connection_frame_type(frame->header.type))
-        [[unlikely]] {
-      protocol_error(Status(Errc::kProtocolError,
-                            std::string(wire::frame_type_name(frame->header.type)) +
-                                " with call id " + std::to_string(frame->header.call_id)));
-      co_return;
-    }
-    switch (frame->header.type) {
-      case FrameType::kResponse: {
-        delivering_ = true;
-        const bool delivered = deliver(*frame);
-        delivering_ = false;
-        if (!delivered) co_return;
-        // The caller may have closed the connection meanwhile (it ran
-        // inside deliver()): nothing left to read.
-        if (state_ == State::kClosed) co_return;
-        if (!channel_->frame_buffered()) {
-          flush_held_requests();
-          // The callers we woke here have run already (inside deliver()),
-          // and a read that finds nothing waits, letting the loop's other
-          // work run. Only a reader that keeps finding input would not: it
-          // lets that work run every kBatchesPerTurn batches. (A turn of
-          // the loop after every batch cost an epoll_wait of its own per
-          // batch.)
-          if (++batches_in_turn_ >= kBatchesPerTurn) {
-            batches_in_turn_ = 0;
-            co_await asio::post(executor_, asio::use_awaitable);
-          }
-          spent_session_.reset();  // see negotiate_client()
-        }
-        break;
+    if (frame->header.type == FrameType::kResponse) {
+      batch_.begin_delivery();
+      const bool delivered = deliver(*frame);
+      batch_.end_delivery();
+      // The caller may have closed the connection meanwhile (it ran inside
+      // deliver()): nothing left to read.
+      if (!delivered || state_ == State::kClosed) co_return;
+      if (!channel_->frame_buffered()) {
+        batch_.flush(*channel_);  // the callers woken here have run already
+        if (batch_.turn_over()) co_await asio::post(executor_, asio::use_awaitable);
+        auth_.drop_spent();  // see negotiate_client()
       }
-      case FrameType::kData:
-        if (!co_await deliver_data(*frame)) co_return;
-        break;
-      case FrameType::kShmAccept:
-        breach = shm_ ? shm_->on_accept(frame->body)
-                      : Status(Errc::kProtocolError, "SHM_ACCEPT without SHM_HELLO");
-        break;
-      case FrameType::kShmRing:
-        breach = shm_ && shm_->active()
-                     ? streams_.on_shm_ring(shm_, *channel_, *frame)
-                     : Status(Errc::kProtocolError, "SHM_RING without shared memory");
-        break;
-      case FrameType::kWindowUpdate:
-        breach = streams_.on_window_update(*frame);
-        break;
-      case FrameType::kGoAway: {
-        auto body = wire::parse_goaway(frame->body);
-        going_away_ = true;
-        if (body.ok()) fail_calls_after(body->last_call_id);
-        break;
-      }
-      case FrameType::kPing:
-        wire::append_ping(channel_->out(), FrameType::kPong, frame->body);
-        channel_->schedule_flush();
-        break;
-      case FrameType::kPong:
-        break;
-      case FrameType::kError: {
-        auto body = wire::parse_error(frame->body);
-        close(body.ok() ? Status(errc_from_wire(body->code), "server: " + body->message)
-                        : body.status());
-        co_return;
-      }
-      default:
-        breach = Status(Errc::kProtocolError,
-                        "unexpected " + std::string(wire::frame_type_name(frame->header.type)) +
-                            " frame from server");
-        break;
-    }
-    if (!breach.ok()) {
-      protocol_error(std::move(breach));
+    } else if (frame->header.type == FrameType::kData) {
+      if (!co_await deliver_data(*frame)) co_return;
+    } else if (!route(*frame)) {
       co_return;
     }
   }
+}
+
+void Client::Connection::on_negotiation_event(NegotiationEvent event) {
+  if (event == NegotiationEvent::kFinalMessageQueued) {
+    state_ = held_.send_behind_last(channel_->out()) ? State::kOptimistic : State::kHolding;
+  } else {
+    held_.dropped();
+    state_ = State::kHolding;
+  }
+}
+
+Status Client::Connection::negotiation_failed(Status why) {
+  if (auth_.timed_out()) {
+    why = Status(Errc::kNegotiationTimeout, "connect + negotiation took longer than " +
+                                                std::to_string(options_.connect_timeout.count()) +
+                                                " ms");
+  }
+  counts_.failed(why);
+  return why;
+}
+
+void Client::Connection::become_ready(ClientNegotiationResult& negotiated) {
+  held_.release(*channel_);
+  state_ = State::kReady;
+  counts_.connected(negotiated.mechanism);
+  summary_.authenticated(std::move(negotiated.mechanism), std::move(negotiated.server_user));
+  streams_.start(negotiated.server_features, *channel_, options_.shm);
+  auth_.wake();
+  if (options_.keepalive.count() > 0) keepalive_.arm();
+}
+
+void Client::Connection::read_failed(Status why) {
+  if (why.code == Errc::kProtocolError || why.code == Errc::kFrameTooLarge) {
+    protocol_error(std::move(why));
+    return;
+  }
+  if (why.code == Errc::kConnectionClosed) {
+    why = going_away_ ? Status(Errc::kUnavailable, "server shut down the connection (GOAWAY)")
+                      : Status(Errc::kConnectionClosed, "server closed the connection");
+  }
+  close(std::move(why));
+}
+
+bool Client::Connection::route(const Frame& frame) {
+  const FrameType type = frame.header.type;
+  if (frame.header.call_id != 0 && wire::is_connection_frame_type(type)) [[unlikely]] {
+    protocol_error(Status(Errc::kProtocolError, std::string(wire::frame_type_name(type)) +
+                                                    " with call id " +
+                                                    std::to_string(frame.header.call_id)));
+    return false;
+  }
+  // An error a step returns is the peer's breach of the protocol.
+  Status breach;
+  switch (type) {
+    case FrameType::kShmAccept:
+      breach = streams_.on_shm_accept(frame);
+      break;
+    case FrameType::kShmRing:
+      breach = streams_.on_shm_ring(*channel_, frame);
+      break;
+    case FrameType::kWindowUpdate:
+      breach = streams_.router().on_window_update(frame);
+      break;
+    case FrameType::kGoAway: {
+      auto body = wire::parse_goaway(frame.body);
+      going_away_ = true;
+      if (body.ok()) fail_calls_after(body->last_call_id);
+      break;
+    }
+    case FrameType::kPing:
+      wire::append_ping(channel_->out(), FrameType::kPong, frame.body);
+      channel_->schedule_flush();
+      break;
+    case FrameType::kPong:
+      break;
+    case FrameType::kError: {
+      auto body = wire::parse_error(frame.body);
+      close(body.ok() ? Status(errc_from_wire(body->code), "server: " + body->message)
+                      : body.status());
+      return false;
+    }
+    default:
+      breach = Status(Errc::kProtocolError, "unexpected " +
+                                                std::string(wire::frame_type_name(type)) +
+                                                " frame from server");
+      break;
+  }
+  if (breach.ok()) return true;
+  protocol_error(std::move(breach));
+  return false;
 }
 
 bool Client::Connection::deliver(const Frame& frame) {
@@ -491,22 +336,22 @@ bool Client::Connection::deliver(const Frame& frame) {
     protocol_error(header.status().message);
     return false;
   }
-  Pending* const waiting = pending_.take(frame.header.call_id);
+  PendingCall* const waiting = pending_.take(frame.header.call_id);
   if (waiting == nullptr) {
     // A streaming call's end, or a call that timed out or was cancelled:
     // ignored.
-    streams_.on_response(frame.header.call_id, *header, payload);
+    streams_.router().on_response(frame.header.call_id, *header, payload);
     return true;
   }
   // The caller runs before this returns and may close the connection:
   // run() checks the channel before it reads on.
   waiting->answer(header->status, header->status == 0 ? payload : header->error_message,
-                  read_at_, executor_);
+                  batch_.read_at(), executor_);
   return true;
 }
 
 asio::awaitable<bool> Client::Connection::deliver_data(const Frame& frame) {
-  Status s = co_await streams_.on_data(*channel_, frame);
+  Status s = co_await streams_.router().on_data(*channel_, frame);
   if (s.ok()) co_return true;
   if (s.code == Errc::kProtocolError) {
     protocol_error(std::move(s));
@@ -516,16 +361,10 @@ asio::awaitable<bool> Client::Connection::deliver_data(const Frame& frame) {
   co_return false;
 }
 
-void Client::Connection::flush_held_requests() {
-  if (!requests_held_) return;
-  requests_held_ = false;
-  channel_->flush_now();
-}
-
 void Client::Connection::fail_calls_after(std::uint32_t last_call_id) {
   const Status not_run(Errc::kUnavailable, "server is shutting down; call not run");
-  streams_.fail_after(last_call_id, not_run);
-  for (Pending* p : pending_.take_if([&](std::uint32_t id) { return id > last_call_id; })) {
+  streams_.router().fail_after(last_call_id, not_run);
+  for (PendingCall* p : pending_.take_if([&](std::uint32_t id) { return id > last_call_id; })) {
     p->finish(not_run);
   }
 }
@@ -544,22 +383,14 @@ void Client::Connection::protocol_error(Status why) {
 void Client::Connection::fail(Status why) {
   if (state_ == State::kClosed) return;
   state_ = State::kClosed;
-  if (counted_open_) {
-    counted_open_ = false;
-    metrics_->closed(ClientMetrics::Transport(metrics_transport_));
-  }
-  {
-    // Written once, here; status() reads it from other threads.
-    std::lock_guard lock(summary_mu_);
-    closed_status_ = std::move(why);
-  }
-  const Status& why_closed = closed_status_;
-  for (Pending* p : pending_.take_all()) p->finish(why_closed);
+  counts_.closed();
+  summary_.close(std::move(why));  // status() reads it from other threads
+  const Status& why_closed = summary_.closed_status();
+  for (PendingCall* p : pending_.take_all()) p->finish(why_closed);
   streams_.fail_all(why_closed);
-  if (shm_) shm_->cancel_wait();
-  negotiation_deadline_.cancel();
+  auth_.over();
+  auth_.wake();
   keepalive_.cancel();
-  if (auth_event_) auth_event_->cancel();
 }
 
 }  // namespace authrpc

@@ -1,11 +1,13 @@
 // Internal: the connection behind a Client, from connect to close. Its life
 // reads as one coroutine, run(): negotiate → read frames and route them
 // (RESPONSE to the unary call waiting for it, the frames of streaming calls
-// through its CallRouter) → close. Unary calls wait in place (Pending, a
-// DeadlineQueue entry in the caller's coroutine frame); streaming calls are
-// CallStreams in the router's table.
+// through ClientStreams) → close. Unary calls wait in place (PendingCall, a
+// DeadlineQueue entry in the caller's coroutine frame). It keeps its state,
+// channel and unary calls; each other job is a value member with no pointer
+// back to it (HeldRequests, ResponseBatch, PendingAuthentication,
+// ClientStreams, ClientConnectionCounts, ConnectionSummary).
 //
-// Threading and ownership: everything but the mutex-guarded summary runs on
+// Threading and ownership: everything but its ConnectionSummary runs on
 // the connection's executor. Shared by its Client, by every call in flight
 // and by its ClientStreams; the reader coroutine (run) owns a reference too,
 // so the connection outlives its Client until the reader ends.
@@ -13,28 +15,30 @@
 
 #include <asio/any_io_executor.hpp>
 #include <asio/awaitable.hpp>
-#include <asio/steady_timer.hpp>
 #include <cstdint>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <string>
 #include <string_view>
 
+#include "authrpc/auth/client_negotiation.h"
 #include "authrpc/auth/mechanism.h"
 #include "authrpc/client/call_id_table.h"
 #include "authrpc/client/client.h"
+#include "authrpc/client/client_connection_counts.h"
 #include "authrpc/client/client_stream.h"
-#include "authrpc/rpc/call_router.h"
+#include "authrpc/client/client_streams.h"
+#include "authrpc/client/connection_summary.h"
+#include "authrpc/client/held_requests.h"
+#include "authrpc/client/pending_authentication.h"
+#include "authrpc/client/pending_call.h"
+#include "authrpc/client/response_batch.h"
 #include "authrpc/rpc/deadline_queue.h"
-#include "authrpc/rpc/parked_handler.h"
 
 namespace authrpc {
 
 class CallStream;
-class ClientMetrics;
 class FrameChannel;
-class ShmLink;
 struct Frame;
 
 class Client::Connection : public std::enable_shared_from_this<Client::Connection>,
@@ -63,27 +67,16 @@ class Client::Connection : public std::enable_shared_from_this<Client::Connectio
   Status status() const;
   const asio::any_io_executor& executor() const noexcept { return executor_; }
   // Set in open(), before the Client is handed out; read-only afterwards.
-  const std::optional<TlsInfo>& tls_info() const noexcept { return tls_info_; }
+  const std::optional<TlsInfo>& tls_info() const noexcept { return summary_.tls(); }
 
  private:
   using Clock = std::chrono::steady_clock;
 
   enum class State {
     kHolding,     // negotiating; calls wait in held_
-    kOptimistic,  // our last message is queued; calls follow it (and are kept in held_)
+    kOptimistic,  // our last message is queued; calls follow it (and held_ keeps a copy)
     kReady,       // authenticated
     kClosed,
-  };
-
-  // Closes the channel if negotiation is not over by the connect deadline.
-  class NegotiationDeadline final : public DeadlineQueue::Entry {
-   public:
-    explicit NegotiationDeadline(Connection& c) : connection_(c) {}
-    ~NegotiationDeadline() { cancel(); }
-
-   private:
-    void expired() override;
-    Connection& connection_;
   };
 
   // ClientOptions::keepalive: every interval, a PING if nothing was sent
@@ -105,67 +98,24 @@ class Client::Connection : public std::enable_shared_from_this<Client::Connectio
     std::uint64_t mark_ = 0;
   };
 
-  // A unary call waiting for its response: lives in the frame of call(),
-  // found by call id in pending_ and queued in the context's DeadlineQueue —
-  // always, even without a deadline (time_point::max() costs a tail insert
-  // and arms nothing), so that a context shutting down with calls waiting
-  // lets go of their handlers. Completed exactly once: finish() (failure),
-  // answer() (response) or expired() (deadline) completes the parked
-  // handler.
-  class Pending final : public DeadlineQueue::Entry {
-   public:
-    Pending(Connection& c, std::uint32_t id) : connection_(c), id_(id) {}
-    ~Pending() override;
-    // co_await: the caller waits here until completed.
-    auto wait() { return wait_in(handler_); }
-    // The caller has been taken out of pending_ already. The waiting call
-    // resumes through its executor.
-    void finish(Result<std::string> outcome);
-    // The RESPONSE (wire `status`; `text`: the payload, or the error
-    // message), read at `read_at`. A caller waiting on `current` (the
-    // reader's executor) resumes inside this call — it sees its response
-    // without another turn of the event loop (which would first poll the
-    // reactor), and builds its result once, straight from the reader's
-    // buffer (take_result) rather than through a chain of moves; any other
-    // caller gets a copy, posted.
-    void answer(std::uint16_t status, std::string_view text, Clock::time_point read_at,
-                const asio::any_io_executor& current);
-    // The call's outcome, once done; once.
-    Result<std::string> take_result();
-    // The outcome's wire code (metrics), once done.
-    Errc code() const;
-    // When the response was read, for one answered in place; else now.
-    Clock::time_point answered_at() const { return in_place_ ? read_at_ : Clock::now(); }
-
-    bool done = false;
-
-   private:
-    void settle();
-    void expired() override;  // the deadline passed: `done` stays false
-    void abandoned() noexcept override { handler_.reset(); }
-
-    Connection& connection_;
-    std::uint32_t id_;
-    bool registered_ = true;
-    // Answered in place: `text_` views the reader's buffer, valid while
-    // the caller runs inside answer(). Otherwise the outcome is `owned_`.
-    bool in_place_ = false;
-    std::uint16_t status_ = 0;
-    std::string_view text_;
-    Clock::time_point read_at_;
-    std::optional<Result<std::string>> owned_;
-    ParkedHandler handler_;
-  };
-
-  // The connection's life after open(): negotiation, then the frames.
+  // The connection's life after open(): negotiation, then the read loop.
+  // Its steps, in order:
   asio::awaitable<void> run();
+  // negotiate_client's events: calls follow the last message, or wait.
+  void on_negotiation_event(NegotiationEvent event);
+  // Negotiation failed with `why`: counted; returns the failure to report.
+  Status negotiation_failed(Status why);
+  // AUTH_SUCCESS: held requests leave, calls go straight out from now on.
+  void become_ready(ClientNegotiationResult& negotiated);
+  // The read loop's read failed (the server closed, or sent no frame).
+  void read_failed(Status why);
+  // Any frame but RESPONSE and DATA. False if the connection ended.
+  bool route(const Frame& frame);
   // A RESPONSE: to its unary call or its streaming call. False if the
   // connection failed.
   bool deliver(const Frame& frame);
   // A DATA frame, through the router. False if the connection failed.
   asio::awaitable<bool> deliver_data(const Frame& frame);
-  // Sends the requests held while delivering (delivering_), if any.
-  void flush_held_requests();
   // GOAWAY: calls the server will not run fail with kUnavailable.
   void fail_calls_after(std::uint32_t last_call_id);
   void protocol_error(std::string message);
@@ -177,58 +127,22 @@ class Client::Connection : public std::enable_shared_from_this<Client::Connectio
 
   asio::any_io_executor executor_;
   ClientOptions options_;
-  // Metrics (null: off): this connection's transport, when connecting
-  // started, whether it counts as open.
-  ClientMetrics* metrics_ = nullptr;
-  int metrics_transport_ = 0;
-  std::chrono::steady_clock::time_point connect_started_;
-  bool counted_open_ = false;
+  ClientConnectionCounts counts_;
   std::shared_ptr<FrameChannel> channel_;
+  // The channel as negotiation sees it, described by open(). A member rather
+  // than run()'s argument: through co_spawn its five strings would be moved
+  // three times per session.
   ChannelInfo info_;
-  std::optional<TlsInfo> tls_info_;
   State state_ = State::kHolding;
-  // Until AUTH_SUCCESS, every request made (a server that refuses or
-  // challenges our last message drops those that followed it, and we send
-  // them again); held_sent_ of its bytes were written behind that message.
-  // A request too large to travel before AUTH_SUCCESS (held_deferred_, its
-  // offset) waits for it, and so do the requests made after it.
-  std::string held_;
-  std::size_t held_sent_ = 0;
-  std::size_t held_deferred_ = std::string::npos;
-  std::unique_ptr<ClientAuthSession> spent_session_;  // dropped after the first response
-  CallIdTable<Pending> pending_;
+  HeldRequests held_;
+  CallIdTable<PendingCall> pending_;  // and the next call id
   DeadlineQueue* deadlines_ = nullptr;  // this context's, looked up once in open()
-  CallRouter streams_;
-  std::uint32_t server_features_ = 0;
-  std::shared_ptr<ShmLink> shm_;  // offered or active shared memory (unix:// only)
-  std::uint32_t next_call_id_ = 1;
+  ClientStreams streams_;
   bool going_away_ = false;
-  // The reader is delivering a RESPONSE: a caller it wakes runs inside
-  // deliver(), and the request it makes next is held in the channel's
-  // output (requests_held_) until the reader has delivered every response
-  // it has buffered, so that the requests a batch of responses frees leave
-  // in one write, as the server's responses do (flush_held_requests()).
-  bool delivering_ = false;
-  bool requests_held_ = false;
-  // Batches of responses delivered since the reader last let the loop's
-  // other work run (run()).
-  static constexpr int kBatchesPerTurn = 8;
-  int batches_in_turn_ = 0;
-  // With metrics: when the reader's last read completed. The responses of
-  // a batch are timed to it, and so are the calls their callers make while
-  // it delivers: one clock read per batch rather than two per call.
-  Clock::time_point read_at_;
-  bool negotiation_timed_out_ = false;
-  // Set once by fail(), under summary_mu_ (status() reads it from any
-  // thread); read without the lock on the connection's executor.
-  Status closed_status_;
-  std::optional<asio::steady_timer> auth_event_;  // made by the first wait_authenticated()
-  NegotiationDeadline negotiation_deadline_;
+  ResponseBatch batch_;
+  PendingAuthentication auth_;
   Keepalive keepalive_;
-
-  mutable std::mutex summary_mu_;
-  std::string mechanism_;
-  std::string server_user_;
+  ConnectionSummary summary_;
 };
 
 }  // namespace authrpc

@@ -144,5 +144,15 @@ TEST(CallIdTableTest, TakeIfAndTakeAllRemoveWhatTheyReturn) {
   EXPECT_EQ(table.take(7), &values[6]);
 }
 
+TEST(CallIdTableTest, NextIdCountsFromOneWhateverTheTableHolds) {
+  CallIdTable<int> table;
+  int value = 0;
+  EXPECT_EQ(table.next_id(), 1u);
+  table.insert(1, &value);
+  EXPECT_EQ(table.next_id(), 2u);
+  table.take_all();
+  EXPECT_EQ(table.next_id(), 3u);
+}
+
 }  // namespace
 }  // namespace authrpc
