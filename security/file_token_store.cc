@@ -372,6 +372,72 @@ bool parse_journal_name(const char* name, std::uint64_t* generation) {
 
 constexpr const char* kSnapshotTemp = "snapshot.tmp";
 
+// The snapshot of `state` for `generation`: a header, the counters, each
+// key, each token, and the end record that counts them.
+void snapshot_image(const TokenStoreState& state, std::uint64_t generation, std::string_view salt,
+                    std::string* image) {
+  std::size_t size = kFileHeaderBytes + 3 * kRecordOverhead + 64;
+  for (const auto& key : state.keys) size += kRecordOverhead + 32 + key.secret.size();
+  for (const auto& token : state.tokens) {
+    size += kRecordOverhead + 32 + token.identifier.size() + token.password.size();
+  }
+  image->reserve(size);
+  image->append(file_header(kSnapshotMagic, generation, salt));
+  std::uint64_t records = 0;
+  {
+    WipedString body;
+    body.s = counters_body(state.last_sequence_number, state.last_master_key_id);
+    append_record(image, salt, body.s);
+    ++records;
+  }
+  for (const auto& key : state.keys) {
+    WipedString body;
+    put_key_body(key, &body.s);
+    append_record(image, salt, body.s);
+    ++records;
+  }
+  for (const auto& token : state.tokens) {
+    WipedString body;
+    add_token_body(token, &body.s);
+    append_record(image, salt, body.s);
+    ++records;
+  }
+  std::string body;
+  ByteWriter w(&body);
+  w.u8(static_cast<std::uint8_t>(RecordType::kSnapshotEnd));
+  w.u64(records);
+  w.u64(generation);
+  append_record(image, salt, body);
+}
+
+// OK if the damaged record at `p` of a journal is a torn last append, which
+// was never acknowledged; corruption otherwise, which is reported, never
+// skipped. Appends go one at a time and a failed one is truncated away, so
+// bytes after a record's end mean it was acknowledged. When its header
+// holds, its end is known: anything after it makes it corruption. When the
+// header is damaged too, the end is unknown: it is corruption if an intact
+// record starts anywhere after it. In version 2 that scan cannot be fooled
+// by a record planted in a body (a renewer string chosen by a client):
+// intact records need the file's random salt.
+Status check_torn_tail(std::string_view data, std::string_view salt, std::size_t p,
+                       const std::string& name) {
+  if (const std::uint32_t len = intact_length_at(data, salt, p); len != 0) {
+    const std::size_t end = p + kRecordOverhead + len;
+    if (end < data.size()) {
+      std::string_view ignored;
+      std::size_t after = 0;
+      return corrupt(name + ": damaged record at offset " + std::to_string(p) + " is followed by " +
+                     (intact_record_at(data, salt, end, &ignored, &after)
+                          ? std::string("intact records")
+                          : std::to_string(data.size() - end) + " more bytes"));
+    }
+  } else if (intact_record_after(data, salt, p)) {
+    return corrupt(name + ": damaged record at offset " + std::to_string(p) +
+                   " is followed by intact records");
+  }
+  return {};
+}
+
 }  // namespace
 
 FileTokenStore::FileTokenStore(std::string dir, FileTokenStoreOptions options)
@@ -534,16 +600,7 @@ Status FileTokenStore::read_snapshot(bool* found) {
 Status FileTokenStore::open_journal() {
   const std::string file = journal_name(generation_);
   const std::string name = dir_ + "/" + file;
-  journal_fd_ = ::openat(dir_fd_, file.c_str(), O_RDWR | O_CLOEXEC);
-  if (journal_fd_ < 0) {
-    if (errno != ENOENT) return io_error("open " + name, errno);
-    // The current journal is created before its snapshot is renamed into
-    // place, so only generation 0 may be missing (a new store).
-    if (generation_ != 0) return corrupt(name + " is missing");
-    journal_fd_ = ::openat(dir_fd_, file.c_str(), O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
-    if (journal_fd_ < 0) return io_error("create " + name, errno);
-  }
-  if (auto s = tighten(journal_fd_, 0600, name); !s.ok()) return s;
+  if (auto s = open_journal_file(file, name); !s.ok()) return s;
   WipedString image;
   {
     bool found = false;
@@ -554,17 +611,7 @@ Status FileTokenStore::open_journal() {
   const HeaderCheck check = parse_file_header(data, kJournalMagic, &header);
   if (check == HeaderCheck::kDamaged &&
       (data.size() < kFileHeaderBytes || all_zero(data.substr(0, kFileHeaderBytes)))) {
-    // A journal whose creation was cut short: it holds no record yet.
-    if (data.size() > kFileHeaderBytes && !all_zero(data.substr(kFileHeaderBytes))) {
-      return corrupt(name + " has no valid header");
-    }
-    salt_ = new_salt();
-    const std::string fresh = file_header(kJournalMagic, generation_, salt_);
-    if (::ftruncate(journal_fd_, 0) != 0) return io_error("truncate " + name, errno);
-    if (auto s = write_all(journal_fd_, fresh, 0, name); !s.ok()) return s;
-    if (::fsync(journal_fd_) != 0 || ::fsync(dir_fd_) != 0) return io_error("fsync " + name, errno);
-    journal_bytes_ = fresh.size();
-    return {};
+    return restart_journal(data, name);
   }
   switch (check) {
     case HeaderCheck::kOk: break;
@@ -579,39 +626,47 @@ Status FileTokenStore::open_journal() {
   }
   if (header.version == kFormatVersion1) recovery_.format_version = kFormatVersion1;
   salt_ = std::string(header.salt);
-  std::size_t p = header.size;
+  return replay_journal(data, header.size, name);
+}
+
+// Opens the current journal, creating it for a new store.
+Status FileTokenStore::open_journal_file(const std::string& file, const std::string& name) {
+  journal_fd_ = ::openat(dir_fd_, file.c_str(), O_RDWR | O_CLOEXEC);
+  if (journal_fd_ < 0) {
+    if (errno != ENOENT) return io_error("open " + name, errno);
+    // The current journal is created before its snapshot is renamed into
+    // place, so only generation 0 may be missing (a new store).
+    if (generation_ != 0) return corrupt(name + " is missing");
+    journal_fd_ = ::openat(dir_fd_, file.c_str(), O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+    if (journal_fd_ < 0) return io_error("create " + name, errno);
+  }
+  return tighten(journal_fd_, 0600, name);
+}
+
+// A journal whose creation was cut short: it holds no record yet, so it
+// gets a fresh header.
+Status FileTokenStore::restart_journal(std::string_view data, const std::string& name) {
+  if (data.size() > kFileHeaderBytes && !all_zero(data.substr(kFileHeaderBytes))) {
+    return corrupt(name + " has no valid header");
+  }
+  salt_ = new_salt();
+  const std::string fresh = file_header(kJournalMagic, generation_, salt_);
+  if (::ftruncate(journal_fd_, 0) != 0) return io_error("truncate " + name, errno);
+  if (auto s = write_all(journal_fd_, fresh, 0, name); !s.ok()) return s;
+  if (::fsync(journal_fd_) != 0 || ::fsync(dir_fd_) != 0) return io_error("fsync " + name, errno);
+  journal_bytes_ = fresh.size();
+  return {};
+}
+
+// Applies the journal's records from offset `p` to the mirror, cutting off
+// a torn last append.
+Status FileTokenStore::replay_journal(std::string_view data, std::size_t p, const std::string& name) {
   while (p < data.size()) {
     std::string_view body;
     std::size_t next = 0;
     if (!intact_record_at(data, salt_, p, &body, &next)) {
-      // Which damaged record is a torn last append (never acknowledged, cut
-      // off) and which is corruption (reported, never skipped)? Appends go
-      // one at a time and a failed one is truncated away, so bytes after a
-      // record's end mean it was acknowledged. When its header holds, its
-      // end is known: anything after it makes it corruption. When the
-      // header is damaged too, the end is unknown: it is corruption if an
-      // intact record starts anywhere after it. In version 2 that scan
-      // cannot be fooled by a record planted in a body (a renewer string
-      // chosen by a client): intact records need the file's random salt.
-      if (const std::uint32_t len = intact_length_at(data, salt_, p); len != 0) {
-        const std::size_t end = p + kRecordOverhead + len;
-        if (end < data.size()) {
-          std::string_view ignored;
-          std::size_t after = 0;
-          return corrupt(name + ": damaged record at offset " + std::to_string(p) + " is followed by " +
-                         (intact_record_at(data, salt_, end, &ignored, &after)
-                              ? std::string("intact records")
-                              : std::to_string(data.size() - end) + " more bytes"));
-        }
-      } else if (intact_record_after(data, salt_, p)) {
-        return corrupt(name + ": damaged record at offset " + std::to_string(p) +
-                       " is followed by intact records");
-      }
-      // The torn last append: it was never acknowledged. Cut it off so that
-      // new records follow the last intact one.
-      if (::ftruncate(journal_fd_, static_cast<off_t>(p)) != 0 || ::fsync(journal_fd_) != 0) {
-        return io_error("truncate the torn tail of " + name, errno);
-      }
+      if (auto s = check_torn_tail(data, salt_, p, name); !s.ok()) return s;
+      if (auto s = cut_torn_tail(p, name); !s.ok()) return s;
       recovery_.dropped_tail_bytes = data.size() - p;
       break;
     }
@@ -625,6 +680,15 @@ Status FileTokenStore::open_journal() {
     p = next;
   }
   journal_bytes_ = p;
+  return {};
+}
+
+// The torn last append was never acknowledged: cut it off at `p` so that
+// new records follow the last intact one.
+Status FileTokenStore::cut_torn_tail(std::size_t p, const std::string& name) {
+  if (::ftruncate(journal_fd_, static_cast<off_t>(p)) != 0 || ::fsync(journal_fd_) != 0) {
+    return io_error("truncate the torn tail of " + name, errno);
+  }
   return {};
 }
 
@@ -759,68 +823,9 @@ Status FileTokenStore::compact_locked() {
     WipedString image;
     const std::string snapshot_salt = new_salt();
     const std::string journal_salt = new_salt();
-    std::size_t size = kFileHeaderBytes + 3 * kRecordOverhead + 64;
-    for (const auto& key : state->keys) size += kRecordOverhead + 32 + key.secret.size();
-    for (const auto& token : state->tokens) {
-      size += kRecordOverhead + 32 + token.identifier.size() + token.password.size();
-    }
-    image.s.reserve(size);
-    image.s.append(file_header(kSnapshotMagic, next_generation, snapshot_salt));
-    std::uint64_t records = 0;
-    {
-      WipedString body;
-      body.s = counters_body(state->last_sequence_number, state->last_master_key_id);
-      append_record(&image.s, snapshot_salt, body.s);
-      ++records;
-    }
-    for (const auto& key : state->keys) {
-      WipedString body;
-      put_key_body(key, &body.s);
-      append_record(&image.s, snapshot_salt, body.s);
-      ++records;
-    }
-    for (const auto& token : state->tokens) {
-      WipedString body;
-      add_token_body(token, &body.s);
-      append_record(&image.s, snapshot_salt, body.s);
-      ++records;
-    }
-    {
-      std::string body;
-      ByteWriter w(&body);
-      w.u8(static_cast<std::uint8_t>(RecordType::kSnapshotEnd));
-      w.u64(records);
-      w.u64(next_generation);
-      append_record(&image.s, snapshot_salt, body);
-    }
-
-    const std::string temp_name = dir_ + "/" + kSnapshotTemp;
-    int fd = ::openat(dir_fd_, kSnapshotTemp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-    if (fd < 0) return io_error("create " + temp_name, errno);
-    Status s = write_all(fd, image.s, 0, temp_name);
-    if (s.ok() && ::fsync(fd) != 0) s = io_error("fsync " + temp_name, errno);
-    ::close(fd);
-    const std::string next_file = journal_name(next_generation);
-    const std::string next_name = dir_ + "/" + next_file;
+    snapshot_image(*state, next_generation, snapshot_salt, &image.s);
     int next_fd = -1;
-    if (s.ok()) {
-      next_fd = ::openat(dir_fd_, next_file.c_str(), O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-      if (next_fd < 0) s = io_error("create " + next_name, errno);
-    }
-    if (s.ok()) {
-      s = write_all(next_fd, file_header(kJournalMagic, next_generation, journal_salt), 0, next_name);
-    }
-    if (s.ok() && ::fsync(next_fd) != 0) s = io_error("fsync " + next_name, errno);
-    if (s.ok() && ::renameat(dir_fd_, kSnapshotTemp, dir_fd_, kSnapshotFile) != 0) {
-      s = io_error("rename " + temp_name, errno);
-    }
-    if (!s.ok()) {
-      // Nothing changed: the old snapshot and journal are still current.
-      if (next_fd >= 0) ::close(next_fd);
-      ::unlinkat(dir_fd_, kSnapshotTemp, 0);
-      ::unlinkat(dir_fd_, next_file.c_str(), 0);
-      return s;
-    }
+    if (auto s = write_generation(image.s, next_generation, journal_salt, &next_fd); !s.ok()) return s;
     if (::fsync(dir_fd_) != 0) {
       // The rename may or may not survive a crash, so neither journal can be
       // trusted to be the one recovery reads.
@@ -829,15 +834,7 @@ Status FileTokenStore::compact_locked() {
       broken_ = true;
       return io_error("fsync " + dir_, err);
     }
-    const std::string old_file = journal_name(generation_);
-    ::close(journal_fd_);
-    journal_fd_ = next_fd;
-    generation_ = next_generation;
-    salt_ = journal_salt;
-    journal_bytes_ = kFileHeaderBytes;
-    snapshot_bytes_ = image.s.size();
-    // A leftover old journal is removed at the next open if this fails.
-    ::unlinkat(dir_fd_, old_file.c_str(), 0);
+    switch_generation(next_fd, next_generation, journal_salt, image.s.size());
     return {};
   }();
   if (status.ok()) {
@@ -846,6 +843,57 @@ Status FileTokenStore::compact_locked() {
     ++compaction_failures_;
   }
   return status;
+}
+
+// Writes `image` as the snapshot of `generation` and that generation's empty
+// journal, then renames the snapshot into place; `*journal_fd` is the new
+// journal's. On failure nothing has changed: the old snapshot and journal
+// are still current, and what was written is removed.
+Status FileTokenStore::write_generation(std::string_view image, std::uint64_t generation,
+                                        std::string_view journal_salt, int* journal_fd) {
+  const std::string temp_name = dir_ + "/" + kSnapshotTemp;
+  int fd = ::openat(dir_fd_, kSnapshotTemp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+  if (fd < 0) return io_error("create " + temp_name, errno);
+  Status s = write_all(fd, image, 0, temp_name);
+  if (s.ok() && ::fsync(fd) != 0) s = io_error("fsync " + temp_name, errno);
+  ::close(fd);
+  const std::string next_file = journal_name(generation);
+  const std::string next_name = dir_ + "/" + next_file;
+  int next_fd = -1;
+  if (s.ok()) {
+    next_fd = ::openat(dir_fd_, next_file.c_str(), O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+    if (next_fd < 0) s = io_error("create " + next_name, errno);
+  }
+  if (s.ok()) {
+    s = write_all(next_fd, file_header(kJournalMagic, generation, journal_salt), 0, next_name);
+  }
+  if (s.ok() && ::fsync(next_fd) != 0) s = io_error("fsync " + next_name, errno);
+  if (s.ok() && ::renameat(dir_fd_, kSnapshotTemp, dir_fd_, kSnapshotFile) != 0) {
+    s = io_error("rename " + temp_name, errno);
+  }
+  if (!s.ok()) {
+    if (next_fd >= 0) ::close(next_fd);
+    ::unlinkat(dir_fd_, kSnapshotTemp, 0);
+    ::unlinkat(dir_fd_, next_file.c_str(), 0);
+    return s;
+  }
+  *journal_fd = next_fd;
+  return {};
+}
+
+// Makes the generation write_generation() wrote the current one, and
+// removes the old journal.
+void FileTokenStore::switch_generation(int journal_fd, std::uint64_t generation,
+                                       std::string journal_salt, std::size_t snapshot_bytes) {
+  const std::string old_file = journal_name(generation_);
+  ::close(journal_fd_);
+  journal_fd_ = journal_fd;
+  generation_ = generation;
+  salt_ = std::move(journal_salt);
+  journal_bytes_ = kFileHeaderBytes;
+  snapshot_bytes_ = snapshot_bytes;
+  // A leftover old journal is removed at the next open if this fails.
+  ::unlinkat(dir_fd_, old_file.c_str(), 0);
 }
 
 FileTokenStore::Stats FileTokenStore::stats() const {

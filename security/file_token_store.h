@@ -28,6 +28,7 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -101,8 +102,18 @@ class FileTokenStore final : public TokenStore {
   Status recover();
   Status read_snapshot(bool* found);
   Status open_journal();
+  // open_journal()'s steps.
+  Status open_journal_file(const std::string& file, const std::string& name);
+  Status restart_journal(std::string_view data, const std::string& name);
+  Status replay_journal(std::string_view data, std::size_t p, const std::string& name);
+  Status cut_torn_tail(std::size_t p, const std::string& name);
   Status append(std::string* body);  // wipes *body
   Status compact_locked();
+  // compact_locked()'s steps, after the snapshot's image is made.
+  Status write_generation(std::string_view image, std::uint64_t generation,
+                          std::string_view journal_salt, int* journal_fd);
+  void switch_generation(int journal_fd, std::uint64_t generation, std::string journal_salt,
+                         std::size_t snapshot_bytes);
   Status broken_status() const;
   Status tighten(int fd, unsigned mode, const std::string& name);
 

@@ -28,6 +28,15 @@ ServerMetrics::ServerMetrics(std::shared_ptr<MetricsRegistry> registry,
                              const ServerOptions& options,
                              const std::map<std::string, Service, std::less<>>& services)
     : registry_(std::move(registry)) {
+  add_connection_cells();
+  add_session_cells(options);
+  add_call_cells(services);
+  add_authz_and_tls_cells();
+}
+
+// Per transport: accepted, open, bytes and closes by reason; then the
+// refusals at accept and the sheds before authentication.
+void ServerMetrics::add_connection_cells() {
   MetricsRegistry& r = *registry_;
   for (std::size_t t = 0; t < kTransports; ++t) {
     const MetricLabels transport{{"transport", std::string(kTransportNames[t])}};
@@ -62,7 +71,12 @@ ServerMetrics::ServerMetrics(std::shared_ptr<MetricsRegistry> registry,
   shed_total_ = &r.counter("authrpc_server_connections_shed_total", shed_help, {{"limit", "total"}});
   shed_per_address_ =
       &r.counter("authrpc_server_connections_shed_total", shed_help, {{"limit", "per_address"}});
+}
 
+// Per enabled mechanism, and "none" last: the negotiation duration, and the
+// success row of negotiations_total.
+void ServerMetrics::add_session_cells(const ServerOptions& options) {
+  MetricsRegistry& r = *registry_;
   auto add_mechanism = [&](std::string name) {
     auto m = std::make_unique<PerMechanism>();
     m->duration = &r.histogram("authrpc_server_negotiation_duration_seconds",
@@ -81,7 +95,12 @@ ServerMetrics::ServerMetrics(std::shared_ptr<MetricsRegistry> registry,
                        "Finished negotiations, by mechanism and outcome (ok or the failure code).",
                        [&] { return MetricLabels{{"mechanism", m->name}, {"outcome", "ok"}}; });
   }
+}
 
+// Per registered method, and the "unknown" one: queue and processing time;
+// then the gauges of calls, streams and shared-memory connections.
+void ServerMetrics::add_call_cells(const std::map<std::string, Service, std::less<>>& services) {
+  MetricsRegistry& r = *registry_;
   auto make_method = [&](std::string service, std::string method) {
     auto m = std::make_unique<Method>();
     const MetricLabels labels{{"service", service}, {"method", method}};
@@ -114,6 +133,11 @@ ServerMetrics::ServerMetrics(std::shared_ptr<MetricsRegistry> registry,
   streams_open_ = &r.gauge("authrpc_server_streams_open", "Streaming calls open.");
   shm_connections_open_ = &r.gauge("authrpc_server_shm_connections_open",
                                    "Connections whose streams use shared-memory rings.");
+}
+
+// Authorization denials by reason, proxy sessions, and TLS handshakes.
+void ServerMetrics::add_authz_and_tls_cells() {
+  MetricsRegistry& r = *registry_;
   for (std::size_t d = 0; d < denials_.size(); ++d) {
     denials_[d] = &r.counter("authrpc_server_authorization_denials_total",
                              "Sessions and calls refused by authorization, by reason.",

@@ -114,6 +114,12 @@ class ServerMetrics {
   void proxy_session() noexcept { proxy_sessions_->inc(); }
 
  private:
+  // The constructor's steps, in the order the cells are registered.
+  void add_connection_cells();
+  void add_session_cells(const ServerOptions& options);
+  void add_call_cells(const std::map<std::string, Service, std::less<>>& services);
+  void add_authz_and_tls_cells();
+
   struct PerTransport {
     Counter* accepted;
     Gauge* open;

@@ -75,142 +75,166 @@ Result<std::shared_ptr<const AuthzPolicy>> AuthzPolicy::read(const nlohmann::jso
   auto p = std::make_shared<AuthzPolicy>();
   std::chrono::milliseconds group_cache_ttl(300000);  // Hadoop's groups cache: 300 s
   std::size_t group_cache_size = 65536;
-
-  if (j.contains("auth_to_local")) {
-    const auto& a = j["auth_to_local"];
-    if (Status s = check_keys(a, "auth_to_local", {"rules", "default_realm", "mechanism"}); !s.ok()) {
-      return s;
-    }
-    std::vector<std::string> rules;
-    if (!a.contains("rules") || !a["rules"].is_array()) {
-      return policy_error("'auth_to_local.rules' must be an array of rule strings");
-    }
-    for (const auto& r : a["rules"]) {
-      if (!r.is_string()) return policy_error("'auth_to_local.rules' entries must be strings");
-      rules.push_back(r.get<std::string>());
-    }
-    std::string realm;
-    if (a.contains("default_realm")) {
-      if (!a["default_realm"].is_string()) {
-        return policy_error("'auth_to_local.default_realm' must be a string");
-      }
-      realm = a["default_realm"].get<std::string>();
-    } else {
-      realm = krb5_default_realm();
-    }
-    auto fallback = PrincipalMapper::Fallback::kRefuse;
-    if (a.contains("mechanism")) {
-      const auto& m = a["mechanism"];
-      if (m == "mit") {
-        fallback = PrincipalMapper::Fallback::kKeepFullName;
-      } else if (m != "hadoop") {
-        return policy_error("'auth_to_local.mechanism' must be \"hadoop\" or \"mit\"");
-      }
-    }
-    auto mapper = PrincipalMapper::create(rules, realm, fallback);
-    if (!mapper.ok()) return policy_error("'auth_to_local.rules': " + mapper.status().message);
-    p->mapper_ = std::move(*mapper);
-    p->map_principals_ = true;
-  }
-
-  if (j.contains("groups")) {
-    const auto& g = j["groups"];
-    if (Status s = check_keys(g, "groups", {"source", "static", "cache_ttl_ms", "cache_size"}); !s.ok()) {
-      return s;
-    }
-    if (g.contains("source") && g["source"] != "os" && g["source"] != "static") {
-      return policy_error("'groups.source' must be \"os\" or \"static\"");
-    }
-    p->os_groups_ = !g.contains("source") || g["source"] == "os";
-    for (const char* key : {"cache_ttl_ms", "cache_size"}) {
-      if (g.contains(key) && (!g[key].is_number_unsigned() || g[key].get<std::uint64_t>() > (1ull << 32))) {
-        return policy_error(std::string("'groups.") + key + "' must be an integer 0 … 2^32");
-      }
-    }
-    group_cache_ttl = std::chrono::milliseconds(g.value("cache_ttl_ms", std::uint64_t{300000}));
-    group_cache_size = g.value("cache_size", std::size_t{65536});
-    if (g.contains("static")) {
-      if (!g["static"].is_object()) return policy_error("'groups.static' must be an object");
-      for (const auto& [user, list] : g["static"].items()) {
-        if (!list.is_array()) return policy_error("'groups.static." + user + "' must be an array");
-        auto& out = p->static_groups_[user];
-        for (const auto& name : list) {
-          if (!name.is_string()) {
-            return policy_error("'groups.static." + user + "' entries must be strings");
-          }
-          out.push_back(name.get<std::string>());
-        }
-      }
-    }
-  }
-
-  if (j.contains("admins")) {
-    auto admins = Acl::from_json(j["admins"], "admins");
-    if (!admins.ok()) return admins.status();
-    p->admins_ = std::move(*admins);
-  }
-
-  if (j.contains("default")) {
-    if (j["default"] != "allow" && j["default"] != "deny") {
-      return policy_error("'default' must be \"allow\" or \"deny\"");
-    }
-    p->default_allow_ = j["default"] == "allow";
-  }
-
-  if (j.contains("services")) {
-    if (!j["services"].is_object()) return policy_error("'services' must be an object");
-    for (const auto& [name, entry] : j["services"].items()) {
-      const std::string where = "services." + name;
-      if (!entry.is_object()) return policy_error("'" + where + "' must be an object");
-      ServiceAcl service;
-      nlohmann::json own = entry;
-      if (entry.contains("methods")) {
-        if (!entry["methods"].is_object()) {
-          return policy_error("'" + where + ".methods' must be an object");
-        }
-        for (const auto& [method, acl] : entry["methods"].items()) {
-          auto parsed = Acl::from_json(acl, where + ".methods." + method);
-          if (!parsed.ok()) return parsed.status();
-          service.methods.emplace(method, std::move(*parsed));
-        }
-        own.erase("methods");
-      }
-      if (!own.empty()) {
-        auto parsed = Acl::from_json(own, where);
-        if (!parsed.ok()) return parsed.status();
-        service.acl = std::move(*parsed);
-      }
-      p->services_.emplace(name, std::move(service));
-    }
-  }
-
-  if (j.contains("proxy_users")) {
-    if (!j["proxy_users"].is_object()) return policy_error("'proxy_users' must be an object");
-    for (const auto& [proxy, entry] : j["proxy_users"].items()) {
-      const std::string where = "proxy_users." + proxy;
-      if (Status s = check_keys(entry, where, {"users", "groups", "hosts"}); !s.ok()) return s;
-      nlohmann::json targets = nlohmann::json::object();
-      if (entry.contains("users")) targets["users"] = entry["users"];
-      if (entry.contains("groups")) targets["groups"] = entry["groups"];
-      auto acl = Acl::from_json(targets, where);
-      if (!acl.ok()) return acl.status();
-      if (!entry.contains("hosts") || !entry["hosts"].is_array()) {
-        return policy_error("'" + where + ".hosts' must be an array (\"*\" for any host)");
-      }
-      std::vector<std::string> hosts;
-      for (const auto& h : entry["hosts"]) {
-        if (!h.is_string()) return policy_error("'" + where + ".hosts' entries must be strings");
-        hosts.push_back(h.get<std::string>());
-      }
-      auto set = NetworkSet::parse(hosts);
-      if (!set.ok()) return policy_error("'" + where + ".hosts': " + set.status().message);
-      p->proxy_users_.emplace(proxy, ProxyRule{std::move(*acl), std::move(*set)});
-    }
-  }
+  // One step per top-level key, in the order the file format lists them.
+  if (Status s = p->read_auth_to_local(j); !s.ok()) return s;
+  if (Status s = p->read_groups(j, group_cache_ttl, group_cache_size); !s.ok()) return s;
+  if (Status s = p->read_admins_and_default(j); !s.ok()) return s;
+  if (Status s = p->read_services(j); !s.ok()) return s;
+  if (Status s = p->read_proxy_users(j); !s.ok()) return s;
   if (p->os_groups_ && group_cache_ttl.count() > 0) {
     p->os_group_cache_ = std::make_shared<GroupCache>(&os_groups, group_cache_ttl, group_cache_size);
   }
   return std::shared_ptr<const AuthzPolicy>(std::move(p));
+}
+
+// "auth_to_local": the rules that map a principal to its short name.
+Status AuthzPolicy::read_auth_to_local(const nlohmann::json& j) {
+  if (!j.contains("auth_to_local")) return {};
+  const auto& a = j["auth_to_local"];
+  if (Status s = check_keys(a, "auth_to_local", {"rules", "default_realm", "mechanism"}); !s.ok()) {
+    return s;
+  }
+  std::vector<std::string> rules;
+  if (!a.contains("rules") || !a["rules"].is_array()) {
+    return policy_error("'auth_to_local.rules' must be an array of rule strings");
+  }
+  for (const auto& r : a["rules"]) {
+    if (!r.is_string()) return policy_error("'auth_to_local.rules' entries must be strings");
+    rules.push_back(r.get<std::string>());
+  }
+  std::string realm;
+  if (a.contains("default_realm")) {
+    if (!a["default_realm"].is_string()) {
+      return policy_error("'auth_to_local.default_realm' must be a string");
+    }
+    realm = a["default_realm"].get<std::string>();
+  } else {
+    realm = krb5_default_realm();
+  }
+  auto fallback = PrincipalMapper::Fallback::kRefuse;
+  if (a.contains("mechanism")) {
+    const auto& m = a["mechanism"];
+    if (m == "mit") {
+      fallback = PrincipalMapper::Fallback::kKeepFullName;
+    } else if (m != "hadoop") {
+      return policy_error("'auth_to_local.mechanism' must be \"hadoop\" or \"mit\"");
+    }
+  }
+  auto mapper = PrincipalMapper::create(rules, realm, fallback);
+  if (!mapper.ok()) return policy_error("'auth_to_local.rules': " + mapper.status().message);
+  mapper_ = std::move(*mapper);
+  map_principals_ = true;
+  return {};
+}
+
+// "groups": where a user's groups come from (the OS or a static table), and
+// how long and how many of the OS's answers are kept.
+Status AuthzPolicy::read_groups(const nlohmann::json& j, std::chrono::milliseconds& cache_ttl,
+                                std::size_t& cache_size) {
+  if (!j.contains("groups")) return {};
+  const auto& g = j["groups"];
+  if (Status s = check_keys(g, "groups", {"source", "static", "cache_ttl_ms", "cache_size"}); !s.ok()) {
+    return s;
+  }
+  if (g.contains("source") && g["source"] != "os" && g["source"] != "static") {
+    return policy_error("'groups.source' must be \"os\" or \"static\"");
+  }
+  os_groups_ = !g.contains("source") || g["source"] == "os";
+  for (const char* key : {"cache_ttl_ms", "cache_size"}) {
+    if (g.contains(key) && (!g[key].is_number_unsigned() || g[key].get<std::uint64_t>() > (1ull << 32))) {
+      return policy_error(std::string("'groups.") + key + "' must be an integer 0 … 2^32");
+    }
+  }
+  cache_ttl = std::chrono::milliseconds(g.value("cache_ttl_ms", std::uint64_t{300000}));
+  cache_size = g.value("cache_size", std::size_t{65536});
+  if (g.contains("static")) {
+    if (!g["static"].is_object()) return policy_error("'groups.static' must be an object");
+    for (const auto& [user, list] : g["static"].items()) {
+      if (!list.is_array()) return policy_error("'groups.static." + user + "' must be an array");
+      auto& out = static_groups_[user];
+      for (const auto& name : list) {
+        if (!name.is_string()) {
+          return policy_error("'groups.static." + user + "' entries must be strings");
+        }
+        out.push_back(name.get<std::string>());
+      }
+    }
+  }
+  return {};
+}
+
+// "admins" (who may call admin methods) and "default" (the decision for
+// services the file does not list).
+Status AuthzPolicy::read_admins_and_default(const nlohmann::json& j) {
+  if (j.contains("admins")) {
+    auto admins = Acl::from_json(j["admins"], "admins");
+    if (!admins.ok()) return admins.status();
+    admins_ = std::move(*admins);
+  }
+  if (j.contains("default")) {
+    if (j["default"] != "allow" && j["default"] != "deny") {
+      return policy_error("'default' must be \"allow\" or \"deny\"");
+    }
+    default_allow_ = j["default"] == "allow";
+  }
+  return {};
+}
+
+// "services": per service, its ACL and its methods' own ACLs.
+Status AuthzPolicy::read_services(const nlohmann::json& j) {
+  if (!j.contains("services")) return {};
+  if (!j["services"].is_object()) return policy_error("'services' must be an object");
+  for (const auto& [name, entry] : j["services"].items()) {
+    const std::string where = "services." + name;
+    if (!entry.is_object()) return policy_error("'" + where + "' must be an object");
+    ServiceAcl service;
+    nlohmann::json own = entry;
+    if (entry.contains("methods")) {
+      if (!entry["methods"].is_object()) {
+        return policy_error("'" + where + ".methods' must be an object");
+      }
+      for (const auto& [method, acl] : entry["methods"].items()) {
+        auto parsed = Acl::from_json(acl, where + ".methods." + method);
+        if (!parsed.ok()) return parsed.status();
+        service.methods.emplace(method, std::move(*parsed));
+      }
+      own.erase("methods");
+    }
+    if (!own.empty()) {
+      auto parsed = Acl::from_json(own, where);
+      if (!parsed.ok()) return parsed.status();
+      service.acl = std::move(*parsed);
+    }
+    services_.emplace(name, std::move(service));
+  }
+  return {};
+}
+
+// "proxy_users": who may act as whom (doAs), and from which hosts.
+Status AuthzPolicy::read_proxy_users(const nlohmann::json& j) {
+  if (!j.contains("proxy_users")) return {};
+  if (!j["proxy_users"].is_object()) return policy_error("'proxy_users' must be an object");
+  for (const auto& [proxy, entry] : j["proxy_users"].items()) {
+    const std::string where = "proxy_users." + proxy;
+    if (Status s = check_keys(entry, where, {"users", "groups", "hosts"}); !s.ok()) return s;
+    nlohmann::json targets = nlohmann::json::object();
+    if (entry.contains("users")) targets["users"] = entry["users"];
+    if (entry.contains("groups")) targets["groups"] = entry["groups"];
+    auto acl = Acl::from_json(targets, where);
+    if (!acl.ok()) return acl.status();
+    if (!entry.contains("hosts") || !entry["hosts"].is_array()) {
+      return policy_error("'" + where + ".hosts' must be an array (\"*\" for any host)");
+    }
+    std::vector<std::string> hosts;
+    for (const auto& h : entry["hosts"]) {
+      if (!h.is_string()) return policy_error("'" + where + ".hosts' entries must be strings");
+      hosts.push_back(h.get<std::string>());
+    }
+    auto set = NetworkSet::parse(hosts);
+    if (!set.ok()) return policy_error("'" + where + ".hosts': " + set.status().message);
+    proxy_users_.emplace(proxy, ProxyRule{std::move(*acl), std::move(*set)});
+  }
+  return {};
 }
 
 Result<std::shared_ptr<const AuthzPolicy>> AuthzPolicy::load(const std::string& path) {

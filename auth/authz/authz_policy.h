@@ -5,6 +5,8 @@
 // call always sees one consistent policy.
 #pragma once
 
+#include <chrono>
+#include <cstddef>
 #include <map>
 #include <memory>
 #include <nlohmann/json.hpp>
@@ -57,6 +59,13 @@ class AuthzPolicy {
 
  private:
   static Result<std::shared_ptr<const AuthzPolicy>> read(const nlohmann::json& j);
+  // read()'s steps, one per top-level key of the file.
+  Status read_auth_to_local(const nlohmann::json& j);
+  Status read_groups(const nlohmann::json& j, std::chrono::milliseconds& cache_ttl,
+                     std::size_t& cache_size);
+  Status read_admins_and_default(const nlohmann::json& j);
+  Status read_services(const nlohmann::json& j);
+  Status read_proxy_users(const nlohmann::json& j);
 
   struct ServiceAcl {
     std::optional<Acl> acl;  // absent: the default decision

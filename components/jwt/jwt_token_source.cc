@@ -233,35 +233,30 @@ void kill_and_reap(pid_t pid, int* wait_status) {
   }
 }
 
-// Runs `command` with /bin/sh -c in a process group of its own, stdin from
-// /dev/null, collecting stdout (bounded) and stderr (its start) until both
-// close and the shell exits, or the timeout passes (then kills the group).
+// Milliseconds until `deadline`, rounded up; 0 once it has passed.
+std::int64_t ms_until(std::chrono::steady_clock::time_point deadline) {
+  const auto left = std::chrono::ceil<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+  return std::max<std::int64_t>(0, left.count());
+}
+
+// Starts /bin/sh -c `command` in a process group of its own, stdin from
+// /dev/null, stdout and stderr on `out` and `err`, and no other descriptor.
 // posix_spawn, not fork: the caller is multi-threaded, and glibc's
 // posix_spawn execs straight from a vfork-like child.
-Result<CommandRun> run_command(const std::string& command, std::chrono::milliseconds timeout) {
-  int out_pipe[2], err_pipe[2];
-  if (::pipe2(out_pipe, O_CLOEXEC) != 0) {
-    return Result<CommandRun>(Errc::kUnavailable, "token command: pipe: " + errno_text(errno));
-  }
-  OwnedFd out_read(out_pipe[0]), out_write(out_pipe[1]);
-  if (::pipe2(err_pipe, O_CLOEXEC) != 0) {
-    return Result<CommandRun>(Errc::kUnavailable, "token command: pipe: " + errno_text(errno));
-  }
-  OwnedFd err_read(err_pipe[0]), err_write(err_pipe[1]);
-
+Result<pid_t> spawn_shell(const std::string& command, int out, int err) {
   posix_spawn_file_actions_t actions;
   posix_spawn_file_actions_init(&actions);
   int prepared = posix_spawn_file_actions_addopen(&actions, STDIN_FILENO, "/dev/null", O_RDONLY, 0);
-  if (prepared == 0) prepared = posix_spawn_file_actions_adddup2(&actions, out_write.get(), STDOUT_FILENO);
-  if (prepared == 0) prepared = posix_spawn_file_actions_adddup2(&actions, err_write.get(), STDERR_FILENO);
+  if (prepared == 0) prepared = posix_spawn_file_actions_adddup2(&actions, out, STDOUT_FILENO);
+  if (prepared == 0) prepared = posix_spawn_file_actions_adddup2(&actions, err, STDERR_FILENO);
   // Nothing else of this process's: descriptors the application left
   // inheritable (a log file, a socket of its own) stay here. Not started
   // at all if that cannot be arranged (ENOMEM).
   if (prepared == 0) prepared = posix_spawn_file_actions_addclosefrom_np(&actions, STDERR_FILENO + 1);
   if (prepared != 0) {
     posix_spawn_file_actions_destroy(&actions);
-    return Result<CommandRun>(Errc::kUnavailable,
-                              "token command: cannot set up its descriptors: " + errno_text(prepared));
+    return Result<pid_t>(Errc::kUnavailable,
+                         "token command: cannot set up its descriptors: " + errno_text(prepared));
   }
   posix_spawnattr_t attr;
   posix_spawnattr_init(&attr);
@@ -285,82 +280,109 @@ Result<CommandRun> run_command(const std::string& command, std::chrono::millisec
   const int rc = ::posix_spawn(&pid, "/bin/sh", &actions, &attr, argv, environ);
   posix_spawn_file_actions_destroy(&actions);
   posix_spawnattr_destroy(&attr);
-  if (rc != 0) return Result<CommandRun>(Errc::kUnavailable, "token command: cannot start /bin/sh: " + errno_text(rc));
+  if (rc != 0) return Result<pid_t>(Errc::kUnavailable, "token command: cannot start /bin/sh: " + errno_text(rc));
+  return pid;
+}
+
+// Reads the command's stdout (bounded) and stderr (its start) into `run`
+// until both close, stdout is over the limit, or `deadline` passes
+// (run.timed_out). A poll failure kills the group.
+Status collect_output(pid_t pid, int out, int err, std::chrono::steady_clock::time_point deadline,
+                      CommandRun* run) {
+  run->out.reset(kMaxTokenBytes + 1);
+  bool out_open = true, err_open = true;
+  char err_buf[1024];
+  while (out_open || err_open) {
+    const std::int64_t left = ms_until(deadline);
+    if (left == 0) {
+      run->timed_out = true;
+      break;
+    }
+    pollfd fds[2];
+    nfds_t n = 0;
+    if (out_open) fds[n++] = {out, POLLIN, 0};
+    if (err_open) fds[n++] = {err, POLLIN, 0};
+    const int ready = ::poll(fds, n, static_cast<int>(std::min<std::int64_t>(left, 60'000)));
+    if (ready < 0 && errno != EINTR) {
+      const int poll_errno = errno;
+      kill_and_reap(pid, &run->wait_status);
+      return Status(Errc::kUnavailable, "token command: poll: " + errno_text(poll_errno));
+    }
+    if (ready <= 0) continue;
+    for (nfds_t k = 0; k < n; ++k) {
+      if (fds[k].revents == 0) continue;
+      if (fds[k].fd == out) {
+        const ssize_t got = ::read(out, run->out.data() + run->out_len, run->out.size() - run->out_len);
+        if (got > 0) {
+          run->out_len += static_cast<std::size_t>(got);
+          if (run->out_len > kMaxTokenBytes) run->out_too_large = true;
+        } else if (got == 0 || (errno != EINTR && errno != EAGAIN)) {
+          out_open = false;
+        }
+      } else {
+        const ssize_t got = ::read(err, err_buf, sizeof err_buf);
+        if (got > 0) {
+          const std::size_t keep = std::min(static_cast<std::size_t>(got), kMaxStderrBytes - run->err.size());
+          run->err.append(err_buf, keep);
+        } else if (got == 0 || (errno != EINTR && errno != EAGAIN)) {
+          err_open = false;
+        }
+      }
+    }
+    if (run->out_too_large) break;
+  }
+  security::cleanse(err_buf, sizeof err_buf);
+  return Status();
+}
+
+// Waits for the shell, whose pipes have closed, to exit (it is exiting, or
+// closed them and lingers), killing its group once `deadline` passes.
+Status reap(pid_t pid, std::chrono::steady_clock::time_point deadline, CommandRun* run) {
+  for (;;) {
+    const pid_t done = ::waitpid(pid, &run->wait_status, WNOHANG);
+    if (done == pid) return Status();
+    if (done < 0 && errno == EINTR) continue;
+    if (done < 0) {
+      // ECHILD: the application ignores SIGCHLD, so the kernel reaped it.
+      return Status(Errc::kUnavailable, "token command: cannot read its exit status (" +
+                                            errno_text(errno) + "; is SIGCHLD ignored?)");
+    }
+    if (ms_until(deadline) == 0) {
+      run->timed_out = true;
+      kill_and_reap(pid, &run->wait_status);
+      return Status();
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+}
+
+// Runs `command` (spawn_shell), collecting its output until both pipes
+// close and the shell exits, or the timeout passes (then kills the group).
+Result<CommandRun> run_command(const std::string& command, std::chrono::milliseconds timeout) {
+  int out_pipe[2], err_pipe[2];
+  if (::pipe2(out_pipe, O_CLOEXEC) != 0) {
+    return Result<CommandRun>(Errc::kUnavailable, "token command: pipe: " + errno_text(errno));
+  }
+  OwnedFd out_read(out_pipe[0]), out_write(out_pipe[1]);
+  if (::pipe2(err_pipe, O_CLOEXEC) != 0) {
+    return Result<CommandRun>(Errc::kUnavailable, "token command: pipe: " + errno_text(errno));
+  }
+  OwnedFd err_read(err_pipe[0]), err_write(err_pipe[1]);
+  const auto pid = spawn_shell(command, out_write.get(), err_write.get());
+  if (!pid.ok()) return pid.status();
   out_write.reset();
   err_write.reset();
   ::fcntl(out_read.get(), F_SETFL, O_NONBLOCK);
   ::fcntl(err_read.get(), F_SETFL, O_NONBLOCK);
 
   CommandRun run;
-  run.out.reset(kMaxTokenBytes + 1);
   const auto deadline = std::chrono::steady_clock::now() + timeout;
-  auto remaining_ms = [&] {
-    const auto left = std::chrono::ceil<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
-    return std::max<std::int64_t>(0, left.count());
-  };
-  bool out_open = true, err_open = true;
-  char err_buf[1024];
-  while (out_open || err_open) {
-    const std::int64_t left = remaining_ms();
-    if (left == 0) {
-      run.timed_out = true;
-      break;
-    }
-    pollfd fds[2];
-    nfds_t n = 0;
-    if (out_open) fds[n++] = {out_read.get(), POLLIN, 0};
-    if (err_open) fds[n++] = {err_read.get(), POLLIN, 0};
-    const int ready = ::poll(fds, n, static_cast<int>(std::min<std::int64_t>(left, 60'000)));
-    if (ready < 0 && errno != EINTR) {
-      const int err = errno;
-      kill_and_reap(pid, &run.wait_status);
-      return Result<CommandRun>(Errc::kUnavailable, "token command: poll: " + errno_text(err));
-    }
-    if (ready <= 0) continue;
-    for (nfds_t k = 0; k < n; ++k) {
-      if (fds[k].revents == 0) continue;
-      if (fds[k].fd == out_read.get()) {
-        const ssize_t got = ::read(out_read.get(), run.out.data() + run.out_len, run.out.size() - run.out_len);
-        if (got > 0) {
-          run.out_len += static_cast<std::size_t>(got);
-          if (run.out_len > kMaxTokenBytes) run.out_too_large = true;
-        } else if (got == 0 || (errno != EINTR && errno != EAGAIN)) {
-          out_open = false;
-        }
-      } else {
-        const ssize_t got = ::read(err_read.get(), err_buf, sizeof err_buf);
-        if (got > 0) {
-          const std::size_t keep = std::min(static_cast<std::size_t>(got), kMaxStderrBytes - run.err.size());
-          run.err.append(err_buf, keep);
-        } else if (got == 0 || (errno != EINTR && errno != EAGAIN)) {
-          err_open = false;
-        }
-      }
-    }
-    if (run.out_too_large) break;
-  }
-  security::cleanse(err_buf, sizeof err_buf);
+  if (Status s = collect_output(*pid, out_read.get(), err_read.get(), deadline, &run); !s.ok()) return s;
   if (run.timed_out || run.out_too_large) {
-    kill_and_reap(pid, &run.wait_status);
+    kill_and_reap(*pid, &run.wait_status);
     return run;
   }
-  // Both pipes closed: the shell is exiting (or closed them and lingers).
-  for (;;) {
-    const pid_t done = ::waitpid(pid, &run.wait_status, WNOHANG);
-    if (done == pid) break;
-    if (done < 0 && errno == EINTR) continue;
-    if (done < 0) {
-      // ECHILD: the application ignores SIGCHLD, so the kernel reaped it.
-      return Result<CommandRun>(Errc::kUnavailable, "token command: cannot read its exit status (" +
-                                                        errno_text(errno) + "; is SIGCHLD ignored?)");
-    }
-    if (remaining_ms() == 0) {
-      run.timed_out = true;
-      kill_and_reap(pid, &run.wait_status);
-      break;
-    }
-    std::this_thread::sleep_for(std::chrono::milliseconds(1));
-  }
+  if (Status s = reap(*pid, deadline, &run); !s.ok()) return s;
   return run;
 }
 

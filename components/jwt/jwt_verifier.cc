@@ -174,6 +174,181 @@ std::string sha256(std::string_view bytes) {
   return std::string(reinterpret_cast<char*>(digest), n);
 }
 
+// The header's parts the signature check acts on.
+struct JwsHeader {
+  const Algorithm* alg = nullptr;
+  std::string kid;
+};
+
+// The header: alg, kid, and nothing we would have to understand.
+Status check_header(const json& header, const JwtPolicy& policy, JwsHeader* out) {
+  const auto alg_it = header.find("alg");
+  if (alg_it == header.end() || !alg_it->is_string()) return refused("header has no alg");
+  const std::string alg_name = alg_it->get<std::string>();
+  if (alg_name == "none" || alg_name == "None" || alg_name == "NONE") {
+    return refused("unsigned tokens (alg none) are never accepted");
+  }
+  out->alg = find_algorithm(alg_name);
+  if (out->alg == nullptr) return refused("unknown algorithm " + quote(alg_name));
+  if (std::find(policy.algorithms.begin(), policy.algorithms.end(), alg_name) ==
+      policy.algorithms.end()) {
+    return refused("algorithm " + alg_name + " is not accepted by this service");
+  }
+  if (header.contains("crit")) return refused("header has critical extensions (crit)");
+  if (const auto k = header.find("kid"); k != header.end()) {
+    if (!k->is_string()) return refused("header's kid is not a string");
+    out->kid = k->get<std::string>();
+  }
+  if (const auto t = header.find("typ"); t != header.end()) {
+    std::string typ = t->is_string() ? t->get<std::string>() : std::string();
+    std::transform(typ.begin(), typ.end(), typ.begin(),
+                   [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+    // names: JOSE "typ" header values (RFC 7519 §5.1, RFC 9068 §2.1)
+    if (typ != "jwt" && typ != "at+jwt" && typ != "application/at+jwt") {
+      return refused("header's typ " + quote(t->is_string() ? t->get<std::string>() : t->dump()) +
+                     " is not an access token's");
+    }
+  }
+  return Status();
+}
+
+// The signature, before any claim is believed: by the shared key for HMAC,
+// else by the issuer's key the header names (`why` says when there is none).
+Status check_signature(const JwsHeader& header, const JwtPolicy& policy, const JwkSet& keys,
+                       const JwtCompactParts& parts, JwtRefusal& why) {
+  const Algorithm& alg = *header.alg;
+  auto signature = security::base64url_decode(parts.signature);
+  if (!signature) return refused("signature is not base64url");
+  const std::string_view signed_part = parts.signing_input;
+  if (alg.kind == Algorithm::Kind::kHmac) {
+    if (policy.hmac_key.empty()) {
+      return refused("algorithm " + std::string(alg.name) + " needs a shared key, and none is configured");
+    }
+    if (!verify_hmac(alg, policy.hmac_key, signed_part, *signature)) return refused("bad signature");
+    return Status();
+  }
+  const std::string& kid = header.kid;
+  const Jwk* key = keys.find(kid);
+  if (key == nullptr) {
+    why = JwtRefusal::kUnknownKey;
+    return refused(kid.empty() ? std::string("token names no key (kid) and the issuer has several")
+                               : "no key " + quote(kid) + " among the issuer's keys");
+  }
+  if (!key_fits(alg, key->type) || (!key->alg.empty() && key->alg != alg.name)) {
+    return refused("key " + quote(kid) + " is not for algorithm " + std::string(alg.name));
+  }
+  if (!verify_signature(alg, key->key.get(), signed_part, *signature)) return refused("bad signature");
+  return Status();
+}
+
+// `iss`, one of the trusted issuers, and `aud`, naming this service.
+Status check_issuer_and_audience(const json& claims, const JwtPolicy& policy, VerifiedJwt* v) {
+  const auto iss = claims.find("iss");
+  if (iss == claims.end() || !iss->is_string()) return refused("token has no issuer (iss)");
+  v->issuer = iss->get<std::string>();
+  if (std::find(policy.issuers.begin(), policy.issuers.end(), v->issuer) == policy.issuers.end()) {
+    return refused("issuer " + quote(v->issuer) + " is not trusted by this service");
+  }
+  const auto aud = claims.find("aud");
+  bool audience_ok = false;
+  if (aud != claims.end()) {
+    if (aud->is_string()) {
+      audience_ok = aud->get<std::string>() == policy.audience;
+    } else if (aud->is_array()) {
+      for (const auto& a : *aud) {
+        if (a.is_string() && a.get<std::string>() == policy.audience) audience_ok = true;
+      }
+    }
+  }
+  if (!audience_ok) {
+    return refused("token is not for this service (its aud does not name " +
+                   quote(policy.audience) + ")");
+  }
+  return Status();
+}
+
+// `exp` (required), `nbf` and `iat` as dates; `iat` required with a maximum
+// age. Whether they hold now is JwtVerifier::check_times().
+Status read_dates(const json& claims, const JwtPolicy& policy, VerifiedJwt* v) {
+  const auto exp = claims.find("exp");
+  auto expires = exp == claims.end() ? std::nullopt : numeric_date(*exp);
+  if (!expires) return refused("token has no valid expiry (exp)");
+  v->expires = *expires;
+  v->expires_utc = jwt_utc(v->expires);
+  if (const auto nbf = claims.find("nbf"); nbf != claims.end()) {
+    v->not_before = numeric_date(*nbf);
+    if (!v->not_before) return refused("token's nbf is not a date");
+  }
+  if (const auto iat = claims.find("iat"); iat != claims.end()) {
+    v->issued_at = numeric_date(*iat);
+    if (!v->issued_at) return refused("token's iat is not a date");
+  }
+  if (policy.max_age && !v->issued_at) {
+    return refused("token has no issue time (iat), which this service requires");
+  }
+  return Status();
+}
+
+// Who the token names: `sub`, the principal claim and the groups claim.
+Status read_identity(const json& claims, const JwtPolicy& policy, VerifiedJwt* v) {
+  if (const auto sub = claims.find("sub"); sub != claims.end() && sub->is_string()) {
+    v->subject = sub->get<std::string>();
+  }
+  const auto principal = claims.find(policy.principal_claim);
+  if (principal == claims.end() || !principal->is_string() ||
+      !valid_name(principal->get_ref<const std::string&>())) {
+    return refused("token has no usable principal claim " + quote(policy.principal_claim) +
+                   " (a string of 1-255 bytes without control characters)");
+  }
+  v->principal = principal->get<std::string>();
+  if (policy.groups_claim.empty()) return Status();
+  const auto groups = claims.find(policy.groups_claim);
+  if (groups == claims.end()) return Status();
+  auto add = [v](const json& g) {
+    if (!g.is_string() || !valid_name(g.get_ref<const std::string&>())) return false;
+    v->groups.push_back(g.get<std::string>());
+    return true;
+  };
+  bool ok = true;
+  if (groups->is_array()) {
+    if (groups->size() > kMaxGroups) ok = false;
+    for (const auto& g : *groups) ok = ok && add(g);
+  } else {
+    ok = add(*groups);
+  }
+  if (!ok) {
+    return refused("groups claim " + quote(policy.groups_claim) + " is not a list of at most " +
+                   std::to_string(kMaxGroups) + " group names");
+  }
+  return Status();
+}
+
+// `cnf`: the certificate the token is bound to (RFC 8705), if any.
+Status read_confirmation(const json& claims, VerifiedJwt* v) {
+  const auto cnf = claims.find("cnf");
+  if (cnf == claims.end()) return Status();
+  if (!cnf->is_object()) return refused("token's cnf is not an object");
+  if (const auto x5t = cnf->find("x5t#S256"); x5t != cnf->end()) {
+    if (!x5t->is_string() || x5t->get_ref<const std::string&>().empty()) {
+      return refused("token's cnf.x5t#S256 is not a thumbprint");
+    }
+    v->certificate_thumbprint = x5t->get<std::string>();
+  }
+  return Status();
+}
+
+// The claims, in this order: issuer and audience, dates, the required
+// claims, identity, confirmation.
+Status read_claims(const json& claims, const JwtPolicy& policy, VerifiedJwt* v) {
+  if (Status s = check_issuer_and_audience(claims, policy, v); !s.ok()) return s;
+  if (Status s = read_dates(claims, policy, v); !s.ok()) return s;
+  for (const std::string& name : policy.required_claims) {
+    if (!claims.contains(name)) return refused("token lacks the required claim " + quote(name));
+  }
+  if (Status s = read_identity(claims, policy, v); !s.ok()) return s;
+  return read_confirmation(claims, v);
+}
+
 }  // namespace
 
 JwtVerifier::JwtVerifier(JwtPolicy policy) : policy_(std::move(policy)) {}
@@ -220,147 +395,13 @@ Result<VerifiedJwt> JwtVerifier::verify_uncached(std::string_view token, const J
   Status error;
   auto header = decode_object(parts->header, "header", &error);
   if (!header) return error;
-
-  // The header: alg, kid, and nothing we would have to understand.
-  const auto alg_it = header->find("alg");
-  if (alg_it == header->end() || !alg_it->is_string()) return refused("header has no alg");
-  const std::string alg_name = alg_it->get<std::string>();
-  if (alg_name == "none" || alg_name == "None" || alg_name == "NONE") {
-    return refused("unsigned tokens (alg none) are never accepted");
-  }
-  const Algorithm* alg = find_algorithm(alg_name);
-  if (alg == nullptr) return refused("unknown algorithm " + quote(alg_name));
-  if (std::find(policy_.algorithms.begin(), policy_.algorithms.end(), alg_name) ==
-      policy_.algorithms.end()) {
-    return refused("algorithm " + alg_name + " is not accepted by this service");
-  }
-  if (header->contains("crit")) return refused("header has critical extensions (crit)");
-  std::string kid;
-  if (const auto k = header->find("kid"); k != header->end()) {
-    if (!k->is_string()) return refused("header's kid is not a string");
-    kid = k->get<std::string>();
-  }
-  if (const auto t = header->find("typ"); t != header->end()) {
-    std::string typ = t->is_string() ? t->get<std::string>() : std::string();
-    std::transform(typ.begin(), typ.end(), typ.begin(),
-                   [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
-    // names: JOSE "typ" header values (RFC 7519 §5.1, RFC 9068 §2.1)
-    if (typ != "jwt" && typ != "at+jwt" && typ != "application/at+jwt") {
-      return refused("header's typ " + quote(t->is_string() ? t->get<std::string>() : t->dump()) +
-                     " is not an access token's");
-    }
-  }
-
-  // The signature, before any claim is believed.
-  auto signature = security::base64url_decode(parts->signature);
-  if (!signature) return refused("signature is not base64url");
-  const std::string_view signed_part = parts->signing_input;
-  if (alg->kind == Algorithm::Kind::kHmac) {
-    if (policy_.hmac_key.empty()) {
-      return refused("algorithm " + alg_name + " needs a shared key, and none is configured");
-    }
-    if (!verify_hmac(*alg, policy_.hmac_key, signed_part, *signature)) {
-      return refused("bad signature");
-    }
-  } else {
-    const Jwk* key = keys.find(kid);
-    if (key == nullptr) {
-      why = JwtRefusal::kUnknownKey;
-      return refused(kid.empty() ? std::string("token names no key (kid) and the issuer has several")
-                                 : "no key " + quote(kid) + " among the issuer's keys");
-    }
-    if (!key_fits(*alg, key->type) || (!key->alg.empty() && key->alg != alg_name)) {
-      return refused("key " + quote(kid) + " is not for algorithm " + alg_name);
-    }
-    if (!verify_signature(*alg, key->key.get(), signed_part, *signature)) {
-      return refused("bad signature");
-    }
-  }
-
-  // The claims.
+  JwsHeader jws;
+  if (Status s = check_header(*header, policy_, &jws); !s.ok()) return s;
+  if (Status s = check_signature(jws, policy_, keys, *parts, why); !s.ok()) return s;
   auto claims = decode_object(parts->payload, "payload", &error);
   if (!claims) return error;
   VerifiedJwt v;
-  const auto iss = claims->find("iss");
-  if (iss == claims->end() || !iss->is_string()) return refused("token has no issuer (iss)");
-  v.issuer = iss->get<std::string>();
-  if (std::find(policy_.issuers.begin(), policy_.issuers.end(), v.issuer) ==
-      policy_.issuers.end()) {
-    return refused("issuer " + quote(v.issuer) + " is not trusted by this service");
-  }
-  const auto aud = claims->find("aud");
-  bool audience_ok = false;
-  if (aud != claims->end()) {
-    if (aud->is_string()) {
-      audience_ok = aud->get<std::string>() == policy_.audience;
-    } else if (aud->is_array()) {
-      for (const auto& a : *aud) {
-        if (a.is_string() && a.get<std::string>() == policy_.audience) audience_ok = true;
-      }
-    }
-  }
-  if (!audience_ok) {
-    return refused("token is not for this service (its aud does not name " +
-                   quote(policy_.audience) + ")");
-  }
-  const auto exp = claims->find("exp");
-  auto expires = exp == claims->end() ? std::nullopt : numeric_date(*exp);
-  if (!expires) return refused("token has no valid expiry (exp)");
-  v.expires = *expires;
-  v.expires_utc = jwt_utc(v.expires);
-  if (const auto nbf = claims->find("nbf"); nbf != claims->end()) {
-    v.not_before = numeric_date(*nbf);
-    if (!v.not_before) return refused("token's nbf is not a date");
-  }
-  if (const auto iat = claims->find("iat"); iat != claims->end()) {
-    v.issued_at = numeric_date(*iat);
-    if (!v.issued_at) return refused("token's iat is not a date");
-  }
-  if (policy_.max_age && !v.issued_at) {
-    return refused("token has no issue time (iat), which this service requires");
-  }
-  for (const std::string& name : policy_.required_claims) {
-    if (!claims->contains(name)) return refused("token lacks the required claim " + quote(name));
-  }
-  if (const auto sub = claims->find("sub"); sub != claims->end() && sub->is_string()) {
-    v.subject = sub->get<std::string>();
-  }
-  const auto principal = claims->find(policy_.principal_claim);
-  if (principal == claims->end() || !principal->is_string() ||
-      !valid_name(principal->get_ref<const std::string&>())) {
-    return refused("token has no usable principal claim " + quote(policy_.principal_claim) +
-                   " (a string of 1-255 bytes without control characters)");
-  }
-  v.principal = principal->get<std::string>();
-  if (!policy_.groups_claim.empty()) {
-    if (const auto groups = claims->find(policy_.groups_claim); groups != claims->end()) {
-      auto add = [&v](const json& g) {
-        if (!g.is_string() || !valid_name(g.get_ref<const std::string&>())) return false;
-        v.groups.push_back(g.get<std::string>());
-        return true;
-      };
-      bool ok = true;
-      if (groups->is_array()) {
-        if (groups->size() > kMaxGroups) ok = false;
-        for (const auto& g : *groups) ok = ok && add(g);
-      } else {
-        ok = add(*groups);
-      }
-      if (!ok) {
-        return refused("groups claim " + quote(policy_.groups_claim) + " is not a list of at most " +
-                       std::to_string(kMaxGroups) + " group names");
-      }
-    }
-  }
-  if (const auto cnf = claims->find("cnf"); cnf != claims->end()) {
-    if (!cnf->is_object()) return refused("token's cnf is not an object");
-    if (const auto x5t = cnf->find("x5t#S256"); x5t != cnf->end()) {
-      if (!x5t->is_string() || x5t->get_ref<const std::string&>().empty()) {
-        return refused("token's cnf.x5t#S256 is not a thumbprint");
-      }
-      v.certificate_thumbprint = x5t->get<std::string>();
-    }
-  }
+  if (Status s = read_claims(*claims, policy_, &v); !s.ok()) return s;
   if (Status s = check_times(v, now); !s.ok()) return s;
   why = JwtRefusal::kNone;
   return v;

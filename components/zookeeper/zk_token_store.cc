@@ -535,6 +535,34 @@ void ZkTokenStore::deliver(const std::function<Result<TokenStoreChanges>()>& rea
   }
 }
 
+namespace {
+
+// What a round's events ask to read again.
+struct ChangedNodes {
+  bool relist_tokens = false;     // the tokens directory's children changed
+  bool reread_keys = false;       // a key, or the keys directory, changed
+  std::set<std::uint64_t> tokens;  // tokens whose node changed
+};
+
+ChangedNodes collect_events(const std::vector<ZkEvent>& events, const std::string& tokens_dir,
+                            const std::string& keys_dir) {
+  ChangedNodes out;
+  const std::string token_prefix = tokens_dir + "/";
+  for (const auto& e : events) {
+    if (e.path == tokens_dir) {
+      out.relist_tokens = true;
+    } else if (e.path == keys_dir || e.path.starts_with(keys_dir + "/")) {
+      out.reread_keys = true;
+    } else if (e.path.starts_with(token_prefix)) {
+      std::uint64_t seq = 0;
+      if (parse_u64(std::string_view(e.path).substr(token_prefix.size()), &seq)) out.tokens.insert(seq);
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
 Result<TokenStoreChanges> ZkTokenStore::read_changes(const std::vector<ZkEvent>& events, bool* retry) {
   // Without mu_, so that store calls do not wait for these reads: only this
   // (the watch) thread replaces session_, and watch_mu_ guards the rest.
@@ -547,82 +575,92 @@ Result<TokenStoreChanges> ZkTokenStore::read_changes(const std::vector<ZkEvent>&
     *retry = true;
     return Status(TokenErrc::kStoreUnavailable, "no ZooKeeper session");
   }
+  ChangedNodes changed = collect_events(events, tokens_dir_, keys_dir_);
   TokenStoreChanges changes;
-  bool relist_tokens = false, reread_keys = false;
-  std::set<std::uint64_t> reads;
-  const std::string token_prefix = tokens_dir_ + "/";
-  for (const auto& e : events) {
-    if (e.path == tokens_dir_) {
-      relist_tokens = true;
-    } else if (e.path == keys_dir_ || e.path.starts_with(keys_dir_ + "/")) {
-      reread_keys = true;
-    } else if (e.path.starts_with(token_prefix)) {
-      std::uint64_t seq = 0;
-      if (parse_u64(std::string_view(e.path).substr(token_prefix.size()), &seq)) reads.insert(seq);
-    }
-  }
-  auto fail = [&](int rc, const std::string& what) {
+  std::vector<std::uint64_t> now_watched;
+  Status status = changed.relist_tokens ? relist_tokens(&changed.tokens) : Status();
+  if (status.ok()) status = read_tokens(changed.tokens, &changes, &now_watched);
+  if (status.ok() && changed.reread_keys) status = reread_keys(&changes);
+  if (!status.ok()) {
     *retry = true;
-    return zk_status(rc, what);
-  };
-  if (relist_tokens) {
-    std::vector<std::string> names;
-    if (int rc = session_->children(tokens_dir_, true, &names); rc != ZOK) return fail(rc, "list " + tokens_dir_);
-    std::set<std::uint64_t> listed;
-    for (const auto& name : names) {
-      std::uint64_t seq = 0;
-      if (parse_u64(name, &seq)) listed.insert(seq);
-    }
-    for (auto seq : watched_tokens_) {
-      if (!listed.contains(seq)) reads.insert(seq);  // reads as NONODE: removed
-    }
-    for (auto seq : listed) {
-      if (!watched_tokens_.contains(seq)) reads.insert(seq);
-    }
+    return status;
   }
-  // All or nothing: watched_tokens_ changes only with a round that is
-  // delivered. Were a token found here marked watched while a later read of
-  // the round fails, the retry's listing would not read it again, and it
-  // would never reach the view.
-  std::vector<std::uint64_t> now_watched, now_gone;
-  if (!reads.empty()) {
-    std::vector<std::string> paths;
-    for (auto seq : reads) paths.push_back(token_path(seq));
-    auto nodes = session_->get_many(paths, true);
-    std::size_t i = 0;
-    for (auto seq : reads) {
-      auto& node = nodes[i++];
-      if (node.rc == ZNONODE) {
-        now_gone.push_back(seq);
-        changes.tokens_removed.push_back(seq);
-        continue;
-      }
-      if (node.rc != ZOK) return fail(node.rc, "read " + token_path(seq));
-      auto token = decode_token(node.data);
-      wipe(node.data);
-      now_watched.push_back(seq);
-      // A record this code cannot read is left out of the view (load() reports it).
-      if (token.ok() && token->sequence_number == seq) changes.tokens_put.push_back(std::move(*token));
-    }
-  }
-  if (reread_keys) {
-    std::vector<std::string> names;
-    if (int rc = session_->children(keys_dir_, true, &names); rc != ZOK) return fail(rc, "list " + keys_dir_);
-    std::vector<std::string> paths;
-    for (const auto& name : names) paths.push_back(keys_dir_ + "/" + name);
-    auto nodes = session_->get_many(paths, false);
-    for (auto& node : nodes) {
-      if (node.rc == ZNONODE) continue;
-      if (node.rc != ZOK) return fail(node.rc, "read " + keys_dir_);
-      auto key = decode_key(node.data);
-      wipe(node.data);
-      if (key.ok()) changes.keys_put.push_back(std::move(*key));
-    }
-    changes.all_keys = true;  // keys not listed any more were swept
-  }
-  for (auto seq : now_gone) watched_tokens_.erase(seq);
+  // The round is whole: what it found removed, and what it read, change
+  // the watched set.
+  for (auto seq : changes.tokens_removed) watched_tokens_.erase(seq);
   watched_tokens_.insert(now_watched.begin(), now_watched.end());
   return changes;
+}
+
+// Adds to `reads` the tokens whose node came or went since the last
+// listing: watched and not listed (they read as NONODE: removed), listed
+// and not watched.
+Status ZkTokenStore::relist_tokens(std::set<std::uint64_t>* reads) {
+  std::vector<std::string> names;
+  if (int rc = session_->children(tokens_dir_, true, &names); rc != ZOK) {
+    return zk_status(rc, "list " + tokens_dir_);
+  }
+  std::set<std::uint64_t> listed;
+  for (const auto& name : names) {
+    std::uint64_t seq = 0;
+    if (parse_u64(name, &seq)) listed.insert(seq);
+  }
+  for (auto seq : watched_tokens_) {
+    if (!listed.contains(seq)) reads->insert(seq);
+  }
+  for (auto seq : listed) {
+    if (!watched_tokens_.contains(seq)) reads->insert(seq);
+  }
+  return {};
+}
+
+// Reads `seqs` (setting their watches) into `changes`: gone ones as
+// removed, the others as put, with `now_watched` the ones that exist.
+// All or nothing: watched_tokens_ changes only with a round that is
+// delivered. Were a token found here marked watched while a later read of
+// the round fails, the retry's listing would not read it again, and it
+// would never reach the view.
+Status ZkTokenStore::read_tokens(const std::set<std::uint64_t>& seqs, TokenStoreChanges* changes,
+                                 std::vector<std::uint64_t>* now_watched) {
+  if (seqs.empty()) return {};
+  std::vector<std::string> paths;
+  for (auto seq : seqs) paths.push_back(token_path(seq));
+  auto nodes = session_->get_many(paths, true);
+  std::size_t i = 0;
+  for (auto seq : seqs) {
+    auto& node = nodes[i++];
+    if (node.rc == ZNONODE) {
+      changes->tokens_removed.push_back(seq);
+      continue;
+    }
+    if (node.rc != ZOK) return zk_status(node.rc, "read " + token_path(seq));
+    auto token = decode_token(node.data);
+    wipe(node.data);
+    now_watched->push_back(seq);
+    // A record this code cannot read is left out of the view (load() reports it).
+    if (token.ok() && token->sequence_number == seq) changes->tokens_put.push_back(std::move(*token));
+  }
+  return {};
+}
+
+// Every key, listed and read afresh (keys not listed any more were swept).
+Status ZkTokenStore::reread_keys(TokenStoreChanges* changes) {
+  std::vector<std::string> names;
+  if (int rc = session_->children(keys_dir_, true, &names); rc != ZOK) {
+    return zk_status(rc, "list " + keys_dir_);
+  }
+  std::vector<std::string> paths;
+  for (const auto& name : names) paths.push_back(keys_dir_ + "/" + name);
+  auto nodes = session_->get_many(paths, false);
+  for (auto& node : nodes) {
+    if (node.rc == ZNONODE) continue;
+    if (node.rc != ZOK) return zk_status(node.rc, "read " + keys_dir_);
+    auto key = decode_key(node.data);
+    wipe(node.data);
+    if (key.ok()) changes->keys_put.push_back(std::move(*key));
+  }
+  changes->all_keys = true;
+  return {};
 }
 
 void ZkTokenStore::watch_loop() {

@@ -123,6 +123,11 @@ class ZkTokenStore final : public TokenStore {
   Result<std::uint64_t> bump_counter_locked(const std::string& path, std::uint64_t by);
   Result<std::optional<MasterKey>> read_key_locked(std::uint32_t id);
   Result<TokenStoreChanges> read_changes(const std::vector<ZkEvent>& events, bool* rebuild);
+  // read_changes()'s steps, under watch_mu_ with a session.
+  Status relist_tokens(std::set<std::uint64_t>* reads);
+  Status read_tokens(const std::set<std::uint64_t>& seqs, TokenStoreChanges* changes,
+                     std::vector<std::uint64_t>* now_watched);
+  Status reread_keys(TokenStoreChanges* changes);
   void on_event(ZkEvent event);
   void watch_loop();
   void deliver(const std::function<Result<TokenStoreChanges>()>& read);
