@@ -5,15 +5,13 @@
 #include <asio/post.hpp>
 #include <asio/use_awaitable.hpp>
 #include <algorithm>
-#include <cstring>
-#include <exception>
-#include <nlohmann/json.hpp>
 
 #include "authrpc/auth/server_negotiation.h"
 #include "authrpc/rpc/call_stream.h"
 #include "authrpc/rpc/messages.h"
 #include "authrpc/rpc/shm_link.h"
 #include "authrpc/rpc/stream_input_budget.h"
+#include "authrpc/server/handler_outcome.h"
 
 namespace authrpc {
 namespace {
@@ -23,83 +21,13 @@ constexpr auto kLingerTime = std::chrono::seconds(2);
 constexpr const char* kShedMessage =
     "too many unauthenticated connections: closed to make room for a newer one";
 
-// The one place where an exception a handler threw becomes its call's
-// status; called from inside a catch block (of a plain handler, or of a
-// coroutine handler's frame). The caller gets a generic message: what an
-// exception says is the server's business (a path, a query, a key name) and
-// goes to the server's log under the call's id. A JSON exception means the
-// request did not have the shape the handler reads (a member missing or of
-// another type, or text that does not parse): INVALID_ARGUMENT, not the
-// server's fault.
-Result<std::string> handler_threw(const Server::Impl& server, const CallContext& ctx,
-                                  const std::string& peer) {
-  Errc code = Errc::kInternal;
-  std::string what;
-  try {
-    throw;
-  } catch (const nlohmann::json::exception& e) {
-    code = Errc::kInvalidArgument;
-    what = e.what();
-  } catch (const std::exception& e) {
-    what = e.what();
-  } catch (...) {
-    what = "an exception that is not a std::exception";
-  }
-  const std::string call = std::string(ctx.service()) + "." + std::string(ctx.method()) +
-                           " call " + std::to_string(ctx.call_id());
-  server.log(code == Errc::kInternal ? LogLevel::kError : LogLevel::kInfo,
-             call + " from " + peer + " (" + ctx.identity().user + "): the handler threw: " + what);
-  if (code == Errc::kInvalidArgument) {
-    return Status(code, "the request does not have the form " + std::string(ctx.service()) + "." +
-                            std::string(ctx.method()) + " reads (call " +
-                            std::to_string(ctx.call_id()) + " in the server's log)");
-  }
-  return Status(code, "the handler failed (call " + std::to_string(ctx.call_id()) +
-                          " in the server's log)");
-}
-
-// Equality of two names without a call to memcmp: a call's service and
-// method names are a few bytes, compared on every call (admit_call).
-bool same_name(std::string_view a, std::string_view b) noexcept {
-  if (a.size() != b.size()) return false;
-  if (a.data() == b.data()) return true;  // handle_request's view of last_method_'s
-  for (std::size_t i = 0; i < a.size(); ++i) {
-    if (a[i] != b[i]) return false;
-  }
-  return true;
-}
-
-// a[0..n) == b[0..n) for sizeof(Word) <= n <= 2 * sizeof(Word): the first
-// and the last word of each, overlapping in the middle.
-template <typename Word>
-bool same_by_two_words(const char* a, const char* b, std::size_t n) noexcept {
-  Word a0, a1, b0, b1;
-  std::memcpy(&a0, a, sizeof(Word));
-  std::memcpy(&a1, a + n - sizeof(Word), sizeof(Word));
-  std::memcpy(&b0, b, sizeof(Word));
-  std::memcpy(&b1, b + n - sizeof(Word), sizeof(Word));
-  return ((a0 ^ b0) | (a1 ^ b1)) == 0;
-}
-
-// A plain handler (inline or blocking), its exception caught.
-Result<std::string> run_plain_handler(const Handler& handler, CallContext& ctx,
-                                      std::string_view request, const Server::Impl& server,
-                                      const std::string& peer) {
-  try {
-    return handler(ctx, request);
-  } catch (...) {
-    return handler_threw(server, ctx, peer);
-  }
-}
-
 }  // namespace
 
 ServerConnection::ServerConnection(Server::Impl& server, Reactor& reactor,
                                    std::unique_ptr<ByteStream> byte_stream)
     : server_(server),
       reactor_(reactor),
-      metrics_(server.metrics.get()),
-      transport_(ServerMetrics::transport_of(byte_stream->scheme())),
+      counts_(server.metrics.get(), byte_stream->scheme()),
       peer_(byte_stream->peer_address()),
       admission_(server.options, peer_, server.metrics.get()) {
   // Until AUTH_SUCCESS only frames as large as a Kerberos AP-REQ with a big
@@ -168,7 +96,7 @@ asio::awaitable<void> ServerConnection::apply_backpressure() {
 
 asio::awaitable<void> ServerConnection::run(Status refuse) {
   if (!refuse.ok()) {
-    close_reason_ = ServerMetrics::Close::kRefused;
+    counts_.close_with(ServerMetrics::Close::kRefused);
     co_await linger(std::move(refuse));
     co_return;
   }
@@ -183,17 +111,17 @@ asio::awaitable<void> ServerConnection::run(Status refuse) {
   std::uint8_t preamble[wire::kPreambleSize];
   if (status.ok()) status = co_await channel_->read_exact(preamble, sizeof preamble);
   if (status.ok()) status = wire::check_preamble(preamble);
-  if (metrics_ && transport_ == ServerMetrics::kTls) {
+  if (metrics() && counts_.transport() == ServerMetrics::kTls) {
     // The handshake ran inside the first reads (rpc/tls_stream.h).
     if (const TlsInfo* tls = channel_->byte_stream().tls()) {
-      metrics_->tls_handshake_ok(tls->resumed);
+      metrics()->tls_handshake_ok(tls->resumed);
     } else if (!status.ok() && status.code.category() != authrpc_category()) {
-      metrics_->tls_handshake_failed(status.code);
+      metrics()->tls_handshake_failed(status.code);
     }
   }
   switch (ending_) {
     case Ending::kShed:
-      close_reason_ = ServerMetrics::Close::kShed;
+      counts_.close_with(ServerMetrics::Close::kShed);
       co_return;  // SERVER_BUSY is on its way (shed())
     case Ending::kNegotiationTimeout:
       if (!status.ok()) {
@@ -205,11 +133,11 @@ asio::awaitable<void> ServerConnection::run(Status refuse) {
   }
   if (!status.ok()) {
     if (status.code != Errc::kConnectionClosed) {
-      close_reason_ = status.code == Errc::kNegotiationTimeout
+      counts_.close_with(status.code == Errc::kNegotiationTimeout
                           ? ServerMetrics::Close::kNegotiationTimeout
-                          : ServerMetrics::Close::kNegotiationFailed;
-      if (metrics_) {
-        metrics_->negotiated(-1, static_cast<std::uint16_t>(to_wire_errc(status.code)), {});
+                          : ServerMetrics::Close::kNegotiationFailed);
+      if (metrics()) {
+        metrics()->negotiated(-1, static_cast<std::uint16_t>(to_wire_errc(status.code)), {});
       }
       ++server_.negotiation_failures;
       server_.log(LogLevel::kInfo, "connection from " + peer_ + " refused: " + status.to_string());
@@ -242,7 +170,7 @@ asio::awaitable<void> ServerConnection::run(Status refuse) {
                                                 identity_, &hooks, &spent_session_);
   const Ending ending = ending_;
   if (ending == Ending::kShed) {
-    close_reason_ = ServerMetrics::Close::kShed;
+    counts_.close_with(ServerMetrics::Close::kShed);
     channel_->close_after_flush();  // shed() did, or the budget refused AUTH_SUCCESS
     co_return;
   }
@@ -250,16 +178,16 @@ asio::awaitable<void> ServerConnection::run(Status refuse) {
     co_await negotiation_failed(std::move(negotiated), ending, hooks);
     co_return;
   }
-  if (metrics_) {
-    metrics_->negotiated(hooks.mechanism_index, 0, Clock::now() - accepted);
-    if (identity_.real_user) metrics_->proxy_session();
+  if (metrics()) {
+    metrics()->negotiated(hooks.mechanism_index, 0, Clock::now() - accepted);
+    if (identity_.real_user) metrics()->proxy_session();
   }
   if (server_.options.log.enabled(LogLevel::kDebug)) [[unlikely]] {
     server_.log(LogLevel::kDebug,
                 "connection from " + peer_ + " authenticated: user " + identity_.user +
                     (identity_.real_user ? " (real user " + *identity_.real_user + ")" : "") +
                     ", mechanism " + identity_.mechanism + ", transport " +
-                    std::string(ServerMetrics::transport_name(transport_)) +
+                    std::string(ServerMetrics::transport_name(counts_.transport())) +
                     (channel_->byte_stream().tls() ? ", TLS" : ""));
   }
   channel_->set_max_frame_size(server_.options.max_frame_size);
@@ -273,7 +201,7 @@ asio::awaitable<void> ServerConnection::run(Status refuse) {
   // negotiation took.
   reactor_.connections.insert(*this);
   last_activity_ = Clock::now();
-  if (metrics_) batch_ticks_ = CycleClock::now();
+  counts_.batch_read();
   // Calls pipelined behind the negotiation are answered in the same write as
   // AUTH_SUCCESS: flush only once no further frame is buffered.
   if (!channel_->frame_buffered()) end_batch();
@@ -297,19 +225,19 @@ asio::awaitable<void> ServerConnection::negotiation_failed(Status why, Ending en
                      std::to_string(server_.options.negotiation_timeout.count()) + " ms");
   }
   const auto wire_code = static_cast<std::uint16_t>(to_wire_errc(why.code));
-  if (metrics_) {
-    metrics_->negotiated(hooks.mechanism_index, wire_code, {});
-    metrics_->mechanism_error(hooks.mechanism_index, why.code);
+  if (metrics()) {
+    metrics()->negotiated(hooks.mechanism_index, wire_code, {});
+    metrics()->mechanism_error(hooks.mechanism_index, why.code);
   }
   if (why.code == Errc::kConnectionClosed) {
-    close_reason_ = ServerMetrics::Close::kPeerClosed;
+    counts_.close_with(ServerMetrics::Close::kPeerClosed);
     if (server_.options.log.enabled(LogLevel::kDebug)) {
       server_.log(LogLevel::kDebug, "connection from " + peer_ + " closed during negotiation" +
                                         (mechanism.empty() ? "" : " (mechanism " + mechanism + ")"));
     }
   } else {
-    close_reason_ = timed_out ? ServerMetrics::Close::kNegotiationTimeout
-                              : ServerMetrics::Close::kNegotiationFailed;
+    counts_.close_with(timed_out ? ServerMetrics::Close::kNegotiationTimeout
+                              : ServerMetrics::Close::kNegotiationFailed);
     ++server_.negotiation_failures;
     // At info, not warning: a refused client is the server doing its job.
     // The mechanism is one the server offers, or "none" (never the
@@ -323,7 +251,7 @@ asio::awaitable<void> ServerConnection::negotiation_failed(Status why, Ending en
 }
 
 asio::awaitable<void> ServerConnection::close_for_protocol_error(Status why) {
-  close_reason_ = ServerMetrics::Close::kProtocolError;
+  counts_.close_with(ServerMetrics::Close::kProtocolError);
   ++server_.protocol_errors;
   server_.log(LogLevel::kWarning, "closing connection from " + peer_ + " (" + identity_.user +
                                       "): " + why.to_string());
@@ -368,7 +296,7 @@ asio::awaitable<void> ServerConnection::serve(bool woken) {
         // One clock read per read, not per frame: what a batch of frames
         // read at once shares (the idle deadlines, the first call's start).
         last_activity_ = Clock::now();
-        if (metrics_) batch_ticks_ = CycleClock::now();
+        counts_.batch_read();
       }
       if (!incoming->ok()) {
         if (channel_->read_interrupted() && !channel_->closed()) {
@@ -411,7 +339,7 @@ asio::awaitable<void> ServerConnection::serve(bool woken) {
         break;
       case FrameType::kData: {
         Status s = co_await streams_.on_data(*channel_, frame);
-        if (metrics_) batch_ticks_ = CycleClock::now();  // it may have waited for the body
+        counts_.batch_read();  // it may have waited for the body
         if (!s.ok() && s.code != Errc::kProtocolError) {
           // The connection failed inside the frame: as for a failed read.
           if (!channel_->closed() && state_ != State::kLingering) {
@@ -456,7 +384,7 @@ asio::awaitable<void> ServerConnection::serve(bool woken) {
         break;
     }
     if (credentials_expired_) [[unlikely]] {
-      close_reason_ = ServerMetrics::Close::kCredentialsExpired;
+      counts_.close_with(ServerMetrics::Close::kCredentialsExpired);
       server_.log(LogLevel::kInfo, "closing connection from " + peer_ + " (" + identity_.user +
                                        "): its credentials expired");
       co_await linger(expired_credentials());
@@ -479,16 +407,16 @@ asio::awaitable<void> ServerConnection::serve(bool woken) {
     if (batch_over) end_batch();
     if ((channel_->pending_bytes() > 0 || stream_input_) && over_memory_limits()) [[unlikely]] {
       co_await apply_backpressure();
-      if (metrics_) batch_ticks_ = CycleClock::now();
+      counts_.batch_read();
     }
   }
-  count_calls();
+  counts_.fold_calls(server_);
   cancel_all_calls();
   channel_->close();
 }
 
 void ServerConnection::park() {
-  count_calls();  // a parked connection's calls are in stats() until it wakes
+  counts_.fold_calls(server_);  // a parked connection's calls are in stats() until it wakes
   ++holds_;
   ++server_.connections_parked;
   // Until its idle deadline the sweeper has nothing to do with it.
@@ -579,7 +507,7 @@ Status ServerConnection::check_stray_descriptors() {
 }
 
 void ServerConnection::end_batch() {
-  count_calls();  // before the answers leave: a caller that has one sees it counted
+  counts_.fold_calls(server_);  // before the answers leave: a caller that has one sees it counted
   channel_->flush_now();
   spent_session_.reset();  // after the first replies have left (negotiate_server)
 }
@@ -596,35 +524,10 @@ ServerConnection::Clock::time_point ServerConnection::deadline_after(std::uint32
                          : Clock::now() + std::chrono::milliseconds(timeout_ms);
 }
 
-bool ServerConnection::FoundMethod::names_start(std::string_view body) const noexcept {
-  const std::size_t n = names_wire.size();
-  if (n == 0 || body.size() < n) return false;
-  // Names of 4 to 16 bytes in all (most: "sys" and "echo" are 11) as two
-  // overlapping words each, without a call to memcmp.
-  if (n >= 8 && n <= 16) return same_by_two_words<std::uint64_t>(body.data(), names_wire.data(), n);
-  if (n >= 4) return same_by_two_words<std::uint32_t>(body.data(), names_wire.data(), n);
-  return std::memcmp(body.data(), names_wire.data(), n) == 0;
-}
-
 std::optional<ServerConnection::AdmittedCall> ServerConnection::admit_call(
     std::uint32_t call_id, std::string_view service, std::string_view method,
     Clock::time_point deadline) {
-  AdmittedCall call{nullptr, {}, {}, call_id, deadline, nullptr};
-  if (last_method_.method != nullptr && same_name(service, last_method_.service) &&
-      same_name(method, last_method_.method_name)) {
-    call.method = last_method_.method;
-    call.service = last_method_.service;
-    call.method_name = last_method_.method_name;
-    call.cells = last_method_.cells;
-  } else {
-    std::string_view names_wire;
-    call.method =
-        server_.find_method(service, method, &call.service, &call.method_name, &names_wire);
-    if (metrics_) call.cells = &metrics_->method(call.method);
-    if (call.method != nullptr) {
-      last_method_ = {call.method, call.service, call.method_name, call.cells, names_wire};
-    }
-  }
+  const AdmittedCall call{methods_.find(server_, metrics(), service, method), call_id, deadline};
   if (state_ != State::kServing) {
     respond(call_id, Status(Errc::kUnavailable, "server is shutting down"), deadline, call.cells);
     return std::nullopt;
@@ -654,12 +557,12 @@ Status ServerConnection::handle_request(const Frame& frame) {
   const std::uint32_t call_id = frame.header.call_id;
   std::string_view payload;
   wire::RequestHeader header;
-  // Names the method the last call named (FoundMethod): the same bytes.
-  if (last_method_.names_start(frame.body) &&
-      wire::parse_request_after_names(frame.body, last_method_.names_wire.size(),
-                                      header.timeout_ms, payload)) {
-    header.service = last_method_.service;
-    header.method = last_method_.method_name;
+  // Names the method the last call named (MethodCache): the same bytes.
+  if (methods_.names_start(frame.body) &&
+      wire::parse_request_after_names(frame.body, methods_.names_size(), header.timeout_ms,
+                                      payload)) {
+    header.service = methods_.service();
+    header.method = methods_.method_name();
   } else {
     auto parsed = wire::parse_request(frame.body, payload);
     if (!parsed.ok()) return parsed.status();
@@ -732,7 +635,7 @@ Status ServerConnection::handle_stream_request(const Frame& frame) {
                                              header->window, deadline);
   stream->set_input_budget(stream_input_);
   streams_.add(stream);
-  if (metrics_) metrics_->streams_open().add();
+  if (metrics()) metrics()->streams_open().add();
   if (shm_) stream->set_shm(shm_);
   // Accepts the call and announces our window: the client may send now.
   wire::append_window_update(channel_->out(), call_id, server_.options.stream_window);
@@ -747,27 +650,18 @@ void ServerConnection::dispatch(const AdmittedCall& call, std::string_view paylo
     CallContext ctx(identity_, call.service, call.method_name, call.call_id, call.deadline,
                     nullptr, plaintext_network_);
     const auto result = run_plain_handler(method.handler, ctx, payload, server_, peer_);
-    if (call.cells) {
-      // Inline calls of a batch run back to back: one clock read per call,
-      // the end of one (or the read that brought the batch) the start of
-      // the next, so a call's processing time includes its frame's parsing
-      // and admission (a few hundred ns). CycleClock: half the cost of a
-      // steady_clock read where it is the TSC.
-      const CycleClock::Ticks ended = CycleClock::now();
-      call.cells->processing->observe(CycleClock::elapsed(batch_ticks_, ended));
-      batch_ticks_ = ended;
-    }
+    if (call.cells) counts_.observe_inline(*call.cells);
     respond(call.call_id, result, call.deadline, call.cells);
     return;
   }
   // Read only when counting: a clock read per call is not free.
   const Clock::time_point started = call.cells ? Clock::now() : Clock::time_point();
   ++in_flight_;
-  if (metrics_) metrics_->calls_in_flight().add();
+  if (metrics()) metrics()->calls_in_flight().add();
   auto cancelled = std::make_shared<std::atomic<bool>>(false);
   cancel_flags_[call.call_id] = cancelled;
   if (method.execution == Execution::kBlocking) {
-    if (metrics_) metrics_->blocking_queue_length().add();
+    if (metrics()) metrics()->blocking_queue_length().add();
     asio::post(*server_.blocking_pool, [self = shared_from_this(), call,
                                         request = std::string(payload), cancelled, started]() {
       // Queue time ends here (Hadoop's RpcQueueTime); processing starts.
@@ -775,7 +669,7 @@ void ServerConnection::dispatch(const AdmittedCall& call, std::string_view paylo
       if (call.cells) {
         began = Clock::now();
         call.cells->queue->observe(began - started);
-        self->metrics_->blocking_queue_length().sub();
+        self->metrics()->blocking_queue_length().sub();
       }
       CallContext ctx(self->identity_, call.service, call.method_name, call.call_id,
                       call.deadline, cancelled.get(), self->plaintext_network_);
@@ -820,7 +714,7 @@ void ServerConnection::dispatch(const AdmittedCall& call, std::string_view paylo
           if (stream->failed() && result.ok()) result = Status(Errc::kCancelled, "stream failed");
           stream->end_output(Status(Errc::kFailedPrecondition, "the call has ended"));
           self->streams_.remove(stream);
-          if (self->metrics_) self->metrics_->streams_open().sub();
+          if (self->metrics()) self->metrics()->streams_open().sub();
         }
         self->finish_call(call.call_id, cancelled.get(), result, call.deadline, call.cells,
                           started);
@@ -838,7 +732,7 @@ Status ServerConnection::handle_shm_hello(const Frame& frame) {
   shm_answered_ = true;
   Status why;
   shm_ = ShmLink::answer(*channel_, server_.options.shm, &why);
-  if (shm_ && metrics_) metrics_->shm_connections_open().add();
+  if (shm_ && metrics()) metrics()->shm_connections_open().add();
   if (!why.ok() && why.code != ShmErrc::kUnsupported) {
     server_.log(LogLevel::kInfo, "shared memory refused to " + peer_ + " (" + identity_.user +
                                      "): " + why.to_string());
@@ -852,7 +746,7 @@ void ServerConnection::finish_call(std::uint32_t call_id, const std::atomic<bool
   --in_flight_;
   if (cells) {
     cells->processing->observe(Clock::now() - started);
-    metrics_->calls_in_flight().sub();
+    metrics()->calls_in_flight().sub();
   }
   last_activity_ = Clock::now();
   // The id's entry is this call's only if it was not cancelled: a cancelled
@@ -862,9 +756,9 @@ void ServerConnection::finish_call(std::uint32_t call_id, const std::atomic<bool
   if (it != cancel_flags_.end() && it->second.get() == cancelled) cancel_flags_.erase(it);
   if (!cancelled->load()) {
     respond(call_id, result, deadline, cells);
-    count_calls();
+    counts_.fold_calls(server_);
   } else if (cells) {
-    metrics_->call(*cells, static_cast<std::uint16_t>(Errc::kCancelled));
+    metrics()->call(*cells, static_cast<std::uint16_t>(Errc::kCancelled));
   }
   channel_->schedule_flush();
   if (state_ == State::kGoingAway && in_flight_ == 0) close_when_drained();
@@ -880,23 +774,16 @@ void ServerConnection::respond(std::uint32_t call_id, const Result<std::string>&
   } else {
     code = static_cast<std::uint16_t>(to_wire_errc(result.status().code));
   }
-  if (cells) metrics_->call(*cells, code);
+  if (cells) metrics()->call(*cells, code);
   if (channel_->closed()) return;
+  counts_.answered(code);
   if (code == 0) {
-    ++calls_ok_;
     wire::append_ok_response(channel_->out(), call_id, result.value());
   } else if (result.ok()) {
-    ++calls_failed_;
     wire::append_response(channel_->out(), call_id, code, "deadline exceeded", {});
   } else {
-    ++calls_failed_;
     wire::append_response(channel_->out(), call_id, code, result.status().message, {});
   }
-}
-
-void ServerConnection::count_calls() {
-  if (calls_ok_ != 0) server_.calls_ok += std::exchange(calls_ok_, 0);
-  if (calls_failed_ != 0) server_.calls_failed += std::exchange(calls_failed_, 0);
 }
 
 Status ServerConnection::handle_cancel(const Frame& frame) {
@@ -932,7 +819,7 @@ Status ServerConnection::authenticate_in_budget(const Identity& id) {
       break;
   }
   ++server_.connections_refused_per_user;
-  if (metrics_) metrics_->refused_per_user();
+  if (metrics()) metrics()->refused_per_user();
   return Status(Errc::kServerBusy,
                 "too many connections for user '" + id.user + "' (limit " +
                     std::to_string(server_.options.max_connections_per_user) + ")");
@@ -949,7 +836,7 @@ void ServerConnection::shed() {
 }
 
 void ServerConnection::go_away() {
-  close_reason_ = ServerMetrics::Close::kServerStopping;
+  counts_.close_with(ServerMetrics::Close::kServerStopping);
   switch (state_) {
     case State::kNegotiating:
       force_close();
@@ -967,7 +854,7 @@ void ServerConnection::go_away() {
 }
 
 void ServerConnection::force_close() {
-  close_reason_ = ServerMetrics::Close::kServerStopping;
+  counts_.close_with(ServerMetrics::Close::kServerStopping);
   cancel_all_calls();
   channel_->close();
 }
@@ -985,7 +872,7 @@ void ServerConnection::close_when_drained() {
 }
 
 asio::awaitable<void> ServerConnection::linger(std::optional<Status> error) {
-  count_calls();  // the answers queued so far still leave
+  counts_.fold_calls(server_);  // the answers queued so far still leave
   state_ = State::kLingering;
   cancel_all_calls();
   if (error) {
@@ -1000,24 +887,14 @@ asio::awaitable<void> ServerConnection::linger(std::optional<Status> error) {
   channel_->close();
 }
 
-void ServerConnection::count_bytes() {
-  const std::uint64_t received = channel_->bytes_received();
-  const std::uint64_t sent = channel_->bytes_sent();
-  metrics_->bytes(transport_, received - counted_received_, sent - counted_sent_);
-  counted_received_ = received;
-  counted_sent_ = sent;
-}
-
 void ServerConnection::count_close() {
-  if (!metrics_) return;
-  count_bytes();
-  if (shm_) metrics_->shm_connections_open().sub();
-  metrics_->closed(transport_, close_reason_);
+  if (shm_ && metrics()) metrics()->shm_connections_open().sub();
+  counts_.closed(*channel_);
 }
 
 void ServerConnection::on_tick(Clock::time_point now) {
   if (channel_->closed()) return;
-  if (metrics_) count_bytes();
+  counts_.fold_bytes(*channel_);
   switch (state_) {
     case State::kNegotiating:
       if (now < deadline_) return;
@@ -1040,7 +917,7 @@ void ServerConnection::on_tick(Clock::time_point now) {
         }
         return;
       }
-      close_reason_ = ServerMetrics::Close::kIdleTimeout;
+      counts_.close_with(ServerMetrics::Close::kIdleTimeout);
       if (server_.options.log.enabled(LogLevel::kDebug)) {
         server_.log(LogLevel::kDebug, "closing idle connection from " + peer_);
       }

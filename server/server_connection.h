@@ -21,10 +21,11 @@
 
 #include "authrpc/auth/identity.h"
 #include "authrpc/auth/server_negotiation.h"
-#include "authrpc/base/cycle_clock.h"
 #include "authrpc/rpc/call_router.h"
 #include "authrpc/rpc/frame_channel.h"
 #include "authrpc/server/call_admission.h"
+#include "authrpc/server/method_cache.h"
+#include "authrpc/server/server_connection_counts.h"
 #include "authrpc/server/server_impl.h"
 #include "authrpc/server/server_metrics.h"
 
@@ -80,13 +81,9 @@ class ServerConnection final : public std::enable_shared_from_this<ServerConnect
 
   // A call that passed admit_call(), as its handler sees it. The names view
   // the server's service table, which outlives every call.
-  struct AdmittedCall {
-    const Service::Method* method;
-    std::string_view service;
-    std::string_view method_name;
+  struct AdmittedCall : MethodCache::Found {
     std::uint32_t call_id;
     Clock::time_point deadline;
-    ServerMetrics::Method* cells;  // null when metrics are off
   };
 
   // Negotiation failed (`ending`: the server's own reason, if it had one):
@@ -154,12 +151,6 @@ class ServerConnection final : public std::enable_shared_from_this<ServerConnect
   void finish_call(std::uint32_t call_id, const std::atomic<bool>* cancelled,
                    const Result<std::string>& result, Clock::time_point deadline,
                    ServerMetrics::Method* cells, Clock::time_point started);
-  // Folds the channel's byte counts into the metrics (on_tick, close).
-  void count_bytes();
-  // Folds the calls answered since into Server::stats()' counts: once per
-  // batch (end_batch) rather than an atomic add per call, which IO threads
-  // would pass between them.
-  void count_calls();
   // No further frame is buffered: sends what the batch queued.
   void end_batch();
   // What the connection holds for its peer (output not yet sent, stream
@@ -174,14 +165,11 @@ class ServerConnection final : public std::enable_shared_from_this<ServerConnect
   void account_memory();
   void release_memory();
   void close_when_drained();
+  ServerMetrics* metrics() const noexcept { return counts_.metrics(); }  // null: metrics off
 
   Server::Impl& server_;
   Reactor& reactor_;
-  ServerMetrics* const metrics_;  // null: metrics off
-  ServerMetrics::Transport transport_;
-  ServerMetrics::Close close_reason_ = ServerMetrics::Close::kPeerClosed;
-  std::uint64_t counted_received_ = 0;  // bytes already folded into metrics_
-  std::uint64_t counted_sent_ = 0;
+  ServerConnectionCounts counts_;
   std::shared_ptr<FrameChannel> channel_;
   std::string peer_;
   CallAdmission admission_;
@@ -196,38 +184,13 @@ class ServerConnection final : public std::enable_shared_from_this<ServerConnect
   bool credentials_expired_ = false;
   bool plaintext_network_ = false;  // tcp:// without TLS (CallContext::plaintext_network)
   std::size_t in_flight_ = 0;
-  std::uint64_t calls_ok_ = 0;  // answered, not yet folded (count_calls)
-  std::uint64_t calls_failed_ = 0;
   std::uint32_t last_call_id_ = 0;
   Clock::time_point last_activity_;
-  // With metrics, the latest CycleClock read of the frames being handled:
-  // when the read that brought them completed, then when the last inline
-  // call ended (dispatch).
-  CycleClock::Ticks batch_ticks_ = 0;
   // The cancel flags of the async, blocking and stream calls running under
   // each id; a cancelled call leaves at CANCEL (its handler keeps the flag).
   std::unordered_map<std::uint32_t, std::shared_ptr<std::atomic<bool>>> cancel_flags_;
   CallRouter streams_;
-  // The method the last admitted call named, as admit_call() found it: a
-  // connection's calls mostly name the same few methods, and two short
-  // compares cost less than the service table's and the metrics' lookups.
-  // The views are the server's table's, which never changes once started.
-  // With the bytes a REQUEST naming it starts with (its two length-prefixed
-  // names, from the same table): a REQUEST whose body starts with them names
-  // the same method, and handle_request() reads only its timeout and
-  // payload — a compare of a few words instead of parsing and comparing the
-  // names.
-  struct FoundMethod {
-    const Service::Method* method = nullptr;
-    std::string_view service;
-    std::string_view method_name;
-    ServerMetrics::Method* cells = nullptr;
-    std::string_view names_wire;  // empty: none
-
-    // `body` starts with names_wire.
-    bool names_start(std::string_view body) const noexcept;
-  };
-  FoundMethod last_method_;
+  MethodCache methods_;  // the last call's method (handle_request, admit_call)
   // Under the server's budget a connection may keep this much before it
   // stops reading (apply_backpressure).
   static constexpr std::size_t kBudgetShare = 1 << 20;
