@@ -18,8 +18,6 @@ namespace {
 
 using wire::FrameType;
 constexpr auto kLingerTime = std::chrono::seconds(2);
-constexpr const char* kShedMessage =
-    "too many unauthenticated connections: closed to make room for a newer one";
 
 }  // namespace
 
@@ -42,56 +40,6 @@ ServerConnection::~ServerConnection() {
   ConnectionList::erase(*this);
   // The channel may outlive the connection (a stream handle holds it).
   channel_->set_on_drained(nullptr);
-  if (stream_input_) stream_input_->set_observer(nullptr);
-}
-
-void ServerConnection::account_memory() {
-  if (memory_released_) return;
-  const std::size_t held = channel_->pending_bytes() + (stream_input_ ? stream_input_->held() : 0);
-  // In steps of a mebibyte (and back to zero): the total is shared by every
-  // IO thread, and a connection's share changes with each frame.
-  const std::size_t moved = held > reported_memory_ ? held - reported_memory_ : reported_memory_ - held;
-  if (moved < StreamInputBudget::kReportStep && (held != 0 || reported_memory_ == 0)) return;
-  server_.buffered_bytes.fetch_add(static_cast<std::int64_t>(held) - static_cast<std::int64_t>(reported_memory_),
-                                   std::memory_order_relaxed);
-  reported_memory_ = held;
-}
-
-bool ServerConnection::over_memory_limits() {
-  const ServerOptions& o = server_.options;
-  account_memory();
-  return channel_->pending_bytes() > o.max_pending_output ||
-         (stream_input_ && stream_input_->held() > o.max_stream_bytes_per_connection) ||
-         (reported_memory_ > kBudgetShare &&
-          server_.buffered_bytes.load(std::memory_order_relaxed) > static_cast<std::int64_t>(o.max_buffered_bytes));
-}
-
-void ServerConnection::release_memory() {
-  if (memory_released_) return;
-  memory_released_ = true;
-  server_.buffered_bytes.fetch_sub(static_cast<std::int64_t>(reported_memory_), std::memory_order_relaxed);
-  reported_memory_ = 0;
-}
-
-asio::awaitable<void> ServerConnection::apply_backpressure() {
-  const ServerOptions& o = server_.options;
-  if (channel_->pending_bytes() > o.max_pending_output) {
-    co_await channel_->wait_pending_below(o.max_pending_output / 2);
-  }
-  if (stream_input_ && stream_input_->held() > o.max_stream_bytes_per_connection) {
-    co_await stream_input_->wait_at_most(o.max_stream_bytes_per_connection / 2);
-  }
-  // The server holds more than it allows in all: a connection holding a
-  // share of it reads nothing more until its share has drained, so that
-  // peers that do not read cannot add up to more than the budget and a
-  // frame each.
-  if (reported_memory_ > kBudgetShare &&
-      server_.buffered_bytes.load(std::memory_order_relaxed) > static_cast<std::int64_t>(o.max_buffered_bytes)) {
-    ++server_.reads_paused_for_memory;
-    co_await channel_->wait_pending_below(kBudgetShare / 2);
-    if (stream_input_) co_await stream_input_->wait_at_most(kBudgetShare / 2);
-  }
-  account_memory();
 }
 
 asio::awaitable<void> ServerConnection::run(Status refuse) {
@@ -119,16 +67,16 @@ asio::awaitable<void> ServerConnection::run(Status refuse) {
       metrics()->tls_handshake_failed(status.code);
     }
   }
-  switch (ending_) {
-    case Ending::kShed:
+  switch (place_.ending()) {
+    case PreauthPlace::Ending::kShed:
       counts_.close_with(ServerMetrics::Close::kShed);
       co_return;  // SERVER_BUSY is on its way (shed())
-    case Ending::kNegotiationTimeout:
+    case PreauthPlace::Ending::kNegotiationTimeout:
       if (!status.ok()) {
         status = Status(Errc::kNegotiationTimeout, "no preamble within the negotiation timeout");
       }
       break;
-    case Ending::kNone:
+    case PreauthPlace::Ending::kNone:
       break;
   }
   if (!status.ok()) {
@@ -164,12 +112,12 @@ asio::awaitable<void> ServerConnection::run(Status refuse) {
       return admission_.establish(id, do_as);
     };
   }
-  hooks.admit = [this](const Identity& id) { return authenticate_in_budget(id); };
+  hooks.admit = [this](const Identity& id) { return place_.authenticate(server_, id); };
   // identity_ stays empty unless the negotiation succeeds.
   Status negotiated = co_await negotiate_server(*channel_, server_.options.mechanisms, info,
                                                 identity_, &hooks, &spent_session_);
-  const Ending ending = ending_;
-  if (ending == Ending::kShed) {
+  const PreauthPlace::Ending ending = place_.ending();
+  if (ending == PreauthPlace::Ending::kShed) {
     counts_.close_with(ServerMetrics::Close::kShed);
     channel_->close_after_flush();  // shed() did, or the budget refused AUTH_SUCCESS
     co_return;
@@ -191,7 +139,7 @@ asio::awaitable<void> ServerConnection::run(Status refuse) {
                     (channel_->byte_stream().tls() ? ", TLS" : ""));
   }
   channel_->set_max_frame_size(server_.options.max_frame_size);
-  channel_->set_on_drained([this] { account_memory(); });
+  channel_->set_on_drained([this] { memory_.account(server_, *channel_); });
   admission_.audit_authentication(identity_, "success", identity_.mechanism, {});
 
   // 3. Calls, until either side ends the connection.
@@ -208,9 +156,9 @@ asio::awaitable<void> ServerConnection::run(Status refuse) {
   co_await serve();
 }
 
-asio::awaitable<void> ServerConnection::negotiation_failed(Status why, Ending ending,
+asio::awaitable<void> ServerConnection::negotiation_failed(Status why, PreauthPlace::Ending ending,
                                                           const ServerNegotiationHooks& hooks) {
-  const bool timed_out = ending == Ending::kNegotiationTimeout;
+  const bool timed_out = ending == PreauthPlace::Ending::kNegotiationTimeout;
   const std::string& mechanism = hooks.mechanism;
   // A refusal by the authorizer was audited by it (CallAdmission::establish).
   if (!hooks.refused_by_authorize && why.code != Errc::kConnectionClosed) {
@@ -287,7 +235,7 @@ asio::awaitable<void> ServerConnection::serve(bool woken) {
     if (!taken && !channel_->take_buffered(frame)) {
       auto incoming = channel_->buffered_frame();
       if (!incoming) {
-        if (keepalives > 0 && state_ == State::kServing && in_flight_ == 0 && streams_.empty() &&
+        if (keepalives > 0 && state_ == State::kServing && calls_.in_flight() == 0 && streams_.empty() &&
             channel_->parkable()) {
           park();
           co_return;
@@ -405,8 +353,8 @@ asio::awaitable<void> ServerConnection::serve(bool woken) {
     }
     if (channel_->closed()) break;
     if (batch_over) end_batch();
-    if ((channel_->pending_bytes() > 0 || stream_input_) && over_memory_limits()) [[unlikely]] {
-      co_await apply_backpressure();
+    if (memory_.may_be_over(*channel_) && memory_.over(server_, *channel_)) [[unlikely]] {
+      co_await memory_.wait_under(server_, *channel_);
       counts_.batch_read();
     }
   }
@@ -444,20 +392,14 @@ void ServerConnection::readable(std::error_code ec) {
 
 void ServerConnection::release() {
   if (--holds_ > 0) return;
-  release_memory();
-  if (stream_input_) stream_input_->close();
+  memory_.release(server_);
   count_close();
   reactor_.connections.erase(*this);
-  if (budget_ticket_ == 0) return;  // refused at accept: counted nowhere
-  leave_budget();
-  if (--server_.connections_active == 0) {
-    { std::lock_guard lock(server_.mu); }
-    server_.cv.notify_all();
-  }
+  place_.leave(server_);
 }
 
 void ServerConnection::cancel_all_calls() {
-  for (auto& [id, flag] : cancel_flags_) flag->store(true);
+  calls_.cancel_all();
   // Most connections end with no stream open: no Status to build then.
   if (!streams_.empty()) {
     streams_.fail_all(Status(Errc::kCancelled, "the connection to the client ended"));
@@ -574,10 +516,10 @@ Status ServerConnection::handle_request(const Frame& frame) {
   // id and the first call's cancel flag would be replaced;
   // stream_bad_input_test, ARequestReusingAStreamsCallId...). A cancelled
   // call's id is free (handle_cancel removed it from both tables).
-  if (streams_.contains(call_id) || (!cancel_flags_.empty() && cancel_flags_.contains(call_id))) {
+  if (streams_.contains(call_id) || calls_.uses(call_id)) {
     return Status(Errc::kProtocolError, "REQUEST reuses call id " + std::to_string(call_id));
   }
-  last_call_id_ = std::max(last_call_id_, call_id);
+  calls_.saw(call_id);
   const auto deadline = deadline_after(header.timeout_ms);
   const auto call = admit_call(call_id, header.service, header.method, deadline);
   if (!call) return Status();
@@ -602,11 +544,11 @@ Status ServerConnection::handle_stream_request(const Frame& frame) {
     return Status(Errc::kProtocolError, call_id == 0 ? "STREAM_REQUEST with call id 0"
                                                      : "STREAM_REQUEST with a zero window");
   }
-  if (streams_.contains(call_id) || cancel_flags_.contains(call_id)) {
+  if (streams_.contains(call_id) || calls_.uses(call_id)) {
     return Status(Errc::kProtocolError,
                   "STREAM_REQUEST reuses call id " + std::to_string(call_id));
   }
-  last_call_id_ = std::max(last_call_id_, call_id);
+  calls_.saw(call_id);
   const auto deadline = deadline_after(header->timeout_ms);
   const auto call = admit_call(call_id, header->service, header->method, deadline);
   if (!call) return Status();
@@ -627,13 +569,10 @@ Status ServerConnection::handle_stream_request(const Frame& frame) {
             deadline, call->cells);
     return Status();
   }
-  if (!stream_input_) {
-    stream_input_ = std::make_shared<StreamInputBudget>(channel_->byte_stream().executor());
-    stream_input_->set_observer([this](std::size_t) { account_memory(); });
-  }
   auto stream = std::make_shared<CallStream>(channel_, call_id, server_.options.stream_window,
                                              header->window, deadline);
-  stream->set_input_budget(stream_input_);
+  stream->set_input_budget(memory_.stream_input(
+      channel_->byte_stream().executor(), [this](std::size_t) { memory_.account(server_, *channel_); }));
   streams_.add(stream);
   if (metrics()) metrics()->streams_open().add();
   if (shm_) stream->set_shm(shm_);
@@ -643,58 +582,75 @@ Status ServerConnection::handle_stream_request(const Frame& frame) {
   return Status();
 }
 
+// Every inline call of a batch comes through here: kept in this file, beside
+// its callers, so that it is inlined.
+inline void ServerConnection::run_inline(const AdmittedCall& call, std::string_view payload) {
+  CallContext ctx(identity_, call.service, call.method_name, call.call_id, call.deadline, nullptr,
+                  plaintext_network_);
+  const auto result = run_plain_handler(call.method->handler, ctx, payload, server_, peer_);
+  if (call.cells) counts_.observe_inline(*call.cells);
+  respond(call.call_id, result, call.deadline, call.cells);
+}
+
 void ServerConnection::dispatch(const AdmittedCall& call, std::string_view payload,
                                 std::shared_ptr<CallStream> stream) {
-  const Service::Method& method = *call.method;
-  if (method.execution == Execution::kInline) {
-    CallContext ctx(identity_, call.service, call.method_name, call.call_id, call.deadline,
-                    nullptr, plaintext_network_);
-    const auto result = run_plain_handler(method.handler, ctx, payload, server_, peer_);
-    if (call.cells) counts_.observe_inline(*call.cells);
-    respond(call.call_id, result, call.deadline, call.cells);
+  const Execution execution = call.method->execution;
+  if (execution == Execution::kInline) {
+    run_inline(call, payload);
     return;
   }
   // Read only when counting: a clock read per call is not free.
   const Clock::time_point started = call.cells ? Clock::now() : Clock::time_point();
-  ++in_flight_;
   if (metrics()) metrics()->calls_in_flight().add();
-  auto cancelled = std::make_shared<std::atomic<bool>>(false);
-  cancel_flags_[call.call_id] = cancelled;
-  if (method.execution == Execution::kBlocking) {
-    if (metrics()) metrics()->blocking_queue_length().add();
-    asio::post(*server_.blocking_pool, [self = shared_from_this(), call,
-                                        request = std::string(payload), cancelled, started]() {
-      // Queue time ends here (Hadoop's RpcQueueTime); processing starts.
-      Clock::time_point began = started;
-      if (call.cells) {
-        began = Clock::now();
-        call.cells->queue->observe(began - started);
-        self->metrics()->blocking_queue_length().sub();
-      }
-      CallContext ctx(self->identity_, call.service, call.method_name, call.call_id,
-                      call.deadline, cancelled.get(), self->plaintext_network_);
-      Result<std::string> result = Status(Errc::kInternal, "handler did not complete");
-      if (ctx.cancelled()) {
-        result = Status(Errc::kCancelled, "cancelled before it started");
-      } else if (ctx.deadline_passed()) {
-        result = Status(Errc::kDeadlineExceeded, "deadline passed while queued");
-      } else {
-        result = run_plain_handler(call.method->handler, ctx, request, self->server_, self->peer_);
-      }
-      auto& ex = self->channel_->byte_stream().executor();
-      asio::post(ex, [self = std::move(self), call_id = call.call_id,
-                      cancelled = std::move(cancelled), result = std::move(result),
-                      deadline = call.deadline, cells = call.cells, began]() {
-        self->finish_call(call_id, cancelled.get(), result, deadline, cells, began);
-      });
-    });
-    return;
+  RunningCalls::Flag cancelled = calls_.start(call.call_id);
+  if (execution == Execution::kBlocking) {
+    run_blocking(call, payload, std::move(cancelled), started);
+  } else {  // kAsync and kStream
+    run_coroutine(call, payload, std::move(cancelled), std::move(stream), started);
   }
-  // kAsync and kStream: a coroutine on this thread.
+}
+
+void ServerConnection::run_blocking(const AdmittedCall& call, std::string_view payload,
+                                    RunningCalls::Flag cancelled, Clock::time_point started) {
+  if (metrics()) metrics()->blocking_queue_length().add();
+  asio::post(*server_.blocking_pool, [self = shared_from_this(), call,
+                                      request = std::string(payload), cancelled = std::move(cancelled),
+                                      started]() mutable {
+    // Queue time ends here (Hadoop's RpcQueueTime); processing starts.
+    Clock::time_point began = started;
+    if (call.cells) {
+      began = Clock::now();
+      call.cells->queue->observe(began - started);
+      self->metrics()->blocking_queue_length().sub();
+    }
+    CallContext ctx(self->identity_, call.service, call.method_name, call.call_id, call.deadline,
+                    cancelled.get(), self->plaintext_network_);
+    Result<std::string> result = Status(Errc::kInternal, "handler did not complete");
+    if (ctx.cancelled()) {
+      result = Status(Errc::kCancelled, "cancelled before it started");
+    } else if (ctx.deadline_passed()) {
+      result = Status(Errc::kDeadlineExceeded, "deadline passed while queued");
+    } else {
+      result = run_plain_handler(call.method->handler, ctx, request, self->server_, self->peer_);
+    }
+    auto& ex = self->channel_->byte_stream().executor();
+    asio::post(ex, [self = std::move(self), call_id = call.call_id,
+                    cancelled = std::move(cancelled), result = std::move(result),
+                    deadline = call.deadline, cells = call.cells, began]() {
+      self->finish_call(call_id, cancelled.get(), result, deadline, cells, began);
+    });
+  });
+}
+
+void ServerConnection::run_coroutine(const AdmittedCall& call, std::string_view payload,
+                                     RunningCalls::Flag cancelled,
+                                     std::shared_ptr<CallStream> stream,
+                                     Clock::time_point started) {
   asio::co_spawn(
       channel_->byte_stream().executor(),
-      [self = shared_from_this(), call, request = std::string(payload), cancelled,
-       stream = std::move(stream), started]() mutable -> asio::awaitable<void> {
+      [self = shared_from_this(), call, request = std::string(payload),
+       cancelled = std::move(cancelled), stream = std::move(stream),
+       started]() mutable -> asio::awaitable<void> {
         CallContext ctx(self->identity_, call.service, call.method_name, call.call_id,
                         call.deadline, cancelled.get(), self->plaintext_network_);
         Result<std::string> result = Status(Errc::kInternal, "handler did not complete");
@@ -743,17 +699,14 @@ Status ServerConnection::handle_shm_hello(const Frame& frame) {
 void ServerConnection::finish_call(std::uint32_t call_id, const std::atomic<bool>* cancelled,
                                    const Result<std::string>& result, Clock::time_point deadline,
                                    ServerMetrics::Method* cells, Clock::time_point started) {
-  --in_flight_;
+  calls_.finish(call_id, cancelled);
   if (cells) {
     cells->processing->observe(Clock::now() - started);
     metrics()->calls_in_flight().sub();
   }
   last_activity_ = Clock::now();
-  // The id's entry is this call's only if it was not cancelled: a cancelled
-  // call left the table (handle_cancel), and the id may run a new call now,
-  // which this one must neither remove nor answer for.
-  const auto it = cancel_flags_.find(call_id);
-  if (it != cancel_flags_.end() && it->second.get() == cancelled) cancel_flags_.erase(it);
+  // A cancelled call's id may run a new call now, which this one must not
+  // answer for.
   if (!cancelled->load()) {
     respond(call_id, result, deadline, cells);
     counts_.fold_calls(server_);
@@ -761,7 +714,7 @@ void ServerConnection::finish_call(std::uint32_t call_id, const std::atomic<bool
     metrics()->call(*cells, static_cast<std::uint16_t>(Errc::kCancelled));
   }
   channel_->schedule_flush();
-  if (state_ == State::kGoingAway && in_flight_ == 0) close_when_drained();
+  if (state_ == State::kGoingAway && calls_.in_flight() == 0) close_when_drained();
 }
 
 void ServerConnection::respond(std::uint32_t call_id, const Result<std::string>& result,
@@ -798,40 +751,14 @@ Status ServerConnection::handle_cancel(const Frame& frame) {
       !s.ok()) {
     return s;
   }
-  const auto it = cancel_flags_.find(frame.header.call_id);
-  if (it == cancel_flags_.end()) return Status();  // finished already, or never existed
-  it->second->store(true);
-  cancel_flags_.erase(it);
+  calls_.cancel(frame.header.call_id);
   return Status();
 }
 
-void ServerConnection::leave_budget() { server_.budget.release(budget_ticket_); }
-
-Status ServerConnection::authenticate_in_budget(const Identity& id) {
-  switch (server_.budget.authenticate(budget_ticket_, id.user)) {
-    case PreauthBudget::Authentication::kAccepted:
-      return Status();
-    case PreauthBudget::Authentication::kShed:
-      // Shed while its mechanism was deciding: run() closes it silently.
-      ending_ = Ending::kShed;
-      return Status(Errc::kServerBusy, kShedMessage);
-    case PreauthBudget::Authentication::kTooManyForUser:
-      break;
-  }
-  ++server_.connections_refused_per_user;
-  if (metrics()) metrics()->refused_per_user();
-  return Status(Errc::kServerBusy,
-                "too many connections for user '" + id.user + "' (limit " +
-                    std::to_string(server_.options.max_connections_per_user) + ")");
-}
-
 void ServerConnection::shed() {
-  if (state_ != State::kNegotiating || channel_->closed() ||
-      ending_ == Ending::kNegotiationTimeout) {
-    return;
-  }
-  ending_ = Ending::kShed;
-  wire::append_error(channel_->out(), static_cast<std::uint16_t>(Errc::kServerBusy), kShedMessage);
+  if (state_ != State::kNegotiating || channel_->closed() || !place_.shed()) return;
+  wire::append_error(channel_->out(), static_cast<std::uint16_t>(Errc::kServerBusy),
+                     PreauthPlace::kShedMessage);
   channel_->close_after_flush();
 }
 
@@ -843,9 +770,9 @@ void ServerConnection::go_away() {
       return;
     case State::kServing:
       state_ = State::kGoingAway;
-      wire::append_goaway(channel_->out(), {last_call_id_, "server is shutting down"});
+      wire::append_goaway(channel_->out(), {calls_.last_id(), "server is shutting down"});
       channel_->schedule_flush();
-      if (in_flight_ == 0) close_when_drained();
+      if (calls_.in_flight() == 0) close_when_drained();
       return;
     case State::kGoingAway:
     case State::kLingering:
@@ -899,7 +826,7 @@ void ServerConnection::on_tick(Clock::time_point now) {
     case State::kNegotiating:
       if (now < deadline_) return;
       // A connection shed already stays shed: run() then ends it silently.
-      if (ending_ == Ending::kNone) ending_ = Ending::kNegotiationTimeout;
+      place_.timed_out();
       wire::append_error(channel_->out(), static_cast<std::uint16_t>(Errc::kNegotiationTimeout),
                          "negotiation timed out");
       channel_->close_after_flush();
@@ -907,11 +834,11 @@ void ServerConnection::on_tick(Clock::time_point now) {
     case State::kServing:
     case State::kGoingAway: {
       const auto idle = server_.options.idle_timeout;
-      if (idle.count() == 0 || in_flight_ > 0 || now < last_activity_ + idle) {
+      if (idle.count() == 0 || calls_.in_flight() > 0 || now < last_activity_ + idle) {
         // Quiet a while: its buffers go back to the allocator until the next
         // frame, and, with no stream open, its coroutines end until then
         // (park(); docs/DESIGN.md, "Idle connections park").
-        if (in_flight_ == 0 && now - last_activity_ >= kReleaseBuffersAfter) {
+        if (calls_.in_flight() == 0 && now - last_activity_ >= kReleaseBuffersAfter) {
           channel_->release_idle_buffers();
           if (state_ == State::kServing && streams_.empty()) channel_->interrupt_reader();
         }

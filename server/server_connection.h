@@ -17,14 +17,16 @@
 #include <chrono>
 #include <memory>
 #include <optional>
-#include <unordered_map>
 
 #include "authrpc/auth/identity.h"
 #include "authrpc/auth/server_negotiation.h"
 #include "authrpc/rpc/call_router.h"
 #include "authrpc/rpc/frame_channel.h"
 #include "authrpc/server/call_admission.h"
+#include "authrpc/server/memory_share.h"
 #include "authrpc/server/method_cache.h"
+#include "authrpc/server/preauth_place.h"
+#include "authrpc/server/running_calls.h"
 #include "authrpc/server/server_connection_counts.h"
 #include "authrpc/server/server_impl.h"
 #include "authrpc/server/server_metrics.h"
@@ -33,7 +35,6 @@ namespace authrpc {
 
 class CallStream;
 class ShmLink;
-class StreamInputBudget;
 
 class ServerConnection final : public std::enable_shared_from_this<ServerConnection>,
                                public ConnectionList::Hook,
@@ -66,7 +67,7 @@ class ServerConnection final : public std::enable_shared_from_this<ServerConnect
   // sets the ticket before run() (none: the connection is refused and
   // counts nowhere); the connection leaves the budget when it ends.
   const std::string& peer() const noexcept { return peer_; }
-  void set_budget_ticket(std::uint64_t ticket) noexcept { budget_ticket_ = ticket; }
+  void set_budget_ticket(std::uint64_t ticket) noexcept { place_.set_ticket(ticket); }
   // The budget gave this connection's place to a newer one: if it is still
   // negotiating, SERVER_BUSY and close, without a log line (a storm would
   // make one per connection; ServerStats counts them).
@@ -74,10 +75,6 @@ class ServerConnection final : public std::enable_shared_from_this<ServerConnect
 
  private:
   enum class State { kNegotiating, kServing, kGoingAway, kLingering };
-  // The server's own decision to end the connection while it negotiates,
-  // recorded where it is made (shed(), on_tick()) and read once by run()
-  // when the step it cut short returns.
-  enum class Ending { kNone, kShed, kNegotiationTimeout };
 
   // A call that passed admit_call(), as its handler sees it. The names view
   // the server's service table, which outlives every call.
@@ -88,7 +85,7 @@ class ServerConnection final : public std::enable_shared_from_this<ServerConnect
 
   // Negotiation failed (`ending`: the server's own reason, if it had one):
   // counts, logs and audits it, then lingers so that the ERROR arrives.
-  asio::awaitable<void> negotiation_failed(Status why, Ending ending,
+  asio::awaitable<void> negotiation_failed(Status why, PreauthPlace::Ending ending,
                                            const ServerNegotiationHooks& hooks);
   // Serves calls until the connection ends, or until the sweeper has
   // interrupted its idle read (on_tick): then it parks. `woken`: from
@@ -104,11 +101,6 @@ class ServerConnection final : public std::enable_shared_from_this<ServerConnect
   void release();
   // run() ended: counts the close (metrics) with its reason.
   void count_close();
-  void leave_budget();
-  // The negotiation's last step (ServerNegotiationHooks::admit): the
-  // connection counts as authenticated, or is refused SERVER_BUSY (shed
-  // meanwhile, or its user's max_connections_per_user reached).
-  Status authenticate_in_budget(const Identity& id);
   // Ends the connection on the server's initiative: queues `error` (if any)
   // as an ERROR frame, sends it, then reads until the peer closes or 2 s pass
   // so that the frame is not destroyed by a reset.
@@ -137,11 +129,16 @@ class ServerConnection final : public std::enable_shared_from_this<ServerConnect
   // Runs an admitted call's handler the way its method asks
   // (Service::Method::execution): inline, as a coroutine on this thread
   // (async and streaming methods; `stream` set for the latter) or on the
-  // blocking pool. Every handler's exception stops here and becomes the
-  // call's status: INVALID_ARGUMENT for a JSON exception, else INTERNAL, with a
-  // generic message; what it said goes to the server's log.
+  // blocking pool. A handler's exception becomes the call's status
+  // (server/handler_outcome.h).
   void dispatch(const AdmittedCall& call, std::string_view payload,
                 std::shared_ptr<CallStream> stream);
+  void run_inline(const AdmittedCall& call, std::string_view payload);
+  void run_blocking(const AdmittedCall& call, std::string_view payload,
+                    RunningCalls::Flag cancelled, Clock::time_point started);
+  void run_coroutine(const AdmittedCall& call, std::string_view payload,
+                     RunningCalls::Flag cancelled, std::shared_ptr<CallStream> stream,
+                     Clock::time_point started);
   // `cells`: the method's metrics (null: metrics off, or the call named no
   // method and counts as "unknown").
   void respond(std::uint32_t call_id, const Result<std::string>& result,
@@ -153,17 +150,6 @@ class ServerConnection final : public std::enable_shared_from_this<ServerConnect
                    ServerMetrics::Method* cells, Clock::time_point started);
   // No further frame is buffered: sends what the batch queued.
   void end_batch();
-  // What the connection holds for its peer (output not yet sent, stream
-  // input not yet read) against its limits and the server's total
-  // (ServerOptions::max_pending_output, max_stream_bytes_per_connection,
-  // max_buffered_bytes): waits, reading nothing, while it is over one.
-  asio::awaitable<void> apply_backpressure();
-  // Whether apply_backpressure() has to wait (accounts first).
-  bool over_memory_limits();
-  // Adds the change of what the connection holds to the server's total;
-  // release_memory() takes its share out for good when it ends.
-  void account_memory();
-  void release_memory();
   void close_when_drained();
   ServerMetrics* metrics() const noexcept { return counts_.metrics(); }  // null: metrics off
 
@@ -175,29 +161,18 @@ class ServerConnection final : public std::enable_shared_from_this<ServerConnect
   CallAdmission admission_;
   Clock::time_point deadline_;  // when on_tick acts; see on_tick()
   State state_ = State::kNegotiating;
-  Ending ending_ = Ending::kNone;
   Identity identity_;
   std::unique_ptr<ServerAuthSession> spent_session_;  // see negotiate_server()
-  std::uint64_t budget_ticket_ = 0;
   // A call came after identity_.expires: the connection ends once that
   // call's refusal is written.
   bool credentials_expired_ = false;
   bool plaintext_network_ = false;  // tcp:// without TLS (CallContext::plaintext_network)
-  std::size_t in_flight_ = 0;
-  std::uint32_t last_call_id_ = 0;
   Clock::time_point last_activity_;
-  // The cancel flags of the async, blocking and stream calls running under
-  // each id; a cancelled call leaves at CANCEL (its handler keeps the flag).
-  std::unordered_map<std::uint32_t, std::shared_ptr<std::atomic<bool>>> cancel_flags_;
   CallRouter streams_;
   MethodCache methods_;  // the last call's method (handle_request, admit_call)
-  // Under the server's budget a connection may keep this much before it
-  // stops reading (apply_backpressure).
-  static constexpr std::size_t kBudgetShare = 1 << 20;
-  // The unread input of its streaming calls; made with the first one.
-  std::shared_ptr<StreamInputBudget> stream_input_;
-  std::size_t reported_memory_ = 0;  // its share in Server::Impl::buffered_bytes
-  bool memory_released_ = false;
+  RunningCalls calls_;
+  MemoryShare memory_;
+  PreauthPlace place_;
   std::shared_ptr<ShmLink> shm_;  // set once the client's SHM_HELLO was accepted
   bool shm_answered_ = false;     // the client's SHM_HELLO was answered (accepted or not)
   // What keeps the connection's life going: its coroutine (run(), later
