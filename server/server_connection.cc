@@ -49,7 +49,7 @@ asio::awaitable<void> ServerConnection::run(Status refuse) {
     co_return;
   }
   const Clock::time_point accepted = Clock::now();
-  deadline_ = accepted + server_.options.negotiation_timeout;
+  deadlines_.set_deadline(accepted + server_.options.negotiation_timeout);
 
   // 1. The preamble; on a tls:// listener once the client's first byte has
   // made the stream TLS (or plaintext, or refused it: rpc/tls_listener.h),
@@ -148,7 +148,7 @@ asio::awaitable<void> ServerConnection::run(Status refuse) {
   // once quiet count from here, not from the accept, however long the
   // negotiation took.
   reactor_.connections.insert(*this);
-  last_activity_ = Clock::now();
+  deadlines_.touch(Clock::now());
   counts_.batch_read();
   // Calls pipelined behind the negotiation are answered in the same write as
   // AUTH_SUCCESS: flush only once no further frame is buffered.
@@ -243,7 +243,7 @@ asio::awaitable<void> ServerConnection::serve(bool woken) {
         incoming = co_await channel_->read_frame();
         // One clock read per read, not per frame: what a batch of frames
         // read at once shares (the idle deadlines, the first call's start).
-        last_activity_ = Clock::now();
+        deadlines_.touch(Clock::now());
         counts_.batch_read();
       }
       if (!incoming->ok()) {
@@ -369,8 +369,7 @@ void ServerConnection::park() {
   ++server_.connections_parked;
   // Until its idle deadline the sweeper has nothing to do with it.
   const auto idle = server_.options.idle_timeout;
-  reactor_.connections.park(*this, idle.count() > 0 ? last_activity_ + idle : Clock::time_point::max(),
-                            idle, Clock::now());
+  reactor_.connections.park(*this, deadlines_.idle_deadline(idle), idle, Clock::now());
   channel_->byte_stream().wait_readable(std::shared_ptr<ReadReady>(shared_from_this(), this));
 }
 
@@ -704,7 +703,7 @@ void ServerConnection::finish_call(std::uint32_t call_id, const std::atomic<bool
     cells->processing->observe(Clock::now() - started);
     metrics()->calls_in_flight().sub();
   }
-  last_activity_ = Clock::now();
+  deadlines_.touch(Clock::now());
   // A cancelled call's id may run a new call now, which this one must not
   // answer for.
   if (!cancelled->load()) {
@@ -795,7 +794,7 @@ void ServerConnection::close_when_drained() {
   reactor_.connections.insert(*this);  // if parked: the linger deadline needs the sweeper
   state_ = State::kLingering;
   channel_->shutdown_after_flush();
-  deadline_ = Clock::now() + kLingerTime;
+  deadlines_.set_deadline(Clock::now() + kLingerTime);
 }
 
 asio::awaitable<void> ServerConnection::linger(std::optional<Status> error) {
@@ -807,7 +806,7 @@ asio::awaitable<void> ServerConnection::linger(std::optional<Status> error) {
                        error->message);
   }
   channel_->shutdown_after_flush();
-  deadline_ = Clock::now() + kLingerTime;
+  deadlines_.set_deadline(Clock::now() + kLingerTime);
   co_await channel_->discard_input();
   // The peer may have closed before our last frame was written: finish it.
   co_await channel_->wait_pending_below(0);
@@ -822,28 +821,24 @@ void ServerConnection::count_close() {
 void ServerConnection::on_tick(Clock::time_point now) {
   if (channel_->closed()) return;
   counts_.fold_bytes(*channel_);
-  switch (state_) {
-    case State::kNegotiating:
-      if (now < deadline_) return;
-      // A connection shed already stays shed: run() then ends it silently.
+  const auto idle = server_.options.idle_timeout;
+  switch (deadlines_.decide(state_, now, calls_.in_flight(), !streams_.empty(), idle)) {
+    case IdleDeadlines::Action::kNone:
+      return;
+    case IdleDeadlines::Action::kReleaseBuffers:
+      channel_->release_idle_buffers();
+      return;
+    case IdleDeadlines::Action::kPark:
+      channel_->release_idle_buffers();
+      channel_->interrupt_reader();  // serve() parks
+      return;
+    case IdleDeadlines::Action::kNegotiationTimeout:
       place_.timed_out();
       wire::append_error(channel_->out(), static_cast<std::uint16_t>(Errc::kNegotiationTimeout),
                          "negotiation timed out");
       channel_->close_after_flush();
       return;
-    case State::kServing:
-    case State::kGoingAway: {
-      const auto idle = server_.options.idle_timeout;
-      if (idle.count() == 0 || calls_.in_flight() > 0 || now < last_activity_ + idle) {
-        // Quiet a while: its buffers go back to the allocator until the next
-        // frame, and, with no stream open, its coroutines end until then
-        // (park(); docs/DESIGN.md, "Idle connections park").
-        if (calls_.in_flight() == 0 && now - last_activity_ >= kReleaseBuffersAfter) {
-          channel_->release_idle_buffers();
-          if (state_ == State::kServing && streams_.empty()) channel_->interrupt_reader();
-        }
-        return;
-      }
+    case IdleDeadlines::Action::kIdleTimeout:
       counts_.close_with(ServerMetrics::Close::kIdleTimeout);
       if (server_.options.log.enabled(LogLevel::kDebug)) {
         server_.log(LogLevel::kDebug, "closing idle connection from " + peer_);
@@ -852,9 +847,8 @@ void ServerConnection::on_tick(Clock::time_point now) {
                          "connection idle for " + std::to_string(idle.count()) + " ms");
       close_when_drained();
       return;
-    }
-    case State::kLingering:
-      if (now >= deadline_) channel_->close();
+    case IdleDeadlines::Action::kLingerOver:
+      channel_->close();
       return;
   }
 }

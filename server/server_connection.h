@@ -23,6 +23,7 @@
 #include "authrpc/rpc/call_router.h"
 #include "authrpc/rpc/frame_channel.h"
 #include "authrpc/server/call_admission.h"
+#include "authrpc/server/idle_deadlines.h"
 #include "authrpc/server/memory_share.h"
 #include "authrpc/server/method_cache.h"
 #include "authrpc/server/preauth_place.h"
@@ -74,7 +75,7 @@ class ServerConnection final : public std::enable_shared_from_this<ServerConnect
   void shed();
 
  private:
-  enum class State { kNegotiating, kServing, kGoingAway, kLingering };
+  using State = ConnectionPhase;
 
   // A call that passed admit_call(), as its handler sees it. The names view
   // the server's service table, which outlives every call.
@@ -159,7 +160,7 @@ class ServerConnection final : public std::enable_shared_from_this<ServerConnect
   std::shared_ptr<FrameChannel> channel_;
   std::string peer_;
   CallAdmission admission_;
-  Clock::time_point deadline_;  // when on_tick acts; see on_tick()
+  IdleDeadlines deadlines_;  // when on_tick acts
   State state_ = State::kNegotiating;
   Identity identity_;
   std::unique_ptr<ServerAuthSession> spent_session_;  // see negotiate_server()
@@ -167,7 +168,6 @@ class ServerConnection final : public std::enable_shared_from_this<ServerConnect
   // call's refusal is written.
   bool credentials_expired_ = false;
   bool plaintext_network_ = false;  // tcp:// without TLS (CallContext::plaintext_network)
-  Clock::time_point last_activity_;
   CallRouter streams_;
   MethodCache methods_;  // the last call's method (handle_request, admit_call)
   RunningCalls calls_;
