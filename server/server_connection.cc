@@ -27,7 +27,7 @@ ServerConnection::ServerConnection(Server::Impl& server, Reactor& reactor,
       reactor_(reactor),
       counts_(server.metrics.get(), byte_stream->scheme()),
       peer_(byte_stream->peer_address()),
-      admission_(server.options, peer_, server.metrics.get()) {
+      admission_(server.options, peer_.address, server.metrics.get()) {
   // Until AUTH_SUCCESS only frames as large as a Kerberos AP-REQ with a big
   // PAC: a peer nobody knows yet cannot make the server hold megabytes.
   channel_ = std::make_shared<FrameChannel>(
@@ -88,7 +88,7 @@ asio::awaitable<void> ServerConnection::run(Status refuse) {
         metrics()->negotiated(-1, static_cast<std::uint16_t>(to_wire_errc(status.code)), {});
       }
       ++server_.negotiation_failures;
-      server_.log(LogLevel::kInfo, "connection from " + peer_ + " refused: " + status.to_string());
+      server_.log(LogLevel::kInfo, "connection from " + peer_.address + " refused: " + status.to_string());
       co_await linger(std::move(status));
     }
     co_return;
@@ -96,9 +96,9 @@ asio::awaitable<void> ServerConnection::run(Status refuse) {
 
   // 2. Negotiation (auth/server_negotiation.h), with authorization's hooks.
   ChannelInfo info;
-  info.peer_address = peer_;
+  info.peer_address = peer_.address;
   info.scheme = channel_->byte_stream().scheme();
-  plaintext_network_ = info.scheme != Endpoint::Scheme::kUnix && channel_->byte_stream().tls() == nullptr;
+  peer_.plaintext_network = info.scheme != Endpoint::Scheme::kUnix && channel_->byte_stream().tls() == nullptr;
   if (const TlsInfo* tls = channel_->byte_stream().tls()) {
     info.tls = true;
     info.channel_binding = tls->channel_binding;
@@ -113,9 +113,9 @@ asio::awaitable<void> ServerConnection::run(Status refuse) {
     };
   }
   hooks.admit = [this](const Identity& id) { return place_.authenticate(server_, id); };
-  // identity_ stays empty unless the negotiation succeeds.
+  // peer_.identity stays empty unless the negotiation succeeds.
   Status negotiated = co_await negotiate_server(*channel_, server_.options.mechanisms, info,
-                                                identity_, &hooks, &spent_session_);
+                                                peer_.identity, &hooks, &peer_.spent_session);
   const PreauthPlace::Ending ending = place_.ending();
   if (ending == PreauthPlace::Ending::kShed) {
     counts_.close_with(ServerMetrics::Close::kShed);
@@ -128,19 +128,19 @@ asio::awaitable<void> ServerConnection::run(Status refuse) {
   }
   if (metrics()) {
     metrics()->negotiated(hooks.mechanism_index, 0, Clock::now() - accepted);
-    if (identity_.real_user) metrics()->proxy_session();
+    if (peer_.identity.real_user) metrics()->proxy_session();
   }
   if (server_.options.log.enabled(LogLevel::kDebug)) [[unlikely]] {
     server_.log(LogLevel::kDebug,
-                "connection from " + peer_ + " authenticated: user " + identity_.user +
-                    (identity_.real_user ? " (real user " + *identity_.real_user + ")" : "") +
-                    ", mechanism " + identity_.mechanism + ", transport " +
+                "connection from " + peer_.address + " authenticated: user " + peer_.identity.user +
+                    (peer_.identity.real_user ? " (real user " + *peer_.identity.real_user + ")" : "") +
+                    ", mechanism " + peer_.identity.mechanism + ", transport " +
                     std::string(ServerMetrics::transport_name(counts_.transport())) +
                     (channel_->byte_stream().tls() ? ", TLS" : ""));
   }
   channel_->set_max_frame_size(server_.options.max_frame_size);
   channel_->set_on_drained([this] { memory_.account(server_, *channel_); });
-  admission_.audit_authentication(identity_, "success", identity_.mechanism, {});
+  admission_.audit_authentication(peer_.identity, "success", peer_.identity.mechanism, {});
 
   // 3. Calls, until either side ends the connection.
   state_ = State::kServing;
@@ -163,7 +163,7 @@ asio::awaitable<void> ServerConnection::negotiation_failed(Status why, PreauthPl
   // A refusal by the authorizer was audited by it (CallAdmission::establish).
   if (!hooks.refused_by_authorize && why.code != Errc::kConnectionClosed) {
     admission_.audit_authentication(
-        identity_, "failure", mechanism,
+        peer_.identity, "failure", mechanism,
         (timed_out ? Status(Errc::kNegotiationTimeout, "negotiation timed out") : why)
             .to_string());
   }
@@ -180,7 +180,7 @@ asio::awaitable<void> ServerConnection::negotiation_failed(Status why, PreauthPl
   if (why.code == Errc::kConnectionClosed) {
     counts_.close_with(ServerMetrics::Close::kPeerClosed);
     if (server_.options.log.enabled(LogLevel::kDebug)) {
-      server_.log(LogLevel::kDebug, "connection from " + peer_ + " closed during negotiation" +
+      server_.log(LogLevel::kDebug, "connection from " + peer_.address + " closed during negotiation" +
                                         (mechanism.empty() ? "" : " (mechanism " + mechanism + ")"));
     }
   } else {
@@ -190,7 +190,7 @@ asio::awaitable<void> ServerConnection::negotiation_failed(Status why, PreauthPl
     // At info, not warning: a refused client is the server doing its job.
     // The mechanism is one the server offers, or "none" (never the
     // client's string unescaped: the sink escapes every message).
-    server_.log(LogLevel::kInfo, "negotiation with " + peer_ + " (mechanism " +
+    server_.log(LogLevel::kInfo, "negotiation with " + peer_.address + " (mechanism " +
                                      (mechanism.empty() ? std::string("none") : mechanism) +
                                      ") failed: " + why.to_string());
   }
@@ -201,7 +201,7 @@ asio::awaitable<void> ServerConnection::negotiation_failed(Status why, PreauthPl
 asio::awaitable<void> ServerConnection::close_for_protocol_error(Status why) {
   counts_.close_with(ServerMetrics::Close::kProtocolError);
   ++server_.protocol_errors;
-  server_.log(LogLevel::kWarning, "closing connection from " + peer_ + " (" + identity_.user +
+  server_.log(LogLevel::kWarning, "closing connection from " + peer_.address + " (" + peer_.identity.user +
                                       "): " + why.to_string());
   co_await linger(std::move(why));
 }
@@ -210,7 +210,7 @@ asio::awaitable<void> ServerConnection::serve(bool woken) {
   const bool unix_socket = channel_->byte_stream().native_unix_handle() >= 0;
   if (unix_socket) {
     // Descriptors sent during negotiation.
-    if (Status s = check_stray_descriptors(); !s.ok()) {
+    if (Status s = shm_.check_stray_descriptors(*channel_); !s.ok()) {
       co_await close_for_protocol_error(std::move(s));
       co_return;
     }
@@ -291,7 +291,7 @@ asio::awaitable<void> ServerConnection::serve(bool woken) {
         if (!s.ok() && s.code != Errc::kProtocolError) {
           // The connection failed inside the frame: as for a failed read.
           if (!channel_->closed() && state_ != State::kLingering) {
-            server_.log(LogLevel::kInfo, "connection from " + peer_ + " (" + identity_.user +
+            server_.log(LogLevel::kInfo, "connection from " + peer_.address + " (" + peer_.identity.user +
                                              ") ended inside a message: " + s.to_string());
           }
           channel_->close();
@@ -307,10 +307,11 @@ asio::awaitable<void> ServerConnection::serve(bool woken) {
         breach = streams_.on_end_stream(frame);
         break;
       case FrameType::kShmHello:
-        breach = handle_shm_hello(frame);
+        breach = shm_.hello(frame, *channel_, server_,
+                            peer_.address + " (" + peer_.identity.user + ")");
         break;
       case FrameType::kShmRing:
-        breach = shm_ ? streams_.on_shm_ring(shm_, *channel_, frame)
+        breach = shm_.link() ? streams_.on_shm_ring(shm_.link(), *channel_, frame)
                       : Status(Errc::kProtocolError, "SHM_RING without shared memory negotiated");
         break;
       case FrameType::kPing:
@@ -320,7 +321,7 @@ asio::awaitable<void> ServerConnection::serve(bool woken) {
         break;
       case FrameType::kError: {
         auto body = wire::parse_error(frame.body);
-        server_.log(LogLevel::kInfo, "client " + peer_ + " closed with an error: " +
+        server_.log(LogLevel::kInfo, "client " + peer_.address + " closed with an error: " +
                                          (body.ok() ? body->message : std::string("(malformed)")));
         channel_->close();
         break;
@@ -331,22 +332,22 @@ asio::awaitable<void> ServerConnection::serve(bool woken) {
                             " frame after negotiation");
         break;
     }
-    if (credentials_expired_) [[unlikely]] {
+    if (peer_.credentials_expired) [[unlikely]] {
       counts_.close_with(ServerMetrics::Close::kCredentialsExpired);
-      server_.log(LogLevel::kInfo, "closing connection from " + peer_ + " (" + identity_.user +
+      server_.log(LogLevel::kInfo, "closing connection from " + peer_.address + " (" + peer_.identity.user +
                                        "): its credentials expired");
-      co_await linger(expired_credentials());
+      co_await linger(peer_.expired_credentials());
       co_return;
     }
     // The frames read at once have all been handled: check for stray
     // descriptors (no read in between could have brought any: see
-    // check_stray_descriptors()) and answer them in one write.
+    // shm_.check_stray_descriptors(*channel_)) and answer them in one write.
     // Taking the next frame now tells whether the batch is over; a frame
     // buffered_frame() must report (a bad header, a body to read directly)
     // keeps it going, as the next turn reports it.
     taken = channel_->take_buffered(frame);
     const bool batch_over = !taken && !channel_->frame_buffered();
-    if (breach.ok() && unix_socket && batch_over) breach = check_stray_descriptors();
+    if (breach.ok() && unix_socket && batch_over) breach = shm_.check_stray_descriptors(*channel_);
     if (!breach.ok()) {
       co_await close_for_protocol_error(std::move(breach));
       co_return;
@@ -405,58 +406,10 @@ void ServerConnection::cancel_all_calls() {
   }
 }
 
-// Descriptors (SCM_RIGHTS) may ride only on SHM_RING frames, four each, on
-// a connection whose SHM_HELLO was accepted (PROTOCOL.md section 7); until
-// then the socket is read without room for any, so the kernel closes them
-// and none arrives here (rpc/byte_stream.h). When no input is buffered beyond the frames handled, every descriptor that has
-// arrived came with one of those frames, so any left unclaimed were sent
-// with something else (or an SHM_RING carried more than four): a protocol
-// error, and the descriptors are closed at once rather than held until the
-// connection ends. (While more input is buffered, descriptors may belong to
-// an SHM_RING frame not handled yet: checked once that input is consumed.)
-// Otherwise a client could park descriptors on any frame of a unix://
-// connection, and a ring frame's extra descriptors would go to the next ring
-// (stream_bad_input_test: DescriptorsWithoutAnShmFrame..., BadShmRings...).
-Status ServerConnection::check_stray_descriptors() {
-  if (channel_->input_buffered()) {
-    // Descriptors may belong to an SHM_RING still being read (a read brings
-    // at most one batch, 16 at most): a few, never this many. Without this
-    // bound a client that always left part of a frame unread could pile up
-    // descriptors matched to rings (stream_bad_input_test,
-    // DescriptorsPiledUpBehindPartialFrames...).
-    constexpr std::size_t kMaxUnclaimed = 64;
-    if (shm_ && shm_->pending_fds() > kMaxUnclaimed) {
-      return Status(Errc::kProtocolError, std::to_string(shm_->pending_fds()) +
-                                              " file descriptors sent without SHM_RING frames");
-    }
-    return Status();
-  }
-  // take_ring_fds() hands out four at a time: drain the link's list, so that
-  // every stray descriptor is closed now rather than when the connection
-  // ends (stream_bad_input_test, EveryStrayDescriptorIsClosedAtOnce...).
-  std::size_t stray = 0;
-  if (shm_) {
-    for (std::size_t n; (n = shm_->take_ring_fds(*channel_).size()) > 0;) stray += n;
-  } else {
-    stray = channel_->byte_stream().take_received_fds().size();
-  }
-  if (stray > 0) {
-    return Status(Errc::kProtocolError,
-                  std::to_string(stray) + " file descriptor(s) sent without an SHM_RING frame");
-  }
-  return Status();
-}
-
 void ServerConnection::end_batch() {
   counts_.fold_calls(server_);  // before the answers leave: a caller that has one sees it counted
   channel_->flush_now();
-  spent_session_.reset();  // after the first replies have left (negotiate_server)
-}
-
-Status ServerConnection::expired_credentials() const {
-  return Status(Errc::kCredentialsExpired,
-                "the credentials this connection authenticated with (" + identity_.mechanism +
-                    ") have expired: authenticate again");
+  peer_.spent_session.reset();  // after the first replies have left (negotiate_server)
 }
 
 // A call's deadline from its header's timeout (0: none).
@@ -474,9 +427,9 @@ std::optional<ServerConnection::AdmittedCall> ServerConnection::admit_call(
     return std::nullopt;
   }
   // A session does not outlive its credentials (Identity::expires).
-  if (identity_.expires && std::chrono::system_clock::now() >= *identity_.expires) [[unlikely]] {
-    respond(call_id, expired_credentials(), deadline, call.cells);
-    credentials_expired_ = true;
+  if (peer_.identity.expires && std::chrono::system_clock::now() >= *peer_.identity.expires) [[unlikely]] {
+    respond(call_id, peer_.expired_credentials(), deadline, call.cells);
+    peer_.credentials_expired = true;
     return std::nullopt;
   }
   if (call.method == nullptr) {
@@ -486,7 +439,7 @@ std::optional<ServerConnection::AdmittedCall> ServerConnection::admit_call(
     return std::nullopt;
   }
   if (admission_.authorizes()) {
-    if (Status s = admission_.check_call(identity_, call.service, call.method_name); !s.ok()) {
+    if (Status s = admission_.check_call(peer_.identity, call.service, call.method_name); !s.ok()) {
       respond(call_id, s, deadline, call.cells);
       return std::nullopt;
     }
@@ -574,7 +527,7 @@ Status ServerConnection::handle_stream_request(const Frame& frame) {
       channel_->byte_stream().executor(), [this](std::size_t) { memory_.account(server_, *channel_); }));
   streams_.add(stream);
   if (metrics()) metrics()->streams_open().add();
-  if (shm_) stream->set_shm(shm_);
+  if (shm_.link()) stream->set_shm(shm_.link());
   // Accepts the call and announces our window: the client may send now.
   wire::append_window_update(channel_->out(), call_id, server_.options.stream_window);
   dispatch(*call, payload, std::move(stream));
@@ -584,9 +537,9 @@ Status ServerConnection::handle_stream_request(const Frame& frame) {
 // Every inline call of a batch comes through here: kept in this file, beside
 // its callers, so that it is inlined.
 inline void ServerConnection::run_inline(const AdmittedCall& call, std::string_view payload) {
-  CallContext ctx(identity_, call.service, call.method_name, call.call_id, call.deadline, nullptr,
-                  plaintext_network_);
-  const auto result = run_plain_handler(call.method->handler, ctx, payload, server_, peer_);
+  CallContext ctx(peer_.identity, call.service, call.method_name, call.call_id, call.deadline, nullptr,
+                  peer_.plaintext_network);
+  const auto result = run_plain_handler(call.method->handler, ctx, payload, server_, peer_.address);
   if (call.cells) counts_.observe_inline(*call.cells);
   respond(call.call_id, result, call.deadline, call.cells);
 }
@@ -622,15 +575,15 @@ void ServerConnection::run_blocking(const AdmittedCall& call, std::string_view p
       call.cells->queue->observe(began - started);
       self->metrics()->blocking_queue_length().sub();
     }
-    CallContext ctx(self->identity_, call.service, call.method_name, call.call_id, call.deadline,
-                    cancelled.get(), self->plaintext_network_);
+    CallContext ctx(self->peer_.identity, call.service, call.method_name, call.call_id, call.deadline,
+                    cancelled.get(), self->peer_.plaintext_network);
     Result<std::string> result = Status(Errc::kInternal, "handler did not complete");
     if (ctx.cancelled()) {
       result = Status(Errc::kCancelled, "cancelled before it started");
     } else if (ctx.deadline_passed()) {
       result = Status(Errc::kDeadlineExceeded, "deadline passed while queued");
     } else {
-      result = run_plain_handler(call.method->handler, ctx, request, self->server_, self->peer_);
+      result = run_plain_handler(call.method->handler, ctx, request, self->server_, self->peer_.address);
     }
     auto& ex = self->channel_->byte_stream().executor();
     asio::post(ex, [self = std::move(self), call_id = call.call_id,
@@ -650,8 +603,8 @@ void ServerConnection::run_coroutine(const AdmittedCall& call, std::string_view 
       [self = shared_from_this(), call, request = std::string(payload),
        cancelled = std::move(cancelled), stream = std::move(stream),
        started]() mutable -> asio::awaitable<void> {
-        CallContext ctx(self->identity_, call.service, call.method_name, call.call_id,
-                        call.deadline, cancelled.get(), self->plaintext_network_);
+        CallContext ctx(self->peer_.identity, call.service, call.method_name, call.call_id,
+                        call.deadline, cancelled.get(), self->peer_.plaintext_network);
         Result<std::string> result = Status(Errc::kInternal, "handler did not complete");
         try {
           if (stream) {
@@ -661,7 +614,7 @@ void ServerConnection::run_coroutine(const AdmittedCall& call, std::string_view 
             result = co_await call.method->async_handler(ctx, std::move(request));
           }
         } catch (...) {
-          result = handler_threw(self->server_, ctx, self->peer_);
+          result = handler_threw(self->server_, ctx, self->peer_.address);
         }
         if (stream) {
           // A call that failed (cancelled, deadline, connection lost)
@@ -675,24 +628,6 @@ void ServerConnection::run_coroutine(const AdmittedCall& call, std::string_view 
                           started);
       },
       asio::detached);
-}
-
-Status ServerConnection::handle_shm_hello(const Frame& frame) {
-  // Once per connection, answered or not, also when refused or on tcp://
-  // (stream_bad_input_test, ASecondShmHello...). The body is empty (section 3: longer is an error).
-  if (shm_answered_ || !frame.body.empty()) {
-    return Status(Errc::kProtocolError,
-                  shm_answered_ ? "a second SHM_HELLO" : "SHM_HELLO with a body");
-  }
-  shm_answered_ = true;
-  Status why;
-  shm_ = ShmLink::answer(*channel_, server_.options.shm, &why);
-  if (shm_ && metrics()) metrics()->shm_connections_open().add();
-  if (!why.ok() && why.code != ShmErrc::kUnsupported) {
-    server_.log(LogLevel::kInfo, "shared memory refused to " + peer_ + " (" + identity_.user +
-                                     "): " + why.to_string());
-  }
-  return Status();
 }
 
 void ServerConnection::finish_call(std::uint32_t call_id, const std::atomic<bool>* cancelled,
@@ -814,7 +749,7 @@ asio::awaitable<void> ServerConnection::linger(std::optional<Status> error) {
 }
 
 void ServerConnection::count_close() {
-  if (shm_ && metrics()) metrics()->shm_connections_open().sub();
+  shm_.closed(server_);
   counts_.closed(*channel_);
 }
 
@@ -841,7 +776,7 @@ void ServerConnection::on_tick(Clock::time_point now) {
     case IdleDeadlines::Action::kIdleTimeout:
       counts_.close_with(ServerMetrics::Close::kIdleTimeout);
       if (server_.options.log.enabled(LogLevel::kDebug)) {
-        server_.log(LogLevel::kDebug, "closing idle connection from " + peer_);
+        server_.log(LogLevel::kDebug, "closing idle connection from " + peer_.address);
       }
       wire::append_error(channel_->out(), static_cast<std::uint16_t>(Errc::kIdleTimeout),
                          "connection idle for " + std::to_string(idle.count()) + " ms");

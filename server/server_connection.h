@@ -23,6 +23,8 @@
 #include "authrpc/rpc/call_router.h"
 #include "authrpc/rpc/frame_channel.h"
 #include "authrpc/server/call_admission.h"
+#include "authrpc/server/connection_peer.h"
+#include "authrpc/server/connection_shm.h"
 #include "authrpc/server/idle_deadlines.h"
 #include "authrpc/server/memory_share.h"
 #include "authrpc/server/method_cache.h"
@@ -35,7 +37,6 @@
 namespace authrpc {
 
 class CallStream;
-class ShmLink;
 
 class ServerConnection final : public std::enable_shared_from_this<ServerConnection>,
                                public ConnectionList::Hook,
@@ -67,7 +68,7 @@ class ServerConnection final : public std::enable_shared_from_this<ServerConnect
   // The pre-authentication budget (server/preauth_budget.h). The accept loop
   // sets the ticket before run() (none: the connection is refused and
   // counts nowhere); the connection leaves the budget when it ends.
-  const std::string& peer() const noexcept { return peer_; }
+  const std::string& peer() const noexcept { return peer_.address; }
   void set_budget_ticket(std::uint64_t ticket) noexcept { place_.set_ticket(ticket); }
   // The budget gave this connection's place to a newer one: if it is still
   // negotiating, SERVER_BUSY and close, without a log line (a storm would
@@ -115,12 +116,6 @@ class ServerConnection final : public std::enable_shared_from_this<ServerConnect
   Status handle_cancel(const Frame& frame);
   // Streaming calls (docs/DATAPLANE.md).
   Status handle_stream_request(const Frame& frame);
-  Status handle_shm_hello(const Frame& frame);
-  // Descriptors that arrived without an SHM_RING frame to claim them.
-  Status check_stray_descriptors();
-  // CREDENTIALS_EXPIRED: what a call after identity_.expires is answered,
-  // and what the connection then closes with.
-  Status expired_credentials() const;
   static Clock::time_point deadline_after(std::uint32_t timeout_ms);
   // What every call passes before it runs: the server is serving, the
   // method exists, the caller may call it. On refusal, responds with the
@@ -158,23 +153,16 @@ class ServerConnection final : public std::enable_shared_from_this<ServerConnect
   Reactor& reactor_;
   ServerConnectionCounts counts_;
   std::shared_ptr<FrameChannel> channel_;
-  std::string peer_;
+  ConnectionPeer peer_;
   CallAdmission admission_;
   IdleDeadlines deadlines_;  // when on_tick acts
   State state_ = State::kNegotiating;
-  Identity identity_;
-  std::unique_ptr<ServerAuthSession> spent_session_;  // see negotiate_server()
-  // A call came after identity_.expires: the connection ends once that
-  // call's refusal is written.
-  bool credentials_expired_ = false;
-  bool plaintext_network_ = false;  // tcp:// without TLS (CallContext::plaintext_network)
   CallRouter streams_;
   MethodCache methods_;  // the last call's method (handle_request, admit_call)
   RunningCalls calls_;
   MemoryShare memory_;
   PreauthPlace place_;
-  std::shared_ptr<ShmLink> shm_;  // set once the client's SHM_HELLO was accepted
-  bool shm_answered_ = false;     // the client's SHM_HELLO was answered (accepted or not)
+  ConnectionShm shm_;
   // What keeps the connection's life going: its coroutine (run(), later
   // serve() again after a parking) and its parked wait. Both may be under
   // way for a moment (a wait started while the coroutine unwinds).
