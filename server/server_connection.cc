@@ -59,60 +59,15 @@ asio::awaitable<void> ServerConnection::run(Status refuse) {
   std::uint8_t preamble[wire::kPreambleSize];
   if (status.ok()) status = co_await channel_->read_exact(preamble, sizeof preamble);
   if (status.ok()) status = wire::check_preamble(preamble);
-  if (metrics() && counts_.transport() == ServerMetrics::kTls) {
-    // The handshake ran inside the first reads (rpc/tls_stream.h).
-    if (const TlsInfo* tls = channel_->byte_stream().tls()) {
-      metrics()->tls_handshake_ok(tls->resumed);
-    } else if (!status.ok() && status.code.category() != authrpc_category()) {
-      metrics()->tls_handshake_failed(status.code);
-    }
-  }
-  switch (place_.ending()) {
-    case PreauthPlace::Ending::kShed:
-      counts_.close_with(ServerMetrics::Close::kShed);
-      co_return;  // SERVER_BUSY is on its way (shed())
-    case PreauthPlace::Ending::kNegotiationTimeout:
-      if (!status.ok()) {
-        status = Status(Errc::kNegotiationTimeout, "no preamble within the negotiation timeout");
-      }
-      break;
-    case PreauthPlace::Ending::kNone:
-      break;
-  }
-  if (!status.ok()) {
-    if (status.code != Errc::kConnectionClosed) {
-      counts_.close_with(status.code == Errc::kNegotiationTimeout
-                          ? ServerMetrics::Close::kNegotiationTimeout
-                          : ServerMetrics::Close::kNegotiationFailed);
-      if (metrics()) {
-        metrics()->negotiated(-1, static_cast<std::uint16_t>(to_wire_errc(status.code)), {});
-      }
-      ++server_.negotiation_failures;
-      server_.log(LogLevel::kInfo, "connection from " + peer_.address + " refused: " + status.to_string());
-      co_await linger(std::move(status));
-    }
+  if (!preamble_read(status)) {
+    if (!status.ok()) co_await linger(std::move(status));
     co_return;
   }
 
   // 2. Negotiation (auth/server_negotiation.h), with authorization's hooks.
-  ChannelInfo info;
-  info.peer_address = peer_.address;
-  info.scheme = channel_->byte_stream().scheme();
-  peer_.plaintext_network = info.scheme != Endpoint::Scheme::kUnix && channel_->byte_stream().tls() == nullptr;
-  if (const TlsInfo* tls = channel_->byte_stream().tls()) {
-    info.tls = true;
-    info.channel_binding = tls->channel_binding;
-    info.peer_certificate = tls->peer_certificate;
-  }
-  // Without authorization the hooks only report the mechanism (metrics,
-  // logs, audit).
-  ServerNegotiationHooks hooks;
-  if (admission_.authorizes()) {
-    hooks.authorize = [this](Identity& id, std::string_view do_as) {
-      return admission_.establish(id, do_as);
-    };
-  }
-  hooks.admit = [this](const Identity& id) { return place_.authenticate(server_, id); };
+  const ChannelInfo info = channel_info();
+  peer_.plaintext_network = !info.tls && info.scheme != Endpoint::Scheme::kUnix;
+  ServerNegotiationHooks hooks = negotiation_hooks();
   // peer_.identity stays empty unless the negotiation succeeds.
   Status negotiated = co_await negotiate_server(*channel_, server_.options.mechanisms, info,
                                                 peer_.identity, &hooks, &peer_.spent_session);
@@ -126,23 +81,94 @@ asio::awaitable<void> ServerConnection::run(Status refuse) {
     co_await negotiation_failed(std::move(negotiated), ending, hooks);
     co_return;
   }
+
+  // 3. Calls, until either side ends the connection.
+  start_serving(hooks, accepted);
+  co_await serve();
+}
+
+bool ServerConnection::preamble_read(Status& status) {
+  if (metrics() && counts_.transport() == ServerMetrics::kTls) {
+    // The handshake ran inside the first reads (rpc/tls_stream.h).
+    if (const TlsInfo* tls = channel_->byte_stream().tls()) {
+      metrics()->tls_handshake_ok(tls->resumed);
+    } else if (!status.ok() && status.code.category() != authrpc_category()) {
+      metrics()->tls_handshake_failed(status.code);
+    }
+  }
+  switch (place_.ending()) {
+    case PreauthPlace::Ending::kShed:
+      counts_.close_with(ServerMetrics::Close::kShed);
+      status = Status();  // SERVER_BUSY is on its way (shed())
+      return false;
+    case PreauthPlace::Ending::kNegotiationTimeout:
+      if (!status.ok()) {
+        status = Status(Errc::kNegotiationTimeout, "no preamble within the negotiation timeout");
+      }
+      break;
+    case PreauthPlace::Ending::kNone:
+      break;
+  }
+  if (status.ok()) return true;
+  if (status.code == Errc::kConnectionClosed) {
+    status = Status();
+    return false;
+  }
+  counts_.close_with(status.code == Errc::kNegotiationTimeout
+                         ? ServerMetrics::Close::kNegotiationTimeout
+                         : ServerMetrics::Close::kNegotiationFailed);
+  if (metrics()) {
+    metrics()->negotiated(-1, static_cast<std::uint16_t>(to_wire_errc(status.code)), {});
+  }
+  ++server_.negotiation_failures;
+  server_.log(LogLevel::kInfo,
+              "connection from " + peer_.address + " refused: " + status.to_string());
+  return false;
+}
+
+ChannelInfo ServerConnection::channel_info() const {
+  ChannelInfo info;
+  info.peer_address = peer_.address;
+  info.scheme = channel_->byte_stream().scheme();
+  if (const TlsInfo* tls = channel_->byte_stream().tls()) {
+    info.tls = true;
+    info.channel_binding = tls->channel_binding;
+    info.peer_certificate = tls->peer_certificate;
+  }
+  return info;
+}
+
+ServerNegotiationHooks ServerConnection::negotiation_hooks() {
+  // Without authorization the hooks only report the mechanism (metrics,
+  // logs, audit).
+  ServerNegotiationHooks hooks;
+  if (admission_.authorizes()) {
+    hooks.authorize = [this](Identity& id, std::string_view do_as) {
+      return admission_.establish(id, do_as);
+    };
+  }
+  hooks.admit = [this](const Identity& id) { return place_.authenticate(server_, id); };
+  return hooks;
+}
+
+void ServerConnection::start_serving(const ServerNegotiationHooks& hooks,
+                                     Clock::time_point accepted) {
+  const Identity& id = peer_.identity;
   if (metrics()) {
     metrics()->negotiated(hooks.mechanism_index, 0, Clock::now() - accepted);
-    if (peer_.identity.real_user) metrics()->proxy_session();
+    if (id.real_user) metrics()->proxy_session();
   }
   if (server_.options.log.enabled(LogLevel::kDebug)) [[unlikely]] {
     server_.log(LogLevel::kDebug,
-                "connection from " + peer_.address + " authenticated: user " + peer_.identity.user +
-                    (peer_.identity.real_user ? " (real user " + *peer_.identity.real_user + ")" : "") +
-                    ", mechanism " + peer_.identity.mechanism + ", transport " +
+                "connection from " + peer_.address + " authenticated: user " + id.user +
+                    (id.real_user ? " (real user " + *id.real_user + ")" : "") + ", mechanism " +
+                    id.mechanism + ", transport " +
                     std::string(ServerMetrics::transport_name(counts_.transport())) +
                     (channel_->byte_stream().tls() ? ", TLS" : ""));
   }
   channel_->set_max_frame_size(server_.options.max_frame_size);
   channel_->set_on_drained([this] { memory_.account(server_, *channel_); });
-  admission_.audit_authentication(peer_.identity, "success", peer_.identity.mechanism, {});
-
-  // 3. Calls, until either side ends the connection.
+  admission_.audit_authentication(id, "success", id.mechanism, {});
   state_ = State::kServing;
   // Fresh again (ReactorConnections): the quick ticks that would park it
   // once quiet count from here, not from the accept, however long the
@@ -153,7 +179,6 @@ asio::awaitable<void> ServerConnection::run(Status refuse) {
   // Calls pipelined behind the negotiation are answered in the same write as
   // AUTH_SUCCESS: flush only once no further frame is buffered.
   if (!channel_->frame_buffered()) end_batch();
-  co_await serve();
 }
 
 asio::awaitable<void> ServerConnection::negotiation_failed(Status why, PreauthPlace::Ending ending,
@@ -180,8 +205,9 @@ asio::awaitable<void> ServerConnection::negotiation_failed(Status why, PreauthPl
   if (why.code == Errc::kConnectionClosed) {
     counts_.close_with(ServerMetrics::Close::kPeerClosed);
     if (server_.options.log.enabled(LogLevel::kDebug)) {
-      server_.log(LogLevel::kDebug, "connection from " + peer_.address + " closed during negotiation" +
-                                        (mechanism.empty() ? "" : " (mechanism " + mechanism + ")"));
+      server_.log(LogLevel::kDebug,
+                  "connection from " + peer_.address + " closed during negotiation" +
+                      (mechanism.empty() ? "" : " (mechanism " + mechanism + ")"));
     }
   } else {
     counts_.close_with(timed_out ? ServerMetrics::Close::kNegotiationTimeout
@@ -201,42 +227,118 @@ asio::awaitable<void> ServerConnection::negotiation_failed(Status why, PreauthPl
 asio::awaitable<void> ServerConnection::close_for_protocol_error(Status why) {
   counts_.close_with(ServerMetrics::Close::kProtocolError);
   ++server_.protocol_errors;
-  server_.log(LogLevel::kWarning, "closing connection from " + peer_.address + " (" + peer_.identity.user +
-                                      "): " + why.to_string());
+  server_.log(LogLevel::kWarning, "closing connection from " + peer_.address + " (" +
+                                      peer_.identity.user + "): " + why.to_string());
   co_await linger(std::move(why));
+}
+
+// Every frame but DATA, which the serving loop awaits itself.
+inline Status ServerConnection::route_frame(const Frame& frame) {
+  // Frames of a call need its id (PROTOCOL.md section 10); the router would
+  // silently drop one with call id 0 (stream_bad_input_test,
+  // CallFramesWithCallIdZeroAreProtocolErrors). And a connection-level frame
+  // carries call id 0 (PROTOCOL.md section 3).
+  if (frame.header.call_id == 0 && CallRouter::is_call_frame(frame.header.type)) {
+    return Status(Errc::kProtocolError,
+                  std::string(wire::frame_type_name(frame.header.type)) + " with call id 0");
+  }
+  if (frame.header.call_id != 0 && wire::is_connection_frame_type(frame.header.type))
+      [[unlikely]] {
+    return Status(Errc::kProtocolError, std::string(wire::frame_type_name(frame.header.type)) +
+                                            " with call id " +
+                                            std::to_string(frame.header.call_id));
+  }
+  switch (frame.header.type) {
+    case FrameType::kRequest:
+      return handle_request(frame);
+    case FrameType::kCancel:
+      return handle_cancel(frame);
+    case FrameType::kStreamRequest:
+      return handle_stream_request(frame);
+    case FrameType::kWindowUpdate:
+      return streams_.on_window_update(frame);
+    case FrameType::kEndStream:
+      return streams_.on_end_stream(frame);
+    case FrameType::kShmHello:
+      return shm_.hello(frame, *channel_, server_,
+                        peer_.address + " (" + peer_.identity.user + ")");
+    case FrameType::kShmRing:
+      if (!shm_.link()) {
+        return Status(Errc::kProtocolError, "SHM_RING without shared memory negotiated");
+      }
+      return streams_.on_shm_ring(shm_.link(), *channel_, frame);
+    case FrameType::kPing:
+      wire::append_ping(channel_->out(), FrameType::kPong, frame.body);
+      return Status();
+    case FrameType::kPong:
+      return Status();
+    case FrameType::kError: {
+      auto body = wire::parse_error(frame.body);
+      server_.log(LogLevel::kInfo, "client " + peer_.address + " closed with an error: " +
+                                       (body.ok() ? body->message : std::string("(malformed)")));
+      channel_->close();
+      return Status();
+    }
+    default:
+      return Status(Errc::kProtocolError,
+                    "unexpected " + std::string(wire::frame_type_name(frame.header.type)) +
+                        " frame after negotiation");
+  }
+}
+
+Status ServerConnection::data_failed(Status why) {
+  if (why.code == Errc::kProtocolError) return why;
+  // The connection failed inside the frame: as for a failed read.
+  if (!channel_->closed() && state_ != State::kLingering) {
+    server_.log(LogLevel::kInfo, "connection from " + peer_.address + " (" + peer_.identity.user +
+                                     ") ended inside a message: " + why.to_string());
+  }
+  channel_->close();
+  return Status();
+}
+
+bool ServerConnection::ended_quietly(const Status& read) const noexcept {
+  return read.code == Errc::kConnectionClosed || channel_->closed() ||
+         state_ == State::kLingering;
+}
+
+bool ServerConnection::quiet() const noexcept {
+  return state_ == State::kServing && calls_.in_flight() == 0 && streams_.empty() &&
+         channel_->parkable();
+}
+
+Status ServerConnection::credentials_expired_ending() {
+  counts_.close_with(ServerMetrics::Close::kCredentialsExpired);
+  server_.log(LogLevel::kInfo, "closing connection from " + peer_.address + " (" +
+                                   peer_.identity.user + "): its credentials expired");
+  return peer_.expired_credentials();
 }
 
 asio::awaitable<void> ServerConnection::serve(bool woken) {
   const bool unix_socket = channel_->byte_stream().native_unix_handle() >= 0;
-  if (unix_socket) {
-    // Descriptors sent during negotiation.
-    if (Status s = shm_.check_stray_descriptors(*channel_); !s.ok()) {
-      co_await close_for_protocol_error(std::move(s));
-      co_return;
-    }
+  // The frame's protocol error, if any (first: descriptors sent during the
+  // negotiation). OK at the top of every turn (a breach ends the loop), so
+  // made once and set only when a step reports one.
+  Status breach = unix_socket ? shm_.check_stray_descriptors(*channel_) : Status();
+  if (!breach.ok()) {
+    co_await close_for_protocol_error(std::move(breach));
+    co_return;
   }
-  // Woken for keepalives alone, a connection parks again once they are
-  // answered, rather than a sweeper tick later: an idle connection's PINGs
-  // would otherwise keep it unparked for a good part of its life.
-  // PINGs answered since woken; -1: not woken, or some other frame came.
+  // PINGs answered since woken (-1: not woken, or another frame came): woken
+  // for keepalives alone, it parks again once they are answered, not a tick
+  // later, or an idle connection's PINGs would keep it awake much of its life.
   int keepalives = woken ? 0 : -1;
-  // The frame's protocol error, if it is one: the connection ends with it.
-  // OK at the top of every turn (a breach ends the loop), so made once, and
-  // set only when a handler reports one: most frames pay for no Status.
-  Status breach;
   // The next frame, taken from the buffer at the end of the last turn (that
   // decides whether the batch is over) and handled in this one.
   Frame frame;
   bool taken = false;
   for (;;) {
-    // Most frames of a busy connection are whole in the buffer already:
-    // take_buffered() without a Result; else buffered_frame() or a read,
-    // which also report a bad header or the stream's end.
+    // Most frames of a busy connection are whole in the buffer already; else
+    // buffered_frame() or a read, which also report a bad header or the end.
     if (!taken && !channel_->take_buffered(frame)) {
       auto incoming = channel_->buffered_frame();
       if (!incoming) {
-        if (keepalives > 0 && state_ == State::kServing && calls_.in_flight() == 0 && streams_.empty() &&
-            channel_->parkable()) {
+        if (keepalives > 0 && quiet()) {
           park();
           co_return;
         }
@@ -251,100 +353,28 @@ asio::awaitable<void> ServerConnection::serve(bool woken) {
           park();
           co_return;
         }
-        const Status& s = incoming->status();
-        if (s.code == Errc::kConnectionClosed || channel_->closed() ||
-            state_ == State::kLingering) {
-          break;
-        }
-        co_await close_for_protocol_error(s);
+        if (ended_quietly(incoming->status())) break;
+        co_await close_for_protocol_error(incoming->status());
         co_return;
       }
       frame = **incoming;
     }
     taken = false;
     if (keepalives >= 0) keepalives = frame.header.type == FrameType::kPing ? keepalives + 1 : -1;
-    // Frames of a call need its id (PROTOCOL.md section 10); the router
-    // would silently drop one with call id 0 (stream_bad_input_test,
-    // CallFramesWithCallIdZeroAreProtocolErrors).
-    // And a connection-level frame carries call id 0 (PROTOCOL.md section 3).
-    if (frame.header.call_id == 0 && CallRouter::is_call_frame(frame.header.type)) {
-      breach = Status(Errc::kProtocolError,
-                      std::string(wire::frame_type_name(frame.header.type)) + " with call id 0");
-    } else if (frame.header.call_id != 0 && wire::is_connection_frame_type(frame.header.type))
-        [[unlikely]] {
-      breach = Status(Errc::kProtocolError, std::string(wire::frame_type_name(frame.header.type)) +
-                                                " with call id " +
-                                                std::to_string(frame.header.call_id));
-    } else switch (frame.header.type) {
-      case FrameType::kRequest:
-        if (Status s = handle_request(frame); !s.ok()) breach = std::move(s);
-        break;
-      case FrameType::kCancel:
-        breach = handle_cancel(frame);
-        break;
-      case FrameType::kStreamRequest:
-        breach = handle_stream_request(frame);
-        break;
-      case FrameType::kData: {
-        Status s = co_await streams_.on_data(*channel_, frame);
-        counts_.batch_read();  // it may have waited for the body
-        if (!s.ok() && s.code != Errc::kProtocolError) {
-          // The connection failed inside the frame: as for a failed read.
-          if (!channel_->closed() && state_ != State::kLingering) {
-            server_.log(LogLevel::kInfo, "connection from " + peer_.address + " (" + peer_.identity.user +
-                                             ") ended inside a message: " + s.to_string());
-          }
-          channel_->close();
-        } else {
-          breach = std::move(s);
-        }
-        break;
-      }
-      case FrameType::kWindowUpdate:
-        breach = streams_.on_window_update(frame);
-        break;
-      case FrameType::kEndStream:
-        breach = streams_.on_end_stream(frame);
-        break;
-      case FrameType::kShmHello:
-        breach = shm_.hello(frame, *channel_, server_,
-                            peer_.address + " (" + peer_.identity.user + ")");
-        break;
-      case FrameType::kShmRing:
-        breach = shm_.link() ? streams_.on_shm_ring(shm_.link(), *channel_, frame)
-                      : Status(Errc::kProtocolError, "SHM_RING without shared memory negotiated");
-        break;
-      case FrameType::kPing:
-        wire::append_ping(channel_->out(), FrameType::kPong, frame.body);
-        break;
-      case FrameType::kPong:
-        break;
-      case FrameType::kError: {
-        auto body = wire::parse_error(frame.body);
-        server_.log(LogLevel::kInfo, "client " + peer_.address + " closed with an error: " +
-                                         (body.ok() ? body->message : std::string("(malformed)")));
-        channel_->close();
-        break;
-      }
-      default:
-        breach = Status(Errc::kProtocolError,
-                        "unexpected " + std::string(wire::frame_type_name(frame.header.type)) +
-                            " frame after negotiation");
-        break;
+    if (frame.header.type == FrameType::kData && frame.header.call_id != 0) {
+      Status s = co_await streams_.on_data(*channel_, frame);
+      counts_.batch_read();  // it may have waited for the body
+      if (!s.ok()) breach = data_failed(std::move(s));
+    } else if (Status s = route_frame(frame); !s.ok()) {
+      breach = std::move(s);
     }
     if (peer_.credentials_expired) [[unlikely]] {
-      counts_.close_with(ServerMetrics::Close::kCredentialsExpired);
-      server_.log(LogLevel::kInfo, "closing connection from " + peer_.address + " (" + peer_.identity.user +
-                                       "): its credentials expired");
-      co_await linger(peer_.expired_credentials());
+      co_await linger(credentials_expired_ending());
       co_return;
     }
-    // The frames read at once have all been handled: check for stray
-    // descriptors (no read in between could have brought any: see
-    // shm_.check_stray_descriptors(*channel_)) and answer them in one write.
-    // Taking the next frame now tells whether the batch is over; a frame
-    // buffered_frame() must report (a bad header, a body to read directly)
-    // keeps it going, as the next turn reports it.
+    // Taking the next frame now tells whether the batch is over (a frame
+    // buffered_frame() must report keeps it going). When it is, check for
+    // stray descriptors (ConnectionShm) and answer the batch in one write.
     taken = channel_->take_buffered(frame);
     const bool batch_over = !taken && !channel_->frame_buffered();
     if (breach.ok() && unix_socket && batch_over) breach = shm_.check_stray_descriptors(*channel_);
@@ -427,7 +457,8 @@ std::optional<ServerConnection::AdmittedCall> ServerConnection::admit_call(
     return std::nullopt;
   }
   // A session does not outlive its credentials (Identity::expires).
-  if (peer_.identity.expires && std::chrono::system_clock::now() >= *peer_.identity.expires) [[unlikely]] {
+  if (peer_.identity.expires && std::chrono::system_clock::now() >= *peer_.identity.expires)
+      [[unlikely]] {
     respond(call_id, peer_.expired_credentials(), deadline, call.cells);
     peer_.credentials_expired = true;
     return std::nullopt;
@@ -523,8 +554,9 @@ Status ServerConnection::handle_stream_request(const Frame& frame) {
   }
   auto stream = std::make_shared<CallStream>(channel_, call_id, server_.options.stream_window,
                                              header->window, deadline);
-  stream->set_input_budget(memory_.stream_input(
-      channel_->byte_stream().executor(), [this](std::size_t) { memory_.account(server_, *channel_); }));
+  stream->set_input_budget(
+      memory_.stream_input(channel_->byte_stream().executor(),
+                           [this](std::size_t) { memory_.account(server_, *channel_); }));
   streams_.add(stream);
   if (metrics()) metrics()->streams_open().add();
   if (shm_.link()) stream->set_shm(shm_.link());
@@ -537,8 +569,8 @@ Status ServerConnection::handle_stream_request(const Frame& frame) {
 // Every inline call of a batch comes through here: kept in this file, beside
 // its callers, so that it is inlined.
 inline void ServerConnection::run_inline(const AdmittedCall& call, std::string_view payload) {
-  CallContext ctx(peer_.identity, call.service, call.method_name, call.call_id, call.deadline, nullptr,
-                  peer_.plaintext_network);
+  CallContext ctx(peer_.identity, call.service, call.method_name, call.call_id, call.deadline,
+                  nullptr, peer_.plaintext_network);
   const auto result = run_plain_handler(call.method->handler, ctx, payload, server_, peer_.address);
   if (call.cells) counts_.observe_inline(*call.cells);
   respond(call.call_id, result, call.deadline, call.cells);
@@ -566,8 +598,8 @@ void ServerConnection::run_blocking(const AdmittedCall& call, std::string_view p
                                     RunningCalls::Flag cancelled, Clock::time_point started) {
   if (metrics()) metrics()->blocking_queue_length().add();
   asio::post(*server_.blocking_pool, [self = shared_from_this(), call,
-                                      request = std::string(payload), cancelled = std::move(cancelled),
-                                      started]() mutable {
+                                      request = std::string(payload),
+                                      cancelled = std::move(cancelled), started]() mutable {
     // Queue time ends here (Hadoop's RpcQueueTime); processing starts.
     Clock::time_point began = started;
     if (call.cells) {
@@ -575,15 +607,16 @@ void ServerConnection::run_blocking(const AdmittedCall& call, std::string_view p
       call.cells->queue->observe(began - started);
       self->metrics()->blocking_queue_length().sub();
     }
-    CallContext ctx(self->peer_.identity, call.service, call.method_name, call.call_id, call.deadline,
-                    cancelled.get(), self->peer_.plaintext_network);
+    CallContext ctx(self->peer_.identity, call.service, call.method_name, call.call_id,
+                    call.deadline, cancelled.get(), self->peer_.plaintext_network);
     Result<std::string> result = Status(Errc::kInternal, "handler did not complete");
     if (ctx.cancelled()) {
       result = Status(Errc::kCancelled, "cancelled before it started");
     } else if (ctx.deadline_passed()) {
       result = Status(Errc::kDeadlineExceeded, "deadline passed while queued");
     } else {
-      result = run_plain_handler(call.method->handler, ctx, request, self->server_, self->peer_.address);
+      result =
+          run_plain_handler(call.method->handler, ctx, request, self->server_, self->peer_.address);
     }
     auto& ex = self->channel_->byte_stream().executor();
     asio::post(ex, [self = std::move(self), call_id = call.call_id,
@@ -681,7 +714,8 @@ Status ServerConnection::handle_cancel(const Frame& frame) {
   // REQUEST reusing the id is refused would depend on whether the handler
   // had noticed the cancel yet (stream_bad_input_test,
   // ACallReusingACancelledCallsId...).
-  if (Status s = streams_.on_cancel(frame, Status(Errc::kCancelled, "the client cancelled the call"));
+  if (Status s =
+          streams_.on_cancel(frame, Status(Errc::kCancelled, "the client cancelled the call"));
       !s.ok()) {
     return s;
   }

@@ -7,9 +7,15 @@
 // it, which starts serving again when input arrives (docs/DESIGN.md, "Idle
 // connections park").
 //
-// Its jobs are the connection's life and the calls' bookkeeping; the frames
-// of streaming calls are routed by its CallRouter (rpc/call_router.h), and
-// authorization and audit are its CallAdmission's (server/call_admission.h).
+// Its jobs are the connection's life and the unary calls' path (admit,
+// dispatch, respond). The rest is its members', each a value with one job
+// (docs/DESIGN.md, "The connection classes, split by job"): who the peer is
+// (ConnectionPeer), its place in the pre-authentication budget
+// (PreauthPlace), its deadlines (IdleDeadlines), its counts
+// (ServerConnectionCounts), the method cache (MethodCache), the calls
+// running off the inline path (RunningCalls), its memory (MemoryShare),
+// shared memory (ConnectionShm), streaming calls' frames (CallRouter,
+// rpc/call_router.h), and authorization and audit (CallAdmission).
 #pragma once
 
 #include <asio/awaitable.hpp>
@@ -85,6 +91,16 @@ class ServerConnection final : public std::enable_shared_from_this<ServerConnect
     Clock::time_point deadline;
   };
 
+  // The steps of run(), synchronous so that a session pays for no further
+  // coroutine frame. preamble_read: the preamble's outcome `status` (TLS
+  // handshake metrics, a shed or timed-out connection's reason); false when
+  // the connection ends here, `status` then the ERROR to send (OK: none).
+  bool preamble_read(Status& status);
+  ChannelInfo channel_info() const;
+  ServerNegotiationHooks negotiation_hooks();
+  // Authenticated: counts and audits it, lifts the frame limit to the
+  // server's and answers the calls pipelined behind AUTH_SUCCESS.
+  void start_serving(const ServerNegotiationHooks& hooks, Clock::time_point accepted);
   // Negotiation failed (`ending`: the server's own reason, if it had one):
   // counts, logs and audits it, then lingers so that the ERROR arrives.
   asio::awaitable<void> negotiation_failed(Status why, PreauthPlace::Ending ending,
@@ -94,6 +110,18 @@ class ServerConnection final : public std::enable_shared_from_this<ServerConnect
   // parking (readable()); if all it gets are keepalive PINGs, it parks
   // again as soon as they are answered.
   asio::awaitable<void> serve(bool woken = false);
+  // The steps of serve(), synchronous for the same reason. route_frame
+  // handles every frame but DATA; data_failed a DATA frame's failure (a
+  // protocol error is returned, any other closes the connection);
+  // ended_quietly whether a failed read ends the connection without an
+  // ERROR; quiet whether it may park now.
+  Status route_frame(const Frame& frame);
+  Status data_failed(Status why);
+  bool ended_quietly(const Status& read) const noexcept;
+  bool quiet() const noexcept;
+  // A call came after the identity's expiry: logs it and returns what the
+  // connection closes with.
+  Status credentials_expired_ending();
   // Waits for input without a coroutine (ByteStream::wait_readable); the
   // wait holds the connection. readable() serves again, or ends it.
   void park();
@@ -129,6 +157,7 @@ class ServerConnection final : public std::enable_shared_from_this<ServerConnect
   // (server/handler_outcome.h).
   void dispatch(const AdmittedCall& call, std::string_view payload,
                 std::shared_ptr<CallStream> stream);
+  // Those ways; run_inline answers at once, the others through finish_call.
   void run_inline(const AdmittedCall& call, std::string_view payload);
   void run_blocking(const AdmittedCall& call, std::string_view payload,
                     RunningCalls::Flag cancelled, Clock::time_point started);
@@ -156,13 +185,13 @@ class ServerConnection final : public std::enable_shared_from_this<ServerConnect
   ConnectionPeer peer_;
   CallAdmission admission_;
   IdleDeadlines deadlines_;  // when on_tick acts
-  State state_ = State::kNegotiating;
   CallRouter streams_;
   MethodCache methods_;  // the last call's method (handle_request, admit_call)
   RunningCalls calls_;
   MemoryShare memory_;
   PreauthPlace place_;
   ConnectionShm shm_;
+  State state_ = State::kNegotiating;
   // What keeps the connection's life going: its coroutine (run(), later
   // serve() again after a parking) and its parked wait. Both may be under
   // way for a moment (a wait started while the coroutine unwinds).
