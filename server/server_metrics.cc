@@ -28,7 +28,14 @@ ServerMetrics::ServerMetrics(std::shared_ptr<MetricsRegistry> registry,
                              const ServerOptions& options,
                              const std::map<std::string, Service, std::less<>>& services)
     : registry_(std::move(registry)) {
-  MetricsRegistry& r = *registry_;
+  // In this order, the order of the metrics' families in /metrics.
+  add_connection_cells(*registry_);
+  add_session_cells(*registry_, options);
+  add_call_cells(*registry_, services);
+  add_authz_and_tls_cells(*registry_);
+}
+
+void ServerMetrics::add_connection_cells(MetricsRegistry& r) {
   for (std::size_t t = 0; t < kTransports; ++t) {
     const MetricLabels transport{{"transport", std::string(kTransportNames[t])}};
     auto& p = per_transport_[t];
@@ -62,7 +69,9 @@ ServerMetrics::ServerMetrics(std::shared_ptr<MetricsRegistry> registry,
   shed_total_ = &r.counter("authrpc_server_connections_shed_total", shed_help, {{"limit", "total"}});
   shed_per_address_ =
       &r.counter("authrpc_server_connections_shed_total", shed_help, {{"limit", "per_address"}});
+}
 
+void ServerMetrics::add_session_cells(MetricsRegistry& r, const ServerOptions& options) {
   auto add_mechanism = [&](std::string name) {
     auto m = std::make_unique<PerMechanism>();
     m->duration = &r.histogram("authrpc_server_negotiation_duration_seconds",
@@ -81,7 +90,10 @@ ServerMetrics::ServerMetrics(std::shared_ptr<MetricsRegistry> registry,
                        "Finished negotiations, by mechanism and outcome (ok or the failure code).",
                        [&] { return MetricLabels{{"mechanism", m->name}, {"outcome", "ok"}}; });
   }
+}
 
+void ServerMetrics::add_call_cells(MetricsRegistry& r,
+                                   const std::map<std::string, Service, std::less<>>& services) {
   auto make_method = [&](std::string service, std::string method) {
     auto m = std::make_unique<Method>();
     const MetricLabels labels{{"service", service}, {"method", method}};
@@ -114,6 +126,9 @@ ServerMetrics::ServerMetrics(std::shared_ptr<MetricsRegistry> registry,
   streams_open_ = &r.gauge("authrpc_server_streams_open", "Streaming calls open.");
   shm_connections_open_ = &r.gauge("authrpc_server_shm_connections_open",
                                    "Connections whose streams use shared-memory rings.");
+}
+
+void ServerMetrics::add_authz_and_tls_cells(MetricsRegistry& r) {
   for (std::size_t d = 0; d < denials_.size(); ++d) {
     denials_[d] = &r.counter("authrpc_server_authorization_denials_total",
                              "Sessions and calls refused by authorization, by reason.",

@@ -114,6 +114,13 @@ class ServerMetrics {
   void proxy_session() noexcept { proxy_sessions_->inc(); }
 
  private:
+  // The constructor's steps, one per group of metrics.
+  void add_connection_cells(MetricsRegistry& r);  // per transport, refusals, shedding
+  void add_session_cells(MetricsRegistry& r, const ServerOptions& options);  // per mechanism
+  void add_call_cells(MetricsRegistry& r,
+                      const std::map<std::string, Service, std::less<>>& services);
+  void add_authz_and_tls_cells(MetricsRegistry& r);
+
   struct PerTransport {
     Counter* accepted;
     Gauge* open;
