@@ -206,6 +206,88 @@ Status read_shared_memory(const nlohmann::json& config, ServerOptions& o) {
 // server_options_from_json() with the sink read from the configuration
 // already, so that server_config_from_json() can share it with the token
 // service.
+// "auth": the mechanisms, made by the registry with their options.
+Status read_auth(const nlohmann::json& config, const MechanismRegistry& registry,
+                 ServerOptions& o) {
+  const nlohmann::json auth = config.value("auth", nlohmann::json::object());
+  if (!auth.is_object()) return config_error("'auth' must be an object");
+  if (Status s = check_keys(auth, "auth.", {"mechanisms", "options"}); !s.ok()) return s;
+  // names: documented default (docs/CONFIG.md)
+  const nlohmann::json names = auth.value("mechanisms", nlohmann::json::array({"simple"}));
+  if (!names.is_array() || names.empty()) {
+    return config_error("'auth.mechanisms' must be a non-empty array of mechanism names");
+  }
+  const nlohmann::json mech_options = auth.value("options", nlohmann::json::object());
+  if (!mech_options.is_object()) return config_error("'auth.options' must be an object");
+  for (const auto& [key, _] : mech_options.items()) {
+    if (std::find(names.begin(), names.end(), key) == names.end()) {
+      return config_error("'auth.options." + key + "' given but '" + key + "' is not enabled");
+    }
+  }
+  for (const auto& name : names) {
+    if (!name.is_string()) return config_error("'auth.mechanisms' entries must be strings");
+    const auto n = name.get<std::string>();
+    auto mechanism = registry.make_server(
+        n, mech_options.contains(n) ? mech_options[n] : nlohmann::json::object());
+    if (!mechanism.ok()) {
+      const std::string key = mech_options.contains(n) ? "auth.options." + n : "auth.mechanisms";
+      return config_error("'" + key + "': " + mechanism.status().message);
+    }
+    o.mechanisms.push_back(*mechanism);
+  }
+  return Status();
+}
+
+// The limits and timeouts, each a plain number (docs/CONFIG.md), checked in
+// this order. The limits before authentication are checked against each
+// other by Server::start().
+Status read_limits(const nlohmann::json& config, ServerOptions& o) {
+  static constexpr std::pair<const char*, std::size_t ServerOptions::*> kCounts[] = {
+      {"io_threads", &ServerOptions::io_threads},
+      {"blocking_threads", &ServerOptions::blocking_threads},
+      {"max_connections", &ServerOptions::max_connections},
+      {"max_frame_size", &ServerOptions::max_frame_size},
+      {"max_unauthenticated", &ServerOptions::max_unauthenticated},
+      {"max_unauthenticated_per_address", &ServerOptions::max_unauthenticated_per_address},
+      {"max_connections_per_address", &ServerOptions::max_connections_per_address},
+      {"max_connections_per_user", &ServerOptions::max_connections_per_user},
+      {"max_negotiation_frame_size", &ServerOptions::max_negotiation_frame_size},
+      {"max_pending_output", &ServerOptions::max_pending_output},
+      {"max_streams_per_connection", &ServerOptions::max_streams_per_connection},
+      {"max_stream_bytes_per_connection", &ServerOptions::max_stream_bytes_per_connection},
+      {"max_buffered_bytes", &ServerOptions::max_buffered_bytes},
+  };
+  for (const auto& [key, member] : kCounts) {
+    if (Status s = read_number(config, key, o.*member); !s.ok()) return s;
+  }
+  static constexpr std::pair<const char*, std::chrono::milliseconds ServerOptions::*> kTimes[] = {
+      {"negotiation_timeout_ms", &ServerOptions::negotiation_timeout},
+      {"idle_timeout_ms", &ServerOptions::idle_timeout},
+      {"stop_grace_ms", &ServerOptions::stop_grace},
+  };
+  for (const auto& [key, member] : kTimes) {
+    if (Status s = read_ms(config, key, o.*member); !s.ok()) return s;
+  }
+  if (Status s = read_number(config, "stream_window", o.stream_window); !s.ok()) return s;
+  if (config.contains("stream_window") && o.stream_window < 65536) {
+    return config_error("'stream_window' must be at least 65536 bytes");
+  }
+  return Status();
+}
+
+Status read_unix_socket_mode(const nlohmann::json& config, ServerOptions& o) {
+  if (!config.contains("unix_socket_mode")) return Status();
+  const auto& mode = config["unix_socket_mode"];
+  const std::string text = mode.is_string() ? mode.get<std::string>() : std::string();
+  char* end = nullptr;
+  const unsigned long value = text.empty() ? 0 : std::strtoul(text.c_str(), &end, 8);
+  if (text.empty() || end != text.c_str() + text.size() || value > 07777) {
+    return config_error("'unix_socket_mode' must be an octal string like \"0660\"");
+  }
+  o.listen.unix_socket_mode = static_cast<unsigned>(value);
+  return Status();
+}
+
 Result<ServerOptions> build_server_options(const nlohmann::json& config,
                                            const MechanismRegistry& registry,
                                            const security::TokenStoreRegistry& stores, LogSink log,
@@ -247,82 +329,10 @@ Result<ServerOptions> build_server_options(const nlohmann::json& config,
     return s;
   }
   ServerOptions o;
-
-  const nlohmann::json auth = config.value("auth", nlohmann::json::object());
-  if (!auth.is_object()) return config_error("'auth' must be an object");
-  if (Status s = check_keys(auth, "auth.", {"mechanisms", "options"}); !s.ok()) return s;
-  // names: documented default (docs/CONFIG.md)
-  const nlohmann::json names = auth.value("mechanisms", nlohmann::json::array({"simple"}));
-  if (!names.is_array() || names.empty()) {
-    return config_error("'auth.mechanisms' must be a non-empty array of mechanism names");
-  }
-  const nlohmann::json mech_options = auth.value("options", nlohmann::json::object());
-  if (!mech_options.is_object()) return config_error("'auth.options' must be an object");
-  for (const auto& [key, _] : mech_options.items()) {
-    if (std::find(names.begin(), names.end(), key) == names.end()) {
-      return config_error("'auth.options." + key + "' given but '" + key + "' is not enabled");
-    }
-  }
-  for (const auto& name : names) {
-    if (!name.is_string()) return config_error("'auth.mechanisms' entries must be strings");
-    const auto n = name.get<std::string>();
-    auto mechanism = registry.make_server(
-        n, mech_options.contains(n) ? mech_options[n] : nlohmann::json::object());
-    if (!mechanism.ok()) {
-      const std::string key = mech_options.contains(n) ? "auth.options." + n : "auth.mechanisms";
-      return config_error("'" + key + "': " + mechanism.status().message);
-    }
-    o.mechanisms.push_back(*mechanism);
-  }
-
-  if (Status s = read_number(config, "io_threads", o.io_threads); !s.ok()) return s;
-  if (Status s = read_number(config, "blocking_threads", o.blocking_threads); !s.ok()) return s;
-  if (Status s = read_number(config, "max_connections", o.max_connections); !s.ok()) return s;
-  if (Status s = read_number(config, "max_frame_size", o.max_frame_size); !s.ok()) return s;
-  // Before authentication (docs/CONFIG.md); checked by Server::start().
-  if (Status s = read_number(config, "max_unauthenticated", o.max_unauthenticated); !s.ok()) return s;
-  if (Status s = read_number(config, "max_unauthenticated_per_address",
-                             o.max_unauthenticated_per_address);
-      !s.ok()) {
-    return s;
-  }
-  if (Status s = read_number(config, "max_connections_per_address",
-                             o.max_connections_per_address);
-      !s.ok()) {
-    return s;
-  }
-  if (Status s = read_number(config, "max_connections_per_user", o.max_connections_per_user);
-      !s.ok()) {
-    return s;
-  }
-  if (Status s = read_number(config, "max_negotiation_frame_size", o.max_negotiation_frame_size);
-      !s.ok()) {
-    return s;
-  }
-  if (Status s = read_number(config, "max_pending_output", o.max_pending_output); !s.ok()) return s;
-  for (auto [key, value] : {std::pair{"max_streams_per_connection", &o.max_streams_per_connection},
-                            std::pair{"max_stream_bytes_per_connection", &o.max_stream_bytes_per_connection},
-                            std::pair{"max_buffered_bytes", &o.max_buffered_bytes}}) {
-    if (Status s = read_number(config, key, *value); !s.ok()) return s;
-  }
-  if (Status s = read_ms(config, "negotiation_timeout_ms", o.negotiation_timeout); !s.ok()) return s;
-  if (Status s = read_ms(config, "idle_timeout_ms", o.idle_timeout); !s.ok()) return s;
-  if (Status s = read_ms(config, "stop_grace_ms", o.stop_grace); !s.ok()) return s;
-  if (Status s = read_number(config, "stream_window", o.stream_window); !s.ok()) return s;
-  if (config.contains("stream_window") && o.stream_window < 65536) {
-    return config_error("'stream_window' must be at least 65536 bytes");
-  }
+  if (Status s = read_auth(config, registry, o); !s.ok()) return s;
+  if (Status s = read_limits(config, o); !s.ok()) return s;
   if (Status s = read_shared_memory(config, o); !s.ok()) return s;
-  if (config.contains("unix_socket_mode")) {
-    const auto& mode = config["unix_socket_mode"];
-    const std::string text = mode.is_string() ? mode.get<std::string>() : std::string();
-    char* end = nullptr;
-    const unsigned long value = text.empty() ? 0 : std::strtoul(text.c_str(), &end, 8);
-    if (text.empty() || end != text.c_str() + text.size() || value > 07777) {
-      return config_error("'unix_socket_mode' must be an octal string like \"0660\"");
-    }
-    o.listen.unix_socket_mode = static_cast<unsigned>(value);
-  }
+  if (Status s = read_unix_socket_mode(config, o); !s.ok()) return s;
   if (Status s = apply_tls_config(config, o); !s.ok()) return s;
   o.log = std::move(log);
   if (config.contains("tokens")) {

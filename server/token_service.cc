@@ -132,18 +132,10 @@ Status read_count(const nlohmann::json& config, const char* key, std::size_t min
   return {};
 }
 
-Result<TokenServiceOptions> read_token_service_options(const nlohmann::json& config,
-                                                       const security::TokenStoreRegistry& stores) {
-  TokenServiceOptions o;
-  if (!config.is_object()) return tokens_config_error("' must be an object");
-  static const std::set<std::string> kKeys = {
-      "store", "dir", "key_roll_interval_ms", "max_lifetime_ms", "renew_interval_ms",
-      "sweep_interval_ms", "issue_mechanisms", "services", "max_clock_skew_ms",
-      "replay_cache_capacity", "replay_cache_per_token", "allow_plaintext", "session_tickets",
-      "session_ticket_lifetime_ms"};
-  for (const auto& [key, _] : config.items()) {
-    if (!kKeys.contains(key)) return Status(Errc::kConfigError, "unknown key 'tokens." + key + "'");
-  }
+// "store" (a plain string, or an object whose type a component registered)
+// and "dir", which only the file store takes.
+Status read_store(const nlohmann::json& config, const security::TokenStoreRegistry& stores,
+                  TokenServiceOptions& o) {
   const bool store_object = config.contains("store") && config["store"].is_object();
   // A shared store's type: what an optional component registered (e.g.
   // "zookeeper"), named in errors so the message lists what this program has.
@@ -190,6 +182,22 @@ Result<TokenServiceOptions> read_token_service_options(const nlohmann::json& con
   } else {
     return tokens_config_error(".store' must be \"file\" or \"memory\"");
   }
+  return Status();
+}
+
+Result<TokenServiceOptions> read_token_service_options(const nlohmann::json& config,
+                                                       const security::TokenStoreRegistry& stores) {
+  TokenServiceOptions o;
+  if (!config.is_object()) return tokens_config_error("' must be an object");
+  static const std::set<std::string> kKeys = {
+      "store", "dir", "key_roll_interval_ms", "max_lifetime_ms", "renew_interval_ms",
+      "sweep_interval_ms", "issue_mechanisms", "services", "max_clock_skew_ms",
+      "replay_cache_capacity", "replay_cache_per_token", "allow_plaintext", "session_tickets",
+      "session_ticket_lifetime_ms"};
+  for (const auto& [key, _] : config.items()) {
+    if (!kKeys.contains(key)) return Status(Errc::kConfigError, "unknown key 'tokens." + key + "'");
+  }
+  if (Status s = read_store(config, stores, o); !s.ok()) return s;
   for (Status s : {read_tokens_ms(config, "", "key_roll_interval_ms", o.secrets.key_roll_interval, 1000),
                    read_tokens_ms(config, "", "max_lifetime_ms", o.secrets.max_lifetime, 1000),
                    read_tokens_ms(config, "", "renew_interval_ms", o.secrets.renew_interval, 1000),
