@@ -232,8 +232,9 @@ asio::awaitable<void> ServerConnection::close_for_protocol_error(Status why) {
   co_await linger(std::move(why));
 }
 
-// Every frame but DATA, which the serving loop awaits itself.
-inline Status ServerConnection::route_frame(const Frame& frame) {
+// Every frame but those serve() handles itself (REQUEST and DATA with a call
+// id).
+Status ServerConnection::route_frame(const Frame& frame) {
   // Frames of a call need its id (PROTOCOL.md section 10); the router would
   // silently drop one with call id 0 (stream_bad_input_test,
   // CallFramesWithCallIdZeroAreProtocolErrors). And a connection-level frame
@@ -249,8 +250,6 @@ inline Status ServerConnection::route_frame(const Frame& frame) {
                                             std::to_string(frame.header.call_id));
   }
   switch (frame.header.type) {
-    case FrameType::kRequest:
-      return handle_request(frame);
     case FrameType::kCancel:
       return handle_cancel(frame);
     case FrameType::kStreamRequest:
@@ -326,10 +325,9 @@ asio::awaitable<void> ServerConnection::serve(bool woken) {
   }
   // PINGs answered since woken (-1: not woken, or another frame came): woken
   // for keepalives alone, it parks again once they are answered, not a tick
-  // later, or an idle connection's PINGs would keep it awake much of its life.
+  // later, so that an idle connection's PINGs do not keep it awake.
   int keepalives = woken ? 0 : -1;
-  // The next frame, taken from the buffer at the end of the last turn (that
-  // decides whether the batch is over) and handled in this one.
+  // The next frame, taken at the end of the last turn (is the batch over?).
   Frame frame;
   bool taken = false;
   for (;;) {
@@ -361,7 +359,10 @@ asio::awaitable<void> ServerConnection::serve(bool woken) {
     }
     taken = false;
     if (keepalives >= 0) keepalives = frame.header.type == FrameType::kPing ? keepalives + 1 : -1;
-    if (frame.header.type == FrameType::kData && frame.header.call_id != 0) {
+    // A busy connection's frames, REQUEST and DATA, here; others: route_frame.
+    if (frame.header.type == FrameType::kRequest && frame.header.call_id != 0) {
+      if (Status s = handle_request(frame); !s.ok()) breach = std::move(s);
+    } else if (frame.header.type == FrameType::kData && frame.header.call_id != 0) {
       Status s = co_await streams_.on_data(*channel_, frame);
       counts_.batch_read();  // it may have waited for the body
       if (!s.ok()) breach = data_failed(std::move(s));
@@ -372,9 +373,8 @@ asio::awaitable<void> ServerConnection::serve(bool woken) {
       co_await linger(credentials_expired_ending());
       co_return;
     }
-    // Taking the next frame now tells whether the batch is over (a frame
-    // buffered_frame() must report keeps it going). When it is, check for
-    // stray descriptors (ConnectionShm) and answer the batch in one write.
+    // Taking the next frame tells whether the batch is over; when it is,
+    // check for stray descriptors and answer the batch in one write.
     taken = channel_->take_buffered(frame);
     const bool batch_over = !taken && !channel_->frame_buffered();
     if (breach.ok() && unix_socket && batch_over) breach = shm_.check_stray_descriptors(*channel_);

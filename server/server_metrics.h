@@ -96,7 +96,9 @@ class ServerMetrics {
   // The method's cells (`method` from Server::Impl::find_method), or the
   // "unknown" ones for null.
   Method& method(const Service::Method* method) noexcept;
-  void call(Method& m, std::uint16_t wire_code) {
+  // Inlined into the connection's respond() whatever the inliner's budget
+  // for that file: it runs on every call.
+  [[gnu::always_inline]] void call(Method& m, std::uint16_t wire_code) {
     m.calls[code_slot(wire_code)]
         .get(*registry_, "authrpc_server_calls_total", "Calls answered, by method and status code.",
              [&] {
