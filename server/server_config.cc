@@ -16,7 +16,6 @@
 #include <limits>
 #include <set>
 #include <sstream>
-#include <utility>
 #include <vector>
 
 namespace authrpc {
@@ -204,9 +203,12 @@ Status read_shared_memory(const nlohmann::json& config, ServerOptions& o) {
   return {};
 }
 
-// "auth": {"mechanisms": [NAME, ...], "options": {NAME: {...}}}: each
-// enabled mechanism made by the registry from its options.
-Status read_auth(const nlohmann::json& config, const MechanismRegistry& registry, ServerOptions& o) {
+// server_options_from_json() with the sink read from the configuration
+// already, so that server_config_from_json() can share it with the token
+// service.
+// "auth": the mechanisms, made by the registry with their options.
+Status read_auth(const nlohmann::json& config, const MechanismRegistry& registry,
+                 ServerOptions& o) {
   const nlohmann::json auth = config.value("auth", nlohmann::json::object());
   if (!auth.is_object()) return config_error("'auth' must be an object");
   if (Status s = check_keys(auth, "auth.", {"mechanisms", "options"}); !s.ok()) return s;
@@ -233,51 +235,48 @@ Status read_auth(const nlohmann::json& config, const MechanismRegistry& registry
     }
     o.mechanisms.push_back(*mechanism);
   }
-  return {};
+  return Status();
 }
 
-// The top-level counts and durations, read in this order so that the first
-// bad one is the one reported. The max_unauthenticated* limits apply
-// before authentication (docs/CONFIG.md); Server::start() checks them.
-constexpr std::pair<const char*, std::size_t ServerOptions::*> kCountLimits[] = {
-    {"io_threads", &ServerOptions::io_threads},
-    {"blocking_threads", &ServerOptions::blocking_threads},
-    {"max_connections", &ServerOptions::max_connections},
-    {"max_frame_size", &ServerOptions::max_frame_size},
-    {"max_unauthenticated", &ServerOptions::max_unauthenticated},
-    {"max_unauthenticated_per_address", &ServerOptions::max_unauthenticated_per_address},
-    {"max_connections_per_address", &ServerOptions::max_connections_per_address},
-    {"max_connections_per_user", &ServerOptions::max_connections_per_user},
-    {"max_negotiation_frame_size", &ServerOptions::max_negotiation_frame_size},
-    {"max_pending_output", &ServerOptions::max_pending_output},
-    {"max_streams_per_connection", &ServerOptions::max_streams_per_connection},
-    {"max_stream_bytes_per_connection", &ServerOptions::max_stream_bytes_per_connection},
-    {"max_buffered_bytes", &ServerOptions::max_buffered_bytes},
-};
-constexpr std::pair<const char*, std::chrono::milliseconds ServerOptions::*> kDurationLimits[] = {
-    {"negotiation_timeout_ms", &ServerOptions::negotiation_timeout},
-    {"idle_timeout_ms", &ServerOptions::idle_timeout},
-    {"stop_grace_ms", &ServerOptions::stop_grace},
-};
-
+// The limits and timeouts, each a plain number (docs/CONFIG.md), checked in
+// this order. The limits before authentication are checked against each
+// other by Server::start().
 Status read_limits(const nlohmann::json& config, ServerOptions& o) {
-  for (const auto& [key, member] : kCountLimits) {
+  static constexpr std::pair<const char*, std::size_t ServerOptions::*> kCounts[] = {
+      {"io_threads", &ServerOptions::io_threads},
+      {"blocking_threads", &ServerOptions::blocking_threads},
+      {"max_connections", &ServerOptions::max_connections},
+      {"max_frame_size", &ServerOptions::max_frame_size},
+      {"max_unauthenticated", &ServerOptions::max_unauthenticated},
+      {"max_unauthenticated_per_address", &ServerOptions::max_unauthenticated_per_address},
+      {"max_connections_per_address", &ServerOptions::max_connections_per_address},
+      {"max_connections_per_user", &ServerOptions::max_connections_per_user},
+      {"max_negotiation_frame_size", &ServerOptions::max_negotiation_frame_size},
+      {"max_pending_output", &ServerOptions::max_pending_output},
+      {"max_streams_per_connection", &ServerOptions::max_streams_per_connection},
+      {"max_stream_bytes_per_connection", &ServerOptions::max_stream_bytes_per_connection},
+      {"max_buffered_bytes", &ServerOptions::max_buffered_bytes},
+  };
+  for (const auto& [key, member] : kCounts) {
     if (Status s = read_number(config, key, o.*member); !s.ok()) return s;
   }
-  for (const auto& [key, member] : kDurationLimits) {
+  static constexpr std::pair<const char*, std::chrono::milliseconds ServerOptions::*> kTimes[] = {
+      {"negotiation_timeout_ms", &ServerOptions::negotiation_timeout},
+      {"idle_timeout_ms", &ServerOptions::idle_timeout},
+      {"stop_grace_ms", &ServerOptions::stop_grace},
+  };
+  for (const auto& [key, member] : kTimes) {
     if (Status s = read_ms(config, key, o.*member); !s.ok()) return s;
   }
   if (Status s = read_number(config, "stream_window", o.stream_window); !s.ok()) return s;
   if (config.contains("stream_window") && o.stream_window < 65536) {
     return config_error("'stream_window' must be at least 65536 bytes");
   }
-  return {};
+  return Status();
 }
 
-// "unix_socket_mode": the permission bits of unix:// socket files, as an
-// octal string.
 Status read_unix_socket_mode(const nlohmann::json& config, ServerOptions& o) {
-  if (!config.contains("unix_socket_mode")) return {};
+  if (!config.contains("unix_socket_mode")) return Status();
   const auto& mode = config["unix_socket_mode"];
   const std::string text = mode.is_string() ? mode.get<std::string>() : std::string();
   char* end = nullptr;
@@ -286,12 +285,9 @@ Status read_unix_socket_mode(const nlohmann::json& config, ServerOptions& o) {
     return config_error("'unix_socket_mode' must be an octal string like \"0660\"");
   }
   o.listen.unix_socket_mode = static_cast<unsigned>(value);
-  return {};
+  return Status();
 }
 
-// server_options_from_json() with the sink read from the configuration
-// already, so that server_config_from_json() can share it with the token
-// service.
 Result<ServerOptions> build_server_options(const nlohmann::json& config,
                                            const MechanismRegistry& registry,
                                            const security::TokenStoreRegistry& stores, LogSink log,

@@ -5,92 +5,19 @@
 #include <asio/post.hpp>
 #include <asio/use_awaitable.hpp>
 #include <algorithm>
-#include <cstring>
-#include <exception>
-#include <nlohmann/json.hpp>
 
 #include "authrpc/auth/server_negotiation.h"
 #include "authrpc/rpc/call_stream.h"
 #include "authrpc/rpc/messages.h"
 #include "authrpc/rpc/shm_link.h"
 #include "authrpc/rpc/stream_input_budget.h"
+#include "authrpc/server/handler_outcome.h"
 
 namespace authrpc {
 namespace {
 
 using wire::FrameType;
 constexpr auto kLingerTime = std::chrono::seconds(2);
-constexpr const char* kShedMessage =
-    "too many unauthenticated connections: closed to make room for a newer one";
-
-// The one place where an exception a handler threw becomes its call's
-// status; called from inside a catch block (of a plain handler, or of a
-// coroutine handler's frame). The caller gets a generic message: what an
-// exception says is the server's business (a path, a query, a key name) and
-// goes to the server's log under the call's id. A JSON exception means the
-// request did not have the shape the handler reads (a member missing or of
-// another type, or text that does not parse): INVALID_ARGUMENT, not the
-// server's fault.
-Result<std::string> handler_threw(const Server::Impl& server, const CallContext& ctx,
-                                  const std::string& peer) {
-  Errc code = Errc::kInternal;
-  std::string what;
-  try {
-    throw;
-  } catch (const nlohmann::json::exception& e) {
-    code = Errc::kInvalidArgument;
-    what = e.what();
-  } catch (const std::exception& e) {
-    what = e.what();
-  } catch (...) {
-    what = "an exception that is not a std::exception";
-  }
-  const std::string call = std::string(ctx.service()) + "." + std::string(ctx.method()) +
-                           " call " + std::to_string(ctx.call_id());
-  server.log(code == Errc::kInternal ? LogLevel::kError : LogLevel::kInfo,
-             call + " from " + peer + " (" + ctx.identity().user + "): the handler threw: " + what);
-  if (code == Errc::kInvalidArgument) {
-    return Status(code, "the request does not have the form " + std::string(ctx.service()) + "." +
-                            std::string(ctx.method()) + " reads (call " +
-                            std::to_string(ctx.call_id()) + " in the server's log)");
-  }
-  return Status(code, "the handler failed (call " + std::to_string(ctx.call_id()) +
-                          " in the server's log)");
-}
-
-// Equality of two names without a call to memcmp: a call's service and
-// method names are a few bytes, compared on every call (admit_call).
-bool same_name(std::string_view a, std::string_view b) noexcept {
-  if (a.size() != b.size()) return false;
-  if (a.data() == b.data()) return true;  // handle_request's view of last_method_'s
-  for (std::size_t i = 0; i < a.size(); ++i) {
-    if (a[i] != b[i]) return false;
-  }
-  return true;
-}
-
-// a[0..n) == b[0..n) for sizeof(Word) <= n <= 2 * sizeof(Word): the first
-// and the last word of each, overlapping in the middle.
-template <typename Word>
-bool same_by_two_words(const char* a, const char* b, std::size_t n) noexcept {
-  Word a0, a1, b0, b1;
-  std::memcpy(&a0, a, sizeof(Word));
-  std::memcpy(&a1, a + n - sizeof(Word), sizeof(Word));
-  std::memcpy(&b0, b, sizeof(Word));
-  std::memcpy(&b1, b + n - sizeof(Word), sizeof(Word));
-  return ((a0 ^ b0) | (a1 ^ b1)) == 0;
-}
-
-// A plain handler (inline or blocking), its exception caught.
-Result<std::string> run_plain_handler(const Handler& handler, CallContext& ctx,
-                                      std::string_view request, const Server::Impl& server,
-                                      const std::string& peer) {
-  try {
-    return handler(ctx, request);
-  } catch (...) {
-    return handler_threw(server, ctx, peer);
-  }
-}
 
 }  // namespace
 
@@ -98,10 +25,9 @@ ServerConnection::ServerConnection(Server::Impl& server, Reactor& reactor,
                                    std::unique_ptr<ByteStream> byte_stream)
     : server_(server),
       reactor_(reactor),
-      metrics_(server.metrics.get()),
-      transport_(ServerMetrics::transport_of(byte_stream->scheme())),
+      counts_(server.metrics.get(), byte_stream->scheme()),
       peer_(byte_stream->peer_address()),
-      admission_(server.options, peer_, server.metrics.get()) {
+      admission_(server.options, peer_.address, server.metrics.get()) {
   // Until AUTH_SUCCESS only frames as large as a Kerberos AP-REQ with a big
   // PAC: a peer nobody knows yet cannot make the server hold megabytes.
   channel_ = std::make_shared<FrameChannel>(
@@ -114,66 +40,16 @@ ServerConnection::~ServerConnection() {
   ConnectionList::erase(*this);
   // The channel may outlive the connection (a stream handle holds it).
   channel_->set_on_drained(nullptr);
-  if (stream_input_) stream_input_->set_observer(nullptr);
-}
-
-void ServerConnection::account_memory() {
-  if (memory_released_) return;
-  const std::size_t held = channel_->pending_bytes() + (stream_input_ ? stream_input_->held() : 0);
-  // In steps of a mebibyte (and back to zero): the total is shared by every
-  // IO thread, and a connection's share changes with each frame.
-  const std::size_t moved = held > reported_memory_ ? held - reported_memory_ : reported_memory_ - held;
-  if (moved < StreamInputBudget::kReportStep && (held != 0 || reported_memory_ == 0)) return;
-  server_.buffered_bytes.fetch_add(static_cast<std::int64_t>(held) - static_cast<std::int64_t>(reported_memory_),
-                                   std::memory_order_relaxed);
-  reported_memory_ = held;
-}
-
-bool ServerConnection::over_memory_limits() {
-  const ServerOptions& o = server_.options;
-  account_memory();
-  return channel_->pending_bytes() > o.max_pending_output ||
-         (stream_input_ && stream_input_->held() > o.max_stream_bytes_per_connection) ||
-         (reported_memory_ > kBudgetShare &&
-          server_.buffered_bytes.load(std::memory_order_relaxed) > static_cast<std::int64_t>(o.max_buffered_bytes));
-}
-
-void ServerConnection::release_memory() {
-  if (memory_released_) return;
-  memory_released_ = true;
-  server_.buffered_bytes.fetch_sub(static_cast<std::int64_t>(reported_memory_), std::memory_order_relaxed);
-  reported_memory_ = 0;
-}
-
-asio::awaitable<void> ServerConnection::apply_backpressure() {
-  const ServerOptions& o = server_.options;
-  if (channel_->pending_bytes() > o.max_pending_output) {
-    co_await channel_->wait_pending_below(o.max_pending_output / 2);
-  }
-  if (stream_input_ && stream_input_->held() > o.max_stream_bytes_per_connection) {
-    co_await stream_input_->wait_at_most(o.max_stream_bytes_per_connection / 2);
-  }
-  // The server holds more than it allows in all: a connection holding a
-  // share of it reads nothing more until its share has drained, so that
-  // peers that do not read cannot add up to more than the budget and a
-  // frame each.
-  if (reported_memory_ > kBudgetShare &&
-      server_.buffered_bytes.load(std::memory_order_relaxed) > static_cast<std::int64_t>(o.max_buffered_bytes)) {
-    ++server_.reads_paused_for_memory;
-    co_await channel_->wait_pending_below(kBudgetShare / 2);
-    if (stream_input_) co_await stream_input_->wait_at_most(kBudgetShare / 2);
-  }
-  account_memory();
 }
 
 asio::awaitable<void> ServerConnection::run(Status refuse) {
   if (!refuse.ok()) {
-    close_reason_ = ServerMetrics::Close::kRefused;
+    counts_.close_with(ServerMetrics::Close::kRefused);
     co_await linger(std::move(refuse));
     co_return;
   }
   const Clock::time_point accepted = Clock::now();
-  deadline_ = accepted + server_.options.negotiation_timeout;
+  deadlines_.set_deadline(accepted + server_.options.negotiation_timeout);
 
   // 1. The preamble; on a tls:// listener once the client's first byte has
   // made the stream TLS (or plaintext, or refused it: rpc/tls_listener.h),
@@ -183,51 +59,86 @@ asio::awaitable<void> ServerConnection::run(Status refuse) {
   std::uint8_t preamble[wire::kPreambleSize];
   if (status.ok()) status = co_await channel_->read_exact(preamble, sizeof preamble);
   if (status.ok()) status = wire::check_preamble(preamble);
-  if (metrics_ && transport_ == ServerMetrics::kTls) {
-    // The handshake ran inside the first reads (rpc/tls_stream.h).
-    if (const TlsInfo* tls = channel_->byte_stream().tls()) {
-      metrics_->tls_handshake_ok(tls->resumed);
-    } else if (!status.ok() && status.code.category() != authrpc_category()) {
-      metrics_->tls_handshake_failed(status.code);
-    }
-  }
-  switch (ending_) {
-    case Ending::kShed:
-      close_reason_ = ServerMetrics::Close::kShed;
-      co_return;  // SERVER_BUSY is on its way (shed())
-    case Ending::kNegotiationTimeout:
-      if (!status.ok()) {
-        status = Status(Errc::kNegotiationTimeout, "no preamble within the negotiation timeout");
-      }
-      break;
-    case Ending::kNone:
-      break;
-  }
-  if (!status.ok()) {
-    if (status.code != Errc::kConnectionClosed) {
-      close_reason_ = status.code == Errc::kNegotiationTimeout
-                          ? ServerMetrics::Close::kNegotiationTimeout
-                          : ServerMetrics::Close::kNegotiationFailed;
-      if (metrics_) {
-        metrics_->negotiated(-1, static_cast<std::uint16_t>(to_wire_errc(status.code)), {});
-      }
-      ++server_.negotiation_failures;
-      server_.log(LogLevel::kInfo, "connection from " + peer_ + " refused: " + status.to_string());
-      co_await linger(std::move(status));
-    }
+  if (!preamble_read(status)) {
+    if (!status.ok()) co_await linger(std::move(status));
     co_return;
   }
 
   // 2. Negotiation (auth/server_negotiation.h), with authorization's hooks.
+  const ChannelInfo info = channel_info();
+  peer_.plaintext_network = !info.tls && info.scheme != Endpoint::Scheme::kUnix;
+  ServerNegotiationHooks hooks = negotiation_hooks();
+  // peer_.identity stays empty unless the negotiation succeeds.
+  Status negotiated = co_await negotiate_server(*channel_, server_.options.mechanisms, info,
+                                                peer_.identity, &hooks, &peer_.spent_session);
+  const PreauthPlace::Ending ending = place_.ending();
+  if (ending == PreauthPlace::Ending::kShed) {
+    counts_.close_with(ServerMetrics::Close::kShed);
+    channel_->close_after_flush();  // shed() did, or the budget refused AUTH_SUCCESS
+    co_return;
+  }
+  if (!negotiated.ok()) {
+    co_await negotiation_failed(std::move(negotiated), ending, hooks);
+    co_return;
+  }
+
+  // 3. Calls, until either side ends the connection.
+  start_serving(hooks, accepted);
+  co_await serve();
+}
+
+bool ServerConnection::preamble_read(Status& status) {
+  if (metrics() && counts_.transport() == ServerMetrics::kTls) {
+    // The handshake ran inside the first reads (rpc/tls_stream.h).
+    if (const TlsInfo* tls = channel_->byte_stream().tls()) {
+      metrics()->tls_handshake_ok(tls->resumed);
+    } else if (!status.ok() && status.code.category() != authrpc_category()) {
+      metrics()->tls_handshake_failed(status.code);
+    }
+  }
+  switch (place_.ending()) {
+    case PreauthPlace::Ending::kShed:
+      counts_.close_with(ServerMetrics::Close::kShed);
+      status = Status();  // SERVER_BUSY is on its way (shed())
+      return false;
+    case PreauthPlace::Ending::kNegotiationTimeout:
+      if (!status.ok()) {
+        status = Status(Errc::kNegotiationTimeout, "no preamble within the negotiation timeout");
+      }
+      break;
+    case PreauthPlace::Ending::kNone:
+      break;
+  }
+  if (status.ok()) return true;
+  if (status.code == Errc::kConnectionClosed) {
+    status = Status();
+    return false;
+  }
+  counts_.close_with(status.code == Errc::kNegotiationTimeout
+                         ? ServerMetrics::Close::kNegotiationTimeout
+                         : ServerMetrics::Close::kNegotiationFailed);
+  if (metrics()) {
+    metrics()->negotiated(-1, static_cast<std::uint16_t>(to_wire_errc(status.code)), {});
+  }
+  ++server_.negotiation_failures;
+  server_.log(LogLevel::kInfo,
+              "connection from " + peer_.address + " refused: " + status.to_string());
+  return false;
+}
+
+ChannelInfo ServerConnection::channel_info() const {
   ChannelInfo info;
-  info.peer_address = peer_;
+  info.peer_address = peer_.address;
   info.scheme = channel_->byte_stream().scheme();
-  plaintext_network_ = info.scheme != Endpoint::Scheme::kUnix && channel_->byte_stream().tls() == nullptr;
   if (const TlsInfo* tls = channel_->byte_stream().tls()) {
     info.tls = true;
     info.channel_binding = tls->channel_binding;
     info.peer_certificate = tls->peer_certificate;
   }
+  return info;
+}
+
+ServerNegotiationHooks ServerConnection::negotiation_hooks() {
   // Without authorization the hooks only report the mechanism (metrics,
   // logs, audit).
   ServerNegotiationHooks hooks;
@@ -236,58 +147,48 @@ asio::awaitable<void> ServerConnection::run(Status refuse) {
       return admission_.establish(id, do_as);
     };
   }
-  hooks.admit = [this](const Identity& id) { return authenticate_in_budget(id); };
-  // identity_ stays empty unless the negotiation succeeds.
-  Status negotiated = co_await negotiate_server(*channel_, server_.options.mechanisms, info,
-                                                identity_, &hooks, &spent_session_);
-  const Ending ending = ending_;
-  if (ending == Ending::kShed) {
-    close_reason_ = ServerMetrics::Close::kShed;
-    channel_->close_after_flush();  // shed() did, or the budget refused AUTH_SUCCESS
-    co_return;
-  }
-  if (!negotiated.ok()) {
-    co_await negotiation_failed(std::move(negotiated), ending, hooks);
-    co_return;
-  }
-  if (metrics_) {
-    metrics_->negotiated(hooks.mechanism_index, 0, Clock::now() - accepted);
-    if (identity_.real_user) metrics_->proxy_session();
+  hooks.admit = [this](const Identity& id) { return place_.authenticate(server_, id); };
+  return hooks;
+}
+
+void ServerConnection::start_serving(const ServerNegotiationHooks& hooks,
+                                     Clock::time_point accepted) {
+  const Identity& id = peer_.identity;
+  if (metrics()) {
+    metrics()->negotiated(hooks.mechanism_index, 0, Clock::now() - accepted);
+    if (id.real_user) metrics()->proxy_session();
   }
   if (server_.options.log.enabled(LogLevel::kDebug)) [[unlikely]] {
     server_.log(LogLevel::kDebug,
-                "connection from " + peer_ + " authenticated: user " + identity_.user +
-                    (identity_.real_user ? " (real user " + *identity_.real_user + ")" : "") +
-                    ", mechanism " + identity_.mechanism + ", transport " +
-                    std::string(ServerMetrics::transport_name(transport_)) +
+                "connection from " + peer_.address + " authenticated: user " + id.user +
+                    (id.real_user ? " (real user " + *id.real_user + ")" : "") + ", mechanism " +
+                    id.mechanism + ", transport " +
+                    std::string(ServerMetrics::transport_name(counts_.transport())) +
                     (channel_->byte_stream().tls() ? ", TLS" : ""));
   }
   channel_->set_max_frame_size(server_.options.max_frame_size);
-  channel_->set_on_drained([this] { account_memory(); });
-  admission_.audit_authentication(identity_, "success", identity_.mechanism, {});
-
-  // 3. Calls, until either side ends the connection.
+  channel_->set_on_drained([this] { memory_.account(server_, *channel_); });
+  admission_.audit_authentication(id, "success", id.mechanism, {});
   state_ = State::kServing;
   // Fresh again (ReactorConnections): the quick ticks that would park it
   // once quiet count from here, not from the accept, however long the
   // negotiation took.
   reactor_.connections.insert(*this);
-  last_activity_ = Clock::now();
-  if (metrics_) batch_ticks_ = CycleClock::now();
+  deadlines_.touch(Clock::now());
+  counts_.batch_read();
   // Calls pipelined behind the negotiation are answered in the same write as
   // AUTH_SUCCESS: flush only once no further frame is buffered.
   if (!channel_->frame_buffered()) end_batch();
-  co_await serve();
 }
 
-asio::awaitable<void> ServerConnection::negotiation_failed(Status why, Ending ending,
+asio::awaitable<void> ServerConnection::negotiation_failed(Status why, PreauthPlace::Ending ending,
                                                           const ServerNegotiationHooks& hooks) {
-  const bool timed_out = ending == Ending::kNegotiationTimeout;
+  const bool timed_out = ending == PreauthPlace::Ending::kNegotiationTimeout;
   const std::string& mechanism = hooks.mechanism;
   // A refusal by the authorizer was audited by it (CallAdmission::establish).
   if (!hooks.refused_by_authorize && why.code != Errc::kConnectionClosed) {
     admission_.audit_authentication(
-        identity_, "failure", mechanism,
+        peer_.identity, "failure", mechanism,
         (timed_out ? Status(Errc::kNegotiationTimeout, "negotiation timed out") : why)
             .to_string());
   }
@@ -297,24 +198,25 @@ asio::awaitable<void> ServerConnection::negotiation_failed(Status why, Ending en
                      std::to_string(server_.options.negotiation_timeout.count()) + " ms");
   }
   const auto wire_code = static_cast<std::uint16_t>(to_wire_errc(why.code));
-  if (metrics_) {
-    metrics_->negotiated(hooks.mechanism_index, wire_code, {});
-    metrics_->mechanism_error(hooks.mechanism_index, why.code);
+  if (metrics()) {
+    metrics()->negotiated(hooks.mechanism_index, wire_code, {});
+    metrics()->mechanism_error(hooks.mechanism_index, why.code);
   }
   if (why.code == Errc::kConnectionClosed) {
-    close_reason_ = ServerMetrics::Close::kPeerClosed;
+    counts_.close_with(ServerMetrics::Close::kPeerClosed);
     if (server_.options.log.enabled(LogLevel::kDebug)) {
-      server_.log(LogLevel::kDebug, "connection from " + peer_ + " closed during negotiation" +
-                                        (mechanism.empty() ? "" : " (mechanism " + mechanism + ")"));
+      server_.log(LogLevel::kDebug,
+                  "connection from " + peer_.address + " closed during negotiation" +
+                      (mechanism.empty() ? "" : " (mechanism " + mechanism + ")"));
     }
   } else {
-    close_reason_ = timed_out ? ServerMetrics::Close::kNegotiationTimeout
-                              : ServerMetrics::Close::kNegotiationFailed;
+    counts_.close_with(timed_out ? ServerMetrics::Close::kNegotiationTimeout
+                              : ServerMetrics::Close::kNegotiationFailed);
     ++server_.negotiation_failures;
     // At info, not warning: a refused client is the server doing its job.
     // The mechanism is one the server offers, or "none" (never the
     // client's string unescaped: the sink escapes every message).
-    server_.log(LogLevel::kInfo, "negotiation with " + peer_ + " (mechanism " +
+    server_.log(LogLevel::kInfo, "negotiation with " + peer_.address + " (mechanism " +
                                      (mechanism.empty() ? std::string("none") : mechanism) +
                                      ") failed: " + why.to_string());
   }
@@ -323,178 +225,182 @@ asio::awaitable<void> ServerConnection::negotiation_failed(Status why, Ending en
 }
 
 asio::awaitable<void> ServerConnection::close_for_protocol_error(Status why) {
-  close_reason_ = ServerMetrics::Close::kProtocolError;
+  counts_.close_with(ServerMetrics::Close::kProtocolError);
   ++server_.protocol_errors;
-  server_.log(LogLevel::kWarning, "closing connection from " + peer_ + " (" + identity_.user +
-                                      "): " + why.to_string());
+  server_.log(LogLevel::kWarning, "closing connection from " + peer_.address + " (" +
+                                      peer_.identity.user + "): " + why.to_string());
   co_await linger(std::move(why));
+}
+
+// Every frame but those serve() handles itself (REQUEST and DATA with a call
+// id).
+Status ServerConnection::route_frame(const Frame& frame) {
+  // Frames of a call need its id (PROTOCOL.md section 10); the router would
+  // silently drop one with call id 0 (stream_bad_input_test,
+  // CallFramesWithCallIdZeroAreProtocolErrors). And a connection-level frame
+  // carries call id 0 (PROTOCOL.md section 3).
+  if (frame.header.call_id == 0 && CallRouter::is_call_frame(frame.header.type)) {
+    return Status(Errc::kProtocolError,
+                  std::string(wire::frame_type_name(frame.header.type)) + " with call id 0");
+  }
+  if (frame.header.call_id != 0 && wire::is_connection_frame_type(frame.header.type))
+      [[unlikely]] {
+    return Status(Errc::kProtocolError, std::string(wire::frame_type_name(frame.header.type)) +
+                                            " with call id " +
+                                            std::to_string(frame.header.call_id));
+  }
+  switch (frame.header.type) {
+    case FrameType::kCancel:
+      return handle_cancel(frame);
+    case FrameType::kStreamRequest:
+      return handle_stream_request(frame);
+    case FrameType::kWindowUpdate:
+      return streams_.on_window_update(frame);
+    case FrameType::kEndStream:
+      return streams_.on_end_stream(frame);
+    case FrameType::kShmHello:
+      return shm_.hello(frame, *channel_, server_,
+                        peer_.address + " (" + peer_.identity.user + ")");
+    case FrameType::kShmRing:
+      if (!shm_.link()) {
+        return Status(Errc::kProtocolError, "SHM_RING without shared memory negotiated");
+      }
+      return streams_.on_shm_ring(shm_.link(), *channel_, frame);
+    case FrameType::kPing:
+      wire::append_ping(channel_->out(), FrameType::kPong, frame.body);
+      return Status();
+    case FrameType::kPong:
+      return Status();
+    case FrameType::kError: {
+      auto body = wire::parse_error(frame.body);
+      server_.log(LogLevel::kInfo, "client " + peer_.address + " closed with an error: " +
+                                       (body.ok() ? body->message : std::string("(malformed)")));
+      channel_->close();
+      return Status();
+    }
+    default:
+      return Status(Errc::kProtocolError,
+                    "unexpected " + std::string(wire::frame_type_name(frame.header.type)) +
+                        " frame after negotiation");
+  }
+}
+
+Status ServerConnection::data_failed(Status why) {
+  if (why.code == Errc::kProtocolError) return why;
+  // The connection failed inside the frame: as for a failed read.
+  if (!channel_->closed() && state_ != State::kLingering) {
+    server_.log(LogLevel::kInfo, "connection from " + peer_.address + " (" + peer_.identity.user +
+                                     ") ended inside a message: " + why.to_string());
+  }
+  channel_->close();
+  return Status();
+}
+
+bool ServerConnection::ended_quietly(const Status& read) const noexcept {
+  return read.code == Errc::kConnectionClosed || channel_->closed() ||
+         state_ == State::kLingering;
+}
+
+bool ServerConnection::quiet() const noexcept {
+  return state_ == State::kServing && calls_.in_flight() == 0 && streams_.empty() &&
+         channel_->parkable();
+}
+
+Status ServerConnection::credentials_expired_ending() {
+  counts_.close_with(ServerMetrics::Close::kCredentialsExpired);
+  server_.log(LogLevel::kInfo, "closing connection from " + peer_.address + " (" +
+                                   peer_.identity.user + "): its credentials expired");
+  return peer_.expired_credentials();
 }
 
 asio::awaitable<void> ServerConnection::serve(bool woken) {
   const bool unix_socket = channel_->byte_stream().native_unix_handle() >= 0;
-  if (unix_socket) {
-    // Descriptors sent during negotiation.
-    if (Status s = check_stray_descriptors(); !s.ok()) {
-      co_await close_for_protocol_error(std::move(s));
-      co_return;
-    }
+  // The frame's protocol error, if any (first: descriptors sent during the
+  // negotiation). OK at the top of every turn (a breach ends the loop), so
+  // made once and set only when a step reports one.
+  Status breach = unix_socket ? shm_.check_stray_descriptors(*channel_) : Status();
+  if (!breach.ok()) {
+    co_await close_for_protocol_error(std::move(breach));
+    co_return;
   }
-  // Woken for keepalives alone, a connection parks again once they are
-  // answered, rather than a sweeper tick later: an idle connection's PINGs
-  // would otherwise keep it unparked for a good part of its life.
-  // PINGs answered since woken; -1: not woken, or some other frame came.
+  // PINGs answered since woken (-1: not woken, or another frame came): woken
+  // for keepalives alone, it parks again once they are answered, not a tick
+  // later, so that an idle connection's PINGs do not keep it awake.
   int keepalives = woken ? 0 : -1;
-  // The frame's protocol error, if it is one: the connection ends with it.
-  // OK at the top of every turn (a breach ends the loop), so made once, and
-  // set only when a handler reports one: most frames pay for no Status.
-  Status breach;
-  // The next frame, taken from the buffer at the end of the last turn (that
-  // decides whether the batch is over) and handled in this one.
+  // The next frame, taken at the end of the last turn (is the batch over?).
   Frame frame;
   bool taken = false;
   for (;;) {
-    // Most frames of a busy connection are whole in the buffer already:
-    // take_buffered() without a Result; else buffered_frame() or a read,
-    // which also report a bad header or the stream's end.
+    // Most frames of a busy connection are whole in the buffer already; else
+    // buffered_frame() or a read, which also report a bad header or the end.
     if (!taken && !channel_->take_buffered(frame)) {
       auto incoming = channel_->buffered_frame();
       if (!incoming) {
-        if (keepalives > 0 && state_ == State::kServing && in_flight_ == 0 && streams_.empty() &&
-            channel_->parkable()) {
+        if (keepalives > 0 && quiet()) {
           park();
           co_return;
         }
         incoming = co_await channel_->read_frame();
         // One clock read per read, not per frame: what a batch of frames
         // read at once shares (the idle deadlines, the first call's start).
-        last_activity_ = Clock::now();
-        if (metrics_) batch_ticks_ = CycleClock::now();
+        deadlines_.touch(Clock::now());
+        counts_.batch_read();
       }
       if (!incoming->ok()) {
         if (channel_->read_interrupted() && !channel_->closed()) {
           park();
           co_return;
         }
-        const Status& s = incoming->status();
-        if (s.code == Errc::kConnectionClosed || channel_->closed() ||
-            state_ == State::kLingering) {
-          break;
-        }
-        co_await close_for_protocol_error(s);
+        if (ended_quietly(incoming->status())) break;
+        co_await close_for_protocol_error(incoming->status());
         co_return;
       }
       frame = **incoming;
     }
     taken = false;
     if (keepalives >= 0) keepalives = frame.header.type == FrameType::kPing ? keepalives + 1 : -1;
-    // Frames of a call need its id (PROTOCOL.md section 10); the router
-    // would silently drop one with call id 0 (stream_bad_input_test,
-    // CallFramesWithCallIdZeroAreProtocolErrors).
-    // And a connection-level frame carries call id 0 (PROTOCOL.md section 3).
-    if (frame.header.call_id == 0 && CallRouter::is_call_frame(frame.header.type)) {
-      breach = Status(Errc::kProtocolError,
-                      std::string(wire::frame_type_name(frame.header.type)) + " with call id 0");
-    } else if (frame.header.call_id != 0 && wire::is_connection_frame_type(frame.header.type))
-        [[unlikely]] {
-      breach = Status(Errc::kProtocolError, std::string(wire::frame_type_name(frame.header.type)) +
-                                                " with call id " +
-                                                std::to_string(frame.header.call_id));
-    } else switch (frame.header.type) {
-      case FrameType::kRequest:
-        if (Status s = handle_request(frame); !s.ok()) breach = std::move(s);
-        break;
-      case FrameType::kCancel:
-        breach = handle_cancel(frame);
-        break;
-      case FrameType::kStreamRequest:
-        breach = handle_stream_request(frame);
-        break;
-      case FrameType::kData: {
-        Status s = co_await streams_.on_data(*channel_, frame);
-        if (metrics_) batch_ticks_ = CycleClock::now();  // it may have waited for the body
-        if (!s.ok() && s.code != Errc::kProtocolError) {
-          // The connection failed inside the frame: as for a failed read.
-          if (!channel_->closed() && state_ != State::kLingering) {
-            server_.log(LogLevel::kInfo, "connection from " + peer_ + " (" + identity_.user +
-                                             ") ended inside a message: " + s.to_string());
-          }
-          channel_->close();
-        } else {
-          breach = std::move(s);
-        }
-        break;
-      }
-      case FrameType::kWindowUpdate:
-        breach = streams_.on_window_update(frame);
-        break;
-      case FrameType::kEndStream:
-        breach = streams_.on_end_stream(frame);
-        break;
-      case FrameType::kShmHello:
-        breach = handle_shm_hello(frame);
-        break;
-      case FrameType::kShmRing:
-        breach = shm_ ? streams_.on_shm_ring(shm_, *channel_, frame)
-                      : Status(Errc::kProtocolError, "SHM_RING without shared memory negotiated");
-        break;
-      case FrameType::kPing:
-        wire::append_ping(channel_->out(), FrameType::kPong, frame.body);
-        break;
-      case FrameType::kPong:
-        break;
-      case FrameType::kError: {
-        auto body = wire::parse_error(frame.body);
-        server_.log(LogLevel::kInfo, "client " + peer_ + " closed with an error: " +
-                                         (body.ok() ? body->message : std::string("(malformed)")));
-        channel_->close();
-        break;
-      }
-      default:
-        breach = Status(Errc::kProtocolError,
-                        "unexpected " + std::string(wire::frame_type_name(frame.header.type)) +
-                            " frame after negotiation");
-        break;
+    // A busy connection's frames, REQUEST and DATA, here; others: route_frame.
+    if (frame.header.type == FrameType::kRequest && frame.header.call_id != 0) {
+      if (Status s = handle_request(frame); !s.ok()) breach = std::move(s);
+    } else if (frame.header.type == FrameType::kData && frame.header.call_id != 0) {
+      Status s = co_await streams_.on_data(*channel_, frame);
+      counts_.batch_read();  // it may have waited for the body
+      if (!s.ok()) breach = data_failed(std::move(s));
+    } else if (Status s = route_frame(frame); !s.ok()) {
+      breach = std::move(s);
     }
-    if (credentials_expired_) [[unlikely]] {
-      close_reason_ = ServerMetrics::Close::kCredentialsExpired;
-      server_.log(LogLevel::kInfo, "closing connection from " + peer_ + " (" + identity_.user +
-                                       "): its credentials expired");
-      co_await linger(expired_credentials());
+    if (peer_.credentials_expired) [[unlikely]] {
+      co_await linger(credentials_expired_ending());
       co_return;
     }
-    // The frames read at once have all been handled: check for stray
-    // descriptors (no read in between could have brought any: see
-    // check_stray_descriptors()) and answer them in one write.
-    // Taking the next frame now tells whether the batch is over; a frame
-    // buffered_frame() must report (a bad header, a body to read directly)
-    // keeps it going, as the next turn reports it.
+    // Taking the next frame tells whether the batch is over; when it is,
+    // check for stray descriptors and answer the batch in one write.
     taken = channel_->take_buffered(frame);
     const bool batch_over = !taken && !channel_->frame_buffered();
-    if (breach.ok() && unix_socket && batch_over) breach = check_stray_descriptors();
+    if (breach.ok() && unix_socket && batch_over) breach = shm_.check_stray_descriptors(*channel_);
     if (!breach.ok()) {
       co_await close_for_protocol_error(std::move(breach));
       co_return;
     }
     if (channel_->closed()) break;
     if (batch_over) end_batch();
-    if ((channel_->pending_bytes() > 0 || stream_input_) && over_memory_limits()) [[unlikely]] {
-      co_await apply_backpressure();
-      if (metrics_) batch_ticks_ = CycleClock::now();
+    if (memory_.may_be_over(*channel_) && memory_.over(server_, *channel_)) [[unlikely]] {
+      co_await memory_.wait_under(server_, *channel_);
+      counts_.batch_read();
     }
   }
-  count_calls();
+  counts_.fold_calls(server_);
   cancel_all_calls();
   channel_->close();
 }
 
 void ServerConnection::park() {
-  count_calls();  // a parked connection's calls are in stats() until it wakes
+  counts_.fold_calls(server_);  // a parked connection's calls are in stats() until it wakes
   ++holds_;
   ++server_.connections_parked;
   // Until its idle deadline the sweeper has nothing to do with it.
   const auto idle = server_.options.idle_timeout;
-  reactor_.connections.park(*this, idle.count() > 0 ? last_activity_ + idle : Clock::time_point::max(),
-                            idle, Clock::now());
+  reactor_.connections.park(*this, deadlines_.idle_deadline(idle), idle, Clock::now());
   channel_->byte_stream().wait_readable(std::shared_ptr<ReadReady>(shared_from_this(), this));
 }
 
@@ -516,78 +422,24 @@ void ServerConnection::readable(std::error_code ec) {
 
 void ServerConnection::release() {
   if (--holds_ > 0) return;
-  release_memory();
-  if (stream_input_) stream_input_->close();
+  memory_.release(server_);
   count_close();
   reactor_.connections.erase(*this);
-  if (budget_ticket_ == 0) return;  // refused at accept: counted nowhere
-  leave_budget();
-  if (--server_.connections_active == 0) {
-    { std::lock_guard lock(server_.mu); }
-    server_.cv.notify_all();
-  }
+  place_.leave(server_);
 }
 
 void ServerConnection::cancel_all_calls() {
-  for (auto& [id, flag] : cancel_flags_) flag->store(true);
+  calls_.cancel_all();
   // Most connections end with no stream open: no Status to build then.
   if (!streams_.empty()) {
     streams_.fail_all(Status(Errc::kCancelled, "the connection to the client ended"));
   }
 }
 
-// Descriptors (SCM_RIGHTS) may ride only on SHM_RING frames, four each, on
-// a connection whose SHM_HELLO was accepted (PROTOCOL.md section 7); until
-// then the socket is read without room for any, so the kernel closes them
-// and none arrives here (rpc/byte_stream.h). When no input is buffered beyond the frames handled, every descriptor that has
-// arrived came with one of those frames, so any left unclaimed were sent
-// with something else (or an SHM_RING carried more than four): a protocol
-// error, and the descriptors are closed at once rather than held until the
-// connection ends. (While more input is buffered, descriptors may belong to
-// an SHM_RING frame not handled yet: checked once that input is consumed.)
-// Otherwise a client could park descriptors on any frame of a unix://
-// connection, and a ring frame's extra descriptors would go to the next ring
-// (stream_bad_input_test: DescriptorsWithoutAnShmFrame..., BadShmRings...).
-Status ServerConnection::check_stray_descriptors() {
-  if (channel_->input_buffered()) {
-    // Descriptors may belong to an SHM_RING still being read (a read brings
-    // at most one batch, 16 at most): a few, never this many. Without this
-    // bound a client that always left part of a frame unread could pile up
-    // descriptors matched to rings (stream_bad_input_test,
-    // DescriptorsPiledUpBehindPartialFrames...).
-    constexpr std::size_t kMaxUnclaimed = 64;
-    if (shm_ && shm_->pending_fds() > kMaxUnclaimed) {
-      return Status(Errc::kProtocolError, std::to_string(shm_->pending_fds()) +
-                                              " file descriptors sent without SHM_RING frames");
-    }
-    return Status();
-  }
-  // take_ring_fds() hands out four at a time: drain the link's list, so that
-  // every stray descriptor is closed now rather than when the connection
-  // ends (stream_bad_input_test, EveryStrayDescriptorIsClosedAtOnce...).
-  std::size_t stray = 0;
-  if (shm_) {
-    for (std::size_t n; (n = shm_->take_ring_fds(*channel_).size()) > 0;) stray += n;
-  } else {
-    stray = channel_->byte_stream().take_received_fds().size();
-  }
-  if (stray > 0) {
-    return Status(Errc::kProtocolError,
-                  std::to_string(stray) + " file descriptor(s) sent without an SHM_RING frame");
-  }
-  return Status();
-}
-
 void ServerConnection::end_batch() {
-  count_calls();  // before the answers leave: a caller that has one sees it counted
+  counts_.fold_calls(server_);  // before the answers leave: a caller that has one sees it counted
   channel_->flush_now();
-  spent_session_.reset();  // after the first replies have left (negotiate_server)
-}
-
-Status ServerConnection::expired_credentials() const {
-  return Status(Errc::kCredentialsExpired,
-                "the credentials this connection authenticated with (" + identity_.mechanism +
-                    ") have expired: authenticate again");
+  peer_.spent_session.reset();  // after the first replies have left (negotiate_server)
 }
 
 // A call's deadline from its header's timeout (0: none).
@@ -596,43 +448,19 @@ ServerConnection::Clock::time_point ServerConnection::deadline_after(std::uint32
                          : Clock::now() + std::chrono::milliseconds(timeout_ms);
 }
 
-bool ServerConnection::FoundMethod::names_start(std::string_view body) const noexcept {
-  const std::size_t n = names_wire.size();
-  if (n == 0 || body.size() < n) return false;
-  // Names of 4 to 16 bytes in all (most: "sys" and "echo" are 11) as two
-  // overlapping words each, without a call to memcmp.
-  if (n >= 8 && n <= 16) return same_by_two_words<std::uint64_t>(body.data(), names_wire.data(), n);
-  if (n >= 4) return same_by_two_words<std::uint32_t>(body.data(), names_wire.data(), n);
-  return std::memcmp(body.data(), names_wire.data(), n) == 0;
-}
-
 std::optional<ServerConnection::AdmittedCall> ServerConnection::admit_call(
     std::uint32_t call_id, std::string_view service, std::string_view method,
     Clock::time_point deadline) {
-  AdmittedCall call{nullptr, {}, {}, call_id, deadline, nullptr};
-  if (last_method_.method != nullptr && same_name(service, last_method_.service) &&
-      same_name(method, last_method_.method_name)) {
-    call.method = last_method_.method;
-    call.service = last_method_.service;
-    call.method_name = last_method_.method_name;
-    call.cells = last_method_.cells;
-  } else {
-    std::string_view names_wire;
-    call.method =
-        server_.find_method(service, method, &call.service, &call.method_name, &names_wire);
-    if (metrics_) call.cells = &metrics_->method(call.method);
-    if (call.method != nullptr) {
-      last_method_ = {call.method, call.service, call.method_name, call.cells, names_wire};
-    }
-  }
+  const AdmittedCall call{methods_.find(server_, metrics(), service, method), call_id, deadline};
   if (state_ != State::kServing) {
     respond(call_id, Status(Errc::kUnavailable, "server is shutting down"), deadline, call.cells);
     return std::nullopt;
   }
   // A session does not outlive its credentials (Identity::expires).
-  if (identity_.expires && std::chrono::system_clock::now() >= *identity_.expires) [[unlikely]] {
-    respond(call_id, expired_credentials(), deadline, call.cells);
-    credentials_expired_ = true;
+  if (peer_.identity.expires && std::chrono::system_clock::now() >= *peer_.identity.expires)
+      [[unlikely]] {
+    respond(call_id, peer_.expired_credentials(), deadline, call.cells);
+    peer_.credentials_expired = true;
     return std::nullopt;
   }
   if (call.method == nullptr) {
@@ -642,7 +470,7 @@ std::optional<ServerConnection::AdmittedCall> ServerConnection::admit_call(
     return std::nullopt;
   }
   if (admission_.authorizes()) {
-    if (Status s = admission_.check_call(identity_, call.service, call.method_name); !s.ok()) {
+    if (Status s = admission_.check_call(peer_.identity, call.service, call.method_name); !s.ok()) {
       respond(call_id, s, deadline, call.cells);
       return std::nullopt;
     }
@@ -654,12 +482,12 @@ Status ServerConnection::handle_request(const Frame& frame) {
   const std::uint32_t call_id = frame.header.call_id;
   std::string_view payload;
   wire::RequestHeader header;
-  // Names the method the last call named (FoundMethod): the same bytes.
-  if (last_method_.names_start(frame.body) &&
-      wire::parse_request_after_names(frame.body, last_method_.names_wire.size(),
-                                      header.timeout_ms, payload)) {
-    header.service = last_method_.service;
-    header.method = last_method_.method_name;
+  // Names the method the last call named (MethodCache): the same bytes.
+  if (methods_.names_start(frame.body) &&
+      wire::parse_request_after_names(frame.body, methods_.names_size(), header.timeout_ms,
+                                      payload)) {
+    header.service = methods_.service();
+    header.method = methods_.method_name();
   } else {
     auto parsed = wire::parse_request(frame.body, payload);
     if (!parsed.ok()) return parsed.status();
@@ -671,10 +499,10 @@ Status ServerConnection::handle_request(const Frame& frame) {
   // id and the first call's cancel flag would be replaced;
   // stream_bad_input_test, ARequestReusingAStreamsCallId...). A cancelled
   // call's id is free (handle_cancel removed it from both tables).
-  if (streams_.contains(call_id) || (!cancel_flags_.empty() && cancel_flags_.contains(call_id))) {
+  if (streams_.contains(call_id) || calls_.uses(call_id)) {
     return Status(Errc::kProtocolError, "REQUEST reuses call id " + std::to_string(call_id));
   }
-  last_call_id_ = std::max(last_call_id_, call_id);
+  calls_.saw(call_id);
   const auto deadline = deadline_after(header.timeout_ms);
   const auto call = admit_call(call_id, header.service, header.method, deadline);
   if (!call) return Status();
@@ -699,11 +527,11 @@ Status ServerConnection::handle_stream_request(const Frame& frame) {
     return Status(Errc::kProtocolError, call_id == 0 ? "STREAM_REQUEST with call id 0"
                                                      : "STREAM_REQUEST with a zero window");
   }
-  if (streams_.contains(call_id) || cancel_flags_.contains(call_id)) {
+  if (streams_.contains(call_id) || calls_.uses(call_id)) {
     return Status(Errc::kProtocolError,
                   "STREAM_REQUEST reuses call id " + std::to_string(call_id));
   }
-  last_call_id_ = std::max(last_call_id_, call_id);
+  calls_.saw(call_id);
   const auto deadline = deadline_after(header->timeout_ms);
   const auto call = admit_call(call_id, header->service, header->method, deadline);
   if (!call) return Status();
@@ -724,85 +552,92 @@ Status ServerConnection::handle_stream_request(const Frame& frame) {
             deadline, call->cells);
     return Status();
   }
-  if (!stream_input_) {
-    stream_input_ = std::make_shared<StreamInputBudget>(channel_->byte_stream().executor());
-    stream_input_->set_observer([this](std::size_t) { account_memory(); });
-  }
   auto stream = std::make_shared<CallStream>(channel_, call_id, server_.options.stream_window,
                                              header->window, deadline);
-  stream->set_input_budget(stream_input_);
+  stream->set_input_budget(
+      memory_.stream_input(channel_->byte_stream().executor(),
+                           [this](std::size_t) { memory_.account(server_, *channel_); }));
   streams_.add(stream);
-  if (metrics_) metrics_->streams_open().add();
-  if (shm_) stream->set_shm(shm_);
+  if (metrics()) metrics()->streams_open().add();
+  if (shm_.link()) stream->set_shm(shm_.link());
   // Accepts the call and announces our window: the client may send now.
   wire::append_window_update(channel_->out(), call_id, server_.options.stream_window);
   dispatch(*call, payload, std::move(stream));
   return Status();
 }
 
+// Every inline call of a batch comes through here: kept in this file, beside
+// its callers, so that it is inlined.
+inline void ServerConnection::run_inline(const AdmittedCall& call, std::string_view payload) {
+  CallContext ctx(peer_.identity, call.service, call.method_name, call.call_id, call.deadline,
+                  nullptr, peer_.plaintext_network);
+  const auto result = run_plain_handler(call.method->handler, ctx, payload, server_, peer_.address);
+  if (call.cells) counts_.observe_inline(*call.cells);
+  respond(call.call_id, result, call.deadline, call.cells);
+}
+
 void ServerConnection::dispatch(const AdmittedCall& call, std::string_view payload,
                                 std::shared_ptr<CallStream> stream) {
-  const Service::Method& method = *call.method;
-  if (method.execution == Execution::kInline) {
-    CallContext ctx(identity_, call.service, call.method_name, call.call_id, call.deadline,
-                    nullptr, plaintext_network_);
-    const auto result = run_plain_handler(method.handler, ctx, payload, server_, peer_);
-    if (call.cells) {
-      // Inline calls of a batch run back to back: one clock read per call,
-      // the end of one (or the read that brought the batch) the start of
-      // the next, so a call's processing time includes its frame's parsing
-      // and admission (a few hundred ns). CycleClock: half the cost of a
-      // steady_clock read where it is the TSC.
-      const CycleClock::Ticks ended = CycleClock::now();
-      call.cells->processing->observe(CycleClock::elapsed(batch_ticks_, ended));
-      batch_ticks_ = ended;
-    }
-    respond(call.call_id, result, call.deadline, call.cells);
+  const Execution execution = call.method->execution;
+  if (execution == Execution::kInline) {
+    run_inline(call, payload);
     return;
   }
   // Read only when counting: a clock read per call is not free.
   const Clock::time_point started = call.cells ? Clock::now() : Clock::time_point();
-  ++in_flight_;
-  if (metrics_) metrics_->calls_in_flight().add();
-  auto cancelled = std::make_shared<std::atomic<bool>>(false);
-  cancel_flags_[call.call_id] = cancelled;
-  if (method.execution == Execution::kBlocking) {
-    if (metrics_) metrics_->blocking_queue_length().add();
-    asio::post(*server_.blocking_pool, [self = shared_from_this(), call,
-                                        request = std::string(payload), cancelled, started]() {
-      // Queue time ends here (Hadoop's RpcQueueTime); processing starts.
-      Clock::time_point began = started;
-      if (call.cells) {
-        began = Clock::now();
-        call.cells->queue->observe(began - started);
-        self->metrics_->blocking_queue_length().sub();
-      }
-      CallContext ctx(self->identity_, call.service, call.method_name, call.call_id,
-                      call.deadline, cancelled.get(), self->plaintext_network_);
-      Result<std::string> result = Status(Errc::kInternal, "handler did not complete");
-      if (ctx.cancelled()) {
-        result = Status(Errc::kCancelled, "cancelled before it started");
-      } else if (ctx.deadline_passed()) {
-        result = Status(Errc::kDeadlineExceeded, "deadline passed while queued");
-      } else {
-        result = run_plain_handler(call.method->handler, ctx, request, self->server_, self->peer_);
-      }
-      auto& ex = self->channel_->byte_stream().executor();
-      asio::post(ex, [self = std::move(self), call_id = call.call_id,
-                      cancelled = std::move(cancelled), result = std::move(result),
-                      deadline = call.deadline, cells = call.cells, began]() {
-        self->finish_call(call_id, cancelled.get(), result, deadline, cells, began);
-      });
-    });
-    return;
+  if (metrics()) metrics()->calls_in_flight().add();
+  RunningCalls::Flag cancelled = calls_.start(call.call_id);
+  if (execution == Execution::kBlocking) {
+    run_blocking(call, payload, std::move(cancelled), started);
+  } else {  // kAsync and kStream
+    run_coroutine(call, payload, std::move(cancelled), std::move(stream), started);
   }
-  // kAsync and kStream: a coroutine on this thread.
+}
+
+void ServerConnection::run_blocking(const AdmittedCall& call, std::string_view payload,
+                                    RunningCalls::Flag cancelled, Clock::time_point started) {
+  if (metrics()) metrics()->blocking_queue_length().add();
+  asio::post(*server_.blocking_pool, [self = shared_from_this(), call,
+                                      request = std::string(payload),
+                                      cancelled = std::move(cancelled), started]() mutable {
+    // Queue time ends here (Hadoop's RpcQueueTime); processing starts.
+    Clock::time_point began = started;
+    if (call.cells) {
+      began = Clock::now();
+      call.cells->queue->observe(began - started);
+      self->metrics()->blocking_queue_length().sub();
+    }
+    CallContext ctx(self->peer_.identity, call.service, call.method_name, call.call_id,
+                    call.deadline, cancelled.get(), self->peer_.plaintext_network);
+    Result<std::string> result = Status(Errc::kInternal, "handler did not complete");
+    if (ctx.cancelled()) {
+      result = Status(Errc::kCancelled, "cancelled before it started");
+    } else if (ctx.deadline_passed()) {
+      result = Status(Errc::kDeadlineExceeded, "deadline passed while queued");
+    } else {
+      result =
+          run_plain_handler(call.method->handler, ctx, request, self->server_, self->peer_.address);
+    }
+    auto& ex = self->channel_->byte_stream().executor();
+    asio::post(ex, [self = std::move(self), call_id = call.call_id,
+                    cancelled = std::move(cancelled), result = std::move(result),
+                    deadline = call.deadline, cells = call.cells, began]() {
+      self->finish_call(call_id, cancelled.get(), result, deadline, cells, began);
+    });
+  });
+}
+
+void ServerConnection::run_coroutine(const AdmittedCall& call, std::string_view payload,
+                                     RunningCalls::Flag cancelled,
+                                     std::shared_ptr<CallStream> stream,
+                                     Clock::time_point started) {
   asio::co_spawn(
       channel_->byte_stream().executor(),
-      [self = shared_from_this(), call, request = std::string(payload), cancelled,
-       stream = std::move(stream), started]() mutable -> asio::awaitable<void> {
-        CallContext ctx(self->identity_, call.service, call.method_name, call.call_id,
-                        call.deadline, cancelled.get(), self->plaintext_network_);
+      [self = shared_from_this(), call, request = std::string(payload),
+       cancelled = std::move(cancelled), stream = std::move(stream),
+       started]() mutable -> asio::awaitable<void> {
+        CallContext ctx(self->peer_.identity, call.service, call.method_name, call.call_id,
+                        call.deadline, cancelled.get(), self->peer_.plaintext_network);
         Result<std::string> result = Status(Errc::kInternal, "handler did not complete");
         try {
           if (stream) {
@@ -812,7 +647,7 @@ void ServerConnection::dispatch(const AdmittedCall& call, std::string_view paylo
             result = co_await call.method->async_handler(ctx, std::move(request));
           }
         } catch (...) {
-          result = handler_threw(self->server_, ctx, self->peer_);
+          result = handler_threw(self->server_, ctx, self->peer_.address);
         }
         if (stream) {
           // A call that failed (cancelled, deadline, connection lost)
@@ -820,7 +655,7 @@ void ServerConnection::dispatch(const AdmittedCall& call, std::string_view paylo
           if (stream->failed() && result.ok()) result = Status(Errc::kCancelled, "stream failed");
           stream->end_output(Status(Errc::kFailedPrecondition, "the call has ended"));
           self->streams_.remove(stream);
-          if (self->metrics_) self->metrics_->streams_open().sub();
+          if (self->metrics()) self->metrics()->streams_open().sub();
         }
         self->finish_call(call.call_id, cancelled.get(), result, call.deadline, call.cells,
                           started);
@@ -828,46 +663,25 @@ void ServerConnection::dispatch(const AdmittedCall& call, std::string_view paylo
       asio::detached);
 }
 
-Status ServerConnection::handle_shm_hello(const Frame& frame) {
-  // Once per connection, answered or not, also when refused or on tcp://
-  // (stream_bad_input_test, ASecondShmHello...). The body is empty (section 3: longer is an error).
-  if (shm_answered_ || !frame.body.empty()) {
-    return Status(Errc::kProtocolError,
-                  shm_answered_ ? "a second SHM_HELLO" : "SHM_HELLO with a body");
-  }
-  shm_answered_ = true;
-  Status why;
-  shm_ = ShmLink::answer(*channel_, server_.options.shm, &why);
-  if (shm_ && metrics_) metrics_->shm_connections_open().add();
-  if (!why.ok() && why.code != ShmErrc::kUnsupported) {
-    server_.log(LogLevel::kInfo, "shared memory refused to " + peer_ + " (" + identity_.user +
-                                     "): " + why.to_string());
-  }
-  return Status();
-}
-
 void ServerConnection::finish_call(std::uint32_t call_id, const std::atomic<bool>* cancelled,
                                    const Result<std::string>& result, Clock::time_point deadline,
                                    ServerMetrics::Method* cells, Clock::time_point started) {
-  --in_flight_;
+  calls_.finish(call_id, cancelled);
   if (cells) {
     cells->processing->observe(Clock::now() - started);
-    metrics_->calls_in_flight().sub();
+    metrics()->calls_in_flight().sub();
   }
-  last_activity_ = Clock::now();
-  // The id's entry is this call's only if it was not cancelled: a cancelled
-  // call left the table (handle_cancel), and the id may run a new call now,
-  // which this one must neither remove nor answer for.
-  const auto it = cancel_flags_.find(call_id);
-  if (it != cancel_flags_.end() && it->second.get() == cancelled) cancel_flags_.erase(it);
+  deadlines_.touch(Clock::now());
+  // A cancelled call's id may run a new call now, which this one must not
+  // answer for.
   if (!cancelled->load()) {
     respond(call_id, result, deadline, cells);
-    count_calls();
+    counts_.fold_calls(server_);
   } else if (cells) {
-    metrics_->call(*cells, static_cast<std::uint16_t>(Errc::kCancelled));
+    metrics()->call(*cells, static_cast<std::uint16_t>(Errc::kCancelled));
   }
   channel_->schedule_flush();
-  if (state_ == State::kGoingAway && in_flight_ == 0) close_when_drained();
+  if (state_ == State::kGoingAway && calls_.in_flight() == 0) close_when_drained();
 }
 
 void ServerConnection::respond(std::uint32_t call_id, const Result<std::string>& result,
@@ -880,23 +694,16 @@ void ServerConnection::respond(std::uint32_t call_id, const Result<std::string>&
   } else {
     code = static_cast<std::uint16_t>(to_wire_errc(result.status().code));
   }
-  if (cells) metrics_->call(*cells, code);
+  if (cells) metrics()->call(*cells, code);
   if (channel_->closed()) return;
+  counts_.answered(code);
   if (code == 0) {
-    ++calls_ok_;
     wire::append_ok_response(channel_->out(), call_id, result.value());
   } else if (result.ok()) {
-    ++calls_failed_;
     wire::append_response(channel_->out(), call_id, code, "deadline exceeded", {});
   } else {
-    ++calls_failed_;
     wire::append_response(channel_->out(), call_id, code, result.status().message, {});
   }
-}
-
-void ServerConnection::count_calls() {
-  if (calls_ok_ != 0) server_.calls_ok += std::exchange(calls_ok_, 0);
-  if (calls_failed_ != 0) server_.calls_failed += std::exchange(calls_failed_, 0);
 }
 
 Status ServerConnection::handle_cancel(const Frame& frame) {
@@ -907,58 +714,33 @@ Status ServerConnection::handle_cancel(const Frame& frame) {
   // REQUEST reusing the id is refused would depend on whether the handler
   // had noticed the cancel yet (stream_bad_input_test,
   // ACallReusingACancelledCallsId...).
-  if (Status s = streams_.on_cancel(frame, Status(Errc::kCancelled, "the client cancelled the call"));
+  if (Status s =
+          streams_.on_cancel(frame, Status(Errc::kCancelled, "the client cancelled the call"));
       !s.ok()) {
     return s;
   }
-  const auto it = cancel_flags_.find(frame.header.call_id);
-  if (it == cancel_flags_.end()) return Status();  // finished already, or never existed
-  it->second->store(true);
-  cancel_flags_.erase(it);
+  calls_.cancel(frame.header.call_id);
   return Status();
 }
 
-void ServerConnection::leave_budget() { server_.budget.release(budget_ticket_); }
-
-Status ServerConnection::authenticate_in_budget(const Identity& id) {
-  switch (server_.budget.authenticate(budget_ticket_, id.user)) {
-    case PreauthBudget::Authentication::kAccepted:
-      return Status();
-    case PreauthBudget::Authentication::kShed:
-      // Shed while its mechanism was deciding: run() closes it silently.
-      ending_ = Ending::kShed;
-      return Status(Errc::kServerBusy, kShedMessage);
-    case PreauthBudget::Authentication::kTooManyForUser:
-      break;
-  }
-  ++server_.connections_refused_per_user;
-  if (metrics_) metrics_->refused_per_user();
-  return Status(Errc::kServerBusy,
-                "too many connections for user '" + id.user + "' (limit " +
-                    std::to_string(server_.options.max_connections_per_user) + ")");
-}
-
 void ServerConnection::shed() {
-  if (state_ != State::kNegotiating || channel_->closed() ||
-      ending_ == Ending::kNegotiationTimeout) {
-    return;
-  }
-  ending_ = Ending::kShed;
-  wire::append_error(channel_->out(), static_cast<std::uint16_t>(Errc::kServerBusy), kShedMessage);
+  if (state_ != State::kNegotiating || channel_->closed() || !place_.shed()) return;
+  wire::append_error(channel_->out(), static_cast<std::uint16_t>(Errc::kServerBusy),
+                     PreauthPlace::kShedMessage);
   channel_->close_after_flush();
 }
 
 void ServerConnection::go_away() {
-  close_reason_ = ServerMetrics::Close::kServerStopping;
+  counts_.close_with(ServerMetrics::Close::kServerStopping);
   switch (state_) {
     case State::kNegotiating:
       force_close();
       return;
     case State::kServing:
       state_ = State::kGoingAway;
-      wire::append_goaway(channel_->out(), {last_call_id_, "server is shutting down"});
+      wire::append_goaway(channel_->out(), {calls_.last_id(), "server is shutting down"});
       channel_->schedule_flush();
-      if (in_flight_ == 0) close_when_drained();
+      if (calls_.in_flight() == 0) close_when_drained();
       return;
     case State::kGoingAway:
     case State::kLingering:
@@ -967,7 +749,7 @@ void ServerConnection::go_away() {
 }
 
 void ServerConnection::force_close() {
-  close_reason_ = ServerMetrics::Close::kServerStopping;
+  counts_.close_with(ServerMetrics::Close::kServerStopping);
   cancel_all_calls();
   channel_->close();
 }
@@ -981,11 +763,11 @@ void ServerConnection::close_when_drained() {
   reactor_.connections.insert(*this);  // if parked: the linger deadline needs the sweeper
   state_ = State::kLingering;
   channel_->shutdown_after_flush();
-  deadline_ = Clock::now() + kLingerTime;
+  deadlines_.set_deadline(Clock::now() + kLingerTime);
 }
 
 asio::awaitable<void> ServerConnection::linger(std::optional<Status> error) {
-  count_calls();  // the answers queued so far still leave
+  counts_.fold_calls(server_);  // the answers queued so far still leave
   state_ = State::kLingering;
   cancel_all_calls();
   if (error) {
@@ -993,64 +775,49 @@ asio::awaitable<void> ServerConnection::linger(std::optional<Status> error) {
                        error->message);
   }
   channel_->shutdown_after_flush();
-  deadline_ = Clock::now() + kLingerTime;
+  deadlines_.set_deadline(Clock::now() + kLingerTime);
   co_await channel_->discard_input();
   // The peer may have closed before our last frame was written: finish it.
   co_await channel_->wait_pending_below(0);
   channel_->close();
 }
 
-void ServerConnection::count_bytes() {
-  const std::uint64_t received = channel_->bytes_received();
-  const std::uint64_t sent = channel_->bytes_sent();
-  metrics_->bytes(transport_, received - counted_received_, sent - counted_sent_);
-  counted_received_ = received;
-  counted_sent_ = sent;
-}
-
 void ServerConnection::count_close() {
-  if (!metrics_) return;
-  count_bytes();
-  if (shm_) metrics_->shm_connections_open().sub();
-  metrics_->closed(transport_, close_reason_);
+  shm_.closed(server_);
+  counts_.closed(*channel_);
 }
 
 void ServerConnection::on_tick(Clock::time_point now) {
   if (channel_->closed()) return;
-  if (metrics_) count_bytes();
-  switch (state_) {
-    case State::kNegotiating:
-      if (now < deadline_) return;
-      // A connection shed already stays shed: run() then ends it silently.
-      if (ending_ == Ending::kNone) ending_ = Ending::kNegotiationTimeout;
+  counts_.fold_bytes(*channel_);
+  const auto idle = server_.options.idle_timeout;
+  switch (deadlines_.decide(state_, now, calls_.in_flight(), !streams_.empty(), idle)) {
+    case IdleDeadlines::Action::kNone:
+      return;
+    case IdleDeadlines::Action::kReleaseBuffers:
+      channel_->release_idle_buffers();
+      return;
+    case IdleDeadlines::Action::kPark:
+      channel_->release_idle_buffers();
+      channel_->interrupt_reader();  // serve() parks
+      return;
+    case IdleDeadlines::Action::kNegotiationTimeout:
+      place_.timed_out();
       wire::append_error(channel_->out(), static_cast<std::uint16_t>(Errc::kNegotiationTimeout),
                          "negotiation timed out");
       channel_->close_after_flush();
       return;
-    case State::kServing:
-    case State::kGoingAway: {
-      const auto idle = server_.options.idle_timeout;
-      if (idle.count() == 0 || in_flight_ > 0 || now < last_activity_ + idle) {
-        // Quiet a while: its buffers go back to the allocator until the next
-        // frame, and, with no stream open, its coroutines end until then
-        // (park(); docs/DESIGN.md, "Idle connections park").
-        if (in_flight_ == 0 && now - last_activity_ >= kReleaseBuffersAfter) {
-          channel_->release_idle_buffers();
-          if (state_ == State::kServing && streams_.empty()) channel_->interrupt_reader();
-        }
-        return;
-      }
-      close_reason_ = ServerMetrics::Close::kIdleTimeout;
+    case IdleDeadlines::Action::kIdleTimeout:
+      counts_.close_with(ServerMetrics::Close::kIdleTimeout);
       if (server_.options.log.enabled(LogLevel::kDebug)) {
-        server_.log(LogLevel::kDebug, "closing idle connection from " + peer_);
+        server_.log(LogLevel::kDebug, "closing idle connection from " + peer_.address);
       }
       wire::append_error(channel_->out(), static_cast<std::uint16_t>(Errc::kIdleTimeout),
                          "connection idle for " + std::to_string(idle.count()) + " ms");
       close_when_drained();
       return;
-    }
-    case State::kLingering:
-      if (now >= deadline_) channel_->close();
+    case IdleDeadlines::Action::kLingerOver:
+      channel_->close();
       return;
   }
 }

@@ -7,9 +7,15 @@
 // it, which starts serving again when input arrives (docs/DESIGN.md, "Idle
 // connections park").
 //
-// Its jobs are the connection's life and the calls' bookkeeping; the frames
-// of streaming calls are routed by its CallRouter (rpc/call_router.h), and
-// authorization and audit are its CallAdmission's (server/call_admission.h).
+// Its jobs are the connection's life and the unary calls' path (admit,
+// dispatch, respond). The rest is its members', each a value with one job
+// (docs/DESIGN.md, "The connection classes, split by job"): who the peer is
+// (ConnectionPeer), its place in the pre-authentication budget
+// (PreauthPlace), its deadlines (IdleDeadlines), its counts
+// (ServerConnectionCounts), the method cache (MethodCache), the calls
+// running off the inline path (RunningCalls), its memory (MemoryShare),
+// shared memory (ConnectionShm), streaming calls' frames (CallRouter,
+// rpc/call_router.h), and authorization and audit (CallAdmission).
 #pragma once
 
 #include <asio/awaitable.hpp>
@@ -17,22 +23,26 @@
 #include <chrono>
 #include <memory>
 #include <optional>
-#include <unordered_map>
 
 #include "authrpc/auth/identity.h"
 #include "authrpc/auth/server_negotiation.h"
-#include "authrpc/base/cycle_clock.h"
 #include "authrpc/rpc/call_router.h"
 #include "authrpc/rpc/frame_channel.h"
 #include "authrpc/server/call_admission.h"
+#include "authrpc/server/connection_peer.h"
+#include "authrpc/server/connection_shm.h"
+#include "authrpc/server/idle_deadlines.h"
+#include "authrpc/server/memory_share.h"
+#include "authrpc/server/method_cache.h"
+#include "authrpc/server/preauth_place.h"
+#include "authrpc/server/running_calls.h"
+#include "authrpc/server/server_connection_counts.h"
 #include "authrpc/server/server_impl.h"
 #include "authrpc/server/server_metrics.h"
 
 namespace authrpc {
 
 class CallStream;
-class ShmLink;
-class StreamInputBudget;
 
 class ServerConnection final : public std::enable_shared_from_this<ServerConnection>,
                                public ConnectionList::Hook,
@@ -64,40 +74,54 @@ class ServerConnection final : public std::enable_shared_from_this<ServerConnect
   // The pre-authentication budget (server/preauth_budget.h). The accept loop
   // sets the ticket before run() (none: the connection is refused and
   // counts nowhere); the connection leaves the budget when it ends.
-  const std::string& peer() const noexcept { return peer_; }
-  void set_budget_ticket(std::uint64_t ticket) noexcept { budget_ticket_ = ticket; }
+  const std::string& peer() const noexcept { return peer_.address; }
+  void set_budget_ticket(std::uint64_t ticket) noexcept { place_.set_ticket(ticket); }
   // The budget gave this connection's place to a newer one: if it is still
   // negotiating, SERVER_BUSY and close, without a log line (a storm would
   // make one per connection; ServerStats counts them).
   void shed();
 
  private:
-  enum class State { kNegotiating, kServing, kGoingAway, kLingering };
-  // The server's own decision to end the connection while it negotiates,
-  // recorded where it is made (shed(), on_tick()) and read once by run()
-  // when the step it cut short returns.
-  enum class Ending { kNone, kShed, kNegotiationTimeout };
+  using State = ConnectionPhase;
 
   // A call that passed admit_call(), as its handler sees it. The names view
   // the server's service table, which outlives every call.
-  struct AdmittedCall {
-    const Service::Method* method;
-    std::string_view service;
-    std::string_view method_name;
+  struct AdmittedCall : MethodCache::Found {
     std::uint32_t call_id;
     Clock::time_point deadline;
-    ServerMetrics::Method* cells;  // null when metrics are off
   };
 
+  // The steps of run(), synchronous so that a session pays for no further
+  // coroutine frame. preamble_read: the preamble's outcome `status` (TLS
+  // handshake metrics, a shed or timed-out connection's reason); false when
+  // the connection ends here, `status` then the ERROR to send (OK: none).
+  bool preamble_read(Status& status);
+  ChannelInfo channel_info() const;
+  ServerNegotiationHooks negotiation_hooks();
+  // Authenticated: counts and audits it, lifts the frame limit to the
+  // server's and answers the calls pipelined behind AUTH_SUCCESS.
+  void start_serving(const ServerNegotiationHooks& hooks, Clock::time_point accepted);
   // Negotiation failed (`ending`: the server's own reason, if it had one):
   // counts, logs and audits it, then lingers so that the ERROR arrives.
-  asio::awaitable<void> negotiation_failed(Status why, Ending ending,
+  asio::awaitable<void> negotiation_failed(Status why, PreauthPlace::Ending ending,
                                            const ServerNegotiationHooks& hooks);
   // Serves calls until the connection ends, or until the sweeper has
   // interrupted its idle read (on_tick): then it parks. `woken`: from
   // parking (readable()); if all it gets are keepalive PINGs, it parks
   // again as soon as they are answered.
   asio::awaitable<void> serve(bool woken = false);
+  // The steps of serve(), synchronous for the same reason. route_frame
+  // handles the frames serve() does not (it does REQUEST and DATA); data_failed a DATA frame's failure (a
+  // protocol error is returned, any other closes the connection);
+  // ended_quietly whether a failed read ends the connection without an
+  // ERROR; quiet whether it may park now.
+  Status route_frame(const Frame& frame);
+  Status data_failed(Status why);
+  bool ended_quietly(const Status& read) const noexcept;
+  bool quiet() const noexcept;
+  // A call came after the identity's expiry: logs it and returns what the
+  // connection closes with.
+  Status credentials_expired_ending();
   // Waits for input without a coroutine (ByteStream::wait_readable); the
   // wait holds the connection. readable() serves again, or ends it.
   void park();
@@ -107,11 +131,6 @@ class ServerConnection final : public std::enable_shared_from_this<ServerConnect
   void release();
   // run() ended: counts the close (metrics) with its reason.
   void count_close();
-  void leave_budget();
-  // The negotiation's last step (ServerNegotiationHooks::admit): the
-  // connection counts as authenticated, or is refused SERVER_BUSY (shed
-  // meanwhile, or its user's max_connections_per_user reached).
-  Status authenticate_in_budget(const Identity& id);
   // Ends the connection on the server's initiative: queues `error` (if any)
   // as an ERROR frame, sends it, then reads until the peer closes or 2 s pass
   // so that the frame is not destroyed by a reset.
@@ -125,12 +144,6 @@ class ServerConnection final : public std::enable_shared_from_this<ServerConnect
   Status handle_cancel(const Frame& frame);
   // Streaming calls (docs/DATAPLANE.md).
   Status handle_stream_request(const Frame& frame);
-  Status handle_shm_hello(const Frame& frame);
-  // Descriptors that arrived without an SHM_RING frame to claim them.
-  Status check_stray_descriptors();
-  // CREDENTIALS_EXPIRED: what a call after identity_.expires is answered,
-  // and what the connection then closes with.
-  Status expired_credentials() const;
   static Clock::time_point deadline_after(std::uint32_t timeout_ms);
   // What every call passes before it runs: the server is serving, the
   // method exists, the caller may call it. On refusal, responds with the
@@ -140,11 +153,17 @@ class ServerConnection final : public std::enable_shared_from_this<ServerConnect
   // Runs an admitted call's handler the way its method asks
   // (Service::Method::execution): inline, as a coroutine on this thread
   // (async and streaming methods; `stream` set for the latter) or on the
-  // blocking pool. Every handler's exception stops here and becomes the
-  // call's status: INVALID_ARGUMENT for a JSON exception, else INTERNAL, with a
-  // generic message; what it said goes to the server's log.
+  // blocking pool. A handler's exception becomes the call's status
+  // (server/handler_outcome.h).
   void dispatch(const AdmittedCall& call, std::string_view payload,
                 std::shared_ptr<CallStream> stream);
+  // Those ways; run_inline answers at once, the others through finish_call.
+  void run_inline(const AdmittedCall& call, std::string_view payload);
+  void run_blocking(const AdmittedCall& call, std::string_view payload,
+                    RunningCalls::Flag cancelled, Clock::time_point started);
+  void run_coroutine(const AdmittedCall& call, std::string_view payload,
+                     RunningCalls::Flag cancelled, std::shared_ptr<CallStream> stream,
+                     Clock::time_point started);
   // `cells`: the method's metrics (null: metrics off, or the call named no
   // method and counts as "unknown").
   void respond(std::uint32_t call_id, const Result<std::string>& result,
@@ -154,89 +173,25 @@ class ServerConnection final : public std::enable_shared_from_this<ServerConnect
   void finish_call(std::uint32_t call_id, const std::atomic<bool>* cancelled,
                    const Result<std::string>& result, Clock::time_point deadline,
                    ServerMetrics::Method* cells, Clock::time_point started);
-  // Folds the channel's byte counts into the metrics (on_tick, close).
-  void count_bytes();
-  // Folds the calls answered since into Server::stats()' counts: once per
-  // batch (end_batch) rather than an atomic add per call, which IO threads
-  // would pass between them.
-  void count_calls();
   // No further frame is buffered: sends what the batch queued.
   void end_batch();
-  // What the connection holds for its peer (output not yet sent, stream
-  // input not yet read) against its limits and the server's total
-  // (ServerOptions::max_pending_output, max_stream_bytes_per_connection,
-  // max_buffered_bytes): waits, reading nothing, while it is over one.
-  asio::awaitable<void> apply_backpressure();
-  // Whether apply_backpressure() has to wait (accounts first).
-  bool over_memory_limits();
-  // Adds the change of what the connection holds to the server's total;
-  // release_memory() takes its share out for good when it ends.
-  void account_memory();
-  void release_memory();
   void close_when_drained();
+  ServerMetrics* metrics() const noexcept { return counts_.metrics(); }  // null: metrics off
 
   Server::Impl& server_;
   Reactor& reactor_;
-  ServerMetrics* const metrics_;  // null: metrics off
-  ServerMetrics::Transport transport_;
-  ServerMetrics::Close close_reason_ = ServerMetrics::Close::kPeerClosed;
-  std::uint64_t counted_received_ = 0;  // bytes already folded into metrics_
-  std::uint64_t counted_sent_ = 0;
+  ServerConnectionCounts counts_;
   std::shared_ptr<FrameChannel> channel_;
-  std::string peer_;
+  ConnectionPeer peer_;
   CallAdmission admission_;
-  Clock::time_point deadline_;  // when on_tick acts; see on_tick()
-  State state_ = State::kNegotiating;
-  Ending ending_ = Ending::kNone;
-  Identity identity_;
-  std::unique_ptr<ServerAuthSession> spent_session_;  // see negotiate_server()
-  std::uint64_t budget_ticket_ = 0;
-  // A call came after identity_.expires: the connection ends once that
-  // call's refusal is written.
-  bool credentials_expired_ = false;
-  bool plaintext_network_ = false;  // tcp:// without TLS (CallContext::plaintext_network)
-  std::size_t in_flight_ = 0;
-  std::uint64_t calls_ok_ = 0;  // answered, not yet folded (count_calls)
-  std::uint64_t calls_failed_ = 0;
-  std::uint32_t last_call_id_ = 0;
-  Clock::time_point last_activity_;
-  // With metrics, the latest CycleClock read of the frames being handled:
-  // when the read that brought them completed, then when the last inline
-  // call ended (dispatch).
-  CycleClock::Ticks batch_ticks_ = 0;
-  // The cancel flags of the async, blocking and stream calls running under
-  // each id; a cancelled call leaves at CANCEL (its handler keeps the flag).
-  std::unordered_map<std::uint32_t, std::shared_ptr<std::atomic<bool>>> cancel_flags_;
+  IdleDeadlines deadlines_;  // when on_tick acts
   CallRouter streams_;
-  // The method the last admitted call named, as admit_call() found it: a
-  // connection's calls mostly name the same few methods, and two short
-  // compares cost less than the service table's and the metrics' lookups.
-  // The views are the server's table's, which never changes once started.
-  // With the bytes a REQUEST naming it starts with (its two length-prefixed
-  // names, from the same table): a REQUEST whose body starts with them names
-  // the same method, and handle_request() reads only its timeout and
-  // payload — a compare of a few words instead of parsing and comparing the
-  // names.
-  struct FoundMethod {
-    const Service::Method* method = nullptr;
-    std::string_view service;
-    std::string_view method_name;
-    ServerMetrics::Method* cells = nullptr;
-    std::string_view names_wire;  // empty: none
-
-    // `body` starts with names_wire.
-    bool names_start(std::string_view body) const noexcept;
-  };
-  FoundMethod last_method_;
-  // Under the server's budget a connection may keep this much before it
-  // stops reading (apply_backpressure).
-  static constexpr std::size_t kBudgetShare = 1 << 20;
-  // The unread input of its streaming calls; made with the first one.
-  std::shared_ptr<StreamInputBudget> stream_input_;
-  std::size_t reported_memory_ = 0;  // its share in Server::Impl::buffered_bytes
-  bool memory_released_ = false;
-  std::shared_ptr<ShmLink> shm_;  // set once the client's SHM_HELLO was accepted
-  bool shm_answered_ = false;     // the client's SHM_HELLO was answered (accepted or not)
+  MethodCache methods_;  // the last call's method (handle_request, admit_call)
+  RunningCalls calls_;
+  MemoryShare memory_;
+  PreauthPlace place_;
+  ConnectionShm shm_;
+  State state_ = State::kNegotiating;
   // What keeps the connection's life going: its coroutine (run(), later
   // serve() again after a parking) and its parked wait. Both may be under
   // way for a moment (a wait started while the coroutine unwinds).

@@ -271,7 +271,7 @@ class Server::Impl {
   std::vector<Endpoint> bound;
 
   // What the connections hold for their peers (ServerOptions::max_buffered_bytes):
-  // each adds the change of its own share (ServerConnection::account_memory).
+  // each adds the change of its own share (MemoryShare::account).
   std::atomic<std::int64_t> buffered_bytes{0};
   std::atomic<std::uint64_t> reads_paused_for_memory{0};
   std::atomic<std::uint64_t> connections_accepted{0};

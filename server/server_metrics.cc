@@ -28,16 +28,14 @@ ServerMetrics::ServerMetrics(std::shared_ptr<MetricsRegistry> registry,
                              const ServerOptions& options,
                              const std::map<std::string, Service, std::less<>>& services)
     : registry_(std::move(registry)) {
-  add_connection_cells();
-  add_session_cells(options);
-  add_call_cells(services);
-  add_authz_and_tls_cells();
+  // In this order, the order of the metrics' families in /metrics.
+  add_connection_cells(*registry_);
+  add_session_cells(*registry_, options);
+  add_call_cells(*registry_, services);
+  add_authz_and_tls_cells(*registry_);
 }
 
-// Per transport: accepted, open, bytes and closes by reason; then the
-// refusals at accept and the sheds before authentication.
-void ServerMetrics::add_connection_cells() {
-  MetricsRegistry& r = *registry_;
+void ServerMetrics::add_connection_cells(MetricsRegistry& r) {
   for (std::size_t t = 0; t < kTransports; ++t) {
     const MetricLabels transport{{"transport", std::string(kTransportNames[t])}};
     auto& p = per_transport_[t];
@@ -73,10 +71,7 @@ void ServerMetrics::add_connection_cells() {
       &r.counter("authrpc_server_connections_shed_total", shed_help, {{"limit", "per_address"}});
 }
 
-// Per enabled mechanism, and "none" last: the negotiation duration, and the
-// success row of negotiations_total.
-void ServerMetrics::add_session_cells(const ServerOptions& options) {
-  MetricsRegistry& r = *registry_;
+void ServerMetrics::add_session_cells(MetricsRegistry& r, const ServerOptions& options) {
   auto add_mechanism = [&](std::string name) {
     auto m = std::make_unique<PerMechanism>();
     m->duration = &r.histogram("authrpc_server_negotiation_duration_seconds",
@@ -97,10 +92,8 @@ void ServerMetrics::add_session_cells(const ServerOptions& options) {
   }
 }
 
-// Per registered method, and the "unknown" one: queue and processing time;
-// then the gauges of calls, streams and shared-memory connections.
-void ServerMetrics::add_call_cells(const std::map<std::string, Service, std::less<>>& services) {
-  MetricsRegistry& r = *registry_;
+void ServerMetrics::add_call_cells(MetricsRegistry& r,
+                                   const std::map<std::string, Service, std::less<>>& services) {
   auto make_method = [&](std::string service, std::string method) {
     auto m = std::make_unique<Method>();
     const MetricLabels labels{{"service", service}, {"method", method}};
@@ -135,9 +128,7 @@ void ServerMetrics::add_call_cells(const std::map<std::string, Service, std::les
                                    "Connections whose streams use shared-memory rings.");
 }
 
-// Authorization denials by reason, proxy sessions, and TLS handshakes.
-void ServerMetrics::add_authz_and_tls_cells() {
-  MetricsRegistry& r = *registry_;
+void ServerMetrics::add_authz_and_tls_cells(MetricsRegistry& r) {
   for (std::size_t d = 0; d < denials_.size(); ++d) {
     denials_[d] = &r.counter("authrpc_server_authorization_denials_total",
                              "Sessions and calls refused by authorization, by reason.",

@@ -96,7 +96,9 @@ class ServerMetrics {
   // The method's cells (`method` from Server::Impl::find_method), or the
   // "unknown" ones for null.
   Method& method(const Service::Method* method) noexcept;
-  void call(Method& m, std::uint16_t wire_code) {
+  // Inlined into the connection's respond() whatever the inliner's budget
+  // for that file: it runs on every call.
+  [[gnu::always_inline]] void call(Method& m, std::uint16_t wire_code) {
     m.calls[code_slot(wire_code)]
         .get(*registry_, "authrpc_server_calls_total", "Calls answered, by method and status code.",
              [&] {
@@ -114,11 +116,12 @@ class ServerMetrics {
   void proxy_session() noexcept { proxy_sessions_->inc(); }
 
  private:
-  // The constructor's steps, in the order the cells are registered.
-  void add_connection_cells();
-  void add_session_cells(const ServerOptions& options);
-  void add_call_cells(const std::map<std::string, Service, std::less<>>& services);
-  void add_authz_and_tls_cells();
+  // The constructor's steps, one per group of metrics.
+  void add_connection_cells(MetricsRegistry& r);  // per transport, refusals, shedding
+  void add_session_cells(MetricsRegistry& r, const ServerOptions& options);  // per mechanism
+  void add_call_cells(MetricsRegistry& r,
+                      const std::map<std::string, Service, std::less<>>& services);
+  void add_authz_and_tls_cells(MetricsRegistry& r);
 
   struct PerTransport {
     Counter* accepted;

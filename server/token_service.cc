@@ -132,7 +132,7 @@ Status read_count(const nlohmann::json& config, const char* key, std::size_t min
   return {};
 }
 
-// "store" (a string, or an object for a store another component registered)
+// "store" (a plain string, or an object whose type a component registered)
 // and "dir", which only the file store takes.
 Status read_store(const nlohmann::json& config, const security::TokenStoreRegistry& stores,
                   TokenServiceOptions& o) {
@@ -182,50 +182,7 @@ Status read_store(const nlohmann::json& config, const security::TokenStoreRegist
   } else {
     return tokens_config_error(".store' must be \"file\" or \"memory\"");
   }
-  return {};
-}
-
-// The intervals and lifetimes, and the services tokens are issued for.
-Status read_intervals_and_services(const nlohmann::json& config, TokenServiceOptions& o) {
-  for (Status s : {read_tokens_ms(config, "", "key_roll_interval_ms", o.secrets.key_roll_interval, 1000),
-                   read_tokens_ms(config, "", "max_lifetime_ms", o.secrets.max_lifetime, 1000),
-                   read_tokens_ms(config, "", "renew_interval_ms", o.secrets.renew_interval, 1000),
-                   read_tokens_ms(config, "", "sweep_interval_ms", o.sweep_interval, 100),
-                   read_tokens_ms(config, "", "max_clock_skew_ms", o.mechanism.max_clock_skew, 1000),
-                   read_tokens_ms(config, "", "session_ticket_lifetime_ms",
-                                  o.mechanism.session_ticket_lifetime, 1000,
-                                  TokenTickets::kMaxLifetime.count()),
-                   read_strings(config, "services", o.mechanism.services)}) {
-    if (!s.ok()) return s;
-  }
-  return {};
-}
-
-// "issue_mechanisms": who may get tokens; absent, the mechanisms that
-// declare may_be_issued_tokens.
-Status read_issue_mechanisms(const nlohmann::json& config, TokenServiceOptions& o) {
-  if (!config.contains("issue_mechanisms")) return {};
-  // Delegation-token names are refused by register_mechanism(), which
-  // knows what each name declares.
-  return read_strings(config, "issue_mechanisms", o.issue_mechanisms.emplace());
-}
-
-// The token mechanism's replay cache and session tickets, and whether it
-// takes plaintext connections.
-Status read_mechanism_limits(const nlohmann::json& config, TokenServiceOptions& o) {
-  for (Status s : {read_count(config, "replay_cache_capacity", 1, std::size_t{1} << 26,
-                              o.mechanism.replay_cache_capacity),
-                   read_count(config, "replay_cache_per_token", 1, std::size_t{1} << 26,
-                              o.mechanism.replay_cache_per_token),
-                   read_count(config, "session_tickets", 0, TokenTickets::kMaxWindow,
-                              o.mechanism.session_tickets)}) {
-    if (!s.ok()) return s;
-  }
-  if (config.contains("allow_plaintext")) {
-    if (!config["allow_plaintext"].is_boolean()) return tokens_config_error(".allow_plaintext' must be true or false");
-    o.mechanism.allow_plaintext = config["allow_plaintext"].get<bool>();
-  }
-  return {};
+  return Status();
 }
 
 Result<TokenServiceOptions> read_token_service_options(const nlohmann::json& config,
@@ -241,9 +198,36 @@ Result<TokenServiceOptions> read_token_service_options(const nlohmann::json& con
     if (!kKeys.contains(key)) return Status(Errc::kConfigError, "unknown key 'tokens." + key + "'");
   }
   if (Status s = read_store(config, stores, o); !s.ok()) return s;
-  if (Status s = read_intervals_and_services(config, o); !s.ok()) return s;
-  if (Status s = read_issue_mechanisms(config, o); !s.ok()) return s;
-  if (Status s = read_mechanism_limits(config, o); !s.ok()) return s;
+  for (Status s : {read_tokens_ms(config, "", "key_roll_interval_ms", o.secrets.key_roll_interval, 1000),
+                   read_tokens_ms(config, "", "max_lifetime_ms", o.secrets.max_lifetime, 1000),
+                   read_tokens_ms(config, "", "renew_interval_ms", o.secrets.renew_interval, 1000),
+                   read_tokens_ms(config, "", "sweep_interval_ms", o.sweep_interval, 100),
+                   read_tokens_ms(config, "", "max_clock_skew_ms", o.mechanism.max_clock_skew, 1000),
+                   read_tokens_ms(config, "", "session_ticket_lifetime_ms",
+                                  o.mechanism.session_ticket_lifetime, 1000,
+                                  TokenTickets::kMaxLifetime.count()),
+                   read_strings(config, "services", o.mechanism.services)}) {
+    if (!s.ok()) return s;
+  }
+  if (config.contains("issue_mechanisms")) {
+    // Delegation-token names are refused by register_mechanism(), which
+    // knows what each name declares.
+    if (Status s = read_strings(config, "issue_mechanisms", o.issue_mechanisms.emplace()); !s.ok()) {
+      return s;
+    }
+  }
+  for (Status s : {read_count(config, "replay_cache_capacity", 1, std::size_t{1} << 26,
+                              o.mechanism.replay_cache_capacity),
+                   read_count(config, "replay_cache_per_token", 1, std::size_t{1} << 26,
+                              o.mechanism.replay_cache_per_token),
+                   read_count(config, "session_tickets", 0, TokenTickets::kMaxWindow,
+                              o.mechanism.session_tickets)}) {
+    if (!s.ok()) return s;
+  }
+  if (config.contains("allow_plaintext")) {
+    if (!config["allow_plaintext"].is_boolean()) return tokens_config_error(".allow_plaintext' must be true or false");
+    o.mechanism.allow_plaintext = config["allow_plaintext"].get<bool>();
+  }
   return o;
 }
 

@@ -473,8 +473,8 @@ TEST_P(BadInputTest, AMalformedRequestBodyGetsProtocolError) {
 }
 
 // The server reads a REQUEST that names the method its connection's last
-// call named by comparing the bytes of the two names (ServerConnection::
-// FoundMethod) and looks any other up. A batch in one write, so that the
+// call named by comparing the bytes of the two names (server/method_cache.h)
+// and looks any other up. A batch in one write, so that the
 // requests are taken from one buffer: the same method again, another of the
 // same service, names sharing the last method's bytes but for their length
 // or their last byte, long names (past the two-word compare), methods that

@@ -1,7 +1,7 @@
 // ReactorConnections (server/server_impl.h): the sweeper visits awake
 // connections every tick and parked ones only once their idle deadline is
 // due, quick ticks the fresh ones (just accepted or woken); stop() visits
-// every one.
+// every one. IdleDeadlines (server/idle_deadlines.h): what a visit does.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "authrpc/server/idle_deadlines.h"
 #include "authrpc/server/server_impl.h"
 
 namespace authrpc {
@@ -68,8 +69,9 @@ TEST(ReactorConnectionsTest, ParkedConnectionsAreSweptOnlyOnceDue) {
       {20000ms, {"awake"}},  // a long gap: every bucket once, none left in them
   };
   for (const Tick& t : ticks) {
-    SCOPED_TRACE(std::to_string(std::chrono::duration_cast<std::chrono::milliseconds>(t.at).count()) +
-                 " ms");
+    SCOPED_TRACE(
+        std::to_string(std::chrono::duration_cast<std::chrono::milliseconds>(t.at).count()) +
+        " ms");
     EXPECT_EQ(swept(c, t0 + t.at), t.visits);
     // The sweeper closes a due one; once it has ended it leaves.
     for (Entry* e : {&soon, &later, &overdue}) {
@@ -165,6 +167,57 @@ TEST(ReactorConnectionsTest, AVisitThatThrowsLeavesTheRestFresh) {
   EXPECT_EQ(swept_fresh(c), (std::set<std::string>{"a", "b", "d"}));
   for (Entry* e : {&a, &b, &d}) c.erase(*e);
   EXPECT_TRUE(all(c).empty());
+}
+
+// What a sweeper tick does to a connection, by its phase, how long it has
+// been quiet, its calls in flight and its streams (the idle timeout 1 s; a
+// negotiation or linger deadline at 2 s).
+TEST(ReactorConnectionsTest, IdleDeadlinesDecideWhatATickDoes) {
+  using Action = IdleDeadlines::Action;
+  using P = ConnectionPhase;
+  const Clock::time_point t0{};
+  const Clock::duration quiet_enough = kReleaseBuffersAfter;
+  struct Case {
+    const char* name;
+    P phase;
+    Clock::duration since_activity;  // the tick is at t0 + 5 s, activity this long before
+    std::size_t in_flight;
+    bool streams_open;
+    std::chrono::milliseconds idle_timeout;
+    Action expected;
+  };
+  const Case cases[] = {
+      {"negotiating, before its deadline", P::kNegotiating, 5s, 0, false, 1s, Action::kNone},
+      {"serving, just active", P::kServing, 0ms, 0, false, 1s, Action::kNone},
+      {"serving, quiet", P::kServing, quiet_enough, 0, false, 1s, Action::kPark},
+      {"serving, quiet with a stream open", P::kServing, quiet_enough, 0, true, 1s,
+       Action::kReleaseBuffers},
+      {"serving, quiet with a call in flight", P::kServing, quiet_enough, 1, false, 1s,
+       Action::kNone},
+      {"serving, idle timeout reached", P::kServing, 1s, 0, false, 1s, Action::kIdleTimeout},
+      {"serving, idle timeout passed with a call in flight", P::kServing, 3s, 1, false, 1s,
+       Action::kNone},
+      {"serving, no idle timeout", P::kServing, 4s, 0, false, 0ms, Action::kPark},
+      {"going away, quiet", P::kGoingAway, quiet_enough, 0, false, 1s, Action::kReleaseBuffers},
+      {"going away, idle timeout reached", P::kGoingAway, 1s, 0, true, 1s, Action::kIdleTimeout},
+  };
+  for (const Case& c : cases) {
+    IdleDeadlines d;
+    d.set_deadline(t0 + 7s);
+    d.touch(t0 + 5s - c.since_activity);
+    EXPECT_EQ(d.decide(c.phase, t0 + 5s, c.in_flight, c.streams_open, c.idle_timeout), c.expected)
+        << c.name;
+  }
+  // The negotiation's and the linger's deadline: at it, the tick acts.
+  IdleDeadlines d;
+  d.set_deadline(t0 + 2s);
+  d.touch(t0);
+  EXPECT_EQ(d.decide(P::kNegotiating, t0 + 2s, 0, false, 1s), Action::kNegotiationTimeout);
+  EXPECT_EQ(d.decide(P::kLingering, t0 + 2s - 1ms, 0, false, 1s), Action::kNone);
+  EXPECT_EQ(d.decide(P::kLingering, t0 + 2s, 0, false, 1s), Action::kLingerOver);
+  // Parked until its idle deadline (none without an idle timeout).
+  EXPECT_EQ(d.idle_deadline(1s), t0 + 1s);
+  EXPECT_EQ(d.idle_deadline(0ms), Clock::time_point::max());
 }
 
 }  // namespace
