@@ -9,7 +9,7 @@
 #include "authrpc/auth/client_negotiation.h"
 #include "authrpc/client/client_policy.h"
 #include "authrpc/client/client_metrics.h"
-#include "authrpc/client/connect_stream.h"
+#include "authrpc/client/connect_byte_stream.h"
 #include "authrpc/rpc/call_stream.h"
 #include "authrpc/rpc/frame_channel.h"
 #include "authrpc/rpc/messages.h"
@@ -34,7 +34,7 @@ asio::awaitable<Status> Client::Connection::open() {
     metrics_ = &options_.metrics->extension<ClientMetrics>();
     metrics_transport_ = ClientMetrics::transport_of(options_.endpoint.scheme);
   }
-  auto stream = co_await connect_stream(executor_, options_, deadline);
+  auto stream = co_await connect_byte_stream(executor_, options_, deadline);
   if (!stream.ok()) {
     Status why = unreachable(stream.status(), options_);
     if (metrics_) {
