@@ -8,7 +8,7 @@
 
 #include "authrpc/auth/client_negotiation.h"
 #include "authrpc/client/client_policy.h"
-#include "authrpc/client/connect_stream.h"
+#include "authrpc/client/connect_byte_stream.h"
 #include "authrpc/rpc/call_stream.h"
 #include "authrpc/rpc/frame_channel.h"
 #include "authrpc/rpc/messages.h"
@@ -27,7 +27,7 @@ Client::Connection::Connection(asio::any_io_executor ex, ClientOptions options)
 asio::awaitable<Status> Client::Connection::open() {
   const auto deadline = counts_.start(options_) + options_.connect_timeout;
   if (Status s = validate_client_policies(options_); !s.ok()) co_return s;
-  auto stream = co_await connect_stream(executor_, options_, deadline);
+  auto stream = co_await connect_byte_stream(executor_, options_, deadline);
   if (!stream.ok()) {
     Status why = unreachable(stream.status(), options_);
     counts_.failed(why);

@@ -92,11 +92,12 @@ asio::ip::address parse_address(const std::string& host, std::error_code& ec) {
 }
 
 // Opens `s` (a socket or an acceptor) close-on-exec, as accept4() below
-// makes accepted sockets: a process that starts a program (a token command,
-// components/jwt/jwt_token_source.cc, or the application's own) hands it none
-// of authrpc's sockets, so a connection ends when authrpc closes it (close()
-// needs no shutdown() first) and a listener's port is free once the server
-// stops. Asio's open() and accept() leave the flag off.
+// makes accepted sockets: a process that starts a program (a token
+// command, components/jwt/jwt_credential_source.cc, or the application's
+// own) hands it none of authrpc's sockets, so a connection ends when
+// authrpc closes it (close() needs no shutdown() first) and a listener's
+// port is free once the server stops. Asio's open() and accept() leave the
+// flag off.
 template <typename Socket, typename Protocol>
 void open_cloexec(Socket& s, const Protocol& protocol, std::error_code& ec) {
   const int fd = ::socket(protocol.family(), protocol.type() | SOCK_CLOEXEC, protocol.protocol());

@@ -76,7 +76,7 @@ class Transport {
 // The built-in transport for an endpoint's scheme (lives for the process):
 // Unix sockets for unix:, TCP for tcp:// and tls:// — a tls:// endpoint's
 // TCP stream or listener is then wrapped in TLS by whoever holds the TLS
-// context (server/listen_endpoint.h, client/connect_stream.h).
+// context (server/listen_endpoint.h, client/connect_byte_stream.h).
 Transport& transport_for(Endpoint::Scheme scheme);
 
 }  // namespace authrpc

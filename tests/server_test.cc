@@ -1278,7 +1278,7 @@ TEST(SocketDescriptorTest, AUnixClientBoundToAFullLengthPathDoesNotStopAccepting
 }
 
 // A stopped server removes its socket file: a missing one is a server that
-// is not there now, as a refused TCP connect is (client/connect_stream.h).
+// is not there now, as a refused TCP connect is (client/connect_byte_stream.h).
 TEST(ClientConnectTest, AMissingUnixSocketIsUnavailableAndSaysSo) {
   auto endpoint = Endpoint::parse("unix:/nonexistent-authrpc-dir/none.sock");
   ASSERT_TRUE(endpoint.ok());

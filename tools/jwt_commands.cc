@@ -12,7 +12,7 @@
 #include <string>
 
 #include "authrpc/components/jwt/jwt_compact.h"
-#include "authrpc/components/jwt/jwt_token_source.h"
+#include "authrpc/components/jwt/jwt_credential_source.h"
 #include "authrpc/security/base64url.h"
 #include "authrpc/security/secret_bytes.h"
 #include "authrpc/tools/cli_exit.h"
@@ -103,14 +103,14 @@ std::string date_line(const json& claims, std::string_view name, SysClock::time_
 }
 
 // The text in `source` (a path, or "-" for stdin), at most
-// JwtTokenSource::kMaxTokenBytes + 1 bytes; why not as a usage message.
+// JwtCredentialSource::kMaxTokenBytes + 1 bytes; why not as a usage message.
 std::optional<std::string> read_source(const std::string& source, std::string* text) {
   const bool from_stdin = source == "-";
   const int fd = from_stdin ? STDIN_FILENO : ::open(source.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) return "cannot read " + source + ": " + std::strerror(errno);
   char buf[4096];
   std::optional<std::string> error;
-  while (text->size() <= JwtTokenSource::kMaxTokenBytes) {
+  while (text->size() <= JwtCredentialSource::kMaxTokenBytes) {
     const ssize_t n = ::read(fd, buf, sizeof buf);
     if (n < 0 && errno == EINTR) continue;
     if (n < 0) error = "cannot read " + (from_stdin ? std::string("stdin") : source) + ": " + std::strerror(errno);
@@ -142,9 +142,9 @@ int inspect(int argc, char** argv) {
   }
   const std::string_view token = trim_space(text);
   Result<std::string> described = Status(Errc::kInvalidArgument, "empty: no token");
-  if (text.size() > JwtTokenSource::kMaxTokenBytes) {
+  if (text.size() > JwtCredentialSource::kMaxTokenBytes) {
     described = Status(Errc::kInvalidArgument,
-                       "over " + std::to_string(JwtTokenSource::kMaxTokenBytes) + " bytes: not a token");
+                       "over " + std::to_string(JwtCredentialSource::kMaxTokenBytes) + " bytes: not a token");
   } else if (!token.empty()) {
     described = describe_jwt(token, SysClock::now());
   }

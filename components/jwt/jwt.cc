@@ -13,7 +13,7 @@
 #include "authrpc/auth/mechanism_options.h"
 #include "authrpc/auth/mechanism_registry.h"
 #include "authrpc/components/jwt/jwt_key_source.h"
-#include "authrpc/components/jwt/jwt_token_source.h"
+#include "authrpc/components/jwt/jwt_credential_source.h"
 #include "authrpc/components/jwt/jwt_verifier.h"
 #include "authrpc/components/jwt/oauthbearer.h"
 #include "authrpc/security/base64url.h"
@@ -229,7 +229,7 @@ asio::awaitable<ServerStep> JwtServerSession::step(std::string_view client_messa
 
 class JwtClientSession final : public ClientAuthSession {
  public:
-  JwtClientSession(std::shared_ptr<JwtTokenSource> source, bool runs_command,
+  JwtClientSession(std::shared_ptr<JwtCredentialSource> source, bool runs_command,
                    bool allow_plaintext_unix, const ChannelInfo& channel)
       : source_(std::move(source)),
         runs_command_(runs_command),
@@ -256,7 +256,7 @@ class JwtClientSession final : public ClientAuthSession {
   }
 
   static asio::awaitable<Result<security::SecretBytes>> read_token(
-      std::shared_ptr<JwtTokenSource> source) {
+      std::shared_ptr<JwtCredentialSource> source) {
     co_return source->token();
   }
 
@@ -267,7 +267,7 @@ class JwtClientSession final : public ClientAuthSession {
   asio::awaitable<Status> complete(std::string_view) override { co_return Status(); }
 
  private:
-  std::shared_ptr<JwtTokenSource> source_;
+  std::shared_ptr<JwtCredentialSource> source_;
   bool runs_command_;
   bool allow_plaintext_unix_;
   ChannelInfo channel_;
@@ -275,7 +275,8 @@ class JwtClientSession final : public ClientAuthSession {
 
 class JwtClient final : public ClientMechanism {
  public:
-  JwtClient(std::shared_ptr<JwtTokenSource> source, bool runs_command, bool allow_plaintext_unix)
+  JwtClient(std::shared_ptr<JwtCredentialSource> source, bool runs_command,
+            bool allow_plaintext_unix)
       : source_(std::move(source)),
         runs_command_(runs_command),
         allow_plaintext_unix_(allow_plaintext_unix) {}
@@ -287,7 +288,7 @@ class JwtClient final : public ClientMechanism {
   }
 
  private:
-  std::shared_ptr<JwtTokenSource> source_;
+  std::shared_ptr<JwtCredentialSource> source_;
   bool runs_command_;
   bool allow_plaintext_unix_;
 };
@@ -408,7 +409,7 @@ Result<std::shared_ptr<ServerMechanism>> make_jwt_server(const json& options) {
 
 Result<std::shared_ptr<ClientMechanism>> make_jwt_client(const json& options) {
   MechanismOptions o(kJwtMechanism, options);
-  JwtTokenSourceOptions source;
+  JwtCredentialSourceOptions source;
   bool allow_plaintext_unix = false;
   std::size_t refresh_before = 30, command_timeout_ms = 10000;
   for (Status s : {o.check({"token_file", "token_env", "token_command", "refresh_before_s",
@@ -426,7 +427,7 @@ Result<std::shared_ptr<ClientMechanism>> make_jwt_client(const json& options) {
   const bool runs_command = !source.command.empty();
   source.refresh_before = std::chrono::seconds(refresh_before);
   source.command_timeout = std::chrono::milliseconds(command_timeout_ms);
-  auto made = JwtTokenSource::make(std::move(source));
+  auto made = JwtCredentialSource::make(std::move(source));
   if (!made.ok()) return o.error(made.status().message);
   return std::shared_ptr<ClientMechanism>(
       std::make_shared<JwtClient>(std::move(*made), runs_command, allow_plaintext_unix));

@@ -12,9 +12,10 @@
 // required claims (components/jwt/jwt_verifier.h); the principal comes from a
 // configured claim, groups from another (Identity::groups, for ACLs), and the
 // session ends at the token's exp (Identity::expires) unless configured
-// otherwise. Client half: the token from a file, an environment variable or a
-// command (components/jwt/jwt_token_source.h). A bearer token is a secret:
-// never sent or accepted without TLS, except on unix:// when both sides opt in.
+// otherwise. Client half: the token from a file, an environment variable or
+// a command (components/jwt/jwt_credential_source.h). A bearer token is a
+// secret: never sent or accepted without TLS, except on unix:// when both
+// sides opt in.
 // docs/JWT.md (walkthrough), docs/CONFIG.md (options), docs/PROTOCOL.md.
 #pragma once
 

@@ -1,10 +1,10 @@
-// The jwt client's token source (components/jwt/jwt_token_source.h): a token
+// The jwt client's token source (components/jwt/jwt_credential_source.h): a token
 // from a real file (rewritten in place, renamed over, a FIFO, too large), a
 // real environment variable and a real /bin/sh command (JSON output, failures,
 // timeouts with no process left behind); its cache; unverified_expiry; and that
 // no error message quotes the token. Tokens are made here by base64url-encoding
 // JSON with a fake signature: the source never verifies.
-#include "authrpc/components/jwt/jwt_token_source.h"
+#include "authrpc/components/jwt/jwt_credential_source.h"
 
 #include <fcntl.h>
 #include <gtest/gtest.h>
@@ -90,8 +90,8 @@ void WriteFile(const std::string& path, const std::string& content) {
   ASSERT_TRUE(out.good()) << path;
 }
 
-std::shared_ptr<JwtTokenSource> MakeSource(JwtTokenSourceOptions options) {
-  auto source = JwtTokenSource::make(std::move(options));
+std::shared_ptr<JwtCredentialSource> MakeSource(JwtCredentialSourceOptions options) {
+  auto source = JwtCredentialSource::make(std::move(options));
   EXPECT_TRUE(source.ok()) << Describe(source);
   return source.ok() ? *source : nullptr;
 }
@@ -125,29 +125,29 @@ void Check(const Result<security::SecretBytes>& got, const Expect& want, const s
 // ---------------------------------------------------------------------------
 // make()
 
-TEST(JwtTokenSource, MakeRefusesAnythingButExactlyOneSource) {
+TEST(JwtCredentialSource, MakeRefusesAnythingButExactlyOneSource) {
   struct Case {
     const char* name;
-    JwtTokenSourceOptions options;
+    JwtCredentialSourceOptions options;
     const char* message_part;
   };
-  JwtTokenSourceOptions two;
+  JwtCredentialSourceOptions two;
   two.file = "/x";
   two.env = "X";
-  JwtTokenSourceOptions three = two;
+  JwtCredentialSourceOptions three = two;
   three.command = "true";
-  JwtTokenSourceOptions bad_env;
+  JwtCredentialSourceOptions bad_env;
   bad_env.env = "A=B";
-  JwtTokenSourceOptions negative;
+  JwtCredentialSourceOptions negative;
   negative.env = "X";
   negative.refresh_before = seconds(-1);
-  JwtTokenSourceOptions huge_refresh;
+  JwtCredentialSourceOptions huge_refresh;
   huge_refresh.env = "X";
   huge_refresh.refresh_before = seconds::max();
-  JwtTokenSourceOptions no_timeout;
+  JwtCredentialSourceOptions no_timeout;
   no_timeout.command = "true";
   no_timeout.command_timeout = milliseconds(0);
-  JwtTokenSourceOptions huge_timeout;
+  JwtCredentialSourceOptions huge_timeout;
   huge_timeout.command = "true";
   huge_timeout.command_timeout = milliseconds::max();
   const Case cases[] = {
@@ -162,7 +162,7 @@ TEST(JwtTokenSource, MakeRefusesAnythingButExactlyOneSource) {
   };
   for (const auto& c : cases) {
     SCOPED_TRACE(c.name);
-    auto source = JwtTokenSource::make(c.options);
+    auto source = JwtCredentialSource::make(c.options);
     ASSERT_FALSE(source.ok());
     EXPECT_EQ(source.code(), make_error_code(Errc::kConfigError));
     EXPECT_NE(source.status().message.find(c.message_part), std::string::npos) << source.status().message;
@@ -172,7 +172,7 @@ TEST(JwtTokenSource, MakeRefusesAnythingButExactlyOneSource) {
 // ---------------------------------------------------------------------------
 // file
 
-TEST(JwtTokenSource, FileCases) {
+TEST(JwtCredentialSource, FileCases) {
   ScratchDir dir;
   const std::string token = JwtExpiringIn(3600, "file-user");
   const std::string no_signature = b64(R"({"alg":"RS256"})") + "." + b64(R"({"sub":"x"})") + ".";
@@ -184,7 +184,7 @@ TEST(JwtTokenSource, FileCases) {
     std::string secret;  // what no message may quote
   };
   auto content = [](std::string text) { return [text](const std::string& p) { WriteFile(p, text); }; };
-  std::string padded = token + std::string(JwtTokenSource::kMaxTokenBytes - token.size(), ' ');
+  std::string padded = token + std::string(JwtCredentialSource::kMaxTokenBytes - token.size(), ' ');
   const Case cases[] = {
       {"token", content(token + "\n"), Ok(token), token},
       {"surrounded by whitespace", content(" \n\t" + token + " \r\n\n"), Ok(token), token},
@@ -218,7 +218,7 @@ TEST(JwtTokenSource, FileCases) {
     SCOPED_TRACE(c.name);
     const std::string path = dir / ("token" + std::to_string(n++));
     if (c.make) c.make(path);
-    JwtTokenSourceOptions options;
+    JwtCredentialSourceOptions options;
     options.file = path;
     auto source = MakeSource(options);
     ASSERT_TRUE(source);
@@ -230,10 +230,10 @@ TEST(JwtTokenSource, FileCases) {
   }
 }
 
-TEST(JwtTokenSource, FileIsReadAgainWhenItChanges) {
+TEST(JwtCredentialSource, FileIsReadAgainWhenItChanges) {
   ScratchDir dir;
   const std::string path = dir / "token";
-  JwtTokenSourceOptions options;
+  JwtCredentialSourceOptions options;
   options.file = path;
   // Tokens without exp: only a change of the file replaces them.
   const std::string first = JwtWithoutExp("first");
@@ -275,7 +275,7 @@ TEST(JwtTokenSource, FileIsReadAgainWhenItChanges) {
   WriteFile(target_a, via_a);
   WriteFile(target_b, via_b);
   ASSERT_EQ(::symlink(target_a.c_str(), link.c_str()), 0);
-  JwtTokenSourceOptions linked;
+  JwtCredentialSourceOptions linked;
   linked.file = link;
   auto through_link = MakeSource(linked);
   ASSERT_TRUE(through_link);
@@ -296,7 +296,7 @@ TEST(JwtTokenSource, FileIsReadAgainWhenItChanges) {
 // ---------------------------------------------------------------------------
 // environment variable
 
-TEST(JwtTokenSource, EnvironmentVariable) {
+TEST(JwtCredentialSource, EnvironmentVariable) {
   constexpr const char* kVar = "AUTHRPC_JWT_TOKEN_SOURCE_TEST";
   const std::string a = JwtWithoutExp("env-a"), b = JwtWithoutExp("env-b");
   struct Step {
@@ -311,12 +311,12 @@ TEST(JwtTokenSource, EnvironmentVariable) {
       {"changed", b, Ok(b)},
       {"empty", "", {"", Errc::kUnauthenticated, "is empty"}},
       {"not a JWS", "hello", {"", Errc::kInvalidArgument, "is not a compact JWS"}},
-      {"larger than 64 KiB", std::string(JwtTokenSource::kMaxTokenBytes + 1, 'a'),
+      {"larger than 64 KiB", std::string(JwtCredentialSource::kMaxTokenBytes + 1, 'a'),
        {"", Errc::kInvalidArgument, "is larger than 64 KiB"}},
       {"set again", a, Ok(a)},
       {"unset again", std::nullopt, {"", Errc::kUnauthenticated, "is not set"}},
   };
-  JwtTokenSourceOptions options;
+  JwtCredentialSourceOptions options;
   options.env = kVar;
   auto source = MakeSource(options);
   ASSERT_TRUE(source);
@@ -344,7 +344,7 @@ TEST(JwtTokenSource, EnvironmentVariable) {
 // ---------------------------------------------------------------------------
 // command
 
-TEST(JwtTokenSource, CommandCases) {
+TEST(JwtCredentialSource, CommandCases) {
   const std::string token = JwtExpiringIn(3600, "command-user");
   const std::string no_exp = JwtWithoutExp("command-no-exp");
   const std::string exec_credential =
@@ -397,7 +397,7 @@ TEST(JwtTokenSource, CommandCases) {
   };
   for (const auto& c : cases) {
     SCOPED_TRACE(c.name);
-    JwtTokenSourceOptions options;
+    JwtCredentialSourceOptions options;
     options.command = c.command;
     auto source = MakeSource(options);
     ASSERT_TRUE(source);
@@ -417,11 +417,11 @@ TEST(JwtTokenSource, CommandCases) {
 
 // The command gets stdin, stdout and stderr and nothing else of this
 // process's, even a descriptor the application left inheritable.
-TEST(JwtTokenSource, TheCommandInheritsNoOtherDescriptor) {
+TEST(JwtCredentialSource, TheCommandInheritsNoOtherDescriptor) {
   const int inheritable = ::open("/dev/null", O_RDONLY);  // no O_CLOEXEC, on purpose
   ASSERT_GE(inheritable, 3);
   const std::string token = JwtExpiringIn(3600, "fd-user");
-  JwtTokenSourceOptions options;
+  JwtCredentialSourceOptions options;
   options.command = "if [ -e /proc/$$/fd/" + std::to_string(inheritable) +
                     " ]; then echo 'inherited a descriptor' >&2; exit 1; fi; printf '%s' '" + token + "'";
   auto source = MakeSource(options);
@@ -454,7 +454,7 @@ int LiveMembers(pid_t group) {
 
 // A command that does not finish is killed with everything it started, and
 // reaped, soon after the timeout.
-TEST(JwtTokenSource, CommandTimeoutKillsTheProcessGroup) {
+TEST(JwtCredentialSource, CommandTimeoutKillsTheProcessGroup) {
   ScratchDir dir;
   const std::string pid_file = dir / "pid";
   struct Case {
@@ -470,7 +470,7 @@ TEST(JwtTokenSource, CommandTimeoutKillsTheProcessGroup) {
   for (const auto& c : cases) {
     SCOPED_TRACE(c.name);
     ::unlink(pid_file.c_str());
-    JwtTokenSourceOptions options;
+    JwtCredentialSourceOptions options;
     options.command = c.command;
     options.command_timeout = milliseconds(200);
     auto source = MakeSource(options);
@@ -506,7 +506,7 @@ int Runs(const std::string& count_file) {
   return static_cast<int>(std::count(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>(), '\n'));
 }
 
-TEST(JwtTokenSource, CacheUntilRefreshBeforeExp) {
+TEST(JwtCredentialSource, CacheUntilRefreshBeforeExp) {
   ScratchDir dir;
   const std::string fresh = JwtExpiringIn(3600, "cached");
   const std::string no_exp = JwtWithoutExp("uncached");
@@ -533,7 +533,7 @@ TEST(JwtTokenSource, CacheUntilRefreshBeforeExp) {
   for (const auto& c : cases) {
     SCOPED_TRACE(c.name);
     const std::string count_file = dir / ("count" + std::to_string(n++));
-    JwtTokenSourceOptions options;
+    JwtCredentialSourceOptions options;
     options.command = "echo run >> " + count_file + "; printf '%s' '" + c.printed + "'";
     options.refresh_before = c.refresh_before;
     auto source = MakeSource(options);
@@ -543,11 +543,11 @@ TEST(JwtTokenSource, CacheUntilRefreshBeforeExp) {
   }
 }
 
-TEST(JwtTokenSource, ConcurrentCallersRunTheCommandOnce) {
+TEST(JwtCredentialSource, ConcurrentCallersRunTheCommandOnce) {
   ScratchDir dir;
   const std::string count_file = dir / "count";
   const std::string token = JwtExpiringIn(3600, "concurrent");
-  JwtTokenSourceOptions options;
+  JwtCredentialSourceOptions options;
   options.command = "echo run >> " + count_file + "; sleep 0.1; echo '" + token + "'";
   auto source = MakeSource(options);
   ASSERT_TRUE(source);
@@ -567,7 +567,7 @@ TEST(JwtTokenSource, ConcurrentCallersRunTheCommandOnce) {
 // ---------------------------------------------------------------------------
 // unverified_expiry
 
-TEST(JwtTokenSource, UnverifiedExpiry) {
+TEST(JwtCredentialSource, UnverifiedExpiry) {
   using TimePoint = system_clock::time_point;
   const std::string deep = std::string(100000, '[') + std::string(100000, ']');
   struct Case {
@@ -602,7 +602,7 @@ TEST(JwtTokenSource, UnverifiedExpiry) {
   };
   for (const auto& c : cases) {
     SCOPED_TRACE(c.name);
-    const auto got = JwtTokenSource::unverified_expiry(c.jws);
+    const auto got = JwtCredentialSource::unverified_expiry(c.jws);
     ASSERT_EQ(got.has_value(), c.want.has_value());
     if (got) {
       EXPECT_EQ(*got, *c.want);

@@ -1,4 +1,4 @@
-#include "authrpc/client/connect_stream.h"
+#include "authrpc/client/connect_byte_stream.h"
 
 #include <asio/error.hpp>
 #include <cerrno>
@@ -92,7 +92,7 @@ Status unreachable(const Status& failure, const ClientOptions& options) {
 
 // Not a coroutine: a plaintext connect is the transport's own coroutine, one
 // frame fewer per session.
-asio::awaitable<Result<std::unique_ptr<ByteStream>>> connect_stream(
+asio::awaitable<Result<std::unique_ptr<ByteStream>>> connect_byte_stream(
     asio::any_io_executor ex, const ClientOptions& options,
     std::chrono::steady_clock::time_point deadline) {
   if (client_tries_tls(options)) return connect_trying_tls(std::move(ex), options, deadline);

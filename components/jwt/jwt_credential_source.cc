@@ -1,4 +1,4 @@
-#include "authrpc/components/jwt/jwt_token_source.h"
+#include "authrpc/components/jwt/jwt_credential_source.h"
 
 #include <fcntl.h>
 #include <poll.h>
@@ -30,7 +30,7 @@ namespace {
 using std::chrono::system_clock;
 using TimePoint = system_clock::time_point;
 
-constexpr std::size_t kMaxTokenBytes = JwtTokenSource::kMaxTokenBytes;
+constexpr std::size_t kMaxTokenBytes = JwtCredentialSource::kMaxTokenBytes;
 // Enough of stderr for its first line; the rest is drained and dropped.
 constexpr std::size_t kMaxStderrBytes = 4 * 1024;
 // The most of that line an error message quotes.
@@ -444,7 +444,7 @@ Result<security::SecretBytes> token_from_output(std::string_view printed, std::o
   return R(Errc::kInvalidArgument, std::move(message));
 }
 
-Result<security::SecretBytes> read_command(const JwtTokenSourceOptions& options, std::optional<TimePoint>* expiry) {
+Result<security::SecretBytes> read_command(const JwtCredentialSourceOptions& options, std::optional<TimePoint>* expiry) {
   using R = Result<security::SecretBytes>;
   auto ran = run_command(options.command, options.command_timeout);
   if (!ran.ok()) return ran.status();
@@ -514,10 +514,10 @@ std::int64_t nanoseconds(const timespec& ts) {
 
 }  // namespace
 
-JwtTokenSource::JwtTokenSource(JwtTokenSourceOptions options) : options_(std::move(options)) {}
+JwtCredentialSource::JwtCredentialSource(JwtCredentialSourceOptions options) : options_(std::move(options)) {}
 
-Result<std::shared_ptr<JwtTokenSource>> JwtTokenSource::make(JwtTokenSourceOptions options) {
-  using R = Result<std::shared_ptr<JwtTokenSource>>;
+Result<std::shared_ptr<JwtCredentialSource>> JwtCredentialSource::make(JwtCredentialSourceOptions options) {
+  using R = Result<std::shared_ptr<JwtCredentialSource>>;
   const int set = !options.file.empty() + !options.env.empty() + !options.command.empty();
   if (set != 1) {
     return R(Errc::kConfigError, "jwt token source: set exactly one of file, env and command (" +
@@ -534,10 +534,10 @@ Result<std::shared_ptr<JwtTokenSource>> JwtTokenSource::make(JwtTokenSourceOptio
   if (options.command_timeout.count() <= 0 || options.command_timeout > std::chrono::hours(24)) {
     return R(Errc::kConfigError, "jwt token source: command_timeout must be positive and at most 24 h");
   }
-  return std::shared_ptr<JwtTokenSource>(new JwtTokenSource(std::move(options)));
+  return std::shared_ptr<JwtCredentialSource>(new JwtCredentialSource(std::move(options)));
 }
 
-std::optional<system_clock::time_point> JwtTokenSource::unverified_expiry(std::string_view compact_jws) {
+std::optional<system_clock::time_point> JwtCredentialSource::unverified_expiry(std::string_view compact_jws) {
   const std::size_t first = compact_jws.find('.');
   if (first == std::string_view::npos) return std::nullopt;
   const std::size_t second = compact_jws.find('.', first + 1);
@@ -564,7 +564,7 @@ std::optional<system_clock::time_point> JwtTokenSource::unverified_expiry(std::s
   return TimePoint(std::chrono::seconds(v));
 }
 
-Result<JwtTokenSource::Fetched> JwtTokenSource::fetch() const {
+Result<JwtCredentialSource::Fetched> JwtCredentialSource::fetch() const {
   using R = Result<Fetched>;
   Fetched fetched;
   std::string from;
@@ -602,20 +602,20 @@ Result<JwtTokenSource::Fetched> JwtTokenSource::fetch() const {
   return fetched;
 }
 
-bool JwtTokenSource::cache_usable(TimePoint now, const std::optional<FileIdentity>& file_now) const {
+bool JwtCredentialSource::cache_usable(TimePoint now, const std::optional<FileIdentity>& file_now) const {
   if (cached_.empty()) return false;
   if (!options_.file.empty() && (!file_now || !file_ || *file_now != *file_)) return false;
   if (!expiry_) return !options_.file.empty();  // no exp: a file's until it changes; else re-read
   return now + options_.refresh_before < *expiry_;
 }
 
-void JwtTokenSource::drop_cache() {
+void JwtCredentialSource::drop_cache() {
   cached_.reset();
   expiry_.reset();
   file_.reset();
 }
 
-Result<security::SecretBytes> JwtTokenSource::token() {
+Result<security::SecretBytes> JwtCredentialSource::token() {
   std::lock_guard lock(mu_);
   std::optional<FileIdentity> file_now;
   if (!options_.file.empty()) {

@@ -1,12 +1,13 @@
-// JwtTokenSource: where the `jwt` mechanism's client half gets its access
-// token: a file (re-read when it changes, as a token refresher such as a
-// Kubernetes projected token or an oauth2 sidecar rewrites it), an
-// environment variable, or an external command that prints one (like
-// kubectl's exec credential plugins). Caches the token until shortly before
-// its `exp`. Shared by every connection of a client (thread-safe: one mutex,
-// held while the source is read, so that concurrent connects run a command
-// once rather than once each). Never logs the token or puts it in an error
-// message.
+// JwtCredentialSource: where the `jwt` mechanism's client half gets its
+// credential, an access token (a JWT; DESIGN.md's Names keep "token" alone
+// for delegation tokens): a file (re-read when it changes, as a token
+// refresher such as a Kubernetes projected token or an oauth2 sidecar
+// rewrites it), an environment variable, or an external command that prints
+// one (like kubectl's exec credential plugins). Caches the token until
+// shortly before its `exp`. Shared by every connection of a client
+// (thread-safe: one mutex, held while the source is read, so that concurrent
+// connects run a command once rather than once each). Never logs the token
+// or puts it in an error message.
 #pragma once
 
 #include <chrono>
@@ -23,7 +24,7 @@
 
 namespace authrpc {
 
-struct JwtTokenSourceOptions {
+struct JwtCredentialSourceOptions {
   // Exactly one of the three.
   std::string file;     // a file holding the token (surrounding whitespace ignored)
   std::string env;      // the name of an environment variable holding it
@@ -35,7 +36,7 @@ struct JwtTokenSourceOptions {
   std::chrono::milliseconds command_timeout{10000};
 };
 
-class JwtTokenSource {
+class JwtCredentialSource {
  public:
   // The most a token file, variable or command output may hold.
   static constexpr std::size_t kMaxTokenBytes = 64 * 1024;
@@ -43,7 +44,7 @@ class JwtTokenSource {
   // CONFIG_ERROR unless exactly one source is set (and refresh_before is
   // within [0, 365 days], command_timeout within (0, 24 h], env a name
   // without '=').
-  static Result<std::shared_ptr<JwtTokenSource>> make(JwtTokenSourceOptions options);
+  static Result<std::shared_ptr<JwtCredentialSource>> make(JwtCredentialSourceOptions options);
 
   // The current token. From the cache while it is more than refresh_before
   // from its exp (a token with no readable exp is cached until the file
@@ -90,13 +91,13 @@ class JwtTokenSource {
     std::optional<FileIdentity> file;
   };
 
-  explicit JwtTokenSource(JwtTokenSourceOptions options);
+  explicit JwtCredentialSource(JwtCredentialSourceOptions options);
 
   Result<Fetched> fetch() const;
   bool cache_usable(TimePoint now, const std::optional<FileIdentity>& file_now) const;
   void drop_cache();
 
-  const JwtTokenSourceOptions options_;
+  const JwtCredentialSourceOptions options_;
   std::mutex mu_;
   security::SecretBytes cached_;       // guarded by mu_; empty: nothing cached
   std::optional<TimePoint> expiry_;    // of cached_

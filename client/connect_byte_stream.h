@@ -1,6 +1,6 @@
-// Where the client turns its endpoint and options into a connected stream:
-// the socket transport's connect (rpc/transport.h), wrapped in TLS when the
-// encryption policy tries it (rpc/tls_stream.h) — falling back to
+// Where the client turns its endpoint and options into a connected byte
+// stream: the socket transport's connect (rpc/transport.h), wrapped in TLS
+// when the encryption policy tries it (rpc/tls_stream.h) — falling back to
 // plaintext when the policy is `optional` and the server does not speak
 // TLS. Called by Client::Connection::open() once the policies are checked
 // (client/client_policy.h).
@@ -20,11 +20,11 @@ namespace authrpc {
 // Connected by `deadline` (kDeadlineExceeded otherwise), TLS handshake
 // included. `options` must outlive the returned awaitable. A failure is as
 // the transport reports it; see unreachable().
-asio::awaitable<Result<std::unique_ptr<ByteStream>>> connect_stream(
+asio::awaitable<Result<std::unique_ptr<ByteStream>>> connect_byte_stream(
     asio::any_io_executor ex, const ClientOptions& options,
     std::chrono::steady_clock::time_point deadline);
 
-// A failed connect_stream() as the client reports it: "cannot reach the
+// A failed connect_byte_stream() as the client reports it: "cannot reach the
 // server at ADDRESS: <why, in words>". Every way of not getting through
 // (nothing listens, no such socket file, a host name that does not resolve,
 // no route, a reset) is UNAVAILABLE: the client cannot tell a typo from a
