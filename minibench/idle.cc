@@ -31,6 +31,8 @@
 #include "authrpc/auth/mechanisms/simple/simple.h"
 #include "authrpc/client/client.h"
 #include "authrpc/client/client_runtime.h"
+#include "authrpc/tools/cli_exit.h"
+#include "authrpc/tools/flag_parser.h"
 #include "minibench/realm.h"
 #include "minibench/run_info.h"
 #include "minibench/server_child.h"
@@ -103,6 +105,7 @@ using authrpc::Errc;
 using authrpc::Result;
 using authrpc::Status;
 
+constexpr const char* kSee = "minibench idle --help";
 constexpr double kMemoryTarget = 4.0;    // KiB per connection
 constexpr double kLatencyTarget = 2.0;   // p99 with idle / quiet p99
 constexpr std::size_t kDescriptorReserve = 512;
@@ -125,23 +128,6 @@ struct IdleArgs {
   std::string json;
   bool progress = true;
 };
-
-bool parse_size(const char* text, std::size_t& out) {
-  char* end = nullptr;
-  const unsigned long long v = std::strtoull(text, &end, 10);
-  if (end == text || *end != '\0') return false;
-  out = static_cast<std::size_t>(v);
-  return true;
-}
-
-std::vector<std::string> split(const std::string& list) {
-  std::vector<std::string> out;
-  std::stringstream in(list);
-  for (std::string item; std::getline(in, item, ',');) {
-    if (!item.empty()) out.push_back(item);
-  }
-  return out;
-}
 
 // --- memory ----------------------------------------------------------------
 
@@ -336,72 +322,66 @@ std::string fmt(const char* format, double v) {
   return text;
 }
 
+// Reads argv: nullopt to go on; else the exit status (help printed: 0).
+std::optional<int> parse_idle_args(int argc, char** argv, IdleArgs& args) {
+  using authrpc::cli::count;
+  constexpr std::size_t kAny = SIZE_MAX;
+  const auto ms = [](std::chrono::milliseconds* out, std::size_t min) {
+    return [out, min](std::string_view v) {
+      std::size_t n = 0;
+      if (auto s = count(&n, min, kAny)(v); !s.ok()) return s;
+      *out = std::chrono::milliseconds(n);
+      return Status();
+    };
+  };
+  authrpc::cli::FlagParser parser;
+  parser.value("--connections", count(&args.connections, 1, kAny))
+      .value("--method",
+             [&args](std::string_view v) {
+               args.methods_given = true;
+               if (auto s = authrpc::cli::list(&args.methods)(v); !s.ok()) return s;
+               for (const auto& m : args.methods) {
+                 if (m != "simple" && m != "token") {  // names: idle row label
+                   return Status(authrpc::Errc::kInvalidArgument, "simple, token or both (simple,token)");
+                 }
+               }
+               return Status();
+             })
+      .value("--transport", authrpc::cli::one_of(&args.transport, {"tcp", "unix"}))
+      .value("--addresses", count(&args.addresses, 1, 250))
+      .value("--idle-timeout-ms", ms(&args.idle_timeout, 100))
+      .value("--keepalive-ms",
+             [&args, ms](std::string_view v) {
+               std::chrono::milliseconds k{};
+               if (auto s = ms(&k, 1)(v); !s.ok()) return s;
+               args.keepalive = k;
+               return Status();
+             })
+      .value("-n", count(&args.n, 1, kAny))
+      .value("--warmup", count(&args.warmup, 0, kAny))
+      .value("--blocks", count(&args.blocks, 1, kAny))
+      .value("--window", count(&args.window, 1, kAny))
+      .value("--server-threads", count(&args.server_threads, 1, kAny))
+      .flag("--exact", &args.exact)
+      .value("--json", &args.json)
+      .flag("--quiet", [&args] { args.progress = false; });
+  const std::string help = std::string("usage: minibench idle [options]\n") + kIdleHelp;
+  if (auto code = authrpc::cli::parse_or_exit(parser, argc, argv, help, "minibench", kSee, "idle: ")) return code;
+  // A PING can come up to two intervals apart (ClientOptions::keepalive):
+  // a quarter leaves half the idle timeout for a loaded machine's delays.
+  if (args.keepalive.value_or(args.idle_timeout / 4) * 2 >= args.idle_timeout) {
+    return authrpc::cli::report_usage("minibench", "idle: --keepalive-ms must be below half --idle-timeout-ms", kSee);
+  }
+  args.blocks = std::min(args.blocks, args.n);
+  return std::nullopt;
+}
+
 }  // namespace
 
 int run_idle(int argc, char** argv) {
   IdleArgs args;
-  for (int i = 0; i < argc; ++i) {
-    const std::string arg = argv[i];
-    auto size_value = [&](std::size_t& out) { return i + 1 < argc && parse_size(argv[++i], out); };
-    std::size_t v = 0;
-    bool ok = true;
-    if (arg == "--help" || arg == "-h") {
-      std::printf("usage: minibench idle [options]\n%s", kIdleHelp);
-      return 0;
-    } else if (arg == "--connections") {
-      ok = size_value(args.connections) && args.connections > 0;
-    } else if (arg == "--method") {
-      ok = i + 1 < argc;
-      if (ok) args.methods = split(argv[++i]);
-      ok = ok && !args.methods.empty() &&
-           std::all_of(args.methods.begin(), args.methods.end(),
-                       [](const std::string& m) { return m == "simple" || m == "token"; });  // names: idle row label
-      args.methods_given = true;
-    } else if (arg == "--transport") {
-      ok = i + 1 < argc;
-      if (ok) args.transport = argv[++i];
-      ok = ok && (args.transport == "tcp" || args.transport == "unix");
-    } else if (arg == "--addresses") {
-      ok = size_value(args.addresses) && args.addresses >= 1 && args.addresses <= 250;
-    } else if (arg == "--idle-timeout-ms") {
-      ok = size_value(v) && v >= 100;
-      args.idle_timeout = std::chrono::milliseconds(v);
-    } else if (arg == "--keepalive-ms") {
-      ok = size_value(v) && v > 0;
-      args.keepalive = std::chrono::milliseconds(v);
-    } else if (arg == "-n") {
-      ok = size_value(args.n) && args.n > 0;
-    } else if (arg == "--warmup") {
-      ok = size_value(args.warmup);
-    } else if (arg == "--blocks") {
-      ok = size_value(args.blocks) && args.blocks > 0;
-    } else if (arg == "--window") {
-      ok = size_value(args.window) && args.window > 0;
-    } else if (arg == "--server-threads") {
-      ok = size_value(args.server_threads) && args.server_threads > 0;
-    } else if (arg == "--exact") {
-      args.exact = true;
-    } else if (arg == "--json") {
-      ok = i + 1 < argc;
-      if (ok) args.json = argv[++i];
-    } else if (arg == "--quiet") {
-      args.progress = false;
-    } else {
-      ok = false;
-    }
-    if (!ok) {
-      std::fprintf(stderr, "minibench idle: bad option or value: %s\n%s", arg.c_str(), kIdleHelp);
-      return 2;
-    }
-  }
-  // A PING can come up to two intervals apart (ClientOptions::keepalive):
-  // a quarter leaves half the idle timeout for a loaded machine's delays.
+  if (auto code = parse_idle_args(argc, argv, args)) return *code;
   const auto keepalive = args.keepalive.value_or(args.idle_timeout / 4);
-  if (keepalive * 2 >= args.idle_timeout) {
-    std::fprintf(stderr, "minibench idle: --keepalive-ms must be below half --idle-timeout-ms\n");
-    return 2;
-  }
-  args.blocks = std::min(args.blocks, args.n);
   std::signal(SIGPIPE, SIG_IGN);
   const nlohmann::ordered_json machine = machine_info();
 

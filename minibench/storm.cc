@@ -17,6 +17,8 @@
 #include <cerrno>
 #include <chrono>
 #include <csignal>
+#include <climits>
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -32,6 +34,8 @@
 #include "authrpc/client/client.h"
 #include "minibench/stats.h"
 #include "authrpc/base/log.h"
+#include "authrpc/tools/cli_exit.h"
+#include "authrpc/tools/flag_parser.h"
 #include "authrpc/rpc/messages.h"
 #include "authrpc/server/server.h"
 #include "authrpc/server/service.h"
@@ -453,60 +457,46 @@ void print_phase(const char* name, const Phase& p) {
               p.us.empty() ? 0.0 : p.us.back(), p.failures);
 }
 
-bool parse_size(const char* text, std::size_t& out) {
-  char* end = nullptr;
-  const unsigned long long v = std::strtoull(text, &end, 10);
-  if (end == text || *end != '\0') return false;
-  out = static_cast<std::size_t>(v);
-  return true;
+// Reads argv: nullopt to go on; else the exit status (help printed: 0).
+std::optional<int> parse_storm_args(int argc, char** argv, StormArgs& args) {
+  using authrpc::cli::count;
+  constexpr std::size_t kAny = SIZE_MAX;
+  // An optional count: set when given.
+  const auto optional = [](std::optional<std::size_t>* out, std::size_t min) {
+    return [out, min](std::string_view v) {
+      std::size_t n = 0;
+      if (auto s = count(&n, min, kAny)(v); !s.ok()) return s;
+      *out = n;
+      return Status();
+    };
+  };
+  std::size_t max_seconds = static_cast<std::size_t>(args.max_seconds), hello_delay_ms = 0;
+  authrpc::cli::FlagParser parser;
+  parser.value("--connections", count(&args.connections, 1, kAny))
+      .value("--addresses", count(&args.addresses, 1, 250))
+      .flag("--slow", &args.slow)
+      .value("-n", count(&args.n, 1, kAny))
+      .value("--warmup", count(&args.warmup, 0, kAny))
+      .value("--max-seconds", count(&max_seconds, 1, INT_MAX))
+      .value("--server-threads", count(&args.server_threads, 1, kAny))
+      .value("--max-unauthenticated", optional(&args.max_unauthenticated, 1))
+      .value("--per-address", optional(&args.per_address, 0))
+      .value("--hello-delay-ms", count(&hello_delay_ms, 0, kAny));
+  const std::string help = std::string("usage: minibench storm [options]\n") + kStormHelp;
+  if (auto code = authrpc::cli::parse_or_exit(parser, argc, argv, help, "minibench", "minibench storm --help",
+                                              "storm: ")) {
+    return code;
+  }
+  args.max_seconds = static_cast<int>(max_seconds);
+  args.hello_delay = std::chrono::milliseconds(hello_delay_ms);
+  return std::nullopt;
 }
 
 }  // namespace
 
 int run_storm(int argc, char** argv) {
   StormArgs args;
-  for (int i = 0; i < argc; ++i) {
-    const std::string arg = argv[i];
-    auto size_value = [&](std::size_t& out) {
-      return i + 1 < argc && parse_size(argv[++i], out);
-    };
-    std::size_t v = 0;
-    bool ok = true;
-    if (arg == "--help" || arg == "-h") {
-      std::printf("usage: minibench storm [options]\n%s", kStormHelp);
-      return 0;
-    } else if (arg == "--connections") {
-      ok = size_value(args.connections) && args.connections > 0;
-    } else if (arg == "--addresses") {
-      ok = size_value(args.addresses) && args.addresses >= 1 && args.addresses <= 250;
-    } else if (arg == "--slow") {
-      args.slow = true;
-    } else if (arg == "-n") {
-      ok = size_value(args.n) && args.n > 0;
-    } else if (arg == "--warmup") {
-      ok = size_value(args.warmup);
-    } else if (arg == "--max-seconds") {
-      ok = size_value(v) && v > 0;
-      args.max_seconds = static_cast<int>(v);
-    } else if (arg == "--server-threads") {
-      ok = size_value(args.server_threads) && args.server_threads > 0;
-    } else if (arg == "--max-unauthenticated") {
-      ok = size_value(v) && v > 0;
-      args.max_unauthenticated = v;
-    } else if (arg == "--per-address") {
-      ok = size_value(v);
-      args.per_address = v;
-    } else if (arg == "--hello-delay-ms") {
-      ok = size_value(v);
-      args.hello_delay = std::chrono::milliseconds(v);
-    } else {
-      ok = false;
-    }
-    if (!ok) {
-      std::fprintf(stderr, "minibench storm: bad option or value: %s\n%s", arg.c_str(), kStormHelp);
-      return 2;
-    }
-  }
+  if (auto code = parse_storm_args(argc, argv, args)) return *code;
   auto server = spawn_server(args);  // before any thread
   if (!server.ok()) {
     std::fprintf(stderr, "minibench storm: %s\n", server.status().to_string().c_str());

@@ -43,6 +43,8 @@
 #include "minibench/stats.h"
 #include "minibench/tls_sessions.h"
 #include "authrpc/base/log.h"
+#include "authrpc/tools/cli_exit.h"
+#include "authrpc/tools/flag_parser.h"
 #include "authrpc/rpc/call_stream.h"
 #include "authrpc/security/tls_context.h"
 #include "authrpc/server/server.h"
@@ -94,6 +96,8 @@ constexpr const char* kUsage =
     "usage: minibench throughput [--get|--put] [--streams S] [--batch BYTES] [--bytes TOTAL]\n"
     "       [--transport tcp|unix|tls|shm|all] [--runs R] [--window BYTES] [--json FILE] [--quiet]\n";
 
+constexpr const char* kSee = "minibench throughput --help";
+
 struct Args {
   bool put = false;
   std::size_t streams = 1;
@@ -106,81 +110,39 @@ struct Args {
   bool quiet = false;
 };
 
-int usage_error(const std::string& message) {
-  std::fprintf(stderr, "minibench throughput: %s\n%s", message.c_str(), kUsage);
-  return 2;
-}
-
-bool parse_size(const std::string& text, std::uint64_t& out, std::uint64_t min) {
-  char* end = nullptr;
-  errno = 0;
-  const unsigned long long v = std::strtoull(text.c_str(), &end, 10);
-  if (errno != 0 || end == text.c_str() || v < min) return false;
-  std::uint64_t scale = 1;
-  const std::string suffix(end);
-  if (suffix == "K" || suffix == "KiB") scale = 1024;
-  else if (suffix == "M" || suffix == "MiB") scale = 1024 * 1024;
-  else if (suffix == "G" || suffix == "GiB") scale = 1024ull * 1024 * 1024;
-  else if (!suffix.empty()) return false;
-  out = v * scale;
-  return true;
-}
-
-// 0: parsed; -1: help printed; else the exit status.
-int parse_args(int argc, char** argv, Args& args) {
+// Reads argv: nullopt to go on; else the exit status (help printed: 0).
+std::optional<int> parse_args(int argc, char** argv, Args& args) {
+  using authrpc::cli::size;
   bool get = false;
-  for (int i = 0; i < argc; ++i) {
-    const std::string arg = argv[i];
-    auto value = [&](std::string& out) {
-      if (i + 1 >= argc) return false;
-      out = argv[++i];
-      return true;
-    };
-    std::string v;
-    std::uint64_t n = 0;
-    if (arg == "--help" || arg == "-h") {
-      std::printf("%s\n%s", kUsage, kThroughputHelp);
-      return -1;
-    } else if (arg == "--get") {
-      get = true;
-    } else if (arg == "--put") {
-      args.put = true;
-    } else if (arg == "--quiet") {
-      args.quiet = true;
-    } else if (arg == "--streams" && value(v)) {
-      if (!parse_size(v, n, 1) || n > 256) return usage_error("--streams: 1 to 256");
-      args.streams = n;
-    } else if (arg == "--batch" && value(v)) {
-      if (!parse_size(v, n, 1) || n > 15 * 1024 * 1024) {
-        return usage_error("--batch: 1 byte to 15 MiB (the frame limit is 16 MiB)");
-      }
-      args.batch = n;
-    } else if (arg == "--bytes" && value(v)) {
-      if (!parse_size(v, n, 1)) return usage_error("--bytes: a positive size");
-      args.bytes = n;
-    } else if (arg == "--runs" && value(v)) {
-      if (!parse_size(v, n, 1) || n > 1000) return usage_error("--runs: a positive count");
-      args.runs = n;
-    } else if (arg == "--window" && value(v)) {
-      if (!parse_size(v, n, 1) || n > 0x7fffffff) return usage_error("--window: a positive size");
-      args.window = static_cast<std::uint32_t>(n);
-    } else if (arg == "--transport" && value(v)) {
-      if (v == "all") {
-        args.transports = {"tcp", "unix", "tls", "shm"};
-      } else if (v == "tcp" || v == "unix" || v == "tls" || v == "shm") {
-        args.transports = {v};
-      } else {
-        return usage_error("--transport: tcp, unix, tls, shm or all");
-      }
-    } else if (arg == "--json" && value(v)) {
-      args.json = v;
-    } else {
-      return usage_error("unknown option or missing value: '" + arg + "'");
-    }
+  std::uint64_t window = 0;
+  authrpc::cli::FlagParser parser;
+  parser.flag("--get", &get)
+      .flag("--put", &args.put)
+      .flag("--quiet", &args.quiet)
+      .value("--streams", authrpc::cli::count(&args.streams, 1, 256))
+      .value("--batch", size(&args.batch, 1, 15 * 1024 * 1024))  // the frame limit is 16 MiB
+      .value("--bytes", size(&args.bytes, 1, UINT64_MAX))
+      .value("--runs", authrpc::cli::count(&args.runs, 1, 1000))
+      .value("--window", size(&window, 1, 0x7fffffff))
+      .value("--transport",
+             [&args](std::string_view v) {
+               std::string one;
+               if (auto s = authrpc::cli::one_of(&one, {"tcp", "unix", "tls", "shm", "all"})(v); !s.ok()) return s;
+               args.transports = one == "all" ? std::vector<std::string>{"tcp", "unix", "tls", "shm"}
+                                              : std::vector<std::string>{one};
+               return Status();
+             })
+      .value("--json", &args.json);
+  const std::string help = std::string(kUsage) + "\n" + kThroughputHelp;
+  if (auto code = authrpc::cli::parse_or_exit(parser, argc, argv, help, "minibench", kSee, "throughput: ")) {
+    return code;
   }
-  if (get && args.put) return usage_error("--get or --put, not both");
-  if (args.bytes < args.streams) return usage_error("--bytes must give each stream a byte");
-  return 0;
+  if (window > 0) args.window = static_cast<std::uint32_t>(window);
+  if (get && args.put) return authrpc::cli::report_usage("minibench", "throughput: --get or --put, not both", kSee);
+  if (args.bytes < args.streams) {
+    return authrpc::cli::report_usage("minibench", "throughput: --bytes must give each stream a byte", kSee);
+  }
+  return std::nullopt;
 }
 
 // The bytes every batch carries: one buffer, written from (zero-copy) and
@@ -1033,7 +995,7 @@ Status write_json(const std::string& path, const std::vector<RowStats>& rows,
 
 int run_throughput(int argc, char** argv) {
   Args args;
-  if (int rc = parse_args(argc, argv, args); rc != 0) return rc < 0 ? 0 : rc;
+  if (auto code = parse_args(argc, argv, args)) return *code;
   std::signal(SIGPIPE, SIG_IGN);
   const bool want_tls =
       std::find(args.transports.begin(), args.transports.end(), "tls") != args.transports.end();
