@@ -32,6 +32,7 @@
 
 #include "authrpc/auth/mechanisms/simple/simple.h"
 #include "authrpc/client/client.h"
+#include "minibench/child_process.h"
 #include "minibench/stats.h"
 #include "authrpc/base/log.h"
 #include "authrpc/tools/cli_exit.h"
@@ -135,50 +136,22 @@ struct StormArgs {
 }
 
 struct ServerProcess {
-  pid_t pid = -1;
+  std::unique_ptr<ReportingChild> process;
   Endpoint endpoint;
   std::string budget, per_address;
-  ~ServerProcess() {
-    if (pid <= 0) return;
-    ::kill(pid, SIGTERM);
-    ::waitpid(pid, nullptr, 0);
-  }
 };
 
-Result<std::unique_ptr<ServerProcess>> spawn_server(const StormArgs& args) {
-  int fds[2];
-  if (::pipe2(fds, O_CLOEXEC) != 0) return Status(std::error_code(errno, std::system_category()), "pipe");
-  std::fflush(stdout);
-  std::fflush(stderr);
-  const pid_t pid = ::fork();
-  if (pid < 0) return Status(std::error_code(errno, std::system_category()), "fork");
-  if (pid == 0) {
-    ::close(fds[0]);
-    run_server(fds[1], args);
-  }
-  ::close(fds[1]);
-  auto child = std::make_unique<ServerProcess>();
-  child->pid = pid;
-  std::string text;
-  char buf[512];
-  while (text.find('\n') == std::string::npos) {
-    pollfd p{fds[0], POLLIN, 0};
-    if (::poll(&p, 1, 15000) <= 0) break;
-    const ssize_t n = ::read(fds[0], buf, sizeof buf);
-    if (n <= 0) break;
-    text.append(buf, static_cast<std::size_t>(n));
-  }
-  ::close(fds[0]);
+Result<ServerProcess> spawn_server(const StormArgs& args) {
+  auto process = ReportingChild::fork([&args](int report_fd) { run_server(report_fd, args); });
+  if (!process.ok()) return process.status();
   char uri[256] = {}, budget[32] = {}, per_address[32] = {};
+  const std::string& text = (*process)->report();
   if (std::sscanf(text.c_str(), "ready %255s %31s %31s", uri, budget, per_address) != 3) {
     return Status(Errc::kInternal, "server child: " + text);
   }
   auto ep = Endpoint::parse(uri);
   if (!ep.ok()) return ep.status();
-  child->endpoint = *ep;
-  child->budget = budget;
-  child->per_address = per_address;
-  return child;
+  return ServerProcess{std::move(*process), *ep, budget, per_address};
 }
 
 // ---------------------------------------------------------------------------
@@ -503,15 +476,15 @@ int run_storm(int argc, char** argv) {
     return 1;
   }
   std::signal(SIGPIPE, SIG_IGN);
-  const Endpoint endpoint = (*server)->endpoint;
+  const Endpoint endpoint = server->endpoint;
   auto* shared = static_cast<AttackShared*>(::mmap(nullptr, sizeof(AttackShared), PROT_READ | PROT_WRITE,
                                                    MAP_SHARED | MAP_ANONYMOUS, -1, 0));
   if (shared == MAP_FAILED) return 1;
   new (shared) AttackShared;
   const std::vector<pid_t> attackers = spawn_attackers(args, endpoint.port, *shared);
   std::printf("storm: server pid %d on %s, %zu IO thread(s), max_unauthenticated %s, per address %s\n",
-              static_cast<int>((*server)->pid), endpoint.to_string().c_str(), args.server_threads,
-              (*server)->budget.c_str(), (*server)->per_address.c_str());
+              static_cast<int>(server->process->pid()), endpoint.to_string().c_str(), args.server_threads,
+              server->budget.c_str(), server->per_address.c_str());
 
   const auto forever = Clock::now() + std::chrono::hours(1);
   const Phase quiet = run_sessions(endpoint, args.warmup, args.n, forever, args.hello_delay);

@@ -37,6 +37,7 @@
 #include "authrpc/auth/mechanisms/simple/simple.h"
 #include "authrpc/client/client.h"
 #include "authrpc/client/client_runtime.h"
+#include "minibench/child_process.h"
 #include "minibench/cpu_clock.h"
 #include "minibench/floor_check.h"
 #include "minibench/run_info.h"
@@ -538,60 +539,20 @@ void add_bench_service(authrpc::Server& server) {
   ::_exit(0);  // no orderly teardown: connections may be mid-stream
 }
 
-struct Child {
-  pid_t pid = -1;
+// The server child: its report's "NAME URI" lines, by name.
+std::map<std::string, Endpoint> endpoints_of(const std::string& report) {
   std::map<std::string, Endpoint> endpoints;
-  ~Child() { stop(); }
-  void stop() {
-    if (pid <= 0) return;
-    ::kill(pid, SIGTERM);
-    int status = 0;
-    ::waitpid(pid, &status, 0);
-    pid = -1;
-  }
-};
-
-Result<std::unique_ptr<Child>> spawn_child(const std::string& certs_dir) {
-  int fds[2];
-  if (::pipe2(fds, O_CLOEXEC) != 0) return Status(std::error_code(errno, std::system_category()), "pipe");
-  std::fflush(stdout);
-  std::fflush(stderr);
-  const pid_t pid = ::fork();
-  if (pid < 0) return Status(std::error_code(errno, std::system_category()), "fork");
-  if (pid == 0) {
-    ::close(fds[0]);
-    run_child(fds[1], certs_dir);
-  }
-  ::close(fds[1]);
-  auto child = std::make_unique<Child>();
-  child->pid = pid;
-  std::string text;
-  char buf[4096];
-  while (text.find("ready\n") == std::string::npos && text.find("error ") == std::string::npos) {
-    pollfd p{fds[0], POLLIN, 0};
-    if (::poll(&p, 1, 15000) <= 0) {
-      ::close(fds[0]);
-      return Status(Errc::kDeadlineExceeded, "the server child did not start");
-    }
-    const ssize_t n = ::read(fds[0], buf, sizeof buf);
-    if (n <= 0) break;
-    text.append(buf, static_cast<std::size_t>(n));
-  }
-  ::close(fds[0]);
-  if (const auto e = text.find("error "); e != std::string::npos) {
-    return Status(Errc::kInternal, "server child: " + text.substr(e + 6));
-  }
   std::size_t pos = 0;
-  while (pos < text.size()) {
-    const auto end = text.find('\n', pos);
-    const std::string line = text.substr(pos, end - pos);
-    pos = end == std::string::npos ? text.size() : end + 1;
+  while (pos < report.size()) {
+    const auto end = report.find('\n', pos);
+    const std::string line = report.substr(pos, end - pos);
+    pos = end == std::string::npos ? report.size() : end + 1;
     const auto space = line.find(' ');
     if (space == std::string::npos) continue;
     auto ep = Endpoint::parse(line.substr(space + 1));
-    if (ep.ok()) child->endpoints[line.substr(0, space)] = *ep;
+    if (ep.ok()) endpoints[line.substr(0, space)] = *ep;
   }
-  return child;
+  return endpoints;
 }
 
 // ---------------------------------------------------------------------------
@@ -1015,11 +976,12 @@ int run_throughput(int argc, char** argv) {
   // When the run began (the load average then, before this run adds to it).
   const nlohmann::ordered_json machine = machine_info();
   // Forks: no thread may exist in this process yet.
-  auto child = spawn_child(certs_dir);
+  auto child = ReportingChild::fork([&certs_dir](int report_fd) { run_child(report_fd, certs_dir); });
   if (!child.ok()) {
     std::fprintf(stderr, "minibench throughput: %s\n", child.status().to_string().c_str());
     return 1;
   }
+  const std::map<std::string, Endpoint> endpoints = endpoints_of((*child)->report());
   SSL_CTX* floor_tls = certs ? floor_tls_context(false, certs_dir) : nullptr;
   struct FreeCtx {
     SSL_CTX* ctx;
@@ -1039,7 +1001,7 @@ int run_throughput(int argc, char** argv) {
               "a thread per stream)\n\n",
               args.put ? "put (client to server)" : "get (server to client)", args.streams,
               args.batch, static_cast<unsigned long long>(args.bytes), args.runs,
-              static_cast<int>((*child)->pid));
+              static_cast<int>((*child)->pid()));
   std::fflush(stdout);
 
   authrpc::ClientRuntime runtime(1);
@@ -1051,8 +1013,8 @@ int run_throughput(int argc, char** argv) {
         RowStats& row = rows[k + ((run % 2 == 0) ? j : group - 1 - j)];
         const std::string key = row.floor ? "floor/" + row.transport
                                           : "authrpc/" + floor_transport(row.transport);
-        const auto it = (*child)->endpoints.find(key);
-        if (it == (*child)->endpoints.end()) {
+        const auto it = endpoints.find(key);
+        if (it == endpoints.end()) {
           std::fprintf(stderr, "minibench throughput: no %s endpoint\n", key.c_str());
           return 1;
         }
@@ -1060,13 +1022,13 @@ int run_throughput(int argc, char** argv) {
           std::fprintf(stderr, "[run %zu/%zu] %s ...\n", run + 1, args.runs, row.name.c_str());
         }
         const double client_before = cpu_seconds(::getpid());
-        const double server_before = cpu_seconds((*child)->pid);
+        const double server_before = cpu_seconds((*child)->pid());
         auto result = row.floor
                           ? run_floor(it->second, row.transport == "tls" ? floor_tls : nullptr, args)
                           : run_authrpc(runtime, it->second, certs_dir, args, row.transport == "shm");
         if (result.ok()) {
           result->client_cpu_s = cpu_seconds(::getpid()) - client_before;
-          result->server_cpu_s = cpu_seconds((*child)->pid) - server_before;
+          result->server_cpu_s = cpu_seconds((*child)->pid()) - server_before;
         }
         if (!result.ok()) {
           std::fprintf(stderr, "minibench throughput: %s: %s\n", row.name.c_str(),
