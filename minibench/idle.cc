@@ -33,6 +33,7 @@
 #include "authrpc/client/client_runtime.h"
 #include "authrpc/tools/cli_exit.h"
 #include "authrpc/tools/flag_parser.h"
+#include "minibench/iterations.h"
 #include "minibench/realm.h"
 #include "minibench/run_info.h"
 #include "minibench/server_child.h"
@@ -206,22 +207,6 @@ T run_on(asio::io_context& io, asio::awaitable<T> work) {
   return asio::co_spawn(io, std::move(work), asio::use_future).get();
 }
 
-// One fresh session: connect + negotiation + sys.whoami + close, timed to
-// the reply (as minibench sessions' rows).
-asio::awaitable<Result<double>> fresh_session(asio::any_io_executor ex, ClientOptions options) {
-  const auto start = Clock::now();
-  auto client = co_await Client::async_connect(ex, std::move(options));
-  if (!client.ok()) co_return client.status();
-  auto reply = co_await (*client)->async_call("sys", "whoami", "");
-  const auto elapsed = Clock::now() - start;
-  if (!reply.ok()) co_return reply.status();
-  client->reset();
-  // Let the close finish untimed (see sessions.cc).
-  co_await asio::post(ex, asio::use_awaitable);
-  co_await asio::post(ex, asio::use_awaitable);
-  co_return std::chrono::duration<double, std::micro>(elapsed).count();
-}
-
 // A row measured in phases: quiet (no idle connections) and idle.
 struct LatencyRow {
   std::string name;              // "fresh simple/tcp session", "calls/tcp"
@@ -237,17 +222,9 @@ Result<std::vector<double>> measure(asio::io_context& io, const LatencyRow& row,
     std::vector<double> us;
     us.reserve(count);
     for (std::size_t i = 0; i < count; ++i) {
-      if (row.session) {
-        auto t = co_await fresh_session(io.get_executor(), *row.session);
-        if (!t.ok()) co_return Status(t.code(), row.name + ": " + t.status().message);
-        us.push_back(*t);
-      } else {
-        const auto start = Clock::now();
-        auto reply = co_await calls->async_call("sys", "echo", "x");
-        const auto elapsed = Clock::now() - start;
-        if (!reply.ok()) co_return Status(reply.code(), row.name + ": " + reply.status().message);
-        us.push_back(std::chrono::duration<double, std::micro>(elapsed).count());
-      }
+      auto t = row.session ? co_await timed_session(io.get_executor(), *row.session) : co_await timed_echo(*calls);
+      if (!t.ok()) co_return Status(t.code(), row.name + ": " + t.status().message);
+      us.push_back(std::chrono::duration<double, std::micro>(*t).count());
     }
     co_return us;
   }());

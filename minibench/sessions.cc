@@ -16,6 +16,7 @@
 #include "minibench/gss_floor.h"
 #include "tests/testing/kdc_log.h"
 #include "minibench/schedule.h"
+#include "minibench/iterations.h"
 #include "minibench/tls_sessions.h"
 #include "authrpc/security/tls_context.h"
 
@@ -36,26 +37,6 @@ using authrpc::Result;
 using authrpc::Status;
 using authrpc::testing::KdcLog;
 using authrpc::security::KerberosCredentials;
-
-asio::awaitable<Result<Clock::duration>> authrpc_session(asio::any_io_executor ex,
-                                                         const ClientOptions& base) {
-  ClientOptions options = base;  // copied before the clock starts
-  const auto start = Clock::now();
-  auto client = co_await Client::async_connect(ex, std::move(options));
-  if (!client.ok()) co_return client.status();
-  auto reply = co_await (*client)->async_call("sys", "whoami", "");
-  const auto elapsed = Clock::now() - start;
-  if (!reply.ok()) co_return reply.status();
-  if (reply->empty()) co_return Status(authrpc::Errc::kDataLoss, "sys.whoami: empty reply");
-  client->reset();
-  // Closing completes asynchronously (the reader coroutine sees the close on
-  // the next turn of the loop). Let it finish here, untimed, so that this
-  // session's teardown does not run inside the next session's timing — the
-  // bare floor client closes synchronously.
-  co_await asio::post(ex, asio::use_awaitable);
-  co_await asio::post(ex, asio::use_awaitable);
-  co_return elapsed;
-}
 
 std::string floor_name(FloorKind kind, const std::string& transport) {
   if (kind == FloorKind::kBare) return "floor/" + transport;
@@ -115,7 +96,7 @@ asio::awaitable<Status> skip_unoffered(asio::any_io_executor ex, const BenchPlan
   for (auto it = mechanisms.begin(); it != mechanisms.end();) {
     ClientOptions o = base;
     o.mechanisms = {it->second};
-    auto session = co_await authrpc_session(ex, o);
+    auto session = co_await timed_session(ex, o);
     if (session.ok()) {
       ++it;
     } else if (session.code() == authrpc::Errc::kMechanismUnavailable) {
@@ -196,9 +177,9 @@ asio::awaitable<Status> run_floor_group(asio::any_io_executor ex, const BenchPla
     o.mechanisms = {mechanisms.at(rows[i].method->name)};
     o.wait_for_authentication = false;
     if (off_twin || !plan.client_metrics()) o.metrics = nullptr;
-    group.push_back({[&ex, &o]() { return authrpc_session(ex, o); }, &samples[i + 1],
+    group.push_back({[&ex, &o]() { return timed_session(ex, o); }, &samples[i + 1],
                      rows[i].method->kerberos && kerberos ? kerberos->events() : nullptr,
-                     rows[i].name, [&o](asio::any_io_executor e) { return authrpc_session(e, o); },
+                     rows[i].name, [&o](asio::any_io_executor e) { return timed_session(e, o); },
                      off_twin ? plan.nometrics_server_connections : plan.server_connections});
   }
 

@@ -1,5 +1,7 @@
 #include "minibench/tls_sessions.h"
 
+#include "minibench/iterations.h"
+
 #include <asio/post.hpp>
 #include <asio/use_awaitable.hpp>
 #include <cerrno>
@@ -60,21 +62,6 @@ constexpr TlsRowSpec kTlsRows[] = {
 std::string row_name(const TlsRowSpec& spec) {
   return std::string(spec.method) + (spec.cold ? "-cold" : "") +
          (spec.resume ? "+tls-resume" : "+tls") + "/tcp";
-}
-
-asio::awaitable<Result<Clock::duration>> tls_session(asio::any_io_executor ex,
-                                                     const ClientOptions& base) {
-  ClientOptions options = base;
-  const auto start = Clock::now();
-  auto client = co_await Client::async_connect(ex, std::move(options));
-  if (!client.ok()) co_return client.status();
-  auto reply = co_await (*client)->async_call("sys", "whoami", "");
-  const auto elapsed = Clock::now() - start;
-  if (!reply.ok()) co_return reply.status();
-  client->reset();
-  co_await asio::post(ex, asio::use_awaitable);  // let the close finish, untimed
-  co_await asio::post(ex, asio::use_awaitable);
-  co_return elapsed;
 }
 
 Result<std::shared_ptr<authrpc::security::TlsClientContext>> client_context(
@@ -154,10 +141,10 @@ asio::awaitable<Status> run_tls_sessions(
     o.wait_for_authentication = false;
     if (!plan.client_metrics()) o.metrics = nullptr;
     Samples* row_samples = &samples[i + 1];
-    group.push_back({[&ex, &o]() { return tls_session(ex, o); }, row_samples,
+    group.push_back({[&ex, &o]() { return timed_session(ex, o); }, row_samples,
                      counts_kdc(*rows[i]) ? kdc_events : nullptr,
                      row_name(*rows[i]),
-                     [&o](asio::any_io_executor e) { return tls_session(e, o); },
+                     [&o](asio::any_io_executor e) { return timed_session(e, o); },
                      rows[i]->cold ? tls.cold->server_connections : plan.server_connections});
   }
   if (Status s = co_await run_group(plan, "sessions tls", std::move(group), floor.has_value());
