@@ -50,6 +50,10 @@
 #include "authrpc/components/kerberos/kerberos_credentials.h"
 #include "authrpc/rpc/endpoint.h"
 
+namespace authrpc {
+class Client;
+}  // namespace authrpc
+
 namespace minibench {
 
 // A mechanism the child's authrpc Server enables.
@@ -147,6 +151,8 @@ class ServerChild {
 
  private:
   explicit ServerChild(pid_t pid) : pid_(pid) {}
+  // A plumbing client (simple, counting nothing) of endpoint `server`.
+  authrpc::Result<std::unique_ptr<authrpc::Client>> client_of(const std::string& server) const;
 
   pid_t pid_;
   bool in_process_ = false;
