@@ -20,6 +20,7 @@
 #include "authrpc/client/client.h"
 #include "authrpc/security/tls_context.h"
 #include "minibench/echo_floor.h"
+#include "minibench/rotation.h"
 #include "minibench/schedule.h"
 
 namespace minibench {
@@ -287,17 +288,13 @@ Status run_sides(const BenchPlan& plan, const std::string& label,
     s = sides[i]->open(threads);
     if (!s.ok()) s.message = sides[i]->name() + ": " + s.message;
   }
-  const std::size_t size = sides.size();
-  for (std::size_t i = 1; s.ok() && i <= size; ++i) {
-    s = run_block(threads, *sides[i % size], length, nullptr);
-  }
-  for (std::size_t b = 0; s.ok() && b < blocks; ++b) {
-    for (std::size_t i = 0; s.ok() && i < size; ++i) {
-      const std::size_t k = (b + i) % size;
-      s = run_block(threads, *sides[k], length, &results[k]);
-    }
-    if (s.ok()) {
-      progress(plan, label + ": block " + std::to_string(b + 1) + "/" + std::to_string(blocks));
+  const std::size_t sizes[] = {sides.size()};
+  const std::vector<Turn> turns = rotation(sizes, blocks, true);
+  for (std::size_t i = 0; s.ok() && i < turns.size(); ++i) {
+    const Turn& t = turns[i];
+    s = run_block(threads, *sides[t.side], length, t.timed ? &results[t.side] : nullptr);
+    if (s.ok() && t.timed && (i + 1 == turns.size() || turns[i + 1].block != t.block)) {
+      progress(plan, label + ": block " + std::to_string(t.block + 1) + "/" + std::to_string(blocks));
     }
   }
   for (auto* side : sides) side->close(threads);

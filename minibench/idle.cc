@@ -35,6 +35,7 @@
 #include "authrpc/tools/flag_parser.h"
 #include "minibench/iterations.h"
 #include "minibench/realm.h"
+#include "minibench/rotation.h"
 #include "minibench/run_info.h"
 #include "minibench/server_child.h"
 #include "minibench/stats.h"
@@ -230,22 +231,19 @@ Result<std::vector<double>> measure(asio::io_context& io, const LatencyRow& row,
   }());
 }
 
-// One phase: warm-up, then every row in `blocks` interleaved blocks.
+// One phase: warm-up, then every row in `blocks` blocks whose order rotates
+// (rotation.h).
 Status measure_phase(asio::io_context& io, std::vector<LatencyRow>& rows, Client* calls,
                      const IdleArgs& args, bool idle, const char* label) {
   if (args.progress) std::fprintf(stderr, "minibench idle: measuring (%s)\n", label);
-  for (auto& row : rows) {
-    auto warm = measure(io, row, calls, args.warmup);
-    if (!warm.ok()) return warm.status();
-  }
-  for (std::size_t b = 0; b < args.blocks; ++b) {
-    const std::size_t share = args.n / args.blocks + (b < args.n % args.blocks ? 1 : 0);
-    for (auto& row : rows) {
-      auto us = measure(io, row, calls, share);
-      if (!us.ok()) return us.status();
-      auto& into = idle ? row.idle_us : row.quiet_us;
-      into.insert(into.end(), us->begin(), us->end());
-    }
+  const std::size_t sizes[] = {rows.size()};
+  for (const Turn& t : rotation(sizes, args.blocks, true)) {
+    LatencyRow& row = rows[t.side];
+    auto us = measure(io, row, calls, t.timed ? block_share(args.n, args.blocks, t.block) : args.warmup);
+    if (!us.ok()) return us.status();
+    if (!t.timed) continue;
+    auto& into = idle ? row.idle_us : row.quiet_us;
+    into.insert(into.end(), us->begin(), us->end());
   }
   return Status();
 }

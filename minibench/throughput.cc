@@ -40,6 +40,7 @@
 #include "minibench/child_process.h"
 #include "minibench/cpu_clock.h"
 #include "minibench/floor_check.h"
+#include "minibench/rotation.h"
 #include "minibench/run_info.h"
 #include "minibench/stats.h"
 #include "minibench/tls_sessions.h"
@@ -822,7 +823,7 @@ double p50_us(const RunResult& r) {
 }
 
 struct Evaluated {
-  const Target* target;
+  Target target;
   std::optional<double> ratio;  // medians
   std::vector<double> run_ratios;
 };
@@ -835,7 +836,7 @@ const RowStats* find_row(const std::vector<RowStats>& rows, const std::string& n
 }
 
 Evaluated evaluate(const Target& t, const std::vector<RowStats>& rows) {
-  Evaluated e{&t, std::nullopt, {}};
+  Evaluated e{t, std::nullopt, {}};
   const RowStats* row = find_row(rows, t.row);
   const RowStats* against = find_row(rows, t.against);
   if (row == nullptr || against == nullptr || against->median_mb_per_s() <= 0) return e;
@@ -925,13 +926,13 @@ Status write_json(const std::string& path, const std::vector<RowStats>& rows,
   }
   Json out_targets = Json::array();
   for (const auto& e : targets) {
-    out_targets.push_back({{"row", e.target->row},
-                           {"floor", e.target->against},
-                           {"limit", e.target->limit},
-                           {"compare", e.target->latency ? "p50_us <= limit x floor's p50_us"
+    out_targets.push_back({{"row", e.target.row},
+                           {"floor", e.target.against},
+                           {"limit", e.target.limit},
+                           {"compare", e.target.latency ? "p50_us <= limit x floor's p50_us"
                                                          : "mb_per_s >= limit x floor's mb_per_s"},
                            {"ratio", e.ratio ? Json(std::round(*e.ratio * 1000) / 1000) : Json(nullptr)},
-                           {"met", e.ratio ? Json(e.target->met(*e.ratio)) : Json(nullptr)}});
+                           {"met", e.ratio ? Json(e.target.met(*e.ratio)) : Json(nullptr)}});
   }
   nlohmann::ordered_json run = {{"mode", args.put ? "put" : "get"},
                                 {"streams", args.streams},
@@ -950,6 +951,64 @@ Status write_json(const std::string& path, const std::vector<RowStats>& rows,
   file.close();
   if (!file) return Status(std::error_code(errno, std::generic_category()), "write " + path);
   return {};
+}
+
+// The targets, each with its ratio and verdict, then the same comparisons by
+// CPU cost and any row that beats its floor, on stdout.
+std::vector<Evaluated> print_targets(const std::vector<RowStats>& rows, const Args& args) {
+  const std::string m = args.put ? "put" : "get";
+  std::vector<Target> targets = {{m + "/tcp", "floor-stream/tcp", 0.9},
+                                 {m + "/unix", m + "/tcp", 1.0},
+                                 {m + "/tls", m + "/tcp", 0.8},
+                                 {m + "/shm", m + "/unix", 2.0}};
+  // A get's latency is the gap between batches arriving at the reader. A
+  // put's is the time write() takes to accept a batch (as Arrow's DoPut
+  // measures it): near zero for the socket rows, whose writes are queued
+  // until the window fills, and a copy into a slot for shm, so comparing
+  // their p50s says nothing; the latency target is stated for get only.
+  if (m == "get") targets.push_back({m + "/shm", m + "/unix", 0.5, /*latency=*/true});
+  std::vector<Evaluated> evaluated;
+  std::printf("targets (MB/s, medians of %zu run(s); batch %zu bytes%s):\n", args.runs, args.batch,
+              args.batch == 128 * 1024 ? "" : ", the targets are stated for 131072");
+  for (const auto& t : targets) {
+    evaluated.push_back(evaluate(t, rows));
+    const auto& e = evaluated.back();
+    const char* what = t.latency ? "p50 latency" : "MB/s";
+    const char* cmp = t.latency ? "<=" : ">=";
+    if (!e.ratio) {
+      std::printf("  %-10s %s %s %.2f x %s %s: not measured\n", t.row.c_str(), what, cmp, t.limit,
+                  t.against.c_str(), what);
+      continue;
+    }
+    std::printf("  %-10s %s %s %.2f x %s %s: ratio %.2f -> %s", t.row.c_str(), what, cmp, t.limit,
+                t.against.c_str(), what, *e.ratio, t.met(*e.ratio) ? "met" : "NOT met");
+    if (!e.run_ratios.empty()) {
+      const auto [lo, hi] = std::minmax_element(e.run_ratios.begin(), e.run_ratios.end());
+      std::printf("  (per-run ratio: median %.2f, range %.2f-%.2f)", median(e.run_ratios), *lo, *hi);
+    }
+    std::printf("\n");
+  }
+  // The same comparisons by CPU cost (bytes per CPU-second of client and
+  // server together), which a loaded machine distorts far less than the
+  // wall clock; for information.
+  std::printf("by CPU cost (ns per byte, client + server; ratio = the other's cost / the row's):\n");
+  for (const auto& t : targets) {
+    if (t.latency) continue;
+    const RowStats* row = find_row(rows, t.row);
+    const RowStats* against = find_row(rows, t.against);
+    if (row == nullptr || against == nullptr) continue;
+    const double mine = row->median_run().cpu_ns_per_byte();
+    const double theirs = against->median_run().cpu_ns_per_byte();
+    std::printf("  %-10s %.2f ns/byte vs %s %.2f: ratio %.2f\n", t.row.c_str(), mine,
+                t.against.c_str(), theirs, mine > 0 ? theirs / mine : 0.0);
+  }
+  for (const auto& row : rows) {
+    const auto advantage = floor_advantage(row, rows);
+    if (advantage && advantage->beaten()) {
+      std::printf("%s\n", beats_floor_warning(row.name, advantage->floor, advantage->advantage, "run").c_str());
+    }
+  }
+  return evaluated;
 }
 
 }  // namespace
@@ -1004,98 +1063,38 @@ int run_throughput(int argc, char** argv) {
               static_cast<int>((*child)->pid()));
   std::fflush(stdout);
 
+  // Each floor with its row (or a row alone: shm); the runs alternate which
+  // goes first (rotation.h).
+  std::vector<std::size_t> groups;
+  for (std::size_t k = 0; k < rows.size(); k += groups.back()) {
+    groups.push_back(rows[k].floor && k + 1 < rows.size() ? 2 : 1);
+  }
   authrpc::ClientRuntime runtime(1);
-  for (std::size_t run = 0; run < args.runs; ++run) {
-    for (std::size_t k = 0; k < rows.size();) {
-      // A floor and its row (or a row alone: shm); alternate which goes first.
-      const std::size_t group = rows[k].floor && k + 1 < rows.size() ? 2 : 1;
-      for (std::size_t j = 0; j < group; ++j) {
-        RowStats& row = rows[k + ((run % 2 == 0) ? j : group - 1 - j)];
-        const std::string key = row.floor ? "floor/" + row.transport
-                                          : "authrpc/" + floor_transport(row.transport);
-        const auto it = endpoints.find(key);
-        if (it == endpoints.end()) {
-          std::fprintf(stderr, "minibench throughput: no %s endpoint\n", key.c_str());
-          return 1;
-        }
-        if (!args.quiet) {
-          std::fprintf(stderr, "[run %zu/%zu] %s ...\n", run + 1, args.runs, row.name.c_str());
-        }
-        const double client_before = cpu_seconds(::getpid());
-        const double server_before = cpu_seconds((*child)->pid());
-        auto result = row.floor
-                          ? run_floor(it->second, row.transport == "tls" ? floor_tls : nullptr, args)
-                          : run_authrpc(runtime, it->second, certs_dir, args, row.transport == "shm");
-        if (result.ok()) {
-          result->client_cpu_s = cpu_seconds(::getpid()) - client_before;
-          result->server_cpu_s = cpu_seconds((*child)->pid()) - server_before;
-        }
-        if (!result.ok()) {
-          std::fprintf(stderr, "minibench throughput: %s: %s\n", row.name.c_str(),
-                       result.status().to_string().c_str());
-          return 1;
-        }
-        row.runs.push_back(std::move(*result));
-      }
-      k += group;
+  for (const Turn& t : rotation(groups, args.runs, false)) {
+    RowStats& row = rows[t.side];
+    const std::string key = row.floor ? "floor/" + row.transport : "authrpc/" + floor_transport(row.transport);
+    const auto it = endpoints.find(key);
+    if (it == endpoints.end()) {
+      std::fprintf(stderr, "minibench throughput: no %s endpoint\n", key.c_str());
+      return 1;
     }
+    if (!args.quiet) std::fprintf(stderr, "[run %zu/%zu] %s ...\n", t.block + 1, args.runs, row.name.c_str());
+    const double client_before = cpu_seconds(::getpid());
+    const double server_before = cpu_seconds((*child)->pid());
+    auto result = row.floor ? run_floor(it->second, row.transport == "tls" ? floor_tls : nullptr, args)
+                            : run_authrpc(runtime, it->second, certs_dir, args, row.transport == "shm");
+    if (!result.ok()) {
+      std::fprintf(stderr, "minibench throughput: %s: %s\n", row.name.c_str(), result.status().to_string().c_str());
+      return 1;
+    }
+    result->client_cpu_s = cpu_seconds(::getpid()) - client_before;
+    result->server_cpu_s = cpu_seconds((*child)->pid()) - server_before;
+    row.runs.push_back(std::move(*result));
   }
   (*child)->stop();
 
   for (const auto& row : rows) print_row(row, args);
-
-  const std::string m(mode);
-  std::vector<Target> targets = {{m + "/tcp", "floor-stream/tcp", 0.9},
-                                 {m + "/unix", m + "/tcp", 1.0},
-                                 {m + "/tls", m + "/tcp", 0.8},
-                                 {m + "/shm", m + "/unix", 2.0}};
-  // A get's latency is the gap between batches arriving at the reader. A
-  // put's is the time write() takes to accept a batch (as Arrow's DoPut
-  // measures it): near zero for the socket rows, whose writes are queued
-  // until the window fills, and a copy into a slot for shm, so comparing
-  // their p50s says nothing; the latency target is stated for get only.
-  if (m == "get") targets.push_back({m + "/shm", m + "/unix", 0.5, /*latency=*/true});
-  std::vector<Evaluated> evaluated;
-  std::printf("targets (MB/s, medians of %zu run(s); batch %zu bytes%s):\n", args.runs, args.batch,
-              args.batch == 128 * 1024 ? "" : ", the targets are stated for 131072");
-  for (const auto& t : targets) {
-    evaluated.push_back(evaluate(t, rows));
-    const auto& e = evaluated.back();
-    const char* what = t.latency ? "p50 latency" : "MB/s";
-    const char* cmp = t.latency ? "<=" : ">=";
-    if (!e.ratio) {
-      std::printf("  %-10s %s %s %.2f x %s %s: not measured\n", t.row.c_str(), what, cmp, t.limit,
-                  t.against.c_str(), what);
-      continue;
-    }
-    std::printf("  %-10s %s %s %.2f x %s %s: ratio %.2f -> %s", t.row.c_str(), what, cmp, t.limit,
-                t.against.c_str(), what, *e.ratio, t.met(*e.ratio) ? "met" : "NOT met");
-    if (!e.run_ratios.empty()) {
-      const auto [lo, hi] = std::minmax_element(e.run_ratios.begin(), e.run_ratios.end());
-      std::printf("  (per-run ratio: median %.2f, range %.2f-%.2f)", median(e.run_ratios), *lo, *hi);
-    }
-    std::printf("\n");
-  }
-  // The same comparisons by CPU cost (bytes per CPU-second of client and
-  // server together), which a loaded machine distorts far less than the
-  // wall clock; for information.
-  std::printf("by CPU cost (ns per byte, client + server; ratio = the other's cost / the row's):\n");
-  for (const auto& t : targets) {
-    if (t.latency) continue;
-    const RowStats* row = find_row(rows, t.row);
-    const RowStats* against = find_row(rows, t.against);
-    if (row == nullptr || against == nullptr) continue;
-    const double mine = row->median_run().cpu_ns_per_byte();
-    const double theirs = against->median_run().cpu_ns_per_byte();
-    std::printf("  %-10s %.2f ns/byte vs %s %.2f: ratio %.2f\n", t.row.c_str(), mine,
-                t.against.c_str(), theirs, mine > 0 ? theirs / mine : 0.0);
-  }
-  for (const auto& row : rows) {
-    const auto advantage = floor_advantage(row, rows);
-    if (advantage && advantage->beaten()) {
-      std::printf("%s\n", beats_floor_warning(row.name, advantage->floor, advantage->advantage, "run").c_str());
-    }
-  }
+  const std::vector<Evaluated> evaluated = print_targets(rows, args);
   if (!args.json.empty()) {
     if (Status s = write_json(args.json, rows, evaluated, args, machine); !s.ok()) {
       std::fprintf(stderr, "minibench throughput: %s\n", s.to_string().c_str());
