@@ -68,10 +68,20 @@ void write_line(int fd, const std::string& line) {
 struct ChildFailed {};
 thread_local bool t_in_process = false;
 
-[[noreturn]] void fail_child(int fd, const std::string& why) {
-  write_line(fd, "error " + why);
-  if (t_in_process) throw ChildFailed{};
-  ::_exit(1);
+// SIGTERM and SIGINT: a child blocks them before it starts any thread (so
+// every thread inherits the mask) and then waits for one.
+sigset_t stop_signals() {
+  sigset_t signals;
+  sigemptyset(&signals);
+  sigaddset(&signals, SIGTERM);
+  sigaddset(&signals, SIGINT);
+  return signals;
+}
+
+void wait_for_stop() {
+  const sigset_t signals = stop_signals();
+  int received = 0;
+  sigwait(&signals, &received);
 }
 
 Endpoint must_parse(const std::string& uri) { return *Endpoint::parse(uri); }
@@ -353,10 +363,7 @@ void report_endpoints(int fd, const ServerChildOptions& options, const authrpc::
 // parent's memory image but only the forking thread, so it builds everything
 // it needs from scratch; with --in-process it runs on a thread of its own.
 void serve(int fd, const ServerChildOptions& options, const std::function<void()>& wait) {
-  sigset_t signals;
-  sigemptyset(&signals);
-  sigaddset(&signals, SIGTERM);
-  sigaddset(&signals, SIGINT);
+  const sigset_t signals = stop_signals();
   pthread_sigmask(SIG_BLOCK, &signals, nullptr);  // before any thread starts
   std::signal(SIGPIPE, SIG_IGN);
   if (options.cpu >= 0 && !pin_to_cpu(options.cpu)) fail_child(fd, "cannot pin to CPU " + std::to_string(options.cpu));
@@ -401,23 +408,6 @@ void serve(int fd, const ServerChildOptions& options, const std::function<void()
   // Nothing to flush or hand over (every benchmark connection is closed), so
   // the kernel's cleanup at exit is the whole shutdown; Server::stop() would
   // also wait on the floors' pending accepts when they share its thread.
-  ::_exit(0);
-}
-
-// The child process: never returns.
-[[noreturn]] void child_main(int fd, pid_t parent, const ServerChildOptions& options) {
-  ::prctl(PR_SET_PDEATHSIG, SIGTERM);
-  if (::getppid() != parent) ::_exit(1);  // the parent died before prctl
-  {
-    serve(fd, options, [] {
-      sigset_t signals;
-      sigemptyset(&signals);
-      sigaddset(&signals, SIGTERM);
-      sigaddset(&signals, SIGINT);
-      int received = 0;
-      sigwait(&signals, &received);  // blocked by serve() before any thread started
-    });
-  }
   ::_exit(0);
 }
 
@@ -530,38 +520,68 @@ bool pin_to_cpu(int cpu) {
   return ::sched_setaffinity(0, sizeof set, &set) == 0;
 }
 
+void report_endpoint(int fd, const std::string& key, const Endpoint& endpoint) {
+  write_line(fd, key + " " + endpoint.to_string());
+}
+
+void fail_child(int fd, const std::string& why) {
+  write_line(fd, "error " + why);
+  if (t_in_process) throw ChildFailed{};
+  ::_exit(1);
+}
+
 authrpc::Result<std::unique_ptr<ServerChild>> ServerChild::spawn(
     const ServerChildOptions& options) {
+  if (options.in_process) {
+    return launch([&options](int fd) { start_in_process(fd, options); }, true);
+  }
+  return launch([&options](int fd) { serve(fd, options, wait_for_stop); }, false);
+}
+
+authrpc::Result<std::unique_ptr<ServerChild>> ServerChild::fork(const std::function<void(int)>& body) {
+  return launch([&body](int fd) {
+    const sigset_t signals = stop_signals();
+    pthread_sigmask(SIG_BLOCK, &signals, nullptr);  // before any thread starts
+    std::signal(SIGPIPE, SIG_IGN);
+    body(fd);
+    write_line(fd, "ready");
+    ::close(fd);
+    wait_for_stop();
+    ::_exit(0);  // no orderly teardown: connections may be mid-stream
+  }, false);
+}
+
+authrpc::Result<std::unique_ptr<ServerChild>> ServerChild::launch(
+    const std::function<void(int)>& body, bool in_process) {
   int fds[2];
   if (::pipe2(fds, O_CLOEXEC) != 0) {
     return Status(std::error_code(errno, std::system_category()), "pipe");
   }
-  if (options.in_process) {
-    start_in_process(fds[1], options);
-    std::unique_ptr<ServerChild> self(new ServerChild(-1));
-    self->in_process_ = true;
-    std::string error;
-    const bool ok = read_report(fds[0], self->endpoints_, self->skipped_, error);
-    ::close(fds[0]);
-    if (!ok) return Status(Errc::kUnavailable, error);
-    return self;
-  }
-  std::fflush(stdout);
-  std::fflush(stderr);
-  const pid_t parent = ::getpid();
-  const pid_t pid = ::fork();
-  if (pid < 0) {
-    const int e = errno;
-    ::close(fds[0]);
+  pid_t pid = -1;
+  if (in_process) {
+    body(fds[1]);  // starts the thread that reports on fds[1] and closes it
+  } else {
+    std::fflush(stdout);
+    std::fflush(stderr);
+    const pid_t parent = ::getpid();
+    pid = ::fork();
+    if (pid < 0) {
+      const int e = errno;
+      ::close(fds[0]);
+      ::close(fds[1]);
+      return Status(std::error_code(e, std::system_category()), "fork");
+    }
+    if (pid == 0) {
+      ::close(fds[0]);
+      ::prctl(PR_SET_PDEATHSIG, SIGTERM);
+      if (::getppid() != parent) ::_exit(1);  // the parent died before prctl
+      body(fds[1]);
+      ::_exit(0);
+    }
     ::close(fds[1]);
-    return Status(std::error_code(e, std::system_category()), "fork");
   }
-  if (pid == 0) {
-    ::close(fds[0]);
-    child_main(fds[1], parent, options);
-  }
-  ::close(fds[1]);
-  std::unique_ptr<ServerChild> child(new ServerChild(pid));  // stops the child on every return
+  std::unique_ptr<ServerChild> child(new ServerChild(pid));  // stops a forked child on every return
+  child->in_process_ = in_process;
   std::string error;
   const bool ok = read_report(fds[0], child->endpoints_, child->skipped_, error);
   ::close(fds[0]);

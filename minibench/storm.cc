@@ -32,7 +32,7 @@
 
 #include "authrpc/auth/mechanisms/simple/simple.h"
 #include "authrpc/client/client.h"
-#include "minibench/child_process.h"
+#include "minibench/server_child.h"
 #include "minibench/stats.h"
 #include "authrpc/base/log.h"
 #include "authrpc/tools/cli_exit.h"
@@ -89,19 +89,8 @@ struct StormArgs {
 // ---------------------------------------------------------------------------
 // The server child.
 
-[[noreturn]] void run_server(int report_fd, const StormArgs& args) {
-  ::prctl(PR_SET_PDEATHSIG, SIGTERM);
-  sigset_t stop_set;
-  sigemptyset(&stop_set);
-  sigaddset(&stop_set, SIGTERM);
-  sigaddset(&stop_set, SIGINT);
-  pthread_sigmask(SIG_BLOCK, &stop_set, nullptr);
-  std::signal(SIGPIPE, SIG_IGN);
-  auto fail = [&](const std::string& why) {
-    const std::string line = "error " + why + "\n";
-    (void)!::write(report_fd, line.data(), line.size());
-    ::_exit(1);
-  };
+// The server's options; the child's and the parent's report alike.
+authrpc::ServerOptions server_options(const StormArgs& args) {
   authrpc::ServerOptions o;
   o.endpoints = {*Endpoint::parse("tcp://127.0.0.1:0")};
   o.mechanisms = {std::make_shared<authrpc::SimpleServerMechanism>()};
@@ -109,11 +98,14 @@ struct StormArgs {
   o.log = authrpc::stderr_log_sink(authrpc::LogLevel::kError);
   if (args.max_unauthenticated) o.max_unauthenticated = *args.max_unauthenticated;
   if (args.per_address) o.max_unauthenticated_per_address = *args.per_address;
-  const std::size_t budget = o.max_unauthenticated;
-  const std::size_t per_address = o.max_unauthenticated_per_address;
-  auto server = std::make_unique<authrpc::Server>(std::move(o));
+  return o;
+}
+
+// The child's body (ServerChild::fork): the server, reported as "authrpc/tcp".
+void run_server(int report_fd, const StormArgs& args) {
+  auto* server = new authrpc::Server(server_options(args));  // serves until the child ends
   authrpc::Service stats("storm");
-  stats.add("stats", [&server](authrpc::CallContext&, std::string_view) -> Result<std::string> {
+  stats.add("stats", [server](authrpc::CallContext&, std::string_view) -> Result<std::string> {
     const auto s = server->stats();
     return nlohmann::json{{"accepted", s.connections_accepted},
                           {"shed", s.connections_shed},
@@ -125,33 +117,8 @@ struct StormArgs {
         .dump();
   });
   (void)server->add_service(std::move(stats));
-  if (Status s = server->start(); !s.ok()) fail(s.to_string());
-  const std::string line = "ready " + server->bound_endpoints().at(0).to_string() + " " +
-                           std::to_string(budget) + " " + std::to_string(per_address) + "\n";
-  (void)!::write(report_fd, line.data(), line.size());
-  ::close(report_fd);
-  int sig = 0;
-  sigwait(&stop_set, &sig);
-  ::_exit(0);
-}
-
-struct ServerProcess {
-  std::unique_ptr<ReportingChild> process;
-  Endpoint endpoint;
-  std::string budget, per_address;
-};
-
-Result<ServerProcess> spawn_server(const StormArgs& args) {
-  auto process = ReportingChild::fork([&args](int report_fd) { run_server(report_fd, args); });
-  if (!process.ok()) return process.status();
-  char uri[256] = {}, budget[32] = {}, per_address[32] = {};
-  const std::string& text = (*process)->report();
-  if (std::sscanf(text.c_str(), "ready %255s %31s %31s", uri, budget, per_address) != 3) {
-    return Status(Errc::kInternal, "server child: " + text);
-  }
-  auto ep = Endpoint::parse(uri);
-  if (!ep.ok()) return ep.status();
-  return ServerProcess{std::move(*process), *ep, budget, per_address};
+  if (Status s = server->start(); !s.ok()) fail_child(report_fd, s.to_string());
+  report_endpoint(report_fd, "authrpc/tcp", server->bound_endpoints().at(0));
 }
 
 // ---------------------------------------------------------------------------
@@ -470,21 +437,23 @@ std::optional<int> parse_storm_args(int argc, char** argv, StormArgs& args) {
 int run_storm(int argc, char** argv) {
   StormArgs args;
   if (auto code = parse_storm_args(argc, argv, args)) return *code;
-  auto server = spawn_server(args);  // before any thread
+  auto server = ServerChild::fork([&args](int report_fd) { run_server(report_fd, args); });  // before any thread
   if (!server.ok()) {
     std::fprintf(stderr, "minibench storm: %s\n", server.status().to_string().c_str());
     return 1;
   }
   std::signal(SIGPIPE, SIG_IGN);
-  const Endpoint endpoint = server->endpoint;
+  const Endpoint endpoint = (*server)->endpoints().at("authrpc/tcp");
+  const authrpc::ServerOptions options = server_options(args);
   auto* shared = static_cast<AttackShared*>(::mmap(nullptr, sizeof(AttackShared), PROT_READ | PROT_WRITE,
                                                    MAP_SHARED | MAP_ANONYMOUS, -1, 0));
   if (shared == MAP_FAILED) return 1;
   new (shared) AttackShared;
   const std::vector<pid_t> attackers = spawn_attackers(args, endpoint.port, *shared);
   std::printf("storm: server pid %d on %s, %zu IO thread(s), max_unauthenticated %s, per address %s\n",
-              static_cast<int>(server->process->pid()), endpoint.to_string().c_str(), args.server_threads,
-              server->budget.c_str(), server->per_address.c_str());
+              static_cast<int>((*server)->pid()), endpoint.to_string().c_str(), args.server_threads,
+              std::to_string(options.max_unauthenticated).c_str(),
+              std::to_string(options.max_unauthenticated_per_address).c_str());
 
   const auto forever = Clock::now() + std::chrono::hours(1);
   const Phase quiet = run_sessions(endpoint, args.warmup, args.n, forever, args.hello_delay);

@@ -7,11 +7,9 @@
 #include <openssl/ssl.h>
 #include <poll.h>
 #include <limits.h>
-#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/uio.h>
 #include <sys/un.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <asio/co_spawn.hpp>
@@ -37,7 +35,7 @@
 #include "authrpc/auth/mechanisms/simple/simple.h"
 #include "authrpc/client/client.h"
 #include "authrpc/client/client_runtime.h"
-#include "minibench/child_process.h"
+#include "minibench/server_child.h"
 #include "minibench/cpu_clock.h"
 #include "minibench/floor_check.h"
 #include "minibench/rotation.h"
@@ -350,57 +348,53 @@ void floor_accept_loop(int listen_fd, SSL_CTX* ctx, bool tcp) {
   }
 }
 
-// A listening socket on 127.0.0.1:0 (tcp) or the abstract name (unix).
-int listen_socket(bool tcp, const std::string& abstract_name, int* port) {
-  const int fd = ::socket(tcp ? AF_INET : AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  if (fd < 0) return -1;
-  int rc;
+// A socket for `ep` (tcp://ADDRESS:PORT or unix:@name) and its address.
+int socket_for(const Endpoint& ep, sockaddr_storage& address, socklen_t& length) {
+  const bool tcp = ep.scheme != Endpoint::Scheme::kUnix;
+  address = {};
   if (tcp) {
-    sockaddr_in a{};
-    a.sin_family = AF_INET;
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    rc = ::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a);
-    socklen_t len = sizeof a;
-    if (rc == 0) rc = ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
-    *port = ntohs(a.sin_port);
+    auto* a = reinterpret_cast<sockaddr_in*>(&address);
+    a->sin_family = AF_INET;
+    a->sin_port = htons(ep.port);
+    ::inet_pton(AF_INET, ep.host.c_str(), &a->sin_addr);
+    length = sizeof *a;
   } else {
-    sockaddr_un a{};
-    a.sun_family = AF_UNIX;
-    std::memcpy(a.sun_path + 1, abstract_name.data(), abstract_name.size());
-    rc = ::bind(fd, reinterpret_cast<sockaddr*>(&a),
-                static_cast<socklen_t>(offsetof(sockaddr_un, sun_path) + 1 + abstract_name.size()));
+    auto* a = reinterpret_cast<sockaddr_un*>(&address);
+    a->sun_family = AF_UNIX;
+    const std::string name = ep.path.substr(1);  // "@name": abstract
+    std::memcpy(a->sun_path + 1, name.data(), name.size());
+    length = static_cast<socklen_t>(offsetof(sockaddr_un, sun_path) + 1 + name.size());
   }
-  if (rc != 0 || ::listen(fd, 128) != 0) {
+  return ::socket(tcp ? AF_INET : AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+}
+
+// A socket listening on `ep`; a tcp port 0 becomes the bound one.
+int listen_socket(Endpoint& ep) {
+  sockaddr_storage a;
+  socklen_t length;
+  const int fd = socket_for(ep, a, length);
+  if (fd < 0) return -1;
+  if (::bind(fd, reinterpret_cast<sockaddr*>(&a), length) != 0 || ::listen(fd, 128) != 0 ||
+      ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &length) != 0) {
     ::close(fd);
     return -1;
   }
+  if (ep.scheme != Endpoint::Scheme::kUnix) ep.port = ntohs(reinterpret_cast<sockaddr_in*>(&a)->sin_port);
   return fd;
 }
 
 int connect_socket(const Endpoint& ep) {
-  const bool tcp = ep.scheme != Endpoint::Scheme::kUnix;
-  const int fd = ::socket(tcp ? AF_INET : AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  sockaddr_storage a;
+  socklen_t length;
+  const int fd = socket_for(ep, a, length);
   if (fd < 0) return -1;
-  int rc;
-  if (tcp) {
-    sockaddr_in a{};
-    a.sin_family = AF_INET;
-    a.sin_port = htons(ep.port);
-    ::inet_pton(AF_INET, ep.host.c_str(), &a.sin_addr);
-    rc = ::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a);
-    const int one = 1;
-    ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
-  } else {
-    sockaddr_un a{};
-    a.sun_family = AF_UNIX;
-    const std::string name = ep.path.substr(1);  // "@name": abstract
-    std::memcpy(a.sun_path + 1, name.data(), name.size());
-    rc = ::connect(fd, reinterpret_cast<sockaddr*>(&a),
-                   static_cast<socklen_t>(offsetof(sockaddr_un, sun_path) + 1 + name.size()));
-  }
-  if (rc != 0) {
+  if (::connect(fd, reinterpret_cast<sockaddr*>(&a), length) != 0) {
     ::close(fd);
     return -1;
+  }
+  if (ep.scheme != Endpoint::Scheme::kUnix) {
+    const int one = 1;
+    ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
   }
   return fd;
 }
@@ -472,21 +466,9 @@ void add_bench_service(authrpc::Server& server) {
   (void)server.add_service(std::move(bench));
 }
 
-[[noreturn]] void run_child(int report_fd, const std::string& certs_dir) {
-  ::prctl(PR_SET_PDEATHSIG, SIGTERM);
-  sigset_t stop_set;
-  sigemptyset(&stop_set);
-  sigaddset(&stop_set, SIGTERM);
-  sigaddset(&stop_set, SIGINT);
-  pthread_sigmask(SIG_BLOCK, &stop_set, nullptr);  // inherited by every thread
-  std::signal(SIGPIPE, SIG_IGN);
-  std::string report;
-  auto fail = [&](const std::string& why) {
-    const std::string line = "error " + why + "\n";
-    (void)::write(report_fd, line.data(), line.size());
-    ::_exit(1);
-  };
-
+// The child's body (ServerChild::fork): the Server, reported as
+// "authrpc/<scheme>", and the floors, as "floor/<transport>".
+void run_child(int report_fd, const std::string& certs_dir) {
   authrpc::ServerOptions o;
   const std::string unix_name = "minibench-throughput-" + std::to_string(::getpid());
   o.endpoints = {*Endpoint::parse("tcp://127.0.0.1:0"), *Endpoint::parse("unix:@" + unix_name)};
@@ -495,7 +477,7 @@ void add_bench_service(authrpc::Server& server) {
     t.certificate_file = certs_dir + "/server.pem";
     t.private_key_file = certs_dir + "/server.key";
     auto context = authrpc::security::TlsServerContext::create(t);
-    if (!context.ok()) fail("TLS context: " + context.status().message);
+    if (!context.ok()) fail_child(report_fd, "TLS context: " + context.status().message);
     o.tls = std::move(*context);
     o.endpoints.push_back(*Endpoint::parse("tls://127.0.0.1:0"));
     o.encryption = authrpc::SecurityRequirement::kOptional;  // tcp:// and unix: stay plaintext
@@ -504,56 +486,29 @@ void add_bench_service(authrpc::Server& server) {
   o.io_threads = 1;
   o.log = authrpc::null_log_sink();
   o.shm.enabled = true;  // used only by clients that offer it (the shm rows)
-  authrpc::Server server(std::move(o));
-  add_bench_service(server);
-  if (Status s = server.start(); !s.ok()) fail(s.to_string());
-  for (const auto& ep : server.bound_endpoints()) {
+  auto* server = new authrpc::Server(std::move(o));  // serves until the child ends
+  add_bench_service(*server);
+  if (Status s = server->start(); !s.ok()) fail_child(report_fd, s.to_string());
+  for (const auto& ep : server->bound_endpoints()) {
     const char* scheme = ep.scheme == Endpoint::Scheme::kTcp    ? "tcp"
                          : ep.scheme == Endpoint::Scheme::kUnix ? "unix"
                                                                 : "tls";
-    report += std::string("authrpc/") + scheme + " " + ep.to_string() + "\n";
+    report_endpoint(report_fd, std::string("authrpc/") + scheme, ep);
   }
-
-  int port = 0;
-  const int tcp_fd = listen_socket(true, "", &port);
-  if (tcp_fd < 0) fail("floor/tcp listen failed");
-  report += "floor/tcp tcp://127.0.0.1:" + std::to_string(port) + "\n";
-  std::thread(floor_accept_loop, tcp_fd, nullptr, true).detach();
-  const std::string floor_unix = unix_name + "-floor";
-  const int unix_fd = listen_socket(false, floor_unix, &port);
-  if (unix_fd < 0) fail("floor/unix listen failed");
-  report += "floor/unix unix:@" + floor_unix + "\n";
-  std::thread(floor_accept_loop, unix_fd, nullptr, false).detach();
-  if (!certs_dir.empty()) {
-    SSL_CTX* ctx = floor_tls_context(true, certs_dir);
-    if (ctx == nullptr) fail("floor/tls context");
-    const int tls_fd = listen_socket(true, "", &port);
-    if (tls_fd < 0) fail("floor/tls listen failed");
-    report += "floor/tls tcp://127.0.0.1:" + std::to_string(port) + "\n";
-    std::thread(floor_accept_loop, tls_fd, ctx, true).detach();
+  // floor/tcp, floor/unix and with certificates floor/tls.
+  for (const std::string transport : {"tcp", "unix", "tls"}) {
+    SSL_CTX* ctx = nullptr;
+    if (transport == "tls") {
+      if (certs_dir.empty()) break;
+      if ((ctx = floor_tls_context(true, certs_dir)) == nullptr) fail_child(report_fd, "floor/tls context");
+    }
+    const bool tcp = transport != "unix";
+    Endpoint ep = *Endpoint::parse(tcp ? "tcp://127.0.0.1:0" : "unix:@" + unix_name + "-floor");
+    const int fd = listen_socket(ep);
+    if (fd < 0) fail_child(report_fd, "floor/" + transport + " listen failed");
+    report_endpoint(report_fd, "floor/" + transport, ep);
+    std::thread(floor_accept_loop, fd, ctx, tcp).detach();
   }
-  report += "ready\n";
-  (void)::write(report_fd, report.data(), report.size());
-  ::close(report_fd);
-  int sig = 0;
-  sigwait(&stop_set, &sig);
-  ::_exit(0);  // no orderly teardown: connections may be mid-stream
-}
-
-// The server child: its report's "NAME URI" lines, by name.
-std::map<std::string, Endpoint> endpoints_of(const std::string& report) {
-  std::map<std::string, Endpoint> endpoints;
-  std::size_t pos = 0;
-  while (pos < report.size()) {
-    const auto end = report.find('\n', pos);
-    const std::string line = report.substr(pos, end - pos);
-    pos = end == std::string::npos ? report.size() : end + 1;
-    const auto space = line.find(' ');
-    if (space == std::string::npos) continue;
-    auto ep = Endpoint::parse(line.substr(space + 1));
-    if (ep.ok()) endpoints[line.substr(0, space)] = *ep;
-  }
-  return endpoints;
 }
 
 // ---------------------------------------------------------------------------
@@ -1035,12 +990,12 @@ int run_throughput(int argc, char** argv) {
   // When the run began (the load average then, before this run adds to it).
   const nlohmann::ordered_json machine = machine_info();
   // Forks: no thread may exist in this process yet.
-  auto child = ReportingChild::fork([&certs_dir](int report_fd) { run_child(report_fd, certs_dir); });
+  auto child = ServerChild::fork([&certs_dir](int report_fd) { run_child(report_fd, certs_dir); });
   if (!child.ok()) {
     std::fprintf(stderr, "minibench throughput: %s\n", child.status().to_string().c_str());
     return 1;
   }
-  const std::map<std::string, Endpoint> endpoints = endpoints_of((*child)->report());
+  const std::map<std::string, Endpoint>& endpoints = (*child)->endpoints();
   SSL_CTX* floor_tls = certs ? floor_tls_context(false, certs_dir) : nullptr;
   struct FreeCtx {
     SSL_CTX* ctx;
