@@ -218,38 +218,26 @@ bool attach_tls(SSL* ssl, int fd) {
 
 bool flush_tls(Conn& c) { return c.ssl == nullptr || BIO_flush(SSL_get_wbio(c.ssl)) == 1; }
 
-bool read_full(Conn& c, char* out, std::size_t n) {
-  std::size_t got = 0;
-  while (got < n) {
+// Reads (or with `write`, writes) all `n` bytes at `data`.
+bool transfer_full(Conn& c, char* data, std::size_t n, bool write) {
+  for (std::size_t done = 0; done < n;) {
+    const std::size_t left = n - done;
+    ssize_t r;
     if (c.ssl != nullptr) {
-      const int r = SSL_read(c.ssl, out + got, static_cast<int>(std::min<std::size_t>(n - got, 1 << 30)));
-      if (r <= 0) return false;
-      got += static_cast<std::size_t>(r);
+      const int chunk = static_cast<int>(std::min<std::size_t>(left, 1 << 30));
+      r = write ? SSL_write(c.ssl, data + done, chunk) : SSL_read(c.ssl, data + done, chunk);
     } else {
-      const ssize_t r = ::recv(c.fd, out + got, n - got, 0);
+      r = write ? ::send(c.fd, data + done, left, MSG_NOSIGNAL) : ::recv(c.fd, data + done, left, 0);
       if (r < 0 && errno == EINTR) continue;
-      if (r <= 0) return false;
-      got += static_cast<std::size_t>(r);
     }
+    if (r <= 0) return false;
+    done += static_cast<std::size_t>(r);
   }
   return true;
 }
-
+bool read_full(Conn& c, char* out, std::size_t n) { return transfer_full(c, out, n, false); }
 bool write_full(Conn& c, const char* data, std::size_t n) {
-  std::size_t put = 0;
-  while (put < n) {
-    if (c.ssl != nullptr) {
-      const int r = SSL_write(c.ssl, data + put, static_cast<int>(std::min<std::size_t>(n - put, 1 << 30)));
-      if (r <= 0) return false;
-      put += static_cast<std::size_t>(r);
-    } else {
-      const ssize_t r = ::send(c.fd, data + put, n - put, MSG_NOSIGNAL);
-      if (r < 0 && errno == EINTR) continue;
-      if (r <= 0) return false;
-      put += static_cast<std::size_t>(r);
-    }
-  }
-  return true;
+  return transfer_full(c, const_cast<char*>(data), n, true);
 }
 
 // Sends `count` bytes as batch-sized writes of `bytes` (at least `batch`
