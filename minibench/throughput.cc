@@ -530,6 +530,19 @@ double us_since(Clock::time_point t) {
   return std::chrono::duration<double, std::micro>(Clock::now() - t).count();
 }
 
+// A row's run: `bytes` moved by the streams of `latencies` (per batch, µs).
+RunResult gathered(Clock::duration elapsed, const std::vector<std::vector<double>>& latencies,
+                   std::uint64_t bytes) {
+  RunResult r;
+  r.elapsed = elapsed;
+  r.bytes = bytes;
+  for (const auto& l : latencies) {
+    r.batches += l.size();
+    r.latencies_us.insert(r.latencies_us.end(), l.begin(), l.end());
+  }
+  return r;
+}
+
 // One floor stream: connect, ask, move `total` bytes in batches.
 Status floor_stream(const Endpoint& ep, SSL_CTX* tls, bool put, std::uint64_t total,
                     std::size_t batch, std::vector<double>& latencies) {
@@ -587,15 +600,11 @@ Result<RunResult> run_floor(const Endpoint& ep, SSL_CTX* tls, const Args& args) 
     });
   }
   for (auto& t : threads) t.join();
-  RunResult r;
-  r.elapsed = Clock::now() - start;
-  for (std::size_t i = 0; i < args.streams; ++i) {
-    if (!results[i].ok()) return results[i];
-    r.batches += latencies[i].size();
-    r.latencies_us.insert(r.latencies_us.end(), latencies[i].begin(), latencies[i].end());
+  const auto elapsed = Clock::now() - start;
+  for (const Status& s : results) {
+    if (!s.ok()) return s;
   }
-  r.bytes = per_stream * args.streams;
-  return r;
+  return gathered(elapsed, latencies, per_stream * args.streams);
 }
 
 // One authrpc stream on its own connection.
@@ -674,19 +683,13 @@ Result<RunResult> run_authrpc(authrpc::ClientRuntime& runtime, const Endpoint& e
                                   authrpc_stream(*clients[i], args, per_stream, latencies[i]),
                                   asio::use_future));
   }
-  RunResult r;
   Status failure;
   for (auto& f : done) {
     Status s = f.get();
     if (!s.ok() && failure.ok()) failure = std::move(s);
   }
-  r.elapsed = Clock::now() - start;
+  RunResult r = gathered(Clock::now() - start, latencies, per_stream * args.streams);
   if (!failure.ok()) return failure;
-  for (const auto& l : latencies) {
-    r.batches += l.size();
-    r.latencies_us.insert(r.latencies_us.end(), l.begin(), l.end());
-  }
-  r.bytes = per_stream * args.streams;
   if (tls) {
     if (auto info = clients.front()->tls_info()) r.note = info->version + " " + info->cipher;
   }
@@ -778,26 +781,24 @@ const RowStats* find_row(const std::vector<RowStats>& rows, const std::string& n
   return nullptr;
 }
 
+double mb_per_s(const RunResult& r) { return r.mb_per_s(); }
+
+// `row`'s value over `against`'s: their median runs' (nullopt when
+// against's is 0) and run by run.
+void ratios(const RowStats& row, const RowStats& against, double (*value)(const RunResult&),
+            std::optional<double>& median, std::vector<double>& per_run) {
+  if (const double theirs = value(against.median_run()); theirs > 0) median = value(row.median_run()) / theirs;
+  for (std::size_t i = 0; i < std::min(row.runs.size(), against.runs.size()); ++i) {
+    if (const double theirs = value(against.runs[i]); theirs > 0) per_run.push_back(value(row.runs[i]) / theirs);
+  }
+}
+
 Evaluated evaluate(const Target& t, const std::vector<RowStats>& rows) {
   Evaluated e{t, std::nullopt, {}};
   const RowStats* row = find_row(rows, t.row);
   const RowStats* against = find_row(rows, t.against);
   if (row == nullptr || against == nullptr || against->median_mb_per_s() <= 0) return e;
-  if (t.latency) {
-    const double theirs = p50_us(against->median_run());
-    if (theirs > 0) e.ratio = p50_us(row->median_run()) / theirs;
-    for (std::size_t i = 0; i < std::min(row->runs.size(), against->runs.size()); ++i) {
-      const double p = p50_us(against->runs[i]);
-      if (p > 0) e.run_ratios.push_back(p50_us(row->runs[i]) / p);
-    }
-    return e;
-  }
-  e.ratio = row->median_mb_per_s() / against->median_mb_per_s();
-  for (std::size_t i = 0; i < std::min(row->runs.size(), against->runs.size()); ++i) {
-    if (against->runs[i].mb_per_s() > 0) {
-      e.run_ratios.push_back(row->runs[i].mb_per_s() / against->runs[i].mb_per_s());
-    }
-  }
+  ratios(*row, *against, t.latency ? p50_us : mb_per_s, e.ratio, e.run_ratios);
   return e;
 }
 
@@ -816,12 +817,10 @@ std::optional<FloorAdvantage> floor_advantage(const RowStats& row,
   if (row.floor || row.runs.empty() || row.transport == "shm") return std::nullopt;
   const RowStats* floor = find_row(rows, "floor-stream/" + row.transport);
   if (floor == nullptr || floor->median_mb_per_s() <= 0) return std::nullopt;
-  FloorAdvantage a{floor->name, row.median_mb_per_s() / floor->median_mb_per_s(), {}};
-  for (std::size_t i = 0; i < std::min(row.runs.size(), floor->runs.size()); ++i) {
-    if (floor->runs[i].mb_per_s() > 0) {
-      a.per_run.push_back(row.runs[i].mb_per_s() / floor->runs[i].mb_per_s());
-    }
-  }
+  std::optional<double> advantage;
+  FloorAdvantage a{floor->name, 0, {}};
+  ratios(row, *floor, mb_per_s, advantage, a.per_run);
+  a.advantage = *advantage;
   return a;
 }
 
