@@ -658,9 +658,7 @@ Result<RunResult> run_authrpc(authrpc::ClientRuntime& runtime, const Endpoint& e
   std::vector<std::unique_ptr<authrpc::Client>> clients;
   std::shared_ptr<authrpc::security::TlsClientContext> tls;
   if (ep.scheme == Endpoint::Scheme::kTls) {
-    authrpc::security::TlsClientOptions t;
-    t.ca_file = certs_dir + "/ca.pem";
-    auto context = authrpc::security::TlsClientContext::create(t);
+    auto context = tls_client_context(certs_dir + "/ca.pem", true);
     if (!context.ok()) return context.status();
     tls = std::move(*context);
   }
