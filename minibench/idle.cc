@@ -738,10 +738,7 @@ Status write_json(const IdleRun& run, const nlohmann::ordered_json& json_rows, c
       {"target_lines", target_lines},
       {"not_measured", not_measured.empty() ? nlohmann::ordered_json(nullptr) : nlohmann::ordered_json(not_measured)},
       {"run", info}};
-  std::ofstream file(args.json);
-  file << out.dump(2) << "\n";
-  if (!file) return Status(Errc::kInternal, "cannot write " + args.json);
-  return {};
+  return write_file(args.json, out.dump(2) + "\n");
 }
 
 // The report: rows, memory, what was held, targets; --json. The exit status.

@@ -1,12 +1,12 @@
 #include "minibench/plot.h"
 
 #include <algorithm>
-#include <cerrno>
 #include <cmath>
 #include <cstdio>
-#include <fstream>
 #include <map>
 #include <mutex>
+
+#include "minibench/run_info.h"
 
 namespace minibench {
 namespace {
@@ -383,13 +383,7 @@ std::string plot_svg(const Report& report, const std::string& title) {
 }
 
 authrpc::Status write_plot(const std::string& path, const Report& report, const std::string& title) {
-  std::ofstream file(path, std::ios::trunc);
-  file << plot_svg(report, title);
-  file.close();
-  if (!file) {
-    return authrpc::Status(std::error_code(errno, std::generic_category()), "write " + path);
-  }
-  return {};
+  return write_file(path, plot_svg(report, title));
 }
 
 }  // namespace minibench

@@ -21,7 +21,6 @@
 #include <csignal>
 #include <cstdio>
 #include <cstring>
-#include <fstream>
 #include <future>
 #include <map>
 #include <memory>
@@ -886,11 +885,7 @@ Status write_json(const std::string& path, const std::vector<RowStats>& rows,
   doc["rows"] = std::move(out_rows);
   doc["targets"] = std::move(out_targets);
   doc["run"] = std::move(run);
-  std::ofstream file(path, std::ios::trunc);
-  file << doc.dump(2) << "\n";
-  file.close();
-  if (!file) return Status(std::error_code(errno, std::generic_category()), "write " + path);
-  return {};
+  return write_file(path, doc.dump(2) + "\n");
 }
 
 // The targets, each with its ratio and verdict, then the same comparisons by
