@@ -74,14 +74,6 @@ void progress(const BenchPlan& plan, const std::string& message) {
   if (plan.progress) std::fprintf(stderr, "[minibench] %s\n", message.c_str());
 }
 
-asio::awaitable<authrpc::Status> run_interleaved(const BenchPlan& plan, const std::string& label,
-                                                 Measured row, std::optional<Measured> floor) {
-  std::vector<Measured> group;
-  if (floor) group.push_back(std::move(*floor));
-  group.push_back(std::move(row));
-  co_return co_await run_group(plan, label, std::move(group), floor.has_value());
-}
-
 asio::awaitable<authrpc::Status> run_group(const BenchPlan& plan, const std::string& label,
                                            std::vector<Measured> group, bool has_floor) {
   const std::size_t size = group.size();
