@@ -20,7 +20,9 @@
 #include "authrpc/client/client.h"
 #include "authrpc/security/tls_context.h"
 #include "minibench/echo_floor.h"
+#include "minibench/rotation.h"
 #include "minibench/schedule.h"
+#include "minibench/tls_sessions.h"
 
 namespace minibench {
 namespace {
@@ -135,6 +137,30 @@ void on_each_thread(ClientThreads& threads, const std::function<void(std::size_t
   done.wait();
 }
 
+// Opens one connection per thread into `conns`: on thread i,
+// co_await connect(executor i).
+template <typename Conn, typename Connect>
+Status open_each(ClientThreads& threads, std::vector<std::unique_ptr<Conn>>& conns, Connect connect) {
+  conns.resize(threads.size());
+  auto opened = threads.run(1, [&](std::size_t i, std::size_t) -> asio::awaitable<Status> {
+    auto made = co_await connect(threads.executor(i));
+    if (!made.ok()) co_return made.status();
+    conns[i] = std::move(*made);
+    co_return Status();
+  });
+  return opened.ok() ? Status() : opened.status();
+}
+
+// Closes the connections of open_each() on their threads.
+template <typename Conn>
+void close_each(ClientThreads& threads, std::vector<std::unique_ptr<Conn>>& conns) {
+  if (conns.empty()) return;
+  on_each_thread(threads, [&conns](std::size_t i) { conns[i].reset(); });
+  // A turn more for the closes to finish on each thread.
+  on_each_thread(threads, [](std::size_t) {});
+  conns.clear();
+}
+
 // One of D coroutines on a connection: sys.echo calls back to back until
 // `until`, each timed from before the call to its reply (the clock read
 // that ends one call starts the next). On the CycleClock (one rdtsc where
@@ -165,14 +191,8 @@ class AuthrpcSide final : public LoadSide {
   const std::string& name() const override { return name_; }
 
   Status open(ClientThreads& threads) override {
-    clients_.resize(threads.size());
-    auto opened = threads.run(1, [&](std::size_t i, std::size_t) -> asio::awaitable<Status> {
-      auto client = co_await Client::async_connect(threads.executor(i), options_);
-      if (!client.ok()) co_return client.status();
-      clients_[i] = std::move(*client);
-      co_return Status();
-    });
-    return opened.ok() ? Status() : opened.status();
+    return open_each(threads, clients_,
+                     [this](asio::any_io_executor ex) { return Client::async_connect(ex, options_); });
   }
 
   Result<Clock::duration> block(ClientThreads& threads, Clock::time_point start,
@@ -183,13 +203,7 @@ class AuthrpcSide final : public LoadSide {
         [&](std::size_t i, std::size_t) { return echo_calls(*clients_[i], until, us[i]); }, start);
   }
 
-  void close(ClientThreads& threads) override {
-    if (clients_.empty()) return;
-    on_each_thread(threads, [this](std::size_t i) { clients_[i].reset(); });
-    // A turn more for the closes to finish on each thread.
-    on_each_thread(threads, [](std::size_t) {});
-    clients_.clear();
-  }
+  void close(ClientThreads& threads) override { close_each(threads, clients_); }
 
  private:
   std::string name_;
@@ -208,14 +222,9 @@ class FloorSide final : public LoadSide {
   const std::string& name() const override { return name_; }
 
   Status open(ClientThreads& threads) override {
-    loads_.resize(threads.size());
-    auto opened = threads.run(1, [&](std::size_t i, std::size_t) -> asio::awaitable<Status> {
-      auto load = co_await EchoLoad::connect(threads.executor(i), endpoint_, tls_);
-      if (!load.ok()) co_return load.status();
-      loads_[i] = std::move(*load);
-      co_return Status();
+    return open_each(threads, loads_, [this](asio::any_io_executor ex) {
+      return EchoLoad::connect(ex, endpoint_, tls_);
     });
-    return opened.ok() ? Status() : opened.status();
   }
 
   Result<Clock::duration> block(ClientThreads& threads, Clock::time_point start,
@@ -226,11 +235,7 @@ class FloorSide final : public LoadSide {
         start);
   }
 
-  void close(ClientThreads& threads) override {
-    if (loads_.empty()) return;
-    on_each_thread(threads, [this](std::size_t i) { loads_[i].reset(); });
-    loads_.clear();
-  }
+  void close(ClientThreads& threads) override { close_each(threads, loads_); }
 
  private:
   std::string name_;
@@ -287,17 +292,13 @@ Status run_sides(const BenchPlan& plan, const std::string& label,
     s = sides[i]->open(threads);
     if (!s.ok()) s.message = sides[i]->name() + ": " + s.message;
   }
-  const std::size_t size = sides.size();
-  for (std::size_t i = 1; s.ok() && i <= size; ++i) {
-    s = run_block(threads, *sides[i % size], length, nullptr);
-  }
-  for (std::size_t b = 0; s.ok() && b < blocks; ++b) {
-    for (std::size_t i = 0; s.ok() && i < size; ++i) {
-      const std::size_t k = (b + i) % size;
-      s = run_block(threads, *sides[k], length, &results[k]);
-    }
-    if (s.ok()) {
-      progress(plan, label + ": block " + std::to_string(b + 1) + "/" + std::to_string(blocks));
+  const std::size_t sizes[] = {sides.size()};
+  const std::vector<Turn> turns = rotation(sizes, blocks, true);
+  for (std::size_t i = 0; s.ok() && i < turns.size(); ++i) {
+    const Turn& t = turns[i];
+    s = run_block(threads, *sides[t.side], length, t.timed ? &results[t.side] : nullptr);
+    if (s.ok() && t.timed && (i + 1 == turns.size() || turns[i + 1].block != t.block)) {
+      progress(plan, label + ": block " + std::to_string(t.block + 1) + "/" + std::to_string(blocks));
     }
   }
   for (auto* side : sides) side->close(threads);
@@ -338,11 +339,8 @@ Status run_call_load(const BenchPlan& plan, Report& report) {
   }
   std::shared_ptr<authrpc::security::TlsClientContext> tls_context;
   if (plan.tls) {
-    authrpc::security::TlsClientOptions o;
-    o.ca_file = plan.tls->ca_file;
-    o.session_resumption = false;  // connections are opened once per row
-    auto made = authrpc::security::TlsClientContext::create(o);
-    if (!made.ok()) return Status(made.code(), "TLS client: " + made.status().message);
+    auto made = tls_client_context(plan.tls->ca_file, false);  // connections are opened once per row
+    if (!made.ok()) return made.status();
     tls_context = std::move(*made);
     groups.push_back({"tcp", true, plan.tls->authrpc, plan.tls->echo_floor});
   }

@@ -26,9 +26,6 @@ namespace minibench {
 
 inline constexpr double kCallLoadTarget = 0.8;
 
-// Whether `calls` runs under load (concurrency or depth above 1).
-inline bool is_call_load(const BenchPlan& plan) { return plan.concurrency > 1 || plan.depth > 1; }
-
 // "c8d16": the suffix of the rows for plan.concurrency and plan.depth.
 std::string call_load_shape(const BenchPlan& plan);
 

@@ -5,6 +5,7 @@
 #include "authrpc/auth/mechanism_registry.h"
 #include "authrpc/client/client.h"
 #include "minibench/floor.h"
+#include "minibench/iterations.h"
 #include "minibench/schedule.h"
 
 namespace minibench {
@@ -13,15 +14,6 @@ namespace {
 using authrpc::Client;
 using authrpc::Result;
 using authrpc::Status;
-
-asio::awaitable<Result<Clock::duration>> echo_call(Client& client) {
-  const auto start = Clock::now();
-  auto reply = co_await client.async_call("sys", "echo", "x");
-  const auto elapsed = Clock::now() - start;
-  if (!reply.ok()) co_return reply.status();
-  if (*reply != "x") co_return Status(authrpc::Errc::kDataLoss, "sys.echo: wrong reply");
-  co_return elapsed;
-}
 
 }  // namespace
 
@@ -68,9 +60,9 @@ asio::awaitable<Status> run_calls(asio::any_io_executor ex, const BenchPlan& pla
       group.push_back({[&]() { return pingpong->round_trip(); }, &floor_samples});
     }
     const bool has_floor = !group.empty();
-    group.push_back({[&]() { return echo_call(**client); }, &samples, {}, name});
+    group.push_back({[&]() { return timed_echo(**client); }, &samples, {}, name});
     if (off_client) {
-      group.push_back({[&]() { return echo_call(*off_client); }, &off_samples, {},
+      group.push_back({[&]() { return timed_echo(*off_client); }, &off_samples, {},
                        metrics_off_row(name)});
     }
     if (Status s = co_await run_group(plan, "calls " + target.transport, std::move(group),

@@ -46,31 +46,11 @@ std::size_t try_io(Socket& socket, Call call, char* data, std::size_t n, std::er
 }
 
 template <typename Protocol>
-class EchoServer final : public FloorServer {
+class EchoServer final : public net::AcceptLoop<Protocol, EchoServer<Protocol>, FloorServer> {
  public:
   EchoServer(typename Protocol::acceptor acceptor, Endpoint bound)
-      : acceptor_(std::move(acceptor)), bound_(std::move(bound)) {
-    asio::co_spawn(acceptor_.get_executor(), accept_loop(), asio::detached);
-  }
-  ~EchoServer() override { close(); }
-
-  Endpoint endpoint() const override { return bound_; }
-
-  void close() noexcept override {
-    std::error_code ignored;
-    if (acceptor_.is_open()) acceptor_.close(ignored);
-  }
-
- private:
-  asio::awaitable<void> accept_loop() {
-    for (;;) {
-      std::error_code ec;
-      auto socket = co_await acceptor_.async_accept(redirect_error(use_awaitable, ec));
-      if (ec == asio::error::operation_aborted || !acceptor_.is_open()) co_return;
-      if (ec) continue;
-      set_no_delay(socket);
-      asio::co_spawn(acceptor_.get_executor(), echo(std::move(socket)), asio::detached);
-    }
+      : net::AcceptLoop<Protocol, EchoServer<Protocol>, FloorServer>(std::move(acceptor), std::move(bound)) {
+    this->start();
   }
 
   // As authrpc's server connection (rpc/socket_transport.cc): a read tries
@@ -78,7 +58,7 @@ class EchoServer final : public FloorServer {
   // already — and waits through the event loop only if nothing is there; a
   // reply goes out with one send() and, unless the socket is full, no trip
   // through the event loop.
-  static asio::awaitable<void> echo(typename Protocol::socket socket) {
+  static asio::awaitable<void> serve(typename Protocol::socket socket) {
     std::array<char, 4096> buffer;
     std::error_code ec;
     socket.native_non_blocking(true, ec);
@@ -99,9 +79,6 @@ class EchoServer final : public FloorServer {
     std::error_code ignored;
     socket.close(ignored);
   }
-
-  typename Protocol::acceptor acceptor_;
-  Endpoint bound_;
 };
 
 template <typename Protocol>

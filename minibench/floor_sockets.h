@@ -6,6 +6,8 @@
 #pragma once
 
 #include <asio/any_io_executor.hpp>
+#include <asio/co_spawn.hpp>
+#include <asio/detached.hpp>
 #include <asio/ip/tcp.hpp>
 #include <asio/local/stream_protocol.hpp>
 #include <asio/redirect_error.hpp>
@@ -89,6 +91,43 @@ authrpc::Result<typename Protocol::acceptor> listen(const asio::any_io_executor&
   if constexpr (kIsTcp<Protocol>) bound.port = acceptor.local_endpoint().port();
   return acceptor;
 }
+
+// The accept loop every floor server shares: `Derived::serve(socket)`, a
+// coroutine, runs each accepted connection (TCP_NODELAY set, as authrpc
+// sets it). Derived calls start() once its own members are ready; Base is
+// the servers' interface (FloorServer).
+template <typename Protocol, typename Derived, typename Base>
+class AcceptLoop : public Base {
+ public:
+  AcceptLoop(typename Protocol::acceptor acceptor, authrpc::Endpoint bound)
+      : acceptor_(std::move(acceptor)), bound_(std::move(bound)) {}
+  ~AcceptLoop() override { close(); }
+
+  authrpc::Endpoint endpoint() const override { return bound_; }
+
+  void close() noexcept override {
+    std::error_code ignored;
+    if (acceptor_.is_open()) acceptor_.close(ignored);
+  }
+
+ protected:
+  void start() { asio::co_spawn(acceptor_.get_executor(), accept_loop(), asio::detached); }
+
+ private:
+  asio::awaitable<void> accept_loop() {
+    for (;;) {
+      std::error_code ec;
+      auto socket = co_await acceptor_.async_accept(asio::redirect_error(asio::use_awaitable, ec));
+      if (ec == asio::error::operation_aborted || !acceptor_.is_open()) co_return;
+      if (ec) continue;
+      set_no_delay(socket);
+      asio::co_spawn(acceptor_.get_executor(), static_cast<Derived*>(this)->serve(std::move(socket)), asio::detached);
+    }
+  }
+
+  typename Protocol::acceptor acceptor_;
+  authrpc::Endpoint bound_;
+};
 
 // Starts a `Server<Protocol>` (constructed from the acceptor, the bound
 // endpoint and `args`) for `endpoint`'s kind of socket.

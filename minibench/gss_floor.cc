@@ -115,39 +115,21 @@ void report_refusal(const std::string& why) {
 }
 
 template <typename Protocol>
-class GssListener final : public FloorServer {
+class GssListener final : public net::AcceptLoop<Protocol, GssListener<Protocol>, FloorServer> {
  public:
   GssListener(typename Protocol::acceptor acceptor, Endpoint bound,
               std::shared_ptr<const KerberosCredentials> credentials)
-      : acceptor_(std::move(acceptor)), bound_(std::move(bound)),
+      : net::AcceptLoop<Protocol, GssListener<Protocol>, FloorServer>(std::move(acceptor), std::move(bound)),
         credentials_(std::move(credentials)) {
-    asio::co_spawn(acceptor_.get_executor(), accept_loop(), asio::detached);
+    this->start();
   }
-  ~GssListener() override { close(); }
 
-  Endpoint endpoint() const override { return bound_; }
-
-  void close() noexcept override {
-    std::error_code ignored;
-    if (acceptor_.is_open()) acceptor_.close(ignored);
-  }
+  asio::awaitable<void> serve(typename Protocol::socket socket) { return exchange(std::move(socket), credentials_); }
 
  private:
-  asio::awaitable<void> accept_loop() {
-    for (;;) {
-      std::error_code ec;
-      auto socket = co_await acceptor_.async_accept(redirect_error(use_awaitable, ec));
-      if (ec == asio::error::operation_aborted || !acceptor_.is_open()) co_return;
-      if (ec) continue;
-      set_no_delay(socket);
-      asio::co_spawn(acceptor_.get_executor(), serve(std::move(socket), credentials_),
-                     asio::detached);
-    }
-  }
-
   // AP-REQ in, AP-REP out, then wait for the client to close.
-  static asio::awaitable<void> serve(typename Protocol::socket socket,
-                                     std::shared_ptr<const KerberosCredentials> credentials) {
+  static asio::awaitable<void> exchange(typename Protocol::socket socket,
+                                        std::shared_ptr<const KerberosCredentials> credentials) {
     std::string in;
     auto token = co_await read_token(socket, in);
     if (token.ok()) {
@@ -175,8 +157,6 @@ class GssListener final : public FloorServer {
     socket.close(ignored);
   }
 
-  typename Protocol::acceptor acceptor_;
-  Endpoint bound_;
   std::shared_ptr<const KerberosCredentials> credentials_;
 };
 

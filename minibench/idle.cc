@@ -31,7 +31,11 @@
 #include "authrpc/auth/mechanisms/simple/simple.h"
 #include "authrpc/client/client.h"
 #include "authrpc/client/client_runtime.h"
+#include "authrpc/tools/cli_exit.h"
+#include "authrpc/tools/flag_parser.h"
+#include "minibench/iterations.h"
 #include "minibench/realm.h"
+#include "minibench/rotation.h"
 #include "minibench/run_info.h"
 #include "minibench/server_child.h"
 #include "minibench/stats.h"
@@ -103,6 +107,7 @@ using authrpc::Errc;
 using authrpc::Result;
 using authrpc::Status;
 
+constexpr const char* kSee = "minibench idle --help";
 constexpr double kMemoryTarget = 4.0;    // KiB per connection
 constexpr double kLatencyTarget = 2.0;   // p99 with idle / quiet p99
 constexpr std::size_t kDescriptorReserve = 512;
@@ -125,23 +130,6 @@ struct IdleArgs {
   std::string json;
   bool progress = true;
 };
-
-bool parse_size(const char* text, std::size_t& out) {
-  char* end = nullptr;
-  const unsigned long long v = std::strtoull(text, &end, 10);
-  if (end == text || *end != '\0') return false;
-  out = static_cast<std::size_t>(v);
-  return true;
-}
-
-std::vector<std::string> split(const std::string& list) {
-  std::vector<std::string> out;
-  std::stringstream in(list);
-  for (std::string item; std::getline(in, item, ',');) {
-    if (!item.empty()) out.push_back(item);
-  }
-  return out;
-}
 
 // --- memory ----------------------------------------------------------------
 
@@ -220,22 +208,6 @@ T run_on(asio::io_context& io, asio::awaitable<T> work) {
   return asio::co_spawn(io, std::move(work), asio::use_future).get();
 }
 
-// One fresh session: connect + negotiation + sys.whoami + close, timed to
-// the reply (as minibench sessions' rows).
-asio::awaitable<Result<double>> fresh_session(asio::any_io_executor ex, ClientOptions options) {
-  const auto start = Clock::now();
-  auto client = co_await Client::async_connect(ex, std::move(options));
-  if (!client.ok()) co_return client.status();
-  auto reply = co_await (*client)->async_call("sys", "whoami", "");
-  const auto elapsed = Clock::now() - start;
-  if (!reply.ok()) co_return reply.status();
-  client->reset();
-  // Let the close finish untimed (see sessions.cc).
-  co_await asio::post(ex, asio::use_awaitable);
-  co_await asio::post(ex, asio::use_awaitable);
-  co_return std::chrono::duration<double, std::micro>(elapsed).count();
-}
-
 // A row measured in phases: quiet (no idle connections) and idle.
 struct LatencyRow {
   std::string name;              // "fresh simple/tcp session", "calls/tcp"
@@ -251,38 +223,27 @@ Result<std::vector<double>> measure(asio::io_context& io, const LatencyRow& row,
     std::vector<double> us;
     us.reserve(count);
     for (std::size_t i = 0; i < count; ++i) {
-      if (row.session) {
-        auto t = co_await fresh_session(io.get_executor(), *row.session);
-        if (!t.ok()) co_return Status(t.code(), row.name + ": " + t.status().message);
-        us.push_back(*t);
-      } else {
-        const auto start = Clock::now();
-        auto reply = co_await calls->async_call("sys", "echo", "x");
-        const auto elapsed = Clock::now() - start;
-        if (!reply.ok()) co_return Status(reply.code(), row.name + ": " + reply.status().message);
-        us.push_back(std::chrono::duration<double, std::micro>(elapsed).count());
-      }
+      auto t = row.session ? co_await timed_session(io.get_executor(), *row.session) : co_await timed_echo(*calls);
+      if (!t.ok()) co_return Status(t.code(), row.name + ": " + t.status().message);
+      us.push_back(std::chrono::duration<double, std::micro>(*t).count());
     }
     co_return us;
   }());
 }
 
-// One phase: warm-up, then every row in `blocks` interleaved blocks.
+// One phase: warm-up, then every row in `blocks` blocks whose order rotates
+// (rotation.h).
 Status measure_phase(asio::io_context& io, std::vector<LatencyRow>& rows, Client* calls,
                      const IdleArgs& args, bool idle, const char* label) {
   if (args.progress) std::fprintf(stderr, "minibench idle: measuring (%s)\n", label);
-  for (auto& row : rows) {
-    auto warm = measure(io, row, calls, args.warmup);
-    if (!warm.ok()) return warm.status();
-  }
-  for (std::size_t b = 0; b < args.blocks; ++b) {
-    const std::size_t share = args.n / args.blocks + (b < args.n % args.blocks ? 1 : 0);
-    for (auto& row : rows) {
-      auto us = measure(io, row, calls, share);
-      if (!us.ok()) return us.status();
-      auto& into = idle ? row.idle_us : row.quiet_us;
-      into.insert(into.end(), us->begin(), us->end());
-    }
+  const std::size_t sizes[] = {rows.size()};
+  for (const Turn& t : rotation(sizes, args.blocks, true)) {
+    LatencyRow& row = rows[t.side];
+    auto us = measure(io, row, calls, t.timed ? block_share(args.n, args.blocks, t.block) : args.warmup);
+    if (!us.ok()) return us.status();
+    if (!t.timed) continue;
+    auto& into = idle ? row.idle_us : row.quiet_us;
+    into.insert(into.end(), us->begin(), us->end());
   }
   return Status();
 }
@@ -336,261 +297,224 @@ std::string fmt(const char* format, double v) {
   return text;
 }
 
-}  // namespace
-
-int run_idle(int argc, char** argv) {
-  IdleArgs args;
-  for (int i = 0; i < argc; ++i) {
-    const std::string arg = argv[i];
-    auto size_value = [&](std::size_t& out) { return i + 1 < argc && parse_size(argv[++i], out); };
-    std::size_t v = 0;
-    bool ok = true;
-    if (arg == "--help" || arg == "-h") {
-      std::printf("usage: minibench idle [options]\n%s", kIdleHelp);
-      return 0;
-    } else if (arg == "--connections") {
-      ok = size_value(args.connections) && args.connections > 0;
-    } else if (arg == "--method") {
-      ok = i + 1 < argc;
-      if (ok) args.methods = split(argv[++i]);
-      ok = ok && !args.methods.empty() &&
-           std::all_of(args.methods.begin(), args.methods.end(),
-                       [](const std::string& m) { return m == "simple" || m == "token"; });  // names: idle row label
-      args.methods_given = true;
-    } else if (arg == "--transport") {
-      ok = i + 1 < argc;
-      if (ok) args.transport = argv[++i];
-      ok = ok && (args.transport == "tcp" || args.transport == "unix");
-    } else if (arg == "--addresses") {
-      ok = size_value(args.addresses) && args.addresses >= 1 && args.addresses <= 250;
-    } else if (arg == "--idle-timeout-ms") {
-      ok = size_value(v) && v >= 100;
-      args.idle_timeout = std::chrono::milliseconds(v);
-    } else if (arg == "--keepalive-ms") {
-      ok = size_value(v) && v > 0;
-      args.keepalive = std::chrono::milliseconds(v);
-    } else if (arg == "-n") {
-      ok = size_value(args.n) && args.n > 0;
-    } else if (arg == "--warmup") {
-      ok = size_value(args.warmup);
-    } else if (arg == "--blocks") {
-      ok = size_value(args.blocks) && args.blocks > 0;
-    } else if (arg == "--window") {
-      ok = size_value(args.window) && args.window > 0;
-    } else if (arg == "--server-threads") {
-      ok = size_value(args.server_threads) && args.server_threads > 0;
-    } else if (arg == "--exact") {
-      args.exact = true;
-    } else if (arg == "--json") {
-      ok = i + 1 < argc;
-      if (ok) args.json = argv[++i];
-    } else if (arg == "--quiet") {
-      args.progress = false;
-    } else {
-      ok = false;
-    }
-    if (!ok) {
-      std::fprintf(stderr, "minibench idle: bad option or value: %s\n%s", arg.c_str(), kIdleHelp);
-      return 2;
-    }
-  }
+// Reads argv: nullopt to go on; else the exit status (help printed: 0).
+std::optional<int> parse_idle_args(int argc, char** argv, IdleArgs& args) {
+  using authrpc::cli::count;
+  constexpr std::size_t kAny = SIZE_MAX;
+  const auto ms = [](std::chrono::milliseconds* out, std::size_t min) {
+    return [out, min](std::string_view v) {
+      std::size_t n = 0;
+      if (auto s = count(&n, min, kAny)(v); !s.ok()) return s;
+      *out = std::chrono::milliseconds(n);
+      return Status();
+    };
+  };
+  authrpc::cli::FlagParser parser;
+  parser.value("--connections", count(&args.connections, 1, kAny))
+      .value("--method",
+             [&args](std::string_view v) {
+               args.methods_given = true;
+               if (auto s = authrpc::cli::list(&args.methods)(v); !s.ok()) return s;
+               for (const auto& m : args.methods) {
+                 if (m != "simple" && m != "token") {  // names: idle row label
+                   return Status(authrpc::Errc::kInvalidArgument, "simple, token or both (simple,token)");
+                 }
+               }
+               return Status();
+             })
+      .value("--transport", authrpc::cli::one_of(&args.transport, {"tcp", "unix"}))
+      .value("--addresses", count(&args.addresses, 1, 250))
+      .value("--idle-timeout-ms", ms(&args.idle_timeout, 100))
+      .value("--keepalive-ms",
+             [&args, ms](std::string_view v) {
+               std::chrono::milliseconds k{};
+               if (auto s = ms(&k, 1)(v); !s.ok()) return s;
+               args.keepalive = k;
+               return Status();
+             })
+      .value("-n", count(&args.n, 1, kAny))
+      .value("--warmup", count(&args.warmup, 0, kAny))
+      .value("--blocks", count(&args.blocks, 1, kAny))
+      .value("--window", count(&args.window, 1, kAny))
+      .value("--server-threads", count(&args.server_threads, 1, kAny))
+      .flag("--exact", &args.exact)
+      .value("--json", &args.json)
+      .flag("--quiet", [&args] { args.progress = false; });
+  const std::string help = std::string("usage: minibench idle [options]\n") + kIdleHelp;
+  if (auto code = authrpc::cli::parse_or_exit(parser, argc, argv, help, "minibench", kSee, "idle: ")) return code;
   // A PING can come up to two intervals apart (ClientOptions::keepalive):
   // a quarter leaves half the idle timeout for a loaded machine's delays.
-  const auto keepalive = args.keepalive.value_or(args.idle_timeout / 4);
-  if (keepalive * 2 >= args.idle_timeout) {
-    std::fprintf(stderr, "minibench idle: --keepalive-ms must be below half --idle-timeout-ms\n");
-    return 2;
+  if (args.keepalive.value_or(args.idle_timeout / 4) * 2 >= args.idle_timeout) {
+    return authrpc::cli::report_usage("minibench", "idle: --keepalive-ms must be below half --idle-timeout-ms", kSee);
   }
   args.blocks = std::min(args.blocks, args.n);
-  std::signal(SIGPIPE, SIG_IGN);
-  const nlohmann::ordered_json machine = machine_info();
+  return std::nullopt;
+}
 
-  // Descriptors: one per connection on each side. Raised here, before the
-  // fork, so that the server child has the same limit.
-  rlimit limit{};
-  ::getrlimit(RLIMIT_NOFILE, &limit);
-  const rlim_t soft_before = limit.rlim_cur;
-  if (limit.rlim_cur != limit.rlim_max) {
-    rlimit raised{limit.rlim_max, limit.rlim_max};
-    if (::setrlimit(RLIMIT_NOFILE, &raised) == 0) limit = raised;
-  }
-  const std::size_t hard = limit.rlim_max == RLIM_INFINITY ? static_cast<std::size_t>(-1)
-                                                           : static_cast<std::size_t>(limit.rlim_max);
-  const std::size_t largest = hard > kDescriptorReserve ? hard - kDescriptorReserve : 0;
-  const std::size_t asked = args.connections;
-  std::size_t n = std::min(asked, largest);
-  const std::string limit_note =
-      "RLIMIT_NOFILE: soft " + std::to_string(soft_before) + " raised to the hard limit " +
-      std::to_string(hard) + " in this process and the server child (which inherits it); " +
-      "each side holds one descriptor per connection, so at most " + std::to_string(largest) +
-      " connections (the hard limit less " + std::to_string(kDescriptorReserve) + " in reserve)";
-  std::printf("minibench idle: %s\n", limit_note.c_str());
-  if (n < asked) {
-    if (args.exact || n == 0) {
-      std::fprintf(stderr,
-                   "minibench idle: %zu connections cannot be held here: %s (the hard limit "
-                   "is raised only with privilege, e.g. CAP_SYS_RESOURCE or limits.conf)\n",
-                   asked, limit_note.c_str());
-      return 1;
-    }
-    std::printf("minibench idle: %zu connections asked; measuring the largest N this limit "
-                "allows, %zu (--exact: fail instead)\n",
-                asked, n);
-  }
+// --- the run, in steps ------------------------------------------------------
 
-  // The token method's realm and token directory (before the fork: the
-  // realm sets the Kerberos environment the child inherits).
-  const auto registry = authrpc::MechanismRegistry::with_builtins();
-  const bool want_token =
-      std::find(args.methods.begin(), args.methods.end(), "token") != args.methods.end();  // names: idle row label
+// What run_idle's steps set up, measure and report.
+struct IdleRun {
+  IdleArgs args;
+  std::chrono::milliseconds keepalive{};
+  nlohmann::ordered_json machine;
+  // Descriptors (size_to_descriptors).
+  rlim_t soft_before = 0;
+  std::size_t hard = 0, largest = 0, n = 0;
+  std::string limit_note;
+  // The server and the clients' mechanisms (start_server).
   std::unique_ptr<BenchRealm> realm;
   std::string token_dir;
-  struct RemoveDir {
-    std::string* dir;
-    ~RemoveDir() {
-      std::error_code ignored;
-      if (!dir->empty()) std::filesystem::remove_all(*dir, ignored);
-    }
-  } remove_token_dir{&token_dir};
-  if (want_token) {
-    auto opened = BenchRealm::open(RealmFlags{});
-    if (!opened.ok()) {
-      if (args.methods_given) {
-        std::fprintf(stderr, "minibench idle: token needs a Kerberos realm: %s\n",
-                     opened.status().to_string().c_str());
-        return 1;
-      }
-      std::fprintf(stderr, "minibench idle: the token connections are left out: %s\n",
-                   opened.status().to_string().c_str());
-      std::erase(args.methods, std::string("token"));  // names: idle row label
-    } else {
-      realm = std::move(*opened);
-      const char* tmp = std::getenv("TMPDIR");
-      std::string t = std::string(tmp && *tmp ? tmp : "/tmp") + "/minibench-idle-XXXXXX";
-      if (::mkdtemp(t.data()) == nullptr) {
-        std::fprintf(stderr, "minibench idle: cannot create a token directory\n");
-        return 1;
-      }
-      token_dir = t;
-    }
-  }
-
-  ServerChildOptions options;
-  options.server_threads = args.server_threads;
-  options.idle_timeout = args.idle_timeout;
-  // Room for every idle connection and the measured ones beside them.
-  options.max_connections = n + 64;
-  options.mechanisms.push_back({"simple", nlohmann::json::object(), false});  // names: idle row label
-  const std::string issuer = token_issuer(registry);  // the token is fetched over it
-  if (realm) {
-    options.mechanisms.push_back({"token", nlohmann::json::object(), false});
-    options.mechanisms.push_back({issuer, realm->setup().server_options(), false});
-    options.token_store_dir = token_dir + "/store";
-  }
-  auto spawned = ServerChild::spawn(options);  // forks: no thread exists yet
-  if (!spawned.ok()) {
-    std::fprintf(stderr, "minibench idle: %s\n", spawned.status().to_string().c_str());
-    return 1;
-  }
-  std::unique_ptr<ServerChild> child = std::move(*spawned);
-  const int server_pid = static_cast<int>(child->pid());
-  const Endpoint endpoint = child->endpoints().at("authrpc/" + args.transport);
-
-  // The clients' mechanisms, one instance per method shared by its clients.
+  std::unique_ptr<ServerChild> child;
+  int server_pid = -1;
+  Endpoint endpoint;
   std::map<std::string, std::shared_ptr<authrpc::ClientMechanism>> mechanisms;
-  mechanisms["simple"] = std::make_shared<authrpc::SimpleClientMechanism>("minibench");  // names: idle row label
-  if (realm) {
-    ClientOptions fetch_from;
-    fetch_from.endpoint = child->endpoints().at("authrpc/tcp");
-    auto token = fetch_token(fetch_from, realm->setup().client_options(),
-                             token_dir + "/bench.tokens");
-    if (!token.ok()) {
-      std::fprintf(stderr, "minibench idle: %s\n", token.status().to_string().c_str());
-      return 1;
-    }
-    auto made = registry.make_client("token", *token);  // names: idle row label
-    if (!made.ok()) {
-      std::fprintf(stderr, "minibench idle: token client: %s\n", made.status().to_string().c_str());
-      return 1;
-    }
-    mechanisms["token"] = *made;
+  // What was measured (hold_and_measure).
+  std::vector<LatencyRow> rows;
+  MemoryReading before, with;
+  Result<MemoryReading> after = Status(Errc::kUnavailable, "not read");
+  double open_seconds = 0, held_seconds = 0;
+  std::size_t still_open = 0, answered = 0;
+  Status echo_failure;
+  long server_active = -1;
+
+  IdleRun() = default;
+  IdleRun(const IdleRun&) = delete;
+  IdleRun& operator=(const IdleRun&) = delete;
+  ~IdleRun() {
+    child.reset();  // stopped before its token store goes
+    std::error_code ignored;
+    if (!token_dir.empty()) std::filesystem::remove_all(token_dir, ignored);
   }
-  auto options_for = [&](const std::string& method) {
+
+  ClientOptions options_for(const std::string& method) const {
     ClientOptions o;
     o.endpoint = endpoint;
     o.mechanisms = {mechanisms.at(method)};
     o.connect_timeout = std::chrono::seconds(30);
     return o;
-  };
-
-  // Two client threads: the idle connections' and the measured clients',
-  // so that keepalives are not handled inside a timed session's turns.
-  authrpc::ClientRuntime holder_runtime(1);
-  authrpc::ClientRuntime measuring_runtime(1);
-  asio::io_context& holder = holder_runtime.next_context();
-  asio::io_context& measuring = measuring_runtime.next_context();
-
-  std::vector<LatencyRow> rows;
-  for (const auto& method : args.methods) {
-    ClientOptions o = options_for(method);
-    o.wait_for_authentication = false;  // as minibench sessions' rows
-    rows.push_back({"fresh " + method + "/" + args.transport + " session", std::move(o), {}, {}});
   }
-  rows.push_back({"calls/" + args.transport, std::nullopt, {}, {}});
-  ClientOptions calls_options = options_for("simple");  // names: idle row label
-  calls_options.keepalive = keepalive;  // it waits out the hold too
-  auto calls_client =
-      run_on(measuring, Client::async_connect(measuring.get_executor(), std::move(calls_options)));
-  if (!calls_client.ok()) {
-    std::fprintf(stderr, "minibench idle: calls connection: %s\n",
-                 calls_client.status().to_string().c_str());
-    return 1;
-  }
-  std::unique_ptr<Client> calls = std::move(*calls_client);
+};
 
+// Descriptors: one per connection on each side. Raised here, before the
+// fork, so that the server child has the same limit; N is what it allows.
+Status size_to_descriptors(IdleRun& run) {
+  rlimit limit{};
+  ::getrlimit(RLIMIT_NOFILE, &limit);
+  run.soft_before = limit.rlim_cur;
+  if (limit.rlim_cur != limit.rlim_max) {
+    rlimit raised{limit.rlim_max, limit.rlim_max};
+    if (::setrlimit(RLIMIT_NOFILE, &raised) == 0) limit = raised;
+  }
+  run.hard = limit.rlim_max == RLIM_INFINITY ? static_cast<std::size_t>(-1) : static_cast<std::size_t>(limit.rlim_max);
+  run.largest = run.hard > kDescriptorReserve ? run.hard - kDescriptorReserve : 0;
+  const std::size_t asked = run.args.connections;
+  run.n = std::min(asked, run.largest);
+  run.limit_note = "RLIMIT_NOFILE: soft " + std::to_string(run.soft_before) + " raised to the hard limit " +
+                   std::to_string(run.hard) + " in this process and the server child (which inherits it); " +
+                   "each side holds one descriptor per connection, so at most " + std::to_string(run.largest) +
+                   " connections (the hard limit less " + std::to_string(kDescriptorReserve) + " in reserve)";
+  std::printf("minibench idle: %s\n", run.limit_note.c_str());
+  if (run.n == asked) return {};
+  if (run.args.exact || run.n == 0) {
+    return Status(Errc::kResourceExhausted,
+                  std::to_string(asked) + " connections cannot be held here: " + run.limit_note +
+                      " (the hard limit is raised only with privilege, e.g. CAP_SYS_RESOURCE or limits.conf)");
+  }
+  std::printf("minibench idle: %zu connections asked; measuring the largest N this limit "
+              "allows, %zu (--exact: fail instead)\n",
+              asked, run.n);
+  return {};
+}
+
+// The token method's realm and token directory (before the fork: the realm
+// sets the Kerberos environment the child inherits). Without a realm the
+// token connections are left out, unless --method asked for them.
+Status open_realm(IdleRun& run) {
+  auto& methods = run.args.methods;
+  if (std::find(methods.begin(), methods.end(), "token") == methods.end()) return {};  // names: idle row label
+  auto opened = BenchRealm::open(RealmFlags{});
+  if (!opened.ok() && run.args.methods_given) {
+    return Status(opened.code(), "token needs a Kerberos realm: " + opened.status().to_string());
+  }
+  if (!opened.ok()) {
+    std::fprintf(stderr, "minibench idle: the token connections are left out: %s\n",
+                 opened.status().to_string().c_str());
+    std::erase(methods, std::string("token"));  // names: idle row label
+    return {};
+  }
+  run.realm = std::move(*opened);
+  const char* tmp = std::getenv("TMPDIR");
+  std::string t = std::string(tmp && *tmp ? tmp : "/tmp") + "/minibench-idle-XXXXXX";
+  if (::mkdtemp(t.data()) == nullptr) return Status(Errc::kInternal, "cannot create a token directory");
+  run.token_dir = t;
+  return {};
+}
+
+// Spawns the server child (no thread exists yet) and makes the clients'
+// mechanisms, one instance per method shared by its clients (the token
+// method's token fetched over Kerberos).
+Status start_server(IdleRun& run) {
+  const auto registry = authrpc::MechanismRegistry::with_builtins();
+  ServerChildOptions options;
+  options.server_threads = run.args.server_threads;
+  options.idle_timeout = run.args.idle_timeout;
+  // Room for every idle connection and the measured ones beside them.
+  options.max_connections = run.n + 64;
+  options.mechanisms.push_back({"simple", nlohmann::json::object(), false});  // names: idle row label
+  const std::string issuer = token_issuer(registry);  // the token is fetched over it
+  if (run.realm) {
+    options.mechanisms.push_back({"token", nlohmann::json::object(), false});
+    options.mechanisms.push_back({issuer, run.realm->setup().server_options(), false});
+    options.token_store_dir = run.token_dir + "/store";
+  }
+  auto spawned = ServerChild::spawn(options);
+  if (!spawned.ok()) return spawned.status();
+  run.child = std::move(*spawned);
+  run.server_pid = static_cast<int>(run.child->pid());
+  run.endpoint = run.child->endpoints().at("authrpc/" + run.args.transport);
+  run.mechanisms["simple"] = std::make_shared<authrpc::SimpleClientMechanism>("minibench");  // names: idle row label
+  if (!run.realm) return {};
+  ClientOptions fetch_from;
+  fetch_from.endpoint = run.child->endpoints().at("authrpc/tcp");
+  auto token = fetch_token(fetch_from, run.realm->setup().client_options(), run.token_dir + "/bench.tokens");
+  if (!token.ok()) return token.status();
+  auto made = registry.make_client("token", *token);  // names: idle row label
+  if (!made.ok()) return Status(made.code(), "token client: " + made.status().to_string());
+  run.mechanisms["token"] = *made;
+  return {};
+}
+
+void print_header(const IdleRun& run) {
+  const IdleArgs& args = run.args;
+  std::string methods;
+  for (const auto& x : args.methods) methods += (methods.empty() ? "" : ", ") + x;
+  const std::string from =
+      args.transport == "tcp"
+          ? " from " + std::to_string(args.addresses) + " source address(es) 127.0.0.2-" + "127.0.0." +
+                std::to_string(1 + args.addresses) + ", at most " +
+                std::to_string((run.n + args.addresses - 1) / args.addresses) + " ports each"
+          : "";
   std::printf("minibench idle: N %zu authenticated connections (%s, alternately) over %s%s; "
               "server: child pid %d, %zu IO thread(s), idle timeout %lld ms; clients: keepalive "
               "%lld ms, at most %zu negotiating at once; n %zu per row and phase, warm-up %zu, "
               "%zu blocks; times in µs\n",
-              n, [&] {
-                std::string m;
-                for (const auto& x : args.methods) m += (m.empty() ? "" : ", ") + x;
-                return m;
-              }().c_str(),
-              args.transport.c_str(),
-              args.transport == "tcp"
-                  ? (" from " + std::to_string(args.addresses) + " source address(es) 127.0.0.2-" +
-                     "127.0.0." + std::to_string(1 + args.addresses) + ", at most " +
-                     std::to_string((n + args.addresses - 1) / args.addresses) + " ports each")
-                        .c_str()
-                  : "",
-              server_pid, args.server_threads,
-              static_cast<long long>(args.idle_timeout.count()),
-              static_cast<long long>(keepalive.count()), args.window, args.n, args.warmup,
-              args.blocks);
-
+              run.n, methods.c_str(), args.transport.c_str(), from.c_str(), run.server_pid, args.server_threads,
+              static_cast<long long>(args.idle_timeout.count()), static_cast<long long>(run.keepalive.count()),
+              args.window, args.n, args.warmup, args.blocks);
   std::fflush(stdout);
+}
 
-  // 1. Quiet, before the idle connections; then the memory they start from.
-  Status status = measure_phase(measuring, rows, calls.get(), args, false, "quiet, before");
-  if (!status.ok()) {
-    std::fprintf(stderr, "minibench idle: %s\n", status.to_string().c_str());
-    return 1;
-  }
-  auto before = read_memory(*child);
-  if (!before.ok()) {
-    std::fprintf(stderr, "minibench idle: %s\n", before.status().to_string().c_str());
-    return 1;
-  }
-
-  // 2. Open N, each authenticated, from the source addresses in turn.
-  std::vector<std::unique_ptr<Client>> idle(n);
+// Opens N connections on `holder`, each authenticated, from the source
+// addresses in turn.
+Status open_idle(IdleRun& run, asio::io_context& holder, std::vector<std::unique_ptr<Client>>& idle) {
+  const IdleArgs& args = run.args;
   const auto opening = Clock::now();
-  auto [opened, open_failure] = windowed(
-      holder, n, args.window,
+  auto [opened, failure] = windowed(
+      holder, run.n, args.window,
       [&](std::size_t i) -> asio::awaitable<Status> {
-        ClientOptions o = options_for(args.methods[i % args.methods.size()]);
-        o.keepalive = keepalive;
+        ClientOptions o = run.options_for(args.methods[i % args.methods.size()]);
+        o.keepalive = run.keepalive;
         o.metrics = nullptr;  // held, not measured
         if (args.transport == "tcp") o.local_address = "127.0.0." + std::to_string(2 + i % args.addresses);
         auto client = co_await Client::async_connect(holder.get_executor(), std::move(o));
@@ -599,101 +523,124 @@ int run_idle(int argc, char** argv) {
         co_return Status();
       },
       args.progress, "opened");
-  const double open_seconds = std::chrono::duration<double>(Clock::now() - opening).count();
+  run.open_seconds = std::chrono::duration<double>(Clock::now() - opening).count();
+  if (opened < run.n) {
+    return Status(failure.code, "opened " + std::to_string(opened) + " of " + std::to_string(run.n) +
+                                    " connections: " + failure.to_string());
+  }
+  std::printf("minibench idle: %zu connections opened and authenticated in %.1f s (%.0f/s)\n", run.n,
+              run.open_seconds, static_cast<double>(run.n) / run.open_seconds);
+  std::fflush(stdout);
+  return {};
+}
+
+// Whether the held connections are still open and answering: counts them
+// and asks each for a sys.echo.
+void check_held(IdleRun& run, asio::io_context& holder, const std::vector<std::unique_ptr<Client>>& idle) {
+  for (const auto& c : idle) run.still_open += c && c->connection_status().ok() ? 1 : 0;
+  auto [answered, failure] = windowed(
+      holder, run.n, 256,
+      [&](std::size_t i) -> asio::awaitable<Status> {
+        auto reply = co_await idle[i]->async_call("sys", "echo", "x");
+        co_return reply.ok() ? Status() : reply.status();
+      },
+      false, "");
+  run.answered = answered;
+  run.echo_failure = failure;
+}
+
+// The phases: quiet before; N opened and held idle past the idle timeout on
+// keepalives alone; fresh sessions and calls with them held; closed, quiet
+// again; the server's memory between them. Two client threads: the idle
+// connections' and the measured clients', so that keepalives are not
+// handled inside a timed session's turns.
+Status hold_and_measure(IdleRun& run) {
+  const IdleArgs& args = run.args;
+  authrpc::ClientRuntime holder_runtime(1);
+  authrpc::ClientRuntime measuring_runtime(1);
+  asio::io_context& holder = holder_runtime.next_context();
+  asio::io_context& measuring = measuring_runtime.next_context();
+  for (const auto& method : args.methods) {
+    ClientOptions o = run.options_for(method);
+    o.wait_for_authentication = false;  // as minibench sessions' rows
+    run.rows.push_back({"fresh " + method + "/" + args.transport + " session", std::move(o), {}, {}});
+  }
+  run.rows.push_back({"calls/" + args.transport, std::nullopt, {}, {}});
+  ClientOptions calls_options = run.options_for("simple");  // names: idle row label
+  calls_options.keepalive = run.keepalive;  // it waits out the hold too
+  auto calls = run_on(measuring, Client::async_connect(measuring.get_executor(), std::move(calls_options)));
+  if (!calls.ok()) return Status(calls.code(), "calls connection: " + calls.status().to_string());
+  print_header(run);
+
+  Status status = measure_phase(measuring, run.rows, calls->get(), args, false, "quiet, before");
+  if (!status.ok()) return status;
+  auto before = read_memory(*run.child);
+  if (!before.ok()) return before.status();
+  run.before = *before;
+  std::vector<std::unique_ptr<Client>> idle(run.n);
   auto close_idle = [&] {
     run_on(holder, [&]() -> asio::awaitable<void> {
       idle.clear();
       co_return;
     }());
   };
-  if (opened < n) {
-    std::fprintf(stderr, "minibench idle: opened %zu of %zu connections: %s\n", opened, n,
-                 open_failure.to_string().c_str());
-    close_idle();
-    return 1;
-  }
-  std::printf("minibench idle: %zu connections opened and authenticated in %.1f s (%.0f/s)\n", n,
-              open_seconds, static_cast<double>(n) / open_seconds);
-  std::fflush(stdout);
-
-  // 3. Idle past the idle timeout on keepalives alone, then the memory.
+  status = open_idle(run, holder, idle);
   const auto held_from = Clock::now();
-  const auto hold = args.idle_timeout + keepalive;
-  if (args.progress) {
-    std::fprintf(stderr, "minibench idle: holding them idle for %lld ms\n",
-                 static_cast<long long>(hold.count()));
+  const auto hold = args.idle_timeout + run.keepalive;
+  if (status.ok() && args.progress) {
+    std::fprintf(stderr, "minibench idle: holding them idle for %lld ms\n", static_cast<long long>(hold.count()));
   }
-  std::this_thread::sleep_for(hold);
-  auto with = read_memory(*child);
+  if (status.ok()) std::this_thread::sleep_for(hold);
+  auto with = status.ok() ? read_memory(*run.child) : Result<MemoryReading>(status);
   if (!with.ok()) {
-    std::fprintf(stderr, "minibench idle: %s\n", with.status().to_string().c_str());
     close_idle();
-    return 1;
+    return with.status();
   }
-
-  // 4. Fresh sessions and calls with them held.
-  status = measure_phase(measuring, rows, calls.get(), args, true, "with N idle");
-
-  // 5. Still open, still answering?
-  std::size_t still_open = 0;
-  for (const auto& c : idle) still_open += c && c->connection_status().ok() ? 1 : 0;
-  auto [answered, echo_failure] = windowed(
-      holder, n, 256,
-      [&](std::size_t i) -> asio::awaitable<Status> {
-        auto reply = co_await idle[i]->async_call("sys", "echo", "x");
-        co_return reply.ok() ? Status() : reply.status();
-      },
-      false, "");
-  const double held_seconds = std::chrono::duration<double>(Clock::now() - held_from).count();
-  auto server_during = read_memory(*child);
-  const long server_active = server_during.ok() ? server_during->server_connections : -1;
-
-  // 6. Close them; quiet again.
+  run.with = *with;
+  status = measure_phase(measuring, run.rows, calls->get(), args, true, "with N idle");
+  check_held(run, holder, idle);
+  run.held_seconds = std::chrono::duration<double>(Clock::now() - held_from).count();
+  auto server_during = read_memory(*run.child);
+  run.server_active = server_during.ok() ? server_during->server_connections : -1;
   close_idle();
   if (status.ok()) {
     // The server sees the closes on its next turns.
     for (int i = 0; i < 100; ++i) {
-      auto now = read_memory(*child);
-      if (now.ok() && now->server_connections <= before->server_connections + 1) break;
+      auto now = read_memory(*run.child);
+      if (now.ok() && now->server_connections <= run.before.server_connections + 1) break;
       std::this_thread::sleep_for(std::chrono::milliseconds(50));
     }
-    status = measure_phase(measuring, rows, calls.get(), args, false, "quiet, after");
+    status = measure_phase(measuring, run.rows, calls->get(), args, false, "quiet, after");
   }
-  auto after = read_memory(*child);
-  calls.reset();
-  child->stop();
-  if (!status.ok()) {
-    std::fprintf(stderr, "minibench idle: %s\n", status.to_string().c_str());
-    return 1;
-  }
+  run.after = read_memory(*run.child);
+  calls->reset();
+  run.child->stop();
+  return status;
+}
 
-  // Report.
-  const double N = static_cast<double>(n);
-  std::printf("\n%-28s %-6s %6s %9s %9s %9s %9s\n", "row", "phase", "n", "p50", "p99", "max",
-              "p99 idle/quiet");
+// The rows' table on stdout; their JSON, and their targets (lines and JSON).
+nlohmann::ordered_json print_rows(const IdleRun& run, nlohmann::ordered_json& targets,
+                                  std::vector<std::string>& target_lines) {
+  std::printf("\n%-28s %-6s %6s %9s %9s %9s %9s\n", "row", "phase", "n", "p50", "p99", "max", "p99 idle/quiet");
   nlohmann::ordered_json json_rows = nlohmann::ordered_json::array();
-  nlohmann::ordered_json targets = nlohmann::ordered_json::array();
-  std::vector<std::string> target_lines;
-  const std::string prefix = "idle N=" + std::to_string(n) + ": ";
-  for (const auto& row : rows) {
+  const std::string prefix = "idle N=" + std::to_string(run.n) + ": ";
+  for (const auto& row : run.rows) {
     const Percentiles q = percentiles(row.quiet_us), w = percentiles(row.idle_us);
     const double ratio = q.p99 > 0 ? w.p99 / q.p99 : 0;
-    std::printf("%-28s %-6s %6zu %9.1f %9.1f %9.1f\n", row.name.c_str(), "quiet", q.n, q.p50,
-                q.p99, q.max);
-    std::printf("%-28s %-6s %6zu %9.1f %9.1f %9.1f %9.2f\n", row.name.c_str(), "idle", w.n, w.p50,
-                w.p99, w.max, ratio);
+    std::printf("%-28s %-6s %6zu %9.1f %9.1f %9.1f\n", row.name.c_str(), "quiet", q.n, q.p50, q.p99, q.max);
+    std::printf("%-28s %-6s %6zu %9.1f %9.1f %9.1f %9.2f\n", row.name.c_str(), "idle", w.n, w.p50, w.p99, w.max,
+                ratio);
     json_rows.push_back({{"name", row.name},
                          {"quiet", {{"n", q.n}, {"p50_us", q.p50}, {"p99_us", q.p99}, {"max_us", q.max}}},
                          {"idle", {{"n", w.n}, {"p50_us", w.p50}, {"p99_us", w.p99}, {"max_us", w.max}}},
                          {"p99_ratio", ratio},
                          {"p50_ratio", q.p50 > 0 ? w.p50 / q.p50 : 0}});
-    const bool session = row.session.has_value();
     std::string line = prefix + row.name + " p99 with idle / quiet = " + fmt("%.2f", ratio);
-    if (session) {
+    if (row.session.has_value()) {
       const bool met = ratio <= kLatencyTarget;
       line += " <= " + fmt("%.0f", kLatencyTarget) + (met ? " -> met" : " -> NOT met");
       targets.push_back({{"target", row.name + " p99 with idle / quiet"},
-                         {"n", n},
+                         {"n", run.n},
                          {"value", ratio},
                          {"limit", kLatencyTarget},
                          {"met", met}});
@@ -702,113 +649,151 @@ int run_idle(int argc, char** argv) {
     }
     target_lines.push_back(line);
   }
+  return json_rows;
+}
 
-  auto per = [&](double after_kib, double before_kib) { return (after_kib - before_kib) / N; };
-  const double rss_per = per(with->rss, before->rss);
-  std::printf("\nmemory, KiB (server child pid %d; per connection = (with N - before) / N):\n",
-              server_pid);
-  std::printf("%-34s %12s %12s %12s %14s\n", "", "before", "with N", "after close",
-              "per connection");
+// KiB per held connection: (with N - before) / N.
+double per_connection(const IdleRun& run, double with_kib, double before_kib) {
+  return (with_kib - before_kib) / static_cast<double>(run.n);
+}
+
+// The memory table and what was held, on stdout.
+void print_memory(const IdleRun& run) {
+  const MemoryReading &before = run.before, &with = run.with;
+  const auto& after = run.after;
+  std::printf("\nmemory, KiB (server child pid %d; per connection = (with N - before) / N):\n", run.server_pid);
+  std::printf("%-34s %12s %12s %12s %14s\n", "", "before", "with N", "after close", "per connection");
   auto mem_line = [&](const char* name, double MemoryReading::*field) {
-    std::printf("%-34s %12.0f %12.0f %12s %14.2f\n", name, (*before).*field, (*with).*field,
+    std::printf("%-34s %12.0f %12.0f %12s %14.2f\n", name, before.*field, with.*field,
                 after.ok() ? fmt("%.0f", (*after).*field).c_str() : "-",
-                per((*with).*field, (*before).*field));
+                per_connection(run, with.*field, before.*field));
   };
   mem_line("server RSS", &MemoryReading::rss);
   mem_line("server Pss", &MemoryReading::pss);
   mem_line("server Private (clean + dirty)", &MemoryReading::private_kib);
   mem_line("server malloc heap in use", &MemoryReading::heap);
   mem_line("client (this process) RSS", &MemoryReading::client_rss);
-  if (before->kernel_tcp && with->kernel_tcp) {
-    std::printf("%-34s %12.0f %12.0f %12s %14.2f\n", "kernel TCP buffers (system-wide)",
-                *before->kernel_tcp, *with->kernel_tcp,
-                after.ok() && after->kernel_tcp ? fmt("%.0f", *after->kernel_tcp).c_str() : "-",
-                per(*with->kernel_tcp, *before->kernel_tcp));
+  if (before.kernel_tcp && with.kernel_tcp) {
+    std::printf("%-34s %12.0f %12.0f %12s %14.2f\n", "kernel TCP buffers (system-wide)", *before.kernel_tcp,
+                *with.kernel_tcp, after.ok() && after->kernel_tcp ? fmt("%.0f", *after->kernel_tcp).c_str() : "-",
+                per_connection(run, *with.kernel_tcp, *before.kernel_tcp));
   }
   std::printf("(RSS, Pss and Private count user-space pages only; the kernel's per-socket "
               "structures are in neither column)\n");
-  std::printf("server connections parked when read (waiting with no coroutine): %ld of %ld\n",
-              with->server_parked, with->server_connections);
+  std::printf("server connections parked when read (waiting with no coroutine): %ld of %ld\n", with.server_parked,
+              with.server_connections);
   std::printf("\nheld: %zu of %zu still open after %.1f s (idle timeout %lld ms, keepalive %lld "
               "ms); the server counted %ld open; sys.echo answered on %zu of %zu%s%s\n",
-              still_open, n, held_seconds, static_cast<long long>(args.idle_timeout.count()),
-              static_cast<long long>(keepalive.count()), server_active, answered, n,
-              echo_failure.ok() ? "" : "; first failure: ",
-              echo_failure.ok() ? "" : echo_failure.to_string().c_str());
-  const bool held = still_open == n && answered == n;
+              run.still_open, run.n, run.held_seconds, static_cast<long long>(run.args.idle_timeout.count()),
+              static_cast<long long>(run.keepalive.count()), run.server_active, run.answered, run.n,
+              run.echo_failure.ok() ? "" : "; first failure: ",
+              run.echo_failure.ok() ? "" : run.echo_failure.to_string().c_str());
+}
 
+// The --json file: rows, memory, what was held, targets and the run.
+Status write_json(const IdleRun& run, const nlohmann::ordered_json& json_rows, const nlohmann::ordered_json& targets,
+                  const std::vector<std::string>& target_lines, const std::string& not_measured) {
+  const IdleArgs& args = run.args;
+  nlohmann::ordered_json info = {{"mode", "idle"},
+                                 {"n_asked", args.connections},
+                                 {"n", run.n},
+                                 {"methods", args.methods},
+                                 {"transport", args.transport},
+                                 {"addresses", args.transport == "tcp" ? args.addresses : 0},
+                                 {"idle_timeout_ms", args.idle_timeout.count()},
+                                 {"keepalive_ms", run.keepalive.count()},
+                                 {"per_phase_n", args.n},
+                                 {"warmup", args.warmup},
+                                 {"blocks", args.blocks},
+                                 {"server_threads", args.server_threads},
+                                 {"rlimit_nofile_soft_before", run.soft_before},
+                                 {"rlimit_nofile_hard", run.hard},
+                                 {"largest_n", run.largest}};
+  info.update(run.machine);
+  const MemoryReading &before = run.before, &with = run.with;
+  const auto per = [&run](double w, double b) { return per_connection(run, w, b); };
+  nlohmann::ordered_json memory = {
+      {"before", before.json()},
+      {"with_n", with.json()},
+      {"after_close", run.after.ok() ? run.after->json() : nlohmann::ordered_json(nullptr)},
+      {"per_connection_kib",
+       {{"server_rss", per(with.rss, before.rss)},
+        {"server_pss", per(with.pss, before.pss)},
+        {"server_private", per(with.private_kib, before.private_kib)},
+        {"server_heap_in_use", per(with.heap, before.heap)},
+        {"client_rss", per(with.client_rss, before.client_rss)},
+        {"kernel_tcp_buffers", before.kernel_tcp && with.kernel_tcp
+                                   ? nlohmann::ordered_json(per(*with.kernel_tcp, *before.kernel_tcp))
+                                   : nlohmann::ordered_json(nullptr)}}}};
+  nlohmann::ordered_json out = {
+      {"rows", json_rows},
+      {"memory", memory},
+      {"held",
+       {{"still_open", run.still_open},
+        {"echo_answered", run.answered},
+        {"server_connections_active", run.server_active},
+        {"seconds", run.held_seconds},
+        {"open_seconds", run.open_seconds}}},
+      {"targets", targets},
+      {"target_lines", target_lines},
+      {"not_measured", not_measured.empty() ? nlohmann::ordered_json(nullptr) : nlohmann::ordered_json(not_measured)},
+      {"run", info}};
+  return write_file(args.json, out.dump(2) + "\n");
+}
+
+// The report: rows, memory, what was held, targets; --json. The exit status.
+int report(const IdleRun& run) {
+  nlohmann::ordered_json targets = nlohmann::ordered_json::array();
+  std::vector<std::string> target_lines;
+  const nlohmann::ordered_json json_rows = print_rows(run, targets, target_lines);
+  print_memory(run);
+  const bool held = run.still_open == run.n && run.answered == run.n;
+  const double rss_per = per_connection(run, run.with.rss, run.before.rss);
   const bool memory_met = rss_per <= kMemoryTarget;
-  target_lines.insert(target_lines.begin(),
-                      prefix + "server memory per connection = " + fmt("%.2f", rss_per) +
-                          " KiB <= " + fmt("%.0f", kMemoryTarget) + " KiB" +
-                          (memory_met ? " -> met" : " -> NOT met"));
+  const std::string prefix = "idle N=" + std::to_string(run.n) + ": ";
+  target_lines.insert(target_lines.begin(), prefix + "server memory per connection = " + fmt("%.2f", rss_per) +
+                                                " KiB <= " + fmt("%.0f", kMemoryTarget) + " KiB" +
+                                                (memory_met ? " -> met" : " -> NOT met"));
   targets.insert(targets.begin(), nlohmann::ordered_json{{"target", "server memory per connection (RSS) KiB"},
-                                                         {"n", n},
+                                                         {"n", run.n},
                                                          {"value", rss_per},
                                                          {"limit", kMemoryTarget},
                                                          {"met", memory_met}});
   std::string not_measured;
-  if (n < kTargetN) {
+  if (run.n < kTargetN) {
     not_measured = "idle N=" + std::to_string(kTargetN) + ": not measured: " +
-                   (largest < kTargetN ? "this machine's " + limit_note +
-                                            " (scripts/idle_vm.sh runs it in a QEMU guest)"
-                                      : std::string("run with --connections ") +
-                                            std::to_string(kTargetN));
+                   (run.largest < kTargetN
+                        ? "this machine's " + run.limit_note + " (scripts/idle_vm.sh runs it in a QEMU guest)"
+                        : std::string("run with --connections ") + std::to_string(kTargetN));
     target_lines.push_back(not_measured);
   }
   std::printf("\ntargets:\n");
   for (const auto& line : target_lines) std::printf("%s\n", line.c_str());
   if (!held) std::printf("FAILED: the idle connections were not all held open\n");
-
-  if (!args.json.empty()) {
-    nlohmann::ordered_json run = {{"mode", "idle"},
-                                  {"n_asked", asked},
-                                  {"n", n},
-                                  {"methods", args.methods},
-                                  {"transport", args.transport},
-                                  {"addresses", args.transport == "tcp" ? args.addresses : 0},
-                                  {"idle_timeout_ms", args.idle_timeout.count()},
-                                  {"keepalive_ms", keepalive.count()},
-                                  {"per_phase_n", args.n},
-                                  {"warmup", args.warmup},
-                                  {"blocks", args.blocks},
-                                  {"server_threads", args.server_threads},
-                                  {"rlimit_nofile_soft_before", soft_before},
-                                  {"rlimit_nofile_hard", hard},
-                                  {"largest_n", largest}};
-    run.update(machine);
-    nlohmann::ordered_json memory = {
-        {"before", before->json()},
-        {"with_n", with->json()},
-        {"after_close", after.ok() ? after->json() : nlohmann::ordered_json(nullptr)},
-        {"per_connection_kib",
-         {{"server_rss", rss_per},
-          {"server_pss", per(with->pss, before->pss)},
-          {"server_private", per(with->private_kib, before->private_kib)},
-          {"server_heap_in_use", per(with->heap, before->heap)},
-          {"client_rss", per(with->client_rss, before->client_rss)},
-          {"kernel_tcp_buffers", before->kernel_tcp && with->kernel_tcp
-                                     ? nlohmann::ordered_json(per(*with->kernel_tcp, *before->kernel_tcp))
-                                     : nlohmann::ordered_json(nullptr)}}}};
-    nlohmann::ordered_json out = {
-        {"rows", json_rows},
-        {"memory", memory},
-        {"held", {{"still_open", still_open}, {"echo_answered", answered},
-                  {"server_connections_active", server_active}, {"seconds", held_seconds},
-                  {"open_seconds", open_seconds}}},
-        {"targets", targets},
-        {"target_lines", target_lines},
-        {"not_measured", not_measured.empty() ? nlohmann::ordered_json(nullptr)
-                                              : nlohmann::ordered_json(not_measured)},
-        {"run", run}};
-    std::ofstream file(args.json);
-    file << out.dump(2) << "\n";
-    if (!file) {
-      std::fprintf(stderr, "minibench idle: cannot write %s\n", args.json.c_str());
+  if (!run.args.json.empty()) {
+    if (Status s = write_json(run, json_rows, targets, target_lines, not_measured); !s.ok()) {
+      std::fprintf(stderr, "minibench idle: %s\n", s.message.c_str());
       return 1;
     }
   }
   return held ? 0 : 1;
+}
+
+}  // namespace
+
+int run_idle(int argc, char** argv) {
+  IdleRun run;
+  if (auto code = parse_idle_args(argc, argv, run.args)) return *code;
+  run.keepalive = run.args.keepalive.value_or(run.args.idle_timeout / 4);
+  std::signal(SIGPIPE, SIG_IGN);
+  run.machine = machine_info();
+  for (Status (*step)(IdleRun&) : {size_to_descriptors, open_realm, start_server, hold_and_measure}) {
+    if (Status s = step(run); !s.ok()) {
+      std::fprintf(stderr, "minibench idle: %s\n", s.to_string().c_str());
+      return 1;
+    }
+  }
+  return report(run);
 }
 
 }  // namespace minibench

@@ -1,12 +1,11 @@
 #include "minibench/report.h"
 
 #include <algorithm>
-#include <cerrno>
 #include <cmath>
-#include <fstream>
 #include <nlohmann/json.hpp>
 
 #include "minibench/floor_check.h"
+#include "minibench/run_info.h"
 
 namespace minibench {
 namespace {
@@ -433,13 +432,7 @@ authrpc::Status Report::write_json(const std::string& path) const {
   const Json doc = {{"rows", rows}, {"targets", targets}, {"rate_targets", rate_targets},
                     {"metrics_cost", costs},
                     {"run", run_info_}};
-  std::ofstream file(path, std::ios::trunc);
-  file << doc.dump(2) << "\n";
-  file.close();
-  if (!file) {
-    return authrpc::Status(std::error_code(errno, std::generic_category()), "write " + path);
-  }
-  return {};
+  return write_file(path, doc.dump(2) + "\n");
 }
 
 }  // namespace minibench

@@ -1,5 +1,6 @@
 #include "minibench/schedule.h"
 
+#include "minibench/rotation.h"
 #include <asio/this_coro.hpp>
 #include <cstdio>
 #include <unistd.h>
@@ -8,10 +9,6 @@
 
 namespace minibench {
 namespace {
-
-std::size_t block_size(std::size_t n, std::size_t blocks, std::size_t b) {
-  return n / blocks + (b < n % blocks ? 1 : 0);
-}
 
 asio::awaitable<authrpc::Status> run_block(const BenchPlan& plan, Measured& m, std::size_t count,
                                            bool timed) {
@@ -77,14 +74,6 @@ void progress(const BenchPlan& plan, const std::string& message) {
   if (plan.progress) std::fprintf(stderr, "[minibench] %s\n", message.c_str());
 }
 
-asio::awaitable<authrpc::Status> run_interleaved(const BenchPlan& plan, const std::string& label,
-                                                 Measured row, std::optional<Measured> floor) {
-  std::vector<Measured> group;
-  if (floor) group.push_back(std::move(*floor));
-  group.push_back(std::move(row));
-  co_return co_await run_group(plan, label, std::move(group), floor.has_value());
-}
-
 asio::awaitable<authrpc::Status> run_group(const BenchPlan& plan, const std::string& label,
                                            std::vector<Measured> group, bool has_floor) {
   const std::size_t size = group.size();
@@ -102,18 +91,15 @@ asio::awaitable<authrpc::Status> run_group(const BenchPlan& plan, const std::str
                      (names.empty() ? std::string() : ": " + names));
   GroupProgress bar(plan, label);
   authrpc::Status s;
-  for (std::size_t i = 1; s.ok() && i <= size; ++i) {
-    s = co_await run_block(plan, group[i % size], plan.warmup, false);
-  }
   std::vector<std::size_t> done(size, 0);
-  for (std::size_t b = 0; s.ok() && b < plan.blocks; ++b) {
-    const std::size_t count = block_size(plan.n, plan.blocks, b);
-    for (std::size_t i = 0; s.ok() && i < size; ++i) {
-      const std::size_t k = (b + i) % size;
-      s = co_await run_block(plan, group[k], count, true);
-      done[k] += count;
-      bar.update(group[k], done[k], plan.n, b + 1, plan.blocks);
-    }
+  const std::size_t sizes[] = {size};
+  for (const Turn& t : rotation(sizes, plan.blocks, true)) {
+    const std::size_t count = t.timed ? block_share(plan.n, plan.blocks, t.block) : plan.warmup;
+    s = co_await run_block(plan, group[t.side], count, t.timed);
+    if (!s.ok()) break;
+    if (!t.timed) continue;
+    done[t.side] += count;
+    bar.update(group[t.side], done[t.side], plan.n, t.block + 1, plan.blocks);
   }
   if (!s.ok()) s.message = label + ": " + s.message;
   co_return s;

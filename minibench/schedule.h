@@ -45,15 +45,10 @@ struct Measured {
   std::function<long()> connections = {};
 };
 
-// `label` names the group in progress lines ("sessions tcp"). `floor`
-// (optional) is measured alongside `row`.
-asio::awaitable<authrpc::Status> run_interleaved(const BenchPlan& plan, const std::string& label,
-                                                 Measured row, std::optional<Measured> floor);
-
-// The same for several rows measured against one floor in the same blocks:
-// group[0] is the floor (or, without one, the first row). Warm-up runs the
-// rows in order, then group[0]; block b starts with group[b % size] and goes
-// round.
+// Measures several rows against one floor in the same blocks; `label`
+// names the group in progress lines ("sessions tcp"). group[0] is the floor
+// (or, without one, the first row). Warm-up runs the rows in order, then
+// group[0]; block b starts with group[b % size] and goes round.
 asio::awaitable<authrpc::Status> run_group(const BenchPlan& plan, const std::string& label,
                                            std::vector<Measured> group, bool has_floor);
 

@@ -68,10 +68,20 @@ void write_line(int fd, const std::string& line) {
 struct ChildFailed {};
 thread_local bool t_in_process = false;
 
-[[noreturn]] void fail_child(int fd, const std::string& why) {
-  write_line(fd, "error " + why);
-  if (t_in_process) throw ChildFailed{};
-  ::_exit(1);
+// SIGTERM and SIGINT: a child blocks them before it starts any thread (so
+// every thread inherits the mask) and then waits for one.
+sigset_t stop_signals() {
+  sigset_t signals;
+  sigemptyset(&signals);
+  sigaddset(&signals, SIGTERM);
+  sigaddset(&signals, SIGINT);
+  return signals;
+}
+
+void wait_for_stop() {
+  const sigset_t signals = stop_signals();
+  int received = 0;
+  sigwait(&signals, &received);
 }
 
 Endpoint must_parse(const std::string& uri) { return *Endpoint::parse(uri); }
@@ -163,82 +173,70 @@ authrpc::Service stats_service(const authrpc::Server& server) {
   return service;
 }
 
-// Calls minibench.start_floors on the server at `endpoint` and waits for it.
-Status call_start_floors(const Endpoint& endpoint) {
+// A client of the child's own services, authenticated with simple:
+// minibench's plumbing, not a measured client (it counts nothing).
+authrpc::Result<std::unique_ptr<authrpc::Client>> plumbing_client(const Endpoint& endpoint) {
   authrpc::ClientOptions options;
   options.endpoint = endpoint;
   options.mechanisms = {std::make_shared<authrpc::SimpleClientMechanism>("minibench")};
-  options.metrics = nullptr;  // minibench's plumbing, not a measured client
-  auto client = authrpc::Client::connect(std::move(options));
+  options.metrics = nullptr;
+  return authrpc::Client::connect(std::move(options));
+}
+
+// Calls minibench.start_floors on the server at `endpoint` and waits for it.
+Status call_start_floors(const Endpoint& endpoint) {
+  auto client = plumbing_client(endpoint);
   if (!client.ok()) return client.status();
   auto reply = (*client)->call("minibench", "start_floors", "");
   return reply.ok() ? Status() : reply.status();
 }  // the setup client and its IO thread end here
 
-// The server side: builds the server and floors, reports them on `fd`, then
-// calls `wait()` (which returns when it is time to exit, or never). Throws
-// ChildFailed after reporting an error. In a forked child it runs with the
-// parent's memory image but only the forking thread, so it builds everything
-// it needs from scratch; with --in-process it runs on a thread of its own.
-void serve(int fd, const ServerChildOptions& options, const std::function<void()>& wait) {
-  sigset_t signals;
-  sigemptyset(&signals);
-  sigaddset(&signals, SIGTERM);
-  sigaddset(&signals, SIGINT);
-  pthread_sigmask(SIG_BLOCK, &signals, nullptr);  // before any thread starts
-  std::signal(SIGPIPE, SIG_IGN);
-  if (options.cpu >= 0 && !pin_to_cpu(options.cpu)) {
-    fail_child(fd, "cannot pin to CPU " + std::to_string(options.cpu));
+// The delegation-token rows' token service (`token`, `token-digest`,
+// `token-scram`), sharing its SecretManager with those mechanisms
+// (server/token_service.h); null when no such mechanism is asked for.
+std::unique_ptr<authrpc::TokenService> token_service(int fd, const ServerChildOptions& options,
+                                                     authrpc::MechanismRegistry& registry) {
+  if (std::none_of(options.mechanisms.begin(), options.mechanisms.end(), [&registry](const ServerMechanismSpec& m) {
+        const auto* entry = registry.server(m.name);
+        return entry != nullptr && entry->traits.delegation_token;
+      })) {
+    return nullptr;
   }
-
-  // Unique per server: --in-process may run two (the jwt-cold row's) in
-  // this process, and their abstract unix names must differ.
-  static std::atomic<int> servers{0};
-  const int index = servers++;
-  const std::string tag = "minibench-" + std::to_string(::getpid()) +
-                          (index > 0 ? "-" + std::to_string(index) : std::string());
-  auto registry = authrpc::MechanismRegistry::with_builtins();
-  // The delegation-token rows (`token`, `token-digest`, `token-scram`): a
-  // token service sharing its SecretManager with those mechanisms
-  // (server/token_service.h).
-  std::unique_ptr<authrpc::TokenService> tokens;
-  if (std::any_of(options.mechanisms.begin(), options.mechanisms.end(),
-                  [&registry](const ServerMechanismSpec& m) {
-                    const auto* entry = registry.server(m.name);
-                    return entry != nullptr && entry->traits.delegation_token;
-                  })) {
-    authrpc::TokenServiceOptions t;
-    if (!options.token_zk_connect.empty()) {
+  authrpc::TokenServiceOptions t;
+  if (!options.token_zk_connect.empty()) {
 #if AUTHRPC_HAVE_ZOOKEEPER
-      authrpc::security::ZkTokenStoreOptions zk;
-      zk.connect = options.token_zk_connect;
-      zk.root = "/minibench/" + std::to_string(::getpid());
-      t.store = authrpc::TokenServiceOptions::Store::kShared;
-      t.shared_store = authrpc::security::zookeeper_store(std::move(zk));
+    authrpc::security::ZkTokenStoreOptions zk;
+    zk.connect = options.token_zk_connect;
+    zk.root = "/minibench/" + std::to_string(::getpid());
+    t.store = authrpc::TokenServiceOptions::Store::kShared;
+    t.shared_store = authrpc::security::zookeeper_store(std::move(zk));
 #else
-      fail_child(fd, "token service: --zk-connect needs authrpc built with ZooKeeper support");
+    fail_child(fd, "token service: --zk-connect needs authrpc built with ZooKeeper support");
 #endif
-    } else if (options.token_store_dir.empty()) {
-      t.store = authrpc::TokenServiceOptions::Store::kMemory;
-    } else {
-      t.dir = options.token_store_dir;
-    }
-    t.log = authrpc::stderr_log_sink(authrpc::LogLevel::kWarning);
-    // The token/tcp row: plaintext tcp:// takes a session ticket or the
-    // challenge exchange, which a server must opt in to (docs/TOKENS.md,
-    // "Replay" and "Session tickets"; its clients are all on loopback).
-    t.mechanism.allow_plaintext = true;
-    t.mechanism.session_tickets = std::size_t{1} << 16;
-    auto opened = authrpc::TokenService::open(std::move(t));
-    if (!opened.ok()) fail_child(fd, "token service: " + opened.status().to_string());
-    tokens = std::move(*opened);
-    if (authrpc::Status s = tokens->register_mechanism(registry); !s.ok()) {
-      fail_child(fd, "token service: " + s.to_string());
-    }
+  } else if (options.token_store_dir.empty()) {
+    t.store = authrpc::TokenServiceOptions::Store::kMemory;
+  } else {
+    t.dir = options.token_store_dir;
   }
-  authrpc::ServerOptions server_options;
-  // The calls rows authenticate with `simple`: enabled whether or not the
-  // sessions rows measure it.
+  t.log = authrpc::stderr_log_sink(authrpc::LogLevel::kWarning);
+  // The token/tcp row: plaintext tcp:// takes a session ticket or the
+  // challenge exchange, which a server must opt in to (docs/TOKENS.md,
+  // "Replay" and "Session tickets"; its clients are all on loopback).
+  t.mechanism.allow_plaintext = true;
+  t.mechanism.session_tickets = std::size_t{1} << 16;
+  auto opened = authrpc::TokenService::open(std::move(t));
+  if (!opened.ok()) fail_child(fd, "token service: " + opened.status().to_string());
+  if (authrpc::Status s = (*opened)->register_mechanism(registry); !s.ok()) {
+    fail_child(fd, "token service: " + s.to_string());
+  }
+  return std::move(*opened);
+}
+
+// The mechanisms asked for (an optional one that cannot be made is
+// reported "skipped"), and simple, which the calls rows authenticate with,
+// whether or not the sessions rows measure it.
+void add_mechanisms(int fd, const ServerChildOptions& options, const authrpc::MechanismRegistry& registry,
+                    authrpc::ServerOptions& server_options) {
   const auto simple_mechanism = std::make_shared<authrpc::SimpleServerMechanism>();
   bool simple = false;
   for (const auto& spec : options.mechanisms) {
@@ -254,16 +252,22 @@ void serve(int fd, const ServerChildOptions& options, const std::function<void()
     simple = simple || (*mechanism)->name() == simple_mechanism->name();
   }
   if (!simple) server_options.mechanisms.push_back(simple_mechanism);
+}
 
+// The floors to start (FloorPlan), the server's endpoints and TLS context
+// (one for authrpc and floor/tls), and the echo floors' IO contexts: as
+// many IO threads as the server — with one, the floors' thread (the
+// server's own by default); with more, threads of their own, as the
+// server's IO threads each accepting from one socket.
+FloorPlan plan_floors(int fd, const ServerChildOptions& options, const std::string& tag,
+                      authrpc::ServerOptions& server_options, std::vector<std::unique_ptr<asio::io_context>>& echo_ios) {
   FloorPlan floor_plan{floor_specs(tag, options.gss_floor.has_value()), nullptr, nullptr, {}};
   if (options.gss_floor) {
     auto acceptor = KerberosCredentials::acceptor(*options.gss_floor);
     if (!acceptor.ok()) fail_child(fd, "floor/gss: " + acceptor.status().message);
     floor_plan.acceptor = std::move(*acceptor);
   }
-
-  server_options.endpoints = {must_parse("tcp://127.0.0.1:0"),
-                              must_parse("unix:@" + tag + "-authrpc")};
+  server_options.endpoints = {must_parse("tcp://127.0.0.1:0"), must_parse("unix:@" + tag + "-authrpc")};
   if (options.tls) {
     authrpc::security::TlsServerOptions tls;
     tls.certificate_file = options.tls->certificate;
@@ -271,31 +275,26 @@ void serve(int fd, const ServerChildOptions& options, const std::function<void()
     auto context = authrpc::security::TlsServerContext::create(tls);
     if (!context.ok()) fail_child(fd, "TLS: " + context.status().message);
     floor_plan.tls = std::move(*context);
-    server_options.tls = floor_plan.tls;  // one context for authrpc and floor/tls
+    server_options.tls = floor_plan.tls;
     server_options.encryption = authrpc::SecurityRequirement::kOptional;  // tcp:// and unix stay plaintext
     server_options.endpoints.push_back(must_parse("tls://127.0.0.1:0"));
     floor_plan.specs.push_back({"floor/tls", must_parse("tcp://127.0.0.1:0"), false, true});
   }
-  // The echo floors get as many IO threads as the server: with one, the
-  // floors' thread (the server's own by default); with more, threads of
-  // their own, as the server's IO threads each accepting from one socket.
-  std::vector<std::unique_ptr<asio::io_context>> echo_ios;
-  if (options.echo_floors) {
-    floor_plan.specs.push_back(
-        {"echo-floor/tcp", must_parse("tcp://127.0.0.1:0"), false, false, true});
-    floor_plan.specs.push_back(
-        {"echo-floor/unix", must_parse("unix:@" + tag + "-echo-floor"), false, false, true});
-    if (options.tls) {
-      floor_plan.specs.push_back(
-          {"echo-floor/tls", must_parse("tcp://127.0.0.1:0"), false, true, true});
-    }
-    if (options.server_threads > 1) {
-      for (std::size_t i = 0; i < options.server_threads; ++i) {
-        floor_plan.echo_executors.push_back(
-            echo_ios.emplace_back(std::make_unique<asio::io_context>(1))->get_executor());
-      }
+  if (!options.echo_floors) return floor_plan;
+  floor_plan.specs.push_back({"echo-floor/tcp", must_parse("tcp://127.0.0.1:0"), false, false, true});
+  floor_plan.specs.push_back({"echo-floor/unix", must_parse("unix:@" + tag + "-echo-floor"), false, false, true});
+  if (options.tls) floor_plan.specs.push_back({"echo-floor/tls", must_parse("tcp://127.0.0.1:0"), false, true, true});
+  if (options.server_threads > 1) {
+    for (std::size_t i = 0; i < options.server_threads; ++i) {
+      floor_plan.echo_executors.push_back(echo_ios.emplace_back(std::make_unique<asio::io_context>(1))->get_executor());
     }
   }
+  return floor_plan;
+}
+
+// The rest of the server's options: authorization, threads, log, metrics
+// and limits.
+void finish_server_options(int fd, const ServerChildOptions& options, authrpc::ServerOptions& server_options) {
   if (!options.acl_file.empty()) {
     auto authorizer = authrpc::Authorizer::from_file(options.acl_file);
     if (!authorizer.ok()) fail_child(fd, "--acl: " + authorizer.status().to_string());
@@ -307,57 +306,42 @@ void serve(int fd, const ServerChildOptions& options, const std::function<void()
   if (!options.metrics) server_options.metrics = nullptr;
   if (options.idle_timeout) server_options.idle_timeout = *options.idle_timeout;
   if (options.max_connections) server_options.max_connections = *options.max_connections;
-  // The metrics-off twin: only its endpoints and its registry differ.
-  std::unique_ptr<authrpc::Server> nometrics;
-  if (options.nometrics_server) {
-    authrpc::ServerOptions twin = server_options;
-    twin.metrics = nullptr;
-    twin.endpoints = {must_parse("tcp://127.0.0.1:0"),
-                      must_parse("unix:@" + tag + "-authrpc-nometrics")};
-    nometrics = std::make_unique<authrpc::Server>(std::move(twin));
-    if (Status s = nometrics->add_service(stats_service(*nometrics)); !s.ok()) {
-      fail_child(fd, s.to_string());
-    }
-    if (Status s = nometrics->start(); !s.ok()) fail_child(fd, "metrics-off server: " + s.to_string());
-  }
-  authrpc::Server server(std::move(server_options));
-  std::vector<std::unique_ptr<FloorServer>> floors;  // written on the IO thread that starts them
-  if (tokens) {
-    if (Status s = server.add_service(tokens->service()); !s.ok()) fail_child(fd, s.to_string());
-  }
-  if (Status s = server.add_service(stats_service(server)); !s.ok()) fail_child(fd, s.to_string());
-  if (options.floors_on_server_thread) {
-    Status s = server.add_service(floor_starter(floor_plan, floors));
-    if (!s.ok()) fail_child(fd, s.to_string());
-  }
-  if (Status s = server.start(); !s.ok()) fail_child(fd, s.to_string());
-  const auto bound = server.bound_endpoints();
+}
 
-  asio::io_context floor_io{1};
-  std::thread floor_thread;
+// The metrics-off twin: only its endpoints and its registry differ.
+std::unique_ptr<authrpc::Server> start_twin(int fd, const authrpc::ServerOptions& server_options,
+                                            const std::string& tag) {
+  authrpc::ServerOptions twin = server_options;
+  twin.metrics = nullptr;
+  twin.endpoints = {must_parse("tcp://127.0.0.1:0"), must_parse("unix:@" + tag + "-authrpc-nometrics")};
+  auto nometrics = std::make_unique<authrpc::Server>(std::move(twin));
+  if (Status s = nometrics->add_service(stats_service(*nometrics)); !s.ok()) fail_child(fd, s.to_string());
+  if (Status s = nometrics->start(); !s.ok()) fail_child(fd, "metrics-off server: " + s.to_string());
+  return nometrics;
+}
+
+// Starts the floors: through a call to the server, on its IO thread, or on
+// `floor_io`, run by `floor_thread`.
+void start_floors(int fd, const ServerChildOptions& options, const FloorPlan& floor_plan, const Endpoint& server,
+                  std::vector<std::unique_ptr<FloorServer>>& floors, asio::io_context& floor_io,
+                  std::thread& floor_thread) {
   if (options.floors_on_server_thread) {
     // The call's reply orders the IO thread's writes to `floors` before this.
-    if (Status s = call_start_floors(bound.at(0)); !s.ok()) {
-      fail_child(fd, "starting the floors: " + s.to_string());
-    }
-  } else {
-    if (Status s = floor_plan.start(floor_io.get_executor(), floors); !s.ok()) {
-      fail_child(fd, s.to_string());
-    }
-    floor_thread = std::thread([&floor_io] {
-      auto work = asio::make_work_guard(floor_io);
-      floor_io.run();
-    });
+    if (Status s = call_start_floors(server); !s.ok()) fail_child(fd, "starting the floors: " + s.to_string());
+    return;
   }
+  if (Status s = floor_plan.start(floor_io.get_executor(), floors); !s.ok()) fail_child(fd, s.to_string());
+  floor_thread = std::thread([&floor_io] {
+    auto work = asio::make_work_guard(floor_io);
+    floor_io.run();
+  });
+}
 
-  std::vector<std::thread> echo_threads;  // run until the process exits
-  for (auto& io : echo_ios) {
-    echo_threads.emplace_back([io = io.get()] {
-      auto work = asio::make_work_guard(*io);
-      io->run();
-    });
-  }
-
+// The report on `fd`: each endpoint by name, then "ready".
+void report_endpoints(int fd, const ServerChildOptions& options, const authrpc::Server& server,
+                      const authrpc::Server* nometrics, const FloorPlan& floor_plan,
+                      const std::vector<std::unique_ptr<FloorServer>>& floors) {
+  const auto bound = server.bound_endpoints();
   write_line(fd, "authrpc/tcp " + bound.at(0).to_string());
   write_line(fd, "authrpc/unix " + bound.at(1).to_string());
   if (options.tls) write_line(fd, "authrpc/tls " + bound.at(2).to_string());
@@ -371,28 +355,59 @@ void serve(int fd, const ServerChildOptions& options, const std::function<void()
   }
   write_line(fd, "ready");
   ::close(fd);
+}
 
+// The server side: builds the server and floors, reports them on `fd`, then
+// calls `wait()` (which returns when it is time to exit, or never). Throws
+// ChildFailed after reporting an error. In a forked child it runs with the
+// parent's memory image but only the forking thread, so it builds everything
+// it needs from scratch; with --in-process it runs on a thread of its own.
+void serve(int fd, const ServerChildOptions& options, const std::function<void()>& wait) {
+  const sigset_t signals = stop_signals();
+  pthread_sigmask(SIG_BLOCK, &signals, nullptr);  // before any thread starts
+  std::signal(SIGPIPE, SIG_IGN);
+  if (options.cpu >= 0 && !pin_to_cpu(options.cpu)) fail_child(fd, "cannot pin to CPU " + std::to_string(options.cpu));
+
+  // Unique per server: --in-process may run two (the jwt-cold row's) in
+  // this process, and their abstract unix names must differ.
+  static std::atomic<int> servers{0};
+  const int index = servers++;
+  const std::string tag =
+      "minibench-" + std::to_string(::getpid()) + (index > 0 ? "-" + std::to_string(index) : std::string());
+  auto registry = authrpc::MechanismRegistry::with_builtins();
+  const std::unique_ptr<authrpc::TokenService> tokens = token_service(fd, options, registry);
+  authrpc::ServerOptions server_options;
+  add_mechanisms(fd, options, registry, server_options);
+  std::vector<std::unique_ptr<asio::io_context>> echo_ios;
+  const FloorPlan floor_plan = plan_floors(fd, options, tag, server_options, echo_ios);
+  finish_server_options(fd, options, server_options);
+  const std::unique_ptr<authrpc::Server> nometrics =
+      options.nometrics_server ? start_twin(fd, server_options, tag) : nullptr;
+  authrpc::Server server(std::move(server_options));
+  std::vector<std::unique_ptr<FloorServer>> floors;  // written on the IO thread that starts them
+  if (tokens) {
+    if (Status s = server.add_service(tokens->service()); !s.ok()) fail_child(fd, s.to_string());
+  }
+  if (Status s = server.add_service(stats_service(server)); !s.ok()) fail_child(fd, s.to_string());
+  if (options.floors_on_server_thread) {
+    if (Status s = server.add_service(floor_starter(floor_plan, floors)); !s.ok()) fail_child(fd, s.to_string());
+  }
+  if (Status s = server.start(); !s.ok()) fail_child(fd, s.to_string());
+  asio::io_context floor_io{1};
+  std::thread floor_thread;
+  start_floors(fd, options, floor_plan, server.bound_endpoints().at(0), floors, floor_io, floor_thread);
+  std::vector<std::thread> echo_threads;  // run until the process exits
+  for (auto& io : echo_ios) {
+    echo_threads.emplace_back([io = io.get()] {
+      auto work = asio::make_work_guard(*io);
+      io->run();
+    });
+  }
+  report_endpoints(fd, options, server, nometrics.get(), floor_plan, floors);
   wait();
   // Nothing to flush or hand over (every benchmark connection is closed), so
   // the kernel's cleanup at exit is the whole shutdown; Server::stop() would
   // also wait on the floors' pending accepts when they share its thread.
-  ::_exit(0);
-}
-
-// The child process: never returns.
-[[noreturn]] void child_main(int fd, pid_t parent, const ServerChildOptions& options) {
-  ::prctl(PR_SET_PDEATHSIG, SIGTERM);
-  if (::getppid() != parent) ::_exit(1);  // the parent died before prctl
-  {
-    serve(fd, options, [] {
-      sigset_t signals;
-      sigemptyset(&signals);
-      sigaddset(&signals, SIGTERM);
-      sigaddset(&signals, SIGINT);
-      int received = 0;
-      sigwait(&signals, &received);  // blocked by serve() before any thread started
-    });
-  }
   ::_exit(0);
 }
 
@@ -464,17 +479,17 @@ bool read_report(int fd, std::map<std::string, Endpoint>& endpoints,
 
 }  // namespace
 
-authrpc::Result<std::function<long()>> ServerChild::connection_counter(
-    const std::string& server) const {
+authrpc::Result<std::unique_ptr<authrpc::Client>> ServerChild::client_of(const std::string& server) const {
   const auto endpoint = endpoints_.find(server);
   if (endpoint == endpoints_.end()) {
     return Status(Errc::kNotFound, "the server child has no " + server + " endpoint");
   }
-  authrpc::ClientOptions options;
-  options.endpoint = endpoint->second;
-  options.mechanisms = {std::make_shared<authrpc::SimpleClientMechanism>("minibench")};
-  options.metrics = nullptr;  // minibench's plumbing, not a measured client
-  auto client = authrpc::Client::connect(std::move(options));
+  return plumbing_client(endpoint->second);
+}
+
+authrpc::Result<std::function<long()>> ServerChild::connection_counter(
+    const std::string& server) const {
+  auto client = client_of(server);
   if (!client.ok()) return client.status();
   std::shared_ptr<authrpc::Client> shared(std::move(*client));
   return std::function<long()>([shared]() -> long {
@@ -484,15 +499,7 @@ authrpc::Result<std::function<long()>> ServerChild::connection_counter(
 }
 
 authrpc::Result<std::optional<double>> ServerChild::counted(const std::string& server) const {
-  const auto endpoint = endpoints_.find(server);
-  if (endpoint == endpoints_.end()) {
-    return Status(Errc::kNotFound, "the server child has no " + server + " endpoint");
-  }
-  authrpc::ClientOptions options;
-  options.endpoint = endpoint->second;
-  options.mechanisms = {std::make_shared<authrpc::SimpleClientMechanism>("minibench")};
-  options.metrics = nullptr;
-  auto client = authrpc::Client::connect(std::move(options));
+  auto client = client_of(server);
   if (!client.ok()) return client.status();
   auto reply = (*client)->call("minibench_stats", "metrics", "");
   if (!reply.ok()) return reply.status();
@@ -501,15 +508,7 @@ authrpc::Result<std::optional<double>> ServerChild::counted(const std::string& s
 }
 
 authrpc::Result<nlohmann::json> ServerChild::memory(const std::string& server) const {
-  const auto endpoint = endpoints_.find(server);
-  if (endpoint == endpoints_.end()) {
-    return Status(Errc::kNotFound, "the server child has no " + server + " endpoint");
-  }
-  authrpc::ClientOptions options;
-  options.endpoint = endpoint->second;
-  options.mechanisms = {std::make_shared<authrpc::SimpleClientMechanism>("minibench")};
-  options.metrics = nullptr;
-  auto client = authrpc::Client::connect(std::move(options));
+  auto client = client_of(server);
   if (!client.ok()) return client.status();
   return (*client)->call_json("minibench_stats", "memory", nlohmann::json::object());
 }
@@ -521,38 +520,68 @@ bool pin_to_cpu(int cpu) {
   return ::sched_setaffinity(0, sizeof set, &set) == 0;
 }
 
+void report_endpoint(int fd, const std::string& key, const Endpoint& endpoint) {
+  write_line(fd, key + " " + endpoint.to_string());
+}
+
+void fail_child(int fd, const std::string& why) {
+  write_line(fd, "error " + why);
+  if (t_in_process) throw ChildFailed{};
+  ::_exit(1);
+}
+
 authrpc::Result<std::unique_ptr<ServerChild>> ServerChild::spawn(
     const ServerChildOptions& options) {
+  if (options.in_process) {
+    return launch([&options](int fd) { start_in_process(fd, options); }, true);
+  }
+  return launch([&options](int fd) { serve(fd, options, wait_for_stop); }, false);
+}
+
+authrpc::Result<std::unique_ptr<ServerChild>> ServerChild::fork(const std::function<void(int)>& body) {
+  return launch([&body](int fd) {
+    const sigset_t signals = stop_signals();
+    pthread_sigmask(SIG_BLOCK, &signals, nullptr);  // before any thread starts
+    std::signal(SIGPIPE, SIG_IGN);
+    body(fd);
+    write_line(fd, "ready");
+    ::close(fd);
+    wait_for_stop();
+    ::_exit(0);  // no orderly teardown: connections may be mid-stream
+  }, false);
+}
+
+authrpc::Result<std::unique_ptr<ServerChild>> ServerChild::launch(
+    const std::function<void(int)>& body, bool in_process) {
   int fds[2];
   if (::pipe2(fds, O_CLOEXEC) != 0) {
     return Status(std::error_code(errno, std::system_category()), "pipe");
   }
-  if (options.in_process) {
-    start_in_process(fds[1], options);
-    std::unique_ptr<ServerChild> self(new ServerChild(-1));
-    self->in_process_ = true;
-    std::string error;
-    const bool ok = read_report(fds[0], self->endpoints_, self->skipped_, error);
-    ::close(fds[0]);
-    if (!ok) return Status(Errc::kUnavailable, error);
-    return self;
-  }
-  std::fflush(stdout);
-  std::fflush(stderr);
-  const pid_t parent = ::getpid();
-  const pid_t pid = ::fork();
-  if (pid < 0) {
-    const int e = errno;
-    ::close(fds[0]);
+  pid_t pid = -1;
+  if (in_process) {
+    body(fds[1]);  // starts the thread that reports on fds[1] and closes it
+  } else {
+    std::fflush(stdout);
+    std::fflush(stderr);
+    const pid_t parent = ::getpid();
+    pid = ::fork();
+    if (pid < 0) {
+      const int e = errno;
+      ::close(fds[0]);
+      ::close(fds[1]);
+      return Status(std::error_code(e, std::system_category()), "fork");
+    }
+    if (pid == 0) {
+      ::close(fds[0]);
+      ::prctl(PR_SET_PDEATHSIG, SIGTERM);
+      if (::getppid() != parent) ::_exit(1);  // the parent died before prctl
+      body(fds[1]);
+      ::_exit(0);
+    }
     ::close(fds[1]);
-    return Status(std::error_code(e, std::system_category()), "fork");
   }
-  if (pid == 0) {
-    ::close(fds[0]);
-    child_main(fds[1], parent, options);
-  }
-  ::close(fds[1]);
-  std::unique_ptr<ServerChild> child(new ServerChild(pid));  // stops the child on every return
+  std::unique_ptr<ServerChild> child(new ServerChild(pid));  // stops a forked child on every return
+  child->in_process_ = in_process;
   std::string error;
   const bool ok = read_report(fds[0], child->endpoints_, child->skipped_, error);
   ::close(fds[0]);

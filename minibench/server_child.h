@@ -50,6 +50,10 @@
 #include "authrpc/components/kerberos/kerberos_credentials.h"
 #include "authrpc/rpc/endpoint.h"
 
+namespace authrpc {
+class Client;
+}  // namespace authrpc
+
 namespace minibench {
 
 // A mechanism the child's authrpc Server enables.
@@ -116,6 +120,12 @@ struct ServerChildOptions {
 class ServerChild {
  public:
   static authrpc::Result<std::unique_ptr<ServerChild>> spawn(const ServerChildOptions& options);
+  // A child serving something else (throughput's and storm's servers), under
+  // the same rules: the child, with SIGTERM and SIGINT blocked and SIGPIPE
+  // ignored, runs body(report_fd), which starts its servers and reports each
+  // with report_endpoint() (or ends with fail_child()); then it reports
+  // "ready" and serves until SIGTERM.
+  static authrpc::Result<std::unique_ptr<ServerChild>> fork(const std::function<void(int report_fd)>& body);
   ~ServerChild();
   ServerChild(const ServerChild&) = delete;
   ServerChild& operator=(const ServerChild&) = delete;
@@ -147,12 +157,23 @@ class ServerChild {
 
  private:
   explicit ServerChild(pid_t pid) : pid_(pid) {}
+  // Forks a child that runs body(fd) and never returns (in_process: runs
+  // body(fd), which starts a thread, here); reads the report on fd.
+  static authrpc::Result<std::unique_ptr<ServerChild>> launch(const std::function<void(int fd)>& body,
+                                                              bool in_process);
+  // A plumbing client (simple, counting nothing) of endpoint `server`.
+  authrpc::Result<std::unique_ptr<authrpc::Client>> client_of(const std::string& server) const;
 
   pid_t pid_;
   bool in_process_ = false;
   std::map<std::string, authrpc::Endpoint> endpoints_;
   std::map<std::string, std::string> skipped_;
 };
+
+// A child's report line "<key> <uri>" on `fd`.
+void report_endpoint(int fd, const std::string& key, const authrpc::Endpoint& endpoint);
+// Reports "error <why>" on `fd` and ends the child.
+[[noreturn]] void fail_child(int fd, const std::string& why);
 
 // Pins the calling thread, and the threads it starts later, to `cpu`.
 bool pin_to_cpu(int cpu);

@@ -4,7 +4,6 @@
 #include <asio/use_awaitable.hpp>
 #include <algorithm>
 #include <cstdio>
-#include <deque>
 #include <functional>
 #include <map>
 #include <memory>
@@ -16,6 +15,7 @@
 #include "minibench/gss_floor.h"
 #include "tests/testing/kdc_log.h"
 #include "minibench/schedule.h"
+#include "minibench/iterations.h"
 #include "minibench/tls_sessions.h"
 #include "authrpc/security/tls_context.h"
 
@@ -36,26 +36,6 @@ using authrpc::Result;
 using authrpc::Status;
 using authrpc::testing::KdcLog;
 using authrpc::security::KerberosCredentials;
-
-asio::awaitable<Result<Clock::duration>> authrpc_session(asio::any_io_executor ex,
-                                                         const ClientOptions& base) {
-  ClientOptions options = base;  // copied before the clock starts
-  const auto start = Clock::now();
-  auto client = co_await Client::async_connect(ex, std::move(options));
-  if (!client.ok()) co_return client.status();
-  auto reply = co_await (*client)->async_call("sys", "whoami", "");
-  const auto elapsed = Clock::now() - start;
-  if (!reply.ok()) co_return reply.status();
-  if (reply->empty()) co_return Status(authrpc::Errc::kDataLoss, "sys.whoami: empty reply");
-  client->reset();
-  // Closing completes asynchronously (the reader coroutine sees the close on
-  // the next turn of the loop). Let it finish here, untimed, so that this
-  // session's teardown does not run inside the next session's timing — the
-  // bare floor client closes synchronously.
-  co_await asio::post(ex, asio::use_awaitable);
-  co_await asio::post(ex, asio::use_awaitable);
-  co_return elapsed;
-}
 
 std::string floor_name(FloorKind kind, const std::string& transport) {
   if (kind == FloorKind::kBare) return "floor/" + transport;
@@ -104,10 +84,8 @@ asio::awaitable<Status> skip_unoffered(asio::any_io_executor ex, const BenchPlan
     base.endpoint = plan.transports.front().authrpc;
   } else if (plan.tls) {
     base.endpoint = plan.tls->authrpc;
-    authrpc::security::TlsClientOptions tls;
-    tls.ca_file = plan.tls->ca_file;
-    auto context = authrpc::security::TlsClientContext::create(tls);
-    if (!context.ok()) co_return Status(context.code(), "TLS client: " + context.status().message);
+    auto context = tls_client_context(plan.tls->ca_file, true);
+    if (!context.ok()) co_return context.status();
     base.tls = std::move(*context);
   } else {
     co_return Status();
@@ -115,7 +93,7 @@ asio::awaitable<Status> skip_unoffered(asio::any_io_executor ex, const BenchPlan
   for (auto it = mechanisms.begin(); it != mechanisms.end();) {
     ClientOptions o = base;
     o.mechanisms = {it->second};
-    auto session = co_await authrpc_session(ex, o);
+    auto session = co_await timed_session(ex, o);
     if (session.ok()) {
       ++it;
     } else if (session.code() == authrpc::Errc::kMechanismUnavailable) {
@@ -166,57 +144,46 @@ asio::awaitable<Status> run_floor_group(asio::any_io_executor ex, const BenchPla
     }
   }
 
-  std::deque<Samples> samples(rows.size() + 1);  // [0]: the floor's
-  std::deque<ClientOptions> options;
-  std::vector<Measured> group;
   std::unique_ptr<FloorClient> bare_floor;
   std::unique_ptr<GssFloorClient> gss_floor;
+  std::optional<Measured> floor_sessions;
+  const std::string floor_label = floor_name(kind, target.transport);
   const auto& floor_endpoint = kind == FloorKind::kBare ? target.floor : target.gss_floor;
   if (floor_endpoint && kind == FloorKind::kBare) {
     auto made = FloorClient::make(*floor_endpoint);
     if (!made.ok()) co_return made.status();
     bare_floor = std::move(*made);
-    group.push_back({[&]() { return bare_floor->session(ex); }, &samples[0], {},
-                     floor_name(kind, target.transport),
-                     [&](asio::any_io_executor e) { return bare_floor->session(e); }});
+    floor_sessions = Measured{[&]() { return bare_floor->session(ex); }, nullptr, {}, floor_label,
+                              [&](asio::any_io_executor e) { return bare_floor->session(e); }};
   } else if (floor_endpoint && kerberos != nullptr) {
     auto made = GssFloorClient::make(*floor_endpoint, kerberos->initiator,
                                      plan.kerberos->service_principal);
     if (!made.ok()) co_return made.status();
     gss_floor = std::move(*made);
-    group.push_back({[&]() { return gss_floor->session(ex); }, &samples[0], kerberos->events(),
-                     floor_name(kind, target.transport),
-                     [&](asio::any_io_executor e) { return gss_floor->session(e); }});
+    floor_sessions = Measured{[&]() { return gss_floor->session(ex); }, nullptr, kerberos->events(),
+                              floor_label, [&](asio::any_io_executor e) { return gss_floor->session(e); }};
   }
-  const bool has_floor = !group.empty();
-  for (std::size_t i = 0; i < rows.size(); ++i) {
-    const bool off_twin = rows[i].off_twin;
-    ClientOptions& o = options.emplace_back();
-    o.endpoint = off_twin ? *target.authrpc_nometrics : target.authrpc;
-    o.mechanisms = {mechanisms.at(rows[i].method->name)};
+  const bool has_floor = floor_sessions.has_value();
+  std::vector<SessionRow> sessions;
+  for (const RowSpec& r : rows) {
+    ClientOptions o;
+    o.endpoint = r.off_twin ? *target.authrpc_nometrics : target.authrpc;
+    o.mechanisms = {mechanisms.at(r.method->name)};
     o.wait_for_authentication = false;
-    if (off_twin || !plan.client_metrics()) o.metrics = nullptr;
-    group.push_back({[&ex, &o]() { return authrpc_session(ex, o); }, &samples[i + 1],
-                     rows[i].method->kerberos && kerberos ? kerberos->events() : nullptr,
-                     rows[i].name, [&o](asio::any_io_executor e) { return authrpc_session(e, o); },
-                     off_twin ? plan.nometrics_server_connections : plan.server_connections});
+    if (r.off_twin || !plan.client_metrics()) o.metrics = nullptr;
+    sessions.push_back({r.name, r.method->name, std::move(o), r.method->kerberos && kerberos ? kerberos->events() : nullptr,
+                        r.off_twin ? plan.nometrics_server_connections : plan.server_connections});
   }
 
   const std::string label =
       "sessions " + target.transport + (kind == FloorKind::kGss ? " (Kerberos)" : "");
-  if (Status s = co_await run_group(plan, label, std::move(group), has_floor); !s.ok()) {
-    co_return s;
-  }
-
-  std::optional<Row> floor;
-  if (has_floor) {
-    floor = floor_row(floor_name(kind, target.transport), target.transport, samples[0]);
-    report.add(*floor);
-  }
+  auto measured =
+      co_await run_session_group(ex, plan, label, target.transport, std::move(floor_sessions), sessions);
+  if (!measured.ok()) co_return measured.status();
+  if (has_floor) report.add(measured->front());
   for (std::size_t i = 0; i < rows.size(); ++i) {
     const MethodPlan& m = *rows[i].method;
-    Row row = compared_row(rows[i].name, m.name, target.transport, samples[i + 1],
-                           floor ? &*floor : nullptr);
+    Row row = std::move((*measured)[i + has_floor]);
     row.kerberos = m.kerberos;
     row.metrics = !rows[i].off_twin && plan.client_metrics();
     report.add(std::move(row));
@@ -228,10 +195,10 @@ asio::awaitable<Status> run_floor_group(asio::any_io_executor ex, const BenchPla
                               held ? std::optional<double>(kMetricsCostTarget) : std::nullopt);
     } else {
       if (m.target) report.add_target(rows[i].name, *m.target);
-      if (m.rate_target && floor && plan.concurrency > 1) {
+      if (m.rate_target && has_floor && plan.concurrency > 1) {
         report.add_rate_target(rows[i].name,
                                "sessions c" + std::to_string(plan.concurrency) + ": sessions/s " +
-                                   rows[i].name + " / " + floor->name,
+                                   rows[i].name + " / " + floor_label,
                                *m.rate_target);
       }
     }
@@ -278,7 +245,10 @@ asio::awaitable<Status> run_sessions(asio::any_io_executor ex, const BenchPlan& 
     }
   }
   if (plan.tls) {
-    if (Status s = co_await run_tls_sessions(ex, plan, mechanisms, report); !s.ok()) co_return s;
+    const std::function<long()> kdc_events = kerberos ? kerberos->events() : nullptr;
+    if (Status s = co_await run_tls_sessions(ex, plan, mechanisms, kdc_events, report); !s.ok()) {
+      co_return s;
+    }
   }
   const bool tcp = std::any_of(plan.transports.begin(), plan.transports.end(),
                                [](const TransportServers& t) { return t.transport == "tcp"; });

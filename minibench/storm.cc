@@ -17,6 +17,8 @@
 #include <cerrno>
 #include <chrono>
 #include <csignal>
+#include <climits>
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -30,8 +32,11 @@
 
 #include "authrpc/auth/mechanisms/simple/simple.h"
 #include "authrpc/client/client.h"
+#include "minibench/server_child.h"
 #include "minibench/stats.h"
 #include "authrpc/base/log.h"
+#include "authrpc/tools/cli_exit.h"
+#include "authrpc/tools/flag_parser.h"
 #include "authrpc/rpc/messages.h"
 #include "authrpc/server/server.h"
 #include "authrpc/server/service.h"
@@ -84,19 +89,8 @@ struct StormArgs {
 // ---------------------------------------------------------------------------
 // The server child.
 
-[[noreturn]] void run_server(int report_fd, const StormArgs& args) {
-  ::prctl(PR_SET_PDEATHSIG, SIGTERM);
-  sigset_t stop_set;
-  sigemptyset(&stop_set);
-  sigaddset(&stop_set, SIGTERM);
-  sigaddset(&stop_set, SIGINT);
-  pthread_sigmask(SIG_BLOCK, &stop_set, nullptr);
-  std::signal(SIGPIPE, SIG_IGN);
-  auto fail = [&](const std::string& why) {
-    const std::string line = "error " + why + "\n";
-    (void)!::write(report_fd, line.data(), line.size());
-    ::_exit(1);
-  };
+// The server's options; the child's and the parent's report alike.
+authrpc::ServerOptions server_options(const StormArgs& args) {
   authrpc::ServerOptions o;
   o.endpoints = {*Endpoint::parse("tcp://127.0.0.1:0")};
   o.mechanisms = {std::make_shared<authrpc::SimpleServerMechanism>()};
@@ -104,11 +98,14 @@ struct StormArgs {
   o.log = authrpc::stderr_log_sink(authrpc::LogLevel::kError);
   if (args.max_unauthenticated) o.max_unauthenticated = *args.max_unauthenticated;
   if (args.per_address) o.max_unauthenticated_per_address = *args.per_address;
-  const std::size_t budget = o.max_unauthenticated;
-  const std::size_t per_address = o.max_unauthenticated_per_address;
-  auto server = std::make_unique<authrpc::Server>(std::move(o));
+  return o;
+}
+
+// The child's body (ServerChild::fork): the server, reported as "authrpc/tcp".
+void run_server(int report_fd, const StormArgs& args) {
+  auto* server = new authrpc::Server(server_options(args));  // serves until the child ends
   authrpc::Service stats("storm");
-  stats.add("stats", [&server](authrpc::CallContext&, std::string_view) -> Result<std::string> {
+  stats.add("stats", [server](authrpc::CallContext&, std::string_view) -> Result<std::string> {
     const auto s = server->stats();
     return nlohmann::json{{"accepted", s.connections_accepted},
                           {"shed", s.connections_shed},
@@ -120,61 +117,8 @@ struct StormArgs {
         .dump();
   });
   (void)server->add_service(std::move(stats));
-  if (Status s = server->start(); !s.ok()) fail(s.to_string());
-  const std::string line = "ready " + server->bound_endpoints().at(0).to_string() + " " +
-                           std::to_string(budget) + " " + std::to_string(per_address) + "\n";
-  (void)!::write(report_fd, line.data(), line.size());
-  ::close(report_fd);
-  int sig = 0;
-  sigwait(&stop_set, &sig);
-  ::_exit(0);
-}
-
-struct ServerProcess {
-  pid_t pid = -1;
-  Endpoint endpoint;
-  std::string budget, per_address;
-  ~ServerProcess() {
-    if (pid <= 0) return;
-    ::kill(pid, SIGTERM);
-    ::waitpid(pid, nullptr, 0);
-  }
-};
-
-Result<std::unique_ptr<ServerProcess>> spawn_server(const StormArgs& args) {
-  int fds[2];
-  if (::pipe2(fds, O_CLOEXEC) != 0) return Status(std::error_code(errno, std::system_category()), "pipe");
-  std::fflush(stdout);
-  std::fflush(stderr);
-  const pid_t pid = ::fork();
-  if (pid < 0) return Status(std::error_code(errno, std::system_category()), "fork");
-  if (pid == 0) {
-    ::close(fds[0]);
-    run_server(fds[1], args);
-  }
-  ::close(fds[1]);
-  auto child = std::make_unique<ServerProcess>();
-  child->pid = pid;
-  std::string text;
-  char buf[512];
-  while (text.find('\n') == std::string::npos) {
-    pollfd p{fds[0], POLLIN, 0};
-    if (::poll(&p, 1, 15000) <= 0) break;
-    const ssize_t n = ::read(fds[0], buf, sizeof buf);
-    if (n <= 0) break;
-    text.append(buf, static_cast<std::size_t>(n));
-  }
-  ::close(fds[0]);
-  char uri[256] = {}, budget[32] = {}, per_address[32] = {};
-  if (std::sscanf(text.c_str(), "ready %255s %31s %31s", uri, budget, per_address) != 3) {
-    return Status(Errc::kInternal, "server child: " + text);
-  }
-  auto ep = Endpoint::parse(uri);
-  if (!ep.ok()) return ep.status();
-  child->endpoint = *ep;
-  child->budget = budget;
-  child->per_address = per_address;
-  return child;
+  if (Status s = server->start(); !s.ok()) fail_child(report_fd, s.to_string());
+  report_endpoint(report_fd, "authrpc/tcp", server->bound_endpoints().at(0));
 }
 
 // ---------------------------------------------------------------------------
@@ -453,75 +397,63 @@ void print_phase(const char* name, const Phase& p) {
               p.us.empty() ? 0.0 : p.us.back(), p.failures);
 }
 
-bool parse_size(const char* text, std::size_t& out) {
-  char* end = nullptr;
-  const unsigned long long v = std::strtoull(text, &end, 10);
-  if (end == text || *end != '\0') return false;
-  out = static_cast<std::size_t>(v);
-  return true;
+// Reads argv: nullopt to go on; else the exit status (help printed: 0).
+std::optional<int> parse_storm_args(int argc, char** argv, StormArgs& args) {
+  using authrpc::cli::count;
+  constexpr std::size_t kAny = SIZE_MAX;
+  // An optional count: set when given.
+  const auto optional = [](std::optional<std::size_t>* out, std::size_t min) {
+    return [out, min](std::string_view v) {
+      std::size_t n = 0;
+      if (auto s = count(&n, min, kAny)(v); !s.ok()) return s;
+      *out = n;
+      return Status();
+    };
+  };
+  std::size_t max_seconds = static_cast<std::size_t>(args.max_seconds), hello_delay_ms = 0;
+  authrpc::cli::FlagParser parser;
+  parser.value("--connections", count(&args.connections, 1, kAny))
+      .value("--addresses", count(&args.addresses, 1, 250))
+      .flag("--slow", &args.slow)
+      .value("-n", count(&args.n, 1, kAny))
+      .value("--warmup", count(&args.warmup, 0, kAny))
+      .value("--max-seconds", count(&max_seconds, 1, INT_MAX))
+      .value("--server-threads", count(&args.server_threads, 1, kAny))
+      .value("--max-unauthenticated", optional(&args.max_unauthenticated, 1))
+      .value("--per-address", optional(&args.per_address, 0))
+      .value("--hello-delay-ms", count(&hello_delay_ms, 0, kAny));
+  const std::string help = std::string("usage: minibench storm [options]\n") + kStormHelp;
+  if (auto code = authrpc::cli::parse_or_exit(parser, argc, argv, help, "minibench", "minibench storm --help",
+                                              "storm: ")) {
+    return code;
+  }
+  args.max_seconds = static_cast<int>(max_seconds);
+  args.hello_delay = std::chrono::milliseconds(hello_delay_ms);
+  return std::nullopt;
 }
 
 }  // namespace
 
 int run_storm(int argc, char** argv) {
   StormArgs args;
-  for (int i = 0; i < argc; ++i) {
-    const std::string arg = argv[i];
-    auto size_value = [&](std::size_t& out) {
-      return i + 1 < argc && parse_size(argv[++i], out);
-    };
-    std::size_t v = 0;
-    bool ok = true;
-    if (arg == "--help" || arg == "-h") {
-      std::printf("usage: minibench storm [options]\n%s", kStormHelp);
-      return 0;
-    } else if (arg == "--connections") {
-      ok = size_value(args.connections) && args.connections > 0;
-    } else if (arg == "--addresses") {
-      ok = size_value(args.addresses) && args.addresses >= 1 && args.addresses <= 250;
-    } else if (arg == "--slow") {
-      args.slow = true;
-    } else if (arg == "-n") {
-      ok = size_value(args.n) && args.n > 0;
-    } else if (arg == "--warmup") {
-      ok = size_value(args.warmup);
-    } else if (arg == "--max-seconds") {
-      ok = size_value(v) && v > 0;
-      args.max_seconds = static_cast<int>(v);
-    } else if (arg == "--server-threads") {
-      ok = size_value(args.server_threads) && args.server_threads > 0;
-    } else if (arg == "--max-unauthenticated") {
-      ok = size_value(v) && v > 0;
-      args.max_unauthenticated = v;
-    } else if (arg == "--per-address") {
-      ok = size_value(v);
-      args.per_address = v;
-    } else if (arg == "--hello-delay-ms") {
-      ok = size_value(v);
-      args.hello_delay = std::chrono::milliseconds(v);
-    } else {
-      ok = false;
-    }
-    if (!ok) {
-      std::fprintf(stderr, "minibench storm: bad option or value: %s\n%s", arg.c_str(), kStormHelp);
-      return 2;
-    }
-  }
-  auto server = spawn_server(args);  // before any thread
+  if (auto code = parse_storm_args(argc, argv, args)) return *code;
+  auto server = ServerChild::fork([&args](int report_fd) { run_server(report_fd, args); });  // before any thread
   if (!server.ok()) {
     std::fprintf(stderr, "minibench storm: %s\n", server.status().to_string().c_str());
     return 1;
   }
   std::signal(SIGPIPE, SIG_IGN);
-  const Endpoint endpoint = (*server)->endpoint;
+  const Endpoint endpoint = (*server)->endpoints().at("authrpc/tcp");
+  const authrpc::ServerOptions options = server_options(args);
   auto* shared = static_cast<AttackShared*>(::mmap(nullptr, sizeof(AttackShared), PROT_READ | PROT_WRITE,
                                                    MAP_SHARED | MAP_ANONYMOUS, -1, 0));
   if (shared == MAP_FAILED) return 1;
   new (shared) AttackShared;
   const std::vector<pid_t> attackers = spawn_attackers(args, endpoint.port, *shared);
   std::printf("storm: server pid %d on %s, %zu IO thread(s), max_unauthenticated %s, per address %s\n",
-              static_cast<int>((*server)->pid), endpoint.to_string().c_str(), args.server_threads,
-              (*server)->budget.c_str(), (*server)->per_address.c_str());
+              static_cast<int>((*server)->pid()), endpoint.to_string().c_str(), args.server_threads,
+              std::to_string(options.max_unauthenticated).c_str(),
+              std::to_string(options.max_unauthenticated_per_address).c_str());
 
   const auto forever = Clock::now() + std::chrono::hours(1);
   const Phase quiet = run_sessions(endpoint, args.warmup, args.n, forever, args.hello_delay);

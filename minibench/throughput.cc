@@ -7,11 +7,9 @@
 #include <openssl/ssl.h>
 #include <poll.h>
 #include <limits.h>
-#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/uio.h>
 #include <sys/un.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <asio/co_spawn.hpp>
@@ -23,7 +21,6 @@
 #include <csignal>
 #include <cstdio>
 #include <cstring>
-#include <fstream>
 #include <future>
 #include <map>
 #include <memory>
@@ -37,12 +34,16 @@
 #include "authrpc/auth/mechanisms/simple/simple.h"
 #include "authrpc/client/client.h"
 #include "authrpc/client/client_runtime.h"
+#include "minibench/server_child.h"
 #include "minibench/cpu_clock.h"
 #include "minibench/floor_check.h"
+#include "minibench/rotation.h"
 #include "minibench/run_info.h"
 #include "minibench/stats.h"
 #include "minibench/tls_sessions.h"
 #include "authrpc/base/log.h"
+#include "authrpc/tools/cli_exit.h"
+#include "authrpc/tools/flag_parser.h"
 #include "authrpc/rpc/call_stream.h"
 #include "authrpc/security/tls_context.h"
 #include "authrpc/server/server.h"
@@ -94,6 +95,8 @@ constexpr const char* kUsage =
     "usage: minibench throughput [--get|--put] [--streams S] [--batch BYTES] [--bytes TOTAL]\n"
     "       [--transport tcp|unix|tls|shm|all] [--runs R] [--window BYTES] [--json FILE] [--quiet]\n";
 
+constexpr const char* kSee = "minibench throughput --help";
+
 struct Args {
   bool put = false;
   std::size_t streams = 1;
@@ -106,81 +109,39 @@ struct Args {
   bool quiet = false;
 };
 
-int usage_error(const std::string& message) {
-  std::fprintf(stderr, "minibench throughput: %s\n%s", message.c_str(), kUsage);
-  return 2;
-}
-
-bool parse_size(const std::string& text, std::uint64_t& out, std::uint64_t min) {
-  char* end = nullptr;
-  errno = 0;
-  const unsigned long long v = std::strtoull(text.c_str(), &end, 10);
-  if (errno != 0 || end == text.c_str() || v < min) return false;
-  std::uint64_t scale = 1;
-  const std::string suffix(end);
-  if (suffix == "K" || suffix == "KiB") scale = 1024;
-  else if (suffix == "M" || suffix == "MiB") scale = 1024 * 1024;
-  else if (suffix == "G" || suffix == "GiB") scale = 1024ull * 1024 * 1024;
-  else if (!suffix.empty()) return false;
-  out = v * scale;
-  return true;
-}
-
-// 0: parsed; -1: help printed; else the exit status.
-int parse_args(int argc, char** argv, Args& args) {
+// Reads argv: nullopt to go on; else the exit status (help printed: 0).
+std::optional<int> parse_args(int argc, char** argv, Args& args) {
+  using authrpc::cli::size;
   bool get = false;
-  for (int i = 0; i < argc; ++i) {
-    const std::string arg = argv[i];
-    auto value = [&](std::string& out) {
-      if (i + 1 >= argc) return false;
-      out = argv[++i];
-      return true;
-    };
-    std::string v;
-    std::uint64_t n = 0;
-    if (arg == "--help" || arg == "-h") {
-      std::printf("%s\n%s", kUsage, kThroughputHelp);
-      return -1;
-    } else if (arg == "--get") {
-      get = true;
-    } else if (arg == "--put") {
-      args.put = true;
-    } else if (arg == "--quiet") {
-      args.quiet = true;
-    } else if (arg == "--streams" && value(v)) {
-      if (!parse_size(v, n, 1) || n > 256) return usage_error("--streams: 1 to 256");
-      args.streams = n;
-    } else if (arg == "--batch" && value(v)) {
-      if (!parse_size(v, n, 1) || n > 15 * 1024 * 1024) {
-        return usage_error("--batch: 1 byte to 15 MiB (the frame limit is 16 MiB)");
-      }
-      args.batch = n;
-    } else if (arg == "--bytes" && value(v)) {
-      if (!parse_size(v, n, 1)) return usage_error("--bytes: a positive size");
-      args.bytes = n;
-    } else if (arg == "--runs" && value(v)) {
-      if (!parse_size(v, n, 1) || n > 1000) return usage_error("--runs: a positive count");
-      args.runs = n;
-    } else if (arg == "--window" && value(v)) {
-      if (!parse_size(v, n, 1) || n > 0x7fffffff) return usage_error("--window: a positive size");
-      args.window = static_cast<std::uint32_t>(n);
-    } else if (arg == "--transport" && value(v)) {
-      if (v == "all") {
-        args.transports = {"tcp", "unix", "tls", "shm"};
-      } else if (v == "tcp" || v == "unix" || v == "tls" || v == "shm") {
-        args.transports = {v};
-      } else {
-        return usage_error("--transport: tcp, unix, tls, shm or all");
-      }
-    } else if (arg == "--json" && value(v)) {
-      args.json = v;
-    } else {
-      return usage_error("unknown option or missing value: '" + arg + "'");
-    }
+  std::uint64_t window = 0;
+  authrpc::cli::FlagParser parser;
+  parser.flag("--get", &get)
+      .flag("--put", &args.put)
+      .flag("--quiet", &args.quiet)
+      .value("--streams", authrpc::cli::count(&args.streams, 1, 256))
+      .value("--batch", size(&args.batch, 1, 15 * 1024 * 1024))  // the frame limit is 16 MiB
+      .value("--bytes", size(&args.bytes, 1, UINT64_MAX))
+      .value("--runs", authrpc::cli::count(&args.runs, 1, 1000))
+      .value("--window", size(&window, 1, 0x7fffffff))
+      .value("--transport",
+             [&args](std::string_view v) {
+               std::string one;
+               if (auto s = authrpc::cli::one_of(&one, {"tcp", "unix", "tls", "shm", "all"})(v); !s.ok()) return s;
+               args.transports = one == "all" ? std::vector<std::string>{"tcp", "unix", "tls", "shm"}
+                                              : std::vector<std::string>{one};
+               return Status();
+             })
+      .value("--json", &args.json);
+  const std::string help = std::string(kUsage) + "\n" + kThroughputHelp;
+  if (auto code = authrpc::cli::parse_or_exit(parser, argc, argv, help, "minibench", kSee, "throughput: ")) {
+    return code;
   }
-  if (get && args.put) return usage_error("--get or --put, not both");
-  if (args.bytes < args.streams) return usage_error("--bytes must give each stream a byte");
-  return 0;
+  if (window > 0) args.window = static_cast<std::uint32_t>(window);
+  if (get && args.put) return authrpc::cli::report_usage("minibench", "throughput: --get or --put, not both", kSee);
+  if (args.bytes < args.streams) {
+    return authrpc::cli::report_usage("minibench", "throughput: --bytes must give each stream a byte", kSee);
+  }
+  return std::nullopt;
 }
 
 // The bytes every batch carries: one buffer, written from (zero-copy) and
@@ -256,38 +217,26 @@ bool attach_tls(SSL* ssl, int fd) {
 
 bool flush_tls(Conn& c) { return c.ssl == nullptr || BIO_flush(SSL_get_wbio(c.ssl)) == 1; }
 
-bool read_full(Conn& c, char* out, std::size_t n) {
-  std::size_t got = 0;
-  while (got < n) {
+// Reads (or with `write`, writes) all `n` bytes at `data`.
+bool transfer_full(Conn& c, char* data, std::size_t n, bool write) {
+  for (std::size_t done = 0; done < n;) {
+    const std::size_t left = n - done;
+    ssize_t r;
     if (c.ssl != nullptr) {
-      const int r = SSL_read(c.ssl, out + got, static_cast<int>(std::min<std::size_t>(n - got, 1 << 30)));
-      if (r <= 0) return false;
-      got += static_cast<std::size_t>(r);
+      const int chunk = static_cast<int>(std::min<std::size_t>(left, 1 << 30));
+      r = write ? SSL_write(c.ssl, data + done, chunk) : SSL_read(c.ssl, data + done, chunk);
     } else {
-      const ssize_t r = ::recv(c.fd, out + got, n - got, 0);
+      r = write ? ::send(c.fd, data + done, left, MSG_NOSIGNAL) : ::recv(c.fd, data + done, left, 0);
       if (r < 0 && errno == EINTR) continue;
-      if (r <= 0) return false;
-      got += static_cast<std::size_t>(r);
     }
+    if (r <= 0) return false;
+    done += static_cast<std::size_t>(r);
   }
   return true;
 }
-
+bool read_full(Conn& c, char* out, std::size_t n) { return transfer_full(c, out, n, false); }
 bool write_full(Conn& c, const char* data, std::size_t n) {
-  std::size_t put = 0;
-  while (put < n) {
-    if (c.ssl != nullptr) {
-      const int r = SSL_write(c.ssl, data + put, static_cast<int>(std::min<std::size_t>(n - put, 1 << 30)));
-      if (r <= 0) return false;
-      put += static_cast<std::size_t>(r);
-    } else {
-      const ssize_t r = ::send(c.fd, data + put, n - put, MSG_NOSIGNAL);
-      if (r < 0 && errno == EINTR) continue;
-      if (r <= 0) return false;
-      put += static_cast<std::size_t>(r);
-    }
-  }
-  return true;
+  return transfer_full(c, const_cast<char*>(data), n, true);
 }
 
 // Sends `count` bytes as batch-sized writes of `bytes` (at least `batch`
@@ -386,57 +335,53 @@ void floor_accept_loop(int listen_fd, SSL_CTX* ctx, bool tcp) {
   }
 }
 
-// A listening socket on 127.0.0.1:0 (tcp) or the abstract name (unix).
-int listen_socket(bool tcp, const std::string& abstract_name, int* port) {
-  const int fd = ::socket(tcp ? AF_INET : AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  if (fd < 0) return -1;
-  int rc;
+// A socket for `ep` (tcp://ADDRESS:PORT or unix:@name) and its address.
+int socket_for(const Endpoint& ep, sockaddr_storage& address, socklen_t& length) {
+  const bool tcp = ep.scheme != Endpoint::Scheme::kUnix;
+  address = {};
   if (tcp) {
-    sockaddr_in a{};
-    a.sin_family = AF_INET;
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    rc = ::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a);
-    socklen_t len = sizeof a;
-    if (rc == 0) rc = ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
-    *port = ntohs(a.sin_port);
+    auto* a = reinterpret_cast<sockaddr_in*>(&address);
+    a->sin_family = AF_INET;
+    a->sin_port = htons(ep.port);
+    ::inet_pton(AF_INET, ep.host.c_str(), &a->sin_addr);
+    length = sizeof *a;
   } else {
-    sockaddr_un a{};
-    a.sun_family = AF_UNIX;
-    std::memcpy(a.sun_path + 1, abstract_name.data(), abstract_name.size());
-    rc = ::bind(fd, reinterpret_cast<sockaddr*>(&a),
-                static_cast<socklen_t>(offsetof(sockaddr_un, sun_path) + 1 + abstract_name.size()));
+    auto* a = reinterpret_cast<sockaddr_un*>(&address);
+    a->sun_family = AF_UNIX;
+    const std::string name = ep.path.substr(1);  // "@name": abstract
+    std::memcpy(a->sun_path + 1, name.data(), name.size());
+    length = static_cast<socklen_t>(offsetof(sockaddr_un, sun_path) + 1 + name.size());
   }
-  if (rc != 0 || ::listen(fd, 128) != 0) {
+  return ::socket(tcp ? AF_INET : AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+}
+
+// A socket listening on `ep`; a tcp port 0 becomes the bound one.
+int listen_socket(Endpoint& ep) {
+  sockaddr_storage a;
+  socklen_t length;
+  const int fd = socket_for(ep, a, length);
+  if (fd < 0) return -1;
+  if (::bind(fd, reinterpret_cast<sockaddr*>(&a), length) != 0 || ::listen(fd, 128) != 0 ||
+      ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &length) != 0) {
     ::close(fd);
     return -1;
   }
+  if (ep.scheme != Endpoint::Scheme::kUnix) ep.port = ntohs(reinterpret_cast<sockaddr_in*>(&a)->sin_port);
   return fd;
 }
 
 int connect_socket(const Endpoint& ep) {
-  const bool tcp = ep.scheme != Endpoint::Scheme::kUnix;
-  const int fd = ::socket(tcp ? AF_INET : AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  sockaddr_storage a;
+  socklen_t length;
+  const int fd = socket_for(ep, a, length);
   if (fd < 0) return -1;
-  int rc;
-  if (tcp) {
-    sockaddr_in a{};
-    a.sin_family = AF_INET;
-    a.sin_port = htons(ep.port);
-    ::inet_pton(AF_INET, ep.host.c_str(), &a.sin_addr);
-    rc = ::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a);
-    const int one = 1;
-    ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
-  } else {
-    sockaddr_un a{};
-    a.sun_family = AF_UNIX;
-    const std::string name = ep.path.substr(1);  // "@name": abstract
-    std::memcpy(a.sun_path + 1, name.data(), name.size());
-    rc = ::connect(fd, reinterpret_cast<sockaddr*>(&a),
-                   static_cast<socklen_t>(offsetof(sockaddr_un, sun_path) + 1 + name.size()));
-  }
-  if (rc != 0) {
+  if (::connect(fd, reinterpret_cast<sockaddr*>(&a), length) != 0) {
     ::close(fd);
     return -1;
+  }
+  if (ep.scheme != Endpoint::Scheme::kUnix) {
+    const int one = 1;
+    ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
   }
   return fd;
 }
@@ -508,21 +453,9 @@ void add_bench_service(authrpc::Server& server) {
   (void)server.add_service(std::move(bench));
 }
 
-[[noreturn]] void run_child(int report_fd, const std::string& certs_dir) {
-  ::prctl(PR_SET_PDEATHSIG, SIGTERM);
-  sigset_t stop_set;
-  sigemptyset(&stop_set);
-  sigaddset(&stop_set, SIGTERM);
-  sigaddset(&stop_set, SIGINT);
-  pthread_sigmask(SIG_BLOCK, &stop_set, nullptr);  // inherited by every thread
-  std::signal(SIGPIPE, SIG_IGN);
-  std::string report;
-  auto fail = [&](const std::string& why) {
-    const std::string line = "error " + why + "\n";
-    (void)::write(report_fd, line.data(), line.size());
-    ::_exit(1);
-  };
-
+// The child's body (ServerChild::fork): the Server, reported as
+// "authrpc/<scheme>", and the floors, as "floor/<transport>".
+void run_child(int report_fd, const std::string& certs_dir) {
   authrpc::ServerOptions o;
   const std::string unix_name = "minibench-throughput-" + std::to_string(::getpid());
   o.endpoints = {*Endpoint::parse("tcp://127.0.0.1:0"), *Endpoint::parse("unix:@" + unix_name)};
@@ -531,7 +464,7 @@ void add_bench_service(authrpc::Server& server) {
     t.certificate_file = certs_dir + "/server.pem";
     t.private_key_file = certs_dir + "/server.key";
     auto context = authrpc::security::TlsServerContext::create(t);
-    if (!context.ok()) fail("TLS context: " + context.status().message);
+    if (!context.ok()) fail_child(report_fd, "TLS context: " + context.status().message);
     o.tls = std::move(*context);
     o.endpoints.push_back(*Endpoint::parse("tls://127.0.0.1:0"));
     o.encryption = authrpc::SecurityRequirement::kOptional;  // tcp:// and unix: stay plaintext
@@ -540,96 +473,29 @@ void add_bench_service(authrpc::Server& server) {
   o.io_threads = 1;
   o.log = authrpc::null_log_sink();
   o.shm.enabled = true;  // used only by clients that offer it (the shm rows)
-  authrpc::Server server(std::move(o));
-  add_bench_service(server);
-  if (Status s = server.start(); !s.ok()) fail(s.to_string());
-  for (const auto& ep : server.bound_endpoints()) {
+  auto* server = new authrpc::Server(std::move(o));  // serves until the child ends
+  add_bench_service(*server);
+  if (Status s = server->start(); !s.ok()) fail_child(report_fd, s.to_string());
+  for (const auto& ep : server->bound_endpoints()) {
     const char* scheme = ep.scheme == Endpoint::Scheme::kTcp    ? "tcp"
                          : ep.scheme == Endpoint::Scheme::kUnix ? "unix"
                                                                 : "tls";
-    report += std::string("authrpc/") + scheme + " " + ep.to_string() + "\n";
+    report_endpoint(report_fd, std::string("authrpc/") + scheme, ep);
   }
-
-  int port = 0;
-  const int tcp_fd = listen_socket(true, "", &port);
-  if (tcp_fd < 0) fail("floor/tcp listen failed");
-  report += "floor/tcp tcp://127.0.0.1:" + std::to_string(port) + "\n";
-  std::thread(floor_accept_loop, tcp_fd, nullptr, true).detach();
-  const std::string floor_unix = unix_name + "-floor";
-  const int unix_fd = listen_socket(false, floor_unix, &port);
-  if (unix_fd < 0) fail("floor/unix listen failed");
-  report += "floor/unix unix:@" + floor_unix + "\n";
-  std::thread(floor_accept_loop, unix_fd, nullptr, false).detach();
-  if (!certs_dir.empty()) {
-    SSL_CTX* ctx = floor_tls_context(true, certs_dir);
-    if (ctx == nullptr) fail("floor/tls context");
-    const int tls_fd = listen_socket(true, "", &port);
-    if (tls_fd < 0) fail("floor/tls listen failed");
-    report += "floor/tls tcp://127.0.0.1:" + std::to_string(port) + "\n";
-    std::thread(floor_accept_loop, tls_fd, ctx, true).detach();
-  }
-  report += "ready\n";
-  (void)::write(report_fd, report.data(), report.size());
-  ::close(report_fd);
-  int sig = 0;
-  sigwait(&stop_set, &sig);
-  ::_exit(0);  // no orderly teardown: connections may be mid-stream
-}
-
-struct Child {
-  pid_t pid = -1;
-  std::map<std::string, Endpoint> endpoints;
-  ~Child() { stop(); }
-  void stop() {
-    if (pid <= 0) return;
-    ::kill(pid, SIGTERM);
-    int status = 0;
-    ::waitpid(pid, &status, 0);
-    pid = -1;
-  }
-};
-
-Result<std::unique_ptr<Child>> spawn_child(const std::string& certs_dir) {
-  int fds[2];
-  if (::pipe2(fds, O_CLOEXEC) != 0) return Status(std::error_code(errno, std::system_category()), "pipe");
-  std::fflush(stdout);
-  std::fflush(stderr);
-  const pid_t pid = ::fork();
-  if (pid < 0) return Status(std::error_code(errno, std::system_category()), "fork");
-  if (pid == 0) {
-    ::close(fds[0]);
-    run_child(fds[1], certs_dir);
-  }
-  ::close(fds[1]);
-  auto child = std::make_unique<Child>();
-  child->pid = pid;
-  std::string text;
-  char buf[4096];
-  while (text.find("ready\n") == std::string::npos && text.find("error ") == std::string::npos) {
-    pollfd p{fds[0], POLLIN, 0};
-    if (::poll(&p, 1, 15000) <= 0) {
-      ::close(fds[0]);
-      return Status(Errc::kDeadlineExceeded, "the server child did not start");
+  // floor/tcp, floor/unix and with certificates floor/tls.
+  for (const std::string transport : {"tcp", "unix", "tls"}) {
+    SSL_CTX* ctx = nullptr;
+    if (transport == "tls") {
+      if (certs_dir.empty()) break;
+      if ((ctx = floor_tls_context(true, certs_dir)) == nullptr) fail_child(report_fd, "floor/tls context");
     }
-    const ssize_t n = ::read(fds[0], buf, sizeof buf);
-    if (n <= 0) break;
-    text.append(buf, static_cast<std::size_t>(n));
+    const bool tcp = transport != "unix";
+    Endpoint ep = *Endpoint::parse(tcp ? "tcp://127.0.0.1:0" : "unix:@" + unix_name + "-floor");
+    const int fd = listen_socket(ep);
+    if (fd < 0) fail_child(report_fd, "floor/" + transport + " listen failed");
+    report_endpoint(report_fd, "floor/" + transport, ep);
+    std::thread(floor_accept_loop, fd, ctx, tcp).detach();
   }
-  ::close(fds[0]);
-  if (const auto e = text.find("error "); e != std::string::npos) {
-    return Status(Errc::kInternal, "server child: " + text.substr(e + 6));
-  }
-  std::size_t pos = 0;
-  while (pos < text.size()) {
-    const auto end = text.find('\n', pos);
-    const std::string line = text.substr(pos, end - pos);
-    pos = end == std::string::npos ? text.size() : end + 1;
-    const auto space = line.find(' ');
-    if (space == std::string::npos) continue;
-    auto ep = Endpoint::parse(line.substr(space + 1));
-    if (ep.ok()) child->endpoints[line.substr(0, space)] = *ep;
-  }
-  return child;
 }
 
 // ---------------------------------------------------------------------------
@@ -661,6 +527,19 @@ struct RunResult {
 
 double us_since(Clock::time_point t) {
   return std::chrono::duration<double, std::micro>(Clock::now() - t).count();
+}
+
+// A row's run: `bytes` moved by the streams of `latencies` (per batch, µs).
+RunResult gathered(Clock::duration elapsed, const std::vector<std::vector<double>>& latencies,
+                   std::uint64_t bytes) {
+  RunResult r;
+  r.elapsed = elapsed;
+  r.bytes = bytes;
+  for (const auto& l : latencies) {
+    r.batches += l.size();
+    r.latencies_us.insert(r.latencies_us.end(), l.begin(), l.end());
+  }
+  return r;
 }
 
 // One floor stream: connect, ask, move `total` bytes in batches.
@@ -720,15 +599,11 @@ Result<RunResult> run_floor(const Endpoint& ep, SSL_CTX* tls, const Args& args) 
     });
   }
   for (auto& t : threads) t.join();
-  RunResult r;
-  r.elapsed = Clock::now() - start;
-  for (std::size_t i = 0; i < args.streams; ++i) {
-    if (!results[i].ok()) return results[i];
-    r.batches += latencies[i].size();
-    r.latencies_us.insert(r.latencies_us.end(), latencies[i].begin(), latencies[i].end());
+  const auto elapsed = Clock::now() - start;
+  for (const Status& s : results) {
+    if (!s.ok()) return s;
   }
-  r.bytes = per_stream * args.streams;
-  return r;
+  return gathered(elapsed, latencies, per_stream * args.streams);
 }
 
 // One authrpc stream on its own connection.
@@ -782,9 +657,7 @@ Result<RunResult> run_authrpc(authrpc::ClientRuntime& runtime, const Endpoint& e
   std::vector<std::unique_ptr<authrpc::Client>> clients;
   std::shared_ptr<authrpc::security::TlsClientContext> tls;
   if (ep.scheme == Endpoint::Scheme::kTls) {
-    authrpc::security::TlsClientOptions t;
-    t.ca_file = certs_dir + "/ca.pem";
-    auto context = authrpc::security::TlsClientContext::create(t);
+    auto context = tls_client_context(certs_dir + "/ca.pem", true);
     if (!context.ok()) return context.status();
     tls = std::move(*context);
   }
@@ -807,19 +680,13 @@ Result<RunResult> run_authrpc(authrpc::ClientRuntime& runtime, const Endpoint& e
                                   authrpc_stream(*clients[i], args, per_stream, latencies[i]),
                                   asio::use_future));
   }
-  RunResult r;
   Status failure;
   for (auto& f : done) {
     Status s = f.get();
     if (!s.ok() && failure.ok()) failure = std::move(s);
   }
-  r.elapsed = Clock::now() - start;
+  RunResult r = gathered(Clock::now() - start, latencies, per_stream * args.streams);
   if (!failure.ok()) return failure;
-  for (const auto& l : latencies) {
-    r.batches += l.size();
-    r.latencies_us.insert(r.latencies_us.end(), l.begin(), l.end());
-  }
-  r.bytes = per_stream * args.streams;
   if (tls) {
     if (auto info = clients.front()->tls_info()) r.note = info->version + " " + info->cipher;
   }
@@ -899,7 +766,7 @@ double p50_us(const RunResult& r) {
 }
 
 struct Evaluated {
-  const Target* target;
+  Target target;
   std::optional<double> ratio;  // medians
   std::vector<double> run_ratios;
 };
@@ -911,26 +778,24 @@ const RowStats* find_row(const std::vector<RowStats>& rows, const std::string& n
   return nullptr;
 }
 
+double mb_per_s(const RunResult& r) { return r.mb_per_s(); }
+
+// `row`'s value over `against`'s: their median runs' (nullopt when
+// against's is 0) and run by run.
+void ratios(const RowStats& row, const RowStats& against, double (*value)(const RunResult&),
+            std::optional<double>& median, std::vector<double>& per_run) {
+  if (const double theirs = value(against.median_run()); theirs > 0) median = value(row.median_run()) / theirs;
+  for (std::size_t i = 0; i < std::min(row.runs.size(), against.runs.size()); ++i) {
+    if (const double theirs = value(against.runs[i]); theirs > 0) per_run.push_back(value(row.runs[i]) / theirs);
+  }
+}
+
 Evaluated evaluate(const Target& t, const std::vector<RowStats>& rows) {
-  Evaluated e{&t, std::nullopt, {}};
+  Evaluated e{t, std::nullopt, {}};
   const RowStats* row = find_row(rows, t.row);
   const RowStats* against = find_row(rows, t.against);
   if (row == nullptr || against == nullptr || against->median_mb_per_s() <= 0) return e;
-  if (t.latency) {
-    const double theirs = p50_us(against->median_run());
-    if (theirs > 0) e.ratio = p50_us(row->median_run()) / theirs;
-    for (std::size_t i = 0; i < std::min(row->runs.size(), against->runs.size()); ++i) {
-      const double p = p50_us(against->runs[i]);
-      if (p > 0) e.run_ratios.push_back(p50_us(row->runs[i]) / p);
-    }
-    return e;
-  }
-  e.ratio = row->median_mb_per_s() / against->median_mb_per_s();
-  for (std::size_t i = 0; i < std::min(row->runs.size(), against->runs.size()); ++i) {
-    if (against->runs[i].mb_per_s() > 0) {
-      e.run_ratios.push_back(row->runs[i].mb_per_s() / against->runs[i].mb_per_s());
-    }
-  }
+  ratios(*row, *against, t.latency ? p50_us : mb_per_s, e.ratio, e.run_ratios);
   return e;
 }
 
@@ -949,12 +814,10 @@ std::optional<FloorAdvantage> floor_advantage(const RowStats& row,
   if (row.floor || row.runs.empty() || row.transport == "shm") return std::nullopt;
   const RowStats* floor = find_row(rows, "floor-stream/" + row.transport);
   if (floor == nullptr || floor->median_mb_per_s() <= 0) return std::nullopt;
-  FloorAdvantage a{floor->name, row.median_mb_per_s() / floor->median_mb_per_s(), {}};
-  for (std::size_t i = 0; i < std::min(row.runs.size(), floor->runs.size()); ++i) {
-    if (floor->runs[i].mb_per_s() > 0) {
-      a.per_run.push_back(row.runs[i].mb_per_s() / floor->runs[i].mb_per_s());
-    }
-  }
+  std::optional<double> advantage;
+  FloorAdvantage a{floor->name, 0, {}};
+  ratios(row, *floor, mb_per_s, advantage, a.per_run);
+  a.advantage = *advantage;
   return a;
 }
 
@@ -1002,13 +865,13 @@ Status write_json(const std::string& path, const std::vector<RowStats>& rows,
   }
   Json out_targets = Json::array();
   for (const auto& e : targets) {
-    out_targets.push_back({{"row", e.target->row},
-                           {"floor", e.target->against},
-                           {"limit", e.target->limit},
-                           {"compare", e.target->latency ? "p50_us <= limit x floor's p50_us"
+    out_targets.push_back({{"row", e.target.row},
+                           {"floor", e.target.against},
+                           {"limit", e.target.limit},
+                           {"compare", e.target.latency ? "p50_us <= limit x floor's p50_us"
                                                          : "mb_per_s >= limit x floor's mb_per_s"},
                            {"ratio", e.ratio ? Json(std::round(*e.ratio * 1000) / 1000) : Json(nullptr)},
-                           {"met", e.ratio ? Json(e.target->met(*e.ratio)) : Json(nullptr)}});
+                           {"met", e.ratio ? Json(e.target.met(*e.ratio)) : Json(nullptr)}});
   }
   nlohmann::ordered_json run = {{"mode", args.put ? "put" : "get"},
                                 {"streams", args.streams},
@@ -1022,105 +885,13 @@ Status write_json(const std::string& path, const std::vector<RowStats>& rows,
   doc["rows"] = std::move(out_rows);
   doc["targets"] = std::move(out_targets);
   doc["run"] = std::move(run);
-  std::ofstream file(path, std::ios::trunc);
-  file << doc.dump(2) << "\n";
-  file.close();
-  if (!file) return Status(std::error_code(errno, std::generic_category()), "write " + path);
-  return {};
+  return write_file(path, doc.dump(2) + "\n");
 }
 
-}  // namespace
-
-int run_throughput(int argc, char** argv) {
-  Args args;
-  if (int rc = parse_args(argc, argv, args); rc != 0) return rc < 0 ? 0 : rc;
-  std::signal(SIGPIPE, SIG_IGN);
-  const bool want_tls =
-      std::find(args.transports.begin(), args.transports.end(), "tls") != args.transports.end();
-  std::unique_ptr<ThrowawayCerts> certs;
-  if (want_tls) {
-    auto made = ThrowawayCerts::make();
-    if (!made.ok()) {
-      std::fprintf(stderr, "minibench throughput: the tls rows are skipped: %s\n",
-                   made.status().to_string().c_str());
-      std::erase(args.transports, std::string("tls"));
-    } else {
-      certs = std::move(*made);
-    }
-  }
-  const std::string certs_dir = certs ? certs->dir() : std::string();
-  pattern(args.batch);  // before the fork: the child shares it
-  // When the run began (the load average then, before this run adds to it).
-  const nlohmann::ordered_json machine = machine_info();
-  // Forks: no thread may exist in this process yet.
-  auto child = spawn_child(certs_dir);
-  if (!child.ok()) {
-    std::fprintf(stderr, "minibench throughput: %s\n", child.status().to_string().c_str());
-    return 1;
-  }
-  SSL_CTX* floor_tls = certs ? floor_tls_context(false, certs_dir) : nullptr;
-  struct FreeCtx {
-    SSL_CTX* ctx;
-    ~FreeCtx() {
-      if (ctx != nullptr) SSL_CTX_free(ctx);
-    }
-  } free_floor_tls{floor_tls};
-
-  const char* mode = args.put ? "put" : "get";
-  std::vector<RowStats> rows;
-  for (const auto& t : args.transports) {
-    if (t != "shm") rows.push_back({"floor-stream/" + t, t, true, {}});
-    rows.push_back({std::string(mode) + "/" + t, t, false, {}});
-  }
-  std::printf("minibench throughput: %s, %zu stream(s), batch %zu bytes, %llu bytes per row and "
-              "run, %zu run(s); server: child pid %d, 1 IO thread; client: 1 IO thread (floors: "
-              "a thread per stream)\n\n",
-              args.put ? "put (client to server)" : "get (server to client)", args.streams,
-              args.batch, static_cast<unsigned long long>(args.bytes), args.runs,
-              static_cast<int>((*child)->pid));
-  std::fflush(stdout);
-
-  authrpc::ClientRuntime runtime(1);
-  for (std::size_t run = 0; run < args.runs; ++run) {
-    for (std::size_t k = 0; k < rows.size();) {
-      // A floor and its row (or a row alone: shm); alternate which goes first.
-      const std::size_t group = rows[k].floor && k + 1 < rows.size() ? 2 : 1;
-      for (std::size_t j = 0; j < group; ++j) {
-        RowStats& row = rows[k + ((run % 2 == 0) ? j : group - 1 - j)];
-        const std::string key = row.floor ? "floor/" + row.transport
-                                          : "authrpc/" + floor_transport(row.transport);
-        const auto it = (*child)->endpoints.find(key);
-        if (it == (*child)->endpoints.end()) {
-          std::fprintf(stderr, "minibench throughput: no %s endpoint\n", key.c_str());
-          return 1;
-        }
-        if (!args.quiet) {
-          std::fprintf(stderr, "[run %zu/%zu] %s ...\n", run + 1, args.runs, row.name.c_str());
-        }
-        const double client_before = cpu_seconds(::getpid());
-        const double server_before = cpu_seconds((*child)->pid);
-        auto result = row.floor
-                          ? run_floor(it->second, row.transport == "tls" ? floor_tls : nullptr, args)
-                          : run_authrpc(runtime, it->second, certs_dir, args, row.transport == "shm");
-        if (result.ok()) {
-          result->client_cpu_s = cpu_seconds(::getpid()) - client_before;
-          result->server_cpu_s = cpu_seconds((*child)->pid) - server_before;
-        }
-        if (!result.ok()) {
-          std::fprintf(stderr, "minibench throughput: %s: %s\n", row.name.c_str(),
-                       result.status().to_string().c_str());
-          return 1;
-        }
-        row.runs.push_back(std::move(*result));
-      }
-      k += group;
-    }
-  }
-  (*child)->stop();
-
-  for (const auto& row : rows) print_row(row, args);
-
-  const std::string m(mode);
+// The targets, each with its ratio and verdict, then the same comparisons by
+// CPU cost and any row that beats its floor, on stdout.
+std::vector<Evaluated> print_targets(const std::vector<RowStats>& rows, const Args& args) {
+  const std::string m = args.put ? "put" : "get";
   std::vector<Target> targets = {{m + "/tcp", "floor-stream/tcp", 0.9},
                                  {m + "/unix", m + "/tcp", 1.0},
                                  {m + "/tls", m + "/tcp", 0.8},
@@ -1172,6 +943,93 @@ int run_throughput(int argc, char** argv) {
       std::printf("%s\n", beats_floor_warning(row.name, advantage->floor, advantage->advantage, "run").c_str());
     }
   }
+  return evaluated;
+}
+
+}  // namespace
+
+int run_throughput(int argc, char** argv) {
+  Args args;
+  if (auto code = parse_args(argc, argv, args)) return *code;
+  std::signal(SIGPIPE, SIG_IGN);
+  const bool want_tls =
+      std::find(args.transports.begin(), args.transports.end(), "tls") != args.transports.end();
+  std::unique_ptr<ThrowawayCerts> certs;
+  if (want_tls) {
+    auto made = ThrowawayCerts::make();
+    if (!made.ok()) {
+      std::fprintf(stderr, "minibench throughput: the tls rows are skipped: %s\n",
+                   made.status().to_string().c_str());
+      std::erase(args.transports, std::string("tls"));
+    } else {
+      certs = std::move(*made);
+    }
+  }
+  const std::string certs_dir = certs ? certs->dir() : std::string();
+  pattern(args.batch);  // before the fork: the child shares it
+  // When the run began (the load average then, before this run adds to it).
+  const nlohmann::ordered_json machine = machine_info();
+  // Forks: no thread may exist in this process yet.
+  auto child = ServerChild::fork([&certs_dir](int report_fd) { run_child(report_fd, certs_dir); });
+  if (!child.ok()) {
+    std::fprintf(stderr, "minibench throughput: %s\n", child.status().to_string().c_str());
+    return 1;
+  }
+  const std::map<std::string, Endpoint>& endpoints = (*child)->endpoints();
+  SSL_CTX* floor_tls = certs ? floor_tls_context(false, certs_dir) : nullptr;
+  struct FreeCtx {
+    SSL_CTX* ctx;
+    ~FreeCtx() {
+      if (ctx != nullptr) SSL_CTX_free(ctx);
+    }
+  } free_floor_tls{floor_tls};
+
+  const char* mode = args.put ? "put" : "get";
+  std::vector<RowStats> rows;
+  for (const auto& t : args.transports) {
+    if (t != "shm") rows.push_back({"floor-stream/" + t, t, true, {}});
+    rows.push_back({std::string(mode) + "/" + t, t, false, {}});
+  }
+  std::printf("minibench throughput: %s, %zu stream(s), batch %zu bytes, %llu bytes per row and "
+              "run, %zu run(s); server: child pid %d, 1 IO thread; client: 1 IO thread (floors: "
+              "a thread per stream)\n\n",
+              args.put ? "put (client to server)" : "get (server to client)", args.streams,
+              args.batch, static_cast<unsigned long long>(args.bytes), args.runs,
+              static_cast<int>((*child)->pid()));
+  std::fflush(stdout);
+
+  // Each floor with its row (or a row alone: shm); the runs alternate which
+  // goes first (rotation.h).
+  std::vector<std::size_t> groups;
+  for (std::size_t k = 0; k < rows.size(); k += groups.back()) {
+    groups.push_back(rows[k].floor && k + 1 < rows.size() ? 2 : 1);
+  }
+  authrpc::ClientRuntime runtime(1);
+  for (const Turn& t : rotation(groups, args.runs, false)) {
+    RowStats& row = rows[t.side];
+    const std::string key = row.floor ? "floor/" + row.transport : "authrpc/" + floor_transport(row.transport);
+    const auto it = endpoints.find(key);
+    if (it == endpoints.end()) {
+      std::fprintf(stderr, "minibench throughput: no %s endpoint\n", key.c_str());
+      return 1;
+    }
+    if (!args.quiet) std::fprintf(stderr, "[run %zu/%zu] %s ...\n", t.block + 1, args.runs, row.name.c_str());
+    const double client_before = cpu_seconds(::getpid());
+    const double server_before = cpu_seconds((*child)->pid());
+    auto result = row.floor ? run_floor(it->second, row.transport == "tls" ? floor_tls : nullptr, args)
+                            : run_authrpc(runtime, it->second, certs_dir, args, row.transport == "shm");
+    if (!result.ok()) {
+      std::fprintf(stderr, "minibench throughput: %s: %s\n", row.name.c_str(), result.status().to_string().c_str());
+      return 1;
+    }
+    result->client_cpu_s = cpu_seconds(::getpid()) - client_before;
+    result->server_cpu_s = cpu_seconds((*child)->pid()) - server_before;
+    row.runs.push_back(std::move(*result));
+  }
+  (*child)->stop();
+
+  for (const auto& row : rows) print_row(row, args);
+  const std::vector<Evaluated> evaluated = print_targets(rows, args);
   if (!args.json.empty()) {
     if (Status s = write_json(args.json, rows, evaluated, args, machine); !s.ok()) {
       std::fprintf(stderr, "minibench throughput: %s\n", s.to_string().c_str());

@@ -47,33 +47,22 @@ asio::awaitable<int> drive(Tcp::socket& socket, SSL* ssl, Op op) {
   }
 }
 
-class TlsEchoServer final : public FloorServer {
+class TlsEchoServer final : public net::AcceptLoop<Tcp, TlsEchoServer, FloorServer> {
  public:
   TlsEchoServer(Tcp::acceptor acceptor, Endpoint bound,
                 std::shared_ptr<authrpc::security::TlsServerContext> context)
-      : acceptor_(std::move(acceptor)), bound_(std::move(bound)), context_(std::move(context)) {
-    asio::co_spawn(acceptor_.get_executor(), accept_loop(), asio::detached);
+      : net::AcceptLoop<Tcp, TlsEchoServer, FloorServer>(std::move(acceptor), std::move(bound)),
+        context_(std::move(context)) {
+    start();
   }
-  ~TlsEchoServer() override { close(); }
-  Endpoint endpoint() const override { return bound_; }
-  void close() noexcept override {
-    std::error_code ignored;
-    if (acceptor_.is_open()) acceptor_.close(ignored);
+
+  asio::awaitable<void> serve(Tcp::socket socket) {
+    std::error_code ec;
+    socket.non_blocking(true, ec);
+    return echo(std::move(socket), context_);
   }
 
  private:
-  asio::awaitable<void> accept_loop() {
-    for (;;) {
-      std::error_code ec;
-      auto socket = co_await acceptor_.async_accept(redirect_error(use_awaitable, ec));
-      if (ec == asio::error::operation_aborted || !acceptor_.is_open()) co_return;
-      if (ec) continue;
-      socket.set_option(Tcp::no_delay(true), ec);
-      socket.non_blocking(true, ec);
-      asio::co_spawn(acceptor_.get_executor(), echo(std::move(socket), context_), asio::detached);
-    }
-  }
-
   static asio::awaitable<void> echo(Tcp::socket socket,
                                     std::shared_ptr<authrpc::security::TlsServerContext> context) {
     SslPtr ssl(SSL_new(context->native()));
@@ -92,8 +81,6 @@ class TlsEchoServer final : public FloorServer {
     socket.close(ignored);
   }
 
-  Tcp::acceptor acceptor_;
-  Endpoint bound_;
   std::shared_ptr<authrpc::security::TlsServerContext> context_;
 };
 

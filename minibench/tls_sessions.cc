@@ -1,17 +1,17 @@
 #include "minibench/tls_sessions.h"
 
+#include "minibench/iterations.h"
+
 #include <asio/post.hpp>
 #include <asio/use_awaitable.hpp>
 #include <cerrno>
 #include <cstdlib>
-#include <deque>
 #include <filesystem>
 #include <functional>
 #include <memory>
 #include <optional>
 
 #include "authrpc/client/client.h"
-#include "tests/testing/kdc_log.h"
 #include "minibench/schedule.h"
 #include "minibench/tls_floor.h"
 #include "authrpc/security/tls_context.h"
@@ -23,7 +23,6 @@ using authrpc::Client;
 using authrpc::ClientOptions;
 using authrpc::Result;
 using authrpc::Status;
-using authrpc::testing::KdcLog;
 
 // One TLS row: a method, with or without session resumption, and what its
 // p50 is held to (nullopt: no target; "" reference: floor/tls).
@@ -62,22 +61,9 @@ std::string row_name(const TlsRowSpec& spec) {
          (spec.resume ? "+tls-resume" : "+tls") + "/tcp";
 }
 
-asio::awaitable<Result<Clock::duration>> tls_session(asio::any_io_executor ex,
-                                                     const ClientOptions& base) {
-  ClientOptions options = base;
-  const auto start = Clock::now();
-  auto client = co_await Client::async_connect(ex, std::move(options));
-  if (!client.ok()) co_return client.status();
-  auto reply = co_await (*client)->async_call("sys", "whoami", "");
-  const auto elapsed = Clock::now() - start;
-  if (!reply.ok()) co_return reply.status();
-  client->reset();
-  co_await asio::post(ex, asio::use_awaitable);  // let the close finish, untimed
-  co_await asio::post(ex, asio::use_awaitable);
-  co_return elapsed;
-}
+}  // namespace
 
-Result<std::shared_ptr<authrpc::security::TlsClientContext>> client_context(
+Result<std::shared_ptr<authrpc::security::TlsClientContext>> tls_client_context(
     const std::string& ca_file, bool resume) {
   authrpc::security::TlsClientOptions o;
   o.ca_file = ca_file;
@@ -86,8 +72,6 @@ Result<std::shared_ptr<authrpc::security::TlsClientContext>> client_context(
   if (!ctx.ok()) return Status(ctx.code(), "TLS client: " + ctx.status().message);
   return ctx;
 }
-
-}  // namespace
 
 Result<std::unique_ptr<ThrowawayCerts>> ThrowawayCerts::make() {
   char tmpl[] = "/tmp/minibench-tls-XXXXXX";
@@ -111,10 +95,10 @@ ThrowawayCerts::~ThrowawayCerts() {
 asio::awaitable<Status> run_tls_sessions(
     asio::any_io_executor ex, const BenchPlan& plan,
     const std::map<std::string, std::shared_ptr<authrpc::ClientMechanism>>& mechanisms,
-    Report& report) {
+    const std::function<long()>& kdc_events, Report& report) {
   const TlsServers& tls = *plan.tls;
-  auto full = client_context(tls.ca_file, false);
-  auto resuming = client_context(tls.ca_file, true);
+  auto full = tls_client_context(tls.ca_file, false);
+  auto resuming = tls_client_context(tls.ca_file, true);
   if (!full.ok()) co_return full.status();
   if (!resuming.ok()) co_return resuming.status();
 
@@ -124,62 +108,41 @@ asio::awaitable<Status> run_tls_sessions(
   }
   if (rows.empty()) co_return Status();
 
-  std::deque<Samples> samples(rows.size() + 1);  // [0]: floor/tls
-  std::deque<ClientOptions> options;
-  // The Kerberos (and token) rows count the KDC's requests, as on plaintext.
-  std::unique_ptr<KdcLog> kdc_log;
-  if (plan.kerberos && !plan.kerberos->kdc_log.empty()) {
-    kdc_log = std::make_unique<KdcLog>(plan.kerberos->kdc_log);
-  }
+  // The Kerberos rows count the KDC's requests, as on plaintext.
   auto counts_kdc = [&](const TlsRowSpec& spec) {
     const MethodPlan* m = plan.method(spec.method);
     return m != nullptr && m->kerberos;
   };
-  std::function<long()> kdc_events;
-  if (kdc_log) {
-    kdc_events = [log = kdc_log.get()] { return static_cast<long>(log->counts().total()); };
-  }
   std::optional<TlsFloorClient> floor;
-  if (tls.floor) floor.emplace(*tls.floor, *full);
-  std::vector<Measured> group;
-  if (floor) {
-    group.push_back({[&]() { return floor->session(ex); }, &samples[0], {}, "floor/tls",
-                     [&](asio::any_io_executor e) { return floor->session(e); }});
+  std::optional<Measured> floor_sessions;
+  if (tls.floor) {
+    floor.emplace(*tls.floor, *full);
+    floor_sessions = Measured{[&]() { return floor->session(ex); }, nullptr, {}, "floor/tls",
+                              [&](asio::any_io_executor e) { return floor->session(e); }};
   }
-  for (std::size_t i = 0; i < rows.size(); ++i) {
-    ClientOptions& o = options.emplace_back();
-    o.endpoint = rows[i]->cold ? tls.cold->authrpc : tls.authrpc;
-    o.tls = rows[i]->resume ? *resuming : *full;
-    o.mechanisms = {mechanisms.at(rows[i]->method)};
+  std::vector<SessionRow> sessions;
+  for (const TlsRowSpec* spec : rows) {
+    ClientOptions o;
+    o.endpoint = spec->cold ? tls.cold->authrpc : tls.authrpc;
+    o.tls = spec->resume ? *resuming : *full;
+    o.mechanisms = {mechanisms.at(spec->method)};
     o.wait_for_authentication = false;
     if (!plan.client_metrics()) o.metrics = nullptr;
-    Samples* row_samples = &samples[i + 1];
-    group.push_back({[&ex, &o]() { return tls_session(ex, o); }, row_samples,
-                     counts_kdc(*rows[i]) ? kdc_events : nullptr,
-                     row_name(*rows[i]),
-                     [&o](asio::any_io_executor e) { return tls_session(e, o); },
-                     rows[i]->cold ? tls.cold->server_connections : plan.server_connections});
+    sessions.push_back({row_name(*spec), spec->method, std::move(o), counts_kdc(*spec) ? kdc_events : nullptr,
+                        spec->cold ? tls.cold->server_connections : plan.server_connections});
   }
-  if (Status s = co_await run_group(plan, "sessions tls", std::move(group), floor.has_value());
-      !s.ok()) {
-    co_return s;
-  }
-  std::optional<Row> floor_tls;
-  if (floor) {
-    floor_tls = floor_row("floor/tls", "tcp", samples[0]);
-    floor_tls->tls = true;
-    report.add(*floor_tls);
-  }
+  auto measured =
+      co_await run_session_group(ex, plan, "sessions tls", "tcp", std::move(floor_sessions), sessions);
+  if (!measured.ok()) co_return measured.status();
+  for (Row& row : *measured) row.tls = true;
+  if (floor) report.add(measured->front());
   for (std::size_t i = 0; i < rows.size(); ++i) {
-    const std::string name = row_name(*rows[i]);
-    Row row = compared_row(name, rows[i]->method, "tcp", samples[i + 1],
-                           floor_tls ? &*floor_tls : nullptr);
+    Row& row = (*measured)[i + floor.has_value()];
     row.resumed = rows[i]->resume;
     row.kerberos = counts_kdc(*rows[i]);
-    row.tls = true;
     row.metrics = plan.client_metrics();
-    report.add(std::move(row));
-    if (rows[i]->target) report.add_target(name, *rows[i]->target, rows[i]->reference);
+    report.add(row);
+    if (rows[i]->target) report.add_target(row.name, *rows[i]->target, rows[i]->reference);
   }
   co_return Status();
 }

@@ -9,6 +9,7 @@
 
 #include <asio/any_io_executor.hpp>
 #include <asio/awaitable.hpp>
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
@@ -16,6 +17,7 @@
 #include "authrpc/auth/mechanism.h"
 #include "minibench/plan.h"
 #include "minibench/report.h"
+#include "authrpc/security/tls_context.h"
 
 namespace minibench {
 
@@ -41,9 +43,14 @@ class ThrowawayCerts {
   std::string dir_;
 };
 
+// A TLS client context that trusts `ca_file`; `resume`: it keeps session
+// tickets and resumes with them.
+authrpc::Result<std::shared_ptr<authrpc::security::TlsClientContext>> tls_client_context(
+    const std::string& ca_file, bool resume);
+
 asio::awaitable<authrpc::Status> run_tls_sessions(
     asio::any_io_executor ex, const BenchPlan& plan,
     const std::map<std::string, std::shared_ptr<authrpc::ClientMechanism>>& mechanisms,
-    Report& report);
+    const std::function<long()>& kdc_events, Report& report);
 
 }  // namespace minibench

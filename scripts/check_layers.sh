@@ -15,7 +15,9 @@
 # and the all-built-ins library that links them: auth/builtin_mechanisms.cc
 # and security/builtin_token_stores.cc, each beside the registry whose
 # with_builtins() it defines, and so named here. The programs' own sources,
-# apart from the libraries, are in tools/.
+# apart from the libraries, are in tools/; their command-line parser there
+# (tools/flag_parser.*, cli_args.*, cli_exit.*: group flags) is a library
+# of base/ alone, which minibench links too.
 #   scripts/check_layers.sh [BUILD_DIR]
 # 1. Every `#include "authrpc/<dir>/..."` in those directories goes down (or
 #    sideways within its own layer): base includes nothing of authrpc's;
@@ -43,6 +45,8 @@ group_of() {
     components/admin/*) echo admin ;;
     auth/builtin_mechanisms.cc | security/builtin_token_stores.cc) echo builtins ;;
     # The programs' own sources (CMakeLists.txt: authrpc-server, authrpc).
+    # The command-line parser they and minibench share (authrpc_cli_flags).
+    tools/flag_parser.* | tools/cli_args.* | tools/cli_exit.*) echo flags ;;
     tools/authrpc_server_main.cc) echo server-program ;;
     tools/*) echo client-program ;;
     security/*) echo security ;;
@@ -68,8 +72,9 @@ declare -A allowed=(
   [server]="base security rpc auth server"
   [admin]="base security rpc auth server admin"
   [client]="base security rpc auth client"
-  [server-program]="base security rpc auth kerberos-credentials kerberos zookeeper server admin server-program"
-  [client-program]="base security rpc auth kerberos-credentials kerberos jwt zookeeper client client-program"
+  [flags]="base flags"
+  [server-program]="base security rpc auth kerberos-credentials kerberos zookeeper server admin flags server-program"
+  [client-program]="base security rpc auth kerberos-credentials kerberos jwt zookeeper client flags client-program"
 )
 
 violations=0
@@ -106,6 +111,7 @@ if [[ $# -ge 1 ]]; then
     [authrpc_kerberos]=kerberos [authrpc_jwt]=jwt [authrpc_zookeeper]=zookeeper
     [authrpc_builtins]=builtins
     [authrpc_server]=server [authrpc_client]=client [authrpc_admin]=admin
+    [authrpc_cli_flags]=flags
   )
   declare -A name_of=()
   while IFS=$'\t' read -r node name; do

@@ -31,6 +31,7 @@
 #include "authrpc/auth/mechanisms/simple/simple.h"
 #include "authrpc/client/client.h"
 #include "authrpc/security/base64url.h"
+#include "authrpc/tools/flag_parser.h"
 #include "tests/testing/test_support.h"
 #include "tests/testing/http_client.h"
 #include "tests/testing/test_tls.h"
@@ -1071,3 +1072,70 @@ TEST_F(CliTest, TheServerCanListenWhereTheCommandLineSays) {
 }
 
 }  // namespace
+
+// The parser the programs share (tools/flag_parser.h): each command line
+// either parses to the values below or fails with the one usage message.
+TEST(FlagParserTest, ParsesOrGivesTheUsageMessage) {
+  struct Case {
+    std::vector<std::string> args;
+    std::string error;  // empty: parses
+    std::string seen;   // with no error: the values, as "flag count size mode names ms positional"
+  };
+  const std::vector<Case> cases = {
+      {{}, "", "0 1 0 on  0 "},
+      {{"--quiet", "-n", "7", "--bytes", "2M", "--mode", "off", "--list", "a,b,a", "--ms", "1500", "x", "-"},
+       "", "1 7 2097152 off a,b 1500 x,-"},
+      {{"--bogus"}, "unknown option --bogus", ""},
+      {{"-n"}, "-n needs a value", ""},
+      {{"-n", "0"}, "-n: a count from 1 to 100", ""},
+      {{"-n", "101"}, "-n: a count from 1 to 100", ""},
+      {{"-n", " 5"}, "-n: a count from 1 to 100", ""},
+      {{"-n", "-5"}, "-n: a count from 1 to 100", ""},
+      {{"--bytes", "16M"}, "--bytes: a size from 1 to 15728640 bytes (K, M, G: KiB, MiB, GiB)", ""},
+      {{"--bytes", "1X"}, "--bytes: a size from 1 to 15728640 bytes (K, M, G: KiB, MiB, GiB)", ""},
+      {{"--mode", "both"}, "--mode: on, off or compare", ""},
+      {{"--list", "a,,b"}, "--list: a comma-separated list of names", ""},
+      {{"--ms", "12abc"}, "--ms: '12abc' is not a number of milliseconds from 1 to 2147483647", ""},
+      {{"--ms", "0"}, "--ms: '0' is not a number of milliseconds from 1 to 2147483647", ""},
+  };
+  for (const auto& c : cases) {
+    bool flag = false;
+    std::size_t count = 1;
+    std::uint64_t size = 0;
+    std::string mode = "on";
+    std::vector<std::string> names, positional;
+    std::chrono::milliseconds ms{0};
+    authrpc::cli::FlagParser parser;
+    parser.flag("--quiet", &flag)
+        .value("-n", authrpc::cli::count(&count, 1, 100))
+        .value("--bytes", authrpc::cli::size(&size, 1, 15 * 1024 * 1024))
+        .value("--mode", authrpc::cli::one_of(&mode, {"on", "off", "compare"}))
+        .value("--list", authrpc::cli::list(&names))
+        .value("--ms", authrpc::cli::milliseconds(&ms))
+        .positional(&positional);
+    std::vector<char*> argv;
+    for (const auto& a : c.args) argv.push_back(const_cast<char*>(a.c_str()));
+    const auto parsed = parser.parse(static_cast<int>(argv.size()), argv.data());
+    const std::string line = testing::PrintToString(c.args);
+    if (!c.error.empty()) {
+      ASSERT_FALSE(parsed.ok()) << line;
+      EXPECT_EQ(parsed.status().message, c.error) << line;
+      continue;
+    }
+    ASSERT_TRUE(parsed.ok()) << line << ": " << parsed.status().to_string();
+    auto joined = [](const std::vector<std::string>& v) {
+      std::string out;
+      for (const auto& s : v) out += (out.empty() ? "" : ",") + s;
+      return out;
+    };
+    EXPECT_EQ(std::to_string(flag) + " " + std::to_string(count) + " " + std::to_string(size) + " " + mode + " " +
+                  joined(names) + " " + std::to_string(ms.count()) + " " + joined(positional),
+              c.seen)
+        << line;
+  }
+  authrpc::cli::FlagParser strict;
+  char help[] = "-h", extra[] = "x";
+  char* help_argv[] = {extra, help};
+  EXPECT_FALSE(strict.parse(1, help_argv).ok());  // "x": no positional arguments taken
+  EXPECT_EQ(strict.parse(1, help_argv + 1).value(), authrpc::cli::FlagParser::Parsed::kHelp);
+}

@@ -700,13 +700,18 @@ TEST(MechanismFlags, MapDeclaredFlagsToEachMechanismsOptions) {
       kBearer,
       {{"--api-key-file", "key_file", "F  the key", true}, {"--keytab", "keytab", "F  a keytab"}});
   cli::MechanismFlags flags(registry);
-  EXPECT_TRUE(flags.declares("--keytab"));
-  EXPECT_TRUE(flags.declares("--api-key-file"));
-  EXPECT_TRUE(flags.declares("--user"));
-  EXPECT_FALSE(flags.declares("--server"));
-  flags.set("--keytab", "k.keytab");
-  flags.set("--user", "bob");
-  flags.set("--api-key-file", "key");
+  cli::FlagParser parser;
+  flags.add_to(parser);
+  // Every client's flags are options of the parser, and nothing else is.
+  std::vector<std::string> args = {"--keytab", "k.keytab", "--user", "bob", "--api-key-file", "key"};
+  std::vector<char*> argv;
+  for (auto& a : args) argv.push_back(a.data());
+  auto parsed = parser.parse(static_cast<int>(argv.size()), argv.data());
+  ASSERT_TRUE(parsed.ok()) << parsed.status().to_string();
+  std::vector<std::string> other = {"--server", "tcp://h:1"};
+  std::vector<char*> other_argv;
+  for (auto& a : other) other_argv.push_back(a.data());
+  EXPECT_FALSE(parser.parse(static_cast<int>(other_argv.size()), other_argv.data()).ok());
   struct Case {
     const char* mechanism;
     json options;

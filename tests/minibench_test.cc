@@ -26,6 +26,7 @@
 #include "minibench/floor_check.h"
 #include "minibench/plot.h"
 #include "minibench/report.h"
+#include "minibench/rotation.h"
 #include "tests/testing/test_server.h"
 #include "tests/testing/scoped_temp_dir.h"
 #include "tests/testing/mini_kdc.h"
@@ -1052,4 +1053,37 @@ TEST(PlotTest, OneDecadeLabelsItsMinorTicks) {
   expect_room_between(labels(svg, "tick"));
   EXPECT_THAT(svg, Not(HasSubstr("class=\"footer\"")));
 }
+// The order of turns every timed loop follows (minibench/rotation.h),
+// written as side@block ("w" for a warm-up turn).
+TEST(RotationTest, WarmsUpThenRotatesEachGroupsFirstSide) {
+  const struct {
+    std::vector<std::size_t> groups;
+    std::size_t blocks;
+    bool warmup;
+    std::string turns;
+  } cases[] = {
+      {{1}, 2, true, "0@w 0@0 0@1"},
+      {{2}, 3, true, "1@w 0@w 0@0 1@0 1@1 0@1 0@2 1@2"},
+      {{3}, 3, false, "0@0 1@0 2@0 1@1 2@1 0@1 2@2 0@2 1@2"},
+      // throughput: floor and row per transport, shm alone.
+      {{2, 2, 1}, 2, false, "0@0 1@0 2@0 3@0 4@0 1@1 0@1 3@1 2@1 4@1"},
+      {{2, 1}, 1, true, "1@w 0@w 2@w 0@0 1@0 2@0"},
+      {{}, 3, true, ""},
+  };
+  for (const auto& c : cases) {
+    std::string turns;
+    for (const auto& t : minibench::rotation(c.groups, c.blocks, c.warmup)) {
+      EXPECT_EQ(t.timed, t.block != minibench::kWarmup);
+      turns += (turns.empty() ? "" : " ") + std::to_string(t.side) + "@" +
+               (t.timed ? std::to_string(t.block) : std::string("w"));
+    }
+    EXPECT_EQ(turns, c.turns) << testing::PrintToString(c.groups) << " x " << c.blocks;
+  }
+  std::size_t total = 0;
+  for (std::size_t b = 0; b < 4; ++b) total += minibench::block_share(10, 4, b);
+  EXPECT_EQ(total, 10u);
+  EXPECT_EQ(minibench::block_share(10, 4, 0), 3u);
+  EXPECT_EQ(minibench::block_share(10, 4, 3), 2u);
+}
+
 }  // namespace

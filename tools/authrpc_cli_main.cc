@@ -20,8 +20,8 @@
 #include "authrpc/auth/mechanism_registry.h"
 #include "authrpc/client/client.h"
 #include "authrpc/security/credentials_file.h"
-#include "authrpc/tools/cli_args.h"
 #include "authrpc/tools/cli_exit.h"
+#include "authrpc/tools/flag_parser.h"
 #include "authrpc/tools/jwt_commands.h"
 #include "authrpc/tools/mechanism_flags.h"
 #include "authrpc/tools/stats_summary.h"
@@ -115,38 +115,19 @@ class ServerFlags {
  public:
   ServerFlags() : registry_(authrpc::MechanismRegistry::with_builtins()), mechanism_flags_(registry_) {}
 
-  // Takes argv[i] (and its value): how many arguments it used, 0 if it is
-  // not one of these flags; kInvalidArgument with the usage message for a
-  // missing or bad value.
-  authrpc::Result<int> parse(int argc, char** argv, int i) {
-    const std::string arg = argv[i];
-    const char* next = i + 1 < argc ? argv[i + 1] : nullptr;
-    auto missing = [&arg]() { return authrpc::Status(authrpc::Errc::kInvalidArgument, arg + " needs a value"); };
-    const auto tls_used = tls_flags_.parse(arg, next);
-    if (!tls_used.ok() || *tls_used > 0) return tls_used;
-    if (arg == "--server" || arg == "--auth" || arg == "--do-as") {
-      if (next == nullptr) return missing();
-      if (arg == "--server") server_ = next;
-      if (arg == "--auth") mechanisms_.emplace_back(next);
-      if (arg == "--do-as") do_as_ = next;
-      return 2;
-    }
-    if (mechanism_flags_.declares(arg)) {
-      if (next == nullptr) return missing();
-      mechanism_flags_.set(arg, next);
-      return 2;
-    }
-    if (arg == "--timeout" || arg == "--connect-timeout") {
-      if (next == nullptr) return missing();
-      const auto ms = authrpc::cli::parse_milliseconds(next);
-      if (!ms) {
-        return authrpc::Status(authrpc::Errc::kInvalidArgument,
-                               arg + " '" + next + "' is not a number of milliseconds from 1 to 2147483647");
-      }
-      (arg == "--timeout" ? timeout_ : connect_timeout_) = *ms;
-      return 2;
-    }
-    return 0;
+  // Adds these flags to `parser`; their values land here.
+  void add_to(authrpc::cli::FlagParser& parser) {
+    tls_flags_.add_to(parser);
+    parser.value("--server", &server_)
+        .value("--auth",
+               [this](std::string_view v) {
+                 mechanisms_.emplace_back(v);
+                 return authrpc::Status();
+               })
+        .value("--do-as", &do_as_)
+        .value("--timeout", authrpc::cli::milliseconds(&timeout_))
+        .value("--connect-timeout", authrpc::cli::milliseconds(&connect_timeout_));
+    mechanism_flags_.add_to(parser);
   }
 
   // Connects (blocking), or prints why not and gives the exit status.
@@ -216,42 +197,27 @@ int call_command(int argc, char** argv) {
   std::string data;
   bool raw = false;
   std::vector<std::string> positional;
-  for (int i = 0; i < argc; ++i) {
-    const std::string arg = argv[i];
-    const auto used = flags.parse(argc, argv, i);
-    if (!used.ok()) {
-      return usage_error(used.status().message);
-    } else if (*used > 0) {
-      i += *used - 1;
-    } else if (arg == "--help" || arg == "-h") {
-      std::fputs(kCallHelp, stdout);
-      std::fputs("\nMechanism options (declared by the mechanisms named):\n", stdout);
-      std::fputs(flags.mechanism_flags().help().c_str(), stdout);
-      std::fputs(kCallExamples, stdout);
-      return 0;
-    } else if (arg == "--raw") {
-      raw = true;
-    } else if (arg == "--data") {
-      if (i + 1 >= argc) return usage_error("--data needs a value");
-      data = argv[++i];
-    } else if (arg == "--data-file") {
-      if (i + 1 >= argc) return usage_error("--data-file needs a value");
-      const std::string v = argv[++i];
-      std::stringstream buf;
-      if (v == "-") {
-        buf << std::cin.rdbuf();
-      } else {
-        std::ifstream in(v, std::ios::binary);
-        if (!in) return usage_error("--data-file: cannot read " + v);
-        buf << in.rdbuf();
-      }
-      data = buf.str();
-    } else if (arg.starts_with("-") && arg != "-") {
-      return usage_error("unknown option " + arg);
-    } else {
-      positional.push_back(arg);
-    }
-  }
+  authrpc::cli::FlagParser parser;
+  flags.add_to(parser);
+  parser.flag("--raw", &raw)
+      .value("--data", &data)
+      .value("--data-file",
+             [&data](std::string_view v) {
+               std::stringstream buf;
+               if (v == "-") {
+                 buf << std::cin.rdbuf();
+               } else {
+                 std::ifstream in(std::string(v), std::ios::binary);
+                 if (!in) return authrpc::Status(authrpc::Errc::kInvalidArgument, "cannot read " + std::string(v));
+                 buf << in.rdbuf();
+               }
+               data = buf.str();
+               return authrpc::Status();
+             })
+      .positional(&positional);
+  const std::string help = std::string(kCallHelp) + "\nMechanism options (declared by the mechanisms named):\n" +
+                           flags.mechanism_flags().help() + kCallExamples;
+  if (auto code = authrpc::cli::parse_or_exit(parser, argc, argv, help, kProgram, "authrpc call --help")) return *code;
   if (!flags.has_server()) return usage_error("--server is required");
   if (positional.size() != 2) return usage_error("expected SERVICE METHOD");
   auto connected = flags.connect("authrpc call --help");
@@ -294,24 +260,10 @@ int stats_command(int argc, char** argv) {
   constexpr const char* kHelp = "authrpc stats --help";
   ServerFlags flags;
   bool json = false;
-  for (int i = 0; i < argc; ++i) {
-    const std::string arg = argv[i];
-    const auto used = flags.parse(argc, argv, i);
-    if (!used.ok()) {
-      return usage_error(used.status().message, kHelp);
-    } else if (*used > 0) {
-      i += *used - 1;
-    } else if (arg == "--help" || arg == "-h") {
-      std::fputs(kStatsHelp, stdout);
-      return 0;
-    } else if (arg == "--json") {
-      json = true;
-    } else if (arg.starts_with("-")) {
-      return usage_error("unknown option " + arg, kHelp);
-    } else {
-      return usage_error("unexpected argument '" + arg + "'", kHelp);
-    }
-  }
+  authrpc::cli::FlagParser parser;
+  flags.add_to(parser);
+  parser.flag("--json", &json);
+  if (auto code = authrpc::cli::parse_or_exit(parser, argc, argv, kStatsHelp, kProgram, kHelp)) return *code;
   auto connected = flags.connect(kHelp);
   if (const int* code = std::get_if<int>(&connected)) return *code;
   auto& client = std::get<std::unique_ptr<authrpc::Client>>(connected);

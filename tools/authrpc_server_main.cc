@@ -15,6 +15,8 @@
 #include "authrpc/server/audit_log.h"
 #include "authrpc/server/server.h"
 #include "authrpc/server/server_config.h"
+#include "authrpc/tools/cli_exit.h"
+#include "authrpc/tools/flag_parser.h"
 #ifdef AUTHRPC_HAVE_ADMIN
 #include "authrpc/components/admin/admin_server.h"
 #endif
@@ -54,10 +56,13 @@ Exit status: 0 after a clean stop, 2 for usage or configuration errors,
 opened; the numbers authrpc uses too; docs/CLI.md).
 )";
 
+constexpr const char* kProgram = "authrpc-server";
+constexpr const char* kHelp = "authrpc-server --help";
+
 // The exit statuses authrpc-server has, numbered as tools/cli_exit.h numbers
-// them for authrpc (the server program includes none of the CLI's files).
-constexpr int kExitCannotStart = 1;
-constexpr int kExitUsage = 2;
+// them for authrpc.
+constexpr int kExitCannotStart = authrpc::cli::kExitFailure;
+using authrpc::cli::kExitUsage;
 
 // SIGHUP: the configuration file's log_level, applied to `log` (and so to
 // every component's copy). Reported on stderr like the other SIGHUP steps,
@@ -144,39 +149,28 @@ int main(int argc, char** argv) {
   std::vector<std::string> listen;
   bool print_endpoints = false;
   bool check_only = false;
-  for (int i = 1; i < argc; ++i) {
-    const std::string arg = argv[i];
-    if (arg == "--help" || arg == "-h") {
-      std::fputs(kUsage, stdout);
-      return 0;
-    } else if (arg == "--version") {
-      std::printf("authrpc-server %s (commit %s)\n", AUTHRPC_VERSION, AUTHRPC_GIT_COMMIT);
-      return 0;
-    } else if ((arg == "--config" || arg == "--listen") && i + 1 == argc) {
-      std::fprintf(stderr, "authrpc-server: USAGE: %s needs a value (see authrpc-server --help)\n", arg.c_str());
-      return kExitUsage;
-    } else if (arg == "--config") {
-      config_path = argv[++i];
-    } else if (arg == "--listen") {
-      listen.push_back(argv[++i]);
-    } else if (arg == "--print-endpoints") {
-      print_endpoints = true;
-    } else if (arg == "--check") {
-      check_only = true;
-    } else {
-      std::fprintf(stderr, "authrpc-server: USAGE: unexpected argument '%s' (see authrpc-server --help)\n",
-                   authrpc::escape_for_log(arg).c_str());
-      return kExitUsage;
-    }
+  bool version = false;
+  authrpc::cli::FlagParser parser;
+  parser.value("--config", &config_path)
+      .value("--listen",
+             [&listen](std::string_view uri) {
+               listen.emplace_back(uri);
+               return authrpc::Status();
+             })
+      .flag("--print-endpoints", &print_endpoints)
+      .flag("--check", &check_only)
+      .flag("--version", &version);
+  if (auto code = authrpc::cli::parse_or_exit(parser, argc - 1, argv + 1, kUsage, kProgram, kHelp)) return *code;
+  if (version) {
+    std::printf("authrpc-server %s (commit %s)\n", AUTHRPC_VERSION, AUTHRPC_GIT_COMMIT);
+    return 0;
   }
   if (config_path.empty()) {
-    std::fprintf(stderr, "authrpc-server: USAGE: --config is required (see authrpc-server --help)\n");
-    return kExitUsage;
+    return authrpc::cli::report_usage(kProgram, "--config is required", kHelp);
   }
   for (const auto& uri : listen) {
     if (auto ep = authrpc::Endpoint::parse(uri); !ep.ok()) {
-      std::fprintf(stderr, "authrpc-server: USAGE: --listen: %s\n", ep.status().message.c_str());
-      return kExitUsage;
+      return authrpc::cli::report_usage(kProgram, "--listen: " + ep.status().message, kHelp);
     }
   }
   const auto registry = authrpc::MechanismRegistry::with_builtins();

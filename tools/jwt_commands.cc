@@ -10,12 +10,14 @@
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "authrpc/components/jwt/jwt_compact.h"
 #include "authrpc/components/jwt/jwt_credential_source.h"
 #include "authrpc/security/base64url.h"
 #include "authrpc/security/secret_bytes.h"
 #include "authrpc/tools/cli_exit.h"
+#include "authrpc/tools/flag_parser.h"
 #include "authrpc/tools/stats_summary.h"
 
 namespace authrpc::cli {
@@ -123,17 +125,14 @@ std::optional<std::string> read_source(const std::string& source, std::string* t
 }
 
 int inspect(int argc, char** argv) {
-  std::string source;
-  for (int i = 0; i < argc; ++i) {
-    const std::string arg = argv[i];
-    if (arg == "--help" || arg == "-h") {
-      std::fputs(kInspectHelp, stdout);
-      return kExitOk;
-    }
-    if (arg.starts_with("-") && arg != "-") return inspect_usage("unknown option " + arg);
-    if (!source.empty()) return inspect_usage("unexpected argument '" + arg + "' (one FILE or -)");
-    source = arg;
+  std::vector<std::string> files;
+  FlagParser parser;
+  parser.positional(&files);
+  if (auto code = parse_or_exit(parser, argc, argv, kInspectHelp, kProgram, "authrpc jwt inspect --help", "jwt inspect: ")) {
+    return *code;
   }
+  if (files.size() > 1) return inspect_usage("unexpected argument '" + files[1] + "' (one FILE or -)");
+  const std::string source = files.empty() ? std::string() : files[0];
   if (source.empty()) return inspect_usage("FILE (or - for stdin) is required");
   std::string text;
   if (auto error = read_source(source, &text)) {

@@ -5,13 +5,15 @@
 
 namespace authrpc::cli {
 
-bool MechanismFlags::declares(std::string_view flag) const {
+void MechanismFlags::add_to(FlagParser& parser) {
   for (const auto& name : registry_.client_names()) {
     for (const auto& f : registry_.client(name)->flags) {
-      if (f.flag == flag) return true;
+      parser.value(f.flag, [this, flag = f.flag](std::string_view v) {
+        given_[flag] = std::string(v);
+        return Status();
+      });
     }
   }
-  return false;
 }
 
 const std::string* MechanismFlags::given(std::string_view flag) const {

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "authrpc/auth/mechanism_registry.h"
+#include "authrpc/tools/flag_parser.h"
 
 namespace authrpc::cli {
 
@@ -21,10 +22,9 @@ class MechanismFlags {
   // `registry` must outlive this.
   explicit MechanismFlags(const MechanismRegistry& registry) : registry_(registry) {}
 
-  // Whether some registered client declares `flag` ("--keytab").
-  bool declares(std::string_view flag) const;
-  // Records a declared flag's value (the last one given wins).
-  void set(std::string_view flag, std::string value) { given_[std::string(flag)] = std::move(value); }
+  // Adds every flag some registered client declares ("--keytab") to
+  // `parser`; their values land here (the last one given wins).
+  void add_to(FlagParser& parser);
   const std::string* given(std::string_view flag) const;
 
   // Mechanism `name`'s options: options[option] = value for each flag it

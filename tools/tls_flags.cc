@@ -4,29 +4,24 @@
 
 namespace authrpc::cli {
 
-Result<int> TlsFlags::parse(const std::string& arg, const char* next) {
-  if (arg == "--tls") {
-    tls = true;
-    return 1;
-  }
-  if (arg != "--ca" && arg != "--cert" && arg != "--key" && arg != "--tls-min-version" &&
-      arg != "--encryption" && arg != "--authentication") {
-    return 0;
-  }
-  if (next == nullptr) return Status(Errc::kInvalidArgument, arg + " needs a value");
-  const std::string v = next;
-  if (arg == "--ca") ca = v;
-  if (arg == "--cert") cert = v;
-  if (arg == "--key") key = v;
-  if (arg == "--tls-min-version") min_version = v;
-  if (arg == "--encryption" || arg == "--authentication") {
-    SecurityRequirement level;
-    if (!parse_security_requirement(v, &level)) {
-      return Status(Errc::kInvalidArgument, arg + " must be disabled, optional or required");
-    }
-    (arg == "--encryption" ? encryption : authentication) = level;
-  }
-  return 2;
+void TlsFlags::add_to(FlagParser& parser) {
+  const auto requirement = [](std::optional<SecurityRequirement>* out) {
+    return [out](std::string_view v) {
+      SecurityRequirement level;
+      if (!parse_security_requirement(v, &level)) {
+        return Status(Errc::kInvalidArgument, "disabled, optional or required");
+      }
+      *out = level;
+      return Status();
+    };
+  };
+  parser.flag("--tls", &tls)
+      .value("--ca", &ca)
+      .value("--cert", &cert)
+      .value("--key", &key)
+      .value("--tls-min-version", &min_version)
+      .value("--encryption", requirement(&encryption))
+      .value("--authentication", requirement(&authentication));
 }
 
 Status TlsFlags::apply(ClientOptions& options) const {

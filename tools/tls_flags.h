@@ -12,6 +12,7 @@
 #include "authrpc/base/result.h"
 #include "authrpc/client/client.h"
 #include "authrpc/rpc/security_requirement.h"
+#include "authrpc/tools/flag_parser.h"
 
 namespace authrpc::cli {
 
@@ -21,10 +22,8 @@ struct TlsFlags {
   std::optional<SecurityRequirement> encryption;
   std::optional<SecurityRequirement> authentication;
 
-  // Consumes `arg` (and `next`, for flags with a value; null if there is
-  // none): how many arguments were used, 0 if `arg` is not one of these
-  // flags; kInvalidArgument for a missing or bad value.
-  Result<int> parse(const std::string& arg, const char* next);
+  // Adds these flags to `parser`; their values land in this object.
+  void add_to(FlagParser& parser);
   // Builds the TLS context and sets the requirements in `options`:
   // kInvalidArgument (a usage error) for flags that do not fit together,
   // the context's CONFIG_ERROR for a file it cannot read or use ("cannot

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <map>
+#include <optional>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <variant>
@@ -14,8 +15,8 @@
 #include "authrpc/client/client.h"
 #include "authrpc/security/credentials_file.h"
 #include "authrpc/security/token_errors.h"
-#include "authrpc/tools/cli_args.h"
 #include "authrpc/tools/cli_exit.h"
+#include "authrpc/tools/flag_parser.h"
 #include "authrpc/tools/mechanism_flags.h"
 #include "authrpc/tools/tls_flags.h"
 
@@ -143,56 +144,34 @@ struct Args {
   TlsFlags tls;
 };
 
-// Only the options `sub` takes are accepted. 0 on success, else the exit
-// status (-1: --help printed).
-int parse(Sub sub, int argc, char** argv, Args& a) {
-  const bool connects = sub != Sub::kPrint;
-  for (int i = 0; i < argc; ++i) {
-    const std::string arg = argv[i];
-    auto value = [&](std::string* out) {
-      if (i + 1 >= argc) return false;
-      *out = argv[++i];
-      return true;
-    };
-    std::string v;
-    if (connects) {
-      const auto tls_used = a.tls.parse(arg, i + 1 < argc ? argv[i + 1] : nullptr);
-      if (!tls_used.ok()) return usage_error(sub, tls_used.status().message);
-      if (*tls_used > 0) {
-        i += *tls_used - 1;
-        continue;
-      }
-    }
-    if (arg == "--help" || arg == "-h") {
-      std::fputs(help_of(sub).c_str(), stdout);
-      return -1;
-    } else if (arg == "--token-file" || (sub == Sub::kFetch && (arg == "-o" || arg == "--output"))) {
-      if (!value(&a.token_file)) return usage_error(sub, arg + " needs a value");
-    } else if (connects && arg == "--server") {
-      if (!value(&a.server)) return usage_error(sub, "--server needs a value");
-    } else if (sub == Sub::kFetch && arg == "--renewer") {
-      if (!value(&a.renewer)) return usage_error(sub, "--renewer needs a value");
+// Only the options `sub` takes are accepted. nullopt on success, else the
+// exit status (0: --help printed).
+std::optional<int> parse(Sub sub, int argc, char** argv, Args& a) {
+  FlagParser parser;
+  parser.value("--token-file", &a.token_file);
+  if (sub == Sub::kFetch) {
+    parser.value("-o", &a.token_file).value("--output", &a.token_file).value("--renewer", [&a](std::string_view v) {
+      a.renewer = std::string(v);
       a.renewer_given = true;
-    } else if (connects && arg == "--service") {
-      if (!value(&a.service)) return usage_error(sub, "--service needs a value");
-    } else if (connects && arg == "--auth") {
-      if (!value(&v)) return usage_error(sub, "--auth needs a value");
-      a.mechanisms.push_back(v);
-    } else if (connects && a.mechanism_flags.declares(arg)) {
-      if (!value(&v)) return usage_error(sub, arg + " needs a value");
-      a.mechanism_flags.set(arg, v);
-    } else if (connects && arg == "--connect-timeout") {
-      if (!value(&v)) return usage_error(sub, arg + " needs a value");
-      const auto ms = parse_milliseconds(v);
-      if (!ms) return usage_error(sub, arg + " '" + v + "' is not a number of milliseconds from 1 to 2147483647");
-      a.connect_timeout = *ms;
-    } else if (sub == Sub::kPrint && arg == "--json") {
-      a.json = true;
-    } else {
-      return usage_error(sub, "unexpected argument '" + arg + "'");
-    }
+      return Status();
+    });
   }
-  return 0;
+  if (sub == Sub::kPrint) parser.flag("--json", &a.json);
+  if (sub != Sub::kPrint) {
+    a.tls.add_to(parser);
+    parser.value("--server", &a.server)
+        .value("--service", &a.service)
+        .value("--auth",
+               [&a](std::string_view v) {
+                 a.mechanisms.emplace_back(v);
+                 return Status();
+               })
+        .value("--connect-timeout", milliseconds(&a.connect_timeout));
+    a.mechanism_flags.add_to(parser);
+  }
+  const std::string name = name_of(sub);
+  return parse_or_exit(parser, argc, argv, help_of(sub), kProgram, "authrpc token " + name + " --help",
+                       "token " + name + ": ");
 }
 
 // Connects, or prints why not and gives the exit status: flags that do not
@@ -392,7 +371,7 @@ int token_command(int argc, char** argv) {
     return report_usage(kProgram, "unknown token command '" + name + "'", "authrpc token --help");
   }
   Args a;
-  if (int rc = parse(sub, argc - 1, argv + 1, a); rc != 0) return rc < 0 ? 0 : rc;
+  if (auto code = parse(sub, argc - 1, argv + 1, a)) return *code;
   switch (sub) {
     case Sub::kFetch: return fetch(a);
     case Sub::kRenew: return renew_or_cancel(a, true);
