@@ -26,7 +26,8 @@
 #                its own
 #   docs         the READMEs' and docs' shell blocks marked <!-- ci: run -->
 #   checks       includes and links follow the layers; no built-in
-#                mechanism's name decides anything outside its module
+#                mechanism's name decides anything outside its module; no
+#                function over its length limit
 # AUTHRPC_SKIP_ASAN=1 skips the two asan stages (and the fuzz stages, which
 # build in that tree), AUTHRPC_SKIP_FUZZ=1 the fuzz stages: for a quicker
 # local loop only; CI runs them all.
@@ -184,5 +185,6 @@ stage docs bash scripts/check_docs.sh build
 checks() {
   bash scripts/check_layers.sh build  # includes and library links follow the layers
   bash scripts/check_mechanism_names.sh
+  python3 scripts/check_function_size.py
 }
 stage checks checks

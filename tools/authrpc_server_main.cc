@@ -142,6 +142,37 @@ authrpc::Result<std::unique_ptr<authrpc::AdminServer>> start_admin(
 }
 #endif
 
+// Waits for a stop signal, answering each SIGHUP on the way: the log level
+// is read again, the audit log reopened and the authorization policy
+// reloaded (the old one stays if the new one is refused). Returns the signal
+// that stopped it.
+int serve_until_stopped(const sigset_t& signals, const std::string& config_path, const authrpc::LogSink& log,
+                        const std::shared_ptr<authrpc::AuditLog>& audit_log,
+                        const std::shared_ptr<authrpc::Authorizer>& authorizer) {
+  int received = 0;
+  for (;;) {
+    sigwait(&signals, &received);
+    if (received != SIGHUP) return received;
+    reread_log_level(config_path, log);
+    if (audit_log) {
+      if (auto s = audit_log->reopen(); !s.ok()) {
+        std::fprintf(stderr, "authrpc-server: %s\n", s.to_string().c_str());
+      }
+    }
+    if (!authorizer) {
+      std::fprintf(stderr, "authrpc-server: SIGHUP: no authorization configured\n");
+      continue;
+    }
+    if (auto s = authorizer->reload(); !s.ok()) {
+      std::fprintf(stderr, "authrpc-server: SIGHUP: reload refused, old policy stays: %s\n",
+                   s.to_string().c_str());
+    } else {
+      std::fprintf(stderr, "authrpc-server: SIGHUP: authorization policy reloaded (generation %llu)\n",
+                   static_cast<unsigned long long>(authorizer->generation()));
+    }
+  }
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -250,28 +281,7 @@ int main(int argc, char** argv) {
   }
 #endif
   std::cout.flush();
-  int received = 0;
-  for (;;) {
-    sigwait(&signals, &received);
-    if (received != SIGHUP) break;
-    reread_log_level(config_path, log);
-    if (audit_log) {
-      if (auto s = audit_log->reopen(); !s.ok()) {
-        std::fprintf(stderr, "authrpc-server: %s\n", s.to_string().c_str());
-      }
-    }
-    if (!authorizer) {
-      std::fprintf(stderr, "authrpc-server: SIGHUP: no authorization configured\n");
-      continue;
-    }
-    if (auto s = authorizer->reload(); !s.ok()) {
-      std::fprintf(stderr, "authrpc-server: SIGHUP: reload refused, old policy stays: %s\n",
-                   s.to_string().c_str());
-    } else {
-      std::fprintf(stderr, "authrpc-server: SIGHUP: authorization policy reloaded (generation %llu)\n",
-                   static_cast<unsigned long long>(authorizer->generation()));
-    }
-  }
+  const int received = serve_until_stopped(signals, config_path, log, audit_log, authorizer);
   std::fprintf(stderr, "authrpc-server: %s received, stopping\n", strsignal(received));
 #ifdef AUTHRPC_HAVE_ADMIN
   if (admin) admin->stop();  // probes fail from now on, as the server stops
