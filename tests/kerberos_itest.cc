@@ -110,6 +110,24 @@ class KerberosTest : public KerberosSharedRealm {
   static std::shared_ptr<KerberosClientMechanism> CcacheClient() {
     return MakeKerberosClient<KerberosClientMechanism>(CcacheClientOptions(*kdc_));
   }
+
+  // A server (StartKerberosServer), a ticket-cache client and the first
+  // token that client sends it (alice's AP-REQ), for the tests that send
+  // tokens by hand.
+  struct HandSession {
+    RunningServer server;
+    std::shared_ptr<KerberosClientMechanism> mechanism;
+    std::string token;
+  };
+  static Result<HandSession> StartHandSession() {
+    auto server = StartKerberosServer();
+    if (!server.ok()) return server.status();
+    auto mechanism = CcacheClient();
+    if (!mechanism) return Status(Errc::kInternal, "no ticket-cache client");
+    auto token = FirstToken(*mechanism, TcpChannel(server->endpoint.port));
+    if (!token.ok()) return token.status();
+    return HandSession{std::move(*server), std::move(mechanism), std::move(*token)};
+  }
 };
 
 // Case 1: kinit, then a ticket-cache client over TCP.
@@ -281,22 +299,19 @@ TEST_F(KerberosTest, WrongServicePrincipal) {
 
 // Case 10: the same AP-REQ twice — the replay cache refuses the second.
 TEST_F(KerberosTest, ReplayedFirstTokenIsRefused) {
-  auto server = StartKerberosServer();
-  ASSERT_TRUE(server.ok()) << Describe(server);
-  auto mechanism = CcacheClient();
-  ASSERT_TRUE(mechanism);
-  auto token = FirstToken(*mechanism, TcpChannel(server->endpoint.port));
-  ASSERT_TRUE(token.ok()) << Describe(token);
-  ASSERT_FALSE(token->empty());
+  auto session = StartHandSession();
+  ASSERT_TRUE(session.ok()) << Describe(session);
+  const auto& [server, mechanism, token] = *session;
+  ASSERT_FALSE(token.empty());
 
-  auto first = SendHello(server->endpoint.port, "kerberos", *token);
+  auto first = SendHello(server.endpoint.port, "kerberos", token);
   ASSERT_TRUE(first.has_value()) << "no reply to the first HELLO";
   ASSERT_EQ(static_cast<int>(first->type), 0x05) << "AUTH_SUCCESS expected";
   auto success = wire::parse_auth_success(first->body);
   ASSERT_TRUE(success.ok()) << Describe(success);
   EXPECT_FALSE(success->message.empty()) << "AP-REP for mutual authentication";
 
-  auto second = SendHello(server->endpoint.port, "kerberos", *token);
+  auto second = SendHello(server.endpoint.port, "kerberos", token);
   ASSERT_TRUE(second.has_value()) << "no reply to the replayed HELLO";
   ASSERT_EQ(static_cast<int>(second->type), 0x06) << "ERROR expected";
   auto error = wire::parse_error(second->body);
@@ -304,8 +319,8 @@ TEST_F(KerberosTest, ReplayedFirstTokenIsRefused) {
   EXPECT_EQ(error->code, 104) << error->message;  // AUTHENTICATION_FAILED
   RecordProperty("replay_error", error->message);
 
-  ExpectServesSimple(server->endpoint);
-  ExpectKerberosSession(server->endpoint, mechanism, *kdc_);
+  ExpectServesSimple(server.endpoint);
+  ExpectKerberosSession(server.endpoint, mechanism, *kdc_);
 }
 
 // The RFC 4121 inner token of an InitialContextToken (RFC 2743 §3.1):
@@ -328,14 +343,11 @@ std::string BareApReq(const std::string& token) {
 // (advice: re-authenticate, which would send the same thing again). MIT
 // hands an empty token to SPNEGO, which fails for want of a credential.
 TEST_F(KerberosTest, MalformedTokensAreAuthenticationFailed) {
-  auto server = StartKerberosServer();
-  ASSERT_TRUE(server.ok()) << Describe(server);
-  auto mechanism = CcacheClient();
-  ASSERT_TRUE(mechanism);
-  auto token = FirstToken(*mechanism, TcpChannel(server->endpoint.port));
-  ASSERT_TRUE(token.ok()) << Describe(token);
-  ASSERT_GT(token->size(), 100u);
-  const std::string bare = BareApReq(*token);
+  auto session = StartHandSession();
+  ASSERT_TRUE(session.ok()) << Describe(session);
+  const auto& [server, mechanism, token] = *session;
+  ASSERT_GT(token.size(), 100u);
+  const std::string bare = BareApReq(token);
   ASSERT_FALSE(bare.empty()) << "not an InitialContextToken";
   ASSERT_EQ(static_cast<std::uint8_t>(bare[0]), 0x6e) << "not an AP-REQ inside";
   struct Case {
@@ -348,8 +360,8 @@ TEST_F(KerberosTest, MalformedTokensAreAuthenticationFailed) {
       {"not a GSS token", "hello, kerberos", "is not a Kerberos AP-REQ"},
       {"one zero byte", std::string(1, '\0'), "is not a Kerberos AP-REQ"},
       // MIT: "Unspecified GSS failure" (GSS_S_FAILURE), already AUTHENTICATION_FAILED.
-      {"truncated to half", token->substr(0, token->size() / 2), "kerberos: accept"},
-      {"one byte short", token->substr(0, token->size() - 1), "kerberos: accept"},
+      {"truncated to half", token.substr(0, token.size() / 2), "kerberos: accept"},
+      {"one byte short", token.substr(0, token.size() - 1), "kerberos: accept"},
       {"SPNEGO's OID, nothing else", std::string("\x60\x08\x06\x06\x2b\x06\x01\x05\x05\x02", 10),
        "is not a Kerberos AP-REQ"},
       // PROTOCOL.md section 4: HELLO carries the whole InitialContextToken;
@@ -358,7 +370,7 @@ TEST_F(KerberosTest, MalformedTokensAreAuthenticationFailed) {
   };
   for (const auto& c : cases) {
     SCOPED_TRACE(c.name);
-    auto reply = SendHello(server->endpoint.port, "kerberos", c.token);
+    auto reply = SendHello(server.endpoint.port, "kerberos", c.token);
     ASSERT_TRUE(reply.has_value()) << "no reply";
     ASSERT_EQ(static_cast<int>(reply->type), 0x06) << "ERROR expected";
     auto error = wire::parse_error(reply->body);
@@ -367,8 +379,8 @@ TEST_F(KerberosTest, MalformedTokensAreAuthenticationFailed) {
     EXPECT_THAT(error->message, HasSubstr(c.message));
     RecordProperty(std::string("error_") + std::to_string(&c - cases), error->message);
   }
-  ExpectServesSimple(server->endpoint);
-  ExpectKerberosSession(server->endpoint, mechanism, *kdc_);
+  ExpectServesSimple(server.endpoint);
+  ExpectKerberosSession(server.endpoint, mechanism, *kdc_);
 }
 
 // The server names a client by the service ticket it presents once it has
