@@ -58,7 +58,7 @@ class ErrorTable {
 template <typename E, typename Base = NamedErrorCategory>
 class TableErrorCategory final : public Base {
  public:
-  TableErrorCategory(const char* name, const ErrorTable<E>& table) noexcept
+  constexpr TableErrorCategory(const char* name, const ErrorTable<E>& table) noexcept
       : name_(name), table_(table) {}
 
   const char* name() const noexcept override { return name_; }

@@ -19,17 +19,15 @@ constexpr ErrorRow<ShmErrc> kShmErrors[] = {
 };
 constexpr ErrorTable<ShmErrc> kShmTable{
     kShmErrors, {ShmErrc{}, "", "unknown shared-memory error", Errc::kUnknown}};
+constinit const TableErrorCategory<ShmErrc, std::error_category> kShmCategory("authrpc.shm",
+                                                                              kShmTable);
 
 }  // namespace
 
-const std::error_category& shm_category() noexcept {
-  static const TableErrorCategory<ShmErrc, std::error_category> category("authrpc.shm",
-                                                                          kShmTable);
-  return category;
-}
+const std::error_category& shm_category() noexcept { return kShmCategory; }
 
 std::error_code make_error_code(ShmErrc e) noexcept {
-  return {static_cast<int>(e), shm_category()};
+  return {static_cast<int>(e), kShmCategory};
 }
 
 }  // namespace authrpc

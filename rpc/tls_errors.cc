@@ -32,6 +32,7 @@ constexpr ErrorRow<TlsErrc> kTlsErrors[] = {
 };
 constexpr ErrorTable<TlsErrc> kTlsTable{
     kTlsErrors, {TlsErrc{}, "TLS_ERROR", "TLS error", Errc::kAuthenticationFailed}};
+constinit const TableErrorCategory<TlsErrc> kTlsCategory("authrpc.tls", kTlsTable);
 
 TlsErrc from_verify_result(long result) {
   switch (result) {
@@ -105,13 +106,10 @@ std::string dialled_name(SSL* ssl) {
 
 }  // namespace
 
-const std::error_category& tls_category() noexcept {
-  static const TableErrorCategory<TlsErrc> category("authrpc.tls", kTlsTable);
-  return category;
-}
+const std::error_category& tls_category() noexcept { return kTlsCategory; }
 
 std::error_code make_error_code(TlsErrc e) noexcept {
-  return {static_cast<int>(e), tls_category()};
+  return {static_cast<int>(e), kTlsCategory};
 }
 
 Status tls_handshake_status(SSL* ssl, std::string_view context) {

@@ -35,16 +35,14 @@ constexpr ErrorRow<TokenErrc> kTokenErrors[] = {
 constexpr ErrorTable<TokenErrc> kTokenTable{
     kTokenErrors, {TokenErrc{}, "UNKNOWN", "unknown token error ", Errc::kInternal},
     /*unknown_shows_value=*/true};
+constinit const TableErrorCategory<TokenErrc> kTokenCategory("authrpc.token", kTokenTable);
 
 }  // namespace
 
-const std::error_category& token_category() noexcept {
-  static const TableErrorCategory<TokenErrc> category("authrpc.token", kTokenTable);
-  return category;
-}
+const std::error_category& token_category() noexcept { return kTokenCategory; }
 
 std::error_code make_error_code(TokenErrc e) noexcept {
-  return {static_cast<int>(e), token_category()};
+  return {static_cast<int>(e), kTokenCategory};
 }
 
 std::string_view token_errc_name(TokenErrc e) noexcept { return kTokenTable[e].name; }

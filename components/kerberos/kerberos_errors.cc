@@ -25,6 +25,8 @@ constexpr ErrorTable<KerberosErrc> kKerberosTable{
     kKerberosErrors,
     {KerberosErrc{}, "KERBEROS_ERROR", "Kerberos error ", Errc::kAuthenticationFailed},
     /*unknown_shows_value=*/true};
+constinit const TableErrorCategory<KerberosErrc> kKerberosCategory("authrpc.kerberos",
+                                                                   kKerberosTable);
 
 std::string display_status(OM_uint32 code, int type) {
   std::string out;
@@ -80,13 +82,10 @@ std::string describe(OM_uint32 major, OM_uint32 minor, std::string_view what) {
 
 }  // namespace
 
-const std::error_category& kerberos_category() noexcept {
-  static const TableErrorCategory<KerberosErrc> category("authrpc.kerberos", kKerberosTable);
-  return category;
-}
+const std::error_category& kerberos_category() noexcept { return kKerberosCategory; }
 
 std::error_code make_error_code(KerberosErrc e) noexcept {
-  return {static_cast<int>(e), kerberos_category()};
+  return {static_cast<int>(e), kKerberosCategory};
 }
 
 Status gss_status(OM_uint32 major, OM_uint32 minor, std::string_view what) {
