@@ -3,62 +3,36 @@
 #include <openssl/err.h>
 #include <openssl/x509_vfy.h>
 
+#include "authrpc/base/error_table.h"
 #include "authrpc/security/tls_context.h"
 
 namespace authrpc {
 namespace {
 
-class TlsCategory final : public NamedErrorCategory {
- public:
-  const char* name() const noexcept override { return "authrpc.tls"; }
-  // Also the `reason` label of the TLS handshake metrics: a fixed set.
-  std::string_view code_name(int value) const noexcept override {
-    switch (static_cast<TlsErrc>(value)) {
-      case TlsErrc::kHandshakeFailed: return "HANDSHAKE_FAILED";
-      case TlsErrc::kCertificateExpired: return "CERTIFICATE_EXPIRED";
-      case TlsErrc::kUnknownCa: return "UNKNOWN_CA";
-      case TlsErrc::kNameMismatch: return "NAME_MISMATCH";
-      case TlsErrc::kCertificateRequired: return "CERTIFICATE_REQUIRED";
-      case TlsErrc::kCertificateRejected: return "CERTIFICATE_REJECTED";
-      case TlsErrc::kNotTls: return "NOT_TLS";
-      case TlsErrc::kTlsRequired: return "TLS_REQUIRED";
-      case TlsErrc::kProtocolVersion: return "PROTOCOL_VERSION";
-      case TlsErrc::kTlsDisabled: return "TLS_DISABLED";
-    }
-    return "TLS_ERROR";
-  }
-  std::string message(int value) const override {
-    switch (static_cast<TlsErrc>(value)) {
-      case TlsErrc::kHandshakeFailed: return "TLS handshake failed";
-      case TlsErrc::kCertificateExpired: return "certificate expired or not yet valid";
-      case TlsErrc::kUnknownCa: return "certificate not issued by a trusted CA";
-      case TlsErrc::kNameMismatch: return "certificate does not match the server name";
-      case TlsErrc::kCertificateRequired: return "client certificate required";
-      case TlsErrc::kCertificateRejected: return "peer rejected our certificate";
-      case TlsErrc::kNotTls: return "peer does not speak TLS";
-      case TlsErrc::kTlsRequired: return "TLS required";
-      case TlsErrc::kProtocolVersion: return "no common TLS version or cipher suite";
-      case TlsErrc::kTlsDisabled: return "TLS disabled by policy";
-    }
-    return "TLS error";
-  }
-  std::error_condition default_error_condition(int value) const noexcept override {
-    Errc e = Errc::kAuthenticationFailed;
-    switch (static_cast<TlsErrc>(value)) {
-      case TlsErrc::kNotTls:
-      case TlsErrc::kProtocolVersion:
-        e = Errc::kProtocolError;
-        break;
-      case TlsErrc::kTlsRequired:
-      case TlsErrc::kTlsDisabled:
-        e = Errc::kFailedPrecondition;
-        break;
-      default:
-        break;
-    }
-    return {static_cast<int>(e), authrpc_category()};
-  }
+// The names are also the `reason` label of the TLS handshake metrics: a
+// fixed set.
+constexpr ErrorRow<TlsErrc> kTlsErrors[] = {
+    {TlsErrc::kHandshakeFailed, "HANDSHAKE_FAILED", "TLS handshake failed",
+     Errc::kAuthenticationFailed},
+    {TlsErrc::kCertificateExpired, "CERTIFICATE_EXPIRED", "certificate expired or not yet valid",
+     Errc::kAuthenticationFailed},
+    {TlsErrc::kUnknownCa, "UNKNOWN_CA", "certificate not issued by a trusted CA",
+     Errc::kAuthenticationFailed},
+    {TlsErrc::kNameMismatch, "NAME_MISMATCH", "certificate does not match the server name",
+     Errc::kAuthenticationFailed},
+    {TlsErrc::kCertificateRequired, "CERTIFICATE_REQUIRED", "client certificate required",
+     Errc::kAuthenticationFailed},
+    {TlsErrc::kCertificateRejected, "CERTIFICATE_REJECTED", "peer rejected our certificate",
+     Errc::kAuthenticationFailed},
+    {TlsErrc::kNotTls, "NOT_TLS", "peer does not speak TLS", Errc::kProtocolError},
+    {TlsErrc::kTlsRequired, "TLS_REQUIRED", "TLS required", Errc::kFailedPrecondition},
+    {TlsErrc::kProtocolVersion, "PROTOCOL_VERSION", "no common TLS version or cipher suite",
+     Errc::kProtocolError},
+    {TlsErrc::kTlsDisabled, "TLS_DISABLED", "TLS disabled by policy", Errc::kFailedPrecondition},
 };
+constexpr ErrorTable<TlsErrc> kTlsTable{
+    kTlsErrors, {TlsErrc{}, "TLS_ERROR", "TLS error", Errc::kAuthenticationFailed}};
+constinit const TableErrorCategory<TlsErrc> kTlsCategory("authrpc.tls", kTlsTable);
 
 TlsErrc from_verify_result(long result) {
   switch (result) {
@@ -132,13 +106,10 @@ std::string dialled_name(SSL* ssl) {
 
 }  // namespace
 
-const std::error_category& tls_category() noexcept {
-  static const TlsCategory category;
-  return category;
-}
+const std::error_category& tls_category() noexcept { return kTlsCategory; }
 
 std::error_code make_error_code(TlsErrc e) noexcept {
-  return {static_cast<int>(e), tls_category()};
+  return {static_cast<int>(e), kTlsCategory};
 }
 
 Status tls_handshake_status(SSL* ssl, std::string_view context) {

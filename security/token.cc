@@ -16,6 +16,19 @@ constexpr std::size_t kPasswordBytes = 32;  // SHA-256
 
 bool field_ok(std::string_view s) { return s.size() <= TokenIdentifier::kMaxFieldBytes; }
 
+// Reads the version byte `what` starts with: kMalformed if there is none,
+// kUnsupportedVersion if it is not `expected`.
+Status read_version(ByteReader& r, std::uint8_t expected, const std::string& what) {
+  std::uint8_t version = 0;
+  if (!r.u8(&version)) return Status(make_error_code(TokenErrc::kMalformed), "empty " + what);
+  if (version != expected) {
+    return Status(make_error_code(TokenErrc::kUnsupportedVersion),
+                  what + " version " + std::to_string(version) + " (this code reads " +
+                      std::to_string(expected) + ")");
+  }
+  return {};
+}
+
 }  // namespace
 
 std::string format_token_time(TokenTime t) {
@@ -63,13 +76,7 @@ Result<std::string> TokenIdentifier::encode() const {
 Result<TokenIdentifier> TokenIdentifier::decode(std::string_view bytes) {
   using R = Result<TokenIdentifier>;
   ByteReader r(bytes);
-  std::uint8_t version = 0;
-  if (!r.u8(&version)) return R(TokenErrc::kMalformed, "empty token identifier");
-  if (version != kVersion) {
-    return R(TokenErrc::kUnsupportedVersion,
-             "token identifier version " + std::to_string(version) + " (this code reads " +
-                 std::to_string(kVersion) + ")");
-  }
+  if (Status s = read_version(r, kVersion, "token identifier"); !s.ok()) return s;
   std::string_view kind, owner, renewer, real_user;
   std::int64_t issue = 0, max = 0;
   TokenIdentifier id;
@@ -144,12 +151,7 @@ Result<std::string> Token::encode() const {
 Result<Token> Token::decode(std::string_view bytes) {
   using R = Result<Token>;
   ByteReader r(bytes);
-  std::uint8_t version = 0;
-  if (!r.u8(&version)) return R(TokenErrc::kMalformed, "empty token");
-  if (version != kVersion) {
-    return R(TokenErrc::kUnsupportedVersion, "token version " + std::to_string(version) +
-                                                 " (this code reads " + std::to_string(kVersion) + ")");
-  }
+  if (Status s = read_version(r, kVersion, "token"); !s.ok()) return s;
   std::string_view identifier, password, kind, service;
   if (!r.str16(&identifier, kMaxIdentifierBytes) || !r.str16(&password, kMaxPasswordBytes) ||
       !r.str16(&kind, TokenIdentifier::kMaxFieldBytes) ||

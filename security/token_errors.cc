@@ -2,100 +2,50 @@
 
 #include <string>
 
+#include "authrpc/base/error_table.h"
+
 namespace authrpc::security {
 namespace {
 
-// In a token service call, or wherever a token failure is reported as it
-// stands.
-Errc service_errc(TokenErrc e) noexcept {
-  switch (e) {
-    case TokenErrc::kOk: return Errc::kOk;
-    case TokenErrc::kMalformed:
-    case TokenErrc::kUnsupportedVersion:
-    case TokenErrc::kInvalidArgument:
-      return Errc::kInvalidArgument;
-    case TokenErrc::kForged:
-    case TokenErrc::kPermissionDenied:
-      return Errc::kPermissionDenied;
-    case TokenErrc::kExpired:
-    case TokenErrc::kCancelled:
-    case TokenErrc::kUnknownToken:
-    case TokenErrc::kStoreLocked:
-      return Errc::kFailedPrecondition;
-    case TokenErrc::kUnknownKey:  // another server (or this one later) may know the key
-    case TokenErrc::kIoError:
-    case TokenErrc::kStoreUnavailable:
-      return Errc::kUnavailable;
-    case TokenErrc::kNotFound:
-      return Errc::kUnauthenticated;  // no token for this server: fetch one
-    case TokenErrc::kStoreCorrupt:
-      return Errc::kDataLoss;
-  }
-  return Errc::kInternal;
-}
-
-class TokenCategory final : public NamedErrorCategory {
- public:
-  const char* name() const noexcept override { return "authrpc.token"; }
-  std::string message(int value) const override {
-    switch (static_cast<TokenErrc>(value)) {
-      case TokenErrc::kOk: return "ok";
-      case TokenErrc::kMalformed: return "malformed token data";
-      case TokenErrc::kUnsupportedVersion: return "unsupported token encoding version";
-      case TokenErrc::kUnknownToken: return "unknown token";
-      case TokenErrc::kUnknownKey: return "unknown master key";
-      case TokenErrc::kForged: return "token does not match what was issued";
-      case TokenErrc::kExpired: return "token expired";
-      case TokenErrc::kCancelled: return "token cancelled";
-      case TokenErrc::kPermissionDenied: return "permission denied";
-      case TokenErrc::kInvalidArgument: return "invalid argument";
-      case TokenErrc::kNotFound: return "no token for that service";
-      case TokenErrc::kStoreCorrupt: return "token store corrupt";
-      case TokenErrc::kStoreLocked: return "token store in use";
-      case TokenErrc::kIoError: return "token store I/O error";
-      case TokenErrc::kStoreUnavailable: return "token store unavailable";
-    }
-    return "unknown token error " + std::to_string(value);
-  }
-  std::string_view code_name(int value) const noexcept override {
-    return token_errc_name(static_cast<TokenErrc>(value));
-  }
-  std::error_condition default_error_condition(int value) const noexcept override {
-    return {static_cast<int>(service_errc(static_cast<TokenErrc>(value))), authrpc_category()};
-  }
+// The Errc is what each kind means in a token service call, or wherever a
+// token failure is reported as it stands.
+constexpr ErrorRow<TokenErrc> kTokenErrors[] = {
+    {TokenErrc::kOk, "OK", "ok", Errc::kOk},
+    {TokenErrc::kMalformed, "MALFORMED", "malformed token data", Errc::kInvalidArgument},
+    {TokenErrc::kUnsupportedVersion, "UNSUPPORTED_VERSION", "unsupported token encoding version",
+     Errc::kInvalidArgument},
+    {TokenErrc::kUnknownToken, "UNKNOWN_TOKEN", "unknown token", Errc::kFailedPrecondition},
+    // Another server (or this one later) may know the key.
+    {TokenErrc::kUnknownKey, "UNKNOWN_KEY", "unknown master key", Errc::kUnavailable},
+    {TokenErrc::kForged, "FORGED", "token does not match what was issued",
+     Errc::kPermissionDenied},
+    {TokenErrc::kExpired, "EXPIRED", "token expired", Errc::kFailedPrecondition},
+    {TokenErrc::kCancelled, "CANCELLED", "token cancelled", Errc::kFailedPrecondition},
+    {TokenErrc::kPermissionDenied, "PERMISSION_DENIED", "permission denied",
+     Errc::kPermissionDenied},
+    {TokenErrc::kInvalidArgument, "INVALID_ARGUMENT", "invalid argument", Errc::kInvalidArgument},
+    // No token for this server: fetch one.
+    {TokenErrc::kNotFound, "NOT_FOUND", "no token for that service", Errc::kUnauthenticated},
+    {TokenErrc::kStoreCorrupt, "STORE_CORRUPT", "token store corrupt", Errc::kDataLoss},
+    {TokenErrc::kStoreLocked, "STORE_LOCKED", "token store in use", Errc::kFailedPrecondition},
+    {TokenErrc::kIoError, "IO_ERROR", "token store I/O error", Errc::kUnavailable},
+    {TokenErrc::kStoreUnavailable, "STORE_UNAVAILABLE", "token store unavailable",
+     Errc::kUnavailable},
 };
+constexpr ErrorTable<TokenErrc> kTokenTable{
+    kTokenErrors, {TokenErrc{}, "UNKNOWN", "unknown token error ", Errc::kInternal},
+    /*unknown_shows_value=*/true};
+constinit const TableErrorCategory<TokenErrc> kTokenCategory("authrpc.token", kTokenTable);
 
 }  // namespace
 
-const std::error_category& token_category() noexcept {
-  static const TokenCategory category;
-  return category;
-}
+const std::error_category& token_category() noexcept { return kTokenCategory; }
 
 std::error_code make_error_code(TokenErrc e) noexcept {
-  return {static_cast<int>(e), token_category()};
+  return {static_cast<int>(e), kTokenCategory};
 }
 
-std::string_view token_errc_name(TokenErrc e) noexcept {
-  switch (e) {
-    case TokenErrc::kOk: return "OK";
-    case TokenErrc::kMalformed: return "MALFORMED";
-    case TokenErrc::kUnsupportedVersion: return "UNSUPPORTED_VERSION";
-    case TokenErrc::kUnknownToken: return "UNKNOWN_TOKEN";
-    case TokenErrc::kUnknownKey: return "UNKNOWN_KEY";
-    case TokenErrc::kForged: return "FORGED";
-    case TokenErrc::kExpired: return "EXPIRED";
-    case TokenErrc::kCancelled: return "CANCELLED";
-    case TokenErrc::kPermissionDenied: return "PERMISSION_DENIED";
-    case TokenErrc::kInvalidArgument: return "INVALID_ARGUMENT";
-    case TokenErrc::kNotFound: return "NOT_FOUND";
-    case TokenErrc::kStoreCorrupt: return "STORE_CORRUPT";
-    case TokenErrc::kStoreLocked: return "STORE_LOCKED";
-    case TokenErrc::kIoError: return "IO_ERROR";
-    case TokenErrc::kStoreUnavailable: return "STORE_UNAVAILABLE";
-  }
-  return "UNKNOWN";
-}
+std::string_view token_errc_name(TokenErrc e) noexcept { return kTokenTable[e].name; }
 
 Errc token_authentication_errc(TokenErrc e) noexcept {
   switch (e) {
@@ -113,7 +63,7 @@ Errc token_authentication_errc(TokenErrc e) noexcept {
     case TokenErrc::kStoreLocked:
       return Errc::kUnavailable;  // this server cannot check tokens now; another may
     default:
-      return service_errc(e);
+      return kTokenTable[e].errc;
   }
 }
 

@@ -38,10 +38,7 @@
 #include "tests/testing/mini_kdc.h"
 #include "tests/testing/test_server.h"
 #include "tests/testing/test_support.h"
-
-#ifndef AUTHRPC_CLI_BIN
-#error "AUTHRPC_CLI_BIN must name the authrpc binary"
-#endif
+#include "tests/testing/test_programs.h"
 
 namespace authrpc {
 namespace {

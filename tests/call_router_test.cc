@@ -22,6 +22,7 @@
 #include "authrpc/rpc/frame_channel.h"
 #include "authrpc/rpc/messages.h"
 #include "authrpc/rpc/transport.h"
+#include "tests/testing/test_support.h"
 
 namespace authrpc {
 namespace {
@@ -34,26 +35,10 @@ constexpr std::uint32_t kWindow = 64 * 1024;
 class CallRouterTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    static std::atomic<int> counter{0};
-    auto ep = Endpoint::parse("unix:@authrpc-utest-cr-" + std::to_string(::getpid()) + "-" +
-                              std::to_string(counter++));
-    ASSERT_TRUE(ep.ok()) << ep.status().to_string();
-    auto listener = transport_for(Endpoint::Scheme::kUnix).listen(io_, *ep, {});
-    ASSERT_TRUE(listener.ok()) << listener.status().to_string();
-    Result<std::unique_ptr<ByteStream>> accepted = Status(Errc::kInternal, "not run");
-    Result<std::unique_ptr<ByteStream>> connected = Status(Errc::kInternal, "not run");
-    asio::co_spawn(io_, [&]() -> asio::awaitable<void> { accepted = co_await (*listener)->accept(); },
-                   rethrow);
-    asio::co_spawn(io_, [&]() -> asio::awaitable<void> {
-      connected = co_await transport_for(Endpoint::Scheme::kUnix)
-                      .connect(io_.get_executor(), *ep, std::chrono::steady_clock::now() + 5s);
-    }, rethrow);
-    io_.run_for(5s);
-    io_.restart();
-    ASSERT_TRUE(accepted.ok()) << accepted.status().to_string();
-    ASSERT_TRUE(connected.ok()) << connected.status().to_string();
-    peer_ = std::move(*connected);
-    channel_ = std::make_shared<FrameChannel>(std::move(*accepted), 1 << 24);
+    auto pair = testing::ConnectUnixPair(io_, "utest-cr");
+    ASSERT_TRUE(pair.ok()) << pair.status().to_string();
+    peer_ = std::move(pair->connected);
+    channel_ = std::make_shared<FrameChannel>(std::move(pair->accepted), 1 << 24);
   }
 
   void TearDown() override {

@@ -37,13 +37,7 @@
 #include "tests/testing/test_tls.h"
 #include "tests/testing/jwt_issuer.h"
 #include "tests/testing/scoped_temp_dir.h"
-
-#ifndef AUTHRPC_SERVER_BIN
-#error "AUTHRPC_SERVER_BIN must name the authrpc-server binary"
-#endif
-#ifndef AUTHRPC_CLI_BIN
-#error "AUTHRPC_CLI_BIN must name the authrpc binary"
-#endif
+#include "tests/testing/test_programs.h"
 
 extern char** environ;
 

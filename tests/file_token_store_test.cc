@@ -62,19 +62,11 @@ MasterKey make_key(std::uint32_t id, TokenTime created) {
 
 StoredToken make_token(std::uint64_t seq, TokenTime renew, std::string renewer = "yarn") {
   TokenIdentifier id;
-  id.kind = "authrpc-delegation";
   id.owner = "user" + std::to_string(seq);
   id.renewer = std::move(renewer);
   id.issue_date = kTokenEpoch;
   id.max_date = kTokenEpoch + hours(24 * 7);
-  id.sequence_number = seq;
-  id.master_key_id = 1;
-  StoredToken t;
-  t.sequence_number = seq;
-  t.identifier = *id.encode();
-  t.password = SecretBytes::random(32);
-  t.renew_date = renew;
-  return t;
+  return testing::StoredTokenFor(seq, std::move(id), renew);
 }
 
 // Full equality of two store states, secrets included.

@@ -25,6 +25,7 @@
 
 #include "authrpc/rpc/messages.h"
 #include "authrpc/rpc/transport.h"
+#include "tests/testing/test_support.h"
 
 namespace authrpc {
 namespace {
@@ -59,26 +60,10 @@ class CountingStream final : public ByteStream {
 class FrameChannelTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    static std::atomic<int> counter{0};
-    auto ep = Endpoint::parse("unix:@authrpc-utest-fc-" + std::to_string(::getpid()) + "-" +
-                              std::to_string(counter++));
-    ASSERT_TRUE(ep.ok()) << ep.status().to_string();
-    auto listener = transport_for(Endpoint::Scheme::kUnix).listen(io_, *ep, {});
-    ASSERT_TRUE(listener.ok()) << listener.status().to_string();
-
-    Result<std::unique_ptr<ByteStream>> accepted, connected;
-    asio::co_spawn(io_, [&]() -> asio::awaitable<void> { accepted = co_await (*listener)->accept(); },
-                   rethrow);
-    asio::co_spawn(io_, [&]() -> asio::awaitable<void> {
-      connected = co_await transport_for(Endpoint::Scheme::kUnix)
-                      .connect(io_.get_executor(), *ep, std::chrono::steady_clock::now() + 5s);
-    }, rethrow);
-    io_.run_for(5s);
-    io_.restart();
-    ASSERT_TRUE(accepted.ok()) << accepted.status().to_string();
-    ASSERT_TRUE(connected.ok()) << connected.status().to_string();
-    local_ = std::move(*accepted);
-    peer_ = std::move(*connected);
+    auto pair = testing::ConnectUnixPair(io_, "utest-fc");
+    ASSERT_TRUE(pair.ok()) << pair.status().to_string();
+    local_ = std::move(pair->accepted);
+    peer_ = std::move(pair->connected);
   }
 
   void TearDown() override {
@@ -160,10 +145,6 @@ class FrameChannelTest : public ::testing::Test {
   asio::awaitable<void> pause(std::chrono::milliseconds d) {
     asio::steady_timer t(io_, d);
     co_await t.async_wait(asio::use_awaitable);
-  }
-
-  static void rethrow(std::exception_ptr e) {
-    if (e) std::rethrow_exception(e);
   }
 
   asio::io_context io_{1};

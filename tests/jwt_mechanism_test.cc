@@ -102,6 +102,17 @@ std::shared_ptr<ServerMechanism> Server(const json& options) {
   return m.ok() ? *m : nullptr;
 }
 
+// The `jwt` server trusting issuer()'s RSA key (its JWKS written in `dir`).
+std::shared_ptr<ServerMechanism> RsaServer(const Dir& dir) {
+  return Server(server_options(dir.write("jwks.json", testing::jwks_document({&issuer().rsa}))));
+}
+
+// Starts `server` on TLS with RsaServer(dir) and IdentityService.
+void StartIdentityServer(testing::TestServer& server, const Dir& dir) {
+  server.tls().mechanism(RsaServer(dir)).service(IdentityService());
+  ASSERT_TRUE(server.start().ok());
+}
+
 std::shared_ptr<ClientMechanism> Client(const json& options) {
   auto m = make_jwt_client(options);
   EXPECT_TRUE(m.ok()) << m.status().to_string();
@@ -176,10 +187,7 @@ INSTANTIATE_TEST_SUITE_P(
 TEST(JwtMechanismTest, TheIdentityCarriesIssuerExpiryAndGroups) {
   Dir dir;
   testing::TestServer server;
-  server.tls()
-      .mechanism(Server(server_options(dir.write("jwks.json", testing::jwks_document({&issuer().rsa})))))
-      .service(IdentityService());
-  ASSERT_TRUE(server.start().ok());
+  ASSERT_NO_FATAL_FAILURE(StartIdentityServer(server, dir));
   auto client =
       server.client().mechanism(Client({{"token_file", dir.write("t", issuer().rsa.sign(claims("bob")))}})).connect();
   ASSERT_TRUE(client.ok()) << client.status().to_string();
@@ -201,7 +209,7 @@ TEST(JwtMechanismTest, AnIdpGroupCanBeAllowedAMethod) {
   ASSERT_TRUE(policy.ok());
   testing::TestServer server;
   server.tls()
-      .mechanism(Server(server_options(dir.write("jwks.json", testing::jwks_document({&issuer().rsa})))))
+      .mechanism(RsaServer(dir))
       .service(IdentityService())
       .options([a = Authorizer::from_policy(*policy)](ServerOptions& o) { o.authorizer = a; });
   ASSERT_TRUE(server.start().ok());
@@ -249,10 +257,7 @@ TEST(JwtMechanismTest, TheSessionEndsWithTheTokenUnlessConfigured) {
 TEST(JwtMechanismTest, FailuresAreTypedAndNeverEchoTheToken) {
   Dir dir;
   testing::TestServer server;
-  server.tls()
-      .mechanism(Server(server_options(dir.write("jwks.json", testing::jwks_document({&issuer().rsa})))))
-      .service(IdentityService());
-  ASSERT_TRUE(server.start().ok());
+  ASSERT_NO_FATAL_FAILURE(StartIdentityServer(server, dir));
   json wrong_audience = claims();
   wrong_audience["aud"] = "another-service";
   json expired = claims("alice", -3600);
@@ -447,7 +452,7 @@ TEST(JwtMechanismTest, ACertificateBoundTokenNeedsItsCertificate) {
   testing::TestServer server;
   server.tls(tls.server(security::ClientCertificates::kOptional))
       .client_tls(tls.client())
-      .mechanism(Server(server_options(dir.write("jwks.json", testing::jwks_document({&issuer().rsa})))))
+      .mechanism(RsaServer(dir))
       .service(IdentityService());
   ASSERT_TRUE(server.start().ok());
   auto with_cert = server.client().tls(tls.client(true)).mechanism(Client({{"token_file", token}})).connect();
@@ -463,7 +468,7 @@ TEST(JwtMechanismTest, AHandWrittenOauthbearerMessageIsAccepted) {
   // What an RFC 7628 client sends, with an authzid equal to the principal
   // and an extension pair the server ignores.
   Dir dir;
-  auto server = Server(server_options(dir.write("jwks.json", testing::jwks_document({&issuer().rsa}))));
+  auto server = RsaServer(dir);
   ChannelInfo channel;
   channel.tls = true;
   channel.peer_address = "127.0.0.1";

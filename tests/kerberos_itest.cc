@@ -1,7 +1,10 @@
 // Integration tests for the `kerberos` mechanism (components/kerberos/kerberos.h)
 // against a real MIT KDC started by the test (tests/testing/mini_kdc.h): real
 // tickets, real keytabs, real replay cache, real Servers and Clients over
-// loopback TCP and abstract Unix sockets.
+// loopback TCP and abstract Unix sockets. What holds alike for `kerberos` and
+// `kerberos-sasl` (startup errors, missing tickets, the registry, a KDC that
+// is down) is checked here for both, as typed tests; kerberos_sasl_itest has
+// what is SASL's own.
 //
 // Realm layout (every suite): principals alice (keys in client_keytab()) and
 // rpc/localhost (keys in service_keytab()); the shared suite also has
@@ -33,7 +36,9 @@
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <thread>
+#include <type_traits>
 #include <vector>
 
 #include "authrpc/auth/mechanism_registry.h"
@@ -42,6 +47,7 @@
 #include "authrpc/base/status.h"
 #include "authrpc/client/client.h"
 #include "authrpc/components/kerberos/kerberos.h"
+#include "authrpc/components/kerberos/kerberos_sasl.h"
 #include "authrpc/components/kerberos/kerberos_ticket_names.h"
 #include "authrpc/rpc/endpoint.h"
 #include "authrpc/rpc/messages.h"
@@ -52,42 +58,15 @@
 #include "tests/testing/test_server.h"
 #include "tests/testing/mini_kdc.h"
 #include "tests/testing/test_support.h"
-
-#ifndef AUTHRPC_CLI_BIN
-#error "AUTHRPC_CLI_BIN must name the authrpc binary"
-#endif
+#include "tests/testing/test_programs.h"
 
 namespace authrpc {
 namespace {
 
 using namespace std::chrono_literals;
-using authrpc::testing::CommandResult;
-using authrpc::testing::MiniKdc;
-using testing::CcacheClientOptions;
-using testing::Describe;
-using testing::KerberosServerOptionsFor;
-using testing::KeytabClientOptions;
-using testing::ServicePrincipal;
-using testing::TestClient;
-using testing::TestServer;
-using testing::RawConnection;
-using testing::RawFrame;
+using namespace authrpc::testing;  // the shared fixtures, tests/testing/
 using Clock = std::chrono::steady_clock;
 using ::testing::HasSubstr;
-using testing::Code;
-using testing::Connect;
-using testing::ExpectKerberosIdentity;
-using testing::ExpectKerberosSession;
-using testing::ExpectServesSimple;
-using testing::FirstToken;
-using testing::MakeKerberosClient;
-using testing::RunningServer;
-using testing::ScopedEnv;
-using testing::StartServer;
-using testing::TcpChannel;
-using testing::UniqueSuffix;
-using testing::ViaLocalhost;
-using testing::Whoami;
 
 // --- realm and mechanisms ------------------------------------------------------
 
@@ -116,10 +95,13 @@ std::optional<RawFrame> SendHello(std::uint16_t port, const std::string& mechani
 
 // One KDC for the suite: alice has a TGT in kdc->ccache(); rpc/otherhost exists
 // in the KDC but in no server keytab.
-class KerberosTest : public testing::KerberosSuite {
+class KerberosSharedRealm : public testing::KerberosSuite {
  protected:
   static void SetUpTestSuite() { StartRealm({.other_principals = {"rpc/otherhost"}}); }
+};
 
+class KerberosTest : public KerberosSharedRealm {
+ protected:
   // A server enabling kerberos (the suite's keytab) and simple, on URI.
   static Result<RunningServer> StartKerberosServer(const std::string& uri = "tcp://127.0.0.1:0") {
     return testing::StartKerberosServer<KerberosServerMechanism>(KerberosServerOptionsFor(*kdc_), uri);
@@ -127,6 +109,24 @@ class KerberosTest : public testing::KerberosSuite {
 
   static std::shared_ptr<KerberosClientMechanism> CcacheClient() {
     return MakeKerberosClient<KerberosClientMechanism>(CcacheClientOptions(*kdc_));
+  }
+
+  // A server (StartKerberosServer), a ticket-cache client and the first
+  // token that client sends it (alice's AP-REQ), for the tests that send
+  // tokens by hand.
+  struct HandSession {
+    RunningServer server;
+    std::shared_ptr<KerberosClientMechanism> mechanism;
+    std::string token;
+  };
+  static Result<HandSession> StartHandSession() {
+    auto server = StartKerberosServer();
+    if (!server.ok()) return server.status();
+    auto mechanism = CcacheClient();
+    if (!mechanism) return Status(Errc::kInternal, "no ticket-cache client");
+    auto token = FirstToken(*mechanism, TcpChannel(server->endpoint.port));
+    if (!token.ok()) return token.status();
+    return HandSession{std::move(*server), std::move(mechanism), std::move(*token)};
   }
 };
 
@@ -244,73 +244,6 @@ TEST_F(KerberosTest, NoKdcTrafficPerSession) {
   EXPECT_EQ(kdc_->kdc_requests(), keytab_before) << "20 sessions with one keytab mechanism";
 }
 
-// Case 5: a bad keytab fails at startup, with CONFIG_ERROR.
-TEST_F(KerberosTest, StartupErrors) {
-  const std::string missing = kdc_->dir() + "/no-such.keytab";
-  KerberosServerOptions o = KerberosServerOptionsFor(*kdc_);
-  o.keytab = missing;
-  auto r = KerberosServerMechanism::create(o);
-  ASSERT_FALSE(r.ok());
-  EXPECT_EQ(r.code(), Code(Errc::kConfigError)) << Describe(r);
-  EXPECT_THAT(r.status().message, HasSubstr(missing));
-
-  // A keytab that exists but has no key for the principal (alice's keytab).
-  o = KerberosServerOptionsFor(*kdc_);
-  o.keytab = kdc_->client_keytab();
-  r = KerberosServerMechanism::create(o);
-  ASSERT_FALSE(r.ok());
-  EXPECT_EQ(r.code(), Code(Errc::kConfigError)) << Describe(r);
-  EXPECT_THAT(r.status().message, HasSubstr("rpc/localhost"));
-
-  // A principal the keytab lacks although the KDC knows it.
-  o = KerberosServerOptionsFor(*kdc_);
-  o.principal = ServicePrincipal(*kdc_, "otherhost");
-  r = KerberosServerMechanism::create(o);
-  ASSERT_FALSE(r.ok());
-  EXPECT_EQ(r.code(), Code(Errc::kConfigError)) << Describe(r);
-  EXPECT_THAT(r.status().message, HasSubstr("rpc/otherhost"));
-
-  // The good configuration is accepted.
-  auto good = KerberosServerMechanism::create(KerberosServerOptionsFor(*kdc_));
-  ASSERT_TRUE(good.ok()) << Describe(good);
-  EXPECT_EQ((*good)->name(), "kerberos");
-  EXPECT_EQ((*good)->principal(), ServicePrincipal(*kdc_));
-}
-
-// Case 6: no ticket and no keytab → CREDENTIALS_EXPIRED (run kinit).
-TEST_F(KerberosTest, ClientWithoutTicket) {
-  // MIT falls back on the default client keytab (KRB5_CLIENT_KTNAME, which
-  // MiniKdc points at alice's keys) when a cache is empty: a client with "no
-  // keytab" must not have one there either.
-  ScopedEnv no_client_keytab("KRB5_CLIENT_KTNAME", "FILE:" + kdc_->dir() + "/none.keytab");
-  const std::vector<std::string> caches = {
-      "FILE:" + kdc_->dir() + "/no-such-ccache",  // does not exist
-      UniqueMemoryCache(),                        // exists only in name
-  };
-  for (const auto& ccache : caches) {
-    SCOPED_TRACE(ccache);
-    KerberosClientOptions o;
-    o.ccache = ccache;
-    o.service_principal = ServicePrincipal(*kdc_);
-    auto r = KerberosClientMechanism::create(o);
-    ASSERT_FALSE(r.ok());
-    EXPECT_EQ(r.code(), Code(Errc::kCredentialsExpired)) << Describe(r);
-    EXPECT_EQ(retry_advice(r.code()), RetryAdvice::kReauthenticate);
-    RecordProperty("no_ticket_" + ccache.substr(0, ccache.find(':')), r.status().message);
-  }
-  {
-    SCOPED_TRACE("default cache (KRB5CCNAME) empty");
-    ScopedEnv no_ccache("KRB5CCNAME", "FILE:" + kdc_->dir() + "/no-such-default-ccache");
-    KerberosClientOptions o;
-    o.service_principal = ServicePrincipal(*kdc_);
-    auto r = KerberosClientMechanism::create(o);
-    ASSERT_FALSE(r.ok());
-    EXPECT_EQ(r.code(), Code(Errc::kCredentialsExpired)) << Describe(r);
-    EXPECT_EQ(retry_advice(r.code()), RetryAdvice::kReauthenticate);
-    RecordProperty("no_ticket_default", r.status().message);
-  }
-}
-
 // MIT behaviour to know about: with a default client keytab (KRB5_CLIENT_KTNAME,
 // which MiniKdc points at alice's keys) an empty ticket cache is filled from it
 // by gss_acquire_cred, so "no ticket" is not CREDENTIALS_EXPIRED there.
@@ -340,11 +273,8 @@ TEST_F(KerberosTest, WrongServicePrincipal) {
   auto mechanism = KerberosClientMechanism::create(o);
   ASSERT_TRUE(mechanism.ok()) << Describe(mechanism);
 
-  auto client = Connect(server->endpoint, *mechanism);
-  ASSERT_FALSE(client.ok());
-  EXPECT_EQ(client.code(), Code(Errc::kAuthenticationFailed)) << Describe(client);
-  EXPECT_EQ(retry_advice(client.code()), RetryAdvice::kGiveUp);
-  RecordProperty("wrong_service_principal", client.status().message);
+  ExpectConnectFails(server->endpoint, *mechanism, Errc::kAuthenticationFailed,
+                     RetryAdvice::kGiveUp, "wrong_service_principal");
 
   // Pipelined: the first call reports the failure.
   auto pipelined = Connect(server->endpoint, *mechanism, /*wait_for_authentication=*/false);
@@ -360,10 +290,8 @@ TEST_F(KerberosTest, WrongServicePrincipal) {
   o.service_principal = ServicePrincipal(*kdc_, "nohost");
   auto unknown = KerberosClientMechanism::create(o);
   ASSERT_TRUE(unknown.ok()) << Describe(unknown);
-  client = Connect(server->endpoint, *unknown);
-  ASSERT_FALSE(client.ok());
-  EXPECT_EQ(client.code(), Code(Errc::kAuthenticationFailed)) << Describe(client);
-  RecordProperty("unknown_service_principal", client.status().message);
+  ExpectConnectFails(server->endpoint, *unknown, Errc::kAuthenticationFailed,
+                     RetryAdvice::kGiveUp, "unknown_service_principal");
 
   ExpectServesSimple(server->endpoint);
   ExpectKerberosSession(server->endpoint, CcacheClient(), *kdc_);
@@ -371,22 +299,19 @@ TEST_F(KerberosTest, WrongServicePrincipal) {
 
 // Case 10: the same AP-REQ twice — the replay cache refuses the second.
 TEST_F(KerberosTest, ReplayedFirstTokenIsRefused) {
-  auto server = StartKerberosServer();
-  ASSERT_TRUE(server.ok()) << Describe(server);
-  auto mechanism = CcacheClient();
-  ASSERT_TRUE(mechanism);
-  auto token = FirstToken(*mechanism, TcpChannel(server->endpoint.port));
-  ASSERT_TRUE(token.ok()) << Describe(token);
-  ASSERT_FALSE(token->empty());
+  auto session = StartHandSession();
+  ASSERT_TRUE(session.ok()) << Describe(session);
+  const auto& [server, mechanism, token] = *session;
+  ASSERT_FALSE(token.empty());
 
-  auto first = SendHello(server->endpoint.port, "kerberos", *token);
+  auto first = SendHello(server.endpoint.port, "kerberos", token);
   ASSERT_TRUE(first.has_value()) << "no reply to the first HELLO";
   ASSERT_EQ(static_cast<int>(first->type), 0x05) << "AUTH_SUCCESS expected";
   auto success = wire::parse_auth_success(first->body);
   ASSERT_TRUE(success.ok()) << Describe(success);
   EXPECT_FALSE(success->message.empty()) << "AP-REP for mutual authentication";
 
-  auto second = SendHello(server->endpoint.port, "kerberos", *token);
+  auto second = SendHello(server.endpoint.port, "kerberos", token);
   ASSERT_TRUE(second.has_value()) << "no reply to the replayed HELLO";
   ASSERT_EQ(static_cast<int>(second->type), 0x06) << "ERROR expected";
   auto error = wire::parse_error(second->body);
@@ -394,8 +319,8 @@ TEST_F(KerberosTest, ReplayedFirstTokenIsRefused) {
   EXPECT_EQ(error->code, 104) << error->message;  // AUTHENTICATION_FAILED
   RecordProperty("replay_error", error->message);
 
-  ExpectServesSimple(server->endpoint);
-  ExpectKerberosSession(server->endpoint, mechanism, *kdc_);
+  ExpectServesSimple(server.endpoint);
+  ExpectKerberosSession(server.endpoint, mechanism, *kdc_);
 }
 
 // The RFC 4121 inner token of an InitialContextToken (RFC 2743 §3.1):
@@ -418,14 +343,11 @@ std::string BareApReq(const std::string& token) {
 // (advice: re-authenticate, which would send the same thing again). MIT
 // hands an empty token to SPNEGO, which fails for want of a credential.
 TEST_F(KerberosTest, MalformedTokensAreAuthenticationFailed) {
-  auto server = StartKerberosServer();
-  ASSERT_TRUE(server.ok()) << Describe(server);
-  auto mechanism = CcacheClient();
-  ASSERT_TRUE(mechanism);
-  auto token = FirstToken(*mechanism, TcpChannel(server->endpoint.port));
-  ASSERT_TRUE(token.ok()) << Describe(token);
-  ASSERT_GT(token->size(), 100u);
-  const std::string bare = BareApReq(*token);
+  auto session = StartHandSession();
+  ASSERT_TRUE(session.ok()) << Describe(session);
+  const auto& [server, mechanism, token] = *session;
+  ASSERT_GT(token.size(), 100u);
+  const std::string bare = BareApReq(token);
   ASSERT_FALSE(bare.empty()) << "not an InitialContextToken";
   ASSERT_EQ(static_cast<std::uint8_t>(bare[0]), 0x6e) << "not an AP-REQ inside";
   struct Case {
@@ -438,8 +360,8 @@ TEST_F(KerberosTest, MalformedTokensAreAuthenticationFailed) {
       {"not a GSS token", "hello, kerberos", "is not a Kerberos AP-REQ"},
       {"one zero byte", std::string(1, '\0'), "is not a Kerberos AP-REQ"},
       // MIT: "Unspecified GSS failure" (GSS_S_FAILURE), already AUTHENTICATION_FAILED.
-      {"truncated to half", token->substr(0, token->size() / 2), "kerberos: accept"},
-      {"one byte short", token->substr(0, token->size() - 1), "kerberos: accept"},
+      {"truncated to half", token.substr(0, token.size() / 2), "kerberos: accept"},
+      {"one byte short", token.substr(0, token.size() - 1), "kerberos: accept"},
       {"SPNEGO's OID, nothing else", std::string("\x60\x08\x06\x06\x2b\x06\x01\x05\x05\x02", 10),
        "is not a Kerberos AP-REQ"},
       // PROTOCOL.md section 4: HELLO carries the whole InitialContextToken;
@@ -448,7 +370,7 @@ TEST_F(KerberosTest, MalformedTokensAreAuthenticationFailed) {
   };
   for (const auto& c : cases) {
     SCOPED_TRACE(c.name);
-    auto reply = SendHello(server->endpoint.port, "kerberos", c.token);
+    auto reply = SendHello(server.endpoint.port, "kerberos", c.token);
     ASSERT_TRUE(reply.has_value()) << "no reply";
     ASSERT_EQ(static_cast<int>(reply->type), 0x06) << "ERROR expected";
     auto error = wire::parse_error(reply->body);
@@ -457,8 +379,8 @@ TEST_F(KerberosTest, MalformedTokensAreAuthenticationFailed) {
     EXPECT_THAT(error->message, HasSubstr(c.message));
     RecordProperty(std::string("error_") + std::to_string(&c - cases), error->message);
   }
-  ExpectServesSimple(server->endpoint);
-  ExpectKerberosSession(server->endpoint, mechanism, *kdc_);
+  ExpectServesSimple(server.endpoint);
+  ExpectKerberosSession(server.endpoint, mechanism, *kdc_);
 }
 
 // The server names a client by the service ticket it presents once it has
@@ -561,54 +483,207 @@ TEST_F(KerberosTest, DowngradeRefused) {
   ExpectKerberosIdentity(**client, *kdc_, "kerberos");
 }
 
-// Case 13: the registry builds both sides from JSON options.
-TEST_F(KerberosTest, ViaRegistry) {
+// A realm for one test, with no ticket yet: for the tests that change the KDC.
+Status PopulateOwnRealm(MiniKdc& kdc) { return PopulateRealm(kdc, {.kinit = ""}); }
+
+// --- what holds for both mechanisms ------------------------------------------------
+
+// `kerberos` (MIT GSSAPI) and `kerberos-sasl` (SASL GSSAPI through Cyrus) read
+// the same options, register the same way and type their errors alike: the
+// tests below run against each.
+struct Gssapi {
+  using Server = KerberosServerMechanism;
+  using Client = KerberosClientMechanism;
+  static constexpr std::string_view kName = kKerberosMechanism;
+};
+struct Sasl {
+  using Server = KerberosSaslServerMechanism;
+  using Client = KerberosSaslClientMechanism;
+  static constexpr std::string_view kName = kKerberosSaslMechanism;
+};
+using BothMechanisms = ::testing::Types<Gssapi, Sasl>;
+struct MechanismName {
+  template <typename M>
+  static std::string GetName(int) {
+    return std::is_same_v<M, Gssapi> ? "Gssapi" : "Sasl";
+  }
+};
+
+// The shared realm, for each mechanism.
+template <typename M>
+class KerberosMechanismsTest : public KerberosSharedRealm {};
+TYPED_TEST_SUITE(KerberosMechanismsTest, BothMechanisms, MechanismName);
+
+// Case 5: a keytab or principal the server cannot use fails create() — at
+// startup — with CONFIG_ERROR naming the cause.
+TYPED_TEST(KerberosMechanismsTest, StartupErrors) {
+  const MiniKdc& kdc = *this->kdc_;
+  struct Case {
+    const char* name;
+    KerberosServerOptions options;
+    std::string message;
+  };
+  KerberosServerOptions missing = KerberosServerOptionsFor(kdc);
+  missing.keytab = kdc.dir() + "/no-such.keytab";
+  KerberosServerOptions wrong_keytab = KerberosServerOptionsFor(kdc);
+  wrong_keytab.keytab = kdc.client_keytab();
+  KerberosServerOptions not_in_keytab = KerberosServerOptionsFor(kdc);
+  not_in_keytab.principal = ServicePrincipal(kdc, "otherhost");
+  const Case cases[] = {
+      {"missing keytab", missing, missing.keytab},
+      {"a keytab with no key for the principal (alice's)", wrong_keytab, "rpc/localhost"},
+      {"a principal the KDC knows but the keytab lacks", not_in_keytab, "rpc/otherhost"},
+  };
+  for (const auto& c : cases) {
+    SCOPED_TRACE(c.name);
+    auto r = TypeParam::Server::create(c.options);
+    ASSERT_FALSE(r.ok());
+    EXPECT_EQ(r.code(), Code(Errc::kConfigError)) << Describe(r);
+    EXPECT_THAT(r.status().message, HasSubstr(c.message));
+  }
+
+  auto good = TypeParam::Server::create(KerberosServerOptionsFor(kdc));
+  ASSERT_TRUE(good.ok()) << Describe(good);
+  EXPECT_EQ((*good)->name(), TypeParam::kName);
+  EXPECT_EQ((*good)->principal(), ServicePrincipal(kdc));
+}
+
+// Case 6: no ticket and no keytab → CREDENTIALS_EXPIRED (run kinit), when the
+// mechanism is created.
+TYPED_TEST(KerberosMechanismsTest, ClientWithoutTicket) {
+  const MiniKdc& kdc = *this->kdc_;
+  // MIT fills an empty cache from the default client keytab (KRB5_CLIENT_KTNAME,
+  // which MiniKdc points at alice's keys): a client without one needs none there.
+  ScopedEnv no_client_keytab("KRB5_CLIENT_KTNAME", "FILE:" + kdc.dir() + "/none.keytab");
+  struct Case {
+    const char* name;
+    std::string ccache;
+    std::optional<std::string> default_ccache;
+  };
+  const Case cases[] = {
+      {"missing ticket cache file", "FILE:" + kdc.dir() + "/no-such-ccache", std::nullopt},
+      {"memory cache that exists only in name", UniqueMemoryCache(), std::nullopt},
+      {"default cache (KRB5CCNAME) empty", "", "FILE:" + kdc.dir() + "/no-such-default-ccache"},
+  };
+  for (const auto& c : cases) {
+    SCOPED_TRACE(c.name);
+    std::optional<ScopedEnv> default_ccache;
+    if (c.default_ccache) default_ccache.emplace("KRB5CCNAME", *c.default_ccache);
+    KerberosClientOptions o;
+    o.ccache = c.ccache;
+    o.service_principal = ServicePrincipal(kdc);
+    auto r = TypeParam::Client::create(o);
+    ASSERT_FALSE(r.ok());
+    EXPECT_EQ(r.code(), Code(Errc::kCredentialsExpired)) << Describe(r);
+    EXPECT_EQ(retry_advice(r.code()), RetryAdvice::kReauthenticate);
+    this->RecordProperty(c.name, r.status().message);
+  }
+}
+
+// Case 13: the registry builds both sides from JSON options; unknown keys,
+// wrong types and unusable values are configuration errors, not silent
+// defaults.
+TYPED_TEST(KerberosMechanismsTest, ViaRegistry) {
+  const MiniKdc& kdc = *this->kdc_;
+  const std::string name(TypeParam::kName);
   const auto registry = MechanismRegistry::with_builtins();
   auto server_mechanism = registry.make_server(
-      "kerberos", {{"keytab", kdc_->service_keytab()},
-                   {"principal", ServicePrincipal(*kdc_)},
-                   {"replay_cache", true},
-                   {"replay_cache_dir", kdc_->rcache_dir()}});
+      name, {{"keytab", kdc.service_keytab()},
+             {"principal", ServicePrincipal(kdc)},
+             {"replay_cache", true},
+             {"replay_cache_dir", kdc.rcache_dir()}});
   ASSERT_TRUE(server_mechanism.ok()) << Describe(server_mechanism);
-  EXPECT_EQ((*server_mechanism)->name(), "kerberos");
-  auto client_mechanism = registry.make_client("kerberos", {{"ccache", kdc_->ccache()}});
-  ASSERT_TRUE(client_mechanism.ok()) << Describe(client_mechanism);
-  EXPECT_EQ((*client_mechanism)->name(), "kerberos");
+  EXPECT_EQ((*server_mechanism)->name(), name);
+  auto host_based = registry.make_client(name, {{"ccache", kdc.ccache()}});
+  ASSERT_TRUE(host_based.ok()) << Describe(host_based);
+  EXPECT_EQ((*host_based)->name(), name);
+  auto explicit_target = registry.make_client(
+      name, {{"ccache", kdc.ccache()}, {"service_principal", ServicePrincipal(kdc)}});
+  ASSERT_TRUE(explicit_target.ok()) << Describe(explicit_target);
 
   auto server = StartServer({*server_mechanism});
   ASSERT_TRUE(server.ok()) << Describe(server);
-  ExpectKerberosSession(ViaLocalhost(server->endpoint), *client_mechanism, *kdc_);
+  ExpectKerberosSession(ViaLocalhost(server->endpoint), *host_based, kdc);
+  ExpectKerberosSession(server->endpoint, *explicit_target, kdc);
 
-  auto explicit_target = registry.make_client(
-      "kerberos", {{"ccache", kdc_->ccache()}, {"service_principal", ServicePrincipal(*kdc_)}});
-  ASSERT_TRUE(explicit_target.ok()) << Describe(explicit_target);
-  ExpectKerberosSession(server->endpoint, *explicit_target, *kdc_);
+  struct Bad {
+    const char* name;
+    bool server;  // else a client
+    nlohmann::json options;
+    std::string message;
+  };
+  const nlohmann::json service = {{"keytab", kdc.service_keytab()},
+                                  {"principal", ServicePrincipal(kdc)}};
+  const auto with = [&](const char* key, nlohmann::json value) {
+    nlohmann::json options = service;
+    options[key] = std::move(value);
+    return options;
+  };
+  const Bad bad[] = {
+      {"misspelt key", true, with("keytabb", "typo"), name + ": unknown option 'keytabb'"},
+      {"a string for a bool", true, with("replay_cache", "yes"), "replay_cache"},
+      {"missing keytab", true, with("keytab", kdc.dir() + "/no-such.keytab"), "no-such.keytab"},
+      {"misspelt client key", false, {{"ccache", kdc.ccache()}, {"cache", "x"}}, "cache"},
+      {"a number for a string", false, {{"ccache", 42}}, "ccache"},
+      {"a keytab without a principal", false, {{"keytab", kdc.client_keytab()}},
+       "needs a principal"},
+  };
+  for (const auto& c : bad) {
+    SCOPED_TRACE(c.name);
+    const Status status = c.server ? registry.make_server(name, c.options).status()
+                                   : registry.make_client(name, c.options).status();
+    ASSERT_FALSE(status.ok());
+    EXPECT_EQ(status.code, Code(Errc::kConfigError)) << status.to_string();
+    EXPECT_THAT(status.message, HasSubstr(c.message));
+  }
+}
 
-  // Unknown keys and wrong types are configuration errors, not silent defaults.
-  auto bad = registry.make_server("kerberos", {{"keytab", kdc_->service_keytab()},
-                                               {"principal", ServicePrincipal(*kdc_)},
-                                               {"keytabb", "typo"}});
-  ASSERT_FALSE(bad.ok());
-  EXPECT_EQ(bad.code(), Code(Errc::kConfigError)) << Describe(bad);
-  EXPECT_THAT(bad.status().message, HasSubstr("keytabb"));
-  bad = registry.make_server("kerberos", {{"keytab", kdc_->service_keytab()},
-                                          {"principal", ServicePrincipal(*kdc_)},
-                                          {"replay_cache", "yes"}});
-  ASSERT_FALSE(bad.ok());
-  EXPECT_EQ(bad.code(), Code(Errc::kConfigError)) << Describe(bad);
-  bad = registry.make_server("kerberos", {{"keytab", kdc_->dir() + "/no-such.keytab"},
-                                          {"principal", ServicePrincipal(*kdc_)}});
-  ASSERT_FALSE(bad.ok());
-  EXPECT_EQ(bad.code(), Code(Errc::kConfigError)) << Describe(bad);
+// Case 12: the KDC is down when a service ticket is needed → UNAVAILABLE
+// (retry); a target whose ticket is cached needs no KDC; the same mechanism
+// works once the KDC is back. A realm of its own: the test stops its KDC.
+template <typename M>
+class KerberosKdcDownTest : public ::testing::Test {};
+TYPED_TEST_SUITE(KerberosKdcDownTest, BothMechanisms, MechanismName);
 
-  auto bad_client = registry.make_client("kerberos", {{"ccache", kdc_->ccache()}, {"cache", "x"}});
-  ASSERT_FALSE(bad_client.ok());
-  EXPECT_EQ(bad_client.code(), Code(Errc::kConfigError)) << Describe(bad_client);
-  EXPECT_THAT(bad_client.status().message, HasSubstr("cache"));
-  bad_client = registry.make_client("kerberos", {{"keytab", kdc_->client_keytab()}});
-  ASSERT_FALSE(bad_client.ok());
-  EXPECT_EQ(bad_client.code(), Code(Errc::kConfigError)) << Describe(bad_client)
-                                                          << " (a keytab without a principal)";
+TYPED_TEST(KerberosKdcDownTest, KdcDown) {
+  using Server = typename TypeParam::Server;
+  using Client = typename TypeParam::Client;
+  MiniKdc kdc;
+  ASSERT_OK(PopulateOwnRealm(kdc));
+  kdc.set_env_for_process();
+  const std::string other_keytab = kdc.dir() + "/otherhost.keytab";
+  ASSERT_OK(kdc.add_principal("rpc/otherhost"));
+  ASSERT_OK(kdc.create_keytab("rpc/otherhost", other_keytab));
+  ASSERT_OK(kdc.kinit("alice", kdc.client_keytab()));
+
+  auto local = testing::StartKerberosServer<Server>(KerberosServerOptionsFor(kdc));
+  ASSERT_TRUE(local.ok()) << Describe(local);
+  KerberosServerOptions other_options = KerberosServerOptionsFor(kdc);
+  other_options.keytab = other_keytab;
+  other_options.principal = ServicePrincipal(kdc, "otherhost");
+  auto other = testing::StartKerberosServer<Server>(other_options);
+  ASSERT_TRUE(other.ok()) << Describe(other);
+
+  // A warm target (service ticket cached) for rpc/localhost; none yet for rpc/otherhost.
+  auto warm = Client::create(CcacheClientOptions(kdc));
+  ASSERT_TRUE(warm.ok()) << Describe(warm);
+  ASSERT_NO_FATAL_FAILURE(ExpectKerberosSession(local->endpoint, *warm, kdc));
+  KerberosClientOptions cold_options = CcacheClientOptions(kdc);
+  cold_options.service_principal = ServicePrincipal(kdc, "otherhost");
+  auto cold = Client::create(cold_options);
+  ASSERT_TRUE(cold.ok()) << Describe(cold);
+
+  const int old_port = kdc.port();
+  ASSERT_OK(kdc.stop());
+
+  ExpectConnectFails(other->endpoint, *cold, Errc::kUnavailable, RetryAdvice::kRetry, "kdc_down");
+
+  ExpectKerberosSession(local->endpoint, *warm, kdc);
+
+  ASSERT_OK(kdc.start());
+  this->RecordProperty("kdc_port_before_after",
+                 std::to_string(old_port) + " -> " + std::to_string(kdc.port()));
+  ExpectKerberosSession(other->endpoint, *cold, kdc);
 }
 
 // --- tests that change the KDC: one realm per test ------------------------------
@@ -616,7 +691,7 @@ TEST_F(KerberosTest, ViaRegistry) {
 class KerberosKdcStateTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    ASSERT_OK(testing::PopulateRealm(kdc_, {.kinit = ""}));
+    ASSERT_OK(PopulateOwnRealm(kdc_));
     kdc_.set_env_for_process();
   }
 
@@ -655,11 +730,11 @@ TEST_F(KerberosKdcStateTest, ExpiredTicket) {
   EXPECT_EQ(retry_advice(expired.code()), RetryAdvice::kReauthenticate);
   RecordProperty("expired_at_create", expired.status().message);
 
-  auto client = Connect(server->endpoint, *mechanism);
-  ASSERT_FALSE(client.ok()) << "an expired (cached) service ticket was used";
-  EXPECT_EQ(client.code(), Code(Errc::kCredentialsExpired)) << Describe(client);
-  EXPECT_EQ(retry_advice(client.code()), RetryAdvice::kReauthenticate);
-  RecordProperty("expired_at_connect", client.status().message);
+  {
+    SCOPED_TRACE("an expired (cached) service ticket must not be used");
+    ExpectConnectFails(server->endpoint, *mechanism, Errc::kCredentialsExpired,
+                       RetryAdvice::kReauthenticate, "expired_at_connect");
+  }
 
   ExpectServesSimple(server->endpoint);
 
@@ -684,60 +759,14 @@ TEST_F(KerberosKdcStateTest, StaleServiceKeytab) {
   ASSERT_OK(kdc_.kinit("alice", kdc_.client_keytab()));  // fresh ccache: no kvno 1 ticket
   auto mechanism = KerberosClientMechanism::create(CcacheClientOptions(kdc_));
   ASSERT_TRUE(mechanism.ok()) << Describe(mechanism);
-  auto client = Connect(server->endpoint, *mechanism);
-  ASSERT_FALSE(client.ok());
-  EXPECT_EQ(client.code(), Code(Errc::kAuthenticationFailed)) << Describe(client);
-  EXPECT_EQ(retry_advice(client.code()), RetryAdvice::kGiveUp);
-  RecordProperty("stale_keytab", client.status().message);
+  ExpectConnectFails(server->endpoint, *mechanism, Errc::kAuthenticationFailed,
+                     RetryAdvice::kGiveUp, "stale_keytab");
 
   ExpectServesSimple(server->endpoint);
 
   // Appending the new key to the keytab fixes it without a restart.
   ASSERT_OK(kdc_.create_keytab("rpc/localhost", kdc_.service_keytab()));
   ExpectKerberosSession(server->endpoint, *mechanism, kdc_);
-}
-
-// Case 12: the KDC is down when a service ticket is needed → UNAVAILABLE
-// (retry); the same mechanism works once the KDC is back.
-TEST_F(KerberosKdcStateTest, KdcDown) {
-  const std::string other_keytab = kdc_.dir() + "/otherhost.keytab";
-  ASSERT_OK(kdc_.add_principal("rpc/otherhost"));
-  ASSERT_OK(kdc_.create_keytab("rpc/otherhost", other_keytab));
-  ASSERT_OK(kdc_.kinit("alice", kdc_.client_keytab()));
-
-  auto local = StartKerberosServer(KerberosServerOptionsFor(kdc_));
-  ASSERT_TRUE(local.ok()) << Describe(local);
-  KerberosServerOptions other_options = KerberosServerOptionsFor(kdc_);
-  other_options.keytab = other_keytab;
-  other_options.principal = ServicePrincipal(kdc_, "otherhost");
-  auto other = StartKerberosServer(other_options);
-  ASSERT_TRUE(other.ok()) << Describe(other);
-
-  // A warm target (service ticket cached) for rpc/localhost; none yet for rpc/otherhost.
-  auto warm = KerberosClientMechanism::create(CcacheClientOptions(kdc_));
-  ASSERT_TRUE(warm.ok()) << Describe(warm);
-  ASSERT_NO_FATAL_FAILURE(ExpectKerberosSession(local->endpoint, *warm, kdc_));
-  KerberosClientOptions cold_options = CcacheClientOptions(kdc_);
-  cold_options.service_principal = ServicePrincipal(kdc_, "otherhost");
-  auto cold = KerberosClientMechanism::create(cold_options);
-  ASSERT_TRUE(cold.ok()) << Describe(cold);
-
-  const int old_port = kdc_.port();
-  ASSERT_OK(kdc_.stop());
-
-  auto client = Connect(other->endpoint, *cold);
-  ASSERT_FALSE(client.ok());
-  EXPECT_EQ(client.code(), Code(Errc::kUnavailable)) << Describe(client);
-  EXPECT_EQ(retry_advice(client.code()), RetryAdvice::kRetry);
-  RecordProperty("kdc_down", client.status().message);
-
-  // No KDC needed for a target whose ticket is cached.
-  ExpectKerberosSession(local->endpoint, *warm, kdc_);
-
-  ASSERT_OK(kdc_.start());
-  RecordProperty("kdc_port_before_after",
-                 std::to_string(old_port) + " -> " + std::to_string(kdc_.port()));
-  ExpectKerberosSession(other->endpoint, *cold, kdc_);
 }
 
 // --- clock skew: the authrpc CLI under faketime -----------------------------------

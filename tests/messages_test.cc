@@ -36,6 +36,15 @@ Split split_frame(const std::string& frame) {
   return s;
 }
 
+// The body of `frame`, one well-formed frame, after checking its type and
+// call id.
+std::string body_of(const std::string& frame, FrameType type, std::uint32_t call_id = 0) {
+  Split f = split_frame(frame);
+  EXPECT_EQ(f.header.type, type);
+  EXPECT_EQ(f.header.call_id, call_id);
+  return std::move(f.body);
+}
+
 const std::string kBinary("\x00\x01\xFF\x00tok\x00", 8);
 
 // ---------------------------------------------------------------------------
@@ -52,10 +61,8 @@ TEST(MessagesTest, HelloRoundTrip) {
   for (const auto& m : cases) {
     std::string out;
     append_hello(out, m);
-    const auto f = split_frame(out);
-    EXPECT_EQ(f.header.type, FrameType::kHello);
-    EXPECT_EQ(f.header.call_id, 0u);
-    auto parsed = parse_hello(f.body);
+    const std::string got = body_of(out, FrameType::kHello);
+    auto parsed = parse_hello(got);
     ASSERT_TRUE(parsed.ok()) << parsed.status().to_string();
     EXPECT_EQ(parsed->features, m.features);
     EXPECT_EQ(parsed->mechanism, m.mechanism);
@@ -96,10 +103,8 @@ TEST(MessagesTest, MechanismsRoundTrip) {
   for (const auto& m : cases) {
     std::string out;
     append_mechanisms(out, m);
-    const auto f = split_frame(out);
-    EXPECT_EQ(f.header.type, FrameType::kMechanisms);
-    EXPECT_EQ(f.header.call_id, 0u);
-    auto parsed = parse_mechanisms(f.body);
+    const std::string got = body_of(out, FrameType::kMechanisms);
+    auto parsed = parse_mechanisms(got);
     ASSERT_TRUE(parsed.ok()) << parsed.status().to_string();
     EXPECT_EQ(parsed->features, m.features);
     EXPECT_EQ(parsed->names, m.names);
@@ -112,10 +117,8 @@ TEST(MessagesTest, AuthMessageRoundTripBothDirections) {
                                        std::string(100000, '\x7F')}) {
       std::string out;
       append_auth_message(out, type, message);
-      const auto f = split_frame(out);
-      EXPECT_EQ(f.header.type, type);
-      EXPECT_EQ(f.header.call_id, 0u);
-      auto parsed = parse_auth_message(f.body);
+      const std::string got = body_of(out, type);
+      auto parsed = parse_auth_message(got);
       ASSERT_TRUE(parsed.ok()) << parsed.status().to_string();
       EXPECT_EQ(parsed->message, message);
     }
@@ -131,10 +134,8 @@ TEST(MessagesTest, AuthSuccessRoundTrip) {
   for (const auto& m : cases) {
     std::string out;
     append_auth_success(out, m);
-    const auto f = split_frame(out);
-    EXPECT_EQ(f.header.type, FrameType::kAuthSuccess);
-    EXPECT_EQ(f.header.call_id, 0u);
-    auto parsed = parse_auth_success(f.body);
+    const std::string got = body_of(out, FrameType::kAuthSuccess);
+    auto parsed = parse_auth_success(got);
     ASSERT_TRUE(parsed.ok()) << parsed.status().to_string();
     EXPECT_EQ(parsed->features, m.features);
     EXPECT_EQ(parsed->message, m.message);
@@ -151,10 +152,8 @@ TEST(MessagesTest, ErrorRoundTrip) {
   for (const auto& [code, message] : cases) {
     std::string out;
     append_error(out, code, message);
-    const auto f = split_frame(out);
-    EXPECT_EQ(f.header.type, FrameType::kError);
-    EXPECT_EQ(f.header.call_id, 0u);
-    auto parsed = parse_error(f.body);
+    const std::string got = body_of(out, FrameType::kError);
+    auto parsed = parse_error(got);
     ASSERT_TRUE(parsed.ok()) << parsed.status().to_string();
     EXPECT_EQ(parsed->code, code);
     EXPECT_EQ(parsed->message, message);
@@ -166,10 +165,8 @@ TEST(MessagesTest, GoAwayRoundTrip) {
   for (const auto& m : cases) {
     std::string out;
     append_goaway(out, m);
-    const auto f = split_frame(out);
-    EXPECT_EQ(f.header.type, FrameType::kGoAway);
-    EXPECT_EQ(f.header.call_id, 0u);
-    auto parsed = parse_goaway(f.body);
+    const std::string got = body_of(out, FrameType::kGoAway);
+    auto parsed = parse_goaway(got);
     ASSERT_TRUE(parsed.ok()) << parsed.status().to_string();
     EXPECT_EQ(parsed->last_call_id, m.last_call_id);
     EXPECT_EQ(parsed->reason, m.reason);
@@ -192,11 +189,9 @@ TEST(MessagesTest, RequestRoundTripWithPayload) {
   for (const auto& c : cases) {
     std::string out;
     append_request(out, c.call_id, {c.service, c.method, c.timeout_ms}, c.payload);
-    const auto f = split_frame(out);
-    EXPECT_EQ(f.header.type, FrameType::kRequest);
-    EXPECT_EQ(f.header.call_id, c.call_id);
+    const std::string got = body_of(out, FrameType::kRequest, c.call_id);
     std::string_view payload = "sentinel";
-    auto parsed = parse_request(f.body, payload);
+    auto parsed = parse_request(got, payload);
     ASSERT_TRUE(parsed.ok()) << parsed.status().to_string();
     EXPECT_EQ(parsed->service, c.service);
     EXPECT_EQ(parsed->method, c.method);
@@ -223,11 +218,9 @@ TEST(MessagesTest, ResponseRoundTripWithPayload) {
   for (const auto& c : cases) {
     std::string out;
     append_response(out, c.call_id, c.status, c.error_message, c.payload);
-    const auto f = split_frame(out);
-    EXPECT_EQ(f.header.type, FrameType::kResponse);
-    EXPECT_EQ(f.header.call_id, c.call_id);
+    const std::string got = body_of(out, FrameType::kResponse, c.call_id);
     std::string_view payload = "sentinel";
-    auto parsed = parse_response(f.body, payload);
+    auto parsed = parse_response(got, payload);
     ASSERT_TRUE(parsed.ok()) << parsed.status().to_string();
     EXPECT_EQ(parsed->status, c.status);
     EXPECT_EQ(parsed->error_message, c.error_message);
@@ -301,10 +294,8 @@ TEST(MessagesTest, PingAndPongCarryTheirBodyVerbatim) {
     for (const std::string& body : {std::string(), std::string("12345678"), kBinary}) {
       std::string out;
       append_ping(out, type, body);
-      const auto f = split_frame(out);
-      EXPECT_EQ(f.header.type, type);
-      EXPECT_EQ(f.header.call_id, 0u);
-      EXPECT_EQ(f.body, body);
+      const std::string got = body_of(out, type);
+      EXPECT_EQ(got, body);
     }
   }
 }

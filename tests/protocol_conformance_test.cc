@@ -54,7 +54,12 @@ namespace authrpc {
 namespace {
 
 using namespace std::chrono_literals;
+using testing::Load32;
+using testing::Put16;
+using testing::Put32;
 using testing::RawConnection;
+using testing::RawFrameBytes;
+using testing::RawPreamble;
 using testing::SocketKind;
 using testing::StopAndDestroy;
 
@@ -176,23 +181,6 @@ const Spec& TheSpec() {
   return spec;
 }
 const std::vector<Example>& Examples() { return TheSpec().examples; }
-
-std::uint32_t Load32(const std::string& s, std::size_t at) {
-  return (std::uint32_t{static_cast<std::uint8_t>(s[at])} << 24) |
-         (std::uint32_t{static_cast<std::uint8_t>(s[at + 1])} << 16) |
-         (std::uint32_t{static_cast<std::uint8_t>(s[at + 2])} << 8) |
-         std::uint32_t{static_cast<std::uint8_t>(s[at + 3])};
-}
-
-void Put16(std::string& out, std::uint16_t v) {
-  out.push_back(static_cast<char>(v >> 8));
-  out.push_back(static_cast<char>(v));
-}
-
-void Put32(std::string& out, std::uint32_t v) {
-  Put16(out, static_cast<std::uint16_t>(v >> 16));
-  Put16(out, static_cast<std::uint16_t>(v));
-}
 
 // A frame as it was on the wire (RawConnection hands it over parsed).
 std::string Serialize(const testing::RawFrame& f) {
@@ -478,17 +466,6 @@ TEST(ConformanceExamples, TheSpecKeepsEveryExampleThisSuiteReliesOn) {
 
 // ---------------------------------------------------------------- written out
 
-std::string Preamble() { return std::string("ARPC\x01\0\0\0", 8); }
-
-std::string Frame(std::uint8_t type, std::uint32_t call_id, const std::string& body) {
-  std::string out;
-  Put32(out, static_cast<std::uint32_t>(8 + body.size()));
-  out.push_back(static_cast<char>(type));
-  out.append(3, '\0');
-  Put32(out, call_id);
-  return out + body;
-}
-
 std::string Str(const std::string& s) {
   std::string out;
   Put16(out, static_cast<std::uint16_t>(s.size()));
@@ -507,7 +484,7 @@ std::string Hello(const std::string& mechanism, const std::string& message,
   Put32(body, do_as.empty() ? 0 : 1);
   body += Str(mechanism) + Bytes(message);
   if (!do_as.empty()) body += Str(do_as);
-  return Frame(0x01, 0, body);
+  return RawFrameBytes(0x01, 0, body);
 }
 
 // ERROR's code, or -1 if the frame is not a well-formed ERROR.
@@ -543,7 +520,7 @@ TEST_P(WrittenOutTest, AShortLengthIsJudgedOnlyWhenTheWholeHeaderHasArrived) {
   auto server = StartServer(GetParam(), nullptr);
   ASSERT_TRUE(server);
   RawConnection raw(server->endpoints().at(0));
-  ASSERT_TRUE(raw.Send(Preamble() + std::string("\0\0\0\0", 4)));
+  ASSERT_TRUE(raw.Send(RawPreamble() + std::string("\0\0\0\0", 4)));
   std::string early;
   EXPECT_FALSE(raw.ReadExact(early, 1, 300ms)) << "the server acted on 4 bytes of a header";
   ASSERT_TRUE(raw.Send(std::string("\x01\0\0\0\0\0\0\0", 8)));
@@ -573,10 +550,10 @@ TEST_P(WrittenOutTest, AMalformedCallFrameIsAnErrorWhetherOrNotItsCallIsOpen) {
   for (const auto& row : rows) {
     SCOPED_TRACE(row.name);
     RawConnection raw(server->endpoints().at(0));
-    ASSERT_TRUE(raw.Send(Preamble() + Hello("simple", "alice")));
+    ASSERT_TRUE(raw.Send(RawPreamble() + Hello("simple", "alice")));
     auto success = raw.ReadFrame();
     ASSERT_TRUE(success && static_cast<int>(success->type) == 0x05);
-    ASSERT_TRUE(raw.Send(Frame(row.type, 4242, row.body)));
+    ASSERT_TRUE(raw.Send(RawFrameBytes(row.type, 4242, row.body)));
     EXPECT_EQ(ErrorCode(raw.ReadFrame()), 100);
     EXPECT_TRUE(raw.SeesEndOfStream());
   }
@@ -587,7 +564,7 @@ std::string RequestFrame(std::uint32_t call_id, const std::string& service,
                          const std::string& method) {
   std::string body = Str(service) + Str(method);
   Put32(body, 0);
-  return Frame(0x10, call_id, body);
+  return RawFrameBytes(0x10, call_id, body);
 }
 
 // Section 6 and the refusal table: after GOAWAY(last_call_id) a new call is
@@ -598,7 +575,7 @@ TEST_P(WrittenOutTest, ACallAfterGoAwayIsUnavailableWhileTheCallInFlightFinishes
   auto server = StartServer(GetParam(), nullptr, 100, &slow_started);
   ASSERT_TRUE(server);
   RawConnection raw(server->endpoints().at(0));
-  ASSERT_TRUE(raw.Send(Preamble() + Hello("simple", "alice") + RequestFrame(1, "test", "slow")));
+  ASSERT_TRUE(raw.Send(RawPreamble() + Hello("simple", "alice") + RequestFrame(1, "test", "slow")));
   auto success = raw.ReadFrame();
   ASSERT_TRUE(success && static_cast<int>(success->type) == 0x05);
   ASSERT_TRUE(slow_started.WaitFor(5s)) << "call 1 never started";
@@ -653,7 +630,7 @@ TEST_P(OwnNameTest, DoAsOwnNameIsAllowedWithAndWithoutAnAclFile) {
   auto server = StartServer(SocketKind::kTcp, authorizer);
   ASSERT_TRUE(server);
   RawConnection raw(server->endpoints().at(0));
-  ASSERT_TRUE(raw.Send(Preamble() + Hello("simple", "alice@EXAMPLE.COM", c.do_as)));
+  ASSERT_TRUE(raw.Send(RawPreamble() + Hello("simple", "alice@EXAMPLE.COM", c.do_as)));
   auto frame = raw.ReadFrame();
   ASSERT_TRUE(frame);
   if (c.error != 0) {
@@ -821,7 +798,7 @@ TEST_P(ExporterTest, TheServerBindsToTheExporterWithNoContext) {
   const std::string t = head + Str(cb);
   const std::string client_proof =
       HmacSha256(token->password, std::string("authrpc token client\0", 21) + t);
-  ASSERT_TRUE(conn.Send(Preamble() + Hello("token", head + client_proof)));
+  ASSERT_TRUE(conn.Send(RawPreamble() + Hello("token", head + client_proof)));
   auto answer = conn.ReadFrame();
   ASSERT_TRUE(answer.has_value());
   const std::string body = answer->substr(12);
@@ -874,15 +851,15 @@ TEST(Section4, MechanismsListsWhatRunsOnTheConnection) {
   {
     RawTls conn(port, TLS1_3_VERSION);
     ASSERT_TRUE(conn.ok()) << "TLS handshake failed";
-    ASSERT_TRUE(conn.Send(Preamble() + Hello("nope", "")));
+    ASSERT_TRUE(conn.Send(RawPreamble() + Hello("nope", "")));
     auto answer = conn.ReadFrame();
     ASSERT_TRUE(answer.has_value());
-    EXPECT_EQ(Hex(*answer), Hex(Frame(0x02, 0, only_simple))) << "MECHANISMS [simple]";
+    EXPECT_EQ(Hex(*answer), Hex(RawFrameBytes(0x02, 0, only_simple))) << "MECHANISMS [simple]";
   }
   {
     RawTls conn(port, TLS1_3_VERSION);
     ASSERT_TRUE(conn.ok()) << "TLS handshake failed";
-    ASSERT_TRUE(conn.Send(Preamble() + Hello("x509", "")));
+    ASSERT_TRUE(conn.Send(RawPreamble() + Hello("x509", "")));
     auto answer = conn.ReadFrame();
     ASSERT_TRUE(answer.has_value());
     ASSERT_EQ(static_cast<int>((*answer)[4]), 0x06) << "ERROR expected: " << Hex(*answer);

@@ -59,6 +59,7 @@ namespace {
 
 using namespace std::chrono_literals;
 using testing::Pattern;
+using testing::ReadToEnd;
 using testing::PatternByte;
 using testing::Sha256;
 using testing::Sleep;
@@ -160,15 +161,7 @@ Service BulkService(std::shared_ptr<Seen> seen) {
   });
   // Reads until the end or a failure and reports which (Seen::put_end).
   bulk.add_stream("put_until_end", [seen](CallContext&, ServerStream& s) -> asio::awaitable<Result<std::string>> {
-    Status end;
-    for (;;) {
-      auto m = co_await s.read();
-      if (!m.ok()) {
-        end = m.status();
-        break;
-      }
-      if (!*m) break;
-    }
+    const Status end = (co_await ReadToEnd(s)).end;
     seen->put_end.set_value(end);
     if (!end.ok()) co_return end;
     co_return std::string("ended");

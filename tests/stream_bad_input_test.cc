@@ -66,6 +66,8 @@ using testing::Load16;
 using testing::Load32;
 using testing::Put16;
 using testing::Put32;
+using testing::RawFrameBytes;
+using testing::RawPreamble;
 using testing::StopAndDestroy;
 
 // Frame types, as on the wire.
@@ -103,17 +105,6 @@ std::string U32(std::uint32_t v) {
   return out;
 }
 
-std::string Preamble() { return std::string("ARPC\x01\x00\x00\x00", 8); }
-
-// A frame written by hand: length, type, flags 0, reserved 0, call id, body.
-std::string FrameBytes(std::uint8_t type, std::uint32_t call_id, const std::string& body = {}) {
-  std::string out;
-  Put32(out, static_cast<std::uint32_t>(8 + body.size()));
-  out.push_back(static_cast<char>(type));
-  out.append(3, '\0');
-  Put32(out, call_id);
-  return out + body;
-}
 
 std::string StreamRequestBody(std::string_view service, std::string_view method,
                               std::uint32_t window, std::string_view payload = {},
@@ -582,7 +573,7 @@ class StreamBadInputTest : public ::testing::TestWithParam<Kind> {
     PutStr(hello, "simple");
     Put32(hello, 7);
     hello += "mallory";
-    EXPECT_TRUE(raw.Send(Preamble() + FrameBytes(kHello, 0, hello) + extra));
+    EXPECT_TRUE(raw.Send(RawPreamble() + RawFrameBytes(kHello, 0, hello) + extra));
     auto frame = raw.ReadFrame();
     EXPECT_TRUE(frame.has_value()) << "no answer to HELLO";
     if (!frame) return 0;
@@ -602,7 +593,7 @@ class StreamBadInputTest : public ::testing::TestWithParam<Kind> {
   // STREAM_REQUEST for t.<method>, then the server's accepting WINDOW_UPDATE.
   void OpenStream(RawPeer& raw, std::uint32_t id, std::string_view method,
                   std::uint32_t window = 1 << 20, std::string_view payload = {}) {
-    ASSERT_TRUE(raw.Send(FrameBytes(kStreamRequest, id, StreamRequestBody("t", method, window, payload))));
+    ASSERT_TRUE(raw.Send(RawFrameBytes(kStreamRequest, id, StreamRequestBody("t", method, window, payload))));
     auto accepted = raw.ReadFrame();
     ASSERT_TRUE(accepted.has_value()) << "no answer to STREAM_REQUEST";
     ASSERT_EQ(accepted->type, kWindowUpdate) << "frame type " << int(accepted->type) << ": "
@@ -613,7 +604,7 @@ class StreamBadInputTest : public ::testing::TestWithParam<Kind> {
 
   // SHM_HELLO, and the server's SHM_ACCEPT with `status`.
   void OfferShm(RawPeer& raw, std::uint32_t status = 0) {
-    ASSERT_TRUE(raw.Send(FrameBytes(kShmHello, 0)));
+    ASSERT_TRUE(raw.Send(RawFrameBytes(kShmHello, 0)));
     auto accept = raw.ReadFrame();
     ASSERT_TRUE(accept.has_value()) << "no answer to SHM_HELLO";
     ASSERT_EQ(accept->type, kShmAccept) << "frame type " << int(accept->type);
@@ -651,7 +642,7 @@ class StreamBadInputTest : public ::testing::TestWithParam<Kind> {
     static std::atomic<int> n{0};
     const std::string body = "alive-" + std::to_string(n++);
     std::vector<ReceivedFrame> before;
-    EXPECT_TRUE(raw.Send(FrameBytes(kPing, 0, body)));
+    EXPECT_TRUE(raw.Send(RawFrameBytes(kPing, 0, body)));
     for (int i = 0; i < 16; ++i) {
       auto frame = raw.ReadFrame();
       EXPECT_TRUE(frame.has_value()) << "the connection ended (or stalled) instead of answering PING";
@@ -668,7 +659,7 @@ class StreamBadInputTest : public ::testing::TestWithParam<Kind> {
 
   // A unary call on `raw` is still answered.
   void ExpectServesCalls(RawPeer& raw, std::uint32_t id) {
-    ASSERT_TRUE(raw.Send(FrameBytes(kRequest, id, RequestBody("sys", "echo", "still here"))));
+    ASSERT_TRUE(raw.Send(RawFrameBytes(kRequest, id, RequestBody("sys", "echo", "still here"))));
     auto frame = raw.ReadFrame();
     ASSERT_TRUE(frame.has_value());
     ASSERT_EQ(frame->type, kResponse) << "frame type " << int(frame->type);
@@ -753,7 +744,7 @@ TEST_P(StreamBadInputTest, FramesForACallThatWasNeverOpenedAreDropped) {
   auto raw = Authenticated();
   for (const auto& f : LateFrames()) {
     SCOPED_TRACE(f.name);
-    ASSERT_TRUE(raw->Send(FrameBytes(f.type, 4242, f.body)));
+    ASSERT_TRUE(raw->Send(RawFrameBytes(f.type, 4242, f.body)));
     EXPECT_TRUE(ExpectAlive(*raw).empty()) << "the server answered a frame for no call";
   }
   ExpectServesCalls(*raw, 1);
@@ -763,7 +754,7 @@ TEST_P(StreamBadInputTest, FramesForACallThatWasNeverOpenedAreDropped) {
 TEST_P(StreamBadInputTest, FramesForAFinishedStreamAreDropped) {
   auto raw = Authenticated();
   ASSERT_NO_FATAL_FAILURE(OpenStream(*raw, 5, "put"));
-  ASSERT_TRUE(raw->Send(FrameBytes(kData, 5, "abc") + FrameBytes(kEndStream, 5)));
+  ASSERT_TRUE(raw->Send(RawFrameBytes(kData, 5, "abc") + RawFrameBytes(kEndStream, 5)));
   auto end = raw->ReadFrame();
   ASSERT_TRUE(end.has_value());
   ASSERT_EQ(end->type, kResponse);
@@ -774,7 +765,7 @@ TEST_P(StreamBadInputTest, FramesForAFinishedStreamAreDropped) {
   EXPECT_EQ(reply->payload, "1 3");
   for (const auto& f : LateFrames()) {
     SCOPED_TRACE(f.name);
-    ASSERT_TRUE(raw->Send(FrameBytes(f.type, 5, f.body)));
+    ASSERT_TRUE(raw->Send(RawFrameBytes(f.type, 5, f.body)));
     EXPECT_TRUE(ExpectAlive(*raw).empty()) << "the server answered a frame for a finished call";
   }
   ExpectServesCalls(*raw, 6);
@@ -797,7 +788,7 @@ TEST_P(StreamBadInputTest, CallFramesWithCallIdZeroAreProtocolErrors) {
   for (const auto& f : rows) {
     SCOPED_TRACE(f.name);
     auto raw = Authenticated();
-    ASSERT_TRUE(raw->Send(FrameBytes(f.type, 0, f.body)));
+    ASSERT_TRUE(raw->Send(RawFrameBytes(f.type, 0, f.body)));
     ExpectErrorThenClose(*raw, Errc::kProtocolError);
   }
   EXPECT_TRUE(Eventually([&] { return server_->stats().protocol_errors >= before + rows.size(); }));
@@ -830,7 +821,7 @@ TEST_P(StreamBadInputTest, DataBeyondTheWindowIsAProtocolError) {
     auto raw = Authenticated();
     ASSERT_NO_FATAL_FAILURE(OpenStream(*raw, 3, "stall"));
     std::string bytes;
-    for (std::uint32_t n : row.sizes) bytes += FrameBytes(kData, 3, std::string(n, 'w'));
+    for (std::uint32_t n : row.sizes) bytes += RawFrameBytes(kData, 3, std::string(n, 'w'));
     ASSERT_TRUE(raw->Send(bytes));
     if (row.overrun) {
       ExpectErrorThenClose(*raw, Errc::kProtocolError);
@@ -864,7 +855,7 @@ TEST_P(StreamBadInputTest, BadWindowUpdatesAreProtocolErrors) {
     SCOPED_TRACE(row.name);
     auto raw = Authenticated();
     ASSERT_NO_FATAL_FAILURE(OpenStream(*raw, 9, "stall", row.client_window));
-    ASSERT_TRUE(raw->Send(FrameBytes(kWindowUpdate, 9, row.body)));
+    ASSERT_TRUE(raw->Send(RawFrameBytes(kWindowUpdate, 9, row.body)));
     ExpectErrorThenClose(*raw, Errc::kProtocolError);
   }
   ExpectServerStillServes();
@@ -885,7 +876,7 @@ TEST_P(StreamBadInputTest, CreditIsReturnedUpToTheWindowAndNotBeyond) {
       ASSERT_EQ(data->body.size(), 512u);
     }
     EXPECT_FALSE(raw->ReadFrame(100ms).has_value()) << "the server sent beyond its credit";
-    ASSERT_TRUE(raw->Send(FrameBytes(kWindowUpdate, 21, U32(overrun ? 1025 : 1024))));
+    ASSERT_TRUE(raw->Send(RawFrameBytes(kWindowUpdate, 21, U32(overrun ? 1025 : 1024))));
     if (overrun) {
       ExpectErrorThenClose(*raw, Errc::kProtocolError);
       continue;
@@ -922,7 +913,7 @@ TEST_P(StreamBadInputTest, NonReadersTogetherHoldAboutTheServersBudget) {
   constexpr int kConnections = 8, kCalls = 32;
   std::string calls;
   for (std::uint32_t id = 1; id <= kCalls; ++id) {
-    calls += FrameBytes(kRequest, id, RequestBody("sys", "echo", std::string(kMiB, 'e')));
+    calls += RawFrameBytes(kRequest, id, RequestBody("sys", "echo", std::string(kMiB, 'e')));
   }
   std::vector<std::unique_ptr<RawPeer>> peers;
   std::vector<std::thread> senders;
@@ -960,7 +951,7 @@ TEST_P(StreamBadInputTest, StreamsBeyondTheConnectionsLimitAreResourceExhausted)
   ASSERT_NO_FATAL_FAILURE(StartServer([](ServerOptions& o) { o.max_streams_per_connection = 4; }));
   auto raw = Authenticated();
   for (std::uint32_t id = 1; id <= 4; ++id) ASSERT_NO_FATAL_FAILURE(OpenStream(*raw, id, "stall"));
-  ASSERT_TRUE(raw->Send(FrameBytes(kStreamRequest, 5, StreamRequestBody("t", "stall", 4096))));
+  ASSERT_TRUE(raw->Send(RawFrameBytes(kStreamRequest, 5, StreamRequestBody("t", "stall", 4096))));
   auto refused = raw->ReadFrame();
   ASSERT_TRUE(refused.has_value());
   ASSERT_EQ(refused->type, kResponse) << "frame type " << int(refused->type);
@@ -971,11 +962,11 @@ TEST_P(StreamBadInputTest, StreamsBeyondTheConnectionsLimitAreResourceExhausted)
   EXPECT_NE(reply->message.find("max_streams_per_connection"), std::string::npos) << reply->message;
   ExpectServesCalls(*raw, 6);
   // CANCEL ends one: a new stream opens in its place.
-  ASSERT_TRUE(raw->Send(FrameBytes(kCancel, 1, "")));
+  ASSERT_TRUE(raw->Send(RawFrameBytes(kCancel, 1, "")));
   const auto until = Clock::now() + 5s;
   bool opened = false;
   for (std::uint32_t id = 7; !opened && Clock::now() < until; ++id) {
-    ASSERT_TRUE(raw->Send(FrameBytes(kStreamRequest, id, StreamRequestBody("t", "stall", 4096))));
+    ASSERT_TRUE(raw->Send(RawFrameBytes(kStreamRequest, id, StreamRequestBody("t", "stall", 4096))));
     for (auto frame = raw->ReadFrame(); frame; frame = raw->ReadFrame()) {
       if (frame->call_id != id) continue;  // the cancelled call's end
       opened = frame->type == kWindowUpdate;
@@ -1000,10 +991,10 @@ TEST_P(StreamBadInputTest, UnreadStreamBytesAcrossStreamsStopTheConnectionReadin
   // A full window to each (two halves), 16 windows in all, then a PING.
   std::string bytes;
   for (std::uint32_t id = 1; id <= kStreams; ++id) {
-    bytes += FrameBytes(kData, id, std::string(kServerWindow / 2, 'w'));
-    bytes += FrameBytes(kData, id, std::string(kServerWindow / 2, 'w'));
+    bytes += RawFrameBytes(kData, id, std::string(kServerWindow / 2, 'w'));
+    bytes += RawFrameBytes(kData, id, std::string(kServerWindow / 2, 'w'));
   }
-  bytes += FrameBytes(kPing, 0, "behind the data");
+  bytes += RawFrameBytes(kPing, 0, "behind the data");
   std::thread sender([&] { raw->Send(bytes); });  // blocks once the server stops reading
   const auto frame = raw->ReadFrame(1s);
   EXPECT_FALSE(frame.has_value()) << "the server kept reading: frame type " << int(frame->type);
@@ -1033,7 +1024,7 @@ TEST_P(StreamBadInputTest, MalformedStreamRequestsAreProtocolErrors) {
   for (const auto& row : rows) {
     SCOPED_TRACE(row.name);
     auto raw = Authenticated();
-    ASSERT_TRUE(raw->Send(FrameBytes(kStreamRequest, row.id, row.body)));
+    ASSERT_TRUE(raw->Send(RawFrameBytes(kStreamRequest, row.id, row.body)));
     ExpectErrorThenClose(*raw, Errc::kProtocolError);
   }
   ExpectServerStillServes();
@@ -1057,7 +1048,7 @@ TEST_P(StreamBadInputTest, StreamRequestsTheServerWillNotRunGetTypedResponses) {
   std::uint32_t id = 1;
   for (const auto& row : rows) {
     SCOPED_TRACE(row.name);
-    ASSERT_TRUE(raw->Send(FrameBytes(kStreamRequest, id, StreamRequestBody(row.service, row.method, 4096))));
+    ASSERT_TRUE(raw->Send(RawFrameBytes(kStreamRequest, id, StreamRequestBody(row.service, row.method, 4096))));
     auto frame = raw->ReadFrame();
     ASSERT_TRUE(frame.has_value());
     ASSERT_EQ(frame->type, kResponse) << "frame type " << int(frame->type);
@@ -1066,7 +1057,7 @@ TEST_P(StreamBadInputTest, StreamRequestsTheServerWillNotRunGetTypedResponses) {
     ASSERT_TRUE(reply.has_value());
     EXPECT_EQ(reply->status, static_cast<std::uint16_t>(row.expected)) << reply->message;
     // The refused id is not open: its DATA is dropped.
-    ASSERT_TRUE(raw->Send(FrameBytes(kData, id, "after refusal")));
+    ASSERT_TRUE(raw->Send(RawFrameBytes(kData, id, "after refusal")));
     EXPECT_TRUE(ExpectAlive(*raw).empty());
     ++id;
   }
@@ -1077,16 +1068,16 @@ TEST_P(StreamBadInputTest, StreamRequestsTheServerWillNotRunGetTypedResponses) {
 TEST_P(StreamBadInputTest, AStreamRequestReusingAnOpenStreamsIdIsAProtocolError) {
   auto raw = Authenticated();
   ASSERT_NO_FATAL_FAILURE(OpenStream(*raw, 9, "stall"));
-  ASSERT_TRUE(raw->Send(FrameBytes(kStreamRequest, 9, StreamRequestBody("t", "put", 4096))));
+  ASSERT_TRUE(raw->Send(RawFrameBytes(kStreamRequest, 9, StreamRequestBody("t", "put", 4096))));
   ExpectErrorThenClose(*raw, Errc::kProtocolError);
   ExpectServerStillServes();
 }
 
 TEST_P(StreamBadInputTest, AStreamRequestReusingAUnaryCallsIdIsAProtocolError) {
   auto raw = Authenticated();
-  ASSERT_TRUE(raw->Send(FrameBytes(kRequest, 11, RequestBody("t", "block", ""))));
+  ASSERT_TRUE(raw->Send(RawFrameBytes(kRequest, 11, RequestBody("t", "block", ""))));
   EXPECT_TRUE(ExpectAlive(*raw).empty());  // the blocking call is in flight
-  ASSERT_TRUE(raw->Send(FrameBytes(kStreamRequest, 11, StreamRequestBody("t", "put", 4096))));
+  ASSERT_TRUE(raw->Send(RawFrameBytes(kStreamRequest, 11, StreamRequestBody("t", "put", 4096))));
   ExpectErrorThenClose(*raw, Errc::kProtocolError);
   ExpectServerStillServes();
 }
@@ -1098,7 +1089,7 @@ TEST_P(StreamBadInputTest, ARequestReusingAStreamsCallIdIsAProtocolError) {
     SCOPED_TRACE(method);
     auto raw = Authenticated();
     ASSERT_NO_FATAL_FAILURE(OpenStream(*raw, 12, "stall"));
-    ASSERT_TRUE(raw->Send(FrameBytes(kRequest, 12, RequestBody(method == std::string("echo") ? "sys" : "t",
+    ASSERT_TRUE(raw->Send(RawFrameBytes(kRequest, 12, RequestBody(method == std::string("echo") ? "sys" : "t",
                                                           method, "same id"))));
     ExpectErrorThenClose(*raw, Errc::kProtocolError);
   }
@@ -1144,12 +1135,12 @@ TEST_P(StreamBadInputTest, ACallReusingACancelledCallsIdIsServedAndTheOldResultD
       if (old == Held::kStream) {
         ASSERT_NO_FATAL_FAILURE(OpenStream(*raw, kId, "hold_stream", 1 << 20, "old"));
       } else {
-        ASSERT_TRUE(raw->Send(FrameBytes(kRequest, kId, RequestBody("t", old == Held::kAsync ? "hold" : "hold_blocking", "old"))));
+        ASSERT_TRUE(raw->Send(RawFrameBytes(kRequest, kId, RequestBody("t", old == Held::kAsync ? "hold" : "hold_blocking", "old"))));
       }
       EXPECT_TRUE(ExpectAlive(*raw).empty());
       // Running, not just queued (a blocking call cancelled while queued never runs).
       ASSERT_TRUE(Eventually([&] { return holding_->load() == 1; }, 5s));
-      ASSERT_TRUE(raw->Send(FrameBytes(kCancel, kId)));
+      ASSERT_TRUE(raw->Send(RawFrameBytes(kCancel, kId)));
       EXPECT_TRUE(ExpectAlive(*raw).empty()) << "a frame for the call after its CANCEL";
 
       switch (next) {
@@ -1179,7 +1170,7 @@ TEST_P(StreamBadInputTest, ACallReusingACancelledCallsIdIsServedAndTheOldResultD
           break;
         }
         case Next::kHeld:
-          ASSERT_TRUE(raw->Send(FrameBytes(kRequest, kId, RequestBody("t", "hold", "new"))));
+          ASSERT_TRUE(raw->Send(RawFrameBytes(kRequest, kId, RequestBody("t", "hold", "new"))));
           EXPECT_TRUE(ExpectAlive(*raw).empty());
           break;
       }
@@ -1232,8 +1223,8 @@ TEST_P(StreamBadInputTest, ReusingAnOutstandingCallsIdIsStillAProtocolError) {
       {"stream reusing a cancelled call's id", Held::kStream, true},
   };
   const std::vector<std::pair<const char*, std::string>> reuses = {
-      {"REQUEST", FrameBytes(kRequest, 14, RequestBody("sys", "echo", "reuse"))},
-      {"STREAM_REQUEST", FrameBytes(kStreamRequest, 14, StreamRequestBody("t", "put", 4096))},
+      {"REQUEST", RawFrameBytes(kRequest, 14, RequestBody("sys", "echo", "reuse"))},
+      {"STREAM_REQUEST", RawFrameBytes(kStreamRequest, 14, StreamRequestBody("t", "put", 4096))},
   };
   for (const auto& outstanding : outstandings) {
     for (const auto& [reuse_name, reuse] : reuses) {
@@ -1244,15 +1235,15 @@ TEST_P(StreamBadInputTest, ReusingAnOutstandingCallsIdIsStillAProtocolError) {
       {
         auto raw = Authenticated();
         if (outstanding.over_a_cancelled_call) {
-          ASSERT_TRUE(raw->Send(FrameBytes(kRequest, 14, RequestBody("t", "hold", "old"))));
+          ASSERT_TRUE(raw->Send(RawFrameBytes(kRequest, 14, RequestBody("t", "hold", "old"))));
           ASSERT_TRUE(Eventually([&] { return holding_->load() == 1; }, 5s));
-          ASSERT_TRUE(raw->Send(FrameBytes(kCancel, 14)));
+          ASSERT_TRUE(raw->Send(RawFrameBytes(kCancel, 14)));
           EXPECT_TRUE(ExpectAlive(*raw).empty());
         }
         if (outstanding.held == Held::kStream) {
           ASSERT_NO_FATAL_FAILURE(OpenStream(*raw, 14, "hold_stream"));
         } else {
-          ASSERT_TRUE(raw->Send(FrameBytes(
+          ASSERT_TRUE(raw->Send(RawFrameBytes(
               kRequest, 14,
               RequestBody("t", outstanding.held == Held::kAsync ? "hold" : "hold_blocking", ""))));
         }
@@ -1285,9 +1276,9 @@ TEST_P(StreamBadInputTest, FramesAfterEndStreamOnARunningCallAreProtocolErrors) 
     SCOPED_TRACE(row.name);
     auto raw = Authenticated();
     ASSERT_NO_FATAL_FAILURE(OpenStream(*raw, 7, "stall"));
-    ASSERT_TRUE(raw->Send(FrameBytes(kEndStream, 7)));
+    ASSERT_TRUE(raw->Send(RawFrameBytes(kEndStream, 7)));
     EXPECT_TRUE(ExpectAlive(*raw).empty());
-    ASSERT_TRUE(raw->Send(FrameBytes(row.type, 7, row.body)));
+    ASSERT_TRUE(raw->Send(RawFrameBytes(row.type, 7, row.body)));
     ExpectErrorThenClose(*raw, Errc::kProtocolError);
   }
   ExpectServerStillServes();
@@ -1296,7 +1287,7 @@ TEST_P(StreamBadInputTest, FramesAfterEndStreamOnARunningCallAreProtocolErrors) 
 TEST_P(StreamBadInputTest, AnEndStreamWithABodyIsAProtocolError) {
   auto raw = Authenticated();
   ASSERT_NO_FATAL_FAILURE(OpenStream(*raw, 7, "put"));
-  ASSERT_TRUE(raw->Send(FrameBytes(kEndStream, 7, "body")));
+  ASSERT_TRUE(raw->Send(RawFrameBytes(kEndStream, 7, "body")));
   ExpectErrorThenClose(*raw, Errc::kProtocolError);
   ExpectServerStillServes();
 }
@@ -1305,11 +1296,11 @@ TEST_P(StreamBadInputTest, AnEndStreamWithABodyIsAProtocolError) {
 // unary call is answered normally.
 TEST_P(StreamBadInputTest, StreamFramesForAUnaryCallAreDropped) {
   auto raw = Authenticated();
-  ASSERT_TRUE(raw->Send(FrameBytes(kRequest, 8, RequestBody("t", "block", ""))));
+  ASSERT_TRUE(raw->Send(RawFrameBytes(kRequest, 8, RequestBody("t", "block", ""))));
   for (const auto& f : LateFrames()) {
     if (f.type == kCancel) continue;  // that one would cancel the unary call
     SCOPED_TRACE(f.name);
-    ASSERT_TRUE(raw->Send(FrameBytes(f.type, 8, f.body)));
+    ASSERT_TRUE(raw->Send(RawFrameBytes(f.type, 8, f.body)));
     EXPECT_TRUE(ExpectAlive(*raw).empty());
   }
   release_->store(true);
@@ -1330,13 +1321,13 @@ TEST_P(StreamBadInputTest, CancelEndsAStreamAndItsLaterFramesAreDropped) {
   auto raw = Authenticated();
   ASSERT_NO_FATAL_FAILURE(OpenStream(*raw, 6, "stall"));
   ASSERT_NO_FATAL_FAILURE(OpenStream(*raw, 16, "put"));
-  ASSERT_TRUE(raw->Send(FrameBytes(kCancel, 6) + FrameBytes(kData, 16, "x") + FrameBytes(kCancel, 16)));
+  ASSERT_TRUE(raw->Send(RawFrameBytes(kCancel, 6) + RawFrameBytes(kData, 16, "x") + RawFrameBytes(kCancel, 16)));
   // Let the handlers see it. A cancelled stream answers nothing (that is
   // what is tested), so there is no event to wait for: a window instead.
   std::this_thread::sleep_for(50ms);
   for (const auto& f : LateFrames()) {
     SCOPED_TRACE(f.name);
-    ASSERT_TRUE(raw->Send(FrameBytes(f.type, 6, f.body) + FrameBytes(f.type, 16, f.body)));
+    ASSERT_TRUE(raw->Send(RawFrameBytes(f.type, 6, f.body) + RawFrameBytes(f.type, 16, f.body)));
     for (const auto& frame : ExpectAlive(*raw)) {
       ADD_FAILURE() << "frame " << int(frame.type) << " for call " << frame.call_id
                     << " after CANCEL";
@@ -1360,7 +1351,7 @@ TEST_P(StreamBadInputTest, ASecondShmHelloIsAProtocolError) {
       OfferShm(*raw, unix_kind() ? 0 : static_cast<std::uint32_t>(Errc::kUnimplemented)));
   EXPECT_TRUE(ExpectAlive(*raw).empty());
   ExpectServesCalls(*raw, 1);
-  ASSERT_TRUE(raw->Send(FrameBytes(kShmHello, 0)));
+  ASSERT_TRUE(raw->Send(RawFrameBytes(kShmHello, 0)));
   ExpectErrorThenClose(*raw, Errc::kProtocolError);
   ExpectServerStillServes();
 }
@@ -1369,7 +1360,7 @@ TEST_P(StreamBadInputTest, ASecondShmHelloAfterARefusalIsAProtocolError) {
   ASSERT_NO_FATAL_FAILURE(StartServer([](ServerOptions& o) { o.shm.enabled = false; }));
   auto raw = Authenticated();  // (SHM is announced on unix:// all the same: section 3)
   ASSERT_NO_FATAL_FAILURE(OfferShm(*raw, static_cast<std::uint32_t>(Errc::kUnimplemented)));
-  ASSERT_TRUE(raw->Send(FrameBytes(kShmHello, 0)));
+  ASSERT_TRUE(raw->Send(RawFrameBytes(kShmHello, 0)));
   ExpectErrorThenClose(*raw, Errc::kProtocolError);
   ExpectServerStillServes();
 }
@@ -1381,10 +1372,10 @@ TEST_P(StreamBadInputTest, ShmFramesOutOfPlaceAreProtocolErrors) {
     std::string bytes;
   };
   const std::vector<Row> rows = {
-      {"SHM_HELLO before authentication", false, Preamble() + FrameBytes(kShmHello, 0)},
-      {"SHM_HELLO with a body", true, FrameBytes(kShmHello, 0, "x")},
-      {"SHM_ACCEPT from the client", true, FrameBytes(kShmAccept, 0, U32(0) + U32(0))},
-      {"SHM_RING before SHM_HELLO", true, FrameBytes(kShmRing, 1, RingBody(4096, 2, 3 * 4096))},
+      {"SHM_HELLO before authentication", false, RawPreamble() + RawFrameBytes(kShmHello, 0)},
+      {"SHM_HELLO with a body", true, RawFrameBytes(kShmHello, 0, "x")},
+      {"SHM_ACCEPT from the client", true, RawFrameBytes(kShmAccept, 0, U32(0) + U32(0))},
+      {"SHM_RING before SHM_HELLO", true, RawFrameBytes(kShmRing, 1, RingBody(4096, 2, 3 * 4096))},
   };
   for (const auto& row : rows) {
     SCOPED_TRACE(row.name);
@@ -1402,7 +1393,7 @@ TEST_P(StreamBadInputTest, ShmRingAfterARefusedShmHelloIsAProtocolError) {
   auto raw = Authenticated();
   ASSERT_NO_FATAL_FAILURE(OfferShm(*raw, static_cast<std::uint32_t>(Errc::kUnimplemented)));
   ASSERT_NO_FATAL_FAILURE(OpenStream(*raw, 1, "put"));
-  ASSERT_TRUE(raw->Send(FrameBytes(kShmRing, 1, RingBody(64 * 1024, 4, 0))));
+  ASSERT_TRUE(raw->Send(RawFrameBytes(kShmRing, 1, RingBody(64 * 1024, 4, 0))));
   ExpectErrorThenClose(*raw, Errc::kProtocolError);
   ExpectServerStillServes();
 }
@@ -1515,7 +1506,7 @@ TEST_P(ShmBadInputTest, BadShmRingsAreProtocolErrorsAndLeakNoDescriptors) {
       ASSERT_NO_FATAL_FAILURE(OpenStream(*raw, 1, "put"));
       {
         FdSet fds = row.fds();
-        ASSERT_TRUE(raw->SendWithFds(FrameBytes(kShmRing, 1, row.body), fds.list()));
+        ASSERT_TRUE(raw->SendWithFds(RawFrameBytes(kShmRing, 1, row.body), fds.list()));
       }  // our copies are closed: only the server's remain
       ExpectErrorThenClose(*raw, Errc::kProtocolError);
     }
@@ -1533,11 +1524,11 @@ TEST_P(ShmBadInputTest, AShmRingForACallThatIsNotAStreamIsDroppedAndClosed) {
   ASSERT_NO_FATAL_FAILURE(OfferShm(*raw));
   // A finished stream (5) and a unary call in flight (8).
   ASSERT_NO_FATAL_FAILURE(OpenStream(*raw, 5, "put"));
-  ASSERT_TRUE(raw->Send(FrameBytes(kEndStream, 5)));
+  ASSERT_TRUE(raw->Send(RawFrameBytes(kEndStream, 5)));
   auto end = raw->ReadFrame();
   ASSERT_TRUE(end.has_value());
   ASSERT_EQ(end->type, kResponse);
-  ASSERT_TRUE(raw->Send(FrameBytes(kRequest, 8, RequestBody("t", "block", ""))));
+  ASSERT_TRUE(raw->Send(RawFrameBytes(kRequest, 8, RequestBody("t", "block", ""))));
   EXPECT_TRUE(ExpectAlive(*raw).empty());
   const std::size_t baseline = OpenFds();
   for (const std::uint32_t id : {4242u, 5u, 8u}) {
@@ -1545,7 +1536,7 @@ TEST_P(ShmBadInputTest, AShmRingForACallThatIsNotAStreamIsDroppedAndClosed) {
     {
       FdSet fds = RealRing();
       ASSERT_TRUE(raw->SendWithFds(
-          FrameBytes(kShmRing, id, RingBody(64 * 1024, 4, HeaderSizeFor(4) + 4 * 64 * 1024)), fds.list()));
+          RawFrameBytes(kShmRing, id, RingBody(64 * 1024, 4, HeaderSizeFor(4) + 4 * 64 * 1024)), fds.list()));
       EXPECT_TRUE(ExpectAlive(*raw).empty());
     }
     ExpectFdsBackTo(baseline);
@@ -1606,7 +1597,7 @@ TEST_P(ShmBadInputTest, DescriptorsWithoutAnShmFrameAreRefusedAndNotLeaked) {
           }
           list.push_back(owned.back().get());
         }
-        ASSERT_TRUE(raw->SendWithFds(Preamble() + FrameBytes(kHello, 0, hello), list));
+        ASSERT_TRUE(raw->SendWithFds(RawPreamble() + RawFrameBytes(kHello, 0, hello), list));
         auto success = raw->ReadFrame();
         ASSERT_TRUE(success.has_value());
         EXPECT_EQ(success->type, kAuthSuccess);
@@ -1629,8 +1620,8 @@ TEST_P(ShmBadInputTest, DescriptorsWithoutAnShmFrameAreRefusedAndNotLeaked) {
             list.push_back(owned.back().get());
           }
           const std::string frame = row.per_message == 1
-                                        ? FrameBytes(kRequest, 3, RequestBody("sys", "echo", "fd"))
-                                        : FrameBytes(kPing, 0, "fds-" + std::to_string(m));
+                                        ? RawFrameBytes(kRequest, 3, RequestBody("sys", "echo", "fd"))
+                                        : RawFrameBytes(kPing, 0, "fds-" + std::to_string(m));
           if (!raw->SendWithFds(frame, list)) break;  // the server may have hung up already
         }
       }
@@ -1691,8 +1682,8 @@ TEST_P(ShmBadInputTest, EveryStrayDescriptorIsClosedAtOnceWhileTheConnectionLing
           owned.push_back(i % 2 == 0 ? PipeEnd() : DevNull());
           list.push_back(owned.back().get());
         }
-        const std::string frame = row.ping ? FrameBytes(kPing, 0, "fds")
-                                           : FrameBytes(kRequest, 3, RequestBody("sys", "echo", "fd"));
+        const std::string frame = row.ping ? RawFrameBytes(kPing, 0, "fds")
+                                           : RawFrameBytes(kRequest, 3, RequestBody("sys", "echo", "fd"));
         ASSERT_TRUE(raw->SendWithFds(frame, list));
       }
       ExpectErrorThenClose(*raw, Errc::kProtocolError);
@@ -1718,7 +1709,7 @@ TEST_P(ShmBadInputTest, DescriptorsPiledUpBehindPartialFramesAreBounded) {
     auto raw = Authenticated();
     ASSERT_NO_FATAL_FAILURE(OfferShm(*raw));
     const std::string ring =
-        FrameBytes(kShmRing, 4242, RingBody(64 * 1024, 4, HeaderSizeFor(4) + 4 * 64 * 1024));
+        RawFrameBytes(kShmRing, 4242, RingBody(64 * 1024, 4, HeaderSizeFor(4) + 4 * 64 * 1024));
     for (int round = 0; round < 20; ++round) {
       const std::string bytes = round == 0 ? ring.substr(0, 1) : ring.substr(1) + ring.substr(0, 1);
       std::vector<FdSet> rings;
@@ -1747,7 +1738,7 @@ TEST_P(ShmBadInputTest, ConnectionsThatCloseWithDescriptorsInFlightLeakNothing) 
     }
     FdSet ring = RealRing();
     // Half a frame with the descriptors, then close.
-    const std::string frame = FrameBytes(kShmRing, 1, RingBody(64 * 1024, 4, HeaderSizeFor(4) + 4 * 64 * 1024));
+    const std::string frame = RawFrameBytes(kShmRing, 1, RingBody(64 * 1024, 4, HeaderSizeFor(4) + 4 * 64 * 1024));
     ASSERT_TRUE(raw->SendWithFds(frame.substr(0, 10), ring.list()));
   }
   ExpectFdsBackTo(baseline);

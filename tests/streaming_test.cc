@@ -51,8 +51,10 @@ using security::TlsServerOptions;
 // The deterministic bytes of stream `seed` at `offset` (so both ends can
 // produce and check them without sharing a buffer), their digest, a sleep.
 using testing::Pattern;
+using testing::ReadToEnd;
 using testing::Sha256;
 using testing::Sleep;
+using testing::StreamTotals;
 
 // "<total> <batch> <seed> [<delay ms>]"
 struct GetRequest {
@@ -122,16 +124,9 @@ Service BulkService(std::shared_ptr<Observed> seen) {
   });
   // Reads every message; returns "<bytes> <sha256>".
   bulk.add_stream("put", [](CallContext&, ServerStream& stream) -> asio::awaitable<Result<std::string>> {
-    Sha256 sha;
-    std::uint64_t bytes = 0;
-    for (;;) {
-      auto m = co_await stream.read();
-      if (!m.ok()) co_return m.status();
-      if (!*m) break;
-      sha.Update((*m)->view());
-      bytes += (*m)->size();
-    }
-    co_return std::to_string(bytes) + " " + sha.Hex();
+    const StreamTotals in = co_await ReadToEnd(stream);
+    if (!in.end.ok()) co_return in.end;
+    co_return std::to_string(in.bytes) + " " + in.sha256;
   });
   // As put, but reads one message every 10 ms and records how much the
   // server had buffered.
@@ -419,20 +414,10 @@ TEST_P(StreamingTest, ServerErrorMidStreamIsTyped) {
     auto stream = co_await client_->async_open_stream("bulk", "fail_midway", "300000 100000 0");
     EXPECT_TRUE(stream.ok());
     if (!stream.ok()) co_return;
-    int messages = 0;
-    Status end;
-    for (;;) {
-      auto m = co_await (*stream)->read();
-      if (!m.ok()) {
-        end = m.status();
-        break;
-      }
-      if (!*m) break;
-      ++messages;
-    }
-    EXPECT_EQ(messages, 3);  // everything sent before the error arrives first
-    EXPECT_EQ(end.code, make_error_code(Errc::kDataLoss)) << end.to_string();
-    EXPECT_NE(end.message.find("disk on fire"), std::string::npos);
+    const StreamTotals in = co_await ReadToEnd(**stream);
+    EXPECT_EQ(in.messages, 3u);  // everything sent before the error arrives first
+    EXPECT_EQ(in.end.code, make_error_code(Errc::kDataLoss)) << in.end.to_string();
+    EXPECT_NE(in.end.message.find("disk on fire"), std::string::npos);
     // The connection stays usable.
     auto echo = co_await client_->async_call("bulk", "unary", "still here");
     EXPECT_TRUE(echo.ok() && *echo == "still here");
@@ -617,15 +602,7 @@ TEST_P(StreamingTest, FileRegionIsByteExact) {
     auto stream = co_await client_->async_open_stream("bulk", "file", request);
     EXPECT_TRUE(stream.ok());
     if (!stream.ok()) co_return;
-    Status end;
-    for (;;) {
-      auto m = co_await (*stream)->read();
-      if (!m.ok()) {
-        end = m.status();
-        break;
-      }
-      if (!*m) break;
-    }
+    const Status end = (co_await ReadToEnd(**stream)).end;
     EXPECT_EQ(end.code, make_error_code(Errc::kOutOfRange)) << end.to_string();
     auto echo = co_await client_->async_call("bulk", "unary", "x");
     EXPECT_TRUE(echo.ok());

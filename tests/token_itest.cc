@@ -31,6 +31,7 @@
 #include <filesystem>
 #include <fstream>
 #include <functional>
+#include <initializer_list>
 #include <map>
 #include <optional>
 #include <memory>
@@ -57,19 +58,13 @@
 #include "tests/testing/mini_kdc.h"
 #include "tests/testing/test_support.h"
 #include "tests/testing/token_capture.h"
-
-#ifndef AUTHRPC_CLI_BIN
-#error "AUTHRPC_CLI_BIN must name the authrpc binary"
-#endif
-#ifndef AUTHRPC_SERVER_BIN
-#error "AUTHRPC_SERVER_BIN must name the authrpc-server binary"
-#endif
+#include "tests/testing/token_sessions.h"
+#include "tests/testing/test_programs.h"
 
 namespace authrpc {
 namespace {
 
 using namespace std::chrono_literals;
-using authrpc::testing::MiniKdc;
 using testing::Describe;
 using testing::TempDir;
 using security::Token;
@@ -84,13 +79,10 @@ struct Running {
 // A mechanism name and its auth.options, as in the server's config file.
 using MechanismConfig = std::pair<std::string, nlohmann::json>;
 
-class TokenItest : public testing::KerberosSuite {
+class TokenItest : public testing::TokenServiceSuite {
  protected:
   static void SetUpTestSuite() {
-    StartRealm({.clients = {"alice", "yarn", "mallory"}, .kinit = ""});
-    server_tls_ = testing::TestTls::shared().server();
-    client_tls_ = testing::TestTls::shared().client();
-    if (setup_.ok() && (!server_tls_ || !client_tls_)) setup_ = Status(Errc::kInternal, "TLS contexts");
+    StartRealmWithTls({.clients = {"alice", "yarn", "mallory"}, .kinit = ""});
   }
 
   void SetUp() override {
@@ -101,14 +93,6 @@ class TokenItest : public testing::KerberosSuite {
   }
   void TearDown() override { std::filesystem::remove_all(dir_); }
 
-  static std::string Principal(const std::string& name) { return name + "@" + kdc_->realm(); }
-
-  static std::shared_ptr<ClientMechanism> KerberosAs(const std::string& user) {
-    auto m = KerberosClientMechanism::create(testing::KeytabClientOptions(*kdc_, user));
-    EXPECT_TRUE(m.ok()) << Describe(m);
-    return *m;
-  }
-
   // A server with kerberos + token (+ `interop` mechanisms, made as the
   // server's config file makes them) and the token service (file store in
   // store_dir unless memory), on tls (the default: `token` needs TLS or
@@ -118,15 +102,10 @@ class TokenItest : public testing::KerberosSuite {
     Running r;
     t.log = null_log_sink();
     if (t.store == TokenServiceOptions::Store::kFile && t.dir.empty()) t.dir = dir_ + "/store";
-    auto tokens = TokenService::open(std::move(t));
-    if (!tokens.ok()) return tokens.status();
-    r.tokens = std::move(*tokens);
-    auto kerberos = KerberosServerMechanism::create(testing::KerberosServerOptionsFor(*kdc_));
-    if (!kerberos.ok()) return kerberos.status();
-    r.server = std::make_unique<testing::TestServer>();
-    r.server->endpoint(uri).client_tls(client_tls_);
-    if (uri.starts_with("tls:")) r.server->tls_context(server_tls_);
-    r.server->mechanisms({*kerberos, r.tokens->mechanism()}).service(r.tokens->service());
+    auto opened = OpenTokenServer(std::move(t), uri);
+    if (!opened.ok()) return opened.status();
+    r.tokens = std::move(opened->tokens);
+    r.server = std::move(opened->server);
     auto registry = MechanismRegistry::with_builtins();
     if (Status s = r.tokens->register_mechanism(registry); !s.ok()) return s;
     for (const auto& [name, options] : interop) {
@@ -140,21 +119,32 @@ class TokenItest : public testing::KerberosSuite {
     return r;
   }
 
-  static Result<std::unique_ptr<Client>> Connect(const Endpoint& ep,
-                                                 std::shared_ptr<ClientMechanism> m) {
-    testing::TestClient client(ep);
-    if (ep.scheme == Endpoint::Scheme::kTls) client.tls(client_tls_);
-    return client.mechanism(std::move(m)).connect();
+  // A token stamped for `ep`.
+  static Result<Token> Fetch(const Endpoint& ep, const std::string& as, const std::string& renewer) {
+    return FetchToken(ep, as, renewer, ep.to_string());
   }
 
-  static Result<Token> Fetch(const Endpoint& ep, const std::string& as, const std::string& renewer) {
-    auto client = Connect(ep, KerberosAs(as));
-    if (!client.ok()) return client.status();
-    auto r = (*client)->call_json("token", "get", {{"renewer", renewer}, {"service", ep.to_string()}});
-    if (!r.ok()) return r.status();
-    auto t = Token::from_string((*r)["token"].get<std::string>());
-    if (!t.ok()) return Status(Errc::kDataLoss, t.status().to_string());
-    return std::move(*t);
+  // token.<method> on `token`, called by the Kerberos principal `as`, ends
+  // with `code`; a renewal that succeeds answers with the new renew_date.
+  struct TokenCall {
+    const char* as;
+    const char* method;
+    Errc code;
+  };
+  static void ExpectTokenCalls(const Endpoint& ep, const Token& token,
+                               std::initializer_list<TokenCall> calls) {
+    const nlohmann::json request = {{"token", *token.to_string()}};
+    for (const TokenCall& c : calls) {
+      SCOPED_TRACE(std::string(c.as) + " " + c.method);
+      auto client = Connect(ep, KerberosAs(c.as));
+      ASSERT_TRUE(client.ok()) << Describe(client);
+      auto r = (*client)->call_json("token", c.method, request);
+      EXPECT_EQ(r.code(), c.code == Errc::kOk ? std::error_code() : make_error_code(c.code))
+          << Describe(r);
+      if (c.code == Errc::kOk && std::string(c.method) == "renew") {
+        EXPECT_TRUE(r->contains("renew_date"));
+      }
+    }
   }
 
   static std::shared_ptr<ClientMechanism> WithToken(const Token& t) {
@@ -163,8 +153,6 @@ class TokenItest : public testing::KerberosSuite {
     return std::make_shared<TokenClientMechanism>(o);
   }
 
-  static inline std::shared_ptr<security::TlsServerContext> server_tls_;
-  static inline std::shared_ptr<security::TlsClientContext> client_tls_;
   std::string dir_;
 };
 
@@ -362,27 +350,13 @@ TEST_F(TokenItest, OnlyTheRenewerRenewsAndOwnerOrRenewerCancel) {
   ASSERT_TRUE(running.ok()) << Describe(running);
   auto token = Fetch(running->endpoint, "alice", Principal("yarn"));
   ASSERT_TRUE(token.ok()) << Describe(token);
-  const nlohmann::json request = {{"token", *token->to_string()}};
-  struct Case {
-    const char* as;
-    const char* method;
-    Errc code;
-  };
-  for (const Case& c : {Case{"mallory", "renew", Errc::kPermissionDenied},
-                        Case{"alice", "renew", Errc::kPermissionDenied},
-                        Case{"yarn", "renew", Errc::kOk},
-                        Case{"mallory", "cancel", Errc::kPermissionDenied},
-                        Case{"yarn", "cancel", Errc::kOk},
-                        Case{"alice", "cancel", Errc::kFailedPrecondition}}) {
-    SCOPED_TRACE(std::string(c.as) + " " + c.method);
-    auto client = Connect(running->endpoint, KerberosAs(c.as));
-    ASSERT_TRUE(client.ok()) << Describe(client);
-    auto r = (*client)->call_json("token", c.method, request);
-    EXPECT_EQ(r.code(), c.code == Errc::kOk ? std::error_code() : make_error_code(c.code)) << Describe(r);
-    if (c.code == Errc::kOk && std::string(c.method) == "renew") {
-      EXPECT_TRUE(r->contains("renew_date"));
-    }
-  }
+  ExpectTokenCalls(running->endpoint, *token,
+                   {{"mallory", "renew", Errc::kPermissionDenied},
+                    {"alice", "renew", Errc::kPermissionDenied},
+                    {"yarn", "renew", Errc::kOk},
+                    {"mallory", "cancel", Errc::kPermissionDenied},
+                    {"yarn", "cancel", Errc::kOk},
+                    {"alice", "cancel", Errc::kFailedPrecondition}});
   running->server->stop();
 }
 
@@ -397,23 +371,12 @@ TEST_F(TokenItest, RenewerIsComparedByShortNameAndMalformedOnesAreRefused) {
     auto token = Fetch(running->endpoint, "alice", renewer);
     ASSERT_TRUE(token.ok()) << Describe(token);
     EXPECT_EQ(token->decode_identifier()->renewer, renewer) << "stored as given";
-    const nlohmann::json request = {{"token", *token->to_string()}};
-    struct Case {
-      const char* as;
-      const char* method;
-      Errc code;
-    };
-    for (const Case& c : {Case{"mallory", "renew", Errc::kPermissionDenied},
-                          Case{"alice", "renew", Errc::kPermissionDenied},
-                          Case{"yarn", "renew", Errc::kOk},
-                          Case{"mallory", "cancel", Errc::kPermissionDenied},
-                          Case{"yarn", "cancel", Errc::kOk}}) {
-      SCOPED_TRACE(std::string(c.as) + " " + c.method);
-      auto client = Connect(running->endpoint, KerberosAs(c.as));
-      ASSERT_TRUE(client.ok()) << Describe(client);
-      auto r = (*client)->call_json("token", c.method, request);
-      EXPECT_EQ(r.code(), c.code == Errc::kOk ? std::error_code() : make_error_code(c.code)) << Describe(r);
-    }
+    ExpectTokenCalls(running->endpoint, *token,
+                     {{"mallory", "renew", Errc::kPermissionDenied},
+                      {"alice", "renew", Errc::kPermissionDenied},
+                      {"yarn", "renew", Errc::kOk},
+                      {"mallory", "cancel", Errc::kPermissionDenied},
+                      {"yarn", "cancel", Errc::kOk}});
   }
   auto alice = Connect(running->endpoint, KerberosAs("alice"));
   ASSERT_TRUE(alice.ok()) << Describe(alice);
@@ -749,7 +712,6 @@ TEST_F(TokenItest, CliTokenOverPlaintextTcpSaysWhatToDo) {
   }
   running->server->stop();
 }
-
 
 // --- interop mechanisms -------------------------------------------------------------
 

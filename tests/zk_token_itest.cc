@@ -46,16 +46,13 @@
 #include "tests/testing/mini_zk.h"
 #include "tests/testing/test_support.h"
 #include "tests/testing/token_capture.h"
-
-#ifndef AUTHRPC_SERVER_BIN
-#error "AUTHRPC_SERVER_BIN must name the authrpc-server binary"
-#endif
+#include "tests/testing/token_sessions.h"
+#include "tests/testing/test_programs.h"
 
 namespace authrpc {
 namespace {
 
 using namespace std::chrono_literals;
-using authrpc::testing::MiniKdc;
 using authrpc::testing::MiniZk;
 using security::Token;
 
@@ -74,17 +71,14 @@ struct Running {
   Endpoint endpoint;
 };
 
-class ZkTokenItest : public testing::KerberosSuite {
+class ZkTokenItest : public testing::TokenServiceSuite {
  protected:
   static void SetUpTestSuite() {
     if (!MiniZk::available()) return;
     zk_ = std::make_unique<MiniZk>();
     setup_error_ = zk_->start();
-    StartRealm({.clients = {"alice", "yarn"}, .kinit = ""});
+    StartRealmWithTls({.clients = {"alice", "yarn"}, .kinit = ""});
     if (!setup_.ok() && setup_error_.empty()) setup_error_ = setup_.to_string();
-    server_tls_ = testing::TestTls::shared().server();
-    client_tls_ = testing::TestTls::shared().client();
-    if ((!server_tls_ || !client_tls_) && setup_error_.empty()) setup_error_ = "TLS contexts";
   }
   static void TearDownTestSuite() {
     KerberosSuite::TearDownTestSuite();
@@ -102,8 +96,6 @@ class ZkTokenItest : public testing::KerberosSuite {
   void TearDown() override {
     if (!dir_.empty()) std::filesystem::remove_all(dir_);
   }
-
-  static std::string Principal(const std::string& name) { return name + "@" + kdc_->realm(); }
 
   security::ZkTokenStoreOptions ZkOptions() const {
     security::ZkTokenStoreOptions z;
@@ -131,39 +123,18 @@ class ZkTokenItest : public testing::KerberosSuite {
     TokenServiceOptions t = FleetOptions();
     t.mechanism.allow_plaintext = allow_plaintext;
     t.metrics = std::move(metrics);
-    auto tokens = TokenService::open(std::move(t));
-    if (!tokens.ok()) return tokens.status();
-    r.tokens = std::move(*tokens);
-    auto kerberos = KerberosServerMechanism::create(testing::KerberosServerOptionsFor(*kdc_));
-    if (!kerberos.ok()) return kerberos.status();
-    r.server = std::make_unique<testing::TestServer>();
-    r.server->endpoint(uri).client_tls(client_tls_);
-    if (uri.starts_with("tls:")) r.server->tls_context(server_tls_);
-    r.server->mechanisms({*kerberos, r.tokens->mechanism()}).service(r.tokens->service());
+    auto opened = OpenTokenServer(std::move(t), uri);
+    if (!opened.ok()) return opened.status();
+    r.tokens = std::move(opened->tokens);
+    r.server = std::move(opened->server);
     if (Status s = r.server->start(); !s.ok()) return s;
     r.endpoint = r.server->endpoint();
     return r;
   }
 
-  static std::shared_ptr<ClientMechanism> KerberosAs(const std::string& user) {
-    auto m = KerberosClientMechanism::create(testing::KeytabClientOptions(*kdc_, user));
-    EXPECT_TRUE(m.ok()) << Describe(m);
-    return *m;
-  }
-  static Result<std::unique_ptr<Client>> Connect(const Endpoint& ep,
-                                                 std::shared_ptr<ClientMechanism> m) {
-    testing::TestClient client(ep);
-    if (ep.scheme == Endpoint::Scheme::kTls) client.tls(client_tls_);
-    return client.mechanism(std::move(m)).connect();
-  }
+  // A token for any server of the fleet (no service stamp).
   static Result<Token> Fetch(const Endpoint& ep, const std::string& as, const std::string& renewer) {
-    auto client = Connect(ep, KerberosAs(as));
-    if (!client.ok()) return client.status();
-    auto r = (*client)->call_json("token", "get", {{"renewer", renewer}});
-    if (!r.ok()) return r.status();
-    auto t = Token::from_string((*r)["token"].get<std::string>());
-    if (!t.ok()) return Status(Errc::kDataLoss, t.status().to_string());
-    return std::move(*t);
+    return FetchToken(ep, as, renewer, "");
   }
   // Authenticates to `ep` with the token alone (stamped for that endpoint).
   static Result<std::unique_ptr<Client>> WithToken(const Endpoint& ep, Token t,
@@ -181,8 +152,6 @@ class ZkTokenItest : public testing::KerberosSuite {
   }
 
   static inline std::unique_ptr<MiniZk> zk_;
-  static inline std::shared_ptr<security::TlsServerContext> server_tls_;
-  static inline std::shared_ptr<security::TlsClientContext> client_tls_;
   static inline std::string setup_error_;
   std::string root_;
   std::string dir_;

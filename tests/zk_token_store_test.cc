@@ -23,6 +23,7 @@
 #include "authrpc/security/clock.h"
 #include "authrpc/security/secret_manager.h"
 #include "tests/testing/mini_zk.h"
+#include "tests/testing/token_realm.h"
 
 namespace authrpc::security {
 namespace {
@@ -90,16 +91,9 @@ class ZkTokenStoreTest : public ::testing::Test {
 
 StoredToken MakeToken(std::uint64_t seq) {
   TokenIdentifier id;
-  id.kind = "authrpc-delegation";
   id.owner = "alice";
-  id.sequence_number = seq;
-  id.master_key_id = 1;
-  StoredToken t;
-  t.sequence_number = seq;
-  t.identifier = *id.encode();
-  t.password = SecretBytes::random(32);
-  t.renew_date = TokenTime(std::chrono::milliseconds(1'700'000'000'000 + static_cast<std::int64_t>(seq)));
-  return t;
+  return testing::StoredTokenFor(seq, std::move(id),
+                                 testing::kTokenEpoch + std::chrono::milliseconds(seq));
 }
 
 TEST_F(ZkTokenStoreTest, RecordsRoundTripAndDamagedOnesAreRefused) {

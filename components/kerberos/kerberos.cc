@@ -24,40 +24,15 @@ namespace {
 
 using security::gss_accept_status;
 using security::gss_status;
+using security::GssBuffer;
+using security::GssContext;
 using security::GssName;
 using security::KerberosCredentials;
 using security::kerberos_status;
 
-class GssBuffer {
- public:
-  ~GssBuffer() {
-    OM_uint32 minor = 0;
-    gss_release_buffer(&minor, &buffer_);
-  }
-  gss_buffer_t get() noexcept { return &buffer_; }
-  std::string str() const {
-    return {static_cast<const char*>(buffer_.value), buffer_.length};
-  }
-
- private:
-  gss_buffer_desc buffer_ = GSS_C_EMPTY_BUFFER;
-};
-
 gss_buffer_desc view(std::string_view bytes) {
   return {bytes.size(), const_cast<char*>(bytes.data())};
 }
-
-class GssContext {
- public:
-  ~GssContext() {
-    OM_uint32 minor = 0;
-    if (ctx_ != GSS_C_NO_CONTEXT) gss_delete_sec_context(&minor, &ctx_, GSS_C_NO_BUFFER);
-  }
-  gss_ctx_id_t* get() noexcept { return &ctx_; }
-
- private:
-  gss_ctx_id_t ctx_ = GSS_C_NO_CONTEXT;
-};
 
 // GSS channel bindings for a TLS connection (RFC 9266: "tls-exporter:" and
 // the exporter value as application data). Without TLS: no bindings.
@@ -76,17 +51,6 @@ class ChannelBindings {
   std::string data_;
   gss_channel_bindings_struct bindings_{};
 };
-
-std::string local_host_name() {
-  char name[256] = {};
-  if (::gethostname(name, sizeof name - 1) != 0) return "localhost";
-  return name;
-}
-
-std::string realm_of(const std::string& principal) {
-  const auto at = principal.rfind('@');
-  return at == std::string::npos ? std::string() : principal.substr(at + 1);
-}
 
 }  // namespace
 
@@ -158,7 +122,7 @@ class KerberosServerSession final : public ServerAuthSession {
       state_->ticket_names.remember(ticket, id.principal);
     }
     id.user = id.principal;
-    id.realm = realm_of(id.principal);
+    id.realm = security::realm_of(id.principal);
     co_return ServerStep::success(std::move(id), output.str());
   }
 
@@ -295,28 +259,20 @@ class KerberosClientSession final : public ClientAuthSession {
 
 }  // namespace
 
-KerberosServerMechanism::KerberosServerMechanism(std::shared_ptr<State> state)
-    : state_(std::move(state)) {}
-KerberosServerMechanism::~KerberosServerMechanism() = default;
-
 Result<std::shared_ptr<KerberosServerMechanism>> KerberosServerMechanism::create(
     const KerberosServerOptions& options) {
-  KerberosCredentials::AcceptorOptions acceptor;
-  acceptor.keytab = options.keytab;
-  acceptor.principal = options.principal.empty()
-                           ? options.service + "/" +
-                                 (options.host.empty() ? local_host_name() : options.host)
-                           : options.principal;
-  if (acceptor.principal == "*") acceptor.principal.clear();  // any key in the keytab
-  acceptor.replay_cache = options.replay_cache;
-  acceptor.replay_cache_dir = options.replay_cache_dir;
-  auto credentials = KerberosCredentials::acceptor(acceptor);
+  std::string principal = options.principal.empty()
+                              ? security::host_service_principal(options.service, options.host)
+                              : options.principal;
+  if (principal == "*") principal.clear();  // any key in the keytab
+  auto credentials = KerberosCredentials::acceptor(
+      {options.keytab, principal, options.replay_cache, options.replay_cache_dir});
   if (!credentials.ok()) {
     return Status(Errc::kConfigError, "kerberos: " + credentials.status().message);
   }
   auto state = std::make_shared<State>();
   state->credentials = std::move(*credentials);
-  state->principal = acceptor.principal.empty() ? std::string("*") : acceptor.principal;
+  state->principal = principal.empty() ? std::string("*") : principal;
   return std::shared_ptr<KerberosServerMechanism>(new KerberosServerMechanism(std::move(state)));
 }
 
@@ -325,10 +281,6 @@ std::unique_ptr<ServerAuthSession> KerberosServerMechanism::start(const ChannelI
 }
 
 const std::string& KerberosServerMechanism::principal() const noexcept { return state_->principal; }
-
-KerberosClientMechanism::KerberosClientMechanism(std::shared_ptr<State> state)
-    : state_(std::move(state)) {}
-KerberosClientMechanism::~KerberosClientMechanism() = default;
 
 Result<std::shared_ptr<KerberosClientMechanism>> KerberosClientMechanism::create(
     const KerberosClientOptions& options) {
@@ -415,18 +367,8 @@ void register_kerberos_family(MechanismRegistry& registry, std::string_view name
 }
 
 void register_kerberos(MechanismRegistry& registry) {
-  register_kerberos_family(
-      registry, kKerberosMechanism,
-      [](const KerberosServerOptions& k) -> Result<std::shared_ptr<ServerMechanism>> {
-        auto mechanism = KerberosServerMechanism::create(k);
-        if (!mechanism.ok()) return mechanism.status();
-        return std::shared_ptr<ServerMechanism>(*mechanism);
-      },
-      [](const KerberosClientOptions& k) -> Result<std::shared_ptr<ClientMechanism>> {
-        auto mechanism = KerberosClientMechanism::create(k);
-        if (!mechanism.ok()) return mechanism.status();
-        return std::shared_ptr<ClientMechanism>(*mechanism);
-      });
+  register_kerberos_family<KerberosServerMechanism, KerberosClientMechanism>(registry,
+                                                                             kKerberosMechanism);
 }
 
 }  // namespace authrpc

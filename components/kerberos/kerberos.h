@@ -11,6 +11,7 @@
 #include <memory>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "authrpc/auth/mechanism.h"
@@ -54,7 +55,7 @@ class KerberosServerMechanism final : public ServerMechanism {
   // Loads the acceptor credentials now: a bad keytab fails here, at startup.
   static Result<std::shared_ptr<KerberosServerMechanism>> create(
       const KerberosServerOptions& options);
-  ~KerberosServerMechanism() override;
+  ~KerberosServerMechanism() override = default;
 
   std::string_view name() const noexcept override { return kKerberosMechanism; }
   MechanismTraits traits() const noexcept override { return kKerberosTraits; }
@@ -64,7 +65,7 @@ class KerberosServerMechanism final : public ServerMechanism {
   struct State;
 
  private:
-  explicit KerberosServerMechanism(std::shared_ptr<State> state);
+  explicit KerberosServerMechanism(std::shared_ptr<State> state) : state_(std::move(state)) {}
   std::shared_ptr<State> state_;
 };
 
@@ -73,7 +74,7 @@ class KerberosClientMechanism final : public ClientMechanism {
   // With a keytab, logs in now; otherwise checks the ticket cache has a TGT.
   static Result<std::shared_ptr<KerberosClientMechanism>> create(
       const KerberosClientOptions& options);
-  ~KerberosClientMechanism() override;
+  ~KerberosClientMechanism() override = default;
 
   std::string_view name() const noexcept override { return kKerberosMechanism; }
   MechanismTraits traits() const noexcept override { return kKerberosTraits; }
@@ -84,7 +85,7 @@ class KerberosClientMechanism final : public ClientMechanism {
   struct State;
 
  private:
-  explicit KerberosClientMechanism(std::shared_ptr<State> state);
+  explicit KerberosClientMechanism(std::shared_ptr<State> state) : state_(std::move(state)) {}
   std::shared_ptr<State> state_;
 };
 
@@ -96,6 +97,22 @@ using KerberosServerMaker = Result<std::shared_ptr<ServerMechanism>> (*)(const K
 using KerberosClientMaker = Result<std::shared_ptr<ClientMechanism>> (*)(const KerberosClientOptions&);
 void register_kerberos_family(MechanismRegistry& registry, std::string_view name,
                               KerberosServerMaker make_server, KerberosClientMaker make_client);
+// The same for the mechanisms `Server::create` and `Client::create` make.
+template <typename Server, typename Client>
+void register_kerberos_family(MechanismRegistry& registry, std::string_view name) {
+  register_kerberos_family(
+      registry, name,
+      [](const KerberosServerOptions& k) -> Result<std::shared_ptr<ServerMechanism>> {
+        auto mechanism = Server::create(k);
+        if (!mechanism.ok()) return mechanism.status();
+        return std::shared_ptr<ServerMechanism>(*mechanism);
+      },
+      [](const KerberosClientOptions& k) -> Result<std::shared_ptr<ClientMechanism>> {
+        auto mechanism = Client::create(k);
+        if (!mechanism.ok()) return mechanism.status();
+        return std::shared_ptr<ClientMechanism>(*mechanism);
+      });
+}
 // Registers both halves of `kerberos`.
 void register_kerberos(MechanismRegistry& registry);
 

@@ -121,14 +121,42 @@ std::string GssName::display() const {
   return out;
 }
 
+GssBuffer::~GssBuffer() {
+  OM_uint32 minor = 0;
+  gss_release_buffer(&minor, &buffer_);
+}
+
+GssContext::~GssContext() {
+  OM_uint32 minor = 0;
+  if (ctx_ != GSS_C_NO_CONTEXT) gss_delete_sec_context(&minor, &ctx_, GSS_C_NO_BUFFER);
+}
+
+std::string realm_of(const std::string& principal) {
+  const auto at = principal.rfind('@');
+  return at == std::string::npos ? std::string() : principal.substr(at + 1);
+}
+
+std::string host_service_principal(const std::string& service, const std::string& host) {
+  if (!host.empty()) return service + "/" + host;
+  char name[256] = {};
+  if (::gethostname(name, sizeof name - 1) != 0) return service + "/localhost";
+  return service + "/" + name;
+}
+
+namespace {
+
+// `principal` imported, or no name (GSSAPI's default) if it is empty.
+Result<GssName> principal_or_default(const std::string& principal) {
+  if (principal.empty()) return GssName();
+  return GssName::principal(principal);
+}
+
+}  // namespace
+
 Result<std::unique_ptr<KerberosCredentials>> KerberosCredentials::acceptor(
     const AcceptorOptions& options) {
-  GssName name;
-  if (!options.principal.empty()) {
-    auto imported = GssName::principal(options.principal);
-    if (!imported.ok()) return imported.status();
-    name = std::move(*imported);
-  }
+  auto name = principal_or_default(options.principal);
+  if (!name.ok()) return name.status();
   CredStore store;
   store.add("keytab", options.keytab);
   if (!options.replay_cache) {
@@ -140,7 +168,7 @@ Result<std::unique_ptr<KerberosCredentials>> KerberosCredentials::acceptor(
   gss_OID_set_desc mechs{1, const_cast<gss_OID>(gss_mech_krb5)};
   gss_cred_id_t cred = GSS_C_NO_CREDENTIAL;
   OM_uint32 minor = 0;
-  const OM_uint32 major = gss_acquire_cred_from(&minor, name.get(), GSS_C_INDEFINITE, &mechs,
+  const OM_uint32 major = gss_acquire_cred_from(&minor, name->get(), GSS_C_INDEFINITE, &mechs,
                                                 GSS_C_ACCEPT, store.get(), &cred, nullptr, nullptr);
   const std::string where = options.keytab.empty() ? "the default keytab" : options.keytab;
   if (Status s = gss_status(major, minor,
@@ -162,12 +190,8 @@ Result<std::unique_ptr<KerberosCredentials>> KerberosCredentials::initiator(
     }
     if (Status s = check_client_keytab(options.keytab); !s.ok()) return s;
   }
-  GssName name;
-  if (!options.principal.empty()) {
-    auto imported = GssName::principal(options.principal);
-    if (!imported.ok()) return imported.status();
-    name = std::move(*imported);
-  }
+  auto name = principal_or_default(options.principal);
+  if (!name.ok()) return name.status();
   CredStore store;
   if (!options.keytab.empty()) {
     store.add("client_keytab", options.keytab);
@@ -179,7 +203,7 @@ Result<std::unique_ptr<KerberosCredentials>> KerberosCredentials::initiator(
   gss_cred_id_t cred = GSS_C_NO_CREDENTIAL;
   OM_uint32 minor = 0;
   OM_uint32 lifetime = 0;
-  const OM_uint32 major = gss_acquire_cred_from(&minor, name.get(), GSS_C_INDEFINITE, &mechs,
+  const OM_uint32 major = gss_acquire_cred_from(&minor, name->get(), GSS_C_INDEFINITE, &mechs,
                                                 GSS_C_INITIATE, store.get(), &cred, nullptr,
                                                 &lifetime);
   const std::string source = !options.keytab.empty() ? "keytab " + options.keytab

@@ -2,7 +2,9 @@
 // acceptor credentials from a keytab (servers) and initiator credentials from
 // a ticket cache or a client keytab (clients). Owns the gss_cred_id_t and
 // gss_name_t handles it creates. MIT credentials may be used from several
-// threads at once.
+// threads at once. Also the owning holders of the other GSSAPI handles both
+// Kerberos mechanisms use (names, output buffers, security contexts) and
+// the principal-name helpers they share.
 //
 // Nothing here touches the process environment: keytab, cache and replay
 // cache locations travel in a GSSAPI credential store (gss_acquire_cred_from).
@@ -44,6 +46,40 @@ class GssName {
  private:
   gss_name_t name_ = GSS_C_NO_NAME;
 };
+
+// A buffer GSSAPI fills (an output token), released with it.
+class GssBuffer {
+ public:
+  GssBuffer() = default;
+  GssBuffer(const GssBuffer&) = delete;
+  GssBuffer& operator=(const GssBuffer&) = delete;
+  ~GssBuffer();
+  gss_buffer_t get() noexcept { return &buffer_; }
+  std::string str() const { return {static_cast<const char*>(buffer_.value), buffer_.length}; }
+
+ private:
+  gss_buffer_desc buffer_ = GSS_C_EMPTY_BUFFER;
+};
+
+// An owned GSS-API security context (gss_ctx_id_t), deleted with it.
+class GssContext {
+ public:
+  GssContext() = default;
+  GssContext(const GssContext&) = delete;
+  GssContext& operator=(const GssContext&) = delete;
+  ~GssContext();
+  gss_ctx_id_t* get() noexcept { return &ctx_; }
+
+ private:
+  gss_ctx_id_t ctx_ = GSS_C_NO_CONTEXT;
+};
+
+// The realm of "name@REALM"; empty for a name without one.
+std::string realm_of(const std::string& principal);
+
+// "service/host", the principal of a service on a host; an empty `host` is
+// this machine's host name.
+std::string host_service_principal(const std::string& service, const std::string& host);
 
 class KerberosCredentials {
  public:

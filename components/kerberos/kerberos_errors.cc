@@ -4,42 +4,29 @@
 
 #include <string>
 
+#include "authrpc/base/error_table.h"
+
 namespace authrpc::security {
 namespace {
 
-class KerberosCategory final : public NamedErrorCategory {
- public:
-  const char* name() const noexcept override { return "authrpc.kerberos"; }
-  // Also the `reason` label of authrpc_server_mechanism_errors_total.
-  std::string_view code_name(int value) const noexcept override {
-    switch (static_cast<KerberosErrc>(value)) {
-      case KerberosErrc::kCredentialsExpired: return "CREDENTIALS_EXPIRED";
-      case KerberosErrc::kKdcUnavailable: return "KDC_UNAVAILABLE";
-      case KerberosErrc::kNotAnApReq: return "NOT_AN_AP_REQ";
-      case KerberosErrc::kFailed: return "FAILED";
-    }
-    return "KERBEROS_ERROR";
-  }
-  std::string message(int value) const override {
-    switch (static_cast<KerberosErrc>(value)) {
-      case KerberosErrc::kCredentialsExpired: return "Kerberos credentials expired or missing";
-      case KerberosErrc::kKdcUnavailable: return "Kerberos KDC unavailable";
-      case KerberosErrc::kNotAnApReq: return "not a Kerberos AP-REQ";
-      case KerberosErrc::kFailed: return "Kerberos authentication failed";
-    }
-    return "Kerberos error " + std::to_string(value);
-  }
-  std::error_condition default_error_condition(int value) const noexcept override {
-    Errc e = Errc::kAuthenticationFailed;
-    switch (static_cast<KerberosErrc>(value)) {
-      case KerberosErrc::kCredentialsExpired: e = Errc::kCredentialsExpired; break;
-      case KerberosErrc::kKdcUnavailable: e = Errc::kUnavailable; break;
-      case KerberosErrc::kNotAnApReq:
-      case KerberosErrc::kFailed: break;
-    }
-    return {static_cast<int>(e), authrpc_category()};
-  }
+// The names are also the `reason` label of
+// authrpc_server_mechanism_errors_total.
+constexpr ErrorRow<KerberosErrc> kKerberosErrors[] = {
+    {KerberosErrc::kCredentialsExpired, "CREDENTIALS_EXPIRED",
+     "Kerberos credentials expired or missing", Errc::kCredentialsExpired},
+    {KerberosErrc::kKdcUnavailable, "KDC_UNAVAILABLE", "Kerberos KDC unavailable",
+     Errc::kUnavailable},
+    {KerberosErrc::kNotAnApReq, "NOT_AN_AP_REQ", "not a Kerberos AP-REQ",
+     Errc::kAuthenticationFailed},
+    {KerberosErrc::kFailed, "FAILED", "Kerberos authentication failed",
+     Errc::kAuthenticationFailed},
 };
+constexpr ErrorTable<KerberosErrc> kKerberosTable{
+    kKerberosErrors,
+    {KerberosErrc{}, "KERBEROS_ERROR", "Kerberos error ", Errc::kAuthenticationFailed},
+    /*unknown_shows_value=*/true};
+constinit const TableErrorCategory<KerberosErrc> kKerberosCategory("authrpc.kerberos",
+                                                                   kKerberosTable);
 
 std::string display_status(OM_uint32 code, int type) {
   std::string out;
@@ -95,13 +82,10 @@ std::string describe(OM_uint32 major, OM_uint32 minor, std::string_view what) {
 
 }  // namespace
 
-const std::error_category& kerberos_category() noexcept {
-  static const KerberosCategory category;
-  return category;
-}
+const std::error_category& kerberos_category() noexcept { return kKerberosCategory; }
 
 std::error_code make_error_code(KerberosErrc e) noexcept {
-  return {static_cast<int>(e), kerberos_category()};
+  return {static_cast<int>(e), kKerberosCategory};
 }
 
 Status gss_status(OM_uint32 major, OM_uint32 minor, std::string_view what) {

@@ -117,17 +117,6 @@ Status require_cyrus_gssapi(const std::vector<std::string>& mechanisms, std::str
                                   " GSSAPI plugin (Debian: libsasl2-modules-gssapi-mit)"};
 }
 
-std::string local_host_name() {
-  char name[256] = {};
-  if (::gethostname(name, sizeof name - 1) != 0) return "localhost";
-  return name;
-}
-
-std::string realm_of(const std::string& principal) {
-  const auto at = principal.rfind('@');
-  return at == std::string::npos ? std::string() : principal.substr(at + 1);
-}
-
 // SASL GSSAPI asks for the host-based name service@host, which Kerberos
 // turns into service/host@<the realm krb5.conf maps the host to>. If that
 // realm is known locally ([domain_realm]) it must be the one in
@@ -165,21 +154,6 @@ Status check_host_realm(const ServiceName& expected) {
                                   expected.service + "@" + expected.host + " = " + resolved +
                                   " under this Kerberos configuration"};
 }
-
-class GssContext {
- public:
-  GssContext() = default;
-  GssContext(const GssContext&) = delete;
-  GssContext& operator=(const GssContext&) = delete;
-  ~GssContext() {
-    OM_uint32 minor = 0;
-    if (ctx_ != GSS_C_NO_CONTEXT) gss_delete_sec_context(&minor, &ctx_, GSS_C_NO_BUFFER);
-  }
-  gss_ctx_id_t* get() noexcept { return &ctx_; }
-
- private:
-  gss_ctx_id_t ctx_ = GSS_C_NO_CONTEXT;
-};
 
 }  // namespace
 
@@ -229,7 +203,7 @@ class KerberosSaslServerSession final : public ServerAuthSession {
     id.principal = authid.find('@') == std::string::npos ? authid + "@" + state_->default_realm
                                                           : authid;
     id.user = id.principal;
-    id.realm = realm_of(id.principal);
+    id.realm = security::realm_of(id.principal);
     co_return ServerStep::success(std::move(id), std::move(out->message));
   }
 
@@ -240,16 +214,11 @@ class KerberosSaslServerSession final : public ServerAuthSession {
 
 }  // namespace
 
-KerberosSaslServerMechanism::KerberosSaslServerMechanism(std::shared_ptr<State> state)
-    : state_(std::move(state)) {}
-KerberosSaslServerMechanism::~KerberosSaslServerMechanism() = default;
-
 Result<std::shared_ptr<KerberosSaslServerMechanism>> KerberosSaslServerMechanism::create(
     const KerberosServerOptions& options) {
   const std::string principal =
-      options.principal.empty()
-          ? options.service + "/" + (options.host.empty() ? local_host_name() : options.host)
-          : options.principal;
+      options.principal.empty() ? security::host_service_principal(options.service, options.host)
+                                : options.principal;
   auto name = parse_service_name(principal);
   if (!name) return not_a_service_name("principal", principal);
   if (Status s = sasl::init_sasl_library(); !s.ok()) return prefixed(s);
@@ -259,12 +228,8 @@ Result<std::shared_ptr<KerberosSaslServerMechanism>> KerberosSaslServerMechanism
   auto realm = default_realm();
   if (!realm.ok()) return realm.status();
 
-  KerberosCredentials::AcceptorOptions acceptor;
-  acceptor.keytab = options.keytab;
-  acceptor.principal = principal;
-  acceptor.replay_cache = options.replay_cache;
-  acceptor.replay_cache_dir = options.replay_cache_dir;
-  auto credentials = KerberosCredentials::acceptor(acceptor);
+  auto credentials = KerberosCredentials::acceptor(
+      {options.keytab, principal, options.replay_cache, options.replay_cache_dir});
   if (!credentials.ok()) {
     return Status(Errc::kConfigError, "kerberos-sasl: " + credentials.status().message);
   }
@@ -418,7 +383,7 @@ class KerberosSaslClientSession final : public ClientAuthSession {
   Status get_service_ticket() {
     const auto target = GssName::host_based(service_, host_);
     if (!target.ok()) return prefixed(kerberos_status(target.status()));
-    GssContext context;
+    security::GssContext context;
     gss_buffer_desc token = GSS_C_EMPTY_BUFFER;
     OM_uint32 minor = 0;
     const OM_uint32 major = gss_init_sec_context(
@@ -465,10 +430,6 @@ class KerberosSaslClientSession final : public ClientAuthSession {
 };
 
 }  // namespace
-
-KerberosSaslClientMechanism::KerberosSaslClientMechanism(std::shared_ptr<State> state)
-    : state_(std::move(state)) {}
-KerberosSaslClientMechanism::~KerberosSaslClientMechanism() = default;
 
 Result<std::shared_ptr<KerberosSaslClientMechanism>> KerberosSaslClientMechanism::create(
     const KerberosClientOptions& options) {
@@ -521,18 +482,8 @@ const std::string& KerberosSaslClientMechanism::principal() const noexcept {
 }
 
 void register_kerberos_sasl(MechanismRegistry& registry) {
-  register_kerberos_family(
-      registry, kKerberosSaslMechanism,
-      [](const KerberosServerOptions& k) -> Result<std::shared_ptr<ServerMechanism>> {
-        auto mechanism = KerberosSaslServerMechanism::create(k);
-        if (!mechanism.ok()) return mechanism.status();
-        return std::shared_ptr<ServerMechanism>(*mechanism);
-      },
-      [](const KerberosClientOptions& k) -> Result<std::shared_ptr<ClientMechanism>> {
-        auto mechanism = KerberosSaslClientMechanism::create(k);
-        if (!mechanism.ok()) return mechanism.status();
-        return std::shared_ptr<ClientMechanism>(*mechanism);
-      });
+  register_kerberos_family<KerberosSaslServerMechanism, KerberosSaslClientMechanism>(
+      registry, kKerberosSaslMechanism);
 }
 
 }  // namespace authrpc

@@ -19,6 +19,7 @@
 
 #include <memory>
 #include <string>
+#include <utility>
 
 #include "authrpc/auth/mechanism.h"
 #include "authrpc/base/result.h"
@@ -40,7 +41,7 @@ class KerberosSaslServerMechanism final : public ServerMechanism {
  public:
   static Result<std::shared_ptr<KerberosSaslServerMechanism>> create(
       const KerberosServerOptions& options);
-  ~KerberosSaslServerMechanism() override;
+  ~KerberosSaslServerMechanism() override = default;
 
   std::string_view name() const noexcept override { return kKerberosSaslMechanism; }
   MechanismTraits traits() const noexcept override { return kKerberosTraits; }
@@ -50,7 +51,7 @@ class KerberosSaslServerMechanism final : public ServerMechanism {
   struct State;
 
  private:
-  explicit KerberosSaslServerMechanism(std::shared_ptr<State> state);
+  explicit KerberosSaslServerMechanism(std::shared_ptr<State> state) : state_(std::move(state)) {}
   std::shared_ptr<State> state_;
 };
 
@@ -63,7 +64,7 @@ class KerberosSaslClientMechanism final : public ClientMechanism {
  public:
   static Result<std::shared_ptr<KerberosSaslClientMechanism>> create(
       const KerberosClientOptions& options);
-  ~KerberosSaslClientMechanism() override;
+  ~KerberosSaslClientMechanism() override = default;
 
   std::string_view name() const noexcept override { return kKerberosSaslMechanism; }
   MechanismTraits traits() const noexcept override { return kKerberosTraits; }
@@ -74,7 +75,7 @@ class KerberosSaslClientMechanism final : public ClientMechanism {
   struct State;
 
  private:
-  explicit KerberosSaslClientMechanism(std::shared_ptr<State> state);
+  explicit KerberosSaslClientMechanism(std::shared_ptr<State> state) : state_(std::move(state)) {}
   std::shared_ptr<State> state_;
 };
 

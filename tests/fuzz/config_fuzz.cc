@@ -115,15 +115,12 @@ bool server_config(std::string_view data) {
 }
 
 }  // namespace
-}  // namespace authrpc::fuzz
 
-extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* bytes, std::size_t size) {
-  using namespace authrpc::fuzz;
-  std::string_view data(reinterpret_cast<const char*>(bytes), size);
-  if (data.empty()) return 0;
-  const auto mode = static_cast<std::uint8_t>(data[0]) % 2;
-  data.remove_prefix(1);
+int fuzz_input(std::uint8_t first, std::string_view data) {
+  const auto mode = first % 2;
   scratch().clear();
   const bool tried = mode == 0 ? acl_file(data) : server_config(data);
   return tried ? 0 : -1;  // -1: libFuzzer does not keep the input
 }
+
+}  // namespace authrpc::fuzz

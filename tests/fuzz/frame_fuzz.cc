@@ -177,14 +177,8 @@ void channel(std::string_view data) {
 }
 
 }  // namespace
-}  // namespace authrpc::fuzz
 
-extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* bytes, std::size_t size) {
-  using namespace authrpc::fuzz;
-  std::string_view data(reinterpret_cast<const char*>(bytes), size);
-  if (data.empty()) return 0;
-  const std::uint8_t mode = static_cast<std::uint8_t>(data[0]);
-  data.remove_prefix(1);
+int fuzz_input(std::uint8_t mode, std::string_view data) {
   if (mode == 0) {
     raw_header(data);
   } else if (mode == 1) {
@@ -197,3 +191,5 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* bytes, std::size_t siz
   }
   return 0;
 }
+
+}  // namespace authrpc::fuzz

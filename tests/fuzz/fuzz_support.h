@@ -1,6 +1,7 @@
 // What the libFuzzer targets in tests/fuzz share (docs/FUZZING.md): a ByteStream
 // that plays the fuzzer's bytes as a peer's side of a connection, a private
-// temporary directory, and running a coroutine to completion.
+// temporary directory, running a coroutine to completion, and the entry
+// point of the targets whose first input byte picks a mode (fuzz_input).
 //
 // Fuzz code only. Every target must be deterministic, must not leak between
 // iterations (LeakSanitizer runs at exit) and must not write outside the
@@ -113,6 +114,12 @@ template <typename T>
 T run(asio::io_context& io, asio::awaitable<T> a);
 
 void fail(const char* what);  // prints and aborts: a harness error
+
+// What a target whose input starts with a mode or flags byte does with one
+// input: `first` is that byte, `rest` what follows. Its return value is
+// libFuzzer's (-1: do not keep the input). The entry point that calls it is
+// fuzz_input_main.cc's; each such target defines this.
+int fuzz_input(std::uint8_t first, std::string_view rest);
 
 // jwt_fuzz's shared HS256 key, with which make_seeds signs its valid tokens.
 inline constexpr std::string_view kJwtHmacKey = "jwt_fuzz: a shared HS256 key of 32+ bytes";

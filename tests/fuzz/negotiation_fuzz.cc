@@ -70,15 +70,8 @@ asio::awaitable<int> serve(FrameChannel& channel,
 }
 
 }  // namespace
-}  // namespace authrpc::fuzz
 
-extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* bytes, std::size_t size) {
-  using namespace authrpc;
-  using namespace authrpc::fuzz;
-  std::string_view data(reinterpret_cast<const char*>(bytes), size);
-  if (data.empty()) return 0;
-  const auto flags = static_cast<std::uint8_t>(data[0]);
-  data.remove_prefix(1);
+int fuzz_input(std::uint8_t flags, std::string_view data) {
 
   ChannelInfo info;
   info.peer_address = "127.0.0.1:40000";
@@ -114,3 +107,5 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* bytes, std::size_t siz
   channel->close();
   return 0;
 }
+
+}  // namespace authrpc::fuzz

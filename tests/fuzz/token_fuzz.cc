@@ -258,15 +258,9 @@ void ticket_sessions(std::string_view data) {
 }
 
 }  // namespace
-}  // namespace authrpc::fuzz
 
-extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* bytes, std::size_t size) {
-  using namespace authrpc::fuzz;
-  std::string_view data(reinterpret_cast<const char*>(bytes), size);
-  if (data.empty()) return 0;
-  const auto mode = static_cast<std::uint8_t>(data[0]) % 7;
-  data.remove_prefix(1);
-  switch (mode) {
+int fuzz_input(std::uint8_t first, std::string_view data) {
+  switch (first % 7) {
     case 0: identifier(data); break;
     case 1: binary_token(data); break;
     case 2: text_token(data); break;
@@ -277,3 +271,5 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* bytes, std::size_t siz
   }
   return 0;
 }
+
+}  // namespace authrpc::fuzz

@@ -86,15 +86,8 @@ const ScratchDir& scratch() {
 }
 
 }  // namespace
-}  // namespace authrpc::fuzz
 
-extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* bytes, std::size_t size) {
-  using namespace authrpc;
-  using namespace authrpc::fuzz;
-  std::string_view data(reinterpret_cast<const char*>(bytes), size);
-  if (data.empty()) return 0;
-  const auto flags = static_cast<std::uint8_t>(data[0]);
-  data.remove_prefix(1);
+int fuzz_input(std::uint8_t flags, std::string_view data) {
   const ScratchDir& dir = scratch();
   dir.clear();
   if (flags & 2) {
@@ -133,3 +126,5 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* bytes, std::size_t siz
   require(found, "a token added before the reopen is gone after it");
   return 0;
 }
+
+}  // namespace authrpc::fuzz

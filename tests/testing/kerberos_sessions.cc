@@ -25,6 +25,15 @@ void ExpectKerberosSession(const Endpoint& endpoint, std::shared_ptr<ClientMecha
   ExpectKerberosIdentity(**client, kdc, name);
 }
 
+void ExpectConnectFails(const Endpoint& endpoint, std::shared_ptr<ClientMechanism> mechanism,
+                        Errc errc, RetryAdvice advice, const std::string& property) {
+  auto client = Connect(endpoint, std::move(mechanism));
+  ASSERT_FALSE(client.ok()) << "connected";
+  EXPECT_EQ(client.code(), Code(errc)) << Describe(client);
+  EXPECT_EQ(retry_advice(client.code()), advice);
+  if (!property.empty()) ::testing::Test::RecordProperty(property, client.status().message);
+}
+
 ChannelInfo TcpChannel(std::uint16_t port) {
   ChannelInfo info;
   info.scheme = Endpoint::Scheme::kTcp;

@@ -59,6 +59,12 @@ void ExpectKerberosIdentity(Client& client, const MiniKdc& kdc, std::string_view
 void ExpectKerberosSession(const Endpoint& endpoint, std::shared_ptr<ClientMechanism> mechanism,
                            const MiniKdc& kdc, bool wait_for_authentication = true);
 
+// Connecting to `endpoint` with `mechanism` fails with `errc`, whose retry
+// advice is `advice`. The failure's message becomes the test property
+// `property` (the XML report), unless that is empty.
+void ExpectConnectFails(const Endpoint& endpoint, std::shared_ptr<ClientMechanism> mechanism,
+                        Errc errc, RetryAdvice advice, const std::string& property = {});
+
 // What a client mechanism sees of a plaintext TCP connection to
 // 127.0.0.1:`port`.
 ChannelInfo TcpChannel(std::uint16_t port);

@@ -84,6 +84,39 @@ std::string RawPreamble(std::uint8_t version) {
   return std::string("ARPC", 4) + static_cast<char>(version) + std::string(3, '\0');
 }
 
+Result<UnixStreamPair> ConnectUnixPair(asio::io_context& io, const std::string& tag) {
+  using namespace std::chrono_literals;
+  auto ep = Endpoint::parse("unix:@authrpc-" + tag + "-" + UniqueSuffix());
+  if (!ep.ok()) return ep.status();
+  auto listener = transport_for(Endpoint::Scheme::kUnix).listen(io, *ep, {});
+  if (!listener.ok()) return listener.status();
+  Result<std::unique_ptr<ByteStream>> accepted = Status(Errc::kInternal, "accept did not finish");
+  Result<std::unique_ptr<ByteStream>> connected = Status(Errc::kInternal, "connect did not finish");
+  const auto rethrow = [](std::exception_ptr e) {
+    if (e) std::rethrow_exception(e);
+  };
+  asio::co_spawn(io, [&]() -> asio::awaitable<void> { accepted = co_await (*listener)->accept(); },
+                 rethrow);
+  asio::co_spawn(io, [&]() -> asio::awaitable<void> {
+    connected = co_await transport_for(Endpoint::Scheme::kUnix)
+                    .connect(io.get_executor(), *ep, std::chrono::steady_clock::now() + 5s);
+  }, rethrow);
+  io.run_for(5s);
+  io.restart();
+  if (!accepted.ok()) return accepted.status();
+  if (!connected.ok()) return connected.status();
+  return UnixStreamPair{std::move(*accepted), std::move(*connected)};
+}
+
+std::string RawFrameBytes(std::uint8_t type, std::uint32_t call_id, const std::string& body) {
+  std::string out;
+  Put32(out, static_cast<std::uint32_t>(8 + body.size()));
+  out.push_back(static_cast<char>(type));
+  out.append(3, '\0');
+  Put32(out, call_id);
+  return out + body;
+}
+
 std::string RawHello(const std::string& mechanism, const std::string& message) {
   std::string out;
   wire::append_hello(out, {wire::kNoFeatures, mechanism, message});

@@ -24,6 +24,7 @@
 #include "authrpc/base/result.h"
 #include "authrpc/client/client.h"
 #include "authrpc/rpc/endpoint.h"
+#include "authrpc/rpc/transport.h"
 #include "authrpc/rpc/wire.h"
 #include "authrpc/server/server.h"
 #include "authrpc/server/service.h"
@@ -159,6 +160,19 @@ struct RawFrame {
 // for `mechanism` with its first `message`, as RawConnection sends them.
 std::string RawPreamble(std::uint8_t version = 1);
 std::string RawHello(const std::string& mechanism, const std::string& message);
+
+// Both ends of a new connection over an abstract Unix socket whose name
+// carries `tag` (and UniqueSuffix()), made by running `io` until both are
+// there: the stream the listener accepted and the one connect() returned.
+struct UnixStreamPair {
+  std::unique_ptr<ByteStream> accepted;
+  std::unique_ptr<ByteStream> connected;
+};
+Result<UnixStreamPair> ConnectUnixPair(asio::io_context& io, const std::string& tag);
+
+// A frame written by hand, as docs/PROTOCOL.md lays it out: length, type,
+// flags 0, reserved 0, call id, body (no encoder of rpc/wire.h involved).
+std::string RawFrameBytes(std::uint8_t type, std::uint32_t call_id, const std::string& body = {});
 
 // Big-endian integers as the wire carries them, for frames written by hand:
 // appended to `out`, or read from `s` at byte `at`.

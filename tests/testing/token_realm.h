@@ -1,4 +1,5 @@
-// kTokenEpoch, where the token tests' clocks start, and TokenRealm: what unit tests of the token mechanisms (token_mechanism_test,
+// kTokenEpoch, where the token tests' clocks start; StoredTokenFor(), the
+// records the token store tests write; and TokenRealm: what unit tests of the token mechanisms (token_mechanism_test,
 // token_sasl_test) authenticate against: a real SecretManager over a memory
 // store, its clock under the test's control, and tokens it issues for
 // kTokenRealmService; RefusedTokens, the bad tokens every token mechanism
@@ -21,11 +22,27 @@
 #include "authrpc/security/memory_token_store.h"
 #include "authrpc/security/secret_manager.h"
 #include "authrpc/security/token.h"
+#include "authrpc/security/token_store.h"
 
 namespace authrpc::testing {
 
 // Where the token tests' clocks start (2023-11-14).
 inline const security::TokenTime kTokenEpoch{std::chrono::milliseconds(1'700'000'000'000)};
+
+// A token store's record with sequence number `seq` for `id` (its kind,
+// sequence number and master key 1 filled in) and a fresh random password.
+inline security::StoredToken StoredTokenFor(std::uint64_t seq, security::TokenIdentifier id,
+                                            security::TokenTime renew_date) {
+  id.kind = "authrpc-delegation";
+  id.sequence_number = seq;
+  id.master_key_id = 1;
+  security::StoredToken t;
+  t.sequence_number = seq;
+  t.identifier = *id.encode();
+  t.password = security::SecretBytes::random(32);
+  t.renew_date = renew_date;
+  return t;
+}
 
 // The service the realm's tokens are for, as a client would name the server.
 inline constexpr std::string_view kTokenRealmService = "tcp://127.0.0.1:7000";
