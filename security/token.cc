@@ -151,6 +151,7 @@ Result<std::string> Token::encode() const {
 Result<Token> Token::decode(std::string_view bytes) {
   using R = Result<Token>;
   ByteReader r(bytes);
+  // names: the delegation token this decodes, in its error message
   if (Status s = read_version(r, kVersion, "token"); !s.ok()) return s;
   std::string_view identifier, password, kind, service;
   if (!r.str16(&identifier, kMaxIdentifierBytes) || !r.str16(&password, kMaxPasswordBytes) ||
