@@ -9,7 +9,7 @@
 // Owned by the connection and shared with its CallStreams, which add and
 // release as messages arrive and are read; everything runs on the
 // connection's executor (not thread-safe). An observer (the server's
-// memory total, server/memory_budget.h) learns of changes of at least
+// memory total, server/memory_share.h) learns of changes of at least
 // kReportStep bytes, so that the data plane does not touch a shared counter
 // per message.
 #pragma once

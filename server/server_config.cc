@@ -203,9 +203,6 @@ Status read_shared_memory(const nlohmann::json& config, ServerOptions& o) {
   return {};
 }
 
-// server_options_from_json() with the sink read from the configuration
-// already, so that server_config_from_json() can share it with the token
-// service.
 // "auth": the mechanisms, made by the registry with their options.
 Status read_auth(const nlohmann::json& config, const MechanismRegistry& registry,
                  ServerOptions& o) {
@@ -288,6 +285,9 @@ Status read_unix_socket_mode(const nlohmann::json& config, ServerOptions& o) {
   return Status();
 }
 
+// server_options_from_json() with the sink read from the configuration
+// already, so that server_config_from_json() can share it with the token
+// service.
 Result<ServerOptions> build_server_options(const nlohmann::json& config,
                                            const MechanismRegistry& registry,
                                            const security::TokenStoreRegistry& stores, LogSink log,

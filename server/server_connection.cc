@@ -360,7 +360,8 @@ asio::awaitable<void> ServerConnection::serve(bool woken) {
     taken = false;
     if (keepalives >= 0) keepalives = frame.header.type == FrameType::kPing ? keepalives + 1 : -1;
     // A busy connection's frames, REQUEST and DATA, here; others: route_frame.
-    if (frame.header.type == FrameType::kRequest && frame.header.call_id != 0) {
+    // handle_request refuses a REQUEST with call id 0 itself.
+    if (frame.header.type == FrameType::kRequest) {
       if (Status s = handle_request(frame); !s.ok()) breach = std::move(s);
     } else if (frame.header.type == FrameType::kData && frame.header.call_id != 0) {
       Status s = co_await streams_.on_data(*channel_, frame);
@@ -607,17 +608,22 @@ void ServerConnection::run_blocking(const AdmittedCall& call, std::string_view p
       call.cells->queue->observe(began - started);
       self->metrics()->blocking_queue_length().sub();
     }
-    CallContext ctx(self->peer_.identity, call.service, call.method_name, call.call_id,
-                    call.deadline, cancelled.get(), self->peer_.plaintext_network);
     Result<std::string> result = Status(Errc::kInternal, "handler did not complete");
-    if (ctx.cancelled()) {
-      result = Status(Errc::kCancelled, "cancelled before it started");
-    } else if (ctx.deadline_passed()) {
-      result = Status(Errc::kDeadlineExceeded, "deadline passed while queued");
-    } else {
-      result =
-          run_plain_handler(call.method->handler, ctx, request, self->server_, self->peer_.address);
+    {
+      // Refers into *self: gone before self is moved on below.
+      CallContext ctx(self->peer_.identity, call.service, call.method_name, call.call_id,
+                      call.deadline, cancelled.get(), self->peer_.plaintext_network);
+      if (ctx.cancelled()) {
+        result = Status(Errc::kCancelled, "cancelled before it started");
+      } else if (ctx.deadline_passed()) {
+        result = Status(Errc::kDeadlineExceeded, "deadline passed while queued");
+      } else {
+        result = run_plain_handler(call.method->handler, ctx, request, self->server_,
+                                   self->peer_.address);
+      }
     }
+    // `self` is moved (the lambda is mutable), not copied, so the
+    // connection's last reference is dropped on its IO thread, never here.
     auto& ex = self->channel_->byte_stream().executor();
     asio::post(ex, [self = std::move(self), call_id = call.call_id,
                     cancelled = std::move(cancelled), result = std::move(result),

@@ -111,8 +111,9 @@ class ServerConnection final : public std::enable_shared_from_this<ServerConnect
   // again as soon as they are answered.
   asio::awaitable<void> serve(bool woken = false);
   // The steps of serve(), synchronous for the same reason. route_frame
-  // handles the frames serve() does not (it does REQUEST and DATA); data_failed a DATA frame's failure (a
-  // protocol error is returned, any other closes the connection);
+  // handles the frames serve() does not (it does REQUEST, and DATA with a
+  // call id); data_failed a DATA frame's failure (a protocol error is
+  // returned, any other closes the connection);
   // ended_quietly whether a failed read ends the connection without an
   // ERROR; quiet whether it may park now.
   Status route_frame(const Frame& frame);

@@ -140,7 +140,7 @@ class BadInputTest : public ::testing::TestWithParam<Kind> {
 
   // Reads the next frame and checks it is ERROR with `code`; then checks the
   // server closes the connection.
-  void ExpectErrorThenClose(RawConnection& raw, Errc code) {
+  void ExpectErrorThenClose(RawConnection& raw, Errc code, std::string_view message = {}) {
     auto frame = raw.ReadFrame();
     ASSERT_TRUE(frame.has_value()) << "no ERROR frame before end of stream";
     ASSERT_EQ(frame->type, kTypeError) << "frame type " << int(frame->type);
@@ -151,6 +151,7 @@ class BadInputTest : public ::testing::TestWithParam<Kind> {
     EXPECT_EQ(error->code, static_cast<std::uint16_t>(code))
         << "got " << errc_name(errc_from_wire(error->code)) << ": " << error->message;
     EXPECT_FALSE(error->message.empty());
+    if (!message.empty()) EXPECT_EQ(error->message, message);
     EXPECT_TRUE(raw.SeesEndOfStream()) << "the server kept the connection open after ERROR";
   }
 
@@ -442,7 +443,7 @@ TEST_P(BadInputTest, ARequestWithCallIdZeroGetsProtocolError) {
   auto raw = Raw();
   ASSERT_NO_FATAL_FAILURE(Authenticate(*raw));
   ASSERT_TRUE(raw->Send(Request(0, "sys", "echo", "id zero")));
-  ExpectErrorThenClose(*raw, Errc::kProtocolError);
+  ExpectErrorThenClose(*raw, Errc::kProtocolError, "REQUEST with call id 0");
   EXPECT_TRUE(Eventually([&] { return server_->stats().protocol_errors > before; }));
   ExpectServerStillServes();
 }

@@ -39,7 +39,7 @@ class JwtGlewlwydTest : public ::testing::Test {
       if (const char* skip = std::getenv("AUTHRPC_SKIP_GLEWLWYD"); skip && std::string(skip) == "1") {
         GTEST_SKIP() << "glewlwyd not installed (AUTHRPC_SKIP_GLEWLWYD=1)";
       }
-      FAIL() << "glewlwyd is not installed: run scripts/install_deps.sh (or set "
+      FAIL() << "glewlwyd is not installed: run scripts/setup.sh (or set "
                 "AUTHRPC_SKIP_GLEWLWYD=1 to skip)";
     }
     auto idp = testing::GlewlwydIdp::start(testing::TestTls::shared());

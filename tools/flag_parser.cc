@@ -137,7 +137,10 @@ FlagParser::OnValue one_of(std::string* out, std::initializer_list<std::string_v
 FlagParser::OnValue milliseconds(std::chrono::milliseconds* out) {
   return [out](std::string_view text) {
     const auto ms = parse_milliseconds(text);
-    if (!ms) return invalid("'" + std::string(text) + "' is not a number of milliseconds from 1 to 2147483647");
+    if (!ms) {
+      return invalid("'" + escape_for_log(text) +
+                     "' is not a number of milliseconds from 1 to 2147483647");
+    }
     *out = *ms;
     return Status();
   };

@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "authrpc/base/log.h"
 #include "authrpc/components/jwt/jwt_compact.h"
 #include "authrpc/components/jwt/jwt_credential_source.h"
 #include "authrpc/security/base64url.h"
@@ -131,7 +132,9 @@ int inspect(int argc, char** argv) {
   if (auto code = parse_or_exit(parser, argc, argv, kInspectHelp, kProgram, "authrpc jwt inspect --help", "jwt inspect: ")) {
     return *code;
   }
-  if (files.size() > 1) return inspect_usage("unexpected argument '" + files[1] + "' (one FILE or -)");
+  if (files.size() > 1) {
+    return inspect_usage("unexpected argument '" + escape_for_log(files[1]) + "' (one FILE or -)");
+  }
   const std::string source = files.empty() ? std::string() : files[0];
   if (source.empty()) return inspect_usage("FILE (or - for stdin) is required");
   std::string text;
