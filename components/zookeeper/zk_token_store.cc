@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <limits>
 
+#include "authrpc/base/stop_thread.h"
 #include "authrpc/security/byte_codec.h"
 
 namespace authrpc::security {
@@ -175,12 +176,7 @@ Result<std::unique_ptr<ZkTokenStore>> ZkTokenStore::open(ZkTokenStoreOptions opt
 }
 
 ZkTokenStore::~ZkTokenStore() {
-  {
-    std::lock_guard lock(events_mu_);
-    stopping_ = true;
-  }
-  events_cv_.notify_all();
-  if (watcher_.joinable()) watcher_.join();
+  stop_thread(events_mu_, stopping_, events_cv_, watcher_);
   std::lock_guard lock(mu_);
   session_.reset();
 }
