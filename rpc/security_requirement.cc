@@ -1,22 +1,24 @@
 #include "authrpc/rpc/security_requirement.h"
 
+#include "authrpc/base/enum_names.h"
+
 namespace authrpc {
+namespace {
+
+constexpr EnumName<SecurityRequirement> kRequirementNames[] = {
+    {SecurityRequirement::kDisabled, "disabled"},
+    {SecurityRequirement::kOptional, "optional"},
+    {SecurityRequirement::kRequired, "required"},
+};
+
+}  // namespace
 
 std::string_view to_string(SecurityRequirement r) noexcept {
-  switch (r) {
-    case SecurityRequirement::kDisabled: return "disabled";
-    case SecurityRequirement::kOptional: return "optional";
-    case SecurityRequirement::kRequired: return "required";
-  }
-  return "disabled";
+  return enum_name<SecurityRequirement>(kRequirementNames, r);
 }
 
 bool parse_security_requirement(std::string_view text, SecurityRequirement* out) noexcept {
-  if (text == "disabled") *out = SecurityRequirement::kDisabled;
-  else if (text == "optional") *out = SecurityRequirement::kOptional;
-  else if (text == "required") *out = SecurityRequirement::kRequired;
-  else return false;
-  return true;
+  return parse_enum_name<SecurityRequirement>(kRequirementNames, text, out);
 }
 
 }  // namespace authrpc

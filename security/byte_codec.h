@@ -9,6 +9,9 @@
 #include <string>
 #include <string_view>
 
+#include "authrpc/base/status.h"
+#include "authrpc/security/token_errors.h"
+
 namespace authrpc::security {
 
 class ByteWriter {
@@ -112,5 +115,30 @@ class ByteReader {
   std::size_t pos_ = 0;
   bool ok_ = true;
 };
+
+// Reads a whole versioned record from `bytes`, named `what` in errors
+// ("token identifier"): its version byte (kMalformed if there is none,
+// kUnsupportedVersion if it is not `version`), then the fields that
+// `read_fields(ByteReader&)` reads, false when one is missing or over-long
+// (kMalformed), then nothing more (kMalformed).
+template <typename ReadFields>
+Status read_record(std::string_view bytes, std::uint8_t version, std::string_view what,
+                   ReadFields&& read_fields) {
+  ByteReader r(bytes);
+  const std::string name(what);
+  std::uint8_t found = 0;
+  if (!r.u8(&found)) return Status(TokenErrc::kMalformed, "empty " + name);
+  if (found != version) {
+    return Status(TokenErrc::kUnsupportedVersion, name + " version " + std::to_string(found) +
+                                                      " (this code reads " +
+                                                      std::to_string(version) + ")");
+  }
+  if (!read_fields(r)) return Status(TokenErrc::kMalformed, name + " truncated or a field over-long");
+  if (!r.at_end()) {
+    return Status(TokenErrc::kMalformed,
+                  name + " has " + std::to_string(r.remaining()) + " trailing bytes");
+  }
+  return {};
+}
 
 }  // namespace authrpc::security

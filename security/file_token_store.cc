@@ -714,6 +714,13 @@ Status FileTokenStore::append(std::string* body) {
   return {};
 }
 
+Status FileTokenStore::journal_locked(std::string* body, const std::function<void()>& apply) {
+  if (auto s = append(body); !s.ok()) return s;
+  apply();
+  if (journal_bytes_ > options_.compact_after_bytes && journal_bytes_ > snapshot_bytes_) compact_locked();
+  return {};
+}
+
 Result<TokenStoreState> FileTokenStore::load() {
   std::lock_guard lock(mu_);
   return mirror_.load();
@@ -737,10 +744,7 @@ Status FileTokenStore::put_master_key(const MasterKey& key) {
   }
   std::string body;
   put_key_body(key, &body);
-  if (auto s = append(&body); !s.ok()) return s;
-  mirror_.put_master_key(key);
-  if (journal_bytes_ > options_.compact_after_bytes && journal_bytes_ > snapshot_bytes_) compact_locked();
-  return {};
+  return journal_locked(&body, [&] { mirror_.put_master_key(key); });
 }
 
 Status FileTokenStore::remove_master_key(std::uint32_t id) {
@@ -749,10 +753,7 @@ Status FileTokenStore::remove_master_key(std::uint32_t id) {
   ByteWriter w(&body);
   w.u8(static_cast<std::uint8_t>(RecordType::kRemoveKey));
   w.u32(id);
-  if (auto s = append(&body); !s.ok()) return s;
-  mirror_.remove_master_key(id);
-  if (journal_bytes_ > options_.compact_after_bytes && journal_bytes_ > snapshot_bytes_) compact_locked();
-  return {};
+  return journal_locked(&body, [&] { mirror_.remove_master_key(id); });
 }
 
 Status FileTokenStore::add_token(const StoredToken& token) {
@@ -767,10 +768,7 @@ Status FileTokenStore::add_token(const StoredToken& token) {
   }
   std::string body;
   add_token_body(token, &body);
-  if (auto s = append(&body); !s.ok()) return s;
-  mirror_.add_token(token);
-  if (journal_bytes_ > options_.compact_after_bytes && journal_bytes_ > snapshot_bytes_) compact_locked();
-  return {};
+  return journal_locked(&body, [&] { mirror_.add_token(token); });
 }
 
 Status FileTokenStore::update_token(std::uint64_t sequence_number, TokenTime renew_date) {
@@ -783,10 +781,7 @@ Status FileTokenStore::update_token(std::uint64_t sequence_number, TokenTime ren
   w.u8(static_cast<std::uint8_t>(RecordType::kUpdateToken));
   w.u64(sequence_number);
   w.i64(renew_date.time_since_epoch().count());
-  if (auto s = append(&body); !s.ok()) return s;
-  mirror_.update_token(sequence_number, renew_date);
-  if (journal_bytes_ > options_.compact_after_bytes && journal_bytes_ > snapshot_bytes_) compact_locked();
-  return {};
+  return journal_locked(&body, [&] { mirror_.update_token(sequence_number, renew_date); });
 }
 
 Status FileTokenStore::remove_tokens(std::span<const std::uint64_t> sequence_numbers) {
@@ -803,10 +798,8 @@ Status FileTokenStore::remove_tokens(std::span<const std::uint64_t> sequence_num
     w.u8(static_cast<std::uint8_t>(RecordType::kRemoveTokens));
     w.u32(static_cast<std::uint32_t>(batch.size()));
     for (auto seq : batch) w.u64(seq);
-    if (auto s = append(&body); !s.ok()) return s;
-    mirror_.remove_tokens(batch);
+    if (auto s = journal_locked(&body, [&] { mirror_.remove_tokens(batch); }); !s.ok()) return s;
   }
-  if (journal_bytes_ > options_.compact_after_bytes && journal_bytes_ > snapshot_bytes_) compact_locked();
   return {};
 }
 

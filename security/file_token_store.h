@@ -25,6 +25,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -108,6 +109,10 @@ class FileTokenStore final : public TokenStore {
   Status replay_journal(std::string_view data, std::size_t p, const std::string& name);
   Status cut_torn_tail(std::size_t p, const std::string& name);
   Status append(std::string* body);  // wipes *body
+  // A change: its record appended, then `apply` (the change made to
+  // mirror_), then a compaction if the journal has grown past
+  // compact_after_bytes (one that fails leaves the journal as it is).
+  Status journal_locked(std::string* body, const std::function<void()>& apply);
   Status compact_locked();
   // compact_locked()'s steps, after the snapshot's image is made.
   Status write_generation(std::string_view image, std::uint64_t generation,

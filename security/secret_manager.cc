@@ -275,8 +275,8 @@ void SecretManager::apply(const std::function<Result<TokenStoreChanges>()>& read
   }
 }
 
-Result<TokenIdentifier> SecretManager::verify(std::string_view identifier,
-                                                   std::span<const std::uint8_t> password) const {
+Result<std::shared_ptr<const IssuedToken>> SecretManager::find(
+    std::string_view identifier, const std::span<const std::uint8_t>* password) const {
   const TokenTime now = options_.clock->now();
   if (shared_ && !store_->fresh()) {
     return Status(TokenErrc::kStoreUnavailable,
@@ -286,32 +286,13 @@ Result<TokenIdentifier> SecretManager::verify(std::string_view identifier,
   Status refusal;
   {
     std::shared_lock lock(view_mu_);
-    auto entry = check(identifier, &password, now, Use::kVerify);
-    if (entry.ok()) return (*entry)->token->id;
-    refusal = entry.status();
-  }
-  if (!worth_fetching(refusal, identifier, now)) return refusal;
-  auto fetched = fetch(identifier);
-  if (!fetched.ok()) return fetched.status();
-  if (!fetched->has_value()) return refusal;
-  if (auto s = check_entry(**fetched, identifier, &password, now, Use::kVerify); !s.ok()) return s;
-  return (*fetched)->token->id;
-}
-
-Result<std::shared_ptr<const IssuedToken>> SecretManager::retrieve(std::string_view identifier) const {
-  const TokenTime now = options_.clock->now();
-  if (shared_ && !store_->fresh()) {
-    return Status(TokenErrc::kStoreUnavailable,
-                  "this server's view of the shared token store may be stale "
-                  "(cut off from it, or unable to read its changes)");
-  }
-  Status refusal;
-  {
-    std::shared_lock lock(view_mu_);
-    // When the bytes equal a token's in the view, decoding them would give
-    // that token's identifier, so check() would pass exactly when this
-    // does; anything else takes check() for its error.
-    if (const auto seq = TokenIdentifier::peek_sequence_number(identifier)) {
+    // Without a password to check: when the bytes equal a token's in the
+    // view, decoding them would give that token's identifier, so check()
+    // would pass exactly when this does; anything else takes check() for
+    // its error.
+    const auto seq = password == nullptr ? TokenIdentifier::peek_sequence_number(identifier)
+                                         : std::nullopt;
+    if (seq) {
       if (auto it = tokens_.find(*seq); it != tokens_.end()) {
         const Entry& entry = it->second;
         if (entry.token->identifier == identifier && entry.token->id.kind == options_.kind &&
@@ -320,7 +301,7 @@ Result<std::shared_ptr<const IssuedToken>> SecretManager::retrieve(std::string_v
         }
       }
     }
-    auto entry = check(identifier, nullptr, now, Use::kVerify);
+    auto entry = check(identifier, password, now, Use::kVerify);
     if (entry.ok()) return (*entry)->token;
     refusal = entry.status();
   }
@@ -328,8 +309,19 @@ Result<std::shared_ptr<const IssuedToken>> SecretManager::retrieve(std::string_v
   auto fetched = fetch(identifier);
   if (!fetched.ok()) return fetched.status();
   if (!fetched->has_value()) return refusal;
-  if (auto s = check_entry(**fetched, identifier, nullptr, now, Use::kVerify); !s.ok()) return s;
+  if (auto s = check_entry(**fetched, identifier, password, now, Use::kVerify); !s.ok()) return s;
   return (*fetched)->token;
+}
+
+Result<TokenIdentifier> SecretManager::verify(std::string_view identifier,
+                                              std::span<const std::uint8_t> password) const {
+  auto token = find(identifier, &password);
+  if (!token.ok()) return token.status();
+  return (*token)->id;
+}
+
+Result<std::shared_ptr<const IssuedToken>> SecretManager::retrieve(std::string_view identifier) const {
+  return find(identifier, nullptr);
 }
 
 Result<TokenSecret> SecretManager::retrieve_password(std::string_view identifier) const {

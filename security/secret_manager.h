@@ -180,6 +180,10 @@ class SecretManager final : private TokenStoreObserver {
   // about, and what the store holds for the token (nullopt: nothing).
   bool worth_fetching(const Status& refusal, std::string_view identifier, TokenTime now) const;
   Result<std::optional<Entry>> fetch(std::string_view identifier) const;
+  // verify() (password given) and retrieve() (none): the token after the
+  // checks, from the view or, when worth_fetching(), from the store.
+  Result<std::shared_ptr<const IssuedToken>> find(std::string_view identifier,
+                                                  const std::span<const std::uint8_t>* password) const;
   // check(), then, for a shared store, a fetch into the view; write_mu_ held.
   Result<const Entry*> check_or_fetch_locked(std::string_view identifier,
                                                   const std::span<const std::uint8_t>* password,

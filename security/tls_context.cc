@@ -9,6 +9,8 @@
 #include <cstring>
 #include <utility>
 
+#include "authrpc/base/enum_names.h"
+
 namespace authrpc::security {
 namespace {
 
@@ -98,6 +100,12 @@ Status load_ca(SSL_CTX* ctx, const std::string& ca_file) {
   return {};
 }
 
+constexpr EnumName<ClientCertificates> kClientCertificateNames[] = {
+    {ClientCertificates::kNone, "none"},
+    {ClientCertificates::kOptional, "optional"},
+    {ClientCertificates::kRequired, "required"},
+};
+
 }  // namespace
 
 std::string_view to_string(TlsVersion v) noexcept { return v == TlsVersion::kTls12 ? "1.2" : "1.3"; }
@@ -110,20 +118,11 @@ bool parse_tls_version(std::string_view text, TlsVersion* out) noexcept {
 }
 
 std::string_view to_string(ClientCertificates c) noexcept {
-  switch (c) {
-    case ClientCertificates::kNone: return "none";
-    case ClientCertificates::kOptional: return "optional";
-    case ClientCertificates::kRequired: return "required";
-  }
-  return "none";
+  return enum_name<ClientCertificates>(kClientCertificateNames, c);
 }
 
 bool parse_client_certificates(std::string_view text, ClientCertificates* out) noexcept {
-  if (text == "none") *out = ClientCertificates::kNone;
-  else if (text == "optional") *out = ClientCertificates::kOptional;
-  else if (text == "required") *out = ClientCertificates::kRequired;
-  else return false;
-  return true;
+  return parse_enum_name<ClientCertificates>(kClientCertificateNames, text, out);
 }
 
 std::string drain_openssl_errors() {

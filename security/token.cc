@@ -16,19 +16,6 @@ constexpr std::size_t kPasswordBytes = 32;  // SHA-256
 
 bool field_ok(std::string_view s) { return s.size() <= TokenIdentifier::kMaxFieldBytes; }
 
-// Reads the version byte `what` starts with: kMalformed if there is none,
-// kUnsupportedVersion if it is not `expected`.
-Status read_version(ByteReader& r, std::uint8_t expected, const std::string& what) {
-  std::uint8_t version = 0;
-  if (!r.u8(&version)) return Status(make_error_code(TokenErrc::kMalformed), "empty " + what);
-  if (version != expected) {
-    return Status(make_error_code(TokenErrc::kUnsupportedVersion),
-                  what + " version " + std::to_string(version) + " (this code reads " +
-                      std::to_string(expected) + ")");
-  }
-  return {};
-}
-
 }  // namespace
 
 std::string format_token_time(TokenTime t) {
@@ -75,21 +62,15 @@ Result<std::string> TokenIdentifier::encode() const {
 
 Result<TokenIdentifier> TokenIdentifier::decode(std::string_view bytes) {
   using R = Result<TokenIdentifier>;
-  ByteReader r(bytes);
-  if (Status s = read_version(r, kVersion, "token identifier"); !s.ok()) return s;
   std::string_view kind, owner, renewer, real_user;
   std::int64_t issue = 0, max = 0;
   TokenIdentifier id;
-  if (!r.str16(&kind, kMaxFieldBytes) || !r.str16(&owner, kMaxFieldBytes) ||
-      !r.str16(&renewer, kMaxFieldBytes) || !r.str16(&real_user, kMaxFieldBytes) ||
-      !r.i64(&issue) || !r.i64(&max) || !r.u64(&id.sequence_number) ||
-      !r.u32(&id.master_key_id)) {
-    return R(TokenErrc::kMalformed, "token identifier truncated or a field over-long");
-  }
-  if (!r.at_end()) {
-    return R(TokenErrc::kMalformed, "token identifier has " + std::to_string(r.remaining()) +
-                                        " trailing bytes");
-  }
+  const Status read = read_record(bytes, kVersion, "token identifier", [&](ByteReader& r) {
+    return r.str16(&kind, kMaxFieldBytes) && r.str16(&owner, kMaxFieldBytes) &&
+           r.str16(&renewer, kMaxFieldBytes) && r.str16(&real_user, kMaxFieldBytes) &&
+           r.i64(&issue) && r.i64(&max) && r.u64(&id.sequence_number) && r.u32(&id.master_key_id);
+  });
+  if (!read.ok()) return read;
   if (kind.empty() || owner.empty()) return R(TokenErrc::kMalformed, "token identifier without kind or owner");
   if (max < issue) return R(TokenErrc::kMalformed, "token identifier max date before issue date");
   id.kind = kind;
@@ -150,18 +131,14 @@ Result<std::string> Token::encode() const {
 
 Result<Token> Token::decode(std::string_view bytes) {
   using R = Result<Token>;
-  ByteReader r(bytes);
-  // names: the delegation token this decodes, in its error message
-  if (Status s = read_version(r, kVersion, "token"); !s.ok()) return s;
   std::string_view identifier, password, kind, service;
-  if (!r.str16(&identifier, kMaxIdentifierBytes) || !r.str16(&password, kMaxPasswordBytes) ||
-      !r.str16(&kind, TokenIdentifier::kMaxFieldBytes) ||
-      !r.str16(&service, TokenIdentifier::kMaxFieldBytes)) {
-    return R(TokenErrc::kMalformed, "token truncated or a field over-long");
-  }
-  if (!r.at_end()) {
-    return R(TokenErrc::kMalformed, "token has " + std::to_string(r.remaining()) + " trailing bytes");
-  }
+  // names: the delegation token this decodes, in its error message
+  const Status read = read_record(bytes, kVersion, "token", [&](ByteReader& r) {
+    return r.str16(&identifier, kMaxIdentifierBytes) && r.str16(&password, kMaxPasswordBytes) &&
+           r.str16(&kind, TokenIdentifier::kMaxFieldBytes) &&
+           r.str16(&service, TokenIdentifier::kMaxFieldBytes);
+  });
+  if (!read.ok()) return read;
   if (password.empty()) return R(TokenErrc::kMalformed, "token without password");
   if (auto id = TokenIdentifier::decode(identifier); !id.ok()) return id.status();
   Token t;

@@ -6,6 +6,8 @@
 
 #include <memory>
 
+#include "authrpc/base/enum_names.h"
+
 namespace authrpc::security {
 namespace {
 
@@ -48,25 +50,21 @@ std::string subject_line(X509* cert) {
   return out;
 }
 
+constexpr EnumName<X509UserFrom> kUserFromNames[] = {
+    {X509UserFrom::kCommonName, "cn"},
+    {X509UserFrom::kSanEmail, "san-email"},
+    {X509UserFrom::kSanEmailLocal, "san-email-local"},
+    {X509UserFrom::kSanDns, "san-dns"},
+};
+
 }  // namespace
 
 bool parse_x509_user_from(std::string_view text, X509UserFrom* out) noexcept {
-  if (text == "cn") *out = X509UserFrom::kCommonName;
-  else if (text == "san-email") *out = X509UserFrom::kSanEmail;
-  else if (text == "san-email-local") *out = X509UserFrom::kSanEmailLocal;
-  else if (text == "san-dns") *out = X509UserFrom::kSanDns;
-  else return false;
-  return true;
+  return parse_enum_name<X509UserFrom>(kUserFromNames, text, out);
 }
 
 std::string_view to_string(X509UserFrom rule) noexcept {
-  switch (rule) {
-    case X509UserFrom::kCommonName: return "cn";
-    case X509UserFrom::kSanEmail: return "san-email";
-    case X509UserFrom::kSanEmailLocal: return "san-email-local";
-    case X509UserFrom::kSanDns: return "san-dns";
-  }
-  return "cn";
+  return enum_name<X509UserFrom>(kUserFromNames, rule);
 }
 
 Result<X509Identity> x509_identity(std::string_view der, X509UserFrom rule) {

@@ -11,6 +11,8 @@
 #include <ctime>
 #include <nlohmann/json.hpp>
 
+#include "authrpc/base/stop_thread.h"
+
 namespace authrpc {
 namespace {
 
@@ -86,12 +88,7 @@ AuditLog::AuditLog(std::string path, int fd, std::size_t max_queued, LogSink log
 }
 
 AuditLog::~AuditLog() {
-  {
-    std::lock_guard lock(mu_);
-    stop_ = true;
-  }
-  wake_.notify_all();
-  writer_.join();
+  stop_thread(mu_, stop_, wake_, writer_);
   if (fd_ >= 0) ::close(fd_);
 }
 

@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 #include <set>
 
+#include "authrpc/base/stop_thread.h"
 #include "authrpc/security/file_token_store.h"
 #include "authrpc/security/memory_token_store.h"
 #include "authrpc/security/timed_token_store.h"
@@ -346,12 +347,7 @@ std::string TokenService::renew_caller(const Identity& who, const Token& token) 
 }
 
 TokenService::~TokenService() {
-  {
-    std::lock_guard lock(mu_);
-    stopping_ = true;
-  }
-  wake_.notify_all();
-  if (sweeper_.joinable()) sweeper_.join();
+  stop_thread(mu_, stopping_, wake_, sweeper_);
 }
 
 void TokenService::sweeper() {

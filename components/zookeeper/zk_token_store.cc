@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <limits>
 
+#include "authrpc/base/stop_thread.h"
 #include "authrpc/security/byte_codec.h"
 
 namespace authrpc::security {
@@ -55,6 +56,30 @@ void wipe(std::string& s) {
   s.clear();
 }
 
+// The record in a node's `data`, read by `decode` (ZkTokenStore::decode_token
+// or decode_key), the data wiped; kStoreCorrupt, naming `path`, if it does not
+// decode.
+template <typename T>
+Result<T> decode_node(Result<T> (*decode)(std::string_view), std::string& data,
+                      const std::string& path) {
+  Result<T> record = decode(data);
+  wipe(data);
+  if (!record.ok()) return Status(TokenErrc::kStoreCorrupt, path + ": " + record.status().to_string());
+  return record;
+}
+
+// The record at `path` (nullopt if there is no such node), as decode_node().
+template <typename T>
+Result<std::optional<T>> read_node(ZkSession& session, const std::string& path,
+                                   Result<T> (*decode)(std::string_view)) {
+  auto node = session.get(path, false);
+  if (node.rc == ZNONODE) return std::optional<T>();
+  if (node.rc != ZOK) return zk_status(node.rc, "read " + path);
+  auto record = decode_node(decode, node.data, path);
+  if (!record.ok()) return record.status();
+  return std::optional<T>(std::move(*record));
+}
+
 bool valid_root(const std::string& root) {
   return root.size() > 1 && root.front() == '/' && root.back() != '/' &&
          root.find("//") == std::string::npos;
@@ -74,21 +99,14 @@ std::string ZkTokenStore::encode_token(const StoredToken& token) {
 }
 
 Result<StoredToken> ZkTokenStore::decode_token(std::string_view data) {
-  ByteReader r(data);
-  std::uint8_t version = 0;
   StoredToken token;
   std::int64_t renew = 0;
   std::string_view identifier, password;
-  if (!r.u8(&version)) return Result<StoredToken>(TokenErrc::kMalformed, "empty token record");
-  if (version != kRecordVersion) {
-    return Result<StoredToken>(TokenErrc::kUnsupportedVersion,
-                                    "token record version " + std::to_string(version));
-  }
-  r.u64(&token.sequence_number);
-  r.i64(&renew);
-  r.str32(&identifier, kMaxRecordField);
-  r.str32(&password, kMaxRecordField);
-  if (!r.at_end()) return Result<StoredToken>(TokenErrc::kMalformed, "truncated or over-long token record");
+  const Status read = read_record(data, kRecordVersion, "token record", [&](ByteReader& r) {
+    return r.u64(&token.sequence_number) && r.i64(&renew) &&
+           r.str32(&identifier, kMaxRecordField) && r.str32(&password, kMaxRecordField);
+  });
+  if (!read.ok()) return read;
   token.renew_date = TokenTime(std::chrono::milliseconds(renew));
   token.identifier.assign(identifier);
   token.password = SecretBytes(password);
@@ -107,20 +125,14 @@ std::string ZkTokenStore::encode_key(const MasterKey& key) {
 }
 
 Result<MasterKey> ZkTokenStore::decode_key(std::string_view data) {
-  ByteReader r(data);
-  std::uint8_t version = 0;
   MasterKey key;
   std::int64_t created = 0, expires = 0;
   std::string_view secret;
-  if (!r.u8(&version)) return Result<MasterKey>(TokenErrc::kMalformed, "empty key record");
-  if (version != kRecordVersion) {
-    return Result<MasterKey>(TokenErrc::kUnsupportedVersion, "key record version " + std::to_string(version));
-  }
-  r.u32(&key.id);
-  r.i64(&created);
-  r.i64(&expires);
-  r.str32(&secret, kMaxRecordField);
-  if (!r.at_end()) return Result<MasterKey>(TokenErrc::kMalformed, "truncated or over-long key record");
+  const Status read = read_record(data, kRecordVersion, "key record", [&](ByteReader& r) {
+    return r.u32(&key.id) && r.i64(&created) && r.i64(&expires) &&
+           r.str32(&secret, kMaxRecordField);
+  });
+  if (!read.ok()) return read;
   key.created = TokenTime(std::chrono::milliseconds(created));
   key.expires = TokenTime(std::chrono::milliseconds(expires));
   key.secret = SecretBytes(secret);
@@ -164,12 +176,7 @@ Result<std::unique_ptr<ZkTokenStore>> ZkTokenStore::open(ZkTokenStoreOptions opt
 }
 
 ZkTokenStore::~ZkTokenStore() {
-  {
-    std::lock_guard lock(events_mu_);
-    stopping_ = true;
-  }
-  events_cv_.notify_all();
-  if (watcher_.joinable()) watcher_.join();
+  stop_thread(events_mu_, stopping_, events_cv_, watcher_);
   std::lock_guard lock(mu_);
   session_.reset();
 }
@@ -231,11 +238,10 @@ Result<TokenStoreState> ZkTokenStore::read_all_locked(bool skip_unreadable) {
   for (std::size_t i = 0; i < nodes.size(); ++i) {
     if (nodes[i].rc == ZNONODE) continue;
     if (nodes[i].rc != ZOK) return zk_status(nodes[i].rc, "read " + paths[i]);
-    auto key = decode_key(nodes[i].data);
-    wipe(nodes[i].data);
+    auto key = decode_node(&decode_key, nodes[i].data, paths[i]);
     if (!key.ok()) {
       if (skip_unreadable) continue;
-      return R(TokenErrc::kStoreCorrupt, paths[i] + ": " + key.status().to_string());
+      return key.status();
     }
     state.last_master_key_id = std::max(state.last_master_key_id, key->id);
     state.keys.push_back(std::move(*key));
@@ -250,10 +256,9 @@ Result<TokenStoreState> ZkTokenStore::read_all_locked(bool skip_unreadable) {
   for (std::size_t i = 0; i < nodes.size(); ++i) {
     if (nodes[i].rc == ZNONODE) continue;
     if (nodes[i].rc != ZOK) return zk_status(nodes[i].rc, "read " + paths[i]);
-    auto token = decode_token(nodes[i].data);
-    wipe(nodes[i].data);
+    auto token = decode_node(&decode_token, nodes[i].data, paths[i]);
     if (!token.ok()) {
-      if (!skip_unreadable) return R(TokenErrc::kStoreCorrupt, paths[i] + ": " + token.status().to_string());
+      if (!skip_unreadable) return token.status();
       // Left out, and read again when it changes, as read_changes() does.
       std::uint64_t seq = 0;
       if (parse_u64(names[i], &seq)) watched_tokens_.insert(seq);
@@ -357,9 +362,8 @@ Status ZkTokenStore::update_token(std::uint64_t sequence_number, TokenTime renew
       return Status(TokenErrc::kUnknownToken, "token " + std::to_string(sequence_number) + " is not stored");
     }
     if (node.rc != ZOK) return zk_status(node.rc, "read " + path);
-    auto token = decode_token(node.data);
-    wipe(node.data);
-    if (!token.ok()) return Status(TokenErrc::kStoreCorrupt, path + ": " + token.status().to_string());
+    auto token = decode_node(&decode_token, node.data, path);
+    if (!token.ok()) return token.status();
     token->renew_date = renew_date;
     std::string data = encode_token(*token);
     const int rc = session_->set(path, data, node.version);
@@ -385,14 +389,7 @@ Status ZkTokenStore::remove_tokens(std::span<const std::uint64_t> sequence_numbe
 }
 
 Result<std::optional<MasterKey>> ZkTokenStore::read_key_locked(std::uint32_t id) {
-  const std::string path = key_path(id);
-  auto node = session_->get(path, false);
-  if (node.rc == ZNONODE) return std::optional<MasterKey>();
-  if (node.rc != ZOK) return zk_status(node.rc, "read " + path);
-  auto key = decode_key(node.data);
-  wipe(node.data);
-  if (!key.ok()) return Status(TokenErrc::kStoreCorrupt, path + ": " + key.status().to_string());
-  return std::optional<MasterKey>(std::move(*key));
+  return read_node(*session_, key_path(id), &decode_key);
 }
 
 Result<MasterKey> ZkTokenStore::roll_master_key(std::uint32_t replaces, const MasterKey& key) {
@@ -441,19 +438,11 @@ Result<bool> ZkTokenStore::claim_sweep(TokenTime now) {
 }
 
 Result<std::optional<StoredToken>> ZkTokenStore::fetch_token(std::uint64_t sequence_number) {
-  using R = Result<std::optional<StoredToken>>;
   std::lock_guard lock(mu_);
   if (!session_) return unavailable_locked();
   ++stats_.fetches;
   if (int rc = session_->sync(tokens_dir_); rc != ZOK) return zk_status(rc, "sync " + tokens_dir_);
-  const std::string path = token_path(sequence_number);
-  auto node = session_->get(path, false);
-  if (node.rc == ZNONODE) return std::optional<StoredToken>();
-  if (node.rc != ZOK) return zk_status(node.rc, "read " + path);
-  auto token = decode_token(node.data);
-  wipe(node.data);
-  if (!token.ok()) return R(TokenErrc::kStoreCorrupt, path + ": " + token.status().to_string());
-  return std::optional<StoredToken>(std::move(*token));
+  return read_node(*session_, token_path(sequence_number), &decode_token);
 }
 
 Result<std::optional<MasterKey>> ZkTokenStore::fetch_master_key(std::uint32_t id) {
@@ -628,14 +617,14 @@ Status ZkTokenStore::read_tokens(const std::set<std::uint64_t>& seqs, TokenStore
   auto nodes = session_->get_many(paths, true);
   std::size_t i = 0;
   for (auto seq : seqs) {
+    const std::string& path = paths[i];
     auto& node = nodes[i++];
     if (node.rc == ZNONODE) {
       changes->tokens_removed.push_back(seq);
       continue;
     }
-    if (node.rc != ZOK) return zk_status(node.rc, "read " + token_path(seq));
-    auto token = decode_token(node.data);
-    wipe(node.data);
+    if (node.rc != ZOK) return zk_status(node.rc, "read " + path);
+    auto token = decode_node(&decode_token, node.data, path);
     now_watched->push_back(seq);
     // A record this code cannot read is left out of the view (load() reports it).
     if (token.ok() && token->sequence_number == seq) changes->tokens_put.push_back(std::move(*token));
@@ -652,11 +641,11 @@ Status ZkTokenStore::reread_keys(TokenStoreChanges* changes) {
   std::vector<std::string> paths;
   for (const auto& name : names) paths.push_back(keys_dir_ + "/" + name);
   auto nodes = session_->get_many(paths, false);
-  for (auto& node : nodes) {
+  for (std::size_t i = 0; i < nodes.size(); ++i) {
+    auto& node = nodes[i];
     if (node.rc == ZNONODE) continue;
     if (node.rc != ZOK) return zk_status(node.rc, "read " + keys_dir_);
-    auto key = decode_key(node.data);
-    wipe(node.data);
+    auto key = decode_node(&decode_key, node.data, paths[i]);
     if (key.ok()) changes->keys_put.push_back(std::move(*key));
   }
   changes->all_keys = true;
