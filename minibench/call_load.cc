@@ -22,7 +22,7 @@
 #include "minibench/echo_floor.h"
 #include "minibench/rotation.h"
 #include "minibench/schedule.h"
-#include "minibench/tls_sessions.h"
+#include "minibench/sessions.h"
 
 namespace minibench {
 namespace {

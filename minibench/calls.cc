@@ -5,7 +5,6 @@
 #include "authrpc/auth/mechanism_registry.h"
 #include "authrpc/client/client.h"
 #include "minibench/floor.h"
-#include "minibench/iterations.h"
 #include "minibench/schedule.h"
 
 namespace minibench {
