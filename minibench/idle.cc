@@ -283,12 +283,6 @@ std::pair<std::size_t, Status> windowed(asio::io_context& io, std::size_t count,
   return {ok, first_failure};
 }
 
-std::string fmt(const char* format, double v) {
-  char text[64];
-  std::snprintf(text, sizeof text, format, v);
-  return text;
-}
-
 // Reads argv: nullopt to go on; else the exit status (help printed: 0).
 std::optional<int> parse_idle_args(int argc, char** argv, IdleArgs& args) {
   using authrpc::cli::count;

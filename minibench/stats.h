@@ -27,6 +27,9 @@ using Clock = std::chrono::steady_clock;
 // Null if the process is gone or its clock cannot be read.
 std::optional<std::int64_t> process_cpu_ns(pid_t pid);
 
+// `v` printed with `format`, one printf conversion of a double ("%.2f").
+std::string fmt(const char* format, double v);
+
 class Samples {
  public:
   // Starts a new block; later add() calls land in it.
