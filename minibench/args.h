@@ -64,7 +64,7 @@ struct Args : BlockSizes {
 // TLS rows run on tcp (tls://): by default unless --transport unix, always
 // with --tls on, never with --tls off.
 bool tls_rows(const Args& args);
-// Calls under load (call_load.h) instead of sequential calls.
+// Calls under load (calls.h) instead of sequential calls.
 bool call_load(const Args& args);
 
 // Reads argv (the mode first, if any): nullopt to go on; else the exit

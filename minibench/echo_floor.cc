@@ -273,7 +273,7 @@ class EchoLoadOn final : public EchoLoad {
   asio::awaitable<Status> run(std::size_t depth, Clock::time_point until,
                               std::vector<double>& us) override {
     if (depth == 0) co_return Status();
-    // On the CycleClock, as authrpc's calls are timed (call_load.cc).
+    // On the CycleClock, as authrpc's calls are timed (calls.cc).
     const auto block = until - Clock::now();
     const CycleClock::Ticks began = CycleClock::now();
     // The send times of the messages in flight, oldest first (a ring): the

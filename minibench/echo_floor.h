@@ -1,4 +1,4 @@
-// The floor of `minibench calls --concurrency K --depth D` (call_load.h):
+// The floor of `minibench calls --concurrency K --depth D` (calls.h):
 // many small messages in flight on raw connections, with the framing cost of
 // authrpc's calls and nothing else — no call ids, no dispatch, no timers.
 //

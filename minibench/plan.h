@@ -101,9 +101,9 @@ struct BenchPlan {
   // Client threads establishing sessions at once (sessions): 1 runs
   // every iteration on the caller's executor, K > 1 runs each block on K
   // threads (schedule.h). Calls under load: K connections, each on a
-  // thread of its own (call_load.h).
+  // thread of its own (calls.h).
   std::size_t concurrency = 1;
-  // Calls under load (call_load.h): calls in flight per connection, and
+  // Calls under load (calls.h): calls in flight per connection, and
   // how long each row runs (its blocks share it).
   std::size_t depth = 1;
   double duration_s = 3;

@@ -12,13 +12,11 @@
 
 #include "authrpc/base/metrics.h"
 #include "authrpc/client/client_runtime.h"
-#include "minibench/call_load.h"
 #include "minibench/calls.h"
 #include "minibench/jwt_bench.h"
 #include "minibench/plot.h"
 #include "minibench/server_child.h"
 #include "minibench/sessions.h"
-#include "minibench/summary.h"
 #include "minibench/tokens.h"
 
 namespace minibench {
