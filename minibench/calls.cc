@@ -75,13 +75,7 @@ class ClientThreads {
         for (std::size_t w = 0; w < per_thread; ++w) {
           asio::co_spawn(threads_[i]->io, make(i, w),
                          [&, i](std::exception_ptr e, Status s) {
-                           if (e) {
-                             try {
-                               std::rethrow_exception(e);
-                             } catch (const std::exception& ex) {
-                               s = Status(Errc::kInternal, std::string("exception: ") + ex.what());
-                             }
-                           }
+                           if (e) s = exception_status(e);
                            if (!s.ok()) {
                              std::lock_guard lock(mu);
                              if (failure.ok()) failure = std::move(s);

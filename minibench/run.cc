@@ -15,6 +15,7 @@
 #include "minibench/calls.h"
 #include "minibench/jwt_bench.h"
 #include "minibench/plot.h"
+#include "minibench/schedule.h"
 #include "minibench/server_child.h"
 #include "minibench/sessions.h"
 #include "minibench/tokens.h"
@@ -54,13 +55,7 @@ Status measure(const Args& args, PreparedRun& run, Report& report, nlohmann::ord
         }
       },
       [&](std::exception_ptr e) {
-        if (e) {
-          try {
-            std::rethrow_exception(e);
-          } catch (const std::exception& ex) {
-            status = Status(authrpc::Errc::kInternal, std::string("exception: ") + ex.what());
-          }
-        }
+        if (e) status = exception_status(e);
         done.set_value();
       });
   done.get_future().wait();

@@ -61,12 +61,7 @@ ConcurrentBlock run_concurrently(const IterationOn& on, std::size_t count, std::
             }
           },
           [&](std::exception_ptr e) {
-            if (!e) return;
-            try {
-              std::rethrow_exception(e);
-            } catch (const std::exception& ex) {
-              fail(authrpc::Status(authrpc::Errc::kInternal, std::string("exception: ") + ex.what()));
-            }
+            if (e) fail(exception_status(e));
           });
       ready.count_down();
       go.wait();
@@ -141,6 +136,14 @@ class GroupProgress {
 };
 
 }  // namespace
+
+authrpc::Status exception_status(std::exception_ptr e) {
+  try {
+    std::rethrow_exception(e);
+  } catch (const std::exception& ex) {
+    return authrpc::Status(authrpc::Errc::kInternal, std::string("exception: ") + ex.what());
+  }
+}
 
 void progress(const BenchPlan& plan, const std::string& message) {
   if (plan.progress) std::fprintf(stderr, "[minibench] %s\n", message.c_str());

@@ -23,6 +23,7 @@
 
 #include <asio/any_io_executor.hpp>
 #include <asio/awaitable.hpp>
+#include <exception>
 #include <functional>
 #include <optional>
 #include <string>
@@ -70,6 +71,10 @@ asio::awaitable<authrpc::Status> run_group(const BenchPlan& plan, const std::str
 
 // "[minibench] <message>" on stderr, if plan.progress.
 void progress(const BenchPlan& plan, const std::string& message);
+
+// How a coroutine that threw `e` failed: kInternal, "exception: <what()>"
+// (an exception not derived from std::exception goes on up).
+authrpc::Status exception_status(std::exception_ptr e);
 
 // New connection + negotiation + one sys.whoami call + close, timed from
 // before connect to the reply. `base` is copied before the clock starts;
