@@ -259,6 +259,16 @@ authrpc::cli::FlagParser::OnValue cpu(int* out) {
   };
 }
 
+}  // namespace
+
+void BlockSizes::add_options(authrpc::cli::FlagParser& parser) {
+  parser.value("-n", count(&n, 1, SIZE_MAX))
+      .value("--warmup", count(&warmup, 0, SIZE_MAX))
+      .value("--blocks", count(&blocks, 1, SIZE_MAX));
+}
+
+namespace {
+
 void add_options(authrpc::cli::FlagParser& p, Args& args) {
   p.flag("--quiet", [&args] { args.progress = false; })
       .flag("--in-process", &args.in_process)
@@ -282,15 +292,13 @@ void add_options(authrpc::cli::FlagParser& p, Args& args) {
              [&args](std::string_view v) {
                args.transport_given = true;
                return one_of(&args.transport, {"tcp", "unix", "all"})(v);
-             })
-      .value("-n", count(&args.n, 1, SIZE_MAX))
-      .value("--warmup", count(&args.warmup, 0, SIZE_MAX))
-      .value("--blocks", count(&args.blocks, 1, SIZE_MAX))
-      .value("--server-threads",
-             [&args](std::string_view v) {
-               args.server_threads_given = true;
-               return count(&args.server_threads, 1, SIZE_MAX)(v);
-             })
+             });
+  args.add_options(p);
+  p.value("--server-threads",
+          [&args](std::string_view v) {
+            args.server_threads_given = true;
+            return count(&args.server_threads, 1, SIZE_MAX)(v);
+          })
       .value("--server", &args.server)
       .value("--floor-server", &args.floor_server)
       .value("--floors", choice(&args.floors, "on", "off"))

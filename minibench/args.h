@@ -11,9 +11,23 @@
 
 #include "minibench/realm.h"
 
+namespace authrpc::cli {
+class FlagParser;
+}  // namespace authrpc::cli
+
 namespace minibench {
 
-struct Args {
+// The sizes of a schedule of blocks (rotation.h) and the options that set
+// them, -n, --warmup and --blocks, which `minibench [sessions|calls]` and
+// `minibench idle` share.
+struct BlockSizes {
+  std::size_t n = 1000;
+  std::size_t warmup = 100;
+  std::size_t blocks = 10;
+  void add_options(authrpc::cli::FlagParser& parser);
+};
+
+struct Args : BlockSizes {
   bool sessions = true;
   bool calls = true;
   bool floor_server_mode = false;
@@ -23,9 +37,6 @@ struct Args {
   RealmFlags realm;
   std::string transport = "all";
   bool transport_given = false;
-  std::size_t n = 1000;
-  std::size_t warmup = 100;
-  std::size_t blocks = 10;
   std::size_t server_threads = 1;
   bool server_threads_given = false;
   std::string server;
@@ -53,7 +64,7 @@ struct Args {
 // TLS rows run on tcp (tls://): by default unless --transport unix, always
 // with --tls on, never with --tls off.
 bool tls_rows(const Args& args);
-// Calls under load (call_load.h) instead of sequential calls.
+// Calls under load (calls.h) instead of sequential calls.
 bool call_load(const Args& args);
 
 // Reads argv (the mode first, if any): nullopt to go on; else the exit

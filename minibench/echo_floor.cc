@@ -1,17 +1,10 @@
 #include "minibench/echo_floor.h"
 
-#include <asio/co_spawn.hpp>
-#include <asio/detached.hpp>
 #include <asio/redirect_error.hpp>
 #include <asio/use_awaitable.hpp>
 #include <asio/write.hpp>
-#include <openssl/err.h>
-#include <openssl/ssl.h>
-#include <sys/socket.h>
-#include <unistd.h>
 
 #include <array>
-#include <cerrno>
 #include <cstring>
 
 #include "authrpc/base/cycle_clock.h"
@@ -29,6 +22,7 @@ using authrpc::Errc;
 using authrpc::Result;
 using authrpc::Status;
 using net::Local;
+using net::SslPtr;
 using net::Tcp;
 
 constexpr std::size_t kLengthSize = 4;
@@ -48,11 +42,6 @@ void write_length(char* p, std::uint32_t n) {
   p[3] = static_cast<char>(n);
 }
 
-std::error_code errno_code() {
-  return errno == EAGAIN || errno == EWOULDBLOCK ? std::error_code(asio::error::would_block)
-                                                 : std::error_code(errno, std::system_category());
-}
-
 // Bytes in and out of one plaintext socket. try_* never wait (would_block
 // when they would); read() and write_rest() wait through the event loop.
 // As authrpc's socket stream: a read that came back short means the socket
@@ -70,22 +59,10 @@ class PlainIo {
       ec = asio::error::would_block;
       return 0;
     }
-    for (;;) {
-      const ssize_t r = ::recv(socket_.native_handle(), data, n, MSG_DONTWAIT);
-      if (r > 0) {
-        drained_ = static_cast<std::size_t>(r) < n;
-        ec.clear();
-        return static_cast<std::size_t>(r);
-      }
-      if (r == 0) {
-        ec = asio::error::eof;
-        return 0;
-      }
-      if (errno == EINTR) continue;
-      ec = errno_code();
-      if (ec == asio::error::would_block) drained_ = true;
-      return 0;
-    }
+    const std::size_t got = net::try_io(socket_, ::recv, data, n, ec);
+    if (!ec && got == 0) ec = asio::error::eof;
+    drained_ = ec == asio::error::would_block || (!ec && got < n);
+    return got;
   }
 
   asio::awaitable<std::size_t> read(char* data, std::size_t n, std::error_code& ec) {
@@ -99,16 +76,7 @@ class PlainIo {
   bool input_pending() const noexcept { return false; }
 
   std::size_t try_write(const char* data, std::size_t n, std::error_code& ec) {
-    for (;;) {
-      const ssize_t r = ::send(socket_.native_handle(), data, n, MSG_DONTWAIT | MSG_NOSIGNAL);
-      if (r >= 0) {
-        ec.clear();
-        return static_cast<std::size_t>(r);
-      }
-      if (errno == EINTR) continue;
-      ec = errno_code();
-      return 0;
-    }
+    return net::try_io(socket_, net::send_nosignal, data, n, ec);
   }
 
   asio::awaitable<void> write_rest(const char* data, std::size_t n, std::error_code& ec) {
@@ -125,11 +93,6 @@ class PlainIo {
   bool drained_ = false;
 };
 
-struct SslFree {
-  void operator()(SSL* ssl) const { SSL_free(ssl); }
-};
-using SslPtr = std::unique_ptr<SSL, SslFree>;
-
 // The same over OpenSSL on the socket (read-ahead and partial writes on, as
 // the shared SSL_CTX sets them).
 class TlsIo {
@@ -140,28 +103,15 @@ class TlsIo {
     SSL_set_fd(ssl_.get(), socket_.native_handle());
   }
 
-  // Runs the client's handshake to its end.
-  asio::awaitable<std::error_code> handshake() {
-    std::error_code ec;
-    for (;;) {
-      ERR_clear_error();
-      const int r = SSL_do_handshake(ssl_.get());
-      if (r == 1) co_return std::error_code();
-      if (!wants_io(r, ec)) co_return ec;
-      co_await wait(ec);
-      if (ec) co_return ec;
-    }
+  // Runs the client's handshake to its end: false if it failed.
+  asio::awaitable<bool> handshake() {
+    co_return co_await net::drive(socket_, ssl_.get(),
+                                  [this] { return SSL_do_handshake(ssl_.get()); }) > 0;
   }
 
   std::size_t try_read(char* data, std::size_t n, std::error_code& ec) {
     ERR_clear_error();
-    const int r = SSL_read(ssl_.get(), data, static_cast<int>(n));
-    if (r > 0) {
-      ec.clear();
-      return static_cast<std::size_t>(r);
-    }
-    if (wants_io(r, ec)) ec = asio::error::would_block;
-    return 0;
+    return moved(SSL_read(ssl_.get(), data, static_cast<int>(n)), ec);
   }
 
   asio::awaitable<std::size_t> read(char* data, std::size_t n, std::error_code& ec) {
@@ -178,13 +128,7 @@ class TlsIo {
 
   std::size_t try_write(const char* data, std::size_t n, std::error_code& ec) {
     ERR_clear_error();
-    const int r = SSL_write(ssl_.get(), data, static_cast<int>(n));
-    if (r > 0) {
-      ec.clear();
-      return static_cast<std::size_t>(r);
-    }
-    if (wants_io(r, ec)) ec = asio::error::would_block;
-    return 0;
+    return moved(SSL_write(ssl_.get(), data, static_cast<int>(n)), ec);
   }
 
   asio::awaitable<void> write_rest(const char* data, std::size_t n, std::error_code& ec) {
@@ -204,6 +148,17 @@ class TlsIo {
   }
 
  private:
+  // What an SSL_read or SSL_write that returned `r` moved: r bytes, or 0
+  // with `ec` set (would_block when it only needs the socket).
+  std::size_t moved(int r, std::error_code& ec) {
+    if (r > 0) {
+      ec.clear();
+      return static_cast<std::size_t>(r);
+    }
+    if (wants_io(r, ec)) ec = asio::error::would_block;
+    return 0;
+  }
+
   // After an SSL call returned `r` ≤ 0: true if it only needs the socket
   // (want_read_ says which way); false with `ec` set otherwise.
   bool wants_io(int r, std::error_code& ec) {
@@ -282,65 +237,28 @@ asio::awaitable<void> serve_echo(Io io) {
 }
 
 template <typename Protocol>
-class EchoFloorServer final : public FloorServer {
+class EchoFloorServer final : public net::AcceptLoop<Protocol, EchoFloorServer<Protocol>, FloorServer> {
  public:
   EchoFloorServer(typename Protocol::acceptor acceptor, Endpoint bound,
                   const std::vector<asio::any_io_executor>& executors,
                   std::shared_ptr<authrpc::security::TlsServerContext> tls)
-      : bound_(std::move(bound)), tls_(std::move(tls)) {
-    const int fd = acceptor.native_handle();
-    const auto protocol = acceptor.local_endpoint().protocol();
-    acceptors_.push_back(std::move(acceptor));
-    for (std::size_t i = 1; i < executors.size(); ++i) {
-      // Another acceptor on the same listening socket, for the next thread.
-      typename Protocol::acceptor shared(executors[i]);
-      std::error_code ec;
-      const int copy = ::dup(fd);
-      if (copy >= 0) shared.assign(protocol, copy, ec);
-      if (copy < 0 || ec) {
-        if (copy >= 0 && ec) ::close(copy);
-        continue;
-      }
-      acceptors_.push_back(std::move(shared));
-    }
-    for (auto& a : acceptors_) asio::co_spawn(a.get_executor(), accept_loop(a), asio::detached);
+      : net::AcceptLoop<Protocol, EchoFloorServer<Protocol>, FloorServer>(std::move(acceptor), std::move(bound)),
+        tls_(std::move(tls)) {
+    this->start(std::span(executors).subspan(1));  // executors[0] has the acceptor
   }
-  ~EchoFloorServer() override { close(); }
 
-  Endpoint endpoint() const override { return bound_; }
-
-  void close() noexcept override {
-    std::error_code ignored;
-    for (auto& a : acceptors_) {
-      if (a.is_open()) a.close(ignored);
+  asio::awaitable<void> serve(typename Protocol::socket socket) {
+    if constexpr (net::kIsTcp<Protocol>) {
+      if (tls_) {
+        SslPtr ssl(SSL_new(tls_->native()));
+        SSL_set_accept_state(ssl.get());  // the first read runs the handshake
+        return serve_echo(TlsIo(std::move(socket), std::move(ssl)));
+      }
     }
+    return serve_echo(PlainIo<Protocol>(std::move(socket)));
   }
 
  private:
-  asio::awaitable<void> accept_loop(typename Protocol::acceptor& acceptor) {
-    for (;;) {
-      std::error_code ec;
-      auto socket = co_await acceptor.async_accept(redirect_error(use_awaitable, ec));
-      if (ec == asio::error::operation_aborted || !acceptor.is_open()) co_return;
-      if (ec) continue;
-      net::set_no_delay(socket);
-      if constexpr (net::kIsTcp<Protocol>) {
-        if (tls_) {
-          SslPtr ssl(SSL_new(tls_->native()));
-          if (!ssl) continue;
-          SSL_set_accept_state(ssl.get());  // the first read runs the handshake
-          asio::co_spawn(acceptor.get_executor(), serve_echo(TlsIo(std::move(socket), std::move(ssl))),
-                         asio::detached);
-          continue;
-        }
-      }
-      asio::co_spawn(acceptor.get_executor(), serve_echo(PlainIo<Protocol>(std::move(socket))),
-                     asio::detached);
-    }
-  }
-
-  std::vector<typename Protocol::acceptor> acceptors_;
-  Endpoint bound_;
   std::shared_ptr<authrpc::security::TlsServerContext> tls_;
 };
 
@@ -355,7 +273,7 @@ class EchoLoadOn final : public EchoLoad {
   asio::awaitable<Status> run(std::size_t depth, Clock::time_point until,
                               std::vector<double>& us) override {
     if (depth == 0) co_return Status();
-    // On the CycleClock, as authrpc's calls are timed (call_load.cc).
+    // On the CycleClock, as authrpc's calls are timed (calls.cc).
     const auto block = until - Clock::now();
     const CycleClock::Ticks began = CycleClock::now();
     // The send times of the messages in flight, oldest first (a ring): the
@@ -424,14 +342,6 @@ class EchoLoadOn final : public EchoLoad {
   std::array<char, kBufferSize> in_;
 };
 
-template <typename Protocol>
-asio::awaitable<std::error_code> connect_socket(typename Protocol::socket& socket,
-                                                const typename Protocol::endpoint& peer) {
-  const std::error_code ec = co_await net::connect<Protocol>(socket, peer);
-  if (!ec) net::set_no_delay(socket);
-  co_return ec;
-}
-
 }  // namespace
 
 Result<std::unique_ptr<FloorServer>> start_echo_floor_server(
@@ -450,7 +360,7 @@ asio::awaitable<Result<std::unique_ptr<EchoLoad>>> EchoLoad::connect(
     std::shared_ptr<authrpc::security::TlsClientContext> tls) {
   if (endpoint.scheme == Endpoint::Scheme::kUnix) {
     Local::socket socket(ex);
-    if (auto ec = co_await connect_socket<Local>(socket, net::unix_native(endpoint))) {
+    if (auto ec = co_await net::connect<Local>(socket, net::unix_native(endpoint))) {
       co_return Status(ec, "echo floor: connect " + endpoint.to_string());
     }
     co_return std::unique_ptr<EchoLoad>(new EchoLoadOn<PlainIo<Local>>(PlainIo<Local>(std::move(socket))));
@@ -458,7 +368,7 @@ asio::awaitable<Result<std::unique_ptr<EchoLoad>>> EchoLoad::connect(
   auto native = net::tcp_native(endpoint);
   if (!native.ok()) co_return native.status();
   Tcp::socket socket(ex);
-  if (auto ec = co_await connect_socket<Tcp>(socket, *native)) {
+  if (auto ec = co_await net::connect<Tcp>(socket, *native)) {
     co_return Status(ec, "echo floor: connect " + endpoint.to_string());
   }
   if (!tls) {
@@ -469,7 +379,7 @@ asio::awaitable<Result<std::unique_ptr<EchoLoad>>> EchoLoad::connect(
   SslPtr owned(ssl->release());
   SSL_set_connect_state(owned.get());
   TlsIo io(std::move(socket), std::move(owned));
-  if (auto ec = co_await io.handshake()) {
+  if (!co_await io.handshake()) {
     co_return Status(Errc::kUnavailable, "echo floor: TLS handshake with " + endpoint.to_string() +
                                              " failed");
   }

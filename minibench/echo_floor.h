@@ -1,4 +1,4 @@
-// The floor of `minibench calls --concurrency K --depth D` (call_load.h):
+// The floor of `minibench calls --concurrency K --depth D` (calls.h):
 // many small messages in flight on raw connections, with the framing cost of
 // authrpc's calls and nothing else — no call ids, no dispatch, no timers.
 //
@@ -17,7 +17,7 @@
 // write. Plaintext (tcp, unix) reads try the socket first and wait through
 // the Asio loop only when it is empty, as authrpc's socket stream does; TLS
 // is OpenSSL on the socket (the same SSL_CTX as authrpc's TLS), driven like
-// floor/tls (tls_floor.h), a batch of answers written as one SSL_write.
+// floor/tls (floor.h), a batch of answers written as one SSL_write.
 //
 // Threading: a server's acceptors and connections run on the executors given
 // to start (one acceptor per executor, all on one listening socket, as
@@ -25,21 +25,11 @@
 // connected on.
 #pragma once
 
-#include <asio/any_io_executor.hpp>
-#include <asio/awaitable.hpp>
 #include <cstddef>
 #include <memory>
 #include <vector>
 
-#include "minibench/floor.h"
-#include "minibench/stats.h"
-#include "authrpc/base/result.h"
-#include "authrpc/rpc/endpoint.h"
-
-namespace authrpc::security {
-class TlsServerContext;
-class TlsClientContext;
-}  // namespace authrpc::security
+#include "minibench/floor.h"  // FloorServer, and the Asio, endpoint and TLS context names
 
 namespace minibench {
 

@@ -2,14 +2,20 @@
 
 #include <asio/co_spawn.hpp>
 #include <asio/detached.hpp>
+#include <asio/executor_work_guard.hpp>
 #include <asio/read.hpp>
 #include <asio/redirect_error.hpp>
 #include <asio/use_awaitable.hpp>
 #include <asio/write.hpp>
+#include <pthread.h>
 #include <array>
-#include <cerrno>
-#include <sys/socket.h>
+#include <csignal>
+#include <cstdio>
+#include <thread>
+#include <vector>
 
+#include "authrpc/security/tls_context.h"
+#include "minibench/args.h"
 #include "minibench/floor_sockets.h"
 
 namespace minibench {
@@ -20,30 +26,12 @@ using asio::use_awaitable;
 using authrpc::Endpoint;
 using authrpc::Result;
 using authrpc::Status;
+using net::drive;
 using net::Local;
-using net::set_no_delay;
+using net::send_nosignal;
+using net::SslPtr;
 using net::Tcp;
-
-ssize_t send_nosignal(int fd, void* data, std::size_t n, int flags) {
-  return ::send(fd, data, n, flags | MSG_NOSIGNAL);
-}
-
-// One non-blocking recv() or send() on `socket`: the bytes moved, or 0 with
-// `ec` set (would_block when the socket has nothing or no room).
-template <typename Socket, typename Call>
-std::size_t try_io(Socket& socket, Call call, char* data, std::size_t n, std::error_code& ec) {
-  for (;;) {
-    const ssize_t r = call(socket.native_handle(), data, n, MSG_DONTWAIT);
-    if (r >= 0) {
-      ec.clear();
-      return static_cast<std::size_t>(r);
-    }
-    if (errno == EINTR) continue;
-    ec = (errno == EAGAIN || errno == EWOULDBLOCK) ? std::error_code(asio::error::would_block)
-                                                   : std::error_code(errno, std::system_category());
-    return 0;
-  }
-}
+using net::try_io;
 
 template <typename Protocol>
 class EchoServer final : public net::AcceptLoop<Protocol, EchoServer<Protocol>, FloorServer> {
@@ -114,7 +102,6 @@ class BareClient final : public FloorClient {
     typename Protocol::socket socket(ex);
     ec = co_await net::connect<Protocol>(socket, endpoint_);
     if (ec) co_return Status(ec, "floor connect");
-    set_no_delay(socket);
     char byte = 'x';
     // As authrpc's client: the request leaves with one send(), no trip
     // through the event loop; the reply is waited for (it cannot be there).
@@ -133,12 +120,46 @@ class BareClient final : public FloorClient {
     typename Protocol::socket socket(ex);
     ec = co_await net::connect<Protocol>(socket, endpoint_);
     if (ec) co_return Status(ec, "floor connect");
-    set_no_delay(socket);
     co_return std::unique_ptr<PingPong>(new BarePingPong<Protocol>(std::move(socket)));
   }
 
  private:
   typename Protocol::endpoint endpoint_;
+};
+
+class TlsEchoServer final : public net::AcceptLoop<Tcp, TlsEchoServer, FloorServer> {
+ public:
+  TlsEchoServer(Tcp::acceptor acceptor, Endpoint bound,
+                std::shared_ptr<authrpc::security::TlsServerContext> context)
+      : net::AcceptLoop<Tcp, TlsEchoServer, FloorServer>(std::move(acceptor), std::move(bound)),
+        context_(std::move(context)) {
+    start();
+  }
+
+  asio::awaitable<void> serve(Tcp::socket socket) { return echo(std::move(socket), context_); }
+
+ private:
+  // Static, with its own reference to the context: a connection may outlive the server.
+  static asio::awaitable<void> echo(Tcp::socket socket,
+                                    std::shared_ptr<authrpc::security::TlsServerContext> context) {
+    std::error_code ignored;
+    socket.non_blocking(true, ignored);
+    SslPtr ssl(SSL_new(context->native()));
+    SSL_set_fd(ssl.get(), socket.native_handle());
+    SSL_set_accept_state(ssl.get());
+    char buffer[4096];
+    for (;;) {
+      const int n = co_await drive(socket, ssl.get(),
+                                   [&] { return SSL_read(ssl.get(), buffer, sizeof buffer); });
+      if (n <= 0) break;
+      if (co_await drive(socket, ssl.get(), [&] { return SSL_write(ssl.get(), buffer, n); }) <= 0) {
+        break;
+      }
+    }
+    socket.close(ignored);
+  }
+
+  std::shared_ptr<authrpc::security::TlsServerContext> context_;
 };
 
 }  // namespace
@@ -155,6 +176,79 @@ Result<std::unique_ptr<FloorClient>> FloorClient::make(const Endpoint& endpoint)
   auto native = net::tcp_native(endpoint);
   if (!native.ok()) return native.status();
   return std::unique_ptr<FloorClient>(new BareClient<Tcp>(*native));
+}
+
+Result<std::unique_ptr<FloorServer>> start_tls_floor_server(
+    const asio::any_io_executor& ex, const Endpoint& endpoint,
+    std::shared_ptr<authrpc::security::TlsServerContext> context) {
+  auto native = net::tcp_native(endpoint);
+  if (!native.ok()) return native.status();
+  Endpoint bound = endpoint;
+  auto acceptor = net::listen<Tcp>(ex, *native, bound);
+  if (!acceptor.ok()) return acceptor.status();
+  return std::unique_ptr<FloorServer>(
+      new TlsEchoServer(std::move(*acceptor), std::move(bound), std::move(context)));
+}
+
+asio::awaitable<Result<Clock::duration>> TlsFloorClient::session(asio::any_io_executor ex) {
+  std::error_code ec;
+  const Tcp::endpoint ep(asio::ip::make_address(endpoint_.host, ec), endpoint_.port);
+  if (ec) co_return Status(ec, "floor/tls address");
+  const auto start = Clock::now();
+  Tcp::socket socket(ex);
+  ec = co_await net::connect<Tcp>(socket, ep);
+  if (ec) co_return Status(ec, "floor/tls connect");
+  socket.non_blocking(true, ec);
+  auto made = context_->new_ssl(endpoint_.host, endpoint_.host);
+  if (!made.ok()) co_return made.status();
+  SslPtr ssl(made->release());
+  SSL_set_fd(ssl.get(), socket.native_handle());
+  SSL_set_connect_state(ssl.get());
+  if (co_await drive(socket, ssl.get(), [&] { return SSL_do_handshake(ssl.get()); }) <= 0) {
+    co_return Status(authrpc::Errc::kUnavailable, "floor/tls handshake failed");
+  }
+  char byte = 'x';
+  int r = co_await drive(socket, ssl.get(), [&] { return SSL_write(ssl.get(), &byte, 1); });
+  if (r > 0) r = co_await drive(socket, ssl.get(), [&] { return SSL_read(ssl.get(), &byte, 1); });
+  const auto elapsed = Clock::now() - start;
+  if (r <= 0) co_return Status(authrpc::Errc::kUnavailable, "floor/tls echo failed");
+  SSL_shutdown(ssl.get());  // close_notify, as authrpc's TLS stream sends on close
+  socket.close(ec);
+  co_return elapsed;
+}
+
+int run_floor_server(const Args& args) {
+  std::vector<Endpoint> endpoints;
+  for (const auto& uri : args.floor_listen) {
+    auto ep = Endpoint::parse(uri);
+    if (!ep.ok()) return usage_error(ep.status().to_string());
+    endpoints.push_back(*ep);
+  }
+  sigset_t signals;
+  sigemptyset(&signals);
+  sigaddset(&signals, SIGINT);
+  sigaddset(&signals, SIGTERM);
+  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+
+  asio::io_context io{1};
+  std::vector<std::unique_ptr<FloorServer>> servers;
+  for (const auto& ep : endpoints) {
+    auto server = FloorServer::start(io.get_executor(), ep);
+    if (!server.ok()) {
+      std::fprintf(stderr, "minibench: %s\n", server.status().to_string().c_str());
+      return 1;
+    }
+    std::printf("%s\n", (*server)->endpoint().to_string().c_str());
+    servers.push_back(std::move(*server));
+  }
+  std::fflush(stdout);
+  auto work = asio::make_work_guard(io);
+  std::thread thread([&io] { io.run(); });
+  int received = 0;
+  sigwait(&signals, &received);
+  io.stop();
+  thread.join();
+  return 0;
 }
 
 }  // namespace minibench

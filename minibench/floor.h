@@ -15,8 +15,16 @@
 // "What each floor does", lists its syscalls per session. Nothing here
 // allocates per byte or arms a timer.
 //
+// floor/tls: what a TLS session costs with no framework — connect, a bare
+// TLS handshake through OpenSSL on the socket (same certificates and the same
+// per-process SSL_CTX settings as authrpc's TLS, security/tls_context.h, the
+// context built once and reused, no resumption), a 1-byte echo, close.
+//
 // Threading: a FloorServer and everything it accepts live on the executor
 // given to start(); FloorClient coroutines run on the executor they are given.
+// run_floor_server() (`minibench floor-server URI...`, for a --server run's
+// --floor-server) serves bare echo listeners on the given endpoints until
+// SIGINT/SIGTERM; called by main.cc.
 #pragma once
 
 #include <asio/any_io_executor.hpp>
@@ -28,7 +36,14 @@
 #include "authrpc/base/result.h"
 #include "authrpc/rpc/endpoint.h"
 
+namespace authrpc::security {
+class TlsServerContext;
+class TlsClientContext;
+}  // namespace authrpc::security
+
 namespace minibench {
+
+struct Args;
 
 // Echo listener: for each connection it reads whatever arrives and writes it
 // back, until end of stream, then closes. It serves both floors: a session
@@ -68,5 +83,25 @@ class FloorClient {
   virtual asio::awaitable<authrpc::Result<std::unique_ptr<PingPong>>> connect(
       asio::any_io_executor ex) = 0;
 };
+
+// A TLS echo listener on `endpoint` (tcp://127.0.0.1:0).
+authrpc::Result<std::unique_ptr<FloorServer>> start_tls_floor_server(
+    const asio::any_io_executor& ex, const authrpc::Endpoint& endpoint,
+    std::shared_ptr<authrpc::security::TlsServerContext> context);
+
+// The client half of floor/tls: one session per call (full handshake: give
+// it a context without session resumption).
+class TlsFloorClient {
+ public:
+  TlsFloorClient(authrpc::Endpoint endpoint, std::shared_ptr<authrpc::security::TlsClientContext> context)
+      : endpoint_(std::move(endpoint)), context_(std::move(context)) {}
+  asio::awaitable<authrpc::Result<Clock::duration>> session(asio::any_io_executor ex);
+
+ private:
+  authrpc::Endpoint endpoint_;
+  std::shared_ptr<authrpc::security::TlsClientContext> context_;
+};
+
+int run_floor_server(const Args& args);
 
 }  // namespace minibench

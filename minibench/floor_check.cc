@@ -1,7 +1,8 @@
 #include "minibench/floor_check.h"
 
 #include <algorithm>
-#include <cstdio>
+
+#include "minibench/stats.h"
 
 namespace minibench {
 
@@ -12,9 +13,7 @@ bool beats_floor(double advantage, const std::vector<double>& per_block) {
 
 std::string beats_floor_warning(const std::string& row, const std::string& floor,
                                 double advantage, const std::string& unit) {
-  char buf[64];
-  std::snprintf(buf, sizeof buf, "%.2f", advantage);
-  return "WARNING: " + row + " beats its floor " + floor + " (" + buf +
+  return "WARNING: " + row + " beats its floor " + floor + " (" + fmt("%.2f", advantage) +
          " x, in every " + unit + "): the floor is not the leanest bare way to do this work, so the "
          "ratio and any target held to it say nothing (docs/PERFORMANCE.md, \"What each floor does\")";
 }

@@ -26,10 +26,11 @@ using authrpc::Errc;
 using authrpc::Result;
 using authrpc::Status;
 using authrpc::security::gss_status;
+using authrpc::security::GssBuffer;
+using authrpc::security::GssContext;
 using authrpc::security::GssName;
 using authrpc::security::KerberosCredentials;
 using net::Local;
-using net::set_no_delay;
 using net::Tcp;
 
 constexpr std::size_t kMaxToken = 64 * 1024;
@@ -37,35 +38,13 @@ constexpr std::size_t kReadChunk = 4096;
 // As components/kerberos/kerberos.cc asks for.
 constexpr OM_uint32 kFlags = GSS_C_MUTUAL_FLAG | GSS_C_INTEG_FLAG;
 
-class OutputBuffer {
- public:
-  ~OutputBuffer() {
-    OM_uint32 minor = 0;
-    gss_release_buffer(&minor, &buffer_);
-  }
-  gss_buffer_t get() noexcept { return &buffer_; }
-  std::string_view view() const {
-    return {static_cast<const char*>(buffer_.value), buffer_.length};
-  }
-
- private:
-  gss_buffer_desc buffer_ = GSS_C_EMPTY_BUFFER;
-};
-
-class Context {
- public:
-  ~Context() {
-    OM_uint32 minor = 0;
-    if (ctx_ != GSS_C_NO_CONTEXT) gss_delete_sec_context(&minor, &ctx_, GSS_C_NO_BUFFER);
-  }
-  gss_ctx_id_t* get() noexcept { return &ctx_; }
-
- private:
-  gss_ctx_id_t ctx_ = GSS_C_NO_CONTEXT;
-};
-
 gss_buffer_desc input_of(std::string_view bytes) {
   return {bytes.size(), const_cast<char*>(bytes.data())};
+}
+
+// A token GSSAPI wrote, in place (GssBuffer::str() would copy it).
+std::string_view view(GssBuffer& token) {
+  return {static_cast<const char*>(token.get()->value), token.get()->length};
 }
 
 // Writes `token` as one framed message (length + bytes) in one write.
@@ -133,8 +112,8 @@ class GssListener final : public net::AcceptLoop<Protocol, GssListener<Protocol>
     std::string in;
     auto token = co_await read_token(socket, in);
     if (token.ok()) {
-      Context context;
-      OutputBuffer output;
+      GssContext context;
+      GssBuffer output;
       gss_buffer_desc input = input_of(*token);
       gss_name_t source = GSS_C_NO_NAME;
       OM_uint32 minor = 0, flags = 0;
@@ -146,7 +125,7 @@ class GssListener final : public net::AcceptLoop<Protocol, GssListener<Protocol>
         report_refusal(GSS_ERROR(major) ? gss_status(major, minor, "accept").message
                                         : "not one token, or no mutual authentication");
       } else {
-        co_await write_token(socket, output.view());
+        co_await write_token(socket, view(output));
       }
     }
     for (std::error_code ec; !ec;) {  // until the client closes
@@ -176,12 +155,11 @@ class GssClient final : public GssFloorClient {
     typename Protocol::socket socket(ex);
     ec = co_await net::connect<Protocol>(socket, endpoint_);
     if (ec) co_return Status(ec, "floor/gss connect");
-    set_no_delay(socket);
 
-    Context context;
+    GssContext context;
     OM_uint32 minor = 0, flags = 0;
     {
-      OutputBuffer ap_req;
+      GssBuffer ap_req;
       const OM_uint32 major =
           gss_init_sec_context(&minor, cred, context.get(), target_.get(), mech, kFlags, 0,
                                GSS_C_NO_CHANNEL_BINDINGS, GSS_C_NO_BUFFER, nullptr,
@@ -190,7 +168,7 @@ class GssClient final : public GssFloorClient {
         co_return Status(Errc::kAuthenticationFailed,
                          "floor/gss: " + gss_status(major, minor, "init").message);
       }
-      ec = co_await write_token(socket, ap_req.view());
+      ec = co_await write_token(socket, view(ap_req));
       if (ec) co_return Status(ec, "floor/gss write");
     }
     // The read buffer, reused by the sessions of one thread (they never
@@ -201,7 +179,7 @@ class GssClient final : public GssFloorClient {
       co_return Status(ap_rep.code(), ap_rep.status().message + " (see the server's message)");
     }
     gss_buffer_desc input = input_of(*ap_rep);
-    OutputBuffer none;
+    GssBuffer none;
     const OM_uint32 major =
         gss_init_sec_context(&minor, cred, context.get(), target_.get(), mech, kFlags, 0,
                              GSS_C_NO_CHANNEL_BINDINGS, &input, nullptr, none.get(), &flags,
@@ -237,24 +215,18 @@ Result<std::unique_ptr<GssFloorClient>> GssFloorClient::make(
   // A mechanism name: given any other, every gss_init_sec_context imports it
   // into the krb5 mechanism again (2 of them per session: ~130k instructions,
   // ~30 µs here). Part of setting up, not of a session.
-  OM_uint32 minor = 0;
-  gss_name_t canonical = GSS_C_NO_NAME;
-  const OM_uint32 major = gss_canonicalize_name(
-      &minor, imported->get(), const_cast<gss_OID>(gss_mech_krb5), &canonical);
-  GssName target(canonical);
-  if (GSS_ERROR(major)) {
-    return Status(Errc::kConfigError,
-                  "floor/gss: " +
-                      gss_status(major, minor, "canonicalize " + service_principal).message);
+  auto target = imported->canonical();
+  if (!target.ok()) {
+    return Status(Errc::kConfigError, "floor/gss: " + service_principal + ": " + target.status().message);
   }
   if (endpoint.scheme == Endpoint::Scheme::kUnix) {
     return std::unique_ptr<GssFloorClient>(new GssClient<Local>(
-        net::unix_native(endpoint), std::move(initiator), std::move(target)));
+        net::unix_native(endpoint), std::move(initiator), std::move(*target)));
   }
   auto native = net::tcp_native(endpoint);
   if (!native.ok()) return native.status();
   return std::unique_ptr<GssFloorClient>(
-      new GssClient<Tcp>(*native, std::move(initiator), std::move(target)));
+      new GssClient<Tcp>(*native, std::move(initiator), std::move(*target)));
 }
 
 }  // namespace minibench

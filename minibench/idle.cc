@@ -33,19 +33,14 @@
 #include "authrpc/client/client_runtime.h"
 #include "authrpc/tools/cli_exit.h"
 #include "authrpc/tools/flag_parser.h"
-#include "minibench/iterations.h"
+#include "minibench/args.h"
+#include "minibench/schedule.h"
 #include "minibench/realm.h"
 #include "minibench/rotation.h"
 #include "minibench/run_info.h"
 #include "minibench/server_child.h"
 #include "minibench/stats.h"
 #include "minibench/tokens.h"
-
-// GCC 12 misreads Asio's coroutine frame allocator as a mismatched new/delete
-// pair (GCC bug 109224), as in sessions.cc.
-#if defined(__GNUC__) && !defined(__clang__) && __GNUC__ == 12
-#pragma GCC diagnostic ignored "-Wmismatched-new-delete"
-#endif
 
 namespace minibench {
 
@@ -113,7 +108,7 @@ constexpr double kLatencyTarget = 2.0;   // p99 with idle / quiet p99
 constexpr std::size_t kDescriptorReserve = 512;
 constexpr std::size_t kTargetN = 100'000;  // the N the targets are set for
 
-struct IdleArgs {
+struct IdleArgs : BlockSizes {
   std::size_t connections = 10'000;
   std::vector<std::string> methods = {"simple", "token"};  // names: idle row label
   bool methods_given = false;
@@ -121,9 +116,6 @@ struct IdleArgs {
   std::size_t addresses = 4;
   std::chrono::milliseconds idle_timeout{10000};
   std::optional<std::chrono::milliseconds> keepalive;
-  std::size_t n = 1000;
-  std::size_t warmup = 100;
-  std::size_t blocks = 10;
   std::size_t window = 32;
   std::size_t server_threads = 1;
   bool exact = false;
@@ -291,12 +283,6 @@ std::pair<std::size_t, Status> windowed(asio::io_context& io, std::size_t count,
   return {ok, first_failure};
 }
 
-std::string fmt(const char* format, double v) {
-  char text[64];
-  std::snprintf(text, sizeof text, format, v);
-  return text;
-}
-
 // Reads argv: nullopt to go on; else the exit status (help printed: 0).
 std::optional<int> parse_idle_args(int argc, char** argv, IdleArgs& args) {
   using authrpc::cli::count;
@@ -331,11 +317,9 @@ std::optional<int> parse_idle_args(int argc, char** argv, IdleArgs& args) {
                if (auto s = ms(&k, 1)(v); !s.ok()) return s;
                args.keepalive = k;
                return Status();
-             })
-      .value("-n", count(&args.n, 1, kAny))
-      .value("--warmup", count(&args.warmup, 0, kAny))
-      .value("--blocks", count(&args.blocks, 1, kAny))
-      .value("--window", count(&args.window, 1, kAny))
+             });
+  args.add_options(parser);
+  parser.value("--window", count(&args.window, 1, kAny))
       .value("--server-threads", count(&args.server_threads, 1, kAny))
       .flag("--exact", &args.exact)
       .value("--json", &args.json)

@@ -2,7 +2,7 @@
 // next to a bare-socket floor measured in the same run (args.cc's kUsage),
 // and the throughput, storm and idle benchmarks. This file only dispatches:
 // a subcommand to its run_X; sessions and calls go through their stages,
-// args.h (parse), prepare.h (plan), run.h (run), report_run.h (report).
+// args.h (parse), prepare.h (plan), run.h (run, report).
 //
 // Process layout: the server side runs in a child process forked before this
 // process starts any thread (server_child.h); the client side runs as Asio
@@ -15,10 +15,9 @@
 
 #include "authrpc/base/metrics.h"
 #include "minibench/args.h"
-#include "minibench/floor_server.h"
+#include "minibench/floor.h"
 #include "minibench/idle.h"
 #include "minibench/prepare.h"
-#include "minibench/report_run.h"
 #include "minibench/run.h"
 #include "minibench/run_info.h"
 #include "minibench/storm.h"

@@ -2,7 +2,7 @@
 // rows are labelled: what the registry declares of each (traits), the row
 // labels (floor, targets, issued credentials), and select_methods, which
 // turns --method and the realm into the run's MethodPlans. Called by
-// args.cc (checks --method) and plan.cc.
+// args.cc (checks --method) and prepare.cc.
 #pragma once
 
 #include <memory>

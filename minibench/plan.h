@@ -100,10 +100,10 @@ struct BenchPlan {
   bool progress = true;       // progress lines on stderr
   // Client threads establishing sessions at once (sessions): 1 runs
   // every iteration on the caller's executor, K > 1 runs each block on K
-  // threads (concurrency.h). Calls under load: K connections, each on a
-  // thread of its own (call_load.h).
+  // threads (schedule.h). Calls under load: K connections, each on a
+  // thread of its own (calls.h).
   std::size_t concurrency = 1;
-  // Calls under load (call_load.h): calls in flight per connection, and
+  // Calls under load (calls.h): calls in flight per connection, and
   // how long each row runs (its blocks share it).
   std::size_t depth = 1;
   double duration_s = 3;
@@ -114,10 +114,10 @@ struct BenchPlan {
   // checks which methods it offers and skips the others (sessions.cc).
   bool external_server = false;
   // CPU time used so far by this process and the spawned server child
-  // together (minibench/cpu_clock.h), read around each timed block of the
-  // concurrent schedule: CPU per session, which is what sessions/s measures
-  // on an otherwise idle machine, and what other work on a shared one
-  // disturbs least. Null: not measured (--server).
+  // together (process_cpu_ns, minibench/stats.h), read around each timed
+  // block of the concurrent schedule: CPU per session, which is what
+  // sessions/s measures on an otherwise idle machine, and what other work on
+  // a shared one disturbs least. Null: not measured (--server).
   std::function<std::optional<std::chrono::nanoseconds>()> cpu_used;
   // The authrpc server's accepted-connection total (all its endpoints),
   // read outside the timings; null: not available (--server).

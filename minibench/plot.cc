@@ -28,12 +28,6 @@ std::string escape(const std::string& text) {
   return out;
 }
 
-std::string fmt(const char* f, double v) {
-  char buf[64];
-  std::snprintf(buf, sizeof buf, f, v);
-  return buf;
-}
-
 // "50 µs", "2 ms", "1 s"; "86 µs", "1.24 ms" for measured values.
 std::string time_label(double us) {
   if (us >= 1e6) return fmt("%.3g s", us / 1e6);

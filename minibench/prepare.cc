@@ -10,11 +10,11 @@
 
 #include "authrpc/auth/mechanism_registry.h"
 #include "authrpc/security/tls_context.h"
-#include "minibench/cpu_clock.h"
+#include "minibench/stats.h"
 #include "minibench/jwt_bench.h"
 #include "minibench/methods.h"
 #include "minibench/server_child.h"
-#include "minibench/tls_sessions.h"
+#include "minibench/sessions.h"
 #include "minibench/tokens.h"
 
 namespace minibench {

@@ -1,5 +1,6 @@
 // Report: the rows a run measured, the targets they are held to, and their
-// two renderings — the text table on stdout and the --json file:
+// two renderings — the text table on stdout and the --json file (the
+// summary table of `minibench sessions` is print_summary, below):
 //   {"rows": [{"name", "method", "transport", "tls", "n", "mean_us", "p50_us",
 //              "p95_us", "p99_us", "p999_us", "max_us", "per_s", "floor", "ratio",
 //              "caching", "beats_floor", "server_connections", "metrics"
@@ -26,7 +27,7 @@
 // the row is compared with: its floor, or another row of the same run
 // (kerberos/tcp ≤ 0.6 × kerberos-sasl/tcp). "metrics": whether the row's
 // authrpc client and server counted (false: floors, in-process checks,
-// --metrics off, "[metrics off]" rows). Calls under load (call_load.h):
+// --metrics off, "[metrics off]" rows). Calls under load (calls.h):
 // rows carry their shape (K "connections", "depth" calls in flight each,
 // "duration_s" of timed blocks), the calls/s of each block and
 // "per_s_ratio", their calls/s over their floor's (1 for a floor, null
@@ -49,7 +50,7 @@
 
 namespace minibench {
 
-// The shape of a calls-under-load row (call_load.h).
+// The shape of a calls-under-load row (calls.h).
 struct LoadShape {
   std::size_t connections = 0;  // K, each on a client thread of its own
   std::size_t depth = 0;        // D calls in flight per connection
@@ -187,5 +188,19 @@ class Report {
   std::vector<MetricsCost> metrics_costs_;
   nlohmann::ordered_json run_info_ = nlohmann::ordered_json::object();
 };
+
+// The summary table of `minibench sessions`, printed after the detail lines
+// in the shape of HADOOP-6637's MiniRPCBenchmark table: one line per
+// transport × TLS, one column per kind of security (No security | Kerberos |
+// Delegation token), each cell the mean in ms and the p50 in µs of that row,
+// and each secure cell's p50 ratio to the No security cell of its line. A
+// second table gives the interop (Cyrus SASL) paths the same way, a third
+// (when measured) the bearer access tokens (jwt, over TLS only) with a line
+// of the cold JWT check per algorithm (jwt-verify/<alg>), and a closing note
+// says what is cached across sessions and how many connections the server
+// accepted per session. Called by run.cc.
+//
+// `warmup`: the warm-up sessions of each row (for the connection check).
+void print_summary(std::FILE* out, const std::vector<Row>& rows, std::size_t warmup);
 
 }  // namespace minibench

@@ -1,6 +1,6 @@
 // The one order of turns every timed loop of minibench follows: the
 // sessions and calls schedule (schedule.cc), calls under load
-// (call_load.cc), throughput's runs and idle's phases. Sides are measured
+// (calls.cc), throughput's runs and idle's phases. Sides are measured
 // in groups (a floor and the rows held to it); blocks rotate which side of
 // a group goes first, so that drift and bursts of noise hit every side
 // alike and each block yields a paired ratio. Kept apart from the loops

@@ -4,7 +4,7 @@
 // load average when the run began, authrpc's version and source commit,
 // the build type, and the OpenSSL, MIT krb5 and Cyrus SASL versions; and
 // the one way every subcommand writes its --json and --plot files.
-// Called by the subcommands' report stages (report_run.cc, throughput.cc,
+// Called by the subcommands' report stages (run.cc, throughput.cc,
 // idle.cc) and plot.cc.
 #pragma once
 

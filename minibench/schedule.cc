@@ -1,14 +1,81 @@
 #include "minibench/schedule.h"
 
-#include "minibench/rotation.h"
+#include <asio/co_spawn.hpp>
+#include <asio/io_context.hpp>
+#include <asio/post.hpp>
 #include <asio/this_coro.hpp>
-#include <cstdio>
+#include <asio/use_awaitable.hpp>
 #include <unistd.h>
 
-#include "minibench/concurrency.h"
+#include <cstdio>
+#include <exception>
+#include <latch>
+#include <mutex>
+#include <thread>
+
+#include "minibench/rotation.h"
 
 namespace minibench {
 namespace {
+
+struct ConcurrentBlock {
+  std::vector<double> us;      // every iteration's time, in µs, in no order
+  Clock::duration wall{};      // from the threads' start to the last one's end
+  authrpc::Status status;      // the first failure, if any
+};
+
+// Runs `count` iterations of `on` on `threads` threads (thread t runs
+// count / threads, plus one if t < count % threads) and waits for them.
+ConcurrentBlock run_concurrently(const IterationOn& on, std::size_t count, std::size_t threads) {
+  ConcurrentBlock block;
+  if (count == 0) return block;
+  threads = std::max<std::size_t>(1, std::min(threads, count));
+  std::vector<std::vector<double>> per_thread(threads);
+  std::mutex mu;  // guards block.status
+  auto fail = [&](authrpc::Status s) {
+    std::lock_guard lock(mu);
+    if (block.status.ok()) block.status = std::move(s);
+  };
+  // Every thread is set up before the clock starts, and starts its sessions
+  // when it does.
+  std::latch ready(static_cast<std::ptrdiff_t>(threads));
+  std::latch go(1);
+  std::vector<std::thread> workers;
+  workers.reserve(threads);
+  for (std::size_t t = 0; t < threads; ++t) {
+    const std::size_t share = count / threads + (t < count % threads ? 1 : 0);
+    workers.emplace_back([&, t, share] {
+      asio::io_context io{1};
+      std::vector<double>& out = per_thread[t];
+      out.reserve(share);
+      asio::co_spawn(
+          io,
+          [&]() -> asio::awaitable<void> {
+            for (std::size_t i = 0; i < share; ++i) {
+              auto elapsed = co_await on(io.get_executor());
+              if (!elapsed.ok()) {
+                fail(elapsed.status());
+                co_return;
+              }
+              out.push_back(std::chrono::duration<double, std::micro>(*elapsed).count());
+            }
+          },
+          [&](std::exception_ptr e) {
+            if (e) fail(exception_status(e));
+          });
+      ready.count_down();
+      go.wait();
+      io.run();
+    });
+  }
+  ready.wait();
+  const auto start = Clock::now();
+  go.count_down();
+  for (auto& w : workers) w.join();
+  block.wall = Clock::now() - start;
+  for (auto& v : per_thread) block.us.insert(block.us.end(), v.begin(), v.end());
+  return block;
+}
 
 asio::awaitable<authrpc::Status> run_block(const BenchPlan& plan, Measured& m, std::size_t count,
                                            bool timed) {
@@ -70,6 +137,14 @@ class GroupProgress {
 
 }  // namespace
 
+authrpc::Status exception_status(std::exception_ptr e) {
+  try {
+    std::rethrow_exception(e);
+  } catch (const std::exception& ex) {
+    return authrpc::Status(authrpc::Errc::kInternal, std::string("exception: ") + ex.what());
+  }
+}
+
 void progress(const BenchPlan& plan, const std::string& message) {
   if (plan.progress) std::fprintf(stderr, "[minibench] %s\n", message.c_str());
 }
@@ -103,6 +178,63 @@ asio::awaitable<authrpc::Status> run_group(const BenchPlan& plan, const std::str
   }
   if (!s.ok()) s.message = label + ": " + s.message;
   co_return s;
+}
+
+asio::awaitable<authrpc::Result<Clock::duration>> timed_session(asio::any_io_executor ex,
+                                                                const authrpc::ClientOptions& base) {
+  authrpc::ClientOptions options = base;  // copied before the clock starts
+  const auto start = Clock::now();
+  auto client = co_await authrpc::Client::async_connect(ex, std::move(options));
+  if (!client.ok()) co_return client.status();
+  auto reply = co_await (*client)->async_call("sys", "whoami", "");
+  const auto elapsed = Clock::now() - start;
+  if (!reply.ok()) co_return reply.status();
+  if (reply->empty()) co_return authrpc::Status(authrpc::Errc::kDataLoss, "sys.whoami: empty reply");
+  client->reset();
+  // Closing completes asynchronously (the reader coroutine sees the close on
+  // the next turn of the loop): two turns, untimed.
+  co_await asio::post(ex, asio::use_awaitable);
+  co_await asio::post(ex, asio::use_awaitable);
+  co_return elapsed;
+}
+
+asio::awaitable<authrpc::Result<std::vector<Row>>> run_session_group(
+    asio::any_io_executor ex, const BenchPlan& plan, const std::string& label,
+    const std::string& transport, std::optional<Measured> floor, const std::vector<SessionRow>& rows) {
+  std::vector<Samples> samples(rows.size() + 1);  // [0]: the floor's; never reallocated
+  std::vector<Measured> group;
+  const bool has_floor = floor.has_value();
+  const std::string floor_name = floor ? floor->name : std::string();
+  if (floor) {
+    floor->samples = &samples[0];
+    group.push_back(std::move(*floor));
+  }
+  for (std::size_t i = 0; i < rows.size(); ++i) {
+    const authrpc::ClientOptions& o = rows[i].options;
+    group.push_back({[&ex, &o]() { return timed_session(ex, o); }, &samples[i + 1], rows[i].events,
+                     rows[i].name, [&o](asio::any_io_executor e) { return timed_session(e, o); },
+                     rows[i].connections});
+  }
+  if (authrpc::Status s = co_await run_group(plan, label, std::move(group), has_floor); !s.ok()) {
+    co_return s;
+  }
+  std::vector<Row> out;
+  out.reserve(rows.size() + 1);  // `floor` below stays valid
+  if (has_floor) out.push_back(floor_row(floor_name, transport, samples[0]));
+  const Row* floor_of_rows = has_floor ? &out.front() : nullptr;
+  for (std::size_t i = 0; i < rows.size(); ++i) {
+    out.push_back(compared_row(rows[i].name, rows[i].method, transport, samples[i + 1], floor_of_rows));
+  }
+  co_return out;
+}
+
+asio::awaitable<authrpc::Result<Clock::duration>> timed_echo(authrpc::Client& client) {
+  const auto start = Clock::now();
+  auto reply = co_await client.async_call("sys", "echo", "x");
+  const auto elapsed = Clock::now() - start;
+  if (!reply.ok()) co_return reply.status();
+  if (*reply != "x") co_return authrpc::Status(authrpc::Errc::kDataLoss, "sys.echo: wrong reply");
+  co_return elapsed;
 }
 
 }  // namespace minibench

@@ -4,19 +4,36 @@
 // even blocks and the row first in odd ones — so that drift and bursts of
 // noise hit all of them alike, and each block yields a paired ratio.
 //
-// Runs on the caller's executor; iterations never overlap.
+// Runs on the caller's executor; iterations never overlap — except under
+// `minibench sessions --concurrency K`, where a block of a row's iterations
+// is spread over K client threads that establish sessions at the same time
+// (a reconnect storm, as a service owner sees one). Each thread runs its own
+// single-threaded io_context (its own epoll loop, like K independent
+// clients), its share of the block back to back, each iteration timed on its
+// own, while the caller's thread waits. Floors under concurrency get the same
+// treatment: the floor's block runs on K threads too, so a row's ratio
+// compares like with like (K concurrent authrpc sessions against K
+// concurrent bare sessions on the same server).
+//
+// Also the two timed iterations of authrpc's rows, written once: a fresh
+// session (the sessions and TLS rows, measured as a group by
+// run_session_group(), and idle's fresh-session rows) and a 1-byte echo call
+// on an open connection (the calls rows, idle's calls rows).
 #pragma once
 
 #include <asio/any_io_executor.hpp>
 #include <asio/awaitable.hpp>
+#include <exception>
 #include <functional>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include "minibench/plan.h"
+#include "minibench/report.h"
 #include "minibench/stats.h"
 #include "authrpc/base/result.h"
+#include "authrpc/client/client.h"
 
 namespace minibench {
 
@@ -37,7 +54,7 @@ struct Measured {
   std::string name = {};
   // Optional: the iteration on any executor. Needed when plan.concurrency > 1:
   // every block (and the warm-up) then runs on plan.concurrency threads of
-  // its own at once, each with its own io_context (concurrency.h).
+  // its own at once, each with its own io_context (see above).
   IterationOn on = {};
   // Optional: the server's accepted-connection total, read around each block
   // like `events` and credited with samples->add_connections(), so that a
@@ -54,5 +71,37 @@ asio::awaitable<authrpc::Status> run_group(const BenchPlan& plan, const std::str
 
 // "[minibench] <message>" on stderr, if plan.progress.
 void progress(const BenchPlan& plan, const std::string& message);
+
+// How a coroutine that threw `e` failed: kInternal, "exception: <what()>"
+// (an exception not derived from std::exception goes on up).
+authrpc::Status exception_status(std::exception_ptr e);
+
+// New connection + negotiation + one sys.whoami call + close, timed from
+// before connect to the reply. `base` is copied before the clock starts;
+// the close is let finish after it stops, so that this session's teardown
+// does not run inside the next one's timing (the bare floor client closes
+// synchronously).
+asio::awaitable<authrpc::Result<Clock::duration>> timed_session(asio::any_io_executor ex,
+                                                                const authrpc::ClientOptions& base);
+
+// A row of run_session_group(): timed_session() with `options`.
+struct SessionRow {
+  std::string name;
+  std::string method;
+  authrpc::ClientOptions options;
+  std::function<long()> events = {};       // as Measured::events
+  std::function<long()> connections = {};  // as Measured::connections
+};
+
+// Measures `rows` beside `floor` (if set; its `samples` are set here) as one
+// group named `label` (run_group); returns their rows on `transport`
+// (compared_row()), after the floor's (floor_row()) if there is one.
+asio::awaitable<authrpc::Result<std::vector<Row>>> run_session_group(
+    asio::any_io_executor ex, const BenchPlan& plan, const std::string& label,
+    const std::string& transport, std::optional<Measured> floor, const std::vector<SessionRow>& rows);
+
+// One 1-byte sys.echo call on `client`, timed from before the call to the
+// reply; a reply other than the byte sent is kDataLoss.
+asio::awaitable<authrpc::Result<Clock::duration>> timed_echo(authrpc::Client& client);
 
 }  // namespace minibench

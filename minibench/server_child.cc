@@ -32,8 +32,6 @@
 #include "minibench/echo_floor.h"
 #include "minibench/floor.h"
 #include "minibench/gss_floor.h"
-#include "minibench/metrics_count.h"
-#include "minibench/tls_floor.h"
 #include "authrpc/security/tls_context.h"
 #if AUTHRPC_HAVE_ZOOKEEPER
 #include "authrpc/components/zookeeper/zk_store_factory.h"
@@ -151,7 +149,7 @@ authrpc::Service floor_starter(const FloorPlan& plan,
 // decimal text. The parent reads it around each block over one connection it
 // keeps open (ServerChild::connection_counter).
 // minibench_stats.metrics: what the server's registry counted
-// (metrics_count.h), or "off" when it has none (ServerChild::counted).
+// (counted_total), or "off" when it has none (ServerChild::counted).
 authrpc::Service stats_service(const authrpc::Server& server) {
   authrpc::Service service("minibench_stats");
   service.add("connections", [&server](authrpc::CallContext&, std::string_view) {
@@ -511,6 +509,18 @@ authrpc::Result<nlohmann::json> ServerChild::memory(const std::string& server) c
   auto client = client_of(server);
   if (!client.ok()) return client.status();
   return (*client)->call_json("minibench_stats", "memory", nlohmann::json::object());
+}
+
+double counted_total(const authrpc::MetricsRegistry& registry) {
+  double total = 0;
+  for (const auto& family : registry.snapshot()) {
+    // process_* and the gauges say nothing about what the run did.
+    if (family.type != authrpc::MetricType::kCounter || !family.name.starts_with("authrpc_")) {
+      continue;
+    }
+    for (const auto& sample : family.samples) total += sample.value;
+  }
+  return total;
 }
 
 bool pin_to_cpu(int cpu) {

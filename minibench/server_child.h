@@ -12,7 +12,7 @@
 //                   tcp://127.0.0.1:0
 //   gss-floor/unix  and on unix:@minibench-<pid>-gss-floor
 //   authrpc/tls     with tls: the same Server on tls://127.0.0.1:0
-//   floor/tls       with tls: a bare TLS echo listener (tls_floor.h)
+//   floor/tls       with tls: a bare TLS echo listener (floor.h)
 //   echo-floor/tcp, echo-floor/unix, with tls echo-floor/tls
 //                   with echo_floors: echo floors for calls under load
 //                   (echo_floor.h), on as many IO threads as the Server
@@ -46,6 +46,7 @@
 #include <string>
 #include <vector>
 
+#include "authrpc/base/metrics.h"
 #include "authrpc/base/result.h"
 #include "authrpc/components/kerberos/kerberos_credentials.h"
 #include "authrpc/rpc/endpoint.h"
@@ -145,7 +146,7 @@ class ServerChild {
   authrpc::Result<std::function<long()>> connection_counter(
       const std::string& server = "authrpc/unix") const;
   // What the server at endpoint key `server` has counted in its metrics
-  // registry (metrics_count.h); none: it has no registry (metrics off).
+  // registry (counted_total); none: it has no registry (metrics off).
   authrpc::Result<std::optional<double>> counted(
       const std::string& server = "authrpc/unix") const;
   // minibench_stats.memory of the server at endpoint key `server`, read over
@@ -177,5 +178,11 @@ void report_endpoint(int fd, const std::string& key, const authrpc::Endpoint& en
 
 // Pins the calling thread, and the threads it starts later, to `cpu`.
 bool pin_to_cpu(int cpu);
+
+// What a metrics registry has counted, so that a run can show that --metrics
+// reached the server and the clients (on: they counted; off: they had no
+// registry): the sum of every authrpc_* counter child. Read by the child's
+// minibench_stats.metrics and by run.cc for the clients' registry.
+double counted_total(const authrpc::MetricsRegistry& registry);
 
 }  // namespace minibench

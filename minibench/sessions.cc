@@ -3,11 +3,15 @@
 #include <asio/post.hpp>
 #include <asio/use_awaitable.hpp>
 #include <algorithm>
+#include <cerrno>
 #include <cstdio>
+#include <cstdlib>
+#include <filesystem>
 #include <functional>
 #include <map>
 #include <memory>
 #include <nlohmann/json.hpp>
+#include <optional>
 
 #include "authrpc/auth/mechanism_registry.h"
 #include "authrpc/client/client.h"
@@ -15,21 +19,10 @@
 #include "minibench/gss_floor.h"
 #include "tests/testing/kdc_log.h"
 #include "minibench/schedule.h"
-#include "minibench/iterations.h"
-#include "minibench/tls_sessions.h"
-#include "authrpc/security/tls_context.h"
-
-// GCC 12 misreads Asio's coroutine frame allocator (awaitable_frame_base's
-// operator new/delete pair) in this file's coroutines as a mismatched pair
-// (GCC bug 109224); the frames are allocated and freed by the same class.
-#if defined(__GNUC__) && !defined(__clang__) && __GNUC__ == 12
-#pragma GCC diagnostic ignored "-Wmismatched-new-delete"
-#endif
 
 namespace minibench {
 namespace {
 
-using authrpc::Client;
 using authrpc::ClientMechanism;
 using authrpc::ClientOptions;
 using authrpc::Result;
@@ -70,6 +63,18 @@ Result<KerberosContext> kerberos_context(const KerberosSetup& setup) {
 
 using Mechanisms = std::map<std::string, std::shared_ptr<ClientMechanism>>;
 
+// A row's client options: `mechanism` on `endpoint`, on the fast path
+// (wait_for_authentication off), counting unless `metrics` is false.
+ClientOptions row_client(const authrpc::Endpoint& endpoint, std::shared_ptr<ClientMechanism> mechanism,
+                         bool metrics) {
+  ClientOptions o;
+  o.endpoint = endpoint;
+  o.mechanisms = {std::move(mechanism)};
+  o.wait_for_authentication = false;
+  if (!metrics) o.metrics = nullptr;
+  return o;
+}
+
 // A running server (--server) need not offer every method asked for. One
 // untimed session per method before any row: a method the server refuses
 // as not offered (MECHANISM_UNAVAILABLE) is dropped from `mechanisms` with a
@@ -77,9 +82,7 @@ using Mechanisms = std::map<std::string, std::shared_ptr<ClientMechanism>>;
 // it, as it would in the row.
 asio::awaitable<Status> skip_unoffered(asio::any_io_executor ex, const BenchPlan& plan,
                                        Mechanisms& mechanisms) {
-  ClientOptions base;
-  base.wait_for_authentication = false;
-  if (!plan.client_metrics()) base.metrics = nullptr;
+  ClientOptions base = row_client({}, nullptr, plan.client_metrics());
   if (plan.plaintext && !plan.transports.empty()) {
     base.endpoint = plan.transports.front().authrpc;
   } else if (plan.tls) {
@@ -166,11 +169,8 @@ asio::awaitable<Status> run_floor_group(asio::any_io_executor ex, const BenchPla
   const bool has_floor = floor_sessions.has_value();
   std::vector<SessionRow> sessions;
   for (const RowSpec& r : rows) {
-    ClientOptions o;
-    o.endpoint = r.off_twin ? *target.authrpc_nometrics : target.authrpc;
-    o.mechanisms = {mechanisms.at(r.method->name)};
-    o.wait_for_authentication = false;
-    if (r.off_twin || !plan.client_metrics()) o.metrics = nullptr;
+    ClientOptions o = row_client(r.off_twin ? *target.authrpc_nometrics : target.authrpc,
+                                 mechanisms.at(r.method->name), !r.off_twin && plan.client_metrics());
     sessions.push_back({r.name, r.method->name, std::move(o), r.method->kerberos && kerberos ? kerberos->events() : nullptr,
                         r.off_twin ? plan.nometrics_server_connections : plan.server_connections});
   }
@@ -206,7 +206,125 @@ asio::awaitable<Status> run_floor_group(asio::any_io_executor ex, const BenchPla
   co_return Status();
 }
 
+// One TLS row: a method, with or without session resumption, and what its
+// p50 is held to (nullopt: no target; "" reference: floor/tls).
+struct TlsRowSpec {
+  const char* method;
+  bool resume;
+  std::optional<double> target;
+  const char* reference;
+  // Against TlsServers::cold (labelled "-cold"), when the run has one.
+  bool cold = false;
+};
+
+// Rows for methods the run has no client for (not registered, not selected)
+// are left out; the token and jwt rows appear once their mechanisms are
+// registered.
+constexpr TlsRowSpec kTlsRows[] = {
+    {"simple", false, kTlsSessionTarget, ""},
+    {"kerberos", false, std::nullopt, ""},
+    {"kerberos-sasl", false, std::nullopt, ""},
+    {"token", false, kTokenTlsTarget, "simple+tls/tcp"},
+    {"token-digest", false, std::nullopt, ""},
+    {"token-scram", false, std::nullopt, ""},
+    // The same access token every session, as a reconnecting client sends
+    // until it nears its exp: the server's verified-token cache answers.
+    {"jwt", false, kJwtTlsTarget, "simple+tls/tcp"},
+    // The same, each session's token checked afresh (the server's cache
+    // off): what a token the server has not seen costs, as a whole session.
+    {"jwt", false, std::nullopt, "", true},
+    // The one row with caching across sessions: the client keeps its TLS
+    // session tickets and resumes (labelled "-resume").
+    {"simple", true, kTlsResumeTarget, "simple+tls/tcp"},
+};
+
+std::string row_name(const TlsRowSpec& spec) {
+  return std::string(spec.method) + (spec.cold ? "-cold" : "") +
+         (spec.resume ? "+tls-resume" : "+tls") + "/tcp";
+}
+
+// The TLS rows, measured as one group.
+asio::awaitable<Status> run_tls_sessions(asio::any_io_executor ex, const BenchPlan& plan,
+                                         const Mechanisms& mechanisms,
+                                         const std::function<long()>& kdc_events, Report& report) {
+  const TlsServers& tls = *plan.tls;
+  auto full = tls_client_context(tls.ca_file, false);
+  auto resuming = tls_client_context(tls.ca_file, true);
+  if (!full.ok()) co_return full.status();
+  if (!resuming.ok()) co_return resuming.status();
+
+  std::vector<const TlsRowSpec*> rows;
+  for (const auto& spec : kTlsRows) {
+    if (mechanisms.contains(spec.method) && (!spec.cold || tls.cold)) rows.push_back(&spec);
+  }
+  if (rows.empty()) co_return Status();
+
+  // The Kerberos rows count the KDC's requests, as on plaintext.
+  auto counts_kdc = [&](const TlsRowSpec& spec) {
+    const MethodPlan* m = plan.method(spec.method);
+    return m != nullptr && m->kerberos;
+  };
+  std::optional<TlsFloorClient> floor;
+  std::optional<Measured> floor_sessions;
+  if (tls.floor) {
+    floor.emplace(*tls.floor, *full);
+    floor_sessions = Measured{[&]() { return floor->session(ex); }, nullptr, {}, "floor/tls",
+                              [&](asio::any_io_executor e) { return floor->session(e); }};
+  }
+  std::vector<SessionRow> sessions;
+  for (const TlsRowSpec* spec : rows) {
+    ClientOptions o = row_client(spec->cold ? tls.cold->authrpc : tls.authrpc, mechanisms.at(spec->method),
+                                 plan.client_metrics());
+    o.tls = spec->resume ? *resuming : *full;
+    sessions.push_back({row_name(*spec), spec->method, std::move(o), counts_kdc(*spec) ? kdc_events : nullptr,
+                        spec->cold ? tls.cold->server_connections : plan.server_connections});
+  }
+  auto measured =
+      co_await run_session_group(ex, plan, "sessions tls", "tcp", std::move(floor_sessions), sessions);
+  if (!measured.ok()) co_return measured.status();
+  for (Row& row : *measured) row.tls = true;
+  if (floor) report.add(measured->front());
+  for (std::size_t i = 0; i < rows.size(); ++i) {
+    Row& row = (*measured)[i + floor.has_value()];
+    row.resumed = rows[i]->resume;
+    row.kerberos = counts_kdc(*rows[i]);
+    row.metrics = plan.client_metrics();
+    report.add(row);
+    if (rows[i]->target) report.add_target(row.name, *rows[i]->target, rows[i]->reference);
+  }
+  co_return Status();
+}
+
 }  // namespace
+
+Result<std::shared_ptr<authrpc::security::TlsClientContext>> tls_client_context(
+    const std::string& ca_file, bool resume) {
+  authrpc::security::TlsClientOptions o;
+  o.ca_file = ca_file;
+  o.session_resumption = resume;
+  auto ctx = authrpc::security::TlsClientContext::create(o);
+  if (!ctx.ok()) return Status(ctx.code(), "TLS client: " + ctx.status().message);
+  return ctx;
+}
+
+Result<std::unique_ptr<ThrowawayCerts>> ThrowawayCerts::make() {
+  char tmpl[] = "/tmp/minibench-tls-XXXXXX";
+  if (::mkdtemp(tmpl) == nullptr) {
+    return Status(std::error_code(errno, std::system_category()), "mkdtemp");
+  }
+  std::unique_ptr<ThrowawayCerts> certs(new ThrowawayCerts(tmpl));
+  const std::string command =
+      std::string("bash '") + MINIBENCH_CERTS_SCRIPT + "' '" + certs->dir_ + "' >/dev/null 2>&1";
+  if (std::system(command.c_str()) != 0) {
+    return Status(authrpc::Errc::kUnavailable, "scripts/certs.sh failed (is openssl installed?)");
+  }
+  return certs;
+}
+
+ThrowawayCerts::~ThrowawayCerts() {
+  std::error_code ignored;
+  std::filesystem::remove_all(dir_, ignored);
+}
 
 asio::awaitable<Status> run_sessions(asio::any_io_executor ex, const BenchPlan& plan,
                                      Report& report) {

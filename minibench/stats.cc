@@ -1,10 +1,28 @@
 #include "minibench/stats.h"
 
+#include <time.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <numeric>
 
 namespace minibench {
+
+std::optional<std::int64_t> process_cpu_ns(pid_t pid) {
+  clockid_t clock = CLOCK_PROCESS_CPUTIME_ID;
+  if (pid != ::getpid() && ::clock_getcpuclockid(pid, &clock) != 0) return std::nullopt;
+  timespec ts{};
+  if (::clock_gettime(clock, &ts) != 0) return std::nullopt;
+  return static_cast<std::int64_t>(ts.tv_sec) * 1'000'000'000 + ts.tv_nsec;
+}
+
+std::string fmt(const char* format, double v) {
+  char text[64];
+  std::snprintf(text, sizeof text, format, v);
+  return text;
+}
 
 void Samples::begin_block() { blocks_.emplace_back(); }
 

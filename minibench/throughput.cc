@@ -35,12 +35,11 @@
 #include "authrpc/client/client.h"
 #include "authrpc/client/client_runtime.h"
 #include "minibench/server_child.h"
-#include "minibench/cpu_clock.h"
 #include "minibench/floor_check.h"
 #include "minibench/rotation.h"
 #include "minibench/run_info.h"
 #include "minibench/stats.h"
-#include "minibench/tls_sessions.h"
+#include "minibench/sessions.h"
 #include "authrpc/base/log.h"
 #include "authrpc/tools/cli_exit.h"
 #include "authrpc/tools/flag_parser.h"
@@ -501,9 +500,9 @@ void run_child(int report_fd, const std::string& certs_dir) {
 // ---------------------------------------------------------------------------
 // Measuring.
 
-// CPU seconds a process has used (minibench/cpu_clock.h: the scheduler's
-// nanosecond clock, not /proc's ticks). A machine shared with other work
-// slows the wall clock of a row but hardly its CPU cost per byte.
+// CPU seconds a process has used (process_cpu_ns, minibench/stats.h: the
+// scheduler's nanosecond clock, not /proc's ticks). A machine shared with
+// other work slows the wall clock of a row but hardly its CPU cost per byte.
 double cpu_seconds(pid_t pid) { return static_cast<double>(process_cpu_ns(pid).value_or(0)) / 1e9; }
 
 struct RunResult {

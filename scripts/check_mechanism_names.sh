@@ -26,10 +26,8 @@ cd "$(dirname "$0")/.."
 # File → why its mechanism names are labels, not decisions.
 declare -A ALLOWED_FILES=(
   [minibench/plot.cc]="a colour per row label"
-  [minibench/summary.cc]="the summary table's rows, by label"
-  [minibench/tls_sessions.cc]="the TLS rows and their targets, by label"
-  [minibench/sessions.cc]="targets that compare two rows, by label"
-  [minibench/report.cc]="report text per row label"
+  [minibench/sessions.cc]="the TLS rows and the targets that compare two rows, by label"
+  [minibench/report.cc]="report text and the summary table's rows, per row label"
   [minibench/throughput.cc]="the label of the throughput rows' method"
   [minibench/storm.cc]="a load generator writing a raw HELLO of the no-proof mechanism"
 )

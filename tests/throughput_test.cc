@@ -14,7 +14,7 @@
 #include <sstream>
 #include <string>
 
-#include "minibench/cpu_clock.h"
+#include "minibench/stats.h"
 #include "tests/testing/scoped_temp_dir.h"
 
 namespace {
@@ -134,9 +134,9 @@ void burn_cpu(std::int64_t ns) {
   while (now() - start < ns) sink = sink + 1;
 }
 
-// The CPU column's clock (minibench/cpu_clock.h) resolves far below a clock
-// tick, for this process and for a child (the server): 4 ms of work reads as
-// ~4 ms, where /proc/<pid>/stat's ticks read 0 or 10 ms.
+// The CPU column's clock (process_cpu_ns, minibench/stats.h) resolves far
+// below a clock tick, for this process and for a child (the server): 4 ms of
+// work reads as ~4 ms, where /proc/<pid>/stat's ticks read 0 or 10 ms.
 TEST(CpuClockTest, ResolvesMillisecondsInThisProcessAndAChild) {
   constexpr std::int64_t kWork = 4'000'000;  // ns
   const auto before = minibench::process_cpu_ns(::getpid());
