@@ -18,6 +18,11 @@ Status MechanismOptions::check(std::initializer_list<std::string_view> allowed) 
   return {};
 }
 
+Status MechanismOptions::read_only(const char* key, std::string& out) const {
+  if (Status s = check({key}); !s.ok()) return s;
+  return read(key, out);
+}
+
 Status MechanismOptions::read(const char* key, std::string& out) const {
   if (!json_.is_object() || !json_.contains(key)) return {};
   if (!json_[key].is_string()) return error(std::string("'") + key + "' must be a string");

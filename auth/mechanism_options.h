@@ -7,10 +7,12 @@
 
 #include <cstddef>
 #include <initializer_list>
+#include <memory>
 #include <nlohmann/json_fwd.hpp>
 #include <string>
 #include <string_view>
 
+#include "authrpc/base/result.h"
 #include "authrpc/base/status.h"
 
 namespace authrpc {
@@ -29,6 +31,8 @@ class MechanismOptions {
   // An integer from 0 to `max`.
   Status read(const char* key, std::size_t& out, std::size_t max) const;
 
+  // For options of one key: check({key}), then read(key, out).
+  Status read_only(const char* key, std::string& out) const;
   // "<mechanism>: <message>", CONFIG_ERROR.
   Status error(std::string_view message) const;
 
@@ -36,5 +40,17 @@ class MechanismOptions {
   std::string_view mechanism_;
   const nlohmann::json& json_;
 };
+
+// The factory (for MechanismRegistry, auth/mechanism_registry.h) of a
+// mechanism half M that takes no options; Half is its interface,
+// ServerMechanism or ClientMechanism. Any option is a CONFIG_ERROR, as
+// check({}) words it.
+template <class Half, class M>
+auto without_options(std::string_view mechanism) {
+  return [mechanism](const nlohmann::json& json) -> Result<std::shared_ptr<Half>> {
+    if (Status s = MechanismOptions(mechanism, json).check({}); !s.ok()) return s;
+    return std::shared_ptr<Half>(std::make_shared<M>());
+  };
+}
 
 }  // namespace authrpc

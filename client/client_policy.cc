@@ -1,8 +1,22 @@
 #include "authrpc/client/client_policy.h"
 
+#include "authrpc/auth/mechanism_policy.h"
 #include "authrpc/security/tls_context.h"
 
 namespace authrpc {
+namespace {
+
+// The client's wording of a mechanism's conflict with its policy.
+constexpr MechanismConflictMessages kMechanismConflicts = {
+    "authentication is required but mechanism '{}' (no proof) is allowed",
+    "authentication is disabled but mechanism '{}' is allowed (only mechanisms without a proof, "
+    "such as simple, are)",
+    "mechanism '{}' needs TLS with a client certificate",
+    "mechanism '{}' needs TLS",
+    "mechanism '{}' carries a bearer secret, never sent over plaintext tcp://: use tls:// or unix:",
+};
+
+}  // namespace
 
 SecurityRequirement client_encryption_policy(const ClientOptions& o) {
   if (o.encryption) return *o.encryption;
@@ -21,29 +35,19 @@ Status validate_client_policies(const ClientOptions& o) {
     }
     if (!o.tls) return bad("encryption is required but no TLS context (CA bundle) is set");
   }
-  // By what each mechanism declares (auth/mechanism_traits.h), never its name.
+  const bool tls = encryption != SecurityRequirement::kDisabled && o.tls;
+  const MechanismPolicy policy{
+      .authentication = o.authentication,
+      .tls = tls,
+      .client_certificate = tls && o.tls->has_certificate(),
+      .plaintext_tcp = encryption == SecurityRequirement::kDisabled &&
+                       o.endpoint.scheme == Endpoint::Scheme::kTcp,
+  };
   for (const auto& m : o.mechanisms) {
     if (!m) continue;
-    const MechanismTraits traits = m->traits();
-    const std::string name(m->name());
-    if (o.authentication == SecurityRequirement::kRequired && !traits.proves_identity) {
-      return bad("authentication is required but mechanism '" + name + "' (no proof) is allowed");
-    }
-    if (o.authentication == SecurityRequirement::kDisabled && traits.proves_identity) {
-      return bad("authentication is disabled but mechanism '" + name +
-                 "' is allowed (only mechanisms without a proof, such as simple, are)");
-    }
-    if (traits.needs_client_certificate &&
-        (encryption == SecurityRequirement::kDisabled || !o.tls || !o.tls->has_certificate())) {
-      return bad("mechanism '" + name + "' needs TLS with a client certificate");
-    }
-    if (traits.needs_tls && (encryption == SecurityRequirement::kDisabled || !o.tls)) {
-      return bad("mechanism '" + name + "' needs TLS");
-    }
-    if (traits.bearer_secret && encryption == SecurityRequirement::kDisabled &&
-        o.endpoint.scheme == Endpoint::Scheme::kTcp) {
-      return bad("mechanism '" + name +
-                 "' carries a bearer secret, never sent over plaintext tcp://: use tls:// or unix:");
+    if (Status s = check_mechanism_policy(m->traits(), m->name(), policy, kMechanismConflicts);
+        !s.ok()) {
+      return s;
     }
   }
   return {};

@@ -8,7 +8,7 @@ namespace authrpc {
 
 ClientStream::ClientStream(std::shared_ptr<CallStream> stream,
                            std::shared_ptr<ClientStreamOwner> owner)
-    : stream_(std::move(stream)), owner_(std::move(owner)) {}
+    : StreamHalf(std::move(stream)), owner_(std::move(owner)) {}
 
 ClientStream::~ClientStream() {
   asio::dispatch(stream_->executor(), [stream = stream_, owner = owner_] {
@@ -36,27 +36,6 @@ asio::awaitable<Result<std::string>> ClientStream::finish() {
 }
 
 std::uint32_t ClientStream::call_id() const noexcept { return stream_->call_id(); }
-
-asio::awaitable<Result<std::optional<Payload>>> ClientStream::read() { return stream_->read(); }
-
-asio::awaitable<Status> ClientStream::write(std::string_view message) {
-  return stream_->write(message);
-}
-
-Payload ClientStream::allocate(std::size_t size) { return stream_->allocate(size); }
-
-asio::awaitable<Status> ClientStream::write(Payload message) {
-  return stream_->write(std::move(message));
-}
-
-asio::awaitable<Result<Payload>> ClientStream::acquire(std::size_t size) {
-  return stream_->acquire(size);
-}
-
-bool ClientStream::shm_writing() const noexcept { return stream_->shm_writing(); }
-bool ClientStream::shm_reading() const noexcept { return stream_->shm_reading(); }
-std::size_t ClientStream::buffered_bytes() const noexcept { return stream_->buffered_bytes(); }
-std::uint32_t ClientStream::receive_window() const noexcept { return stream_->receive_window(); }
 
 void ClientStream::cancel() {
   if (stream_->finished()) return;

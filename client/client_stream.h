@@ -12,16 +12,12 @@
 #include <chrono>
 #include <cstdint>
 #include <memory>
-#include <optional>
 #include <string>
-#include <string_view>
 
 #include "authrpc/base/result.h"
-#include "authrpc/rpc/payload.h"
+#include "authrpc/rpc/stream_half.h"
 
 namespace authrpc {
-
-class CallStream;
 
 struct StreamOptions {
   // Deadline for the whole call; 0: ClientOptions::default_call_timeout.
@@ -42,7 +38,15 @@ class ClientStreamOwner {
   virtual ~ClientStreamOwner() = default;
 };
 
-class ClientStream {
+// Reading and writing (StreamHalf, rpc/stream_half.h): read() gives the
+// server's next message, nullopt once the server has finished the call
+// successfully (finish() then returns its final payload), the call's status
+// (typed: kCancelled, kDeadlineExceeded, the handler's error,
+// kConnectionClosed...) otherwise; write() waits while the server's window
+// is full and fails with the call's status once the server has ended the
+// call; buffered_bytes() counts the server's messages received and not yet
+// read.
+class ClientStream : public StreamHalf {
  public:
   // Made by Client::async_open_stream().
   ClientStream(std::shared_ptr<CallStream> stream, std::shared_ptr<ClientStreamOwner> owner);
@@ -52,28 +56,6 @@ class ClientStream {
 
   std::uint32_t call_id() const noexcept;
 
-  // The server's next message; nullopt once the server has finished the
-  // call successfully (finish() then returns its final payload); the call's
-  // status (typed: kCancelled, kDeadlineExceeded, the handler's error,
-  // kConnectionClosed...) otherwise.
-  asio::awaitable<Result<std::optional<Payload>>> read();
-
-  // Sends `message` without copying it; returns once it is written. Waits
-  // while the server's window is full. Fails with the call's status once the
-  // server has ended the call.
-  asio::awaitable<Status> write(std::string_view message);
-  // A buffer to fill in place for write(Payload), which returns once queued.
-  Payload allocate(std::size_t size);
-  asio::awaitable<Status> write(Payload message);
-  // Waits for a buffer of `size` bytes to fill in place and pass to
-  // write(Payload): on a shared-memory stream (unix://, docs/SHM.md) a slot
-  // of the ring itself, so the message is never copied.
-  asio::awaitable<Result<Payload>> acquire(std::size_t size);
-  // True once this side's messages go through shared memory (after the
-  // first write), or the peer's arrive through it.
-  bool shm_writing() const noexcept;
-  bool shm_reading() const noexcept;
-
   // Ends the client's messages (END_STREAM), drops server messages not read
   // yet, and returns the server's final response.
   asio::awaitable<Result<std::string>> finish();
@@ -81,12 +63,7 @@ class ClientStream {
   // with kCancelled. Idempotent; nothing happens after the call finished.
   void cancel();
 
-  // Bytes of the server's messages received and not yet read.
-  std::size_t buffered_bytes() const noexcept;
-  std::uint32_t receive_window() const noexcept;
-
  private:
-  std::shared_ptr<CallStream> stream_;
   std::shared_ptr<ClientStreamOwner> owner_;
   bool ended_ = false;  // END_STREAM sent
 };

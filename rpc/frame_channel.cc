@@ -246,35 +246,31 @@ asio::awaitable<Status> FrameChannel::skip_body() {
 }
 
 void FrameChannel::append_payload(Payload payload) {
-  Segment s;
-  s.at = out_.size();
+  Segment& s = push_segment(payload.size());
   s.data = payload.data();
-  s.size = payload.size();
   s.payload = std::move(payload);
-  segment_bytes_ += s.size;
-  segments_.push_back(std::move(s));
 }
 
 void FrameChannel::append_view(std::string_view bytes, std::function<void(std::error_code)> done) {
-  Segment s;
-  s.at = out_.size();
+  Segment& s = push_segment(bytes.size());
   s.data = bytes.data();
-  s.size = bytes.size();
   s.done = std::move(done);
-  segment_bytes_ += s.size;
-  segments_.push_back(std::move(s));
 }
 
 void FrameChannel::append_file(int fd, std::uint64_t offset, std::size_t length,
                                std::function<void(std::error_code)> done) {
-  Segment s;
-  s.at = out_.size();
-  s.size = length;
+  Segment& s = push_segment(length);
   s.fd = fd;
   s.offset = offset;
   s.done = std::move(done);
-  segment_bytes_ += s.size;
-  segments_.push_back(std::move(s));
+}
+
+FrameChannel::Segment& FrameChannel::push_segment(std::size_t size) {
+  Segment& s = segments_.emplace_back();
+  s.at = out_.size();
+  s.size = size;
+  segment_bytes_ += size;
+  return s;
 }
 
 void FrameChannel::complete_segments(std::vector<Segment>& segments, std::error_code ec) {

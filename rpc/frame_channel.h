@@ -187,6 +187,9 @@ class FrameChannel final : public std::enable_shared_from_this<FrameChannel>,
     int fd = -1;  // ≥ 0: a file region at `offset`
     std::uint64_t offset = 0;
   };
+  // A new segment of `size` bytes at the end of what out_ holds now, for
+  // the caller to say where they are.
+  Segment& push_segment(std::size_t size);
   bool has_output() const noexcept { return !out_.empty() || !segments_.empty(); }
   // Makes the frame at in_begin_ with `header` a pending-body frame if the
   // threshold says so.

@@ -451,7 +451,7 @@ ServerConnection::Clock::time_point ServerConnection::deadline_after(std::uint32
 
 std::optional<ServerConnection::AdmittedCall> ServerConnection::admit_call(
     std::uint32_t call_id, std::string_view service, std::string_view method,
-    Clock::time_point deadline) {
+    Clock::time_point deadline, bool streaming) {
   const AdmittedCall call{methods_.find(server_, metrics(), service, method), call_id, deadline};
   if (state_ != State::kServing) {
     respond(call_id, Status(Errc::kUnavailable, "server is shutting down"), deadline, call.cells);
@@ -476,7 +476,25 @@ std::optional<ServerConnection::AdmittedCall> ServerConnection::admit_call(
       return std::nullopt;
     }
   }
+  if ((call.method->execution == Execution::kStream) != streaming) {
+    respond(call_id,
+            Status(Errc::kInvalidArgument,
+                   std::string(call.service) + "." + std::string(call.method_name) +
+                       (streaming ? " is not a streaming method"
+                                  : " is a streaming method: open it as a stream")),
+            deadline, call.cells);
+    return std::nullopt;
+  }
   return call;
+}
+
+Status ServerConnection::claim_call_id(std::uint32_t call_id, std::string_view frame) {
+  if (streams_.contains(call_id) || calls_.uses(call_id)) {
+    return Status(Errc::kProtocolError,
+                  std::string(frame) + " reuses call id " + std::to_string(call_id));
+  }
+  calls_.saw(call_id);
+  return Status();
 }
 
 Status ServerConnection::handle_request(const Frame& frame) {
@@ -500,21 +518,10 @@ Status ServerConnection::handle_request(const Frame& frame) {
   // id and the first call's cancel flag would be replaced;
   // stream_bad_input_test, ARequestReusingAStreamsCallId...). A cancelled
   // call's id is free (handle_cancel removed it from both tables).
-  if (streams_.contains(call_id) || calls_.uses(call_id)) {
-    return Status(Errc::kProtocolError, "REQUEST reuses call id " + std::to_string(call_id));
-  }
-  calls_.saw(call_id);
+  if (Status s = claim_call_id(call_id, "REQUEST"); !s.ok()) return s;
   const auto deadline = deadline_after(header.timeout_ms);
-  const auto call = admit_call(call_id, header.service, header.method, deadline);
+  const auto call = admit_call(call_id, header.service, header.method, deadline, false);
   if (!call) return Status();
-  if (call->method->execution == Execution::kStream) {
-    respond(call_id,
-            Status(Errc::kInvalidArgument, std::string(call->service) + "." +
-                                               std::string(call->method_name) +
-                                               " is a streaming method: open it as a stream"),
-            deadline, call->cells);
-    return Status();
-  }
   dispatch(*call, payload, nullptr);
   return Status();
 }
@@ -528,22 +535,10 @@ Status ServerConnection::handle_stream_request(const Frame& frame) {
     return Status(Errc::kProtocolError, call_id == 0 ? "STREAM_REQUEST with call id 0"
                                                      : "STREAM_REQUEST with a zero window");
   }
-  if (streams_.contains(call_id) || calls_.uses(call_id)) {
-    return Status(Errc::kProtocolError,
-                  "STREAM_REQUEST reuses call id " + std::to_string(call_id));
-  }
-  calls_.saw(call_id);
+  if (Status s = claim_call_id(call_id, "STREAM_REQUEST"); !s.ok()) return s;
   const auto deadline = deadline_after(header->timeout_ms);
-  const auto call = admit_call(call_id, header->service, header->method, deadline);
+  const auto call = admit_call(call_id, header->service, header->method, deadline, true);
   if (!call) return Status();
-  if (call->method->execution != Execution::kStream) {
-    respond(call_id,
-            Status(Errc::kInvalidArgument, std::string(call->service) + "." +
-                                               std::string(call->method_name) +
-                                               " is not a streaming method"),
-            deadline, call->cells);
-    return Status();
-  }
   if (streams_.size() >= server_.options.max_streams_per_connection) {
     respond(call_id,
             Status(Errc::kResourceExhausted,

@@ -146,11 +146,17 @@ class ServerConnection final : public std::enable_shared_from_this<ServerConnect
   // Streaming calls (docs/DATAPLANE.md).
   Status handle_stream_request(const Frame& frame);
   static Clock::time_point deadline_after(std::uint32_t timeout_ms);
+  // A new call's id (`frame`: the frame type that opened it, for the
+  // message): the protocol error if a call still outstanding uses it, else
+  // OK, the id then marked used.
+  Status claim_call_id(std::uint32_t call_id, std::string_view frame);
   // What every call passes before it runs: the server is serving, the
-  // method exists, the caller may call it. On refusal, responds with the
-  // typed error and returns nullopt.
+  // method exists, the caller may call it, and it was opened the way it
+  // executes (`streaming`: by STREAM_REQUEST). On refusal, responds with
+  // the typed error and returns nullopt.
   std::optional<AdmittedCall> admit_call(std::uint32_t call_id, std::string_view service,
-                                         std::string_view method, Clock::time_point deadline);
+                                         std::string_view method, Clock::time_point deadline,
+                                         bool streaming);
   // Runs an admitted call's handler the way its method asks
   // (Service::Method::execution): inline, as a coroutine on this thread
   // (async and streaming methods; `stream` set for the latter) or on the

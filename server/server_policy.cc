@@ -1,5 +1,6 @@
 #include "authrpc/server/server_policy.h"
 
+#include "authrpc/auth/mechanism_policy.h"
 #include "authrpc/rpc/wire.h"
 #include "authrpc/security/tls_context.h"
 
@@ -12,6 +13,18 @@ bool any_tls_endpoint(const ServerOptions& o) {
   }
   return false;
 }
+
+// The server's wording of a mechanism's conflict with its policy.
+constexpr MechanismConflictMessages kMechanismConflicts = {
+    "'auth.mechanisms': authentication is required but mechanism '{}' (no proof) is enabled",
+    "'auth.mechanisms': authentication is disabled but mechanism '{}' is enabled (only mechanisms "
+    "without a proof, such as simple, are allowed)",
+    "'auth.mechanisms': mechanism '{}' needs TLS with client certificates "
+    "(tls.client_certificates)",
+    "'auth.mechanisms': mechanism '{}' needs TLS but encryption is disabled",
+    "'auth.mechanisms': mechanism '{}' carries a bearer secret, never accepted over plaintext "
+    "tcp://: use tls:// or unix: endpoints",
+};
 
 }  // namespace
 
@@ -76,28 +89,18 @@ Status validate_server_policies(const ServerOptions& o) {
       o.tls && o.tls->options().client_certificates != security::ClientCertificates::kNone;
   bool plaintext_tcp = false;  // an endpoint that may carry a plaintext tcp:// connection
   for (const auto& e : o.endpoints) plaintext_tcp = plaintext_tcp || e.scheme == Endpoint::Scheme::kTcp;
-  // By what each mechanism declares (auth/mechanism_traits.h), never its name.
+  const bool tls = encryption != SecurityRequirement::kDisabled;
+  const MechanismPolicy policy{
+      .authentication = o.authentication,
+      .tls = tls,
+      .client_certificate = tls && client_certs,
+      .plaintext_tcp = !tls && plaintext_tcp,
+  };
   for (const auto& m : o.mechanisms) {
     if (!m) continue;
-    const MechanismTraits traits = m->traits();
-    const std::string name(m->name());
-    if (o.authentication == SecurityRequirement::kRequired && !traits.proves_identity) {
-      return bad("'auth.mechanisms': authentication is required but mechanism '" + name + "' (no proof) is enabled");
-    }
-    if (o.authentication == SecurityRequirement::kDisabled && traits.proves_identity) {
-      return bad("'auth.mechanisms': authentication is disabled but mechanism '" + name +
-                 "' is enabled (only mechanisms without a proof, such as simple, are allowed)");
-    }
-    if (traits.needs_client_certificate && (encryption == SecurityRequirement::kDisabled || !client_certs)) {
-      return bad("'auth.mechanisms': mechanism '" + name + "' needs TLS with client certificates (tls.client_certificates)");
-    }
-    if (traits.needs_tls && encryption == SecurityRequirement::kDisabled) {
-      return bad("'auth.mechanisms': mechanism '" + name + "' needs TLS but encryption is disabled");
-    }
-    if (traits.bearer_secret && encryption == SecurityRequirement::kDisabled && plaintext_tcp) {
-      return bad("'auth.mechanisms': mechanism '" + name +
-                 "' carries a bearer secret, never accepted over plaintext tcp://: use tls:// "
-                 "or unix: endpoints");
+    if (Status s = check_mechanism_policy(m->traits(), m->name(), policy, kMechanismConflicts);
+        !s.ok()) {
+      return s;
     }
   }
   if (client_certs && encryption == SecurityRequirement::kDisabled) {

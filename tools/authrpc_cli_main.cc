@@ -28,13 +28,6 @@
 #include "authrpc/tools/tls_flags.h"
 #include "authrpc/tools/token_commands.h"
 
-#ifndef AUTHRPC_VERSION
-#error "AUTHRPC_VERSION must be defined (CMakeLists.txt sets it from project(VERSION))"
-#endif
-#ifndef AUTHRPC_GIT_COMMIT
-#define AUTHRPC_GIT_COMMIT "unknown"
-#endif
-
 namespace {
 
 using authrpc::cli::report_failure;
@@ -290,19 +283,9 @@ int stats_command(int argc, char** argv) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  if (argc < 2) {
-    std::fputs(kOverview, stderr);
-    return authrpc::cli::kExitUsage;
-  }
+  if (auto code = authrpc::cli::overview_or_exit(argc - 1, argv + 1, kOverview)) return *code;
   const std::string command = argv[1];
-  if (command == "help" || command == "--help" || command == "-h") {
-    std::fputs(kOverview, stdout);
-    return 0;
-  }
-  if (command == "version" || command == "--version") {
-    std::printf("authrpc %s (commit %s)\n", AUTHRPC_VERSION, AUTHRPC_GIT_COMMIT);
-    return 0;
-  }
+  if (command == "version" || command == "--version") return authrpc::cli::print_version(kProgram);
   if (command == "call") return call_command(argc - 2, argv + 2);
   if (command == "token") return authrpc::cli::token_command(argc - 2, argv + 2);
   if (command == "stats") return stats_command(argc - 2, argv + 2);

@@ -21,13 +21,6 @@
 #include "authrpc/components/admin/admin_server.h"
 #endif
 
-#ifndef AUTHRPC_VERSION
-#error "AUTHRPC_VERSION must be defined (CMakeLists.txt sets it from project(VERSION))"
-#endif
-#ifndef AUTHRPC_GIT_COMMIT
-#define AUTHRPC_GIT_COMMIT "unknown"
-#endif
-
 namespace {
 
 constexpr const char* kUsage = R"(usage: authrpc-server --config FILE [--listen URI]... [--check]
@@ -192,10 +185,7 @@ int main(int argc, char** argv) {
       .flag("--check", &check_only)
       .flag("--version", &version);
   if (auto code = authrpc::cli::parse_or_exit(parser, argc - 1, argv + 1, kUsage, kProgram, kHelp)) return *code;
-  if (version) {
-    std::printf("authrpc-server %s (commit %s)\n", AUTHRPC_VERSION, AUTHRPC_GIT_COMMIT);
-    return 0;
-  }
+  if (version) return authrpc::cli::print_version(kProgram);
   if (config_path.empty()) {
     return authrpc::cli::report_usage(kProgram, "--config is required", kHelp);
   }

@@ -6,6 +6,7 @@
 #include <limits>
 
 #include "authrpc/base/log.h"
+#include "authrpc/base/metrics.h"
 #include "authrpc/tools/cli_args.h"
 #include "authrpc/tools/cli_exit.h"
 
@@ -85,6 +86,26 @@ std::optional<int> parse_or_exit(const FlagParser& parser, int argc, char** argv
   if (!parsed.ok()) return report_usage(program, std::string(prefix) + parsed.status().message, see);
   if (*parsed == FlagParser::Parsed::kOk) return std::nullopt;
   std::fwrite(help.data(), 1, help.size(), stdout);
+  return kExitOk;
+}
+
+std::optional<int> overview_or_exit(int argc, char** argv, std::string_view overview) {
+  if (argc < 1) {
+    std::fwrite(overview.data(), 1, overview.size(), stderr);
+    return kExitUsage;
+  }
+  const std::string_view name = argv[0];
+  if (name == "help" || name == "--help" || name == "-h") {
+    std::fwrite(overview.data(), 1, overview.size(), stdout);
+    return kExitOk;
+  }
+  return std::nullopt;
+}
+
+int print_version(std::string_view program) {
+  const std::string line = std::string(program) + " " + std::string(authrpc_version()) +
+                           " (commit " + std::string(authrpc_git_commit()) + ")\n";
+  std::fwrite(line.data(), 1, line.size(), stdout);
   return kExitOk;
 }
 

@@ -66,6 +66,16 @@ class FlagParser {
 std::optional<int> parse_or_exit(const FlagParser& parser, int argc, char** argv, std::string_view help,
                                  std::string_view program, std::string_view see, std::string_view prefix = {});
 
+// For a command that takes a subcommand first (authrpc, `authrpc token`,
+// `authrpc jwt`): none prints `overview` on stderr (exit status 2); help,
+// --help or -h prints it on stdout (exit status 0). nullopt: argv[0] is the
+// subcommand to run.
+std::optional<int> overview_or_exit(int argc, char** argv, std::string_view overview);
+
+// For --version: prints "PROGRAM VERSION (commit COMMIT)" on stdout, the
+// version and commit this build is of (base/metrics.h); returns 0.
+int print_version(std::string_view program);
+
 // Value checks, for FlagParser::value. Each failed Status says what the
 // value must be ("a count from 1 to 1024", "on, off or both").
 

@@ -184,15 +184,8 @@ Result<std::string> describe_jwt(std::string_view token, SysClock::time_point no
 }
 
 int jwt_command(int argc, char** argv) {
-  if (argc < 1) {
-    std::fputs(kOverview, stderr);
-    return kExitUsage;
-  }
+  if (auto code = overview_or_exit(argc, argv, kOverview)) return *code;
   const std::string name = argv[0];
-  if (name == "--help" || name == "-h" || name == "help") {
-    std::fputs(kOverview, stdout);
-    return kExitOk;
-  }
   if (name == "inspect") return inspect(argc - 1, argv + 1);
   return report_usage(kProgram, "unknown jwt command '" + name + "'", "authrpc jwt --help");
 }

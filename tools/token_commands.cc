@@ -349,15 +349,8 @@ Status credentials_status(const Status& status, const std::string& path) {
 }
 
 int token_command(int argc, char** argv) {
-  if (argc < 1) {
-    std::fputs(kOverview, stderr);
-    return kExitUsage;
-  }
+  if (auto code = overview_or_exit(argc, argv, kOverview)) return *code;
   const std::string name = argv[0];
-  if (name == "--help" || name == "-h" || name == "help") {
-    std::fputs(kOverview, stdout);
-    return 0;
-  }
   Sub sub;
   if (name == "fetch") {
     sub = Sub::kFetch;

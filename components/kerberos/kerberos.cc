@@ -259,17 +259,27 @@ class KerberosClientSession final : public ClientAuthSession {
 
 }  // namespace
 
-Result<std::shared_ptr<KerberosServerMechanism>> KerberosServerMechanism::create(
-    const KerberosServerOptions& options) {
-  std::string principal = options.principal.empty()
-                              ? security::host_service_principal(options.service, options.host)
-                              : options.principal;
-  if (principal == "*") principal.clear();  // any key in the keytab
+std::string acceptor_principal(const KerberosServerOptions& options) {
+  return options.principal.empty() ? security::host_service_principal(options.service, options.host)
+                                   : options.principal;
+}
+
+Result<std::unique_ptr<KerberosCredentials>> load_acceptor(
+    const KerberosServerOptions& options, const std::string& principal, std::string_view mechanism) {
   auto credentials = KerberosCredentials::acceptor(
       {options.keytab, principal, options.replay_cache, options.replay_cache_dir});
   if (!credentials.ok()) {
-    return Status(Errc::kConfigError, "kerberos: " + credentials.status().message);
+    return Status(Errc::kConfigError, std::string(mechanism) + ": " + credentials.status().message);
   }
+  return credentials;
+}
+
+Result<std::shared_ptr<KerberosServerMechanism>> KerberosServerMechanism::create(
+    const KerberosServerOptions& options) {
+  std::string principal = acceptor_principal(options);
+  if (principal == "*") principal.clear();  // any key in the keytab
+  auto credentials = load_acceptor(options, principal, kKerberosMechanism);
+  if (!credentials.ok()) return credentials.status();
   auto state = std::make_shared<State>();
   state->credentials = std::move(*credentials);
   state->principal = principal.empty() ? std::string("*") : principal;

@@ -216,9 +216,7 @@ class KerberosSaslServerSession final : public ServerAuthSession {
 
 Result<std::shared_ptr<KerberosSaslServerMechanism>> KerberosSaslServerMechanism::create(
     const KerberosServerOptions& options) {
-  const std::string principal =
-      options.principal.empty() ? security::host_service_principal(options.service, options.host)
-                                : options.principal;
+  const std::string principal = acceptor_principal(options);
   auto name = parse_service_name(principal);
   if (!name) return not_a_service_name("principal", principal);
   if (Status s = sasl::init_sasl_library(); !s.ok()) return prefixed(s);
@@ -228,11 +226,8 @@ Result<std::shared_ptr<KerberosSaslServerMechanism>> KerberosSaslServerMechanism
   auto realm = default_realm();
   if (!realm.ok()) return realm.status();
 
-  auto credentials = KerberosCredentials::acceptor(
-      {options.keytab, principal, options.replay_cache, options.replay_cache_dir});
-  if (!credentials.ok()) {
-    return Status(Errc::kConfigError, "kerberos-sasl: " + credentials.status().message);
-  }
+  auto credentials = load_acceptor(options, principal, kKerberosSaslMechanism);
+  if (!credentials.ok()) return credentials.status();
 
   auto state = std::make_shared<State>();
   state->credentials = std::move(*credentials);

@@ -107,20 +107,14 @@ Status check_simple_user_name(std::string_view user) {
 void register_simple(MechanismRegistry& registry) {
   const std::string name(kSimpleMechanism);
   registry.register_server(
-      name,
-      [](const nlohmann::json& json) -> Result<std::shared_ptr<ServerMechanism>> {
-        if (Status s = MechanismOptions(kSimpleMechanism, json).check({}); !s.ok()) return s;
-        return std::shared_ptr<ServerMechanism>(std::make_shared<SimpleServerMechanism>());
-      },
+      name, without_options<ServerMechanism, SimpleServerMechanism>(kSimpleMechanism),
       kSimpleTraits);
   registry.register_client(
       name,
       [](const nlohmann::json& json) -> Result<std::shared_ptr<ClientMechanism>> {
         MechanismOptions o(kSimpleMechanism, json);
         std::string user;
-        for (Status s : {o.check({"user"}), o.read("user", user)}) {
-          if (!s.ok()) return s;
-        }
+        if (Status s = o.read_only("user", user); !s.ok()) return s;
         if (!user.empty()) {
           if (Status refused = check_simple_user_name(user); !refused.ok()) return o.error(refused.message);
         }

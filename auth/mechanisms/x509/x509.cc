@@ -63,9 +63,7 @@ void register_x509(MechanismRegistry& registry) {
       [](const nlohmann::json& json) -> Result<std::shared_ptr<ServerMechanism>> {
         MechanismOptions o(kX509Mechanism, json);
         std::string user_from;
-        for (Status s : {o.check({"user_from"}), o.read("user_from", user_from)}) {
-          if (!s.ok()) return s;
-        }
+        if (Status s = o.read_only("user_from", user_from); !s.ok()) return s;
         auto rule = security::X509UserFrom::kCommonName;
         if (!user_from.empty() || (json.is_object() && json.contains("user_from"))) {
           if (!security::parse_x509_user_from(user_from, &rule)) {
@@ -76,12 +74,7 @@ void register_x509(MechanismRegistry& registry) {
       },
       kX509Traits);
   registry.register_client(
-      name,
-      [](const nlohmann::json& json) -> Result<std::shared_ptr<ClientMechanism>> {
-        if (Status s = MechanismOptions(kX509Mechanism, json).check({}); !s.ok()) return s;
-        return std::shared_ptr<ClientMechanism>(std::make_shared<X509ClientMechanism>());
-      },
-      kX509Traits);
+      name, without_options<ClientMechanism, X509ClientMechanism>(kX509Mechanism), kX509Traits);
 }
 
 }  // namespace authrpc
