@@ -76,6 +76,34 @@ struct Watchdog {
   }
 };
 
+// A ring of `options` shared with a forked child over a socketpair: the
+// child receives its end, runs `child(ring, socket)` and _exits with the
+// result (10 if no ring came); the parent keeps the ring and its socket.
+struct ChildRing {
+  pid_t pid = -1;
+  int socket = -1;
+  Result<ShmRing> ring;
+};
+ChildRing share_with_child(const ShmRingOptions& options,
+                           const std::function<int(ShmRing& ring, int socket)>& child) {
+  int sv[2];
+  if (::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) != 0) {
+    return {-1, -1, Status(Errc::kInternal, "socketpair failed")};
+  }
+  const pid_t pid = fork_child([&]() -> int {
+    ::close(sv[0]);
+    auto ring = receive_shm_ring_blocking(sv[1]);
+    if (!ring.ok()) return 10;
+    return child(*ring, sv[1]);
+  });
+  ::close(sv[1]);
+  auto ring = ShmRing::create(options);
+  if (ring.ok()) {
+    if (Status sent = send_shm_ring_blocking(sv[0], *ring); !sent.ok()) ring = std::move(sent);
+  }
+  return {pid, sv[0], std::move(ring)};
+}
+
 struct TransferCase {
   const char* name;
   std::uint32_t slot_size;
@@ -123,51 +151,43 @@ TEST_P(ShmRingTransfer, ByteExactAcrossProcesses) {
   const TransferCase& c = GetParam();
   for (const bool parent_writes : {true, false}) {
     SCOPED_TRACE(parent_writes ? "parent writes" : "child writes");
-    int sv[2];
-    ASSERT_EQ(::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv), 0);
     auto size = [&](std::uint64_t seq) { return message_size(seq, c.slot_size); };
-    const pid_t pid = fork_child([&]() -> int {
-      ::close(sv[0]);
-      auto ring = receive_shm_ring_blocking(sv[1]);
-      if (!ring.ok()) return 10;
+    ChildRing child = share_with_child({c.slot_size, c.slot_count}, [&](ShmRing& theirs, int to_parent) {
       asio::io_context io;
       SequenceDigest digest;
       Status s;
       if (parent_writes) {
-        auto reader = ShmReader::open(io.get_executor(), std::move(*ring), {c.spin});
+        auto reader = ShmReader::open(io.get_executor(), std::move(theirs), {c.spin});
         if (!reader.ok()) return 11;
         s = run_to_end(io, read_sequence(*reader, digest));
         if (s.code != ShmErrc::kEndOfRing) return 12;
       } else {
-        auto writer = ShmWriter::open(io.get_executor(), std::move(*ring), {c.spin});
+        auto writer = ShmWriter::open(io.get_executor(), std::move(theirs), {c.spin});
         if (!writer.ok()) return 11;
         s = run_to_end(io, write_sequence(*writer, c.messages, size, digest));
         if (!s.ok()) return 12;
       }
       const auto v = digest.finish();
-      return ::write(sv[1], &v, sizeof v) == static_cast<ssize_t>(sizeof v) ? 0 : 13;
+      return ::write(to_parent, &v, sizeof v) == static_cast<ssize_t>(sizeof v) ? 0 : 13;
     });
-    ::close(sv[1]);
-    auto ring = ShmRing::create({c.slot_size, c.slot_count});
-    ASSERT_TRUE(ring.ok()) << ring.status().to_string();
-    ASSERT_TRUE(send_shm_ring_blocking(sv[0], *ring).ok());
+    ASSERT_TRUE(child.ring.ok()) << child.ring.status().to_string();
     asio::io_context io;
     SequenceDigest digest;
     if (parent_writes) {
-      auto writer = ShmWriter::open(io.get_executor(), std::move(*ring), {c.spin});
+      auto writer = ShmWriter::open(io.get_executor(), std::move(*child.ring), {c.spin});
       ASSERT_TRUE(writer.ok());
       Status s = run_to_end(io, write_sequence(*writer, c.messages, size, digest));
       EXPECT_TRUE(s.ok()) << s.to_string();
     } else {
-      auto reader = ShmReader::open(io.get_executor(), std::move(*ring), {c.spin});
+      auto reader = ShmReader::open(io.get_executor(), std::move(*child.ring), {c.spin});
       ASSERT_TRUE(reader.ok());
       Status s = run_to_end(io, read_sequence(*reader, digest));
       EXPECT_EQ(s.code, ShmErrc::kEndOfRing) << s.to_string();
     }
     SequenceDigest::Value theirs;
-    ASSERT_EQ(::read(sv[0], &theirs, sizeof theirs), static_cast<ssize_t>(sizeof theirs));
-    ::close(sv[0]);
-    EXPECT_EQ(wait_child(pid), 0);
+    ASSERT_EQ(::read(child.socket, &theirs, sizeof theirs), static_cast<ssize_t>(sizeof theirs));
+    ::close(child.socket);
+    EXPECT_EQ(wait_child(child.pid), 0);
     const auto ours = digest.finish();
     EXPECT_EQ(ours.messages, c.messages);
     EXPECT_EQ(ours, theirs);
@@ -395,21 +415,16 @@ TEST(ShmRing, WriterFinishedWakesAPendingWait) {
 TEST(ShmRing, PeerDeathIsAnErrorNotAHang) {
   for (const bool writer_dies : {true, false}) {
     SCOPED_TRACE(writer_dies ? "writer dies" : "reader dies");
-    int sv[2];
-    ASSERT_EQ(::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv), 0);
-    const pid_t pid = fork_child([&]() -> int {
-      ::close(sv[0]);
-      auto ring = receive_shm_ring_blocking(sv[1]);
-      if (!ring.ok()) return 10;
+    ChildRing child = share_with_child({4096, 4}, [&](ShmRing& theirs, int) {
       asio::io_context io;
       SequenceDigest digest;
       if (writer_dies) {
-        auto writer = ShmWriter::open(io.get_executor(), std::move(*ring));
+        auto writer = ShmWriter::open(io.get_executor(), std::move(theirs));
         if (!writer.ok()) return 11;
         auto size = [](std::uint64_t) { return std::size_t{1000}; };
         (void)run_to_end(io, write_sequence(*writer, 5, size, digest, /*close=*/false));
       } else {
-        auto reader = ShmReader::open(io.get_executor(), std::move(*ring));
+        auto reader = ShmReader::open(io.get_executor(), std::move(theirs));
         if (!reader.ok()) return 11;
         for (int i = 0; i < 3; ++i) {
           auto slot = reader->try_next();
@@ -423,22 +438,19 @@ TEST(ShmRing, PeerDeathIsAnErrorNotAHang) {
       ::kill(::getpid(), SIGKILL);
       return 0;
     });
-    ::close(sv[1]);
-    auto ring = ShmRing::create({4096, 4});
-    ASSERT_TRUE(ring.ok());
-    ASSERT_TRUE(send_shm_ring_blocking(sv[0], *ring).ok());
+    ASSERT_TRUE(child.ring.ok());
     asio::io_context io;
     SequenceDigest digest;
     Status s;
     if (writer_dies) {
-      auto reader = ShmReader::open(io.get_executor(), std::move(*ring));
+      auto reader = ShmReader::open(io.get_executor(), std::move(*child.ring));
       ASSERT_TRUE(reader.ok());
       Watchdog dog(io, 20s, [&] { reader->cancel(Status(Errc::kDeadlineExceeded, "hung")); });
       s = run_to_end(io, read_sequence(*reader, digest));
       dog.timer.cancel();
       EXPECT_EQ(digest.finish().messages, 5u);  // what was committed still arrives
     } else {
-      auto writer = ShmWriter::open(io.get_executor(), std::move(*ring));
+      auto writer = ShmWriter::open(io.get_executor(), std::move(*child.ring));
       ASSERT_TRUE(writer.ok());
       Watchdog dog(io, 20s, [&] { writer->cancel(Status(Errc::kDeadlineExceeded, "hung")); });
       s = run_to_end(io, write_sequence(*writer, 1000, [](std::uint64_t) { return 10; }, digest));
@@ -447,8 +459,8 @@ TEST(ShmRing, PeerDeathIsAnErrorNotAHang) {
     }
     EXPECT_EQ(s.code, ShmErrc::kPeerGone) << s.to_string();
     EXPECT_EQ(to_wire_errc(s.code), Errc::kConnectionClosed);
-    EXPECT_EQ(wait_child(pid), 128 + SIGKILL);
-    ::close(sv[0]);
+    EXPECT_EQ(wait_child(child.pid), 128 + SIGKILL);
+    ::close(child.socket);
   }
 }
 
