@@ -181,6 +181,11 @@ void Put32(std::string& out, std::uint32_t v);
 std::uint16_t Load16(const std::string& s, std::size_t at);
 std::uint32_t Load32(const std::string& s, std::size_t at);
 
+// A blocking TCP socket connected to 127.0.0.1:`port`, bound first to
+// `source` (any 127.0.0.0/8 address, the kernel picking the port) if given;
+// -1 if it could not.
+int ConnectLoopback(std::uint16_t port, const char* source = nullptr);
+
 // A blocking socket to a server on loopback (tcp://127.0.0.1:PORT or a unix:
 // endpoint, abstract ones too), every read bounded in time. Used by tests
 // that send what a real Client never would (bad_input_test, kerberos_itest,
