@@ -32,6 +32,7 @@
 #include "authrpc/server/server_policy.h"
 #include "authrpc/server/token_service.h"
 #include "authrpc/tools/mechanism_flags.h"
+#include "tests/testing/one_message_mechanism.h"
 #include "tests/testing/test_server.h"
 #include "tests/testing/test_support.h"
 #include "tests/testing/tls_test_certs.h"
@@ -52,59 +53,12 @@ constexpr MechanismTraits kBearer{.bearer_secret = true};
 constexpr MechanismTraits kIssuable{.may_be_issued_tokens = true};
 constexpr MechanismTraits kDelegation{.delegation_token = true};
 
-// Believes the name the client sends, like `simple`, under any name and
-// traits; counts the sessions it starts (a refused channel starts none).
-class CustomServer final : public ServerMechanism {
- public:
-  CustomServer(std::string name, MechanismTraits traits) : name_(std::move(name)), traits_(traits) {}
-  std::string_view name() const noexcept override { return name_; }
-  MechanismTraits traits() const noexcept override { return traits_; }
-  std::unique_ptr<ServerAuthSession> start(const ChannelInfo&) override {
-    ++started;
-    return std::make_unique<Session>();
-  }
-  std::atomic<int> started{0};
-
- private:
-  class Session final : public ServerAuthSession {
-   public:
-    asio::awaitable<ServerStep> step(std::string_view token) override {
-      Identity id;
-      id.user = id.principal = std::string(token);
-      co_return ServerStep::success(std::move(id));
-    }
-  };
-  std::string name_;
-  MechanismTraits traits_;
-};
-
-class CustomClient final : public ClientMechanism {
- public:
-  CustomClient(std::string name, MechanismTraits traits, std::string user = "alice")
-      : name_(std::move(name)), traits_(traits), user_(std::move(user)) {}
-  std::string_view name() const noexcept override { return name_; }
-  MechanismTraits traits() const noexcept override { return traits_; }
-  std::unique_ptr<ClientAuthSession> start(const ChannelInfo&) override {
-    return std::make_unique<Session>(user_);
-  }
-
- private:
-  class Session final : public ClientAuthSession {
-   public:
-    explicit Session(std::string user) : user_(std::move(user)) {}
-    asio::awaitable<ClientStep> initial() override { co_return ClientStep::send(user_, true); }
-    asio::awaitable<ClientStep> challenge(std::string_view) override {
-      co_return ClientStep::failure({Errc::kProtocolError, "custom: unexpected challenge"});
-    }
-    asio::awaitable<Status> complete(std::string_view) override { co_return Status(); }
-
-   private:
-    std::string user_;
-  };
-  std::string name_;
-  MechanismTraits traits_;
-  std::string user_;
-};
+// Test mechanisms of any name and traits: the server believes the name the
+// client sends ("alice"), like `simple`, and counts the sessions it starts.
+using CustomServer = testing::OneMessageServer;
+std::shared_ptr<ClientMechanism> CustomClient(std::string name, MechanismTraits traits) {
+  return std::make_shared<testing::OneMessageClient>(std::move(name), "alice", traits);
+}
 
 // A CA, a server certificate for 127.0.0.1 and a client certificate ("alice").
 struct Certs {
@@ -166,6 +120,17 @@ const char* ChannelName(Channel c) {
 }
 
 // --- The server's policy check (server/server_policy.h) -----------------------
+
+// A configuration check's verdict: `s` is OK if `refused` is null, else a
+// configuration error whose message contains `refused`.
+void ExpectVerdict(const Status& s, const char* refused) {
+  if (refused == nullptr) {
+    EXPECT_TRUE(s.ok()) << s.to_string();
+  } else {
+    EXPECT_EQ(s.code, Errc::kConfigError) << s.to_string();
+    EXPECT_THAT(s.message, HasSubstr(refused));
+  }
+}
 
 struct ServerPolicyCase {
   const char* name;
@@ -230,13 +195,7 @@ TEST(MechanismTraits, DecideTheServersPolicyCheck) {
         o.tls = ServerTls(security::ClientCertificates::kOptional);
         break;
     }
-    const Status s = validate_server_policies(o);
-    if (c.refused == nullptr) {
-      EXPECT_TRUE(s.ok()) << s.to_string();
-    } else {
-      EXPECT_EQ(s.code, Errc::kConfigError) << s.to_string();
-      EXPECT_THAT(s.message, HasSubstr(c.refused));
-    }
+    ExpectVerdict(validate_server_policies(o), c.refused);
   }
 }
 
@@ -251,7 +210,7 @@ struct ClientPolicyCase {
 };
 
 std::shared_ptr<ClientMechanism> CustomC(MechanismTraits t) {
-  return std::make_shared<CustomClient>("custom", t);
+  return CustomClient("custom", t);
 }
 
 TEST(MechanismTraits, DecideTheClientsPolicyCheck) {
@@ -294,13 +253,7 @@ TEST(MechanismTraits, DecideTheClientsPolicyCheck) {
         o.tls = ClientTls(c.channel == Channel::kTlsWithClientCertificate);
         break;
     }
-    const Status s = validate_client_policies(o);
-    if (c.refused == nullptr) {
-      EXPECT_TRUE(s.ok()) << s.to_string();
-    } else {
-      EXPECT_EQ(s.code, Errc::kConfigError) << s.to_string();
-      EXPECT_THAT(s.message, HasSubstr(c.refused));
-    }
+    ExpectVerdict(validate_client_policies(o), c.refused);
   }
 }
 
@@ -380,7 +333,7 @@ class Negotiation : public ::testing::Test {
 
   Result<std::unique_ptr<Client>> Connect(Channel channel, MechanismTraits traits) {
     ClientOptions o;
-    o.mechanisms = {std::make_shared<CustomClient>("custom", traits)};
+    o.mechanisms = {CustomClient("custom", traits)};
     o.connect_timeout = 10s;
     o.default_call_timeout = 10s;
     o.endpoint = channel == Channel::kUnix ? unix_ : tls_;
@@ -533,7 +486,7 @@ class TokenIssue : public ::testing::Test {
     for (const auto& [name, t] : kMechanisms) {
       if (name == mechanism) traits = t;
     }
-    auto client = testing::ConnectWith(endpoint_, std::make_shared<CustomClient>(mechanism, traits));
+    auto client = testing::ConnectWith(endpoint_, CustomClient(mechanism, traits));
     if (!client.ok()) return client.status();
     const json request = method == "get" ? json{{"renewer", ""}} : json{{"token", "not-a-token"}};
     auto r = (*client)->call_json("token", method, request);
@@ -603,13 +556,7 @@ TEST(MechanismTraits, RefuseADelegationTokenMechanismAmongTheIssuers) {
   for (const auto& c : cases) {
     TokenServiceOptions o;
     o.issue_mechanisms = c.names;
-    const Status s = check_issue_mechanisms(o, registry);
-    if (c.refused == nullptr) {
-      EXPECT_TRUE(s.ok()) << s.to_string();
-    } else {
-      EXPECT_EQ(s.code, Errc::kConfigError);
-      EXPECT_THAT(s.message, HasSubstr(c.refused));
-    }
+    ExpectVerdict(check_issue_mechanisms(o, registry), c.refused);
   }
 }
 
@@ -677,7 +624,7 @@ TEST(MechanismRegistry, RefusesAMechanismThatDeniesItsRegistration) {
   registry.register_client(
       "custom",
       [](const json&) -> Result<std::shared_ptr<ClientMechanism>> {
-        return std::shared_ptr<ClientMechanism>(std::make_shared<CustomClient>("custom", kBearer));
+        return std::shared_ptr<ClientMechanism>(CustomClient("custom", kBearer));
       },
       kBearer);
   auto server = registry.make_server("custom", json::object());
@@ -695,7 +642,7 @@ TEST(MechanismFlags, MapDeclaredFlagsToEachMechanismsOptions) {
   registry.register_client(
       "custom",
       [](const json&) -> Result<std::shared_ptr<ClientMechanism>> {
-        return std::shared_ptr<ClientMechanism>(std::make_shared<CustomClient>("custom", kBearer));
+        return std::shared_ptr<ClientMechanism>(CustomClient("custom", kBearer));
       },
       kBearer,
       {{"--api-key-file", "key_file", "F  the key", true}, {"--keytab", "keytab", "F  a keytab"}});
