@@ -61,6 +61,15 @@ struct LocalRing {
   }
   ~LocalRing() { ::munmap(raw, raw_size); }
 
+  // Commits, without waiting, message `tag` (`size` bytes of fill_message)
+  // tagged `tag`; false if no slot was free or the commit failed.
+  bool commit_now(std::uint32_t tag, std::size_t size) {
+    auto slot = writer->try_acquire();
+    if (!slot.ok()) return false;
+    fill_message(slot->first(size), tag);
+    return writer->commit(size, tag).ok();
+  }
+
   void poke64(std::size_t off, std::uint64_t v) { std::memcpy(raw + off, &v, 8); }
   void poke32(std::size_t off, std::uint32_t v) { std::memcpy(raw + off, &v, 4); }
 };
@@ -274,12 +283,7 @@ TEST(ShmRing, SignalsOnlyASleepingPeer) {
 TEST(ShmRing, ReaderHoldsSeveralViews) {
   asio::io_context io;
   LocalRing ring(io, io, {4096, 3});
-  for (std::uint32_t i = 0; i < 3; ++i) {
-    auto slot = ring.writer->try_acquire();
-    ASSERT_TRUE(slot.ok());
-    fill_message(slot->first(4096), i);
-    ASSERT_TRUE(ring.writer->commit(4096, i).ok());
-  }
+  for (std::uint32_t i = 0; i < 3; ++i) ASSERT_TRUE(ring.commit_now(i, 4096));
   std::vector<ShmSlot> held;
   for (int i = 0; i < 3; ++i) {
     auto slot = ring.reader->try_next();
@@ -288,10 +292,7 @@ TEST(ShmRing, ReaderHoldsSeveralViews) {
   }
   EXPECT_EQ(ring.writer->try_acquire().code(), asio::error::would_block);
   ASSERT_TRUE(ring.reader->release().ok());  // gives back tag 0's slot only
-  auto reused = ring.writer->try_acquire();
-  ASSERT_TRUE(reused.ok());
-  fill_message(reused->first(4096), 3);
-  ASSERT_TRUE(ring.writer->commit(4096, 3).ok());
+  ASSERT_TRUE(ring.commit_now(3, 4096));
   std::vector<std::byte> expected(4096);
   fill_message(expected, 3);  // the released view now shows the slot's new bytes
   EXPECT_EQ(std::memcmp(held[0].data.data(), expected.data(), expected.size()), 0);
@@ -370,12 +371,7 @@ TEST(ShmRing, CancelWakesAPendingWait) {
 TEST(ShmRing, WriterFinishedDeliversCommittedSlotsThenEnds) {
   asio::io_context io;
   LocalRing ring(io, io, {4096, 4});
-  for (std::uint32_t i = 0; i < 2; ++i) {
-    auto slot = ring.writer->try_acquire();
-    ASSERT_TRUE(slot.ok());
-    fill_message(slot->first(100 + i), i);
-    ASSERT_TRUE(ring.writer->commit(100 + i, i).ok());
-  }
+  for (std::uint32_t i = 0; i < 2; ++i) ASSERT_TRUE(ring.commit_now(i, 100 + i));
   ring.reader->writer_finished();
   std::vector<std::byte> expected;
   for (std::uint32_t i = 0; i < 2; ++i) {
