@@ -119,6 +119,15 @@ const char* ChannelName(Channel c) {
   return "?";
 }
 
+// Where a policy check's listener or client of `channel` points (nothing
+// listens: the checks only read the scheme); `port` "0" for a server's.
+Endpoint PolicyEndpoint(Channel channel, const std::string& port) {
+  if (channel == Channel::kUnix) return *Endpoint::parse("unix:@traits-policy");
+  const char* scheme = channel == Channel::kPlainTcp ? "tcp" : "tls";
+  return *Endpoint::parse(std::string(scheme) + "://127.0.0.1:" + port);
+}
+bool IsTls(Channel channel) { return channel == Channel::kTls || channel == Channel::kTlsWithClientCertificate; }
+
 // --- The server's policy check (server/server_policy.h) -----------------------
 
 // A configuration check's verdict: `s` is OK if `refused` is null, else a
@@ -183,17 +192,10 @@ TEST(MechanismTraits, DecideTheServersPolicyCheck) {
     ServerOptions o;
     o.mechanisms = {c.mechanism()};
     o.authentication = c.authentication;
-    switch (c.channel) {
-      case Channel::kPlainTcp: o.endpoints = {*Endpoint::parse("tcp://127.0.0.1:0")}; break;
-      case Channel::kUnix: o.endpoints = {*Endpoint::parse("unix:@traits-policy")}; break;
-      case Channel::kTls:
-        o.endpoints = {*Endpoint::parse("tls://127.0.0.1:0")};
-        o.tls = ServerTls(security::ClientCertificates::kNone);
-        break;
-      case Channel::kTlsWithClientCertificate:
-        o.endpoints = {*Endpoint::parse("tls://127.0.0.1:0")};
-        o.tls = ServerTls(security::ClientCertificates::kOptional);
-        break;
+    o.endpoints = {PolicyEndpoint(c.channel, "0")};
+    if (IsTls(c.channel)) {
+      o.tls = ServerTls(c.channel == Channel::kTlsWithClientCertificate ? security::ClientCertificates::kOptional
+                                                                         : security::ClientCertificates::kNone);
     }
     ExpectVerdict(validate_server_policies(o), c.refused);
   }
@@ -244,15 +246,8 @@ TEST(MechanismTraits, DecideTheClientsPolicyCheck) {
     ClientOptions o;
     o.mechanisms = {c.mechanism()};
     o.authentication = c.authentication;
-    switch (c.channel) {
-      case Channel::kPlainTcp: o.endpoint = *Endpoint::parse("tcp://127.0.0.1:1"); break;
-      case Channel::kUnix: o.endpoint = *Endpoint::parse("unix:@traits-policy"); break;
-      case Channel::kTls:
-      case Channel::kTlsWithClientCertificate:
-        o.endpoint = *Endpoint::parse("tls://127.0.0.1:1");
-        o.tls = ClientTls(c.channel == Channel::kTlsWithClientCertificate);
-        break;
-    }
+    o.endpoint = PolicyEndpoint(c.channel, "1");
+    if (IsTls(c.channel)) o.tls = ClientTls(c.channel == Channel::kTlsWithClientCertificate);
     ExpectVerdict(validate_client_policies(o), c.refused);
   }
 }
