@@ -596,15 +596,11 @@ TEST(ShmStreamTest, SlowConsumerIsBoundedByTheRing) {
 // peer with raw frames on a real Unix socket and a real ring, so that the
 // side under test has only the socket to learn that nothing more will come.
 
-// A blocking Unix socket that speaks frames; every read is bounded in time.
-class RawShmPeer {
+// A blocking Unix socket that speaks frames (testing::RawConnection); every
+// read is bounded in time.
+class RawShmPeer : public testing::RawConnection {
  public:
-  explicit RawShmPeer(int fd) : fd_(fd) {}
-  ~RawShmPeer() {
-    if (fd_ >= 0) ::close(fd_);
-  }
-  RawShmPeer(const RawShmPeer&) = delete;
-  RawShmPeer& operator=(const RawShmPeer&) = delete;
+  explicit RawShmPeer(int fd) : RawConnection(AdoptFd{fd}) {}
 
   // An abstract Unix socket listening as `name` (without the '@').
   static int Listen(const std::string& name) {
@@ -624,58 +620,13 @@ class RawShmPeer {
     return ::accept4(listener, nullptr, nullptr, SOCK_CLOEXEC);
   }
 
-  bool Send(std::string_view bytes) {
-    std::size_t sent = 0;
-    while (sent < bytes.size()) {
-      const ssize_t n = ::send(fd_, bytes.data() + sent, bytes.size() - sent, MSG_NOSIGNAL);
-      if (n < 0 && errno == EINTR) continue;
-      if (n <= 0) return false;
-      sent += static_cast<std::size_t>(n);
-    }
-    return true;
-  }
-
-  struct Frame {
-    wire::FrameType type = wire::FrameType::kError;
-    std::uint32_t call_id = 0;
-    std::string body;
-  };
-  // The next frame, or nullopt (end of stream, error, timeout, bad header).
-  std::optional<Frame> Read(std::chrono::milliseconds timeout = 10s) {
-    std::string header;
-    if (!ReadExact(header, wire::kFrameHeaderSize, timeout)) return std::nullopt;
-    auto parsed = wire::parse_frame_header(reinterpret_cast<const std::uint8_t*>(header.data()),
-                                           wire::kDefaultMaxFrameSize);
-    if (!parsed.ok()) return std::nullopt;
-    Frame f{parsed->type, parsed->call_id, {}};
-    if (!ReadExact(f.body, parsed->body_size(), timeout)) return std::nullopt;
-    return f;
-  }
-  // The next frame of `type`, skipping others (credit, pings).
-  std::optional<Frame> ReadUntil(wire::FrameType type, std::chrono::milliseconds timeout = 10s) {
+  // The next frame of `type`, skipping others (credit, pings); nullopt at
+  // the end of the stream, an error, a timeout or a bad header.
+  std::optional<testing::RawFrame> ReadUntil(wire::FrameType type, std::chrono::milliseconds timeout = 10s) {
     for (;;) {
-      auto f = Read(timeout);
+      auto f = ReadFrame(timeout);
       if (!f || f->type == type) return f;
     }
-  }
-  bool ReadExact(std::string& out, std::size_t n, std::chrono::milliseconds timeout) {
-    out.clear();
-    const auto until = std::chrono::steady_clock::now() + timeout;
-    while (out.size() < n) {
-      const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
-          until - std::chrono::steady_clock::now());
-      if (left.count() <= 0) return false;
-      pollfd p{fd_, POLLIN, 0};
-      const int ready = ::poll(&p, 1, static_cast<int>(left.count()));
-      if (ready < 0 && errno == EINTR) continue;
-      if (ready <= 0) return false;
-      char buf[4096];
-      const ssize_t got = ::recv(fd_, buf, std::min(sizeof buf, n - out.size()), 0);
-      if (got < 0 && errno == EINTR) continue;
-      if (got <= 0) return false;
-      out.append(buf, static_cast<std::size_t>(got));
-    }
-    return true;
   }
 
   // Plays the server up to a stream: reads the preamble and HELLO, answers
@@ -709,7 +660,7 @@ class RawShmPeer {
   // armed, so the ring's end is never seen through it while the writer lives).
   std::optional<ShmWriter> SendRing(std::uint32_t call_id, const asio::any_io_executor& ex) {
     auto ring = ShmRing::create({});
-    if (!ring.ok() || !send_shm_ring(fd_, call_id, *ring).ok()) return std::nullopt;
+    if (!ring.ok() || !send_shm_ring(fd(), call_id, *ring).ok()) return std::nullopt;
     auto writer = ShmWriter::open(ex, std::move(*ring));
     if (!writer.ok()) return std::nullopt;
     return std::move(*writer);
@@ -731,8 +682,6 @@ class RawShmPeer {
     }
     return fd;
   }
-
-  int fd_;
 };
 
 // Commits `message` as the reference writer does: one slot if it fits,
@@ -987,14 +936,10 @@ TEST(ShmStreamTest, RingLeftOpenByTheClientEndsWithEndStream) {
   for (const bool read_late : {false, true}) {
     SCOPED_TRACE(read_late ? "END_STREAM once the handler has read them" : "END_STREAM right behind the messages");
     RawShmPeer peer(RawShmPeer::Connect(name));
-    std::string out;
-    const auto preamble = wire::make_preamble();
-    out.append(reinterpret_cast<const char*>(preamble.data()), preamble.size());
-    wire::append_hello(out, {wire::kNoFeatures, "simple", "alice"});
-    ASSERT_TRUE(peer.Send(out));
+    ASSERT_TRUE(peer.SendHello("simple", "alice"));
     auto success = peer.ReadUntil(wire::FrameType::kAuthSuccess);
     ASSERT_TRUE(success);
-    out.assign(wire::kFrameHeaderSize, '\0');
+    std::string out(wire::kFrameHeaderSize, '\0');
     wire::write_frame_header(reinterpret_cast<std::uint8_t*>(out.data()), wire::FrameType::kShmHello,
                              0, 0);
     ASSERT_TRUE(peer.Send(out));
@@ -1137,6 +1082,16 @@ TEST(ShmStreamTest, ClientCancellingOrDroppingAPutEndsTheHandlersRead) {
   }
 }
 
+// Starts an 8 MiB echo call on `client`, from `ex` (megabytes pending on the
+// socket, both ways), that sets `done` once it has its answer.
+void SpawnBigEcho(const asio::any_io_executor& ex, Client& client, bool& done) {
+  asio::co_spawn(ex, [&client, &done]() -> asio::awaitable<void> {
+    auto r = co_await client.async_call("sys", "echo", std::string(8 << 20, 'e'));
+    EXPECT_TRUE(r.ok()) << r.status().to_string();
+    done = true;
+  }, asio::detached);
+}
+
 // A stream's first shared-memory write waits (in ready_to_write) until the
 // socket has nothing pending before it hands its ring over. A finish() or
 // cancel() in that wait finds no ring to close; were the write to go on, it
@@ -1177,11 +1132,7 @@ TEST(ShmStreamTest, WriteRacingFinishOnTheFirstShmWriteIsNeverLost) {
         auto ex = co_await asio::this_coro::executor;
         // Megabytes pending on the socket: the first ring write must wait.
         bool echo_done = false;
-        asio::co_spawn(ex, [&]() -> asio::awaitable<void> {
-          auto r = co_await (*t.client)->async_call("sys", "echo", std::string(8 << 20, 'e'));
-          EXPECT_TRUE(r.ok()) << r.status().to_string();
-          echo_done = true;
-        }, asio::detached);
+        SpawnBigEcho(ex, **t.client, echo_done);
         co_await asio::post(ex, asio::use_awaitable);  // the echo's bytes are queued
         ClientStream* s = stream->get();
         Status write_status(Errc::kInternal, "not run");
@@ -1255,11 +1206,7 @@ TEST(ShmStreamTest, WriteRacingFinishOnTheFirstShmWriteIsNeverLost) {
         auto ex = co_await asio::this_coro::executor;
         // An 8 MiB response pending on the server's socket.
         bool echo_done = false;
-        asio::co_spawn(ex, [&]() -> asio::awaitable<void> {
-          auto r = co_await (*t.client)->async_call("sys", "echo", std::string(8 << 20, 'e'));
-          EXPECT_TRUE(r.ok()) << r.status().to_string();
-          echo_done = true;
-        }, asio::detached);
+        SpawnBigEcho(ex, **t.client, echo_done);
         co_await asio::post(ex, asio::use_awaitable);
         auto stream = co_await (*t.client)->async_open_stream("bulk", "write_racing_return", "");
         EXPECT_TRUE(stream.ok()) << stream.status().to_string();

@@ -194,11 +194,17 @@ class RawConnection {
  public:
   explicit RawConnection(const Endpoint& endpoint);
   explicit RawConnection(std::uint16_t tcp_port);
+  // A socket connected (or accepted) elsewhere, closed with this.
+  struct AdoptFd {
+    int fd;
+  };
+  explicit RawConnection(AdoptFd adopted) : fd_(adopted.fd) {}
   ~RawConnection();
   RawConnection(const RawConnection&) = delete;
   RawConnection& operator=(const RawConnection&) = delete;
 
   bool connected() const { return fd_ >= 0; }
+  int fd() const { return fd_; }
   bool Send(const std::string& bytes);
   // The preamble and a HELLO frame for `mechanism` with its first message.
   bool SendHello(const std::string& mechanism, const std::string& message);
