@@ -109,22 +109,23 @@ std::shared_ptr<security::TlsClientContext> ClientTls(bool with_certificate) {
 // How a case's connection travels.
 enum class Channel { kPlainTcp, kUnix, kTls, kTlsWithClientCertificate };
 
-const char* ChannelName(Channel c) {
-  switch (c) {
-    case Channel::kPlainTcp: return "tcp";
-    case Channel::kUnix: return "unix";
-    case Channel::kTls: return "tls";
-    case Channel::kTlsWithClientCertificate: return "tls+cert";
-  }
-  return "?";
-}
-
-// Where a policy check's listener or client of `channel` points (nothing
-// listens: the checks only read the scheme); `port` "0" for a server's.
+// Per channel, in the enum's order: its name, and where a policy check's
+// listener or client points (nothing listens: the checks read the scheme;
+// a tcp:// or tls:// one takes the port).
+struct ChannelFacts {
+  const char* name;
+  const char* endpoint;
+};
+constexpr ChannelFacts kChannelFacts[] = {{"tcp", "tcp://127.0.0.1:"},
+                                          {"unix", "unix:@traits-policy"},
+                                          {"tls", "tls://127.0.0.1:"},
+                                          {"tls+cert", "tls://127.0.0.1:"}};
+const ChannelFacts& FactsOf(Channel c) { return kChannelFacts[static_cast<int>(c)]; }
+const char* ChannelName(Channel c) { return FactsOf(c).name; }
+// `port` "0" for a server's.
 Endpoint PolicyEndpoint(Channel channel, const std::string& port) {
-  if (channel == Channel::kUnix) return *Endpoint::parse("unix:@traits-policy");
-  const char* scheme = channel == Channel::kPlainTcp ? "tcp" : "tls";
-  return *Endpoint::parse(std::string(scheme) + "://127.0.0.1:" + port);
+  const std::string uri = FactsOf(channel).endpoint;
+  return *Endpoint::parse(channel == Channel::kUnix ? uri : uri + port);
 }
 bool IsTls(Channel channel) { return channel == Channel::kTls || channel == Channel::kTlsWithClientCertificate; }
 
