@@ -91,13 +91,16 @@ void ShmStreamPlane::arm_deadline(std::chrono::steady_clock::time_point deadline
   });
 }
 
-Status ShmStreamPlane::send_ring(ShmRing& ring) {
+Status send_shm_ring(int socket, std::uint32_t call_id, ShmRing& ring) {
   auto fds = ring.take_peer_fds();
   if (!fds.ok()) return fds.status();
   const int list[4] = {fds->memfd.get(), fds->data_ready.get(), fds->space_ready.get(),
                        fds->liveness.get()};
-  const int socket = channel_->byte_stream().native_unix_handle();
-  return send_with_fds(socket, ring_frame(call_id_, ring), list, 4);
+  return send_with_fds(socket, ring_frame(call_id, ring), list, 4);
+}
+
+Status ShmStreamPlane::send_ring(ShmRing& ring) {
+  return send_shm_ring(channel_->byte_stream().native_unix_handle(), call_id_, ring);
 }
 
 asio::awaitable<bool> ShmStreamPlane::ready_to_write() {

@@ -34,6 +34,13 @@
 
 namespace authrpc {
 
+// Hands the peer end of `ring` over on the Unix socket `socket`: takes its
+// descriptors and sends them with the SHM_RING frame for `call_id`. Blocks
+// (poll) only if the socket's buffer fills after the first byte left;
+// asio::error::would_block if not even that went. Each ShmStreamPlane's
+// ring goes so, and a test's raw peer sends its rings the same way.
+Status send_shm_ring(int socket, std::uint32_t call_id, ShmRing& ring);
+
 class ShmStreamPlane final : public PayloadOwner,
                              public std::enable_shared_from_this<ShmStreamPlane> {
  public:

@@ -69,23 +69,7 @@ class IdlePeers {
 
   // Connects from `source` (a loopback address; the kernel picks the port).
   // -1 if it could not.
-  int open_one(const char* source = "127.0.0.1") {
-    const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    if (fd < 0) return -1;
-    sockaddr_in from{};
-    from.sin_family = AF_INET;
-    ::inet_pton(AF_INET, source, &from.sin_addr);
-    sockaddr_in to{};
-    to.sin_family = AF_INET;
-    to.sin_port = htons(port_);
-    to.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    if (::bind(fd, reinterpret_cast<sockaddr*>(&from), sizeof from) != 0 ||
-        ::connect(fd, reinterpret_cast<sockaddr*>(&to), sizeof to) != 0) {
-      ::close(fd);
-      return -1;
-    }
-    return fd;
-  }
+  int open_one(const char* source = "127.0.0.1") { return testing::ConnectLoopback(port_, source); }
   // `n` more, held until destruction; false if one failed.
   bool open(int n, const char* source = "127.0.0.1") {
     for (int i = 0; i < n; ++i) {

@@ -27,6 +27,7 @@
 #include "authrpc/client/client.h"
 #include "authrpc/server/audit_log.h"
 #include "authrpc/server/server.h"
+#include "tests/testing/one_message_mechanism.h"
 #include "tests/testing/test_server.h"
 #include "tests/testing/test_support.h"
 
@@ -48,53 +49,15 @@ constexpr const char* kSecret = "s3cret-Proof-42";
 // proof kSecret. Its only purpose is a delegation-token mechanism (by its
 // traits, not its name) carrying a secret, so that proxy-user refusal over
 // tokens and secret-free audit lines can be tested without the real token
-// mechanism.
-class TestTokenServer final : public ServerMechanism {
-  class Session final : public ServerAuthSession {
-   public:
-    asio::awaitable<ServerStep> step(std::string_view t) override {
-      const auto colon = t.find(':');
-      if (colon == std::string_view::npos || t.substr(colon + 1) != kSecret) {
-        co_return ServerStep::failure({Errc::kAuthenticationFailed, "token: bad proof"});
-      }
-      Identity id;
-      id.user = id.principal = std::string(t.substr(0, colon));
-      co_return ServerStep::success(std::move(id));
-    }
-  };
-
- public:
-  std::string_view name() const noexcept override { return "token"; }
-  MechanismTraits traits() const noexcept override { return {.delegation_token = true}; }
-  std::unique_ptr<ServerAuthSession> start(const ChannelInfo&) override {
-    return std::make_unique<Session>();
+// mechanism. The server's verdict:
+ServerStep CheckTokenProof(std::string_view t) {
+  const auto colon = t.find(':');
+  if (colon == std::string_view::npos || t.substr(colon + 1) != kSecret) {
+    return ServerStep::failure({Errc::kAuthenticationFailed, "token: bad proof"});
   }
-};
-
-class TestTokenClient final : public ClientMechanism {
-  class Session final : public ClientAuthSession {
-   public:
-    explicit Session(std::string t) : t_(std::move(t)) {}
-    asio::awaitable<ClientStep> initial() override { co_return ClientStep::send(t_, true); }
-    asio::awaitable<ClientStep> challenge(std::string_view) override {
-      co_return ClientStep::failure({Errc::kProtocolError, "no challenge expected"});
-    }
-    asio::awaitable<Status> complete(std::string_view) override { co_return Status(); }
-
-   private:
-    std::string t_;
-  };
-
- public:
-  explicit TestTokenClient(std::string token) : token_(std::move(token)) {}
-  std::string_view name() const noexcept override { return "token"; }
-  std::unique_ptr<ClientAuthSession> start(const ChannelInfo&) override {
-    return std::make_unique<Session>(token_);
-  }
-
- private:
-  std::string token_;
-};
+  return testing::BelieveTheName(t.substr(0, colon));
+}
+constexpr MechanismTraits kTestTokenTraits{.delegation_token = true};
 
 std::string ReadFile(const fs::path& p) {
   std::ifstream in(p);
@@ -124,7 +87,8 @@ class AuthzServer {
       : dir_(testing::TempDir("authz-test")) {
     WriteAcl(acl);
     server_.endpoint(endpoint == "unix" ? "unix:" + (dir_ / "s.sock").string() : endpoint);
-    server_.mechanisms({std::make_shared<SimpleServerMechanism>(), std::make_shared<TestTokenServer>()});
+    server_.mechanisms({std::make_shared<SimpleServerMechanism>(),
+                        std::make_shared<testing::OneMessageServer>("token", kTestTokenTraits, CheckTokenProof)});
     server_.log([this](LogLevel, std::string_view line) {
       std::lock_guard lock(log_mu_);
       log_.append(line).append("\n");
@@ -159,7 +123,7 @@ class AuthzServer {
                                           const std::string& proof = kSecret) {
     auto client = server_.client();
     if (token) {
-      client.mechanism(std::make_shared<TestTokenClient>(user + ":" + proof));
+      client.mechanism(std::make_shared<testing::OneMessageClient>("token", user + ":" + proof));
     } else {
       client.simple(user);
     }

@@ -57,19 +57,30 @@ class Recorder final : public DeadlineQueue::Entry {
   std::function<void()> then_;
 };
 
-TEST(DeadlineQueueTest, EntriesExpireInDeadlineOrderWhateverTheOrderAdded) {
+// One context and its queue, a log the Recorders write to, and the time
+// the test began: deadlines are offsets from `start`.
+class DeadlineQueueTest : public ::testing::Test {
+ protected:
+  void Add(DeadlineQueue::Entry& entry, Clock::duration after) {
+    queue.add(entry, start + after, io.get_executor());
+  }
+  void ExpectLog(const std::vector<std::string>& expected) { EXPECT_EQ(log, expected); }
+
   asio::io_context io;
-  auto& queue = DeadlineQueue::of(io.get_executor());
+  DeadlineQueue& queue = DeadlineQueue::of(io.get_executor());
   std::vector<std::string> log;
+  const Clock::time_point start = Clock::now();
+};
+
+TEST_F(DeadlineQueueTest, EntriesExpireInDeadlineOrderWhateverTheOrderAdded) {
   Recorder a("a", log), b("b", log), c("c", log), d("d", log);
-  const auto start = Clock::now();
-  queue.add(b, start + 40ms, io.get_executor());
-  queue.add(d, start + 80ms, io.get_executor());
-  queue.add(a, start + 20ms, io.get_executor());  // earlier than the armed timer: re-arms
-  queue.add(c, start + 60ms, io.get_executor());  // lands in the middle
+  Add(b, 40ms);
+  Add(d, 80ms);
+  Add(a, 20ms);  // earlier than the armed timer: re-arms
+  Add(c, 60ms);  // lands in the middle
   EXPECT_TRUE(a.queued());
   RunFor(io, 150ms);
-  EXPECT_EQ(log, (std::vector<std::string>{"a", "b", "c", "d"}));
+  ExpectLog({"a", "b", "c", "d"});
   EXPECT_GE(a.fired_at, start + 20ms);
   EXPECT_GE(d.fired_at, start + 80ms);
   EXPECT_FALSE(a.queued());
@@ -80,15 +91,13 @@ TEST(DeadlineQueueTest, EntriesExpireInDeadlineOrderWhateverTheOrderAdded) {
 // for, a share added out of any order, some cancelled or moved. Every
 // deadline is already past, so all expire in the first timer run, where
 // the order they expire in is the queue's own.
-TEST(DeadlineQueueTest, ManyTimeoutsInterleavedExpireInDeadlineOrder) {
+TEST_F(DeadlineQueueTest, ManyTimeoutsInterleavedExpireInDeadlineOrder) {
   struct Stamped final : DeadlineQueue::Entry {
     Clock::time_point at;
     std::vector<Clock::time_point>* fired = nullptr;
     ~Stamped() override { cancel(); }
     void expired() override { fired->push_back(at); }
   };
-  asio::io_context io;
-  auto& queue = DeadlineQueue::of(io.get_executor());
   std::vector<Clock::time_point> fired;
   std::vector<Stamped> entries(3000);
   const auto base = Clock::now() - 1h;
@@ -119,60 +128,47 @@ TEST(DeadlineQueueTest, ManyTimeoutsInterleavedExpireInDeadlineOrder) {
   EXPECT_EQ(fired, expected);
 }
 
-TEST(DeadlineQueueTest, CancelledAndDestroyedEntriesNeverFire) {
-  asio::io_context io;
-  auto& queue = DeadlineQueue::of(io.get_executor());
-  std::vector<std::string> log;
+TEST_F(DeadlineQueueTest, CancelledAndDestroyedEntriesNeverFire) {
   Recorder kept("kept", log), cancelled("cancelled", log);
-  const auto start = Clock::now();
-  queue.add(cancelled, start + 10ms, io.get_executor());
+  Add(cancelled, 10ms);
   {
     Recorder gone("gone", log);
-    queue.add(gone, start + 5ms, io.get_executor());
+    Add(gone, 5ms);
   }
-  queue.add(kept, start + 30ms, io.get_executor());
+  Add(kept, 30ms);
   cancelled.cancel();
   cancelled.cancel();  // idempotent
   RunFor(io, 150ms);
-  EXPECT_EQ(log, (std::vector<std::string>{"kept"}));
+  ExpectLog({"kept"});
 }
 
-TEST(DeadlineQueueTest, ReAddingMovesTheDeadline) {
-  asio::io_context io;
-  auto& queue = DeadlineQueue::of(io.get_executor());
-  std::vector<std::string> log;
+TEST_F(DeadlineQueueTest, ReAddingMovesTheDeadline) {
   Recorder first("first", log), moved("moved", log);
-  const auto start = Clock::now();
-  queue.add(moved, start + 10ms, io.get_executor());
-  queue.add(first, start + 30ms, io.get_executor());
-  queue.add(moved, start + 60ms, io.get_executor());
+  Add(moved, 10ms);
+  Add(first, 30ms);
+  Add(moved, 60ms);
   RunFor(io, 150ms);
-  EXPECT_EQ(log, (std::vector<std::string>{"first", "moved"}));
+  ExpectLog({"first", "moved"});
   EXPECT_GE(moved.fired_at, start + 60ms);
 }
 
-TEST(DeadlineQueueTest, ExpiryMayQueueAndCancelOthers) {
-  asio::io_context io;
-  auto& queue = DeadlineQueue::of(io.get_executor());
-  std::vector<std::string> log;
+TEST_F(DeadlineQueueTest, ExpiryMayQueueAndCancelOthers) {
   Recorder later("later", log), doomed("doomed", log);
   Recorder trigger("trigger", log, [&] {
     doomed.cancel();
     queue.add(later, Clock::now() + 5ms, io.get_executor());
   });
-  const auto start = Clock::now();
-  queue.add(trigger, start + 5ms, io.get_executor());
-  queue.add(doomed, start + 20ms, io.get_executor());
+  Add(trigger, 5ms);
+  Add(doomed, 20ms);
   RunFor(io, 150ms);
-  EXPECT_EQ(log, (std::vector<std::string>{"trigger", "later"}));
+  ExpectLog({"trigger", "later"});
 }
 
-TEST(DeadlineQueueTest, ContextDestroyedWithEntriesQueued) {
-  std::vector<std::string> log;
+TEST_F(DeadlineQueueTest, ContextDestroyedWithEntriesQueued) {
   Recorder outlives("outlives", log);
   {
-    asio::io_context io;
-    DeadlineQueue::of(io.get_executor()).add(outlives, Clock::now() + 1h, io.get_executor());
+    asio::io_context own;
+    DeadlineQueue::of(own.get_executor()).add(outlives, Clock::now() + 1h, own.get_executor());
     EXPECT_TRUE(outlives.queued());
   }
   EXPECT_FALSE(outlives.queued());  // let go by the queue's shutdown
@@ -182,9 +178,7 @@ TEST(DeadlineQueueTest, ContextDestroyedWithEntriesQueued) {
 // An armed timer with no entry left must not keep run() going: a program
 // whose last connection finished negotiating would otherwise wait for the
 // connect timeout before run() returned.
-TEST(DeadlineQueueTest, AnIdleTimerDoesNotKeepRunGoing) {
-  asio::io_context io;
-  std::vector<std::string> log;
+TEST_F(DeadlineQueueTest, AnIdleTimerDoesNotKeepRunGoing) {
   Recorder entry("entry", log);
   // Added from a handler, as connections do.
   asio::post(io, [&] {
@@ -192,9 +186,9 @@ TEST(DeadlineQueueTest, AnIdleTimerDoesNotKeepRunGoing) {
   });
   asio::steady_timer other(io, 20ms);
   other.async_wait([&](std::error_code) { entry.cancel(); });
-  const auto start = Clock::now();
+  const auto ran = Clock::now();
   io.run();
-  EXPECT_LT(Clock::now() - start, 5s);
+  EXPECT_LT(Clock::now() - ran, 5s);
   EXPECT_TRUE(log.empty());
 
   // The context stays usable: a new deadline still fires on a later run().
@@ -203,23 +197,20 @@ TEST(DeadlineQueueTest, AnIdleTimerDoesNotKeepRunGoing) {
     DeadlineQueue::of(io.get_executor()).add(entry, Clock::now() + 10ms, io.get_executor());
   });
   RunFor(io, 50ms);
-  EXPECT_EQ(log, (std::vector<std::string>{"entry"}));
+  ExpectLog({"entry"});
 }
 
 // Added from outside run() (no handler of the context running), the wait
 // counts as work: run() goes on until the deadline.
-TEST(DeadlineQueueTest, AddedFromOutsideTheLoopTheWaitKeepsRunGoing) {
-  asio::io_context io;
-  std::vector<std::string> log;
+TEST_F(DeadlineQueueTest, AddedFromOutsideTheLoopTheWaitKeepsRunGoing) {
   Recorder entry("entry", log);
-  const auto start = Clock::now();
-  DeadlineQueue::of(io.get_executor()).add(entry, start + 30ms, io.get_executor());
+  Add(entry, 30ms);
   io.run();
-  EXPECT_EQ(log, (std::vector<std::string>{"entry"}));
+  ExpectLog({"entry"});
   EXPECT_GE(entry.fired_at, start + 30ms);
 }
 
-TEST(DeadlineQueueTest, OneQueuePerContext) {
+TEST_F(DeadlineQueueTest, OneQueuePerContext) {
   asio::io_context io1, io2;
   EXPECT_EQ(&DeadlineQueue::of(io1.get_executor()), &DeadlineQueue::of(io1.get_executor()));
   EXPECT_NE(&DeadlineQueue::of(io1.get_executor()), &DeadlineQueue::of(io2.get_executor()));

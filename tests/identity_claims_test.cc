@@ -15,62 +15,35 @@
 #include "authrpc/auth/authz/authorizer.h"
 #include "authrpc/auth/authz/authz_policy.h"
 #include "authrpc/auth/mechanism.h"
+#include "tests/testing/one_message_mechanism.h"
 #include "tests/testing/test_server.h"
 
 namespace authrpc {
 namespace {
 
-// Client message "user|group,group|ttl_ms" (ttl 0: no expiry).
-class VouchingServer final : public ServerMechanism {
-  class Session final : public ServerAuthSession {
-   public:
-    asio::awaitable<ServerStep> step(std::string_view m) override {
-      const auto bar1 = m.find('|'), bar2 = m.rfind('|');
-      Identity id;
-      id.user = id.principal = std::string(m.substr(0, bar1));
-      for (std::string_view groups = m.substr(bar1 + 1, bar2 - bar1 - 1); !groups.empty();) {
-        const auto comma = groups.find(',');
-        id.groups.emplace_back(groups.substr(0, comma));
-        groups = comma == std::string_view::npos ? "" : groups.substr(comma + 1);
-      }
-      if (const int ttl = std::stoi(std::string(m.substr(bar2 + 1))); ttl > 0) {
-        id.expires = std::chrono::system_clock::now() + std::chrono::milliseconds(ttl);
-      }
-      co_return ServerStep::success(std::move(id));
-    }
-  };
-
- public:
-  std::string_view name() const noexcept override { return "vouching"; }
-  std::unique_ptr<ServerAuthSession> start(const ChannelInfo&) override {
-    return std::make_unique<Session>();
+// The test mechanism "vouching" believes what its client sends:
+// "user|group,group|ttl_ms" (ttl 0: no expiry).
+ServerStep Vouch(std::string_view m) {
+  const auto bar1 = m.find('|'), bar2 = m.rfind('|');
+  Identity id;
+  id.user = id.principal = std::string(m.substr(0, bar1));
+  for (std::string_view groups = m.substr(bar1 + 1, bar2 - bar1 - 1); !groups.empty();) {
+    const auto comma = groups.find(',');
+    id.groups.emplace_back(groups.substr(0, comma));
+    groups = comma == std::string_view::npos ? "" : groups.substr(comma + 1);
   }
-};
-
-class VouchingClient final : public ClientMechanism {
-  class Session final : public ClientAuthSession {
-   public:
-    explicit Session(std::string m) : m_(std::move(m)) {}
-    asio::awaitable<ClientStep> initial() override { co_return ClientStep::send(m_, true); }
-    asio::awaitable<ClientStep> challenge(std::string_view) override {
-      co_return ClientStep::failure({Errc::kProtocolError, "no challenge expected"});
-    }
-    asio::awaitable<Status> complete(std::string_view) override { co_return Status(); }
-
-   private:
-    std::string m_;
-  };
-
- public:
-  explicit VouchingClient(std::string m) : m_(std::move(m)) {}
-  std::string_view name() const noexcept override { return "vouching"; }
-  std::unique_ptr<ClientAuthSession> start(const ChannelInfo&) override {
-    return std::make_unique<Session>(m_);
+  if (const int ttl = std::stoi(std::string(m.substr(bar2 + 1))); ttl > 0) {
+    id.expires = std::chrono::system_clock::now() + std::chrono::milliseconds(ttl);
   }
+  return ServerStep::success(std::move(id));
+}
 
- private:
-  std::string m_;
-};
+std::shared_ptr<ServerMechanism> VouchingServer() {
+  return std::make_shared<testing::OneMessageServer>("vouching", MechanismTraits{}, Vouch);
+}
+std::shared_ptr<ClientMechanism> VouchingClient(std::string message) {
+  return std::make_shared<testing::OneMessageClient>("vouching", std::move(message));
+}
 
 Service PingService() {
   Service s("data");
@@ -104,11 +77,11 @@ class VouchedGroupsTest : public ::testing::TestWithParam<GroupCase> {};
 TEST_P(VouchedGroupsTest, AGroupAclSeesTheMechanismsGroups) {
   const GroupCase& c = GetParam();
   testing::TestServer server;
-  server.mechanism(std::make_shared<VouchingServer>()).service(PingService());
+  server.mechanism(VouchingServer()).service(PingService());
   server.options([](ServerOptions& o) { o.authorizer = GroupAcl(); });
   ASSERT_TRUE(server.start().ok());
   auto client = server.client()
-                    .mechanism(std::make_shared<VouchingClient>(c.message))
+                    .mechanism(VouchingClient(c.message))
                     .options([&c](ClientOptions& o) { o.do_as = c.do_as; })
                     .connect();
   ASSERT_TRUE(client.ok()) << client.status().to_string();
@@ -145,9 +118,9 @@ TEST(AuthzPolicyGroupsTest, VouchedGroupsFollowTheServersWithoutDuplicates) {
 
 TEST(SessionExpiryTest, NoCallIsServedAfterTheCredentialsExpire) {
   testing::TestServer server;
-  server.mechanism(std::make_shared<VouchingServer>()).service(PingService());
+  server.mechanism(VouchingServer()).service(PingService());
   ASSERT_TRUE(server.start().ok());
-  auto client = server.client().mechanism(std::make_shared<VouchingClient>("bob||600")).connect();
+  auto client = server.client().mechanism(VouchingClient("bob||600")).connect();
   ASSERT_TRUE(client.ok()) << client.status().to_string();
   ASSERT_TRUE((*client)->call("data", "read", "").ok());
   // The time under test: the credentials' life.
@@ -161,7 +134,7 @@ TEST(SessionExpiryTest, NoCallIsServedAfterTheCredentialsExpire) {
   EXPECT_FALSE(after.ok());
 
   // A fresh session (new credentials) is served.
-  auto again = server.client().mechanism(std::make_shared<VouchingClient>("bob||0")).connect();
+  auto again = server.client().mechanism(VouchingClient("bob||0")).connect();
   ASSERT_TRUE(again.ok());
   EXPECT_TRUE((*again)->call("data", "read", "").ok());
 }

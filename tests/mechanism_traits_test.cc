@@ -32,6 +32,7 @@
 #include "authrpc/server/server_policy.h"
 #include "authrpc/server/token_service.h"
 #include "authrpc/tools/mechanism_flags.h"
+#include "tests/testing/one_message_mechanism.h"
 #include "tests/testing/test_server.h"
 #include "tests/testing/test_support.h"
 #include "tests/testing/tls_test_certs.h"
@@ -52,59 +53,12 @@ constexpr MechanismTraits kBearer{.bearer_secret = true};
 constexpr MechanismTraits kIssuable{.may_be_issued_tokens = true};
 constexpr MechanismTraits kDelegation{.delegation_token = true};
 
-// Believes the name the client sends, like `simple`, under any name and
-// traits; counts the sessions it starts (a refused channel starts none).
-class CustomServer final : public ServerMechanism {
- public:
-  CustomServer(std::string name, MechanismTraits traits) : name_(std::move(name)), traits_(traits) {}
-  std::string_view name() const noexcept override { return name_; }
-  MechanismTraits traits() const noexcept override { return traits_; }
-  std::unique_ptr<ServerAuthSession> start(const ChannelInfo&) override {
-    ++started;
-    return std::make_unique<Session>();
-  }
-  std::atomic<int> started{0};
-
- private:
-  class Session final : public ServerAuthSession {
-   public:
-    asio::awaitable<ServerStep> step(std::string_view token) override {
-      Identity id;
-      id.user = id.principal = std::string(token);
-      co_return ServerStep::success(std::move(id));
-    }
-  };
-  std::string name_;
-  MechanismTraits traits_;
-};
-
-class CustomClient final : public ClientMechanism {
- public:
-  CustomClient(std::string name, MechanismTraits traits, std::string user = "alice")
-      : name_(std::move(name)), traits_(traits), user_(std::move(user)) {}
-  std::string_view name() const noexcept override { return name_; }
-  MechanismTraits traits() const noexcept override { return traits_; }
-  std::unique_ptr<ClientAuthSession> start(const ChannelInfo&) override {
-    return std::make_unique<Session>(user_);
-  }
-
- private:
-  class Session final : public ClientAuthSession {
-   public:
-    explicit Session(std::string user) : user_(std::move(user)) {}
-    asio::awaitable<ClientStep> initial() override { co_return ClientStep::send(user_, true); }
-    asio::awaitable<ClientStep> challenge(std::string_view) override {
-      co_return ClientStep::failure({Errc::kProtocolError, "custom: unexpected challenge"});
-    }
-    asio::awaitable<Status> complete(std::string_view) override { co_return Status(); }
-
-   private:
-    std::string user_;
-  };
-  std::string name_;
-  MechanismTraits traits_;
-  std::string user_;
-};
+// Test mechanisms of any name and traits: the server believes the name the
+// client sends ("alice"), like `simple`, and counts the sessions it starts.
+using CustomServer = testing::OneMessageServer;
+std::shared_ptr<ClientMechanism> CustomClient(std::string name, MechanismTraits traits) {
+  return std::make_shared<testing::OneMessageClient>(std::move(name), "alice", traits);
+}
 
 // A CA, a server certificate for 127.0.0.1 and a client certificate ("alice").
 struct Certs {
@@ -155,17 +109,38 @@ std::shared_ptr<security::TlsClientContext> ClientTls(bool with_certificate) {
 // How a case's connection travels.
 enum class Channel { kPlainTcp, kUnix, kTls, kTlsWithClientCertificate };
 
-const char* ChannelName(Channel c) {
-  switch (c) {
-    case Channel::kPlainTcp: return "tcp";
-    case Channel::kUnix: return "unix";
-    case Channel::kTls: return "tls";
-    case Channel::kTlsWithClientCertificate: return "tls+cert";
-  }
-  return "?";
+// Per channel, in the enum's order: its name, and where a policy check's
+// listener or client points (nothing listens: the checks read the scheme;
+// a tcp:// or tls:// one takes the port).
+struct ChannelFacts {
+  const char* name;
+  const char* endpoint;
+};
+constexpr ChannelFacts kChannelFacts[] = {{"tcp", "tcp://127.0.0.1:"},
+                                          {"unix", "unix:@traits-policy"},
+                                          {"tls", "tls://127.0.0.1:"},
+                                          {"tls+cert", "tls://127.0.0.1:"}};
+const ChannelFacts& FactsOf(Channel c) { return kChannelFacts[static_cast<int>(c)]; }
+const char* ChannelName(Channel c) { return FactsOf(c).name; }
+// `port` "0" for a server's.
+Endpoint PolicyEndpoint(Channel channel, const std::string& port) {
+  const std::string uri = FactsOf(channel).endpoint;
+  return *Endpoint::parse(channel == Channel::kUnix ? uri : uri + port);
 }
+bool IsTls(Channel channel) { return channel == Channel::kTls || channel == Channel::kTlsWithClientCertificate; }
 
 // --- The server's policy check (server/server_policy.h) -----------------------
+
+// A configuration check's verdict: `s` is OK if `refused` is null, else a
+// configuration error whose message contains `refused`.
+void ExpectVerdict(const Status& s, const char* refused) {
+  if (refused == nullptr) {
+    EXPECT_TRUE(s.ok()) << s.to_string();
+  } else {
+    EXPECT_EQ(s.code, Errc::kConfigError) << s.to_string();
+    EXPECT_THAT(s.message, HasSubstr(refused));
+  }
+}
 
 struct ServerPolicyCase {
   const char* name;
@@ -218,25 +193,12 @@ TEST(MechanismTraits, DecideTheServersPolicyCheck) {
     ServerOptions o;
     o.mechanisms = {c.mechanism()};
     o.authentication = c.authentication;
-    switch (c.channel) {
-      case Channel::kPlainTcp: o.endpoints = {*Endpoint::parse("tcp://127.0.0.1:0")}; break;
-      case Channel::kUnix: o.endpoints = {*Endpoint::parse("unix:@traits-policy")}; break;
-      case Channel::kTls:
-        o.endpoints = {*Endpoint::parse("tls://127.0.0.1:0")};
-        o.tls = ServerTls(security::ClientCertificates::kNone);
-        break;
-      case Channel::kTlsWithClientCertificate:
-        o.endpoints = {*Endpoint::parse("tls://127.0.0.1:0")};
-        o.tls = ServerTls(security::ClientCertificates::kOptional);
-        break;
+    o.endpoints = {PolicyEndpoint(c.channel, "0")};
+    if (IsTls(c.channel)) {
+      o.tls = ServerTls(c.channel == Channel::kTlsWithClientCertificate ? security::ClientCertificates::kOptional
+                                                                         : security::ClientCertificates::kNone);
     }
-    const Status s = validate_server_policies(o);
-    if (c.refused == nullptr) {
-      EXPECT_TRUE(s.ok()) << s.to_string();
-    } else {
-      EXPECT_EQ(s.code, Errc::kConfigError) << s.to_string();
-      EXPECT_THAT(s.message, HasSubstr(c.refused));
-    }
+    ExpectVerdict(validate_server_policies(o), c.refused);
   }
 }
 
@@ -251,7 +213,7 @@ struct ClientPolicyCase {
 };
 
 std::shared_ptr<ClientMechanism> CustomC(MechanismTraits t) {
-  return std::make_shared<CustomClient>("custom", t);
+  return CustomClient("custom", t);
 }
 
 TEST(MechanismTraits, DecideTheClientsPolicyCheck) {
@@ -285,22 +247,9 @@ TEST(MechanismTraits, DecideTheClientsPolicyCheck) {
     ClientOptions o;
     o.mechanisms = {c.mechanism()};
     o.authentication = c.authentication;
-    switch (c.channel) {
-      case Channel::kPlainTcp: o.endpoint = *Endpoint::parse("tcp://127.0.0.1:1"); break;
-      case Channel::kUnix: o.endpoint = *Endpoint::parse("unix:@traits-policy"); break;
-      case Channel::kTls:
-      case Channel::kTlsWithClientCertificate:
-        o.endpoint = *Endpoint::parse("tls://127.0.0.1:1");
-        o.tls = ClientTls(c.channel == Channel::kTlsWithClientCertificate);
-        break;
-    }
-    const Status s = validate_client_policies(o);
-    if (c.refused == nullptr) {
-      EXPECT_TRUE(s.ok()) << s.to_string();
-    } else {
-      EXPECT_EQ(s.code, Errc::kConfigError) << s.to_string();
-      EXPECT_THAT(s.message, HasSubstr(c.refused));
-    }
+    o.endpoint = PolicyEndpoint(c.channel, "1");
+    if (IsTls(c.channel)) o.tls = ClientTls(c.channel == Channel::kTlsWithClientCertificate);
+    ExpectVerdict(validate_client_policies(o), c.refused);
   }
 }
 
@@ -380,7 +329,7 @@ class Negotiation : public ::testing::Test {
 
   Result<std::unique_ptr<Client>> Connect(Channel channel, MechanismTraits traits) {
     ClientOptions o;
-    o.mechanisms = {std::make_shared<CustomClient>("custom", traits)};
+    o.mechanisms = {CustomClient("custom", traits)};
     o.connect_timeout = 10s;
     o.default_call_timeout = 10s;
     o.endpoint = channel == Channel::kUnix ? unix_ : tls_;
@@ -533,7 +482,7 @@ class TokenIssue : public ::testing::Test {
     for (const auto& [name, t] : kMechanisms) {
       if (name == mechanism) traits = t;
     }
-    auto client = testing::ConnectWith(endpoint_, std::make_shared<CustomClient>(mechanism, traits));
+    auto client = testing::ConnectWith(endpoint_, CustomClient(mechanism, traits));
     if (!client.ok()) return client.status();
     const json request = method == "get" ? json{{"renewer", ""}} : json{{"token", "not-a-token"}};
     auto r = (*client)->call_json("token", method, request);
@@ -603,13 +552,7 @@ TEST(MechanismTraits, RefuseADelegationTokenMechanismAmongTheIssuers) {
   for (const auto& c : cases) {
     TokenServiceOptions o;
     o.issue_mechanisms = c.names;
-    const Status s = check_issue_mechanisms(o, registry);
-    if (c.refused == nullptr) {
-      EXPECT_TRUE(s.ok()) << s.to_string();
-    } else {
-      EXPECT_EQ(s.code, Errc::kConfigError);
-      EXPECT_THAT(s.message, HasSubstr(c.refused));
-    }
+    ExpectVerdict(check_issue_mechanisms(o, registry), c.refused);
   }
 }
 
@@ -677,7 +620,7 @@ TEST(MechanismRegistry, RefusesAMechanismThatDeniesItsRegistration) {
   registry.register_client(
       "custom",
       [](const json&) -> Result<std::shared_ptr<ClientMechanism>> {
-        return std::shared_ptr<ClientMechanism>(std::make_shared<CustomClient>("custom", kBearer));
+        return std::shared_ptr<ClientMechanism>(CustomClient("custom", kBearer));
       },
       kBearer);
   auto server = registry.make_server("custom", json::object());
@@ -695,7 +638,7 @@ TEST(MechanismFlags, MapDeclaredFlagsToEachMechanismsOptions) {
   registry.register_client(
       "custom",
       [](const json&) -> Result<std::shared_ptr<ClientMechanism>> {
-        return std::shared_ptr<ClientMechanism>(std::make_shared<CustomClient>("custom", kBearer));
+        return std::shared_ptr<ClientMechanism>(CustomClient("custom", kBearer));
       },
       kBearer,
       {{"--api-key-file", "key_file", "F  the key", true}, {"--keytab", "keytab", "F  a keytab"}});

@@ -90,6 +90,20 @@ std::string describe(const RunResult& r) {
          r.err;
 }
 
+// Runs minibench with `args`, its JSON report (--json) in a fresh directory
+// and --quiet; `r` is the run and `doc` the report. Fails the test if the run
+// failed or the report does not parse.
+void run_with_json(RunResult& r, Json& doc, std::vector<std::string> args) {
+  ScopedTempDir dir("minibench-test");
+  ASSERT_TRUE(dir.ok());
+  const std::string json = dir.file("out.json");
+  args.insert(args.end(), {"--json", json, "--quiet"});
+  r = run_minibench(dir, args);
+  ASSERT_EQ(r.exit_code, 0) << describe(r);
+  doc = Json::parse(read_file(json), nullptr, false);
+  ASSERT_FALSE(doc.is_discarded()) << describe(r);
+}
+
 // A small XML well-formedness check, enough for the SVG minibench writes:
 // one root element, properly nested and closed tags, quoted attributes
 // (unique per element), known or numeric entities, no stray '<' or '&'.
@@ -334,18 +348,15 @@ TEST(MinibenchTest, DefaultSessionsRunHasEveryRowSummaryAndPlot) {
   EXPECT_THAT(run.at("krb5").get<std::string>(), HasSubstr("Kerberos 5 release"));
 
   // The summary table: its header and one line per transport x TLS.
-  EXPECT_THAT(r.out, HasSubstr("summary (shape of HADOOP-6637)"));
-  EXPECT_THAT(r.out, HasSubstr("No security"));
-  EXPECT_THAT(r.out, HasSubstr("Delegation token"));
-  EXPECT_THAT(r.out, HasSubstr("\n  tcp "));
-  EXPECT_THAT(r.out, HasSubstr("\n  unix "));
-  EXPECT_THAT(r.out, HasSubstr("\n  tcp + TLS "));
-  EXPECT_THAT(r.out, HasSubstr("\n  tcp + TLS, resumed"));
-  EXPECT_THAT(r.out, HasSubstr("the server accepted exactly warm-up + n connections"));
-  EXPECT_THAT(r.out, HasSubstr("bearer access tokens (OAuth 2.0 JWT"));
+  for (const char* part : {"summary (shape of HADOOP-6637)", "No security", "Delegation token", "\n  tcp ",
+                           "\n  unix ", "\n  tcp + TLS ", "\n  tcp + TLS, resumed",
+                           "the server accepted exactly warm-up + n connections",
+                           "bearer access tokens (OAuth 2.0 JWT",
+                           "jwt+tls/tcp  p50 <= 1.10 x simple+tls/tcp p50: ratio"}) {
+    EXPECT_THAT(r.out, HasSubstr(part));
+  }
   EXPECT_THAT(r.out, ::testing::ContainsRegex("cold JWT check .*RS256 [0-9.]+ µs, PS256 [0-9.]+ "
                                               "µs, ES256 [0-9.]+ µs, EdDSA [0-9.]+ µs"));
-  EXPECT_THAT(r.out, HasSubstr("jwt+tls/tcp  p50 <= 1.10 x simple+tls/tcp p50: ratio"));
 
   const std::string plot = read_file(svg);
   XmlChecker checker(plot);
@@ -377,15 +388,12 @@ TEST(MinibenchTest, DefaultSessionsRunHasEveryRowSummaryAndPlot) {
 // --concurrency K: every row still has n sessions (spread over K threads),
 // one connection each, and a rate.
 TEST(MinibenchTest, ConcurrencyRunsEverySessionOnItsOwnConnection) {
-  ScopedTempDir dir("minibench-test");
-  ASSERT_TRUE(dir.ok());
-  const std::string json = dir.file("out.json");
-  const RunResult r = run_minibench(dir, {"sessions", "--method", "simple,kerberos", "--tls", "off",
-                                    "--concurrency", "4", "-n", "20", "--warmup", "4", "--blocks",
-                                    "2", "--json", json, "--quiet"});
-  ASSERT_EQ(r.exit_code, 0) << describe(r);
-  const Json doc = Json::parse(read_file(json), nullptr, false);
-  ASSERT_FALSE(doc.is_discarded());
+  RunResult r;
+  Json doc;
+  ASSERT_NO_FATAL_FAILURE(
+      run_with_json(r, doc,
+                    {"sessions", "--method", "simple,kerberos", "--tls", "off", "--concurrency", "4", "-n",
+                     "20", "--warmup", "4", "--blocks", "2"}));
   EXPECT_EQ(row_names(doc),
             (std::set<std::string>{"floor/tcp", "floor/unix", "floor/gss", "floor/gss-unix",
                                    "simple/tcp", "simple/unix", "kerberos/tcp", "kerberos/unix"}));
@@ -430,14 +438,11 @@ TEST(MinibenchTest, ConcurrencyRunsEverySessionOnItsOwnConnection) {
 
 // --tls on: only the TLS rows (and floor/tls).
 TEST(MinibenchTest, TlsOnMeasuresOnlyTlsRows) {
-  ScopedTempDir dir("minibench-test");
-  ASSERT_TRUE(dir.ok());
-  const std::string json = dir.file("out.json");
-  const RunResult r = run_minibench(dir, {"sessions", "--method", "simple", "--tls", "on", "-n", "5",
-                                    "--warmup", "1", "--blocks", "1", "--json", json, "--quiet"});
-  ASSERT_EQ(r.exit_code, 0) << describe(r);
-  const Json doc = Json::parse(read_file(json), nullptr, false);
-  ASSERT_FALSE(doc.is_discarded());
+  RunResult r;
+  Json doc;
+  ASSERT_NO_FATAL_FAILURE(run_with_json(
+      r, doc,
+      {"sessions", "--method", "simple", "--tls", "on", "-n", "5", "--warmup", "1", "--blocks", "1"}));
   EXPECT_EQ(row_names(doc),
             (std::set<std::string>{"floor/tls", "simple+tls/tcp", "simple+tls-resume/tcp"}));
 }
@@ -450,18 +455,14 @@ TEST(MinibenchTest, TlsOnMeasuresOnlyTlsRows) {
 TEST(MinibenchTest, JwtHasTlsRowsOnlyAndItsTarget) {
   for (const bool in_process : {false, true}) {
     SCOPED_TRACE(in_process ? "--in-process" : "server child");
-    ScopedTempDir dir("minibench-test");
-    ASSERT_TRUE(dir.ok());
-    const std::string json = dir.file("out.json");
     constexpr int kN = 6, kWarmup = 2;
     std::vector<std::string> args = {"--method", "simple,jwt", "--transport", "tcp", "-n",
                                      std::to_string(kN), "--warmup", std::to_string(kWarmup),
-                                     "--blocks", "2", "--json", json, "--quiet"};
+                                     "--blocks", "2"};
     if (in_process) args.push_back("--in-process");
-    const RunResult r = run_minibench(dir, args);
-    ASSERT_EQ(r.exit_code, 0) << describe(r);
-    const Json doc = Json::parse(read_file(json), nullptr, false);
-    ASSERT_FALSE(doc.is_discarded()) << describe(r);
+    RunResult r;
+    Json doc;
+    ASSERT_NO_FATAL_FAILURE(run_with_json(r, doc, args));
     EXPECT_EQ(row_names(doc),
               (std::set<std::string>{"floor/tcp", "simple/tcp", "floor/tls", "simple+tls/tcp",
                                      "simple+tls-resume/tcp", "jwt+tls/tcp", "jwt-cold+tls/tcp",
@@ -490,15 +491,11 @@ TEST(MinibenchTest, JwtHasTlsRowsOnlyAndItsTarget) {
 
 // --in-process: the same rows, the server on threads of minibench itself.
 TEST(MinibenchTest, InProcessServerCountsConnectionsToo) {
-  ScopedTempDir dir("minibench-test");
-  ASSERT_TRUE(dir.ok());
-  const std::string json = dir.file("out.json");
-  const RunResult r = run_minibench(dir, {"sessions", "--method", "simple", "--tls", "off",
-                                          "--in-process", "-n", "6", "--warmup", "2", "--blocks",
-                                          "1", "--json", json, "--quiet"});
-  ASSERT_EQ(r.exit_code, 0) << describe(r);
-  const Json doc = Json::parse(read_file(json), nullptr, false);
-  ASSERT_FALSE(doc.is_discarded());
+  RunResult r;
+  Json doc;
+  ASSERT_NO_FATAL_FAILURE(run_with_json(r, doc,
+                                        {"sessions", "--method", "simple", "--tls", "off", "--in-process",
+                                         "-n", "6", "--warmup", "2", "--blocks", "1"}));
   EXPECT_EQ(row_names(doc),
             (std::set<std::string>{"floor/tcp", "floor/unix", "simple/tcp", "simple/unix"}));
   for (const auto& row : doc.at("rows")) {
@@ -515,17 +512,13 @@ TEST(MinibenchTest, InProcessServerCountsConnectionsToo) {
 // there too), the metrics-cost table and target lines, and the JSON fields;
 // the server that counts has counted, its twin has no registry.
 TEST(MinibenchTest, MetricsCompareMeasuresEachRowAgainstAServerThatCountsNothing) {
-  ScopedTempDir dir("minibench-test");
-  ASSERT_TRUE(dir.ok());
-  const std::string json = dir.file("out.json");
   constexpr int kN = 6, kWarmup = 2;
-  const RunResult r = run_minibench(
-      dir, {"--method", "simple", "--tls", "off", "--transport", "tcp", "--metrics", "compare",
-            "-n", std::to_string(kN), "--warmup", std::to_string(kWarmup), "--blocks", "2",
-            "--json", json, "--quiet"});
-  ASSERT_EQ(r.exit_code, 0) << describe(r);
-  const Json doc = Json::parse(read_file(json), nullptr, false);
-  ASSERT_FALSE(doc.is_discarded()) << describe(r);
+  RunResult r;
+  Json doc;
+  ASSERT_NO_FATAL_FAILURE(run_with_json(r, doc,
+                                        {"--method", "simple", "--tls", "off", "--transport", "tcp",
+                                         "--metrics", "compare", "-n", std::to_string(kN), "--warmup",
+                                         std::to_string(kWarmup), "--blocks", "2"}));
   EXPECT_EQ(row_names(doc),
             (std::set<std::string>{"floor/tcp", "simple/tcp", "simple/tcp [metrics off]",
                                    "floor/tcp-pingpong", "calls/tcp", "calls/tcp [metrics off]"}));
@@ -577,15 +570,11 @@ TEST(MinibenchTest, MetricsCompareMeasuresEachRowAgainstAServerThatCountsNothing
 // --metrics off: the same rows as on, no twins; neither the server nor the
 // rows' clients count anything. --metrics compare needs the spawned server.
 TEST(MinibenchTest, MetricsOffCountsNothing) {
-  ScopedTempDir dir("minibench-test");
-  ASSERT_TRUE(dir.ok());
-  const std::string json = dir.file("out.json");
-  const RunResult r = run_minibench(dir, {"--method", "simple", "--tls", "off", "--transport",
-                                          "tcp", "--metrics", "off", "-n", "4", "--warmup", "1",
-                                          "--blocks", "1", "--json", json, "--quiet"});
-  ASSERT_EQ(r.exit_code, 0) << describe(r);
-  const Json doc = Json::parse(read_file(json), nullptr, false);
-  ASSERT_FALSE(doc.is_discarded()) << describe(r);
+  RunResult r;
+  Json doc;
+  ASSERT_NO_FATAL_FAILURE(run_with_json(r, doc,
+                                        {"--method", "simple", "--tls", "off", "--transport", "tcp",
+                                         "--metrics", "off", "-n", "4", "--warmup", "1", "--blocks", "1"}));
   EXPECT_EQ(row_names(doc), (std::set<std::string>{"floor/tcp", "simple/tcp",
                                                    "floor/tcp-pingpong", "calls/tcp"}));
   for (const auto& row : doc.at("rows")) EXPECT_EQ(row.at("metrics"), false) << row.dump();
@@ -598,6 +587,8 @@ TEST(MinibenchTest, MetricsOffCountsNothing) {
   EXPECT_THAT(r.out, HasSubstr("--metrics off: the server had no metrics registry, the rows' "
                                "clients counted nothing (their authrpc_* counters"));
 
+  ScopedTempDir dir("minibench-test");
+  ASSERT_TRUE(dir.ok());
   const RunResult external =
       run_minibench(dir, {"--metrics", "compare", "--server", "tcp://127.0.0.1:1"});
   EXPECT_EQ(external.exit_code, 2) << describe(external);
@@ -621,16 +612,12 @@ TEST(MinibenchTest, CallsUnderLoadHaveEchoFloorsAndRateTargets) {
   };
   for (const auto& c : cases) {
     SCOPED_TRACE(c.args[1] + " server thread(s)");
-    ScopedTempDir dir("minibench-test");
-    ASSERT_TRUE(dir.ok());
-    const std::string json = dir.file("out.json");
     std::vector<std::string> args = {"calls", "--concurrency", "2", "--depth", "3", "--duration",
-                                     "0.4", "--blocks", "2", "--json", json, "--quiet"};
+                                     "0.4", "--blocks", "2"};
     args.insert(args.end(), c.args.begin(), c.args.end());
-    const RunResult r = run_minibench(dir, args);
-    ASSERT_EQ(r.exit_code, 0) << describe(r);
-    const Json doc = Json::parse(read_file(json), nullptr, false);
-    ASSERT_FALSE(doc.is_discarded()) << describe(r);
+    RunResult r;
+    Json doc;
+    ASSERT_NO_FATAL_FAILURE(run_with_json(r, doc, args));
     std::set<std::string> expected;
     for (const auto& t : c.transports) {
       expected.insert("floor/" + t + "-echo c2d3");
@@ -692,15 +679,12 @@ TEST(MinibenchTest, CallsUnderLoadHaveEchoFloorsAndRateTargets) {
 // --floors off (scripts/call_cost.sh profiles a calls row alone): no echo
 // floor is measured, so the row has no ratio and its target says so.
 TEST(MinibenchTest, CallsWithFloorsOffMeasureTheRowAlone) {
-  ScopedTempDir dir("minibench-test");
-  ASSERT_TRUE(dir.ok());
-  const std::string json = dir.file("out.json");
-  const RunResult r = run_minibench(
-      dir, {"calls", "--concurrency", "2", "--depth", "3", "--duration", "0.2", "--blocks", "1",
-            "--tls", "off", "--transport", "tcp", "--floors", "off", "--json", json, "--quiet"});
-  ASSERT_EQ(r.exit_code, 0) << describe(r);
-  const Json doc = Json::parse(read_file(json), nullptr, false);
-  ASSERT_FALSE(doc.is_discarded()) << describe(r);
+  RunResult r;
+  Json doc;
+  ASSERT_NO_FATAL_FAILURE(
+      run_with_json(r, doc,
+                    {"calls", "--concurrency", "2", "--depth", "3", "--duration", "0.2", "--blocks", "1",
+                     "--tls", "off", "--transport", "tcp", "--floors", "off"}));
   EXPECT_EQ(row_names(doc), std::set<std::string>{"calls/tcp c2d3"});
   EXPECT_THAT(r.out, HasSubstr("calls c2 d3: calls/s tcp/floor >= 0.8: not measured"));
 }
@@ -720,14 +704,11 @@ TEST(MinibenchTest, IdleHoldsConnectionsPastTheIdleTimeoutAndReportsMemory) {
   if (!token) args.insert(args.end(), {"--method", "simple"});
   const RunResult r = run_minibench(dir, args);
   ASSERT_EQ(r.exit_code, 0) << describe(r);
-  EXPECT_THAT(r.out, HasSubstr("RLIMIT_NOFILE: soft "));
-  EXPECT_THAT(r.out, HasSubstr("held: 200 of 200 still open"));
-  EXPECT_THAT(r.out, HasSubstr("sys.echo answered on 200 of 200"));
-  EXPECT_THAT(r.out, HasSubstr("idle N=200: server memory per connection = "));
-  EXPECT_THAT(r.out, HasSubstr("idle N=200: fresh simple/tcp session p99 with idle / quiet = "));
-  EXPECT_THAT(r.out, HasSubstr("idle N=200: calls/tcp p99 with idle / quiet = "));
-  EXPECT_THAT(r.out, HasSubstr("idle N=100000: not measured"));
-  for (const char* line : {"server RSS", "server Pss", "server Private", "server malloc heap",
+  for (const char* line : {"RLIMIT_NOFILE: soft ", "held: 200 of 200 still open", "sys.echo answered on 200 of 200",
+                           "idle N=200: server memory per connection = ",
+                           "idle N=200: fresh simple/tcp session p99 with idle / quiet = ",
+                           "idle N=200: calls/tcp p99 with idle / quiet = ", "idle N=100000: not measured",
+                           "server RSS", "server Pss", "server Private", "server malloc heap",
                            "client (this process) RSS"}) {
     EXPECT_THAT(r.out, HasSubstr(line));
   }

@@ -39,6 +39,7 @@
 #include "authrpc/rpc/wire.h"
 #include "authrpc/server/preauth_budget.h"
 #include "authrpc/server/server.h"
+#include "tests/testing/child_process.h"
 #include "tests/testing/test_server.h"
 #include "tests/testing/test_support.h"
 
@@ -290,21 +291,8 @@ TEST(PreauthBudgetTest, ReusedSlotsKeepTicketsApartAndCountsRight) {
 // address), which sends only what the test writes.
 class Peer {
  public:
-  Peer(std::uint16_t port, const char* source = "127.0.0.1") {
-    fd_ = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    sockaddr_in from{};
-    from.sin_family = AF_INET;
-    ::inet_pton(AF_INET, source, &from.sin_addr);
-    sockaddr_in to{};
-    to.sin_family = AF_INET;
-    to.sin_port = htons(port);
-    ::inet_pton(AF_INET, "127.0.0.1", &to.sin_addr);
-    if (::bind(fd_, reinterpret_cast<sockaddr*>(&from), sizeof from) != 0 ||
-        ::connect(fd_, reinterpret_cast<sockaddr*>(&to), sizeof to) != 0) {
-      ::close(fd_);
-      fd_ = -1;
-    }
-  }
+  Peer(std::uint16_t port, const char* source = "127.0.0.1")
+      : fd_(testing::ConnectLoopback(port, source)) {}
   ~Peer() {
     if (fd_ >= 0) ::close(fd_);
   }
@@ -695,12 +683,7 @@ TEST(PreauthDescriptorTest, OutOfDescriptorsClientsGetServerBusyAndTheLogIsQuiet
   const std::string dir = testing::TempDir("preauth-fd");
   ASSERT_FALSE(dir.empty());
   const std::string log_path = dir + "/server.log";
-  int ready[2];
-  ASSERT_EQ(::pipe(ready), 0);
-  const pid_t child = ::fork();
-  ASSERT_GE(child, 0);
-  if (child == 0) {
-    ::close(ready[0]);
+  const testing::ToldChild child = testing::ForkTelling([&](const auto& tell) -> int {
     const int log_fd = ::open(log_path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
     // UBSan checks a virtual call through a type it has not seen yet with
     // pipe(): out of descriptors, that fails and reads as an invalid vptr.
@@ -718,7 +701,7 @@ TEST(PreauthDescriptorTest, OutOfDescriptorsClientsGetServerBusyAndTheLogIsQuiet
     for (int fd = 0; fd < 1024; ++fd) open_fds += ::fcntl(fd, F_GETFD) != -1;
     const rlim_t cap = static_cast<rlim_t>(open_fds) + 40;
     const rlimit limit{cap, cap};
-    if (::setrlimit(RLIMIT_NOFILE, &limit) != 0) ::_exit(3);
+    if (::setrlimit(RLIMIT_NOFILE, &limit) != 0) return 3;
     ServerOptions o;
     o.endpoints = {*Endpoint::parse("tcp://127.0.0.1:0")};
     o.mechanisms = {std::make_shared<SimpleServerMechanism>()};
@@ -731,17 +714,13 @@ TEST(PreauthDescriptorTest, OutOfDescriptorsClientsGetServerBusyAndTheLogIsQuiet
       (void)!::write(log_fd, text.data(), text.size());
     };
     Server server(std::move(o));
-    if (!server.start().ok()) ::_exit(4);
-    const std::string port = std::to_string(server.bound_endpoints().at(0).port) + "\n";
-    (void)!::write(ready[1], port.data(), port.size());
+    if (!server.start().ok()) return 4;
+    tell(std::to_string(server.bound_endpoints().at(0).port) + "\n");
     for (;;) ::pause();
-  }
-  ::close(ready[1]);
-  char buf[32] = {};
-  const ssize_t n = ::read(ready[0], buf, sizeof buf - 1);
-  ::close(ready[0]);
-  ASSERT_GT(n, 0) << "the server child did not start";
-  const auto port = static_cast<std::uint16_t>(std::stoi(buf));
+  });
+  ASSERT_GT(child.pid, 0);
+  ASSERT_FALSE(child.told.empty()) << "the server child did not start";
+  const auto port = static_cast<std::uint16_t>(std::stoi(child.told));
 
   // Silent peers take every descriptor the child has left.
   std::vector<std::unique_ptr<Peer>> silent;
@@ -774,8 +753,8 @@ TEST(PreauthDescriptorTest, OutOfDescriptorsClientsGetServerBusyAndTheLogIsQuiet
   // Not a wait for an event: the window in which a flood of accept-failure
   // lines would reach the log (its absence announces nothing).
   std::this_thread::sleep_for(1s);
-  ::kill(child, SIGKILL);
-  ::waitpid(child, nullptr, 0);
+  ::kill(child.pid, SIGKILL);
+  ::waitpid(child.pid, nullptr, 0);
 
   std::ifstream in(log_path);
   std::string line;

@@ -68,27 +68,24 @@ double us_since(Clock::time_point t) {
   return std::chrono::duration<double, std::micro>(Clock::now() - t).count();
 }
 
-bool write_all(int fd, const void* p, std::size_t n) {
-  const auto* c = static_cast<const char*>(p);
+// Moves all `n` bytes at `c` through `io` (::read or ::write), a call at a
+// time; false at the first call that moves none.
+template <typename Byte, typename Io>
+bool move_all(int fd, Byte* c, std::size_t n, Io io) {
   while (n > 0) {
-    const ssize_t w = ::write(fd, c, n);
-    if (w <= 0) return false;
-    c += w;
-    n -= static_cast<std::size_t>(w);
+    const ssize_t moved = io(fd, c, n);
+    if (moved <= 0) return false;
+    c += moved;
+    n -= static_cast<std::size_t>(moved);
   }
   return true;
 }
 
-bool read_all(int fd, void* p, std::size_t n) {
-  auto* c = static_cast<char*>(p);
-  while (n > 0) {
-    const ssize_t r = ::read(fd, c, n);
-    if (r <= 0) return false;
-    c += r;
-    n -= static_cast<std::size_t>(r);
-  }
-  return true;
+bool write_all(int fd, const void* p, std::size_t n) {
+  return move_all(fd, static_cast<const char*>(p), n, ::write);
 }
+
+bool read_all(int fd, void* p, std::size_t n) { return move_all(fd, static_cast<char*>(p), n, ::read); }
 
 Row run_unix(const Options& o) {
   int data[2], ctl[2];

@@ -61,6 +61,15 @@ struct LocalRing {
   }
   ~LocalRing() { ::munmap(raw, raw_size); }
 
+  // Commits, without waiting, message `tag` (`size` bytes of fill_message)
+  // tagged `tag`; false if no slot was free or the commit failed.
+  bool commit_now(std::uint32_t tag, std::size_t size) {
+    auto slot = writer->try_acquire();
+    if (!slot.ok()) return false;
+    fill_message(slot->first(size), tag);
+    return writer->commit(size, tag).ok();
+  }
+
   void poke64(std::size_t off, std::uint64_t v) { std::memcpy(raw + off, &v, 8); }
   void poke32(std::size_t off, std::uint32_t v) { std::memcpy(raw + off, &v, 4); }
 };
@@ -75,6 +84,34 @@ struct Watchdog {
     });
   }
 };
+
+// A ring of `options` shared with a forked child over a socketpair: the
+// child receives its end, runs `child(ring, socket)` and _exits with the
+// result (10 if no ring came); the parent keeps the ring and its socket.
+struct ChildRing {
+  pid_t pid = -1;
+  int socket = -1;
+  Result<ShmRing> ring;
+};
+ChildRing share_with_child(const ShmRingOptions& options,
+                           const std::function<int(ShmRing& ring, int socket)>& child) {
+  int sv[2];
+  if (::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) != 0) {
+    return {-1, -1, Status(Errc::kInternal, "socketpair failed")};
+  }
+  const pid_t pid = fork_child([&]() -> int {
+    ::close(sv[0]);
+    auto ring = receive_shm_ring_blocking(sv[1]);
+    if (!ring.ok()) return 10;
+    return child(*ring, sv[1]);
+  });
+  ::close(sv[1]);
+  auto ring = ShmRing::create(options);
+  if (ring.ok()) {
+    if (Status sent = send_shm_ring_blocking(sv[0], *ring); !sent.ok()) ring = std::move(sent);
+  }
+  return {pid, sv[0], std::move(ring)};
+}
 
 struct TransferCase {
   const char* name;
@@ -123,51 +160,43 @@ TEST_P(ShmRingTransfer, ByteExactAcrossProcesses) {
   const TransferCase& c = GetParam();
   for (const bool parent_writes : {true, false}) {
     SCOPED_TRACE(parent_writes ? "parent writes" : "child writes");
-    int sv[2];
-    ASSERT_EQ(::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv), 0);
     auto size = [&](std::uint64_t seq) { return message_size(seq, c.slot_size); };
-    const pid_t pid = fork_child([&]() -> int {
-      ::close(sv[0]);
-      auto ring = receive_shm_ring_blocking(sv[1]);
-      if (!ring.ok()) return 10;
+    ChildRing child = share_with_child({c.slot_size, c.slot_count}, [&](ShmRing& theirs, int to_parent) {
       asio::io_context io;
       SequenceDigest digest;
       Status s;
       if (parent_writes) {
-        auto reader = ShmReader::open(io.get_executor(), std::move(*ring), {c.spin});
+        auto reader = ShmReader::open(io.get_executor(), std::move(theirs), {c.spin});
         if (!reader.ok()) return 11;
         s = run_to_end(io, read_sequence(*reader, digest));
         if (s.code != ShmErrc::kEndOfRing) return 12;
       } else {
-        auto writer = ShmWriter::open(io.get_executor(), std::move(*ring), {c.spin});
+        auto writer = ShmWriter::open(io.get_executor(), std::move(theirs), {c.spin});
         if (!writer.ok()) return 11;
         s = run_to_end(io, write_sequence(*writer, c.messages, size, digest));
         if (!s.ok()) return 12;
       }
       const auto v = digest.finish();
-      return ::write(sv[1], &v, sizeof v) == static_cast<ssize_t>(sizeof v) ? 0 : 13;
+      return ::write(to_parent, &v, sizeof v) == static_cast<ssize_t>(sizeof v) ? 0 : 13;
     });
-    ::close(sv[1]);
-    auto ring = ShmRing::create({c.slot_size, c.slot_count});
-    ASSERT_TRUE(ring.ok()) << ring.status().to_string();
-    ASSERT_TRUE(send_shm_ring_blocking(sv[0], *ring).ok());
+    ASSERT_TRUE(child.ring.ok()) << child.ring.status().to_string();
     asio::io_context io;
     SequenceDigest digest;
     if (parent_writes) {
-      auto writer = ShmWriter::open(io.get_executor(), std::move(*ring), {c.spin});
+      auto writer = ShmWriter::open(io.get_executor(), std::move(*child.ring), {c.spin});
       ASSERT_TRUE(writer.ok());
       Status s = run_to_end(io, write_sequence(*writer, c.messages, size, digest));
       EXPECT_TRUE(s.ok()) << s.to_string();
     } else {
-      auto reader = ShmReader::open(io.get_executor(), std::move(*ring), {c.spin});
+      auto reader = ShmReader::open(io.get_executor(), std::move(*child.ring), {c.spin});
       ASSERT_TRUE(reader.ok());
       Status s = run_to_end(io, read_sequence(*reader, digest));
       EXPECT_EQ(s.code, ShmErrc::kEndOfRing) << s.to_string();
     }
     SequenceDigest::Value theirs;
-    ASSERT_EQ(::read(sv[0], &theirs, sizeof theirs), static_cast<ssize_t>(sizeof theirs));
-    ::close(sv[0]);
-    EXPECT_EQ(wait_child(pid), 0);
+    ASSERT_EQ(::read(child.socket, &theirs, sizeof theirs), static_cast<ssize_t>(sizeof theirs));
+    ::close(child.socket);
+    EXPECT_EQ(wait_child(child.pid), 0);
     const auto ours = digest.finish();
     EXPECT_EQ(ours.messages, c.messages);
     EXPECT_EQ(ours, theirs);
@@ -254,12 +283,7 @@ TEST(ShmRing, SignalsOnlyASleepingPeer) {
 TEST(ShmRing, ReaderHoldsSeveralViews) {
   asio::io_context io;
   LocalRing ring(io, io, {4096, 3});
-  for (std::uint32_t i = 0; i < 3; ++i) {
-    auto slot = ring.writer->try_acquire();
-    ASSERT_TRUE(slot.ok());
-    fill_message(slot->first(4096), i);
-    ASSERT_TRUE(ring.writer->commit(4096, i).ok());
-  }
+  for (std::uint32_t i = 0; i < 3; ++i) ASSERT_TRUE(ring.commit_now(i, 4096));
   std::vector<ShmSlot> held;
   for (int i = 0; i < 3; ++i) {
     auto slot = ring.reader->try_next();
@@ -268,10 +292,7 @@ TEST(ShmRing, ReaderHoldsSeveralViews) {
   }
   EXPECT_EQ(ring.writer->try_acquire().code(), asio::error::would_block);
   ASSERT_TRUE(ring.reader->release().ok());  // gives back tag 0's slot only
-  auto reused = ring.writer->try_acquire();
-  ASSERT_TRUE(reused.ok());
-  fill_message(reused->first(4096), 3);
-  ASSERT_TRUE(ring.writer->commit(4096, 3).ok());
+  ASSERT_TRUE(ring.commit_now(3, 4096));
   std::vector<std::byte> expected(4096);
   fill_message(expected, 3);  // the released view now shows the slot's new bytes
   EXPECT_EQ(std::memcmp(held[0].data.data(), expected.data(), expected.size()), 0);
@@ -350,12 +371,7 @@ TEST(ShmRing, CancelWakesAPendingWait) {
 TEST(ShmRing, WriterFinishedDeliversCommittedSlotsThenEnds) {
   asio::io_context io;
   LocalRing ring(io, io, {4096, 4});
-  for (std::uint32_t i = 0; i < 2; ++i) {
-    auto slot = ring.writer->try_acquire();
-    ASSERT_TRUE(slot.ok());
-    fill_message(slot->first(100 + i), i);
-    ASSERT_TRUE(ring.writer->commit(100 + i, i).ok());
-  }
+  for (std::uint32_t i = 0; i < 2; ++i) ASSERT_TRUE(ring.commit_now(i, 100 + i));
   ring.reader->writer_finished();
   std::vector<std::byte> expected;
   for (std::uint32_t i = 0; i < 2; ++i) {
@@ -395,21 +411,16 @@ TEST(ShmRing, WriterFinishedWakesAPendingWait) {
 TEST(ShmRing, PeerDeathIsAnErrorNotAHang) {
   for (const bool writer_dies : {true, false}) {
     SCOPED_TRACE(writer_dies ? "writer dies" : "reader dies");
-    int sv[2];
-    ASSERT_EQ(::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv), 0);
-    const pid_t pid = fork_child([&]() -> int {
-      ::close(sv[0]);
-      auto ring = receive_shm_ring_blocking(sv[1]);
-      if (!ring.ok()) return 10;
+    ChildRing child = share_with_child({4096, 4}, [&](ShmRing& theirs, int) {
       asio::io_context io;
       SequenceDigest digest;
       if (writer_dies) {
-        auto writer = ShmWriter::open(io.get_executor(), std::move(*ring));
+        auto writer = ShmWriter::open(io.get_executor(), std::move(theirs));
         if (!writer.ok()) return 11;
         auto size = [](std::uint64_t) { return std::size_t{1000}; };
         (void)run_to_end(io, write_sequence(*writer, 5, size, digest, /*close=*/false));
       } else {
-        auto reader = ShmReader::open(io.get_executor(), std::move(*ring));
+        auto reader = ShmReader::open(io.get_executor(), std::move(theirs));
         if (!reader.ok()) return 11;
         for (int i = 0; i < 3; ++i) {
           auto slot = reader->try_next();
@@ -423,22 +434,19 @@ TEST(ShmRing, PeerDeathIsAnErrorNotAHang) {
       ::kill(::getpid(), SIGKILL);
       return 0;
     });
-    ::close(sv[1]);
-    auto ring = ShmRing::create({4096, 4});
-    ASSERT_TRUE(ring.ok());
-    ASSERT_TRUE(send_shm_ring_blocking(sv[0], *ring).ok());
+    ASSERT_TRUE(child.ring.ok());
     asio::io_context io;
     SequenceDigest digest;
     Status s;
     if (writer_dies) {
-      auto reader = ShmReader::open(io.get_executor(), std::move(*ring));
+      auto reader = ShmReader::open(io.get_executor(), std::move(*child.ring));
       ASSERT_TRUE(reader.ok());
       Watchdog dog(io, 20s, [&] { reader->cancel(Status(Errc::kDeadlineExceeded, "hung")); });
       s = run_to_end(io, read_sequence(*reader, digest));
       dog.timer.cancel();
       EXPECT_EQ(digest.finish().messages, 5u);  // what was committed still arrives
     } else {
-      auto writer = ShmWriter::open(io.get_executor(), std::move(*ring));
+      auto writer = ShmWriter::open(io.get_executor(), std::move(*child.ring));
       ASSERT_TRUE(writer.ok());
       Watchdog dog(io, 20s, [&] { writer->cancel(Status(Errc::kDeadlineExceeded, "hung")); });
       s = run_to_end(io, write_sequence(*writer, 1000, [](std::uint64_t) { return 10; }, digest));
@@ -447,8 +455,8 @@ TEST(ShmRing, PeerDeathIsAnErrorNotAHang) {
     }
     EXPECT_EQ(s.code, ShmErrc::kPeerGone) << s.to_string();
     EXPECT_EQ(to_wire_errc(s.code), Errc::kConnectionClosed);
-    EXPECT_EQ(wait_child(pid), 128 + SIGKILL);
-    ::close(sv[0]);
+    EXPECT_EQ(wait_child(child.pid), 128 + SIGKILL);
+    ::close(child.socket);
   }
 }
 

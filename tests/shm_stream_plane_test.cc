@@ -48,9 +48,11 @@
 #include "authrpc/rpc/messages.h"
 #include "authrpc/rpc/shm_errors.h"
 #include "authrpc/rpc/shm_ring.h"
+#include "authrpc/rpc/shm_stream_plane.h"
 #include "authrpc/rpc/wire.h"
 #include "authrpc/server/server.h"
 #include "authrpc/server/service.h"
+#include "tests/testing/child_process.h"
 #include "tests/testing/stream_data.h"
 #include "tests/testing/test_server.h"
 
@@ -216,6 +218,20 @@ ClientOptions ClientFor(const Endpoint& endpoint, bool shm) {
   return o;
 }
 
+// A server on a fresh abstract socket (BulkService, recording into `seen`)
+// and a client of it; shared memory on both sides unless turned off.
+struct ShmCall {
+  explicit ShmCall(const char* what, bool server_shm = true, bool client_shm = true,
+                   std::uint32_t slot_count = 16)
+      : server(StartServer(UniqueSocket(what), server_shm, seen, slot_count)),
+        client(Client::connect(runtime, ClientFor(server->endpoints().front(), client_shm))) {}
+
+  std::shared_ptr<Seen> seen = std::make_shared<Seen>();
+  std::unique_ptr<testing::TestServer> server;
+  ClientRuntime runtime{1};
+  Result<std::unique_ptr<Client>> client;
+};
+
 template <typename F>
 void RunOn(Client& client, F body) {
   auto done = asio::co_spawn(client.executor(), std::function<asio::awaitable<void>()>(body),
@@ -269,11 +285,8 @@ asio::awaitable<GetOutcome> DoGet(Client& client, std::uint64_t total, std::size
 }
 
 TEST(ShmStreamTest, GetOverShmIsByteExact) {
-  auto seen = std::make_shared<Seen>();
-  auto server = StartServer(UniqueSocket("get"), true, seen);
-  ClientRuntime runtime(1);
-  auto client = Client::connect(runtime, ClientFor(server->endpoints().front(), true));
-  ASSERT_TRUE(client.ok()) << client.status().to_string();
+  ShmCall t("get");
+  ASSERT_TRUE(t.client.ok()) << t.client.status().to_string();
   struct Case {
     std::uint64_t total;
     std::size_t batch;
@@ -284,8 +297,8 @@ TEST(ShmStreamTest, GetOverShmIsByteExact) {
                                    {1'000'003, 65'536}, {0, 1024}};
   for (const auto& c : cases) {
     SCOPED_TRACE(std::to_string(c.total) + " bytes in " + std::to_string(c.batch));
-    RunOn(**client, [&]() -> asio::awaitable<void> {
-      GetOutcome g = co_await DoGet(**client, c.total, c.batch, c.total ^ c.batch);
+    RunOn(**t.client, [&]() -> asio::awaitable<void> {
+      GetOutcome g = co_await DoGet(**t.client, c.total, c.batch, c.total ^ c.batch);
       EXPECT_TRUE(g.read_status.ok()) << g.read_status.to_string();
       EXPECT_EQ(g.bytes, c.total);
       EXPECT_TRUE(g.exact);
@@ -298,18 +311,15 @@ TEST(ShmStreamTest, GetOverShmIsByteExact) {
       }
     });
   }
-  EXPECT_TRUE(seen->get_over_shm.load());
-  server->stop();
+  EXPECT_TRUE(t.seen->get_over_shm.load());
+  t.server->stop();
 }
 
 TEST(ShmStreamTest, PutOverShmIsByteExact) {
-  auto seen = std::make_shared<Seen>();
-  auto server = StartServer(UniqueSocket("put"), true, seen);
-  ClientRuntime runtime(1);
-  auto client = Client::connect(runtime, ClientFor(server->endpoints().front(), true));
-  ASSERT_TRUE(client.ok()) << client.status().to_string();
-  RunOn(**client, [&]() -> asio::awaitable<void> {
-    auto stream = co_await (*client)->async_open_stream("bulk", "put", "");
+  ShmCall t("put");
+  ASSERT_TRUE(t.client.ok()) << t.client.status().to_string();
+  RunOn(**t.client, [&]() -> asio::awaitable<void> {
+    auto stream = co_await (*t.client)->async_open_stream("bulk", "put", "");
     EXPECT_TRUE(stream.ok()) << stream.status().to_string();
     if (!stream.ok()) co_return;
     Sha256 sha;
@@ -342,18 +352,15 @@ TEST(ShmStreamTest, PutOverShmIsByteExact) {
       EXPECT_EQ(*final, std::to_string(sent) + " " + sha.Hex());
     }
   });
-  EXPECT_TRUE(seen->put_over_shm.load());
-  server->stop();
+  EXPECT_TRUE(t.seen->put_over_shm.load());
+  t.server->stop();
 }
 
 TEST(ShmStreamTest, ServerFailingAPutStopsTheWriterWithItsStatus) {
-  auto seen = std::make_shared<Seen>();
-  auto server = StartServer(UniqueSocket("put-fail"), true, seen, 4);
-  ClientRuntime runtime(1);
-  auto client = Client::connect(runtime, ClientFor(server->endpoints().front(), true));
-  ASSERT_TRUE(client.ok()) << client.status().to_string();
-  RunOn(**client, [&]() -> asio::awaitable<void> {
-    auto stream = co_await (*client)->async_open_stream("bulk", "put_fail", "");
+  ShmCall t("put-fail", true, true, 4);
+  ASSERT_TRUE(t.client.ok()) << t.client.status().to_string();
+  RunOn(**t.client, [&]() -> asio::awaitable<void> {
+    auto stream = co_await (*t.client)->async_open_stream("bulk", "put_fail", "");
     EXPECT_TRUE(stream.ok()) << stream.status().to_string();
     if (!stream.ok()) co_return;
     const std::string batch(128 << 10, 'f');
@@ -365,13 +372,13 @@ TEST(ShmStreamTest, ServerFailingAPutStopsTheWriterWithItsStatus) {
     EXPECT_EQ(final.status().code, make_error_code(Errc::kDataLoss)) << final.status().to_string();
   });
   // The connection still serves.
-  RunOn(**client, [&]() -> asio::awaitable<void> {
-    GetOutcome g = co_await DoGet(**client, 1 << 20, 128 << 10, 8);
+  RunOn(**t.client, [&]() -> asio::awaitable<void> {
+    GetOutcome g = co_await DoGet(**t.client, 1 << 20, 128 << 10, 8);
     EXPECT_TRUE(g.final.ok());
     EXPECT_TRUE(g.exact);
     EXPECT_TRUE(g.over_shm);
   });
-  server->stop();
+  t.server->stop();
 }
 
 TEST(ShmStreamTest, FallsBackToTheSocketWhenEitherSideDisablesShm) {
@@ -387,22 +394,19 @@ TEST(ShmStreamTest, FallsBackToTheSocketWhenEitherSideDisablesShm) {
                                    {"both_off", false, false, false}};
   for (const auto& c : cases) {
     SCOPED_TRACE(c.name);
-    auto seen = std::make_shared<Seen>();
-    auto server = StartServer(UniqueSocket(c.name), c.server_shm, seen);
-    ClientRuntime runtime(1);
-    auto client = Client::connect(runtime, ClientFor(server->endpoints().front(), c.client_shm));
-    ASSERT_TRUE(client.ok()) << client.status().to_string();
-    RunOn(**client, [&]() -> asio::awaitable<void> {
-      GetOutcome g = co_await DoGet(**client, 2 << 20, 128 << 10, 11);
+    ShmCall t(c.name, c.server_shm, c.client_shm);
+    ASSERT_TRUE(t.client.ok()) << t.client.status().to_string();
+    RunOn(**t.client, [&]() -> asio::awaitable<void> {
+      GetOutcome g = co_await DoGet(**t.client, 2 << 20, 128 << 10, 11);
       EXPECT_TRUE(g.read_status.ok()) << g.read_status.to_string();
       EXPECT_EQ(g.bytes, 2u << 20);
       EXPECT_TRUE(g.exact);
       EXPECT_TRUE(g.final.ok());
       EXPECT_EQ(g.over_shm, c.expect_shm);
     });
-    EXPECT_EQ(seen->get_over_shm.load(), c.expect_shm);
-    client->reset();
-    server->stop();
+    EXPECT_EQ(t.seen->get_over_shm.load(), c.expect_shm);
+    t.client->reset();
+    t.server->stop();
   }
 }
 
@@ -529,26 +533,16 @@ TEST(ShmStreamTest, ClientVanishingMidStreamLeavesTheServerServing) {
 }
 
 TEST(ShmStreamTest, ServerVanishingMidStreamIsTyped) {
-  int pipe_to_parent[2];
-  ASSERT_EQ(::pipe(pipe_to_parent), 0);
   // The child runs the server and tells us its endpoint; we kill it mid-get.
-  const pid_t pid = ::fork();
-  ASSERT_GE(pid, 0);
-  if (pid == 0) {
-    ::close(pipe_to_parent[0]);
+  const testing::ToldChild child = testing::ForkTelling([](const auto& tell) -> int {
     auto seen = std::make_shared<Seen>();
     auto server = StartServer(UniqueSocket("server-vanish"), true, seen);
-    const std::string s = server->endpoints().front().to_string();
-    if (::write(pipe_to_parent[1], s.data(), s.size()) != static_cast<ssize_t>(s.size())) ::_exit(1);
-    ::close(pipe_to_parent[1]);
+    tell(server->endpoints().front().to_string());
     for (;;) ::pause();
-  }
-  ::close(pipe_to_parent[1]);
-  char buf[256] = {};
-  std::size_t got = 0;
-  for (ssize_t n; (n = ::read(pipe_to_parent[0], buf + got, sizeof buf - 1 - got)) > 0;) got += n;
-  ::close(pipe_to_parent[0]);
-  auto endpoint = Endpoint::parse(std::string(buf, got));
+  });
+  const pid_t pid = child.pid;
+  ASSERT_GT(pid, 0);
+  auto endpoint = Endpoint::parse(child.told);
   ASSERT_TRUE(endpoint.ok());
   ClientRuntime runtime(1);
   auto client = Client::connect(runtime, ClientFor(*endpoint, true));
@@ -571,18 +565,15 @@ TEST(ShmStreamTest, ServerVanishingMidStreamIsTyped) {
 }
 
 TEST(ShmStreamTest, SlowConsumerIsBoundedByTheRing) {
-  auto seen = std::make_shared<Seen>();
   constexpr std::uint32_t kSlots = 4;
-  auto server = StartServer(UniqueSocket("slow"), true, seen, kSlots);
-  ClientRuntime runtime(1);
-  auto client = Client::connect(runtime, ClientFor(server->endpoints().front(), true));
-  ASSERT_TRUE(client.ok()) << client.status().to_string();
+  ShmCall t("slow", true, true, kSlots);
+  ASSERT_TRUE(t.client.ok()) << t.client.status().to_string();
   std::uint64_t max_ahead = 0;
-  RunOn(**client, [&]() -> asio::awaitable<void> {
-    GetOutcome g = co_await DoGet(**client, 64 * (128 << 10), 128 << 10, 2,
+  RunOn(**t.client, [&]() -> asio::awaitable<void> {
+    GetOutcome g = co_await DoGet(**t.client, 64 * (128 << 10), 128 << 10, 2,
                                   [&](std::uint64_t read) -> asio::awaitable<void> {
                                     if (read < 12) co_await Sleep(20ms);  // the writer runs ahead
-                                    const std::uint64_t written = seen->written.load();
+                                    const std::uint64_t written = t.seen->written.load();
                                     max_ahead = std::max(max_ahead, written - std::min(written, read));
                                   });
     EXPECT_TRUE(g.final.ok());
@@ -593,7 +584,7 @@ TEST(ShmStreamTest, SlowConsumerIsBoundedByTheRing) {
   // by more than the ring's slots: nothing else buffered the messages.
   EXPECT_GE(max_ahead, kSlots - 1);
   EXPECT_LE(max_ahead, kSlots);
-  server->stop();
+  t.server->stop();
 }
 
 
@@ -605,40 +596,22 @@ TEST(ShmStreamTest, SlowConsumerIsBoundedByTheRing) {
 // peer with raw frames on a real Unix socket and a real ring, so that the
 // side under test has only the socket to learn that nothing more will come.
 
-// A blocking Unix socket that speaks frames; every read is bounded in time.
-class RawShmPeer {
+// A blocking Unix socket that speaks frames (testing::RawConnection); every
+// read is bounded in time.
+class RawShmPeer : public testing::RawConnection {
  public:
-  explicit RawShmPeer(int fd) : fd_(fd) {}
-  ~RawShmPeer() {
-    if (fd_ >= 0) ::close(fd_);
-  }
-  RawShmPeer(const RawShmPeer&) = delete;
-  RawShmPeer& operator=(const RawShmPeer&) = delete;
+  explicit RawShmPeer(int fd) : RawConnection(AdoptFd{fd}) {}
 
   // An abstract Unix socket listening as `name` (without the '@').
   static int Listen(const std::string& name) {
-    const int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    sockaddr_un addr{};
-    addr.sun_family = AF_UNIX;
-    std::memcpy(addr.sun_path + 1, name.data(), name.size());
-    const auto len = static_cast<socklen_t>(offsetof(sockaddr_un, sun_path) + 1 + name.size());
-    if (fd < 0 || ::bind(fd, reinterpret_cast<sockaddr*>(&addr), len) != 0 || ::listen(fd, 4) != 0) {
-      if (fd >= 0) ::close(fd);
-      return -1;
-    }
-    return fd;
+    return OnAbstractName(name, [](int fd, const sockaddr* addr, socklen_t len) {
+      return ::bind(fd, addr, len) == 0 && ::listen(fd, 4) == 0;
+    });
   }
   static int Connect(const std::string& name) {
-    const int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    sockaddr_un addr{};
-    addr.sun_family = AF_UNIX;
-    std::memcpy(addr.sun_path + 1, name.data(), name.size());
-    const auto len = static_cast<socklen_t>(offsetof(sockaddr_un, sun_path) + 1 + name.size());
-    if (fd >= 0 && ::connect(fd, reinterpret_cast<sockaddr*>(&addr), len) != 0) {
-      ::close(fd);
-      return -1;
-    }
-    return fd;
+    return OnAbstractName(name, [](int fd, const sockaddr* addr, socklen_t len) {
+      return ::connect(fd, addr, len) == 0;
+    });
   }
   // Accepts one connection on `listener` within `timeout`; -1 if none came.
   static int Accept(int listener, std::chrono::milliseconds timeout) {
@@ -647,72 +620,13 @@ class RawShmPeer {
     return ::accept4(listener, nullptr, nullptr, SOCK_CLOEXEC);
   }
 
-  bool Send(std::string_view bytes, const int* fds = nullptr, std::size_t fd_count = 0) {
-    alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int) * 4)] = {};
-    std::size_t sent = 0;
-    while (sent < bytes.size()) {
-      iovec iov{const_cast<char*>(bytes.data() + sent), bytes.size() - sent};
-      msghdr msg{};
-      msg.msg_iov = &iov;
-      msg.msg_iovlen = 1;
-      if (sent == 0 && fd_count > 0) {  // the descriptors ride on the first byte
-        msg.msg_control = control;
-        msg.msg_controllen = CMSG_SPACE(sizeof(int) * fd_count);
-        cmsghdr* c = CMSG_FIRSTHDR(&msg);
-        c->cmsg_level = SOL_SOCKET;
-        c->cmsg_type = SCM_RIGHTS;
-        c->cmsg_len = CMSG_LEN(sizeof(int) * fd_count);
-        std::memcpy(CMSG_DATA(c), fds, sizeof(int) * fd_count);
-      }
-      const ssize_t n = ::sendmsg(fd_, &msg, MSG_NOSIGNAL);
-      if (n < 0 && errno == EINTR) continue;
-      if (n <= 0) return false;
-      sent += static_cast<std::size_t>(n);
-    }
-    return true;
-  }
-
-  struct Frame {
-    wire::FrameType type = wire::FrameType::kError;
-    std::uint32_t call_id = 0;
-    std::string body;
-  };
-  // The next frame, or nullopt (end of stream, error, timeout, bad header).
-  std::optional<Frame> Read(std::chrono::milliseconds timeout = 10s) {
-    std::string header;
-    if (!ReadExact(header, wire::kFrameHeaderSize, timeout)) return std::nullopt;
-    auto parsed = wire::parse_frame_header(reinterpret_cast<const std::uint8_t*>(header.data()),
-                                           wire::kDefaultMaxFrameSize);
-    if (!parsed.ok()) return std::nullopt;
-    Frame f{parsed->type, parsed->call_id, {}};
-    if (!ReadExact(f.body, parsed->body_size(), timeout)) return std::nullopt;
-    return f;
-  }
-  // The next frame of `type`, skipping others (credit, pings).
-  std::optional<Frame> ReadUntil(wire::FrameType type, std::chrono::milliseconds timeout = 10s) {
+  // The next frame of `type`, skipping others (credit, pings); nullopt at
+  // the end of the stream, an error, a timeout or a bad header.
+  std::optional<testing::RawFrame> ReadUntil(wire::FrameType type, std::chrono::milliseconds timeout = 10s) {
     for (;;) {
-      auto f = Read(timeout);
+      auto f = ReadFrame(timeout);
       if (!f || f->type == type) return f;
     }
-  }
-  bool ReadExact(std::string& out, std::size_t n, std::chrono::milliseconds timeout) {
-    out.clear();
-    const auto until = std::chrono::steady_clock::now() + timeout;
-    while (out.size() < n) {
-      const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
-          until - std::chrono::steady_clock::now());
-      if (left.count() <= 0) return false;
-      pollfd p{fd_, POLLIN, 0};
-      const int ready = ::poll(&p, 1, static_cast<int>(left.count()));
-      if (ready < 0 && errno == EINTR) continue;
-      if (ready <= 0) return false;
-      char buf[4096];
-      const ssize_t got = ::recv(fd_, buf, std::min(sizeof buf, n - out.size()), 0);
-      if (got < 0 && errno == EINTR) continue;
-      if (got <= 0) return false;
-      out.append(buf, static_cast<std::size_t>(got));
-    }
-    return true;
   }
 
   // Plays the server up to a stream: reads the preamble and HELLO, answers
@@ -746,27 +660,28 @@ class RawShmPeer {
   // armed, so the ring's end is never seen through it while the writer lives).
   std::optional<ShmWriter> SendRing(std::uint32_t call_id, const asio::any_io_executor& ex) {
     auto ring = ShmRing::create({});
-    if (!ring.ok()) return std::nullopt;
-    auto fds = ring->take_peer_fds();
-    if (!fds.ok()) return std::nullopt;
-    std::string frame(wire::kFrameHeaderSize, '\0');
-    wire::write_frame_header(reinterpret_cast<std::uint8_t*>(frame.data()),
-                             wire::FrameType::kShmRing, call_id, 16);
-    wire::Writer w(frame);
-    w.u32(ring->slot_size());
-    w.u32(ring->slot_count());
-    w.u32(static_cast<std::uint32_t>(ring->region_size() >> 32));
-    w.u32(static_cast<std::uint32_t>(ring->region_size()));
-    const int list[4] = {fds->memfd.get(), fds->data_ready.get(), fds->space_ready.get(),
-                         fds->liveness.get()};
-    if (!Send(frame, list, 4)) return std::nullopt;
+    if (!ring.ok() || !send_shm_ring(fd(), call_id, *ring).ok()) return std::nullopt;
     auto writer = ShmWriter::open(ex, std::move(*ring));
     if (!writer.ok()) return std::nullopt;
     return std::move(*writer);
   }
 
  private:
-  int fd_;
+  // A new Unix socket on which `use` (bind and listen, or connect) took the
+  // abstract address `name`; -1 if that failed.
+  template <typename Use>
+  static int OnAbstractName(const std::string& name, Use use) {
+    const int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    sockaddr_un addr{};
+    addr.sun_family = AF_UNIX;
+    std::memcpy(addr.sun_path + 1, name.data(), name.size());
+    const auto len = static_cast<socklen_t>(offsetof(sockaddr_un, sun_path) + 1 + name.size());
+    if (fd >= 0 && !use(fd, reinterpret_cast<const sockaddr*>(&addr), len)) {
+      ::close(fd);
+      return -1;
+    }
+    return fd;
+  }
 };
 
 // Commits `message` as the reference writer does: one slot if it fits,
@@ -806,6 +721,36 @@ std::string RawSocketName(const char* what) {
          std::to_string(n++);
 }
 
+// One call of a real Client against a fake server on the abstract socket
+// `name`: `serve` plays the server on its own thread once it has accepted
+// the connection and served a stream (its id given), and returns "" or what
+// went wrong; `call` is the client's side. `serve` may wait (up to 30 s)
+// for the client to be done, keeping its ring and the socket until then:
+// `client_done()` is false if the client never was.
+using RawServe = std::function<std::string(RawShmPeer& peer, std::uint32_t id,
+                                           const std::function<bool()>& client_done)>;
+void RunAgainstRawServer(const std::string& name, const RawServe& serve,
+                         const std::function<asio::awaitable<void>(Client&)>& call) {
+  const int listener = RawShmPeer::Listen(name);
+  ASSERT_GE(listener, 0);
+  std::promise<void> done;
+  auto done_future = done.get_future().share();
+  auto server = std::async(std::launch::async, [&]() -> std::string {
+    RawShmPeer peer(RawShmPeer::Accept(listener, 10s));
+    std::uint32_t id = 0;
+    if (std::string failed = peer.ServeShmStream(id); !failed.empty()) return failed;
+    return serve(peer, id, [&] { return done_future.wait_for(30s) == std::future_status::ready; });
+  });
+  ClientRuntime runtime(1);
+  auto client = Client::connect(runtime, ClientFor(*Endpoint::parse("unix:@" + name), true));
+  EXPECT_TRUE(client.ok()) << client.status().to_string();
+  if (client.ok()) RunOn(**client, [&] { return call(**client); });
+  done.set_value();
+  EXPECT_EQ(server.get(), "");
+  if (client.ok()) client->reset();
+  ::close(listener);
+}
+
 // A server's messages of a get arrive through a ring whose writer never
 // closes it; then the RESPONSE ends the call (an error, or success). The
 // client must deliver every message committed before the RESPONSE,
@@ -835,20 +780,13 @@ TEST(ShmStreamTest, RingLeftOpenByTheServerEndsWithTheResponse) {
   };
   for (const auto& c : cases) {
     SCOPED_TRACE(c.name);
-    const std::string name = RawSocketName(c.name);
-    const int listener = RawShmPeer::Listen(name);
-    ASSERT_GE(listener, 0);
     const auto messages = RingMessages(0x5eed);
     std::atomic<bool> all_sent{false};
-    std::promise<void> client_done;
-    auto client_done_future = client_done.get_future().share();
     // The fake server: negotiates `simple` and shared memory, accepts one
     // stream, writes the messages into a ring and ends the call, keeping
     // the ring's writer and the socket alive until the client is done.
-    auto server = std::async(std::launch::async, [&]() -> std::string {
-      RawShmPeer peer(RawShmPeer::Accept(listener, 10s));
-      std::uint32_t id = 0;
-      if (std::string failed = peer.ServeShmStream(id); !failed.empty()) return failed;
+    auto serve = [&](RawShmPeer& peer, std::uint32_t id,
+                     const std::function<bool()>& client_done) -> std::string {
       std::string out;
       asio::io_context io;  // the writer's executor; never run
       auto writer = peer.SendRing(id, io.get_executor());
@@ -870,17 +808,13 @@ TEST(ShmStreamTest, RingLeftOpenByTheServerEndsWithTheResponse) {
       if (!peer.Send(out)) return "RESPONSE not sent";
       all_sent = true;
       // Until the client has its answer: the ring and the socket stay.
-      if (client_done_future.wait_for(30s) != std::future_status::ready) return "client never done";
-      return "";
-    });
-    ClientRuntime runtime(1);
-    auto client = Client::connect(runtime, ClientFor(*Endpoint::parse("unix:@" + name), true));
-    ASSERT_TRUE(client.ok()) << client.status().to_string();
-    RunOn(**client, [&]() -> asio::awaitable<void> {
+      return client_done() ? "" : "client never done";
+    };
+    RunAgainstRawServer(RawSocketName(c.name), serve, [&](Client& client) -> asio::awaitable<void> {
       StreamOptions options;
       options.timeout = 10s;  // bounds the read that would wait for the ring's end
       const auto start = std::chrono::steady_clock::now();
-      auto stream = co_await (*client)->async_open_stream("bulk", "get", "", options);
+      auto stream = co_await client.async_open_stream("bulk", "get", "", options);
       EXPECT_TRUE(stream.ok()) << stream.status().to_string();
       if (!stream.ok()) co_return;
       if (c.read_after_end) {
@@ -926,10 +860,6 @@ TEST(ShmStreamTest, RingLeftOpenByTheServerEndsWithTheResponse) {
       // Well before the stream's deadline: nothing waited for the ring's end.
       EXPECT_LT(std::chrono::steady_clock::now() - start, 5s);
     });
-    client_done.set_value();
-    EXPECT_EQ(server.get(), "");
-    client->reset();
-    ::close(listener);
   }
 }
 
@@ -941,16 +871,8 @@ TEST(ShmStreamTest, RingLeftOpenByTheServerEndsWithTheResponse) {
 TEST(ShmStreamTest, ClientRingReadFailureCancelsTheCall) {
   for (const bool client_writes : {false, true}) {
     SCOPED_TRACE(client_writes ? "the client wrote through its own ring first" : "read only");
-    const std::string name = RawSocketName("corrupt");
-    const int listener = RawShmPeer::Listen(name);
-    ASSERT_GE(listener, 0);
-    std::promise<void> client_done;
-    auto client_done_future = client_done.get_future().share();
-    auto server = std::async(std::launch::async, [&]() -> std::string {
-      RawShmPeer peer(RawShmPeer::Accept(listener, 10s));
-      std::uint32_t id = 0;
-      if (std::string failed = peer.ServeShmStream(id); !failed.empty()) return failed;
-      std::string out;
+    auto serve = [&](RawShmPeer& peer, std::uint32_t id,
+                     const std::function<bool()>& client_done) -> std::string {
       if (client_writes && !peer.ReadUntil(wire::FrameType::kShmRing)) return "no SHM_RING";
       asio::io_context io;  // the writer's executor; never run
       auto writer = peer.SendRing(id, io.get_executor());
@@ -969,16 +891,13 @@ TEST(ShmStreamTest, ClientRingReadFailureCancelsTheCall) {
       } else if (std::chrono::steady_clock::now() - sent > 2s) {
         result = "CANCEL late";
       }
-      client_done_future.wait_for(30s);
+      client_done();
       return result;
-    });
-    ClientRuntime runtime(1);
-    auto client = Client::connect(runtime, ClientFor(*Endpoint::parse("unix:@" + name), true));
-    ASSERT_TRUE(client.ok()) << client.status().to_string();
-    RunOn(**client, [&]() -> asio::awaitable<void> {
+    };
+    RunAgainstRawServer(RawSocketName("corrupt"), serve, [&](Client& client) -> asio::awaitable<void> {
       StreamOptions options;
       options.timeout = 20s;  // well beyond the CANCEL's bound
-      auto stream = co_await (*client)->async_open_stream("bulk", "get", "", options);
+      auto stream = co_await client.async_open_stream("bulk", "get", "", options);
       EXPECT_TRUE(stream.ok()) << stream.status().to_string();
       if (!stream.ok()) co_return;
       if (client_writes) {
@@ -995,10 +914,6 @@ TEST(ShmStreamTest, ClientRingReadFailureCancelsTheCall) {
       // Dropping the failed stream adds nothing (it is finished).
       stream->reset();
     });
-    client_done.set_value();
-    EXPECT_EQ(server.get(), "");
-    client->reset();
-    ::close(listener);
   }
 }
 
@@ -1021,14 +936,10 @@ TEST(ShmStreamTest, RingLeftOpenByTheClientEndsWithEndStream) {
   for (const bool read_late : {false, true}) {
     SCOPED_TRACE(read_late ? "END_STREAM once the handler has read them" : "END_STREAM right behind the messages");
     RawShmPeer peer(RawShmPeer::Connect(name));
-    std::string out;
-    const auto preamble = wire::make_preamble();
-    out.append(reinterpret_cast<const char*>(preamble.data()), preamble.size());
-    wire::append_hello(out, {wire::kNoFeatures, "simple", "alice"});
-    ASSERT_TRUE(peer.Send(out));
+    ASSERT_TRUE(peer.SendHello("simple", "alice"));
     auto success = peer.ReadUntil(wire::FrameType::kAuthSuccess);
     ASSERT_TRUE(success);
-    out.assign(wire::kFrameHeaderSize, '\0');
+    std::string out(wire::kFrameHeaderSize, '\0');
     wire::write_frame_header(reinterpret_cast<std::uint8_t*>(out.data()), wire::FrameType::kShmHello,
                              0, 0);
     ASSERT_TRUE(peer.Send(out));
@@ -1078,11 +989,8 @@ TEST(ShmStreamTest, RingLeftOpenByTheClientEndsWithEndStream) {
 // the RESPONSE, and the client gets every message the handler wrote,
 // byte-exact, then the typed error, well before the stream's deadline.
 TEST(ShmStreamTest, HandlerFailingWithASlotInHandIsTyped) {
-  auto seen = std::make_shared<Seen>();
-  auto server = StartServer(UniqueSocket("fail-holding"), true, seen);
-  ClientRuntime runtime(1);
-  auto client = Client::connect(runtime, ClientFor(server->endpoints().front(), true));
-  ASSERT_TRUE(client.ok()) << client.status().to_string();
+  ShmCall t("fail-holding");
+  ASSERT_TRUE(t.client.ok()) << t.client.status().to_string();
   struct Case {
     const char* mode;
     Errc code;
@@ -1092,13 +1000,13 @@ TEST(ShmStreamTest, HandlerFailingWithASlotInHandIsTyped) {
                                    {"throw", Errc::kInternal, "the handler failed (call "}};
   for (const auto& c : cases) {
     SCOPED_TRACE(c.mode);
-    RunOn(**client, [&]() -> asio::awaitable<void> {
+    RunOn(**t.client, [&]() -> asio::awaitable<void> {
       constexpr std::uint64_t kMessages = 5;
       constexpr std::size_t kSize = 64 << 10;
       StreamOptions options;
       options.timeout = 10s;
       const auto start = std::chrono::steady_clock::now();
-      auto stream = co_await (*client)->async_open_stream(
+      auto stream = co_await (*t.client)->async_open_stream(
           "bulk", "fail_holding_slot", std::to_string(kMessages) + " " + c.mode, options);
       EXPECT_TRUE(stream.ok()) << stream.status().to_string();
       if (!stream.ok()) co_return;
@@ -1126,7 +1034,7 @@ TEST(ShmStreamTest, HandlerFailingWithASlotInHandIsTyped) {
       EXPECT_LT(std::chrono::steady_clock::now() - start, 5s);
     });
   }
-  server->stop();
+  t.server->stop();
 }
 
 // The client ends a put whose ring it never closed by cancelling the call
@@ -1135,17 +1043,14 @@ TEST(ShmStreamTest, HandlerFailingWithASlotInHandIsTyped) {
 TEST(ShmStreamTest, ClientCancellingOrDroppingAPutEndsTheHandlersRead) {
   for (const bool drop : {false, true}) {
     SCOPED_TRACE(drop ? "dropped" : "cancelled");
-    auto seen = std::make_shared<Seen>();
-    auto server = StartServer(UniqueSocket("put-cancel"), true, seen);
-    ClientRuntime runtime(1);
-    auto client = Client::connect(runtime, ClientFor(server->endpoints().front(), true));
-    ASSERT_TRUE(client.ok()) << client.status().to_string();
-    auto put_end = seen->put_end.get_future();
+    ShmCall t("put-cancel");
+    ASSERT_TRUE(t.client.ok()) << t.client.status().to_string();
+    auto put_end = t.seen->put_end.get_future();
     const auto start = std::chrono::steady_clock::now();
-    RunOn(**client, [&]() -> asio::awaitable<void> {
+    RunOn(**t.client, [&]() -> asio::awaitable<void> {
       StreamOptions options;
       options.timeout = 20s;
-      auto stream = co_await (*client)->async_open_stream("bulk", "put_until_end", "", options);
+      auto stream = co_await (*t.client)->async_open_stream("bulk", "put_until_end", "", options);
       EXPECT_TRUE(stream.ok()) << stream.status().to_string();
       if (!stream.ok()) co_return;
       const std::string message(100'000, 'p');
@@ -1168,13 +1073,23 @@ TEST(ShmStreamTest, ClientCancellingOrDroppingAPutEndsTheHandlersRead) {
     // (kPeerGone) when the stream was dropped before that frame arrived.
     EXPECT_EQ(end.code, make_error_code(Errc::kCancelled)) << end.to_string();
     // The connection still serves.
-    RunOn(**client, [&]() -> asio::awaitable<void> {
-      GetOutcome g = co_await DoGet(**client, 1 << 20, 128 << 10, 12);
+    RunOn(**t.client, [&]() -> asio::awaitable<void> {
+      GetOutcome g = co_await DoGet(**t.client, 1 << 20, 128 << 10, 12);
       EXPECT_TRUE(g.final.ok());
       EXPECT_TRUE(g.exact);
     });
-    server->stop();
+    t.server->stop();
   }
+}
+
+// Starts an 8 MiB echo call on `client`, from `ex` (megabytes pending on the
+// socket, both ways), that sets `done` once it has its answer.
+void SpawnBigEcho(const asio::any_io_executor& ex, Client& client, bool& done) {
+  asio::co_spawn(ex, [&client, &done]() -> asio::awaitable<void> {
+    auto r = co_await client.async_call("sys", "echo", std::string(8 << 20, 'e'));
+    EXPECT_TRUE(r.ok()) << r.status().to_string();
+    done = true;
+  }, asio::detached);
 }
 
 // A stream's first shared-memory write waits (in ready_to_write) until the
@@ -1196,11 +1111,8 @@ TEST(ShmStreamTest, WriteRacingFinishOnTheFirstShmWriteIsNeverLost) {
       {"acquire_finish", Op::kAcquire, false},
       {"write_view_cancel", Op::kWriteView, true},
   };
-  auto seen = std::make_shared<Seen>();
-  auto server = StartServer(UniqueSocket("race"), true, seen);
-  ClientRuntime runtime(1);
-  auto client = Client::connect(runtime, ClientFor(server->endpoints().front(), true));
-  ASSERT_TRUE(client.ok()) << client.status().to_string();
+  ShmCall t("race");
+  ASSERT_TRUE(t.client.ok()) << t.client.status().to_string();
   const std::string message = "hello, are you there?";
   Sha256 sha;
   sha.Update(message);
@@ -1211,20 +1123,16 @@ TEST(ShmStreamTest, WriteRacingFinishOnTheFirstShmWriteIsNeverLost) {
     // scheduling may let the socket drain first: then try again.
     int raced = 0;
     for (int attempt = 0; attempt < 20 && raced < 3; ++attempt) {
-      RunOn(**client, [&]() -> asio::awaitable<void> {
-        auto who = co_await (*client)->async_call("sys", "whoami", "");  // SHM_ACCEPT is in
+      RunOn(**t.client, [&]() -> asio::awaitable<void> {
+        auto who = co_await (*t.client)->async_call("sys", "whoami", "");  // SHM_ACCEPT is in
         EXPECT_TRUE(who.ok()) << who.status().to_string();
-        auto stream = co_await (*client)->async_open_stream("bulk", "put", "");
+        auto stream = co_await (*t.client)->async_open_stream("bulk", "put", "");
         EXPECT_TRUE(stream.ok()) << stream.status().to_string();
         if (!stream.ok()) co_return;
         auto ex = co_await asio::this_coro::executor;
         // Megabytes pending on the socket: the first ring write must wait.
         bool echo_done = false;
-        asio::co_spawn(ex, [&]() -> asio::awaitable<void> {
-          auto r = co_await (*client)->async_call("sys", "echo", std::string(8 << 20, 'e'));
-          EXPECT_TRUE(r.ok()) << r.status().to_string();
-          echo_done = true;
-        }, asio::detached);
+        SpawnBigEcho(ex, **t.client, echo_done);
         co_await asio::post(ex, asio::use_awaitable);  // the echo's bytes are queued
         ClientStream* s = stream->get();
         Status write_status(Errc::kInternal, "not run");
@@ -1289,22 +1197,18 @@ TEST(ShmStreamTest, WriteRacingFinishOnTheFirstShmWriteIsNeverLost) {
     int raced = 0;
     for (int attempt = 0; attempt < 20 && raced < 3; ++attempt) {
       {
-        std::lock_guard lock(seen->mu);
-        seen->race_waiting = false;
-        seen->race_write.reset();
+        std::lock_guard lock(t.seen->mu);
+        t.seen->race_waiting = false;
+        t.seen->race_write.reset();
       }
       std::vector<std::string> got;
-      RunOn(**client, [&]() -> asio::awaitable<void> {
+      RunOn(**t.client, [&]() -> asio::awaitable<void> {
         auto ex = co_await asio::this_coro::executor;
         // An 8 MiB response pending on the server's socket.
         bool echo_done = false;
-        asio::co_spawn(ex, [&]() -> asio::awaitable<void> {
-          auto r = co_await (*client)->async_call("sys", "echo", std::string(8 << 20, 'e'));
-          EXPECT_TRUE(r.ok()) << r.status().to_string();
-          echo_done = true;
-        }, asio::detached);
+        SpawnBigEcho(ex, **t.client, echo_done);
         co_await asio::post(ex, asio::use_awaitable);
-        auto stream = co_await (*client)->async_open_stream("bulk", "write_racing_return", "");
+        auto stream = co_await (*t.client)->async_open_stream("bulk", "write_racing_return", "");
         EXPECT_TRUE(stream.ok()) << stream.status().to_string();
         if (!stream.ok()) co_return;
         for (;;) {
@@ -1321,9 +1225,9 @@ TEST(ShmStreamTest, WriteRacingFinishOnTheFirstShmWriteIsNeverLost) {
       bool waiting = false;
       for (int i = 0; i < 5000 && !write; ++i) {
         std::this_thread::sleep_for(1ms);
-        std::lock_guard lock(seen->mu);
-        write = seen->race_write;
-        waiting = seen->race_waiting;
+        std::lock_guard lock(t.seen->mu);
+        write = t.seen->race_write;
+        waiting = t.seen->race_waiting;
       }
       ASSERT_TRUE(write.has_value()) << "the handler's writer never finished";
       raced += waiting ? 1 : 0;
@@ -1338,12 +1242,12 @@ TEST(ShmStreamTest, WriteRacingFinishOnTheFirstShmWriteIsNeverLost) {
     EXPECT_GT(raced, 0) << "the handler's writer never waited for the socket";
   }
   // The connection still serves, over shared memory.
-  RunOn(**client, [&]() -> asio::awaitable<void> {
-    GetOutcome g = co_await DoGet(**client, 1 << 20, 128 << 10, 13);
+  RunOn(**t.client, [&]() -> asio::awaitable<void> {
+    GetOutcome g = co_await DoGet(**t.client, 1 << 20, 128 << 10, 13);
     EXPECT_TRUE(g.final.ok()) << g.final.status().to_string();
     EXPECT_TRUE(g.exact);
   });
-  server->stop();
+  t.server->stop();
 }
 
 }  // namespace

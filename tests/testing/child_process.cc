@@ -6,6 +6,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <fstream>
 #include <iterator>
 #include <thread>
@@ -45,6 +46,34 @@ bool ReapedWithin(pid_t pid, std::chrono::steady_clock::duration limit) {
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
   } while (std::chrono::steady_clock::now() < deadline);
   return false;
+}
+
+ToldChild ForkTelling(const std::function<int(const std::function<void(const std::string&)>& tell)>& child) {
+  int pipe_fds[2];
+  if (::pipe(pipe_fds) != 0) return {};
+  const pid_t pid = ::fork();
+  if (pid == 0) {
+    ::close(pipe_fds[0]);
+    ::_exit(child([&](const std::string& line) {
+      std::size_t sent = 0;
+      while (sent < line.size()) {
+        const ssize_t n = ::write(pipe_fds[1], line.data() + sent, line.size() - sent);
+        if (n <= 0) break;
+        sent += static_cast<std::size_t>(n);
+      }
+      ::close(pipe_fds[1]);
+    }));
+  }
+  ::close(pipe_fds[1]);
+  ToldChild told{pid, {}};
+  char buf[256];
+  for (ssize_t n; pid > 0 && (n = ::read(pipe_fds[0], buf, sizeof buf)) != 0;) {
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) break;
+    told.told.append(buf, static_cast<std::size_t>(n));
+  }
+  ::close(pipe_fds[0]);
+  return told;
 }
 
 std::string ReadFile(const std::string& path) {

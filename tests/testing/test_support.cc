@@ -32,19 +32,6 @@ void PrintTo(const Endpoint& endpoint, std::ostream* os) { *os << endpoint.to_st
 namespace authrpc::testing {
 namespace {
 
-int connect_tcp(std::uint16_t port) {
-  const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_port = htons(port);
-  ::inet_pton(AF_INET, "127.0.0.1", &addr.sin_addr);
-  if (fd >= 0 && ::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) {
-    ::close(fd);
-    return -1;
-  }
-  return fd;
-}
-
 // True once `fd` has bytes (or its end of stream) to read; false if `until`
 // passes first or poll fails.
 bool wait_readable(int fd, std::chrono::steady_clock::time_point until) {
@@ -205,11 +192,29 @@ Service AdminService() {
   return admin;
 }
 
-RawConnection::RawConnection(std::uint16_t tcp_port) : fd_(connect_tcp(tcp_port)) {}
+int ConnectLoopback(std::uint16_t port, const char* source) {
+  const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) return -1;
+  sockaddr_in to{};
+  to.sin_family = AF_INET;
+  to.sin_port = htons(port);
+  ::inet_pton(AF_INET, "127.0.0.1", &to.sin_addr);
+  sockaddr_in from{};
+  from.sin_family = AF_INET;
+  if (source != nullptr) ::inet_pton(AF_INET, source, &from.sin_addr);
+  if ((source != nullptr && ::bind(fd, reinterpret_cast<sockaddr*>(&from), sizeof from) != 0) ||
+      ::connect(fd, reinterpret_cast<sockaddr*>(&to), sizeof to) != 0) {
+    ::close(fd);
+    return -1;
+  }
+  return fd;
+}
+
+RawConnection::RawConnection(std::uint16_t tcp_port) : fd_(ConnectLoopback(tcp_port)) {}
 
 RawConnection::RawConnection(const Endpoint& endpoint) {
   if (endpoint.scheme != Endpoint::Scheme::kUnix) {
-    fd_ = connect_tcp(endpoint.port);
+    fd_ = ConnectLoopback(endpoint.port);
     return;
   }
   fd_ = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);

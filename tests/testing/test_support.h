@@ -181,6 +181,11 @@ void Put32(std::string& out, std::uint32_t v);
 std::uint16_t Load16(const std::string& s, std::size_t at);
 std::uint32_t Load32(const std::string& s, std::size_t at);
 
+// A blocking TCP socket connected to 127.0.0.1:`port`, bound first to
+// `source` (any 127.0.0.0/8 address, the kernel picking the port) if given;
+// -1 if it could not.
+int ConnectLoopback(std::uint16_t port, const char* source = nullptr);
+
 // A blocking socket to a server on loopback (tcp://127.0.0.1:PORT or a unix:
 // endpoint, abstract ones too), every read bounded in time. Used by tests
 // that send what a real Client never would (bad_input_test, kerberos_itest,
@@ -189,11 +194,17 @@ class RawConnection {
  public:
   explicit RawConnection(const Endpoint& endpoint);
   explicit RawConnection(std::uint16_t tcp_port);
+  // A socket connected (or accepted) elsewhere, closed with this.
+  struct AdoptFd {
+    int fd;
+  };
+  explicit RawConnection(AdoptFd adopted) : fd_(adopted.fd) {}
   ~RawConnection();
   RawConnection(const RawConnection&) = delete;
   RawConnection& operator=(const RawConnection&) = delete;
 
   bool connected() const { return fd_ >= 0; }
+  int fd() const { return fd_; }
   bool Send(const std::string& bytes);
   // The preamble and a HELLO frame for `mechanism` with its first message.
   bool SendHello(const std::string& mechanism, const std::string& message);
