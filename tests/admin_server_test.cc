@@ -46,9 +46,10 @@ std::string Url(const AdminServer& admin, const std::string& path) {
 
 Result<std::unique_ptr<AdminServer>> StartAdmin(std::shared_ptr<MetricsRegistry> metrics,
                                                 decltype(AdminOptions::readiness) readiness = {},
-                                                std::vector<std::string> hosts = {}) {
+                                                std::vector<std::string> hosts = {},
+                                                const std::string& listen = "127.0.0.1:0") {
   AdminOptions options;
-  options.listen = "127.0.0.1:0";
+  options.listen = listen;
   options.metrics = std::move(metrics);
   options.readiness = std::move(readiness);
   options.hosts = std::move(hosts);
@@ -478,10 +479,7 @@ TEST(AdminServerTest, BadAddressesAreConfigErrors) {
        {"", "127.0.0.1", ":9464", "127.0.0.1:", "127.0.0.1:65536", "127.0.0.1:-1", "127.0.0.1:9464s",
         "127.0.0.1:1,127.0.0.1:2", "example.com:9464", "[::1:9464", "[::1]9464", "[nope]:1", "1.2.3:80"}) {
     SCOPED_TRACE("listen '" + listen + "'");
-    AdminOptions options;
-    options.listen = listen;
-    options.metrics = std::make_shared<MetricsRegistry>();
-    auto admin = AdminServer::start(std::move(options));
+    auto admin = StartAdmin(std::make_shared<MetricsRegistry>(), {}, {}, listen);
     ASSERT_FALSE(admin.ok());
     EXPECT_EQ(admin.code(), Errc::kConfigError);
     EXPECT_THAT(admin.status().message, HasSubstr("admin listen"));
@@ -514,22 +512,11 @@ TEST(AdminServerTest, AnIpv6AddressListens) {
 // A busy port is UNAVAILABLE, as the RPC listener's is: a start that can
 // succeed later, not a mistake in the configuration.
 TEST(AdminServerTest, ABusyPortIsUnavailableNamingTheAddressAndWhy) {
-  const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  ASSERT_GE(fd, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  socklen_t len = sizeof addr;
-  ASSERT_EQ(::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0);
-  ASSERT_EQ(::listen(fd, 4), 0);
-  ASSERT_EQ(::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len), 0);
-  const std::string where = "127.0.0.1:" + std::to_string(ntohs(addr.sin_port));
+  const testing::SilentListener busy;
+  ASSERT_NE(busy.port(), 0);
+  const std::string where = "127.0.0.1:" + std::to_string(busy.port());
 
-  AdminOptions options;
-  options.listen = where;
-  options.metrics = std::make_shared<MetricsRegistry>();
-  auto admin = AdminServer::start(std::move(options));
-  ::close(fd);
+  auto admin = StartAdmin(std::make_shared<MetricsRegistry>(), {}, {}, where);
   ASSERT_FALSE(admin.ok());
   EXPECT_EQ(admin.code(), Errc::kUnavailable);
   EXPECT_THAT(admin.status().message, HasSubstr(where));

@@ -199,13 +199,7 @@ class Child {
 
   bool ReadSome(int fd, std::string& into, Clock::time_point until) {
     for (;;) {
-      const auto left =
-          std::chrono::duration_cast<std::chrono::milliseconds>(until - Clock::now()).count();
-      if (left <= 0) return false;
-      pollfd p{fd, POLLIN, 0};
-      const int ready = ::poll(&p, 1, static_cast<int>(left));
-      if (ready < 0 && errno == EINTR) continue;
-      if (ready == 0) return false;
+      if (!authrpc::testing::WaitReadable(fd, until)) return false;
       const std::size_t before = into.size();
       if (!Drain(fd, into)) return false;
       if (into.size() > before) return true;

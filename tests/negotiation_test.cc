@@ -213,15 +213,28 @@ struct PipelineCase {
 
 void PrintTo(const PipelineCase& c, std::ostream* os) { *os << c.name; }
 
-class PipelinedNegotiationTest : public NegotiationTest,
-                                 public ::testing::WithParamInterface<PipelineCase> {};
+// The tests of pipelining, one per `Case` (a table row naming the server's
+// and the client's mechanisms).
+template <class Case>
+class PipelinedTest : public NegotiationTest, public ::testing::WithParamInterface<Case> {
+ protected:
+  // Starts the server with the case's server mechanisms; `options` are then
+  // those of a client with its client mechanisms that calls without waiting
+  // for authentication.
+  void start_pipelining(ClientOptions& options) {
+    const Endpoint ep = start_server(this->GetParam().server);
+    ASSERT_NE(ep.port, 0);
+    options = client_options(ep, this->GetParam().client);
+    options.wait_for_authentication = false;
+  }
+};
+
+using PipelinedNegotiationTest = PipelinedTest<PipelineCase>;
 
 TEST_P(PipelinedNegotiationTest, CallsBehindNegotiation) {
   const auto& c = GetParam();
-  const Endpoint ep = start_server(c.server);
-  ASSERT_NE(ep.port, 0);
-  ClientOptions options = client_options(ep, c.client);
-  options.wait_for_authentication = false;
+  ClientOptions options;
+  ASSERT_NO_FATAL_FAILURE(start_pipelining(options));
 
   constexpr int kCalls = 4;
   asio::io_context io;
@@ -341,15 +354,12 @@ struct OrderCase {
 
 void PrintTo(const OrderCase& c, std::ostream* os) { *os << c.name; }
 
-class PipelinedOrderTest : public NegotiationTest,
-                           public ::testing::WithParamInterface<OrderCase> {};
+using PipelinedOrderTest = PipelinedTest<OrderCase>;
 
 TEST_P(PipelinedOrderTest, MixedSizesRunOnceInOrder) {
   const auto& c = GetParam();
-  const Endpoint ep = start_server(c.server);
-  ASSERT_NE(ep.port, 0);
-  ClientOptions options = client_options(ep, c.client);
-  options.wait_for_authentication = false;
+  ClientOptions options;
+  ASSERT_NO_FATAL_FAILURE(start_pipelining(options));
   const std::vector<std::size_t> sizes = {10, 70'000, 10, 5'000, 10};
   std::vector<std::string> payloads;
   std::vector<std::string> in_order;

@@ -14,6 +14,7 @@
 
 #include "authrpc/auth/mechanism_registry.h"
 #include "psk_mechanism.h"
+#include "tests/testing/session_driver.h"
 #include "tests/testing/test_server.h"
 #include "tests/testing/test_support.h"
 #include "tests/testing/token_capture.h"
@@ -162,34 +163,14 @@ ChannelInfo Channel(std::string binding = {}) {
   return c;
 }
 
-struct PskOutcome {
-  ServerStep server;      // the server's last step
-  Status client;          // complete() on the server's final message, if it succeeded
-  std::vector<std::string> sent;  // the client's messages
-};
-
-// One exchange between `client` and `server`, each seeing its own channel.
-PskOutcome Exchange(ClientMechanism& client, ServerMechanism& server, const ChannelInfo& client_channel,
-            const ChannelInfo& server_channel) {
-  auto cs = client.start(client_channel);
-  auto ss = server.start(server_channel);
-  PskOutcome out;
-  ClientStep step = Await(cs->initial());
-  for (;;) {
-    if (step.kind != ClientStep::Kind::kSend) {
-      out.server = ServerStep::failure(step.error);
-      return out;
-    }
-    out.sent.push_back(step.message);
-    out.server = Await(ss->step(step.message));
-    if (out.server.kind != ServerStep::Kind::kChallenge) break;
-    EXPECT_FALSE(step.final) << "challenged after the client's last message";
-    step = Await(cs->challenge(out.server.message));
-  }
-  if (out.server.kind == ServerStep::Kind::kSuccess) {
-    EXPECT_TRUE(step.final) << "succeeded before the client's last message";
-    out.client = Await(cs->complete(out.server.message));
-  }
+// One exchange between `client` and `server`, each seeing its own channel;
+// psk's server never challenges the client's last message.
+testing::DrivenSession Exchange(ClientMechanism& client, ServerMechanism& server,
+                                const ChannelInfo& client_channel,
+                                const ChannelInfo& server_channel) {
+  testing::DrivenSession out =
+      testing::DriveSession(client, server, client_channel, server_channel);
+  EXPECT_FALSE(out.challenged_last) << "challenged after the client's last message";
   return out;
 }
 
@@ -217,7 +198,7 @@ TEST(PskSession, AuthenticatesBothWaysAndBindsTheProofsToTheChannel) {
   for (const auto& c : cases) {
     SCOPED_TRACE(c.name);
     auto client = keys.Client(c.identity, c.key);
-    const PskOutcome out = Exchange(*client, *server, c.client_channel, c.server_channel);
+    const auto out = Exchange(*client, *server, c.client_channel, c.server_channel);
     EXPECT_EQ(out.sent.size(), 2u) << "HELLO and AUTH_RESPONSE";
     if (c.expected == Errc::kOk) {
       EXPECT_EQ(out.server.kind, ServerStep::Kind::kSuccess) << out.server.error.to_string();
@@ -234,8 +215,8 @@ TEST(PskSession, AuthenticatesBothWaysAndBindsTheProofsToTheChannel) {
 TEST(PskSession, AnUnknownIdentityFailsExactlyLikeAWrongKey) {
   Keys keys;
   auto server = keys.Server();
-  const PskOutcome unknown = Exchange(*keys.Client("carol", keys.alice), *server, Channel(), Channel());
-  const PskOutcome wrong = Exchange(*keys.Client("alice", keys.bob), *server, Channel(), Channel());
+  const auto unknown = Exchange(*keys.Client("carol", keys.alice), *server, Channel(), Channel());
+  const auto wrong = Exchange(*keys.Client("alice", keys.bob), *server, Channel(), Channel());
   EXPECT_EQ(unknown.server.error.to_string(), wrong.server.error.to_string());
   EXPECT_THAT(unknown.server.error.message, Not(HasSubstr("carol")));
 }
@@ -245,7 +226,7 @@ TEST(PskSession, ARecordedResponseIsWorthlessOnTheNextSession) {
   auto server = keys.Server();
   auto client = keys.Client("alice", keys.alice);
   for (const auto& channel : {Channel(), Channel(std::string(32, 'x'))}) {
-    const PskOutcome first = Exchange(*client, *server, channel, channel);
+    const auto first = Exchange(*client, *server, channel, channel);
     ASSERT_EQ(first.server.kind, ServerStep::Kind::kSuccess);
     auto replay = server->start(channel);
     const ServerStep challenge = Await(replay->step(first.sent[0]));
@@ -414,32 +395,6 @@ Result<std::unique_ptr<Client>> Connect(const testing::TestServer& server,
       .connect();
 }
 
-// Sends the recorded messages of another session, whatever the server says.
-class ReplayingPsk final : public ClientMechanism {
- public:
-  explicit ReplayingPsk(std::vector<std::string> messages) : messages_(std::move(messages)) {}
-  std::string_view name() const noexcept override { return psk::kMechanismName; }
-  std::unique_ptr<ClientAuthSession> start(const ChannelInfo&) override {
-    return std::make_unique<Session>(messages_);
-  }
-
- private:
-  struct Session final : ClientAuthSession {
-    explicit Session(std::vector<std::string> m) : messages(std::move(m)) {}
-    asio::awaitable<ClientStep> initial() override { co_return next(); }
-    asio::awaitable<ClientStep> challenge(std::string_view) override { co_return next(); }
-    asio::awaitable<Status> complete(std::string_view) override { co_return Status(); }
-    ClientStep next() {
-      if (sent == messages.size()) return ClientStep::failure({Errc::kProtocolError, "no more"});
-      ++sent;
-      return ClientStep::send(messages[sent - 1], sent == messages.size());
-    }
-    std::vector<std::string> messages;
-    std::size_t sent = 0;
-  };
-  std::vector<std::string> messages_;
-};
-
 enum class Who { kRightKey, kWrongKey, kUnknownIdentity, kReplay };
 
 struct EndToEnd {
@@ -475,7 +430,8 @@ TEST_P(PskEndToEnd, OnlyTheKeyHolderGetsInAndTheServerKeepsServing) {
       auto recorded = Connect(*server, recorder);
       ASSERT_TRUE(recorded.ok()) << Describe(recorded);
       ASSERT_EQ(recorder->sent().size(), 2u);
-      mechanism = std::make_shared<ReplayingPsk>(recorder->sent());
+      mechanism = std::make_shared<testing::ReplayingClient>(recorder->sent(),
+                                                              std::string(psk::kMechanismName));
       break;
     }
   }

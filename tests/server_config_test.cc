@@ -25,6 +25,7 @@
 #include <ostream>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace authrpc {
 namespace {
@@ -66,6 +67,36 @@ class TempFile {
   std::string path_;
 };
 
+// The numbers a configuration sets, as ServerOptions holds them, in the
+// order of kFullConfig's keys.
+struct Numbers {
+  std::size_t io_threads;
+  std::size_t blocking_threads;
+  std::chrono::milliseconds negotiation_timeout;
+  std::chrono::milliseconds idle_timeout;
+  std::size_t max_connections;
+  std::size_t max_connections_per_address;
+  std::size_t max_connections_per_user;
+  std::size_t max_frame_size;
+  std::size_t max_pending_output;
+  std::chrono::milliseconds stop_grace;
+  unsigned unix_socket_mode;
+};
+
+void expect_numbers(const ServerOptions& o, const Numbers& want) {
+  EXPECT_EQ(o.io_threads, want.io_threads);
+  EXPECT_EQ(o.blocking_threads, want.blocking_threads);
+  EXPECT_EQ(o.negotiation_timeout, want.negotiation_timeout);
+  EXPECT_EQ(o.idle_timeout, want.idle_timeout);
+  EXPECT_EQ(o.max_connections, want.max_connections);
+  EXPECT_EQ(o.max_connections_per_address, want.max_connections_per_address);
+  EXPECT_EQ(o.max_connections_per_user, want.max_connections_per_user);
+  EXPECT_EQ(o.max_frame_size, want.max_frame_size);
+  EXPECT_EQ(o.max_pending_output, want.max_pending_output);
+  EXPECT_EQ(o.stop_grace, want.stop_grace);
+  EXPECT_EQ(o.listen.unix_socket_mode, want.unix_socket_mode);
+}
+
 TEST(ServerConfigTest, ExampleConfigParses) {
   const std::string path = std::string(AUTHRPC_SOURCE_DIR) + "/examples/server.json";
   auto o = load_options(path);
@@ -77,13 +108,11 @@ TEST(ServerConfigTest, ExampleConfigParses) {
   EXPECT_EQ(o->endpoints[1].scheme, Endpoint::Scheme::kUnix);
   EXPECT_EQ(o->endpoints[1].path, "/tmp/authrpc-example.sock");
   EXPECT_EQ(mechanism_names(*o), std::vector<std::string>{"simple"});
-  EXPECT_EQ(o->io_threads, 2u);
-  EXPECT_EQ(o->blocking_threads, 8u);
-  EXPECT_EQ(o->negotiation_timeout, 10000ms);
-  EXPECT_EQ(o->idle_timeout, 300000ms);
-  EXPECT_EQ(o->max_connections, 10000u);
-  EXPECT_EQ(o->max_frame_size, 16777216u);
-  EXPECT_EQ(o->stop_grace, 30000ms);
+  // Not in the file: the per-address and per-user limits, max_pending_output.
+  const ServerOptions defaults;
+  expect_numbers(*o, {2, 8, 10000ms, 300000ms, 10000, defaults.max_connections_per_address,
+                      defaults.max_connections_per_user, 16777216, defaults.max_pending_output,
+                      30000ms, 0});
   EXPECT_TRUE(static_cast<bool>(o->log));
 }
 
@@ -111,17 +140,7 @@ void expect_full_config(const Result<ServerOptions>& o) {
   EXPECT_EQ(o->endpoints[0].host, "::1");
   EXPECT_EQ(o->endpoints[1].path, "@authrpc-config-test");
   EXPECT_EQ(mechanism_names(*o), std::vector<std::string>{"simple"});
-  EXPECT_EQ(o->io_threads, 3u);
-  EXPECT_EQ(o->blocking_threads, 5u);
-  EXPECT_EQ(o->negotiation_timeout, 1234ms);
-  EXPECT_EQ(o->idle_timeout, 0ms);
-  EXPECT_EQ(o->max_connections, 7u);
-  EXPECT_EQ(o->max_connections_per_address, 5u);
-  EXPECT_EQ(o->max_connections_per_user, 3u);
-  EXPECT_EQ(o->max_frame_size, 65536u);
-  EXPECT_EQ(o->max_pending_output, 1048576u);
-  EXPECT_EQ(o->stop_grace, 10ms);
-  EXPECT_EQ(o->listen.unix_socket_mode, 0660u);
+  expect_numbers(*o, {3, 5, 1234ms, 0ms, 7, 5, 3, 65536, 1048576, 10ms, 0660});
 }
 
 TEST(ServerConfigTest, FullConfigFromParsedText) {
@@ -174,17 +193,9 @@ TEST(ServerConfigTest, MinimalConfigGetsDefaults) {
   const ServerOptions defaults;
   ASSERT_EQ(o->endpoints.size(), 1u);
   EXPECT_EQ(mechanism_names(*o), std::vector<std::string>{"simple"});  // default mechanism
-  EXPECT_EQ(o->io_threads, defaults.io_threads);
-  EXPECT_EQ(o->blocking_threads, defaults.blocking_threads);
-  EXPECT_EQ(o->negotiation_timeout, defaults.negotiation_timeout);
-  EXPECT_EQ(o->idle_timeout, defaults.idle_timeout);
-  EXPECT_EQ(o->max_connections, defaults.max_connections);
-  EXPECT_EQ(o->max_connections_per_address, 1000u);
-  EXPECT_EQ(o->max_connections_per_user, 0u);
-  EXPECT_EQ(o->max_frame_size, defaults.max_frame_size);
-  EXPECT_EQ(o->max_pending_output, defaults.max_pending_output);
-  EXPECT_EQ(o->stop_grace, defaults.stop_grace);
-  EXPECT_EQ(o->listen.unix_socket_mode, 0u);
+  expect_numbers(*o, {defaults.io_threads, defaults.blocking_threads, defaults.negotiation_timeout,
+                      defaults.idle_timeout, defaults.max_connections, 1000, 0,
+                      defaults.max_frame_size, defaults.max_pending_output, defaults.stop_grace, 0});
   EXPECT_TRUE(static_cast<bool>(o->log));
 }
 
@@ -503,29 +514,55 @@ TEST(ServerConfigTest, HugeTimeoutsAreRefusedOrClampedNeverWrapped) {
 // ---------------------------------------------------------------------------
 // load_server_config
 
-TEST(LoadServerConfigTest, MissingFile) {
-  const std::string path = "/nonexistent-authrpc-dir/server.json";
-  auto o = load_options(path);
-  ASSERT_FALSE(o.ok());
-  EXPECT_EQ(o.code(), Errc::kConfigError);
-  EXPECT_NE(o.status().message.find(path), std::string::npos) << o.status().message;
+// A configuration file load_server_config() refuses: a config error whose
+// message has every fragment, "{file}" standing for the file's path.
+struct BadConfigFile {
+  const char* name;
+  std::optional<std::string> text;  // none: the file does not exist
+  std::vector<std::string> says;
+};
+
+void PrintTo(const BadConfigFile& c, std::ostream* os) { *os << c.name; }
+
+class BadConfigFileTest : public ::testing::TestWithParam<BadConfigFile> {};
+
+TEST_P(BadConfigFileTest, IsConfigErrorNamingTheFileAndWhere) {
+  const auto& c = GetParam();
+  std::optional<TempFile> file;
+  if (c.text) file.emplace(*c.text);
+  const std::string path = file ? file->path() : "/nonexistent-authrpc-dir/server.json";
+  auto config = load_server_config(path, registry());
+  ASSERT_FALSE(config.ok());
+  EXPECT_EQ(config.code(), Errc::kConfigError);
+  for (std::string fragment : c.says) {
+    if (const auto at = fragment.find("{file}"); at != std::string::npos) {
+      fragment.replace(at, 6, path);
+    }
+    EXPECT_NE(config.status().message.find(fragment), std::string::npos)
+        << config.status().message << " does not say " << fragment;
+  }
 }
 
-TEST(LoadServerConfigTest, InvalidJson) {
-  TempFile f(R"({"listen": ["tcp://127.0.0.1:0"],)");
-  auto o = load_options(f.path());
-  ASSERT_FALSE(o.ok());
-  EXPECT_EQ(o.code(), Errc::kConfigError);
-  EXPECT_NE(o.status().message.find(f.path()), std::string::npos) << o.status().message;
-  EXPECT_NE(o.status().message.find("syntax error at line"), std::string::npos) << o.status().message;
-}
-
-TEST(LoadServerConfigTest, EmptyFileIsInvalidJson) {
-  TempFile f("");
-  auto o = load_options(f.path());
-  ASSERT_FALSE(o.ok());
-  EXPECT_EQ(o.code(), Errc::kConfigError);
-}
+INSTANTIATE_TEST_SUITE_P(
+    Table, BadConfigFileTest,
+    ::testing::Values(
+        BadConfigFile{"MissingFile", std::nullopt, {"{file}"}},
+        BadConfigFile{"InvalidJson", R"({"listen": ["tcp://127.0.0.1:0"],)",
+                      {"{file}", "syntax error at line"}},
+        BadConfigFile{"EmptyFileIsInvalidJson", "", {}},
+        BadConfigFile{"ErrorsInTheFileNameTheFileAndTheKey",
+                      R"({"listen": ["tcp://127.0.0.1:0"], "max_conections": 5})",
+                      {"{file}", "max_conections"}},
+        BadConfigFile{"UnknownKeysInTheTokensSection",
+                      R"({"listen": ["unix:@x"], "tokens": {"store": "memory", "bogus": 1}})",
+                      {"tokens.bogus"}},
+        BadConfigFile{"SyntaxErrorsNameLineAndColumn",
+                      "{\n  \"listen\": [\"unix:@x\"],\n  \"io_threads\": 2,,\n}\n",
+                      {"{file}: syntax error at line 3, column 19"}},
+        BadConfigFile{"NumbersTooLargeNameLineAndColumn",
+                      "{\n  \"listen\": [\"unix:@x\"],\n  \"io_threads\": 1e999\n}\n",
+                      {"{file}: number out of range at line 3, column 17"}}),
+    [](const ::testing::TestParamInfo<BadConfigFile>& p) { return p.param.name; });
 
 TEST(LoadServerConfigTest, CommentsAreAllowed) {
   TempFile f(R"(// authrpc-server configuration
@@ -570,40 +607,27 @@ TEST(ServerConfigTokensTest, AStoreTypeThatIsNotAStringIsAConfigError) {
   }
 }
 
-TEST(ServerConfigTokensTest, UnknownKeysInTheTokensSectionAreRefusedEverywhere) {
+// The same unknown key in a file: BadConfigFileTest's UnknownKeysInTheTokensSection.
+TEST(ServerConfigTokensTest, UnknownKeysInTheTokensSectionAreRefused) {
   const std::string text =
       R"({"listen": ["unix:@x"], "tokens": {"store": "memory", "bogus": 1}})";
   auto options = server_options_from_json(json::parse(text), registry());
   ASSERT_FALSE(options.ok());
   EXPECT_EQ(options.code(), Errc::kConfigError);
   EXPECT_NE(options.status().message.find("bogus"), std::string::npos) << options.status().message;
-
-  TempFile f(text);
-  auto config = load_server_config(f.path(), registry());
-  ASSERT_FALSE(config.ok());
-  EXPECT_EQ(config.code(), Errc::kConfigError);
-  EXPECT_NE(config.status().message.find("tokens.bogus"), std::string::npos)
-      << config.status().message;
 }
 
-TEST(ServerConfigTokensTest, SyntaxErrorsNameLineAndColumn) {
-  TempFile f("{\n  \"listen\": [\"unix:@x\"],\n  \"io_threads\": 2,,\n}\n");
-  auto config = load_server_config(f.path(), registry());
-  ASSERT_FALSE(config.ok());
-  EXPECT_EQ(config.code(), Errc::kConfigError);
-  EXPECT_NE(config.status().message.find(f.path() + ": syntax error at line 3, column 19"),
-            std::string::npos)
-      << config.status().message;
-}
-
-TEST(ServerConfigTokensTest, NumbersTooLargeAreConfigErrorsNamingLineAndColumn) {
-  TempFile f("{\n  \"listen\": [\"unix:@x\"],\n  \"io_threads\": 1e999\n}\n");
-  auto config = load_server_config(f.path(), registry());
-  ASSERT_FALSE(config.ok());
-  EXPECT_EQ(config.code(), Errc::kConfigError);
-  EXPECT_NE(config.status().message.find(f.path() + ": number out of range at line 3, column 17"),
-            std::string::npos)
-      << config.status().message;
+// Starts a Server on `config`'s options with its services (the token
+// service) and connects to it as alice (`simple`).
+void ServeAndConnect(ServerConfig& config, std::unique_ptr<Server>& server,
+                     std::unique_ptr<Client>& client) {
+  server = std::make_unique<Server>(std::move(config.options));
+  ASSERT_TRUE(config.add_services(*server).ok());
+  ASSERT_TRUE(server->start().ok());
+  auto connected = testing::ConnectWith(server->bound_endpoints().front(),
+                                        std::make_shared<SimpleClientMechanism>("alice"));
+  ASSERT_TRUE(connected.ok()) << connected.status().to_string();
+  client = std::move(*connected);
 }
 
 // A configuration with a "tokens" section gives the application what
@@ -621,19 +645,16 @@ TEST(ServerConfigTokensTest, TheTokensSectionOpensTheTokenService) {
             (std::vector<std::string>{"simple", "token"}));
   EXPECT_EQ(config->options.mechanisms[1], config->tokens->mechanism());
 
-  Server server(std::move(config->options));
-  ASSERT_TRUE(config->add_services(server).ok());
-  ASSERT_TRUE(server.start().ok());
-  auto client = testing::ConnectWith(server.bound_endpoints().front(),
-                            std::make_shared<SimpleClientMechanism>("alice"));
-  ASSERT_TRUE(client.ok()) << client.status().to_string();
+  std::unique_ptr<Server> server;
+  std::unique_ptr<Client> client;
+  ASSERT_NO_FATAL_FAILURE(ServeAndConnect(*config, server, client));
   // token.cancel exists (a `simple` caller with a malformed token is refused
   // by the service, not NOT_FOUND by the dispatcher).
-  auto reply = (*client)->call("token", "cancel", R"({"token": "not-a-token"})");
+  auto reply = client->call("token", "cancel", R"({"token": "not-a-token"})");
   ASSERT_FALSE(reply.ok());
   EXPECT_NE(reply.code(), Errc::kNotFound) << reply.status().to_string();
-  (*client).reset();
-  server.stop();
+  client.reset();
+  server->stop();
 }
 
 // The server, its token service and its audit log share one sink (one level
@@ -659,16 +680,13 @@ TEST(ServerConfigTokensTest, TheTokenServiceSharesTheServersSinkAndAuditLog) {
   EXPECT_EQ(config->tokens->options().log.level(), LogLevel::kInfo);
 
   const auto audit_log = config->options.audit_log;
-  Server server(std::move(config->options));
-  ASSERT_TRUE(config->add_services(server).ok());
-  ASSERT_TRUE(server.start().ok());
-  auto client = testing::ConnectWith(server.bound_endpoints().front(),
-                                     std::make_shared<SimpleClientMechanism>("alice"));
-  ASSERT_TRUE(client.ok()) << client.status().to_string();
-  auto got = (*client)->call("token", "get", R"({"renewer": "yarn"})");
+  std::unique_ptr<Server> server;
+  std::unique_ptr<Client> client;
+  ASSERT_NO_FATAL_FAILURE(ServeAndConnect(*config, server, client));
+  auto got = client->call("token", "get", R"({"renewer": "yarn"})");
   ASSERT_TRUE(got.ok()) << got.status().to_string();
-  (*client).reset();
-  server.stop();
+  client.reset();
+  server->stop();
   audit_log->flush();
   std::ifstream in(audit);
   std::string line;

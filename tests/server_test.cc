@@ -286,6 +286,43 @@ class ServerTest : public ::testing::TestWithParam<Kind> {
     return client.ok() ? std::move(*client) : nullptr;
   }
 
+  // Connects as alice (into `client`) and calls test.`method` with `request`
+  // (into `call`), then waits until its handler has begun (`started`).
+  void StartCall(const char* method, const char* request, Latch& started,
+                 std::unique_ptr<Client>& client, std::future<Result<std::string>>& call) {
+    client = MustConnect();
+    ASSERT_NE(client, nullptr);
+    call = client->call_future("test", method, request);
+    ASSERT_TRUE(started.WaitFor(5s)) << "the " << method << " handler never started";
+  }
+
+  // Restarts the server with `stop_grace`, calls test.`method` with `request`,
+  // and once its handler has begun (`started`) stops the server: stop() must
+  // return within `within`, and the call fail with its connection.
+  void StopDuringCall(std::chrono::milliseconds stop_grace, const char* method,
+                      const char* request, Latch& started, Clock::duration within) {
+    ASSERT_NO_FATAL_FAILURE(
+        StartServer([stop_grace](ServerOptions& o) { o.stop_grace = stop_grace; }));
+    std::unique_ptr<Client> client;
+    std::future<Result<std::string>> call;
+    ASSERT_NO_FATAL_FAILURE(StartCall(method, request, started, client, call));
+    const auto start = Clock::now();
+    server_->stop();
+    const auto took = Clock::now() - start;
+    EXPECT_LT(took, within) << "stop() took far longer than stop_grace ("
+                            << stop_grace.count() << " ms)";
+    ASSERT_EQ(call.wait_for(3s), std::future_status::ready);
+    EXPECT_FALSE(call.get().ok()) << "the connection was closed: the call cannot succeed";
+  }
+
+  // sys.whoami's JSON reply on `client` (null, and a test failure, if the
+  // call fails).
+  static nlohmann::json Whoami(Client& client) {
+    auto reply = client.call_json("sys", "whoami", nullptr);
+    EXPECT_TRUE(reply.ok()) << Describe(reply);
+    return reply.ok() ? std::move(*reply) : nlohmann::json();
+  }
+
   std::shared_ptr<TestState> state_ = std::make_shared<TestState>();
   std::unique_ptr<testing::TestServer> test_server_;
   Server* server_ = nullptr;  // test_server_'s, for the tests of Server's own methods
@@ -324,12 +361,8 @@ TEST_P(ServerTest, EachConnectionIsAuthenticatedAsItsOwnUser) {
   auto bob = MustConnect("bob");
   ASSERT_NE(alice, nullptr);
   ASSERT_NE(bob, nullptr);
-  auto a = alice->call_json("sys", "whoami", nlohmann::json::object());
-  auto b = bob->call_json("sys", "whoami", nlohmann::json::object());
-  ASSERT_TRUE(a.ok()) << Describe(a);
-  ASSERT_TRUE(b.ok()) << Describe(b);
-  EXPECT_EQ((*a)["user"], "alice");
-  EXPECT_EQ((*b)["user"], "bob");
+  EXPECT_EQ(Whoami(*alice)["user"], "alice");
+  EXPECT_EQ(Whoami(*bob)["user"], "bob");
 }
 
 TEST_P(ServerTest, EchoReturnsTheRequestBytesUnchanged) {
@@ -382,11 +415,11 @@ TEST_P(ServerTest, HandlersSeeTheirCallContext) {
 }
 
 TEST_P(ServerTest, ABlockingHandlerDoesNotHoldUpOtherCallsOnTheConnection) {
-  auto client = MustConnect();
-  ASSERT_NE(client, nullptr);
-  auto slow = client->call_future("test", "blocking_sleep", "400");
+  std::unique_ptr<Client> client;
+  std::future<Result<std::string>> slow;
   // Once the pool runs the handler, make an inline call.
-  ASSERT_TRUE(state_->blocking_sleep_started.WaitFor(5s)) << "the blocking handler never started";
+  ASSERT_NO_FATAL_FAILURE(
+      StartCall("blocking_sleep", "400", state_->blocking_sleep_started, client, slow));
   const auto start = Clock::now();
   auto quick = client->call("sys", "echo", "ping");
   const auto quick_took = Clock::now() - start;
@@ -622,10 +655,9 @@ TEST_P(ServerTest, WhoamiWorksForEveryUserNameTheServerAccepts) {
 // --- lifecycle --------------------------------------------------------------
 
 TEST_P(ServerTest, StopLetsAnInFlightCallFinishThenRefusesNewConnections) {
-  auto client = MustConnect();
-  ASSERT_NE(client, nullptr);
-  auto slow = client->call_future("test", "slow", "");
-  ASSERT_TRUE(state_->slow_started.WaitFor(5s)) << "the slow handler never started";
+  std::unique_ptr<Client> client;
+  std::future<Result<std::string>> slow;
+  ASSERT_NO_FATAL_FAILURE(StartCall("slow", "", state_->slow_started, client, slow));
 
   const auto stop_started = Clock::now();
   std::thread stopper([this] { server_->stop(); });
@@ -778,9 +810,7 @@ TEST_P(ServerTest, AClientAllowingOnlySimpleNegotiatesSimple) {
   auto client = MustConnect();  // allows only "simple"; the server enables only "simple"
   ASSERT_NE(client, nullptr);
   EXPECT_EQ(client->mechanism(), "simple");
-  auto reply = client->call_json("sys", "whoami", nullptr);
-  ASSERT_TRUE(reply.ok()) << Describe(reply);
-  EXPECT_EQ((*reply)["mechanism"], "simple");
+  EXPECT_EQ(Whoami(*client)["mechanism"], "simple");
 }
 
 TEST_P(ServerTest, AClientFallsBackToTheFirstServerMechanismItAllows) {
@@ -789,9 +819,7 @@ TEST_P(ServerTest, AClientFallsBackToTheFirstServerMechanismItAllows) {
   auto client = MustConnect(options);
   ASSERT_NE(client, nullptr);
   EXPECT_EQ(client->mechanism(), "simple");
-  auto reply = client->call_json("sys", "whoami", nullptr);
-  ASSERT_TRUE(reply.ok()) << Describe(reply);
-  EXPECT_EQ((*reply)["user"], "dave");
+  EXPECT_EQ(Whoami(*client)["user"], "dave");
 }
 
 TEST_P(ServerTest, AClientWithNoMechanismTheServerEnablesGetsMechanismUnavailable) {
@@ -811,9 +839,7 @@ TEST_P(ServerTest, AClientThatDoesNotWaitForAuthenticationCanCallAtOnce) {
   ASSERT_NE(client, nullptr);
   // The first calls travel in the same flight as the negotiation.
   auto echo = client->call_future("sys", "echo", "first");
-  auto reply = client->call("sys", "whoami", "");
-  ASSERT_TRUE(reply.ok()) << Describe(reply);
-  EXPECT_EQ(nlohmann::json::parse(*reply)["user"], "erin");
+  EXPECT_EQ(Whoami(*client)["user"], "erin");
   auto echoed = echo.get();
   ASSERT_TRUE(echoed.ok()) << Describe(echoed);
   EXPECT_EQ(*echoed, "first");
@@ -916,20 +942,18 @@ TEST_P(ServerTest, DestroyingAClientFailsItsPendingCallsWithCancelled) {
 TEST_P(ServerTest, AHandlerSeesCancelledOnceTheClientHasGone) {
   // CallContext::cancelled(): "true once the client cancelled the call or the
   // connection went away".
-  auto client = MustConnect();
-  ASSERT_NE(client, nullptr);
-  auto pending = client->call_future("test", "sleep", "1500 abandoned");
-  ASSERT_TRUE(state_->sleep_started.WaitFor(5s)) << "the handler never started";
+  std::unique_ptr<Client> client;
+  std::future<Result<std::string>> pending;
+  ASSERT_NO_FATAL_FAILURE(StartCall("sleep", "1500 abandoned", state_->sleep_started, client, pending));
   client->close();
   EXPECT_TRUE(Eventually([&] { return state_->cancelled_sleeps.load() >= 1; }, 1s))
       << "the handler kept running for a connection that was gone";
 }
 
 TEST_P(ServerTest, ClosingAClientFailsItsPendingCallsWithCancelled) {
-  auto client = MustConnect();
-  ASSERT_NE(client, nullptr);
-  auto pending = client->call_future("test", "sleep", "2000 never");
-  ASSERT_TRUE(state_->sleep_started.WaitFor(5s)) << "the handler never started";
+  std::unique_ptr<Client> client;
+  std::future<Result<std::string>> pending;
+  ASSERT_NO_FATAL_FAILURE(StartCall("sleep", "2000 never", state_->sleep_started, client, pending));
   client->close();
   ASSERT_EQ(pending.wait_for(2s), std::future_status::ready);
   auto reply = pending.get();
@@ -1011,44 +1035,19 @@ TEST_P(ServerTest, IdleTimeIsCountedFromTheLastResponseNotTheLastRequest) {
 }
 
 TEST_P(ServerTest, StopDoesNotWaitPastStopGraceForAHandlerThatIgnoresCancellation) {
-  ASSERT_NO_FATAL_FAILURE(StartServer([](ServerOptions& o) { o.stop_grace = 100ms; }));
-  auto client = MustConnect();
-  ASSERT_NE(client, nullptr);
-  auto stuck = client->call_future("test", "stubborn", "800");
-  ASSERT_TRUE(state_->stubborn_started.WaitFor(5s)) << "the handler never started";
-  const auto start = Clock::now();
-  server_->stop();
-  const auto took = Clock::now() - start;
-  EXPECT_LT(took, 600ms) << "stop() waited for a handler past stop_grace (100 ms)";
-  ASSERT_EQ(stuck.wait_for(3s), std::future_status::ready);
-  EXPECT_FALSE(stuck.get().ok()) << "the connection was closed: the call cannot succeed";
+  StopDuringCall(100ms, "stubborn", "800", state_->stubborn_started, 600ms);
 }
 
 TEST_P(ServerTest, StopPastStopGraceDoesNotLingerOnConnectionsItAlreadyClosed) {
   // A cooperative handler: it returns as soon as the call is cancelled,
   // which stop() does once stop_grace has passed.
-  ASSERT_NO_FATAL_FAILURE(StartServer([](ServerOptions& o) { o.stop_grace = 100ms; }));
-  auto client = MustConnect();
-  ASSERT_NE(client, nullptr);
-  auto cut = client->call_future("test", "sleep", "5000 cut");
-  ASSERT_TRUE(state_->sleep_started.WaitFor(5s)) << "the handler never started";
-  const auto start = Clock::now();
-  server_->stop();
-  const auto took = Clock::now() - start;
-  EXPECT_LT(took, 1000ms) << "stop() took far longer than stop_grace (100 ms)";
-  ASSERT_EQ(cut.wait_for(3s), std::future_status::ready);
-  EXPECT_FALSE(cut.get().ok());
+  StopDuringCall(100ms, "sleep", "5000 cut", state_->sleep_started, 1000ms);
 }
 
 TEST_P(ServerTest, StopWithABlockingHandlerRunningPastStopGraceCompletesCleanly) {
-  ASSERT_NO_FATAL_FAILURE(StartServer([](ServerOptions& o) { o.stop_grace = 50ms; }));
-  auto client = MustConnect();
-  ASSERT_NE(client, nullptr);
-  auto stuck = client->call_future("test", "blocking_sleep", "300");
-  ASSERT_TRUE(state_->blocking_sleep_started.WaitFor(5s)) << "the handler never started";
-  server_->stop();  // cannot interrupt a thread: waits for the pool, then finishes
-  ASSERT_EQ(stuck.wait_for(3s), std::future_status::ready);
-  EXPECT_FALSE(stuck.get().ok());
+  // stop() cannot interrupt a thread: it waits for the pool, then finishes.
+  StopDuringCall(50ms, "blocking_sleep", "300", state_->blocking_sleep_started,
+                 Clock::duration::max());
   test_server_.reset();  // the late completion must not touch freed state (ASan)
 }
 
@@ -1134,24 +1133,16 @@ TEST(ServerLifecycleTest, StartingAndStoppingManyTimesNeverHangs) {
 
 TEST(ClientConnectTest, AServerThatNeverAnswersGivesNegotiationTimeout) {
   // A listening socket nobody accepts from: connect succeeds, nothing answers.
-  const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  ASSERT_GE(fd, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  ASSERT_EQ(::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0);
-  ASSERT_EQ(::listen(fd, 8), 0);
-  socklen_t len = sizeof addr;
-  ASSERT_EQ(::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len), 0);
+  const testing::SilentListener silent;
+  ASSERT_NE(silent.port(), 0);
 
   ClientOptions options;
-  options.endpoint = *Endpoint::parse("tcp://127.0.0.1:" + std::to_string(ntohs(addr.sin_port)));
+  options.endpoint = *Endpoint::parse("tcp://127.0.0.1:" + std::to_string(silent.port()));
   options.mechanisms = {std::make_shared<SimpleClientMechanism>("alice")};
   options.connect_timeout = 200ms;
   const auto start = Clock::now();
   auto client = Client::connect(options);
   const auto took = Clock::now() - start;
-  ::close(fd);
   ASSERT_FALSE(client.ok());
   EXPECT_EQ(client.code(), Code(Errc::kNegotiationTimeout)) << Describe(client);
   EXPECT_EQ(retry_advice(client.code()), RetryAdvice::kRetry);

@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "tests/testing/shm_test_util.h"
+#include "tests/testing/test_support.h"
 
 namespace authrpc {
 namespace {
@@ -265,21 +266,7 @@ TEST_P(ShmHandoffMalformed, IsRefusedWithoutLeakingDescriptors) {
     std::memcpy(msg + 8, &slot_size, 4);
     std::memcpy(msg + 12, &c.claimed_slot_count, 4);
     std::memcpy(msg + 16, &region, 8);
-    iovec iov{msg, sizeof msg};
-    alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int) * 8)] = {};
-    msghdr mh{};
-    mh.msg_iov = &iov;
-    mh.msg_iovlen = 1;
-    if (!fds.empty()) {
-      mh.msg_control = control;
-      mh.msg_controllen = CMSG_SPACE(sizeof(int) * fds.size());
-      cmsghdr* cm = CMSG_FIRSTHDR(&mh);
-      cm->cmsg_level = SOL_SOCKET;
-      cm->cmsg_type = SCM_RIGHTS;
-      cm->cmsg_len = CMSG_LEN(sizeof(int) * fds.size());
-      std::memcpy(CMSG_DATA(cm), fds.data(), sizeof(int) * fds.size());
-    }
-    ASSERT_EQ(::sendmsg(p.a.get(), &mh, 0), 32);
+    ASSERT_EQ(testing::SendWithRights(p.a.get(), msg, sizeof msg, fds), 32);
     auto received = receive_shm_ring_blocking(p.b.get());
     ASSERT_FALSE(received.ok());
     EXPECT_EQ(received.code(), c.expected) << received.status().to_string();

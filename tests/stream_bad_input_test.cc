@@ -215,22 +215,9 @@ class RawPeer {
   // unless the socket's buffer is full).
   bool SendWithFds(const std::string& bytes, const std::vector<int>& fds) {
     std::size_t sent = 0;
-    std::vector<char> control(CMSG_SPACE(sizeof(int) * std::max<std::size_t>(fds.size(), 1)));
     while (sent < bytes.size()) {
-      iovec iov{const_cast<char*>(bytes.data() + sent), bytes.size() - sent};
-      msghdr msg{};
-      msg.msg_iov = &iov;
-      msg.msg_iovlen = 1;
-      if (sent == 0 && !fds.empty()) {
-        msg.msg_control = control.data();
-        msg.msg_controllen = CMSG_SPACE(sizeof(int) * fds.size());
-        cmsghdr* c = CMSG_FIRSTHDR(&msg);
-        c->cmsg_level = SOL_SOCKET;
-        c->cmsg_type = SCM_RIGHTS;
-        c->cmsg_len = CMSG_LEN(sizeof(int) * fds.size());
-        std::memcpy(CMSG_DATA(c), fds.data(), sizeof(int) * fds.size());
-      }
-      const ssize_t n = ::sendmsg(fd_, &msg, MSG_NOSIGNAL);
+      const ssize_t n = testing::SendWithRights(fd_, bytes.data() + sent, bytes.size() - sent,
+                                                sent == 0 ? fds : std::vector<int>{}, MSG_NOSIGNAL);
       if (n < 0 && errno == EINTR) continue;
       if (n <= 0) return false;
       sent += static_cast<std::size_t>(n);
@@ -242,13 +229,7 @@ class RawPeer {
   bool ReadExact(std::string& out, std::size_t n, Clock::time_point until) {
     out.clear();
     while (out.size() < n) {
-      const auto left =
-          std::chrono::duration_cast<std::chrono::milliseconds>(until - Clock::now()).count();
-      if (left <= 0) return false;
-      pollfd p{fd_, POLLIN, 0};
-      const int ready = ::poll(&p, 1, static_cast<int>(left));
-      if (ready < 0 && errno == EINTR) continue;
-      if (ready <= 0) return false;
+      if (!testing::WaitReadable(fd_, until)) return false;
       const ssize_t got = Receive(out, n - out.size());
       if (got < 0 && (errno == EINTR || errno == EAGAIN)) continue;
       if (got <= 0) return false;
@@ -274,13 +255,7 @@ class RawPeer {
   bool SeesEndOfStream(Clock::duration timeout = 5s) {
     const auto until = Clock::now() + timeout;
     for (;;) {
-      const auto left =
-          std::chrono::duration_cast<std::chrono::milliseconds>(until - Clock::now()).count();
-      if (left <= 0) return false;
-      pollfd p{fd_, POLLIN, 0};
-      const int ready = ::poll(&p, 1, static_cast<int>(left));
-      if (ready < 0 && errno == EINTR) continue;
-      if (ready == 0) return false;
+      if (!testing::WaitReadable(fd_, until)) return false;
       std::string sink;
       const ssize_t got = Receive(sink, 4096);
       if (got == 0) return true;
@@ -532,6 +507,23 @@ Service TestService(std::shared_ptr<std::atomic<bool>> release,
   return t;
 }
 
+// A frame of a call, for tables.
+struct CallFrame {
+  const char* name;
+  std::uint8_t type;
+  std::string body;
+};
+
+std::vector<CallFrame> LateFrames() {
+  return {
+      {"small DATA", kData, "late"},
+      {"large DATA (read into its own buffer)", kData, std::string(20000, 'L')},
+      {"WINDOW_UPDATE", kWindowUpdate, U32(4096)},
+      {"END_STREAM", kEndStream, ""},
+      {"CANCEL", kCancel, ""},
+  };
+}
+
 class StreamBadInputTest : public ::testing::TestWithParam<Kind> {
  protected:
   void SetUp() override { ASSERT_NO_FATAL_FAILURE(StartServer()); }
@@ -657,17 +649,43 @@ class StreamBadInputTest : public ::testing::TestWithParam<Kind> {
     return before;
   }
 
+  // The next frame, which must be the RESPONSE of call `id`: its reply
+  // (none, and a test failure, if it is not).
+  std::optional<Reply> ReadResponse(RawPeer& raw, std::uint32_t id) {
+    auto frame = raw.ReadFrame();
+    EXPECT_TRUE(frame.has_value()) << "no RESPONSE for call " << id;
+    if (!frame) return std::nullopt;
+    EXPECT_EQ(frame->type, kResponse) << "frame type " << int(frame->type);
+    EXPECT_EQ(frame->call_id, id);
+    if (frame->type != kResponse || frame->call_id != id) return std::nullopt;
+    auto reply = ParseResponse(frame->body);
+    EXPECT_TRUE(reply.has_value()) << "a RESPONSE body that does not parse";
+    return reply;
+  }
+
+  // The next frame is call `id`'s successful RESPONSE with `payload`.
+  void ExpectSuccess(RawPeer& raw, std::uint32_t id, const std::string& payload) {
+    auto reply = ReadResponse(raw, id);
+    ASSERT_TRUE(reply.has_value());
+    EXPECT_EQ(reply->status, 0) << reply->message;
+    EXPECT_EQ(reply->payload, payload);
+  }
+
   // A unary call on `raw` is still answered.
   void ExpectServesCalls(RawPeer& raw, std::uint32_t id) {
     ASSERT_TRUE(raw.Send(RawFrameBytes(kRequest, id, RequestBody("sys", "echo", "still here"))));
-    auto frame = raw.ReadFrame();
-    ASSERT_TRUE(frame.has_value());
-    ASSERT_EQ(frame->type, kResponse) << "frame type " << int(frame->type);
-    EXPECT_EQ(frame->call_id, id);
-    auto reply = ParseResponse(frame->body);
-    ASSERT_TRUE(reply.has_value());
-    EXPECT_EQ(reply->status, 0) << reply->message;
-    EXPECT_EQ(reply->payload, "still here");
+    ExpectSuccess(raw, id, "still here");
+  }
+
+  // Sends each of LateFrames() for call `id` (CANCEL too, unless
+  // `skip_cancel`): the server answers none and stays alive.
+  void ExpectLateFramesDropped(RawPeer& raw, std::uint32_t id, bool skip_cancel = false) {
+    for (const auto& f : LateFrames()) {
+      if (skip_cancel && f.type == kCancel) continue;
+      SCOPED_TRACE(f.name);
+      ASSERT_TRUE(raw.Send(RawFrameBytes(f.type, id, f.body)));
+      EXPECT_TRUE(ExpectAlive(raw).empty()) << "the server answered a frame for call " << id;
+    }
   }
 
   // A normal Client connects and is served: a unary call and a put stream
@@ -718,23 +736,6 @@ class StreamBadInputTest : public ::testing::TestWithParam<Kind> {
 INSTANTIATE_TEST_SUITE_P(Transports, StreamBadInputTest,
                          ::testing::Values(Kind::kTcp, Kind::kUnix), testing::SocketKindName);
 
-// A frame of a call, for tables.
-struct CallFrame {
-  const char* name;
-  std::uint8_t type;
-  std::string body;
-};
-
-std::vector<CallFrame> LateFrames() {
-  return {
-      {"small DATA", kData, "late"},
-      {"large DATA (read into its own buffer)", kData, std::string(20000, 'L')},
-      {"WINDOW_UPDATE", kWindowUpdate, U32(4096)},
-      {"END_STREAM", kEndStream, ""},
-      {"CANCEL", kCancel, ""},
-  };
-}
-
 // --- frames for calls that are not (or no longer) open ------------------------------
 
 // PROTOCOL.md 6: the server drops DATA, WINDOW_UPDATE and END_STREAM for a
@@ -742,11 +743,7 @@ std::vector<CallFrame> LateFrames() {
 // never opened: ids are the client's); the connection goes on.
 TEST_P(StreamBadInputTest, FramesForACallThatWasNeverOpenedAreDropped) {
   auto raw = Authenticated();
-  for (const auto& f : LateFrames()) {
-    SCOPED_TRACE(f.name);
-    ASSERT_TRUE(raw->Send(RawFrameBytes(f.type, 4242, f.body)));
-    EXPECT_TRUE(ExpectAlive(*raw).empty()) << "the server answered a frame for no call";
-  }
+  ASSERT_NO_FATAL_FAILURE(ExpectLateFramesDropped(*raw, 4242));
   ExpectServesCalls(*raw, 1);
   ExpectServerStillServes();
 }
@@ -755,19 +752,8 @@ TEST_P(StreamBadInputTest, FramesForAFinishedStreamAreDropped) {
   auto raw = Authenticated();
   ASSERT_NO_FATAL_FAILURE(OpenStream(*raw, 5, "put"));
   ASSERT_TRUE(raw->Send(RawFrameBytes(kData, 5, "abc") + RawFrameBytes(kEndStream, 5)));
-  auto end = raw->ReadFrame();
-  ASSERT_TRUE(end.has_value());
-  ASSERT_EQ(end->type, kResponse);
-  ASSERT_EQ(end->call_id, 5u);
-  auto reply = ParseResponse(end->body);
-  ASSERT_TRUE(reply.has_value());
-  EXPECT_EQ(reply->status, 0) << reply->message;
-  EXPECT_EQ(reply->payload, "1 3");
-  for (const auto& f : LateFrames()) {
-    SCOPED_TRACE(f.name);
-    ASSERT_TRUE(raw->Send(RawFrameBytes(f.type, 5, f.body)));
-    EXPECT_TRUE(ExpectAlive(*raw).empty()) << "the server answered a frame for a finished call";
-  }
+  ASSERT_NO_FATAL_FAILURE(ExpectSuccess(*raw, 5, "1 3"));
+  ASSERT_NO_FATAL_FAILURE(ExpectLateFramesDropped(*raw, 5));
   ExpectServesCalls(*raw, 6);
   ExpectServerStillServes();
 }
@@ -886,13 +872,7 @@ TEST_P(StreamBadInputTest, CreditIsReturnedUpToTheWindowAndNotBeyond) {
       ASSERT_TRUE(data.has_value());
       ASSERT_EQ(data->type, kData);
     }
-    auto end = raw->ReadFrame();
-    ASSERT_TRUE(end.has_value());
-    ASSERT_EQ(end->type, kResponse);
-    auto reply = ParseResponse(end->body);
-    ASSERT_TRUE(reply.has_value());
-    EXPECT_EQ(reply->status, 0);
-    EXPECT_EQ(reply->payload, "done");
+    ExpectSuccess(*raw, 21, "done");
   }
   ExpectServerStillServes();
 }
@@ -952,11 +932,7 @@ TEST_P(StreamBadInputTest, StreamsBeyondTheConnectionsLimitAreResourceExhausted)
   auto raw = Authenticated();
   for (std::uint32_t id = 1; id <= 4; ++id) ASSERT_NO_FATAL_FAILURE(OpenStream(*raw, id, "stall"));
   ASSERT_TRUE(raw->Send(RawFrameBytes(kStreamRequest, 5, StreamRequestBody("t", "stall", 4096))));
-  auto refused = raw->ReadFrame();
-  ASSERT_TRUE(refused.has_value());
-  ASSERT_EQ(refused->type, kResponse) << "frame type " << int(refused->type);
-  EXPECT_EQ(refused->call_id, 5u);
-  auto reply = ParseResponse(refused->body);
+  auto reply = ReadResponse(*raw, 5);
   ASSERT_TRUE(reply.has_value());
   EXPECT_EQ(reply->status, static_cast<std::uint16_t>(Errc::kResourceExhausted)) << reply->message;
   EXPECT_NE(reply->message.find("max_streams_per_connection"), std::string::npos) << reply->message;
@@ -1049,11 +1025,7 @@ TEST_P(StreamBadInputTest, StreamRequestsTheServerWillNotRunGetTypedResponses) {
   for (const auto& row : rows) {
     SCOPED_TRACE(row.name);
     ASSERT_TRUE(raw->Send(RawFrameBytes(kStreamRequest, id, StreamRequestBody(row.service, row.method, 4096))));
-    auto frame = raw->ReadFrame();
-    ASSERT_TRUE(frame.has_value());
-    ASSERT_EQ(frame->type, kResponse) << "frame type " << int(frame->type);
-    EXPECT_EQ(frame->call_id, id);
-    auto reply = ParseResponse(frame->body);
+    auto reply = ReadResponse(*raw, id);
     ASSERT_TRUE(reply.has_value());
     EXPECT_EQ(reply->status, static_cast<std::uint16_t>(row.expected)) << reply->message;
     // The refused id is not open: its DATA is dropped.
@@ -1297,21 +1269,10 @@ TEST_P(StreamBadInputTest, AnEndStreamWithABodyIsAProtocolError) {
 TEST_P(StreamBadInputTest, StreamFramesForAUnaryCallAreDropped) {
   auto raw = Authenticated();
   ASSERT_TRUE(raw->Send(RawFrameBytes(kRequest, 8, RequestBody("t", "block", ""))));
-  for (const auto& f : LateFrames()) {
-    if (f.type == kCancel) continue;  // that one would cancel the unary call
-    SCOPED_TRACE(f.name);
-    ASSERT_TRUE(raw->Send(RawFrameBytes(f.type, 8, f.body)));
-    EXPECT_TRUE(ExpectAlive(*raw).empty());
-  }
+  // Not CANCEL: that one would cancel the unary call.
+  ASSERT_NO_FATAL_FAILURE(ExpectLateFramesDropped(*raw, 8, /*skip_cancel=*/true));
   release_->store(true);
-  auto frame = raw->ReadFrame();
-  ASSERT_TRUE(frame.has_value());
-  ASSERT_EQ(frame->type, kResponse);
-  EXPECT_EQ(frame->call_id, 8u);
-  auto reply = ParseResponse(frame->body);
-  ASSERT_TRUE(reply.has_value());
-  EXPECT_EQ(reply->status, 0) << reply->message;
-  EXPECT_EQ(reply->payload, "released");
+  ExpectSuccess(*raw, 8, "released");
   ExpectServerStillServes();
 }
 
@@ -1577,6 +1538,22 @@ TEST_P(ShmBadInputTest, DescriptorsWithoutAnShmFrameAreRefusedAndNotLeaked) {
   for (const auto& row : rows) {
     SCOPED_TRACE(row.name);
     std::vector<UniqueFd> watches;  // read ends: EOF once no copy of the sent write end is left
+    // One message's descriptors, kept open in `owned`: the write end of a
+    // pipe watched in `watches`, then pipe ends (and /dev/null, in turn).
+    const auto batch = [&](bool with_dev_null, std::vector<UniqueFd>& owned) {
+      std::vector<int> list;
+      for (int i = 0; i < row.per_message; ++i) {
+        if (i == 0) {
+          auto pipe = Watched();
+          owned.push_back(std::move(pipe.write_end));
+          watches.push_back(std::move(pipe.read_end));
+        } else {
+          owned.push_back(with_dev_null && i % 2 == 1 ? DevNull() : PipeEnd());
+        }
+        list.push_back(owned.back().get());
+      }
+      return list;
+    };
     {
       auto raw = Raw();
       if (row.on_hello) {
@@ -1586,17 +1563,7 @@ TEST_P(ShmBadInputTest, DescriptorsWithoutAnShmFrameAreRefusedAndNotLeaked) {
         Put32(hello, 7);
         hello += "mallory";
         std::vector<UniqueFd> owned;
-        std::vector<int> list;
-        for (int i = 0; i < row.per_message; ++i) {
-          if (i == 0) {
-            auto pipe = Watched();
-            owned.push_back(std::move(pipe.write_end));
-            watches.push_back(std::move(pipe.read_end));
-          } else {
-            owned.push_back(PipeEnd());
-          }
-          list.push_back(owned.back().get());
-        }
+        const std::vector<int> list = batch(/*with_dev_null=*/false, owned);
         ASSERT_TRUE(raw->SendWithFds(RawPreamble() + RawFrameBytes(kHello, 0, hello), list));
         auto success = raw->ReadFrame();
         ASSERT_TRUE(success.has_value());
@@ -1608,17 +1575,7 @@ TEST_P(ShmBadInputTest, DescriptorsWithoutAnShmFrameAreRefusedAndNotLeaked) {
         }
         for (int m = 0; m < row.messages; ++m) {
           std::vector<UniqueFd> owned;
-          std::vector<int> list;
-          for (int i = 0; i < row.per_message; ++i) {
-            if (i == 0) {
-              auto pipe = Watched();
-              owned.push_back(std::move(pipe.write_end));
-              watches.push_back(std::move(pipe.read_end));
-            } else {
-              owned.push_back(i % 2 == 0 ? PipeEnd() : DevNull());
-            }
-            list.push_back(owned.back().get());
-          }
+          const std::vector<int> list = batch(/*with_dev_null=*/true, owned);
           const std::string frame = row.per_message == 1
                                         ? RawFrameBytes(kRequest, 3, RequestBody("sys", "echo", "fd"))
                                         : RawFrameBytes(kPing, 0, "fds-" + std::to_string(m));

@@ -687,19 +687,12 @@ TEST(TlsFailures, AStalledHandshakeIsClosedByTheNegotiationTimeout) {
 
 TEST(TlsFailures, AServerThatNeverAnswersTheClientHelloTimesTheClientOut) {
   // A listener that accepts and never speaks.
-  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  ASSERT_EQ(::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a), 0);
-  ASSERT_EQ(::listen(fd, 4), 0);
-  socklen_t len = sizeof a;
-  ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
-  Endpoint ep = Parse("tls://127.0.0.1:" + std::to_string(ntohs(a.sin_port)));
+  const testing::SilentListener silent;
+  ASSERT_NE(silent.port(), 0);
+  Endpoint ep = Parse("tls://127.0.0.1:" + std::to_string(silent.port()));
   auto client = TlsClientOf(ep, ClientContext())
                     .options([](ClientOptions& o) { o.connect_timeout = 300ms; })
                     .connect();
-  ::close(fd);
   ASSERT_FALSE(client.ok());
   EXPECT_EQ(client.status().code, Errc::kDeadlineExceeded) << Describe(client);
 }

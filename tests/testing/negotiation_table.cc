@@ -75,14 +75,6 @@ class PlainServerSession final : public ServerAuthSession {
   std::string user_;
 };
 
-class PlainServerMechanism final : public ServerMechanism {
- public:
-  std::string_view name() const noexcept override { return kPlain; }
-  std::unique_ptr<ServerAuthSession> start(const ChannelInfo&) override {
-    return std::make_unique<PlainServerSession>();
-  }
-};
-
 class PlainClientSession final : public ClientAuthSession {
  public:
   PlainClientSession(std::string user, std::string password, bool optimistic)
@@ -132,14 +124,6 @@ class RejectServerSession final : public ServerAuthSession {
   }
 };
 
-class RejectServerMechanism final : public ServerMechanism {
- public:
-  std::string_view name() const noexcept override { return kReject; }
-  std::unique_ptr<ServerAuthSession> start(const ChannelInfo&) override {
-    return std::make_unique<RejectServerSession>();
-  }
-};
-
 class RejectClientSession final : public ClientAuthSession {
  public:
   asio::awaitable<ClientStep> initial() override { co_return ClientStep::send("let me in", true); }
@@ -149,47 +133,52 @@ class RejectClientSession final : public ClientAuthSession {
   asio::awaitable<Status> complete(std::string_view) override { co_return Status(); }
 };
 
-class RejectClientMechanism final : public ClientMechanism {
+// A mechanism named `name` whose every session is a new `Session`:
+// Base is ServerMechanism or ClientMechanism.
+template <class Base, class Session>
+class SessionMechanism final : public Base {
  public:
-  std::string_view name() const noexcept override { return kReject; }
-  std::unique_ptr<ClientAuthSession> start(const ChannelInfo&) override {
-    return std::make_unique<RejectClientSession>();
+  explicit SessionMechanism(std::string_view name) : name_(name) {}
+  std::string_view name() const noexcept override { return name_; }
+  decltype(std::declval<Base&>().start(std::declval<const ChannelInfo&>())) start(
+      const ChannelInfo&) override {
+    return std::make_unique<Session>();
   }
+
+ private:
+  std::string_view name_;
 };
+
+using PlainServerMechanism = SessionMechanism<ServerMechanism, PlainServerSession>;
+using RejectServerMechanism = SessionMechanism<ServerMechanism, RejectServerSession>;
+using RejectClientMechanism = SessionMechanism<ClientMechanism, RejectClientSession>;
 
 // Wrappers that record each session start and otherwise forward.
-class LoggingServerMechanism final : public ServerMechanism {
+template <class Base>
+class LoggingMechanism : public Base {
  public:
-  LoggingServerMechanism(std::shared_ptr<ServerMechanism> inner, SessionLog* log)
+  LoggingMechanism(std::shared_ptr<Base> inner, SessionLog* log)
       : inner_(std::move(inner)), log_(log) {}
   std::string_view name() const noexcept override { return inner_->name(); }
   MechanismTraits traits() const noexcept override { return inner_->traits(); }
+  decltype(std::declval<Base&>().start(std::declval<const ChannelInfo&>())) start(
+      const ChannelInfo& channel) override {
+    log_->add(std::string(name()));
+    return inner_->start(channel);
+  }
+
+ protected:
+  std::shared_ptr<Base> inner_;
+  SessionLog* log_;
+};
+
+class LoggingServerMechanism final : public LoggingMechanism<ServerMechanism> {
+ public:
+  using LoggingMechanism::LoggingMechanism;
   Status accepts(const ChannelInfo& channel) const override { return inner_->accepts(channel); }
-  std::unique_ptr<ServerAuthSession> start(const ChannelInfo& channel) override {
-    log_->add(std::string(name()));
-    return inner_->start(channel);
-  }
-
- private:
-  std::shared_ptr<ServerMechanism> inner_;
-  SessionLog* log_;
 };
 
-class LoggingClientMechanism final : public ClientMechanism {
- public:
-  LoggingClientMechanism(std::shared_ptr<ClientMechanism> inner, SessionLog* log)
-      : inner_(std::move(inner)), log_(log) {}
-  std::string_view name() const noexcept override { return inner_->name(); }
-  MechanismTraits traits() const noexcept override { return inner_->traits(); }
-  std::unique_ptr<ClientAuthSession> start(const ChannelInfo& channel) override {
-    log_->add(std::string(name()));
-    return inner_->start(channel);
-  }
-
- private:
-  std::shared_ptr<ClientMechanism> inner_;
-  SessionLog* log_;
-};
+using LoggingClientMechanism = LoggingMechanism<ClientMechanism>;
 
 // The built-ins plus the test mechanisms, so that `simple` and the test
 // mechanisms are made the way configuration makes them.
@@ -197,7 +186,7 @@ class LoggingClientMechanism final : public ClientMechanism {
 MechanismRegistry test_registry() {
   MechanismRegistry r = MechanismRegistry::with_builtins();
   r.register_server(std::string(kPlain), [](const json&) -> Result<std::shared_ptr<ServerMechanism>> {
-    return std::shared_ptr<ServerMechanism>(std::make_shared<PlainServerMechanism>());
+    return std::shared_ptr<ServerMechanism>(std::make_shared<PlainServerMechanism>(kPlain));
   });
   r.register_client(std::string(kPlain),
                     [](const json& o) -> Result<std::shared_ptr<ClientMechanism>> {
@@ -206,10 +195,10 @@ MechanismRegistry test_registry() {
                           o.value("optimistic", false)));
                     });
   r.register_server(std::string(kReject), [](const json&) -> Result<std::shared_ptr<ServerMechanism>> {
-    return std::shared_ptr<ServerMechanism>(std::make_shared<RejectServerMechanism>());
+    return std::shared_ptr<ServerMechanism>(std::make_shared<RejectServerMechanism>(kReject));
   });
   r.register_client(std::string(kReject), [](const json&) -> Result<std::shared_ptr<ClientMechanism>> {
-    return std::shared_ptr<ClientMechanism>(std::make_shared<RejectClientMechanism>());
+    return std::shared_ptr<ClientMechanism>(std::make_shared<RejectClientMechanism>(kReject));
   });
   return r;
 }
@@ -591,22 +580,28 @@ std::vector<std::string> SessionLog::names() const {
   return names_;
 }
 
-std::shared_ptr<ServerMechanism> ServerMechanismFor(const std::string& spec, SessionLog* log) {
-  auto m = MakeServerMechanism(spec);
+namespace {
+
+// `m` wrapped in `Logging` to record its sessions in `log`; null, and a test
+// failure ("no <what>"), if there is no `m`.
+template <class Logging, class Mechanism>
+std::shared_ptr<Mechanism> Logged(std::shared_ptr<Mechanism> m, const std::string& what,
+                                  SessionLog* log) {
   if (!m) {
-    ADD_FAILURE() << "no server mechanism " << spec;
+    ADD_FAILURE() << "no " << what;
     return nullptr;
   }
-  return std::make_shared<LoggingServerMechanism>(std::move(m), log);
+  return std::make_shared<Logging>(std::move(m), log);
+}
+
+}  // namespace
+
+std::shared_ptr<ServerMechanism> ServerMechanismFor(const std::string& spec, SessionLog* log) {
+  return Logged<LoggingServerMechanism>(MakeServerMechanism(spec), "server mechanism " + spec, log);
 }
 
 std::shared_ptr<ClientMechanism> ClientMechanismFor(const std::string& spec, SessionLog* log) {
-  auto m = MakeClientMechanism(spec);
-  if (!m) {
-    ADD_FAILURE() << "no client mechanism " << spec;
-    return nullptr;
-  }
-  return std::make_shared<LoggingClientMechanism>(std::move(m), log);
+  return Logged<LoggingClientMechanism>(MakeClientMechanism(spec), "client mechanism " + spec, log);
 }
 
 void NegotiationTable::TearDownTestSuite() {

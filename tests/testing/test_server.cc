@@ -18,16 +18,6 @@ TestClient::TestClient(Endpoint endpoint) {
   options_.default_call_timeout = 10s;
 }
 
-TestClient& TestClient::mechanism(std::shared_ptr<ClientMechanism> m) {
-  options_.mechanisms.push_back(std::move(m));
-  return *this;
-}
-
-TestClient& TestClient::mechanisms(std::vector<std::shared_ptr<ClientMechanism>> ms) {
-  for (auto& m : ms) options_.mechanisms.push_back(std::move(m));
-  return *this;
-}
-
 TestClient& TestClient::simple(std::string user) {
   return mechanism(std::make_shared<SimpleClientMechanism>(std::move(user)));
 }
@@ -37,31 +27,12 @@ TestClient& TestClient::tls(std::shared_ptr<security::TlsClientContext> context)
   return *this;
 }
 
-TestClient& TestClient::encryption(SecurityRequirement p) {
-  options_.encryption = p;
-  return *this;
-}
-
-TestClient& TestClient::authentication(SecurityRequirement p) {
-  options_.authentication = p;
-  return *this;
-}
-
 TestClient& TestClient::wait_for_authentication(bool wait) {
   options_.wait_for_authentication = wait;
   return *this;
 }
 
-TestClient& TestClient::options(std::function<void(ClientOptions&)> tweak) {
-  tweaks_.push_back(std::move(tweak));
-  return *this;
-}
-
-ClientOptions TestClient::build() const {
-  ClientOptions o = options_;
-  for (const auto& tweak : tweaks_) tweak(o);
-  return o;
-}
+ClientOptions TestClient::build() const { return tweaked(options_); }
 
 Result<std::unique_ptr<Client>> TestClient::connect() const { return Client::connect(build()); }
 
@@ -112,26 +83,6 @@ TestServer& TestServer::client_tls(std::shared_ptr<security::TlsClientContext> c
   return *this;
 }
 
-TestServer& TestServer::encryption(SecurityRequirement p) {
-  options_.encryption = p;
-  return *this;
-}
-
-TestServer& TestServer::authentication(SecurityRequirement p) {
-  options_.authentication = p;
-  return *this;
-}
-
-TestServer& TestServer::mechanism(std::shared_ptr<ServerMechanism> m) {
-  options_.mechanisms.push_back(std::move(m));
-  return *this;
-}
-
-TestServer& TestServer::mechanisms(std::vector<std::shared_ptr<ServerMechanism>> ms) {
-  for (auto& m : ms) options_.mechanisms.push_back(std::move(m));
-  return *this;
-}
-
 TestServer& TestServer::service(Service s) {
   services_.push_back(std::move(s));
   return *this;
@@ -152,16 +103,10 @@ TestServer& TestServer::log(LogSink sink) {
   return *this;
 }
 
-TestServer& TestServer::options(std::function<void(ServerOptions&)> tweak) {
-  tweaks_.push_back(std::move(tweak));
-  return *this;
-}
-
 ServerOptions TestServer::build() const {
   ServerOptions o = options_;
   if (o.mechanisms.empty()) o.mechanisms.push_back(std::make_shared<SimpleServerMechanism>());
-  for (const auto& tweak : tweaks_) tweak(o);
-  return o;
+  return tweaked(std::move(o));
 }
 
 Status TestServer::start() {

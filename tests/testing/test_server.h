@@ -35,39 +35,74 @@
 
 namespace authrpc::testing {
 
+// The builder methods TestClient and TestServer share, on their `Options`
+// (ClientOptions or ServerOptions); each returns the `Self` it builds.
+template <class Self, class Options>
+class OptionsBuilder {
+ public:
+  using Mechanism = typename decltype(Options::mechanisms)::value_type;
+
+  // Mechanisms, most preferred first (appended): those a client allows, those
+  // a server enables.
+  Self& mechanism(Mechanism m) {
+    options_.mechanisms.push_back(std::move(m));
+    return self();
+  }
+  Self& mechanisms(std::vector<Mechanism> ms) {
+    for (auto& m : ms) options_.mechanisms.push_back(std::move(m));
+    return self();
+  }
+  Self& encryption(SecurityRequirement p) {
+    options_.encryption = p;
+    return self();
+  }
+  Self& authentication(SecurityRequirement p) {
+    options_.authentication = p;
+    return self();
+  }
+  // Anything else, applied last.
+  Self& options(std::function<void(Options&)> tweak) {
+    tweaks_.push_back(std::move(tweak));
+    return self();
+  }
+
+ protected:
+  // `o` with every options() tweak applied, in order.
+  Options tweaked(Options o) const {
+    for (const auto& tweak : tweaks_) tweak(o);
+    return o;
+  }
+
+  Options options_;
+
+ private:
+  Self& self() { return static_cast<Self&>(*this); }
+
+  std::vector<std::function<void(Options&)>> tweaks_;
+};
+
 // What a client of a TestServer is built from; TestServer::client() fills in
 // the endpoint and the TLS context matching the server's.
-class TestClient {
+class TestClient : public OptionsBuilder<TestClient, ClientOptions> {
  public:
   explicit TestClient(Endpoint endpoint);
 
-  // Mechanisms the client allows, in order of preference (appended).
-  TestClient& mechanism(std::shared_ptr<ClientMechanism> m);
-  TestClient& mechanisms(std::vector<std::shared_ptr<ClientMechanism>> ms);
   // Shorthand for mechanism(SimpleClientMechanism(user)).
   TestClient& simple(std::string user = "alice");
   // The TLS context (CA, optional client certificate); null: none.
   TestClient& tls(std::shared_ptr<security::TlsClientContext> context);
-  TestClient& encryption(SecurityRequirement p);
-  TestClient& authentication(SecurityRequirement p);
   TestClient& wait_for_authentication(bool wait);
-  // Anything else, applied last.
-  TestClient& options(std::function<void(ClientOptions&)> tweak);
 
   // The options as they would be used, for tests that call Client:: directly.
   ClientOptions build() const;
   // Blocking connect on a private runtime.
   Result<std::unique_ptr<Client>> connect() const;
-
- private:
-  ClientOptions options_;
-  std::vector<std::function<void(ClientOptions&)>> tweaks_;
 };
 
 // Owns a started Server and stops it (bounded, see StopAndDestroy) when
 // destroyed or stop()ped. Set up with the builder methods, then start().
 // Not thread-safe; the Server itself is.
-class TestServer {
+class TestServer : public OptionsBuilder<TestServer, ServerOptions> {
  public:
   TestServer();
   ~TestServer();
@@ -88,17 +123,11 @@ class TestServer {
   // The TLS client context client() gives its clients (set by tls() with the
   // default context to TestTls's; null: none).
   TestServer& client_tls(std::shared_ptr<security::TlsClientContext> context);
-  TestServer& encryption(SecurityRequirement p);
-  TestServer& authentication(SecurityRequirement p);
-  // Enabled mechanisms, most preferred first (appended).
-  TestServer& mechanism(std::shared_ptr<ServerMechanism> m);
-  TestServer& mechanisms(std::vector<std::shared_ptr<ServerMechanism>> ms);
   TestServer& service(Service s);
   TestServer& io_threads(std::size_t n);
   TestServer& blocking_threads(std::size_t n);
   TestServer& log(LogSink sink);
-  // Anything else (timeouts, limits, authorizer, shm...), applied last.
-  TestServer& options(std::function<void(ServerOptions&)> tweak);
+  // options(): timeouts, limits, authorizer, shm...
 
   // The options start() would use, for tests that check Server's own
   // validation of them.
@@ -123,10 +152,8 @@ class TestServer {
   bool stop();
 
  private:
-  ServerOptions options_;
   bool default_endpoint_ = true;
   std::vector<Service> services_;
-  std::vector<std::function<void(ServerOptions&)>> tweaks_;
   std::shared_ptr<security::TlsClientContext> client_tls_;
   std::unique_ptr<Server> server_;
   std::vector<Endpoint> bound_;

@@ -30,11 +30,7 @@ void PrintTo(const Endpoint& endpoint, std::ostream* os) { *os << endpoint.to_st
 }  // namespace authrpc
 
 namespace authrpc::testing {
-namespace {
-
-// True once `fd` has bytes (or its end of stream) to read; false if `until`
-// passes first or poll fails.
-bool wait_readable(int fd, std::chrono::steady_clock::time_point until) {
+bool WaitReadable(int fd, std::chrono::steady_clock::time_point until) {
   for (;;) {
     const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
                           until - std::chrono::steady_clock::now())
@@ -47,7 +43,25 @@ bool wait_readable(int fd, std::chrono::steady_clock::time_point until) {
   }
 }
 
-}  // namespace
+ssize_t SendWithRights(int fd, const void* data, std::size_t size, const std::vector<int>& fds,
+                       int flags) {
+  iovec iov{const_cast<void*>(data), size};
+  msghdr msg{};
+  msg.msg_iov = &iov;
+  msg.msg_iovlen = 1;
+  std::vector<char> control;
+  if (!fds.empty()) {
+    control.resize(CMSG_SPACE(sizeof(int) * fds.size()));
+    msg.msg_control = control.data();
+    msg.msg_controllen = control.size();
+    cmsghdr* c = CMSG_FIRSTHDR(&msg);
+    c->cmsg_level = SOL_SOCKET;
+    c->cmsg_type = SCM_RIGHTS;
+    c->cmsg_len = CMSG_LEN(sizeof(int) * fds.size());
+    std::memcpy(CMSG_DATA(c), fds.data(), sizeof(int) * fds.size());
+  }
+  return ::sendmsg(fd, &msg, flags);
+}
 
 std::string UniqueSuffix() {
   static std::atomic<int> counter{0};
@@ -129,20 +143,42 @@ std::uint32_t Load32(const std::string& s, std::size_t at) {
   return (std::uint32_t{Load16(s, at)} << 16) | Load16(s, at + 2);
 }
 
-int FreeLoopbackPort() {
-  const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  if (fd < 0) return -1;
+namespace {
+
+// Binds `fd` to 127.0.0.1 on a port the kernel picks; that port, or -1.
+int BindLoopback(int fd) {
   sockaddr_in addr{};
   addr.sin_family = AF_INET;
   addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
   socklen_t len = sizeof addr;
-  int port = -1;
-  if (::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0 &&
-      ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) == 0) {
-    port = ntohs(addr.sin_port);
+  if (::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0 ||
+      ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) != 0) {
+    return -1;
   }
+  return ntohs(addr.sin_port);
+}
+
+}  // namespace
+
+int FreeLoopbackPort() {
+  const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) return -1;
+  const int port = BindLoopback(fd);
   ::close(fd);
   return port;
+}
+
+SilentListener::SilentListener() : fd_(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0)) {
+  const int port = fd_ < 0 ? -1 : BindLoopback(fd_);
+  if (port < 0 || ::listen(fd_, 8) != 0) {
+    ADD_FAILURE() << "cannot listen on 127.0.0.1: " << std::strerror(errno);
+    return;
+  }
+  port_ = static_cast<std::uint16_t>(port);
+}
+
+SilentListener::~SilentListener() {
+  if (fd_ >= 0) ::close(fd_);
 }
 
 std::string TempDir(const std::string& tag) {
@@ -268,7 +304,7 @@ bool RawConnection::ReadExact(std::string& out, std::size_t n, std::chrono::mill
   const auto until = std::chrono::steady_clock::now() + timeout;
   out.clear();
   while (out.size() < n) {
-    if (!wait_readable(fd_, until)) return false;
+    if (!WaitReadable(fd_, until)) return false;
     char buf[4096];
     const ssize_t got = ::recv(fd_, buf, std::min(sizeof buf, n - out.size()), 0);
     if (got < 0 && (errno == EINTR || errno == EAGAIN)) continue;
@@ -303,7 +339,7 @@ std::optional<RawFrame> RawConnection::ReadFrame(std::chrono::milliseconds timeo
 bool RawConnection::SeesEndOfStream(std::chrono::milliseconds timeout) {
   const auto until = std::chrono::steady_clock::now() + timeout;
   for (;;) {
-    if (!wait_readable(fd_, until)) return false;
+    if (!WaitReadable(fd_, until)) return false;
     char buf[4096];
     const ssize_t got = ::recv(fd_, buf, sizeof buf, 0);
     if (got == 0) return true;

@@ -19,6 +19,7 @@
 #include <mutex>
 #include <optional>
 #include <string>
+#include <vector>
 #include <sys/types.h>
 
 #include "authrpc/base/result.h"
@@ -64,6 +65,31 @@ std::string TempDir(const std::string& tag);
 // socket may take it before that server binds it: callers retry on "Address
 // already in use" (tests/testing/mini_zk.h, tests/testing/glewlwyd_idp.cc).
 int FreeLoopbackPort();
+
+// A TCP socket on 127.0.0.1 that listens and never accepts nor speaks: a
+// client's connect succeeds and nothing answers it; a server asked to bind
+// its port finds it in use. Closed when destroyed.
+class SilentListener {
+ public:
+  SilentListener();  // port() is 0 (and the test has failed) if it could not listen
+  ~SilentListener();
+  SilentListener(const SilentListener&) = delete;
+  SilentListener& operator=(const SilentListener&) = delete;
+  std::uint16_t port() const { return port_; }
+
+ private:
+  int fd_ = -1;
+  std::uint16_t port_ = 0;
+};
+
+// True once `fd` has bytes (or its end of stream) to read; false if `until`
+// passes first or poll fails.
+bool WaitReadable(int fd, std::chrono::steady_clock::time_point until);
+
+// One sendmsg of `size` bytes on the Unix socket `fd`, with `fds` as
+// SCM_RIGHTS (none: no control message): what sendmsg returns.
+ssize_t SendWithRights(int fd, const void* data, std::size_t size, const std::vector<int>& fds,
+                       int flags = 0);
 
 // "<pid>-<n>", a different n at each call: names (abstract sockets, ccaches,
 // principals) no earlier test of this process or of another used.

@@ -3,7 +3,8 @@
 // CapturingClient wraps a real client mechanism and keeps every message its
 // sessions send; ReplayingClient sends those bytes again, on another
 // connection, answering a server challenge with the next recorded message
-// whatever the challenge says. Test code only.
+// whatever the challenge says (psk_mechanism_test replays a `psk` session
+// with it). Test code only.
 #pragma once
 
 #include <memory>
@@ -61,8 +62,10 @@ class CapturingClient final : public ClientMechanism {
 
 class ReplayingClient final : public ClientMechanism {
  public:
-  explicit ReplayingClient(std::vector<std::string> messages) : messages_(std::move(messages)) {}
-  std::string_view name() const noexcept override { return "token"; }
+  // `mechanism`: the name it offers the server (the `token` mechanism's by default).
+  explicit ReplayingClient(std::vector<std::string> messages, std::string mechanism = "token")
+      : messages_(std::move(messages)), mechanism_(std::move(mechanism)) {}
+  std::string_view name() const noexcept override { return mechanism_; }
   std::unique_ptr<ClientAuthSession> start(const ChannelInfo&) override {
     return std::make_unique<Session>(messages_);
   }
@@ -86,6 +89,7 @@ class ReplayingClient final : public ClientMechanism {
   };
 
   std::vector<std::string> messages_;
+  std::string mechanism_;
 };
 
 }  // namespace authrpc::testing
