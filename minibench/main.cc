@@ -30,8 +30,9 @@ namespace {
 int run_sessions_and_calls(const Args& args) {
   std::signal(SIGPIPE, SIG_IGN);
   const nlohmann::ordered_json machine = machine_info();  // the load before this run adds to it
-  auto run = prepare(args);
-  if (!run.ok() && run.code() == authrpc::Errc::kInvalidArgument) return usage_error(run.status().message);
+  bool usage = false;
+  auto run = prepare(args, usage);
+  if (!run.ok() && usage) return usage_error(run.status().message);
   if (!run.ok()) {
     std::fprintf(stderr, "minibench: %s\n", run.status().to_string().c_str());
     return 1;

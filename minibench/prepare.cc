@@ -293,7 +293,10 @@ Status fill_servers(const Args& args, PreparedRun& run) {
 }
 
 // A usage error: what the options asked for does not fit the servers.
-Status misfit(const Status& s) { return Status(Errc::kInvalidArgument, s.to_string()); }
+Status misfit(const Status& s, bool& usage) {
+  usage = true;
+  return Status(Errc::kInvalidArgument, s.to_string());
+}
 
 }  // namespace
 
@@ -301,10 +304,14 @@ PreparedRun::~PreparedRun() {
   if (!token_dir.empty()) std::filesystem::remove_all(token_dir);
 }
 
-authrpc::Result<std::unique_ptr<PreparedRun>> prepare(const Args& args) {
+authrpc::Result<std::unique_ptr<PreparedRun>> prepare(const Args& args, bool& usage) {
+  usage = false;
   // Sets the Kerberos environment: before the fork, before any thread.
   auto selected = select_methods(args);
-  if (!selected.ok()) return selected.status();
+  if (!selected.ok()) {
+    usage = selected.code() == Errc::kInvalidArgument;  // a method the options cannot have
+    return selected.status();
+  }
   auto run = std::make_unique<PreparedRun>();
   run->realm = std::move(selected->realm);
   std::vector<MethodPlan>& methods = selected->methods;
@@ -315,13 +322,13 @@ authrpc::Result<std::unique_ptr<PreparedRun>> prepare(const Args& args) {
     return Status(Errc::kInternal, "cannot pin the client to CPU " + std::to_string(args.client_cpu));
   }
   auto servers = servers_for(args, run->child.get());
-  if (!servers.ok()) return misfit(servers.status());
+  if (!servers.ok()) return misfit(servers.status(), usage);
   if (run->child) {
     run->token_server.emplace();
     run->token_server->endpoint = run->child->endpoints().at("authrpc/tcp");
   } else {
     auto fetch = external_server_options(args);
-    if (!fetch.ok()) return misfit(fetch.status());
+    if (!fetch.ok()) return misfit(fetch.status(), usage);
     run->token_server = *fetch;
   }
   if (Status s = fetch_tokens(args, methods, *run); !s.ok()) return s;

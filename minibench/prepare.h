@@ -45,10 +45,9 @@ struct PreparedRun {
 };
 
 // Selects the methods, spawns the server children (before any thread),
-// fetches the token rows' token and fills the plan. kInvalidArgument: the
-// options do not fit (a usage error); any other failure: the run cannot be
-// made.
-authrpc::Result<std::unique_ptr<PreparedRun>> prepare(const Args& args);
+// fetches the token rows' token and fills the plan. On failure `usage` says
+// whether the options do not fit (a usage error) or the run cannot be made.
+authrpc::Result<std::unique_ptr<PreparedRun>> prepare(const Args& args, bool& usage);
 
 // The header lines on stdout: methods, server, floors, client, Kerberos,
 // metrics and sizes.

@@ -12,7 +12,7 @@
 #include <fstream>
 #include <string>
 
-#include "minibench/build_info.h"  // generated: kCommit (minibench/commit.cmake)
+#include "minibench/build_info.h"  // generated: kCommit (minibench/build_info.cmake)
 
 namespace minibench {
 namespace {

@@ -173,7 +173,7 @@ TEST(MetricCellsTest, AFreedMetricsCountsInALiveThreadsRowAreGone) {
 // counting in and freeing a Counter takes the table's lock and allocates
 // nothing. A thread that is still starting allocates, and the allocator of
 // AddressSanitizer's runtime (gcc 12, clang 14) takes no lock at fork
-// (llvm/llvm-project#75290 added that later): a fork then left the child's
+// (newer runtimes do): a fork then left the child's
 // first malloc waiting forever on a lock of the parent's, about 1 run in 15
 // under load. glibc's malloc is safe there; ours is the lock under test.
 TEST(MetricCellsTest, AChildForkedWhileAnotherThreadMakesMetricsCounts) {

@@ -266,8 +266,10 @@ std::string acceptor_principal(const KerberosServerOptions& options) {
 
 Result<std::unique_ptr<KerberosCredentials>> load_acceptor(
     const KerberosServerOptions& options, const std::string& principal, std::string_view mechanism) {
-  auto credentials = KerberosCredentials::acceptor(
-      {options.keytab, principal, options.replay_cache, options.replay_cache_dir});
+  auto credentials = KerberosCredentials::acceptor({.keytab = options.keytab,
+                                                    .principal = principal,
+                                                    .replay_cache = options.replay_cache,
+                                                    .replay_cache_dir = options.replay_cache_dir});
   if (!credentials.ok()) {
     return Status(Errc::kConfigError, std::string(mechanism) + ": " + credentials.status().message);
   }
