@@ -359,8 +359,7 @@ asio::awaitable<void> ServerConnection::serve(bool woken) {
     }
     taken = false;
     if (keepalives >= 0) keepalives = frame.header.type == FrameType::kPing ? keepalives + 1 : -1;
-    // A busy connection's frames, REQUEST and DATA, here; others: route_frame.
-    // handle_request refuses a REQUEST with call id 0 itself.
+    // REQUEST (handle_request refuses call id 0) and DATA here; others: route_frame.
     if (frame.header.type == FrameType::kRequest) {
       if (Status s = handle_request(frame); !s.ok()) breach = std::move(s);
     } else if (frame.header.type == FrameType::kData && frame.header.call_id != 0) {
