@@ -103,6 +103,9 @@ def limit_of(path):
 
 
 def main(argv):
+    if len(argv) > 1 and not argv[1].isdigit():
+        print(__doc__.strip(), file=sys.stderr if argv[1] not in ('-h', '--help') else sys.stdout)
+        return 0 if argv[1] in ('-h', '--help') else 2
     if len(argv) > 1:
         over = int(argv[1])
         for path in argv[2:]:
