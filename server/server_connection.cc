@@ -442,6 +442,25 @@ void ServerConnection::end_batch() {
   peer_.spent_session.reset();  // after the first replies have left (negotiate_server)
 }
 
+namespace {
+
+// The refusals of admit_call() and claim_call_id(), out of the per-call path.
+[[gnu::cold, gnu::noinline]] Status wrong_call_kind(std::string_view service,
+                                                    std::string_view method, bool streaming) {
+  return Status(Errc::kInvalidArgument,
+                std::string(service) + "." + std::string(method) +
+                    (streaming ? " is not a streaming method"
+                               : " is a streaming method: open it as a stream"));
+}
+
+[[gnu::cold, gnu::noinline]] Status reused_call_id(std::string_view frame,
+                                                   std::uint32_t call_id) {
+  return Status(Errc::kProtocolError,
+                std::string(frame) + " reuses call id " + std::to_string(call_id));
+}
+
+}  // namespace
+
 // A call's deadline from its header's timeout (0: none).
 ServerConnection::Clock::time_point ServerConnection::deadline_after(std::uint32_t timeout_ms) {
   return timeout_ms == 0 ? Clock::time_point::max()
@@ -475,22 +494,20 @@ std::optional<ServerConnection::AdmittedCall> ServerConnection::admit_call(
       return std::nullopt;
     }
   }
-  if ((call.method->execution == Execution::kStream) != streaming) {
-    respond(call_id,
-            Status(Errc::kInvalidArgument,
-                   std::string(call.service) + "." + std::string(call.method_name) +
-                       (streaming ? " is not a streaming method"
-                                  : " is a streaming method: open it as a stream")),
-            deadline, call.cells);
+  if ((call.method->execution == Execution::kStream) != streaming) [[unlikely]] {
+    respond(call_id, wrong_call_kind(call.service, call.method_name, streaming), deadline,
+            call.cells);
     return std::nullopt;
   }
   return call;
 }
 
-Status ServerConnection::claim_call_id(std::uint32_t call_id, std::string_view frame) {
-  if (streams_.contains(call_id) || calls_.uses(call_id)) {
-    return Status(Errc::kProtocolError,
-                  std::string(frame) + " reuses call id " + std::to_string(call_id));
+// Inlined into both callers: an OK Status made and dropped per call would
+// cost as much as the check itself.
+[[gnu::always_inline]] inline Status ServerConnection::claim_call_id(std::uint32_t call_id,
+                                                                     std::string_view frame) {
+  if (streams_.contains(call_id) || calls_.uses(call_id)) [[unlikely]] {
+    return reused_call_id(frame, call_id);
   }
   calls_.saw(call_id);
   return Status();
