@@ -47,7 +47,9 @@ class MechanismOptions {
 // check({}) words it.
 template <class Half, class M>
 auto without_options(std::string_view mechanism) {
-  return [mechanism](const nlohmann::json& json) -> Result<std::shared_ptr<Half>> {
+  // A copy: the factory outlives the caller's string (the registry keeps it).
+  return [mechanism = std::string(mechanism)](
+             const nlohmann::json& json) -> Result<std::shared_ptr<Half>> {
     if (Status s = MechanismOptions(mechanism, json).check({}); !s.ok()) return s;
     return std::shared_ptr<Half>(std::make_shared<M>());
   };

@@ -246,11 +246,14 @@ class EchoFloorServer final : public net::AcceptLoop<Protocol, EchoFloorServer<P
         tls_(std::move(tls)) {
     this->start(std::span(executors).subspan(1));  // executors[0] has the acceptor
   }
+  // The acceptors close while tls_ is still there for an accept in flight.
+  ~EchoFloorServer() override { this->close(); }
 
   asio::awaitable<void> serve(typename Protocol::socket socket) {
     if constexpr (net::kIsTcp<Protocol>) {
       if (tls_) {
         SslPtr ssl(SSL_new(tls_->native()));
+        if (!ssl) return drop(std::move(socket));  // out of memory: the connection closes
         SSL_set_accept_state(ssl.get());  // the first read runs the handshake
         return serve_echo(TlsIo(std::move(socket), std::move(ssl)));
       }
@@ -259,6 +262,8 @@ class EchoFloorServer final : public net::AcceptLoop<Protocol, EchoFloorServer<P
   }
 
  private:
+  static asio::awaitable<void> drop(typename Protocol::socket) { co_return; }
+
   std::shared_ptr<authrpc::security::TlsServerContext> tls_;
 };
 

@@ -46,6 +46,12 @@ class StreamHalf {
 
  protected:
   explicit StreamHalf(std::shared_ptr<CallStream> stream);
+  // Not a handle of its own: only as part of a ClientStream or ServerStream.
+  ~StreamHalf() = default;
+  StreamHalf(const StreamHalf&) = default;
+  StreamHalf(StreamHalf&&) = default;
+  StreamHalf& operator=(const StreamHalf&) = default;
+  StreamHalf& operator=(StreamHalf&&) = default;
 
   std::shared_ptr<CallStream> stream_;
 };

@@ -717,8 +717,12 @@ Status FileTokenStore::append(std::string* body) {
 Status FileTokenStore::journal_locked(std::string* body, const std::function<void()>& apply) {
   if (auto s = append(body); !s.ok()) return s;
   apply();
-  if (journal_bytes_ > options_.compact_after_bytes && journal_bytes_ > snapshot_bytes_) compact_locked();
+  compact_if_due_locked();
   return {};
+}
+
+void FileTokenStore::compact_if_due_locked() {
+  if (journal_bytes_ > options_.compact_after_bytes && journal_bytes_ > snapshot_bytes_) compact_locked();
 }
 
 Result<TokenStoreState> FileTokenStore::load() {
@@ -798,8 +802,10 @@ Status FileTokenStore::remove_tokens(std::span<const std::uint64_t> sequence_num
     w.u8(static_cast<std::uint8_t>(RecordType::kRemoveTokens));
     w.u32(static_cast<std::uint32_t>(batch.size()));
     for (auto seq : batch) w.u64(seq);
-    if (auto s = journal_locked(&body, [&] { mirror_.remove_tokens(batch); }); !s.ok()) return s;
+    if (auto s = append(&body); !s.ok()) return s;
+    mirror_.remove_tokens(batch);
   }
+  compact_if_due_locked();
   return {};
 }
 

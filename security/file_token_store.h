@@ -114,6 +114,9 @@ class FileTokenStore final : public TokenStore {
   // compact_after_bytes (one that fails leaves the journal as it is).
   Status journal_locked(std::string* body, const std::function<void()>& apply);
   Status compact_locked();
+  // Compacts once the journal has outgrown compact_after_bytes and the last
+  // snapshot: after a whole change, never between its records.
+  void compact_if_due_locked();
   // compact_locked()'s steps, after the snapshot's image is made.
   Status write_generation(std::string_view image, std::uint64_t generation,
                           std::string_view journal_salt, int* journal_fd);

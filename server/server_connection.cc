@@ -232,8 +232,8 @@ asio::awaitable<void> ServerConnection::close_for_protocol_error(Status why) {
   co_await linger(std::move(why));
 }
 
-// Every frame but those serve() handles itself (REQUEST and DATA with a call
-// id).
+// Every frame but those serve() handles itself (REQUEST, and DATA with a
+// call id).
 Status ServerConnection::route_frame(const Frame& frame) {
   // Frames of a call need its id (PROTOCOL.md section 10); the router would
   // silently drop one with call id 0 (stream_bad_input_test,
@@ -515,6 +515,7 @@ std::optional<ServerConnection::AdmittedCall> ServerConnection::admit_call(
 
 Status ServerConnection::handle_request(const Frame& frame) {
   const std::uint32_t call_id = frame.header.call_id;
+  if (call_id == 0) return Status(Errc::kProtocolError, "REQUEST with call id 0");
   std::string_view payload;
   wire::RequestHeader header;
   // Names the method the last call named (MethodCache): the same bytes.
@@ -528,7 +529,6 @@ Status ServerConnection::handle_request(const Frame& frame) {
     if (!parsed.ok()) return parsed.status();
     header = *parsed;
   }
-  if (call_id == 0) return Status(Errc::kProtocolError, "REQUEST with call id 0");
   // As for STREAM_REQUEST: an id still outstanding is a protocol error
   // (else both calls would run under it, two RESPONSEs would go out for one
   // id and the first call's cancel flag would be replaced;

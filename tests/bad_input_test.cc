@@ -151,7 +151,9 @@ class BadInputTest : public ::testing::TestWithParam<Kind> {
     EXPECT_EQ(error->code, static_cast<std::uint16_t>(code))
         << "got " << errc_name(errc_from_wire(error->code)) << ": " << error->message;
     EXPECT_FALSE(error->message.empty());
-    if (!message.empty()) EXPECT_EQ(error->message, message);
+    if (!message.empty()) {
+      EXPECT_EQ(error->message, message);
+    }
     EXPECT_TRUE(raw.SeesEndOfStream()) << "the server kept the connection open after ERROR";
   }
 
@@ -445,6 +447,16 @@ TEST_P(BadInputTest, ARequestWithCallIdZeroGetsProtocolError) {
   ASSERT_TRUE(raw->Send(Request(0, "sys", "echo", "id zero")));
   ExpectErrorThenClose(*raw, Errc::kProtocolError, "REQUEST with call id 0");
   EXPECT_TRUE(Eventually([&] { return server_->stats().protocol_errors > before; }));
+  ExpectServerStillServes();
+}
+
+// The call id is judged before the body: a REQUEST with call id 0 and a body
+// that does not parse gets the same answer.
+TEST_P(BadInputTest, ARequestWithCallIdZeroAndABadBodyGetsTheCallIdError) {
+  auto raw = Raw();
+  ASSERT_NO_FATAL_FAILURE(Authenticate(*raw));
+  ASSERT_TRUE(raw->Send(RawFrame(static_cast<std::uint8_t>(wire::FrameType::kRequest), 0, "\x01")));
+  ExpectErrorThenClose(*raw, Errc::kProtocolError, "REQUEST with call id 0");
   ExpectServerStillServes();
 }
 

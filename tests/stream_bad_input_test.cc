@@ -872,7 +872,7 @@ TEST_P(StreamBadInputTest, CreditIsReturnedUpToTheWindowAndNotBeyond) {
       ASSERT_TRUE(data.has_value());
       ASSERT_EQ(data->type, kData);
     }
-    ExpectSuccess(*raw, 21, "done");
+    ASSERT_NO_FATAL_FAILURE(ExpectSuccess(*raw, 21, "done"));
   }
   ExpectServerStillServes();
 }
@@ -1272,7 +1272,7 @@ TEST_P(StreamBadInputTest, StreamFramesForAUnaryCallAreDropped) {
   // Not CANCEL: that one would cancel the unary call.
   ASSERT_NO_FATAL_FAILURE(ExpectLateFramesDropped(*raw, 8, /*skip_cancel=*/true));
   release_->store(true);
-  ExpectSuccess(*raw, 8, "released");
+  ASSERT_NO_FATAL_FAILURE(ExpectSuccess(*raw, 8, "released"));
   ExpectServerStillServes();
 }
 

@@ -17,6 +17,7 @@
 #include <variant>
 #include <vector>
 
+#include "authrpc/base/log.h"
 #include "authrpc/auth/mechanism_registry.h"
 #include "authrpc/client/client.h"
 #include "authrpc/security/credentials_file.h"
@@ -290,5 +291,5 @@ int main(int argc, char** argv) {
   if (command == "token") return authrpc::cli::token_command(argc - 2, argv + 2);
   if (command == "stats") return stats_command(argc - 2, argv + 2);
   if (command == "jwt") return authrpc::cli::jwt_command(argc - 2, argv + 2);  // names: a subcommand (--help)
-  return authrpc::cli::report_usage(kProgram, "unknown command '" + command + "'", "authrpc help");
+  return authrpc::cli::report_usage(kProgram, "unknown command '" + authrpc::escape_for_log(command) + "'", "authrpc help");
 }

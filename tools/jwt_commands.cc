@@ -187,7 +187,7 @@ int jwt_command(int argc, char** argv) {
   if (auto code = overview_or_exit(argc, argv, kOverview)) return *code;
   const std::string name = argv[0];
   if (name == "inspect") return inspect(argc - 1, argv + 1);
-  return report_usage(kProgram, "unknown jwt command '" + name + "'", "authrpc jwt --help");
+  return report_usage(kProgram, "unknown jwt command '" + escape_for_log(name) + "'", "authrpc jwt --help");
 }
 
 }  // namespace authrpc::cli

@@ -1,3 +1,4 @@
+#include "authrpc/base/log.h"
 #include "authrpc/tools/token_commands.h"
 
 #include <unistd.h>
@@ -361,7 +362,7 @@ int token_command(int argc, char** argv) {
   } else if (name == "print") {
     sub = Sub::kPrint;
   } else {
-    return report_usage(kProgram, "unknown token command '" + name + "'", "authrpc token --help");
+    return report_usage(kProgram, "unknown token command '" + escape_for_log(name) + "'", "authrpc token --help");
   }
   Args a;
   if (auto code = parse(sub, argc - 1, argv + 1, a)) return *code;

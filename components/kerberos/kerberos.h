@@ -37,18 +37,6 @@ struct KerberosServerOptions {
   std::string replay_cache_dir;  // empty: KRB5RCACHEDIR or /var/tmp
 };
 
-namespace security {
-class KerberosCredentials;
-}
-// For both Kerberos mechanisms' servers: the acceptor principal `options`
-// name (`principal`, else "<service>/<host>"), and the acceptor credentials
-// for `principal` ("" for any key in the keytab) from their keytab, with
-// their replay cache; CONFIG_ERROR "<mechanism>: ..." if they cannot be
-// loaded.
-std::string acceptor_principal(const KerberosServerOptions& options);
-Result<std::unique_ptr<security::KerberosCredentials>> load_acceptor(
-    const KerberosServerOptions& options, const std::string& principal, std::string_view mechanism);
-
 struct KerberosClientOptions {
   std::string ccache;     // empty: KRB5CCNAME, else the default cache
   std::string principal;  // with keytab: log in as this principal

@@ -16,6 +16,7 @@
 
 #include "authrpc/auth/mechanism_options.h"
 #include "authrpc/auth/mechanism_registry.h"
+#include "authrpc/components/kerberos/kerberos_acceptor.h"
 #include "authrpc/components/kerberos/kerberos_credentials.h"
 #include "authrpc/components/kerberos/kerberos_errors.h"
 #include "authrpc/components/kerberos/sasl_library.h"

@@ -50,7 +50,7 @@ bool ReapedWithin(pid_t pid, std::chrono::steady_clock::duration limit) {
 
 ToldChild ForkTelling(const std::function<int(const std::function<void(const std::string&)>& tell)>& child) {
   int pipe_fds[2];
-  if (::pipe(pipe_fds) != 0) return {};
+  if (::pipe2(pipe_fds, O_CLOEXEC) != 0) return {};
   const pid_t pid = ::fork();
   if (pid == 0) {
     ::close(pipe_fds[0]);
