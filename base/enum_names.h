@@ -14,13 +14,14 @@ struct EnumName {
   std::string_view name;
 };
 
-// The name of `value`; the first row's name for a value that no row has.
+// The name of `value`; "unknown" for a value that no row has (a row
+// forgotten for a new enumerator never passes for another value's name).
 template <typename E>
 constexpr std::string_view enum_name(std::span<const EnumName<E>> names, E value) noexcept {
   for (const EnumName<E>& n : names) {
     if (n.value == value) return n.name;
   }
-  return names.front().name;
+  return "unknown";
 }
 
 // False (and *out untouched) if `text` is no row's name.

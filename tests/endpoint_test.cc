@@ -1,5 +1,8 @@
-// Unit tests for rpc/endpoint.h: URI parsing (good and bad) and to_string().
+// Unit tests for rpc/endpoint.h: URI parsing (good and bad) and to_string();
+// and the spellings of rpc/security_requirement.h, which configs and
+// endpoints' options use.
 #include "authrpc/rpc/endpoint.h"
+#include "authrpc/rpc/security_requirement.h"
 
 #include <gtest/gtest.h>
 #include <sys/un.h>
@@ -170,6 +173,22 @@ TEST(EndpointTest, DefaultIsTcp) {
   EXPECT_EQ(ep.scheme, Scheme::kTcp);
   EXPECT_EQ(ep.port, 0);
   EXPECT_EQ(ep.scheme_name(), "tcp");
+}
+
+// Each level reads back from its own name; a value no row names is
+// "unknown", never another level's name.
+TEST(SecurityRequirementTest, NamesReadBackAndAnUnnamedValueIsUnknown) {
+  for (const auto r : {SecurityRequirement::kDisabled, SecurityRequirement::kOptional,
+                       SecurityRequirement::kRequired}) {
+    SecurityRequirement parsed{};
+    ASSERT_TRUE(parse_security_requirement(to_string(r), &parsed)) << to_string(r);
+    EXPECT_EQ(parsed, r);
+  }
+  EXPECT_EQ(to_string(SecurityRequirement::kOptional), "optional");
+  EXPECT_EQ(to_string(static_cast<SecurityRequirement>(99)), "unknown");
+  SecurityRequirement untouched = SecurityRequirement::kRequired;
+  EXPECT_FALSE(parse_security_requirement("unknown", &untouched));
+  EXPECT_EQ(untouched, SecurityRequirement::kRequired);
 }
 
 }  // namespace
