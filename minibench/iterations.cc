@@ -1,8 +1,8 @@
 // The timed iterations (schedule.h): one session, one echo call, and a
-// group of session rows. A file of their own: in one translation unit with
-// run_block, GCC 12 compiles their coroutines' turns differently, and the
-// client's instructions per session (scripts/session_cost.sh) count about
-// 1 % more of the benchmark's own work.
+// group of session rows. A file of their own, apart from run_block: GCC 12
+// compiles their coroutines' turns leaner here, and the client's
+// instructions per session (scripts/session_cost.sh) include the
+// benchmark's own work.
 #include <asio/post.hpp>
 #include <asio/use_awaitable.hpp>
 
