@@ -18,15 +18,18 @@ ClientStream::~ClientStream() {
   });
 }
 
+void ClientStream::end_writes() {
+  if (ended_ || stream_->finished()) return;
+  ended_ = true;
+  stream_->send_control(wire::FrameType::kEndStream);
+  // Nothing may follow END_STREAM: a write() racing with it fails here,
+  // typed, instead of reaching the server, which answers DATA after
+  // END_STREAM with PROTOCOL_ERROR (docs/PROTOCOL.md section 6).
+  stream_->end_output(Status(Errc::kFailedPrecondition, "the client ended its messages"));
+}
+
 asio::awaitable<Result<std::string>> ClientStream::finish() {
-  if (!ended_ && !stream_->finished()) {
-    ended_ = true;
-    stream_->send_control(wire::FrameType::kEndStream);
-    // Nothing may follow END_STREAM: a write() racing with finish() fails
-    // here, typed, instead of reaching the server, which answers DATA after
-    // END_STREAM with PROTOCOL_ERROR (docs/PROTOCOL.md section 6).
-    stream_->end_output(Status(Errc::kFailedPrecondition, "the stream was finished"));
-  }
+  end_writes();
   for (;;) {
     auto message = co_await stream_->read();
     if (!message.ok()) co_return message.status();

@@ -56,8 +56,12 @@ class ClientStream : public StreamHalf {
 
   std::uint32_t call_id() const noexcept;
 
-  // Ends the client's messages (END_STREAM), drops server messages not read
-  // yet, and returns the server's final response.
+  // Ends the client's messages (END_STREAM) and goes on reading: read()
+  // gives the server's messages until it finishes the call. A write()
+  // after it fails with kFailedPrecondition. Idempotent.
+  void end_writes();
+  // Ends the client's messages (end_writes()), drops server messages not
+  // read yet, and returns the server's final response.
   asio::awaitable<Result<std::string>> finish();
   // Ends the call now: the server is told (CANCEL); reads and writes fail
   // with kCancelled. Idempotent; nothing happens after the call finished.

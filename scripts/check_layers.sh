@@ -12,6 +12,9 @@
 #   jwt        (components/jwt/) the jwt mechanism, at the auth level.
 #   zookeeper  (components/zookeeper/) a token store, at the security level.
 #   admin      (components/admin/) the HTTP admin listener, on top of server/.
+#   protobuf   (components/protobuf/) typed services: server bindings on
+#              server/, stubs on client/; its protoc plugin
+#              (tools/protoc_gen_authrpc.cc) and the CLI include it.
 # and the all-built-ins library that links them: auth/builtin_mechanisms.cc
 # and security/builtin_token_stores.cc, each beside the registry whose
 # with_builtins() it defines, and so named here. The programs' own sources,
@@ -43,6 +46,7 @@ group_of() {
     components/jwt/*) echo jwt ;;
     components/zookeeper/*) echo zookeeper ;;
     components/admin/*) echo admin ;;
+    components/protobuf/*) echo protobuf ;;
     auth/builtin_mechanisms.cc | security/builtin_token_stores.cc) echo builtins ;;
     # The programs' own sources (CMakeLists.txt: authrpc-server, authrpc).
     # The command-line parser they and minibench share (authrpc_cli_flags).
@@ -71,10 +75,11 @@ declare -A allowed=(
   [builtins]="base security rpc auth kerberos-credentials kerberos jwt zookeeper"
   [server]="base security rpc auth server"
   [admin]="base security rpc auth server admin"
+  [protobuf]="base security rpc auth server client protobuf"
   [client]="base security rpc auth client"
   [flags]="base flags"
   [server-program]="base security rpc auth kerberos-credentials kerberos zookeeper server admin flags server-program"
-  [client-program]="base security rpc auth kerberos-credentials kerberos jwt zookeeper client flags client-program"
+  [client-program]="base security rpc auth kerberos-credentials kerberos jwt zookeeper client protobuf flags client-program"
 )
 
 violations=0
@@ -110,7 +115,7 @@ if [[ $# -ge 1 ]]; then
     [authrpc_base]=base [authrpc_security]=security [authrpc_rpc]=rpc [authrpc_auth]=auth
     [authrpc_kerberos]=kerberos [authrpc_jwt]=jwt [authrpc_zookeeper]=zookeeper
     [authrpc_builtins]=builtins
-    [authrpc_server]=server [authrpc_client]=client [authrpc_admin]=admin
+    [authrpc_server]=server [authrpc_client]=client [authrpc_admin]=admin [authrpc_protobuf]=protobuf
     [authrpc_cli_flags]=flags
   )
   declare -A name_of=()

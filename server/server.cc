@@ -82,6 +82,31 @@ Result<std::string> stats(Server::Impl& server, CallContext& ctx) {
   return metrics_json(server.options.metrics->snapshot()).dump();
 }
 
+// sys.describe: the server's services, their methods and schemas
+// (describe_service()); a request of {"service": NAME} asks for one, and
+// NOT_FOUND if there is no such service. Services are fixed once the
+// server runs, so no lock is needed to read them.
+Result<std::string> describe(const Server::Impl& server, std::string_view request) {
+  std::string wanted;
+  if (!request.empty()) {
+    auto parsed = parse_json_request(request, JsonLimits{4096, 4});
+    if (!parsed.ok()) return parsed.status();
+    const auto it = parsed->find("service");
+    if (!parsed->is_object() || it == parsed->end() || !it->is_string() || parsed->size() != 1) {
+      return Status(Errc::kInvalidArgument, "sys.describe takes an empty request or {\"service\": NAME}");
+    }
+    wanted = it->get<std::string>();
+    if (server.services.find(wanted) == server.services.end()) {
+      return Status(Errc::kNotFound, "no service of that name");
+    }
+  }
+  nlohmann::json services = nlohmann::json::array();
+  for (const auto& [name, service] : server.services) {
+    if (wanted.empty() || name == wanted) services.push_back(describe_service(service));
+  }
+  return nlohmann::json{{"services", std::move(services)}}.dump();
+}
+
 Service make_sys_service(Server::Impl& server) {
   Service sys("sys");
   sys.add_blocking("reload_authz", [&server](CallContext& ctx, std::string_view) {
@@ -92,6 +117,7 @@ Service make_sys_service(Server::Impl& server) {
   sys.add("whoami", [](CallContext& ctx, std::string_view) -> Result<std::string> {
     return ctx.identity().to_json();
   });
+  sys.add("describe", [&server](CallContext&, std::string_view request) { return describe(server, request); });
   sys.add("echo", [](CallContext&, std::string_view request) -> Result<std::string> {
     return Result<std::string>(std::in_place, request);
   });

@@ -1,6 +1,7 @@
 #include "authrpc/server/service.h"
 
 #include "authrpc/rpc/json_document.h"
+#include "authrpc/security/base64url.h"
 
 namespace authrpc {
 
@@ -54,6 +55,24 @@ Result<nlohmann::json> parse_json_request(std::string_view text, const JsonLimit
 }
 
 Service::Service(std::string name) : name_(std::move(name)) {}
+
+Service& Service::set_schema(ServiceSchema schema) {
+  schema_ = std::move(schema);
+  return *this;
+}
+
+nlohmann::json describe_service(const Service& service) {
+  nlohmann::json methods = nlohmann::json::array();
+  for (const auto& [name, method] : service.methods()) {
+    methods.push_back({{"name", name}, {"kind", method.execution == Execution::kStream ? "stream" : "unary"}});
+  }
+  nlohmann::json out = {{"name", service.name()}, {"methods", std::move(methods)}};
+  if (!service.schema().codec.empty()) {
+    out["codec"] = service.schema().codec;
+    out["schema"] = security::base64url_encode(service.schema().schema);
+  }
+  return out;
+}
 
 Service& Service::add(std::string method, Handler handler) {
   methods_[std::move(method)] = Method{Execution::kInline, std::move(handler), {}};

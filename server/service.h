@@ -8,6 +8,8 @@
 //                  client's messages and writes its own through a ServerStream
 //                  (server/server_stream.h, docs/DATAPLANE.md).
 // add_json() wraps a handler that takes and returns nlohmann::json.
+// A service may carry the schema of its payloads (set_schema), which the
+// built-in sys.describe hands to callers (docs/PROTOBUF.md).
 #pragma once
 
 #include <asio/awaitable.hpp>
@@ -104,6 +106,16 @@ struct JsonMethodOptions {
   CallerCheck admit;
 };
 
+// What a caller needs to encode a service's payloads, as sys.describe
+// serves it: the codec's name ("protobuf") and its schema in that codec's
+// own form (for protobuf, a serialized FileDescriptorSet holding the
+// service's file and every file it imports). Empty: bytes or JSON without
+// a schema.
+struct ServiceSchema {
+  std::string codec;
+  std::string schema;
+};
+
 class Service {
  public:
   struct Method {
@@ -129,7 +141,10 @@ class Service {
   Service& add_json(std::string method, JsonHandler handler,
                     Execution execution = Execution::kInline);
 
+  Service& set_schema(ServiceSchema schema);
+
   const std::string& name() const noexcept { return name_; }
+  const ServiceSchema& schema() const noexcept { return schema_; }
   // OK unless a method was added wrongly; then why (the first such), and
   // Server::add_service() refuses the service with it. A builder that
   // threw instead would be the one exception crossing the API.
@@ -141,7 +156,13 @@ class Service {
  private:
   std::string name_;
   std::map<std::string, Method, std::less<>> methods_;
+  ServiceSchema schema_;
   Status misuse_;
 };
+
+// sys.describe's answer for `service`: {"name", "methods": [{"name",
+// "kind": "unary"|"stream"}], and, with a schema, "codec" and "schema" (its
+// bytes in unpadded base64url)} (docs/PROTOCOL.md, "Describing services").
+nlohmann::json describe_service(const Service& service);
 
 }  // namespace authrpc
