@@ -48,9 +48,11 @@ class MethodCache {
     const std::size_t n = names_wire_.size();
     if (n == 0 || body.size() < n) return false;
     // Names of 4 to 16 bytes in all (most: "sys" and "echo" are 11) as two
-    // overlapping words each, without a call to memcmp.
-    if (n >= 8 && n <= 16)
-      return same_by_two_words<std::uint64_t>(body.data(), names_wire_.data(), n);
+    // overlapping words each, without a call to memcmp; longer ones (a
+    // protobuf service's full name) with it: two words of each end would
+    // leave their middle unread.
+    if (n > 16) return std::memcmp(body.data(), names_wire_.data(), n) == 0;
+    if (n >= 8) return same_by_two_words<std::uint64_t>(body.data(), names_wire_.data(), n);
     if (n >= 4) return same_by_two_words<std::uint32_t>(body.data(), names_wire_.data(), n);
     return std::memcmp(body.data(), names_wire_.data(), n) == 0;
   }

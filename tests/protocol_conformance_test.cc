@@ -45,6 +45,7 @@
 #include "authrpc/security/secret_manager.h"
 #include "authrpc/security/tls_context.h"
 #include "authrpc/server/server.h"
+#include "tests/testing/proto_items.h"
 #include "tests/testing/test_server.h"
 #include "tests/testing/test_support.h"
 #include "tests/testing/test_tls.h"
@@ -271,7 +272,9 @@ std::shared_ptr<Authorizer> AllowAllPolicy(const nlohmann::json& extra = nlohman
 }
 
 // The server the examples are written for: `simple` only; negotiation and
-// idle timeouts short enough for `negotiation-timeout` and `idle-timeout`.
+// idle timeouts short enough for `negotiation-timeout` and `idle-timeout`;
+// the typed test service authrpc.test.Items (tests/protos/items.proto) of
+// the `protobuf-` examples.
 // With slow_started, also test.slow: a blocking call that takes 500 ms and
 // counts slow_started down when it begins.
 std::unique_ptr<testing::TestServer> StartServer(SocketKind kind,
@@ -287,6 +290,7 @@ std::unique_ptr<testing::TestServer> StartServer(SocketKind kind,
     o.max_connections = max_connections;
     o.authorizer = authorizer;
   });
+  server->service(test::ItemsService::make_service(testing::make_items_service()));
   if (slow_started != nullptr) {
     Service test("test");
     test.add_blocking("slow", [slow_started](CallContext&, std::string_view) -> Result<std::string> {

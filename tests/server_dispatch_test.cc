@@ -73,6 +73,13 @@ Service ThrowingService() {
   s.add("echo", [](CallContext&, std::string_view request) -> Result<std::string> {
     return std::string(request);
   });
+  // Two names over 16 bytes with the service's that differ only in their
+  // middle: each answers with its name and the request.
+  for (const char* name : {"echo_with_a_long_name", "echo_wxth_a_long_name"}) {
+    s.add(name, [name](CallContext&, std::string_view request) -> Result<std::string> {
+      return std::string(name) + ":" + std::string(request);
+    });
+  }
   return s;
 }
 
@@ -172,7 +179,8 @@ TEST_P(ServerDispatchTest, AThrowingHandlerFailsItsCallAlone) {
 }
 
 // Calls naming different methods, and unknown ones, in turn on one
-// connection each reach their own handler (the connection remembers the
+// connection (names over 16 bytes too, differing only in their middle)
+// each reach their own handler (the connection remembers the
 // last method it found: ServerConnection::admit_call).
 TEST_F(ServerDispatchTest, CallsInTurnOnOneConnectionReachTheirOwnMethods) {
   const struct {
@@ -185,14 +193,17 @@ TEST_F(ServerDispatchTest, CallsInTurnOnOneConnectionReachTheirOwnMethods) {
       {"dispatch", "no_such", Errc::kNotFound},    {"dispatch", "echo", Errc::kOk},
       {"sys", "echo", Errc::kOk},            {"dispatc", "echo", Errc::kNotFound},
       {"dispatch", "ech", Errc::kNotFound},  {"dispatch", "echo", Errc::kOk},
+      {"dispatch", "echo_with_a_long_name", Errc::kOk}, {"dispatch", "echo_wxth_a_long_name", Errc::kOk},
+      {"dispatch", "echo_with_a_long_name", Errc::kOk},
   };
   int n = 0;
   for (const auto& c : calls) {
     const std::string request = "call " + std::to_string(n++);
     auto r = client_->call(c.service, c.method, request, {10s});
+    const std::string method = c.method;
     if (c.code == Errc::kOk) {
       ASSERT_TRUE(r.ok()) << c.service << "." << c.method << ": " << Describe(r);
-      EXPECT_EQ(*r, request) << c.service << "." << c.method;
+      EXPECT_EQ(*r, method.size() > 4 ? method + ":" + request : request) << c.service << "." << c.method;
     } else {
       EXPECT_EQ(r.status().code, c.code) << c.service << "." << c.method << ": " << Describe(r);
     }

@@ -122,7 +122,10 @@ void print_virtual(pb::io::Printer& p, const pb::MethodDescriptor* m, const std:
   }
 }
 
-// One method's declarations in the stub class.
+// One method's declarations in the stub class. The coroutine calls have an
+// overload without CallOptions rather than a default argument: GCC 12
+// destroys a defaulted argument's temporary wrongly in a co_await
+// expression (`co_await stub.AsyncGet(request)` freed an invalid pointer).
 void print_stub_declarations(pb::io::Printer& p, const pb::MethodDescriptor* m) {
   Vars v = method_vars(m, "");
   v["proto"] = rpc_line(m);
@@ -134,23 +137,25 @@ void print_stub_declarations(pb::io::Printer& p, const pb::MethodDescriptor* m) 
               "      const ::authrpc::proto::CallOptions& options = {});\n"
               "  std::future<::authrpc::Result<$response$>> $method$Future(const $request$& request,\n"
               "      const ::authrpc::proto::CallOptions& options = {});\n"
+              "  ::asio::awaitable<::authrpc::Result<$response$>> Async$method$(const $request$& request);\n"
               "  ::asio::awaitable<::authrpc::Result<$response$>> Async$method$(const $request$& request,\n"
-              "      const ::authrpc::proto::CallOptions& options = {});\n");
+              "      const ::authrpc::proto::CallOptions& options);\n");
       break;
     case Shape::kServerStream:
       p.Print(v,
               "  ::asio::awaitable<::authrpc::Result<::authrpc::proto::ClientReader<$response$>>> $method$(\n"
-              "      const $request$& request, const ::authrpc::proto::CallOptions& options = {});\n");
+              "      const $request$& request);\n"
+              "  ::asio::awaitable<::authrpc::Result<::authrpc::proto::ClientReader<$response$>>> $method$(\n"
+              "      const $request$& request, const ::authrpc::proto::CallOptions& options);\n");
       break;
     case Shape::kClientStream:
-      p.Print(v,
-              "  ::asio::awaitable<::authrpc::Result<::authrpc::proto::ClientWriter<$request$, $response$>>>\n"
-              "  $method$(const ::authrpc::proto::CallOptions& options = {});\n");
-      break;
     case Shape::kBidi:
+      v["handle"] = shape_of(m) == Shape::kBidi ? "ClientReaderWriter" : "ClientWriter";
       p.Print(v,
-              "  ::asio::awaitable<::authrpc::Result<::authrpc::proto::ClientReaderWriter<$request$, $response$>>>\n"
-              "  $method$(const ::authrpc::proto::CallOptions& options = {});\n");
+              "  ::asio::awaitable<::authrpc::Result<::authrpc::proto::$handle$<$request$, $response$>>>\n"
+              "  $method$();\n"
+              "  ::asio::awaitable<::authrpc::Result<::authrpc::proto::$handle$<$request$, $response$>>>\n"
+              "  $method$(const ::authrpc::proto::CallOptions& options);\n");
       break;
   }
 }
@@ -171,6 +176,8 @@ void print_stub_definitions(pb::io::Printer& p, const pb::ServiceDescriptor* s, 
               "    const ::authrpc::proto::CallOptions& options) {\n"
               "  return ::authrpc::proto::call_future<$response$>(*channel_, \"$service_full$\", \"$method$\", "
               "request, options);\n}\n"
+              "\n::asio::awaitable<::authrpc::Result<$response$>> $stub$::Async$method$(const $request$& request) {\n"
+              "  return Async$method$(request, ::authrpc::proto::CallOptions());\n}\n"
               "\n::asio::awaitable<::authrpc::Result<$response$>> $stub$::Async$method$(const $request$& request,\n"
               "    const ::authrpc::proto::CallOptions& options) {\n"
               "  return ::authrpc::proto::async_call<$response$>(*channel_, \"$service_full$\", \"$method$\", "
@@ -178,6 +185,9 @@ void print_stub_definitions(pb::io::Printer& p, const pb::ServiceDescriptor* s, 
       break;
     case Shape::kServerStream:
       p.Print(v,
+              "\n::asio::awaitable<::authrpc::Result<::authrpc::proto::ClientReader<$response$>>> $stub$::$method$(\n"
+              "    const $request$& request) {\n"
+              "  return $method$(request, ::authrpc::proto::CallOptions());\n}\n"
               "\n::asio::awaitable<::authrpc::Result<::authrpc::proto::ClientReader<$response$>>> $stub$::$method$(\n"
               "    const $request$& request, const ::authrpc::proto::CallOptions& options) {\n"
               "  return ::authrpc::proto::open_server_stream<$response$>(*channel_, \"$service_full$\", "
@@ -187,6 +197,9 @@ void print_stub_definitions(pb::io::Printer& p, const pb::ServiceDescriptor* s, 
     case Shape::kBidi:
       v["handle"] = shape_of(m) == Shape::kBidi ? "ClientReaderWriter" : "ClientWriter";
       p.Print(v,
+              "\n::asio::awaitable<::authrpc::Result<::authrpc::proto::$handle$<$request$, $response$>>>\n"
+              "$stub$::$method$() {\n"
+              "  return $method$(::authrpc::proto::CallOptions());\n}\n"
               "\n::asio::awaitable<::authrpc::Result<::authrpc::proto::$handle$<$request$, $response$>>>\n"
               "$stub$::$method$(const ::authrpc::proto::CallOptions& options) {\n"
               "  return ::authrpc::proto::open_stream<::authrpc::proto::$handle$<$request$, $response$>>(\n"

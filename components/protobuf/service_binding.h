@@ -78,59 +78,83 @@ void add_unary(Service& service, std::string method, Execution execution, Fn fn)
   }
 }
 
-// Fn: asio::awaitable<Result<Response>>(CallContext&, const Request&).
-template <typename Request, typename Fn>
-void add_unary_async(Service& service, std::string method, Fn fn) {
-  service.add_async(std::move(method),
-                    [fn = std::move(fn)](CallContext& ctx, std::string bytes) -> asio::awaitable<Result<std::string>> {
-                      Request request;
-                      if (Status s = parse_request(bytes, request); !s.ok()) co_return s;
-                      auto response = co_await fn(ctx, std::as_const(request));
-                      if (!response.ok()) co_return response.status();
-                      co_return serialize(*response);
-                    });
-}
-
 // The opening message of a client-streaming or bidirectional call carries
 // nothing: INVALID_ARGUMENT if it does.
 Status check_empty_opening(const ServerStream& stream);
 
+// The coroutines behind the asynchronous adapters below. Each takes the
+// method's function by reference: it lives in the Service's handler, which
+// the server keeps while calls run (a coroutine lambda's captures would not
+// outlive the lambda object it was called on).
+namespace detail {
+
+template <typename Request, typename Fn>
+asio::awaitable<Result<std::string>> unary_async(const Fn& fn, CallContext& ctx, std::string bytes) {
+  Request request;
+  if (Status s = parse_request(bytes, request); !s.ok()) co_return s;
+  auto response = co_await fn(ctx, std::as_const(request));
+  if (!response.ok()) co_return response.status();
+  co_return serialize(*response);
+}
+
+template <typename Request, typename Response, typename Fn>
+asio::awaitable<Result<std::string>> server_stream(const Fn& fn, CallContext& ctx, ServerStream& stream) {
+  Request request;
+  if (Status s = parse_request(stream.request(), request); !s.ok()) co_return s;
+  ServerWriter<Response> writer(stream);
+  if (Status s = co_await fn(ctx, std::as_const(request), writer); !s.ok()) co_return s;
+  co_return std::string();
+}
+
+template <typename Request, typename Response, typename Fn>
+asio::awaitable<Result<std::string>> client_stream(const Fn& fn, CallContext& ctx, ServerStream& stream) {
+  if (Status s = check_empty_opening(stream); !s.ok()) co_return s;
+  ServerReader<Request> reader(stream);
+  auto response = co_await fn(ctx, reader);
+  if (!response.ok()) co_return response.status();
+  co_return serialize(*response);
+}
+
+template <typename Request, typename Response, typename Fn>
+asio::awaitable<Result<std::string>> bidi_stream(const Fn& fn, CallContext& ctx, ServerStream& stream) {
+  if (Status s = check_empty_opening(stream); !s.ok()) co_return s;
+  ServerReaderWriter<Request, Response> both(stream);
+  if (Status s = co_await fn(ctx, both); !s.ok()) co_return s;
+  co_return std::string();
+}
+
+}  // namespace detail
+
+// Fn: asio::awaitable<Result<Response>>(CallContext&, const Request&).
+template <typename Request, typename Fn>
+void add_unary_async(Service& service, std::string method, Fn fn) {
+  service.add_async(std::move(method), [fn = std::move(fn)](CallContext& ctx, std::string bytes) {
+    return detail::unary_async<Request>(fn, ctx, std::move(bytes));
+  });
+}
+
 // Fn: asio::awaitable<Status>(CallContext&, const Request&, ServerWriter<Response>&).
 template <typename Request, typename Response, typename Fn>
 void add_server_stream(Service& service, std::string method, Fn fn) {
-  service.add_stream(std::move(method),
-                     [fn = std::move(fn)](CallContext& ctx, ServerStream& stream) -> asio::awaitable<Result<std::string>> {
-                       Request request;
-                       if (Status s = parse_request(stream.request(), request); !s.ok()) co_return s;
-                       ServerWriter<Response> writer(stream);
-                       if (Status s = co_await fn(ctx, std::as_const(request), writer); !s.ok()) co_return s;
-                       co_return std::string();
-                     });
+  service.add_stream(std::move(method), [fn = std::move(fn)](CallContext& ctx, ServerStream& stream) {
+    return detail::server_stream<Request, Response>(fn, ctx, stream);
+  });
 }
 
 // Fn: asio::awaitable<Result<Response>>(CallContext&, ServerReader<Request>&).
 template <typename Request, typename Response, typename Fn>
 void add_client_stream(Service& service, std::string method, Fn fn) {
-  service.add_stream(std::move(method),
-                     [fn = std::move(fn)](CallContext& ctx, ServerStream& stream) -> asio::awaitable<Result<std::string>> {
-                       if (Status s = check_empty_opening(stream); !s.ok()) co_return s;
-                       ServerReader<Request> reader(stream);
-                       auto response = co_await fn(ctx, reader);
-                       if (!response.ok()) co_return response.status();
-                       co_return serialize(*response);
-                     });
+  service.add_stream(std::move(method), [fn = std::move(fn)](CallContext& ctx, ServerStream& stream) {
+    return detail::client_stream<Request, Response>(fn, ctx, stream);
+  });
 }
 
 // Fn: asio::awaitable<Status>(CallContext&, ServerReaderWriter<Request, Response>&).
 template <typename Request, typename Response, typename Fn>
 void add_bidi_stream(Service& service, std::string method, Fn fn) {
-  service.add_stream(std::move(method),
-                     [fn = std::move(fn)](CallContext& ctx, ServerStream& stream) -> asio::awaitable<Result<std::string>> {
-                       if (Status s = check_empty_opening(stream); !s.ok()) co_return s;
-                       ServerReaderWriter<Request, Response> both(stream);
-                       if (Status s = co_await fn(ctx, both); !s.ok()) co_return s;
-                       co_return std::string();
-                     });
+  service.add_stream(std::move(method), [fn = std::move(fn)](CallContext& ctx, ServerStream& stream) {
+    return detail::bidi_stream<Request, Response>(fn, ctx, stream);
+  });
 }
 
 }  // namespace authrpc::proto
