@@ -282,8 +282,8 @@ TEST(ProtoServiceTest, StreamedRequestThatDoesNotParseOrNonEmptyOpeningIsInvalid
     auto end = co_await (*stream)->finish();
     co_return end.status();
   };
-  EXPECT_EQ(OnClient(*client, run("", std::string("\xff\xff\xff", 3))).code(), Errc::kInvalidArgument);
-  EXPECT_EQ(OnClient(*client, run("opening", "")).code(), Errc::kInvalidArgument);
+  EXPECT_EQ(OnClient(*client, run("", std::string("\xff\xff\xff", 3))).code, Errc::kInvalidArgument);
+  EXPECT_EQ(OnClient(*client, run("opening", "")).code, Errc::kInvalidArgument);
 }
 
 TEST(ProtoServiceTest, SeveralServicesPackagesAndImports) {
