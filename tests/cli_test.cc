@@ -1186,8 +1186,6 @@ TEST_F(ProtoCliTest, CallWithJsonSendsTheMessageAndPrintsTheResponseAsJson) {
       // Nested messages, bytes, a map, a oneof and another package's message.
       {{"authrpc.test.Items", "Echo", "--json", rich}, {}, rich_out},
       {{"authrpc.test.Items", "EchoAsync", "--json", rich}, {}, rich_out},
-      // The JSON names of fields are taken too ("realUser" for real_user);
-      // the printed ones are the .proto's.
       {{"authrpc.test.Items", "WhoAmI", "--json", "{}"}, {}, {{"user", "alice"}}},
       {{"authrpc.test.Tags", "Heaviest", "--json", R"({"count": 4, "prefix": "p"})"}, {}, {{"name", "p"}, {"weight", "4"}}},
       {{"other.v2.Scale", "Total", "--json-file", "%/weigh.json"}, {}, {{"name", "total"}, {"weight", "7"}}},
@@ -1252,6 +1250,8 @@ TEST_F(ProtoCliTest, CallWithJsonRefusesWhatDoesNotFitTheSchema) {
       {{"authrpc.test.Items", "Fail", "--json", R"({"code": 7, "message": "not you"})"}, 5,
        "authrpc: PERMISSION_DENIED: not you"},
       {{"authrpc.test.Items", "Missing", "--json", "{}"}, 1, "authrpc: UNIMPLEMENTED: "},
+      // A field by its JSON name (throwException for throw_exception).
+      {{"authrpc.test.Items", "Fail", "--json", R"({"throwException": true})"}, 1, "authrpc: INTERNAL: "},
   };
   for (const auto& c : cases) {
     std::vector<std::string> args = {"call", "--server", "@", "--user", "alice"};
