@@ -3,6 +3,7 @@
 #include <arpa/inet.h>
 #include <fcntl.h>
 #include <gmock/gmock.h>
+#include <google/protobuf/descriptor.pb.h>
 #include <gtest/gtest.h>
 #include <netinet/in.h>
 #include <poll.h>
@@ -30,6 +31,7 @@
 #include "authrpc/auth/mechanism_registry.h"
 #include "authrpc/auth/mechanisms/simple/simple.h"
 #include "authrpc/client/client.h"
+#include "authrpc/components/protobuf/service_schema.h"
 #include "authrpc/security/base64url.h"
 #include "authrpc/tools/flag_parser.h"
 #include "tests/testing/test_support.h"
@@ -1120,7 +1122,8 @@ TEST_F(ProtoCliTest, DescribeListsProtobufServicesAsProtoTextAndTheOthersByMetho
       "}\n";
   const std::vector<Case> cases = {
       {{}, 0,
-       {items_rpcs, "service authrpc.test.Tags {\n  rpc Heaviest(authrpc.test.Count) returns (authrpc.test.common.Tag);\n}\n",
+       {items_rpcs,
+        "service authrpc.test.Tags {\n  rpc Heaviest(authrpc.test.Count) returns (authrpc.test.common.Tag);\n}\n",
         "service other.v2.Scale {\n  rpc Total(other.v2.Weigh) returns (authrpc.test.common.Tag);\n}\n",
         "service sys {\n  // no schema: its methods carry bytes or JSON (authrpc call --data)\n",
         "\n  describe  // unary\n", "\n  whoami  // unary\n"}},
@@ -1175,7 +1178,8 @@ TEST_F(ProtoCliTest, CallWithJsonSendsTheMessageAndPrintsTheResponseAsJson) {
       {"tags", {{{"name", "red"}, {"weight", "-3"}}}},
       {"counters", {{"reads", "7"}}},
       {"nested", {{"values", {1, 2}}, {"child", {{"text", "inner"}}}}}};
-  std::ofstream(dir_.path() + "/weigh.json") << R"({"tags": [{"name": "a", "weight": 2}, {"name": "b", "weight": "5"}]})";
+  std::ofstream(dir_.path() + "/weigh.json")
+      << R"({"tags": [{"name": "a", "weight": 2}, {"name": "b", "weight": "5"}]})";
   struct Case {
     std::vector<std::string> args;  // after `call --server @ --user alice`
     std::vector<nlohmann::json> lines;  // stdout: one JSON document per line; empty: one indented document
@@ -1187,7 +1191,8 @@ TEST_F(ProtoCliTest, CallWithJsonSendsTheMessageAndPrintsTheResponseAsJson) {
       {{"authrpc.test.Items", "Echo", "--json", rich}, {}, rich_out},
       {{"authrpc.test.Items", "EchoAsync", "--json", rich}, {}, rich_out},
       {{"authrpc.test.Items", "WhoAmI", "--json", "{}"}, {}, {{"user", "alice"}}},
-      {{"authrpc.test.Tags", "Heaviest", "--json", R"({"count": 4, "prefix": "p"})"}, {}, {{"name", "p"}, {"weight", "4"}}},
+      {{"authrpc.test.Tags", "Heaviest", "--json", R"({"count": 4, "prefix": "p"})"}, {},
+       {{"name", "p"}, {"weight", "4"}}},
       {{"other.v2.Scale", "Total", "--json-file", "%/weigh.json"}, {}, {{"name", "total"}, {"weight", "7"}}},
       {{"other.v2.Scale", "Total", "--json-file", "-"}, {}, {{"name", "total"}, {"weight", "7"}}, "%/weigh.json"},
       // Server-streaming: one document per line, per message.
@@ -1263,6 +1268,50 @@ TEST_F(ProtoCliTest, CallWithJsonRefusesWhatDoesNotFitTheSchema) {
     for (const auto& text : c.said) EXPECT_THAT(r.err, HasSubstr(text)) << shown;
     EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << "one line: " << shown << "\n" << r.err;
     EXPECT_TRUE(r.out.empty()) << shown << "\n" << Describe(r);
+  }
+}
+
+// A schema the CLI cannot build (a file without the files it imports) or
+// that lacks its service is the server's fault: DATA_LOSS, status 1, for
+// describe and call --json alike.
+TEST_F(ProtoCliTest, ASchemaThatDoesNotBuildIsDataLoss) {
+  google::protobuf::FileDescriptorSet full;
+  ASSERT_TRUE(full.ParseFromString(authrpc::proto::schema_of("authrpc.test.Items").schema));
+  ASSERT_GE(full.file_size(), 2);
+  google::protobuf::FileDescriptorSet without_imports, without_service;
+  *without_imports.add_file() = full.file(full.file_size() - 1);  // items.proto alone
+  *without_service.add_file() = full.file(0);
+  authrpc::testing::TestServer server;
+  for (const auto& [name, set] :
+       {std::pair{"broken.Imports", &without_imports}, {"broken.Service", &without_service}}) {
+    authrpc::Service service(name);
+    service.add("Echo", [](authrpc::CallContext&, std::string_view) -> authrpc::Result<std::string> {
+      return std::string();
+    });
+    service.set_schema({std::string(authrpc::proto::kCodecName), set->SerializeAsString()});
+    server.service(std::move(service));
+  }
+  ASSERT_TRUE(server.start().ok());
+  endpoint_ = server.endpoint().to_string();
+  struct Case {
+    std::vector<std::string> args;
+    std::string err_prefix;
+  };
+  const std::vector<Case> cases = {
+      {{"describe", "--server", "@", "broken.Imports"},
+       "authrpc: DATA_LOSS: the schema of service broken.Imports does not build: items.proto: "},
+      {{"call", "--server", "@", "broken.Imports", "Echo", "--json", "{}"},
+       "authrpc: DATA_LOSS: the schema of service broken.Imports does not build: items.proto: "},
+      {{"describe", "--server", "@"}, "authrpc: DATA_LOSS: the schema of service broken.Imports does not build"},
+      {{"describe", "--server", "@", "broken.Service"},
+       "authrpc: DATA_LOSS: the schema of service broken.Service does not define it"},
+  };
+  for (const auto& c : cases) {
+    const auto r = Run(c.args);
+    EXPECT_EQ(r.exit_code, 1) << Describe(r);
+    EXPECT_THAT(r.err, StartsWith(c.err_prefix)) << Describe(r);
+    EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+    EXPECT_TRUE(r.out.empty()) << Describe(r);
   }
 }
 

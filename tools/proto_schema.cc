@@ -45,8 +45,8 @@ Result<DescribedService> read_service(const nlohmann::json& entry) {
     if (!method.is_object() || !method.contains("name") || !method["name"].is_string()) {
       return bad_answer("a method without a name");
     }
-    const std::string kind = method.contains("kind") && method["kind"].is_string() ? method["kind"].get<std::string>() : "";
-    service.methods.push_back({method["name"].get<std::string>(), kind == "stream"});
+    const bool stream = method.contains("kind") && method["kind"] == "stream";
+    service.methods.push_back({method["name"].get<std::string>(), stream});
   }
   if (entry.contains("codec")) {
     if (!entry["codec"].is_string() || !entry.contains("schema") || !entry["schema"].is_string()) {
