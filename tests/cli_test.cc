@@ -1189,7 +1189,7 @@ TEST_F(ProtoCliTest, CallWithJsonSendsTheMessageAndPrintsTheResponseAsJson) {
   const std::vector<Case> cases = {
       // Nested messages, bytes, a map, a oneof and another package's message.
       {{"authrpc.test.Items", "Echo", "--json", rich}, {}, rich_out},
-      {{"authrpc.test.Items", "EchoAsync", "--json", rich}, {}, rich_out},
+      {{"authrpc.test.Items", "EchoBlocking", "--json", rich}, {}, rich_out},
       {{"authrpc.test.Items", "WhoAmI", "--json", "{}"}, {}, {{"user", "alice"}}},
       {{"authrpc.test.Tags", "Heaviest", "--json", R"({"count": 4, "prefix": "p"})"}, {},
        {{"name", "p"}, {"weight", "4"}}},
