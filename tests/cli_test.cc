@@ -3,6 +3,7 @@
 #include <arpa/inet.h>
 #include <fcntl.h>
 #include <gmock/gmock.h>
+#include <google/protobuf/descriptor.pb.h>
 #include <gtest/gtest.h>
 #include <netinet/in.h>
 #include <poll.h>
@@ -30,14 +31,17 @@
 #include "authrpc/auth/mechanism_registry.h"
 #include "authrpc/auth/mechanisms/simple/simple.h"
 #include "authrpc/client/client.h"
+#include "authrpc/components/protobuf/service_schema.h"
 #include "authrpc/security/base64url.h"
 #include "authrpc/tools/flag_parser.h"
 #include "tests/testing/test_support.h"
 #include "tests/testing/http_client.h"
 #include "tests/testing/test_tls.h"
 #include "tests/testing/jwt_issuer.h"
+#include "tests/testing/proto_items.h"
 #include "tests/testing/scoped_temp_dir.h"
 #include "tests/testing/test_programs.h"
+#include "tests/testing/test_server.h"
 
 extern char** environ;
 
@@ -750,7 +754,8 @@ TEST_F(CliTest, HelpOfBothBinariesExitsZeroAndEachSubcommandHasItsOwn) {
   std::vector<std::string> token_pages;
   for (const auto& args : std::vector<std::vector<std::string>>{
            {kServerBin, "--help"}, {kCliBin, "--help"}, {kCliBin, "help"},
-           {kCliBin, "call", "--help"}, {kCliBin, "stats", "--help"}, {kCliBin, "token", "--help"},
+           {kCliBin, "call", "--help"}, {kCliBin, "describe", "--help"}, {kCliBin, "stats", "--help"},
+           {kCliBin, "token", "--help"},
            {kCliBin, "token", "fetch", "--help"}, {kCliBin, "token", "renew", "--help"},
            {kCliBin, "token", "cancel", "--help"}, {kCliBin, "token", "print", "--help"},
            {kCliBin, "jwt", "--help"}, {kCliBin, "jwt", "inspect", "--help"}}) {
@@ -1056,6 +1061,258 @@ TEST_F(CliTest, TheServerCanListenWhereTheCommandLineSays) {
   const auto r = RunCommand({kCliBin, "call", "--server", unix_ep, "--user", "carol", "sys", "whoami"});
   ASSERT_EQ(r.exit_code, 0) << Describe(r);
   EXPECT_EQ(nlohmann::json::parse(r.out, nullptr, false).value("user", ""), "carol");
+}
+
+// `authrpc describe` and `authrpc call --json` against a server in this
+// process with the typed test services (tests/protos/*.proto, implemented
+// in tests/testing/proto_items.h) beside the built-in sys.
+class ProtoCliTest : public CliTest {
+ protected:
+  void SetUp() override {
+    CliTest::SetUp();
+    typed_.service(authrpc::test::ItemsService::make_service(authrpc::testing::make_items_service()))
+        .service(authrpc::test::TagsService::make_service(authrpc::testing::make_tags_service()))
+        .service(other::v2::ScaleService::make_service(authrpc::testing::make_scale_service()));
+    const authrpc::Status s = typed_.start();
+    ASSERT_TRUE(s.ok()) << s.to_string();
+    endpoint_ = typed_.endpoint().to_string();
+  }
+
+  // kCliBin, then `args` with "@" replaced by the server's endpoint and a
+  // leading "%" by the temporary directory.
+  RunResult Run(const std::vector<std::string>& args, const std::string& stdin_path = "/dev/null") {
+    std::vector<std::string> argv = {kCliBin};
+    for (std::string a : args) {
+      if (a == "@") a = endpoint_;
+      if (a.starts_with("%")) a = dir_.path() + a.substr(1);
+      argv.push_back(a);
+    }
+    return RunCommand(argv, {}, stdin_path);
+  }
+
+  authrpc::testing::TestServer typed_;
+};
+
+// Each line of `text` parsed as JSON (a line that is not JSON is null).
+std::vector<nlohmann::json> JsonLines(const std::string& text) {
+  std::vector<nlohmann::json> lines;
+  std::istringstream in(text);
+  for (std::string line; std::getline(in, line);) lines.push_back(nlohmann::json::parse(line, nullptr, false));
+  return lines;
+}
+
+TEST_F(ProtoCliTest, DescribeListsProtobufServicesAsProtoTextAndTheOthersByMethod) {
+  struct Case {
+    std::vector<std::string> args;  // after `describe --server @ --user alice`
+    int exit_code;
+    std::vector<std::string> shown;
+    std::vector<std::string> not_shown = {};
+  };
+  const std::string items_rpcs =
+      "service authrpc.test.Items {\n"
+      "  rpc Echo(authrpc.test.Item) returns (authrpc.test.Item);\n"
+      "  rpc EchoAsync(authrpc.test.Item) returns (authrpc.test.Item);\n"
+      "  rpc EchoBlocking(authrpc.test.Item) returns (authrpc.test.Item);\n"
+      "  rpc Fail(authrpc.test.Failure) returns (authrpc.test.Summary);\n"
+      "  rpc WhoAmI(authrpc.test.Count) returns (authrpc.test.Summary);\n"
+      "  rpc List(authrpc.test.Count) returns (stream authrpc.test.Item);\n"
+      "  rpc Collect(stream authrpc.test.Item) returns (authrpc.test.Summary);\n"
+      "  rpc Chat(stream authrpc.test.Item) returns (stream authrpc.test.Item);\n"
+      "  rpc Missing(authrpc.test.Count) returns (authrpc.test.Summary);\n"
+      "}\n";
+  const std::vector<Case> cases = {
+      {{}, 0,
+       {items_rpcs,
+        "service authrpc.test.Tags {\n  rpc Heaviest(authrpc.test.Count) returns (authrpc.test.common.Tag);\n}\n",
+        "service other.v2.Scale {\n  rpc Total(other.v2.Weigh) returns (authrpc.test.common.Tag);\n}\n",
+        "service sys {\n  // no schema: its methods carry bytes or JSON (authrpc call --data)\n",
+        "\n  describe  // unary\n", "\n  whoami  // unary\n"}},
+      // One service: its rpcs, then each message its methods use (nested
+      // ones inside their message, another package's too), once.
+      {{"authrpc.test.Items"}, 0,
+       {items_rpcs, "\n// authrpc.test.Item (items.proto)\nmessage Item {\n", "  message Nested {\n",
+        "  map<string, int64> counters = 4;\n", "  oneof payload {\n",
+        "\n// authrpc.test.common.Tag (common.proto)\nmessage Tag {\n", "\n// authrpc.test.Failure (items.proto)\n",
+        "\n// authrpc.test.Summary (items.proto)\n", "\n// authrpc.test.Count (items.proto)\n"},
+       {"service sys", "service authrpc.test.Tags", "// authrpc.test.Item.Nested"}},
+      {{"other.v2.Scale"}, 0,
+       {"service other.v2.Scale {\n", "\n// other.v2.Weigh (other/v2/other.proto)\nmessage Weigh {\n",
+        "\n// authrpc.test.common.Tag (common.proto)\n"},
+       {"service authrpc.test.Items", "service sys"}},
+      {{"sys"}, 0, {"service sys {\n", "  echo  // unary\n"}, {"service authrpc.test.Items"}},
+  };
+  for (const auto& c : cases) {
+    std::vector<std::string> args = {"describe", "--server", "@", "--user", "alice"};
+    args.insert(args.end(), c.args.begin(), c.args.end());
+    const auto r = Run(args);
+    const std::string shown = testing::PrintToString(c.args);
+    ASSERT_EQ(r.exit_code, c.exit_code) << shown << "\n" << Describe(r);
+    for (const auto& text : c.shown) EXPECT_THAT(r.out, HasSubstr(text)) << shown << "\n" << r.out;
+    for (const auto& text : c.not_shown) EXPECT_THAT(r.out, Not(HasSubstr(text))) << shown << "\n" << r.out;
+    // Each type once.
+    for (const char* type : {"// authrpc.test.Item (", "// authrpc.test.common.Tag ("}) {
+      std::size_t count = 0;
+      for (auto at = r.out.find(type); at != std::string::npos; at = r.out.find(type, at + 1)) ++count;
+      EXPECT_LE(count, c.args.empty() ? 3u : 1u) << shown << ": " << type << "\n" << r.out;
+    }
+  }
+  const auto unknown = Run({"describe", "--server", "@", "no.Such"});
+  EXPECT_EQ(unknown.exit_code, 1) << Describe(unknown);
+  EXPECT_THAT(unknown.err, StartsWith("authrpc: NOT_FOUND: service no.Such: ")) << Describe(unknown);
+  EXPECT_TRUE(unknown.out.empty()) << Describe(unknown);
+  EXPECT_THAT(Run({"help"}).out, HasSubstr("\n  describe   list a server's services"));
+  const auto two = Run({"describe", "--server", "@", "a.B", "c.D"});
+  EXPECT_EQ(two.exit_code, 2) << Describe(two);
+  EXPECT_THAT(two.err, StartsWith("authrpc: USAGE: ")) << Describe(two);
+}
+
+// `call --json`: the request from JSON, the response as JSON (the .proto's
+// field names; int64 as strings, bytes in base64, as the proto3 JSON
+// mapping has them), unary and each streaming kind.
+TEST_F(ProtoCliTest, CallWithJsonSendsTheMessageAndPrintsTheResponseAsJson) {
+  const std::string rich = R"({"key": "k1", "value": "AP8=", "tags": [{"name": "red", "weight": -3}],
+      "counters": {"reads": 7}, "nested": {"values": [1, 2], "child": {"text": "inner"}}})";
+  const nlohmann::json rich_out = {
+      {"key", "k1"},
+      {"value", "AP8="},
+      {"tags", {{{"name", "red"}, {"weight", "-3"}}}},
+      {"counters", {{"reads", "7"}}},
+      {"nested", {{"values", {1, 2}}, {"child", {{"text", "inner"}}}}}};
+  std::ofstream(dir_.path() + "/weigh.json")
+      << R"({"tags": [{"name": "a", "weight": 2}, {"name": "b", "weight": "5"}]})";
+  struct Case {
+    std::vector<std::string> args;  // after `call --server @ --user alice`
+    std::vector<nlohmann::json> lines;  // stdout: one JSON document per line; empty: one indented document
+    nlohmann::json document = nullptr;
+    std::string stdin_path = "/dev/null";
+  };
+  const std::vector<Case> cases = {
+      // Nested messages, bytes, a map, a oneof and another package's message.
+      {{"authrpc.test.Items", "Echo", "--json", rich}, {}, rich_out},
+      {{"authrpc.test.Items", "EchoBlocking", "--json", rich}, {}, rich_out},
+      {{"authrpc.test.Items", "WhoAmI", "--json", "{}"}, {}, {{"user", "alice"}}},
+      {{"authrpc.test.Tags", "Heaviest", "--json", R"({"count": 4, "prefix": "p"})"}, {},
+       {{"name", "p"}, {"weight", "4"}}},
+      {{"other.v2.Scale", "Total", "--json-file", "%/weigh.json"}, {}, {{"name", "total"}, {"weight", "7"}}},
+      {{"other.v2.Scale", "Total", "--json-file", "-"}, {}, {{"name", "total"}, {"weight", "7"}}, "%/weigh.json"},
+      // Server-streaming: one document per line, per message.
+      {{"authrpc.test.Items", "List", "--json", R"({"count": 3, "prefix": "i"})"},
+       {{{"key", "i0"}, {"number", "0"}}, {{"key", "i1"}, {"number", "1"}}, {{"key", "i2"}, {"number", "2"}}}},
+      {{"authrpc.test.Items", "List", "--json", "{}"}, {}, nullptr},
+      // Client-streaming: an array of requests, the one response.
+      {{"authrpc.test.Items", "Collect", "--json", R"([{"key": "a"}, {"key": "b", "text": "x"}])"}, {},
+       {{"count", 2}, {"keys", {"a", "b"}}, {"user", "alice"}}},
+      {{"authrpc.test.Items", "Collect", "--json", "[]"}, {}, {{"user", "alice"}}},
+      // Bidirectional: an array of requests, a line per response.
+      {{"authrpc.test.Items", "Chat", "--json", R"([{"key": "a"}, {"key": "b", "number": 5}])"},
+       {{{"key", "a"}}, {{"key", "b"}, {"number", "5"}}}},
+  };
+  for (const auto& c : cases) {
+    std::vector<std::string> args = {"call", "--server", "@", "--user", "alice", "--timeout", "10000"};
+    args.insert(args.end(), c.args.begin(), c.args.end());
+    const auto r = Run(args, c.stdin_path.starts_with("%") ? dir_.path() + c.stdin_path.substr(1) : c.stdin_path);
+    const std::string shown = testing::PrintToString(c.args);
+    ASSERT_EQ(r.exit_code, 0) << shown << "\n" << Describe(r);
+    EXPECT_TRUE(r.err.empty()) << shown << "\n" << Describe(r);
+    if (c.lines.empty() && !c.document.is_null()) {
+      EXPECT_EQ(nlohmann::json::parse(r.out, nullptr, false), c.document) << shown << "\n" << r.out;
+      EXPECT_THAT(r.out, HasSubstr("{\n")) << "indented: " << shown << "\n" << r.out;
+    } else {
+      EXPECT_EQ(JsonLines(r.out), c.lines) << shown << "\n" << r.out;
+    }
+  }
+}
+
+// What --json refuses, each with its exit status and one line on stderr:
+// the user's JSON (2), a service without a schema (2), a method the schema
+// lacks (1, naming the methods there are), and the server's own failures.
+TEST_F(ProtoCliTest, CallWithJsonRefusesWhatDoesNotFitTheSchema) {
+  const std::string usage = "authrpc: USAGE: ";
+  struct Case {
+    std::vector<std::string> args;  // after `call --server @ --user alice`
+    int exit_code;
+    std::string err_prefix;
+    std::vector<std::string> said = {};
+  };
+  const std::vector<Case> cases = {
+      {{"authrpc.test.Items", "Echo", "--json", R"({"key": "k", "bogus": 1})"}, 2, usage,
+       {"--json as authrpc.test.Item: bogus: Cannot find field"}},
+      {{"authrpc.test.Items", "Echo", "--json", R"({"key": )"}, 2, usage, {"--json is not JSON"}},
+      {{"authrpc.test.Items", "Echo", "--json", R"({"key": 5.5, "counters": []})"}, 2, usage,
+       {"--json as authrpc.test.Item: invalid value"}},
+      {{"authrpc.test.Items", "Echo", "--json", "[]"}, 2, usage, {"one authrpc.test.Item message as a JSON object"}},
+      {{"authrpc.test.Items", "Collect", "--json", R"({"key": "a"})"}, 2, usage, {"a JSON array of authrpc.test.Item"}},
+      {{"authrpc.test.Items", "Chat", "--json", R"([{"key": "a"}, {"nope": 1}])"}, 2, usage, {"--json[1]", "nope"}},
+      {{"authrpc.test.Items", "Echo", "--json", "{}", "--data", "x"}, 2, usage, {"--json and --data"}},
+      {{"authrpc.test.Items", "Echo", "--data-file", "%/missing", "--json", "{}"}, 2, usage},
+      {{"authrpc.test.Items", "Echo", "--json", "{}", "--raw"}, 2, usage},
+      {{"authrpc.test.Items", "Echo", "--json-file", "%/missing"}, 2, usage, {"cannot read"}},
+      {{"sys", "whoami", "--json", "{}"}, 2, usage, {"service sys has no protobuf schema: use --data"}},
+      {{"authrpc.test.Items", "Nope", "--json", "{}"}, 1, "authrpc: NOT_FOUND: ",
+       {"no method Nope (its methods: Echo, EchoAsync, EchoBlocking, Fail, WhoAmI, List, Collect, Chat, Missing)"}},
+      {{"no.Such", "Echo", "--json", "{}"}, 1, "authrpc: NOT_FOUND: service no.Such: "},
+      // The server's answers, as with --data.
+      {{"authrpc.test.Items", "Fail", "--json", R"({"code": 7, "message": "not you"})"}, 5,
+       "authrpc: PERMISSION_DENIED: not you"},
+      {{"authrpc.test.Items", "Missing", "--json", "{}"}, 1, "authrpc: UNIMPLEMENTED: "},
+      // A field by its JSON name (throwException for throw_exception).
+      {{"authrpc.test.Items", "Fail", "--json", R"({"throwException": true})"}, 1, "authrpc: INTERNAL: "},
+  };
+  for (const auto& c : cases) {
+    std::vector<std::string> args = {"call", "--server", "@", "--user", "alice"};
+    args.insert(args.end(), c.args.begin(), c.args.end());
+    const auto r = Run(args);
+    const std::string shown = testing::PrintToString(c.args);
+    EXPECT_EQ(r.exit_code, c.exit_code) << shown << "\n" << Describe(r);
+    EXPECT_THAT(r.err, StartsWith(c.err_prefix)) << shown << "\n" << Describe(r);
+    for (const auto& text : c.said) EXPECT_THAT(r.err, HasSubstr(text)) << shown;
+    EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << "one line: " << shown << "\n" << r.err;
+    EXPECT_TRUE(r.out.empty()) << shown << "\n" << Describe(r);
+  }
+}
+
+// A schema the CLI cannot build (a file without the files it imports) or
+// that lacks its service is the server's fault: DATA_LOSS, status 1, for
+// describe and call --json alike.
+TEST_F(ProtoCliTest, ASchemaThatDoesNotBuildIsDataLoss) {
+  google::protobuf::FileDescriptorSet full;
+  ASSERT_TRUE(full.ParseFromString(authrpc::proto::schema_of("authrpc.test.Items").schema));
+  ASSERT_GE(full.file_size(), 2);
+  google::protobuf::FileDescriptorSet without_imports, without_service;
+  *without_imports.add_file() = full.file(full.file_size() - 1);  // items.proto alone
+  *without_service.add_file() = full.file(0);
+  authrpc::testing::TestServer server;
+  for (const auto& [name, set] :
+       {std::pair{"broken.Imports", &without_imports}, {"broken.Service", &without_service}}) {
+    authrpc::Service service(name);
+    service.add("Echo", [](authrpc::CallContext&, std::string_view) -> authrpc::Result<std::string> {
+      return std::string();
+    });
+    service.set_schema({std::string(authrpc::proto::kCodecName), set->SerializeAsString()});
+    server.service(std::move(service));
+  }
+  ASSERT_TRUE(server.start().ok());
+  endpoint_ = server.endpoint().to_string();
+  struct Case {
+    std::vector<std::string> args;
+    std::string err_prefix;
+  };
+  const std::vector<Case> cases = {
+      {{"describe", "--server", "@", "broken.Imports"},
+       "authrpc: DATA_LOSS: the schema of service broken.Imports does not build: items.proto: "},
+      {{"call", "--server", "@", "broken.Imports", "Echo", "--json", "{}"},
+       "authrpc: DATA_LOSS: the schema of service broken.Imports does not build: items.proto: "},
+      {{"describe", "--server", "@"}, "authrpc: DATA_LOSS: the schema of service broken.Imports does not build"},
+      {{"describe", "--server", "@", "broken.Service"},
+       "authrpc: DATA_LOSS: the schema of service broken.Service does not define it"},
+  };
+  for (const auto& c : cases) {
+    const auto r = Run(c.args);
+    EXPECT_EQ(r.exit_code, 1) << Describe(r);
+    EXPECT_THAT(r.err, StartsWith(c.err_prefix)) << Describe(r);
+    EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+    EXPECT_TRUE(r.out.empty()) << Describe(r);
+  }
 }
 
 }  // namespace

@@ -1,6 +1,7 @@
 // authrpc: command-line client. `authrpc call` makes one call and prints the
-// response on stdout; `authrpc stats` summarises sys.stats
-// (tools/stats_summary.h); `authrpc token ...` is in tools/token_commands.cc,
+// response on stdout (with --json, tools/json_call.cc); `authrpc stats`
+// summarises sys.stats (tools/stats_summary.h); `authrpc describe` is in
+// tools/proto_commands.cc, `authrpc token ...` in tools/token_commands.cc,
 // `authrpc jwt ...` in tools/jwt_commands.cc.
 // Exit statuses and the failure line: tools/cli_exit.h, docs/CLI.md.
 #include <unistd.h>
@@ -18,15 +19,14 @@
 #include <vector>
 
 #include "authrpc/base/log.h"
-#include "authrpc/auth/mechanism_registry.h"
 #include "authrpc/client/client.h"
-#include "authrpc/security/credentials_file.h"
 #include "authrpc/tools/cli_exit.h"
 #include "authrpc/tools/flag_parser.h"
+#include "authrpc/tools/json_call.h"
 #include "authrpc/tools/jwt_commands.h"
-#include "authrpc/tools/mechanism_flags.h"
+#include "authrpc/tools/proto_commands.h"
+#include "authrpc/tools/server_flags.h"
 #include "authrpc/tools/stats_summary.h"
-#include "authrpc/tools/tls_flags.h"
 #include "authrpc/tools/token_commands.h"
 
 namespace {
@@ -39,6 +39,7 @@ constexpr const char* kOverview = R"(usage: authrpc <command> [options]
 
 commands:
   call       make one call and print the response (authrpc call --help)
+  describe   list a server's services and their schemas (authrpc describe --help)
   token      fetch, renew, cancel or print delegation tokens (authrpc token --help)
   stats      print a server's metrics: sessions, calls, p50/p99 (authrpc stats --help)
   jwt        inspect an access token (JWT) without verifying it (authrpc jwt --help)
@@ -60,6 +61,8 @@ constexpr const char* kCallHelp = R"(usage: authrpc call --server URI [options] 
 
 Makes one call and prints the response on stdout, followed by a newline
 unless it ends with one (--raw: the bytes exactly as received).
+With --json, the call is to a protobuf service (authrpc describe): the
+request is written and the response printed in the proto3 JSON mapping.
 
   --server URI       tcp://HOST:PORT, tcp://[::1]:PORT, tls://HOST:PORT or
                      unix:/path.sock (required)
@@ -70,6 +73,15 @@ unless it ends with one (--raw: the bytes exactly as received).
                      authenticated user to impersonate USER (docs/AUTHZ.md)
   --data TEXT        request payload (default: empty)
   --data-file FILE   request payload from FILE ('-' for stdin)
+  --json TEXT        the request message in JSON, for a protobuf service:
+                     the CLI reads the service's schema (sys.describe),
+                     sends the message's encoding and prints the response
+                     as indented JSON with the .proto's field names (fields
+                     at their default value left out). A method the client
+                     streams to takes a JSON array of messages; a method
+                     the server streams to prints one JSON document per
+                     line, per message. Not with --data or --raw.
+  --json-file FILE   --json's text from FILE ('-' for stdin)
   --raw              print the response exactly, without adding a newline
   --timeout MS       call deadline, 1 to 2147483647 milliseconds (default:
                      none)
@@ -93,6 +105,7 @@ Examples:
   authrpc call --server tcp://localhost:7000 --auth token-scram --token-file job.tokens sys whoami
   authrpc call --server tls://localhost:7443 --ca ca.pem --auth kerberos sys whoami
   authrpc call --server tls://localhost:7443 --ca ca.pem --auth jwt --jwt-file token.jwt sys whoami
+  authrpc call --server tcp://localhost:7000 kv.Store Get --json '{"key": "k1"}'
 
 Exit status: 0 success, 1 other failure, 2 usage, 3 credentials,
 4 unavailable (retry), 5 permission denied (authrpc help).
@@ -102,121 +115,57 @@ int usage_error(const std::string& message, const char* help = "authrpc call --h
   return authrpc::cli::report_usage(kProgram, message, help);
 }
 
-// The flags of every command that calls a server (call, stats): --server,
-// --auth, the mechanisms' own flags, TLS, --do-as, --timeout and
-// --connect-timeout; then the connection they describe.
-class ServerFlags {
- public:
-  ServerFlags() : registry_(authrpc::MechanismRegistry::with_builtins()), mechanism_flags_(registry_) {}
-
-  // Adds these flags to `parser`; their values land here.
-  void add_to(authrpc::cli::FlagParser& parser) {
-    tls_flags_.add_to(parser);
-    parser.value("--server", &server_)
-        .value("--auth",
-               [this](std::string_view v) {
-                 mechanisms_.emplace_back(v);
-                 return authrpc::Status();
-               })
-        .value("--do-as", &do_as_)
-        .value("--timeout", authrpc::cli::milliseconds(&timeout_))
-        .value("--connect-timeout", authrpc::cli::milliseconds(&connect_timeout_));
-    mechanism_flags_.add_to(parser);
-  }
-
-  // Connects (blocking), or prints why not and gives the exit status.
-  std::variant<std::unique_ptr<authrpc::Client>, int> connect(const char* help) {
-    if (server_.empty()) return usage_error("--server is required", help);
-    auto endpoint = authrpc::Endpoint::parse(server_);
-    if (!endpoint.ok()) return usage_error("--server: " + endpoint.status().message, help);
-    if (mechanisms_.empty()) mechanisms_.emplace_back("simple");  // names: documented default (--help)
-
-    const auto known = registry_.client_names();
-    authrpc::ClientOptions options;
-    options.endpoint = *endpoint;
-    options.connect_timeout = connect_timeout_;
-    if (authrpc::Status s = tls_flags_.apply(options); !s.ok()) {
-      return s.code == authrpc::Errc::kInvalidArgument ? usage_error(s.message, help)
-                                                       : report_failure(kProgram, s);
+// A FlagParser value that reads the file it names ('-': stdin) into *out
+// and sets *given.
+authrpc::cli::FlagParser::OnValue file_contents(std::string* out, bool* given) {
+  return [out, given](std::string_view path) {
+    std::stringstream buf;
+    if (path == "-") {
+      buf << std::cin.rdbuf();
+    } else {
+      std::ifstream in(std::string(path), std::ios::binary);
+      if (!in) return authrpc::Status(authrpc::Errc::kInvalidArgument, "cannot read " + std::string(path));
+      buf << in.rdbuf();
     }
-    options.do_as = do_as_;
-    for (const auto& name : mechanisms_) {
-      if (std::find(known.begin(), known.end(), name) == known.end()) {
-        std::string list;
-        for (const auto& k : known) list += (list.empty() ? "" : ", ") + k;
-        return usage_error("--auth " + name + ": unknown mechanism (known: " + list + ")", help);
-      }
-      nlohmann::json mech_options = mechanism_flags_.options_for(name);
-      for (const auto& flag : mechanism_flags_.credentials_files(name)) {
-        // Checked here so that a missing file says "fetch a token", not the
-        // transport-style advice the mechanism gives for an unreadable file.
-        const std::string* given = mechanism_flags_.given(flag.flag);
-        const std::string path = authrpc::security::CredentialsFile::locate(given ? *given : "");
-        if (path.empty()) {
-          return usage_error("--auth " + name + " needs " + flag.flag + " FILE (or AUTHRPC_TOKEN_FILE)", help);
-        }
-        if (auto file = authrpc::security::CredentialsFile::read(path); !file.ok()) {
-          return report_failure(kProgram, authrpc::cli::credentials_status(file.status(), path));
-        }
-        mech_options[flag.option] = path;
-      }
-      auto mechanism = registry_.make_client(name, mech_options);
-      if (!mechanism.ok()) {
-        const auto& s = mechanism.status();
-        return s.code == authrpc::Errc::kConfigError ? usage_error(s.message, help) : report_failure(kProgram, s);
-      }
-      options.mechanisms.push_back(*mechanism);
-    }
-    auto client = authrpc::Client::connect(std::move(options));
-    if (!client.ok()) return report_failure(kProgram, client.status());
-    return std::move(*client);
-  }
+    *out = buf.str();
+    *given = true;
+    return authrpc::Status();
+  };
+}
 
-  bool has_server() const { return !server_.empty(); }
-  std::chrono::milliseconds timeout() const { return timeout_; }
-  const authrpc::cli::MechanismFlags& mechanism_flags() const { return mechanism_flags_; }
-
- private:
-  const authrpc::MechanismRegistry registry_;
-  // --user, --keytab, --token-file, ...: what the mechanisms declare.
-  authrpc::cli::MechanismFlags mechanism_flags_;
-  authrpc::cli::TlsFlags tls_flags_;
-  std::string server_, do_as_;
-  std::vector<std::string> mechanisms_;
-  std::chrono::milliseconds timeout_{0}, connect_timeout_{10'000};
-};
+// A FlagParser value kept as given; sets *given.
+authrpc::cli::FlagParser::OnValue text(std::string* out, bool* given) {
+  return [out, given](std::string_view v) {
+    *out = std::string(v);
+    *given = true;
+    return authrpc::Status();
+  };
+}
 
 int call_command(int argc, char** argv) {
-  ServerFlags flags;
-  std::string data;
-  bool raw = false;
+  authrpc::cli::ServerFlags flags;
+  std::string data, json;
+  bool raw = false, data_given = false, json_given = false;
   std::vector<std::string> positional;
   authrpc::cli::FlagParser parser;
   flags.add_to(parser);
   parser.flag("--raw", &raw)
-      .value("--data", &data)
-      .value("--data-file",
-             [&data](std::string_view v) {
-               std::stringstream buf;
-               if (v == "-") {
-                 buf << std::cin.rdbuf();
-               } else {
-                 std::ifstream in(std::string(v), std::ios::binary);
-                 if (!in) return authrpc::Status(authrpc::Errc::kInvalidArgument, "cannot read " + std::string(v));
-                 buf << in.rdbuf();
-               }
-               data = buf.str();
-               return authrpc::Status();
-             })
+      .value("--data", text(&data, &data_given))
+      .value("--data-file", file_contents(&data, &data_given))
+      .value("--json", text(&json, &json_given))
+      .value("--json-file", file_contents(&json, &json_given))
       .positional(&positional);
   const std::string help = std::string(kCallHelp) + "\nMechanism options (declared by the mechanisms named):\n" +
                            flags.mechanism_flags().help() + kCallExamples;
   if (auto code = authrpc::cli::parse_or_exit(parser, argc, argv, help, kProgram, "authrpc call --help")) return *code;
   if (!flags.has_server()) return usage_error("--server is required");
   if (positional.size() != 2) return usage_error("expected SERVICE METHOD");
+  if (json_given && data_given) return usage_error("--json and --data (or --data-file) exclude each other");
+  if (json_given && raw) return usage_error("--raw prints a --data call's bytes; --json prints JSON");
   auto connected = flags.connect("authrpc call --help");
   if (const int* code = std::get_if<int>(&connected)) return *code;
   auto& client = std::get<std::unique_ptr<authrpc::Client>>(connected);
+  if (json_given) return authrpc::cli::json_call(*client, {positional[0], positional[1], json, flags.timeout()});
   authrpc::CallOptions call_options;
   call_options.timeout = flags.timeout();
   auto response = client->call(positional[0], positional[1], data, call_options);
@@ -252,7 +201,7 @@ Exit status: 0 success, 1 other failure, 2 usage, 3 credentials,
 
 int stats_command(int argc, char** argv) {
   constexpr const char* kHelp = "authrpc stats --help";
-  ServerFlags flags;
+  authrpc::cli::ServerFlags flags;
   bool json = false;
   authrpc::cli::FlagParser parser;
   flags.add_to(parser);
@@ -288,6 +237,7 @@ int main(int argc, char** argv) {
   const std::string command = argv[1];
   if (command == "version" || command == "--version") return authrpc::cli::print_version(kProgram);
   if (command == "call") return call_command(argc - 2, argv + 2);
+  if (command == "describe") return authrpc::cli::describe_command(argc - 2, argv + 2);
   if (command == "token") return authrpc::cli::token_command(argc - 2, argv + 2);
   if (command == "stats") return stats_command(argc - 2, argv + 2);
   if (command == "jwt") return authrpc::cli::jwt_command(argc - 2, argv + 2);  // names: a subcommand (--help)
