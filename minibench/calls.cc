@@ -326,10 +326,10 @@ asio::awaitable<Status> run_calls(asio::any_io_executor ex, const BenchPlan& pla
     if (!plan.client_metrics()) options.metrics = nullptr;
     auto client = co_await Client::async_connect(ex, std::move(options));
     if (!client.ok()) co_return client.status();
-    // --metrics compare: the same calls on a connection to the server that
-    // counts nothing, by a client that counts nothing, in the same blocks.
     // --api proto: the typed rows alone, without the 1-byte row or its twin.
     const bool bytes_rows = plan.calls_api != CallsApi::kProto;
+    // --metrics compare: the same calls on a connection to the server that
+    // counts nothing, by a client that counts nothing, in the same blocks.
     std::unique_ptr<Client> off_client;
     if (bytes_rows && plan.metrics == MetricsMode::kCompare && target.authrpc_nometrics) {
       authrpc::ClientOptions off;
