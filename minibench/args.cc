@@ -70,6 +70,16 @@ security) and the targets.
              back) in one write per batch read, on as many IO threads as
              the server: "floor/tcp-echo c<K>d<D>" (floor/tls-echo over
              OpenSSL). Target: calls/s >= 0.8 x the floor's, tcp and unix.
+             With --api proto: typed calls instead of the 1-byte ones —
+             authrpc.bench.Echo (minibench/bench_echo.proto, inline like
+             sys.echo) through its generated stub on the same connection,
+             with a small message (an 8-byte string, an int64 and a bool:
+             19 bytes encoded) and a 1 KiB one (a bytes field of 1024
+             bytes), each beside sys.echo calls sending the same encoded
+             bytes: rows "calls/<transport> proto small", "... bytes small",
+             "... proto 1KiB", "... bytes 1KiB". Target: proto small p50
+             <= 1.05 x bytes small p50 (the codec's cost). --api all: both,
+             in the same blocks.
   (none)     sessions, then calls.
   throughput bulk transfer through streaming calls (get/put over tcp, unix,
              tls) next to a bare-socket stream floor, arrow-flight-benchmark
@@ -187,6 +197,10 @@ options:
                       target on/off <= 1.03 for simple/tcp, kerberos/tcp and
                       calls/tcp. TLS rows run once, metrics on. Pin
                       (--server-cpu, --client-cpu) for a steadier ratio
+  --api bytes|proto|all
+                      calls: the 1-byte sys.echo rows (bytes, the default),
+                      the typed rows beside their bytes rows (proto), or
+                      both (all); see calls above
   --zk-connect H:P    the spawned server's token store is ZooKeeper at H:P
                       (root /minibench/<pid>, no ACLs) instead of the file store
   --json FILE         also write {"rows": [...], "targets": [...], "run": {...}};
@@ -325,6 +339,7 @@ void add_options(authrpc::cli::FlagParser& p, Args& args) {
       .value("--zk-connect", &args.zk_connect)
       .value("--acl", &args.acl_file)
       .value("--metrics", one_of(&args.metrics, {"on", "off", "compare"}))
+      .value("--api", one_of(&args.api, {"bytes", "proto", "all"}))
       .value("--token-ops", count(&args.token_ops, 0, SIZE_MAX));
 }
 
@@ -341,6 +356,15 @@ std::string misfit(const Args& args) {
   if (!args.floor_server.empty() && args.server.empty()) return "--floor-server needs --server";
   if (args.server.empty() && (!args.token_file.empty() || !args.ca.empty())) {
     return "--token-file and --ca apply to --server (the spawned server makes its own)";
+  }
+  if (args.api != "bytes") {
+    if (!args.calls) return "--api applies to calls";
+    if (call_load(args)) {
+      return "--api " + args.api + ": the typed rows are sequential calls, not calls under load";
+    }
+    if (!args.server.empty()) {
+      return "--api " + args.api + " needs the spawned server (it serves authrpc.bench.Echo)";
+    }
   }
   if (args.server.empty()) return "";
   if (args.in_process) return "--in-process applies to the spawned server, not --server";

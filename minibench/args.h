@@ -59,6 +59,7 @@ struct Args : BlockSizes {
   std::string ca;            // --ca, with a tls:// --server
   bool in_process = false;   // --in-process
   std::string metrics = "on";  // --metrics on|off|compare
+  std::string api = "bytes";   // --api bytes|proto|all (calls)
 };
 
 // TLS rows run on tcp (tls://): by default unless --transport unix, always

@@ -25,6 +25,7 @@
 #include "minibench/rotation.h"
 #include "minibench/schedule.h"
 #include "minibench/sessions.h"
+#include "minibench/typed_calls.h"
 
 namespace minibench {
 namespace {
@@ -325,10 +326,12 @@ asio::awaitable<Status> run_calls(asio::any_io_executor ex, const BenchPlan& pla
     if (!plan.client_metrics()) options.metrics = nullptr;
     auto client = co_await Client::async_connect(ex, std::move(options));
     if (!client.ok()) co_return client.status();
+    // --api proto: the typed rows alone, without the 1-byte row or its twin.
+    const bool bytes_rows = plan.calls_api != CallsApi::kProto;
     // --metrics compare: the same calls on a connection to the server that
     // counts nothing, by a client that counts nothing, in the same blocks.
     std::unique_ptr<Client> off_client;
-    if (plan.metrics == MetricsMode::kCompare && target.authrpc_nometrics) {
+    if (bytes_rows && plan.metrics == MetricsMode::kCompare && target.authrpc_nometrics) {
       authrpc::ClientOptions off;
       off.endpoint = *target.authrpc_nometrics;
       off.mechanisms = {*mechanism};
@@ -353,7 +356,9 @@ asio::awaitable<Status> run_calls(asio::any_io_executor ex, const BenchPlan& pla
       group.push_back({[&]() { return pingpong->round_trip(); }, &floor_samples});
     }
     const bool has_floor = !group.empty();
-    group.push_back({[&]() { return timed_echo(**client); }, &samples, {}, name});
+    if (bytes_rows) group.push_back({[&]() { return timed_echo(**client); }, &samples, {}, name});
+    std::optional<TypedCalls> typed;
+    if (plan.calls_api != CallsApi::kBytes) typed.emplace(**client, target.transport).add_to(group);
     if (off_client) {
       group.push_back({[&]() { return timed_echo(*off_client); }, &off_samples, {},
                        metrics_off_row(name)});
@@ -370,11 +375,17 @@ asio::awaitable<Status> run_calls(asio::any_io_executor ex, const BenchPlan& pla
                                 floor_samples);
       report.add(*floor_summary);
     }
-    Row row = compared_row(name, plan.calls_method, target.transport, samples,
-                           floor_summary ? &*floor_summary : nullptr);
-    row.metrics = plan.client_metrics();
-    report.add(std::move(row));
-    report.add_target(name, kCallTarget);
+    if (bytes_rows) {
+      Row row = compared_row(name, plan.calls_method, target.transport, samples,
+                             floor_summary ? &*floor_summary : nullptr);
+      row.metrics = plan.client_metrics();
+      report.add(std::move(row));
+      report.add_target(name, kCallTarget);
+    }
+    if (typed) {
+      typed->report(report, plan.calls_method, floor_summary ? &*floor_summary : nullptr,
+                    plan.client_metrics());
+    }
     if (off_client) {
       Row off = compared_row(metrics_off_row(name), plan.calls_method, target.transport,
                              off_samples, floor_summary ? &*floor_summary : nullptr);

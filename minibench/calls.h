@@ -4,7 +4,9 @@
 // the floor's echo server, measured in the same run.
 //
 // Rows "calls/<transport>" and "floor/<transport>-pingpong"; target: the
-// call's p50 ≤ 1.3 × the ping-pong's p50.
+// call's p50 ≤ 1.3 × the ping-pong's p50. With plan.calls_api kProto, the
+// typed rows (typed_calls.h) on the same connection instead of
+// "calls/<transport>"; with kAll, both, in the same blocks.
 //
 // With --concurrency K or --depth D above 1, calls under load instead. Per
 // transport (tcp, unix, and tls:// when the run has TLS rows): K

@@ -58,12 +58,12 @@ asio::awaitable<authrpc::Result<std::vector<Row>>> run_session_group(
   co_return out;
 }
 
-asio::awaitable<authrpc::Result<Clock::duration>> timed_echo(authrpc::Client& client) {
+asio::awaitable<authrpc::Result<Clock::duration>> timed_echo(authrpc::Client& client, std::string_view payload) {
   const auto start = Clock::now();
-  auto reply = co_await client.async_call("sys", "echo", "x");
+  auto reply = co_await client.async_call("sys", "echo", payload);
   const auto elapsed = Clock::now() - start;
   if (!reply.ok()) co_return reply.status();
-  if (reply->size() != 1 || reply->front() != 'x') co_return authrpc::Status(authrpc::Errc::kDataLoss, "sys.echo: wrong reply");
+  if (*reply != payload) co_return authrpc::Status(authrpc::Errc::kDataLoss, "sys.echo: wrong reply");
   co_return elapsed;
 }
 

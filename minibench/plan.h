@@ -33,6 +33,11 @@ inline constexpr double kMetricsCostTarget = 1.03;
 // "simple/tcp" → "simple/tcp [metrics off]": the row's twin in --metrics compare.
 inline std::string metrics_off_row(const std::string& row) { return row + " [metrics off]"; }
 
+// Which sequential calls rows `minibench calls` measures (--api): the
+// 1-byte sys.echo row, the typed rows beside their bytes rows
+// (typed_calls.h), or both in the same blocks.
+enum class CallsApi { kBytes, kProto, kAll };
+
 // The servers to measure on one transport.
 struct TransportServers {
   std::string transport;                   // "tcp" or "unix"
@@ -93,6 +98,7 @@ struct TlsServers {
 struct BenchPlan {
   std::vector<MethodPlan> methods;  // sessions: measured in this order on each transport
   std::string calls_method;  // calls: the connection authenticates with it (main.cc)
+  CallsApi calls_api = CallsApi::kBytes;
   std::optional<KerberosSetup> kerberos;  // set when a Kerberos method is measured
   std::size_t n = 1000;       // measured iterations per row
   std::size_t warmup = 100;   // untimed iterations per row first

@@ -69,7 +69,10 @@ std::string panel_of(const Row& r) {
            std::to_string(r.load->depth) + " calls in flight)";
   }
   if (r.name.starts_with("calls/") || r.name.ends_with("-pingpong")) {
-    return "calls over " + r.transport + " (1-byte call on an open connection)";
+    // The typed rows and their bytes rows (typed_calls.h): a panel of their own.
+    const bool typed = r.name.find(" proto ") != std::string::npos || r.name.find(" bytes ") != std::string::npos;
+    return "calls over " + r.transport +
+           (typed ? " (typed calls beside bytes calls of the same size" : " (1-byte call") + " on an open connection)";
   }
   if (r.tls || r.name == "floor/tls") return "sessions over tcp + TLS";
   if (r.transport == "in-process") return "in process (no network)";

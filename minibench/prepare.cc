@@ -346,6 +346,9 @@ authrpc::Result<std::unique_ptr<PreparedRun>> prepare(const Args& args, bool& us
   plan.concurrency = args.concurrency;
   plan.depth = args.depth;
   plan.duration_s = args.duration_s;
+  plan.calls_api = args.api == "proto" ? CallsApi::kProto
+                   : args.api == "all" ? CallsApi::kAll
+                                       : CallsApi::kBytes;
   plan.external_server = !run->child;
   plan.metrics = args.metrics == "off"       ? MetricsMode::kOff
                  : args.metrics == "compare" ? MetricsMode::kCompare

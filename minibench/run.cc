@@ -104,7 +104,8 @@ nlohmann::ordered_json run_info(const Args& args, const BenchPlan& plan, const S
                      : child->in_process() ? std::string("in process")
                                            : std::string("child process")},
           {"server_threads", child ? nlohmann::ordered_json(args.server_threads) : nullptr},
-          {"metrics", args.metrics}};
+          {"metrics", args.metrics},
+          {"api", args.api}};
   info.update(machine);
   return info;
 }

@@ -17,8 +17,9 @@
 //
 // Also the two timed iterations of authrpc's rows, written once: a fresh
 // session (the sessions and TLS rows, measured as a group by
-// run_session_group(), and idle's fresh-session rows) and a 1-byte echo call
-// on an open connection (the calls rows, idle's calls rows).
+// run_session_group(), and idle's fresh-session rows) and an echo call on an
+// open connection (the calls rows, the bytes rows beside the typed ones,
+// idle's calls rows).
 #pragma once
 
 #include <asio/any_io_executor.hpp>
@@ -27,6 +28,7 @@
 #include <functional>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "minibench/plan.h"
@@ -100,8 +102,10 @@ asio::awaitable<authrpc::Result<std::vector<Row>>> run_session_group(
     asio::any_io_executor ex, const BenchPlan& plan, const std::string& label,
     const std::string& transport, std::optional<Measured> floor, const std::vector<SessionRow>& rows);
 
-// One 1-byte sys.echo call on `client`, timed from before the call to the
-// reply; a reply other than the byte sent is kDataLoss.
-asio::awaitable<authrpc::Result<Clock::duration>> timed_echo(authrpc::Client& client);
+// One sys.echo call of `payload` (by default 1 byte) on `client`, timed
+// from before the call to the reply; a reply other than the bytes sent is
+// kDataLoss. `payload` must stay valid until the call completes.
+asio::awaitable<authrpc::Result<Clock::duration>> timed_echo(authrpc::Client& client,
+                                                             std::string_view payload = "x");
 
 }  // namespace minibench

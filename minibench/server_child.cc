@@ -32,6 +32,7 @@
 #include "minibench/echo_floor.h"
 #include "minibench/floor.h"
 #include "minibench/gss_floor.h"
+#include "minibench/typed_calls.h"
 #include "authrpc/security/tls_context.h"
 #if AUTHRPC_HAVE_ZOOKEEPER
 #include "authrpc/components/zookeeper/zk_store_factory.h"
@@ -387,6 +388,7 @@ void serve(int fd, const ServerChildOptions& options, const std::function<void()
     if (Status s = server.add_service(tokens->service()); !s.ok()) fail_child(fd, s.to_string());
   }
   if (Status s = server.add_service(stats_service(server)); !s.ok()) fail_child(fd, s.to_string());
+  if (Status s = server.add_service(typed_echo_service()); !s.ok()) fail_child(fd, s.to_string());
   if (options.floors_on_server_thread) {
     if (Status s = server.add_service(floor_starter(floor_plan, floors)); !s.ok()) fail_child(fd, s.to_string());
   }

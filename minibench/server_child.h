@@ -22,7 +22,8 @@
 // Each Server also serves minibench_stats.connections (its accepted
 // connections, for the one-connection-per-session check) and
 // minibench_stats.memory (its open connections and the child's malloc heap in
-// use, for minibench idle).
+// use, for minibench idle); the authrpc Server also serves authrpc.bench.Echo
+// (typed_calls.h, the typed calls rows).
 // — and reports the bound endpoints over a pipe, one "<key> <uri>" line each
 // (and a "skipped <mechanism> <why>" line for each optional mechanism it could
 // not create), then "ready" (or one "error <message>" line, then exits 1). The Server has

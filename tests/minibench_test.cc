@@ -689,6 +689,48 @@ TEST(MinibenchTest, CallsWithFloorsOffMeasureTheRowAlone) {
   EXPECT_THAT(r.out, HasSubstr("calls c2 d3: calls/s tcp/floor >= 0.8: not measured"));
 }
 
+// calls --api proto: on each transport, the typed rows (authrpc.bench.Echo
+// through its generated stub) beside bytes rows sending the same encoded
+// messages, with the ping-pong floor and without the 1-byte row; the target
+// holds proto small to bytes small, and its line is printed.
+TEST(MinibenchTest, CallsApiProtoMeasuresTypedRowsBesideTheirBytesRows) {
+  constexpr int kN = 6;
+  RunResult r;
+  Json doc;
+  ASSERT_NO_FATAL_FAILURE(run_with_json(
+      r, doc, {"calls", "--api", "proto", "-n", std::to_string(kN), "--warmup", "2", "--blocks", "2"}));
+  std::set<std::string> expected;
+  for (const std::string t : {"tcp", "unix"}) {
+    expected.insert("floor/" + t + "-pingpong");
+    for (const char* row : {" proto small", " bytes small", " proto 1KiB", " bytes 1KiB"}) {
+      expected.insert("calls/" + t + row);
+    }
+  }
+  EXPECT_EQ(row_names(doc), expected);
+  for (const auto& row : doc.at("rows")) {
+    const std::string name = row.at("name");
+    EXPECT_EQ(row.at("n"), kN) << name;
+    if (name.starts_with("calls/")) {
+      EXPECT_EQ(row.at("method"), "simple") << name;
+      EXPECT_EQ(row.at("floor"), "floor/" + row.at("transport").get<std::string>() + "-pingpong") << name;
+    }
+  }
+  std::set<std::string> targets;
+  for (const auto& t : doc.at("targets")) {
+    const std::string row = t.at("row");
+    targets.insert(row);
+    EXPECT_EQ(t.at("floor"), row.substr(0, row.find(' ')) + " bytes small") << row;
+    EXPECT_DOUBLE_EQ(t.at("limit").get<double>(), 1.05) << row;
+    EXPECT_FALSE(t.at("ratio").is_null()) << row;
+  }
+  EXPECT_EQ(targets, (std::set<std::string>{"calls/tcp proto small", "calls/unix proto small"}));
+  for (const std::string t : {"tcp", "unix"}) {
+    EXPECT_THAT(r.out, ::testing::ContainsRegex("calls/" + t + " proto small p50 <= 1.05 x calls/" + t +
+                                                " bytes small p50: ratio [0-9.]+ -> (met|NOT met)"));
+  }
+  EXPECT_EQ(doc.at("run").at("api"), "proto");
+}
+
 // minibench idle in a quick form: 200 connections (simple and token, from 4
 // source addresses) held past a 1 s idle timeout on 200 ms keepalives,
 // with every row, memory line and target line in the output and the JSON.
@@ -773,6 +815,11 @@ TEST(MinibenchTest, RefusesBadOptions) {
       {"calls", "--depth", "0"},
       {"calls", "--duration", "0"},
       {"calls", "--duration", "soon"},
+      {"calls", "--api", "grpc"},
+      // The typed rows are sequential calls, served by the spawned server.
+      {"calls", "--api", "proto", "--depth", "2"},
+      {"calls", "--api", "all", "--server", "tcp://127.0.0.1:1"},
+      {"sessions", "--api", "proto"},
       // Only the server minibench spawns trusts the tokens it issues.
       {"sessions", "--method", "jwt", "--server", "tls://127.0.0.1:1", "--ca", "ca.pem"},
   };
@@ -784,7 +831,7 @@ TEST(MinibenchTest, RefusesBadOptions) {
   EXPECT_EQ(help.exit_code, 0);
   for (const char* option :
        {"--tls", "--concurrency", "--depth", "--duration", "--plot", "--token-file", "--ca",
-        "--metrics on|off|compare"}) {
+        "--metrics on|off|compare", "--api bytes|proto|all"}) {
     EXPECT_THAT(help.out, HasSubstr(option));
   }
   const RunResult version = run_minibench(dir, {"--version"});
