@@ -70,6 +70,12 @@ Result<std::string> Channel::call(std::string_view service, std::string_view met
 
 asio::awaitable<Result<std::string>> Channel::async_call(std::string_view service, std::string_view method,
                                                          std::string_view request, const CallOptions& options) {
+  if (options.do_as.empty()) return client_.async_call(service, method, request, {options.timeout});
+  return async_call_as(service, method, request, options);
+}
+
+asio::awaitable<Result<std::string>> Channel::async_call_as(std::string_view service, std::string_view method,
+                                                            std::string_view request, CallOptions options) {
   auto client = co_await async_client_for(options.do_as);
   if (!client.ok()) co_return client.status();
   co_return co_await (*client)->async_call(service, method, request, {options.timeout});
@@ -79,6 +85,16 @@ asio::awaitable<Result<std::unique_ptr<ClientStream>>> Channel::open_stream(std:
                                                                             std::string_view method,
                                                                             std::string_view opening,
                                                                             const CallOptions& options) {
+  if (options.do_as.empty()) {
+    return client_.async_open_stream(service, method, opening, StreamOptions{options.timeout, options.window});
+  }
+  return open_stream_as(service, method, opening, options);
+}
+
+asio::awaitable<Result<std::unique_ptr<ClientStream>>> Channel::open_stream_as(std::string_view service,
+                                                                               std::string_view method,
+                                                                               std::string_view opening,
+                                                                               CallOptions options) {
   auto client = co_await async_client_for(options.do_as);
   if (!client.ok()) co_return client.status();
   co_return co_await (*client)->async_open_stream(service, method, opening,

@@ -58,7 +58,8 @@ class Channel {
   // A unary call with the request already encoded; the response's bytes.
   Result<std::string> call(std::string_view service, std::string_view method, std::string_view request,
                            const CallOptions& options);
-  // The views must stay valid until the call completes.
+  // The views must stay valid until the call completes. Without do_as,
+  // the Client's own coroutine (no frame of the channel's).
   asio::awaitable<Result<std::string>> async_call(std::string_view service, std::string_view method,
                                                   std::string_view request, const CallOptions& options);
   asio::awaitable<Result<std::unique_ptr<ClientStream>>> open_stream(std::string_view service,
@@ -67,6 +68,12 @@ class Channel {
                                                                      const CallOptions& options);
 
  private:
+  asio::awaitable<Result<std::string>> async_call_as(std::string_view service, std::string_view method,
+                                                     std::string_view request, CallOptions options);
+  asio::awaitable<Result<std::unique_ptr<ClientStream>>> open_stream_as(std::string_view service,
+                                                                        std::string_view method,
+                                                                        std::string_view opening,
+                                                                        CallOptions options);
   Result<Client*> client_for(const std::string& do_as);
   asio::awaitable<Result<Client*>> async_client_for(const std::string& do_as);
   Client* cached(const std::string& do_as);

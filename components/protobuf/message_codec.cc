@@ -33,6 +33,16 @@ std::string serialize(const google::protobuf::MessageLite& message) {
   return bytes;
 }
 
+Encoding::Encoding(const google::protobuf::MessageLite& message) : size_(message.ByteSizeLong()) {
+  char* out = in_place_;
+  if (size_ > kInPlace) {
+    large_.reset(new char[size_]);
+    out = large_.get();
+  }
+  message.SerializeWithCachedSizesToArray(reinterpret_cast<std::uint8_t*>(out));
+  data_ = out;
+}
+
 asio::awaitable<Status> write_message(StreamHalf& stream, const google::protobuf::MessageLite& message) {
   const std::size_t size = message.ByteSizeLong();
   Payload payload = stream.allocate(size);

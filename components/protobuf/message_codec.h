@@ -6,6 +6,7 @@
 
 #include <asio/awaitable.hpp>
 #include <google/protobuf/message_lite.h>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -27,6 +28,25 @@ Status parse_response(std::string_view bytes, google::protobuf::MessageLite& res
 // The message's encoding. Fields a proto2 message requires and lacks are
 // left out, as any encoder may; the receiver's parse refuses them.
 std::string serialize(const google::protobuf::MessageLite& message);
+
+// A message's encoding held in place when it is small, as most requests
+// are: encoding a request costs no allocation. Neither copied nor moved
+// (view() points into it).
+class Encoding {
+ public:
+  explicit Encoding(const google::protobuf::MessageLite& message);
+  Encoding(const Encoding&) = delete;
+  Encoding& operator=(const Encoding&) = delete;
+
+  std::string_view view() const noexcept { return {data_, size_}; }
+
+ private:
+  static constexpr std::size_t kInPlace = 240;
+  char in_place_[kInPlace];
+  std::unique_ptr<char[]> large_;
+  const char* data_;
+  std::size_t size_;
+};
 
 // Sends `message` as one message of a streaming call, encoded straight into
 // the buffer the call sends (no copy of the encoding).

@@ -31,15 +31,16 @@ Result<Response> to_response(const Result<std::string>& bytes) {
 template <typename Response>
 Result<Response> call(Channel& channel, std::string_view service, std::string_view method,
                       const google::protobuf::MessageLite& request, const CallOptions& options) {
-  return to_response<Response>(channel.call(service, method, serialize(request), options));
+  const Encoding bytes(request);
+  return to_response<Response>(channel.call(service, method, bytes.view(), options));
 }
 
 // Must be awaited on the channel's executor.
 template <typename Response>
 asio::awaitable<Result<Response>> async_call(Channel& channel, std::string_view service, std::string_view method,
                                              const google::protobuf::MessageLite& request, CallOptions options) {
-  const std::string bytes = serialize(request);
-  co_return to_response<Response>(co_await channel.async_call(service, method, bytes, options));
+  const Encoding bytes(request);
+  co_return to_response<Response>(co_await channel.async_call(service, method, bytes.view(), options));
 }
 
 namespace detail {
@@ -142,8 +143,8 @@ asio::awaitable<Result<ClientReader<Response>>> open_server_stream(Channel& chan
                                                                    std::string_view method,
                                                                    const google::protobuf::MessageLite& request,
                                                                    CallOptions options) {
-  const std::string bytes = serialize(request);
-  auto stream = co_await channel.open_stream(service, method, bytes, options);
+  const Encoding bytes(request);
+  auto stream = co_await channel.open_stream(service, method, bytes.view(), options);
   if (!stream.ok()) co_return stream.status();
   co_return ClientReader<Response>(std::move(*stream));
 }
