@@ -20,11 +20,12 @@
 
 namespace authrpc::proto {
 
+// The response parsed where the Result holds it (no move of the message).
 template <typename Response>
 Result<Response> to_response(const Result<std::string>& bytes) {
   if (!bytes.ok()) return bytes.status();
-  Response response;
-  if (Status s = parse_response(*bytes, response); !s.ok()) return s;
+  Result<Response> response(std::in_place);
+  if (Status s = parse_response(*bytes, *response); !s.ok()) return s;
   return response;
 }
 
