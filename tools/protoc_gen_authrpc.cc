@@ -80,46 +80,36 @@ Vars method_vars(const pb::MethodDescriptor* m, const std::string& execution) {
 void print_virtual(pb::io::Printer& p, const pb::MethodDescriptor* m, const std::string& execution) {
   Vars v = method_vars(m, execution);
   v["proto"] = rpc_line(m);
-  v["where"] = shape_of(m) != Shape::kUnary    ? "a coroutine on the IO thread"
-               : execution == "kInline" ? "on the IO thread: must not block"
-               : execution == "kAsync"  ? "a coroutine on the IO thread"
-                                        : "on the blocking pool";
-  p.Print(v, "\n  // $proto$: $where$.\n");
+  const bool coroutine = shape_of(m) != Shape::kUnary || execution == "kAsync";
+  v["where"] = !coroutine ? (execution == "kInline" ? "on the IO thread: must not block" : "on the blocking pool")
+                          : "a coroutine on the IO thread";
+  v["return"] = coroutine ? "co_return" : "return";
   switch (shape_of(m)) {
     case Shape::kUnary:
-      if (execution == "kAsync") {
-        p.Print(method_vars(m, execution),
-                "  virtual ::asio::awaitable<::authrpc::Result<$response$>> $method$(\n"
-                "      ::authrpc::CallContext& /*ctx*/, const $request$& /*request*/) {\n"
-                "    co_return unimplemented(\"$method$\");\n  }\n");
-      } else {
-        p.Print(method_vars(m, execution),
-                "  virtual ::authrpc::Result<$response$> $method$(\n"
-                "      ::authrpc::CallContext& /*ctx*/, const $request$& /*request*/) {\n"
-                "    return unimplemented(\"$method$\");\n  }\n");
-      }
+      v["result"] = "::authrpc::Result<" + v["response"] + ">";
+      v["params"] = "const " + v["request"] + "& /*request*/";
       break;
     case Shape::kServerStream:
-      p.Print(method_vars(m, execution),
-              "  virtual ::asio::awaitable<::authrpc::Status> $method$(\n"
-              "      ::authrpc::CallContext& /*ctx*/, const $request$& /*request*/,\n"
-              "      ::authrpc::proto::ServerWriter<$response$>& /*writer*/) {\n"
-              "    co_return unimplemented(\"$method$\");\n  }\n");
+      v["result"] = "::authrpc::Status";
+      v["params"] = "const " + v["request"] + "& /*request*/,\n      ::authrpc::proto::ServerWriter<" +
+                    v["response"] + ">& /*writer*/";
       break;
     case Shape::kClientStream:
-      p.Print(method_vars(m, execution),
-              "  virtual ::asio::awaitable<::authrpc::Result<$response$>> $method$(\n"
-              "      ::authrpc::CallContext& /*ctx*/, ::authrpc::proto::ServerReader<$request$>& /*reader*/) {\n"
-              "    co_return unimplemented(\"$method$\");\n  }\n");
+      v["result"] = "::authrpc::Result<" + v["response"] + ">";
+      v["params"] = "::authrpc::proto::ServerReader<" + v["request"] + ">& /*reader*/";
       break;
     case Shape::kBidi:
-      p.Print(method_vars(m, execution),
-              "  virtual ::asio::awaitable<::authrpc::Status> $method$(\n"
-              "      ::authrpc::CallContext& /*ctx*/,\n"
-              "      ::authrpc::proto::ServerReaderWriter<$request$, $response$>& /*stream*/) {\n"
-              "    co_return unimplemented(\"$method$\");\n  }\n");
+      v["result"] = "::authrpc::Status";
+      v["params"] = "::authrpc::proto::ServerReaderWriter<" + v["request"] + ", " + v["response"] +
+                    ">& /*stream*/";
       break;
   }
+  if (coroutine) v["result"] = "::asio::awaitable<" + v["result"] + ">";
+  p.Print(v,
+          "\n  // $proto$: $where$.\n"
+          "  virtual $result$ $method$(\n"
+          "      ::authrpc::CallContext& /*ctx*/, $params$) {\n"
+          "    $return$ unimplemented(\"$method$\");\n  }\n");
 }
 
 // One method's declarations in the stub class. The coroutine calls have an

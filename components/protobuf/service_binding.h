@@ -25,7 +25,9 @@ class ServerReader {
 
   // The next message; nullopt once the client has ended its messages;
   // INVALID_ARGUMENT for one that does not parse, or the call's status.
-  asio::awaitable<Result<std::optional<Request>>> read() { return read_next<Request>(stream_, /*peer_is_client=*/true); }
+  asio::awaitable<Result<std::optional<Request>>> read() {
+    return read_next<Request>(stream_, /*peer_is_client=*/true);
+  }
   // The next message into `request` (reusing its memory): true, false at
   // the end, or an error as read().
   asio::awaitable<Result<bool>> read(Request& request) {

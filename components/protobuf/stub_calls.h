@@ -75,7 +75,9 @@ class ClientReader {
   // The next message; nullopt once the server has finished the call
   // successfully; DATA_LOSS for one that does not parse, or the call's
   // status (the server's error, kCancelled, kDeadlineExceeded...).
-  asio::awaitable<Result<std::optional<Response>>> read() { return read_next<Response>(*stream_, /*peer_is_client=*/false); }
+  asio::awaitable<Result<std::optional<Response>>> read() {
+    return read_next<Response>(*stream_, /*peer_is_client=*/false);
+  }
   asio::awaitable<Result<bool>> read(Response& response) {
     response.Clear();
     return read_message(*stream_, response, /*peer_is_client=*/false);
@@ -111,31 +113,17 @@ class ClientWriter {
 };
 
 // Both directions of a bidirectional call: write() and read() may be used
-// at once (from two coroutines on the channel's executor).
+// at once (from two coroutines on the channel's executor); finish() ends
+// the client's messages, drops the server's not read yet, and returns the
+// call's outcome.
 template <typename Request, typename Response>
-class ClientReaderWriter {
+class ClientReaderWriter : public ClientReader<Response> {
  public:
-  explicit ClientReaderWriter(std::unique_ptr<ClientStream> stream) : stream_(std::move(stream)) {}
+  explicit ClientReaderWriter(std::unique_ptr<ClientStream> stream) : ClientReader<Response>(std::move(stream)) {}
 
-  asio::awaitable<Status> write(const Request& request) { return write_message(*stream_, request); }
+  asio::awaitable<Status> write(const Request& request) { return write_message(this->stream(), request); }
   // Ends the client's messages; the server's go on until it finishes.
-  void end_writes() { stream_->end_writes(); }
-  asio::awaitable<Result<std::optional<Response>>> read() { return read_next<Response>(*stream_, /*peer_is_client=*/false); }
-  asio::awaitable<Result<bool>> read(Response& response) {
-    response.Clear();
-    return read_message(*stream_, response, /*peer_is_client=*/false);
-  }
-  // Ends the client's messages, drops the server's not read yet, and
-  // returns the call's outcome.
-  asio::awaitable<Status> finish() {
-    auto final_message = co_await stream_->finish();
-    co_return final_message.status();
-  }
-  void cancel() { stream_->cancel(); }
-  ClientStream& stream() noexcept { return *stream_; }
-
- private:
-  std::unique_ptr<ClientStream> stream_;
+  void end_writes() { this->stream().end_writes(); }
 };
 
 // Opens a server-streaming call with `request` as its opening message.
