@@ -339,7 +339,7 @@ TEST(AuthzTest, ServicesNoCallerMayUseAreNamedInAWarningAtStart) {
                                    {"misc", {{"methods", {{"ping", {{"users", {"*"}}}}}}}}}}};
   AuthzServer server(policy);
   const std::string log = server.Log();
-  EXPECT_THAT(log, HasSubstr("no caller may use service 'sys' (sys.echo, sys.reload_authz, sys.stats, sys.whoami)"));
+  EXPECT_THAT(log, HasSubstr("no caller may use service 'sys' (sys.describe, sys.echo, sys.reload_authz, sys.stats, sys.whoami)"));
   EXPECT_THAT(log, HasSubstr("no caller may use service 'admin' (admin.shutdown)"));
   EXPECT_THAT(log, Not(HasSubstr("service 'data'")));
   EXPECT_THAT(log, Not(HasSubstr("service 'misc'")));
