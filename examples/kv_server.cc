@@ -126,8 +126,9 @@ bool parse_args(int argc, char** argv, Args& args) {
 }
 
 Result<std::shared_ptr<authrpc::ServerMechanism>> mechanism(const Args& args) {
-  if (args.keytab.empty()) return std::shared_ptr<authrpc::ServerMechanism>(
-      std::make_shared<authrpc::SimpleServerMechanism>());
+  if (args.keytab.empty()) {
+    return std::shared_ptr<authrpc::ServerMechanism>(std::make_shared<authrpc::SimpleServerMechanism>());
+  }
   authrpc::KerberosServerOptions kerberos_options;
   kerberos_options.keytab = args.keytab;
   kerberos_options.principal = args.principal;
