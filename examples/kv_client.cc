@@ -15,7 +15,6 @@
 
 #include <asio/co_spawn.hpp>
 #include <asio/use_future.hpp>
-#include <chrono>
 #include <cstdio>
 #include <memory>
 #include <optional>
@@ -88,20 +87,9 @@ kv::PutRequest put_request(std::string key, std::string value) {
   return request;
 }
 
-// The streaming calls' options. Each call site names them: g++ 12
-// miscompiles a braced temporary of an aggregate with a std::string member
-// (CallOptions{}, the default argument) inside a co_await expression, and
-// frees it twice.
-authrpc::proto::CallOptions stream_options() {
-  authrpc::proto::CallOptions options;
-  options.timeout = std::chrono::seconds(10);
-  return options;
-}
-
 // Client streaming: two puts in one call.
 asio::awaitable<Result<kv::PutManyResponse>> put_many(kv::StoreStub& stub) {
-  const authrpc::proto::CallOptions options = stream_options();
-  auto writer = co_await stub.PutMany(options);
+  auto writer = co_await stub.PutMany();
   if (!writer.ok()) co_return writer.status();
   for (auto [key, value] : {std::pair{"fruit/cherry", "dark red"}, std::pair{"fruit/date", "brown"}}) {
     if (Status s = co_await writer->write(put_request(key, value)); !s.ok()) co_return s;
@@ -113,8 +101,7 @@ asio::awaitable<Result<kv::PutManyResponse>> put_many(kv::StoreStub& stub) {
 asio::awaitable<Result<std::vector<kv::Entry>>> scan(kv::StoreStub& stub, std::string prefix) {
   kv::ScanRequest request;
   request.set_prefix(std::move(prefix));
-  const authrpc::proto::CallOptions options = stream_options();
-  auto reader = co_await stub.Scan(request, options);
+  auto reader = co_await stub.Scan(request);
   if (!reader.ok()) co_return reader.status();
   std::vector<kv::Entry> entries;
   for (;;) {
