@@ -32,6 +32,10 @@ PACKAGES=(
   # libmicrohttpd; Prometheus itself and promtool for the tests that scrape it and
   # lint /metrics.
   prometheus-cpp-dev libmicrohttpd-dev prometheus
+  # Typed services (component `protobuf`, components/protobuf/): protoc, the
+  # C++ runtime generated code links, and the compiler library
+  # protoc-gen-authrpc (tools/protoc_gen_authrpc.cc) is a plugin of.
+  protobuf-compiler libprotobuf-dev libprotoc-dev
   # Fuzzing (scripts/fuzz.sh, docs/FUZZING.md): clang 14, libFuzzer and the
   # sanitizer runtimes (not pulled in by clang without recommends), and
   # llvm-symbolizer for readable stacks.

@@ -20,10 +20,12 @@
 #   consumers    authrpc installed into a prefix (build/consumer-prefix):
 #                the docker runtime image's packages
 #                (scripts/check_image_deps.sh), examples/ built against it
-#                with CMake and with pkg-config alone, neither linking a
-#                Kerberos/SASL/ZooKeeper/curl library nor holding the jwt
-#                component's code, and every installed header compiled on
-#                its own
+#                with CMake and with pkg-config alone (the untyped examples
+#                linking no Kerberos/SASL/ZooKeeper/curl/protobuf library
+#                nor holding the jwt component's code; the typed kv server
+#                and client of each build run as a pair, with Kerberos from
+#                a throwaway realm of scripts/kdc), and every installed
+#                header compiled on its own
 #   docs         the READMEs' and docs' shell blocks marked <!-- ci: run -->
 #   checks       includes and links follow the layers; no built-in
 #                mechanism's name decides anything outside its module; no
@@ -131,17 +133,19 @@ consumers() {
     $cxx -c -o build/consumer-pkgconfig/psk_service.o "$share/examples/psk_service.cc" $(pkg --cflags authrpc openssl) &&
     $cxx -c -o build/consumer-pkgconfig/psk_mechanism.o "$share/examples/psk_mechanism.cc" $(pkg --cflags authrpc openssl) &&
     g++ -o build/psk_service-pkgconfig build/consumer-pkgconfig/psk_service.o build/consumer-pkgconfig/psk_mechanism.o \
-      $(pkg --libs authrpc openssl)
+      $(pkg --libs authrpc openssl) &&
+    kv_pkgconfig
   } || { wait "$cmake_build"; return 1; }
   wait "$cmake_build"
   local bin jwt
   for bin in build/examples-consumer/hello_service build/hello_service-pkgconfig \
              build/examples-consumer/psk_service build/psk_service-pkgconfig; do
     "$bin"
-    # A program with its own mechanisms links no Kerberos, SASL, ZooKeeper
-    # or curl library (docs/API.md), whichever way it was built, and none of
-    # the jwt component's code (authrpc::jwt, authrpc-jwt) is in it.
-    if ldd "$bin" | grep -E 'lib(gssapi_krb5|krb5|sasl2|zookeeper|curl)'; then
+    # A program with its own mechanisms links no Kerberos, SASL, ZooKeeper,
+    # curl or protobuf library (docs/API.md), whichever way it was built,
+    # and none of the jwt component's code (authrpc::jwt, authrpc-jwt) is in
+    # it.
+    if ldd "$bin" | grep -E 'lib(gssapi_krb5|krb5|sasl2|zookeeper|curl|protobuf)'; then
       echo "test: $bin links a library of an optional component" >&2
       return 1
     fi
@@ -152,12 +156,14 @@ consumers() {
       return 1
     fi
   done
+  kv_pairs build/examples-consumer/kv_server build/examples-consumer/kv_client \
+           build/kv_server-pkgconfig build/kv_client-pkgconfig
   # Every installed header compiles on its own against the prefix (a header
   # missing from CMakeLists.txt's lists fails here). The result depends on
   # the headers, the flags, the compiler and the system's packages alone: a
   # run where none of them changed says so instead of compiling them again.
   local flags headers key
-  flags=$(pkg --cflags authrpc-builtins)
+  flags=$(pkg --cflags authrpc-builtins authrpc-protobuf)
   headers=$(cd "$prefix/include" && find authrpc -name '*.h' | sort)
   # shellcheck disable=SC2086  # one header a word
   key=$( (cd "$prefix/include" && sha256sum $headers; echo "$flags"; g++ --version; stat -c %Y /var/lib/dpkg/status) |
@@ -177,6 +183,70 @@ consumers() {
     cmp "$f" "$share/$f"
   done
   "$share/scripts/kdc" --help >/dev/null
+}
+# The typed example (examples/kv.proto) without CMake: protoc with the
+# installed plugin, then g++ with authrpc-protobuf's and authrpc-kerberos's
+# flags. Uses consumers()'s pkg, share, prefix and cxx.
+kv_pkgconfig() {
+  local out=build/consumer-pkgconfig gen=build/consumer-pkgconfig/kv f
+  mkdir -p "$gen" &&
+    protoc --plugin=protoc-gen-authrpc="$(pkg --variable=plugin authrpc-protobuf)" \
+      --cpp_out="$gen" --authrpc_out="$gen" -I"$share/examples" -I"$prefix/include" "$share/examples/kv.proto" ||
+    return 1
+  # shellcheck disable=SC2046  # pkg-config's flags are meant to be split
+  for f in "$gen/kv.pb" "$gen/kv.authrpc" "$share/examples/kv_server" "$share/examples/kv_client"; do
+    $cxx -c -o "$out/$(basename "$f").o" "$f.cc" -I"$gen" $(pkg --cflags authrpc-protobuf authrpc-kerberos) || return 1
+  done
+  # shellcheck disable=SC2046
+  for f in kv_server kv_client; do
+    g++ -o "build/$f-pkgconfig" "$out/$f.o" "$out/kv.pb.o" "$out/kv.authrpc.o" \
+      $(pkg --libs authrpc-protobuf authrpc-kerberos) || return 1
+  done
+}
+
+# kv_pairs SERVER CLIENT SERVER CLIENT: each kv_server and kv_client pair
+# in a throwaway Kerberos realm on loopback (scripts/kdc, as installed), the
+# first over tcp:// on a port the server picks, the second over unix:. A
+# subshell, so that the realm's environment stays in it; each server is
+# stopped by its pid, the KDC by its directory, whatever happened.
+kv_pairs() (
+  local realm=$PWD/build/consumer-realm server_pid=""
+  rm -rf "$realm"
+  trap '[[ -n $server_pid ]] && kill "$server_pid" 2>/dev/null; "$share/scripts/kdc" stop "$realm" >/dev/null || true' EXIT
+  "$share/scripts/kdc" start "$realm" >/dev/null
+  # shellcheck source=/dev/null  # written by scripts/kdc
+  source "$realm/env"
+  echo "-- the typed kv example, server and client as a pair with Kerberos: $1, $3"
+  kv_pair "$realm" "$1" "$2" tcp://127.0.0.1:0 --service-principal "rpc/localhost@$AUTHRPC_REALM"
+  kv_pair "$realm" "$3" "$4" "unix:$realm/kv.sock"
+)
+
+# kv_pair REALM SERVER CLIENT ENDPOINT CLIENT_FLAGS...: starts SERVER on
+# ENDPOINT with REALM's service key, runs CLIENT on the endpoint it printed,
+# stops SERVER (SIGTERM, by its pid, which kv_pairs's server_pid holds
+# meanwhile) and fails unless both exited 0.
+kv_pair() {
+  local realm=$1 server=$2 client=$3 endpoint=$4 bound="" status=0 _
+  shift 4
+  "$server" "$endpoint" --keytab "$realm/rpc.keytab" --principal "rpc/localhost@$AUTHRPC_REALM" \
+    >"$realm/server.out" &
+  server_pid=$!
+  for _ in $(seq 100); do
+    bound=$(head -1 "$realm/server.out")
+    [[ -n $bound ]] || ! kill -0 "$server_pid" 2>/dev/null && break
+    sleep 0.05
+  done
+  if [[ -n $bound ]]; then
+    "$client" "$bound" --kerberos "$@" || status=$?
+  else
+    echo "test: $server printed no endpoint" >&2
+    status=1
+  fi
+  kill -TERM "$server_pid" 2>/dev/null || true
+  wait "$server_pid" || status=$((status ? status : $?))
+  server_pid=""
+  ((status == 0)) || echo "test: the kv pair $server, $client failed ($status)" >&2
+  return "$status"
 }
 stage consumers consumers
 
