@@ -1,6 +1,7 @@
 #include "authrpc/components/protobuf/channel.h"
 
 #include <asio/co_spawn.hpp>
+#include <asio/detached.hpp>
 #include <asio/io_context.hpp>
 #include <asio/use_future.hpp>
 
@@ -12,6 +13,11 @@ Status no_proxy_options() {
   return Status(Errc::kFailedPrecondition,
                 "this channel has no ClientOptions to open a connection acting as another user "
                 "(CallOptions::do_as): make it with Channel(client, options)");
+}
+
+asio::awaitable<void> call_and_deliver(Channel& channel, std::string service, std::string method, std::string request,
+                                       CallOptions options, std::function<void(Result<std::string>)> done) {
+  done(co_await channel.async_call(service, method, request, options));
 }
 
 }  // namespace
@@ -99,6 +105,14 @@ asio::awaitable<Result<std::unique_ptr<ClientStream>>> Channel::open_stream_as(s
   if (!client.ok()) co_return client.status();
   co_return co_await (*client)->async_open_stream(service, method, opening,
                                                   StreamOptions{options.timeout, options.window});
+}
+
+void Channel::spawn_call(std::string_view service, std::string_view method, std::string request,
+                         CallOptions options, std::function<void(Result<std::string>)> done) {
+  asio::co_spawn(executor(),
+                 call_and_deliver(*this, std::string(service), std::string(method), std::move(request),
+                                  std::move(options), std::move(done)),
+                 asio::detached);
 }
 
 }  // namespace authrpc::proto

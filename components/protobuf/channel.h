@@ -66,6 +66,11 @@ class Channel {
                                                                      std::string_view method,
                                                                      std::string_view opening,
                                                                      const CallOptions& options);
+  // Makes the call on the channel's executor and hands its outcome to
+  // `done` there (the future calls of stub_calls.h); the channel must
+  // outlive the call.
+  void spawn_call(std::string_view service, std::string_view method, std::string request, CallOptions options,
+                  std::function<void(Result<std::string>)> done);
 
  private:
   asio::awaitable<Result<std::string>> async_call_as(std::string_view service, std::string_view method,

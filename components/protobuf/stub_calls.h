@@ -6,8 +6,6 @@
 #pragma once
 
 #include <asio/awaitable.hpp>
-#include <asio/co_spawn.hpp>
-#include <asio/detached.hpp>
 #include <future>
 #include <memory>
 #include <optional>
@@ -44,14 +42,6 @@ asio::awaitable<Result<Response>> async_call(Channel& channel, std::string_view 
   co_return to_response<Response>(co_await channel.async_call(service, method, bytes.view(), options));
 }
 
-namespace detail {
-template <typename Response>
-asio::awaitable<void> fulfil(Channel& channel, std::string service, std::string method, std::string request,
-                             CallOptions options, std::shared_ptr<std::promise<Result<Response>>> promise) {
-  promise->set_value(to_response<Response>(co_await channel.async_call(service, method, request, options)));
-}
-}  // namespace detail
-
 // Runs the call on the channel's executor; the future holds its outcome.
 // The channel must outlive the call.
 template <typename Response>
@@ -59,10 +49,8 @@ std::future<Result<Response>> call_future(Channel& channel, std::string_view ser
                                           const google::protobuf::MessageLite& request, CallOptions options) {
   auto promise = std::make_shared<std::promise<Result<Response>>>();
   auto future = promise->get_future();
-  asio::co_spawn(channel.executor(),
-                 detail::fulfil<Response>(channel, std::string(service), std::string(method), serialize(request),
-                                          std::move(options), std::move(promise)),
-                 asio::detached);
+  channel.spawn_call(service, method, serialize(request), std::move(options),
+                     [promise](Result<std::string> bytes) { promise->set_value(to_response<Response>(bytes)); });
   return future;
 }
 
