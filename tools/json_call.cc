@@ -128,6 +128,9 @@ Status print_json(const pb::Message& message, bool indented) {
   if (const auto s = pb::util::MessageToJsonString(message, &out, options); !s.ok()) {
     return Status(Errc::kDataLoss, "the response does not convert to JSON: " + std::string(s.message()));
   }
+  // protobuf's printer indents by one space; re-indented by two, in the
+  // printer's order of fields.
+  if (indented) out = nlohmann::ordered_json::parse(out).dump(2);
   if (out.empty() || out.back() != '\n') out += '\n';
   std::fwrite(out.data(), 1, out.size(), stdout);
   if (std::fflush(stdout) != 0) return Status(std::error_code(errno, std::generic_category()), "writing the response");
