@@ -61,9 +61,9 @@ std::variant<TypedMethod, int> resolve(Client& client, const JsonCall& call) {
     for (int i = 0; i < service.descriptor->method_count(); ++i) {
       names += (names.empty() ? "" : ", ") + service.descriptor->method(i)->name();
     }
-    return report_failure(kProgram, Status(Errc::kNotFound, "service " + call.service + " has no method " +
-                                                                escape_for_log(call.method) + " (its methods: " +
-                                                                names + ")"));
+    return report_failure(kProgram, Status(Errc::kNotFound, "service " + escape_for_log(call.service) +
+                                                                " has no method " + escape_for_log(call.method) +
+                                                                " (its methods: " + names + ")"));
   }
   return TypedMethod{service.pool, method, std::make_unique<pb::DynamicMessageFactory>(service.pool.get())};
 }
