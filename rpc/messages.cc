@@ -145,10 +145,15 @@ void append_response(std::string& out, std::uint32_t call_id, std::uint16_t stat
   if (!payload.empty()) out.append(payload);
 }
 
+void write_ok_response_head(char* at, std::uint32_t call_id, std::size_t payload_size) noexcept {
+  write_frame_header(reinterpret_cast<std::uint8_t*>(at), FrameType::kResponse, call_id,
+                     4 + payload_size);
+  std::memset(at + kFrameHeaderSize, 0, 4);  // status 0 and an empty message
+}
+
 void append_ok_response(std::string& out, std::uint32_t call_id, std::string_view payload) {
-  char head[kFrameHeaderSize + 4] = {};  // status 0 and an empty message after the header
-  write_frame_header(reinterpret_cast<std::uint8_t*>(head), FrameType::kResponse, call_id,
-                     4 + payload.size());
+  char head[kOkResponseHeadSize];
+  write_ok_response_head(head, call_id, payload.size());
   out.append(head, sizeof head);
   out.append(payload);
 }

@@ -82,6 +82,10 @@ void append_response(std::string& out, std::uint32_t call_id, std::uint16_t stat
 // A RESPONSE with status 0 (no message): the server's path for every call
 // that succeeds.
 void append_ok_response(std::string& out, std::uint32_t call_id, std::string_view payload);
+// What precedes the payload of a RESPONSE with status 0: for a payload
+// encoded in place after room for it (write_ok_response_head fills it).
+inline constexpr std::size_t kOkResponseHeadSize = kFrameHeaderSize + 4;
+void write_ok_response_head(char* at, std::uint32_t call_id, std::size_t payload_size) noexcept;
 void append_cancel(std::string& out, std::uint32_t call_id);
 void append_stream_request(std::string& out, std::uint32_t call_id, const StreamRequestHeader& h,
                            std::string_view payload);

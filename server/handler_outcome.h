@@ -37,4 +37,15 @@ inline Result<std::string> run_plain_handler(const Handler& handler, CallContext
   }
 }
 
+// An encoding handler (inline), its exception caught.
+inline Status run_encoding_handler(const EncodingHandler& handler, CallContext& ctx,
+                                   std::string_view request, ResponseBuffer& response,
+                                   const Server::Impl& server, const std::string& peer) {
+  try {
+    return handler(ctx, request, response);
+  } catch (...) {
+    return handler_threw(server, ctx, peer).status();
+  }
+}
+
 }  // namespace authrpc

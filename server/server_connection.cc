@@ -12,6 +12,7 @@
 #include "authrpc/rpc/shm_link.h"
 #include "authrpc/rpc/stream_input_budget.h"
 #include "authrpc/server/handler_outcome.h"
+#include "authrpc/server/inline_response.h"
 
 namespace authrpc {
 namespace {
@@ -583,9 +584,32 @@ Status ServerConnection::handle_stream_request(const Frame& frame) {
 inline void ServerConnection::run_inline(const AdmittedCall& call, std::string_view payload) {
   CallContext ctx(peer_.identity, call.service, call.method_name, call.call_id, call.deadline,
                   nullptr, peer_.plaintext_network);
+  if (call.method->encoding_handler) {
+    run_inline_encoded(call, ctx, payload);
+    return;
+  }
   const auto result = run_plain_handler(call.method->handler, ctx, payload, server_, peer_.address);
   if (call.cells) counts_.observe_inline(*call.cells);
   respond(call.call_id, result, call.deadline, call.cells);
+}
+
+void ServerConnection::run_inline_encoded(const AdmittedCall& call, CallContext& ctx,
+                                          std::string_view payload) {
+  InlineResponse response(channel_->out());
+  const Status status = run_encoding_handler(call.method->encoding_handler, ctx, payload,
+                                             response, server_, peer_.address);
+  if (call.cells) counts_.observe_inline(*call.cells);
+  const bool in_time = call.deadline == Clock::time_point::max() || Clock::now() <= call.deadline;
+  if (status.ok() && in_time && !channel_->closed()) {
+    response.seal(call.call_id);
+    if (call.cells) metrics()->call(*call.cells, 0);
+    counts_.answered(0);
+    return;
+  }
+  // respond() decides what a late, failed or unsendable call answers.
+  response.discard();
+  respond(call.call_id, status.ok() ? Result<std::string>(std::in_place) : Result<std::string>(status),
+          call.deadline, call.cells);
 }
 
 void ServerConnection::dispatch(const AdmittedCall& call, std::string_view payload,

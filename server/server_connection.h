@@ -166,6 +166,8 @@ class ServerConnection final : public std::enable_shared_from_this<ServerConnect
                 std::shared_ptr<CallStream> stream);
   // Those ways; run_inline answers at once, the others through finish_call.
   void run_inline(const AdmittedCall& call, std::string_view payload);
+  // An inline EncodingHandler: its response encoded in the output itself.
+  void run_inline_encoded(const AdmittedCall& call, CallContext& ctx, std::string_view payload);
   void run_blocking(const AdmittedCall& call, std::string_view payload,
                     RunningCalls::Flag cancelled, Clock::time_point started);
   void run_coroutine(const AdmittedCall& call, std::string_view payload,

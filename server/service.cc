@@ -94,18 +94,40 @@ Service& Service::add_stream(std::string method, StreamHandler handler) {
   return *this;
 }
 
+namespace {
+
+// An EncodingHandler's response as a string: for calls that do not run
+// inline (the blocking pool), whose response travels to the IO thread.
+class StringResponse final : public ResponseBuffer {
+ public:
+  char* reserve(std::size_t size) override {
+    bytes.resize(size);
+    return bytes.data();
+  }
+  std::string bytes;
+};
+
+}  // namespace
+
+Service& Service::add_encoding(std::string method, EncodingHandler handler, Execution execution) {
+  if (!runs_plain("add_encoding", method, execution)) return *this;
+  Handler as_string = [handler](CallContext& ctx, std::string_view request) -> Result<std::string> {
+    StringResponse response;
+    if (Status s = handler(ctx, request, response); !s.ok()) return s;
+    return std::move(response.bytes);
+  };
+  Method entry{execution, std::move(as_string), {}};
+  if (execution == Execution::kInline) entry.encoding_handler = std::move(handler);
+  methods_[std::move(method)] = std::move(entry);
+  return *this;
+}
+
 Service& Service::add_json(std::string method, JsonHandler handler, Execution execution) {
   return add_json(std::move(method), std::move(handler), JsonMethodOptions{execution, {}, {}});
 }
 
 Service& Service::add_json(std::string method, JsonHandler handler, JsonMethodOptions options) {
-  if (options.execution != Execution::kInline && options.execution != Execution::kBlocking) {
-    if (misuse_.ok()) {
-      misuse_ = Status(Errc::kInvalidArgument,
-                       "add_json: use kInline or kBlocking (method '" + name_ + "." + method + "')");
-    }
-    return *this;
-  }
+  if (!runs_plain("add_json", method, options.execution)) return *this;
   const Execution execution = options.execution;
   Handler wrapped = [h = std::move(handler), o = std::move(options)](
                         CallContext& ctx, std::string_view request) -> Result<std::string> {
@@ -120,6 +142,15 @@ Service& Service::add_json(std::string method, JsonHandler handler, JsonMethodOp
   };
   methods_[std::move(method)] = Method{execution, std::move(wrapped), {}};
   return *this;
+}
+
+bool Service::runs_plain(std::string_view adder, const std::string& method, Execution execution) {
+  if (execution == Execution::kInline || execution == Execution::kBlocking) return true;
+  if (misuse_.ok()) {
+    misuse_ = Status(Errc::kInvalidArgument, std::string(adder) + ": use kInline or kBlocking (method '" + name_ +
+                                                 "." + method + "')");
+  }
+  return false;
 }
 
 const Service::Method* Service::find(std::string_view method) const {

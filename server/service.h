@@ -65,6 +65,24 @@ class CallContext {
 };
 
 using Handler = std::function<Result<std::string>(CallContext& ctx, std::string_view request)>;
+
+// Where an EncodingHandler writes its response's payload: reserve(size)
+// gives `size` bytes to fill, in the buffer the server sends from when the
+// call runs inline (else in a string the server then sends). Once per call;
+// a second reserve() replaces the first.
+class ResponseBuffer {
+ public:
+  virtual char* reserve(std::size_t size) = 0;
+
+ protected:
+  ~ResponseBuffer() = default;
+};
+// A payload codec's handler (Service::add_encoding): encodes its response
+// into `response` rather than returning a string, so that an inline call's
+// response is encoded where it is sent. OK with nothing reserved is an
+// empty payload; an error discards what was written.
+using EncodingHandler =
+    std::function<Status(CallContext& ctx, std::string_view request, ResponseBuffer& response)>;
 using AsyncHandler =
     std::function<asio::awaitable<Result<std::string>>(CallContext& ctx, std::string request)>;
 // Returns the final response's payload (sent after every message written),
@@ -123,6 +141,9 @@ class Service {
     Handler handler;              // kInline, kBlocking
     AsyncHandler async_handler;   // kAsync
     StreamHandler stream_handler = {};  // kStream
+    // add_encoding's handler, for kInline (`handler` then wraps it, for
+    // any caller that wants the payload as a string).
+    EncodingHandler encoding_handler = {};
   };
 
   explicit Service(std::string name);
@@ -133,6 +154,9 @@ class Service {
   // A streaming method: called with STREAM_REQUEST (Client::async_open_stream);
   // a plain REQUEST to it is refused with INVALID_ARGUMENT.
   Service& add_stream(std::string method, StreamHandler handler);
+  // A method whose handler encodes its response in place (EncodingHandler);
+  // `execution` must be kInline or kBlocking, as for add_json.
+  Service& add_encoding(std::string method, EncodingHandler handler, Execution execution);
   // Request bytes must parse as JSON within options.limits (else
   // INVALID_ARGUMENT), after options.admit allowed the caller; the result is
   // serialized compactly. `execution` must be kInline or kBlocking; any other
@@ -154,6 +178,10 @@ class Service {
   const std::map<std::string, Method, std::less<>>& methods() const noexcept { return methods_; }
 
  private:
+  // Whether `execution` is kInline or kBlocking; if not, records the
+  // misuse of `adder` (status()).
+  bool runs_plain(std::string_view adder, const std::string& method, Execution execution);
+
   std::string name_;
   std::map<std::string, Method, std::less<>> methods_;
   ServiceSchema schema_;

@@ -11,12 +11,14 @@
 #include <asio/co_spawn.hpp>
 #include <asio/use_future.hpp>
 #include <chrono>
+#include <cstring>
 #include <memory>
 #include <mutex>
 #include <nlohmann/json.hpp>
 #include <ostream>
 #include <stdexcept>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "authrpc/auth/mechanisms/simple/simple.h"
@@ -60,6 +62,35 @@ Service ThrowingService() {
                    throw_one(what);
                    co_return std::string("unreachable");
                  });
+  }
+  // Encoding handlers (Service::add_encoding), inline and on the blocking
+  // pool: "encoded_*" writes "<request>!"; "_empty" reserves nothing;
+  // "_refuses" writes, then fails; "_twice" reserves twice (the second
+  // counts); "_throws" writes, then throws.
+  for (const auto& [kind, execution] : {std::pair{"inline", Execution::kInline},
+                                        std::pair{"blocking", Execution::kBlocking}}) {
+    const std::string prefix = std::string("encoded_") + kind;
+    s.add_encoding(prefix, [](CallContext&, std::string_view request, ResponseBuffer& out) {
+      char* p = out.reserve(request.size() + 1);
+      request.copy(p, request.size());
+      p[request.size()] = '!';
+      return Status();
+    }, execution);
+    s.add_encoding(prefix + "_empty", [](CallContext&, std::string_view, ResponseBuffer&) { return Status(); },
+                   execution);
+    s.add_encoding(prefix + "_refuses", [](CallContext&, std::string_view, ResponseBuffer& out) {
+      std::memset(out.reserve(1000), 'x', 1000);
+      return Status(Errc::kPermissionDenied, "not for you");
+    }, execution);
+    s.add_encoding(prefix + "_twice", [](CallContext&, std::string_view, ResponseBuffer& out) {
+      std::memset(out.reserve(1000), 'x', 1000);
+      std::memcpy(out.reserve(6), "second", 6);
+      return Status();
+    }, execution);
+    s.add_encoding(prefix + "_std", [](CallContext&, std::string_view, ResponseBuffer& out) -> Status {
+      std::memset(out.reserve(10), 'x', 10);
+      throw_one(Throws::kStdException);
+    }, execution);
   }
   // Reads a member as a number: a request where it is a string throws a
   // json type_error, one without it a json out_of_range.
@@ -178,6 +209,44 @@ TEST_P(ServerDispatchTest, AThrowingHandlerFailsItsCallAlone) {
   EXPECT_EQ(server_->stats().protocol_errors, 0u);
 }
 
+// An encoding handler's response is what it wrote, inline (encoded in the
+// connection's output) as on the blocking pool; an error answers with
+// itself and none of what was written, and the next call's answer is whole.
+TEST_F(ServerDispatchTest, EncodingHandlersAnswerWithWhatTheyWrote) {
+  const struct {
+    const char* suffix;
+    Errc code;
+    const char* payload;
+  } rows[] = {
+      {"", Errc::kOk, "ping!"},
+      {"_empty", Errc::kOk, ""},
+      {"_refuses", Errc::kPermissionDenied, nullptr},
+      {"_twice", Errc::kOk, "second"},
+  };
+  for (const char* kind : {"encoded_inline", "encoded_blocking"}) {
+    for (const auto& row : rows) {
+      const std::string method = kind + std::string(row.suffix);
+      auto r = client_->call("dispatch", method, "ping", {10s});
+      if (row.code == Errc::kOk) {
+        ASSERT_TRUE(r.ok()) << method << ": " << Describe(r);
+        EXPECT_EQ(*r, row.payload) << method;
+      } else {
+        EXPECT_EQ(r.status().code, row.code) << method << ": " << Describe(r);
+        EXPECT_EQ(r.status().message, "not for you") << method;
+      }
+      auto next = client_->call("dispatch", kind, "next", {10s});
+      ASSERT_TRUE(next.ok()) << method << ", then " << kind << ": " << Describe(next);
+      EXPECT_EQ(*next, "next!") << method;
+    }
+  }
+  // add_encoding takes the two plain ways only.
+  Service wrong("wrong");
+  wrong.add_encoding("m", [](CallContext&, std::string_view, ResponseBuffer&) { return Status(); },
+                     Execution::kAsync);
+  EXPECT_EQ(wrong.status().code, Errc::kInvalidArgument) << wrong.status().to_string();
+  EXPECT_EQ(server_->stats().protocol_errors, 0u);
+}
+
 // Calls naming different methods, and unknown ones, in turn on one
 // connection (names over 16 bytes too, differing only in their middle)
 // each reach their own handler (the connection remembers the
@@ -233,6 +302,8 @@ INSTANTIATE_TEST_SUITE_P(
         Case{"async_int", false, "x", Errc::kInternal, "not a std::exception"},
         Case{"stream_std", true, "", Errc::kInternal, "the handler threw: boom"},
         Case{"stream_int", true, "", Errc::kInternal, "not a std::exception"},
+        Case{"encoded_inline_std", false, "x", Errc::kInternal, "the handler threw: boom"},
+        Case{"encoded_blocking_std", false, "x", Errc::kInternal, "the handler threw: boom"},
         Case{"json_member", false, R"({"n": "two"})", Errc::kInvalidArgument, "type_error"},
         Case{"json_parse", false, "{not json", Errc::kInvalidArgument, "parse_error"}),
     [](const ::testing::TestParamInfo<Case>& row) { return std::string(row.param.method); });
