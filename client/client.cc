@@ -64,6 +64,14 @@ asio::awaitable<Result<std::string>> Client::async_call(std::string_view service
   return connection_->call(connection_, service, method, request, options);
 }
 
+asio::awaitable<Status> Client::async_call_decoded(std::string_view service,
+                                                   std::string_view method,
+                                                   std::string_view request,
+                                                   const ResponseDecoder& decode,
+                                                   CallOptions options) {
+  return connection_->call_decoded(connection_, service, method, request, decode, options);
+}
+
 std::future<Result<std::string>> Client::call_future(std::string_view service,
                                                      std::string_view method,
                                                      std::string_view request,

@@ -10,6 +10,7 @@
 #include <asio/any_io_executor.hpp>
 #include <asio/awaitable.hpp>
 #include <chrono>
+#include <functional>
 #include <future>
 #include <memory>
 #include <nlohmann/json.hpp>
@@ -88,6 +89,10 @@ struct CallOptions {
   std::chrono::milliseconds timeout{0};  // 0: ClientOptions::default_call_timeout
 };
 
+// Reads a successful response's payload where the client received it (a
+// payload codec parsing it in place); its Status becomes the call's.
+using ResponseDecoder = std::function<Status(std::string_view payload)>;
+
 class Client {
  public:
   // Blocking connect on a private runtime with one IO thread.
@@ -112,6 +117,14 @@ class Client {
                                                   std::string_view method,
                                                   std::string_view request,
                                                   CallOptions options = {});
+  // As async_call, for payload codecs: a successful response's payload goes
+  // to `decode` where it was received (no copy), and the call's status is
+  // decode's; an error response is the call's status and decode is not
+  // called. `decode` must stay valid until the call completes.
+  asio::awaitable<Status> async_call_decoded(std::string_view service, std::string_view method,
+                                             std::string_view request,
+                                             const ResponseDecoder& decode,
+                                             CallOptions options = {});
   // Opens a streaming call (Service::add_stream on the server) with
   // `request` as its opening message; must be awaited on the client's
   // executor. Waits for authentication first. kUnimplemented if the server

@@ -69,9 +69,31 @@ asio::awaitable<Status> Client::Connection::wait_authenticated() {
   co_return state_ == State::kReady ? Status() : summary_.closed_status();
 }
 
-asio::awaitable<Result<std::string>> Client::Connection::call(
-    [[maybe_unused]] std::shared_ptr<Connection> self, std::string_view service,
-    std::string_view method, std::string_view request, CallOptions call_options) {
+asio::awaitable<Result<std::string>> Client::Connection::call(std::shared_ptr<Connection> self,
+                                                              std::string_view service,
+                                                              std::string_view method,
+                                                              std::string_view request,
+                                                              CallOptions call_options) {
+  return make_call<Result<std::string>>(std::move(self), service, method, request, call_options,
+                                        [](PendingCall& pending) { return pending.take_result(); });
+}
+
+asio::awaitable<Status> Client::Connection::call_decoded(std::shared_ptr<Connection> self,
+                                                         std::string_view service,
+                                                         std::string_view method,
+                                                         std::string_view request,
+                                                         const ResponseDecoder& decode,
+                                                         CallOptions call_options) {
+  return make_call<Status>(std::move(self), service, method, request, call_options,
+                           [&decode](PendingCall& pending) { return pending.decode_result(decode); });
+}
+
+template <typename Outcome, typename Take>
+asio::awaitable<Outcome> Client::Connection::make_call([[maybe_unused]] std::shared_ptr<Connection> self,
+                                                       std::string_view service,
+                                                       std::string_view method,
+                                                       std::string_view request,
+                                                       CallOptions call_options, Take take) {
   if (state_ == State::kClosed) co_return summary_.closed_status();
   if (going_away_) co_return Status(Errc::kUnavailable, "server is shutting down (GOAWAY)");
   const auto timeout = call_options.timeout.count() > 0 ? call_options.timeout
@@ -115,7 +137,7 @@ asio::awaitable<Result<std::string>> Client::Connection::call(
                      std::string(service) + "." + std::string(method) + " timed out after " +
                          std::to_string(timeout.count()) + " ms");
   }
-  co_return pending.take_result();
+  co_return take(pending);
 }
 
 asio::awaitable<Result<std::shared_ptr<CallStream>>> Client::Connection::open_stream(

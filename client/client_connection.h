@@ -54,6 +54,10 @@ class Client::Connection : public std::enable_shared_from_this<Client::Connectio
   asio::awaitable<Result<std::string>> call(std::shared_ptr<Connection> self,
                                             std::string_view service, std::string_view method,
                                             std::string_view request, CallOptions call_options);
+  // As call(), the response's payload read by `decode` (Client::async_call_decoded).
+  asio::awaitable<Status> call_decoded(std::shared_ptr<Connection> self, std::string_view service,
+                                       std::string_view method, std::string_view request,
+                                       const ResponseDecoder& decode, CallOptions call_options);
   asio::awaitable<Result<std::shared_ptr<CallStream>>> open_stream(std::string_view service,
                                                                    std::string_view method,
                                                                    std::string_view request,
@@ -70,6 +74,12 @@ class Client::Connection : public std::enable_shared_from_this<Client::Connectio
   const std::optional<TlsInfo>& tls_info() const noexcept { return summary_.tls(); }
 
  private:
+  // The body of call() and call_decoded(): `take` turns the answered
+  // PendingCall into the Outcome.
+  template <typename Outcome, typename Take>
+  asio::awaitable<Outcome> make_call(std::shared_ptr<Connection> self, std::string_view service,
+                                     std::string_view method, std::string_view request,
+                                     CallOptions call_options, Take take);
   using Clock = std::chrono::steady_clock;
 
   enum class State {

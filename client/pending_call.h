@@ -13,6 +13,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -65,6 +66,13 @@ class PendingCall final : public DeadlineQueue::Entry {
   Result<std::string> take_result() {
     if (!in_place_) return std::move(*owned_);
     if (status_ == 0) return Result<std::string>(std::in_place, text_);
+    return Status(errc_from_wire(status_), std::string(text_));
+  }
+  // A successful outcome's payload read by `decode`, once done; once: its
+  // Status, or the error the server answered with.
+  Status decode_result(const std::function<Status(std::string_view)>& decode) {
+    if (!in_place_) return owned_->ok() ? decode(**owned_) : owned_->status();
+    if (status_ == 0) return decode(text_);
     return Status(errc_from_wire(status_), std::string(text_));
   }
   // The outcome's wire code (metrics), once done.

@@ -10,6 +10,7 @@
 #include <asio/io_context.hpp>
 #include <asio/post.hpp>
 #include <asio/steady_timer.hpp>
+#include <asio/strand.hpp>
 #include <asio/this_coro.hpp>
 #include <asio/use_awaitable.hpp>
 #include <asio/use_future.hpp>
@@ -336,6 +337,54 @@ TEST_F(ClientCallTest, ADeadlineStillEndsAWaitingCallAndTheConnectionStaysUsable
   EXPECT_LT(std::chrono::steady_clock::now() - start, 2s);
   auto after = (*client)->call("sys", "whoami", "");
   EXPECT_TRUE(after.ok()) << Describe(after);
+}
+
+// async_call_decoded hands a successful response's payload to its decoder,
+// whose status is the call's; an error answer or a deadline is the call's
+// status without the decoder. The same from a coroutine on the client's
+// executor (answered in place, from the reader's buffer) and on a strand
+// over it (answered with a copy, posted).
+TEST_F(ClientCallTest, ADecodedCallHandsThePayloadToItsDecoderAlone) {
+  auto client = Client::connect(Options());
+  ASSERT_TRUE(client.ok()) << Describe(client);
+  const struct {
+    const char* service;
+    const char* method;
+    bool decoder_fails;
+    Errc code;
+    bool decoded;
+  } rows[] = {
+      {"sys", "echo", false, Errc::kOk, true},
+      {"sys", "echo", true, Errc::kDataLoss, true},
+      {"sys", "no_such", false, Errc::kNotFound, false},
+      {"test", "hold", false, Errc::kDeadlineExceeded, false},
+  };
+  for (const bool on_strand : {false, true}) {
+    for (const auto& row : rows) {
+      std::string seen;
+      bool called = false;
+      const ResponseDecoder decode = [&](std::string_view payload) {
+        called = true;
+        seen = payload;
+        return row.decoder_fails ? Status(Errc::kDataLoss, "not mine") : Status();
+      };
+      auto call = [&]() -> asio::awaitable<Status> {
+        co_return co_await (*client)->async_call_decoded(row.service, row.method, "payload", decode,
+                                                         {50ms});
+      };
+      auto done = on_strand ? asio::co_spawn(asio::make_strand((*client)->executor()), call, asio::use_future)
+                            : asio::co_spawn((*client)->executor(), call, asio::use_future);
+      const Status status = done.get();
+      const std::string what = std::string(row.service) + "." + row.method + (on_strand ? " (strand)" : "");
+      if (row.code == Errc::kOk) {
+        EXPECT_TRUE(status.ok()) << what << ": " << status.to_string();
+      } else {
+        EXPECT_EQ(status.code, row.code) << what << ": " << status.to_string();
+      }
+      EXPECT_EQ(called, row.decoded) << what;
+      if (row.decoded) EXPECT_EQ(seen, "payload") << what;
+    }
+  }
 }
 
 TEST_F(ClientCallTest, ClosingFailsEveryWaitingCallOnce) {
