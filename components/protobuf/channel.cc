@@ -17,7 +17,13 @@ Status no_proxy_options() {
 
 asio::awaitable<void> call_and_deliver(Channel& channel, std::string service, std::string method, std::string request,
                                        CallOptions options, std::function<void(Result<std::string>)> done) {
-  done(co_await channel.async_call(service, method, request, options));
+  Result<std::string> response(std::in_place);
+  const ResponseDecoder keep = [&response](std::string_view payload) {
+    response->assign(payload);
+    return Status();
+  };
+  const Status status = co_await channel.async_call(service, method, request, keep, options);
+  done(status.ok() ? std::move(response) : Result<std::string>(status));
 }
 
 }  // namespace
@@ -74,17 +80,19 @@ Result<std::string> Channel::call(std::string_view service, std::string_view met
   return (*client)->call(service, method, request, {options.timeout});
 }
 
-asio::awaitable<Result<std::string>> Channel::async_call(std::string_view service, std::string_view method,
-                                                         std::string_view request, const CallOptions& options) {
-  if (options.do_as.empty()) return client_.async_call(service, method, request, {options.timeout});
-  return async_call_as(service, method, request, options);
+asio::awaitable<Status> Channel::async_call(std::string_view service, std::string_view method,
+                                            std::string_view request, const ResponseDecoder& decode,
+                                            const CallOptions& options) {
+  if (options.do_as.empty()) return client_.async_call_decoded(service, method, request, decode, {options.timeout});
+  return async_call_as(service, method, request, decode, options);
 }
 
-asio::awaitable<Result<std::string>> Channel::async_call_as(std::string_view service, std::string_view method,
-                                                            std::string_view request, CallOptions options) {
+asio::awaitable<Status> Channel::async_call_as(std::string_view service, std::string_view method,
+                                               std::string_view request, const ResponseDecoder& decode,
+                                               CallOptions options) {
   auto client = co_await async_client_for(options.do_as);
   if (!client.ok()) co_return client.status();
-  co_return co_await (*client)->async_call(service, method, request, {options.timeout});
+  co_return co_await (*client)->async_call_decoded(service, method, request, decode, {options.timeout});
 }
 
 asio::awaitable<Result<std::unique_ptr<ClientStream>>> Channel::open_stream(std::string_view service,

@@ -58,10 +58,12 @@ class Channel {
   // A unary call with the request already encoded; the response's bytes.
   Result<std::string> call(std::string_view service, std::string_view method, std::string_view request,
                            const CallOptions& options);
-  // The views must stay valid until the call completes. Without do_as,
-  // the Client's own coroutine (no frame of the channel's).
-  asio::awaitable<Result<std::string>> async_call(std::string_view service, std::string_view method,
-                                                  std::string_view request, const CallOptions& options);
+  // A successful response's payload goes to `decode` where it was received
+  // (Client::async_call_decoded). The views and `decode` must stay valid
+  // until the call completes. Without do_as, the Client's own coroutine (no
+  // frame of the channel's).
+  asio::awaitable<Status> async_call(std::string_view service, std::string_view method, std::string_view request,
+                                     const ResponseDecoder& decode, const CallOptions& options);
   asio::awaitable<Result<std::unique_ptr<ClientStream>>> open_stream(std::string_view service,
                                                                      std::string_view method,
                                                                      std::string_view opening,
@@ -73,8 +75,8 @@ class Channel {
                   std::function<void(Result<std::string>)> done);
 
  private:
-  asio::awaitable<Result<std::string>> async_call_as(std::string_view service, std::string_view method,
-                                                     std::string_view request, CallOptions options);
+  asio::awaitable<Status> async_call_as(std::string_view service, std::string_view method, std::string_view request,
+                                        const ResponseDecoder& decode, CallOptions options);
   asio::awaitable<Result<std::unique_ptr<ClientStream>>> open_stream_as(std::string_view service,
                                                                         std::string_view method,
                                                                         std::string_view opening,

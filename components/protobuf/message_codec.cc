@@ -3,6 +3,8 @@
 #include <cstdint>
 #include <limits>
 
+#include "authrpc/server/service.h"
+
 namespace authrpc::proto {
 
 namespace {
@@ -31,6 +33,11 @@ std::string serialize(const google::protobuf::MessageLite& message) {
   std::string bytes;
   message.SerializePartialToString(&bytes);
   return bytes;
+}
+
+void encode_into(const google::protobuf::MessageLite& message, ResponseBuffer& out) {
+  const std::size_t size = message.ByteSizeLong();
+  message.SerializeWithCachedSizesToArray(reinterpret_cast<std::uint8_t*>(out.reserve(size)));
 }
 
 Encoding::Encoding(const google::protobuf::MessageLite& message) : size_(message.ByteSizeLong()) {

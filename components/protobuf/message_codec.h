@@ -14,6 +14,10 @@
 #include "authrpc/base/result.h"
 #include "authrpc/rpc/stream_half.h"
 
+namespace authrpc {
+class ResponseBuffer;  // authrpc/server/service.h
+}
+
 namespace authrpc::proto {
 
 // Parses a request the server received: INVALID_ARGUMENT, naming the
@@ -28,6 +32,10 @@ Status parse_response(std::string_view bytes, google::protobuf::MessageLite& res
 // The message's encoding. Fields a proto2 message requires and lacks are
 // left out, as any encoder may; the receiver's parse refuses them.
 std::string serialize(const google::protobuf::MessageLite& message);
+
+// Encodes `message` into the bytes `out` reserves for it (a unary
+// response, encoded where the server sends it).
+void encode_into(const google::protobuf::MessageLite& message, ResponseBuffer& out);
 
 // A message's encoding held in place when it is small, as most requests
 // are: encoding a request costs no allocation. Neither copied nor moved

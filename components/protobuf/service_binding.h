@@ -8,9 +8,12 @@
 #pragma once
 
 #include <asio/awaitable.hpp>
+#include <cstddef>
+#include <memory>
 #include <optional>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include "authrpc/components/protobuf/message_codec.h"
 #include "authrpc/server/service.h"
@@ -62,22 +65,82 @@ class ServerReaderWriter : public ServerReader<Request>, public ServerWriter<Res
   using ServerReader<Request>::stream;
 };
 
+// Messages of one type kept per thread for unary requests to be parsed
+// into: a parse into a used message reuses its fields' memory (a string
+// field allocates nothing), and no message is built or destroyed per call.
+// Parsing clears a message first, so nothing of one request reaches the
+// next. Only messages whose encoding was at most kMaxBytes come back, and
+// at most kMaxKept per thread: a pool holds no large request's memory.
+// A thread whose pool is gone (it is exiting) keeps nothing.
+template <typename Message>
+class RecycledMessages {
+ public:
+  static constexpr std::size_t kMaxBytes = 4096;
+  static constexpr std::size_t kMaxKept = 8;
+
+  static std::unique_ptr<Message> take() {
+    auto* kept = pool();
+    if (kept == nullptr || kept->messages.empty()) return std::make_unique<Message>();
+    auto message = std::move(kept->messages.back());
+    kept->messages.pop_back();
+    return message;
+  }
+  static void give_back(std::unique_ptr<Message> message, std::size_t encoded_size) {
+    auto* kept = pool();
+    if (kept != nullptr && encoded_size <= kMaxBytes && kept->messages.size() < kMaxKept) {
+      kept->messages.push_back(std::move(message));
+    }
+  }
+
+ private:
+  struct Kept {
+    ~Kept() { gone() = true; }
+    std::vector<std::unique_ptr<Message>> messages;
+  };
+  static bool& gone() {
+    thread_local bool flag = false;
+    return flag;
+  }
+  static Kept* pool() {
+    if (gone()) return nullptr;
+    thread_local Kept kept;
+    return &kept;
+  }
+};
+
+// A unary request message taken from its thread's RecycledMessages and
+// given back when the call is done (on whichever thread that is).
+template <typename Request>
+class RecycledRequest {
+ public:
+  explicit RecycledRequest(std::size_t encoded_size)
+      : message_(RecycledMessages<Request>::take()), encoded_size_(encoded_size) {}
+  ~RecycledRequest() { RecycledMessages<Request>::give_back(std::move(message_), encoded_size_); }
+  RecycledRequest(const RecycledRequest&) = delete;
+  RecycledRequest& operator=(const RecycledRequest&) = delete;
+
+  Request& operator*() noexcept { return *message_; }
+
+ private:
+  std::unique_ptr<Request> message_;
+  std::size_t encoded_size_;
+};
+
 // Fn: Result<Response>(CallContext&, const Request&). `execution`: kInline
-// or kBlocking.
+// or kBlocking. The response is encoded where the server sends it.
 template <typename Request, typename Fn>
 void add_unary(Service& service, std::string method, Execution execution, Fn fn) {
-  Handler handler = [fn = std::move(fn)](CallContext& ctx, std::string_view bytes) -> Result<std::string> {
-    Request request;
+  EncodingHandler handler = [fn = std::move(fn)](CallContext& ctx, std::string_view bytes,
+                                                 ResponseBuffer& out) -> Status {
+    RecycledRequest<Request> recycled(bytes.size());
+    Request& request = *recycled;
     if (Status s = parse_request(bytes, request); !s.ok()) return s;
     auto response = fn(ctx, std::as_const(request));
     if (!response.ok()) return response.status();
-    return serialize(*response);
+    encode_into(*response, out);
+    return Status();
   };
-  if (execution == Execution::kBlocking) {
-    service.add_blocking(std::move(method), std::move(handler));
-  } else {
-    service.add(std::move(method), std::move(handler));
-  }
+  service.add_encoding(std::move(method), std::move(handler), execution);
 }
 
 // The opening message of a client-streaming or bidirectional call carries
@@ -92,7 +155,8 @@ namespace detail {
 
 template <typename Request, typename Fn>
 asio::awaitable<Result<std::string>> unary_async(const Fn& fn, CallContext& ctx, std::string bytes) {
-  Request request;
+  RecycledRequest<Request> recycled(bytes.size());
+  Request& request = *recycled;
   if (Status s = parse_request(bytes, request); !s.ok()) co_return s;
   auto response = co_await fn(ctx, std::as_const(request));
   if (!response.ok()) co_return response.status();

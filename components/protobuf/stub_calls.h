@@ -34,12 +34,16 @@ Result<Response> call(Channel& channel, std::string_view service, std::string_vi
   return to_response<Response>(channel.call(service, method, bytes.view(), options));
 }
 
-// Must be awaited on the channel's executor.
+// Must be awaited on the channel's executor. The response is parsed where the
+// client received it.
 template <typename Response>
 asio::awaitable<Result<Response>> async_call(Channel& channel, std::string_view service, std::string_view method,
                                              const google::protobuf::MessageLite& request, CallOptions options) {
   const Encoding bytes(request);
-  co_return to_response<Response>(co_await channel.async_call(service, method, bytes.view(), options));
+  Result<Response> response(std::in_place);
+  const ResponseDecoder parse = [&response](std::string_view payload) { return parse_response(payload, *response); };
+  if (Status s = co_await channel.async_call(service, method, bytes.view(), parse, options); !s.ok()) co_return s;
+  co_return std::move(response);
 }
 
 // Runs the call on the channel's executor; the future holds its outcome.
