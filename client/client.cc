@@ -47,8 +47,11 @@ Result<std::unique_ptr<Client>> Client::connect(ClientOptions options) {
   return result;
 }
 
+// Whatever made the client (a runtime, or async_connect on an executor of
+// the caller's): a thread running the connection's io_context.
 Status Client::check_not_on_io_thread() const {
-  if (context_ != nullptr && context_->get_executor().running_in_this_thread()) {
+  const auto* io = connection_->executor().target<asio::io_context::executor_type>();
+  if (io != nullptr && io->running_in_this_thread()) {
     return {Errc::kFailedPrecondition,
             "blocking call on the client's own IO thread would deadlock; use async_call"};
   }

@@ -159,7 +159,7 @@ class Client {
 
   std::unique_ptr<ClientRuntime> own_runtime_;  // destroyed last
   std::shared_ptr<Connection> connection_;
-  asio::io_context* context_;  // to detect calls from the IO thread; may be null
+  asio::io_context* context_;  // the runtime's, which close() waits on; null after async_connect
 };
 
 }  // namespace authrpc

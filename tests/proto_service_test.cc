@@ -449,6 +449,16 @@ TEST(ProtoServiceTest, PerCallDoAs) {
   auto as_bob_async = OnClient(**client, stub.AsyncWhoAmI(Count(), {.do_as = "bob"}));
   ASSERT_TRUE(as_bob_async.ok()) << as_bob_async.status().to_string();
   EXPECT_EQ(as_bob_async->user(), "bob");
+  // A blocking call on the client's own thread is refused, not hung,
+  // whether the proxy connection is still to be made or already is.
+  for (const char* user : {"dave", "bob"}) {
+    auto on_io = asio::co_spawn(
+        (*client)->executor(),
+        [&]() -> asio::awaitable<Result<Summary>> { co_return stub.WhoAmI(Count(), {.do_as = user}); },
+        asio::use_future);
+    ASSERT_EQ(on_io.wait_for(std::chrono::seconds(10)), std::future_status::ready) << user;
+    EXPECT_EQ(on_io.get().code(), Errc::kFailedPrecondition) << user;
+  }
   EXPECT_EQ(stub.WhoAmI(Count(), {.do_as = "carol"}).code(), Errc::kPermissionDenied);
   // A channel made from a Client alone has no options to connect with.
   EXPECT_EQ(ItemsStub(**client).WhoAmI(Count(), {.do_as = "bob"}).code(), Errc::kFailedPrecondition);

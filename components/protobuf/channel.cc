@@ -60,6 +60,8 @@ asio::awaitable<Result<Client*>> Channel::async_client_for(const std::string& do
   co_return keep(do_as, std::move(*connected));
 }
 
+// A proxy connection already made: its Client::call refuses to block its
+// own IO thread. One to make: connecting would, so this refuses the same.
 Result<Client*> Channel::client_for(const std::string& do_as) {
   if (do_as.empty()) return &client_;
   if (Client* c = cached(do_as)) return c;
