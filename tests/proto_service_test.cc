@@ -108,6 +108,11 @@ TEST(ProtoServiceTest, UnaryEachExecutionKindRoundTripsEveryFieldKind) {
       {"EchoAsync (coroutine)", [&] { return stub.EchoAsync(item); }},
       {"EchoBlocking (pool)", [&] { return stub.EchoBlocking(item); }},
       {"EchoFuture", [&] { return stub.EchoFuture(item).get(); }},
+      {"EchoFuture, its stub gone before the call runs",
+       [&] {
+         auto future = ItemsStub(*client).EchoFuture(item);
+         return future.get();
+       }},
       {"AsyncEcho", [&] { return OnClient(*client, stub.AsyncEcho(item)); }},
   };
   for (const auto& c : cases) {

@@ -164,7 +164,7 @@ void print_stub_definitions(pb::io::Printer& p, const pb::ServiceDescriptor* s, 
               "options);\n}\n"
               "\nstd::future<::authrpc::Result<$response$>> $stub$::$method$Future(const $request$& request,\n"
               "    const ::authrpc::proto::CallOptions& options) {\n"
-              "  return ::authrpc::proto::call_future<$response$>(*channel_, \"$service_full$\", \"$method$\", "
+              "  return ::authrpc::proto::call_future<$response$>(channel_, \"$service_full$\", \"$method$\", "
               "request, options);\n}\n"
               "\n::asio::awaitable<::authrpc::Result<$response$>> $stub$::Async$method$(const $request$& request) {\n"
               "  return Async$method$(request, ::authrpc::proto::CallOptions());\n}\n"

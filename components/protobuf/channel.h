@@ -70,7 +70,7 @@ class Channel {
                                                                      const CallOptions& options);
   // Makes the call on the channel's executor and hands its outcome to
   // `done` there (the future calls of stub_calls.h); the channel must
-  // outlive the call.
+  // outlive the call (call_future's `done` holds it).
   void spawn_call(std::string_view service, std::string_view method, std::string request, CallOptions options,
                   std::function<void(Result<std::string>)> done);
 

@@ -47,14 +47,18 @@ asio::awaitable<Result<Response>> async_call(Channel& channel, std::string_view 
 }
 
 // Runs the call on the channel's executor; the future holds its outcome.
-// The channel must outlive the call.
+// The call keeps the channel alive (a stub may be gone before it runs).
 template <typename Response>
-std::future<Result<Response>> call_future(Channel& channel, std::string_view service, std::string_view method,
-                                          const google::protobuf::MessageLite& request, CallOptions options) {
+std::future<Result<Response>> call_future(std::shared_ptr<Channel> channel, std::string_view service,
+                                          std::string_view method, const google::protobuf::MessageLite& request,
+                                          CallOptions options) {
   auto promise = std::make_shared<std::promise<Result<Response>>>();
   auto future = promise->get_future();
-  channel.spawn_call(service, method, serialize(request), std::move(options),
-                     [promise](Result<std::string> bytes) { promise->set_value(to_response<Response>(bytes)); });
+  Channel& to = *channel;
+  to.spawn_call(service, method, serialize(request), std::move(options),
+                [promise, keep = std::move(channel)](Result<std::string> bytes) {
+                  promise->set_value(to_response<Response>(bytes));
+                });
   return future;
 }
 
