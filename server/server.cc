@@ -83,11 +83,10 @@ Result<std::string> stats(Server::Impl& server, CallContext& ctx) {
 }
 
 // sys.describe: the server's services, their methods and schemas
-// (describe_service()); a request of {"service": NAME} asks for one, and
-// NOT_FOUND if there is no such service. Services are fixed once the
-// server runs, so no lock is needed to read them.
+// (describe_service(), made once in start()); a request of {"service":
+// NAME} asks for one, and NOT_FOUND if there is no such service. Services
+// are fixed once the server runs, so no lock is needed to read them.
 Result<std::string> describe(const Server::Impl& server, std::string_view request) {
-  std::string wanted;
   if (!request.empty()) {
     auto parsed = parse_json_request(request, JsonLimits{4096, 4});
     if (!parsed.ok()) return parsed.status();
@@ -95,16 +94,16 @@ Result<std::string> describe(const Server::Impl& server, std::string_view reques
     if (!parsed->is_object() || it == parsed->end() || !it->is_string() || parsed->size() != 1) {
       return Status(Errc::kInvalidArgument, "sys.describe takes an empty request or {\"service\": NAME}");
     }
-    wanted = it->get<std::string>();
-    if (server.services.find(wanted) == server.services.end()) {
-      return Status(Errc::kNotFound, "no service of that name");
-    }
+    const auto one = server.descriptions.find(it->get_ref<const std::string&>());
+    if (one == server.descriptions.end()) return Status(Errc::kNotFound, "no service of that name");
+    return "{\"services\":[" + one->second + "]}";
   }
-  nlohmann::json services = nlohmann::json::array();
-  for (const auto& [name, service] : server.services) {
-    if (wanted.empty() || name == wanted) services.push_back(describe_service(service));
+  std::string all = "{\"services\":[";
+  for (const auto& [name, description] : server.descriptions) {
+    if (all.back() != '[') all += ',';
+    all += description;
   }
-  return nlohmann::json{{"services", std::move(services)}}.dump();
+  return all + "]}";
 }
 
 Service make_sys_service(Server::Impl& server) {
@@ -423,6 +422,7 @@ Status Server::start() {
     for (const auto& [method_name, method] : service.methods()) {
       impl_->request_names[&method] = wire::encode_request_names(service_name, method_name);
     }
+    impl_->descriptions[service_name] = describe_service(service).dump();
   }
 
   std::size_t threads = impl_->options.io_threads;

@@ -263,6 +263,9 @@ class Server::Impl {
   // Each method's wire::encode_request_names(), made in start() once the
   // services are fixed (ServerConnection's REQUEST fast path).
   std::unordered_map<const Service::Method*, std::string> request_names;
+  // Each service's describe_service() as JSON text, made in start() too
+  // (sys.describe answers from them).
+  std::map<std::string, std::string, std::less<>> descriptions;
   std::vector<std::unique_ptr<Reactor>> reactors;
   std::unique_ptr<asio::thread_pool> blocking_pool;
   // Made by start() when options.metrics is set; the connections count in it.
