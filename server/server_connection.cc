@@ -599,17 +599,13 @@ void ServerConnection::run_inline_encoded(const AdmittedCall& call, CallContext&
   const Status status = run_encoding_handler(call.method->encoding_handler, ctx, payload,
                                              response, server_, peer_.address);
   if (call.cells) counts_.observe_inline(*call.cells);
-  const bool in_time = call.deadline == Clock::time_point::max() || Clock::now() <= call.deadline;
-  if (status.ok() && in_time && !channel_->closed()) {
+  const auto code = answer_code(status, call.deadline, call.cells);
+  if (code == 0) {
     response.seal(call.call_id);
-    if (call.cells) metrics()->call(*call.cells, 0);
-    counts_.answered(0);
     return;
   }
-  // respond() decides what a late, failed or unsendable call answers.
   response.discard();
-  respond(call.call_id, status.ok() ? Result<std::string>(std::in_place) : Result<std::string>(status),
-          call.deadline, call.cells);
+  if (code) append_error(call.call_id, *code, status);
 }
 
 void ServerConnection::dispatch(const AdmittedCall& call, std::string_view payload,
@@ -725,25 +721,35 @@ void ServerConnection::finish_call(std::uint32_t call_id, const std::atomic<bool
   if (state_ == State::kGoingAway && calls_.in_flight() == 0) close_when_drained();
 }
 
-void ServerConnection::respond(std::uint32_t call_id, const Result<std::string>& result,
-                               Clock::time_point deadline, ServerMetrics::Method* cells) {
+std::optional<std::uint16_t> ServerConnection::answer_code(const Status& handler_status,
+                                                          Clock::time_point deadline,
+                                                          ServerMetrics::Method* cells) {
   std::uint16_t code = 0;
-  if (result.ok()) {
-    if (deadline != Clock::time_point::max() && Clock::now() > deadline) {
-      code = static_cast<std::uint16_t>(Errc::kDeadlineExceeded);
-    }
-  } else {
-    code = static_cast<std::uint16_t>(to_wire_errc(result.status().code));
+  if (!handler_status.ok()) {
+    code = static_cast<std::uint16_t>(to_wire_errc(handler_status.code));
+  } else if (deadline != Clock::time_point::max() && Clock::now() > deadline) {
+    code = static_cast<std::uint16_t>(Errc::kDeadlineExceeded);
   }
   if (cells) metrics()->call(*cells, code);
-  if (channel_->closed()) return;
+  if (channel_->closed()) return std::nullopt;
   counts_.answered(code);
+  return code;
+}
+
+void ServerConnection::append_error(std::uint32_t call_id, std::uint16_t code,
+                                    const Status& handler_status) {
+  wire::append_response(channel_->out(), call_id, code,
+                        handler_status.ok() ? "deadline exceeded" : handler_status.message, {});
+}
+
+void ServerConnection::respond(std::uint32_t call_id, const Result<std::string>& result,
+                               Clock::time_point deadline, ServerMetrics::Method* cells) {
+  const Status handler_status = result.ok() ? Status() : result.status();
+  const auto code = answer_code(handler_status, deadline, cells);
   if (code == 0) {
     wire::append_ok_response(channel_->out(), call_id, result.value());
-  } else if (result.ok()) {
-    wire::append_response(channel_->out(), call_id, code, "deadline exceeded", {});
-  } else {
-    wire::append_response(channel_->out(), call_id, code, result.status().message, {});
+  } else if (code) {
+    append_error(call_id, *code, handler_status);
   }
 }
 

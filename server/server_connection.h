@@ -177,6 +177,14 @@ class ServerConnection final : public std::enable_shared_from_this<ServerConnect
   // method and counts as "unknown").
   void respond(std::uint32_t call_id, const Result<std::string>& result,
                Clock::time_point deadline, ServerMetrics::Method* cells);
+  // What a call whose handler ended with `handler_status` answers: its
+  // error, or DEADLINE_EXCEEDED for a success past `deadline`; counted in
+  // the method's metrics. nullopt: the connection is closed, nothing to
+  // write.
+  std::optional<std::uint16_t> answer_code(const Status& handler_status, Clock::time_point deadline,
+                                           ServerMetrics::Method* cells);
+  // The RESPONSE for a `code` other than 0 that answer_code() chose.
+  void append_error(std::uint32_t call_id, std::uint16_t code, const Status& handler_status);
   // A call's handler has returned: answers unless `cancelled` (the call's
   // own flag) is set.
   void finish_call(std::uint32_t call_id, const std::atomic<bool>* cancelled,
