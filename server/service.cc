@@ -111,13 +111,17 @@ class StringResponse final : public ResponseBuffer {
 
 Service& Service::add_encoding(std::string method, EncodingHandler handler, Execution execution) {
   if (!runs_plain("add_encoding", method, execution)) return *this;
-  Handler as_string = [handler](CallContext& ctx, std::string_view request) -> Result<std::string> {
-    StringResponse response;
-    if (Status s = handler(ctx, request, response); !s.ok()) return s;
-    return std::move(response.bytes);
-  };
-  Method entry{execution, std::move(as_string), {}};
-  if (execution == Execution::kInline) entry.encoding_handler = std::move(handler);
+  Method entry{execution, {}, {}};
+  if (execution == Execution::kInline) {
+    entry.encoding_handler = std::move(handler);
+  } else {
+    entry.handler = [handler = std::move(handler)](CallContext& ctx,
+                                                   std::string_view request) -> Result<std::string> {
+      StringResponse response;
+      if (Status s = handler(ctx, request, response); !s.ok()) return s;
+      return std::move(response.bytes);
+    };
+  }
   methods_[std::move(method)] = std::move(entry);
   return *this;
 }

@@ -141,8 +141,8 @@ class Service {
     Handler handler;              // kInline, kBlocking
     AsyncHandler async_handler;   // kAsync
     StreamHandler stream_handler = {};  // kStream
-    // add_encoding's handler, for kInline (`handler` then wraps it, for
-    // any caller that wants the payload as a string).
+    // add_encoding's handler, for kInline (a kBlocking one is wrapped in
+    // `handler`, its response a string the pool hands back).
     EncodingHandler encoding_handler = {};
   };
 
