@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "authrpc/base/log.h"
+#include "authrpc/components/protobuf/service_schema.h"
 #include "authrpc/tools/cli_exit.h"
 #include "authrpc/tools/flag_parser.h"
 #include "authrpc/tools/proto_schema.h"
@@ -78,12 +79,6 @@ class TypeCollector {
   std::vector<const pb::EnumDescriptor*> enums_;
 };
 
-std::string rpc_line(const pb::MethodDescriptor& method) {
-  return "  rpc " + method.name() + "(" + (method.client_streaming() ? "stream " : "") +
-         method.input_type()->full_name() + ") returns (" + (method.server_streaming() ? "stream " : "") +
-         method.output_type()->full_name() + ");\n";
-}
-
 // A protobuf service: its rpc lines, then its types, each after a comment
 // with its full name and file (DebugString() names a type by its short name).
 std::string proto_listing(const pb::ServiceDescriptor& service) {
@@ -91,7 +86,7 @@ std::string proto_listing(const pb::ServiceDescriptor& service) {
   TypeCollector types;
   for (int i = 0; i < service.method_count(); ++i) {
     const pb::MethodDescriptor& method = *service.method(i);
-    out += rpc_line(method);
+    out += "  " + authrpc::proto::rpc_declaration(method) + ";\n";
     types.add(method.input_type());
     types.add(method.output_type());
   }

@@ -22,6 +22,7 @@
 #include <string>
 
 #include "authrpc/components/protobuf/options.pb.h"
+#include "authrpc/components/protobuf/service_schema.h"
 
 namespace {
 
@@ -60,12 +61,6 @@ bool execution_of(const pb::MethodDescriptor* m, std::string* execution, std::st
   return true;
 }
 
-// "rpc Get(kv.GetRequest) returns (stream kv.Entry)", as the .proto says it.
-std::string rpc_line(const pb::MethodDescriptor* m) {
-  return "rpc " + m->name() + "(" + (m->client_streaming() ? "stream " : "") + m->input_type()->full_name() +
-         ") returns (" + (m->server_streaming() ? "stream " : "") + m->output_type()->full_name() + ")";
-}
-
 Vars method_vars(const pb::MethodDescriptor* m, const std::string& execution) {
   return {{"method", m->name()},
           {"full", m->full_name()},
@@ -79,7 +74,7 @@ Vars method_vars(const pb::MethodDescriptor* m, const std::string& execution) {
 // not break an implementation written before it.
 void print_virtual(pb::io::Printer& p, const pb::MethodDescriptor* m, const std::string& execution) {
   Vars v = method_vars(m, execution);
-  v["proto"] = rpc_line(m);
+  v["proto"] = authrpc::proto::rpc_declaration(*m);
   const bool coroutine = shape_of(m) != Shape::kUnary || execution == "kAsync";
   v["where"] = !coroutine ? (execution == "kInline" ? "on the IO thread: must not block" : "on the blocking pool")
                           : "a coroutine on the IO thread";
@@ -118,7 +113,7 @@ void print_virtual(pb::io::Printer& p, const pb::MethodDescriptor* m, const std:
 // expression (`co_await stub.AsyncGet(request)` freed an invalid pointer).
 void print_stub_declarations(pb::io::Printer& p, const pb::MethodDescriptor* m) {
   Vars v = method_vars(m, "");
-  v["proto"] = rpc_line(m);
+  v["proto"] = authrpc::proto::rpc_declaration(*m);
   p.Print(v, "\n  // $proto$\n");
   switch (shape_of(m)) {
     case Shape::kUnary:

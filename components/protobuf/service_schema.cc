@@ -29,4 +29,10 @@ ServiceSchema schema_of(std::string_view service_full_name) {
   return ServiceSchema{std::string(kCodecName), set.SerializeAsString()};
 }
 
+std::string rpc_declaration(const google::protobuf::MethodDescriptor& method) {
+  return "rpc " + method.name() + "(" + (method.client_streaming() ? "stream " : "") +
+         method.input_type()->full_name() + ") returns (" + (method.server_streaming() ? "stream " : "") +
+         method.output_type()->full_name() + ")";
+}
+
 }  // namespace authrpc::proto

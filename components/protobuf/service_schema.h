@@ -5,9 +5,14 @@
 // `authrpc call` (tools/proto_commands.cc).
 #pragma once
 
+#include <string>
 #include <string_view>
 
 #include "authrpc/server/service.h"
+
+namespace google::protobuf {
+class MethodDescriptor;
+}
 
 namespace authrpc::proto {
 
@@ -18,5 +23,10 @@ inline constexpr std::string_view kCodecName = "protobuf";
 // the generated descriptor pool (its .pb.cc linked in); no schema (empty
 // codec) if the pool has no such service.
 ServiceSchema schema_of(std::string_view service_full_name);
+
+// "rpc Get(kv.GetRequest) returns (stream kv.Entry)": a method as a .proto
+// file declares it, without the ';' (the generator's comments, `authrpc
+// describe`'s listing).
+std::string rpc_declaration(const google::protobuf::MethodDescriptor& method);
 
 }  // namespace authrpc::proto
